@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Idempotent setup: system packages (redis-server, chromium for the dashboard test) and a venv with the project.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing system packages: ${need[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq || true
+  $SUDO apt-get install -y -qq "${need[@]}" >/dev/null || echo "warning: could not install ${need[*]}" >&2
+fi
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -c "import stream, faust, numpy, redis, elo_mmr_py" 

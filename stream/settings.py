@@ -1,0 +1,94 @@
+"""All configuration in one place: environment variables with documented defaults.
+
+Every knob the service reads lives here; nothing else calls ``os.environ``.
+The README's configuration table is generated from :data:`ENV_VARS`' docs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Service configuration; build it with :meth:`from_env`."""
+
+    kafka_bootstrap: str = field(default="127.0.0.1:9092", metadata={"env": "KAFKA_BOOTSTRAP", "doc": "Kafka bootstrap servers (host:port[,host:port])"})
+    kafka_security_protocol: str = field(default="PLAINTEXT", metadata={"env": "KAFKA_SECURITY_PROTOCOL", "doc": "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"})
+    kafka_sasl_mechanism: str = field(default="PLAIN", metadata={"env": "KAFKA_SASL_MECHANISM", "doc": "SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"})
+    kafka_sasl_username: str = field(default="", metadata={"env": "KAFKA_SASL_USERNAME", "doc": "SASL user name"})
+    kafka_sasl_password: str = field(default="", metadata={"env": "KAFKA_SASL_PASSWORD", "doc": "SASL password (never logged)", "secret": True})
+    kafka_ssl_cafile: str = field(default="", metadata={"env": "KAFKA_SSL_CAFILE", "doc": "CA bundle for Kafka TLS"})
+    redis_url: str = field(default="redis://127.0.0.1:6379/0", metadata={"env": "REDIS_URL", "doc": "Redis URL; rediss:// for TLS, user:password@ for ACL auth (never logged)", "secret": True})
+    topic_prefix: str = field(default="", metadata={"env": "TOPIC_PREFIX", "doc": "prefix put in front of every topic name"})
+    partitions: int = field(default=4, metadata={"env": "PARTITIONS", "doc": "partitions of the player-updates and rating-changes topics"})
+    engine_preset: str = field(default="mmr", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr, mmr-fast, mmx, mmx-fast, paper-codeforces)"})
+    app_id: str = field(default="elo-mmr-stream", metadata={"env": "APP_ID", "doc": "Faust application id (consumer group)"})
+    web_port: int = field(default=6066, metadata={"env": "WEB_PORT", "doc": "HTTP port of the worker's read API and dashboard"})
+    web_host: str = field(default="127.0.0.1", metadata={"env": "WEB_HOST", "doc": "bind address of the read API"})
+    max_round_size: int = field(default=1_000_000, metadata={"env": "MAX_ROUND_SIZE", "doc": "rounds with more players are rejected to the DLQ"})
+    max_message_bytes: int = field(default=64 * 1024 * 1024, metadata={"env": "MAX_MESSAGE_BYTES", "doc": "largest accepted round message"})
+    max_id_length: int = field(default=128, metadata={"env": "MAX_ID_LENGTH", "doc": "longest accepted player id, round id or ladder name"})
+    strict_schema: bool = field(default=False, metadata={"env": "STRICT_SCHEMA", "doc": "reject unknown fields in RoundResult"})
+    history_length: int = field(default=100, metadata={"env": "HISTORY_LENGTH", "doc": "rating-history entries kept per player"})
+    sweep_timeout_s: float = field(default=30.0, metadata={"env": "SWEEP_TIMEOUT_S", "doc": "re-drive a round whose player updates are incomplete after this many seconds"})
+    broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout"})
+    broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval"})
+    log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level"})
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
+        """Read every field from its environment variable, falling back to the default."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(f.metadata["env"])
+            if raw is None:
+                continue
+            if f.type in ("bool", bool):
+                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif f.type in ("int", int):
+                values[f.name] = int(raw)
+            elif f.type in ("float", float):
+                values[f.name] = float(raw)
+            else:
+                values[f.name] = raw
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def topic(self, name: str) -> str:
+        """Full topic name: the configured prefix in front of ``name``."""
+        return f"{self.topic_prefix}{name}"
+
+    def redacted(self) -> dict[str, object]:
+        """Settings as a dict with secrets masked, safe to log."""
+        out: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("secret") and value:
+                value = _redact(str(value))
+            out[f.name] = value
+        return out
+
+
+def _redact(value: str) -> str:
+    """Mask a password or the credentials of a URL."""
+    if "://" in value and "@" in value:
+        scheme, rest = value.split("://", 1)
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+    if "://" in value:
+        return value
+    return "***"
+
+
+def env_table() -> str:
+    """Markdown table of every environment variable, its default and meaning."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for f in fields(Settings):
+        rows.append(f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} |")
+    return "\n".join(rows)

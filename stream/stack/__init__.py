@@ -1,0 +1,1 @@
+"""The embedded local stack: a Kafka-protocol broker (Tansu) and a private redis-server."""
