@@ -1,0 +1,57 @@
+"""Redis key builders, exactly as the key table of docs/contracts.md says.
+
+Every key starts with :data:`PREFIX`. The part in ``{…}`` is the Redis Cluster hash tag:
+all of one ladder's keys (ladder hash, leaderboard, rounds index, round records, round
+results, stored fan-outs) share the slot of ``{L}``; all of one player's keys (state hash,
+history) share the slot of ``{L|P}``. Scripts touch keys of one slot only.
+"""
+
+from __future__ import annotations
+
+PREFIX = "ems:"
+PLAYER_TAG_SEPARATOR = "|"
+
+
+def ladders() -> str:
+    """Set of every ladder name."""
+    return f"{PREFIX}ladders"
+
+
+def ladder(ladder_name: str) -> str:
+    """Hash: ``seq``, ``rounds_rated``, ``players``, ``last_round``, ``updated_at``."""
+    return f"{PREFIX}ladder:{{{ladder_name}}}"
+
+
+def leaderboard(ladder_name: str) -> str:
+    """Sorted set: member = player, score = display rating."""
+    return f"{PREFIX}lb:{{{ladder_name}}}"
+
+
+def rounds(ladder_name: str) -> str:
+    """Sorted set of round ids by sequence number."""
+    return f"{PREFIX}rounds:{{{ladder_name}}}"
+
+
+def round_record(ladder_name: str, round_id: str) -> str:
+    """Hash: the round's status, sequence number, field size, pending count, times, content hash."""
+    return f"{PREFIX}round:{{{ladder_name}}}:{round_id}"
+
+
+def round_results(ladder_name: str, round_id: str) -> str:
+    """Hash: player → RatingChange JSON (the round page and the re-emission source)."""
+    return f"{PREFIX}round-results:{{{ladder_name}}}:{round_id}"
+
+
+def round_perf(ladder_name: str, round_id: str) -> str:
+    """Hash: the stored fan-out of phase one (partition → PlayerUpdate JSON)."""
+    return f"{PREFIX}round-perf:{{{ladder_name}}}:{round_id}"
+
+
+def player(ladder_name: str, player_id: str) -> str:
+    """Hash: mu, sigma, rounds, last_round, last_seq, queued_seq, last_time, display_rating, tier, state."""
+    return f"{PREFIX}player:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
+
+
+def history(ladder_name: str, player_id: str) -> str:
+    """List, newest last, bounded: one RatingChange JSON per rated round."""
+    return f"{PREFIX}history:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"

@@ -1,0 +1,12 @@
+"""Lua scripts of the store, one per atomic update (KEYS and ARGV documented at each file's top)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_round_results")
+
+
+def source(name: str) -> str:
+    """The Lua source of script ``name`` (one of :data:`SCRIPT_NAMES`)."""
+    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")

@@ -1,0 +1,36 @@
+-- record_round_results: the ladder-side bookkeeping of applied player updates of one round.
+-- Idempotent: a player's result is recorded once (HSETNX); only a first record moves the
+-- leaderboard and the counters. The round becomes "rated" when every player has a result.
+-- One slot: keys of ladder {L}.
+-- KEYS[1] round record           ems:round:{L}:R
+-- KEYS[2] round results (hash)   ems:round-results:{L}:R
+-- KEYS[3] leaderboard (zset)     ems:lb:{L}
+-- KEYS[4] ladder hash            ems:ladder:{L}
+-- ARGV[1] now                    epoch seconds (rated_at / updated_at)
+-- ARGV[2..] player, RatingChange JSON, display rating, newcomer (1 if first round), ...
+-- Returns the number of players still pending.
+local round_key, results_key, lb_key, ladder_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local now = ARGV[1]
+for i = 2, #ARGV, 4 do
+  local player = ARGV[i]
+  if redis.call('HSETNX', results_key, player, ARGV[i + 1]) == 1 then
+    redis.call('ZADD', lb_key, ARGV[i + 2], player)
+    if ARGV[i + 3] == '1' then
+      redis.call('HINCRBY', ladder_key, 'players', 1)
+    end
+  end
+end
+local info = redis.call('HMGET', round_key, 'field_size', 'status', 'seq', 'round_id')
+local pending = tonumber(info[1] or '0') - redis.call('HLEN', results_key)
+if pending < 0 then pending = 0 end
+redis.call('HSET', round_key, 'pending', pending)
+if pending == 0 and info[2] == 'pending' then
+  redis.call('HSET', round_key, 'status', 'rated', 'rated_at', now)
+  redis.call('HINCRBY', ladder_key, 'rounds_rated', 1)
+  local last_seq = tonumber(redis.call('HGET', ladder_key, 'last_rated_seq') or '0')
+  if tonumber(info[3]) > last_seq then
+    redis.call('HSET', ladder_key, 'last_rated_seq', info[3], 'last_round', info[4])
+  end
+  redis.call('HSET', ladder_key, 'updated_at', now)
+end
+return pending

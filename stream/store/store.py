@@ -1,0 +1,272 @@
+"""The pipeline's Redis store: round registration, priors, fan-outs, atomic idempotent updates.
+
+Everything the pipeline reads or writes goes through :class:`Store` (redis.asyncio). Writes
+that must be atomic are Lua scripts (``scripts/*.lua``), each touching the keys of ONE hash
+slot so the service runs unchanged on Redis Cluster: per-player scripts on ``{L|P}``,
+round/leaderboard bookkeeping on ``{L}``. Batches go out as one pipeline (one round trip).
+
+Floats are stored as ``repr(float)``, which round-trips exactly: phase one reads mu, sigma
+and last_time back bit for bit, so the stream equals the in-process replay.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+from redis.exceptions import NoScriptError
+
+from stream.store import keys
+from stream.store.scripts import SCRIPT_NAMES, source
+
+STATUS_REGISTERED = "registered"
+STATUS_PENDING = "pending"
+STATUS_RATED = "rated"
+STATUS_NO_OUTCOME = "no_outcome"
+
+OUTCOME_NEW = "new"
+OUTCOME_EXISTING = "existing"
+OUTCOME_CONFLICT = "conflict"
+
+PRIOR_FIELDS = ("mu", "sigma", "last_time", "queued_seq", "last_seq")
+
+
+def encode_float(value: float) -> str:
+    """Exact text form of a float (``repr`` round-trips bit for bit)."""
+    return repr(float(value))
+
+
+def _float(raw: bytes | None, default: float = math.nan) -> float:
+    return default if raw is None else float(raw)
+
+
+def _int(raw: bytes | None) -> int:
+    return 0 if raw is None else int(raw)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Outcome of registering a round id: ``new``, ``existing`` or ``conflict``; its seq and status."""
+
+    outcome: str
+    seq: int
+    status: str
+
+
+@dataclass
+class Priors:
+    """Participants' stored posteriors (phase one's input), aligned with the requested players.
+
+    ``known`` is False for newcomers (their mu/sigma/last_time are nan: the caller fills the
+    ladder's prior). ``blocked`` lists the players whose earlier round is queued but not yet
+    applied (the per-player barrier): priors are only final when it is empty.
+    """
+
+    mu: np.ndarray
+    sigma: np.ndarray
+    last_time: np.ndarray
+    known: np.ndarray
+    blocked: list[str] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        return not self.blocked
+
+
+@dataclass(frozen=True)
+class StoredPlayer:
+    """What phase two needs of one player: the last applied seq and the packed engine state."""
+
+    last_seq: int
+    state: bytes | None
+
+
+@dataclass(frozen=True)
+class PlayerWrite:
+    """One player's new state after round ``seq`` (input of apply_player_update.lua)."""
+
+    player: str
+    seq: int
+    mu: float
+    sigma: float
+    rounds: int
+    last_round: str
+    last_time: float
+    display_rating: float
+    tier: str
+    state: bytes
+    change: bytes
+    newcomer: bool
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """Which writes of a batch were applied now (False: already applied before, skipped)."""
+
+    applied: list[bool]
+
+
+class Store:
+    """Async access to the service's Redis state (key schema: docs/contracts.md)."""
+
+    def __init__(self, client: aioredis.Redis, *, history_length: int) -> None:
+        self.client = client
+        self.history_length = history_length
+        self._sha: dict[str, str] = {}
+
+    @classmethod
+    def from_url(cls, url: str, *, history_length: int) -> "Store":
+        return cls(aioredis.Redis.from_url(url), history_length=history_length)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def load_scripts(self) -> None:
+        """SCRIPT LOAD every script once, so batches are plain EVALSHA pipelines (one round trip)."""
+        for name in SCRIPT_NAMES:
+            self._sha[name] = await self.client.script_load(source(name))
+
+    async def _run(self, build: Callable[[Pipeline], None]) -> list[Any]:
+        """Build and execute one pipeline (EVALSHAs and plain commands): one round trip.
+
+        If Redis lost its script cache (restart), reload the scripts and run it again; every
+        script is idempotent, so a partial first run is harmless.
+        """
+        if not self._sha:
+            await self.load_scripts()
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            build(pipe)
+            try:
+                return await pipe.execute()
+            except NoScriptError:
+                if attempt:
+                    raise
+                await self.load_scripts()
+        raise AssertionError("unreachable")
+
+    def _eval(self, pipe: Pipeline, name: str, keys_: list[str], args: list[Any]) -> None:
+        pipe.evalsha(self._sha[name], len(keys_), *keys_, *args)
+
+    # ---- rounds -------------------------------------------------------------------------
+    async def register_round(
+        self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
+        received_at: float, field_size: int, status: str = STATUS_REGISTERED,
+    ) -> Registration:
+        """Assign the round its ladder sequence number once; report re-use and conflicts."""
+        def build(pipe: Pipeline) -> None:
+            pipe.sadd(keys.ladders(), ladder)
+            self._eval(pipe, "register_round",
+                       [keys.ladder(ladder), keys.round_record(ladder, round_id), keys.rounds(ladder)],
+                       [round_id, content_hash, encode_float(occurred_at), encode_float(received_at),
+                        field_size, status])
+
+        _, (outcome, seq, stored_status) = await self._run(build)
+        return Registration(outcome.decode(), int(seq), stored_status.decode())
+
+    async def round_record(self, ladder: str, round_id: str) -> dict[str, str]:
+        raw = await self.client.hgetall(keys.round_record(ladder, round_id))
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    async def save_fanout(self, ladder: str, round_id: str, *, pending: int,
+                          messages: dict[int, bytes]) -> bool:
+        """Store phase one's messages (partition → PlayerUpdate JSON) and mark the round pending."""
+        args: list[Any] = [pending]
+        for partition, message in sorted(messages.items()):
+            args += [partition, message]
+        (done,) = await self._run(lambda pipe: self._eval(
+            pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id)], args))
+        return bool(done)
+
+    async def load_fanout(self, ladder: str, round_id: str) -> dict[int, bytes]:
+        raw = await self.client.hgetall(keys.round_perf(ladder, round_id))
+        return {int(k): v for k, v in sorted(raw.items(), key=lambda kv: int(kv[0]))}
+
+    async def load_results(self, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None]:
+        """The stored RatingChange JSON of ``players`` in a round (None where absent)."""
+        if not players:
+            return []
+        return list(await self.client.hmget(keys.round_results(ladder, round_id), list(players)))
+
+    # ---- phase one ----------------------------------------------------------------------
+    async def load_priors(self, ladder: str, players: Sequence[str], seq: int) -> Priors:
+        """Stored (mu, sigma, last_time) of each player, and which ones the barrier still holds.
+
+        A player is held while an earlier round queued for them (``queued_seq``) is not yet
+        applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
+        attempt that crashed after the barrier had passed, so their prior is final.
+        """
+        pipe = self.client.pipeline(transaction=False)
+        for player in players:
+            pipe.hmget(keys.player(ladder, player), PRIOR_FIELDS)
+        rows = await pipe.execute()
+        n = len(players)
+        mu = np.full(n, math.nan)
+        sigma = np.full(n, math.nan)
+        last_time = np.full(n, math.nan)
+        known = np.zeros(n, dtype=bool)
+        blocked: list[str] = []
+        for i, (raw_mu, raw_sigma, raw_time, raw_queued, raw_last) in enumerate(rows):
+            queued, last = _int(raw_queued), _int(raw_last)
+            if queued > last and queued != seq:
+                blocked.append(players[i])
+            if raw_mu is not None:
+                known[i] = True
+                mu[i] = float(raw_mu)
+                sigma[i] = float(raw_sigma)
+                last_time[i] = _float(raw_time)
+        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked)
+
+    async def mark_queued(self, ladder: str, players: Iterable[str], seq: int) -> None:
+        """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
+        pipe = self.client.pipeline(transaction=False)
+        for player in players:
+            pipe.hset(keys.player(ladder, player), "queued_seq", seq)
+        await pipe.execute()
+
+    # ---- phase two ----------------------------------------------------------------------
+    async def load_states(self, ladder: str, players: Sequence[str]) -> list[StoredPlayer]:
+        pipe = self.client.pipeline(transaction=False)
+        for player in players:
+            pipe.hmget(keys.player(ladder, player), ("last_seq", "state"))
+        rows = await pipe.execute()
+        return [StoredPlayer(last_seq=_int(last), state=state) for last, state in rows]
+
+    async def apply(self, ladder: str, round_id: str, writes: Sequence[PlayerWrite], *, now: float) -> ApplyResult:
+        """Apply a batch of one round's player updates in ONE round trip, idempotently.
+
+        One apply_player_update.lua per player (its own slot), then one
+        record_round_results.lua on the ladder's slot for the players applied here; players
+        already applied are recorded again harmlessly (HSETNX keeps the first result).
+        """
+        round_args: list[Any] = [encode_float(now)]
+        for w in writes:
+            round_args += [w.player, w.change, encode_float(w.display_rating), "1" if w.newcomer else "0"]
+
+        def build(pipe: Pipeline) -> None:
+            for w in writes:
+                self._eval(pipe, "apply_player_update",
+                           [keys.player(ladder, w.player), keys.history(ladder, w.player)],
+                           [w.seq, encode_float(w.mu), encode_float(w.sigma), w.rounds, w.last_round,
+                            encode_float(w.last_time), encode_float(w.display_rating), w.tier, w.state,
+                            w.change, self.history_length])
+            self._eval(pipe, "record_round_results",
+                       [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
+                        keys.leaderboard(ladder), keys.ladder(ladder)], round_args)
+
+        results = await self._run(build)
+        return ApplyResult(applied=[bool(r) for r in results[: len(writes)]])
+
+    # ---- reads used by tests and tools --------------------------------------------------
+    async def player(self, ladder: str, player: str) -> dict[str, bytes]:
+        raw = await self.client.hgetall(keys.player(ladder, player))
+        return {k.decode(): v for k, v in raw.items()}
+
+    async def players(self, ladder: str) -> list[str]:
+        """Every rated player of a ladder (from the leaderboard)."""
+        return [m.decode() for m in await self.client.zrange(keys.leaderboard(ladder), 0, -1)]

@@ -1,0 +1,122 @@
+"""The store's Lua scripts against the session's private redis-server: atomic and idempotent."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from stream.store import keys
+from stream.store.store import PlayerWrite, Store
+
+T = TypeVar("T")
+HISTORY = 3
+
+
+def run(redis_url: str, body: Callable[[Store], Awaitable[T]]) -> T:
+    async def main() -> T:
+        store = Store.from_url(redis_url, history_length=HISTORY)
+        try:
+            return await body(store)
+        finally:
+            await store.close()
+    return asyncio.run(main())
+
+
+def write(player: str, seq: int, mu: float, *, round_id: str = "r1", newcomer: bool = True) -> PlayerWrite:
+    return PlayerWrite(player=player, seq=seq, mu=mu, sigma=80.0 + seq, rounds=seq, last_round=round_id,
+                       last_time=1000.0 * seq, display_rating=mu - 100.0, tier="", state=b"\x00\x01state",
+                       change=f'{{"player":"{player}","seq":{seq}}}'.encode(), newcomer=newcomer)
+
+
+def test_register_assigns_sequence_once_and_detects_conflicts(redis_url: str) -> None:
+    async def body(store: Store) -> list[tuple[str, int, str]]:
+        a = await store.register_round("L", "r1", content_hash="h1", occurred_at=1.5, received_at=2.0, field_size=3)
+        b = await store.register_round("L", "r2", content_hash="h2", occurred_at=1.5, received_at=2.0, field_size=3)
+        again = await store.register_round("L", "r1", content_hash="h1", occurred_at=1.5, received_at=9.0, field_size=3)
+        clash = await store.register_round("L", "r1", content_hash="hX", occurred_at=1.5, received_at=9.0, field_size=3)
+        other = await store.register_round("M", "r1", content_hash="hX", occurred_at=1.5, received_at=9.0, field_size=3)
+        record = await store.round_record("L", "r1")
+        assert record["content_hash"] == "h1" and record["received_at"] == "2.0"
+        assert set(await store.client.smembers(keys.ladders())) == {b"L", b"M"}
+        return [(r.outcome, r.seq, r.status) for r in (a, b, again, clash, other)]
+
+    assert run(redis_url, body) == [
+        ("new", 1, "registered"), ("new", 2, "registered"), ("existing", 1, "registered"),
+        ("conflict", 1, "registered"), ("new", 1, "registered")]
+
+
+def test_fanout_is_stored_once(redis_url: str) -> None:
+    async def body(store: Store) -> None:
+        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
+        assert await store.save_fanout("L", "r1", pending=2, messages={3: b"m3", 0: b"m0"})
+        assert not await store.save_fanout("L", "r1", pending=2, messages={1: b"other"})
+        assert await store.load_fanout("L", "r1") == {0: b"m0", 3: b"m3"}
+        record = await store.round_record("L", "r1")
+        assert record["status"] == "pending" and record["pending"] == "2"
+
+    run(redis_url, body)
+
+
+def test_apply_is_idempotent_and_completes_the_round(redis_url: str) -> None:
+    async def body(store: Store) -> None:
+        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
+        await store.save_fanout("L", "r1", pending=2, messages={0: b"m"})
+        first = await store.apply("L", "r1", [write("a", 1, 1600.0)], now=5.0)
+        assert first.applied == [True]
+        assert (await store.round_record("L", "r1"))["pending"] == "1"
+        again = await store.apply("L", "r1", [write("a", 1, 9999.0), write("b", 1, 1400.0)], now=6.0)
+        assert again.applied == [False, True]
+        player = await store.player("L", "a")
+        assert float(player["mu"]) == 1600.0 and player["last_seq"] == b"1"
+        assert await store.client.llen(keys.history("L", "a")) == 1
+        record = await store.round_record("L", "r1")
+        assert record["status"] == "rated" and record["pending"] == "0" and record["rated_at"] == "6.0"
+        ladder = await store.client.hgetall(keys.ladder("L"))
+        assert ladder[b"rounds_rated"] == b"1" and ladder[b"players"] == b"2" and ladder[b"last_round"] == b"r1"
+        assert await store.client.zrange(keys.leaderboard("L"), 0, -1, withscores=True) == [(b"b", 1300.0), (b"a", 1500.0)]
+        # a replayed batch leaves the counters alone
+        await store.apply("L", "r1", [write("a", 1, 1600.0), write("b", 1, 1400.0)], now=7.0)
+        assert (await store.client.hgetall(keys.ladder("L")))[b"rounds_rated"] == b"1"
+        assert (await store.load_results("L", "r1", ["a", "b", "c"]))[2] is None
+
+    run(redis_url, body)
+
+
+def test_history_is_bounded_newest_last(redis_url: str) -> None:
+    async def body(store: Store) -> None:
+        for seq in range(1, 6):
+            await store.apply("L", f"r{seq}", [write("a", seq, 1500.0 + seq, round_id=f"r{seq}")], now=0.0)
+        history = await store.client.lrange(keys.history("L", "a"), 0, -1)
+        assert [h.decode() for h in history] == [f'{{"player":"a","seq":{s}}}' for s in (3, 4, 5)]
+
+    run(redis_url, body)
+
+
+def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str) -> None:
+    mu = 1234.5678901234567 / 3.0
+
+    async def body(store: Store) -> None:
+        w = write("a", 1, mu)
+        await store.apply("L", "r1", [w], now=0.0)
+        await store.mark_queued("L", ["a", "new"], 2)
+        priors = await store.load_priors("L", ["a", "new", "ghost"], seq=3)
+        assert priors.mu[0] == mu and priors.sigma[0] == w.sigma and priors.last_time[0] == w.last_time
+        assert list(priors.known) == [True, False, False] and math.isnan(priors.mu[1])
+        assert priors.blocked == ["a", "new"] and not priors.ready
+        # the round that queued them sees them as ready (a retried phase one after a crash)
+        assert (await store.load_priors("L", ["a", "new"], seq=2)).ready
+        await store.apply("L", "r2", [write("a", 2, mu, round_id="r2"), write("new", 2, mu, round_id="r2")], now=0.0)
+        assert (await store.load_priors("L", ["a", "new"], seq=3)).ready
+
+    run(redis_url, body)
+
+
+def test_scripts_reload_after_redis_forgets_them(redis_url: str) -> None:
+    async def body(store: Store) -> None:
+        await store.apply("L", "r1", [write("a", 1, 1500.0)], now=0.0)
+        await store.client.script_flush()
+        assert (await store.apply("L", "r2", [write("a", 2, 1510.0, round_id="r2")], now=0.0)).applied == [True]
+
+    run(redis_url, body)
