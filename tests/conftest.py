@@ -1,8 +1,16 @@
-"""Shared fixtures: a private redis-server per test session (and the broker, see tests/stream)."""
+"""Shared fixtures: a private redis-server per test session, and the local stack (Kafka + Redis).
+
+``local_stack`` (session): Kafka bootstrap + Redis URL. With a reachable Docker engine it runs
+Kafka and Redis containers (testcontainers); otherwise the embedded Tansu broker and the
+session's private redis-server. ``fresh_prefix`` gives each test its own topic prefix / app id;
+``stack_redis_url`` is the stack's Redis, flushed before the test.
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -26,3 +34,79 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
+
+
+#: Images of the container branch of ``local_stack`` (used only when Docker is reachable).
+KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.0"
+REDIS_IMAGE = "redis:7"
+
+
+@dataclass(frozen=True)
+class StackEndpoints:
+    """Where the test session's broker and Redis listen; ``kind`` is "embedded" or "containers"."""
+
+    bootstrap: str
+    redis_url: str
+    kind: str
+
+    def env(self) -> dict[str, str]:
+        """Environment variables pointing the service (e.g. a worker subprocess) at this stack."""
+        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url}
+
+
+def _docker_available() -> bool:
+    """Whether a Docker engine answers (then tests run against real Kafka/Redis containers)."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def _container_stack() -> Iterator[StackEndpoints]:
+    """Kafka (KRaft) and Redis containers for the session."""
+    try:
+        from testcontainers.community.kafka import KafkaContainer
+        from testcontainers.community.redis import RedisContainer
+    except ImportError:  # older testcontainers layout
+        from testcontainers.kafka import KafkaContainer
+        from testcontainers.redis import RedisContainer
+
+    with KafkaContainer(KAFKA_IMAGE).with_kraft() as kafka, RedisContainer(REDIS_IMAGE) as redis_container:
+        redis_url = f"redis://{redis_container.get_container_host_ip()}:{redis_container.get_exposed_port(6379)}/0"
+        yield StackEndpoints(kafka.get_bootstrap_server(), redis_url, "containers")
+
+
+@pytest.fixture(scope="session")
+def local_stack(request: pytest.FixtureRequest) -> Iterator[StackEndpoints]:
+    """The session's Kafka + Redis: containers if Docker is reachable, else the embedded stack."""
+    if _docker_available():
+        yield from _container_stack()
+        return
+    from stream.stack.broker import TansuBroker
+
+    server: RedisServer = request.getfixturevalue("redis_server")
+    with TansuBroker() as broker:
+        yield StackEndpoints(broker.bootstrap, server.url, "embedded")
+
+
+@pytest.fixture()
+def fresh_prefix(request: pytest.FixtureRequest) -> str:
+    """A topic prefix (and app / group id stem) no other test uses: ``t<hex>-``."""
+    return f"t{uuid.uuid4().hex[:10]}-"
+
+
+@pytest.fixture()
+def stack_redis_url(local_stack: StackEndpoints) -> str:
+    """The stack's Redis URL, flushed before the test."""
+    import redis
+
+    client = redis.Redis.from_url(local_stack.redis_url)
+    client.flushall()
+    client.close()
+    return local_stack.redis_url

@@ -1,0 +1,62 @@
+"""``LocalStack``: the embedded broker and a private redis-server, started and stopped together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stream.stack.broker import TansuBroker
+from stream.stack.redis_server import RedisServer
+
+
+@dataclass
+class LocalStack:
+    """Tansu broker + redis-server on free (or given) loopback ports; a context manager.
+
+    >>> with LocalStack() as stack:
+    ...     stack.bootstrap, stack.redis_url     # ('127.0.0.1:PORT', 'redis://127.0.0.1:PORT/0')
+    """
+
+    broker: TansuBroker = field(default_factory=TansuBroker)
+    redis: RedisServer = field(default_factory=RedisServer)
+
+    @classmethod
+    def on_ports(cls, kafka_port: int = 0, redis_port: int = 0, *, redis_appendonly: bool = False) -> "LocalStack":
+        """A stack on the given ports (0 = pick a free one)."""
+        return cls(TansuBroker(port=kafka_port), RedisServer(port=redis_port, appendonly=redis_appendonly))
+
+    @property
+    def bootstrap(self) -> str:
+        """Kafka bootstrap servers of the embedded broker."""
+        return self.broker.bootstrap
+
+    @property
+    def redis_url(self) -> str:
+        """URL of the private redis-server."""
+        return self.redis.url
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that point the service at this stack."""
+        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url}
+
+    def start(self) -> "LocalStack":
+        """Start Redis, then the broker; if the broker fails, Redis is stopped again."""
+        self.redis.start()
+        try:
+            self.broker.start()
+        except BaseException:
+            self.redis.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop both services (safe to call twice)."""
+        try:
+            self.broker.stop()
+        finally:
+            self.redis.stop()
+
+    def __enter__(self) -> "LocalStack":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
