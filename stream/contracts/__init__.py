@@ -1,1 +1,24 @@
-"""contracts."""
+"""Event contracts: formats, validation and JSON Schemas (imports nothing of ours but settings).
+
+See docs/contracts.md "Contracts" and the schema files in ``schemas/``.
+"""
+
+from stream.contracts.events import DeadLetter, PlayerUpdate, RatingChange, UpdateEntry, event_id
+from stream.contracts.round import (
+    DEFAULT_LADDER,
+    LADDER_PATTERN,
+    REASONS,
+    Limits,
+    RoundRejected,
+    RoundResult,
+    Standing,
+    parse_round,
+)
+from stream.contracts.schemas import SCHEMA_NAMES, SchemaError, load_schema, validate
+
+__all__ = [
+    "DEFAULT_LADDER", "LADDER_PATTERN", "REASONS", "SCHEMA_NAMES",
+    "DeadLetter", "Limits", "PlayerUpdate", "RatingChange", "RoundRejected", "RoundResult",
+    "SchemaError", "Standing", "UpdateEntry",
+    "event_id", "load_schema", "parse_round", "validate",
+]

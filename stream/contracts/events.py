@@ -1,0 +1,167 @@
+"""The events the service emits: ``PlayerUpdate`` (internal fan-out), ``RatingChange`` (public),
+``DeadLetter`` (rejected input).  Each has ``to_json()`` / ``from_json()`` producing compact JSON
+with a stable key order, valid against its schema in ``schemas/`` (checked by
+:func:`stream.contracts.schemas.validate` in tests).  Floats are written with ``repr`` precision,
+so a round trip is exact; NaN and infinities are refused (``ValueError``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from stream.contracts.round import RoundRejected
+
+
+def _dumps(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _loads(raw: bytes | str | dict[str, Any]) -> dict[str, Any]:
+    return raw if isinstance(raw, dict) else json.loads(raw)  # type: ignore[no-any-return]
+
+
+def event_id(ladder: str, round_id: str, player: str) -> str:
+    """The unique id of a rating change: ``ladder/round_id/player``."""
+    return f"{ladder}/{round_id}/{player}"
+
+
+@dataclass(slots=True)
+class RatingChange:
+    """One player's rating change in one round (topic ``rating-changes``, key = player)."""
+
+    ladder: str
+    round_id: str
+    player: str
+    rank: int
+    field_size: int
+    performance: float
+    mu_before: float
+    sigma_before: float
+    mu_after: float
+    sigma_after: float
+    display_rating: float
+    tier: str | None
+    rounds_played: int
+    occurred_at: float
+
+    @property
+    def event_id(self) -> str:
+        return event_id(self.ladder, self.round_id, self.player)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event_id": self.event_id, **asdict(self)}
+
+    def to_json(self) -> str:
+        return _dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, raw: bytes | str | dict[str, Any]) -> RatingChange:
+        data = dict(_loads(raw))
+        data.pop("event_id", None)
+        return cls(**data)
+
+
+@dataclass(slots=True)
+class UpdateEntry:
+    """One player of a :class:`PlayerUpdate`: rank in the round and phase one's performance."""
+
+    player: str
+    rank: int
+    performance: float
+
+
+@dataclass(slots=True)
+class PlayerUpdate:
+    """Phase one's output for the round's players on one partition (topic ``player-updates``).
+
+    Held as columns (``players``, ``ranks``, ``performances``, aligned) so phase two can work on
+    arrays; serialised as ``entries: [{player, rank, performance}]``.
+    """
+
+    ladder: str
+    round_id: str
+    seq: int
+    occurred_at: float
+    weight: float
+    field_size: int
+    players: list[str]
+    ranks: list[int]
+    performances: list[float]
+
+    def entries(self) -> Iterator[UpdateEntry]:
+        for p, r, x in zip(self.players, self.ranks, self.performances):
+            yield UpdateEntry(p, r, x)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ladder": self.ladder,
+            "round_id": self.round_id,
+            "seq": self.seq,
+            "occurred_at": self.occurred_at,
+            "weight": self.weight,
+            "field_size": self.field_size,
+            "entries": [
+                {"player": p, "rank": int(r), "performance": float(x)}
+                for p, r, x in zip(self.players, self.ranks, self.performances)
+            ],
+        }
+
+    def to_json(self) -> str:
+        return _dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, raw: bytes | str | dict[str, Any]) -> PlayerUpdate:
+        data = _loads(raw)
+        entries = data["entries"]
+        return cls(
+            ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
+            occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
+            players=[e["player"] for e in entries],
+            ranks=[e["rank"] for e in entries],
+            performances=[e["performance"] for e in entries],
+        )
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    """A rejected input message (topic ``rounds-dlq``); ``original`` holds the raw bytes."""
+
+    reason: str
+    message: str
+    field: str | None
+    original: bytes
+    rejected_at: float
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+    @classmethod
+    def from_rejection(cls, exc: RoundRejected, original: bytes, *, rejected_at: float,
+                       topic: str | None = None, partition: int | None = None,
+                       offset: int | None = None) -> DeadLetter:
+        return cls(exc.reason, exc.message, exc.field, original, rejected_at, topic, partition, offset)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "message": self.message,
+            "field": self.field,
+            "original": base64.b64encode(self.original).decode("ascii"),
+            "rejected_at": self.rejected_at,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+        }
+
+    def to_json(self) -> str:
+        return _dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, raw: bytes | str | dict[str, Any]) -> DeadLetter:
+        data = dict(_loads(raw))
+        data["original"] = base64.b64decode(data["original"], validate=True)
+        return cls(**data)

@@ -1,0 +1,410 @@
+"""``RoundResult``: one ranked round of one ladder, and :func:`parse_round`, its validator.
+
+Input (topic ``rounds``, schema ``schemas/round-result.v1.json``)::
+
+    {"round_id": "r-17", "ladder": "blitz", "occurred_at": "2024-05-01T12:00:00Z",
+     "standings": [{"player": "ann", "rank": 1}, {"player": "bob", "rank": 2}],
+     "weight": 1.0, "perf_ceiling": null}
+
+Standings are explicit ``{player, rank}`` objects (ranks 1-based, equal ranks tie; only their
+order matters) or finishing order, one entry per place: a player id, or an array of tied ids
+(competition ranking: k players tied at rank r are followed by rank r + k).  Both forms cannot
+be mixed in one round.  ``occurred_at`` is an RFC 3339 date-time with offset, or epoch seconds.
+
+Every rejection is a :class:`RoundRejected` with a machine ``reason`` (see :data:`REASONS`), a
+human ``message`` and the offending ``field`` written as a path, e.g. ``standings[3].rank``.
+A round with fewer than two players or where everyone ties is "outcome free" (reason
+``no_outcome``): it is valid, recorded, and rates nobody; the parsed round is on ``.round``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from stream.contracts.schemas import ROUND_RESULT, SchemaError, validator
+from stream.settings import Settings
+
+NOT_UTF8 = "not_utf8"
+NOT_JSON = "not_json"
+SCHEMA = "schema"
+UNKNOWN_FIELD = "unknown_field"
+NO_OUTCOME = "no_outcome"
+DUPLICATE_PLAYER = "duplicate_player"
+BAD_RANK = "bad_rank"
+BAD_WEIGHT = "bad_weight"
+ID_TOO_LONG = "id_too_long"
+ROUND_TOO_LARGE = "round_too_large"
+MESSAGE_TOO_LARGE = "message_too_large"
+BAD_LADDER = "bad_ladder"
+CONFLICT = "conflict"
+REASONS = (
+    NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
+    BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, CONFLICT,
+)
+"""Every machine reason code.  ``conflict`` (a round_id reused with different content) is
+detected by the pipeline against Redis, not here."""
+
+DEFAULT_LADDER = "default"
+LADDER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+"""Ladder names: 1-64 characters, letters/digits first, then letters, digits, ``_ . : -``
+(safe inside Redis keys, topic keys and URLs)."""
+
+RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+TOP_LEVEL_FIELDS = frozenset({"round_id", "ladder", "occurred_at", "standings", "weight", "perf_ceiling"})
+STANDING_FIELDS = frozenset({"player", "rank"})
+
+
+class RoundRejected(ValueError):
+    """A round that cannot be rated: ``reason`` (one of :data:`REASONS`), ``message``, ``field``.
+
+    For ``no_outcome`` the parsed, valid round is available as ``round``.
+    """
+
+    def __init__(self, reason: str, message: str, field: str | None = None,
+                 round: RoundResult | None = None) -> None:
+        super().__init__(f"{reason}: {message}" + (f" (field {field})" if field else ""))
+        self.reason = reason
+        self.message = message
+        self.field = field
+        self.round = round
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on accepted input; build from the service's :class:`Settings`."""
+
+    max_round_size: int = Settings.max_round_size
+    max_message_bytes: int = Settings.max_message_bytes
+    max_id_length: int = Settings.max_id_length
+    strict: bool = Settings.strict_schema
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(
+            max_round_size=settings.max_round_size,
+            max_message_bytes=settings.max_message_bytes,
+            max_id_length=settings.max_id_length,
+            strict=settings.strict_schema,
+        )
+
+
+@dataclass(slots=True)
+class Standing:
+    """One participant of a round: player id and 1-based rank (equal ranks tie)."""
+
+    player: str
+    rank: int
+
+
+@dataclass(kw_only=True)
+class RoundResult:
+    """A validated round.  ``occurred_at`` in epoch seconds; ``perf_ceiling`` inf = none."""
+
+    round_id: str
+    ladder: str = DEFAULT_LADDER
+    occurred_at: float
+    standings: list[Standing]
+    weight: float = 1.0
+    perf_ceiling: float = math.inf
+    _hash: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def field_size(self) -> int:
+        return len(self.standings)
+
+    def players(self) -> list[str]:
+        """Player ids, in standings order."""
+        return [s.player for s in self.standings]
+
+    def ranks(self) -> np.ndarray:
+        """Ranks as an int64 array aligned with :meth:`players`."""
+        return np.fromiter((s.rank for s in self.standings), dtype=np.int64, count=len(self.standings))
+
+    def is_outcome_free(self) -> bool:
+        """True when nobody can be rated: fewer than two players, or everyone tied."""
+        if len(self.standings) < 2:
+            return True
+        first = self.standings[0].rank
+        return all(s.rank == first for s in self.standings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON form: explicit ``{player, rank}`` standings, ceiling only if set."""
+        out: dict[str, Any] = {
+            "round_id": self.round_id,
+            "ladder": self.ladder,
+            "occurred_at": self.occurred_at,
+            "standings": [{"player": s.player, "rank": s.rank} for s in self.standings],
+            "weight": self.weight,
+        }
+        if math.isfinite(self.perf_ceiling):
+            out["perf_ceiling"] = self.perf_ceiling
+        return out
+
+    def to_json(self) -> str:
+        """Compact canonical JSON (what producers may publish on ``rounds``)."""
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: bytes | str | dict[str, Any], *, limits: Limits | None = None) -> RoundResult:
+        """Same as :func:`parse_round` (outcome-free rounds raise ``no_outcome``)."""
+        return parse_round(raw, limits=limits or Limits())
+
+    def content_hash(self) -> str:
+        """sha256 (hex) of the canonical content, to detect a round_id reused for another round."""
+        if self._hash is None:
+            canonical = [
+                self.ladder, self.round_id, self.occurred_at,
+                [[s.player, s.rank] for s in self.standings],
+                self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
+            ]
+            text = json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
+            self._hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return self._hash
+
+
+def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:
+    """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected`.
+
+    Checks, in order: size, UTF-8, JSON, round size, the JSON Schema, unknown fields (strict
+    mode only), id lengths, ladder name, weight/ceiling/time values, duplicate players, and
+    finally whether the round has an outcome (``no_outcome`` carries the parsed round).
+    """
+    data = _decode(raw, limits)
+    if not isinstance(data, dict):
+        raise RoundRejected(SCHEMA, "a round must be a JSON object", None)
+    standings_raw = data.get("standings")
+    if isinstance(standings_raw, list) and len(standings_raw) > limits.max_round_size:
+        raise RoundRejected(
+            ROUND_TOO_LARGE,
+            f"{len(standings_raw)} players, more than MAX_ROUND_SIZE={limits.max_round_size}",
+            "standings",
+        )
+    _check_schema(data)
+    if limits.strict:
+        _check_known_fields(data)
+
+    round_id: str = data["round_id"]
+    _check_length(round_id, "round_id", limits)
+    ladder: str = data.get("ladder", DEFAULT_LADDER)
+    _check_length(ladder, "ladder", limits)
+    if not LADDER_PATTERN.match(ladder):
+        raise RoundRejected(BAD_LADDER, f"ladder name {ladder!r} must match {LADDER_PATTERN.pattern}", "ladder")
+    weight = float(data.get("weight", 1.0))
+    if not (math.isfinite(weight) and weight > 0):
+        raise RoundRejected(BAD_WEIGHT, f"weight must be a finite number > 0, got {weight!r}", "weight")
+    ceiling = data.get("perf_ceiling")
+    perf_ceiling = math.inf if ceiling is None else float(ceiling)
+    if math.isnan(perf_ceiling):
+        raise RoundRejected(SCHEMA, "perf_ceiling must be a number or null", "perf_ceiling")
+    occurred_at = _parse_time(data["occurred_at"])
+
+    standings = _standings(standings_raw, limits)  # type: ignore[arg-type]
+    result = RoundResult(
+        round_id=round_id, ladder=ladder, occurred_at=occurred_at, standings=standings,
+        weight=weight, perf_ceiling=perf_ceiling,
+    )
+    if result.is_outcome_free():
+        raise RoundRejected(
+            NO_OUTCOME, f"{len(standings)} player(s), all tied or fewer than two: nobody is rated",
+            "standings", round=result,
+        )
+    return result
+
+
+def _check_schema(data: dict[str, Any]) -> None:
+    """Validate against the compiled schema.  Standings in the plain forms (every item a
+    ``{player: str, rank: int}`` object, or every item a player id / array of ids) are checked
+    by :func:`_plain_standings` (same rules, ~50x faster on a million players) and left out of
+    the compiled validator; anything else goes through it in full for a precise diagnosis."""
+    items = data.get("standings")
+    target = {**data, "standings": []} if isinstance(items, list) and _plain_standings(items) else data
+    try:
+        validator(ROUND_RESULT)(target)
+    except SchemaError as exc:
+        raise _schema_rejection(exc, data) from None
+
+
+MAX_RANK = 2**53 - 1
+"""The schema's largest rank (exactly representable as a float everywhere)."""
+
+
+def _plain_standings(items: list[Any]) -> bool:
+    """True if every item matches the schema's standing definitions with exact types."""
+    if not items:
+        return True
+    if type(items[0]) is dict:
+        if not all(type(d) is dict for d in items):
+            return False
+        if not all(type(p) is str and p for p in [d.get("player") for d in items]):
+            return False
+        ranks = [d.get("rank") for d in items]
+        return all(type(r) is int for r in ranks) and min(ranks) >= 1 and max(ranks) <= MAX_RANK
+    return all(
+        (type(x) is str and x) or (type(x) is list and x and all(type(p) is str and p for p in x))
+        for x in items
+    )
+
+
+def _decode(raw: bytes | str | dict[str, Any], limits: Limits) -> Any:
+    """Bytes or text to a decoded JSON value (dicts pass through)."""
+    if isinstance(raw, dict):
+        return raw
+    if len(raw) > limits.max_message_bytes:
+        raise RoundRejected(
+            MESSAGE_TOO_LARGE, f"{len(raw)} bytes, more than MAX_MESSAGE_BYTES={limits.max_message_bytes}", None
+        )
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RoundRejected(NOT_UTF8, f"not valid UTF-8 at byte {exc.start}", None) from None
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        message = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise RoundRejected(NOT_JSON, f"not JSON: {message}{where}", None) from None
+
+
+def _path(parts: list[Any]) -> str:
+    """fastjsonschema's ``['data', 'standings', 3, 'rank']`` as ``standings[3].rank``."""
+    out = ""
+    for part in parts[1:]:
+        index = isinstance(part, int) or (isinstance(part, str) and part.isdigit())
+        out += f"[{part}]" if index else (f".{part}" if out else str(part))
+    return out
+
+
+def _schema_rejection(exc: SchemaError, data: dict[str, Any]) -> RoundRejected:
+    """Map a schema violation to the most specific reason code and field."""
+    parts = list(exc.path)
+    where = _path(parts)
+    top = parts[1] if len(parts) > 1 else None
+    if top == "ladder" and exc.rule == "pattern":
+        return RoundRejected(BAD_LADDER, f"ladder name must match {LADDER_PATTERN.pattern}", "ladder")
+    if top == "weight":
+        return RoundRejected(BAD_WEIGHT, f"weight must be a number > 0, got {data.get('weight')!r}", "weight")
+    if exc.rule == "required" and len(parts) == 1:
+        missing = next((f for f in ("round_id", "occurred_at", "standings") if f not in data), None)
+        return RoundRejected(SCHEMA, f"required field {missing!r} is missing", missing)
+    if top == "occurred_at":
+        return RoundRejected(SCHEMA, "occurred_at must be an RFC 3339 date-time with offset or epoch seconds", "occurred_at")
+    if top == "standings" and len(parts) > 2:
+        index = int(parts[2])
+        return _standing_rejection(data["standings"][index], index)
+    message = exc.message.replace("data.", "", 1).replace("data ", "round ", 1)
+    return RoundRejected(SCHEMA, message, where or None)
+
+
+def _standing_rejection(item: Any, index: int) -> RoundRejected:
+    """Explain why standings item ``index`` fits none of the three accepted forms."""
+    where = f"standings[{index}]"
+    if isinstance(item, dict):
+        if not isinstance(item.get("player"), str) or not item.get("player"):
+            return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.player")
+        if "rank" not in item:
+            return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
+        return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {item['rank']!r}", f"{where}.rank")
+    return RoundRejected(
+        SCHEMA, "a standing is {player, rank}, a player id, or an array of tied player ids", where
+    )
+
+
+def _check_known_fields(data: dict[str, Any]) -> None:
+    """Strict mode: reject fields the schema does not define."""
+    unknown = sorted(set(data) - TOP_LEVEL_FIELDS)
+    if unknown:
+        raise RoundRejected(UNKNOWN_FIELD, f"unknown field {unknown[0]!r}", unknown[0])
+    for i, item in enumerate(data["standings"]):
+        if isinstance(item, dict) and not STANDING_FIELDS.issuperset(item):
+            extra = sorted(set(item) - STANDING_FIELDS)[0]
+            raise RoundRejected(UNKNOWN_FIELD, f"unknown field {extra!r}", f"standings[{i}].{extra}")
+
+
+def _check_length(value: str, where: str, limits: Limits) -> None:
+    if len(value) > limits.max_id_length:
+        raise RoundRejected(
+            ID_TOO_LONG, f"{len(value)} characters, more than MAX_ID_LENGTH={limits.max_id_length}", where
+        )
+
+
+def _parse_time(value: str | float) -> float:
+    """RFC 3339 date-time (with offset) or epoch seconds → epoch seconds."""
+    if isinstance(value, str):
+        if not RFC3339.match(value):
+            raise RoundRejected(SCHEMA, f"occurred_at {value!r} is not an RFC 3339 date-time", "occurred_at")
+        text = value.replace("z", "Z").replace("t", "T")
+        try:
+            return datetime.fromisoformat(text).timestamp()
+        except ValueError as exc:
+            raise RoundRejected(SCHEMA, f"occurred_at {value!r}: {exc}", "occurred_at") from None
+    seconds = float(value)
+    if not math.isfinite(seconds):
+        raise RoundRejected(SCHEMA, "occurred_at must be finite epoch seconds", "occurred_at")
+    return seconds
+
+
+def _standings(items: list[Any], limits: Limits) -> list[Standing]:
+    """Schema-valid standings items → :class:`Standing` list; duplicate and length checks."""
+    max_len = limits.max_id_length
+    explicit = bool(items) and isinstance(items[0], dict)
+    for i, item in enumerate(items):
+        if isinstance(item, dict) != explicit:
+            raise RoundRejected(
+                SCHEMA, "explicit {player, rank} standings cannot be mixed with finishing order", f"standings[{i}]"
+            )
+    if explicit:
+        players = [item["player"] for item in items]
+        ranks = [item["rank"] for item in items]
+        if not all(type(r) is int for r in ranks):
+            ranks = [int(r) for r in ranks]  # integral floats such as 2.0 pass the schema
+    else:
+        players, ranks = [], []
+        place = 1
+        for item in items:
+            group = [item] if isinstance(item, str) else item
+            players.extend(group)
+            ranks.extend([place] * len(group))
+            place += len(group)
+    if len(players) > limits.max_round_size:
+        raise RoundRejected(
+            ROUND_TOO_LARGE, f"{len(players)} players, more than MAX_ROUND_SIZE={limits.max_round_size}", "standings"
+        )
+    if max(map(len, players), default=0) > max_len:
+        i = next(i for i, p in enumerate(players) if len(p) > max_len)
+        raise RoundRejected(ID_TOO_LONG, f"player id of {len(players[i])} characters, more than MAX_ID_LENGTH={max_len}",
+                            _player_path(items, i))
+    if len(set(players)) != len(players):
+        seen: set[str] = set()
+        for i, p in enumerate(players):
+            if p in seen:
+                raise RoundRejected(DUPLICATE_PLAYER, f"player {p!r} appears twice", _player_path(items, i))
+            seen.add(p)
+    return list(map(Standing, players, ranks))
+
+
+def _player_path(items: list[Any], flat_index: int) -> str:
+    """Field path of the ``flat_index``-th player, whichever standings form was used."""
+    if items and isinstance(items[0], dict):
+        return f"standings[{flat_index}].player"
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            if flat_index == 0:
+                return f"standings[{i}]"
+            flat_index -= 1
+        elif flat_index < len(item):
+            return f"standings[{i}][{flat_index}]"
+        else:
+            flat_index -= len(item)
+    return "standings"

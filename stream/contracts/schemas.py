@@ -1,0 +1,55 @@
+"""The JSON Schemas of the events (``schemas/*.v1.json``), compiled once with fastjsonschema.
+
+Every event the service emits is checked against its schema in tests with :func:`validate`;
+``RoundResult`` input is checked by :func:`stream.contracts.round.parse_round` with the same
+compiled validator.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+import fastjsonschema
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+"""Where the schema files live: ``schemas/`` at the top of the repository."""
+
+ROUND_RESULT = "round-result"
+PLAYER_UPDATE = "player-update"
+RATING_CHANGE = "rating-change"
+DEAD_LETTER = "dead-letter"
+SCHEMA_NAMES = (ROUND_RESULT, PLAYER_UPDATE, RATING_CHANGE, DEAD_LETTER)
+SCHEMA_VERSION = "v1"
+
+SchemaError = fastjsonschema.JsonSchemaValueException
+"""Raised by :func:`validate`; ``.path`` names the offending field, ``.message`` says why."""
+
+
+def schema_path(name: str) -> Path:
+    """File of the schema called ``name`` (one of :data:`SCHEMA_NAMES`)."""
+    if name not in SCHEMA_NAMES:
+        raise KeyError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_NAMES)}")
+    return SCHEMA_DIR / f"{name}.{SCHEMA_VERSION}.json"
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """The parsed JSON Schema document ``name``."""
+    with schema_path(name).open(encoding="utf-8") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+@cache
+def validator(name: str) -> Callable[[Any], Any]:
+    """The compiled validator of schema ``name`` (raises :data:`SchemaError`)."""
+    return fastjsonschema.compile(load_schema(name))  # type: ignore[no-any-return]
+
+
+def validate(name: str, data: Any) -> None:
+    """Check ``data`` (a decoded JSON value, or a JSON string/bytes) against schema ``name``."""
+    if isinstance(data, (bytes, bytearray, str)):
+        data = json.loads(data)
+    validator(name)(data)
