@@ -1,0 +1,32 @@
+"""The ``stream`` command: one typer app; each command lives in its own module under stream/cli.
+
+Command modules register themselves below with one line each (``register(app)``), so adding a
+command touches this file by one import and one call.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from stream.cli import replay as replay_cmd
+
+app = typer.Typer(
+    name="stream",
+    help="Streaming Elo-MMR rating service: replay, generate data, run the stack.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """Streaming Elo-MMR rating service: replay, generate data, run the stack."""
+
+
+replay_cmd.register(app)
+
+
+def main() -> None:
+    """Console entry point (``stream`` in pyproject.toml, ``python -m stream``)."""
+    app()
