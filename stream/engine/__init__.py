@@ -1,1 +1,25 @@
-"""engine."""
+"""Elo-MMR rating engine (Ebtekar & Liu, WWW 2021): pure numpy maths, no I/O.
+
+See docs/contracts.md "Engine" for the API and the module docstrings for the equations.
+"""
+
+from .diffusion import elapsed_days
+from .params import PRESETS, Params, preset
+from .performance import phase_one
+from .ranking import OutcomeFree
+from .round import RoundUpdate, phase_two, rate_round
+from .state import PlayerBatch, PlayerState
+
+__all__ = [
+    "PRESETS",
+    "OutcomeFree",
+    "Params",
+    "PlayerBatch",
+    "PlayerState",
+    "RoundUpdate",
+    "elapsed_days",
+    "phase_one",
+    "phase_two",
+    "preset",
+    "rate_round",
+]

@@ -1,0 +1,69 @@
+"""Skill drift between rounds: the pseudodiffusion of Section 4.2 (Algorithm 2), vectorised.
+
+``diffuse`` is the authors' ``add_noise_best`` for finite rho and ``add_noise_and_collapse`` for
+the memoryless variants (Elo-MMR(inf), Elo-MMchi), where the belief is replaced by the Gaussian
+N(mu, sigma^2 + gamma^2) and the logistic history is cleared.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .params import Params
+from .state import PlayerBatch, factor_weight
+
+SECS_PER_DAY = 86_400.0
+
+
+def elapsed_days(last_time: np.ndarray, time: float) -> np.ndarray:
+    """Days since each player's last round; NaN (never played) gives 0, as for the authors'
+    newcomers whose update_time is the current contest's time."""
+    last_time = np.asarray(last_time, dtype=float)
+    days = (time - last_time) / SECS_PER_DAY
+    return np.where(np.isnan(last_time), 0.0, days)
+
+
+def gammas(params: Params, weight: float, days: np.ndarray) -> np.ndarray:
+    """Per-player drift ``sqrt(w L^2 + drift_per_day * days)`` (``Params.gamma``, vectorised)."""
+    w = params.round_weight(weight)
+    return np.sqrt(w * params.sig_limit**2 + params.drift_per_day * np.asarray(days, dtype=float))
+
+
+def drifted_sigma(sigma: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """sigma' = sqrt(sigma^2 + gamma^2) (the authors' ``Rating::with_noise``, via hypot)."""
+    return np.hypot(sigma, gamma)
+
+
+def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatch:
+    """Algorithm 2 on every player of the batch (returns a new batch, the input is untouched).
+
+    With kappa = sigma^2/sigma'^2 and t = kappa^rho: w_G = t w0, w_L = (1 - t)(w0 + sum_k w_k),
+    mu0 <- (w_G mu0 + w_L mu)/(w_G + w_L), w0 <- kappa (w_G + w_L), each factor's precision
+    scales by t kappa (``w_out *= t kappa``), sigma <- sigma'.  mu is unchanged (rating
+    preservation) and 1/sigma^2 drops to kappa/sigma^2, i.e. sigma^2 grows by gamma^2.
+    """
+    out = batch.copy()
+    new_sigma = drifted_sigma(batch.sigma, gamma)
+    if params.memoryless:
+        out.sigma = new_sigma
+        out.mu0 = batch.mu.copy()
+        out.w0 = new_sigma**-2
+        n = len(batch)
+        out.p = np.zeros((n, 0))
+        out.w_arg = np.zeros((n, 0))
+        out.w_out = np.zeros((n, 0))
+        out.n_factors = np.zeros(n, dtype=np.int64)
+        return out
+    decay = (batch.sigma / new_sigma) ** 2
+    transfer = decay**params.rho if not math.isinf(params.rho) else np.zeros_like(decay)
+    w_from_norm = transfer * batch.w0
+    w_logistic = factor_weight(batch.w_arg, batch.w_out).sum(axis=1)
+    w_from_transfers = (1.0 - transfer) * (batch.w0 + w_logistic)
+    w_total = w_from_norm + w_from_transfers
+    out.mu0 = (w_from_norm * batch.mu0 + w_from_transfers * batch.mu) / w_total
+    out.w0 = decay * w_total
+    out.w_out = batch.w_out * (transfer * decay)[:, None]
+    out.sigma = new_sigma
+    return out

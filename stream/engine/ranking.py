@@ -1,0 +1,53 @@
+"""Standings as tie groups: the structure phase one works on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class OutcomeFree(ValueError):
+    """The round has fewer than 2 players or everyone tied: nobody is rated (the authors'
+    ``outcome_free``).  Callers record the round and skip it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TieGroups:
+    """Players sorted by rank (best first) and cut into tie groups.
+
+    ``order[k]`` is the input index of the k-th best player; group g holds sorted positions
+    ``start[g] : start[g] + size[g]``; ``group_of[i]`` is input player i's group.
+    """
+
+    order: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+    group_of: np.ndarray
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.start.shape[0])
+
+    @classmethod
+    def from_ranks(cls, ranks: np.ndarray) -> TieGroups:
+        """Group by equal rank; only the order of ranks matters (1-based or 0-based alike)."""
+        ranks = np.asarray(ranks)
+        if ranks.ndim != 1:
+            raise ValueError("ranks must be one-dimensional")
+        n = ranks.shape[0]
+        if n < 2:
+            raise OutcomeFree("fewer than 2 players")
+        order = np.argsort(ranks, kind="stable")
+        sorted_ranks = ranks[order]
+        new_group = np.empty(n, dtype=bool)
+        new_group[0] = True
+        new_group[1:] = sorted_ranks[1:] != sorted_ranks[:-1]
+        start = np.flatnonzero(new_group)
+        if start.shape[0] < 2:
+            raise OutcomeFree("everyone tied")
+        size = np.diff(np.append(start, n))
+        group_sorted = np.cumsum(new_group) - 1
+        group_of = np.empty(n, dtype=np.int64)
+        group_of[order] = group_sorted
+        return cls(order=order, start=start, size=size, group_of=group_of)

@@ -1,0 +1,170 @@
+"""Player state: one player (:class:`PlayerState`) and a struct of arrays (:class:`PlayerBatch`).
+
+The belief about a player's skill is the paper's Eq. (10): a Gaussian factor N(mu0, 1/w0) times
+logistic factors, one per remembered round k, stored as the authors' ``TanhTerm``
+``(p_k, w_arg_k, w_out_k)``: its contribution to L'(x) is ``w_out_k * tanh((x - p_k) * w_arg_k)``
+and its weight (precision, Eq. 10's w_k) is ``2 w_arg_k w_out_k / TANH_MULTIPLIER^2``.
+``mu``/``sigma`` are the published rating (the posterior's mode and the Eq. 8 uncertainty).
+
+Packed form (:meth:`PlayerState.to_bytes`), little-endian, 49 + 24 k bytes::
+
+    u8  version (= 1)
+    f64 mu, f64 sigma, f64 mu0, f64 w0
+    u32 rounds
+    f64 last_time      (epoch seconds; NaN = never played)
+    u32 k              (number of logistic factors, oldest first)
+    k x (f64 p, f64 w_arg, f64 w_out)
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .params import Params
+
+TANH_MULTIPLIER = math.pi / math.sqrt(3.0)
+"""pi/sqrt(3): a logistic of std-dev s has scale s*sqrt(3)/pi (``numerical.rs``)."""
+
+PACK_VERSION = 1
+_HEADER = struct.Struct("<BddddIdI")
+_FACTOR_DTYPE = np.dtype("<f8")
+
+Factor = tuple[float, float, float]
+
+
+def factor_weight(w_arg: np.ndarray | float, w_out: np.ndarray | float) -> np.ndarray | float:
+    """Precision carried by a tanh factor (the authors' ``TanhTerm::get_weight``)."""
+    return w_arg * w_out * 2.0 / TANH_MULTIPLIER**2
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerState:
+    """One player's full state in one ladder."""
+
+    mu: float
+    sigma: float
+    mu0: float
+    w0: float
+    factors: tuple[Factor, ...] = ()
+    rounds: int = 0
+    last_time: float | None = None
+
+    @classmethod
+    def new(cls, params: Params) -> PlayerState:
+        """A newcomer: N(mu_noob, sig_noob^2) prior, no factors, never played."""
+        return cls(
+            mu=params.mu_noob,
+            sigma=params.sig_noob,
+            mu0=params.mu_noob,
+            w0=params.sig_noob**-2,
+        )
+
+    def to_bytes(self) -> bytes:
+        """The packed form documented in the module docstring."""
+        last = math.nan if self.last_time is None else float(self.last_time)
+        head = _HEADER.pack(
+            PACK_VERSION, self.mu, self.sigma, self.mu0, self.w0, self.rounds, last, len(self.factors)
+        )
+        body = np.asarray(self.factors, dtype=_FACTOR_DTYPE).reshape(-1, 3).tobytes()
+        return head + body
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PlayerState:
+        """Inverse of :meth:`to_bytes`; raises ValueError on a malformed or unknown-version blob."""
+        if len(data) < _HEADER.size:
+            raise ValueError("packed player state too short")
+        version, mu, sigma, mu0, w0, rounds, last, k = _HEADER.unpack_from(data)
+        if version != PACK_VERSION:
+            raise ValueError(f"unknown packed state version {version}")
+        if len(data) != _HEADER.size + 24 * k:
+            raise ValueError("packed player state has the wrong length")
+        arr = np.frombuffer(data, dtype=_FACTOR_DTYPE, offset=_HEADER.size).reshape(k, 3)
+        factors = tuple((float(a), float(b), float(c)) for a, b, c in arr)
+        return cls(mu, sigma, mu0, w0, factors, rounds, None if math.isnan(last) else last)
+
+
+@dataclass(slots=True)
+class PlayerBatch:
+    """n players as arrays; factor arrays are (n, H), left-aligned (oldest first), padded with
+    zeros (a zero ``w_out``/``w_arg`` factor contributes nothing) up to H = longest history."""
+
+    mu: np.ndarray
+    sigma: np.ndarray
+    mu0: np.ndarray
+    w0: np.ndarray
+    p: np.ndarray
+    w_arg: np.ndarray
+    w_out: np.ndarray
+    n_factors: np.ndarray
+    rounds: np.ndarray
+    last_time: np.ndarray = field(repr=False)
+
+    def __len__(self) -> int:
+        return int(self.mu.shape[0])
+
+    @classmethod
+    def new(cls, n: int, params: Params) -> PlayerBatch:
+        """n newcomers."""
+        return cls.from_states([PlayerState.new(params)] * n)
+
+    @classmethod
+    def from_states(cls, states: list[PlayerState]) -> PlayerBatch:
+        """Pack a list of states (order preserved)."""
+        n = len(states)
+        h = max((len(s.factors) for s in states), default=0)
+        fac = np.zeros((n, h, 3))
+        n_factors = np.zeros(n, dtype=np.int64)
+        for i, s in enumerate(states):
+            k = len(s.factors)
+            if k:
+                fac[i, :k] = s.factors
+            n_factors[i] = k
+        return cls(
+            mu=np.array([s.mu for s in states], dtype=float),
+            sigma=np.array([s.sigma for s in states], dtype=float),
+            mu0=np.array([s.mu0 for s in states], dtype=float),
+            w0=np.array([s.w0 for s in states], dtype=float),
+            p=np.ascontiguousarray(fac[:, :, 0]),
+            w_arg=np.ascontiguousarray(fac[:, :, 1]),
+            w_out=np.ascontiguousarray(fac[:, :, 2]),
+            n_factors=n_factors,
+            rounds=np.array([s.rounds for s in states], dtype=np.int64),
+            last_time=np.array(
+                [math.nan if s.last_time is None else s.last_time for s in states], dtype=float
+            ),
+        )
+
+    def to_states(self) -> list[PlayerState]:
+        """Unpack into one :class:`PlayerState` per player (order preserved)."""
+        out = []
+        for i in range(len(self)):
+            k = int(self.n_factors[i])
+            factors = tuple(
+                (float(a), float(b), float(c))
+                for a, b, c in zip(self.p[i, :k], self.w_arg[i, :k], self.w_out[i, :k])
+            )
+            last = float(self.last_time[i])
+            out.append(
+                PlayerState(
+                    mu=float(self.mu[i]),
+                    sigma=float(self.sigma[i]),
+                    mu0=float(self.mu0[i]),
+                    w0=float(self.w0[i]),
+                    factors=factors,
+                    rounds=int(self.rounds[i]),
+                    last_time=None if math.isnan(last) else last,
+                )
+            )
+        return out
+
+    def copy(self) -> PlayerBatch:
+        """A deep copy (phase two never mutates its input)."""
+        return PlayerBatch(*(np.array(getattr(self, f), copy=True) for f in self.__slots__))
+
+    def take(self, index: np.ndarray) -> PlayerBatch:
+        """The sub-batch of the given rows."""
+        return PlayerBatch(*(getattr(self, f)[index] for f in self.__slots__))

@@ -1,0 +1,97 @@
+"""The authors' opponent subsampling for huge rounds (``elo_mmr.rs``, ``subsample_size`` and
+``subsample_bucket``), used by the ``-fast`` presets.
+
+1. Every player contributes an opponent term N(mu, delta) with its rank.  Terms are sorted by
+   (bucket(mu), bucket(delta), rank), bucket(x) = round(x / width) (half away from zero, as
+   Rust's ``f64::round``), and terms sharing a (mu, delta) bucket pair are merged into one term
+   (mean mu, mean delta) that carries all of its members' ranks.  (The reference merges with a
+   running mean; the plain mean used here is the same number up to rounding.)
+2. Player i's equation uses only a window of ~``subsample_size`` consecutive merged terms around
+   the first term whose mu-bucket is >= bucket(mu_i): ``subsample_size // 2`` (rounded up) on
+   each side, the window shifted inwards at the edges.  Each merged term counts
+   (#better x loss + #tied x tie + #worse x win) against i's rank.
+Each player then has its own equation (the window depends on its mu), solved by the same
+vectorised Newton, in chunks of players.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .numerical import solve_newton
+from .params import SOLVER_BOUNDS, Params
+from .terms import terms_for
+
+CHUNK_ELEMENTS = 1 << 21
+"""Max (players x window) elements evaluated at once."""
+
+
+def bucket(x: np.ndarray, width: float) -> np.ndarray:
+    """round(x / width) with halves away from zero (Rust ``f64::round``)."""
+    q = np.asarray(x, dtype=float) / width
+    return (np.sign(q) * np.floor(np.abs(q) + 0.5)).astype(np.int64)
+
+
+def window_bounds(term_mu_bucket: np.ndarray, player_mu_bucket: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """[beg, end) of each player's window over the merged terms (the reference's ``subsample``)."""
+    n_terms = term_mu_bucket.shape[0]
+    beg = np.searchsorted(term_mu_bucket, player_mu_bucket, side="left")
+    end = beg + 1
+    expand = (np.maximum(size - (end - beg), 0) + 1) // 2
+    beg = np.maximum(beg - expand, 0)
+    end = np.minimum(end + expand, n_terms)
+    expand = np.maximum(size - (end - beg), 0)
+    beg = np.maximum(beg - expand, 0)
+    end = np.minimum(end + expand, n_terms)
+    return beg, end
+
+
+def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray, params: Params) -> np.ndarray:
+    """Every player's performance against its subsampled, bucketed opponents (input order)."""
+    assert params.subsample_size is not None
+    width = params.subsample_bucket
+    _, rank_pos = np.unique(ranks, return_inverse=True)  # dense 0-based rank positions
+    rank_pos = rank_pos.astype(np.int64)
+    bm, bd = bucket(mu, width), bucket(delta, width)
+    order = np.lexsort((rank_pos, bd, bm))
+    bm_s, bd_s = bm[order], bd[order]
+    new_term = np.ones(order.shape[0], dtype=bool)
+    new_term[1:] = (bm_s[1:] != bm_s[:-1]) | (bd_s[1:] != bd_s[:-1])
+    term_start = np.flatnonzero(new_term)
+    term_size = np.diff(np.append(term_start, order.shape[0]))
+    term_id = np.cumsum(new_term) - 1
+    term_mu = np.bincount(term_id, weights=mu[order]) / term_size
+    term_delta = np.bincount(term_id, weights=delta[order]) / term_size
+    n_ranks = int(rank_pos.max()) + 1
+    keys = term_id * n_ranks + rank_pos[order]  # sorted: by term, then rank
+
+    beg, end = window_bounds(bm_s[term_start], bm, params.subsample_size)
+    width_max = int((end - beg).max())
+    terms = terms_for(params.variant)
+    out = np.empty(mu.shape[0])
+    step = max(1, CHUNK_ELEMENTS // width_max)
+    for a in range(0, mu.shape[0], step):
+        rows = slice(a, a + step)
+        cols = beg[rows, None] + np.arange(width_max)
+        valid = cols < end[rows, None]
+        cols = np.where(valid, cols, 0)
+        my_key = cols * n_ranks + rank_pos[rows, None]
+        less = np.searchsorted(keys, my_key, side="left") - term_start[cols]
+        leq = np.searchsorted(keys, my_key, side="right") - term_start[cols]
+        n_loss = np.where(valid, less, 0).astype(float)
+        n_tie = np.where(valid, leq - less, 0).astype(float)
+        n_win = np.where(valid, term_size[cols] - leq, 0).astype(float)
+        t_mu, t_delta = term_mu[cols], term_delta[cols]
+
+        def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            loss, win, tie, loss_p, win_p, tie_p = terms(
+                x[:, None], t_mu[idx], t_delta[idx], params.split_ties
+            )
+            nl, nt, nw = n_loss[idx], n_tie[idx], n_win[idx]
+            value = (nl * loss + nt * tie + nw * win).sum(axis=1)
+            deriv = (nl * loss_p + nt * tie_p + nw * win_p).sum(axis=1)
+            return value, deriv
+
+        k = n_loss.shape[0]
+        out[rows] = solve_newton(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]))
+    return out

@@ -1,0 +1,93 @@
+"""Phase two's belief update (Algorithm 3, second half), vectorised over a batch.
+
+Given each player's diffused belief and this round's performance p (precision 1/beta^2):
+
+* logistic: fold the oldest factor into the Gaussian if the history is full (precision-weighted
+  mean, precisions added: total weight preserved), append TanhTerm(p, beta), then the new mu is
+  the zero of L'(x) = w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k)  (Eq. 10; the
+  authors' ``robust_average``), solved for every player at once;
+* gaussian: the Gaussian factor absorbs N(p, beta^2) and mu is its mean;
+* both: sigma_new = (sigma'^-2 + beta^-2)^-1/2 (Eq. 8 applied incrementally, as the reference).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .numerical import solve_newton
+from .params import SOLVER_BOUNDS, Params
+from .state import TANH_MULTIPLIER, PlayerBatch, factor_weight
+
+
+def fold_oldest(batch: PlayerBatch, history_limit: int | None) -> PlayerBatch:
+    """Fold the oldest logistic factor of every player whose history holds ``history_limit``
+    factors into the Gaussian factor (in place on ``batch``; returns it)."""
+    if history_limit is None or batch.p.shape[1] == 0:
+        return batch
+    rows = np.flatnonzero(batch.n_factors >= history_limit)
+    if rows.size == 0:
+        return batch
+    wn = batch.w0[rows]
+    wl = factor_weight(batch.w_arg[rows, 0], batch.w_out[rows, 0])
+    batch.mu0[rows] = (wn * batch.mu0[rows] + wl * batch.p[rows, 0]) / (wn + wl)
+    batch.w0[rows] = wn + wl
+    for arr in (batch.p, batch.w_arg, batch.w_out):
+        arr[rows, :-1] = arr[rows, 1:]
+        arr[rows, -1] = 0.0
+    batch.n_factors[rows] -= 1
+    return batch
+
+
+def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float) -> PlayerBatch:
+    """Append TanhTerm(p, beta) (w_out = (pi/sqrt 3)/beta, w_arg = w_out/2) after each player's
+    last factor, widening the padded arrays if needed (in place; returns it)."""
+    n = len(batch)
+    need = int(batch.n_factors.max(initial=0)) + 1
+    if batch.p.shape[1] < need:
+        pad = need - batch.p.shape[1]
+        batch.p = np.pad(batch.p, ((0, 0), (0, pad)))
+        batch.w_arg = np.pad(batch.w_arg, ((0, 0), (0, pad)))
+        batch.w_out = np.pad(batch.w_out, ((0, 0), (0, pad)))
+    rows = np.arange(n)
+    w = TANH_MULTIPLIER / beta
+    batch.p[rows, batch.n_factors] = performance
+    batch.w_arg[rows, batch.n_factors] = 0.5 * w
+    batch.w_out[rows, batch.n_factors] = w
+    batch.n_factors += 1
+    return batch
+
+
+def robust_average(batch: PlayerBatch) -> np.ndarray:
+    """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)."""
+    offset = -batch.mu0 * batch.w0
+
+    def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = np.tanh((x[:, None] - batch.p[idx]) * batch.w_arg[idx])
+        w_out = batch.w_out[idx]
+        slope = batch.w0[idx]
+        value = offset[idx] + slope * x + (t * w_out).sum(axis=1)
+        deriv = slope + ((1.0 - t * t) * batch.w_arg[idx] * w_out).sum(axis=1)
+        return value, deriv
+
+    n = len(batch)
+    return solve_newton(f, np.full(n, SOLVER_BOUNDS[0]), np.full(n, SOLVER_BOUNDS[1]))
+
+
+def update_beliefs(
+    diffused: PlayerBatch, performance: np.ndarray, beta: float, params: Params
+) -> PlayerBatch:
+    """Algorithm 3's second half on a diffused batch (a new batch; mu and sigma updated,
+    rounds/last_time untouched)."""
+    out = diffused.copy()
+    performance = np.asarray(performance, dtype=float)
+    if params.variant == "gaussian":
+        wp = beta**-2
+        out.mu0 = (out.w0 * out.mu0 + wp * performance) / (out.w0 + wp)
+        out.w0 = out.w0 + wp
+        out.mu = out.mu0.copy()
+    else:
+        fold_oldest(out, params.history_limit)
+        append_factor(out, performance, beta)
+        out.mu = robust_average(out)
+    out.sigma = (diffused.sigma**-2 + beta**-2) ** -0.5
+    return out

@@ -1,0 +1,53 @@
+import math
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stream.engine import PlayerBatch, PlayerState, preset
+
+finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+positive = st.floats(min_value=1e-6, max_value=1e6)
+factor = st.tuples(finite, positive, positive)
+states = st.builds(
+    PlayerState,
+    mu=finite,
+    sigma=positive,
+    mu0=finite,
+    w0=positive,
+    factors=st.lists(factor, max_size=8).map(tuple),
+    rounds=st.integers(0, 2**32 - 1),
+    last_time=st.none() | st.floats(0, 4e9),
+)
+
+
+@given(states)
+def test_bytes_round_trip(state):
+    data = state.to_bytes()
+    assert len(data) == 49 + 24 * len(state.factors)
+    assert PlayerState.from_bytes(data) == state
+
+
+@given(st.lists(states, min_size=1, max_size=6))
+def test_batch_round_trip(state_list):
+    assert PlayerBatch.from_states(state_list).to_states() == state_list
+
+
+def test_newcomer():
+    s = PlayerState.new(preset("mmr"))
+    assert (s.mu, s.sigma, s.mu0, s.w0, s.factors, s.rounds, s.last_time) == (
+        1500.0, 350.0, 1500.0, 350.0**-2, (), 0, None,
+    )
+    b = PlayerBatch.new(3, preset("mmr"))
+    assert b.p.shape == (3, 0) and np.isnan(b.last_time).all()
+
+
+def test_bad_blob_rejected():
+    data = PlayerState.new(preset("mmr")).to_bytes()
+    for bad in (data[:-1], b"\x02" + data[1:], data + b"\0"):
+        try:
+            PlayerState.from_bytes(bad)
+        except ValueError:
+            continue
+        raise AssertionError("accepted a malformed blob")
+    assert math.isnan(np.frombuffer(data[37:45], "<f8")[0])  # last_time None -> NaN
