@@ -1,0 +1,80 @@
+"""Emitted events: JSON round trips, schema validity, and the schema files themselves."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from stream.contracts import (
+    SCHEMA_NAMES, DeadLetter, PlayerUpdate, RatingChange, RoundRejected, SchemaError, load_schema,
+    validate,
+)
+
+
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_schema_files_are_valid_draft_2020_12(name: str) -> None:
+    schema = load_schema(name)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"].endswith(f"/{name}.v1.json")
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def rating_change(**overrides: object) -> RatingChange:
+    values: dict[str, object] = dict(
+        ladder="blitz", round_id="r1", player="ann", rank=1, field_size=3, performance=1712.25,
+        mu_before=1500.0, sigma_before=350.0, mu_after=1601.0000000001, sigma_after=210.5,
+        display_rating=1180.5, tier=None, rounds_played=1, occurred_at=1.7e9,
+    )
+    values.update(overrides)
+    return RatingChange(**values)  # type: ignore[arg-type]
+
+
+def test_rating_change_round_trip_and_schema() -> None:
+    event = rating_change()
+    text = event.to_json()
+    validate("rating-change", text)
+    data = json.loads(text)
+    assert data["event_id"] == "blitz/r1/ann"
+    assert RatingChange.from_json(text) == event
+    validate("rating-change", rating_change(tier="gold").to_dict())
+    jsonschema.validate(data, load_schema("rating-change"))
+
+
+def test_rating_change_schema_rejects_missing_and_bad_fields() -> None:
+    data = rating_change().to_dict()
+    del data["mu_after"]
+    with pytest.raises(SchemaError):
+        validate("rating-change", data)
+    with pytest.raises(SchemaError):
+        validate("rating-change", {**rating_change().to_dict(), "rank": 0})
+
+
+def test_rating_change_refuses_nan() -> None:
+    with pytest.raises(ValueError):
+        rating_change(performance=float("nan")).to_json()
+
+
+def test_player_update_round_trip_and_schema() -> None:
+    update = PlayerUpdate(ladder="blitz", round_id="r1", seq=4, occurred_at=1.7e9, weight=1.0, field_size=3,
+                          players=["ann", "cy"], ranks=[1, 2], performances=[1700.125, 1450.0])
+    text = update.to_json()
+    validate("player-update", text)
+    assert json.loads(text)["entries"][1] == {"player": "cy", "rank": 2, "performance": 1450.0}
+    assert PlayerUpdate.from_json(text) == update
+    assert [e.player for e in update.entries()] == ["ann", "cy"]
+    jsonschema.validate(json.loads(text), load_schema("player-update"))
+
+
+def test_dead_letter_round_trip_and_schema() -> None:
+    original = b'{"round_id": \xff}'
+    letter = DeadLetter.from_rejection(RoundRejected("not_utf8", "not valid UTF-8 at byte 14"), original,
+                                       rejected_at=1.7e9, topic="rounds", partition=0, offset=12)
+    text = letter.to_json()
+    validate("dead-letter", text)
+    again = DeadLetter.from_json(text)
+    assert again == letter and again.original == original
+    validate("dead-letter", DeadLetter("schema", "m", "standings[0]", b"x", 1.0).to_json())
+    with pytest.raises(SchemaError):
+        validate("dead-letter", {**letter.to_dict(), "reason": "whatever"})

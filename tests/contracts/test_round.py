@@ -1,0 +1,178 @@
+"""parse_round: every reason code, both standings forms, time formats, canonical form."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, parse_round, validate
+
+LIMITS = Limits()
+
+
+def round_dict(**overrides: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "round_id": "r1",
+        "ladder": "blitz",
+        "occurred_at": 1_700_000_000,
+        "standings": [{"player": "ann", "rank": 1}, {"player": "bob", "rank": 2}, {"player": "cy", "rank": 2}],
+    }
+    base.update(overrides)
+    return base
+
+
+def rejection(raw: object, limits: Limits = LIMITS) -> RoundRejected:
+    with pytest.raises(RoundRejected) as info:
+        parse_round(raw if isinstance(raw, (bytes, str)) else json.dumps(raw), limits=limits)  # type: ignore[arg-type]
+    assert info.value.reason in REASONS
+    return info.value
+
+
+def test_valid_explicit_round() -> None:
+    r = parse_round(json.dumps(round_dict()).encode(), limits=LIMITS)
+    assert r.round_id == "r1" and r.ladder == "blitz" and r.occurred_at == 1_700_000_000.0
+    assert r.players() == ["ann", "bob", "cy"]
+    assert r.ranks().tolist() == [1, 2, 2]
+    assert r.weight == 1.0 and r.perf_ceiling == math.inf and r.field_size == 3
+
+
+def test_finishing_order_with_tie_groups_uses_competition_ranking() -> None:
+    r = parse_round(round_dict(standings=["a", ["b", "c"], "d"]), limits=LIMITS)
+    assert [(s.player, s.rank) for s in r.standings] == [("a", 1), ("b", 2), ("c", 2), ("d", 4)]
+
+
+def test_defaults_and_rfc3339_time() -> None:
+    data = round_dict(occurred_at="2024-05-01T12:00:00+02:00")
+    del data["ladder"]
+    r = parse_round(data, limits=LIMITS)
+    assert r.ladder == "default"
+    assert r.occurred_at == 1714557600.0
+    assert parse_round(round_dict(occurred_at="2024-05-01t10:00:00.5z"), limits=LIMITS).occurred_at == 1714557600.5
+
+
+def test_canonical_json_round_trips_and_validates() -> None:
+    r = parse_round(round_dict(weight=0.5, perf_ceiling=2500), limits=LIMITS)
+    text = r.to_json()
+    validate("round-result", text)
+    again = RoundResult.from_json(text)
+    assert again == r and again.content_hash() == r.content_hash()
+    assert parse_round(round_dict(weight=0.7), limits=LIMITS).content_hash() != r.content_hash()
+
+
+def test_not_utf8_and_not_json() -> None:
+    assert rejection(b'{"round_id": "\xff"}').reason == "not_utf8"
+    err = rejection(b'{"round_id": ')
+    assert err.reason == "not_json" and "line 1" in err.message
+
+
+def test_message_too_large() -> None:
+    raw = json.dumps(round_dict()).encode()
+    assert rejection(raw, Limits(max_message_bytes=len(raw) - 1)).reason == "message_too_large"
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ([1, 2], None),
+        ({"occurred_at": 1, "standings": ["a", "b"]}, "round_id"),
+        (round_dict(round_id=7), "round_id"),
+        (round_dict(standings="ann"), "standings"),
+        (round_dict(standings=["a", 5]), "standings[1]"),
+        (round_dict(standings=["a", []]), "standings[1]"),
+        (round_dict(standings=["a", {"player": "b", "rank": 2}]), "standings[1]"),
+        (round_dict(standings=[{"player": "a", "rank": 1}, {"rank": 2}]), "standings[1].player"),
+        (round_dict(occurred_at="yesterday"), "occurred_at"),
+        (round_dict(occurred_at="2024-05-01T12:00:00"), "occurred_at"),
+        (round_dict(occurred_at=True), "occurred_at"),
+        (round_dict(perf_ceiling="high"), "perf_ceiling"),
+    ],
+)
+def test_schema_violations_name_the_field(data: object, field: str | None) -> None:
+    err = rejection(data)
+    assert (err.reason, err.field) == ("schema", field)
+
+
+def test_unknown_fields_only_in_strict_mode() -> None:
+    data = round_dict(extra=1)
+    assert parse_round(data, limits=LIMITS).round_id == "r1"
+    err = rejection(data, Limits(strict=True))
+    assert (err.reason, err.field) == ("unknown_field", "extra")
+    nested = round_dict(standings=[{"player": "a", "rank": 1, "team": "x"}, {"player": "b", "rank": 2}])
+    err = rejection(nested, Limits(strict=True))
+    assert (err.reason, err.field) == ("unknown_field", "standings[0].team")
+
+
+@pytest.mark.parametrize("standings", [[], ["solo"], [{"player": "a", "rank": 3}, {"player": "b", "rank": 3}], [["a", "b", "c"]]])
+def test_no_outcome_carries_the_parsed_round(standings: list[object]) -> None:
+    err = rejection(round_dict(standings=standings))
+    assert err.reason == "no_outcome"
+    assert err.round is not None and err.round.round_id == "r1" and err.round.is_outcome_free()
+
+
+@pytest.mark.parametrize(
+    ("standings", "field"),
+    [(["a", "b", "a"], "standings[2]"), (["a", ["b", "a"]], "standings[1][1]"),
+     ([{"player": "a", "rank": 1}, {"player": "a", "rank": 2}], "standings[1].player")],
+)
+def test_duplicate_player(standings: list[object], field: str) -> None:
+    err = rejection(round_dict(standings=standings))
+    assert (err.reason, err.field) == ("duplicate_player", field)
+
+
+@pytest.mark.parametrize("rank", [0, -1, 1.5, "1", None, True, 2**60])
+def test_bad_rank(rank: object) -> None:
+    err = rejection(round_dict(standings=[{"player": "a", "rank": 1}, {"player": "b", "rank": rank}]))
+    assert (err.reason, err.field) == ("bad_rank", "standings[1].rank")
+
+
+def test_bad_rank_infinity_literal() -> None:
+    raw = '{"round_id":"r","occurred_at":1,"standings":[{"player":"a","rank":1},{"player":"b","rank":Infinity}]}'
+    assert rejection(raw).reason == "bad_rank"
+
+
+def test_integral_float_rank_is_accepted() -> None:
+    r = parse_round(round_dict(standings=[{"player": "a", "rank": 1.0}, {"player": "b", "rank": 2}]), limits=LIMITS)
+    assert r.ranks().tolist() == [1, 2] and isinstance(r.standings[0].rank, int)
+
+
+@pytest.mark.parametrize("raw_weight", ["0", "-1", "NaN", "Infinity", '"2"', "true"])
+def test_bad_weight(raw_weight: str) -> None:
+    raw = '{"round_id":"r","occurred_at":1,"standings":["a","b"],"weight":' + raw_weight + "}"
+    err = rejection(raw)
+    assert (err.reason, err.field) == ("bad_weight", "weight")
+
+
+def test_id_too_long() -> None:
+    limits = Limits(max_id_length=8)
+    assert (rejection(round_dict(round_id="r" * 9), limits).field) == "round_id"
+    err = rejection(round_dict(standings=["a", "p" * 9]), limits)
+    assert (err.reason, err.field) == ("id_too_long", "standings[1]")
+    assert rejection(round_dict(ladder="l" * 9), limits).reason == "id_too_long"
+
+
+def test_round_too_large() -> None:
+    limits = Limits(max_round_size=3)
+    assert rejection(round_dict(standings=["a", "b", "c", "d"]), limits).reason == "round_too_large"
+    err = rejection(round_dict(standings=["a", ["b", "c", "d"]]), limits)
+    assert (err.reason, err.field) == ("round_too_large", "standings")
+
+
+@pytest.mark.parametrize("ladder", ["", "-x", "has space", "a/b", "x" * 65, "é"])
+def test_bad_ladder(ladder: str) -> None:
+    err = rejection(round_dict(ladder=ladder), Limits(max_id_length=1000))
+    assert (err.reason, err.field) == ("bad_ladder", "ladder")
+
+
+def test_good_ladder_names() -> None:
+    for ladder in ("a", "EU-west_1", "game:mode.v2", "9" * 64):
+        assert parse_round(round_dict(ladder=ladder), limits=LIMITS).ladder == ladder
+
+
+def test_limits_from_settings() -> None:
+    from stream.settings import Settings
+
+    s = Settings.from_env({"MAX_ROUND_SIZE": "5", "STRICT_SCHEMA": "true", "MAX_ID_LENGTH": "9"})
+    assert Limits.from_settings(s) == Limits(max_round_size=5, max_message_bytes=s.max_message_bytes,
+                                             max_id_length=9, strict=True)
