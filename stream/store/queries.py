@@ -1,0 +1,297 @@
+"""Read-only queries over the service's Redis state, for the read API, dashboard and CLI.
+
+Only reads, only the keys of docs/contracts.md (built by :mod:`stream.store.keys`). User input
+(ladder, player, round ids, search prefixes) is only ever used inside key NAMES, which Redis
+treats as opaque bytes, and in ZSCAN's MATCH pattern after :func:`escape_glob`; never as a
+command name. Works with clients built with or without ``decode_responses``.
+
+Every function returns plain dataclasses with ``to_dict()`` (JSON-ready) or ``None`` when the
+ladder / player / round does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from stream.store import keys
+
+PLAYER_FIELDS = ("mu", "sigma", "rounds", "last_round", "last_time", "display_rating", "tier")
+LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
+ROUND_FIELDS = ("round_id", "seq", "status", "field_size", "occurred_at", "received_at", "rated_at",
+                "content_hash", "pending")
+ROUND_FLOAT_FIELDS = ("occurred_at", "received_at", "rated_at")
+ROUND_INT_FIELDS = ("seq", "field_size", "pending")
+
+SCAN_COUNT = 1000
+"""ZSCAN/HSCAN batch hint: large enough for few round trips, small enough not to stall Redis."""
+MAX_SEARCH_MATCHES = 1000
+"""A prefix search stops collecting after this many matching players."""
+MAX_ROUND_RESULTS = 10_000
+"""A round page reads at most this many players' results (larger rounds are marked incomplete)."""
+GLOB_SPECIALS = "\\*?[]^-"
+
+
+def _text(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _float(raw: Any) -> float | None:
+    text = _text(raw)
+    return None if text in (None, "") else float(text)  # type: ignore[arg-type]
+
+
+def _int(raw: Any) -> int | None:
+    text = _text(raw)
+    return None if text in (None, "") else int(float(text))  # type: ignore[arg-type]
+
+
+def _json(raw: Any) -> dict[str, Any]:
+    return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
+
+
+def escape_glob(text: str) -> str:
+    """Escape Redis glob metacharacters so ``text`` matches only itself in SCAN MATCH."""
+    return "".join("\\" + c if c in GLOB_SPECIALS else c for c in text)
+
+
+@dataclass
+class LadderSummary:
+    ladder: str
+    seq: int
+    rounds_rated: int
+    players: int
+    last_round: str | None
+    updated_at: float | None
+    leaderboard_size: int
+    rounds: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LeaderboardRow:
+    position: int  # 1-based place on the leaderboard (by display rating)
+    player: str
+    display_rating: float
+    mu: float | None
+    sigma: float | None
+    rounds: int | None
+    tier: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LeaderboardPage:
+    ladder: str
+    total: int  # players on the leaderboard (or matches, for a search)
+    offset: int
+    limit: int
+    rows: list[LeaderboardRow]
+    search: str | None = None
+    truncated: bool = False  # a search stopped at MAX_SEARCH_MATCHES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
+
+
+@dataclass
+class PlayerView:
+    ladder: str
+    player: str
+    mu: float
+    sigma: float
+    rounds: int
+    last_round: str | None
+    last_time: float | None
+    display_rating: float | None
+    tier: str | None
+    position: int | None
+    leaderboard_size: int
+    history: list[dict[str, Any]] = field(default_factory=list)  # RatingChange dicts, oldest first
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RoundView:
+    ladder: str
+    round_id: str
+    record: dict[str, Any]
+    results: list[dict[str, Any]]  # RatingChange dicts ordered by rank, then player
+    complete: bool  # False when the round has more results than MAX_ROUND_RESULTS
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RoundSummary:
+    round_id: str
+    seq: int
+    status: str | None
+    field_size: int | None
+    occurred_at: float | None
+    rated_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def ladders(r: aioredis.Redis) -> list[str]:
+    """Every ladder name, sorted."""
+    return sorted(_text(m) or "" for m in await r.smembers(keys.ladders()))
+
+
+async def ladder_exists(r: aioredis.Redis, ladder: str) -> bool:
+    return bool(await r.sismember(keys.ladders(), ladder))
+
+
+async def ladder_summary(r: aioredis.Redis, ladder: str) -> LadderSummary | None:
+    """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
+    pipe = r.pipeline(transaction=False)
+    pipe.sismember(keys.ladders(), ladder)
+    pipe.hmget(keys.ladder(ladder), LADDER_FIELDS)
+    pipe.zcard(keys.leaderboard(ladder))
+    pipe.zcard(keys.rounds(ladder))
+    exists, (seq, rated, players, last_round, updated_at), lb_size, n_rounds = await pipe.execute()
+    if not exists:
+        return None
+    return LadderSummary(ladder=ladder, seq=_int(seq) or 0, rounds_rated=_int(rated) or 0,
+                         players=_int(players) or 0, last_round=_text(last_round),
+                         updated_at=_float(updated_at), leaderboard_size=int(lb_size), rounds=int(n_rounds))
+
+
+async def ladder_updated_at(r: aioredis.Redis, ladder: str) -> float | None:
+    """When the ladder last changed (for live updates)."""
+    return _float(await r.hget(keys.ladder(ladder), "updated_at"))
+
+
+async def _rows(r: aioredis.Redis, ladder: str, members: list[tuple[str, float, int]]) -> list[LeaderboardRow]:
+    """Leaderboard rows for (player, score, position) with each player's hash fields, one round trip."""
+    pipe = r.pipeline(transaction=False)
+    for player, _, _ in members:
+        pipe.hmget(keys.player(ladder, player), ("mu", "sigma", "rounds", "tier"))
+    fetched = await pipe.execute() if members else []
+    return [LeaderboardRow(position=pos, player=player, display_rating=score, mu=_float(mu),
+                           sigma=_float(sigma), rounds=_int(rounds), tier=_text(tier))
+            for (player, score, pos), (mu, sigma, rounds, tier) in zip(members, fetched)]
+
+
+async def leaderboard(r: aioredis.Redis, ladder: str, *, offset: int = 0, limit: int = 50) -> LeaderboardPage:
+    """One page of the leaderboard, best first (ZREVRANGE offset..offset+limit-1)."""
+    lb = keys.leaderboard(ladder)
+    pipe = r.pipeline(transaction=False)
+    pipe.zcard(lb)
+    pipe.zrevrange(lb, offset, offset + limit - 1, withscores=True)
+    total, page = await pipe.execute()
+    members = [(_text(m) or "", float(s), offset + i + 1) for i, (m, s) in enumerate(page)]
+    return LeaderboardPage(ladder=ladder, total=int(total), offset=offset, limit=limit,
+                           rows=await _rows(r, ladder, members))
+
+
+async def search_leaderboard(r: aioredis.Redis, ladder: str, prefix: str, *, offset: int = 0,
+                             limit: int = 50) -> LeaderboardPage:
+    """Players whose id starts with ``prefix``, best first, with their leaderboard positions.
+
+    ZSCAN with an escaped MATCH pattern: O(leaderboard size) work inside Redis, spread over
+    batches of :data:`SCAN_COUNT`; collection stops at :data:`MAX_SEARCH_MATCHES`.
+    """
+    lb = keys.leaderboard(ladder)
+    matches: list[tuple[str, float]] = []
+    truncated = False
+    async for member, score in r.zscan_iter(lb, match=escape_glob(prefix) + "*", count=SCAN_COUNT):
+        matches.append((_text(member) or "", float(score)))
+        if len(matches) >= MAX_SEARCH_MATCHES:
+            truncated = True
+            break
+    matches.sort(key=lambda ms: (-ms[1], ms[0]))
+    page = matches[offset:offset + limit]
+    pipe = r.pipeline(transaction=False)
+    for player, _ in page:
+        pipe.zrevrank(lb, player)
+    ranks = await pipe.execute() if page else []
+    members = [(player, score, int(rank) + 1) for (player, score), rank in zip(page, ranks) if rank is not None]
+    return LeaderboardPage(ladder=ladder, total=len(matches), offset=offset, limit=limit,
+                           rows=await _rows(r, ladder, members), search=prefix, truncated=truncated)
+
+
+async def player(r: aioredis.Redis, ladder: str, player_id: str, *, history_limit: int = 100) -> PlayerView | None:
+    """A player's current state, leaderboard position and last ``history_limit`` rating changes."""
+    pipe = r.pipeline(transaction=False)
+    pipe.hmget(keys.player(ladder, player_id), PLAYER_FIELDS)
+    pipe.zrevrank(keys.leaderboard(ladder), player_id)
+    pipe.zcard(keys.leaderboard(ladder))
+    pipe.lrange(keys.history(ladder, player_id), -history_limit, -1) if history_limit > 0 else pipe.echo("")
+    (mu, sigma, rounds, last_round, last_time, display, tier), rank, lb_size, history = await pipe.execute()
+    if mu is None:
+        return None
+    return PlayerView(ladder=ladder, player=player_id, mu=float(mu), sigma=float(sigma),  # type: ignore[arg-type]
+                      rounds=_int(rounds) or 0, last_round=_text(last_round), last_time=_float(last_time),
+                      display_rating=_float(display), tier=_text(tier) or None,
+                      position=None if rank is None else int(rank) + 1, leaderboard_size=int(lb_size),
+                      history=[_json(h) for h in history] if isinstance(history, list) else [])
+
+
+async def players_state(r: aioredis.Redis, ladder: str, player_ids: list[str]) -> list[tuple[float, float] | None]:
+    """(mu, sigma) of each requested player, None for unknown ones (for predictions)."""
+    pipe = r.pipeline(transaction=False)
+    for p in player_ids:
+        pipe.hmget(keys.player(ladder, p), ("mu", "sigma"))
+    rows = await pipe.execute() if player_ids else []
+    return [None if mu is None else (float(mu), float(sigma)) for mu, sigma in rows]
+
+
+def _round_record(raw: list[Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for name, value in zip(ROUND_FIELDS, raw):
+        if name in ROUND_FLOAT_FIELDS:
+            record[name] = _float(value)
+        elif name in ROUND_INT_FIELDS:
+            record[name] = _int(value)
+        else:
+            record[name] = _text(value)
+    return record
+
+
+async def round_view(r: aioredis.Redis, ladder: str, round_id: str) -> RoundView | None:
+    """A round's record and every player's rating change, ordered by rank."""
+    pipe = r.pipeline(transaction=False)
+    pipe.hmget(keys.round_record(ladder, round_id), ROUND_FIELDS)
+    pipe.hlen(keys.round_results(ladder, round_id))
+    raw_record, n_results = await pipe.execute()
+    if all(v is None for v in raw_record):
+        return None
+    results_key = keys.round_results(ladder, round_id)
+    if n_results <= MAX_ROUND_RESULTS:
+        values = list((await r.hgetall(results_key)).values())
+    else:
+        values = []
+        async for _, value in r.hscan_iter(results_key, count=SCAN_COUNT):
+            values.append(value)
+            if len(values) >= MAX_ROUND_RESULTS:
+                break
+    results = sorted((_json(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
+    return RoundView(ladder=ladder, round_id=round_id, record=_round_record(raw_record), results=results,
+                     complete=n_results <= MAX_ROUND_RESULTS)
+
+
+async def recent_rounds(r: aioredis.Redis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[RoundSummary]:
+    """The ladder's rounds, newest (highest sequence number) first."""
+    ids = await r.zrevrange(keys.rounds(ladder), offset, offset + limit - 1, withscores=True)
+    pipe = r.pipeline(transaction=False)
+    for round_id, _ in ids:
+        pipe.hmget(keys.round_record(ladder, _text(round_id) or ""), ("status", "field_size", "occurred_at", "rated_at"))
+    records = await pipe.execute() if ids else []
+    return [RoundSummary(round_id=_text(rid) or "", seq=int(seq), status=_text(status), field_size=_int(size),
+                         occurred_at=_float(occurred), rated_at=_float(rated))
+            for (rid, seq), (status, size, occurred, rated) in zip(ids, records)]

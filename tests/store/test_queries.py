@@ -1,0 +1,127 @@
+"""Read-only queries (stream/store/queries.py) against a real redis-server with seeded data."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from readside_data import LADDER, Seeded, seed
+from stream.store import keys, queries
+
+T = TypeVar("T")
+
+
+def run(url: str, make: Any, decode: bool = False) -> Any:
+    """Run ``make(client)`` on a fresh asyncio client (with or without decode_responses)."""
+    async def go() -> Any:
+        client = aioredis.Redis.from_url(url, decode_responses=decode)
+        try:
+            return await make(client)
+        finally:
+            await client.aclose()
+    return asyncio.run(go())
+
+
+@pytest.fixture()
+def seeded(redis_url: str) -> Seeded:
+    return seed(redis_url)
+
+
+def test_glob_escaping() -> None:
+    assert queries.escape_glob("a*b?[c]\\") == "a\\*b\\?\\[c\\]\\\\"
+
+
+def test_ladders_and_summary(redis_url: str, seeded: Seeded) -> None:
+    seed(redis_url, ladder="duo", players=["a", "b"], rounds=1)
+    assert run(redis_url, queries.ladders) == ["blitz", "duo"]
+    summary = run(redis_url, lambda r: queries.ladder_summary(r, LADDER))
+    assert summary.seq == 5 and summary.rounds_rated == 5 and summary.rounds == 5
+    assert summary.leaderboard_size == len(seeded.display) and summary.last_round == "r5"
+    assert run(redis_url, lambda r: queries.ladder_summary(r, "nope")) is None
+
+
+@pytest.mark.parametrize("decode", [False, True])
+def test_leaderboard_pages(redis_url: str, seeded: Seeded, decode: bool) -> None:
+    expected = seeded.ranking()
+    first = run(redis_url, lambda r: queries.leaderboard(r, LADDER, offset=0, limit=5), decode)
+    second = run(redis_url, lambda r: queries.leaderboard(r, LADDER, offset=5, limit=5), decode)
+    assert first.total == len(expected)
+    assert [row.player for row in first.rows + second.rows] == expected[:10]
+    assert [row.position for row in second.rows] == [6, 7, 8, 9, 10]
+    top = first.rows[0]
+    assert top.display_rating == pytest.approx(seeded.display[top.player])
+    assert top.mu == pytest.approx(seeded.mu[top.player]) and top.sigma == pytest.approx(seeded.sigma[top.player])
+    assert top.tier and top.rounds and top.rounds >= 1
+    past_end = run(redis_url, lambda r: queries.leaderboard(r, LADDER, offset=100, limit=5))
+    assert past_end.rows == [] and past_end.total == len(expected)
+
+
+def test_search_by_prefix_escapes_glob(redis_url: str, seeded: Seeded) -> None:
+    page = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "p0"))
+    ids = [row.player for row in page.rows]
+    assert sorted(ids) == sorted(p for p in seeded.display if p.startswith("p0"))
+    ranking = seeded.ranking()
+    assert [row.position for row in page.rows] == [ranking.index(p) + 1 for p in ids]
+    assert [row.position for row in page.rows] == sorted(row.position for row in page.rows)
+    # glob metacharacters match literally: "*" is not a wildcard, "x[1]" is found as itself
+    star = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "*"))
+    assert [row.player for row in star.rows] == []
+    literal = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "x[1"))
+    assert [row.player for row in literal.rows] == ["x[1]"]
+    starred = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "star*"))
+    assert [row.player for row in starred.rows] == ["star*player"]
+
+
+def test_player_view(redis_url: str, seeded: Seeded) -> None:
+    name = seeded.ranking()[2]
+    view = run(redis_url, lambda r: queries.player(r, LADDER, name))
+    assert view.position == 3 and view.mu == pytest.approx(seeded.mu[name])
+    assert view.history and all(h["player"] == name for h in view.history)
+    assert view.history[-1]["mu_after"] == pytest.approx(view.mu)
+    assert [h["occurred_at"] for h in view.history] == sorted(h["occurred_at"] for h in view.history)
+    short = run(redis_url, lambda r: queries.player(r, LADDER, name, history_limit=1))
+    assert short.history == view.history[-1:]
+    assert run(redis_url, lambda r: queries.player(r, LADDER, "ghost")) is None
+    assert run(redis_url, lambda r: queries.player(r, "nope", name)) is None
+
+
+def test_round_view_and_recent_rounds(redis_url: str, seeded: Seeded) -> None:
+    view = run(redis_url, lambda r: queries.round_view(r, LADDER, "r2"))
+    assert view.record["status"] == "rated" and view.record["field_size"] == seeded.field_sizes["r2"]
+    assert [c["rank"] for c in view.results] == list(range(1, seeded.field_sizes["r2"] + 1))
+    assert view.complete
+    assert run(redis_url, lambda r: queries.round_view(r, LADDER, "r99")) is None
+    recent = run(redis_url, lambda r: queries.recent_rounds(r, LADDER, limit=3))
+    assert [s.round_id for s in recent] == ["r5", "r4", "r3"] and recent[0].seq == 5
+
+
+def test_round_view_caps_huge_rounds(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed(redis_url, rounds=1)
+    monkeypatch.setattr(queries, "MAX_ROUND_RESULTS", 4)
+    view = run(redis_url, lambda r: queries.round_view(r, LADDER, "r1"))
+    assert not view.complete and len(view.results) == 4
+
+
+def test_queries_never_write(redis_url: str, seeded: Seeded) -> None:
+    client = redis.Redis.from_url(redis_url)
+    before = {k: client.dump(k) for k in client.keys("*")}
+
+    async def everything(r: aioredis.Redis) -> None:
+        await queries.ladders(r)
+        await queries.ladder_summary(r, LADDER)
+        await queries.leaderboard(r, LADDER)
+        await queries.search_leaderboard(r, LADDER, "p")
+        await queries.player(r, LADDER, "p01")
+        await queries.round_view(r, LADDER, "r1")
+        await queries.recent_rounds(r, LADDER)
+        await queries.players_state(r, LADDER, ["p01", "ghost"])
+
+    run(redis_url, everything)
+    assert {k: client.dump(k) for k in client.keys("*")} == before
+    assert client.exists(keys.player(LADDER, "ghost")) == 0
+    client.close()
