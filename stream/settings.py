@@ -6,8 +6,10 @@ The README's configuration table is generated from :data:`ENV_VARS`' docs.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 
 def _env(name: str, default: str) -> str:
@@ -40,12 +42,15 @@ class Settings:
     broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout"})
     broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval"})
     display_config: str = field(default="", metadata={"env": "DISPLAY_CONFIG", "doc": "JSON object ladder -> display config (mode mu/conservative/fixed-range, k, center, scale, tiers [[name, mu threshold]], demotion_margin); key \"*\" is the fallback; empty: conservative mu - 2 sigma with the default tiers (stream/engine/display.py)"})
+    stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: $XDG_CACHE_HOME/elo-mmr-stream/stack.json (~/.cache/...). Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})
     log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level"})
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
         """Read every field from its environment variable, falling back to the default."""
         env = os.environ if environ is None else environ
+        if environ is None:  # only the real process environment falls back to a running `stream stack`
+            env = {**running_stack_env(env), **env}
         values: dict[str, object] = {}
         for f in fields(cls):
             raw = env.get(f.metadata["env"])
@@ -75,6 +80,33 @@ class Settings:
                 value = _redact(str(value))
             out[f.name] = value
         return out
+
+
+#: Environment variables a running ``stream stack`` provides to other commands.
+STACK_ENV_VARS = ("KAFKA_BOOTSTRAP", "REDIS_URL")
+
+
+def stack_state_path(environ: dict[str, str] | None = None) -> Path:
+    """Where ``stream stack`` writes its state: ``$STACK_STATE_FILE`` or the user's cache directory."""
+    env = os.environ if environ is None else environ
+    if env.get("STACK_STATE_FILE"):
+        return Path(env["STACK_STATE_FILE"])
+    cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return cache / "elo-mmr-stream" / "stack.json"
+
+
+def running_stack_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """KAFKA_BOOTSTRAP / REDIS_URL of the embedded stack ``stream stack`` is running, if any.
+
+    Reads the state file (JSON with ``pid`` and ``env``) and returns {} when it is missing,
+    unreadable, or its process is gone (a stale file from a killed stack is ignored).
+    """
+    try:
+        state = json.loads(stack_state_path(environ).read_text())
+        os.kill(int(state["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {k: str(v) for k, v in state.get("env", {}).items() if k in STACK_ENV_VARS}
 
 
 def _redact(value: str) -> str:
