@@ -9,6 +9,9 @@ from __future__ import annotations
 import typer
 
 from stream.cli import replay as replay_cmd
+from stream.cli import publish as publish_cmd
+from stream.cli import stack as stack_cmd
+from stream.cli import tail as tail_cmd
 
 app = typer.Typer(
     name="stream",
@@ -25,6 +28,9 @@ def _root() -> None:
 
 
 replay_cmd.register(app)
+publish_cmd.register(app)
+stack_cmd.register(app)
+tail_cmd.register(app)
 
 
 def main() -> None:

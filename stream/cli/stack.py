@@ -1,0 +1,179 @@
+"""``stream stack``: run the embedded local stack (Tansu broker + redis-server), optionally with a demo.
+
+Without options it starts both services on free loopback ports, prints their addresses and the
+environment variables to use, records them in the stack state file (so ``stream publish``,
+``stream tail``, ``stream worker`` … find them when KAFKA_BOOTSTRAP / REDIS_URL are unset) and
+runs until Ctrl-C. ``--demo`` also starts a worker subprocess (``stream worker``) and publishes a
+stream of synthetic rounds, paced so the dashboard shows ratings moving.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+
+import typer
+
+from stream.settings import Settings, stack_state_path
+from stream.stack.local import LocalStack
+from stream.stack.ports import free_port
+from stream.stack.state import remove_state, write_state
+from stream.stack.topics import ensure_topics
+
+#: Topics the service uses (created up front so partition counts are deliberate, see stream/stack/README.md).
+SERVICE_TOPICS = ("rounds", "player-updates", "rating-changes", "rounds-dlq")
+#: Demo defaults: synthetic players, rounds, field size and publishing pace.
+DEMO_PLAYERS = 200
+DEMO_ROUNDS = 500
+DEMO_FIELD = 20
+DEMO_ROUNDS_PER_S = 2.0
+DEMO_LADDER = "default"
+#: Seconds a child process gets after SIGTERM before it is killed.
+CHILD_STOP_TIMEOUT_S = 15.0
+#: Seconds between two liveness checks of the services while waiting for Ctrl-C.
+WATCH_INTERVAL_S = 0.5
+
+
+@dataclass
+class StackRun:
+    """The processes of one ``stream stack`` invocation; ``close()`` stops them all, children first."""
+
+    stack: LocalStack
+    children: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    stop_event: threading.Event = field(default_factory=threading.Event)
+
+    def close(self) -> None:
+        self.stop_event.set()
+        for child in reversed(self.children):
+            stop_child(child)
+        self.children.clear()
+        self.stack.stop()
+
+
+def stop_child(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM a child, SIGKILL it if it does not exit in time."""
+    if child.poll() is not None:
+        return
+    child.terminate()
+    try:
+        child.wait(timeout=CHILD_STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
+def start_worker(env: dict[str, str], log_path: str) -> subprocess.Popen[bytes]:
+    """``stream worker`` as a subprocess with the given environment added; output to ``log_path``."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "stream", "worker"], env={**os.environ, **env},
+                                stdout=log, stderr=subprocess.STDOUT)
+
+
+def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iterator[object]:
+    """Synthetic RoundResults from stream.batch.synthetic (players with hidden skills, noisy rankings)."""
+    from stream.batch import synthetic
+
+    yield from synthetic.rounds(players=players, rounds=rounds, field_size=field_size, ladder=ladder)
+
+
+def publish_paced(settings: Settings, rounds: Iterator[object], per_second: float, stop: threading.Event) -> int:
+    """Produce ``rounds`` to the ``rounds`` topic at ``per_second``, until exhausted or ``stop`` is set."""
+    from stream.cli.publish import RoundProducer
+
+    sent = 0
+    with RoundProducer(settings) as producer:
+        for round_ in rounds:
+            if stop.is_set():
+                break
+            producer.send(round_)  # type: ignore[arg-type]
+            sent += 1
+            if stop.wait(1.0 / per_second):
+                break
+    return sent
+
+
+def _banner(stack: LocalStack, state_file: str, web_port: int | None) -> str:
+    env = stack.env()
+    lines = [
+        "embedded stack running:",
+        f"  Kafka (Tansu)  {stack.bootstrap}",
+        f"  Redis          {stack.redis_url}",
+        "environment for other shells (picked up automatically while this runs, via",
+        f"  {state_file}):",
+        *(f"  export {k}={v}" for k, v in env.items()),
+    ]
+    if web_port is not None:
+        lines += [
+            "demo: worker + synthetic rounds",
+            f"  dashboard      http://127.0.0.1:{web_port}/",
+            "  live changes   stream tail",
+            f"  leaderboard    stream leaderboard {DEMO_LADDER}",
+        ]
+    lines.append("Ctrl-C stops everything.")
+    return "\n".join(lines)
+
+
+def stack(
+    kafka_port: int = typer.Option(0, help="broker port (0: a free one)"),
+    redis_port: int = typer.Option(0, help="redis-server port (0: a free one)"),
+    demo: bool = typer.Option(False, "--demo", help="also run a worker and publish synthetic rounds"),
+    web_port: int = typer.Option(0, help="--demo: the worker's dashboard port (0: a free one)"),
+    demo_players: int = typer.Option(DEMO_PLAYERS, help="--demo: synthetic players"),
+    demo_rounds_total: int = typer.Option(DEMO_ROUNDS, "--demo-rounds", help="--demo: rounds to publish"),
+    demo_rate: float = typer.Option(DEMO_ROUNDS_PER_S, help="--demo: rounds per second"),
+) -> None:
+    """Run a private Kafka-protocol broker and redis-server (and with --demo a worker + demo stream)."""
+    settings = Settings.from_env()
+    state_file = stack_state_path()
+    run = StackRun(LocalStack.on_ports(kafka_port, redis_port))
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        run.stack.start()
+        env = run.stack.env()
+        settings = Settings.from_env(environ={**os.environ, **env})
+        ensure_topics(run.stack.bootstrap, {settings.topic(name): settings.partitions for name in SERVICE_TOPICS})
+        write_state(state_file, env, web_port=web_port or None)
+        publisher: threading.Thread | None = None
+        shown_port: int | None = None
+        if demo:
+            shown_port = web_port or free_port()
+            worker_env = {**env, "WEB_PORT": str(shown_port)}
+            log_path = str(run.stack.broker.workdir / "worker.log") if run.stack.broker.workdir else "worker.log"
+            run.children.append(start_worker(worker_env, log_path))
+            write_state(state_file, env, web_port=shown_port, worker_log=log_path)
+            rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
+            publisher = threading.Thread(target=publish_paced, args=(settings, rounds, demo_rate, run.stop_event),
+                                         name="demo-publisher", daemon=True)
+            publisher.start()
+        typer.echo(_banner(run.stack, str(state_file), shown_port))
+        while not stopping.wait(WATCH_INTERVAL_S):
+            if not run.stack.broker.alive():
+                typer.echo("the broker exited; stopping", err=True)
+                raise typer.Exit(1)
+            for child in run.children:
+                if child.poll() is not None:
+                    typer.echo(f"the worker exited with code {child.returncode}; stopping", err=True)
+                    raise typer.Exit(1)
+        typer.echo("stopping…")
+    finally:
+        run.close()
+        remove_state(state_file)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``stream stack`` to the CLI."""
+    app.command("stack")(stack)
