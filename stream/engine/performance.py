@@ -109,4 +109,8 @@ def phase_one(
 def solve_all_groups(mu: np.ndarray, delta: np.ndarray, groups: TieGroups, params: Params) -> np.ndarray:
     """One exact root per tie group (best group first)."""
     eq = GroupEquations(mu, delta, groups, params)
-    return solve_groups_direct(eq, np.arange(groups.n_groups))
+    if mu.shape[0] <= DIRECT_MAX_PLAYERS:
+        return solve_groups_direct(eq, np.arange(groups.n_groups))
+    from .fastperf import solve_groups_chebyshev  # imports this module: deferred
+
+    return solve_groups_chebyshev(eq, groups)
