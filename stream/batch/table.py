@@ -1,0 +1,128 @@
+"""``LadderTable``: every player of one ladder as growable arrays (struct of arrays).
+
+Replay gathers a round's rows into a :class:`~stream.engine.PlayerBatch` with fancy indexing and
+scatters the engine's result back, so per round there is no per-player Python maths, only the
+id → row dictionary lookups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stream.engine import Params, PlayerBatch, PlayerState
+
+INITIAL_CAPACITY = 1024
+"""Rows allocated for a new ladder; capacity doubles when full."""
+
+_ROW_FIELDS = ("mu", "sigma", "mu0", "w0", "n_factors", "rounds", "last_time")
+_FACTOR_FIELDS = ("p", "w_arg", "w_out")
+
+
+@dataclass
+class LadderTable:
+    """Players of one ladder: ``index`` maps player id → row; rows ``[0, size)`` are in use."""
+
+    params: Params
+    index: dict[str, int] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    mu: np.ndarray = field(init=False)
+    sigma: np.ndarray = field(init=False)
+    mu0: np.ndarray = field(init=False)
+    w0: np.ndarray = field(init=False)
+    n_factors: np.ndarray = field(init=False)
+    rounds: np.ndarray = field(init=False)
+    last_time: np.ndarray = field(init=False)
+    p: np.ndarray = field(init=False)
+    w_arg: np.ndarray = field(init=False)
+    w_out: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        cap = INITIAL_CAPACITY
+        self.mu = np.empty(cap)
+        self.sigma = np.empty(cap)
+        self.mu0 = np.empty(cap)
+        self.w0 = np.empty(cap)
+        self.n_factors = np.zeros(cap, dtype=np.int64)
+        self.rounds = np.zeros(cap, dtype=np.int64)
+        self.last_time = np.full(cap, np.nan)
+        self.p = np.zeros((cap, 0))
+        self.w_arg = np.zeros((cap, 0))
+        self.w_out = np.zeros((cap, 0))
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def lookup(self, players: list[str]) -> np.ndarray:
+        """Rows of ``players`` (-1 for players not seen yet), without adding anyone."""
+        get = self.index.get
+        return np.fromiter((get(p, -1) for p in players), dtype=np.int64, count=len(players))
+
+    def rows(self, players: list[str]) -> np.ndarray:
+        """Rows of ``players``, adding newcomers with the prior of :meth:`PlayerState.new`."""
+        rows = self.lookup(players)
+        new = np.flatnonzero(rows < 0)
+        if new.size:
+            start = self.size
+            self._reserve(start + new.size)
+            rows[new] = np.arange(start, start + new.size)
+            for i in new.tolist():
+                self.index[players[i]] = len(self.names)
+                self.names.append(players[i])
+            prior = PlayerState.new(self.params)
+            stop = start + new.size
+            self.mu[start:stop] = prior.mu
+            self.sigma[start:stop] = prior.sigma
+            self.mu0[start:stop] = prior.mu0
+            self.w0[start:stop] = prior.w0
+        return rows
+
+    def gather(self, rows: np.ndarray) -> PlayerBatch:
+        """The players at ``rows`` as a batch, factor arrays trimmed to their longest history
+        (the same width :meth:`PlayerBatch.from_states` would give)."""
+        h = int(self.n_factors[rows].max(initial=0))
+        return PlayerBatch(
+            mu=self.mu[rows], sigma=self.sigma[rows], mu0=self.mu0[rows], w0=self.w0[rows],
+            p=self.p[rows, :h], w_arg=self.w_arg[rows, :h], w_out=self.w_out[rows, :h],
+            n_factors=self.n_factors[rows], rounds=self.rounds[rows], last_time=self.last_time[rows],
+        )
+
+    def scatter(self, rows: np.ndarray, batch: PlayerBatch) -> None:
+        """Store ``batch`` (aligned with ``rows``) back into the table."""
+        h = batch.p.shape[1]
+        if h > self.p.shape[1]:
+            self._widen(h)
+        for name in _ROW_FIELDS:
+            getattr(self, name)[rows] = getattr(batch, name)
+        for name in _FACTOR_FIELDS:
+            column = getattr(self, name)
+            column[rows, :h] = getattr(batch, name)
+            column[rows, h:] = 0.0
+
+    def state(self, player: str) -> PlayerState:
+        """One player's full state."""
+        return self.gather(np.array([self.index[player]])).to_states()[0]
+
+    def _reserve(self, n: int) -> None:
+        cap = self.mu.shape[0]
+        if n <= cap:
+            return
+        while cap < n:
+            cap *= 2
+        for name in (*_ROW_FIELDS, *_FACTOR_FIELDS):
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+            if name == "last_time":
+                new[:] = np.nan
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+    def _widen(self, h: int) -> None:
+        width = max(h, 2 * self.p.shape[1])
+        for name in _FACTOR_FIELDS:
+            old = getattr(self, name)
+            new = np.zeros((old.shape[0], width))
+            new[:, : old.shape[1]] = old
+            setattr(self, name, new)
