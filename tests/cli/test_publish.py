@@ -1,0 +1,152 @@
+"""``stream publish`` against the real local broker: validate everything first, then produce keyed by ladder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stream.cli.main import app
+from stream.cli.publish import EXIT_INVALID
+from tests.cli.kafka_helpers import read_topic, topic_exists
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+T0 = 1_700_000_000.0
+
+
+def _murmur_partition(key: bytes, partitions: int) -> int:
+    from kafka.partitioner.default import murmur2
+
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+@pytest.fixture()
+def env(local_stack, fresh_prefix: str, tmp_path: Path) -> dict[str, str]:
+    """Environment of a publish run: this test's topic prefix, no stack state file of the user's."""
+    return {"KAFKA_BOOTSTRAP": local_stack.bootstrap, "TOPIC_PREFIX": fresh_prefix, "PARTITIONS": str(PARTITIONS),
+            "STACK_STATE_FILE": str(tmp_path / "no-stack.json")}
+
+
+def _round(round_id: str, ladder: str, players: list[str], t: float = T0) -> dict:
+    return {"round_id": round_id, "ladder": ladder, "occurred_at": t,
+            "standings": [{"player": p, "rank": i + 1} for i, p in enumerate(players)]}
+
+
+def _write_jsonl(path: Path, rounds: list[dict | str]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rounds))
+    return path
+
+
+def test_jsonl_is_published_keyed_by_ladder(env, local_stack, fresh_prefix: str, tmp_path: Path) -> None:
+    rounds = [_round(f"r{i}", "blitz" if i % 2 else "classic", ["ann", "bob", "cid"], T0 + i) for i in range(6)]
+    rounds.append(_round("solo", "blitz", ["ann"]))  # outcome-free: valid, published, nobody rated
+    source = _write_jsonl(tmp_path / "rounds.jsonl", rounds[:3] + [""] + rounds[3:])  # a blank line is skipped
+    result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["rounds"] == 7 and summary["no_outcome"] == 1 and summary["failed"] == 0
+    assert summary["ladders"] == {"classic": 3, "blitz": 4}
+    assert summary["topic"] == f"{fresh_prefix}rounds"
+
+    records = read_topic(local_stack.bootstrap, f"{fresh_prefix}rounds", 7)
+    assert len(records) == 7
+    by_id = {json.loads(r.value)["round_id"]: r for r in records}
+    assert set(by_id) == {r["round_id"] for r in rounds}
+    for sent in rounds:
+        record = by_id[sent["round_id"]]
+        assert record.key == sent["ladder"].encode()
+        assert record.partition == _murmur_partition(record.key, PARTITIONS)
+        value = json.loads(record.value)
+        assert [s["player"] for s in value["standings"]] == [s["player"] for s in sent["standings"]]
+        assert value["occurred_at"] == sent["occurred_at"]
+    # Per ladder, the topic keeps the file's order (one partition per ladder).
+    blitz = [json.loads(r.value)["round_id"] for r in sorted(records, key=lambda r: r.offset) if r.key == b"blitz"]
+    assert blitz == ["r1", "r3", "r5", "solo"]
+
+
+def test_bad_jsonl_row_reports_line_and_field_and_publishes_nothing(env, local_stack, fresh_prefix: str,
+                                                                     tmp_path: Path) -> None:
+    good = _round("r1", "default", ["ann", "bob"])
+    bad = _round("r2", "default", ["ann", "bob", "ann"])  # duplicate player, third standing
+    source = _write_jsonl(tmp_path / "bad.jsonl", [good, good | {"round_id": "r0"}, bad, good | {"round_id": "r3"}])
+    result = CliRunner().invoke(app, ["publish", str(source), "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    assert f"{source}:3" in result.output
+    assert "standings[2]" in result.output
+    assert "nothing published" in result.output
+    assert not topic_exists(local_stack.bootstrap, f"{fresh_prefix}rounds")
+
+
+def test_not_json_line_is_reported(env, tmp_path: Path) -> None:
+    source = _write_jsonl(tmp_path / "broken.jsonl", [_round("r1", "default", ["a", "b"]), "{not json"])
+    result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    error = json.loads(result.stdout.strip().splitlines()[0])
+    assert error["location"] == f"{source}:2" and error["error"] == "not_json"
+
+
+def test_round_id_reused_with_other_content_is_a_conflict(env, tmp_path: Path) -> None:
+    source = _write_jsonl(tmp_path / "dup.jsonl", [_round("r1", "default", ["a", "b"]), _round("r1", "default", ["b", "a"])])
+    result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    assert json.loads(result.stdout.strip().splitlines()[0])["error"] == "conflict"
+
+
+def test_csv_rows_are_grouped_into_rounds(env, local_stack, fresh_prefix: str, tmp_path: Path) -> None:
+    source = tmp_path / "rounds.csv"
+    source.write_text(
+        "round_id,ladder,player,rank,occurred_at,weight\n"
+        "r1,blitz,ann,1,1700000000,\n"
+        "r2,blitz,cid,2,2024-05-01T12:00:00Z,0.5\n"
+        "r1,blitz,bob,2,,\n"       # rows of r1 need not be adjacent
+        "r2,blitz,ann,1,,\n"
+        "r1,blitz,cid,2,,\n"       # tie with bob
+    )
+    result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.strip().splitlines()[-1])["rounds"] == 2
+    records = read_topic(local_stack.bootstrap, f"{fresh_prefix}rounds", 2)
+    values = {v["round_id"]: v for v in (json.loads(r.value) for r in records)}
+    assert values["r1"]["standings"] == [{"player": "ann", "rank": 1}, {"player": "bob", "rank": 2},
+                                         {"player": "cid", "rank": 2}]
+    assert values["r1"]["occurred_at"] == 1_700_000_000
+    assert values["r2"]["occurred_at"] == 1_714_564_800  # 2024-05-01T12:00:00Z
+    assert values["r2"]["weight"] == 0.5
+
+
+def test_csv_error_points_at_the_offending_row(env, tmp_path: Path) -> None:
+    source = tmp_path / "bad.csv"
+    source.write_text(
+        "round_id,ladder,player,rank\n"
+        "r1,default,ann,1\n"
+        "r1,default,bob,2\n"
+        "r2,default,ann,1\n"
+        "r1,default,ann,3\n"      # line 5: ann twice in r1
+    )
+    result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    error = json.loads(result.stdout.strip().splitlines()[0])
+    assert error["location"] == f"{source}:5" and error["error"] == "duplicate_player"
+
+    source.write_text("round_id,ladder,player,rank\nr1,default,ann,first\n")
+    result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    error = json.loads(result.stdout.strip().splitlines()[0])
+    assert (error["location"], error["field"]) == (f"{source}:2", "rank")
+
+    source.write_text("round_id,player,rank\nr1,ann,1\n")
+    result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    assert json.loads(result.stdout.strip().splitlines()[0])["field"] == "ladder"
+
+
+def test_dry_run_validates_without_publishing(env, local_stack, fresh_prefix: str, tmp_path: Path) -> None:
+    source = _write_jsonl(tmp_path / "ok.jsonl", [_round("r1", "default", ["a", "b"])])
+    result = CliRunner().invoke(app, ["publish", str(source), "--dry-run", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.strip().splitlines()[-1])["rounds"] == 1
+    assert not topic_exists(local_stack.bootstrap, f"{fresh_prefix}rounds")
