@@ -42,6 +42,11 @@ class Settings:
     broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout"})
     broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval"})
     display_config: str = field(default="", metadata={"env": "DISPLAY_CONFIG", "doc": "JSON object ladder -> display config (mode mu/conservative/fixed-range, k, center, scale, tiers [[name, mu threshold]], demotion_margin); key \"*\" is the fallback; empty: conservative mu - 2 sigma with the default tiers (stream/engine/display.py)"})
+    barrier_poll_s: float = field(default=0.005, metadata={"env": "BARRIER_POLL_S", "doc": "first wait of phase one's per-player barrier (doubles up to BARRIER_MAX_POLL_S)"})
+    barrier_max_poll_s: float = field(default=0.25, metadata={"env": "BARRIER_MAX_POLL_S", "doc": "longest single wait between two checks of the per-player barrier"})
+    barrier_warn_s: float = field(default=10.0, metadata={"env": "BARRIER_WARN_S", "doc": "log a warning (and again every such interval) while phase one waits on earlier rounds' updates"})
+    phase_two_batch: int = field(default=256, metadata={"env": "PHASE_TWO_BATCH", "doc": "player-updates messages phase two takes per batch"})
+    phase_two_within_s: float = field(default=0.01, metadata={"env": "PHASE_TWO_WITHIN_S", "doc": "longest wait to fill a phase-two batch"})
     stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: $XDG_CACHE_HOME/elo-mmr-stream/stack.json (~/.cache/...). Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})
     log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level"})
 

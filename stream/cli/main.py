@@ -12,6 +12,7 @@ from stream.cli import replay as replay_cmd
 from stream.cli import publish as publish_cmd
 from stream.cli import stack as stack_cmd
 from stream.cli import tail as tail_cmd
+from stream.cli import worker as worker_cmd
 
 app = typer.Typer(
     name="stream",
@@ -31,6 +32,7 @@ replay_cmd.register(app)
 publish_cmd.register(app)
 stack_cmd.register(app)
 tail_cmd.register(app)
+worker_cmd.register(app)
 
 
 def main() -> None:

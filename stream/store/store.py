@@ -80,10 +80,11 @@ class Priors:
 
 @dataclass(frozen=True)
 class StoredPlayer:
-    """What phase two needs of one player: the last applied seq and the packed engine state."""
+    """What phase two needs of one player: last applied seq, packed engine state, tier name."""
 
     last_seq: int
     state: bytes | None
+    tier: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,12 @@ class PlayerWrite:
 
 
 @dataclass(frozen=True)
-class ApplyResult:
-    """Which writes of a batch were applied now (False: already applied before, skipped)."""
+class RoundWrites:
+    """The player writes of one round within a phase-two batch."""
 
-    applied: list[bool]
+    ladder: str
+    round_id: str
+    writes: Sequence[PlayerWrite]
 
 
 class Store:
@@ -229,38 +232,55 @@ class Store:
             pipe.hset(keys.player(ladder, player), "queued_seq", seq)
         await pipe.execute()
 
-    # ---- phase two ----------------------------------------------------------------------
-    async def load_states(self, ladder: str, players: Sequence[str]) -> list[StoredPlayer]:
+    async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
+        """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""
         pipe = self.client.pipeline(transaction=False)
         for player in players:
-            pipe.hmget(keys.player(ladder, player), ("last_seq", "state"))
+            pipe.hget(keys.player(ladder, player), "queued_seq")
+        seqs = sorted({_int(raw) for raw in await pipe.execute()} - {0})
+        pipe = self.client.pipeline(transaction=False)
+        for seq in seqs:
+            pipe.zrangebyscore(keys.rounds(ladder), seq, seq)
+        return [rid.decode() for ids in await pipe.execute() for rid in ids]
+
+    # ---- phase two ----------------------------------------------------------------------
+    async def load_states(self, players: Sequence[tuple[str, str]]) -> list[StoredPlayer]:
+        """Last applied seq, packed state and tier of (ladder, player) pairs, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for ladder, player in players:
+            pipe.hmget(keys.player(ladder, player), ("last_seq", "state", "tier"))
         rows = await pipe.execute()
-        return [StoredPlayer(last_seq=_int(last), state=state) for last, state in rows]
+        return [StoredPlayer(last_seq=_int(last), state=state, tier=tier) for last, state, tier in rows]
 
-    async def apply(self, ladder: str, round_id: str, writes: Sequence[PlayerWrite], *, now: float) -> ApplyResult:
-        """Apply a batch of one round's player updates in ONE round trip, idempotently.
+    async def apply(self, rounds: Sequence[RoundWrites], *, now: float) -> list[list[bool]]:
+        """Apply the player updates of a batch of rounds in ONE round trip, idempotently.
 
-        One apply_player_update.lua per player (its own slot), then one
-        record_round_results.lua on the ladder's slot for the players applied here; players
-        already applied are recorded again harmlessly (HSETNX keeps the first result).
+        Per player one apply_player_update.lua (its own slot); per round one
+        record_round_results.lua (the ladder's slot). A player already applied is skipped by
+        its script, and its round result, already recorded, is kept (HSETNX).
+        Returns, per round, which writes were applied now.
         """
-        round_args: list[Any] = [encode_float(now)]
-        for w in writes:
-            round_args += [w.player, w.change, encode_float(w.display_rating), "1" if w.newcomer else "0"]
 
         def build(pipe: Pipeline) -> None:
-            for w in writes:
-                self._eval(pipe, "apply_player_update",
-                           [keys.player(ladder, w.player), keys.history(ladder, w.player)],
-                           [w.seq, encode_float(w.mu), encode_float(w.sigma), w.rounds, w.last_round,
-                            encode_float(w.last_time), encode_float(w.display_rating), w.tier, w.state,
-                            w.change, self.history_length])
-            self._eval(pipe, "record_round_results",
-                       [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
-                        keys.leaderboard(ladder), keys.ladder(ladder)], round_args)
+            for r in rounds:
+                round_args: list[Any] = [encode_float(now)]
+                for w in r.writes:
+                    self._eval(pipe, "apply_player_update",
+                               [keys.player(r.ladder, w.player), keys.history(r.ladder, w.player)],
+                               [w.seq, encode_float(w.mu), encode_float(w.sigma), w.rounds, w.last_round,
+                                encode_float(w.last_time), encode_float(w.display_rating), w.tier, w.state,
+                                w.change, self.history_length])
+                    round_args += [w.player, w.change, encode_float(w.display_rating), "1" if w.newcomer else "0"]
+                self._eval(pipe, "record_round_results",
+                           [keys.round_record(r.ladder, r.round_id), keys.round_results(r.ladder, r.round_id),
+                            keys.leaderboard(r.ladder), keys.ladder(r.ladder)], round_args)
 
-        results = await self._run(build)
-        return ApplyResult(applied=[bool(r) for r in results[: len(writes)]])
+        results = iter(await self._run(build))
+        applied = []
+        for r in rounds:
+            applied.append([bool(next(results)) for _ in r.writes])
+            next(results)
+        return applied
 
     # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from stream.store import keys
-from stream.store.store import PlayerWrite, Store
+from stream.store.store import PlayerWrite, RoundWrites, Store
 
 T = TypeVar("T")
 HISTORY = 3
@@ -22,6 +22,10 @@ def run(redis_url: str, body: Callable[[Store], Awaitable[T]]) -> T:
         finally:
             await store.close()
     return asyncio.run(main())
+
+
+async def apply_one(store: Store, round_id: str, writes: list[PlayerWrite], *, now: float) -> list[bool]:
+    return (await store.apply([RoundWrites("L", round_id, writes)], now=now))[0]
 
 
 def write(player: str, seq: int, mu: float, *, round_id: str = "r1", newcomer: bool = True) -> PlayerWrite:
@@ -63,11 +67,11 @@ def test_apply_is_idempotent_and_completes_the_round(redis_url: str) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
         await store.save_fanout("L", "r1", pending=2, messages={0: b"m"})
-        first = await store.apply("L", "r1", [write("a", 1, 1600.0)], now=5.0)
-        assert first.applied == [True]
+        first = await apply_one(store, "r1", [write("a", 1, 1600.0)], now=5.0)
+        assert first == [True]
         assert (await store.round_record("L", "r1"))["pending"] == "1"
-        again = await store.apply("L", "r1", [write("a", 1, 9999.0), write("b", 1, 1400.0)], now=6.0)
-        assert again.applied == [False, True]
+        again = await apply_one(store, "r1", [write("a", 1, 9999.0), write("b", 1, 1400.0)], now=6.0)
+        assert again == [False, True]
         player = await store.player("L", "a")
         assert float(player["mu"]) == 1600.0 and player["last_seq"] == b"1"
         assert await store.client.llen(keys.history("L", "a")) == 1
@@ -77,7 +81,7 @@ def test_apply_is_idempotent_and_completes_the_round(redis_url: str) -> None:
         assert ladder[b"rounds_rated"] == b"1" and ladder[b"players"] == b"2" and ladder[b"last_round"] == b"r1"
         assert await store.client.zrange(keys.leaderboard("L"), 0, -1, withscores=True) == [(b"b", 1300.0), (b"a", 1500.0)]
         # a replayed batch leaves the counters alone
-        await store.apply("L", "r1", [write("a", 1, 1600.0), write("b", 1, 1400.0)], now=7.0)
+        await apply_one(store, "r1", [write("a", 1, 1600.0), write("b", 1, 1400.0)], now=7.0)
         assert (await store.client.hgetall(keys.ladder("L")))[b"rounds_rated"] == b"1"
         assert (await store.load_results("L", "r1", ["a", "b", "c"]))[2] is None
 
@@ -87,7 +91,7 @@ def test_apply_is_idempotent_and_completes_the_round(redis_url: str) -> None:
 def test_history_is_bounded_newest_last(redis_url: str) -> None:
     async def body(store: Store) -> None:
         for seq in range(1, 6):
-            await store.apply("L", f"r{seq}", [write("a", seq, 1500.0 + seq, round_id=f"r{seq}")], now=0.0)
+            await apply_one(store, f"r{seq}", [write("a", seq, 1500.0 + seq, round_id=f"r{seq}")], now=0.0)
         history = await store.client.lrange(keys.history("L", "a"), 0, -1)
         assert [h.decode() for h in history] == [f'{{"player":"a","seq":{s}}}' for s in (3, 4, 5)]
 
@@ -99,7 +103,7 @@ def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str) -
 
     async def body(store: Store) -> None:
         w = write("a", 1, mu)
-        await store.apply("L", "r1", [w], now=0.0)
+        await apply_one(store, "r1", [w], now=0.0)
         await store.mark_queued("L", ["a", "new"], 2)
         priors = await store.load_priors("L", ["a", "new", "ghost"], seq=3)
         assert priors.mu[0] == mu and priors.sigma[0] == w.sigma and priors.last_time[0] == w.last_time
@@ -107,7 +111,7 @@ def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str) -
         assert priors.blocked == ["a", "new"] and not priors.ready
         # the round that queued them sees them as ready (a retried phase one after a crash)
         assert (await store.load_priors("L", ["a", "new"], seq=2)).ready
-        await store.apply("L", "r2", [write("a", 2, mu, round_id="r2"), write("new", 2, mu, round_id="r2")], now=0.0)
+        await apply_one(store, "r2", [write("a", 2, mu, round_id="r2"), write("new", 2, mu, round_id="r2")], now=0.0)
         assert (await store.load_priors("L", ["a", "new"], seq=3)).ready
 
     run(redis_url, body)
@@ -115,8 +119,8 @@ def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str) -
 
 def test_scripts_reload_after_redis_forgets_them(redis_url: str) -> None:
     async def body(store: Store) -> None:
-        await store.apply("L", "r1", [write("a", 1, 1500.0)], now=0.0)
+        await apply_one(store, "r1", [write("a", 1, 1500.0)], now=0.0)
         await store.client.script_flush()
-        assert (await store.apply("L", "r2", [write("a", 2, 1510.0, round_id="r2")], now=0.0)).applied == [True]
+        assert (await apply_one(store, "r2", [write("a", 2, 1510.0, round_id="r2")], now=0.0)) == [True]
 
     run(redis_url, body)

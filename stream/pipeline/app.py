@@ -1,0 +1,66 @@
+"""The Faust application, built from Settings (one app per worker process).
+
+Kafka offsets are the only thing Faust keeps; all state lives in Redis (no Faust tables:
+the embedded broker's ListOffsets makes changelog recovery unreliable, and the store must be
+readable by the API anyway).
+"""
+
+from __future__ import annotations
+
+import ssl
+import tempfile
+from dataclasses import dataclass
+
+import faust
+
+from stream.pipeline import agents
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.topics import Topics, declare
+from stream.settings import Settings
+
+
+@dataclass
+class Pipeline:
+    """A Faust app with the pipeline's topics and agents registered, and the handlers' context."""
+
+    app: faust.App
+    topics: Topics
+    ctx: PipelineContext
+
+
+def broker_credentials(settings: Settings) -> faust.types.auth.CredentialsT | None:
+    """Faust credentials for SASL / SSL from Settings (None for PLAINTEXT)."""
+    protocol = settings.kafka_security_protocol
+    if protocol == "PLAINTEXT":
+        return None
+    context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None) if "SSL" in protocol else None
+    if protocol.startswith("SASL"):
+        return faust.SASLCredentials(username=settings.kafka_sasl_username, password=settings.kafka_sasl_password,
+                                     mechanism=settings.kafka_sasl_mechanism, ssl_context=context)
+    return faust.SSLCredentials(context)
+
+
+def create_app(settings: Settings, *, web_enabled: bool = False, datadir: str | None = None) -> Pipeline:
+    """The worker's Faust app: topics declared, phase one and phase two agents registered."""
+    app = faust.App(
+        settings.app_id,
+        broker=[f"kafka://{host}" for host in settings.kafka_bootstrap.split(",")],
+        broker_credentials=broker_credentials(settings),
+        store="memory://",
+        datadir=datadir or tempfile.mkdtemp(prefix="ems-faust-"),
+        web_enabled=web_enabled,
+        web_port=settings.web_port,
+        web_bind=settings.web_host,
+        topic_partitions=settings.partitions,
+        topic_replication_factor=1,
+        topic_allow_declare=True,
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=settings.broker_session_timeout_s,
+        broker_heartbeat_interval=settings.broker_heartbeat_s,
+        producer_max_request_size=settings.max_message_bytes,
+        consumer_max_fetch_size=settings.max_message_bytes,
+    )
+    topics = declare(app, settings)
+    ctx = PipelineContext.from_settings(settings)
+    agents.register(app, topics, ctx)
+    return Pipeline(app, topics, ctx)

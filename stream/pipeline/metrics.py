@@ -1,0 +1,17 @@
+"""Prometheus metrics of the pipeline (exposed by the worker's web server at /metrics)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+ROUNDS = Counter("ems_rounds_total", "Rounds handled by phase one, by outcome "
+                 "(rated, resent, duplicate, no_outcome, rejected)", ["outcome"])
+ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Rounds sent to the dead-letter topic, by reason", ["reason"])
+PLAYER_UPDATES = Counter("ems_player_updates_total", "Player updates of phase two, by result "
+                         "(applied now, or re-emitted from stored results)", ["result"])
+PHASE_ONE_SECONDS = Histogram("ems_phase_one_seconds", "Phase one time per round (barrier wait included)",
+                              buckets=LATENCY_BUCKETS_S)
+PHASE_TWO_SECONDS = Histogram("ems_phase_two_seconds", "Phase two time per batch", buckets=LATENCY_BUCKETS_S)
+ROUND_LAG_SECONDS = Gauge("ems_round_lag_seconds", "Age of the last round phase one picked up (now - its Kafka timestamp)")

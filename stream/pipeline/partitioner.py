@@ -1,0 +1,28 @@
+"""Which partition Kafka's default partitioner puts a key on (murmur2, as the Java client).
+
+Phase one sends each fan-out message to an explicit partition: the one the default
+partitioner would choose for each of its players' ids, so a player's updates always land on
+the same partition (and so the same phase-two consumer) whoever produced them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from kafka.partitioner.default import murmur2
+
+POSITIVE_MASK = 0x7FFFFFFF
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """``toPositive(murmur2(key)) % partitions``, the Java client's default for a keyed record."""
+    return (murmur2(key.encode("utf-8")) & POSITIVE_MASK) % partitions
+
+
+def group_by_partition(players: Sequence[str], partitions: int) -> dict[int, list[int]]:
+    """Indices of ``players`` grouped by their partition (in input order within a group)."""
+    groups: dict[int, list[int]] = defaultdict(list)
+    for index, player in enumerate(players):
+        groups[partition_for(player, partitions)].append(index)
+    return dict(groups)

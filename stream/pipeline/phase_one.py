@@ -1,0 +1,162 @@
+"""Phase one: validate a round, assign its ladder sequence, rate performances, fan out.
+
+Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_round` for each
+message, in publish order per ladder, and sends what it returns. Steps (paper Section 4,
+Algorithm 1, first half):
+
+1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
+   with status ``no_outcome`` and rates nobody.
+2. Register the round id (Lua, once): a new id gets the ladder's next ``seq``; the same id
+   with the same content is a duplicate (its stored fan-out is re-sent if it is still
+   pending, since the first attempt may have crashed mid-send); different content is a
+   ``conflict`` dead letter, the first round stands.
+3. Per-player barrier (``barrier.py``), then priors: stored (mu, sigma, last_time), the
+   engine's newcomer prior for unseen players.
+4. ``engine.phase_one``: every participant's performance (drift applied inside).
+5. Mark the participants ``queued_seq = seq``, store the fan-out (one PlayerUpdate per
+   partition, Kafka's murmur2 partition of each player id) and mark the round pending; then
+   the caller sends exactly the stored messages.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stream import engine
+from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
+from stream.pipeline.barrier import wait_for_priors
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.messages import FanOutMessage
+from stream.pipeline.partitioner import group_by_partition
+from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
+                                STATUS_REGISTERED)
+
+NO_OUTCOME = "no_outcome"
+CONFLICT = "conflict"
+
+
+@dataclass
+class PhaseOneResult:
+    """What to send for one input message, and what happened (for logs and metrics)."""
+
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected
+    ladder: str | None = None
+    round_id: str | None = None
+    seq: int | None = None
+    updates: list[FanOutMessage] = field(default_factory=list)
+    dead_letter: DeadLetter | None = None
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the input message came from (copied into a dead letter)."""
+
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+
+async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> PhaseOneResult:
+    """Phase one of one ``rounds`` message (see the module docstring)."""
+    now = time.time()
+    try:
+        round_ = parse_round(raw, limits=ctx.limits)
+    except RoundRejected as rejection:
+        if rejection.reason == NO_OUTCOME and rejection.round is not None:
+            return await _record_no_outcome(ctx, rejection.round, raw, now, origin)
+        letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
+                                           partition=origin.partition, offset=origin.offset)
+        return PhaseOneResult("rejected", dead_letter=letter)
+    if round_.is_outcome_free():
+        return await _record_no_outcome(ctx, round_, raw, now, origin)
+
+    store = ctx.store
+    registration = await store.register_round(
+        round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
+        received_at=now, field_size=round_.field_size)
+    if registration.outcome == OUTCOME_CONFLICT:
+        return _conflict(round_, raw, now, origin, registration.seq)
+    result = PhaseOneResult("rated", round_.ladder, round_.round_id, registration.seq)
+    if registration.outcome != OUTCOME_NEW and registration.status != STATUS_REGISTERED:
+        if registration.status != STATUS_PENDING:
+            result.outcome = "duplicate"
+            return result
+        result.outcome = "resent"
+        result.updates = await stored_fanout(ctx, round_.ladder, round_.round_id)
+        return result
+
+    players = round_.players()
+
+    async def redrive(blocked: list[str]) -> None:
+        await redrive_rounds(ctx, round_.ladder, blocked)
+
+    priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, registration.seq,
+                                   round_.round_id, redrive=redrive)
+    newcomer = engine.PlayerState.new(ctx.params)
+    mu = np.where(priors.known, priors.mu, newcomer.mu)
+    sigma = np.where(priors.known, priors.sigma, newcomer.sigma)
+    elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
+    performance = engine.phase_one(mu, sigma, elapsed, round_.ranks(), ctx.params,
+                                   weight=round_.weight, perf_ceiling=round_.perf_ceiling)
+    messages = build_fanout(ctx, round_, registration.seq, performance)
+
+    await store.mark_queued(round_.ladder, players, registration.seq)
+    await store.save_fanout(round_.ladder, round_.round_id, pending=round_.field_size,
+                            messages={m.partition: m.value for m in messages})
+    result.updates = await stored_fanout(ctx, round_.ladder, round_.round_id)
+    return result
+
+
+def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray) -> list[FanOutMessage]:
+    """One PlayerUpdate per partition holding all of the round's players that map to it."""
+    players = round_.players()
+    ranks = round_.ranks()
+    messages = []
+    for partition, index in sorted(group_by_partition(players, ctx.partitions).items()):
+        update = PlayerUpdate(
+            ladder=round_.ladder, round_id=round_.round_id, seq=seq, occurred_at=round_.occurred_at,
+            weight=round_.weight, field_size=round_.field_size,
+            players=[players[i] for i in index], ranks=ranks[index].tolist(),
+            performances=performance[index].tolist())
+        messages.append(FanOutMessage(partition, update.players[0].encode(), update.to_json().encode()))
+    return messages
+
+
+async def stored_fanout(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
+    """The fan-out stored for a round, as messages to (re-)send."""
+    stored = await ctx.store.load_fanout(ladder, round_id)
+    return [FanOutMessage(partition, PlayerUpdate.from_json(value).players[0].encode(), value)
+            for partition, value in stored.items()]
+
+
+async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: list[str]) -> list[FanOutMessage]:
+    """Stored fan-outs of the rounds the barrier waits on (the agent re-sends them)."""
+    out: list[FanOutMessage] = []
+    for round_id in await ctx.store.queued_rounds(ladder, blocked_players):
+        out += await stored_fanout(ctx, ladder, round_id)
+    if ctx.resend is not None:
+        await ctx.resend(out)
+    return out
+
+
+async def _record_no_outcome(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float,
+                             origin: Origin) -> PhaseOneResult:
+    registration = await ctx.store.register_round(
+        round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
+        received_at=now, field_size=round_.field_size, status=STATUS_NO_OUTCOME)
+    if registration.outcome == OUTCOME_CONFLICT:
+        return _conflict(round_, raw, now, origin, registration.seq)
+    return PhaseOneResult(NO_OUTCOME if registration.outcome == OUTCOME_NEW else "duplicate",
+                          round_.ladder, round_.round_id, registration.seq)
+
+
+def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:
+    rejection = RoundRejected(CONFLICT, f"round_id {round_.round_id!r} of ladder {round_.ladder!r} was already "
+                              f"used (seq {first_seq}) for different content; the first round stands", "round_id")
+    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
+                                       partition=origin.partition, offset=origin.offset)
+    return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
+

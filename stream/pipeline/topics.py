@@ -1,0 +1,59 @@
+"""The pipeline's topics (names from Settings.topic) and their creation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import faust
+
+from stream.settings import Settings
+
+ROUNDS = "rounds"
+PLAYER_UPDATES = "player-updates"
+RATING_CHANGES = "rating-changes"
+ROUNDS_DLQ = "rounds-dlq"
+ALL = (ROUNDS, PLAYER_UPDATES, RATING_CHANGES, ROUNDS_DLQ)
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Faust topic objects of one app; values and keys are raw bytes (stream.contracts JSON)."""
+
+    rounds: faust.TopicT
+    player_updates: faust.TopicT
+    rating_changes: faust.TopicT
+    rounds_dlq: faust.TopicT
+
+
+def partition_counts(settings: Settings) -> dict[str, int]:
+    """Full topic name → partitions: every topic gets PARTITIONS."""
+    return {settings.topic(name): settings.partitions for name in ALL}
+
+
+def declare(app: faust.App, settings: Settings) -> Topics:
+    def topic(name: str) -> faust.TopicT:
+        return app.topic(settings.topic(name), key_type=bytes, value_type=bytes, key_serializer="raw",
+                         value_serializer="raw", partitions=settings.partitions)
+
+    return Topics(topic(ROUNDS), topic(PLAYER_UPDATES), topic(RATING_CHANGES), topic(ROUNDS_DLQ))
+
+
+def ensure(settings: Settings) -> dict[str, int]:
+    """Create the topics that do not exist yet (idempotent); name → partitions as the broker has them."""
+    from stream.stack.topics import ensure_topics
+
+    return ensure_topics(settings.kafka_bootstrap, partition_counts(settings), **kafka_client_config(settings))
+
+
+def kafka_client_config(settings: Settings) -> dict[str, str]:
+    """kafka-python security options from Settings (empty for PLAINTEXT)."""
+    if settings.kafka_security_protocol == "PLAINTEXT":
+        return {}
+    config = {"security_protocol": settings.kafka_security_protocol}
+    if settings.kafka_security_protocol.startswith("SASL"):
+        config |= {"sasl_mechanism": settings.kafka_sasl_mechanism,
+                   "sasl_plain_username": settings.kafka_sasl_username,
+                   "sasl_plain_password": settings.kafka_sasl_password}
+    if settings.kafka_ssl_cafile:
+        config["ssl_cafile"] = settings.kafka_ssl_cafile
+    return config

@@ -1,0 +1,209 @@
+"""Test harness of the streaming pipeline: synthetic rounds, worker subprocesses, the replay oracle.
+
+Workers run as real ``python -m stream worker`` processes against the session's real broker
+and redis-server; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import redis
+
+from stream import engine
+from stream.contracts import Limits, parse_round
+from stream.store import keys
+
+REPO = Path(__file__).resolve().parents[2]
+DRAIN_TIMEOUT_S = 240.0
+POLL_S = 0.2
+TOLERANCE = 1e-9
+BASE_TIME = 1_700_000_000.0
+DAY_S = 86_400.0
+
+
+def synthetic_rounds(seed: int, count: int, *, ladders: Sequence[str] = ("alpha", "beta"), pool: int = 40,
+                     min_size: int = 2, max_size: int = 12) -> list[dict]:
+    """Seeded rounds over a shared player pool: overlapping players, ties, several ladders."""
+    rng = random.Random(seed)
+    players = [f"p{i:03d}" for i in range(pool)]
+    rounds = []
+    for i in range(count):
+        size = rng.randint(min_size, max_size)
+        chosen = rng.sample(players, size)
+        ranks = sorted(rng.randint(1, size) for _ in chosen)
+        if len(set(ranks)) == 1:
+            ranks[-1] += 1
+        rounds.append({
+            "round_id": f"r{i:05d}", "ladder": rng.choice(list(ladders)),
+            "occurred_at": BASE_TIME + i * DAY_S / 4,
+            "standings": [{"player": p, "rank": r} for p, r in zip(chosen, ranks)],
+        })
+    return rounds
+
+
+def reference(rounds: Iterable[dict], params: engine.Params) -> dict[tuple[str, str], engine.PlayerState]:
+    """The oracle: rate the rounds in order, in process, with the engine's rate_round (what replay does)."""
+    states: dict[tuple[str, str], engine.PlayerState] = {}
+    seen: set[tuple[str, str]] = set()
+    for raw in rounds:
+        round_ = parse_round(json.dumps(raw), limits=Limits())
+        if (round_.ladder, round_.round_id) in seen or round_.is_outcome_free():
+            continue
+        seen.add((round_.ladder, round_.round_id))
+        players = round_.players()
+        before = [states.get((round_.ladder, p)) or engine.PlayerState.new(params) for p in players]
+        update = engine.rate_round(engine.PlayerBatch.from_states(before), round_.ranks(), params,
+                                   weight=round_.weight, perf_ceiling=round_.perf_ceiling, time=round_.occurred_at)
+        for p, s in zip(players, update.after.to_states()):
+            states[(round_.ladder, p)] = s
+    return states
+
+
+@dataclass
+class Worker:
+    """A ``stream worker`` subprocess."""
+
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start(self) -> "Worker":
+        log = open(self.log_path, "wb")
+        self.process = subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO,
+                                        env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        return self
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+
+def worker_env(bootstrap: str, redis_url: str, prefix: str, *, partitions: int = 4, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"KAFKA_BOOTSTRAP": bootstrap, "REDIS_URL": redis_url, "TOPIC_PREFIX": prefix,
+                "APP_ID": f"{prefix}app", "PARTITIONS": str(partitions), "LOG_LEVEL": "warning",
+                "ENGINE_PRESET": "mmr"})
+    env.update(extra)
+    return env
+
+
+def publish(bootstrap: str, topic: str, rounds: Iterable[dict | bytes], *, key: str | None = None) -> None:
+    """Publish rounds (dicts as JSON, or raw bytes) keyed by ladder, in order, then flush."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    try:
+        for r in rounds:
+            if isinstance(r, bytes):
+                producer.send(topic, key=(key or "default").encode(), value=r)
+            else:
+                producer.send(topic, key=r.get("ladder", "default").encode(), value=json.dumps(r).encode())
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def wait_drained(redis_url: str, expected: dict[str, set[str]], workers: Sequence[Worker],
+                 timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+    """Until every expected round (ladder → round ids) is rated or no_outcome in Redis."""
+    client = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            missing = []
+            pipe = client.pipeline(transaction=False)
+            order = [(ladder, rid) for ladder, ids in expected.items() for rid in sorted(ids)]
+            for ladder, rid in order:
+                pipe.hget(keys.round_record(ladder, rid), "status")
+            for (ladder, rid), status in zip(order, pipe.execute()):
+                if status not in (b"rated", b"no_outcome"):
+                    missing.append((ladder, rid, status))
+            if not missing:
+                return
+            for w in workers:
+                assert w.process is not None and w.process.poll() is None, f"worker died:\n{w.log()}"
+            if time.monotonic() > deadline:
+                logs = "\n".join(w.log() for w in workers)
+                raise AssertionError(f"{len(missing)} rounds not rated, e.g. {missing[:5]}\n{logs}")
+            time.sleep(POLL_S)
+    finally:
+        client.close()
+
+
+def assert_equals_reference(redis_url: str, expected: dict[tuple[str, str], engine.PlayerState]) -> None:
+    """Redis holds, for every player, the reference's mu, sigma, rounds (within 1e-9), and no one else."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        pipe = client.pipeline(transaction=False)
+        order = sorted(expected)
+        for ladder, player in order:
+            pipe.hmget(keys.player(ladder, player), ("mu", "sigma", "rounds", "state"))
+        for (ladder, player), (mu, sigma, rounds, state) in zip(order, pipe.execute()):
+            want = expected[(ladder, player)]
+            assert mu is not None, f"{ladder}/{player} missing in Redis"
+            assert abs(float(mu) - want.mu) <= TOLERANCE, (ladder, player, float(mu), want.mu)
+            assert abs(float(sigma) - want.sigma) <= TOLERANCE, (ladder, player, float(sigma), want.sigma)
+            assert int(rounds) == want.rounds, (ladder, player, int(rounds), want.rounds)
+            got = engine.PlayerState.from_bytes(state)
+            assert len(got.factors) == len(want.factors)
+            assert np.allclose(np.asarray(got.factors).reshape(-1, 3), np.asarray(want.factors).reshape(-1, 3),
+                               rtol=0, atol=TOLERANCE) if got.factors else True
+        ladders = {ladder for ladder, _ in expected}
+        stored = {(ladder, m.decode()) for ladder in ladders for m in client.zrange(keys.leaderboard(ladder), 0, -1)}
+        assert stored == set(expected)
+    finally:
+        client.close()
+
+
+def consume_all(bootstrap: str, topic: str, *, at_least: int, timeout_s: float = 60.0) -> list[tuple[bytes | None, bytes]]:
+    """Every (key, value) on ``topic`` from the beginning, once at least ``at_least`` arrived."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        deadline = time.monotonic() + timeout_s
+        parts = None
+        while not parts:
+            parts = consumer.partitions_for_topic(topic)
+            assert time.monotonic() < deadline, f"topic {topic} never appeared"
+            time.sleep(0.1) if not parts else None
+        consumer.assign([TopicPartition(topic, p) for p in parts])
+        consumer.seek_to_beginning()
+        out: list[tuple[bytes | None, bytes]] = []
+        while len(out) < at_least and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                out += [(r.key, r.value) for r in records]
+        # a short extra poll picks up anything beyond the minimum (duplicates, re-emissions)
+        for records in consumer.poll(timeout_ms=1000).values():
+            out += [(r.key, r.value) for r in records]
+        return out
+    finally:
+        consumer.close()
+
+
+def expected_rounds(rounds: Iterable[dict]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in rounds:
+        out.setdefault(r.get("ladder", "default"), set()).add(r["round_id"])
+    return out
+
