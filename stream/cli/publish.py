@@ -2,7 +2,8 @@
 
 Inputs (by extension / kind):
 
-* ``*.jsonl`` / ``*.ndjson``: one ``RoundResult`` JSON object per line (blank lines skipped);
+* ``*.jsonl`` / ``*.ndjson`` (``.gz`` too): one ``RoundResult`` JSON object per line (blank lines
+  skipped), read with :mod:`stream.batch.sources`;
 * ``*.csv``: a header with ``round_id, ladder, player, rank`` and optionally ``occurred_at``,
   ``weight``; rows of one round share ``(ladder, round_id)`` (they need not be adjacent);
   a round without ``occurred_at`` gets the publish time;
@@ -37,7 +38,7 @@ EXIT_PRODUCE_FAILED = 3
 CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
 CSV_OPTIONAL = ("occurred_at", "weight")
 #: Extensions read as JSON lines.
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
 FLUSH_TIMEOUT_S = 120.0
 #: Topic name (before the prefix).
@@ -90,14 +91,6 @@ def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] 
         raise InvalidInput(where, exc.field, exc.message, exc.reason) from exc
 
 
-def read_jsonl(path: Path, limits: Limits) -> Iterator[tuple[RoundResult, bool]]:
-    """One RoundResult per non-blank line."""
-    with open(path, "rb") as lines:
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                yield _parse(line.rstrip(b"\r\n"), limits, f"{path}:{number}")
-
-
 def _csv_value(text: str) -> float | str:
     """A CSV cell as a number when it is one (epoch seconds, weight), else the text (RFC 3339)."""
     try:
@@ -143,12 +136,16 @@ def read_csv(path: Path, limits: Limits, now: float) -> Iterator[tuple[RoundResu
         yield _parse(raw, limits, entry["first"], lines)
 
 
-def read_contest_dir(path: Path, limits: Limits) -> Iterator[tuple[RoundResult, bool]]:
-    """The authors' contest files (``<n>.json``), through stream.batch.sources."""
-    from stream.batch import sources
+def read_with_sources(path: Path, limits: Limits) -> Iterator[tuple[RoundResult, bool]]:
+    """JSONL files and contest directories, through stream.batch.sources (validated completely)."""
+    from stream.batch.sources import SourceError, read_rounds as read_source
 
-    for location, raw in sources.contest_rounds(path):
-        yield _parse(raw, limits, location)
+    try:
+        rounds = read_source(path, limits=limits)
+    except SourceError as exc:
+        raise InvalidInput(exc.where, exc.field, str(exc).removeprefix(f"{exc.where}: "), exc.reason) from None
+    for round_ in rounds:
+        yield round_, round_.is_outcome_free()
 
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tuple[RoundResult, bool]]:
@@ -157,12 +154,11 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tu
     Also rejects a round_id reused within the file for different content (``conflict``).
     """
     now = time.time() if now is None else now
-    if path.is_dir():
-        items: Iterable[tuple[RoundResult, bool]] = read_contest_dir(path, limits)
-    elif path.suffix.lower() == ".csv":
+    items: Iterable[tuple[RoundResult, bool]]
+    if path.suffix.lower() == ".csv":
         items = read_csv(path, limits, now)
-    elif path.suffix.lower() in JSONL_SUFFIXES:
-        items = read_jsonl(path, limits)
+    elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
+        items = read_with_sources(path, limits)
     else:
         raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
     out: list[tuple[RoundResult, bool]] = []

@@ -21,14 +21,14 @@ from types import FrameType
 
 import typer
 
+from stream.contracts import RoundResult
 from stream.settings import Settings, stack_state_path
+from stream.pipeline.topics import partition_counts
 from stream.stack.local import LocalStack
 from stream.stack.ports import free_port
 from stream.stack.state import remove_state, write_state
 from stream.stack.topics import ensure_topics
 
-#: Topics the service uses (created up front so partition counts are deliberate, see stream/stack/README.md).
-SERVICE_TOPICS = ("rounds", "player-updates", "rating-changes", "rounds-dlq")
 #: Demo defaults: synthetic players, rounds, field size and publishing pace.
 DEMO_PLAYERS = 200
 DEMO_ROUNDS = 500
@@ -76,14 +76,14 @@ def start_worker(env: dict[str, str], log_path: str) -> subprocess.Popen[bytes]:
                                 stdout=log, stderr=subprocess.STDOUT)
 
 
-def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iterator[object]:
-    """Synthetic RoundResults from stream.batch.synthetic (players with hidden skills, noisy rankings)."""
-    from stream.batch import synthetic
+def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iterator[RoundResult]:
+    """Synthetic RoundResults (paper §6.1: hidden drifting skills, noisy performances), one day apart."""
+    from stream.batch.synthetic import synthetic_rounds
 
-    yield from synthetic.rounds(players=players, rounds=rounds, field_size=field_size, ladder=ladder)
+    return synthetic_rounds(players, rounds, field_size, ladder=ladder)
 
 
-def publish_paced(settings: Settings, rounds: Iterator[object], per_second: float, stop: threading.Event) -> int:
+def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> int:
     """Produce ``rounds`` to the ``rounds`` topic at ``per_second``, until exhausted or ``stop`` is set."""
     from stream.cli.publish import RoundProducer
 
@@ -92,7 +92,7 @@ def publish_paced(settings: Settings, rounds: Iterator[object], per_second: floa
         for round_ in rounds:
             if stop.is_set():
                 break
-            producer.send(round_)  # type: ignore[arg-type]
+            producer.send(round_)
             sent += 1
             if stop.wait(1.0 / per_second):
                 break
@@ -143,7 +143,8 @@ def stack(
         run.stack.start()
         env = run.stack.env()
         settings = Settings.from_env(environ={**os.environ, **env})
-        ensure_topics(run.stack.bootstrap, {settings.topic(name): settings.partitions for name in SERVICE_TOPICS})
+        # Created up front so the partition counts are deliberate (see stream/stack/README.md).
+        ensure_topics(run.stack.bootstrap, partition_counts(settings))
         write_state(state_file, env, web_port=web_port or None)
         publisher: threading.Thread | None = None
         shown_port: int | None = None

@@ -150,3 +150,23 @@ def test_dry_run_validates_without_publishing(env, local_stack, fresh_prefix: st
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout.strip().splitlines()[-1])["rounds"] == 1
     assert not topic_exists(local_stack.bootstrap, f"{fresh_prefix}rounds")
+
+
+def test_directory_of_contest_files(env, local_stack, fresh_prefix: str, tmp_path: Path) -> None:
+    contests = tmp_path / "contests"
+    contests.mkdir()
+    for n, names in enumerate([["ann", "bob", "cid"], ["cid", "ann"]]):
+        standings = [[name, i, i] for i, name in enumerate(names)]
+        (contests / f"{n}.json").write_text(json.dumps({"name": f"c{n}", "time_seconds": T0 + n, "standings": standings}))
+    result = CliRunner().invoke(app, ["publish", str(contests), "--json", "--no-progress"], env=env)
+    assert result.exit_code == 0, result.output
+    records = read_topic(local_stack.bootstrap, f"{fresh_prefix}rounds", 2)
+    values = sorted((json.loads(r.value) for r in records), key=lambda v: v["round_id"])
+    assert [(v["round_id"], v["ladder"], [s["player"] for s in v["standings"]]) for v in values] == [
+        ("0", "default", ["ann", "bob", "cid"]), ("1", "default", ["cid", "ann"])]
+
+    (contests / "2.json").write_text(json.dumps({"name": "c2", "time_seconds": T0, "standings": [["ann", 0, 5]]}))
+    result = CliRunner().invoke(app, ["publish", str(contests), "--json", "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    error = json.loads(result.stdout.strip().splitlines()[0])
+    assert str(contests / "2.json") in error["location"] and error["field"] == "standings[0]"
