@@ -1,15 +1,136 @@
-"""``stream replay`` and ``stream generate-synthetic``: batch commands (no Kafka, no Redis)."""
+"""``stream replay`` and ``stream generate-synthetic``: batch commands (no Kafka, no Redis).
+
+``replay`` validates the whole input before rating anything, and writes the CSV to a temporary
+file renamed into place at the end: on bad input (exit code 2, the round and field named on
+stderr) or any failure, no output file appears.
+"""
 
 from __future__ import annotations
 
+import csv
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from stream.batch import Metrics, SourceError, read_rounds, replay, synthetic_rounds, write_jsonl
+from stream.batch.replay import ReplayResult
+from stream.contracts import Limits
+from stream.engine import PRESETS, preset
+from stream.settings import Settings
+
+EXIT_BAD_INPUT = 2
+"""Exit code for invalid input files or options (typer/click use 2 for usage errors too)."""
+CSV_HEADER = ("ladder", "player", "mu", "sigma", "rounds")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the CLI app."""
-    app.command("replay")(replay)
+    app.command("replay")(replay_command)
+    app.command("generate-synthetic")(generate_synthetic_command)
 
 
-def replay() -> None:
-    """Replay rounds through the engine (placeholder until stream.batch lands)."""
-    raise typer.Exit(1)
+def replay_command(
+    input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files (0.json, 1.json, ...)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="CSV to write: ladder,player,mu,sigma,rounds")],
+    preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = "mmr",
+    metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
+) -> None:
+    """Replay rounds through the engine in process and write every player's final rating."""
+    if preset_name not in PRESETS:
+        _fail(f"unknown preset {preset_name!r}; known: {', '.join(PRESETS)}")
+    if not output.parent.is_dir() or output.is_dir():
+        _fail(f"cannot write {output}: parent directory missing or output is a directory")
+    settings = Settings.from_env()
+    started = time.perf_counter()
+    try:
+        rounds = read_rounds(input, limits=Limits.from_settings(settings))
+    except SourceError as exc:
+        _fail(f"bad input: {exc}")
+    loaded = time.perf_counter()
+    tracker = Metrics(len(rounds)) if metrics else None
+    bar = _progress(len(rounds))
+    result = replay(rounds, preset(preset_name), metrics=tracker, keep_rounds=False,
+                    on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+    if bar is not None:
+        bar.close()
+    rated = time.perf_counter()
+    players = _write_csv(result, output)
+    summary: dict[str, Any] = {
+        "input": str(input), "output": str(output), "preset": preset_name,
+        "rounds": len(rounds), "rated": len(rounds) - len(result.skipped), "skipped": len(result.skipped),
+        "participations": sum(len(r.standings) for r in rounds if not r.is_outcome_free()),
+        "players": players, "load_s": round(loaded - started, 3), "rate_s": round(rated - loaded, 3),
+    }
+    if tracker is not None:
+        summary["metrics"] = tracker.summary()
+    if as_json:
+        typer.echo(json.dumps(summary))
+    else:
+        typer.echo(" ".join(f"{k}={v}" for k, v in summary.items() if k != "metrics"))
+        if tracker is not None:
+            typer.echo(" ".join(f"{k}={v}" for k, v in tracker.summary().items()))
+
+
+def generate_synthetic_command(
+    output: Annotated[Path, typer.Argument(help="JSONL file to write (.gz to compress)")],
+    players: Annotated[int, typer.Option("--players", help="size of the player pool")] = 10_000,
+    rounds: Annotated[int, typer.Option("--rounds", help="number of rounds")] = 50,
+    round_size: Annotated[int, typer.Option("--round-size", help="players sampled per round")] = 2_500,
+    seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
+    tie_quantum: Annotated[float, typer.Option("--tie-quantum", help="round performances to this grid (creates ties); 0 = none")] = 0.0,
+) -> None:
+    """Write the paper's §6.1 synthetic dataset (defaults: 10K players, 50 rounds of 2,500)."""
+    if not 2 <= round_size <= players:
+        _fail("need 2 <= --round-size <= --players")
+    tmp = _temp_beside(output)
+    try:
+        count = write_jsonl(synthetic_rounds(players, rounds, round_size, seed, tie_quantum=tie_quantum), tmp)
+        os.replace(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
+    typer.echo(f"wrote {count} rounds to {output}")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _progress(total: int) -> Any:
+    """A tqdm bar on stderr when it is a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="round", file=sys.stderr)
+
+
+def _temp_beside(path: Path) -> Path:
+    """A fresh temporary file next to ``path`` (same filesystem, so the rename is atomic)."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent or Path("."))
+    os.close(fd)
+    return Path(name)
+
+
+def _write_csv(result: ReplayResult, output: Path) -> int:
+    """Write ladder,player,mu,sigma,rounds (repr floats: full precision) atomically."""
+    tmp = _temp_beside(output)
+    count = 0
+    try:
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(CSV_HEADER)
+            for row in result.ratings():
+                writer.writerow(row)
+                count += 1
+        os.replace(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return count
