@@ -120,5 +120,7 @@ def solve_groups_chebyshev(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
             t = (x - mid) / half
             return _clenshaw(coef[idx], t), _clenshaw(dcoef[idx], t)
 
-        roots[members] = solve_newton(f, np.full(members.shape[0], a), np.full(members.shape[0], b))
+        roots[members] = solve_newton(
+            f, np.full(members.shape[0], a), np.full(members.shape[0], b), increasing=False
+        )
     return roots

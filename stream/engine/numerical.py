@@ -16,7 +16,7 @@ MAX_NEWTON_ITER = 400
 Equations = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray, *, increasing: bool) -> np.ndarray:
     """Zero of each monotone (increasing or decreasing) equation on its bracket [lo, hi].
 
     Exactly the reference's rule per equation: start at the midpoint; after evaluating (s, s') at
@@ -24,8 +24,10 @@ def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     below, else the lower end; the next guess is the Newton point clamped to the 75 % of the new
     bracket adjacent to the old guess.  An equation stops once its guess is no longer strictly
     inside its bracket (floating-point resolution).  All equations still running are evaluated
-    together in one call of ``f``.
+    together in one call of ``f``.  ``increasing`` gives the monotone direction, used only when
+    the derivative underflows to 0 far in a tail (the step then goes the right way, clamped).
     """
+    tiny = np.finfo(float).tiny if increasing else -np.finfo(float).tiny
     lo = np.array(lo, dtype=float, copy=True)
     hi = np.array(hi, dtype=float, copy=True)
     guess = 0.5 * (lo + hi)
@@ -36,6 +38,7 @@ def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
             break
         g = guess[active]
         s, sp = f(g, active)
+        sp = np.where(sp == 0.0, tiny, sp)
         with np.errstate(divide="ignore", invalid="ignore"):
             ext = g - s / sp
         ext = np.where(np.isnan(ext), g, ext)  # s == s' == 0: the guess is the root

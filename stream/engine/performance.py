@@ -72,6 +72,7 @@ def solve_groups_direct(eq: GroupEquations, groups_to_solve: np.ndarray) -> np.n
         lambda x, idx: eq(x, groups_to_solve[idx]),
         np.full(k, SOLVER_BOUNDS[0]),
         np.full(k, SOLVER_BOUNDS[1]),
+        increasing=False,
     )
 
 

@@ -93,5 +93,7 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
             return value, deriv
 
         k = n_loss.shape[0]
-        out[rows] = solve_newton(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]))
+        out[rows] = solve_newton(
+            f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), increasing=False
+        )
     return out

@@ -31,13 +31,15 @@ def logistic_terms(
     """(loss, win, tie, loss', win', tie') of logistic opponents, broadcasting x against mu/delta.
     Without ``derivative`` only the three values are returned."""
     c = TANH_MULTIPLIER / delta
-    t = np.tanh((x - mu) * (0.5 * c))
-    b = -c * t
+    z = (x - mu) * (0.5 * c)
+    b = -c * np.tanh(z)
     tie_mult = 1.0 if split_ties else 2.0
     values = (b - c, b + c, tie_mult * b)
     if not derivative:
         return values
-    bp = -(1.0 - t * t) * (0.5 * c * c)
+    with np.errstate(over="ignore"):
+        sech2 = np.cosh(z) ** -2.0  # not 1 - tanh^2, which underflows to 0 already at |z| ~ 19
+    bp = -sech2 * (0.5 * c * c)
     return (*values, bp, bp, tie_mult * bp)
 
 

@@ -70,7 +70,7 @@ def robust_average(batch: PlayerBatch) -> np.ndarray:
         return value, deriv
 
     n = len(batch)
-    return solve_newton(f, np.full(n, SOLVER_BOUNDS[0]), np.full(n, SOLVER_BOUNDS[1]))
+    return solve_newton(f, np.full(n, SOLVER_BOUNDS[0]), np.full(n, SOLVER_BOUNDS[1]), increasing=True)
 
 
 def update_beliefs(
