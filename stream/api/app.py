@@ -1,0 +1,247 @@
+"""The read API and dashboard: ``create_app(redis_client, settings) -> aiohttp.web.Application``.
+
+Read-only JSON endpoints over :mod:`stream.store.queries` (documented in ``openapi.json``,
+served at ``/openapi.json``), live updates by Server-Sent Events, Prometheus metrics, and the
+static dashboard at ``/``. Served standalone by ``stream api``; the worker mounts the same app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import redis.asyncio as aioredis
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
+
+from stream.api import inputs
+from stream.api.errors import ApiError, bad_request, json_errors, not_found
+from stream.engine.display import DisplayConfig, config_for, parse_display_configs
+from stream.engine.params import Params, preset
+from stream.engine.predict import PerformanceModel, predict_lobby
+from stream.settings import Settings
+from stream.store import queries
+
+STATIC_DIR = Path(str(resources.files("stream.api"))) / "static"
+OPENAPI_PATH = Path(str(resources.files("stream.api"))) / "openapi.json"
+
+REDIS_KEY = web.AppKey("redis", aioredis.Redis)
+SETTINGS_KEY = web.AppKey("settings", Settings)
+PARAMS_KEY = web.AppKey("params", Params)
+DISPLAY_KEY = web.AppKey("display", dict)
+
+DEFAULT_PAGE = 50
+DEFAULT_HISTORY = 100
+DEFAULT_ROUNDS_PAGE = 20
+PREDICT_SAMPLES = 20_000
+PREDICT_SEED = 0
+SSE_POLL_S = 1.0
+"""How often the events stream polls the ladder's ``updated_at``."""
+SSE_HEARTBEAT_S = 15.0
+SSE_MAX_S = 300.0
+"""An events connection is closed after this long; EventSource reconnects by itself."""
+
+REQUESTS = Counter("stream_api_requests_total", "Read API requests by route and status", ["route", "status"])
+
+
+@web.middleware
+async def count_requests(request: web.Request, handler: Any) -> web.StreamResponse:
+    response: web.StreamResponse = await handler(request)
+    resource = request.match_info.route.resource
+    route = resource.canonical if resource is not None else "unmatched"
+    REQUESTS.labels(route=route, status=str(response.status)).inc()
+    return response
+
+
+def _redis(request: web.Request) -> aioredis.Redis:
+    return request.app[REDIS_KEY]
+
+
+def _max_id(request: web.Request) -> int:
+    return request.app[SETTINGS_KEY].max_id_length
+
+
+async def _ladder(request: web.Request) -> str:
+    """The path's ladder, which must exist (404 otherwise)."""
+    ladder = inputs.ident(request.match_info["ladder"], "ladder", _max_id(request))
+    if not await queries.ladder_exists(_redis(request), ladder):
+        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+    return ladder
+
+
+def _display(request: web.Request, ladder: str) -> DisplayConfig:
+    return config_for(ladder, request.app[DISPLAY_KEY])
+
+
+# ---- handlers ---------------------------------------------------------------------------
+async def health(request: web.Request) -> web.Response:
+    try:
+        redis_ok = bool(await _redis(request).ping())
+    except Exception:  # noqa: BLE001 - any failure means "not healthy"
+        redis_ok = False
+    return web.json_response({"status": "ok" if redis_ok else "degraded", "redis": redis_ok},
+                             status=200 if redis_ok else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.Response(body=OPENAPI_PATH.read_bytes(), content_type="application/json")
+
+
+async def index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC_DIR / "index.html")
+
+
+async def list_ladders(request: web.Request) -> web.Response:
+    r = _redis(request)
+    names = await queries.ladders(r)
+    summaries = [await queries.ladder_summary(r, name) for name in names]
+    return web.json_response({"ladders": [s.to_dict() for s in summaries if s is not None]})
+
+
+async def get_ladder(request: web.Request) -> web.Response:
+    ladder = await _ladder(request)
+    summary = await queries.ladder_summary(_redis(request), ladder)
+    if summary is None:
+        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+    return web.json_response({**summary.to_dict(), "display": _display(request, ladder).to_dict()})
+
+
+async def get_leaderboard(request: web.Request) -> web.Response:
+    ladder = await _ladder(request)
+    offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
+    limit = inputs.int_query(request, "limit", DEFAULT_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
+    search = request.query.get("search", "")
+    if search:
+        search = inputs.ident(search, "search", _max_id(request))
+        page = await queries.search_leaderboard(_redis(request), ladder, search, offset=offset, limit=limit)
+    else:
+        page = await queries.leaderboard(_redis(request), ladder, offset=offset, limit=limit)
+    return web.json_response(page.to_dict())
+
+
+async def get_player(request: web.Request) -> web.Response:
+    ladder = await _ladder(request)
+    player = inputs.ident(request.match_info["player"], "player", _max_id(request))
+    history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
+    view = await queries.player(_redis(request), ladder, player, history_limit=history)
+    if view is None:
+        raise not_found(f"unknown player {player!r} in ladder {ladder!r}", code="unknown_player")
+    return web.json_response(view.to_dict())
+
+
+async def list_rounds(request: web.Request) -> web.Response:
+    ladder = await _ladder(request)
+    offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
+    limit = inputs.int_query(request, "limit", DEFAULT_ROUNDS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
+    rounds = await queries.recent_rounds(_redis(request), ladder, offset=offset, limit=limit)
+    return web.json_response({"ladder": ladder, "offset": offset, "limit": limit,
+                              "rounds": [s.to_dict() for s in rounds]})
+
+
+async def get_round(request: web.Request) -> web.Response:
+    ladder = await _ladder(request)
+    round_id = inputs.ident(request.match_info["round_id"], "round", _max_id(request))
+    view = await queries.round_view(_redis(request), ladder, round_id)
+    if view is None:
+        raise not_found(f"unknown round {round_id!r} in ladder {ladder!r}", code="unknown_round")
+    return web.json_response(view.to_dict())
+
+
+async def predict(request: web.Request) -> web.Response:
+    """Win probabilities, expected order, rank distribution and match quality for a lobby.
+
+    Players without a rating yet are predicted with the preset's newcomer prior (``known: false``).
+    """
+    ladder = await _ladder(request)
+    if request.method == "POST":
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise bad_request("body must be a JSON object", code="not_json") from None
+        if not isinstance(body, dict):
+            raise bad_request("body must be a JSON object", code="not_json")
+        raw_players, raw_weight = body.get("players"), body.get("weight")
+    else:
+        raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
+    players = inputs.player_list(raw_players, _max_id(request))
+    weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
+    params = request.app[PARAMS_KEY]
+    states = await queries.players_state(_redis(request), ladder, players)
+    mu = np.array([s[0] if s else params.mu_noob for s in states])
+    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    model = PerformanceModel.from_params(params, weight)
+    pred = await asyncio.to_thread(predict_lobby, mu, sigma, model, samples=PREDICT_SAMPLES, seed=PREDICT_SEED)
+    return web.json_response({
+        "ladder": ladder,
+        "model": {"kind": model.kind, "beta": model.beta, "gamma": model.gamma, "weight": weight},
+        "players": [
+            {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
+             "expected_rank": float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
+            for i, (p, s) in enumerate(zip(players, states))
+        ],
+        "expected_order": [players[i] for i in pred.expected_order.tolist()],
+        "pairwise": pred.pairwise.tolist(),
+        "win_probability": float(pred.pairwise[0, 1]),
+        "quality": pred.quality,
+    })
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes."""
+    ladder = await _ladder(request)
+    r = _redis(request)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                           "X-Accel-Buffering": "no"})
+    await response.prepare(request)
+    last: float | None = None
+    started = last_write = time.monotonic()
+    while time.monotonic() - started < SSE_MAX_S:
+        updated_at = await queries.ladder_updated_at(r, ladder)
+        now = time.monotonic()
+        if updated_at != last:
+            last = updated_at
+            data = json.dumps({"ladder": ladder, "updated_at": updated_at})
+            await response.write(f"event: update\ndata: {data}\n\n".encode())
+            last_write = now
+        elif now - last_write >= SSE_HEARTBEAT_S:
+            await response.write(b": ping\n\n")
+            last_write = now
+        await asyncio.sleep(SSE_POLL_S)
+    return response
+
+
+# ---- the app ----------------------------------------------------------------------------
+def create_app(redis_client: aioredis.Redis, settings: Settings) -> web.Application:
+    """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it)."""
+    app = web.Application(middlewares=[count_requests, json_errors], client_max_size=inputs.MAX_BODY_BYTES)
+    app[REDIS_KEY] = redis_client
+    app[SETTINGS_KEY] = settings
+    app[PARAMS_KEY] = preset(settings.engine_preset)
+    app[DISPLAY_KEY] = parse_display_configs(settings.display_config)
+    app.router.add_get("/", index)
+    app.router.add_static("/static", STATIC_DIR)
+    app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/openapi.json", openapi)
+    app.router.add_get("/api/ladders", list_ladders)
+    app.router.add_get("/api/ladders/{ladder}", get_ladder)
+    app.router.add_get("/api/ladders/{ladder}/leaderboard", get_leaderboard)
+    app.router.add_get("/api/ladders/{ladder}/players/{player}", get_player)
+    app.router.add_get("/api/ladders/{ladder}/rounds", list_rounds)
+    app.router.add_get("/api/ladders/{ladder}/rounds/{round_id}", get_round)
+    app.router.add_get("/api/ladders/{ladder}/predict", predict)
+    app.router.add_post("/api/ladders/{ladder}/predict", predict)
+    app.router.add_get("/api/ladders/{ladder}/events", events)
+    return app
+
+
+__all__ = ["create_app", "ApiError"]

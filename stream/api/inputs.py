@@ -1,0 +1,70 @@
+"""Parsing and bounding the read API's request inputs (query strings, path ids, JSON bodies)."""
+
+from __future__ import annotations
+
+import math
+
+from aiohttp import web
+
+from stream.api.errors import bad_request
+
+MAX_PAGE_LIMIT = 200
+"""Largest leaderboard / rounds page."""
+MAX_OFFSET = 10_000_000
+MAX_HISTORY = 1000
+"""Largest number of history entries a player request may ask for."""
+MAX_LOBBY = 64
+"""Largest lobby a prediction request may propose."""
+MAX_BODY_BYTES = 64 * 1024
+"""Request bodies larger than this are refused with 413 (aiohttp's client_max_size)."""
+MAX_WEIGHT = 1000.0
+
+
+def int_query(request: web.Request, name: str, default: int, *, low: int, high: int) -> int:
+    """An integer query parameter within [low, high], else 400."""
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad_request(f"{name} must be an integer, got {raw[:40]!r}") from None
+    if not low <= value <= high:
+        raise bad_request(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def float_query(value: object, name: str, default: float, *, low: float, high: float) -> float:
+    """A float (from a query string or a JSON body) within (low, high], else 400."""
+    if value is None or value == "":
+        return default
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise bad_request(f"{name} must be a number") from None
+    if not (math.isfinite(out) and low < out <= high):
+        raise bad_request(f"{name} must be in ({low}, {high}], got {out}")
+    return out
+
+
+def ident(value: str, what: str, max_length: int) -> str:
+    """A ladder, player or round id from the path: non-empty, bounded, no control characters."""
+    if not value or len(value) > max_length:
+        raise bad_request(f"{what} must be 1 to {max_length} characters", code=f"bad_{what}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise bad_request(f"{what} must not contain control characters", code=f"bad_{what}")
+    return value
+
+
+def player_list(raw: object, max_length: int) -> list[str]:
+    """The players of a prediction: 2..MAX_LOBBY distinct ids."""
+    if isinstance(raw, str):
+        raw = [p for p in raw.split(",") if p != ""]
+    if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
+        raise bad_request("players must be a list of player ids (or a comma-separated string)")
+    players = [ident(p, "player", max_length) for p in raw]
+    if not 2 <= len(players) <= MAX_LOBBY:
+        raise bad_request(f"a prediction needs 2 to {MAX_LOBBY} players, got {len(players)}")
+    if len(set(players)) != len(players):
+        raise bad_request("players must be distinct", code="duplicate_player")
+    return players

@@ -1,0 +1,138 @@
+"""The read API end to end over HTTP, against a real redis-server with seeded ratings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from apiclient import with_client
+from readside_data import LADDER, Seeded, seed
+
+
+@pytest.fixture()
+def seeded(redis_url: str) -> Seeded:
+    return seed(redis_url)
+
+
+def get_json(redis_url: str, path: str, **settings: Any) -> tuple[int, Any]:
+    async def body(client: TestClient) -> tuple[int, Any]:
+        resp = await client.get(path)
+        return resp.status, await resp.json()
+    return with_client(redis_url, body, **settings)  # type: ignore[no-any-return]
+
+
+def test_health_and_ladders(redis_url: str, seeded: Seeded) -> None:
+    assert get_json(redis_url, "/health") == (200, {"status": "ok", "redis": True})
+    status, data = get_json(redis_url, "/api/ladders")
+    assert status == 200 and [l["ladder"] for l in data["ladders"]] == [LADDER]
+    status, ladder = get_json(redis_url, f"/api/ladders/{LADDER}")
+    assert status == 200 and ladder["rounds_rated"] == 5 and ladder["display"]["mode"] == "conservative"
+    disp = json.dumps({"*": {"mode": "fixed-range"}})
+    assert get_json(redis_url, f"/api/ladders/{LADDER}", display_config=disp)[1]["display"]["mode"] == "fixed-range"
+
+
+def test_leaderboard_pagination_and_search(redis_url: str, seeded: Seeded) -> None:
+    ranking = seeded.ranking()
+    status, page = get_json(redis_url, f"/api/ladders/{LADDER}/leaderboard?offset=3&limit=4")
+    assert status == 200 and [r["player"] for r in page["rows"]] == ranking[3:7]
+    assert [r["position"] for r in page["rows"]] == [4, 5, 6, 7] and page["total"] == len(ranking)
+    status, found = get_json(redis_url, f"/api/ladders/{LADDER}/leaderboard?search=x%5B")
+    assert status == 200 and [r["player"] for r in found["rows"]] == ["x[1]"]
+    assert found["rows"][0]["position"] == ranking.index("x[1]") + 1
+
+
+def test_player_round_and_rounds(redis_url: str, seeded: Seeded) -> None:
+    best = seeded.ranking()[0]
+    status, player = get_json(redis_url, f"/api/ladders/{LADDER}/players/{best}?history=3")
+    assert status == 200 and player["position"] == 1 and len(player["history"]) <= 3
+    assert player["mu"] == pytest.approx(seeded.mu[best]) and player["tier"]
+    status, rnd = get_json(redis_url, f"/api/ladders/{LADDER}/rounds/r1")
+    assert status == 200 and len(rnd["results"]) == seeded.field_sizes["r1"]
+    assert rnd["results"][0]["rank"] == 1 and rnd["record"]["status"] == "rated"
+    status, rounds = get_json(redis_url, f"/api/ladders/{LADDER}/rounds?limit=2")
+    assert [r["round_id"] for r in rounds["rounds"]] == ["r5", "r4"]
+
+
+@pytest.mark.parametrize("path, status, code", [
+    ("/api/ladders/nope/leaderboard", 404, "unknown_ladder"),
+    (f"/api/ladders/{LADDER}/players/ghost", 404, "unknown_player"),
+    (f"/api/ladders/{LADDER}/rounds/r99", 404, "unknown_round"),
+    (f"/api/ladders/{LADDER}/leaderboard?limit=100000", 400, "bad_request"),
+    (f"/api/ladders/{LADDER}/leaderboard?offset=-1", 400, "bad_request"),
+    (f"/api/ladders/{LADDER}/leaderboard?limit=ten", 400, "bad_request"),
+    (f"/api/ladders/{LADDER}/players/{'a' * 200}", 400, "bad_player"),
+    (f"/api/ladders/{LADDER}/predict?players=p01", 400, "bad_request"),
+    (f"/api/ladders/{LADDER}/predict?players=p01,p01", 400, "duplicate_player"),
+    (f"/api/ladders/{LADDER}/predict?players=p01,p02&weight=-1", 400, "bad_request"),
+    ("/no/such/route", 404, "not_found"),
+])
+def test_clear_json_errors(redis_url: str, seeded: Seeded, path: str, status: int, code: str) -> None:
+    got_status, body = get_json(redis_url, path)
+    assert got_status == status and body["error"] == code and body["message"]
+
+
+def test_method_and_size_limits(redis_url: str, seeded: Seeded) -> None:
+    async def body(client: TestClient) -> list[tuple[int, str]]:
+        out = []
+        for resp in (await client.delete(f"/api/ladders/{LADDER}/leaderboard"),
+                     await client.post(f"/api/ladders/{LADDER}/predict", data=b"x" * 100_000,
+                                       headers={"Content-Type": "application/json"}),
+                     await client.post(f"/api/ladders/{LADDER}/predict", data=b"{not json",
+                                       headers={"Content-Type": "application/json"})):
+            out.append((resp.status, (await resp.json())["error"]))
+        return out
+    assert with_client(redis_url, body) == [(405, "method_not_allowed"), (413, "request_too_large"), (400, "not_json")]
+
+
+def test_predict_get_and_post(redis_url: str, seeded: Seeded) -> None:
+    best, worst = seeded.ranking()[0], seeded.ranking()[-1]
+
+    async def body(client: TestClient) -> tuple[Any, Any]:
+        a = await (await client.get(f"/api/ladders/{LADDER}/predict?players={best},{worst}")).json()
+        b = await (await client.post(f"/api/ladders/{LADDER}/predict",
+                                     json={"players": [worst, "newbie", best], "weight": 2})).json()
+        return a, b
+    duel, lobby = with_client(redis_url, body)
+    assert duel["win_probability"] > 0.5 and duel["expected_order"] == [best, worst]
+    assert duel["pairwise"][0][1] + duel["pairwise"][1][0] == pytest.approx(1.0, abs=1e-6)
+    assert [p["known"] for p in lobby["players"]] == [True, False, True]
+    assert lobby["players"][1]["mu"] == 1500.0 and lobby["model"]["weight"] == 2.0
+    assert sum(p["expected_rank"] for p in lobby["players"]) == pytest.approx(6.0)
+    assert all(sum(p["rank_distribution"]) == pytest.approx(1.0) for p in lobby["players"])
+    assert 0 < lobby["quality"] <= 1
+
+
+def test_metrics_count_requests(redis_url: str, seeded: Seeded) -> None:
+    async def body(client: TestClient) -> str:
+        await client.get("/api/ladders")
+        resp = await client.get("/metrics")
+        assert resp.status == 200
+        return await resp.text()
+    text = with_client(redis_url, body)
+    assert 'stream_api_requests_total{route="/api/ladders",status="200"}' in text
+
+
+def test_events_stream_sends_update(redis_url: str, seeded: Seeded) -> None:
+    async def body(client: TestClient) -> str:
+        resp = await client.get(f"/api/ladders/{LADDER}/events")
+        assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/event-stream")
+        chunk = b""
+        while b"\n\n" not in chunk:
+            chunk += await resp.content.readany()
+        resp.close()
+        return chunk.decode()
+    text = with_client(redis_url, body)
+    assert text.startswith("event: update\ndata: ")
+    assert json.loads(text.split("data: ", 1)[1].split("\n")[0])["ladder"] == LADDER
+
+
+def test_dashboard_is_served(redis_url: str) -> None:
+    async def body(client: TestClient) -> tuple[int, str, int]:
+        index = await client.get("/")
+        js = await client.get("/static/app.js")
+        return index.status, await index.text(), js.status
+    status, html, js_status = with_client(redis_url, body)
+    assert status == 200 and "<script" in html and js_status == 200
