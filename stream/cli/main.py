@@ -13,6 +13,8 @@ from stream.cli import publish as publish_cmd
 from stream.cli import stack as stack_cmd
 from stream.cli import tail as tail_cmd
 from stream.cli import worker as worker_cmd
+from stream.cli import query as query_cmd
+from stream.cli import serve as serve_cmd
 
 app = typer.Typer(
     name="stream",
@@ -33,6 +35,8 @@ publish_cmd.register(app)
 stack_cmd.register(app)
 tail_cmd.register(app)
 worker_cmd.register(app)
+query_cmd.register(app)
+serve_cmd.register(app)
 
 
 def main() -> None:

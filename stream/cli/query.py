@@ -1,0 +1,133 @@
+"""Read commands: ``stream leaderboard``, ``stream player``, ``stream round`` (Redis at REDIS_URL).
+
+Human-readable tables by default, ``--json`` for the same documents the read API returns.
+Unknown ladder, player or round: a message on stderr and exit code :data:`EXIT_NOT_FOUND`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from typing import Annotated, Any, TypeVar
+
+import redis.asyncio as aioredis
+import typer
+
+from stream.settings import Settings
+from stream.store import queries
+
+EXIT_NOT_FOUND = 1
+DEFAULT_TOP = 20
+RECENT_HISTORY = 10
+
+T = TypeVar("T")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the read commands to the ``stream`` app."""
+    app.command("leaderboard")(leaderboard_command)
+    app.command("player")(player_command)
+    app.command("round")(round_command)
+
+
+def _run(query: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
+    async def go() -> T:
+        client = aioredis.Redis.from_url(Settings.from_env().redis_url)
+        try:
+            return await query(client)
+        finally:
+            await client.aclose()
+    return asyncio.run(go())
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(EXIT_NOT_FOUND)
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _when(epoch: float | None) -> str:
+    return "-" if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths))]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)
+
+
+def _echo_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2))
+
+
+def leaderboard_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    top: Annotated[int, typer.Option("--top", "-n", min=1, max=10_000, help="number of players")] = DEFAULT_TOP,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """The best players of a ladder by display rating."""
+    async def query(r: aioredis.Redis) -> queries.LeaderboardPage | None:
+        if not await queries.ladder_exists(r, ladder):
+            return None
+        return await queries.leaderboard(r, ladder, offset=0, limit=top)
+
+    page = _run(query)
+    if page is None:
+        raise _fail(f"unknown ladder {ladder!r}")
+    if as_json:
+        _echo_json(page.to_dict())
+        return
+    rows = [[str(row.position), row.player, _num(row.display_rating), _num(row.mu), _num(row.sigma),
+             row.tier or "-", str(row.rounds or 0)] for row in page.rows]
+    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "tier", "rounds"], rows))
+    typer.echo(f"({len(page.rows)} of {page.total} players)")
+
+
+def player_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    player: Annotated[str, typer.Argument(help="player id")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """A player's current rating, tier, position and recent history."""
+    view = _run(lambda r: queries.player(r, ladder, player, history_limit=RECENT_HISTORY))
+    if view is None:
+        raise _fail(f"unknown player {player!r} in ladder {ladder!r}")
+    if as_json:
+        _echo_json(view.to_dict())
+        return
+    position = f"{view.position} of {view.leaderboard_size}" if view.position else "-"
+    typer.echo(f"{view.player} ({view.ladder}): rating {_num(view.display_rating)}  mu {_num(view.mu)}  "
+               f"sigma {_num(view.sigma)}  tier {view.tier or '-'}  position {position}  rounds {view.rounds}")
+    rows = [[h["round_id"], _when(h.get("occurred_at")), f"{h['rank']}/{h['field_size']}", _num(h["performance"]),
+             _num(h["mu_before"]), _num(h["mu_after"]), f"{h['mu_after'] - h['mu_before']:+.1f}"]
+            for h in reversed(view.history)]
+    if rows:
+        typer.echo(_table(["round", "when", "rank", "perf", "mu before", "mu after", "change"], rows))
+
+
+def round_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    round_id: Annotated[str, typer.Argument(help="round id")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """A round's status and every player's rating change."""
+    view = _run(lambda r: queries.round_view(r, ladder, round_id))
+    if view is None:
+        raise _fail(f"unknown round {round_id!r} in ladder {ladder!r}")
+    if as_json:
+        _echo_json(view.to_dict())
+        return
+    rec = view.record
+    typer.echo(f"round {view.round_id} ({view.ladder}): {rec['status']}, {rec['field_size']} players, "
+               f"occurred {_when(rec['occurred_at'])}, rated {_when(rec['rated_at'])}")
+    rows = [[str(c["rank"]), c["player"], _num(c["performance"]), _num(c["mu_before"]), _num(c["mu_after"]),
+             f"{c['mu_after'] - c['mu_before']:+.1f}", _num(c.get("display_rating"))] for c in view.results]
+    typer.echo(_table(["rank", "player", "perf", "mu before", "mu after", "change", "rating"], rows))
+    if not view.complete:
+        typer.echo(f"(first {len(view.results)} results only)")

@@ -1,0 +1,32 @@
+"""``stream api``: serve the read API and dashboard standalone (the worker mounts the same app)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import redis.asyncio as aioredis
+import typer
+from aiohttp import web
+
+from stream.api.app import create_app
+from stream.settings import Settings
+
+
+def register(app: typer.Typer) -> None:
+    app.command("api")(api_command)
+
+
+def api_command(
+    host: Annotated[str | None, typer.Option(help="bind address (default WEB_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default WEB_PORT)")] = None,
+) -> None:
+    """Serve the read API and the dashboard over Redis (REDIS_URL)."""
+    settings = Settings.from_env()
+    client = aioredis.Redis.from_url(settings.redis_url)
+    app = create_app(client, settings)
+
+    async def close_redis(_: web.Application) -> None:
+        await client.aclose()
+
+    app.on_cleanup.append(close_redis)
+    web.run_app(app, host=host or settings.web_host, port=port or settings.web_port, print=typer.echo)
