@@ -29,6 +29,8 @@ import numpy as np
 from .numerical import solve_newton
 from .performance import GroupEquations, solve_groups_direct
 from .ranking import TieGroups
+from .state import TANH_MULTIPLIER
+from .terms import logistic_terms
 
 NODES = 33
 """Chebyshev-Lobatto nodes per piece (a polynomial of degree 32)."""
@@ -72,19 +74,47 @@ def _clenshaw(coef: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 class _AllGroups:
-    """Q_g(x) for every group at one scalar x, via prefix/suffix sums over the rank order."""
+    """Q_g(x) for every group at one scalar x, via prefix/suffix sums over the rank order.
+
+    Logistic shortcut: loss/win differ from b_j(x) = -c_j tanh((x - mu_j) c_j / 2) by -/+ c_j,
+    so Q_g = S(x) + K_g + (tie_mult - 1) sum_{j in g} b_j(x) with one shared S = sum_j b_j and
+    constants K_g = sum_{worse} c_j - sum_{better} c_j: one tanh pass and no prefix sums.
+    """
 
     def __init__(self, eq: GroupEquations, groups: TieGroups):
         self.eq = eq
         self.start = groups.start
         self.end = groups.start + groups.size
+        self.group_sorted = eq.group_sorted
+        self.n_groups = groups.n_groups
+        self.logistic = eq.terms is logistic_terms
+        if self.logistic:
+            self.c = TANH_MULTIPLIER / eq.delta
+            self.half_c = 0.5 * self.c
+            before = np.concatenate(([0.0], np.cumsum(self.c)))
+            total = before[-1]
+            self.k = (total - before[self.end]) - before[self.start]
+            self.tie_extra = 0.0 if eq.split_ties else 1.0
 
     def at(self, x: float) -> np.ndarray:
         eq = self.eq
+        if self.logistic:
+            b = np.subtract(x, eq.mu)
+            b *= self.half_c
+            np.tanh(b, out=b)
+            b *= self.c
+            q = self.k - b.sum()
+            if self.tie_extra:
+                q = q - self._group_sums(b)
+            return q
         loss, win, tie = eq.terms(x, eq.mu, eq.delta, eq.split_ties, derivative=False)
         before = np.concatenate(([0.0], np.cumsum(loss)))[self.start]
         after = np.concatenate((np.cumsum(win[::-1])[::-1], [0.0]))[self.end]
-        return before + after + np.add.reduceat(tie, self.start)
+        return before + after + self._group_sums(tie)
+
+    def _group_sums(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` (in rank order) over each tie group (bincount beats reduceat)."""
+        return np.bincount(self.group_sorted, weights=values, minlength=self.n_groups)
 
 
 def solve_groups_chebyshev(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
