@@ -34,6 +34,7 @@ from stream.settings import Settings
 #: Exit codes: bad input (nothing published) and a failed produce.
 EXIT_INVALID = 2
 EXIT_PRODUCE_FAILED = 3
+EXIT_UNREACHABLE = 4
 #: CSV columns: required and optional.
 CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
 CSV_OPTIONAL = ("occurred_at", "weight")
@@ -272,7 +273,13 @@ def publish(
             ensure_rounds_topic(settings)
         except Exception as exc:  # e.g. no CreateTopics permission: the topic is the operator's
             typer.echo(f"warning: could not ensure topic {settings.topic(ROUNDS_TOPIC)}: {exc}", err=True)
-        summary = produce(settings, rounds, str(file), progress)
+        from kafka.errors import KafkaError
+
+        try:
+            summary = produce(settings, rounds, str(file), progress)
+        except KafkaError as exc:
+            typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
+            raise typer.Exit(EXIT_UNREACHABLE) from None
     if json_output:
         typer.echo(json.dumps(summary.to_dict()))
     else:

@@ -133,6 +133,8 @@ def stack(
     settings = Settings.from_env()
     state_file = stack_state_path()
     run = StackRun(LocalStack.on_ports(kafka_port, redis_port))
+    logs = state_file.parent / "logs"  # kept after exit, for post-mortems
+    run.stack.broker.workdir = logs
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -151,7 +153,7 @@ def stack(
         if demo:
             shown_port = web_port or free_port()
             worker_env = {**env, "WEB_PORT": str(shown_port)}
-            log_path = str(run.stack.broker.workdir / "worker.log") if run.stack.broker.workdir else "worker.log"
+            log_path = str(logs / "worker.log")
             run.children.append(start_worker(worker_env, log_path))
             write_state(state_file, env, web_port=shown_port, worker_log=log_path)
             rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
@@ -159,13 +161,15 @@ def stack(
                                          name="demo-publisher", daemon=True)
             publisher.start()
         typer.echo(_banner(run.stack, str(state_file), shown_port))
+        typer.echo(f"logs: {logs}")
         while not stopping.wait(WATCH_INTERVAL_S):
             if not run.stack.broker.alive():
                 typer.echo("the broker exited; stopping", err=True)
                 raise typer.Exit(1)
             for child in run.children:
                 if child.poll() is not None:
-                    typer.echo(f"the worker exited with code {child.returncode}; stopping", err=True)
+                    typer.echo(f"the worker exited with code {child.returncode} (log: {logs / 'worker.log'}); stopping",
+                               err=True)
                     raise typer.Exit(1)
         typer.echo("stopping…")
     finally:

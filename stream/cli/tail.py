@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from stream.cli.publish import kafka_client_config
+from stream.cli.publish import EXIT_UNREACHABLE, kafka_client_config
 from stream.settings import Settings
 
 #: Topic name (before the prefix).
@@ -88,14 +88,20 @@ def tail(
     """Follow rating changes as they are published."""
     settings = Settings.from_env()
     deadline = time.monotonic() + timeout if timeout > 0 else None
+    from kafka.errors import KafkaError
+
     shown = 0
-    for change in follow(settings, from_beginning=from_beginning, deadline=deadline):
-        if not matches(change, ladder, player):
-            continue
-        typer.echo(json.dumps(change, separators=(",", ":")) if json_output else format_change(change))
-        shown += 1
-        if max_events and shown >= max_events:
-            return
+    try:
+        for change in follow(settings, from_beginning=from_beginning, deadline=deadline):
+            if not matches(change, ladder, player):
+                continue
+            typer.echo(json.dumps(change, separators=(",", ":")) if json_output else format_change(change))
+            shown += 1
+            if max_events and shown >= max_events:
+                return
+    except KafkaError as exc:
+        typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
+        raise typer.Exit(EXIT_UNREACHABLE) from None
     if max_events:
         typer.echo(f"timeout: {shown} of {max_events} events", err=True)
         raise typer.Exit(EXIT_TIMEOUT)

@@ -20,6 +20,7 @@ see stream/stack/README.md for the full list:
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tempfile
 import time
@@ -56,6 +57,7 @@ class TansuBroker:
     storage: str = MEMORY_STORAGE
     workdir: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _own_workdir: bool = field(default=False, repr=False)
 
     @property
     def bootstrap(self) -> str:
@@ -71,8 +73,9 @@ class TansuBroker:
         """Start the broker and block until it answers Metadata; raise RuntimeError if it does not."""
         if not self.port:
             self.port = free_port()
-        if self.workdir is None:
+        if self.workdir is None:  # a temporary one, removed again by stop()
             self.workdir = Path(tempfile.mkdtemp(prefix="ems-tansu-"))
+            self._own_workdir = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         url = f"tcp://127.0.0.1:{self.port}"
         args = [
@@ -98,16 +101,18 @@ class TansuBroker:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        """Stop the broker (SIGTERM, then SIGKILL after ``STOP_TIMEOUT_S``)."""
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
+        """Stop the broker (SIGTERM, then SIGKILL after ``STOP_TIMEOUT_S``); remove a temporary workdir."""
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        if self._own_workdir and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir, self._own_workdir = None, False
 
     def __enter__(self) -> "TansuBroker":
         return self.start()
