@@ -55,22 +55,24 @@ def _values_to_coefficients(m: int) -> np.ndarray:
 
 
 def _derivative_coefficients(coef: np.ndarray) -> np.ndarray:
-    """Chebyshev coefficients of d/dt of the series (rows = series)."""
-    g, m = coef.shape
-    d = np.zeros((g, m))
+    """Chebyshev coefficients of d/dt of the series; ``coef`` is (m, series), one row per degree."""
+    m = coef.shape[0]
+    d = np.zeros_like(coef)
     for k in range(m - 2, -1, -1):
-        d[:, k] = (d[:, k + 2] if k + 2 < m else 0.0) + 2.0 * (k + 1) * coef[:, k + 1]
-    d[:, 0] *= 0.5
+        d[k] = 2.0 * (k + 1) * coef[k + 1]
+        if k + 2 < m:
+            d[k] += d[k + 2]
+    d[0] *= 0.5
     return d
 
 
-def _clenshaw(coef: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Evaluate each row's Chebyshev series at its own t."""
+def _clenshaw(coef: np.ndarray, idx: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Evaluate series ``idx`` of ``coef`` ((m, series), one row per degree) each at its own t."""
     b1 = np.zeros_like(t)
     b2 = np.zeros_like(t)
-    for k in range(coef.shape[1] - 1, 0, -1):
-        b1, b2 = 2.0 * t * b1 - b2 + coef[:, k], b1
-    return t * b1 - b2 + coef[:, 0]
+    for k in range(coef.shape[0] - 1, 0, -1):
+        b1, b2 = 2.0 * t * b1 - b2 + coef[k, idx], b1
+    return t * b1 - b2 + coef[0, idx]
 
 
 class _AllGroups:
@@ -142,13 +144,13 @@ def solve_groups_chebyshev(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
         members = inner[piece == k]
         a, b = edges[k], edges[k + 1]
         mid, half = 0.5 * (a + b), 0.5 * (b - a)
-        values = np.stack([allq.at(mid + half * t)[members] for t in nodes], axis=1)
-        coef = values @ to_coef.T
+        values = np.stack([allq.at(mid + half * t)[members] for t in nodes])  # (nodes, groups)
+        coef = to_coef @ values
         dcoef = _derivative_coefficients(coef) / half
 
         def f(x: np.ndarray, idx: np.ndarray, coef=coef, dcoef=dcoef, mid=mid, half=half):
             t = (x - mid) / half
-            return _clenshaw(coef[idx], t), _clenshaw(dcoef[idx], t)
+            return _clenshaw(coef, idx, t), _clenshaw(dcoef, idx, t)
 
         roots[members] = solve_newton(
             f, np.full(members.shape[0], a), np.full(members.shape[0], b), increasing=False
