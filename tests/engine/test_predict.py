@@ -153,3 +153,13 @@ def test_model_validation() -> None:
         PerformanceModel(beta=0.0)
     with pytest.raises(ValueError):
         PerformanceModel(beta=1.0, kind="cauchy")  # type: ignore[arg-type]
+
+
+def test_model_from_engine_presets() -> None:
+    from stream.engine.params import preset
+
+    mmr = preset("mmr")
+    model = PerformanceModel.from_params(mmr, weight=1.0)
+    assert model.kind == "logistic" and model.beta == pytest.approx(mmr.beta(1.0))
+    assert model.gamma == pytest.approx(mmr.gamma(1.0, 0.0))
+    assert PerformanceModel.from_params(preset("mmx")).kind == "gaussian"
