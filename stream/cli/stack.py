@@ -3,8 +3,9 @@
 Without options it starts both services on free loopback ports, prints their addresses and the
 environment variables to use, records them in the stack state file (so ``stream publish``,
 ``stream tail``, ``stream worker`` … find them when KAFKA_BOOTSTRAP / REDIS_URL are unset) and
-runs until Ctrl-C. ``--demo`` also starts a worker subprocess (``stream worker``) and publishes a
-stream of synthetic rounds, paced so the dashboard shows ratings moving.
+runs until Ctrl-C. ``--demo`` also starts a worker subprocess (``stream worker --no-web``), the read API and
+dashboard (``stream api``) and publishes a stream of synthetic rounds, paced so the dashboard
+shows ratings moving.
 """
 
 from __future__ import annotations
@@ -69,10 +70,10 @@ def stop_child(child: subprocess.Popen[bytes]) -> None:
         child.wait()
 
 
-def start_worker(env: dict[str, str], log_path: str) -> subprocess.Popen[bytes]:
-    """``stream worker`` as a subprocess with the given environment added; output to ``log_path``."""
+def start_child(args: list[str], env: dict[str, str], log_path: str) -> subprocess.Popen[bytes]:
+    """``stream <args>`` as a subprocess with the given environment added; output to ``log_path``."""
     with open(log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "stream", "worker"], env={**os.environ, **env},
+        return subprocess.Popen([sys.executable, "-m", "stream", *args], env={**os.environ, **env},
                                 stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -133,7 +134,7 @@ def stack(
     settings = Settings.from_env()
     state_file = stack_state_path()
     run = StackRun(LocalStack.on_ports(kafka_port, redis_port))
-    logs = state_file.parent / "logs"  # kept after exit, for post-mortems
+    logs = state_file.parent / f"{state_file.stem}-logs"  # kept after exit, for post-mortems
     run.stack.broker.workdir = logs
     stopping = threading.Event()
 
@@ -153,9 +154,10 @@ def stack(
         if demo:
             shown_port = web_port or free_port()
             worker_env = {**env, "WEB_PORT": str(shown_port)}
-            log_path = str(logs / "worker.log")
-            run.children.append(start_worker(worker_env, log_path))
-            write_state(state_file, env, web_port=shown_port, worker_log=log_path)
+            # The worker rates (no web server); `stream api` serves the read API + dashboard.
+            run.children.append(start_child(["worker", "--no-web"], worker_env, str(logs / "worker.log")))
+            run.children.append(start_child(["api"], worker_env, str(logs / "api.log")))
+            write_state(state_file, env, web_port=shown_port, logs=str(logs))
             rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
             publisher = threading.Thread(target=publish_paced, args=(settings, rounds, demo_rate, run.stop_event),
                                          name="demo-publisher", daemon=True)
@@ -168,8 +170,8 @@ def stack(
                 raise typer.Exit(1)
             for child in run.children:
                 if child.poll() is not None:
-                    typer.echo(f"the worker exited with code {child.returncode} (log: {logs / 'worker.log'}); stopping",
-                               err=True)
+                    typer.echo(f"`{' '.join(map(str, child.args[2:]))}` exited with code {child.returncode} "
+                               f"(logs: {logs}); stopping", err=True)
                     raise typer.Exit(1)
         typer.echo("stopping…")
     finally:
