@@ -59,3 +59,19 @@ def test_matches_reference_exact(name, seed, n_players, n_rounds, max_field):
         assert abs(state.mu - ref.mu) < 0.01
         assert abs(state.sigma - ref.sig) < 1e-6
         assert state.rounds == ref.contests_played
+
+
+@pytest.mark.parametrize("name", ["mmr-fast", "mmx-fast"])
+def test_matches_reference_subsampled(name):
+    """The -fast presets: bucketed/merged opponent terms and windows, as the reference."""
+    rounds = dataset(21, 300, 6, 250)
+    contests = [
+        em.Contest([(f"p{w}", int(a), int(b)) for w, a, b in zip(who, lo, hi)], time_seconds=t * 2 * DAY)
+        for t, (who, lo, hi) in enumerate(rounds)
+    ]
+    reference = em.rate_latest(contests, system=em.EloMmrConfig(name))
+    ours = replay(rounds, name)
+    for w, state in ours.items():
+        ref = reference[f"p{w}"]
+        assert abs(state.mu - ref.mu) < 0.01
+        assert abs(state.sigma - ref.sig) < 1e-6
