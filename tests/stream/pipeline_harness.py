@@ -21,7 +21,8 @@ import numpy as np
 import redis
 
 from stream import engine
-from stream.contracts import Limits, parse_round
+from stream.batch.replay import replay
+from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
 from stream.store import keys
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,21 +54,15 @@ def synthetic_rounds(seed: int, count: int, *, ladders: Sequence[str] = ("alpha"
 
 
 def reference(rounds: Iterable[dict], params: engine.Params) -> dict[tuple[str, str], engine.PlayerState]:
-    """The oracle: rate the rounds in order, in process, with the engine's rate_round (what replay does)."""
-    states: dict[tuple[str, str], engine.PlayerState] = {}
-    seen: set[tuple[str, str]] = set()
+    """The oracle: ``stream.batch.replay`` of the rounds, each (ladder, round_id) once (first wins)."""
+    unique: dict[tuple[str, str], RoundResult] = {}
     for raw in rounds:
-        round_ = parse_round(json.dumps(raw), limits=Limits())
-        if (round_.ladder, round_.round_id) in seen or round_.is_outcome_free():
+        try:
+            round_ = parse_round(json.dumps(raw), limits=Limits())
+        except RoundRejected:
             continue
-        seen.add((round_.ladder, round_.round_id))
-        players = round_.players()
-        before = [states.get((round_.ladder, p)) or engine.PlayerState.new(params) for p in players]
-        update = engine.rate_round(engine.PlayerBatch.from_states(before), round_.ranks(), params,
-                                   weight=round_.weight, perf_ceiling=round_.perf_ceiling, time=round_.occurred_at)
-        for p, s in zip(players, update.after.to_states()):
-            states[(round_.ladder, p)] = s
-    return states
+        unique.setdefault((round_.ladder, round_.round_id), round_)
+    return replay(unique.values(), params, keep_rounds=False).states()
 
 
 @dataclass
@@ -207,3 +202,16 @@ def expected_rounds(rounds: Iterable[dict]) -> dict[str, set[str]]:
         out.setdefault(r.get("ladder", "default"), set()).add(r["round_id"])
     return out
 
+
+
+def publish_to_partitions(bootstrap: str, topic: str, messages: Iterable[tuple[int, bytes]]) -> None:
+    """Publish raw values to explicit partitions (re-sent tasks), then flush."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    try:
+        for partition, value in messages:
+            producer.send(topic, value=value, partition=partition)
+        producer.flush()
+    finally:
+        producer.close()
