@@ -1,0 +1,108 @@
+"""Phase one and phase two handlers without Kafka, against the session's private redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+from aiokafka.partitioner import DefaultPartitioner
+
+from stream.batch.replay import replay
+from stream.engine import preset
+from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.partitioner import partition_for
+from stream.pipeline.phase_one import handle_round
+from stream.pipeline.phase_two import handle_updates
+from stream.settings import Settings
+
+PARTITIONS = 4
+
+
+def make_round(round_id: str, players: list[str], *, day: int) -> RoundResult:
+    return RoundResult(round_id=round_id, ladder="L", occurred_at=1.7e9 + 86_400.0 * day,
+                       standings=[Standing(p, i + 1) for i, p in enumerate(players)])
+
+
+def context(redis_url: str) -> PipelineContext:
+    return PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=PARTITIONS, barrier_poll_s=0.001,
+                                                  barrier_max_poll_s=0.005))
+
+
+def test_partition_matches_kafkas_default_partitioner() -> None:
+    partitions = list(range(PARTITIONS))
+    for player in ["alice", "bob", "p000", "ünïcode", "x" * 100]:
+        assert partition_for(player, PARTITIONS) == DefaultPartitioner()(player.encode(), partitions, partitions)
+
+
+def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_url: str) -> None:
+    first = make_round("r1", ["a", "b", "c", "d", "e"], day=0)
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        result = await handle_round(ctx, first.to_json().encode())
+        assert result.outcome == "rated" and result.seq == 1
+        entries = [PlayerUpdate.from_json(m.value) for m in result.updates]
+        assert sorted(p for u in entries for p in u.players) == ["a", "b", "c", "d", "e"]
+        for message, update in zip(result.updates, entries):
+            validate("player-update", message.value)
+            assert {partition_for(p, PARTITIONS) for p in update.players} == {message.partition}
+            assert message.key == update.players[0].encode()
+
+        # phase two of only part of the fan-out, then the round is redelivered: same bytes
+        done = await handle_updates(ctx, [result.updates[0].value])
+        again = await handle_round(ctx, first.to_json().encode())
+        assert again.outcome == "resent" and again.updates == result.updates
+
+        # every task twice (and the first one a third time): each player applied once
+        everything = await handle_updates(ctx, [m.value for m in result.updates] * 2)
+        assert everything.applied == 5 - done.applied
+        repeat = await handle_updates(ctx, [m.value for m in result.updates])
+        assert repeat.applied == 0 and repeat.replayed == 5
+        assert sorted(repeat.events, key=lambda e: e.key) == sorted(
+            done.events + [e for e in everything.events if e not in done.events], key=lambda e: e.key)
+        for event in repeat.events:
+            validate("rating-change", event.value)
+        assert (await handle_round(ctx, first.to_json().encode())).outcome == "duplicate"
+        record = await ctx.store.round_record("L", "r1")
+        assert record["status"] == "rated" and record["pending"] == "0"
+        await ctx.store.close()
+
+    asyncio.run(body())
+
+
+def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str) -> None:
+    rounds = [make_round("r1", ["a", "b", "c"], day=0), make_round("r2", ["c", "d"], day=1),
+              make_round("r3", ["b", "e", "a"], day=2)]
+
+    async def scenario() -> dict[str, float]:
+        ctx = context(redis_url)
+        one = await handle_round(ctx, rounds[0].to_json().encode())
+        two = asyncio.create_task(handle_round(ctx, rounds[1].to_json().encode()))
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+        assert not two.done(), "round 2 read player c's prior before round 1 was applied"
+        await handle_updates(ctx, [m.value for m in one.updates])
+        two_result = await asyncio.wait_for(two, timeout=30)
+        await handle_updates(ctx, [m.value for m in two_result.updates])
+        three = await handle_round(ctx, rounds[2].to_json().encode())  # everyone applied: no wait
+        await handle_updates(ctx, [m.value for m in three.updates])
+        perf = {}
+        for result in (one, two_result, three):
+            for message in result.updates:
+                update = PlayerUpdate.from_json(message.value)
+                perf.update({f"{update.round_id}/{p}": x for p, x in zip(update.players, update.performances)})
+        mu = {p: float((await ctx.store.player("L", p))["mu"]) for p in "abcde"}
+        await ctx.store.close()
+        return perf | mu
+
+    got = asyncio.run(scenario())
+    reference = replay(rounds, preset("mmr"))
+    for rated in reference.rounds:
+        for player, x in zip(rated.players, rated.performance):
+            assert abs(got[f"{rated.round_id}/{player}"] - x) <= 1e-9
+    for player in "abcde":
+        assert abs(got[player] - reference.state("L", player).mu) <= 1e-9
+    assert json.dumps(sorted(got)).count("/") == 8
+    assert np.isfinite(list(got.values())).all()
