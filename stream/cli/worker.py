@@ -1,8 +1,8 @@
 """``stream worker``: run the pipeline's Faust worker (phase one + phase two agents).
 
 Creates the topics if they do not exist, then runs the Faust worker in this process until
-SIGTERM / Ctrl-C. With ``--web`` (default) the worker's web server also serves the read API
-(stream.api) and Prometheus metrics (/metrics) on WEB_HOST:WEB_PORT.
+SIGTERM / Ctrl-C. With ``--web`` (default) the worker also serves the read API and dashboard
+(stream.api, with Prometheus /metrics including the pipeline's) on WEB_HOST:WEB_PORT.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def run_worker(settings: Settings, *, web: bool = True) -> None:
     from stream.pipeline.web import mount_web
 
     topics.ensure(settings)
-    pipeline = create_app(settings, web_enabled=web)
+    pipeline = create_app(settings)
     if web:
         mount_web(pipeline)
     level = FAUST_LOG_LEVELS.get(settings.log_level.lower(), "info")

@@ -62,7 +62,7 @@ def cap_fetch_wait(max_wait_ms: int) -> None:
     thread_class._create_worker_consumer = create_worker_consumer
 
 
-def create_app(settings: Settings, *, web_enabled: bool = False, datadir: str | None = None) -> Pipeline:
+def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     """The worker's Faust app: topics declared, phase one and phase two agents registered."""
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     app = faust.App(
@@ -71,9 +71,7 @@ def create_app(settings: Settings, *, web_enabled: bool = False, datadir: str | 
         broker_credentials=broker_credentials(settings),
         store="memory://",
         datadir=datadir or tempfile.mkdtemp(prefix="ems-faust-"),
-        web_enabled=web_enabled,
-        web_port=settings.web_port,
-        web_bind=settings.web_host,
+        web_enabled=False,  # the read API is served by stream.pipeline.web instead
         topic_partitions=settings.partitions,
         topic_replication_factor=1,
         topic_allow_declare=True,

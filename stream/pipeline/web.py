@@ -1,11 +1,17 @@
-"""The worker's web server: Prometheus /metrics, and the read API of stream.api when present."""
+"""The worker's web server: the read API and dashboard of stream.api (with /metrics) in-process.
+
+Faust's own web server stays off; the worker runs ``stream.api.app.create_app`` on
+WEB_HOST:WEB_PORT from a Faust task, so one process rates and serves. The API's /metrics
+exposes the default Prometheus registry, which holds the pipeline's metrics too.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+import redis.asyncio as aioredis
+from aiohttp import web
 
 if TYPE_CHECKING:
     from stream.pipeline.app import Pipeline
@@ -14,20 +20,15 @@ log = logging.getLogger(__name__)
 
 
 def mount_web(pipeline: "Pipeline") -> None:
-    """Add /metrics to the Faust web server, and the read API's routes if stream.api provides them."""
-    app = pipeline.app
+    """Start the read API with the worker (a Faust task)."""
+    settings = pipeline.ctx.settings
 
-    @app.page("/metrics")
-    async def metrics_page(web, request):  # type: ignore[no-untyped-def]
-        return web.bytes(generate_latest(), content_type=CONTENT_TYPE_LATEST.split(";")[0])
-
-    try:
+    @pipeline.app.task
+    async def serve_read_api() -> None:
         from stream.api.app import create_app as create_api
-    except ImportError:  # the read API has not landed yet
-        log.info("stream.api.app not available: the worker serves /metrics only")
-        return
 
-    @app.on_webserver_init.connect
-    async def _mount_api(web, **kwargs):  # type: ignore[no-untyped-def]
-        api = create_api(pipeline.ctx.settings)
-        web.web_app.add_subapp("/api", api)
+        client = aioredis.Redis.from_url(settings.redis_url)
+        runner = web.AppRunner(create_api(client, settings))
+        await runner.setup()
+        await web.TCPSite(runner, settings.web_host, settings.web_port).start()
+        log.info("read API on http://%s:%d/", settings.web_host, settings.web_port)
