@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -26,7 +27,14 @@ class Settings:
     kafka_sasl_username: str = field(default="", metadata={"env": "KAFKA_SASL_USERNAME", "doc": "SASL user name"})
     kafka_sasl_password: str = field(default="", metadata={"env": "KAFKA_SASL_PASSWORD", "doc": "SASL password (never logged)", "secret": True})
     kafka_ssl_cafile: str = field(default="", metadata={"env": "KAFKA_SSL_CAFILE", "doc": "CA bundle for Kafka TLS"})
+    kafka_ssl_certfile: str = field(default="", metadata={"env": "KAFKA_SSL_CERTFILE", "doc": "client certificate (PEM) for Kafka mutual TLS"})
+    kafka_ssl_keyfile: str = field(default="", metadata={"env": "KAFKA_SSL_KEYFILE", "doc": "private key (PEM) of KAFKA_SSL_CERTFILE"})
     redis_url: str = field(default="redis://127.0.0.1:6379/0", metadata={"env": "REDIS_URL", "doc": "Redis URL; rediss:// for TLS, user:password@ for ACL auth (never logged)", "secret": True})
+    redis_username: str = field(default="", metadata={"env": "REDIS_USERNAME", "doc": "Redis ACL user; overrides the URL's user (keeps credentials out of REDIS_URL)"})
+    redis_password: str = field(default="", metadata={"env": "REDIS_PASSWORD", "doc": "Redis password; overrides the URL's password (never logged)", "secret": True})
+    redis_tls_ca: str = field(default="", metadata={"env": "REDIS_TLS_CA", "doc": "CA bundle that signed the Redis server certificate (rediss:// only; empty: system CAs)"})
+    redis_tls_cert: str = field(default="", metadata={"env": "REDIS_TLS_CERT", "doc": "client certificate (PEM) for Redis mutual TLS (rediss:// only)"})
+    redis_tls_key: str = field(default="", metadata={"env": "REDIS_TLS_KEY", "doc": "private key (PEM) of REDIS_TLS_CERT"})
     topic_prefix: str = field(default="", metadata={"env": "TOPIC_PREFIX", "doc": "prefix put in front of every topic name"})
     partitions: int = field(default=4, metadata={"env": "PARTITIONS", "doc": "partitions of the player-updates and rating-changes topics"})
     engine_preset: str = field(default="mmr", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr, mmr-fast, mmx, mmx-fast, paper-codeforces)"})
@@ -116,13 +124,13 @@ def running_stack_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _redact(value: str) -> str:
-    """Mask a password or the credentials of a URL."""
-    if "://" in value and "@" in value:
+    """Mask a password or the credentials of a URL (user:password@ and a ``password=`` query parameter)."""
+    if "://" not in value:
+        return "***"
+    if "@" in value:
         scheme, rest = value.split("://", 1)
-        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
-    if "://" in value:
-        return value
-    return "***"
+        value = f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+    return re.sub(r"(?i)([?&](?:password|pass|pwd)=)[^&#]*", r"\1***", value)
 
 
 def env_table() -> str:

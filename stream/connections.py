@@ -1,0 +1,210 @@
+"""Every Kafka and Redis client's connection options, from Settings, in one place.
+
+The service has four kinds of clients: kafka-python (CLI producer and consumer, topic admin),
+aiokafka (what Faust speaks), Faust itself (``broker_credentials``) and redis-py (sync and
+asyncio). Each takes TLS and authentication in its own spelling; this module maps the one set
+of environment variables (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_*``,
+``REDIS_URL``, ``REDIS_USERNAME``/``REDIS_PASSWORD``, ``REDIS_TLS_*``) onto all of them, so a
+deployment secures every client by configuration alone (docs/security.md).
+
+Misconfiguration fails early with :class:`ConnectionConfigError` naming the variable, and no
+message built here ever contains a password: :func:`describe_redis` and
+:func:`redis_error_message` are what logs and CLI errors show.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from stream.settings import Settings, _redact
+
+if TYPE_CHECKING:
+    import faust.types.auth
+    import redis
+    import redis.asyncio
+
+#: Kafka security protocols (the ``security.protocol`` values every Kafka client knows).
+KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: SASL mechanisms that kafka-python, aiokafka and Faust all support with a user name and password.
+KAFKA_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: URL schemes of a Redis server over TCP without / with TLS (unix:// sockets take neither TLS nor these checks).
+REDIS_PLAIN_SCHEME = "redis"
+REDIS_TLS_SCHEME = "rediss"
+
+
+class ConnectionConfigError(ValueError):
+    """The connection settings are inconsistent (the message names the environment variable)."""
+
+
+# ---------------------------------------------------------------- Kafka
+
+
+def _kafka_protocol(settings: Settings) -> str:
+    protocol = settings.kafka_security_protocol.strip().upper()
+    if protocol not in KAFKA_PROTOCOLS:
+        raise ConnectionConfigError(f"KAFKA_SECURITY_PROTOCOL must be one of {', '.join(KAFKA_PROTOCOLS)}, got {protocol!r}")
+    if protocol.startswith("SASL"):
+        if settings.kafka_sasl_mechanism.upper() not in KAFKA_SASL_MECHANISMS:
+            raise ConnectionConfigError(f"KAFKA_SASL_MECHANISM must be one of {', '.join(KAFKA_SASL_MECHANISMS)}, "
+                                        f"got {settings.kafka_sasl_mechanism!r}")
+        if not settings.kafka_sasl_username:
+            raise ConnectionConfigError(f"KAFKA_SECURITY_PROTOCOL={protocol} needs KAFKA_SASL_USERNAME (and KAFKA_SASL_PASSWORD)")
+    if bool(settings.kafka_ssl_certfile) != bool(settings.kafka_ssl_keyfile):
+        raise ConnectionConfigError("KAFKA_SSL_CERTFILE and KAFKA_SSL_KEYFILE go together (client certificate and its key)")
+    if not kafka_uses_tls(protocol) and (settings.kafka_ssl_cafile or settings.kafka_ssl_certfile):
+        raise ConnectionConfigError(f"KAFKA_SSL_* is set but KAFKA_SECURITY_PROTOCOL={protocol} does not use TLS "
+                                    "(use SSL or SASL_SSL)")
+    return protocol
+
+
+def kafka_uses_tls(protocol: str) -> bool:
+    """Whether a Kafka security protocol encrypts the connection."""
+    return protocol in ("SSL", "SASL_SSL")
+
+
+def kafka_bootstrap(settings: Settings) -> list[str]:
+    """``KAFKA_BOOTSTRAP`` as a list of host:port."""
+    return [host.strip() for host in settings.kafka_bootstrap.split(",") if host.strip()]
+
+
+def kafka_ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    """The TLS context of aiokafka / Faust (None without TLS): verifies the broker's certificate and host
+    name against ``KAFKA_SSL_CAFILE`` (or the system CAs), and presents the client certificate if set."""
+    if not kafka_uses_tls(_kafka_protocol(settings)):
+        return None
+    context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
+    if settings.kafka_ssl_certfile:
+        context.load_cert_chain(settings.kafka_ssl_certfile, settings.kafka_ssl_keyfile)
+    return context
+
+
+def kafka_python_security(settings: Settings) -> dict[str, Any]:
+    """kafka-python's security options (``KafkaProducer``/``KafkaConsumer``/``KafkaAdminClient`` kwargs)."""
+    protocol = _kafka_protocol(settings)
+    config: dict[str, Any] = {"security_protocol": protocol}
+    if protocol.startswith("SASL"):
+        config |= {"sasl_mechanism": settings.kafka_sasl_mechanism.upper(),
+                   "sasl_plain_username": settings.kafka_sasl_username,
+                   "sasl_plain_password": settings.kafka_sasl_password}
+    if kafka_uses_tls(protocol):
+        config |= {"ssl_check_hostname": True}
+        if settings.kafka_ssl_cafile:
+            config["ssl_cafile"] = settings.kafka_ssl_cafile
+        if settings.kafka_ssl_certfile:
+            config |= {"ssl_certfile": settings.kafka_ssl_certfile, "ssl_keyfile": settings.kafka_ssl_keyfile}
+    return config
+
+
+def kafka_python_config(settings: Settings) -> dict[str, Any]:
+    """kafka-python client kwargs: ``bootstrap_servers`` plus :func:`kafka_python_security`."""
+    return {"bootstrap_servers": kafka_bootstrap(settings), **kafka_python_security(settings)}
+
+
+def aiokafka_config(settings: Settings) -> dict[str, Any]:
+    """``AIOKafkaProducer``/``AIOKafkaConsumer`` kwargs: bootstrap, protocol, SASL user and an ``ssl_context``."""
+    protocol = _kafka_protocol(settings)
+    config: dict[str, Any] = {"bootstrap_servers": kafka_bootstrap(settings), "security_protocol": protocol}
+    if protocol.startswith("SASL"):
+        config |= {"sasl_mechanism": settings.kafka_sasl_mechanism.upper(),
+                   "sasl_plain_username": settings.kafka_sasl_username,
+                   "sasl_plain_password": settings.kafka_sasl_password}
+    context = kafka_ssl_context(settings)
+    if context is not None:
+        config["ssl_context"] = context
+    return config
+
+
+def faust_broker(settings: Settings) -> list[str]:
+    """Faust's ``broker`` argument: one ``kafka://host:port`` URL per bootstrap server."""
+    return [f"kafka://{host}" for host in kafka_bootstrap(settings)]
+
+
+def faust_credentials(settings: Settings) -> "faust.types.auth.CredentialsT | None":
+    """Faust's ``broker_credentials``: SASL (with TLS for SASL_SSL) or TLS alone; None for PLAINTEXT.
+
+    Faust hands these to aiokafka (``credentials_to_aiokafka_auth``), so they carry the same
+    protocol, mechanism, user and TLS context as :func:`aiokafka_config`. Note that
+    ``faust.SASLCredentials`` reports SASL_PLAINTEXT when given no ``ssl_context``.
+    """
+    import faust
+
+    protocol = _kafka_protocol(settings)
+    if protocol == "PLAINTEXT":
+        return None
+    context = kafka_ssl_context(settings)
+    if protocol.startswith("SASL"):
+        return faust.SASLCredentials(username=settings.kafka_sasl_username, password=settings.kafka_sasl_password,
+                                     mechanism=settings.kafka_sasl_mechanism.upper(), ssl_context=context)
+    return faust.SSLCredentials(context)
+
+
+# ---------------------------------------------------------------- Redis
+
+
+def redis_options(settings: Settings) -> dict[str, Any]:
+    """redis-py ``from_url`` keyword options beyond the URL: ACL user/password overrides and TLS files.
+
+    ``rediss://`` turns TLS on (redis-py verifies the server certificate and host name by default);
+    ``REDIS_TLS_*`` with a plain ``redis://`` URL is a configuration error rather than a silent
+    plaintext connection.
+    """
+    scheme = urlsplit(settings.redis_url).scheme.lower()
+    options: dict[str, Any] = {}
+    if settings.redis_username:
+        options["username"] = settings.redis_username
+    if settings.redis_password:
+        options["password"] = settings.redis_password
+    tls_files = {"ssl_ca_certs": settings.redis_tls_ca, "ssl_certfile": settings.redis_tls_cert,
+                 "ssl_keyfile": settings.redis_tls_key}
+    if bool(settings.redis_tls_cert) != bool(settings.redis_tls_key):
+        raise ConnectionConfigError("REDIS_TLS_CERT and REDIS_TLS_KEY go together (client certificate and its key)")
+    if any(tls_files.values()):
+        if scheme != REDIS_TLS_SCHEME:
+            raise ConnectionConfigError(f"REDIS_TLS_* is set but REDIS_URL is {scheme}:// (use rediss:// for TLS)")
+        options |= {name: path for name, path in tls_files.items() if path}
+    return options
+
+
+def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: bool = False,
+                 **extra: Any) -> "redis.asyncio.Redis | redis.Redis":
+    """A redis-py client (``redis.asyncio.Redis`` by default, ``redis.Redis`` with ``asyncio=False``) for
+    ``REDIS_URL`` with :func:`redis_options`; ``extra`` goes to ``from_url`` (e.g. timeouts)."""
+    if asyncio:
+        import redis.asyncio as module
+    else:
+        import redis as module  # type: ignore[no-redef]
+    return module.Redis.from_url(settings.redis_url, decode_responses=decode_responses,
+                                 **redis_options(settings), **extra)
+
+
+def describe_redis(settings: Settings) -> str:
+    """REDIS_URL safe to log or print: credentials and password parameters masked."""
+    return str(_redact(settings.redis_url))
+
+
+def redis_error_message(settings: Settings, exc: BaseException) -> str:
+    """A one-line, secret-free explanation of a Redis connection failure for logs and CLI errors."""
+    from redis.exceptions import AuthenticationError, NoPermissionError
+
+    where = describe_redis(settings)
+    text = str(exc)
+    for secret in (settings.redis_password, urlsplit(settings.redis_url).password):
+        if secret:
+            text = text.replace(secret, "***")
+    if isinstance(exc, AuthenticationError):
+        return f"Redis at {where} refused the credentials ({text}); check REDIS_URL / REDIS_USERNAME / REDIS_PASSWORD"
+    if isinstance(exc, NoPermissionError):
+        return f"the Redis user of {where} lacks a permission ({text}); see docs/security.md for the ACL rules"
+    if isinstance(exc, ssl.SSLError) or "SSL" in text.upper() or "CERTIFICATE" in text.upper():
+        return f"TLS to Redis at {where} failed ({text}); check rediss:// and REDIS_TLS_CA"
+    return f"cannot use Redis at {where}: {text}"
+
+
+def redis_connection_errors() -> tuple[type[BaseException], ...]:
+    """Exception classes of a failed Redis connection, authentication, permission or TLS handshake
+    (what CLI commands turn into :func:`redis_error_message` instead of a traceback)."""
+    from redis.exceptions import AuthenticationError, ConnectionError as RedisConnectionError, NoPermissionError
+
+    return (RedisConnectionError, AuthenticationError, NoPermissionError, ssl.SSLError, ConnectionConfigError)
