@@ -67,12 +67,12 @@ class LadderTable:
         if new.size:
             start = self.size
             self._reserve(start + new.size)
-            rows[new] = np.arange(start, start + new.size)
-            for i in new.tolist():
-                self.index[players[i]] = len(self.names)
-                self.names.append(players[i])
-            prior = PlayerState.new(self.params)
             stop = start + new.size
+            rows[new] = np.arange(start, stop)
+            new_names = [players[i] for i in new.tolist()]
+            self.index.update(zip(new_names, range(start, stop)))
+            self.names.extend(new_names)
+            prior = PlayerState.new(self.params)
             self.mu[start:stop] = prior.mu
             self.sigma[start:stop] = prior.sigma
             self.mu0[start:stop] = prior.mu0
