@@ -21,6 +21,7 @@ app = typer.Typer(
     help="Streaming Elo-MMR rating service: replay, generate data, run the stack.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_show_locals=False,  # a traceback must never print Settings (passwords): docs/security.md
 )
 
 

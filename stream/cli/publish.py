@@ -28,6 +28,7 @@ from typing import Any
 
 import typer
 
+from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
 from stream.settings import Settings
 
@@ -177,15 +178,8 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tu
 
 
 def kafka_client_config(settings: Settings) -> dict[str, Any]:
-    """kafka-python connection settings (bootstrap, TLS, SASL) from the service Settings."""
-    config: dict[str, Any] = {"bootstrap_servers": settings.kafka_bootstrap.split(","),
-                              "security_protocol": settings.kafka_security_protocol}
-    if settings.kafka_security_protocol.startswith("SASL"):
-        config.update(sasl_mechanism=settings.kafka_sasl_mechanism, sasl_plain_username=settings.kafka_sasl_username,
-                      sasl_plain_password=settings.kafka_sasl_password)
-    if settings.kafka_ssl_cafile:
-        config["ssl_cafile"] = settings.kafka_ssl_cafile
-    return config
+    """kafka-python connection settings (bootstrap, TLS, SASL): :func:`stream.connections.kafka_python_config`."""
+    return kafka_python_config(settings)
 
 
 class RoundProducer:
@@ -277,7 +271,7 @@ def publish(
 
         try:
             summary = produce(settings, rounds, str(file), progress)
-        except KafkaError as exc:
+        except (KafkaError, ConnectionConfigError) as exc:
             typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
             raise typer.Exit(EXIT_UNREACHABLE) from None
     if json_output:

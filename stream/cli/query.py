@@ -15,10 +15,13 @@ from typing import Annotated, Any, TypeVar
 import redis.asyncio as aioredis
 import typer
 
+from stream.connections import redis_client, redis_connection_errors, redis_error_message
 from stream.settings import Settings
 from stream.store import queries
 
 EXIT_NOT_FOUND = 1
+EXIT_UNREACHABLE = 4
+"""Redis unreachable, credentials refused or TLS failed (the same code as ``stream publish`` for Kafka)."""
 DEFAULT_TOP = 20
 RECENT_HISTORY = 10
 
@@ -34,12 +37,18 @@ def register(app: typer.Typer) -> None:
 
 def _run(query: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
     async def go() -> T:
-        client = aioredis.Redis.from_url(Settings.from_env().redis_url)
+        client = redis_client(settings)
         try:
             return await query(client)
         finally:
             await client.aclose()
-    return asyncio.run(go())
+
+    settings = Settings.from_env()
+    try:
+        return asyncio.run(go())
+    except redis_connection_errors() as exc:  # a clear one-liner, never the URL's password
+        typer.echo(f"error: {redis_error_message(settings, exc)}", err=True)
+        raise typer.Exit(EXIT_UNREACHABLE) from None
 
 
 def _fail(message: str) -> typer.Exit:

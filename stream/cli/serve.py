@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import redis.asyncio as aioredis
 import typer
 from aiohttp import web
 
 from stream.api.app import create_app
+from stream.connections import redis_client
 from stream.settings import Settings
 
 
@@ -22,7 +22,7 @@ def api_command(
 ) -> None:
     """Serve the read API and the dashboard over Redis (REDIS_URL)."""
     settings = Settings.from_env()
-    client = aioredis.Redis.from_url(settings.redis_url)
+    client = redis_client(settings)
     app = create_app(client, settings)
 
     async def close_redis(_: web.Application) -> None:

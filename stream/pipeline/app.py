@@ -7,13 +7,13 @@ readable by the API anyway).
 
 from __future__ import annotations
 
-import ssl
 import tempfile
 from dataclasses import dataclass
 
 import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
+from stream.connections import faust_broker, faust_credentials
 from stream.pipeline import agents
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.topics import Topics, declare
@@ -27,18 +27,6 @@ class Pipeline:
     app: faust.App
     topics: Topics
     ctx: PipelineContext
-
-
-def broker_credentials(settings: Settings) -> faust.types.auth.CredentialsT | None:
-    """Faust credentials for SASL / SSL from Settings (None for PLAINTEXT)."""
-    protocol = settings.kafka_security_protocol
-    if protocol == "PLAINTEXT":
-        return None
-    context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None) if "SSL" in protocol else None
-    if protocol.startswith("SASL"):
-        return faust.SASLCredentials(username=settings.kafka_sasl_username, password=settings.kafka_sasl_password,
-                                     mechanism=settings.kafka_sasl_mechanism, ssl_context=context)
-    return faust.SSLCredentials(context)
 
 
 def cap_fetch_wait(max_wait_ms: int) -> None:
@@ -67,8 +55,8 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     app = faust.App(
         settings.app_id,
-        broker=[f"kafka://{host}" for host in settings.kafka_bootstrap.split(",")],
-        broker_credentials=broker_credentials(settings),
+        broker=faust_broker(settings),
+        broker_credentials=faust_credentials(settings),
         store="memory://",
         datadir=datadir or tempfile.mkdtemp(prefix="ems-faust-"),
         web_enabled=False,  # the read API is served by stream.pipeline.web instead

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stream.connections import redis_client
 from stream.contracts import Limits
 from stream.engine import Params, preset
 from stream.engine.display import DisplayConfig, config_for, parse_display_configs
@@ -28,7 +29,7 @@ class PipelineContext:
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
         return cls(
             settings=settings,
-            store=store or Store.from_url(settings.redis_url, history_length=settings.history_length),
+            store=store or Store(redis_client(settings), history_length=settings.history_length),
             params=preset(settings.engine_preset),
             limits=Limits.from_settings(settings),
             display_configs=parse_display_configs(settings.display_config),

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import faust
 
+from stream.connections import kafka_python_security
 from stream.settings import Settings
 
 ROUNDS = "rounds"
@@ -42,18 +43,4 @@ def ensure(settings: Settings) -> dict[str, int]:
     """Create the topics that do not exist yet (idempotent); name → partitions as the broker has them."""
     from stream.stack.topics import ensure_topics
 
-    return ensure_topics(settings.kafka_bootstrap, partition_counts(settings), **kafka_client_config(settings))
-
-
-def kafka_client_config(settings: Settings) -> dict[str, str]:
-    """kafka-python security options from Settings (empty for PLAINTEXT)."""
-    if settings.kafka_security_protocol == "PLAINTEXT":
-        return {}
-    config = {"security_protocol": settings.kafka_security_protocol}
-    if settings.kafka_security_protocol.startswith("SASL"):
-        config |= {"sasl_mechanism": settings.kafka_sasl_mechanism,
-                   "sasl_plain_username": settings.kafka_sasl_username,
-                   "sasl_plain_password": settings.kafka_sasl_password}
-    if settings.kafka_ssl_cafile:
-        config["ssl_cafile"] = settings.kafka_ssl_cafile
-    return config
+    return ensure_topics(settings.kafka_bootstrap, partition_counts(settings), **kafka_python_security(settings))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-import redis.asyncio as aioredis
 from aiohttp import web
+
+from stream.connections import redis_client
 
 if TYPE_CHECKING:
     from stream.pipeline.app import Pipeline
@@ -27,7 +28,7 @@ def mount_web(pipeline: "Pipeline") -> None:
     async def serve_read_api() -> None:
         from stream.api.app import create_app as create_api
 
-        client = aioredis.Redis.from_url(settings.redis_url)
+        client = redis_client(settings)
         runner = web.AppRunner(create_api(client, settings))
         await runner.setup()
         await web.TCPSite(runner, settings.web_host, settings.web_port).start()
