@@ -13,9 +13,10 @@ RatingChange (same ``event_id`` and content) and consumers can deduplicate.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -25,6 +26,16 @@ from stream.engine.display import display_rating, next_tier, tier_indices, tier_
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import RatingChangeMessage
 from stream.store.store import PlayerWrite, RoundWrites, StoredPlayer
+
+
+RATING_CHANGE_FIELDS = tuple(f.name for f in fields(RatingChange))
+
+
+def encode_change(change: RatingChange) -> bytes:
+    """``change.to_json()`` without ``dataclasses.asdict`` (its deep copies dominated phase two's
+    Python time on 10,000-player rounds). Same keys, order and format (tested equal)."""
+    data = {"event_id": change.event_id, **{name: getattr(change, name) for name in RATING_CHANGE_FIELDS}}
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 @dataclass
@@ -124,6 +135,6 @@ def _rate(ctx: PipelineContext, group: _RoundGroup, stored: list[StoredPlayer]) 
         writes.append(PlayerWrite(
             player=player, seq=update.seq, mu=state.mu, sigma=state.sigma, rounds=state.rounds,
             last_round=update.round_id, last_time=update.occurred_at, display_rating=float(shown[j]),
-            tier=tiers[j], state=state.to_bytes(), change=change.to_json().encode(),
+            tier=tiers[j], state=state.to_bytes(), change=encode_change(change),
             newcomer=stored[i].state is None))
     return RoundWrites(update.ladder, update.round_id, writes)

@@ -12,7 +12,7 @@ and last_time back bit for bit, so the stream equals the in-process replay.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,11 @@ OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 
 PRIOR_FIELDS = ("mu", "sigma", "last_time", "queued_seq", "last_seq")
+STATE_FIELDS = ("last_seq", "state", "tier")
+
+PLAYERS_PER_CALL = 500
+"""Players per script call on a single Redis: bounds how long one call blocks the server.
+On Redis Cluster every per-player call carries one player (its keys are one slot)."""
 
 
 def encode_float(value: float) -> str:
@@ -117,14 +122,15 @@ class RoundWrites:
 class Store:
     """Async access to the service's Redis state (key schema: docs/contracts.md)."""
 
-    def __init__(self, client: aioredis.Redis, *, history_length: int) -> None:
+    def __init__(self, client: aioredis.Redis, *, history_length: int, cluster: bool = False) -> None:
         self.client = client
         self.history_length = history_length
+        self.players_per_call = 1 if cluster else PLAYERS_PER_CALL
         self._sha: dict[str, str] = {}
 
     @classmethod
-    def from_url(cls, url: str, *, history_length: int) -> "Store":
-        return cls(aioredis.Redis.from_url(url), history_length=history_length)
+    def from_url(cls, url: str, *, history_length: int, cluster: bool = False) -> "Store":
+        return cls(aioredis.Redis.from_url(url), history_length=history_length, cluster=cluster)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -155,6 +161,21 @@ class Store:
 
     def _eval(self, pipe: Pipeline, name: str, keys_: list[str], args: list[Any]) -> None:
         pipe.evalsha(self._sha[name], len(keys_), *keys_, *args)
+
+    def _chunks(self, n: int) -> list[range]:
+        """Index ranges of the per-player script calls for n players."""
+        step = self.players_per_call
+        return [range(i, min(i + step, n)) for i in range(0, n, step)]
+
+    async def _read_players(self, player_keys: Sequence[str], fields: Sequence[str]) -> list[list[bytes | None]]:
+        """HMGET ``fields`` of many player hashes: load_players.lua, one round trip."""
+        chunks = self._chunks(len(player_keys))
+
+        def build(pipe: Pipeline) -> None:
+            for chunk in chunks:
+                self._eval(pipe, "load_players", [player_keys[i] for i in chunk], list(fields))
+
+        return [row for rows in await self._run(build) for row in rows]
 
     # ---- rounds -------------------------------------------------------------------------
     async def register_round(
@@ -204,10 +225,7 @@ class Store:
         applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
         attempt that crashed after the barrier had passed, so their prior is final.
         """
-        pipe = self.client.pipeline(transaction=False)
-        for player in players:
-            pipe.hmget(keys.player(ladder, player), PRIOR_FIELDS)
-        rows = await pipe.execute()
+        rows = await self._read_players([keys.player(ladder, p) for p in players], PRIOR_FIELDS)
         n = len(players)
         mu = np.full(n, math.nan)
         sigma = np.full(n, math.nan)
@@ -225,12 +243,15 @@ class Store:
                 last_time[i] = _float(raw_time)
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked)
 
-    async def mark_queued(self, ladder: str, players: Iterable[str], seq: int) -> None:
+    async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
-        pipe = self.client.pipeline(transaction=False)
-        for player in players:
-            pipe.hset(keys.player(ladder, player), "queued_seq", seq)
-        await pipe.execute()
+        player_keys = [keys.player(ladder, p) for p in players]
+
+        def build(pipe: Pipeline) -> None:
+            for chunk in self._chunks(len(player_keys)):
+                self._eval(pipe, "mark_queued", [player_keys[i] for i in chunk], [seq])
+
+        await self._run(build)
 
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""
@@ -246,10 +267,7 @@ class Store:
     # ---- phase two ----------------------------------------------------------------------
     async def load_states(self, players: Sequence[tuple[str, str]]) -> list[StoredPlayer]:
         """Last applied seq, packed state and tier of (ladder, player) pairs, in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
-        for ladder, player in players:
-            pipe.hmget(keys.player(ladder, player), ("last_seq", "state", "tier"))
-        rows = await pipe.execute()
+        rows = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
         return [StoredPlayer(last_seq=_int(last), state=state, tier=tier) for last, state, tier in rows]
 
     async def apply(self, rounds: Sequence[RoundWrites], *, now: float) -> list[list[bool]]:
@@ -263,13 +281,18 @@ class Store:
 
         def build(pipe: Pipeline) -> None:
             for r in rounds:
+                writes = r.writes
+                for chunk in self._chunks(len(writes)):
+                    player_keys: list[str] = []
+                    args: list[Any] = [self.history_length]
+                    for w in (writes[i] for i in chunk):
+                        player_keys += [keys.player(r.ladder, w.player), keys.history(r.ladder, w.player)]
+                        args += [w.seq, encode_float(w.mu), encode_float(w.sigma), w.rounds, w.last_round,
+                                 encode_float(w.last_time), encode_float(w.display_rating), w.tier, w.state,
+                                 w.change]
+                    self._eval(pipe, "apply_player_update", player_keys, args)
                 round_args: list[Any] = [encode_float(now)]
-                for w in r.writes:
-                    self._eval(pipe, "apply_player_update",
-                               [keys.player(r.ladder, w.player), keys.history(r.ladder, w.player)],
-                               [w.seq, encode_float(w.mu), encode_float(w.sigma), w.rounds, w.last_round,
-                                encode_float(w.last_time), encode_float(w.display_rating), w.tier, w.state,
-                                w.change, self.history_length])
+                for w in writes:
                     round_args += [w.player, w.change, encode_float(w.display_rating), "1" if w.newcomer else "0"]
                 self._eval(pipe, "record_round_results",
                            [keys.round_record(r.ladder, r.round_id), keys.round_results(r.ladder, r.round_id),
@@ -278,8 +301,9 @@ class Store:
         results = iter(await self._run(build))
         applied = []
         for r in rounds:
-            applied.append([bool(next(results)) for _ in r.writes])
+            flags = [bool(flag) for _ in self._chunks(len(r.writes)) for flag in next(results)]
             next(results)
+            applied.append(flags)
         return applied
 
     # ---- reads used by tests and tools --------------------------------------------------

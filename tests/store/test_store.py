@@ -7,6 +7,8 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import pytest
+
 from stream.store import keys
 from stream.store.store import PlayerWrite, RoundWrites, Store
 
@@ -14,9 +16,15 @@ T = TypeVar("T")
 HISTORY = 3
 
 
-def run(redis_url: str, body: Callable[[Store], Awaitable[T]]) -> T:
+@pytest.fixture(params=[False, True], ids=["single", "cluster"])
+def cluster(request: pytest.FixtureRequest) -> bool:
+    """Run every test with many players per script call (single Redis) and one (Cluster mode)."""
+    return bool(request.param)
+
+
+def run(redis_url: str, body: Callable[[Store], Awaitable[T]], cluster: bool = False) -> T:
     async def main() -> T:
-        store = Store.from_url(redis_url, history_length=HISTORY)
+        store = Store.from_url(redis_url, history_length=HISTORY, cluster=cluster)
         try:
             return await body(store)
         finally:
@@ -34,7 +42,7 @@ def write(player: str, seq: int, mu: float, *, round_id: str = "r1", newcomer: b
                        change=f'{{"player":"{player}","seq":{seq}}}'.encode(), newcomer=newcomer)
 
 
-def test_register_assigns_sequence_once_and_detects_conflicts(redis_url: str) -> None:
+def test_register_assigns_sequence_once_and_detects_conflicts(redis_url: str, cluster: bool) -> None:
     async def body(store: Store) -> list[tuple[str, int, str]]:
         a = await store.register_round("L", "r1", content_hash="h1", occurred_at=1.5, received_at=2.0, field_size=3)
         b = await store.register_round("L", "r2", content_hash="h2", occurred_at=1.5, received_at=2.0, field_size=3)
@@ -46,12 +54,12 @@ def test_register_assigns_sequence_once_and_detects_conflicts(redis_url: str) ->
         assert set(await store.client.smembers(keys.ladders())) == {b"L", b"M"}
         return [(r.outcome, r.seq, r.status) for r in (a, b, again, clash, other)]
 
-    assert run(redis_url, body) == [
+    assert run(redis_url, body, cluster) == [
         ("new", 1, "registered"), ("new", 2, "registered"), ("existing", 1, "registered"),
         ("conflict", 1, "registered"), ("new", 1, "registered")]
 
 
-def test_fanout_is_stored_once(redis_url: str) -> None:
+def test_fanout_is_stored_once(redis_url: str, cluster: bool) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
         assert await store.save_fanout("L", "r1", pending=2, messages={3: b"m3", 0: b"m0"})
@@ -60,10 +68,10 @@ def test_fanout_is_stored_once(redis_url: str) -> None:
         record = await store.round_record("L", "r1")
         assert record["status"] == "pending" and record["pending"] == "2"
 
-    run(redis_url, body)
+    run(redis_url, body, cluster)
 
 
-def test_apply_is_idempotent_and_completes_the_round(redis_url: str) -> None:
+def test_apply_is_idempotent_and_completes_the_round(redis_url: str, cluster: bool) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
         await store.save_fanout("L", "r1", pending=2, messages={0: b"m"})
@@ -85,20 +93,20 @@ def test_apply_is_idempotent_and_completes_the_round(redis_url: str) -> None:
         assert (await store.client.hgetall(keys.ladder("L")))[b"rounds_rated"] == b"1"
         assert (await store.load_results("L", "r1", ["a", "b", "c"]))[2] is None
 
-    run(redis_url, body)
+    run(redis_url, body, cluster)
 
 
-def test_history_is_bounded_newest_last(redis_url: str) -> None:
+def test_history_is_bounded_newest_last(redis_url: str, cluster: bool) -> None:
     async def body(store: Store) -> None:
         for seq in range(1, 6):
             await apply_one(store, f"r{seq}", [write("a", seq, 1500.0 + seq, round_id=f"r{seq}")], now=0.0)
         history = await store.client.lrange(keys.history("L", "a"), 0, -1)
         assert [h.decode() for h in history] == [f'{{"player":"a","seq":{s}}}' for s in (3, 4, 5)]
 
-    run(redis_url, body)
+    run(redis_url, body, cluster)
 
 
-def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str) -> None:
+def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str, cluster: bool) -> None:
     mu = 1234.5678901234567 / 3.0
 
     async def body(store: Store) -> None:
@@ -114,13 +122,13 @@ def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str) -
         await apply_one(store, "r2", [write("a", 2, mu, round_id="r2"), write("new", 2, mu, round_id="r2")], now=0.0)
         assert (await store.load_priors("L", ["a", "new"], seq=3)).ready
 
-    run(redis_url, body)
+    run(redis_url, body, cluster)
 
 
-def test_scripts_reload_after_redis_forgets_them(redis_url: str) -> None:
+def test_scripts_reload_after_redis_forgets_them(redis_url: str, cluster: bool) -> None:
     async def body(store: Store) -> None:
         await apply_one(store, "r1", [write("a", 1, 1500.0)], now=0.0)
         await store.client.script_flush()
         assert (await apply_one(store, "r2", [write("a", 2, 1510.0, round_id="r2")], now=0.0)) == [True]
 
-    run(redis_url, body)
+    run(redis_url, body, cluster)

@@ -106,3 +106,14 @@ def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str) 
         assert abs(got[player] - reference.state("L", player).mu) <= 1e-9
     assert json.dumps(sorted(got)).count("/") == 8
     assert np.isfinite(list(got.values())).all()
+
+
+def test_fast_change_encoding_equals_the_contracts_json() -> None:
+    from stream.contracts import RatingChange
+    from stream.pipeline.phase_two import encode_change
+
+    for tier in ("Gold", None):
+        change = RatingChange(ladder="L", round_id="r/1", player="ünï", rank=2, field_size=3, performance=1501.25,
+                              mu_before=1500.0, sigma_before=350.0, mu_after=1490.123456789, sigma_after=250.5,
+                              display_rating=989.1, tier=tier, rounds_played=1, occurred_at=1.7e9)
+        assert encode_change(change) == change.to_json().encode()

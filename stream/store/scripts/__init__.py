@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from importlib import resources
 
-SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_round_results")
+SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_round_results", "load_players",
+                "mark_queued")
 
 
 def source(name: str) -> str:

@@ -1,0 +1,182 @@
+"""End-to-end pipeline benchmark on the embedded local stack (Tansu broker + redis-server).
+
+For rounds of 10, 1,000 and 10,000 players (one ladder per size, players drawn from a pool
+twice the round size, so consecutive rounds share players and the per-player barrier is
+exercised), it measures:
+
+* throughput: participations per second from the first publish (all rounds sent at once) to
+  the last rating-change event read back from Kafka;
+* latency: for rounds published one at a time (the next once the previous is rated), the time
+  from publish to the round's status ``rated`` in Redis, p50 and p99;
+* next to it, ``stream.batch.replay`` of the same rounds in process (the reference).
+
+Usage: python bench/pipeline.py [--workers 2] [--partitions 4] [--sizes 10,1000,10000]
+Prints a Markdown table (paste it into BENCHMARKS.md, pipeline section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import redis
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from stream.batch.replay import replay  # noqa: E402
+from stream.batch.synthetic import synthetic_rounds  # noqa: E402
+from stream.contracts import RoundResult  # noqa: E402
+from stream.engine import preset  # noqa: E402
+from stream.pipeline.topics import ensure  # noqa: E402
+from stream.settings import Settings  # noqa: E402
+from stream.stack.local import LocalStack  # noqa: E402
+from stream.store import keys  # noqa: E402
+
+#: rounds per size in the throughput run and in the latency run
+ROUNDS = {10: (400, 40), 1_000: (40, 20), 10_000: (8, 6)}
+POOL_FACTOR = 2
+POLL_S = 0.002
+TIMEOUT_S = 900.0
+STARTUP_S = 8.0
+"""Seconds given to the workers to join the consumer group before publishing."""
+
+
+@dataclass
+class Figures:
+    size: int
+    rounds: int
+    participations: int
+    stream_s: float
+    replay_s: float
+    latency_p50_s: float
+    latency_p99_s: float
+
+
+def make_rounds(size: int, count: int, ladder: str, seed: int) -> list[RoundResult]:
+    return list(synthetic_rounds(n_players=POOL_FACTOR * size, n_rounds=count, round_size=size, seed=seed,
+                                 ladder=ladder))
+
+
+def producer(bootstrap: str):  # type: ignore[no-untyped-def]
+    from kafka import KafkaProducer
+
+    return KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_request_size=64 * 1024 * 1024)
+
+
+def count_events(bootstrap: str, topic: str, expected: int, done: threading.Event, out: dict[str, float]) -> None:
+    """Read ``topic`` from the start until ``expected`` events arrived; record the last arrival time."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
+                             max_partition_fetch_bytes=16 * 1024 * 1024)
+    while not consumer.partitions_for_topic(topic):
+        time.sleep(0.05)
+    consumer.assign([TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)])
+    consumer.seek_to_beginning()
+    seen = 0
+    while seen < expected and not done.is_set():
+        for records in consumer.poll(timeout_ms=200).values():
+            seen += len(records)
+            out["last"] = time.time()
+    out["count"] = seen
+    consumer.close()
+
+
+def wait_rated(client: redis.Redis, ladder: str, round_ids: list[str]) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    pending = list(round_ids)
+    while pending:
+        pipe = client.pipeline(transaction=False)
+        for rid in pending:
+            pipe.hget(keys.round_record(ladder, rid), "status")
+        pending = [rid for rid, s in zip(pending, pipe.execute()) if s != b"rated"]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(pending)} rounds of {ladder} not rated")
+        time.sleep(POLL_S)
+
+
+def run_size(stack: LocalStack, prefix: str, size: int) -> Figures:
+    n_burst, n_latency = ROUNDS[size]
+    burst = make_rounds(size, n_burst, f"burst{size}", seed=size)
+    paced = make_rounds(size, n_latency, f"paced{size}", seed=size + 1)
+    participations = sum(r.field_size for r in burst)
+
+    started = time.perf_counter()
+    replay(burst, preset(Settings.from_env().engine_preset), keep_rounds=False)
+    replay_s = time.perf_counter() - started
+
+    client = redis.Redis.from_url(stack.redis_url)
+    topic = f"{prefix}rounds"
+    out: dict[str, float] = {}
+    done = threading.Event()
+    base = int(client.get(f"bench:{prefix}events") or 0)
+    reader = threading.Thread(target=count_events, args=(stack.bootstrap, f"{prefix}rating-changes",
+                                                         base + participations, done, out), daemon=True)
+    reader.start()
+    kafka = producer(stack.bootstrap)
+    first = time.time()
+    for r in burst:
+        kafka.send(topic, key=r.ladder.encode(), value=r.to_json().encode())
+    kafka.flush()
+    wait_rated(client, burst[0].ladder, [r.round_id for r in burst])
+    reader.join(timeout=TIMEOUT_S)
+    done.set()
+    client.set(f"bench:{prefix}events", base + participations)
+    stream_s = out["last"] - first
+
+    latencies = []
+    for r in paced:
+        sent = time.perf_counter()
+        kafka.send(topic, key=r.ladder.encode(), value=r.to_json().encode())
+        kafka.flush()
+        wait_rated(client, r.ladder, [r.round_id])
+        latencies.append(time.perf_counter() - sent)
+    client.set(f"bench:{prefix}events", base + participations + sum(r.field_size for r in paced))
+    kafka.close()
+    client.close()
+    return Figures(size, n_burst, participations, stream_s, replay_s,
+                   float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--sizes", default="10,1000,10000")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    prefix = "bench-"
+    with LocalStack.on_ports() as stack, tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=prefix,
+                   APP_ID=f"{prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL="warning")
+        ensure(Settings.from_env(env))
+        workers = [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO, env=env,
+                                    stdout=open(Path(tmp) / f"w{i}.log", "wb"), stderr=subprocess.STDOUT)
+                   for i in range(args.workers)]
+        try:
+            time.sleep(STARTUP_S)
+            rows = [run_size(stack, prefix, size) for size in sizes]
+        finally:
+            for w in workers:
+                w.terminate()
+            for w in workers:
+                w.wait(timeout=30)
+    print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}\n")
+    print("| players/round | rounds | participations | stream: part./s | replay: part./s | latency p50 | latency p99 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for f in rows:
+        print(f"| {f.size:,} | {f.rounds} | {f.participations:,} | {f.participations / f.stream_s:,.0f} "
+              f"| {f.participations / f.replay_s:,.0f} | {f.latency_p50_s * 1000:,.0f} ms | {f.latency_p99_s * 1000:,.0f} ms |")
+
+
+if __name__ == "__main__":
+    main()
