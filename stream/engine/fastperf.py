@@ -1,23 +1,27 @@
-"""Exact phase one in O(N * nodes): piecewise Chebyshev interpolation of the group equations.
+"""Exact phase one for huge rounds: Chebyshev interpolation of the group equations.
 
 Sort players by rank; for tie group g,
     Q_g(x) = sum_{j in groups < g} loss_j(x) + sum_{j in groups > g} win_j(x) + sum_{j in g} tie_j(x).
-At one point x, every player's three terms cost O(N), and a prefix sum of the losses plus a
-suffix sum of the wins (over the rank order) gives Q_g(x) for ALL groups at once.
+The roots are ordered (a better group's Q is pointwise larger, Theorem 5.2), so all of them lie
+between the roots of the worst and the best group, [x_lo, x_hi], which are solved first.
 
-The roots are ordered (a better group's Q is pointwise larger, Theorem 5.2), so they all lie
-between the roots of the worst and the best group, which are solved directly.  That range is cut
-into pieces of half-width ``PIECE_HALF_WIDTH`` x delta_min; Q_g is tabulated at the
-``NODES`` Chebyshev-Lobatto points of each piece (the endpoints are shared, so the signs at the
-breakpoints say which piece holds each group's root), turned into a Chebyshev series, and every
-group's root is found by the vectorised safeguarded Newton on its series inside its piece.
+Logistic model (module ``terms``): loss/win differ from b_j(x) = -c_j tanh((x - mu_j) c_j/2) by
+-/+ c_j, so  Q_g = S(x) + K_g + e sum_{j in g} b_j(x)  with ONE function shared by all groups,
+S = sum_j b_j, constants K_g = sum_{worse} c_j - sum_{better} c_j, and e = 1 (0 with split ties).
+Players with identical (mu, delta) (e.g. all newcomers) merge into one term of S with a
+multiplicity.  S is fitted on [x_lo, x_hi] by adaptive piecewise Chebyshev interpolation
+(``chebyshev.fit_adaptive``; every evaluation of S is one O(#distinct terms) pass, run on a
+small thread pool), re-expanded into short low-degree pieces (cheap to evaluate), and every
+group's root is found by a safeguarded Newton on S + K_g + its own tie terms, evaluated exactly.
 
-Accuracy: every term is analytic in the strip |Im x| < sqrt(3) delta_min (tanh poles; the
-Gaussian ratios' nearest complex zeros of the cdf lie farther, ~2.8 delta), so with
-half-width = delta_min the Bernstein ellipse parameter is ~3.7 and 33 nodes give ~1e-17 relative
-interpolation error; tests check agreement with the direct O(N^2) evaluation to 1e-9.
-Cost: (#pieces x NODES) evaluations of N terms, #pieces ~ root range / (2 delta_min), i.e. about
-O(N log N) for a round of N players; memory O(N + G x NODES / #pieces).
+Gaussian model (Elo-MMchi): no such shortcut, so ``GaussianPieces`` tabulates Q_g of the groups
+whose roots lie in each piece (prefix sums of losses, suffix sums of wins over the rank order),
+fits them adaptively and solves on the series.
+
+Accuracy: the fits are refined until their Chebyshev tails, divided by the equations' slope,
+are below ``ROOT_TOL`` (the terms are analytic in the strip |Im x| < sqrt(3) delta_min for tanh,
+~2.8 delta_min for the Gaussian ratios, so the tails decay geometrically); tests check agreement
+with the direct O(N^2) evaluation to 1e-9.
 """
 
 from __future__ import annotations
@@ -26,62 +30,221 @@ import math
 
 import numpy as np
 
-from .numerical import solve_newton
+from .chebyshev import clenshaw, derivative_coefficients, fit_adaptive, lobatto, values_to_coefficients
+from .numerical import map_points, solve_bracketed, solve_newton
+from .params import SOLVER_BOUNDS
 from .performance import GroupEquations, solve_groups_direct
 from .ranking import TieGroups
 from .state import TANH_MULTIPLIER
 from .terms import logistic_terms
 
-NODES = 33
-"""Chebyshev-Lobatto nodes per piece (a polynomial of degree 32)."""
-PIECE_HALF_WIDTH = 1.0
-"""Half-width of a piece, in units of the smallest opponent delta."""
+ROOT_TOL = 1e-11
+"""Rating points: target effect of a fit's interpolation error on a root (tail / slope)."""
+NOISE_ULPS = 256.0
+"""Fits need not beat this many ulps of the equation's scale (the sum of |terms|): rounding."""
+STRIP_HALF_WIDTH = math.sqrt(3.0)
+"""The logistic terms are analytic for |Im x| < sqrt(3) delta (poles of tanh), in delta units."""
+PIECE_HALF_WIDTH = 6.0
+"""Initial fit pieces, in units of delta_min: the Bernstein ellipse of [-6, 6] delta_min through
+the strip has rho ~ 1.33, so 129 nodes reach ~1e-16 even in the worst case (fewer usually do)."""
+MIN_PIECE_HALF_WIDTH = 1e-3
+"""Pieces are not split below this (delta_min units); their fit is then used as it is."""
+SUB_NODES = 12
+"""Nodes of the short pieces S is re-expanded into for the Newton stage (degree 11)."""
+SUB_RHO = 30.0
+"""Their half-width is strip / SUB_RHO: error ~ SUB_RHO^-(SUB_NODES-1) ~ 6e-17 relative."""
+PARALLEL_MIN_TERMS = 20_000
+"""Below this many terms, evaluations run on the calling thread (thread overhead dominates)."""
 
 
-def _lobatto(m: int) -> np.ndarray:
-    """Chebyshev points of the second kind on [-1, 1], descending (cos(j pi/(m-1)))."""
-    return np.cos(np.pi * np.arange(m) / (m - 1))
+def _secant_slope(xs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Smallest |secant slope| between consecutive nodes, per series (the equations are monotone)."""
+    return (np.abs(np.diff(values, axis=0)) / np.abs(np.diff(xs))[:, None]).min(axis=0)
 
 
-def _values_to_coefficients(m: int) -> np.ndarray:
-    """Matrix C with coeffs = values @ C.T (DCT-I on the Lobatto points)."""
-    j = np.arange(m)
-    c = np.cos(np.pi * np.outer(j, j) / (m - 1)) * (2.0 / (m - 1))
-    c[:, 0] *= 0.5
-    c[:, -1] *= 0.5
-    c[0, :] *= 0.5
-    c[-1, :] *= 0.5
-    return c
+class LogisticSum:
+    """S(x) = sum_j -c_j tanh((x - mu_j) c_j/2) over all players, identical (mu, delta) merged."""
+
+    def __init__(self, mu: np.ndarray, delta: np.ndarray):
+        pairs, counts = np.unique(mu + 1j * delta, return_counts=True)  # sorts by (mu, delta)
+        self.mu = np.ascontiguousarray(pairs.real)
+        c = TANH_MULTIPLIER / np.ascontiguousarray(pairs.imag)
+        self.half_c = 0.5 * c
+        self.weight = counts * c
+        self.scale = float(self.weight.sum())
+        self.parallel = self.mu.shape[0] >= PARALLEL_MIN_TERMS
+
+    def value(self, x: float) -> float:
+        z = np.subtract(x, self.mu)
+        z *= self.half_c
+        np.tanh(z, out=z)
+        z *= self.weight
+        return -float(z.sum())
+
+    def value_and_slope(self, x: float) -> tuple[float, float]:
+        z = np.subtract(x, self.mu)
+        z *= self.half_c
+        with np.errstate(over="ignore"):
+            sech2 = np.cosh(z) ** -2.0  # not 1 - tanh^2, which underflows already at |z| ~ 19
+        np.tanh(z, out=z)
+        z *= self.weight
+        sech2 *= self.weight
+        sech2 *= self.half_c
+        return -float(z.sum()), -float(sech2.sum())
+
+    def values(self, xs: np.ndarray) -> np.ndarray:
+        return np.array(map_points(self.value, xs.tolist(), parallel=self.parallel))
 
 
-def _derivative_coefficients(coef: np.ndarray) -> np.ndarray:
-    """Chebyshev coefficients of d/dt of the series; ``coef`` is (m, series), one row per degree."""
-    m = coef.shape[0]
-    d = np.zeros_like(coef)
-    for k in range(m - 2, -1, -1):
-        d[k] = 2.0 * (k + 1) * coef[k + 1]
-        if k + 2 < m:
-            d[k] += d[k + 2]
-    d[0] *= 0.5
-    return d
+class TieTerms:
+    """e sum_{j in g} b_j(x_g) and its derivative, for every group at its own point x_g."""
+
+    def __init__(self, eq: GroupEquations, n_groups: int, extra: float):
+        self.mu = eq.mu
+        self.c = TANH_MULTIPLIER / eq.delta
+        self.group = eq.group_sorted
+        self.n_groups = n_groups
+        self.extra = extra
+
+    def at(self, x_of_group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = x_of_group[self.group] - self.mu
+        z *= 0.5 * self.c
+        with np.errstate(over="ignore"):
+            slope = -0.5 * self.extra * self.c**2 * np.cosh(z) ** -2.0
+        value = -self.extra * self.c * np.tanh(z)
+        return (
+            np.bincount(self.group, weights=value, minlength=self.n_groups),
+            np.bincount(self.group, weights=slope, minlength=self.n_groups),
+        )
 
 
-def _clenshaw(coef: np.ndarray, idx: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Evaluate series ``idx`` of ``coef`` ((m, series), one row per degree) each at its own t."""
-    b1 = np.zeros_like(t)
-    b2 = np.zeros_like(t)
-    for k in range(coef.shape[0] - 1, 0, -1):
-        b1, b2 = 2.0 * t * b1 - b2 + coef[k, idx], b1
-    return t * b1 - b2 + coef[0, idx]
+class PiecewiseSeries:
+    """A function as Chebyshev series on consecutive pieces [edges[k], edges[k+1]]."""
+
+    def __init__(self, edges: np.ndarray, coef: np.ndarray):
+        self.edges = edges
+        self.mid = 0.5 * (edges[1:] + edges[:-1])
+        self.half = 0.5 * (edges[1:] - edges[:-1])
+        self.coef = coef  # (degree + 1, pieces)
+        self.dcoef = derivative_coefficients(coef) / self.half
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(value, derivative) at x (clamped to the covered range)."""
+        k = np.clip(np.searchsorted(self.edges, x, side="right") - 1, 0, self.mid.shape[0] - 1)
+        t = np.clip((x - self.mid[k]) / self.half[k], -1.0, 1.0)
+        return clenshaw(self.coef, t, k), clenshaw(self.dcoef, t, k)
+
+
+def _fit_pieces(evaluate, a: float, b: float, half_width: float, tolerance) -> list[tuple[float, float, np.ndarray]]:
+    """Adaptive piecewise fit of [a, b]: pieces of ``half_width`` refined by degree, then halved
+    while a piece's tail stays above tolerance.  Returns (a_k, b_k, coefficients) in order."""
+    n = max(1, math.ceil((b - a) / (2.0 * half_width)))
+    todo = [(float(lo), float(hi)) for lo, hi in zip(np.linspace(a, b, n + 1)[:-1], np.linspace(a, b, n + 1)[1:])]
+    done = []
+    min_width = 2.0 * MIN_PIECE_HALF_WIDTH * half_width / PIECE_HALF_WIDTH
+    while todo:
+        lo, hi = todo.pop()
+        coef, ok = fit_adaptive(evaluate, lo, hi, tolerance)
+        if ok or hi - lo <= min_width:
+            done.append((lo, hi, coef))
+        else:
+            m = 0.5 * (lo + hi)
+            todo += [(lo, m), (m, hi)]
+    return sorted(done, key=lambda piece: piece[0])
+
+
+def _reexpand(pieces: list[tuple[float, float, np.ndarray]], sub_half: float) -> PiecewiseSeries:
+    """The fitted pieces re-expanded into short pieces of degree SUB_NODES - 1 (exact to
+    rounding: each is analytic well beyond its Bernstein ellipse), for fast evaluation."""
+    edges, coefs = [], []
+    nodes = lobatto(SUB_NODES)
+    to_coef = values_to_coefficients(SUB_NODES)
+    for lo, hi, coef in pieces:
+        n = max(1, math.ceil((hi - lo) / (2.0 * sub_half)))
+        sub_edges = np.linspace(lo, hi, n + 1)
+        mid, half = 0.5 * (sub_edges[1:] + sub_edges[:-1]), 0.5 * (sub_edges[1:] - sub_edges[:-1])
+        x = mid[None, :] + half[None, :] * nodes[:, None]  # (SUB_NODES, n)
+        t = np.clip((x - 0.5 * (lo + hi)) / (0.5 * (hi - lo)), -1.0, 1.0)
+        values = clenshaw(coef[:, 0], t.ravel()).reshape(x.shape)
+        coefs.append(to_coef @ values)
+        edges.append(sub_edges[:-1])
+    edges.append(np.array([pieces[-1][1]]))
+    return PiecewiseSeries(np.concatenate(edges), np.concatenate(coefs, axis=1))
+
+
+def _solve_logistic(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
+    n_groups = groups.n_groups
+    total = LogisticSum(eq.mu, eq.delta)
+    c = TANH_MULTIPLIER / eq.delta
+    before = np.concatenate(([0.0], np.cumsum(c)))
+    k = (before[-1] - before[groups.start + groups.size]) - before[groups.start]
+    extra = 0.0 if eq.split_ties else 1.0
+    ties = TieTerms(eq, n_groups, extra)
+
+    # the extreme groups, directly: S costs one pass over the distinct terms
+    ends = np.array([n_groups - 1, 0])
+
+    def f_ends(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s = np.array(map_points(total.value_and_slope, x.tolist(), parallel=total.parallel))
+        g = ends[idx]
+        value, slope = s[:, 0] + k[g], s[:, 1]
+        if extra:
+            for i, gi in enumerate(g):
+                members = slice(groups.start[gi], groups.start[gi] + groups.size[gi])
+                z = (x[i] - eq.mu[members]) * 0.5 * c[members]
+                with np.errstate(over="ignore"):
+                    value[i] -= float((c[members] * np.tanh(z)).sum())
+                    slope[i] -= float((0.5 * c[members] ** 2 * np.cosh(z) ** -2.0).sum())
+        return value, slope
+
+    x_lo, x_hi = solve_bracketed(
+        f_ends, np.full(2, SOLVER_BOUNDS[0]), np.full(2, SOLVER_BOUNDS[1]),
+        np.full(2, 0.5 * sum(SOLVER_BOUNDS)), increasing=False,
+    )
+    roots = np.empty(n_groups)
+    roots[0], roots[-1] = x_hi, x_lo
+    if n_groups <= 2:
+        return roots
+    if not x_hi > x_lo:
+        roots[1:-1] = x_lo
+        return roots
+
+    delta_min = float(eq.delta.min())
+    floor = NOISE_ULPS * np.finfo(float).eps * total.scale
+
+    def tolerance(xs: np.ndarray, values: np.ndarray) -> np.ndarray:
+        return np.maximum(ROOT_TOL * _secant_slope(xs, values), floor)
+
+    pieces = _fit_pieces(
+        lambda xs: total.values(xs)[:, None], x_lo, x_hi, PIECE_HALF_WIDTH * delta_min, tolerance
+    )
+    series = _reexpand(pieces, STRIP_HALF_WIDTH * delta_min / SUB_RHO)
+
+    # initial guesses: solve S(x) = -K_g on a table of S (decreasing) at the short pieces' edges
+    table_s, _ = series(series.edges)
+    guess = np.interp(-k, table_s[::-1], series.edges[::-1])
+    x_all = guess.copy()
+    inner = np.arange(1, n_groups - 1)
+
+    def f_inner(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g = inner[idx]
+        s, sp = series(x)
+        value, slope = s + k[g], sp
+        if extra:
+            x_all[g] = x
+            tv, ts = ties.at(x_all)
+            value, slope = value + tv[g], slope + ts[g]
+        return value, slope
+
+    roots[inner] = solve_bracketed(
+        f_inner, np.full(inner.shape[0], x_lo), np.full(inner.shape[0], x_hi), guess[inner],
+        increasing=False,
+    )
+    return roots
 
 
 class _AllGroups:
-    """Q_g(x) for every group at one scalar x, via prefix/suffix sums over the rank order.
-
-    Logistic shortcut: loss/win differ from b_j(x) = -c_j tanh((x - mu_j) c_j / 2) by -/+ c_j,
-    so Q_g = S(x) + K_g + (tie_mult - 1) sum_{j in g} b_j(x) with one shared S = sum_j b_j and
-    constants K_g = sum_{worse} c_j - sum_{better} c_j: one tanh pass and no prefix sums.
-    """
+    """Q_g(x) for every group at one scalar x, via prefix/suffix sums over the rank order."""
 
     def __init__(self, eq: GroupEquations, groups: TieGroups):
         self.eq = eq
@@ -89,38 +252,20 @@ class _AllGroups:
         self.end = groups.start + groups.size
         self.group_sorted = eq.group_sorted
         self.n_groups = groups.n_groups
-        self.logistic = eq.terms is logistic_terms
-        if self.logistic:
-            self.c = TANH_MULTIPLIER / eq.delta
-            self.half_c = 0.5 * self.c
-            before = np.concatenate(([0.0], np.cumsum(self.c)))
-            total = before[-1]
-            self.k = (total - before[self.end]) - before[self.start]
-            self.tie_extra = 0.0 if eq.split_ties else 1.0
 
     def at(self, x: float) -> np.ndarray:
         eq = self.eq
-        if self.logistic:
-            b = np.subtract(x, eq.mu)
-            b *= self.half_c
-            np.tanh(b, out=b)
-            b *= self.c
-            q = self.k - b.sum()
-            if self.tie_extra:
-                q = q - self._group_sums(b)
-            return q
         loss, win, tie = eq.terms(x, eq.mu, eq.delta, eq.split_ties, derivative=False)
         before = np.concatenate(([0.0], np.cumsum(loss)))[self.start]
         after = np.concatenate((np.cumsum(win[::-1])[::-1], [0.0]))[self.end]
-        return before + after + self._group_sums(tie)
-
-    def _group_sums(self, values: np.ndarray) -> np.ndarray:
-        """Sum of ``values`` (in rank order) over each tie group (bincount beats reduceat)."""
-        return np.bincount(self.group_sorted, weights=values, minlength=self.n_groups)
+        return before + after + np.bincount(self.group_sorted, weights=tie, minlength=self.n_groups)
 
 
-def solve_groups_chebyshev(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
-    """Every tie group's root (best group first), exact to interpolation accuracy."""
+NODES = 33
+GAUSS_PIECE_HALF_WIDTH = 1.0
+
+
+def _solve_gaussian(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
     n_groups = groups.n_groups
     extremes = solve_groups_direct(eq, np.array([n_groups - 1, 0]))
     x_lo, x_hi = float(extremes[0]), float(extremes[1])
@@ -128,31 +273,35 @@ def solve_groups_chebyshev(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
     roots[0], roots[-1] = x_hi, x_lo
     if n_groups <= 2:
         return roots
-    h = PIECE_HALF_WIDTH * float(eq.delta.min())
+    h = GAUSS_PIECE_HALF_WIDTH * float(eq.delta.min())
     n_pieces = max(1, math.ceil((x_hi - x_lo) / (2.0 * h)))
     edges = np.linspace(x_lo, x_hi, n_pieces + 1)
     allq = _AllGroups(eq, groups)
     inner = np.arange(1, n_groups - 1)
-
-    # piece of each inner group: Q_g is decreasing, so count interior breakpoints with Q_g > 0
     edge_q = np.stack([allq.at(float(e))[inner] for e in edges[1:-1]]) if n_pieces > 1 else None
     piece = (edge_q > 0).sum(axis=0) if edge_q is not None else np.zeros(inner.shape[0], dtype=int)
-
-    nodes = _lobatto(NODES)
-    to_coef = _values_to_coefficients(NODES)
-    for k in np.unique(piece):
-        members = inner[piece == k]
-        a, b = edges[k], edges[k + 1]
+    nodes = lobatto(NODES)
+    to_coef = values_to_coefficients(NODES)
+    for kk in np.unique(piece):
+        members = inner[piece == kk]
+        a, b = edges[kk], edges[kk + 1]
         mid, half = 0.5 * (a + b), 0.5 * (b - a)
-        values = np.stack([allq.at(mid + half * t)[members] for t in nodes])  # (nodes, groups)
+        values = np.stack([allq.at(mid + half * t)[members] for t in nodes])
         coef = to_coef @ values
-        dcoef = _derivative_coefficients(coef) / half
+        dcoef = derivative_coefficients(coef) / half
 
         def f(x: np.ndarray, idx: np.ndarray, coef=coef, dcoef=dcoef, mid=mid, half=half):
             t = (x - mid) / half
-            return _clenshaw(coef, idx, t), _clenshaw(dcoef, idx, t)
+            return clenshaw(coef, t, idx), clenshaw(dcoef, t, idx)
 
         roots[members] = solve_newton(
             f, np.full(members.shape[0], a), np.full(members.shape[0], b), increasing=False
         )
     return roots
+
+
+def solve_groups_chebyshev(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
+    """Every tie group's root (best group first), exact to interpolation accuracy."""
+    if eq.terms is logistic_terms:
+        return _solve_logistic(eq, groups)
+    return _solve_gaussian(eq, groups)

@@ -3,9 +3,15 @@ run for many independent monotone equations at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import TypeVar
 
 import numpy as np
+
+R = TypeVar("R")
 
 NEWTON_SHRINK = 0.75
 """A Newton guess is clamped to the 75 % of the bracket nearest the side it came from."""
@@ -53,3 +59,67 @@ def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray, *, increasing: bo
         active = active[~done]
     result[active] = guess[active]
     return result
+
+
+NEWTON_STEP_TOL = 1e-7
+"""Rating points: a Newton step this small ends the iteration; the error left after it is
+~ step^2 |f''/2f'| (quadratic convergence), far below 1e-12 for phase one's equations."""
+BRACKET_RTOL = 4.0 * np.finfo(float).eps
+"""A bracket this narrow (relative to max(1, |x|)) is floating-point resolution: stop."""
+
+
+def solve_bracketed(
+    f: Equations, lo: np.ndarray, hi: np.ndarray, guess: np.ndarray, *, increasing: bool
+) -> np.ndarray:
+    """Zero of each monotone equation on its bracket [lo, hi], starting from ``guess``.
+
+    Safeguarded Newton (rtsafe): each evaluation's sign moves one end of the bracket to the
+    guess; a Newton point outside the new bracket is replaced by the bracket's midpoint.  An
+    equation stops after a Newton step shorter than ``NEWTON_STEP_TOL`` or when its bracket
+    reaches floating-point resolution.  Unlike :func:`solve_newton` (the reference's rule, kept
+    for the direct solver) this starts from a good guess and so needs only a few evaluations.
+    """
+    lo = np.array(lo, dtype=float, copy=True)
+    hi = np.array(hi, dtype=float, copy=True)
+    x = np.clip(np.array(guess, dtype=float, copy=True), lo, hi)
+    active = np.arange(x.shape[0])
+    for _ in range(MAX_NEWTON_ITER):
+        if active.size == 0:
+            break
+        xa = x[active]
+        s, sp = f(xa, active)
+        root_above = (s < 0) if increasing else (s > 0)
+        a = np.where(root_above, xa, lo[active])
+        b = np.where(root_above, hi[active], xa)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = s / sp
+        converged = (s == 0.0) | (np.abs(step) <= NEWTON_STEP_TOL)  # False for nan
+        nxt = xa - np.where(converged & (s == 0.0), 0.0, step)
+        newton_ok = (nxt > a) & (nxt < b)  # False for nan/inf too
+        nxt = np.where(converged, np.clip(nxt, a, b), np.where(newton_ok, nxt, 0.5 * (a + b)))
+        resolution = BRACKET_RTOL * np.maximum(1.0, np.abs(nxt))
+        done = converged | (b - a <= resolution)
+        lo[active], hi[active], x[active] = a, b, nxt
+        active = active[~done]
+    return x
+
+
+MAX_THREADS = 4
+"""Threads for independent N-sized evaluations (numpy ufuncs release the GIL)."""
+
+
+@cache
+def _pool() -> ThreadPoolExecutor | None:
+    threads = min(MAX_THREADS, os.cpu_count() or 1)
+    return ThreadPoolExecutor(threads, thread_name_prefix="engine") if threads > 1 else None
+
+
+def map_points(fn: Callable[[float], R], items: Iterable[float], *, parallel: bool = True) -> list[R]:
+    """``[fn(item) for item in items]``, on a small thread pool when ``parallel``.
+
+    Each item is computed entirely by one thread, so the results are bit-identical whatever the
+    number of threads (a requirement: the pipeline and replay must obtain the same floats)."""
+    pool = _pool() if parallel else None
+    if pool is None:
+        return [fn(item) for item in items]
+    return list(pool.map(fn, items))

@@ -1,0 +1,97 @@
+"""Chebyshev interpolation on an interval: nested Lobatto nodes, coefficients, Clenshaw, and an
+adaptive fit that adds nodes until the series' tail is below a tolerance (used by ``fastperf``).
+
+A function analytic in the Bernstein ellipse E_rho around [a, b] has Chebyshev coefficients
+decaying like rho^-k (Trefethen, ATAP Thm 8.1), so the size of the last coefficients of an
+interpolant bounds its error; the Lobatto sets with 2^j + 1 points are nested, so raising the
+degree reuses every value already computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import numpy as np
+
+NODE_LEVELS = (17, 33, 65, 129)
+"""Nested Chebyshev-Lobatto sizes tried in turn by :func:`fit_adaptive`."""
+TAIL_FRACTION = 4
+"""The tail checked for convergence: the last 1/TAIL_FRACTION of the coefficients."""
+
+
+@cache
+def lobatto(m: int) -> np.ndarray:
+    """Chebyshev points of the second kind on [-1, 1], descending (cos(j pi/(m-1)))."""
+    return np.cos(np.pi * np.arange(m) / (m - 1))
+
+
+@cache
+def values_to_coefficients(m: int) -> np.ndarray:
+    """Matrix C with coeffs = C @ values (DCT-I on the Lobatto points)."""
+    j = np.arange(m)
+    c = np.cos(np.pi * np.outer(j, j) / (m - 1)) * (2.0 / (m - 1))
+    c[:, 0] *= 0.5
+    c[:, -1] *= 0.5
+    c[0, :] *= 0.5
+    c[-1, :] *= 0.5
+    return c
+
+
+def derivative_coefficients(coef: np.ndarray) -> np.ndarray:
+    """Chebyshev coefficients of d/dt of the series; ``coef`` is (m, series), one row per degree."""
+    m = coef.shape[0]
+    d = np.zeros_like(coef)
+    for k in range(m - 2, -1, -1):
+        d[k] = 2.0 * (k + 1) * coef[k + 1]
+        if k + 2 < m:
+            d[k] += d[k + 2]
+    d[0] *= 0.5
+    return d
+
+
+def clenshaw(coef: np.ndarray, t: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+    """Evaluate Chebyshev series at t in [-1, 1].  ``coef`` is (m, series) degree-major; with
+    ``idx`` point i uses series idx[i], otherwise ``coef`` must be (m,) (one shared series)."""
+    b1 = np.zeros_like(t)
+    b2 = np.zeros_like(t)
+    two_t = 2.0 * t
+    for k in range(coef.shape[0] - 1, 0, -1):
+        ck = coef[k] if idx is None else coef[k, idx]
+        b0 = two_t * b1
+        b0 -= b2
+        b0 += ck
+        b1, b2 = b0, b1
+    c0 = coef[0] if idx is None else coef[0, idx]
+    return t * b1 - b2 + c0
+
+
+def fit_adaptive(
+    evaluate: Callable[[np.ndarray], np.ndarray],
+    a: float,
+    b: float,
+    tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, bool]:
+    """Chebyshev coefficients (m, series) of the functions ``evaluate`` tabulates on [a, b].
+
+    ``evaluate(xs)`` returns the (len(xs), series) values at the points xs; ``tolerance(xs,
+    values)`` the largest acceptable interpolation error of each series.  The node count goes
+    through ``NODE_LEVELS`` until the coefficient tail of every series is within tolerance;
+    returns (coefficients, converged).  Values are only ever computed once per point.
+    """
+    mid, half = 0.5 * (a + b), 0.5 * (b - a)
+    values = None
+    for m in NODE_LEVELS:
+        xs = mid + half * lobatto(m)
+        if values is None:
+            values = evaluate(xs)
+        else:  # the previous level's nodes are every other node of this level
+            fresh = evaluate(xs[1::2])
+            merged = np.empty((m, values.shape[1]))
+            merged[0::2], merged[1::2] = values, fresh
+            values = merged
+        coef = values_to_coefficients(m) @ values
+        tail = np.abs(coef[m - m // TAIL_FRACTION :]).sum(axis=0)
+        if np.all(tail <= tolerance(xs, values)):
+            return coef, True
+    return coef, False
