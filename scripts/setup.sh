@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/bin/redis-server ] || need+=(redis-server)  # Debian's build has TLS (tests/security)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)  # test certificates (tests/security)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 if [ ${#need[@]} -gt 0 ]; then
