@@ -1,1 +1,37 @@
-"""pipeline."""
+"""The streaming pipeline: Faust agents that rate rounds from Kafka into Redis.
+
+Layout: ``app.py`` (the faust.App from Settings), ``topics.py`` (topic declarations and
+creation), ``agents.py`` (thin agents), ``phase_one.py`` / ``phase_two.py`` (plain async
+handlers, testable without Kafka), ``barrier.py`` (per-player barrier), ``partitioner.py``
+(Kafka's murmur2), ``messages.py``, ``metrics.py`` (Prometheus), ``web.py`` (read API in the
+worker), ``context.py`` (shared dependencies).
+
+Design (the guarantee: after the stream drains, Redis equals ``stream.batch.replay`` of the
+same rounds within 1e-9, whatever the number of workers and partitions):
+
+1. ``rounds`` is keyed by ladder, so a ladder is one partition, read in publish order by the
+   phase-one agent (one actor per partition: ladders on different partitions run in parallel).
+2. Phase one registers the round id once per ladder (Lua): the first registration assigns the
+   ladder's next sequence number ``seq``; a re-published round (same content hash) is a
+   duplicate; the same id with different content goes to ``rounds-dlq`` as ``conflict``.
+   Unparseable or invalid input goes to ``rounds-dlq`` with its reason; outcome-free rounds
+   are recorded (status ``no_outcome``) and rate nobody.
+3. Per-player barrier: before reading priors for round ``seq``, phase one waits until every
+   participant's ``queued_seq`` (set by the phase one of their previous round) equals their
+   ``last_seq`` (set by phase two). So round t+1 sees round t's posteriors for every shared
+   player, while rounds with disjoint players overlap freely. The wait backs off (bounded),
+   warns, and after SWEEP_TIMEOUT_S re-sends the stored fan-out of the rounds it waits on.
+4. Phase one runs ``engine.phase_one`` vectorised over the round, marks ``queued_seq = seq``,
+   STORES the fan-out (one PlayerUpdate per partition, Kafka's murmur2 partition of each
+   player id, sent to that partition explicitly) and marks the round ``pending``, then sends
+   the stored messages. A redelivered round re-sends the stored bytes, never recomputes from
+   priors that have moved on.
+5. Phase two takes batches of ``player-updates``, loads the players' packed states, runs
+   ``engine.phase_two`` per round vectorised, and writes everything in ONE Redis round trip:
+   per-player Lua (skip if ``last_seq >= seq``; state, history) and per-round Lua (results
+   with HSETNX, leaderboard, pending count, status ``rated``). Then it emits RatingChange
+   events (key = player); an already-applied player's event is re-emitted from the stored
+   round results, so duplicates carry the same ``event_id`` and content.
+6. Every send is awaited to the broker's acknowledgement before the input event is acked:
+   a crash redelivers input, which the idempotent steps above absorb.
+"""
