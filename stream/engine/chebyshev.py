@@ -71,17 +71,18 @@ def fit_adaptive(
     a: float,
     b: float,
     tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
-) -> tuple[np.ndarray, bool]:
+    levels: tuple[int, ...] = NODE_LEVELS,
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """Chebyshev coefficients (m, series) of the functions ``evaluate`` tabulates on [a, b].
 
     ``evaluate(xs)`` returns the (len(xs), series) values at the points xs; ``tolerance(xs,
     values)`` the largest acceptable interpolation error of each series.  The node count goes
-    through ``NODE_LEVELS`` until the coefficient tail of every series is within tolerance;
-    returns (coefficients, converged).  Values are only ever computed once per point.
+    through ``levels`` (nested Lobatto sizes) until the coefficient tail of every series is within tolerance;
+    returns (coefficients, values at the m Lobatto points (descending x), converged).  Values are only ever computed once per point.
     """
     mid, half = 0.5 * (a + b), 0.5 * (b - a)
     values = None
-    for m in NODE_LEVELS:
+    for m in levels:
         xs = mid + half * lobatto(m)
         if values is None:
             values = evaluate(xs)
@@ -93,5 +94,5 @@ def fit_adaptive(
         coef = values_to_coefficients(m) @ values
         tail = np.abs(coef[m - m // TAIL_FRACTION :]).sum(axis=0)
         if np.all(tail <= tolerance(xs, values)):
-            return coef, True
-    return coef, False
+            return coef, values, True
+    return coef, values, False
