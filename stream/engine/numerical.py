@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import numpy as np
 
+T = TypeVar("T")
 R = TypeVar("R")
 
 NEWTON_SHRINK = 0.75
@@ -115,7 +116,7 @@ def _pool() -> ThreadPoolExecutor | None:
     return ThreadPoolExecutor(threads, thread_name_prefix="engine") if threads > 1 else None
 
 
-def map_points(fn: Callable[[float], R], items: Iterable[float], *, parallel: bool = True) -> list[R]:
+def map_points(fn: Callable[[T], R], items: Iterable[T], *, parallel: bool = True) -> list[R]:
     """``[fn(item) for item in items]``, on a small thread pool when ``parallel``.
 
     Each item is computed entirely by one thread, so the results are bit-identical whatever the
