@@ -50,6 +50,8 @@ PIECE_HALF_WIDTH = 6.0
 the strip has rho ~ 1.33, so 129 nodes reach ~1e-16 even in the worst case (fewer usually do)."""
 MIN_PIECE_HALF_WIDTH = 1e-3
 """Pieces are not split below this (delta_min units); their fit is then used as it is."""
+LOGISTIC_NODE_LEVELS = (17, 33, 65, 129)
+"""Nested node counts tried on each piece of S before it is halved."""
 SUB_NODES = 12
 """Nodes of the short pieces S is re-expanded into for the Newton stage (degree 11)."""
 SUB_RHO = 30.0
@@ -145,7 +147,7 @@ def _fit_pieces(evaluate, a: float, b: float, half_width: float, tolerance) -> l
     min_width = 2.0 * MIN_PIECE_HALF_WIDTH * half_width / PIECE_HALF_WIDTH
     while todo:
         lo, hi = todo.pop()
-        coef, _, ok = fit_adaptive(evaluate, lo, hi, tolerance)
+        coef, _, ok = fit_adaptive(evaluate, lo, hi, tolerance, LOGISTIC_NODE_LEVELS)
         if ok or hi - lo <= min_width:
             done.append((lo, hi, coef))
         else:
@@ -177,7 +179,7 @@ def _solve_logistic(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
     n_groups = groups.n_groups
     total = LogisticSum(eq.mu, eq.delta)
     c = TANH_MULTIPLIER / eq.delta
-    before = np.concatenate(([0.0], np.cumsum(c)))
+    before = prefix_sums(c)  # K_g = sum_{worse} c_j - sum_{better} c_j
     k = (before[-1] - before[groups.start + groups.size]) - before[groups.start]
     extra = 0.0 if eq.split_ties else 1.0
     ties = TieTerms(eq, n_groups, extra)
