@@ -18,6 +18,14 @@ NODE_LEVELS = (17, 33, 65, 129)
 """Nested Chebyshev-Lobatto sizes tried in turn by :func:`fit_adaptive`."""
 TAIL_FRACTION = 4
 """The tail checked for convergence: the last 1/TAIL_FRACTION of the coefficients."""
+ROOT_TOL = 1e-11
+"""Rating points: a fit is accepted when its tail, divided by the equation's slope, is below
+this (the error it can cause on a root)."""
+NOISE_ULPS = 256.0
+"""...or when its tail is below this many ulps of the equation's scale (sum of |terms|):
+rounding, which more nodes cannot remove."""
+MIN_PIECE_HALF_WIDTH = 1e-3
+"""Pieces are not halved below this (units of delta_min); their fit is then used as it is."""
 
 
 @cache
@@ -66,6 +74,18 @@ def clenshaw(coef: np.ndarray, t: np.ndarray, idx: np.ndarray | None = None) -> 
     return t * b1 - b2 + c0
 
 
+def root_tolerance(scale: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``tolerance`` for :func:`fit_adaptive` of monotone equations whose terms sum to ~scale in
+    absolute value: ROOT_TOL x the smallest |secant slope| between nodes, at least rounding."""
+    floor = NOISE_ULPS * np.finfo(float).eps * scale
+
+    def tolerance(xs: np.ndarray, values: np.ndarray) -> np.ndarray:
+        slope = (np.abs(np.diff(values, axis=0)) / np.abs(np.diff(xs))[:, None]).min(axis=0)
+        return np.maximum(ROOT_TOL * slope, floor)
+
+    return tolerance
+
+
 def fit_adaptive(
     evaluate: Callable[[np.ndarray], np.ndarray],
     a: float,
@@ -77,8 +97,9 @@ def fit_adaptive(
 
     ``evaluate(xs)`` returns the (len(xs), series) values at the points xs; ``tolerance(xs,
     values)`` the largest acceptable interpolation error of each series.  The node count goes
-    through ``levels`` (nested Lobatto sizes) until the coefficient tail of every series is within tolerance;
-    returns (coefficients, values at the m Lobatto points (descending x), converged).  Values are only ever computed once per point.
+    through ``levels`` (nested Lobatto sizes) until the coefficient tail of every series is
+    within tolerance; returns (coefficients, values at the m Lobatto points (descending x),
+    converged).  Values are only ever computed once per point.
     """
     mid, half = 0.5 * (a + b), 0.5 * (b - a)
     values = None

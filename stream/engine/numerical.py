@@ -108,6 +108,13 @@ def solve_bracketed(
 
 MAX_THREADS = 4
 """Threads for independent N-sized evaluations (numpy ufuncs release the GIL)."""
+PARALLEL_MIN_ELEMENTS = 20_000
+"""Smaller evaluations run on the calling thread (thread hand-off costs more than it saves)."""
+
+
+def worth_threads(elements: int) -> bool:
+    """Whether evaluations over ``elements`` array elements should go to the thread pool."""
+    return elements >= PARALLEL_MIN_ELEMENTS
 
 
 @cache

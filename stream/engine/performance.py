@@ -8,7 +8,8 @@ bracket (-6000, 9000) with its safeguarded Newton.
 Two exact solvers:
 * ``direct``: evaluates Q_g by summing over all N players (O(N) per evaluation, chunked);
   used for small rounds, for the two extreme groups, and as the test oracle;
-* ``chebyshev`` (module ``fastperf``): O(N * nodes), for large rounds.
+* ``chebyshev`` (module ``fastperf``): Chebyshev fits of the group equations, O(N x nodes) with
+  ~100-600 N-sized passes, for large rounds (exact to ~1e-11 rating points).
 The ``-fast`` presets instead use the authors' opponent subsampling (module ``subsample``).
 """
 

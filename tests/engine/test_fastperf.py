@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 
-from stream.engine import fastperf, numerical, phase_one, preset
+from stream.engine import fastperf_gaussian, fastperf_logistic, numerical, phase_one, preset
 from stream.engine.fastperf import solve_groups_chebyshev
 from stream.engine.numerical import prefix_sums, solve_bracketed
 from stream.engine.performance import GroupEquations, opponent_deltas, solve_groups_direct
@@ -50,11 +50,11 @@ def test_chebyshev_matches_direct(name, split_ties, seed, newcomer_share):
 @pytest.mark.parametrize("name", ["mmr", "mmx"])
 def test_piece_splitting_matches_direct(name, monkeypatch):
     """Fits that do not converge and crowded pieces are halved; the roots stay exact."""
-    monkeypatch.setattr(fastperf, "LOGISTIC_NODE_LEVELS", (17,))
-    monkeypatch.setattr(fastperf, "PIECE_HALF_WIDTH", 40.0)
-    monkeypatch.setattr(fastperf, "GAUSS_NODE_LEVELS", (17,))
-    monkeypatch.setattr(fastperf, "GAUSS_PIECE_HALF_WIDTH", 20.0)
-    monkeypatch.setattr(fastperf, "MAX_PIECE_GROUPS", 40)
+    monkeypatch.setattr(fastperf_logistic, "NODE_LEVELS", (17,))
+    monkeypatch.setattr(fastperf_logistic, "PIECE_HALF_WIDTH", 40.0)
+    monkeypatch.setattr(fastperf_gaussian, "NODE_LEVELS", (17,))
+    monkeypatch.setattr(fastperf_gaussian, "PIECE_HALF_WIDTH", 20.0)
+    monkeypatch.setattr(fastperf_gaussian, "MAX_PIECE_GROUPS", 40)
     rng = np.random.default_rng(7)
     p = preset(name)
     mu, delta, ranks = _round(rng, 600, 600, 0.3, p)
@@ -98,7 +98,7 @@ def test_same_floats_with_and_without_threads(name, monkeypatch):
     ranks = np.argsort(np.argsort(-(mu + rng.normal(0, 200, n)))) + 1
     ranks[::10] = ranks[::10] // 2 * 2 + 1
     args = (mu, sigma, np.zeros(n), ranks, preset(name))
-    monkeypatch.setattr(fastperf, "PARALLEL_MIN_TERMS", 0)
+    monkeypatch.setattr(numerical, "PARALLEL_MIN_ELEMENTS", 0)
     threaded = phase_one(*args)
     monkeypatch.setattr(numerical, "_pool", lambda: None)
     alone = phase_one(*args)
@@ -130,10 +130,11 @@ def test_prefix_sums(n):
 def test_solve_bracketed_stops_at_float_resolution_and_bisects_flat_tails():
     root = 1453.5776686833904
     lines = lambda x, idx: ((root - x) * 0.36, np.full_like(x, -0.36))  # noqa: E731
-    x = solve_bracketed(lines, np.array([-6000.0]), np.array([9000.0]), np.array([root + 1e-13]), increasing=False)
+    start = np.array([root + 1e-13])
+    x = solve_bracketed(lines, np.array([-6000.0]), np.array([9000.0]), start, increasing=False)
     assert abs(x[0] - root) < 1e-12
     # derivative underflows to 0 far out (tanh): bisection, not a stall
-    flat = lambda x, idx: (-np.tanh(x - 3.0), -(np.cosh(np.minimum(np.abs(x - 3.0), 700.0)) ** -2.0))  # noqa: E731
+    flat = lambda x, idx: (-np.tanh(x - 3.0), -np.cosh(np.minimum(np.abs(x - 3.0), 700.0)) ** -2.0)  # noqa: E731
     x = solve_bracketed(flat, np.array([-6000.0, -6000.0]), np.array([9000.0, 9000.0]),
                         np.array([8000.0, -5000.0]), increasing=False)
     np.testing.assert_allclose(x, 3.0, atol=1e-12)
