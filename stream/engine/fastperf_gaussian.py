@@ -42,7 +42,7 @@ NODE_LEVELS = (17, 33)
 """Nested node counts tried on each piece before it is halved."""
 EDGE_BATCH = 4
 """Initial piece edges evaluated together (each yields one array over all groups)."""
-MAX_PIECE_GROUPS = 1 << 16
+MAX_PIECE_GROUPS = 1 << 17
 """Pieces holding more groups are halved before fitting: bounds the (nodes x groups) tables."""
 
 

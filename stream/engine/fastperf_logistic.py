@@ -19,6 +19,7 @@ coefficients decay geometrically; a fit is accepted when its tail / slope < ROOT
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,6 +47,8 @@ NODE_LEVELS = (17, 33, 65, 129)
 """Nested node counts tried on each piece of S before it is halved."""
 SUB_NODES = 12
 """Nodes of the short pieces S is re-expanded into for the Newton stage (degree 11)."""
+EVAL_CHUNK = 1 << 15
+"""Points per chunk when the re-expanded S is evaluated at many points."""
 SUB_RHO = 30.0
 """Their half-width is strip / SUB_RHO: error ~ SUB_RHO^-(SUB_NODES-1) ~ 6e-17 relative."""
 
@@ -106,18 +109,30 @@ class TieTerms:
         )
 
 
+@dataclass
 class PiecewiseSeries:
-    """A function as Chebyshev series on consecutive pieces [edges[k], edges[k+1]]."""
+    """A function as Chebyshev series on consecutive pieces [edges[k], edges[k+1]], plus a table
+    of its values at the pieces' nodes (``table_x`` ascending), for inverse interpolation."""
 
-    def __init__(self, edges: np.ndarray, coef: np.ndarray):
-        self.edges = edges
-        self.mid = 0.5 * (edges[1:] + edges[:-1])
-        self.half = 0.5 * (edges[1:] - edges[:-1])
-        self.coef = coef  # (degree + 1, pieces)
-        self.dcoef = derivative_coefficients(coef) / self.half
+    edges: np.ndarray
+    coef: np.ndarray  # (degree + 1, pieces)
+    table_x: np.ndarray
+    table_value: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.mid = 0.5 * (self.edges[1:] + self.edges[:-1])
+        self.half = 0.5 * (self.edges[1:] - self.edges[:-1])
+        self.dcoef = derivative_coefficients(self.coef) / self.half
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(value, derivative) at x (clamped to the covered range)."""
+        """(value, derivative) at x (clamped to the covered range); elementwise, so evaluated in
+        fixed chunks on the thread pool with the same floats."""
+        if x.shape[0] <= EVAL_CHUNK:
+            return self._at(x)
+        parts = map_points(lambda a: self._at(x[a : a + EVAL_CHUNK]), range(0, x.shape[0], EVAL_CHUNK))
+        return np.concatenate([v for v, _ in parts]), np.concatenate([d for _, d in parts])
+
+    def _at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k = np.clip(np.searchsorted(self.edges, x, side="right") - 1, 0, self.mid.shape[0] - 1)
         t = np.clip((x - self.mid[k]) / self.half[k], -1.0, 1.0)
         return clenshaw(self.coef, t, k), clenshaw(self.dcoef, t, k)
@@ -149,7 +164,7 @@ def _fit_pieces(evaluate, a: float, b: float, half_width: float, tolerance) -> l
 def _reexpand(pieces: list[Piece], sub_half: float) -> PiecewiseSeries:
     """The fitted pieces re-expanded into short pieces of degree SUB_NODES - 1 (exact to
     rounding: each is analytic well beyond its Bernstein ellipse), for fast evaluation."""
-    edges, coefs = [], []
+    edges, coefs, table_x, table_value = [], [], [], []
     nodes = lobatto(SUB_NODES)
     to_coef = values_to_coefficients(SUB_NODES)
     for lo, hi, coef in pieces:
@@ -161,8 +176,13 @@ def _reexpand(pieces: list[Piece], sub_half: float) -> PiecewiseSeries:
         values = clenshaw(coef[:, 0], t.ravel()).reshape(x.shape)
         coefs.append(to_coef @ values)
         edges.append(sub_edges[:-1])
+        table_x.append(x[::-1].T.ravel())  # ascending: pieces ascend, nodes descend
+        table_value.append(values[::-1].T.ravel())
     edges.append(np.array([pieces[-1][1]]))
-    return PiecewiseSeries(np.concatenate(edges), np.concatenate(coefs, axis=1))
+    return PiecewiseSeries(
+        np.concatenate(edges), np.concatenate(coefs, axis=1), np.concatenate(table_x),
+        np.concatenate(table_value),
+    )
 
 
 def solve_logistic(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
@@ -210,9 +230,8 @@ def solve_logistic(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
     )
     series = _reexpand(pieces, STRIP_HALF_WIDTH * delta_min / SUB_RHO)
 
-    # initial guesses: solve S(x) = -K_g on a table of S (decreasing) at the short pieces' edges
-    table_s, _ = series(series.edges)
-    guess = np.interp(-k, table_s[::-1], series.edges[::-1])
+    # initial guesses: solve S(x) = -K_g on the table of S (decreasing) at the short pieces' nodes
+    guess = np.interp(k, -series.table_value, series.table_x)
     x_all = guess.copy()
     inner = np.arange(1, n_groups - 1)
 
