@@ -22,7 +22,7 @@ import numpy as np
 from .numerical import map_points, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
 from .state import TANH_MULTIPLIER
-from .terms import terms_for
+from .terms import gaussian_ratios
 
 CHUNK_ELEMENTS = 1 << 19
 """Max (players x window) elements evaluated at once (~a dozen such arrays per chunk)."""
@@ -70,7 +70,6 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
     beg, end = window_bounds(bm_s[term_start], bm, params.subsample_size)
     width_max = int((end - beg).max())
     logistic = params.variant == "logistic"
-    terms = terms_for(params.variant)
     tie_mult = 1.0 if params.split_ties else 2.0
     first_rank = rank_pos[order][term_start]  # the rank of single-member terms
     step = max(1, CHUNK_ELEMENTS // width_max)
@@ -113,15 +112,29 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
                 return value, t.sum(axis=1)
 
         else:
+            # in z = (x - mu)/delta units (module terms): win = r_win/delta, loss = r_loss/delta,
+            # r' = -z r - r^2; tie = -z/delta (or the mean of win and loss with split ties)
+            inv_delta = 1.0 / t_delta
+            if params.split_ties:
+                w_win, w_loss, w_z = (n_win + 0.5 * n_tie) * inv_delta, (n_loss + 0.5 * n_tie) * inv_delta, None
+            else:
+                w_win, w_loss, w_z = n_win * inv_delta, n_loss * inv_delta, -n_tie * inv_delta
+            tie_slope = None if w_z is None else (w_z * inv_delta).sum(axis=1)
 
             def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                loss, win, tie, loss_p, win_p, tie_p = terms(
-                    x[:, None], t_mu[idx], t_delta[idx], params.split_ties
-                )
-                nl, nt, nw = n_loss[idx], n_tie[idx], n_win[idx]
-                value = (nl * loss + nt * tie + nw * win).sum(axis=1)
-                deriv = (nl * loss_p + nt * tie_p + nw * win_p).sum(axis=1)
-                return value, deriv
+                inv = inv_delta[idx]
+                z = np.subtract(x[:, None], t_mu[idx])
+                z *= inv
+                r_win, r_loss = gaussian_ratios(z)
+                ww, wl = w_win[idx], w_loss[idx]
+                value = ww * r_win
+                value += wl * r_loss
+                slope = ww * (-z * r_win - r_win * r_win) + wl * (-z * r_loss - r_loss * r_loss)
+                slope *= inv
+                if w_z is None:
+                    return value.sum(axis=1), slope.sum(axis=1)
+                value += w_z[idx] * z
+                return value.sum(axis=1), slope.sum(axis=1) + tie_slope[idx]
 
         k = n_loss.shape[0]
         return solve_bracketed(
