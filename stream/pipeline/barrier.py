@@ -6,7 +6,8 @@ polls until, for each participant, ``queued_seq <= last_seq`` (store.load_priors
 stored (mu, sigma) are the posteriors of the player's latest round, as a sequential replay
 would see them. Only the rounds that share players wait; a ladder pipelines the others.
 
-The wait is a bounded exponential backoff between checks; it never gives up (proceeding
+Only the blocked players are re-checked while waiting, and only their priors are read again
+after the wait. The wait is a bounded exponential backoff between checks; it never gives up (proceeding
 would break the equality with replay) but logs a warning every ``barrier_warn_s``, and after
 ``sweep_timeout_s`` asks the caller to re-drive the rounds still holding it (re-send their
 stored fan-out: lost or stuck player updates then complete; re-sends are idempotent).
@@ -18,6 +19,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+
+import numpy as np
 
 from stream.settings import Settings
 from stream.store.store import Priors, Store
@@ -34,17 +37,26 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
     delay = settings.barrier_poll_s
     next_warning = started + settings.barrier_warn_s
     next_redrive = started + settings.sweep_timeout_s
-    while True:
-        priors = await store.load_priors(ladder, players, seq)
-        if priors.ready:
-            return priors
+    priors = await store.load_priors(ladder, players, seq)
+    held = set(priors.blocked)
+    waited_on = np.asarray([i for i, p in enumerate(players) if p in held], dtype=np.int64)
+    blocked = priors.blocked
+    while blocked:
         now = time.monotonic()
         if now >= next_warning:
             log.warning("round %s/%s (seq %d) still waits after %.1fs for earlier updates of %d player(s), e.g. %s",
-                        ladder, round_id, seq, now - started, len(priors.blocked), priors.blocked[:5])
+                        ladder, round_id, seq, now - started, len(blocked), blocked[:5])
             next_warning = now + settings.barrier_warn_s
         if redrive is not None and now >= next_redrive:
-            await redrive(priors.blocked)
+            await redrive(blocked)
             next_redrive = now + settings.sweep_timeout_s
         await asyncio.sleep(delay)
         delay = min(delay * 2.0, settings.barrier_max_poll_s)
+        blocked = (await store.load_priors(ladder, blocked, seq)).blocked  # re-check the blocked ones only
+    if len(waited_on):
+        # only the players we waited on can have new posteriors (phase one of a ladder is sequential)
+        fresh = await store.load_priors(ladder, [players[i] for i in waited_on], seq)
+        priors.mu[waited_on], priors.sigma[waited_on] = fresh.mu, fresh.sigma
+        priors.last_time[waited_on], priors.known[waited_on] = fresh.last_time, fresh.known
+        priors.blocked = []
+    return priors

@@ -1,0 +1,90 @@
+"""The worker's Kafka producer for its outputs (player-updates, rating-changes, rounds-dlq).
+
+Faust's ``Topic.send`` costs about 1-2 ms per message in this setup (measured: 10,000 rating
+changes took 12-20 s to send from a worker, against 0.4 s for plain aiokafka), so the agents
+hand their output to this aiokafka producer instead: messages are grouped per partition into
+record batches (``send_batch``), and :meth:`send` returns once the broker acknowledged all of
+them (acks=all), before the input event is acknowledged.
+
+A keyed message without an explicit partition goes where Kafka's default partitioner puts its
+key (murmur2), so ``rating-changes`` stays partitioned by player as a keyed producer would do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import mode
+from aiokafka import AIOKafkaProducer
+
+from stream.connections import aiokafka_config
+from stream.pipeline.partitioner import partition_for
+from stream.settings import Settings
+
+BATCH_BYTES = 1024 * 1024
+"""Largest record batch sent at once (a bigger single message gets a batch of its own)."""
+ACKS = "all"
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message: topic, key, value, and a partition (None: the key's default partition)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    partition: int | None = None
+
+
+class BatchProducer(mode.Service):
+    """An aiokafka producer that sends messages grouped per partition, started with the worker."""
+
+    def __init__(self, settings: Settings, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.settings = settings
+        self.producer: AIOKafkaProducer | None = None
+        self._partitions: dict[str, int] = {}
+
+    async def on_start(self) -> None:
+        self.producer = AIOKafkaProducer(**aiokafka_config(self.settings), acks=ACKS, max_batch_size=BATCH_BYTES,
+                                         max_request_size=self.settings.max_message_bytes)
+        await self.producer.start()
+
+    async def on_stop(self) -> None:
+        if self.producer is not None:
+            await self.producer.stop()
+
+    async def _partition_count(self, topic: str) -> int:
+        if topic not in self._partitions:
+            assert self.producer is not None
+            self._partitions[topic] = len(await self.producer.partitions_for(topic))
+        return self._partitions[topic]
+
+    async def send(self, messages: Sequence[Outgoing]) -> None:
+        """Send every message and wait until the broker has acknowledged them all."""
+        if not messages:
+            return
+        assert self.producer is not None, "BatchProducer not started"
+        groups: dict[tuple[str, int], list[Outgoing]] = defaultdict(list)
+        for m in messages:
+            partition = m.partition
+            if partition is None:
+                partition = partition_for(m.key.decode(), await self._partition_count(m.topic)) if m.key else 0
+            groups[(m.topic, partition)].append(m)
+        pending = []
+        for (topic, partition), group in groups.items():
+            batch = self.producer.create_batch()
+            for m in group:
+                if batch.append(key=m.key, value=m.value, timestamp=None) is None:
+                    if batch.record_count():
+                        pending.append(await self.producer.send_batch(batch, topic, partition=partition))
+                        batch = self.producer.create_batch()
+                    if batch.append(key=m.key, value=m.value, timestamp=None) is None:  # larger than a batch
+                        pending.append(await self.producer.send(topic, m.value, key=m.key, partition=partition))
+                        batch = self.producer.create_batch()
+            if batch.record_count():
+                pending.append(await self.producer.send_batch(batch, topic, partition=partition))
+        await asyncio.gather(*pending)
