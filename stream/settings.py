@@ -52,7 +52,7 @@ class Settings:
     broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval"})
     display_config: str = field(default="", metadata={"env": "DISPLAY_CONFIG", "doc": "JSON object ladder -> display config (mode mu/conservative/fixed-range, k, center, scale, tiers [[name, mu threshold]], demotion_margin); key \"*\" is the fallback; empty: conservative mu - 2 sigma with the default tiers (stream/engine/display.py)"})
     barrier_poll_s: float = field(default=0.005, metadata={"env": "BARRIER_POLL_S", "doc": "first wait of phase one's per-player barrier (doubles up to BARRIER_MAX_POLL_S)"})
-    barrier_max_poll_s: float = field(default=0.25, metadata={"env": "BARRIER_MAX_POLL_S", "doc": "longest single wait between two checks of the per-player barrier"})
+    barrier_max_poll_s: float = field(default=0.02, metadata={"env": "BARRIER_MAX_POLL_S", "doc": "longest single wait between two checks of the per-player barrier"})
     barrier_warn_s: float = field(default=10.0, metadata={"env": "BARRIER_WARN_S", "doc": "log a warning (and again every such interval) while phase one waits on earlier rounds' updates"})
     consumer_fetch_max_wait_ms: int = field(default=100, metadata={"env": "CONSUMER_FETCH_MAX_WAIT_MS", "doc": "longest time the worker's Kafka fetch waits for data (Faust hard-codes 1500 ms; the embedded broker answers such a fetch only at its deadline, which would add that much latency per hop)"})
     phase_two_batch: int = field(default=256, metadata={"env": "PHASE_TWO_BATCH", "doc": "player-updates messages phase two takes per batch"})
