@@ -117,8 +117,13 @@ def worth_threads(elements: int) -> bool:
     return elements >= PARALLEL_MIN_ELEMENTS
 
 
-@cache
 def _pool() -> ThreadPoolExecutor | None:
+    """This process's pool (a forked child gets its own: pool threads do not survive fork)."""
+    return _pool_of(os.getpid())
+
+
+@cache
+def _pool_of(pid: int) -> ThreadPoolExecutor | None:
     threads = min(MAX_THREADS, os.cpu_count() or 1)
     return ThreadPoolExecutor(threads, thread_name_prefix="engine") if threads > 1 else None
 

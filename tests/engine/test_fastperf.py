@@ -3,6 +3,8 @@ evaluation; its building blocks (Gaussian ratios, prefix sums, bracketed Newton,
 exact where they claim to be; the subsampled -fast path gives the same floats on any thread count."""
 
 import math
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from stream.engine.ranking import TieGroups
 from stream.engine.terms import gaussian_ratios, gaussian_win_ratio
 
 AGREEMENT = 1e-9  # rating points: fast vs direct
+CHILD_DEADLINE_S = 60
 
 
 def _round(rng, n, n_ranks, newcomer_share, p):
@@ -138,3 +141,20 @@ def test_solve_bracketed_stops_at_float_resolution_and_bisects_flat_tails():
     x = solve_bracketed(flat, np.array([-6000.0, -6000.0]), np.array([9000.0, 9000.0]),
                         np.array([8000.0, -5000.0]), increasing=False)
     np.testing.assert_allclose(x, 3.0, atol=1e-12)
+
+
+def test_thread_pool_works_in_a_forked_child():
+    """A worker process forked after the pool started gets its own pool (no deadlock)."""
+    assert numerical.map_points(float, [1, 2]) == [1.0, 2.0]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report the result through the pipe, never run pytest's teardown
+        signal.alarm(CHILD_DEADLINE_S)  # a deadlock kills the child instead of hanging the test
+        try:
+            os.write(write, repr(numerical.map_points(lambda v: v * 3.0, [1.0, 2.0])).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    assert os.read(read, 100) == b"[3.0, 6.0]"
