@@ -73,9 +73,12 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
     tie_mult = 1.0 if params.split_ties else 2.0
     first_rank = rank_pos[order][term_start]  # the rank of single-member terms
     step = max(1, CHUNK_ELEMENTS // width_max)
+    # players in (mu bucket, rank) order: windows advance monotonically, so within each window
+    # column the (term, rank) search keys come sorted, which numpy's searchsorted exploits
+    by_window = np.lexsort((rank_pos, bm))
 
     def solve_chunk(a: int) -> np.ndarray:
-        rows = slice(a, a + step)
+        rows = by_window[a : a + step]
         cols = beg[rows, None] + np.arange(width_max)
         valid = cols < end[rows, None]
         cols = np.where(valid, cols, 0)
@@ -84,10 +87,11 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
         # a comparison for single-member terms, a search of the (term, rank) keys otherwise
         less = (first_rank[cols] < mine).astype(np.int64)
         leq = (first_rank[cols] <= mine).astype(np.int64)
-        multi = valid & (term_size[cols] > 1)
-        my_key = (cols * n_ranks + mine)[multi]
-        less[multi] = np.searchsorted(keys, my_key, side="left") - term_start[cols[multi]]
-        leq[multi] = np.searchsorted(keys, my_key, side="right") - term_start[cols[multi]]
+        multi = (valid & (term_size[cols] > 1)).T  # column by column: sorted runs of keys
+        multi_cols = cols.T[multi]
+        my_key = multi_cols * n_ranks + np.broadcast_to(mine.T, multi.shape)[multi]
+        less.T[multi] = np.searchsorted(keys, my_key, side="left") - term_start[multi_cols]
+        leq.T[multi] = np.searchsorted(keys, my_key, side="right") - term_start[multi_cols]
         n_loss = np.where(valid, less, 0).astype(float)
         n_tie = np.where(valid, leq - less, 0).astype(float)
         n_win = np.where(valid, term_size[cols] - leq, 0).astype(float)
@@ -143,4 +147,6 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
 
     # chunks are independent: the same floats whatever the number of threads
     chunks = map_points(solve_chunk, range(0, mu.shape[0], step), parallel=mu.shape[0] > step)
-    return np.concatenate(chunks)
+    out = np.empty(mu.shape[0])
+    out[by_window] = np.concatenate(chunks)
+    return out
