@@ -47,10 +47,10 @@ NODE_LEVELS = (17, 33, 65, 129)
 """Nested node counts tried on each piece of S before it is halved."""
 SUB_NODES = 12
 """Nodes of the short pieces S is re-expanded into for the Newton stage (degree 11)."""
-EVAL_CHUNK = 1 << 15
-"""Points per chunk when the re-expanded S is evaluated at many points."""
 SUB_RHO = 30.0
 """Their half-width is strip / SUB_RHO: error ~ SUB_RHO^-(SUB_NODES-1) ~ 6e-17 relative."""
+EVAL_CHUNK = 1 << 15
+"""Points per chunk when the re-expanded S is evaluated at many points."""
 
 
 class LogisticSum:

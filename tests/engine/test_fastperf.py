@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 
-from stream.engine import fastperf_gaussian, fastperf_logistic, numerical, phase_one, preset
+from stream.engine import fastperf_gaussian, fastperf_logistic, numerical, phase_one, preset, subsample
 from stream.engine.fastperf import solve_groups_chebyshev
 from stream.engine.numerical import prefix_sums, solve_bracketed
 from stream.engine.performance import GroupEquations, opponent_deltas, solve_groups_direct
@@ -102,6 +102,7 @@ def test_same_floats_with_and_without_threads(name, monkeypatch):
     ranks[::10] = ranks[::10] // 2 * 2 + 1
     args = (mu, sigma, np.zeros(n), ranks, preset(name))
     monkeypatch.setattr(numerical, "PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(subsample, "CHUNK_ELEMENTS", 1 << 15)  # several -fast chunks
     threaded = phase_one(*args)
     monkeypatch.setattr(numerical, "_pool", lambda: None)
     alone = phase_one(*args)
