@@ -85,16 +85,19 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
         mine = rank_pos[rows, None]
         # members of each window term ranked better (less) / not worse (leq) than the player:
         # a comparison for single-member terms, a search of the (term, rank) keys otherwise
-        less = (first_rank[cols] < mine).astype(np.int64)
-        leq = (first_rank[cols] <= mine).astype(np.int64)
+        ranks_of = first_rank[cols]
+        less = (ranks_of < mine).astype(np.int64)
+        leq = (ranks_of <= mine).astype(np.int64)
         multi = (valid & (term_size[cols] > 1)).T  # column by column: sorted runs of keys
         multi_cols = cols.T[multi]
         my_key = multi_cols * n_ranks + np.broadcast_to(mine.T, multi.shape)[multi]
         less.T[multi] = np.searchsorted(keys, my_key, side="left") - term_start[multi_cols]
         leq.T[multi] = np.searchsorted(keys, my_key, side="right") - term_start[multi_cols]
-        n_loss = np.where(valid, less, 0).astype(float)
-        n_tie = np.where(valid, leq - less, 0).astype(float)
-        n_win = np.where(valid, term_size[cols] - leq, 0).astype(float)
+        less *= valid  # padding columns count nothing
+        leq *= valid
+        n_loss = less.astype(float)
+        n_tie = (leq - less).astype(float)
+        n_win = (term_size[cols] * valid - leq).astype(float)
         t_mu, t_delta = term_mu[cols], term_delta[cols]
         if logistic:
             # loss/win/tie = b -/+ c, tie_mult b (module terms): one weighted tanh sum per player
