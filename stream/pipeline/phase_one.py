@@ -104,9 +104,10 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     messages = build_fanout(ctx, round_, registration.seq, performance)
 
     await store.mark_queued(round_.ladder, players, registration.seq)
-    await store.save_fanout(round_.ladder, round_.round_id, pending=round_.field_size,
-                            messages={m.partition: m.value for m in messages})
-    result.updates = await stored_fanout(ctx, round_.ladder, round_.round_id)
+    saved = await store.save_fanout(round_.ladder, round_.round_id, pending=round_.field_size,
+                                    messages={m.partition: m.value for m in messages})
+    # if another worker saved first (a redelivery racing this attempt), send what it stored
+    result.updates = messages if saved else await stored_fanout(ctx, round_.ladder, round_.round_id)
     return result
 
 
