@@ -61,6 +61,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             started = time.perf_counter()
             metrics.ROUND_LAG_SECONDS.set(max(0.0, time.time() - message.timestamp))
             result = await handle_round(ctx, event.value, Origin(message.topic, message.partition, message.offset))
+            handled = time.perf_counter()
             if result.dead_letter is not None:
                 letter = result.dead_letter
                 await producer.send([Outgoing(topics.rounds_dlq.get_topic_name(), event.key,
@@ -70,8 +71,9 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             await producer.send(fanout_messages(topics, result.updates))
             metrics.ROUNDS.labels(result.outcome).inc()
             metrics.PHASE_ONE_SECONDS.observe(time.perf_counter() - started)
-            log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs", result.ladder, result.round_id,
-                      result.seq, result.outcome, len(result.updates), time.perf_counter() - started)
+            log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs (%.3fs sending)", result.ladder,
+                      result.round_id, result.seq, result.outcome, len(result.updates), time.perf_counter() - started,
+                      time.perf_counter() - handled)
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT) -> None:
