@@ -24,6 +24,8 @@ from .params import SOLVER_BOUNDS, Params
 from .state import TANH_MULTIPLIER
 from .terms import gaussian_ratios
 
+PROBE_STRIDE = 8
+"""One equation in this many is solved from the player's mu; the rest start from its roots."""
 CHUNK_ELEMENTS = 1 << 19
 """Max (players x window) elements evaluated at once (~a dozen such arrays per chunk)."""
 
@@ -46,6 +48,33 @@ def window_bounds(term_mu_bucket: np.ndarray, player_mu_bucket: np.ndarray, size
     beg = np.maximum(beg - expand, 0)
     end = np.minimum(end + expand, n_terms)
     return beg, end
+
+
+def _solve_with_probes(f, start: np.ndarray, window: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Roots of the chunk's equations (players in (mu bucket, rank) order; ``window`` = the mu
+    bucket, which fixes the window): the first, last and every ``PROBE_STRIDE``-th player of
+    each bucket from its own mu, then the others from the roots interpolated by rank between
+    the probes of their bucket (same window, close ranks: close roots), which saves most of the
+    long first Newton steps."""
+    k = start.shape[0]
+    lo, hi = np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1])
+    first = np.flatnonzero(np.diff(window, prepend=window[0] - 1))
+    position = np.arange(k) - np.repeat(first, np.diff(np.append(first, k)))
+    is_last = np.append(window[1:] != window[:-1], True)
+    is_probe = (position % PROBE_STRIDE == 0) | is_last
+    probe, rest = np.flatnonzero(is_probe), np.flatnonzero(~is_probe)
+    roots = np.empty(k)
+    roots[probe] = solve_bracketed(
+        lambda x, i: f(x, probe[i]), lo[probe], hi[probe], start[probe], increasing=False
+    )
+    if rest.shape[0]:
+        # (bucket, rank) as one increasing key; never across a bucket: its ends are probes
+        key = (window - window[0]) * float(rank.max() + 1) + rank
+        guess = np.interp(key[rest], key[probe], roots[probe])
+        roots[rest] = solve_bracketed(
+            lambda x, i: f(x, rest[i]), lo[rest], hi[rest], guess, increasing=False
+        )
+    return roots
 
 
 def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray, params: Params) -> np.ndarray:
@@ -143,10 +172,7 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
                 value += w_z[idx] * z
                 return value.sum(axis=1), slope.sum(axis=1) + tie_slope[idx]
 
-        k = n_loss.shape[0]
-        return solve_bracketed(
-            f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), mu[rows], increasing=False
-        )
+        return _solve_with_probes(f, mu[rows], bm[rows], rank_pos[rows])
 
     # chunks are independent: the same floats whatever the number of threads
     chunks = map_points(solve_chunk, range(0, mu.shape[0], step), parallel=mu.shape[0] > step)
