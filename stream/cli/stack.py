@@ -3,15 +3,16 @@
 Without options it starts both services on free loopback ports, prints their addresses and the
 environment variables to use, records them in the stack state file (so ``stream publish``,
 ``stream tail``, ``stream worker`` … find them when KAFKA_BOOTSTRAP / REDIS_URL are unset) and
-runs until Ctrl-C. ``--demo`` also starts a worker subprocess (``stream worker --no-web``), the read API and
-dashboard (``stream api``) and publishes a stream of synthetic rounds, paced so the dashboard
-shows ratings moving.
+runs until Ctrl-C. ``--demo`` also starts a worker subprocess (``stream worker``, which serves the read
+API, the dashboard and the Prometheus metrics) and publishes a stream of synthetic rounds, paced so
+the dashboard shows ratings moving.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -100,6 +101,16 @@ def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second:
     return sent
 
 
+def _default_web_port(preferred: int) -> int:
+    """The configured WEB_PORT when nothing listens there, a free port otherwise."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", preferred))
+        return preferred
+    except OSError:
+        return free_port()
+
+
 def _banner(stack: LocalStack, state_file: str, web_port: int | None) -> str:
     env = stack.env()
     lines = [
@@ -125,7 +136,7 @@ def stack(
     kafka_port: int = typer.Option(0, help="broker port (0: a free one)"),
     redis_port: int = typer.Option(0, help="redis-server port (0: a free one)"),
     demo: bool = typer.Option(False, "--demo", help="also run a worker and publish synthetic rounds"),
-    web_port: int = typer.Option(0, help="--demo: the worker's dashboard port (0: a free one)"),
+    web_port: int = typer.Option(0, help="--demo: the worker's dashboard port (0: WEB_PORT, or a free one when that is taken)"),
     demo_players: int = typer.Option(DEMO_PLAYERS, help="--demo: synthetic players"),
     demo_rounds_total: int = typer.Option(DEMO_ROUNDS, "--demo-rounds", help="--demo: rounds to publish"),
     demo_rate: float = typer.Option(DEMO_ROUNDS_PER_S, help="--demo: rounds per second"),
@@ -152,11 +163,10 @@ def stack(
         publisher: threading.Thread | None = None
         shown_port: int | None = None
         if demo:
-            shown_port = web_port or free_port()
+            shown_port = web_port or _default_web_port(settings.web_port)
             worker_env = {**env, "WEB_PORT": str(shown_port)}
-            # The worker rates (no web server); `stream api` serves the read API + dashboard.
-            run.children.append(start_child(["worker", "--no-web"], worker_env, str(logs / "worker.log")))
-            run.children.append(start_child(["api"], worker_env, str(logs / "api.log")))
+            # One worker rates and serves the read API, the dashboard and /metrics.
+            run.children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
             write_state(state_file, env, web_port=shown_port, logs=str(logs))
             rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
             publisher = threading.Thread(target=publish_paced, args=(settings, rounds, demo_rate, run.stop_event),
