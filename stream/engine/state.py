@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,11 @@ TANH_MULTIPLIER = math.pi / math.sqrt(3.0)
 PACK_VERSION = 1
 _HEADER = struct.Struct("<BddddIdI")
 _FACTOR_DTYPE = np.dtype("<f8")
+_HEADER_DTYPE = np.dtype([("version", "u1"), ("mu", "<f8"), ("sigma", "<f8"), ("mu0", "<f8"), ("w0", "<f8"),
+                          ("rounds", "<u4"), ("last_time", "<f8"), ("k", "<u4")])
+"""The packed header as a numpy record (49 bytes, no padding): whole batches in one view."""
+_FACTOR_BYTES = 3 * _FACTOR_DTYPE.itemsize
+assert _HEADER_DTYPE.itemsize == _HEADER.size
 
 Factor = tuple[float, float, float]
 
@@ -168,3 +174,64 @@ class PlayerBatch:
     def take(self, index: np.ndarray) -> PlayerBatch:
         """The sub-batch of the given rows."""
         return PlayerBatch(*(getattr(self, f)[index] for f in self.__slots__))
+
+
+def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
+    """``PlayerBatch.from_states([PlayerState.from_bytes(b) ...])`` without per-player objects.
+
+    ``None`` stands for a newcomer (:meth:`PlayerState.new`). Vectorised: the blobs are joined
+    once and their headers and factors gathered with index arrays (the pipeline's phase two
+    loads thousands of states per batch). Raises ValueError like :meth:`PlayerState.from_bytes`.
+    """
+    n = len(blobs)
+    newcomer = PlayerState.new(params).to_bytes()
+    joined = [newcomer if b is None else b for b in blobs]
+    lengths = np.fromiter(map(len, joined), dtype=np.int64, count=n)
+    if n and lengths.min() < _HEADER.size:
+        raise ValueError("packed player state too short")
+    buf = np.frombuffer(b"".join(joined), dtype=np.uint8)
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    head = buf[starts[:, None] + np.arange(_HEADER.size)].view(_HEADER_DTYPE).reshape(n)
+    if np.any(head["version"] != PACK_VERSION):
+        raise ValueError(f"unknown packed state version {int(head['version'][head['version'] != PACK_VERSION][0])}")
+    k = head["k"].astype(np.int64)
+    if np.any(lengths != _HEADER.size + _FACTOR_BYTES * k):
+        raise ValueError("packed player state has the wrong length")
+    h = int(k.max(initial=0))
+    offsets = np.arange(h * _FACTOR_BYTES)
+    present = offsets < (_FACTOR_BYTES * k)[:, None]
+    raw = np.zeros((n, h * _FACTOR_BYTES), dtype=np.uint8)
+    raw[present] = buf[(starts[:, None] + _HEADER.size + offsets)[present]]
+    fac = raw.view(_FACTOR_DTYPE).reshape(n, h, 3).astype(float)
+    return PlayerBatch(
+        mu=head["mu"].astype(float), sigma=head["sigma"].astype(float), mu0=head["mu0"].astype(float),
+        w0=head["w0"].astype(float),
+        p=np.ascontiguousarray(fac[:, :, 0]), w_arg=np.ascontiguousarray(fac[:, :, 1]),
+        w_out=np.ascontiguousarray(fac[:, :, 2]),
+        n_factors=k, rounds=head["rounds"].astype(np.int64), last_time=head["last_time"].astype(float),
+    )
+
+
+def pack_batch(batch: PlayerBatch) -> list[bytes]:
+    """``[s.to_bytes() for s in batch.to_states()]`` without per-player objects (same bytes).
+
+    Each row's header and its ``n_factors`` factors are laid out in one array, flattened once
+    and cut into per-player blobs.
+    """
+    n = len(batch)
+    k = np.asarray(batch.n_factors, dtype=np.int64)
+    head = np.empty(n, dtype=_HEADER_DTYPE)
+    head["version"] = PACK_VERSION
+    head["mu"], head["sigma"], head["mu0"], head["w0"] = batch.mu, batch.sigma, batch.mu0, batch.w0
+    head["rounds"], head["k"] = batch.rounds, k
+    head["last_time"] = np.where(np.isnan(batch.last_time), math.nan, batch.last_time)  # one NaN, as to_bytes
+    h = batch.p.shape[1] if batch.p.ndim == 2 else 0
+    fac = np.empty((n, h, 3), dtype=_FACTOR_DTYPE)
+    fac[:, :, 0], fac[:, :, 1], fac[:, :, 2] = batch.p, batch.w_arg, batch.w_out
+    rows = np.concatenate([head.view(np.uint8).reshape(n, _HEADER.size),
+                           fac.view(np.uint8).reshape(n, h * _FACTOR_BYTES)], axis=1)
+    lengths = _HEADER.size + _FACTOR_BYTES * k
+    flat = rows[np.arange(rows.shape[1]) < lengths[:, None]].tobytes()
+    ends = np.cumsum(lengths).tolist()
+    return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends)]

@@ -51,3 +51,28 @@ def test_bad_blob_rejected():
             continue
         raise AssertionError("accepted a malformed blob")
     assert math.isnan(np.frombuffer(data[37:45], "<f8")[0])  # last_time None -> NaN
+
+
+@given(st.lists(st.none() | states, max_size=6))
+def test_vectorised_pack_and_unpack_equal_the_per_player_forms(maybe_states):
+    from stream.engine.state import pack_batch, unpack_batch
+
+    params = preset("mmr")
+    full = [PlayerState.new(params) if s is None else s for s in maybe_states]
+    batch = unpack_batch([None if s is None else s.to_bytes() for s in maybe_states], params)
+    assert batch.to_states() == full
+    assert pack_batch(batch) == [s.to_bytes() for s in full]
+    assert pack_batch(PlayerBatch.from_states(full)) == [s.to_bytes() for s in full]
+
+
+def test_vectorised_unpack_rejects_malformed_blobs():
+    from stream.engine.state import unpack_batch
+
+    params = preset("mmr")
+    good = PlayerState(1.0, 2.0, 3.0, 4.0, ((1.0, 2.0, 3.0),), 1, 5.0).to_bytes()
+    for bad in (good[:-1], b"\x02" + good[1:], good + b"\0", good[:10]):
+        try:
+            unpack_batch([good, bad], params)
+        except ValueError:
+            continue
+        raise AssertionError("accepted a malformed blob")
