@@ -5,6 +5,12 @@
   different partitions proceed in parallel while each ladder stays sequential.
 * ``phase-two`` on ``player-updates``, in batches (``stream.take``); re-emits to
   ``rating-changes``.
+* ``sweeper``: a timer (every SWEEP_INTERVAL_S) re-driving rounds still incomplete after
+  SWEEP_TIMEOUT_S (``sweeper.py``).
+
+Faust acks an event once the agent moves on, even if the handler raised; so every handler
+call and send is retried while Redis or Kafka is unreachable (``retry.py``): the agent never
+moves past input whose effects are not stored.
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
@@ -21,12 +27,14 @@ from collections.abc import Sequence
 
 import faust
 
-from stream.pipeline import metrics
+from stream.pipeline import faults, metrics
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
 from stream.pipeline.phase_one import Origin, handle_round
 from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.producer import BatchProducer, Outgoing
+from stream.pipeline.retry import retrying
+from stream.pipeline.sweeper import sweep
 from stream.pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -45,12 +53,16 @@ def change_messages(topics: Topics, events: Sequence[RatingChangeMessage]) -> li
 
 
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
-    """Register the phase-one and phase-two agents on ``app`` (and their producer, started with it)."""
+    """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
     producer = app.add_dependency(BatchProducer(ctx.settings))
+    settings = ctx.settings
+
+    async def send(messages: list[Outgoing], what: str) -> None:
+        await retrying(lambda: producer.send(messages), f"sending {what}", max_delay_s=settings.retry_max_delay_s)
 
     async def resend(messages: list[FanOutMessage]) -> None:
         log.warning("re-driving %d stored fan-out message(s)", len(messages))
-        await producer.send(fanout_messages(topics, messages))
+        await send(fanout_messages(topics, messages), "re-driven fan-out")
 
     ctx.resend = resend
 
@@ -60,15 +72,21 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             message = event.message
             started = time.perf_counter()
             metrics.ROUND_LAG_SECONDS.set(max(0.0, time.time() - message.timestamp))
-            result = await handle_round(ctx, event.value, Origin(message.topic, message.partition, message.offset))
+            origin = Origin(message.topic, message.partition, message.offset)
+            result = await retrying(lambda: handle_round(ctx, event.value, origin),
+                                    f"phase one of offset {message.offset}", max_delay_s=settings.retry_max_delay_s)
             handled = time.perf_counter()
             if result.dead_letter is not None:
                 letter = result.dead_letter
-                await producer.send([Outgoing(topics.rounds_dlq.get_topic_name(), event.key,
-                                              letter.to_json().encode(), message.partition)])
+                await send([Outgoing(topics.rounds_dlq.get_topic_name(), event.key, letter.to_json().encode(),
+                                     message.partition)], "a dead letter")
                 metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
                 log.info("round rejected to the DLQ: %s (%s)", letter.reason, letter.message)
-            await producer.send(fanout_messages(topics, result.updates))
+            updates = result.updates
+            if updates and faults.fires(settings, faults.DROP_ONE_FANOUT_MESSAGE):
+                updates = updates[1:]
+            await send(fanout_messages(topics, updates), "fan-out")
+            faults.crash_point(settings, faults.AFTER_FANOUT_SENT_BEFORE_ACK)
             metrics.ROUNDS.labels(result.outcome).inc()
             metrics.PHASE_ONE_SECONDS.observe(time.perf_counter() - started)
             log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs (%.3fs sending)", result.ladder,
@@ -77,13 +95,23 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT) -> None:
-        async for batch in stream.take(ctx.settings.phase_two_batch, within=ctx.settings.phase_two_within_s):
+        async for batch in stream.take(settings.phase_two_batch, within=settings.phase_two_within_s):
             started = time.perf_counter()
-            result = await handle_updates(ctx, batch)
+            result = await retrying(lambda: handle_updates(ctx, batch), "phase two",
+                                    max_delay_s=settings.retry_max_delay_s)
             handled = time.perf_counter()
-            await producer.send(change_messages(topics, result.events))
+            faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
+            await send(change_messages(topics, result.events), "rating changes")
+            faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
             metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
             metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)
             metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - started)
             log.debug("phase two: %d message(s), %d applied, %d re-emitted, %.3fs (%.3fs sending)", len(batch),
                       result.applied, result.replayed, time.perf_counter() - started, time.perf_counter() - handled)
+
+    @app.timer(interval=settings.sweep_interval_s, name="sweeper")
+    async def sweeper() -> None:
+        try:
+            await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s)
+        except Exception:  # a failed sweep must not stop the timer; the next one retries
+            log.exception("sweep failed")

@@ -9,7 +9,10 @@ Algorithm 1, first half):
 2. Register the round id (Lua, once): a new id gets the ladder's next ``seq``; the same id
    with the same content is a duplicate (its stored fan-out is re-sent if it is still
    pending, since the first attempt may have crashed mid-send); different content is a
-   ``conflict`` dead letter, the first round stands.
+   ``conflict`` dead letter, the first round stands. Registration also enters the round in
+   the sweeper's ledger (``sweeper.py``) with its canonical body, and reports the ladder's
+   earlier rounds still ``registered`` (their phase one crashed or was lost): those are
+   completed first, so a ``registered`` round's priors stay valid until it is completed.
 3. Per-player barrier (``barrier.py``), then priors: stored (mu, sigma, last_time), the
    engine's newcomer prior for unseen players.
 4. ``engine.phase_one``: every participant's performance (drift applied inside).
@@ -20,6 +23,7 @@ Algorithm 1, first half):
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -27,12 +31,15 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
+from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.partitioner import group_by_partition
 from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
                                 STATUS_REGISTERED)
+
+log = logging.getLogger(__name__)
 
 NO_OUTCOME = "no_outcome"
 CONFLICT = "conflict"
@@ -42,7 +49,7 @@ CONFLICT = "conflict"
 class PhaseOneResult:
     """What to send for one input message, and what happened (for logs and metrics)."""
 
-    outcome: str  # rated | resent | duplicate | no_outcome | rejected
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected | dropped (test fault)
     ladder: str | None = None
     round_id: str | None = None
     seq: int | None = None
@@ -76,10 +83,13 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     store = ctx.store
     registration = await store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
-        received_at=now, field_size=round_.field_size)
+        received_at=now, field_size=round_.field_size, body=round_.to_json(),
+        due_at=now + ctx.settings.sweep_timeout_s)
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
     result = PhaseOneResult("rated", round_.ladder, round_.round_id, registration.seq)
+    for earlier in registration.earlier:  # an earlier round whose phase one never finished goes first
+        await complete_registered(ctx, round_.ladder, earlier)
     if registration.outcome != OUTCOME_NEW and registration.status != STATUS_REGISTERED:
         if registration.status != STATUS_PENDING:
             result.outcome = "duplicate"
@@ -87,13 +97,29 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         result.outcome = "resent"
         result.updates = await stored_fanout(ctx, round_.ladder, round_.round_id)
         return result
+    if faults.fires(ctx.settings, faults.DROP_ROUND_AFTER_REGISTER):
+        result.outcome = "dropped"
+        return result
+    faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
+    result.updates = await complete_round(ctx, round_, registration.seq)
+    return result
 
+
+async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int) -> list[FanOutMessage]:
+    """Phase one proper of a registered round: barrier, priors, performances, stored fan-out.
+
+    Returns the messages to send: this attempt's, or those another attempt stored first (a
+    redelivery or a sweeper racing it; both computed from the same priors). Valid only while
+    the round is ``registered``: no later round of the ladder can have passed its barrier
+    (each round first completes the earlier ones still registered, see ``handle_round``).
+    """
+    store = ctx.store
     players = round_.players()
 
     async def redrive(blocked: list[str]) -> None:
         await redrive_rounds(ctx, round_.ladder, blocked)
 
-    priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, registration.seq,
+    priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, seq,
                                    round_.round_id, redrive=redrive)
     newcomer = engine.PlayerState.new(ctx.params)
     mu = np.where(priors.known, priors.mu, newcomer.mu)
@@ -101,14 +127,32 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
     performance = engine.phase_one(mu, sigma, elapsed, round_.ranks(), ctx.params,
                                    weight=round_.weight, perf_ceiling=round_.perf_ceiling)
-    messages = build_fanout(ctx, round_, registration.seq, performance)
+    messages = build_fanout(ctx, round_, seq, performance)
 
-    await store.mark_queued(round_.ladder, players, registration.seq)
+    await store.mark_queued(round_.ladder, players, seq)
+    faults.crash_point(ctx.settings, faults.AFTER_QUEUED_BEFORE_FANOUT_STORED)
     saved = await store.save_fanout(round_.ladder, round_.round_id, pending=round_.field_size,
-                                    messages={m.partition: m.value for m in messages})
-    # if another worker saved first (a redelivery racing this attempt), send what it stored
-    result.updates = messages if saved else await stored_fanout(ctx, round_.ladder, round_.round_id)
-    return result
+                                    messages={m.partition: m.value for m in messages},
+                                    due_at=time.time() + ctx.settings.sweep_timeout_s)
+    faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
+    # if another attempt saved first (a redelivery or the sweeper racing this one), send what it stored
+    return messages if saved else await stored_fanout(ctx, round_.ladder, round_.round_id)
+
+
+async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
+    """Finish the phase one of a round left ``registered`` (its input was lost or acked early)
+    from the body stored at registration, and send its fan-out (``ctx.resend``) right away:
+    later rounds' barriers wait for it. Returns the messages; nothing if it is past registered."""
+    body = await ctx.store.round_body(ladder, round_id)
+    if body is None:
+        return []
+    round_ = parse_round(body, limits=ctx.limits)
+    record = await ctx.store.round_record(ladder, round_id)
+    log.warning("completing phase one of round %s/%s (seq %s), left registered", ladder, round_id, record.get("seq"))
+    messages = await complete_round(ctx, round_, int(record["seq"]))
+    if ctx.resend is not None:
+        await ctx.resend(messages)
+    return messages
 
 
 def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray) -> list[FanOutMessage]:

@@ -32,6 +32,16 @@ def rounds(ladder_name: str) -> str:
     return f"{PREFIX}rounds:{{{ladder_name}}}"
 
 
+def registered_rounds(ladder_name: str) -> str:
+    """Sorted set: rounds whose phase one has not finished (status ``registered``), score = seq."""
+    return f"{PREFIX}registered:{{{ladder_name}}}"
+
+
+def incomplete_rounds(ladder_name: str) -> str:
+    """Sorted set: rounds not yet ``rated`` (the sweeper's ledger), score = when the sweeper may re-drive it."""
+    return f"{PREFIX}incomplete:{{{ladder_name}}}"
+
+
 def round_record(ladder_name: str, round_id: str) -> str:
     """Hash: the round's status, sequence number, field size, pending count, times, content hash."""
     return f"{PREFIX}round:{{{ladder_name}}}:{round_id}"

@@ -54,13 +54,37 @@ def _int(raw: bytes | None) -> int:
     return 0 if raw is None else int(raw)
 
 
+NEVER_DUE = math.inf
+"""Due time of a round the sweeper must never re-drive (stored as Redis' ``+inf`` score)."""
+
+
+def encode_due(due_at: float) -> str:
+    """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`)."""
+    return "+inf" if math.isinf(due_at) else encode_float(due_at)
+
+
 @dataclass(frozen=True)
 class Registration:
-    """Outcome of registering a round id: ``new``, ``existing`` or ``conflict``; its seq and status."""
+    """Outcome of registering a round id: ``new``, ``existing`` or ``conflict``; its seq and status.
+
+    ``earlier``: ids of the ladder's rounds with a smaller seq whose phase one never finished
+    (still ``registered``); phase one completes them before this round reads its priors.
+    """
 
     outcome: str
     seq: int
     status: str
+    earlier: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DueRound:
+    """A round the sweeper claimed: incomplete past SWEEP_TIMEOUT_S (status ``registered`` or ``pending``)."""
+
+    ladder: str
+    round_id: str
+    status: str
+    seq: int
 
 
 @dataclass
@@ -180,31 +204,72 @@ class Store:
     # ---- rounds -------------------------------------------------------------------------
     async def register_round(
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
-        received_at: float, field_size: int, status: str = STATUS_REGISTERED,
+        received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str = "",
+        due_at: float = NEVER_DUE,
     ) -> Registration:
-        """Assign the round its ladder sequence number once; report re-use and conflicts."""
+        """Assign the round its ladder sequence number once; report re-use and conflicts.
+
+        A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
+        canonical ``body`` until its fan-out is stored, so a sweeper can finish its phase one.
+        """
         def build(pipe: Pipeline) -> None:
             pipe.sadd(keys.ladders(), ladder)
             self._eval(pipe, "register_round",
-                       [keys.ladder(ladder), keys.round_record(ladder, round_id), keys.rounds(ladder)],
+                       [keys.ladder(ladder), keys.round_record(ladder, round_id), keys.rounds(ladder),
+                        keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)],
                        [round_id, content_hash, encode_float(occurred_at), encode_float(received_at),
-                        field_size, status])
+                        field_size, status, body, encode_due(due_at)])
 
-        _, (outcome, seq, stored_status) = await self._run(build)
-        return Registration(outcome.decode(), int(seq), stored_status.decode())
+        _, (outcome, seq, stored_status, *earlier) = await self._run(build)
+        return Registration(outcome.decode(), int(seq), stored_status.decode(), tuple(e.decode() for e in earlier))
+
+    async def round_body(self, ladder: str, round_id: str) -> bytes | None:
+        """The canonical JSON of a round still ``registered`` (None once its fan-out is stored)."""
+        return await self.client.hget(keys.round_record(ladder, round_id), "body")
+
+    async def claim_due_rounds(self, *, now: float, next_due: float, limit: int) -> list[DueRound]:
+        """Claim every ladder's incomplete rounds past their due time (at most ``limit`` per ladder).
+
+        Claiming moves a round's due time to ``next_due`` atomically, so concurrent sweepers
+        re-drive a round once per period; rated rounds found in the ledger are dropped from it.
+        Ordered by (ladder, seq): earlier rounds of a ladder are re-driven first.
+        """
+        ladders = sorted(m.decode() for m in await self.client.smembers(keys.ladders()))
+        if not ladders:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for ladder in ladders:
+            pipe.zrangebyscore(keys.incomplete_rounds(ladder), "-inf", encode_float(now), start=0, num=limit)
+        candidates = [(ladder, [r.decode() for r in ids]) for ladder, ids in zip(ladders, await pipe.execute()) if ids]
+        if not candidates:
+            return []
+
+        def build(pipe: Pipeline) -> None:
+            for ladder, ids in candidates:
+                self._eval(pipe, "claim_due_rounds",
+                           [keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r) for r in ids)],
+                           [encode_float(now), encode_float(next_due), *ids])
+
+        due: list[DueRound] = []
+        for (ladder, _), flat in zip(candidates, await self._run(build)):
+            for i in range(0, len(flat), 3):
+                due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2])))
+        return sorted(due, key=lambda d: (d.ladder, d.seq))
 
     async def round_record(self, ladder: str, round_id: str) -> dict[str, str]:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {k.decode(): v.decode() for k, v in raw.items()}
 
     async def save_fanout(self, ladder: str, round_id: str, *, pending: int,
-                          messages: dict[int, bytes]) -> bool:
-        """Store phase one's messages (partition → PlayerUpdate JSON) and mark the round pending."""
-        args: list[Any] = [pending]
+                          messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
+        """Store phase one's messages (partition → PlayerUpdate JSON) and mark the round pending
+        (the sweeper may re-send them from ``due_at`` on if the round is not rated by then)."""
+        args: list[Any] = [pending, encode_due(due_at)]
         for partition, message in sorted(messages.items()):
             args += [partition, message]
         (done,) = await self._run(lambda pipe: self._eval(
-            pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id)], args))
+            pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
+                                  keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args))
         return bool(done)
 
     async def load_fanout(self, ladder: str, round_id: str) -> dict[int, bytes]:
@@ -296,7 +361,8 @@ class Store:
                     round_args += [w.player, w.change, encode_float(w.display_rating), "1" if w.newcomer else "0"]
                 self._eval(pipe, "record_round_results",
                            [keys.round_record(r.ladder, r.round_id), keys.round_results(r.ladder, r.round_id),
-                            keys.leaderboard(r.ladder), keys.ladder(r.ladder)], round_args)
+                            keys.leaderboard(r.ladder), keys.ladder(r.ladder), keys.incomplete_rounds(r.ladder)],
+                           round_args)
 
         results = iter(await self._run(build))
         applied = []

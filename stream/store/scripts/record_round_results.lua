@@ -6,6 +6,7 @@
 -- KEYS[2] round results (hash)   ems:round-results:{L}:R
 -- KEYS[3] leaderboard (zset)     ems:lb:{L}
 -- KEYS[4] ladder hash            ems:ladder:{L}
+-- KEYS[5] incomplete rounds      ems:incomplete:{L}  (a rated round leaves the sweeper's ledger)
 -- ARGV[1] now                    epoch seconds (rated_at / updated_at)
 -- ARGV[2..] player, RatingChange JSON, display rating, newcomer (1 if first round), ...
 -- Returns the number of players still pending.
@@ -26,6 +27,7 @@ if pending < 0 then pending = 0 end
 redis.call('HSET', round_key, 'pending', pending)
 if pending == 0 and info[2] == 'pending' then
   redis.call('HSET', round_key, 'status', 'rated', 'rated_at', now)
+  redis.call('ZREM', KEYS[5], info[4])
   redis.call('HINCRBY', ladder_key, 'rounds_rated', 1)
   local last_seq = tonumber(redis.call('HGET', ladder_key, 'last_rated_seq') or '0')
   if tonumber(info[3]) > last_seq then

@@ -3,22 +3,39 @@
 -- KEYS[1] ladder hash            ems:ladder:{L}
 -- KEYS[2] round record           ems:round:{L}:R
 -- KEYS[3] rounds index (zset)    ems:rounds:{L}
+-- KEYS[4] registered rounds      ems:registered:{L}  (round id by seq while phase one is unfinished)
+-- KEYS[5] incomplete rounds      ems:incomplete:{L}  (round id by sweep due time until rated)
 -- ARGV[1] round_id
 -- ARGV[2] content_hash           sha256 of the canonical round
 -- ARGV[3] occurred_at            epoch seconds
 -- ARGV[4] received_at            epoch seconds
 -- ARGV[5] field_size             number of standings
 -- ARGV[6] status                 status of a new record: "registered" (to rate) or "no_outcome"
--- Returns {outcome, seq, status}: outcome "new" | "existing" | "conflict"; status of the stored record.
-local ladder_key, round_key, index_key = KEYS[1], KEYS[2], KEYS[3]
+-- ARGV[7] body                   canonical round JSON, kept while "registered" (the sweeper
+--                                re-runs phase one from it if the input is never redelivered)
+-- ARGV[8] due_at                 when the sweeper may re-drive the round ("+inf": never)
+-- Returns {outcome, seq, status, earlier...}: outcome "new" | "existing" | "conflict"; status of
+-- the stored record; earlier = ids of this ladder's rounds still "registered" with a smaller seq
+-- (phase one must complete them first: their priors are only valid while no later round passed).
+local ladder_key, round_key, index_key, registered_key, incomplete_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local round_id, content_hash = ARGV[1], ARGV[2]
+
+local function reply(outcome, seq, status)
+  local out = {outcome, seq, status}
+  if outcome ~= 'conflict' then
+    for _, earlier in ipairs(redis.call('ZRANGEBYSCORE', registered_key, '-inf', '(' .. seq)) do
+      out[#out + 1] = earlier
+    end
+  end
+  return out
+end
 
 local existing = redis.call('HMGET', round_key, 'content_hash', 'seq', 'status')
 if existing[1] then
   if existing[1] ~= content_hash then
-    return {'conflict', tonumber(existing[2]), existing[3]}
+    return reply('conflict', tonumber(existing[2]), existing[3])
   end
-  return {'existing', tonumber(existing[2]), existing[3]}
+  return reply('existing', tonumber(existing[2]), existing[3])
 end
 
 local seq = redis.call('HINCRBY', ladder_key, 'seq', 1)
@@ -26,4 +43,9 @@ redis.call('HSET', round_key,
   'round_id', round_id, 'seq', seq, 'status', ARGV[6], 'field_size', ARGV[5],
   'occurred_at', ARGV[3], 'received_at', ARGV[4], 'content_hash', content_hash)
 redis.call('ZADD', index_key, seq, round_id)
-return {'new', seq, ARGV[6]}
+if ARGV[6] == 'registered' then
+  redis.call('HSET', round_key, 'body', ARGV[7])
+  redis.call('ZADD', registered_key, seq, round_id)
+  redis.call('ZADD', incomplete_key, ARGV[8], round_id)
+end
+return reply('new', seq, ARGV[6])

@@ -1,0 +1,62 @@
+"""Deterministic fault points for tests (FAULT_POINT / FAULT_MARKER; off by default).
+
+A fault point is a named place in the worker. When ``FAULT_POINT`` names it, the first worker
+to get there creates the ``FAULT_MARKER`` file (exclusively, so the fault fires once across
+restarts and across workers sharing the file) and then either crashes on the spot with
+``os._exit(137)`` (no cleanup, no offset commit: what ``kill -9`` does at that instant) or,
+for the ``drop_*`` points, lets the caller lose one message. Production never sets FAULT_POINT.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from stream.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CRASH_EXIT_CODE = 137
+"""Exit status of a fault crash (the shell's status of a SIGKILLed process)."""
+
+#: Crash points, in the order a round meets them.
+AFTER_REGISTER_BEFORE_FANOUT = "after_register_before_fanout"
+AFTER_QUEUED_BEFORE_FANOUT_STORED = "after_queued_before_fanout_stored"
+AFTER_FANOUT_STORED_BEFORE_SEND = "after_fanout_stored_before_send"
+AFTER_FANOUT_SENT_BEFORE_ACK = "after_fanout_sent_before_ack"
+PHASE_TWO_AFTER_REDIS_BEFORE_EMIT = "phase_two_after_redis_before_emit"
+PHASE_TWO_AFTER_EMIT_BEFORE_ACK = "phase_two_after_emit_before_ack"
+CRASH_POINTS = (AFTER_REGISTER_BEFORE_FANOUT, AFTER_QUEUED_BEFORE_FANOUT_STORED, AFTER_FANOUT_STORED_BEFORE_SEND,
+                AFTER_FANOUT_SENT_BEFORE_ACK, PHASE_TWO_AFTER_REDIS_BEFORE_EMIT, PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
+
+#: Loss points: the worker goes on, but one thing is lost (what a framework bug could do).
+DROP_ONE_FANOUT_MESSAGE = "drop_one_fanout_message"
+"""The first fan-out message phase one sends is silently not sent (the round stays pending)."""
+DROP_ROUND_AFTER_REGISTER = "drop_round_after_register"
+"""The first round registered is abandoned and its input acked (the round stays registered)."""
+DROP_POINTS = (DROP_ONE_FANOUT_MESSAGE, DROP_ROUND_AFTER_REGISTER)
+
+ALL_POINTS = CRASH_POINTS + DROP_POINTS
+
+
+def fires(settings: Settings, point: str) -> bool:
+    """True exactly once (across processes sharing FAULT_MARKER) if FAULT_POINT is ``point``."""
+    if settings.fault_point != point:
+        return False
+    if not settings.fault_marker:
+        raise ValueError("FAULT_POINT needs FAULT_MARKER (the file that makes the fault fire once)")
+    try:
+        fd = os.open(settings.fault_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.write(fd, point.encode())
+    os.fsync(fd)
+    os.close(fd)
+    log.warning("fault point %s fires", point)
+    return True
+
+
+def crash_point(settings: Settings, point: str) -> None:
+    """Crash the process here (exit 137, nothing flushed or committed) if the fault fires."""
+    if fires(settings, point):
+        os._exit(CRASH_EXIT_CODE)

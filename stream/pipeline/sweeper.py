@@ -1,0 +1,66 @@
+"""The sweeper: re-drive rounds that stay incomplete, whatever was lost on the way.
+
+Every round to rate enters a ledger at registration (``ems:incomplete:{L}``, score = the time
+the sweeper may touch it: registration or last re-drive + SWEEP_TIMEOUT_S) and leaves it when
+``record_round_results`` marks it ``rated``. Each worker runs :func:`sweep` every
+SWEEP_INTERVAL_S (a Faust timer); rounds past their due time are claimed atomically (one
+worker re-drives a round once per SWEEP_TIMEOUT_S) and re-driven idempotently:
+
+* ``pending`` (fan-out stored): its stored fan-out is re-sent; phase two applies the players
+  still missing and re-emits the others' events from the round's stored results.
+* ``registered`` (phase one never finished: the input crashed and was not redelivered, or
+  was acked by the framework without being handled): phase one is completed from the body
+  stored at registration (``phase_one.complete_registered``). Its priors are still the right
+  ones: no later round of the ladder passes phase one while an earlier one is registered.
+
+Without the sweeper a stuck round was re-driven only when a later round's barrier waited on
+it; a lost player update of a ladder's last round stayed lost (seen with faust-streaming
+0.15.3: a partition's committed offset stalled after the group leader left, issue #596).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.messages import FanOutMessage
+from stream.pipeline.phase_one import complete_registered, stored_fanout
+from stream.store.store import STATUS_PENDING, STATUS_REGISTERED
+
+log = logging.getLogger(__name__)
+
+ROUNDS_PER_LADDER = 100
+"""Most rounds of one ladder claimed per sweep (the rest wait for the next sweep)."""
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What one sweep re-drove: rounds whose fan-out was re-sent, rounds whose phase one was completed."""
+
+    resent: list[tuple[str, str]]
+    completed: list[tuple[str, str]]
+
+
+async def sweep(ctx: PipelineContext) -> SweepReport:
+    """Claim and re-drive every round past its due time (see the module docstring)."""
+    now = time.time()
+    due = await ctx.store.claim_due_rounds(now=now, next_due=now + ctx.settings.sweep_timeout_s,
+                                           limit=ROUNDS_PER_LADDER)
+    resent: list[tuple[str, str]] = []
+    completed: list[tuple[str, str]] = []
+    messages: list[FanOutMessage] = []
+    for round_ in due:  # ordered by (ladder, seq): a ladder's earlier registered rounds complete first
+        if round_.status == STATUS_REGISTERED:
+            await complete_registered(ctx, round_.ladder, round_.round_id)
+            completed.append((round_.ladder, round_.round_id))
+        elif round_.status == STATUS_PENDING:
+            messages += await stored_fanout(ctx, round_.ladder, round_.round_id)
+            resent.append((round_.ladder, round_.round_id))
+    if messages and ctx.resend is not None:
+        await ctx.resend(messages)
+    if resent or completed:
+        log.warning("sweeper re-drove %d round(s): fan-out re-sent for %s, phase one completed for %s",
+                    len(resent) + len(completed), resent[:5], completed[:5])
+    return SweepReport(resent, completed)
