@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import lru_cache
 
 from kafka.partitioner.default import murmur2
 
 POSITIVE_MASK = 0x7FFFFFFF
+CACHED_KEYS = 1 << 20
+"""Player ids whose partitions are memoised (murmur2 in Python costs ~6 µs a key; players recur)."""
 
 
+@lru_cache(maxsize=CACHED_KEYS)
 def partition_for(key: str, partitions: int) -> int:
     """``toPositive(murmur2(key)) % partitions``, the Java client's default for a keyed record."""
     return (murmur2(key.encode("utf-8")) & POSITIVE_MASK) % partitions

@@ -13,29 +13,20 @@ RatingChange (same ``event_id`` and content) and consumers can deduplicate.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from stream import engine
-from stream.contracts import PlayerUpdate, RatingChange
+from stream.contracts import PlayerUpdate
 from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
+from stream.engine.state import pack_batch, unpack_batch
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.encoding import ChangeColumns, encode_changes
 from stream.pipeline.messages import RatingChangeMessage
-from stream.store.store import PlayerWrite, RoundWrites, StoredPlayer
-
-
-RATING_CHANGE_FIELDS = tuple(f.name for f in fields(RatingChange))
-
-
-def encode_change(change: RatingChange) -> bytes:
-    """``change.to_json()`` without ``dataclasses.asdict`` (its deep copies dominated phase two's
-    Python time on 10,000-player rounds). Same keys, order and format (tested equal)."""
-    data = {"event_id": change.event_id, **{name: getattr(change, name) for name in RATING_CHANGE_FIELDS}}
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+from stream.store.store import ColumnWrites, StoredPlayer
 
 
 @dataclass
@@ -83,7 +74,7 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
     groups = group_updates(raws)
     stored = await ctx.store.load_states([(g.update.ladder, p) for g in groups for p in g.players])
     now = time.time()
-    round_writes: list[RoundWrites] = []
+    round_writes: list[ColumnWrites] = []
     offset = 0
     for group in groups:
         round_writes.append(_rate(ctx, group, stored[offset: offset + len(group.players)]))
@@ -91,15 +82,15 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
     applied = await ctx.store.apply(round_writes, now=now) if round_writes else []
 
     events: list[RatingChangeMessage] = []
-    replay_needed: list[tuple[RoundWrites, list[str]]] = []
+    replay_needed: list[tuple[ColumnWrites, list[str]]] = []
     applied_count = 0
     for group, writes, flags in zip(groups, round_writes, applied):
-        done_now = {w.player for w, ok in zip(writes.writes, flags) if ok}
+        done_now = [(player, change) for player, change, ok in zip(writes.players, writes.changes, flags) if ok]
         applied_count += len(done_now)
-        events += [RatingChangeMessage(w.player.encode(), w.change) for w in writes.writes if w.player in done_now]
-        missing = [p for p in group.players if p not in done_now]
-        if missing:
-            replay_needed.append((writes, missing))
+        events += [RatingChangeMessage(player.encode(), change) for player, change in done_now]
+        if len(done_now) < len(group.players):
+            done = {player for player, _ in done_now}
+            replay_needed.append((writes, [p for p in group.players if p not in done]))
     replayed = 0
     for writes, missing in replay_needed:
         for player, change in zip(missing, await ctx.store.load_results(writes.ladder, writes.round_id, missing)):
@@ -109,32 +100,36 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
     return PhaseTwoResult(events, applied_count, replayed)
 
 
-def _rate(ctx: PipelineContext, group: _RoundGroup, stored: list[StoredPlayer]) -> RoundWrites:
-    """New states of the group's players not yet past this round (vectorised engine call)."""
+def _rate(ctx: PipelineContext, group: _RoundGroup, stored: list[StoredPlayer]) -> ColumnWrites:
+    """New states of the group's players not yet past this round: one vectorised engine call,
+    packed states and events built from the batch's arrays (no per-player objects)."""
     update = group.update
-    todo = [i for i, s in enumerate(stored) if s.last_seq < update.seq]
-    if not todo:
-        return RoundWrites(update.ladder, update.round_id, [])
-    states = [engine.PlayerState.from_bytes(stored[i].state) if stored[i].state else engine.PlayerState.new(ctx.params)
-              for i in todo]
-    before = engine.PlayerBatch.from_states(states)
-    performance = np.asarray([group.performances[i] for i in todo], dtype=np.float64)
+    todo = np.flatnonzero(np.fromiter((s.last_seq < update.seq for s in stored), dtype=bool, count=len(stored)))
+    rows = todo.tolist()
+    if not rows:
+        return _nothing(update)
+    players = [group.players[i] for i in rows]
+    before = unpack_batch([stored[i].state for i in rows], ctx.params)
+    performance = np.asarray(group.performances, dtype=np.float64)[todo]
     after = engine.phase_two(before, performance, ctx.params, weight=update.weight, time=update.occurred_at)
     cfg = ctx.display(update.ladder)
     shown = display_rating(after.mu, after.sigma, cfg)
-    tiers = tier_names(next_tier(tier_indices([stored[i].tier for i in todo], cfg), after.mu, after.sigma, cfg), cfg)
-    writes = []
-    for j, (i, state) in enumerate(zip(todo, after.to_states())):
-        player = group.players[i]
-        change = RatingChange(
-            ladder=update.ladder, round_id=update.round_id, player=player, rank=int(group.ranks[i]),
-            field_size=update.field_size, performance=float(performance[j]),
-            mu_before=float(before.mu[j]), sigma_before=float(before.sigma[j]),
-            mu_after=state.mu, sigma_after=state.sigma, display_rating=float(shown[j]),
-            tier=tiers[j] or None, rounds_played=state.rounds, occurred_at=update.occurred_at)
-        writes.append(PlayerWrite(
-            player=player, seq=update.seq, mu=state.mu, sigma=state.sigma, rounds=state.rounds,
-            last_round=update.round_id, last_time=update.occurred_at, display_rating=float(shown[j]),
-            tier=tiers[j], state=state.to_bytes(), change=encode_change(change),
-            newcomer=stored[i].state is None))
-    return RoundWrites(update.ladder, update.round_id, writes)
+    tiers = tier_names(next_tier(tier_indices([stored[i].tier for i in rows], cfg), after.mu, after.sigma, cfg), cfg)
+    changes = encode_changes(ChangeColumns(
+        ladder=update.ladder, round_id=update.round_id, field_size=update.field_size,
+        occurred_at=update.occurred_at, players=players, ranks=np.asarray(group.ranks, dtype=np.int64)[todo],
+        performance=performance, mu_before=before.mu, sigma_before=before.sigma, mu_after=after.mu,
+        sigma_after=after.sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds))
+    return ColumnWrites(
+        ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
+        players=players, mu=after.mu, sigma=after.sigma, rounds=after.rounds, display_rating=shown, tiers=tiers,
+        states=pack_batch(after), changes=changes,
+        newcomer=np.fromiter((stored[i].state is None for i in rows), dtype=bool, count=len(rows)))
+
+
+def _nothing(update: PlayerUpdate) -> ColumnWrites:
+    """No player of the round left to apply (the round's bookkeeping still runs)."""
+    empty = np.zeros(0)
+    return ColumnWrites(ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
+                        players=[], mu=empty, sigma=empty, rounds=np.zeros(0, dtype=np.int64), display_rating=empty,
+                        tiers=[], states=[], changes=[], newcomer=np.zeros(0, dtype=bool))

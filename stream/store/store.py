@@ -22,6 +22,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
 from stream.store import keys
+from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
 
 STATUS_REGISTERED = "registered"
@@ -136,11 +137,66 @@ class PlayerWrite:
 
 @dataclass(frozen=True)
 class RoundWrites:
-    """The player writes of one round within a phase-two batch."""
+    """The player writes of one round, one object per player (tests and tools; the pipeline
+    builds :class:`ColumnWrites` directly). Every write carries the same ``seq`` and ``last_time``."""
 
     ladder: str
     round_id: str
     writes: Sequence[PlayerWrite]
+
+    def columns(self) -> ColumnWrites:
+        ws = self.writes
+        seqs = {w.seq for w in ws}
+        times = {w.last_time for w in ws}
+        if len(seqs) > 1 or len(times) > 1:
+            raise ValueError("the writes of one round share seq and last_time")
+        return ColumnWrites(
+            ladder=self.ladder, round_id=self.round_id, seq=ws[0].seq if ws else 0,
+            last_time=ws[0].last_time if ws else math.nan, players=[w.player for w in ws],
+            mu=np.array([w.mu for w in ws], dtype=float), sigma=np.array([w.sigma for w in ws], dtype=float),
+            rounds=np.array([w.rounds for w in ws], dtype=np.int64),
+            display_rating=np.array([w.display_rating for w in ws], dtype=float), tiers=[w.tier for w in ws],
+            states=[w.state for w in ws], changes=[w.change for w in ws],
+            newcomer=np.array([w.newcomer for w in ws], dtype=bool))
+
+
+@dataclass(frozen=True)
+class ColumnWrites:
+    """The player writes of one round within a phase-two batch, as aligned columns.
+
+    Input of apply_player_update.lua (state, history) and record_round_results.lua (results,
+    leaderboard): sent as a few large arguments per script call, not several per player.
+    ``last_round`` is ``round_id``; ``tiers`` are names ("" = unplaced); ``changes`` the
+    RatingChange JSON of each player.
+    """
+
+    ladder: str
+    round_id: str
+    seq: int
+    last_time: float
+    players: Sequence[str]
+    mu: np.ndarray
+    sigma: np.ndarray
+    rounds: np.ndarray
+    display_rating: np.ndarray
+    tiers: Sequence[str]
+    states: Sequence[bytes]
+    changes: Sequence[bytes]
+    newcomer: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.players)
+
+
+def _numbers(values: np.ndarray) -> str:
+    """Space-separated exact text of numbers (``repr``: what :func:`encode_float` stores)."""
+    return " ".join(map(repr, values.tolist()))
+
+
+def _pieces(items: Sequence[str | bytes]) -> tuple[str, bytes]:
+    """Byte lengths and concatenation of strings or bytes (the scripts cut them apart again)."""
+    raw = [i.encode() if isinstance(i, str) else i for i in items]
+    return " ".join(map(str, map(len, raw))), b"".join(raw)
 
 
 class Store:
@@ -148,6 +204,7 @@ class Store:
 
     def __init__(self, client: aioredis.Redis, *, history_length: int, cluster: bool = False) -> None:
         self.client = client
+        use_hiredis_packing(client)
         self.history_length = history_length
         self.players_per_call = 1 if cluster else PLAYERS_PER_CALL
         self._sha: dict[str, str] = {}
@@ -335,39 +392,39 @@ class Store:
         rows = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
         return [StoredPlayer(last_seq=_int(last), state=state, tier=tier) for last, state, tier in rows]
 
-    async def apply(self, rounds: Sequence[RoundWrites], *, now: float) -> list[list[bool]]:
+    async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
         """Apply the player updates of a batch of rounds in ONE round trip, idempotently.
 
-        Per player one apply_player_update.lua (its own slot); per round one
-        record_round_results.lua (the ladder's slot). A player already applied is skipped by
-        its script, and its round result, already recorded, is kept (HSETNX).
-        Returns, per round, which writes were applied now.
+        Per chunk of players one apply_player_update.lua (one player per call on Redis
+        Cluster: its own slot); per round one record_round_results.lua (the ladder's slot). A
+        player already applied is skipped by its script, and its round result, already
+        recorded, is kept (HSETNX). Returns, per round, which writes were applied now.
         """
+        columns = [r.columns() if isinstance(r, RoundWrites) else r for r in rounds]
 
         def build(pipe: Pipeline) -> None:
-            for r in rounds:
-                writes = r.writes
-                for chunk in self._chunks(len(writes)):
+            for r in columns:
+                for chunk in self._chunks(len(r)):
+                    lo, hi = chunk.start, chunk.stop
                     player_keys: list[str] = []
-                    args: list[Any] = [self.history_length]
-                    for w in (writes[i] for i in chunk):
-                        player_keys += [keys.player(r.ladder, w.player), keys.history(r.ladder, w.player)]
-                        args += [w.seq, encode_float(w.mu), encode_float(w.sigma), w.rounds, w.last_round,
-                                 encode_float(w.last_time), encode_float(w.display_rating), w.tier, w.state,
-                                 w.change]
-                    self._eval(pipe, "apply_player_update", player_keys, args)
-                round_args: list[Any] = [encode_float(now)]
-                for w in writes:
-                    round_args += [w.player, w.change, encode_float(w.display_rating), "1" if w.newcomer else "0"]
+                    for player in r.players[lo:hi]:
+                        player_keys += [keys.player(r.ladder, player), keys.history(r.ladder, player)]
+                    self._eval(pipe, "apply_player_update", player_keys, [
+                        self.history_length, r.seq, r.round_id, encode_float(r.last_time),
+                        _numbers(r.mu[lo:hi]), _numbers(r.sigma[lo:hi]), _numbers(r.rounds[lo:hi]),
+                        _numbers(r.display_rating[lo:hi]), *_pieces(r.tiers[lo:hi]), *_pieces(r.states[lo:hi]),
+                        *_pieces(r.changes[lo:hi])])
+                newcomer = "".join("1" if flag else "0" for flag in r.newcomer.tolist())
                 self._eval(pipe, "record_round_results",
                            [keys.round_record(r.ladder, r.round_id), keys.round_results(r.ladder, r.round_id),
                             keys.leaderboard(r.ladder), keys.ladder(r.ladder), keys.incomplete_rounds(r.ladder)],
-                           round_args)
+                           [encode_float(now), *_pieces(r.players), *_pieces(r.changes), _numbers(r.display_rating),
+                            newcomer])
 
         results = iter(await self._run(build))
         applied = []
-        for r in rounds:
-            flags = [bool(flag) for _ in self._chunks(len(r.writes)) for flag in next(results)]
+        for r in columns:
+            flags = [bool(flag) for _ in self._chunks(len(r)) for flag in next(results)]
             next(results)
             applied.append(flags)
         return applied

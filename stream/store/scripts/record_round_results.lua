@@ -8,18 +8,43 @@
 -- KEYS[4] ladder hash            ems:ladder:{L}
 -- KEYS[5] incomplete rounds      ems:incomplete:{L}  (a rated round leaves the sweeper's ledger)
 -- ARGV[1] now                    epoch seconds (rated_at / updated_at)
--- ARGV[2..] player, RatingChange JSON, display rating, newcomer (1 if first round), ...
+-- Per-player columns (a few large arguments instead of four per player):
+-- ARGV[2]/ARGV[3] player:  space-separated byte lengths / the ids concatenated
+-- ARGV[4]/ARGV[5] change:  lengths / RatingChange JSON concatenated
+-- ARGV[6] display ratings  space-separated (repr floats: the leaderboard scores)
+-- ARGV[7] newcomer flags   one character per player, '1' if it is the player's first round
 -- Returns the number of players still pending.
+local function words(text)
+  local out = {}
+  for word in string.gmatch(text, '%S+') do out[#out + 1] = word end
+  return out
+end
+
+local function pieces(lengths, blob)
+  local out, pos = {}, 1
+  for n in string.gmatch(lengths, '%d+') do
+    local stop = pos + tonumber(n)
+    out[#out + 1] = string.sub(blob, pos, stop - 1)
+    pos = stop
+  end
+  return out
+end
+
 local round_key, results_key, lb_key, ladder_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = ARGV[1]
-for i = 2, #ARGV, 4 do
-  local player = ARGV[i]
-  if redis.call('HSETNX', results_key, player, ARGV[i + 1]) == 1 then
-    redis.call('ZADD', lb_key, ARGV[i + 2], player)
-    if ARGV[i + 3] == '1' then
-      redis.call('HINCRBY', ladder_key, 'players', 1)
+local players, changes, shown, newcomer = pieces(ARGV[2], ARGV[3]), pieces(ARGV[4], ARGV[5]), words(ARGV[6]), ARGV[7]
+local new_players = 0
+for i = 1, #players do
+  local player = players[i]
+  if redis.call('HSETNX', results_key, player, changes[i]) == 1 then
+    redis.call('ZADD', lb_key, shown[i], player)
+    if string.byte(newcomer, i) == 49 then  -- '1'
+      new_players = new_players + 1
     end
   end
+end
+if new_players > 0 then
+  redis.call('HINCRBY', ladder_key, 'players', new_players)
 end
 local info = redis.call('HMGET', round_key, 'field_size', 'status', 'seq', 'round_id')
 local pending = tonumber(info[1] or '0') - redis.call('HLEN', results_key)

@@ -1,0 +1,42 @@
+"""Redis commands encoded by hiredis' C packer instead of redis-py's Python one.
+
+redis.asyncio encodes every argument in Python (~4 µs each); the pipeline sends a few keys
+per player per round (priors, queued marks, state loads, writes), so on 10,000-player rounds
+the packing alone cost more than the maths. ``hiredis.pack_command`` writes the same bytes
+(RESP arrays of bulk strings; str as UTF-8, int and float as their ``repr``) about 6x faster.
+Arguments hiredis does not take (e.g. a memoryview) fall back to redis-py's packer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hiredis
+import redis.asyncio as aioredis
+
+UTF8 = "utf-8"
+
+
+class HiredisPacking:
+    """Mixin for a redis.asyncio connection class: ``pack_command`` through hiredis."""
+
+    def pack_command(self, *args: Any) -> list[bytes]:
+        first = args[0]
+        if isinstance(first, str) and " " in first:  # e.g. "SCRIPT LOAD": redis-py sends the words apart
+            args = (*first.split(), *args[1:])
+        elif isinstance(first, bytes) and b" " in first:
+            args = (*first.split(), *args[1:])
+        try:
+            return [hiredis.pack_command(args)]
+        except TypeError:
+            return super().pack_command(*args)  # type: ignore[misc, no-any-return]
+
+
+def use_hiredis_packing(client: aioredis.Redis) -> None:
+    """Make the connections ``client``'s pool opens from now on pack with hiredis (UTF-8 only,
+    the encoding hiredis assumes; idempotent)."""
+    pool = client.connection_pool
+    base = pool.connection_class
+    if issubclass(base, HiredisPacking) or pool.connection_kwargs.get("encoding", UTF8).lower() != UTF8:
+        return
+    pool.connection_class = type(f"Hiredis{base.__name__}", (HiredisPacking, base), {})
