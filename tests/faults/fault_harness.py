@@ -1,0 +1,114 @@
+"""Helpers of the fault tests: workers restarted after a fault crash, and the two end checks.
+
+Every fault test ends with (1) Redis equal to ``stream replay`` of the distinct rounds within
+1e-9 (``pipeline_harness.assert_equals_reference``) and (2) every expected RatingChange on
+``rating-changes`` (duplicates allowed, one content per ``event_id``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import redis
+
+import pipeline_harness as harness
+from stream.contracts import validate
+from stream.pipeline.faults import CRASH_EXIT_CODE
+from stream.store import keys
+
+FAST_SWEEP = {"SWEEP_TIMEOUT_S": "2", "SWEEP_INTERVAL_S": "0.5", "BARRIER_WARN_S": "5", "RETRY_MAX_DELAY_S": "0.5"}
+"""Worker settings of the fault tests: stuck rounds are re-driven within a few seconds."""
+
+
+def fault_env(bootstrap: str, redis_url: str, prefix: str, tmp_path: Path, point: str = "", **extra: str) -> dict[str, str]:
+    """Worker environment with FAULT_POINT (fires once: marker file under ``tmp_path``)."""
+    return harness.worker_env(bootstrap, redis_url, prefix, **FAST_SWEEP, FAULT_POINT=point,
+                              FAULT_MARKER=str(tmp_path / "fault.marker"), **extra)
+
+
+def statuses(client: redis.Redis, expected: dict[str, set[str]]) -> dict[tuple[str, str], bytes | None]:
+    order = [(ladder, rid) for ladder, ids in expected.items() for rid in sorted(ids)]
+    pipe = client.pipeline(transaction=False)
+    for ladder, rid in order:
+        pipe.hget(keys.round_record(ladder, rid), "status")
+    return dict(zip(order, pipe.execute()))
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = harness.DRAIN_TIMEOUT_S,
+               logs: Callable[[], str] = lambda: "") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{logs()}"
+        time.sleep(harness.POLL_S / 4)
+
+
+def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.Worker], *,
+          restart: bool, timeout_s: float = harness.DRAIN_TIMEOUT_S) -> int:
+    """Wait until every expected round is rated or no_outcome.
+
+    A worker that exits with the fault status is restarted (``restart``) or left dead (another
+    worker must take over); any other exit fails the test. Returns how many workers crashed.
+    """
+    client = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + timeout_s
+    crashes = 0
+    try:
+        while True:
+            done = statuses(client, expected)
+            missing = [k for k, s in done.items() if s not in (b"rated", b"no_outcome")]
+            if not missing:
+                return crashes
+            for i, w in enumerate(list(workers)):
+                assert w.process is not None
+                code = w.process.poll()
+                if code is None:
+                    continue
+                assert code in (CRASH_EXIT_CODE, -9), f"worker exited with {code}:\n{w.log()}"
+                if getattr(w, "counted", False):
+                    continue
+                crashes += 1
+                w.counted = True  # type: ignore[attr-defined]
+                if restart:
+                    workers[i] = harness.Worker(w.env, w.log_path.with_suffix(f".{crashes}.log")).start()
+            alive = [w for w in workers if w.process is not None and w.process.poll() is None]
+            assert alive or restart, "every worker died"
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{len(missing)} rounds not rated, e.g. {missing[:5]}\n"
+                                     + "\n".join(w.log() for w in workers))
+            time.sleep(harness.POLL_S)
+    finally:
+        client.close()
+
+
+def stop_all(workers: Sequence[harness.Worker]) -> None:
+    for w in workers:
+        w.stop()
+
+
+def expected_event_ids(rounds: Sequence[dict]) -> set[str]:
+    """``ladder/round_id/player`` of every participation of the distinct rounds."""
+    seen: dict[tuple[str, str], dict] = {}
+    for r in rounds:
+        seen.setdefault((r["ladder"], r["round_id"]), r)
+    return {f"{r['ladder']}/{r['round_id']}/{s['player']}" for r in seen.values() for s in r["standings"]}
+
+
+def assert_events_complete(bootstrap: str, prefix: str, rounds: Sequence[dict]) -> int:
+    """Every expected RatingChange is on ``rating-changes``, each event_id with one content.
+    Returns the number of events read (duplicates included)."""
+    wanted = expected_event_ids(rounds)
+    events = harness.consume_all(bootstrap, f"{prefix}rating-changes", at_least=len(wanted))
+    by_id: dict[str, set[bytes]] = defaultdict(set)
+    for key, value in events:
+        validate("rating-change", value)
+        change = json.loads(value)
+        assert key == change["player"].encode()
+        by_id[change["event_id"]].add(value)
+    assert set(by_id) == wanted, f"missing {sorted(wanted - set(by_id))[:5]}, unexpected {sorted(set(by_id) - wanted)[:5]}"
+    differing = [i for i, contents in by_id.items() if len(contents) != 1]
+    assert not differing, f"re-emitted events differ from the first: {differing[:5]}"
+    return len(events)
