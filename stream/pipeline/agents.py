@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import faust
 
+from stream.contracts import PlayerUpdate
 from stream.pipeline import faults, metrics
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
@@ -50,6 +51,17 @@ def change_messages(topics: Topics, events: Sequence[RatingChangeMessage]) -> li
     """RatingChanges keyed by player (Kafka's default partition of the key)."""
     name = topics.rating_changes.get_topic_name()
     return [Outgoing(name, e.key, e.value) for e in events]
+
+
+def emitted_players(batch: Sequence[bytes], events: Sequence[RatingChangeMessage]
+                    ) -> list[tuple[str, str, list[str]]]:
+    """(ladder, round_id, players) of the batch's PlayerUpdates whose events were just sent."""
+    sent = {e.key.decode() for e in events}
+    out: dict[tuple[str, str], list[str]] = {}
+    for raw in batch:
+        update = PlayerUpdate.from_json(raw)
+        out.setdefault((update.ladder, update.round_id), []).extend(p for p in update.players if p in sent)
+    return [(ladder, round_id, players) for (ladder, round_id), players in out.items()]
 
 
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
@@ -102,6 +114,9 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             handled = time.perf_counter()
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
             await send(change_messages(topics, result.events), "rating changes")
+            emitted = emitted_players(batch, result.events)
+            await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
+                           max_delay_s=settings.retry_max_delay_s)
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
             metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
             metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)

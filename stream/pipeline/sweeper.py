@@ -1,13 +1,16 @@
 """The sweeper: re-drive rounds that stay incomplete, whatever was lost on the way.
 
 Every round to rate enters a ledger at registration (``ems:incomplete:{L}``, score = the time
-the sweeper may touch it: registration or last re-drive + SWEEP_TIMEOUT_S) and leaves it when
-``record_round_results`` marks it ``rated``. Each worker runs :func:`sweep` every
+the sweeper may touch it: registration or last re-drive + SWEEP_TIMEOUT_S) and leaves it only
+when every participant's RatingChange was acknowledged by the broker (``confirm_emitted``):
+``rated`` is not enough, since a batch applied in Redis can still lose its events (a crash
+before the send, or faust-streaming acking buffered events of a stale generation during a
+rebalance without handing them to the agent, seen in tests/faults/test_takeover.py). Each worker runs :func:`sweep` every
 SWEEP_INTERVAL_S (a Faust timer); rounds past their due time are claimed atomically (one
 worker re-drives a round once per SWEEP_TIMEOUT_S) and re-driven idempotently:
 
-* ``pending`` (fan-out stored): its stored fan-out is re-sent; phase two applies the players
-  still missing and re-emits the others' events from the round's stored results.
+* ``pending`` or ``rated`` with unconfirmed events: its stored fan-out is re-sent; phase two
+  applies the players still missing and re-emits the others' events from the stored results.
 * ``registered`` (phase one never finished: the input crashed and was not redelivered, or
   was acked by the framework without being handled): phase one is completed from the body
   stored at registration (``phase_one.complete_registered``). Its priors are still the right
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import complete_registered, stored_fanout
-from stream.store.store import STATUS_PENDING, STATUS_REGISTERED
+from stream.store.store import STATUS_PENDING, STATUS_RATED, STATUS_REGISTERED
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,7 @@ async def sweep(ctx: PipelineContext) -> SweepReport:
         if round_.status == STATUS_REGISTERED:
             await complete_registered(ctx, round_.ladder, round_.round_id)
             completed.append((round_.ladder, round_.round_id))
-        elif round_.status == STATUS_PENDING:
+        elif round_.status in (STATUS_PENDING, STATUS_RATED):  # rated: some events never confirmed
             messages += await stored_fanout(ctx, round_.ladder, round_.round_id)
             resent.append((round_.ladder, round_.round_id))
     if messages and ctx.resend is not None:

@@ -42,6 +42,11 @@ def incomplete_rounds(ladder_name: str) -> str:
     return f"{PREFIX}incomplete:{{{ladder_name}}}"
 
 
+def round_emitted(ladder_name: str, round_id: str) -> str:
+    """Set: players whose RatingChange of the round was emitted (deleted once all were)."""
+    return f"{PREFIX}emitted:{{{ladder_name}}}:{round_id}"
+
+
 def round_record(ladder_name: str, round_id: str) -> str:
     """Hash: the round's status, sequence number, field size, pending count, times, content hash."""
     return f"{PREFIX}round:{{{ladder_name}}}:{round_id}"

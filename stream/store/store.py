@@ -329,6 +329,22 @@ class Store:
                                   keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args))
         return bool(done)
 
+    async def confirm_emitted(self, emitted: Sequence[tuple[str, str, Sequence[str]]]) -> list[int]:
+        """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;
+        a round whose every event is confirmed leaves the sweeper's ledger. Returns, per round
+        with players, how many players are still unconfirmed."""
+        def build(pipe: Pipeline) -> None:
+            for ladder, round_id, players in emitted:
+                if not players:
+                    continue
+                self._eval(pipe, "confirm_emitted",
+                           [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id),
+                            keys.incomplete_rounds(ladder)], list(players))
+
+        if not any(players for _, _, players in emitted):
+            return []
+        return [int(n) for n in await self._run(build)]
+
     async def load_fanout(self, ladder: str, round_id: str) -> dict[int, bytes]:
         raw = await self.client.hgetall(keys.round_perf(ladder, round_id))
         return {int(k): v for k, v in sorted(raw.items(), key=lambda kv: int(kv[0]))}

@@ -26,8 +26,8 @@ FAST_SWEEP = {"SWEEP_TIMEOUT_S": "2", "SWEEP_INTERVAL_S": "0.5", "BARRIER_WARN_S
 
 def fault_env(bootstrap: str, redis_url: str, prefix: str, tmp_path: Path, point: str = "", **extra: str) -> dict[str, str]:
     """Worker environment with FAULT_POINT (fires once: marker file under ``tmp_path``)."""
-    return harness.worker_env(bootstrap, redis_url, prefix, **FAST_SWEEP, FAULT_POINT=point,
-                              FAULT_MARKER=str(tmp_path / "fault.marker"), **extra)
+    settings = {**FAST_SWEEP, "FAULT_POINT": point, "FAULT_MARKER": str(tmp_path / "fault.marker"), **extra}
+    return harness.worker_env(bootstrap, redis_url, prefix, **settings)
 
 
 def statuses(client: redis.Redis, expected: dict[str, set[str]]) -> dict[tuple[str, str], bytes | None]:
@@ -80,6 +80,17 @@ def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.W
                 raise AssertionError(f"{len(missing)} rounds not rated, e.g. {missing[:5]}\n"
                                      + "\n".join(w.log() for w in workers))
             time.sleep(harness.POLL_S)
+    finally:
+        client.close()
+
+
+def wait_ledgers_empty(redis_url: str, ladders: Sequence[str], logs: Callable[[], str] = lambda: "") -> None:
+    """Until no round is left in the sweeper's ledger: every round's events were confirmed."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        wait_until(lambda: sum(client.zcard(keys.incomplete_rounds(ladder)) for ladder in ladders) == 0,
+                   "every round's events to be confirmed (empty ledgers)", logs=logs)
+        assert not client.keys("ems:registered:*") or all(client.zcard(k) == 0 for k in client.keys("ems:registered:*"))
     finally:
         client.close()
 

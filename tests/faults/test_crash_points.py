@@ -38,6 +38,7 @@ def test_crash_at_fault_point_then_restart(point: str, local_stack, stack_redis_
         assert (tmp_path / "fault.marker").exists(), "the fault point was never reached"
         assert crashes == 1, f"expected exactly one crash at {point}, saw {crashes}"
         harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
+        faults_h.wait_ledgers_empty(stack_redis_url, sorted(harness.expected_rounds(rounds)))
         faults_h.assert_events_complete(local_stack.bootstrap, fresh_prefix, rounds)
     finally:
         faults_h.stop_all(workers)

@@ -6,7 +6,8 @@
 -- KEYS[2] round results (hash)   ems:round-results:{L}:R
 -- KEYS[3] leaderboard (zset)     ems:lb:{L}
 -- KEYS[4] ladder hash            ems:ladder:{L}
--- KEYS[5] incomplete rounds      ems:incomplete:{L}  (a rated round leaves the sweeper's ledger)
+-- KEYS[5] incomplete rounds      ems:incomplete:{L}  (unused here: a round leaves the sweeper's
+--                                ledger once its events are emitted, confirm_emitted.lua)
 -- ARGV[1] now                    epoch seconds (rated_at / updated_at)
 -- Per-player columns (a few large arguments instead of four per player):
 -- ARGV[2]/ARGV[3] player:  space-separated byte lengths / the ids concatenated
@@ -52,7 +53,6 @@ if pending < 0 then pending = 0 end
 redis.call('HSET', round_key, 'pending', pending)
 if pending == 0 and info[2] == 'pending' then
   redis.call('HSET', round_key, 'status', 'rated', 'rated_at', now)
-  redis.call('ZREM', KEYS[5], info[4])
   redis.call('HINCRBY', ladder_key, 'rounds_rated', 1)
   local last_seq = tonumber(redis.call('HGET', ladder_key, 'last_rated_seq') or '0')
   if tonumber(info[3]) > last_seq then
