@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -155,12 +156,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--log-level", default="warning", help="the workers' LOG_LEVEL")
+    parser.add_argument("--keep-logs", type=Path, default=None, help="copy the workers' logs into this directory")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     prefix = "bench-"
     with LocalStack.on_ports() as stack, tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=prefix,
-                   APP_ID=f"{prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL="warning")
+                   APP_ID=f"{prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL=args.log_level)
         ensure(Settings.from_env(env))
         workers = [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO, env=env,
                                     stdout=open(Path(tmp) / f"w{i}.log", "wb"), stderr=subprocess.STDOUT)
@@ -173,6 +176,10 @@ def main() -> None:
                 w.terminate()
             for w in workers:
                 w.wait(timeout=30)
+            if args.keep_logs is not None:
+                args.keep_logs.mkdir(parents=True, exist_ok=True)
+                for log in Path(tmp).glob("w*.log"):
+                    shutil.copy(log, args.keep_logs / log.name)
     print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}\n")
     print("| players/round | player pool | rounds | participations | stream: part./s | replay: part./s "
           "| latency p50 | latency p99 |")

@@ -83,7 +83,7 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     store = ctx.store
     registration = await store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
-        received_at=now, field_size=round_.field_size, body=round_.to_json(),
+        received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
         due_at=now + ctx.settings.sweep_timeout_s)
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)

@@ -248,20 +248,22 @@ class Store:
         step = self.players_per_call
         return [range(i, min(i + step, n)) for i in range(0, n, step)]
 
-    async def _read_players(self, player_keys: Sequence[str], fields: Sequence[str]) -> list[list[bytes | None]]:
-        """HMGET ``fields`` of many player hashes: load_players.lua, one round trip."""
+    async def _read_players(self, player_keys: Sequence[str], fields: Sequence[str]) -> list[tuple[bytes | None, ...]]:
+        """HMGET ``fields`` of many player hashes (load_players.lua, one round trip): one column
+        per field, aligned with ``player_keys`` (None where absent)."""
         chunks = self._chunks(len(player_keys))
 
         def build(pipe: Pipeline) -> None:
             for chunk in chunks:
                 self._eval(pipe, "load_players", [player_keys[i] for i in chunk], list(fields))
 
-        return [row for rows in await self._run(build) for row in rows]
+        rows = [row for rows in await self._run(build) for row in rows]
+        return list(zip(*rows)) if rows else [()] * len(fields)
 
     # ---- rounds -------------------------------------------------------------------------
     async def register_round(
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
-        received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str = "",
+        received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
         due_at: float = NEVER_DUE,
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
@@ -363,22 +365,13 @@ class Store:
         applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
         attempt that crashed after the barrier had passed, so their prior is final.
         """
-        rows = await self._read_players([keys.player(ladder, p) for p in players], PRIOR_FIELDS)
-        n = len(players)
-        mu = np.full(n, math.nan)
-        sigma = np.full(n, math.nan)
-        last_time = np.full(n, math.nan)
-        known = np.zeros(n, dtype=bool)
-        blocked: list[str] = []
-        for i, (raw_mu, raw_sigma, raw_time, raw_queued, raw_last) in enumerate(rows):
-            queued, last = _int(raw_queued), _int(raw_last)
-            if queued > last and queued != seq:
-                blocked.append(players[i])
-            if raw_mu is not None:
-                known[i] = True
-                mu[i] = float(raw_mu)
-                sigma[i] = float(raw_sigma)
-                last_time[i] = _float(raw_time)
+        raw_mu, raw_sigma, raw_time, raw_queued, raw_last = await self._read_players(
+            [keys.player(ladder, p) for p in players], PRIOR_FIELDS)
+        known = np.array([m is not None for m in raw_mu], dtype=bool)
+        mu, sigma, last_time = (np.array([_float(x) for x in column], dtype=float)
+                                for column in (raw_mu, raw_sigma, raw_time))
+        queued, last = (np.array([_int(x) for x in column], dtype=np.int64) for column in (raw_queued, raw_last))
+        blocked = [players[i] for i in np.flatnonzero((queued > last) & (queued != seq)).tolist()]
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked)
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
@@ -405,8 +398,8 @@ class Store:
     # ---- phase two ----------------------------------------------------------------------
     async def load_states(self, players: Sequence[tuple[str, str]]) -> list[StoredPlayer]:
         """Last applied seq, packed state and tier of (ladder, player) pairs, in one round trip."""
-        rows = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
-        return [StoredPlayer(last_seq=_int(last), state=state, tier=tier) for last, state, tier in rows]
+        columns = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
+        return [StoredPlayer(last_seq=_int(last), state=state, tier=tier) for last, state, tier in zip(*columns)]
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
         """Apply the player updates of a batch of rounds in ONE round trip, idempotently.

@@ -47,8 +47,9 @@ for i = 1, #KEYS / 2 do
       'last_seq', seq_text, 'mu', mu[i], 'sigma', sigma[i], 'rounds', rounds[i],
       'last_round', last_round, 'last_time', last_time, 'display_rating', shown[i],
       'tier', tier[i], 'state', state[i])
-    redis.call('RPUSH', history_key, change[i])
-    redis.call('LTRIM', history_key, -history_length, -1)
+    if redis.call('RPUSH', history_key, change[i]) > history_length then
+      redis.call('LTRIM', history_key, -history_length, -1)
+    end
     out[i] = 1
   end
 end

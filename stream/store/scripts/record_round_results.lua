@@ -1,5 +1,5 @@
 -- record_round_results: the ladder-side bookkeeping of applied player updates of one round.
--- Idempotent: a player's result is recorded once (HSETNX); only a first record moves the
+-- Idempotent: a player's result is recorded once (never overwritten); only a first record moves the
 -- leaderboard and the counters. The round becomes "rated" when every player has a result.
 -- One slot: keys of ladder {L}.
 -- KEYS[1] round record           ems:round:{L}:R
@@ -31,17 +31,35 @@ local function pieces(lengths, blob)
   return out
 end
 
+local CHUNK = 1000
 local round_key, results_key, lb_key, ladder_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local seen = {}
 local now = ARGV[1]
 local players, changes, shown, newcomer = pieces(ARGV[2], ARGV[3]), pieces(ARGV[4], ARGV[5]), words(ARGV[6]), ARGV[7]
 local new_players = 0
-for i = 1, #players do
-  local player = players[i]
-  if redis.call('HSETNX', results_key, player, changes[i]) == 1 then
-    redis.call('ZADD', lb_key, shown[i], player)
-    if string.byte(newcomer, i) == 49 then  -- '1'
-      new_players = new_players + 1
+-- In chunks (Lua's unpack limit), with bulk commands: HMGET finds the players already recorded,
+-- one HSET and one ZADD record the others (the same outcome as HSETNX + ZADD per player, with
+-- a few commands per thousand players instead of two per player).
+for first = 1, #players, CHUNK do
+  local last = math.min(first + CHUNK - 1, #players)
+  local stored = redis.call('HMGET', results_key, unpack(players, first, last))
+  local results, scores = {}, {}
+  for i = first, last do
+    local player = players[i]
+    if not stored[i - first + 1] and not seen[player] then
+      seen[player] = true
+      results[#results + 1] = player
+      results[#results + 1] = changes[i]
+      scores[#scores + 1] = shown[i]
+      scores[#scores + 1] = player
+      if string.byte(newcomer, i) == 49 then  -- '1'
+        new_players = new_players + 1
+      end
     end
+  end
+  if #results > 0 then
+    redis.call('HSET', results_key, unpack(results))
+    redis.call('ZADD', lb_key, unpack(scores))
   end
 end
 if new_players > 0 then
