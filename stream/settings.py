@@ -59,6 +59,8 @@ class Settings:
     barrier_max_poll_s: float = field(default=0.02, metadata={"env": "BARRIER_MAX_POLL_S", "doc": "longest single wait between two checks of the per-player barrier"})
     barrier_warn_s: float = field(default=10.0, metadata={"env": "BARRIER_WARN_S", "doc": "log a warning (and again every such interval) while phase one waits on earlier rounds' updates"})
     consumer_fetch_max_wait_ms: int = field(default=20, metadata={"env": "CONSUMER_FETCH_MAX_WAIT_MS", "doc": "longest time the worker's Kafka fetch waits for data (Faust hard-codes 1500 ms; the embedded broker answers such a fetch only at its deadline, which would add that much latency per hop)"})
+    phase_one_batch: int = field(default=64, metadata={"env": "PHASE_ONE_BATCH", "doc": "rounds phase one takes per batch (handled one by one; their sends are awaited together)"})
+    phase_one_within_s: float = field(default=0.005, metadata={"env": "PHASE_ONE_WITHIN_S", "doc": "longest wait to fill a phase-one batch (added latency of a lone round)"})
     phase_two_batch: int = field(default=256, metadata={"env": "PHASE_TWO_BATCH", "doc": "player-updates messages phase two takes per batch"})
     phase_two_within_s: float = field(default=0.01, metadata={"env": "PHASE_TWO_WITHIN_S", "doc": "longest wait to fill a phase-two batch"})
     stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: $XDG_CACHE_HOME/elo-mmr-stream/stack.json (~/.cache/...). Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})

@@ -14,13 +14,16 @@ moves past input whose effects are not stored.
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
-the broker's acknowledgement before the input event is
-acknowledged, so an offset is committed only after what it produced is durable; a crash in
-between redelivers the input, and the handlers' idempotency makes that harmless.
+the broker's acknowledgement before the input event is acknowledged, so an offset is
+committed only after what it produced is durable; a crash in between redelivers the input,
+and the handlers' idempotency makes that harmless. Phase one takes its rounds in batches
+(``PHASE_ONE_BATCH`` / ``PHASE_ONE_WITHIN_S``): rounds are still handled one at a time and
+each one's output is sent at once, but the acknowledgements are awaited once per batch.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -34,7 +37,7 @@ from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
 from stream.pipeline.phase_one import Origin, handle_round
 from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.producer import BatchProducer, Outgoing
-from stream.pipeline.retry import retrying
+from stream.pipeline.retry import TRANSIENT_ERRORS, retrying
 from stream.pipeline.sweeper import sweep
 from stream.pipeline.topics import Topics
 
@@ -78,32 +81,58 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     ctx.resend = resend
 
+    async def settle(acks: list[asyncio.Future[object]], sent: list[Outgoing], what: str) -> None:
+        """Wait for the broker's acknowledgement of messages already in flight; if any failed
+        (broker unreachable), send them all again until it works (every consumer is idempotent)."""
+        try:
+            await asyncio.gather(*acks)
+        except TRANSIENT_ERRORS as exc:
+            log.warning("%s failed (%s); sending again", what, type(exc).__name__)
+            await send(sent, what)
+
     @app.agent(topics.rounds, name="phase-one", isolated_partitions=True)
     async def phase_one(stream: faust.StreamT) -> None:
-        async for event in stream.events():
-            message = event.message
-            started = time.perf_counter()
-            metrics.ROUND_LAG_SECONDS.set(max(0.0, time.time() - message.timestamp))
-            origin = Origin(message.topic, message.partition, message.offset)
-            result = await retrying(lambda: handle_round(ctx, event.value, origin),
-                                    f"phase one of offset {message.offset}", max_delay_s=settings.retry_max_delay_s)
-            handled = time.perf_counter()
-            if result.dead_letter is not None:
-                letter = result.dead_letter
-                await send([Outgoing(topics.rounds_dlq.get_topic_name(), event.key, letter.to_json().encode(),
-                                     message.partition)], "a dead letter")
-                metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
-                log.info("round rejected to the DLQ: %s (%s)", letter.reason, letter.message)
-            updates = result.updates
-            if updates and faults.fires(settings, faults.DROP_ONE_FANOUT_MESSAGE):
-                updates = updates[1:]
-            await send(fanout_messages(topics, updates), "fan-out")
+        # A batch of rounds is handled one by one, in order (each reads the priors the previous
+        # ones left); each round's output is handed to the producer at once and flies while the
+        # next round is handled, and the batch's acknowledgements are awaited together before
+        # Faust acks the batch's events (after the loop body). Rounds waiting at the barrier
+        # for an earlier round of the same batch are fine: its fan-out is already in flight.
+        async for events in stream.take_events(settings.phase_one_batch, within=settings.phase_one_within_s):
+            batch_started = time.perf_counter()
+            sent: list[Outgoing] = []
+            acks: list[asyncio.Future[object]] = []
+            for event in events:
+                message = event.message
+                started = time.perf_counter()
+                metrics.ROUND_LAG_SECONDS.set(max(0.0, time.time() - message.timestamp))
+                origin = Origin(message.topic, message.partition, message.offset)
+                result = await retrying(lambda: handle_round(ctx, event.value, origin),
+                                        f"phase one of offset {message.offset}", max_delay_s=settings.retry_max_delay_s)
+                out: list[Outgoing] = []
+                if result.dead_letter is not None:
+                    letter = result.dead_letter
+                    out.append(Outgoing(topics.rounds_dlq.get_topic_name(), event.key, letter.to_json().encode(),
+                                        message.partition))
+                    metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
+                    log.info("round rejected to the DLQ: %s (%s)", letter.reason, letter.message)
+                updates = result.updates
+                if updates and faults.fires(settings, faults.DROP_ONE_FANOUT_MESSAGE):
+                    updates = updates[1:]
+                out += fanout_messages(topics, updates)
+                sent += out
+                try:
+                    acks += await producer.enqueue(out)
+                except TRANSIENT_ERRORS:
+                    await send(out, "fan-out")  # waits until the broker is back: later rounds may need it
+                metrics.ROUNDS.labels(result.outcome).inc()
+                metrics.PHASE_ONE_SECONDS.observe(time.perf_counter() - started)
+                log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs", result.ladder, result.round_id,
+                          result.seq, result.outcome, len(result.updates), time.perf_counter() - started)
+            settling = time.perf_counter()
+            await settle(acks, sent, "fan-out")
             faults.crash_point(settings, faults.AFTER_FANOUT_SENT_BEFORE_ACK)
-            metrics.ROUNDS.labels(result.outcome).inc()
-            metrics.PHASE_ONE_SECONDS.observe(time.perf_counter() - started)
-            log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs (%.3fs sending)", result.ladder,
-                      result.round_id, result.seq, result.outcome, len(result.updates), time.perf_counter() - started,
-                      time.perf_counter() - handled)
+            log.debug("phase one batch: %d round(s), %.3fs (%.3fs awaiting acknowledgements)", len(events),
+                      time.perf_counter() - batch_started, time.perf_counter() - settling)
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT) -> None:

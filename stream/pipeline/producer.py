@@ -65,8 +65,13 @@ class BatchProducer(mode.Service):
 
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Send every message and wait until the broker has acknowledged them all."""
+        await asyncio.gather(*await self.enqueue(messages))
+
+    async def enqueue(self, messages: Sequence[Outgoing]) -> list[asyncio.Future[object]]:
+        """Hand every message to the producer (sent in the background at once) and return the
+        futures of their acknowledgements: a caller can go on working while they fly."""
         if not messages:
-            return
+            return []
         assert self.producer is not None, "BatchProducer not started"
         groups: dict[tuple[str, int], list[Outgoing]] = defaultdict(list)
         for m in messages:
@@ -87,4 +92,4 @@ class BatchProducer(mode.Service):
                         batch = self.producer.create_batch()
             if batch.record_count():
                 pending.append(await self.producer.send_batch(batch, topic, partition=partition))
-        await asyncio.gather(*pending)
+        return pending
