@@ -93,7 +93,12 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
             replay_needed.append((writes, [p for p in group.players if p not in done]))
     replayed = 0
     for writes, missing in replay_needed:
-        for player, change in zip(missing, await ctx.store.load_results(writes.ladder, writes.round_id, missing)):
+        changes = await ctx.store.load_results(writes.ladder, writes.round_id, missing)
+        lost = [p for p, change in zip(missing, changes) if change is None]
+        if lost:  # applied, but the round's bookkeeping never ran (a crash mid-pipeline): recover it
+            recovered = dict(zip(lost, await ctx.store.recover_results(writes.ladder, writes.round_id, lost, now=now)))
+            changes = [recovered[p] if change is None else change for p, change in zip(missing, changes)]
+        for player, change in zip(missing, changes):
             if change is not None:
                 events.append(RatingChangeMessage(player.encode(), change))
                 replayed += 1

@@ -11,6 +11,7 @@ and last_time back bit for bit, so the stream equals the in-process replay.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -437,6 +438,42 @@ class Store:
             next(results)
             applied.append(flags)
         return applied
+
+    async def recover_results(self, ladder: str, round_id: str, players: Sequence[str], *,
+                              now: float) -> list[bytes | None]:
+        """Record the round results of players applied without them (their RatingChange JSON
+        taken from their history) and return those changes (None where not found).
+
+        ``apply`` sends each player's script and then the round's bookkeeping in one pipeline,
+        but a pipeline is not a transaction: a worker killed mid-pipeline (seen with a 20,000
+        -player round) leaves players applied (state + history, atomically) whose result is
+        missing, so the round never reaches ``rated`` and their events could not be re-emitted.
+        The leaderboard gets the player's current display rating (a later round may have moved it).
+        """
+        pipe = self.client.pipeline(transaction=False)
+        for player in players:
+            pipe.lrange(keys.history(ladder, player), 0, -1)
+            pipe.hget(keys.player(ladder, player), "display_rating")
+        replies = await pipe.execute()
+        found: list[bytes | None] = []
+        rows: list[tuple[str, bytes, float, bool]] = []
+        for i, player in enumerate(players):
+            history, shown = replies[2 * i], replies[2 * i + 1]
+            change = next((entry for entry in reversed(history)
+                           if (data := json.loads(entry)).get("round_id") == round_id and data.get("ladder") == ladder),
+                          None)
+            found.append(change)
+            if change is not None and shown is not None:
+                rows.append((player, change, float(shown), json.loads(change).get("rounds_played") == 1))
+        if rows:
+            newcomer = "".join("1" if row[3] else "0" for row in rows)
+            await self._run(lambda pipe: self._eval(
+                pipe, "record_round_results",
+                [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id), keys.leaderboard(ladder),
+                 keys.ladder(ladder), keys.incomplete_rounds(ladder)],
+                [encode_float(now), *_pieces([row[0] for row in rows]), *_pieces([row[1] for row in rows]),
+                 _numbers(np.array([row[2] for row in rows])), newcomer]))
+        return found
 
     # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:

@@ -108,11 +108,33 @@ def expected_event_ids(rounds: Sequence[dict]) -> set[str]:
     return {f"{r['ladder']}/{r['round_id']}/{s['player']}" for r in seen.values() for s in r["standings"]}
 
 
+def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[tuple[bytes | None, bytes]]:
+    """Every (key, value) on ``topic`` up to its current end offsets (duplicates included)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        assert parts, f"topic {topic} does not exist"
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        end = consumer.end_offsets(parts)
+        out: list[tuple[bytes | None, bytes]] = []
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < end[tp] for tp in parts):
+            assert time.monotonic() < deadline, f"could not read {topic} to its end"
+            for records in consumer.poll(timeout_ms=500).values():
+                out += [(r.key, r.value) for r in records]
+        return out
+    finally:
+        consumer.close()
+
+
 def assert_events_complete(bootstrap: str, prefix: str, rounds: Sequence[dict]) -> int:
     """Every expected RatingChange is on ``rating-changes``, each event_id with one content.
     Returns the number of events read (duplicates included)."""
     wanted = expected_event_ids(rounds)
-    events = harness.consume_all(bootstrap, f"{prefix}rating-changes", at_least=len(wanted))
+    events = read_topic(bootstrap, f"{prefix}rating-changes")
     by_id: dict[str, set[bytes]] = defaultdict(set)
     for key, value in events:
         validate("rating-change", value)
