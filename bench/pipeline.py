@@ -49,6 +49,8 @@ if os.environ.get("BENCH_QUICK"):
     ROUNDS = {10: (200, 20), 1_000: (10, 5), 10_000: (3, 2)}
 POOL = {10: 2_000, 1_000: 2_000, 10_000: 20_000}
 POLL_S = 0.002
+"""Poll period of a paced round's status (latency resolution)."""
+BURST_POLL_S = 0.05
 TIMEOUT_S = 900.0
 STARTUP_S = 8.0
 """Seconds given to the workers to join the consumer group before publishing."""
@@ -95,17 +97,14 @@ def count_events(bootstrap: str, topic: str, expected: int, done: threading.Even
     consumer.close()
 
 
-def wait_rated(client: redis.Redis, ladder: str, round_ids: list[str]) -> None:
+def wait_rated(client: redis.Redis, ladder: str, count: int, poll_s: float) -> None:
+    """Until ``count`` rounds of ``ladder`` are rated: one counter read per poll (each bench
+    ladder is fresh), so the poll does not compete with the workers for the CPU."""
     deadline = time.monotonic() + TIMEOUT_S
-    pending = list(round_ids)
-    while pending:
-        pipe = client.pipeline(transaction=False)
-        for rid in pending:
-            pipe.hget(keys.round_record(ladder, rid), "status")
-        pending = [rid for rid, s in zip(pending, pipe.execute()) if s != b"rated"]
+    while int(client.hget(keys.ladder(ladder), "rounds_rated") or 0) < count:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(pending)} rounds of {ladder} not rated")
-        time.sleep(POLL_S)
+            raise TimeoutError(f"rounds of {ladder} not rated after {TIMEOUT_S}s")
+        time.sleep(poll_s)
 
 
 def run_size(stack: LocalStack, prefix: str, size: int) -> Figures:
@@ -131,18 +130,18 @@ def run_size(stack: LocalStack, prefix: str, size: int) -> Figures:
     for r in burst:
         kafka.send(topic, key=r.ladder.encode(), value=r.to_json().encode())
     kafka.flush()
-    wait_rated(client, burst[0].ladder, [r.round_id for r in burst])
+    wait_rated(client, burst[0].ladder, len(burst), BURST_POLL_S)
     reader.join(timeout=TIMEOUT_S)
     done.set()
     client.set(f"bench:{prefix}events", base + participations)
     stream_s = out["last"] - first
 
     latencies = []
-    for r in paced:
+    for rated, r in enumerate(paced, start=1):
         sent = time.perf_counter()
         kafka.send(topic, key=r.ladder.encode(), value=r.to_json().encode())
         kafka.flush()
-        wait_rated(client, r.ladder, [r.round_id])
+        wait_rated(client, r.ladder, rated, POLL_S)
         latencies.append(time.perf_counter() - sent)
     client.set(f"bench:{prefix}events", base + participations + sum(r.field_size for r in paced))
     kafka.close()

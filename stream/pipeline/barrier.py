@@ -7,7 +7,12 @@ stored (mu, sigma) are the posteriors of the player's latest round, as a sequent
 would see them. Only the rounds that share players wait; a ladder pipelines the others.
 
 Only the blocked players are re-checked while waiting, and only their priors are read again
-after the wait. The wait is a bounded exponential backoff between checks; it never gives up (proceeding
+after the wait. When many players are held (a big round sharing players with the previous
+one), even that re-read is costly (thousands of hashes every few ms, competing with the
+phase two it waits for): the barrier then polls the status of the few rounds they wait on and
+re-reads the players once those are ``rated`` (or every ``barrier_full_check_s``).
+
+The wait is a bounded exponential backoff between checks; it never gives up (proceeding
 would break the equality with replay) but logs a warning every ``barrier_warn_s``, and after
 ``sweep_timeout_s`` asks the caller to re-drive the rounds still holding it (re-send their
 stored fan-out: lost or stuck player updates then complete; re-sends are idempotent).
@@ -23,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import numpy as np
 
 from stream.settings import Settings
-from stream.store.store import Priors, Store
+from stream.store.store import STATUS_RATED, Priors, Store
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +45,8 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
     priors = await store.load_priors(ladder, players, seq)
     held = set(priors.blocked)
     waited_on = np.asarray([i for i, p in enumerate(players) if p in held], dtype=np.int64)
-    blocked = priors.blocked
+    blocked, rounds = priors.blocked, await _rounds_to_watch(store, settings, ladder, priors)
+    next_full_check = started + settings.barrier_full_check_s
     while blocked:
         now = time.monotonic()
         if now >= next_warning:
@@ -52,7 +58,11 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
             next_redrive = now + settings.sweep_timeout_s
         await asyncio.sleep(delay)
         delay = min(delay * 2.0, settings.barrier_max_poll_s)
-        blocked = (await store.load_priors(ladder, blocked, seq)).blocked  # re-check the blocked ones only
+        if rounds and time.monotonic() < next_full_check and not await _all_rated(store, ladder, rounds):
+            continue  # many players held: re-read them only once the rounds they wait on are rated
+        check = await store.load_priors(ladder, blocked, seq)  # re-check the blocked ones only
+        blocked, rounds = check.blocked, await _rounds_to_watch(store, settings, ladder, check)
+        next_full_check = time.monotonic() + settings.barrier_full_check_s
     if len(waited_on):
         # only the players we waited on can have new posteriors (phase one of a ladder is sequential)
         fresh = await store.load_priors(ladder, [players[i] for i in waited_on], seq)
@@ -60,3 +70,17 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
         priors.last_time[waited_on], priors.known[waited_on] = fresh.last_time, fresh.known
         priors.blocked = []
     return priors
+
+
+async def _rounds_to_watch(store: Store, settings: Settings, ladder: str, priors: Priors) -> list[str]:
+    """The rounds whose status the barrier polls instead of re-reading every held player: none
+    while few players are held (re-reading them is as cheap), else the rounds they wait on."""
+    if len(priors.blocked) <= settings.barrier_direct_players:
+        return []
+    return await store.round_ids(ladder, priors.waiting_on)
+
+
+async def _all_rated(store: Store, ladder: str, round_ids: list[str]) -> bool:
+    """Whether every round is ``rated``: each of its players' updates is applied (a player's
+    result is recorded only once its state holds the round), so its players are released."""
+    return all(status == STATUS_RATED for status in await store.round_statuses(ladder, round_ids))

@@ -103,6 +103,8 @@ class Priors:
     last_time: np.ndarray
     known: np.ndarray
     blocked: list[str] = field(default_factory=list)
+    waiting_on: list[int] = field(default_factory=list)
+    """Distinct ``seq`` of the rounds the blocked players wait for (their ``queued_seq``)."""
 
     @property
     def ready(self) -> bool:
@@ -372,8 +374,10 @@ class Store:
         mu, sigma, last_time = (np.array([_float(x) for x in column], dtype=float)
                                 for column in (raw_mu, raw_sigma, raw_time))
         queued, last = (np.array([_int(x) for x in column], dtype=np.int64) for column in (raw_queued, raw_last))
-        blocked = [players[i] for i in np.flatnonzero((queued > last) & (queued != seq)).tolist()]
-        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked)
+        held = np.flatnonzero((queued > last) & (queued != seq))
+        blocked = [players[i] for i in held.tolist()]
+        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
+                      waiting_on=np.unique(queued[held]).tolist())
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
@@ -395,6 +399,20 @@ class Store:
         for seq in seqs:
             pipe.zrangebyscore(keys.rounds(ladder), seq, seq)
         return [rid.decode() for ids in await pipe.execute() for rid in ids]
+
+    async def round_ids(self, ladder: str, seqs: Sequence[int]) -> list[str]:
+        """Ids of the ladder's rounds with these sequence numbers (in order; unknown ones skipped)."""
+        pipe = self.client.pipeline(transaction=False)
+        for seq in seqs:
+            pipe.zrangebyscore(keys.rounds(ladder), seq, seq)
+        return [rid.decode() for ids in await pipe.execute() for rid in ids]
+
+    async def round_statuses(self, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
+        """The ``status`` of each round (None if unknown), in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for round_id in round_ids:
+            pipe.hget(keys.round_record(ladder, round_id), "status")
+        return [None if raw is None else raw.decode() for raw in await pipe.execute()]
 
     # ---- phase two ----------------------------------------------------------------------
     async def load_states(self, players: Sequence[tuple[str, str]]) -> list[StoredPlayer]:

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import numpy as np
+import pytest
 from aiokafka.partitioner import DefaultPartitioner
 
 from stream.batch.replay import replay
@@ -25,9 +26,9 @@ def make_round(round_id: str, players: list[str], *, day: int) -> RoundResult:
                        standings=[Standing(p, i + 1) for i, p in enumerate(players)])
 
 
-def context(redis_url: str) -> PipelineContext:
+def context(redis_url: str, **settings: object) -> PipelineContext:
     return PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=PARTITIONS, barrier_poll_s=0.001,
-                                                  barrier_max_poll_s=0.005))
+                                                  barrier_max_poll_s=0.005, **settings))  # type: ignore[arg-type]
 
 
 def test_partition_matches_kafkas_default_partitioner() -> None:
@@ -72,12 +73,13 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
     asyncio.run(body())
 
 
-def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str) -> None:
+@pytest.mark.parametrize("direct_players", [256, 0], ids=["re-reads players", "polls round status"])
+def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str, direct_players: int) -> None:
     rounds = [make_round("r1", ["a", "b", "c"], day=0), make_round("r2", ["c", "d"], day=1),
               make_round("r3", ["b", "e", "a"], day=2)]
 
     async def scenario() -> dict[str, float]:
-        ctx = context(redis_url)
+        ctx = context(redis_url, barrier_direct_players=direct_players, barrier_full_check_s=60.0)
         one = await handle_round(ctx, rounds[0].to_json().encode())
         two = asyncio.create_task(handle_round(ctx, rounds[1].to_json().encode()))
         for _ in range(20):
