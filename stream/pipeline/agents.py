@@ -56,17 +56,6 @@ def change_messages(topics: Topics, events: Sequence[RatingChangeMessage]) -> li
     return [Outgoing(name, e.key, e.value) for e in events]
 
 
-def emitted_players(batch: Sequence[bytes], events: Sequence[RatingChangeMessage]
-                    ) -> list[tuple[str, str, list[str]]]:
-    """(ladder, round_id, players) of the batch's PlayerUpdates whose events were just sent."""
-    sent = {e.key.decode() for e in events}
-    out: dict[tuple[str, str], list[str]] = {}
-    for raw in batch:
-        update = PlayerUpdate.from_json(raw)
-        out.setdefault((update.ladder, update.round_id), []).extend(p for p in update.players if p in sent)
-    return [(ladder, round_id, players) for (ladder, round_id), players in out.items()]
-
-
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
     producer = app.add_dependency(BatchProducer(ctx.settings))
@@ -143,7 +132,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             handled = time.perf_counter()
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
             await send(change_messages(topics, result.events), "rating changes")
-            emitted = emitted_players(batch, result.events)
+            emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
             await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
                            max_delay_s=settings.retry_max_delay_s)
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)

@@ -21,31 +21,34 @@ from stream.contracts.events import event_id
 NULL = "null"
 
 
+def number_texts(name: str, values: np.ndarray) -> list[str]:
+    """The JSON (and Redis) text of each float: ``repr``, as ``json.dumps`` writes it; NaN and
+    infinities refused like ``RatingChange.to_json()`` does."""
+    if not np.isfinite(values).all():
+        raise ValueError(f"Out of range float values are not JSON compliant ({name})")
+    return list(map(repr, np.asarray(values, dtype=np.float64).tolist()))
+
+
 @dataclass(frozen=True)
 class ChangeColumns:
-    """One round's rating changes as aligned columns (one entry per player)."""
+    """One round's rating changes as aligned columns (one entry per player); the float columns
+    as their text (:func:`number_texts`), rendered once and shared with the Redis writes."""
 
     ladder: str
     round_id: str
     field_size: int
     occurred_at: float
     players: Sequence[str]
-    ranks: np.ndarray
-    performance: np.ndarray
-    mu_before: np.ndarray
-    sigma_before: np.ndarray
-    mu_after: np.ndarray
-    sigma_after: np.ndarray
-    display_rating: np.ndarray
+    ranks: Sequence[int]
+    performance: Sequence[str]
+    mu_before: Sequence[str]
+    sigma_before: Sequence[str]
+    mu_after: Sequence[str]
+    sigma_after: Sequence[str]
+    display_rating: Sequence[str]
     tiers: Sequence[str]
     """Tier names; "" (unplaced) is written as ``null`` like ``RatingChange.tier = None``."""
-    rounds_played: np.ndarray
-
-
-def _finite(name: str, values: np.ndarray) -> list[float]:
-    if not np.isfinite(values).all():
-        raise ValueError(f"Out of range float values are not JSON compliant ({name})")
-    return np.asarray(values, dtype=np.float64).tolist()
+    rounds_played: Sequence[int]
 
 
 def encode_changes(c: ChangeColumns) -> list[bytes]:
@@ -55,14 +58,12 @@ def encode_changes(c: ChangeColumns) -> list[bytes]:
     tail = f',"occurred_at":{json.dumps(c.occurred_at, allow_nan=False)}}}'
     field_size = int(c.field_size)
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
-    rows = zip(c.players, np.asarray(c.ranks).tolist(), _finite("performance", c.performance),
-               _finite("mu_before", c.mu_before), _finite("sigma_before", c.sigma_before),
-               _finite("mu_after", c.mu_after), _finite("sigma_after", c.sigma_after),
-               _finite("display_rating", c.display_rating), c.tiers, np.asarray(c.rounds_played).tolist())
+    rows = zip(c.players, c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
+               c.display_rating, c.tiers, c.rounds_played)
     return [
         (f'{{"event_id":{encode_basestring(event_id(c.ladder, c.round_id, player))}{head}'
-         f'{encode_basestring(player)},"rank":{rank!r},"field_size":{field_size!r},"performance":{perf!r},'
-         f'"mu_before":{mu0!r},"sigma_before":{sig0!r},"mu_after":{mu1!r},"sigma_after":{sig1!r},'
-         f'"display_rating":{shown!r},"tier":{tier_json[tier]},"rounds_played":{played!r}{tail}').encode()
+         f'{encode_basestring(player)},"rank":{int(rank)!r},"field_size":{field_size!r},"performance":{perf},'
+         f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
+         f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tail}').encode()
         for player, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played in rows
     ]

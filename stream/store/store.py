@@ -112,12 +112,13 @@ class Priors:
 
 
 @dataclass(frozen=True)
-class StoredPlayer:
-    """What phase two needs of one player: last applied seq, packed engine state, tier name."""
+class StoredStates:
+    """What phase two needs of some players, as columns: last applied seq, packed engine state
+    and tier name (None where the player has none yet)."""
 
-    last_seq: int
-    state: bytes | None
-    tier: bytes | None = None
+    last_seq: np.ndarray
+    states: list[bytes | None]
+    tiers: list[bytes | None]
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,9 @@ class RoundWrites:
         return ColumnWrites(
             ladder=self.ladder, round_id=self.round_id, seq=ws[0].seq if ws else 0,
             last_time=ws[0].last_time if ws else math.nan, players=[w.player for w in ws],
-            mu=np.array([w.mu for w in ws], dtype=float), sigma=np.array([w.sigma for w in ws], dtype=float),
-            rounds=np.array([w.rounds for w in ws], dtype=np.int64),
-            display_rating=np.array([w.display_rating for w in ws], dtype=float), tiers=[w.tier for w in ws],
+            mu=[encode_float(w.mu) for w in ws], sigma=[encode_float(w.sigma) for w in ws],
+            rounds=[w.rounds for w in ws], display_rating=[encode_float(w.display_rating) for w in ws],
+            tiers=[w.tier for w in ws],
             states=[w.state for w in ws], changes=[w.change for w in ws],
             newcomer=np.array([w.newcomer for w in ws], dtype=bool))
 
@@ -170,7 +171,9 @@ class ColumnWrites:
     Input of apply_player_update.lua (state, history) and record_round_results.lua (results,
     leaderboard): sent as a few large arguments per script call, not several per player.
     ``last_round`` is ``round_id``; ``tiers`` are names ("" = unplaced); ``changes`` the
-    RatingChange JSON of each player.
+    RatingChange JSON of each player. ``mu``, ``sigma`` and ``display_rating`` are already the
+    exact text stored (:func:`encode_float`): phase two renders them once for the events and
+    for Redis.
     """
 
     ladder: str
@@ -178,10 +181,10 @@ class ColumnWrites:
     seq: int
     last_time: float
     players: Sequence[str]
-    mu: np.ndarray
-    sigma: np.ndarray
-    rounds: np.ndarray
-    display_rating: np.ndarray
+    mu: Sequence[str]
+    sigma: Sequence[str]
+    rounds: Sequence[int]
+    display_rating: Sequence[str]
     tiers: Sequence[str]
     states: Sequence[bytes]
     changes: Sequence[bytes]
@@ -189,6 +192,11 @@ class ColumnWrites:
 
     def __len__(self) -> int:
         return len(self.players)
+
+
+def _words(texts: Sequence[str | int]) -> str:
+    """Space-separated numbers given as their exact text (no number's text holds a space)."""
+    return " ".join(map(str, texts))
 
 
 def _numbers(values: np.ndarray) -> str:
@@ -415,10 +423,11 @@ class Store:
         return [None if raw is None else raw.decode() for raw in await pipe.execute()]
 
     # ---- phase two ----------------------------------------------------------------------
-    async def load_states(self, players: Sequence[tuple[str, str]]) -> list[StoredPlayer]:
+    async def load_states(self, players: Sequence[tuple[str, str]]) -> StoredStates:
         """Last applied seq, packed state and tier of (ladder, player) pairs, in one round trip."""
-        columns = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
-        return [StoredPlayer(last_seq=_int(last), state=state, tier=tier) for last, state, tier in zip(*columns)]
+        last, states, tiers = await self._read_players([keys.player(ladder, p) for ladder, p in players],
+                                                       STATE_FIELDS)
+        return StoredStates(np.array([_int(x) for x in last], dtype=np.int64), list(states), list(tiers))
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
         """Apply the player updates of a batch of rounds in ONE round trip, idempotently.
@@ -439,14 +448,14 @@ class Store:
                         player_keys += [keys.player(r.ladder, player), keys.history(r.ladder, player)]
                     self._eval(pipe, "apply_player_update", player_keys, [
                         self.history_length, r.seq, r.round_id, encode_float(r.last_time),
-                        _numbers(r.mu[lo:hi]), _numbers(r.sigma[lo:hi]), _numbers(r.rounds[lo:hi]),
-                        _numbers(r.display_rating[lo:hi]), *_pieces(r.tiers[lo:hi]), *_pieces(r.states[lo:hi]),
+                        _words(r.mu[lo:hi]), _words(r.sigma[lo:hi]), _words(r.rounds[lo:hi]),
+                        _words(r.display_rating[lo:hi]), *_pieces(r.tiers[lo:hi]), *_pieces(r.states[lo:hi]),
                         *_pieces(r.changes[lo:hi])])
                 newcomer = "".join("1" if flag else "0" for flag in r.newcomer.tolist())
                 self._eval(pipe, "record_round_results",
                            [keys.round_record(r.ladder, r.round_id), keys.round_results(r.ladder, r.round_id),
                             keys.leaderboard(r.ladder), keys.ladder(r.ladder), keys.incomplete_rounds(r.ladder)],
-                           [encode_float(now), *_pieces(r.players), *_pieces(r.changes), _numbers(r.display_rating),
+                           [encode_float(now), *_pieces(r.players), *_pieces(r.changes), _words(r.display_rating),
                             newcomer])
 
         results = iter(await self._run(build))
