@@ -34,6 +34,7 @@ from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResul
 from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.encoding import encode_update, number_texts
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.partitioner import group_by_partition
 from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
@@ -159,6 +160,7 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     """One PlayerUpdate per partition holding all of the round's players that map to it."""
     players = round_.players()
     ranks = round_.ranks()
+    texts = number_texts("performance", performance)
     messages = []
     for partition, index in sorted(group_by_partition(players, ctx.partitions).items()):
         update = PlayerUpdate(
@@ -166,7 +168,8 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
             weight=round_.weight, field_size=round_.field_size,
             players=[players[i] for i in index], ranks=ranks[index].tolist(),
             performances=performance[index].tolist())
-        messages.append(FanOutMessage(partition, update.players[0].encode(), update.to_json().encode()))
+        value = encode_update(update, [texts[i] for i in index])  # = update.to_json().encode(), in bulk
+        messages.append(FanOutMessage(partition, update.players[0].encode(), value))
     return messages
 
 

@@ -135,3 +135,16 @@ def test_bulk_change_encoding_equals_the_contracts_json() -> None:
     for bad in (np.nan, np.inf):
         with pytest.raises(ValueError):
             number_texts("mu_after", np.array([1.0, bad]))
+
+
+def test_bulk_update_encoding_equals_the_contracts_json() -> None:
+    from stream.pipeline.encoding import encode_update, number_texts
+
+    performance = np.array([1501.25, -0.0, 1e-300, 2.5e-05])
+    update = PlayerUpdate(ladder="L.x", round_id='r/"1"\u2028', seq=7, occurred_at=1.7e9 + 0.125, weight=0.5,
+                          field_size=9, players=["ünï", 'q"\\/\n', "b", "c d"], ranks=[1, 2, 2, 9],
+                          performances=performance.tolist())
+    value = encode_update(update, number_texts("performance", performance))
+    assert value == update.to_json().encode()
+    validate("player-update", value)
+    assert PlayerUpdate.from_json(value) == update
