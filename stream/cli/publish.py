@@ -190,12 +190,11 @@ class RoundProducer:
 
         self.topic = settings.topic(ROUNDS_TOPIC)
         self._producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes,
-                                       key_serializer=str.encode, value_serializer=str.encode,
                                        **kafka_client_config(settings))
 
     def send(self, round_: RoundResult) -> Any:
         """Queue one round; returns the future of its RecordMetadata."""
-        return self._producer.send(self.topic, key=round_.ladder, value=round_.to_json())
+        return self._producer.send(self.topic, key=round_.ladder.encode(), value=round_.to_json().encode())
 
     def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
         self._producer.flush(timeout=timeout_s)
