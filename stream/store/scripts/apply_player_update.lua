@@ -15,21 +15,7 @@
 -- ARGV[11]/ARGV[12] state:  lengths / packed engine states (PlayerState.to_bytes()) concatenated
 -- ARGV[13]/ARGV[14] change: lengths / RatingChange JSON concatenated (appended to the history)
 -- Returns per player 1 if applied now, 0 if this or a later round was already applied.
-local function words(text)
-  local out = {}
-  for word in string.gmatch(text, '%S+') do out[#out + 1] = word end
-  return out
-end
-
-local function pieces(lengths, blob)
-  local out, pos = {}, 1
-  for n in string.gmatch(lengths, '%d+') do
-    local stop = pos + tonumber(n)
-    out[#out + 1] = string.sub(blob, pos, stop - 1)
-    pos = stop
-  end
-  return out
-end
+-- @include columns
 
 local history_length = tonumber(ARGV[1])
 local seq_text, last_round, last_time = ARGV[2], ARGV[3], ARGV[4]

@@ -15,21 +15,7 @@
 -- ARGV[6] display ratings  space-separated (repr floats: the leaderboard scores)
 -- ARGV[7] newcomer flags   one character per player, '1' if it is the player's first round
 -- Returns the number of players still pending.
-local function words(text)
-  local out = {}
-  for word in string.gmatch(text, '%S+') do out[#out + 1] = word end
-  return out
-end
-
-local function pieces(lengths, blob)
-  local out, pos = {}, 1
-  for n in string.gmatch(lengths, '%d+') do
-    local stop = pos + tonumber(n)
-    out[#out + 1] = string.sub(blob, pos, stop - 1)
-    pos = stop
-  end
-  return out
-end
+-- @include columns
 
 local CHUNK = 1000
 local round_key, results_key, lb_key, ladder_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
