@@ -9,7 +9,9 @@ its players with the previous one and waits for it at the per-player barrier), i
   the last rating-change event read back from Kafka;
 * latency: for rounds published one at a time (the next once the previous is rated), the time
   from publish to the round's status ``rated`` in Redis, p50 and p99;
-* next to it, ``stream.batch.replay`` of the same rounds in process (the reference).
+* next to it, ``stream.batch.replay`` of the same rounds in process (the reference);
+* CPU spent during the throughput run per participation, by the workers (both processes) and
+  by redis-server: less sensitive than wall time to the other load on a shared machine.
 
 Usage: python bench/pipeline.py [--workers 2] [--partitions 4] [--sizes 10,1000,10000]
 Prints a Markdown table (paste it into BENCHMARKS.md, pipeline section).
@@ -65,6 +67,22 @@ class Figures:
     replay_s: float
     latency_p50_s: float
     latency_p99_s: float
+    worker_cpu_s: float
+    redis_cpu_s: float
+
+
+def process_cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds used so far by these processes (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def redis_cpu_s(client: redis.Redis) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def make_rounds(size: int, count: int, ladder: str, seed: int) -> list[RoundResult]:
@@ -107,7 +125,7 @@ def wait_rated(client: redis.Redis, ladder: str, count: int, poll_s: float) -> N
         time.sleep(poll_s)
 
 
-def run_size(stack: LocalStack, prefix: str, size: int) -> Figures:
+def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int]) -> Figures:
     n_burst, n_latency = ROUNDS[size]
     burst = make_rounds(size, n_burst, f"burst{size}", seed=size)
     paced = make_rounds(size, n_latency, f"paced{size}", seed=size + 1)
@@ -126,6 +144,7 @@ def run_size(stack: LocalStack, prefix: str, size: int) -> Figures:
                                                          base + participations, done, out), daemon=True)
     reader.start()
     kafka = producer(stack.bootstrap)
+    cpu_before, redis_before = process_cpu_s(worker_pids), redis_cpu_s(client)
     first = time.time()
     for r in burst:
         kafka.send(topic, key=r.ladder.encode(), value=r.to_json().encode())
@@ -135,6 +154,7 @@ def run_size(stack: LocalStack, prefix: str, size: int) -> Figures:
     done.set()
     client.set(f"bench:{prefix}events", base + participations)
     stream_s = out["last"] - first
+    worker_cpu, redis_cpu = process_cpu_s(worker_pids) - cpu_before, redis_cpu_s(client) - redis_before
 
     latencies = []
     for rated, r in enumerate(paced, start=1):
@@ -147,7 +167,7 @@ def run_size(stack: LocalStack, prefix: str, size: int) -> Figures:
     kafka.close()
     client.close()
     return Figures(size, n_burst, participations, stream_s, replay_s,
-                   float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99)))
+                   float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99)), worker_cpu, redis_cpu)
 
 
 def main() -> None:
@@ -169,7 +189,7 @@ def main() -> None:
                    for i in range(args.workers)]
         try:
             time.sleep(STARTUP_S)
-            rows = [run_size(stack, prefix, size) for size in sizes]
+            rows = [run_size(stack, prefix, size, [w.pid for w in workers]) for size in sizes]
         finally:
             for w in workers:
                 w.terminate()
@@ -181,11 +201,12 @@ def main() -> None:
                     shutil.copy(log, args.keep_logs / log.name)
     print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}\n")
     print("| players/round | player pool | rounds | participations | stream: part./s | replay: part./s "
-          "| latency p50 | latency p99 |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| latency p50 | latency p99 | worker CPU µs/part. | Redis CPU µs/part. |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for f in rows:
         print(f"| {f.size:,} | {POOL[f.size]:,} | {f.rounds} | {f.participations:,} | {f.participations / f.stream_s:,.0f} "
-              f"| {f.participations / f.replay_s:,.0f} | {f.latency_p50_s * 1000:,.0f} ms | {f.latency_p99_s * 1000:,.0f} ms |")
+              f"| {f.participations / f.replay_s:,.0f} | {f.latency_p50_s * 1000:,.0f} ms | {f.latency_p99_s * 1000:,.0f} ms "
+              f"| {f.worker_cpu_s / f.participations * 1e6:,.0f} | {f.redis_cpu_s / f.participations * 1e6:,.0f} |")
 
 
 if __name__ == "__main__":

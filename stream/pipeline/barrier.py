@@ -36,13 +36,16 @@ Redrive = Callable[[list[str]], Awaitable[None]]
 
 
 async def wait_for_priors(store: Store, settings: Settings, ladder: str, players: Sequence[str], seq: int,
-                          round_id: str, redrive: Redrive | None = None) -> Priors:
-    """Priors of ``players`` for round ``seq``, once the barrier lets every one of them through."""
+                          round_id: str, redrive: Redrive | None = None, first: Priors | None = None) -> Priors:
+    """Priors of ``players`` for round ``seq``, once the barrier lets every one of them through.
+
+    ``first``: the players' priors already read for this round (with its registration), used as
+    the first check instead of reading them again."""
     started = time.monotonic()
     delay = settings.barrier_poll_s
     next_warning = started + settings.barrier_warn_s
     next_redrive = started + settings.sweep_timeout_s
-    priors = await store.load_priors(ladder, players, seq)
+    priors = first if first is not None else await store.load_priors(ladder, players, seq)
     held = set(priors.blocked)
     waited_on = np.asarray([i for i, p in enumerate(players) if p in held], dtype=np.int64)
     blocked, rounds = priors.blocked, await _rounds_to_watch(store, settings, ladder, priors)

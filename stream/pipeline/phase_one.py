@@ -38,7 +38,7 @@ from stream.pipeline.encoding import encode_update, number_texts
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.partitioner import group_by_partition
 from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
-                                STATUS_REGISTERED)
+                                STATUS_REGISTERED, Priors)
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     registration = await store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
         received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
-        due_at=now + ctx.settings.sweep_timeout_s)
+        due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players())
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
     result = PhaseOneResult("rated", round_.ladder, round_.round_id, registration.seq)
@@ -102,11 +102,15 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         result.outcome = "dropped"
         return result
     faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
-    result.updates = await complete_round(ctx, round_, registration.seq)
+    # the priors read with the registration are the barrier's first read, unless earlier rounds
+    # were completed since (they moved priors) or this is a redelivery
+    first = registration.priors if registration.outcome == OUTCOME_NEW and not registration.earlier else None
+    result.updates = await complete_round(ctx, round_, registration.seq, first=first)
     return result
 
 
-async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int) -> list[FanOutMessage]:
+async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
+                         first: Priors | None = None) -> list[FanOutMessage]:
     """Phase one proper of a registered round: barrier, priors, performances, stored fan-out.
 
     Returns the messages to send: this attempt's, or those another attempt stored first (a
@@ -121,7 +125,7 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int) ->
         await redrive_rounds(ctx, round_.ladder, blocked)
 
     priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, seq,
-                                   round_.round_id, redrive=redrive)
+                                   round_.round_id, redrive=redrive, first=first)
     newcomer = engine.PlayerState.new(ctx.params)
     mu = np.where(priors.known, priors.mu, newcomer.mu)
     sigma = np.where(priors.known, priors.sigma, newcomer.sigma)

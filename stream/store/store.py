@@ -77,6 +77,9 @@ class Registration:
     seq: int
     status: str
     earlier: tuple[str, ...] = ()
+    priors: Priors | None = None
+    """The participants' priors read in the same round trip, right after registering (when asked
+    for with ``prefetch``); the first read of the barrier, saving phase one a round trip."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,12 @@ class ColumnWrites:
         return len(self.players)
 
 
+def _columns(replies: list[Any], fields: Sequence[str]) -> list[tuple[bytes | None, ...]]:
+    """load_players.lua replies (per call, per key, the fields' values) as one column per field."""
+    rows = [row for rows in replies for row in rows]
+    return list(zip(*rows)) if rows else [()] * len(fields)
+
+
 def _words(texts: Sequence[str | int]) -> str:
     """Space-separated numbers given as their exact text (no number's text holds a space)."""
     return " ".join(map(str, texts))
@@ -259,29 +268,31 @@ class Store:
         step = self.players_per_call
         return [range(i, min(i + step, n)) for i in range(0, n, step)]
 
+    def _read_players_into(self, pipe: Pipeline, player_keys: Sequence[str], fields: Sequence[str]) -> None:
+        """Queue load_players.lua calls reading ``fields`` of the player hashes (see _columns)."""
+        for chunk in self._chunks(len(player_keys)):
+            self._eval(pipe, "load_players", [player_keys[i] for i in chunk], list(fields))
+
     async def _read_players(self, player_keys: Sequence[str], fields: Sequence[str]) -> list[tuple[bytes | None, ...]]:
         """HMGET ``fields`` of many player hashes (load_players.lua, one round trip): one column
         per field, aligned with ``player_keys`` (None where absent)."""
-        chunks = self._chunks(len(player_keys))
-
-        def build(pipe: Pipeline) -> None:
-            for chunk in chunks:
-                self._eval(pipe, "load_players", [player_keys[i] for i in chunk], list(fields))
-
-        rows = [row for rows in await self._run(build) for row in rows]
-        return list(zip(*rows)) if rows else [()] * len(fields)
+        return _columns(await self._run(lambda pipe: self._read_players_into(pipe, player_keys, fields)), fields)
 
     # ---- rounds -------------------------------------------------------------------------
     async def register_round(
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
         received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
-        due_at: float = NEVER_DUE,
+        due_at: float = NEVER_DUE, prefetch: Sequence[str] = (),
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
 
         A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
         canonical ``body`` until its fan-out is stored, so a sweeper can finish its phase one.
+        With ``prefetch`` (the participants), their priors are read in the same round trip,
+        after the registration (as :meth:`load_priors` would right after it).
         """
+        player_keys = [keys.player(ladder, p) for p in prefetch]
+
         def build(pipe: Pipeline) -> None:
             pipe.sadd(keys.ladders(), ladder)
             self._eval(pipe, "register_round",
@@ -289,9 +300,12 @@ class Store:
                         keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)],
                        [round_id, content_hash, encode_float(occurred_at), encode_float(received_at),
                         field_size, status, body, encode_due(due_at)])
+            self._read_players_into(pipe, player_keys, PRIOR_FIELDS)
 
-        _, (outcome, seq, stored_status, *earlier) = await self._run(build)
-        return Registration(outcome.decode(), int(seq), stored_status.decode(), tuple(e.decode() for e in earlier))
+        _, (outcome, seq, stored_status, *earlier), *prior_rows = await self._run(build)
+        priors = self._priors(prefetch, _columns(prior_rows, PRIOR_FIELDS), int(seq)) if prefetch else None
+        return Registration(outcome.decode(), int(seq), stored_status.decode(), tuple(e.decode() for e in earlier),
+                            priors)
 
     async def round_body(self, ladder: str, round_id: str) -> bytes | None:
         """The canonical JSON of a round still ``registered`` (None once its fan-out is stored)."""
@@ -376,8 +390,13 @@ class Store:
         applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
         attempt that crashed after the barrier had passed, so their prior is final.
         """
-        raw_mu, raw_sigma, raw_time, raw_queued, raw_last = await self._read_players(
-            [keys.player(ladder, p) for p in players], PRIOR_FIELDS)
+        return self._priors(players, await self._read_players([keys.player(ladder, p) for p in players], PRIOR_FIELDS),
+                            seq)
+
+    @staticmethod
+    def _priors(players: Sequence[str], columns: list[tuple[bytes | None, ...]], seq: int) -> Priors:
+        """Priors from the PRIOR_FIELDS columns of ``players`` (see :meth:`load_priors`)."""
+        raw_mu, raw_sigma, raw_time, raw_queued, raw_last = columns
         known = np.array([m is not None for m in raw_mu], dtype=bool)
         mu, sigma, last_time = (np.array([_float(x) for x in column], dtype=float)
                                 for column in (raw_mu, raw_sigma, raw_time))

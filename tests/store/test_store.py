@@ -7,6 +7,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import numpy as np
 import pytest
 
 from stream.store import keys
@@ -130,5 +131,23 @@ def test_scripts_reload_after_redis_forgets_them(redis_url: str, cluster: bool) 
         await apply_one(store, "r1", [write("a", 1, 1500.0)], now=0.0)
         await store.client.script_flush()
         assert (await apply_one(store, "r2", [write("a", 2, 1510.0, round_id="r2")], now=0.0)) == [True]
+
+    run(redis_url, body, cluster)
+
+
+def test_registration_prefetches_the_same_priors_as_load_priors(redis_url: str, cluster: bool) -> None:
+    async def body(store: Store) -> None:
+        await apply_one(store, "r1", [write("a", 1, 1234.5678901234567 / 3.0)], now=0.0)
+        await store.mark_queued("L", ["b"], 7)  # a round queued for b, not yet applied
+        registration = await store.register_round("L", "r2", content_hash="h", occurred_at=0.0, received_at=0.0,
+                                                   field_size=3, prefetch=["a", "b", "new"])
+        assert registration.outcome == "new" and registration.priors is not None
+        direct = await store.load_priors("L", ["a", "b", "new"], registration.seq)
+        for name in ("mu", "sigma", "last_time", "known"):
+            np.testing.assert_array_equal(getattr(registration.priors, name), getattr(direct, name))
+        assert registration.priors.blocked == direct.blocked == ["b"]
+        assert registration.priors.waiting_on == direct.waiting_on == [7]
+        plain = await store.register_round("L", "r3", content_hash="h3", occurred_at=0.0, received_at=0.0, field_size=2)
+        assert plain.priors is None
 
     run(redis_url, body, cluster)
