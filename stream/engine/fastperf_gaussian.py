@@ -30,8 +30,7 @@ from .chebyshev import (
     root_tolerance,
 )
 from .numerical import map_points, prefix_sums, solve_bracketed, worth_threads
-from .params import SOLVER_BOUNDS
-from .performance import GroupEquations
+from .performance import GroupEquations, solve_extreme_groups
 from .ranking import TieGroups
 from .terms import gaussian_ratios, gaussian_terms, gaussian_win_ratio
 
@@ -146,18 +145,11 @@ def solve_gaussian(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
         pairs = map_points(one, range(x.shape[0]), parallel=field.parallel)
         return np.array([v for v, _ in pairs]), np.array([d for _, d in pairs])
 
-    x_lo, x_hi = solve_bracketed(
-        f_ends, np.full(2, SOLVER_BOUNDS[0]), np.full(2, SOLVER_BOUNDS[1]),
-        np.full(2, 0.5 * sum(SOLVER_BOUNDS)), increasing=False,
-    )
-    roots = np.empty(n_groups)
-    roots[0], roots[-1] = x_hi, x_lo
-    if n_groups <= 2:
+    roots, inner_left = solve_extreme_groups(f_ends, n_groups)
+    if not inner_left:
         return roots
+    x_hi, x_lo = float(roots[0]), float(roots[-1])
     inner = np.arange(1, n_groups - 1)
-    if not x_hi > x_lo:
-        roots[inner] = x_lo
-        return roots
 
     # which initial piece holds each root: Q_g is decreasing, so count the edges where Q_g > 0
     half_width = PIECE_HALF_WIDTH * float(eq.delta.min())

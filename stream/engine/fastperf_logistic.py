@@ -33,8 +33,7 @@ from .chebyshev import (
     values_to_coefficients,
 )
 from .numerical import map_points, prefix_sums, solve_bracketed, worth_threads
-from .params import SOLVER_BOUNDS
-from .performance import GroupEquations
+from .performance import GroupEquations, solve_extreme_groups
 from .ranking import TieGroups
 from .state import TANH_MULTIPLIER
 
@@ -211,17 +210,10 @@ def solve_logistic(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
                     slope[i] -= float((0.5 * c[members] ** 2 * np.cosh(z) ** -2.0).sum())
         return value, slope
 
-    x_lo, x_hi = solve_bracketed(
-        f_ends, np.full(2, SOLVER_BOUNDS[0]), np.full(2, SOLVER_BOUNDS[1]),
-        np.full(2, 0.5 * sum(SOLVER_BOUNDS)), increasing=False,
-    )
-    roots = np.empty(n_groups)
-    roots[0], roots[-1] = x_hi, x_lo
-    if n_groups <= 2:
+    roots, inner_left = solve_extreme_groups(f_ends, n_groups)
+    if not inner_left:
         return roots
-    if not x_hi > x_lo:
-        roots[1:-1] = x_lo
-        return roots
+    x_hi, x_lo = float(roots[0]), float(roots[-1])
 
     delta_min = float(eq.delta.min())
     pieces = _fit_pieces(

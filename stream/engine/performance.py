@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from .diffusion import drifted_sigma, gammas
-from .numerical import solve_newton
+from .numerical import Equations, solve_bracketed, solve_newton
 from .params import SOLVER_BOUNDS, Params
 from .ranking import TieGroups
 from .terms import terms_for
@@ -116,3 +116,24 @@ def solve_all_groups(mu: np.ndarray, delta: np.ndarray, groups: TieGroups, param
     from .fastperf import solve_groups_chebyshev  # imports this module: deferred
 
     return solve_groups_chebyshev(eq, groups)
+
+
+def solve_extreme_groups(f_ends: Equations, n_groups: int) -> tuple[np.ndarray, bool]:
+    """Roots of the worst and the best group (``f_ends`` evaluates those two equations).
+
+    Every other group's root lies between them (Theorem 5.2), so they bracket the fast solvers'
+    work.  Returns the array of all roots with both ends filled, and whether the inner roots still
+    need solving: not when there are none, nor when the range is empty (they all equal its end).
+    """
+    x_lo, x_hi = solve_bracketed(
+        f_ends, np.full(2, SOLVER_BOUNDS[0]), np.full(2, SOLVER_BOUNDS[1]),
+        np.full(2, 0.5 * sum(SOLVER_BOUNDS)), increasing=False,
+    )
+    roots = np.empty(n_groups)
+    roots[0], roots[-1] = x_hi, x_lo
+    if n_groups <= 2:
+        return roots, False
+    if not x_hi > x_lo:
+        roots[1:-1] = x_lo
+        return roots, False
+    return roots, True
