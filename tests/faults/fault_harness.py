@@ -7,16 +7,13 @@ Every fault test ends with (1) Redis equal to ``stream replay`` of the distinct 
 
 from __future__ import annotations
 
-import json
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import redis
 
 import pipeline_harness as harness
-from stream.contracts import validate
 from stream.pipeline.faults import CRASH_EXIT_CODE
 from stream.store import keys
 
@@ -135,12 +132,7 @@ def assert_events_complete(bootstrap: str, prefix: str, rounds: Sequence[dict]) 
     Returns the number of events read (duplicates included)."""
     wanted = expected_event_ids(rounds)
     events = read_topic(bootstrap, f"{prefix}rating-changes")
-    by_id: dict[str, set[bytes]] = defaultdict(set)
-    for key, value in events:
-        validate("rating-change", value)
-        change = json.loads(value)
-        assert key == change["player"].encode()
-        by_id[change["event_id"]].add(value)
+    by_id = harness.events_by_id(events)
     assert set(by_id) == wanted, f"missing {sorted(wanted - set(by_id))[:5]}, unexpected {sorted(set(by_id) - wanted)[:5]}"
     differing = [i for i, contents in by_id.items() if len(contents) != 1]
     assert not differing, f"re-emitted events differ from the first: {differing[:5]}"

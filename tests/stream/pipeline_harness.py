@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ import redis
 
 from stream import engine
 from stream.batch.replay import replay
-from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
+from stream.contracts import Limits, RoundRejected, RoundResult, parse_round, validate
 from stream.store import keys
 
 REPO = Path(__file__).resolve().parents[2]
@@ -215,3 +216,15 @@ def publish_to_partitions(bootstrap: str, topic: str, messages: Iterable[tuple[i
         producer.flush()
     finally:
         producer.close()
+
+
+def events_by_id(events: Iterable[tuple[bytes | None, bytes]]) -> dict[str, set[bytes]]:
+    """Every RatingChange validated against its schema and keyed by its player; contents grouped
+    by ``event_id`` (a re-emitted event must add no second content)."""
+    by_id: dict[str, set[bytes]] = defaultdict(set)
+    for key, value in events:
+        validate("rating-change", value)
+        change = json.loads(value)
+        assert key == change["player"].encode()
+        by_id[change["event_id"]].add(value)
+    return by_id

@@ -7,9 +7,7 @@ validates against its JSON Schema; re-emitted events carry the same content.
 
 from __future__ import annotations
 
-import json
 import random
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,6 @@ import redis
 
 import pipeline_harness as harness
 from stream import engine
-from stream.contracts import validate
 from stream.store import keys
 
 pytestmark = pytest.mark.integration
@@ -65,12 +62,7 @@ def test_two_workers_two_ladders_equal_replay(local_stack, stack_redis_url: str,
     # state unchanged by the duplicate tasks
     harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
 
-    by_id: dict[str, set[bytes]] = defaultdict(set)
-    for key, value in events:
-        validate("rating-change", value)
-        change = json.loads(value)
-        assert key == change["player"].encode()
-        by_id[change["event_id"]].add(value)
+    by_id = harness.events_by_id(events)
     expected_ids = {f"{r['ladder']}/{r['round_id']}/{s['player']}" for r in rounds for s in r["standings"]}
     assert set(by_id) == expected_ids
     assert all(len(contents) == 1 for contents in by_id.values()), "a re-emitted event differs from the first"
