@@ -237,9 +237,12 @@ class Store:
         await self.client.aclose()
 
     async def load_scripts(self) -> None:
-        """SCRIPT LOAD every script once, so batches are plain EVALSHA pipelines (one round trip)."""
-        for name in SCRIPT_NAMES:
-            self._sha[name] = await self.client.script_load(source(name))
+        """SCRIPT LOAD every script once, so batches are plain EVALSHA pipelines (one round trip).
+
+        The table is swapped in whole: a concurrent coroutine (phase one, phase two, the sweeper)
+        must never see it half filled (it would EVALSHA a script that is not in it yet)."""
+        loaded = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
+        self._sha = loaded
 
     async def _run(self, build: Callable[[Pipeline], None]) -> list[Any]:
         """Build and execute one pipeline (EVALSHAs and plain commands): one round trip.
