@@ -54,6 +54,8 @@ POOL = {10: 2_000, 1_000: 2_000, 10_000: 20_000}
 POLL_S = 0.002
 """Poll period of a paced round's status (latency resolution)."""
 BURST_POLL_S = 0.05
+REDIS_COMMANDS_SHOWN = 8
+"""Rows of the per-command Redis table printed per round size."""
 TIMEOUT_S = 900.0
 STARTUP_S = 8.0
 """Seconds given to the workers to join the consumer group before publishing."""
@@ -71,6 +73,8 @@ class Figures:
     worker_cpu_s: float
     redis_cpu_s: float
     rated_s: float
+    redis_commands: dict[str, tuple[int, int]]
+    """Redis commands run during the throughput run (scripts' inner calls included): name -> (calls, µs)."""
 
 
 def process_cpu_s(pids: list[int]) -> float:
@@ -85,6 +89,12 @@ def process_cpu_s(pids: list[int]) -> float:
 def redis_cpu_s(client: redis.Redis) -> float:
     info = client.info("cpu")
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def redis_commands(client: redis.Redis) -> dict[str, tuple[int, int]]:
+    """INFO commandstats as name -> (calls, µs); commands run by Lua scripts are counted too."""
+    return {name.removeprefix("cmdstat_"): (int(stat["calls"]), int(stat["usec"]))
+            for name, stat in client.info("commandstats").items()}
 
 
 def make_rounds(size: int, count: int, ladder: str, seed: int) -> list[RoundResult]:
@@ -149,6 +159,7 @@ def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int]) 
                                                          base + participations, done, out), daemon=True)
     reader.start()
     kafka = producer(stack.bootstrap)
+    client.config_resetstat()
     cpu_before, redis_before = process_cpu_s(worker_pids), redis_cpu_s(client)
     first = time.time()
     for r in burst:
@@ -161,6 +172,7 @@ def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int]) 
     client.set(f"bench:{prefix}events", base + participations)
     stream_s = out["last"] - first
     worker_cpu, redis_cpu = process_cpu_s(worker_pids) - cpu_before, redis_cpu_s(client) - redis_before
+    commands = redis_commands(client)
 
     latencies = []
     for rated, r in enumerate(paced, start=1):
@@ -174,7 +186,7 @@ def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int]) 
     client.close()
     return Figures(size, n_burst, participations, stream_s, replay_s,
                    float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99)), worker_cpu, redis_cpu,
-                   rated_s)
+                   rated_s, commands)
 
 
 def main() -> None:
@@ -215,6 +227,14 @@ def main() -> None:
               f"| {f.participations / f.replay_s:,.0f} | {f.participations / f.rated_s:,.0f} "
               f"| {f.latency_p50_s * 1000:,.0f} ms | {f.latency_p99_s * 1000:,.0f} ms "
               f"| {f.worker_cpu_s / f.participations * 1e6:,.0f} | {f.redis_cpu_s / f.participations * 1e6:,.0f} |")
+    print("\nRedis commands per participation during the throughput runs (INFO commandstats; a script's own time "
+          "includes its inner commands'):\n")
+    print("| players/round | command | calls/part. | µs/part. |")
+    print("|---:|---|---:|---:|")
+    for f in rows:
+        ranked = sorted(f.redis_commands.items(), key=lambda item: -item[1][1])
+        for name, (calls, usec) in ranked[:REDIS_COMMANDS_SHOWN]:
+            print(f"| {f.size:,} | {name} | {calls / f.participations:.2f} | {usec / f.participations:.1f} |")
 
 
 if __name__ == "__main__":
