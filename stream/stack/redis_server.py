@@ -1,33 +1,59 @@
-"""A private ``redis-server`` on a free loopback port (never the machine's shared one)."""
+"""A private ``redis-server`` on a free loopback port (never the machine's shared one).
+
+Besides the plain server of the stack and the tests, it runs servers configured like a secured
+deployment: extra ``redis.conf`` lines (``config``: ACL ``user`` rules, TLS certificate files)
+and a TLS-only listener (``tls=True``), with a chosen binary (a build with TLS).
+"""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from stream.stack.ports import free_port, wait_for_port
 
+START_TIMEOUT_S = 20.0
+"""Seconds a redis-server gets to start listening."""
+LOG_TAIL_CHARS = 500
+"""How much of the server's log a start failure quotes."""
+CONSOLE_FILE = "redis.console"
+"""The server's stdout and stderr, in its directory (where it reports a bad config line)."""
+
 
 @dataclass
 class RedisServer:
-    """A redis-server child process with its own directory; ``stop()`` ends it."""
+    """A redis-server child process with its own directory; ``stop()`` ends it.
+
+    ``config``: extra redis.conf lines, written to ``workdir/redis.conf`` (the options this class
+    sets itself, port, bind, dir, persistence and log, come after them and win).  ``tls``: the
+    port speaks TLS only (no plaintext port); the certificate files come from ``config``.
+    ``binary``: the redis-server to run (default: the one on PATH).
+    """
 
     port: int = 0
     appendonly: bool = False
     workdir: Path | None = None
     password: str | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    config: Sequence[str] = ()
+    tls: bool = False
+    binary: str | None = None
 
     @property
     def url(self) -> str:
         auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
+        scheme = "rediss" if self.tls else "redis"
+        return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
-        binary = shutil.which("redis-server")
+        """Start on ``port`` (a free one if 0) and wait until it listens; raise RuntimeError with
+        the end of its log if it exits or does not listen within START_TIMEOUT_S."""
+        binary = self.binary or shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server not found: install Debian's redis-server package (apt-get install redis-server)")
         if not self.port:
@@ -35,16 +61,43 @@ class RedisServer:
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="ems-redis-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        args = [
-            binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir),
+        with open(self.workdir / CONSOLE_FILE, "ab") as console:  # config errors go there, not to the log
+            self.process = subprocess.Popen(self._command(binary, self.workdir), stdout=console, stderr=console)
+        self._wait_listening(binary, self.workdir)
+        return self
+
+    def _command(self, binary: str, workdir: Path) -> list[str]:
+        """The redis-server command line: the config file (if any) first, then our options."""
+        args = [binary]
+        if self.config:
+            conf = workdir / "redis.conf"
+            conf.write_text("\n".join(self.config) + "\n")
+            args.append(str(conf))
+        args += ["--port", "0", "--tls-port", str(self.port)] if self.tls else ["--port", str(self.port)]
+        args += [
+            "--bind", "127.0.0.1", "--dir", str(workdir),
             "--save", "", "--appendonly", "yes" if self.appendonly else "no",
-            "--appendfsync", "always", "--logfile", str(self.workdir / "redis.log"),
+            "--appendfsync", "always", "--logfile", str(workdir / "redis.log"),
         ]
         if self.password:
             args += ["--requirepass", self.password]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(self.port)
-        return self
+        return args
+
+    def _wait_listening(self, binary: str, workdir: Path) -> None:
+        """Return once the port accepts connections; stop and raise if the server exits first
+        (a bad config line, a build without TLS) or START_TIMEOUT_S passes."""
+        assert self.process is not None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self.process.poll() is None and time.monotonic() < deadline:
+            try:
+                wait_for_port(self.port, timeout_s=0.2)
+                return
+            except TimeoutError:
+                continue
+        log = "".join(f.read_text(errors="replace") for f in (workdir / CONSOLE_FILE, workdir / "redis.log")
+                      if f.exists())
+        self.stop()
+        raise RuntimeError(f"{binary} did not start on port {self.port}: {log[-LOG_TAIL_CHARS:]}")
 
     def stop(self, kill: bool = False) -> None:
         """Stop the server (SIGKILL with ``kill=True``, as a crash would)."""

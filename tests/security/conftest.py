@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pki import Pki, make_pki
-from servers import ACL_LINES, ConfiguredRedis, tls_capable_binary
+from servers import ACL_LINES, tls_capable_binary
+from stream.stack.redis_server import RedisServer
 
 
 @pytest.fixture(scope="session")
@@ -18,25 +19,25 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="module")
-def acl_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConfiguredRedis]:
+def acl_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """A redis-server whose default user is off, with the admin / worker / reader users of docs/security.md."""
-    server = ConfiguredRedis(list(ACL_LINES), tmp_path_factory.mktemp("acl-redis")).start()
+    server = RedisServer(workdir=tmp_path_factory.mktemp("acl-redis"), config=ACL_LINES).start()
     yield server
     server.stop()
 
 
 @pytest.fixture()
-def tls_redis(tmp_path: Path, pki: Pki) -> Iterator[Callable[..., ConfiguredRedis]]:
+def tls_redis(tmp_path: Path, pki: Pki) -> Iterator[Callable[..., RedisServer]]:
     """Factory of TLS-only redis-servers (no plaintext port) with the test PKI; ``clients_need_cert``
     turns on mutual TLS."""
-    started: list[ConfiguredRedis] = []
+    started: list[RedisServer] = []
 
-    def start(*, clients_need_cert: bool = False) -> ConfiguredRedis:
+    def start(*, clients_need_cert: bool = False) -> RedisServer:
         config = [f"tls-cert-file {pki.server_cert}", f"tls-key-file {pki.server_key}",
                   f"tls-ca-cert-file {pki.ca}", f"tls-auth-clients {'yes' if clients_need_cert else 'no'}"]
-        server = ConfiguredRedis(config, tmp_path / f"tls-{len(started)}", binary=tls_capable_binary())
-        server.workdir.mkdir()
-        started.append(server.start(tls=True))
+        server = RedisServer(workdir=tmp_path / f"tls-{len(started)}", config=config, tls=True,
+                             binary=tls_capable_binary())
+        started.append(server.start())
         return server
 
     yield start

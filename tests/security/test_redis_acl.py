@@ -15,10 +15,11 @@ import redis
 from aiohttp.test_utils import TestClient, TestServer
 
 import readside_data
-from servers import ADMIN, READER, WRITER, ConfiguredRedis
+from servers import ADMIN, READER, WRITER
 from stream.api.app import create_app
 from stream.connections import redis_client, redis_error_message
 from stream.settings import Settings
+from stream.stack.redis_server import RedisServer
 from stream.store import queries
 from stream.store.store import PlayerWrite, RoundWrites, Store
 
@@ -26,17 +27,17 @@ from stream.store.store import PlayerWrite, RoundWrites, Store
 CLI_TIMEOUT_S = 60
 
 
-def url(server: ConfiguredRedis, user: str, password: str) -> str:
+def url(server: RedisServer, user: str, password: str) -> str:
     return f"redis://{user}:{password}@127.0.0.1:{server.port}/0"
 
 
 @pytest.fixture(scope="module")
-def seeded(acl_redis: ConfiguredRedis) -> readside_data.Seeded:
+def seeded(acl_redis: RedisServer) -> readside_data.Seeded:
     """The read side's test data, written with the admin user."""
     return readside_data.seed(url(acl_redis, *ADMIN))
 
 
-def test_reader_user_reads_through_redis_client_and_cannot_write(acl_redis: ConfiguredRedis,
+def test_reader_user_reads_through_redis_client_and_cannot_write(acl_redis: RedisServer,
                                                                  seeded: readside_data.Seeded) -> None:
     settings = Settings(redis_url=url(acl_redis, *READER))
 
@@ -55,7 +56,7 @@ def test_reader_user_reads_through_redis_client_and_cannot_write(acl_redis: Conf
     asyncio.run(go())
 
 
-def test_credentials_from_redis_username_and_password_override_the_url(acl_redis: ConfiguredRedis,
+def test_credentials_from_redis_username_and_password_override_the_url(acl_redis: RedisServer,
                                                                        seeded: readside_data.Seeded) -> None:
     settings = Settings(redis_url=f"redis://127.0.0.1:{acl_redis.port}/0", redis_username=READER[0],
                         redis_password=READER[1])
@@ -68,7 +69,7 @@ def test_credentials_from_redis_username_and_password_override_the_url(acl_redis
         client.close()
 
 
-def test_api_over_the_reader_user(acl_redis: ConfiguredRedis, seeded: readside_data.Seeded) -> None:
+def test_api_over_the_reader_user(acl_redis: RedisServer, seeded: readside_data.Seeded) -> None:
     settings = Settings(redis_url=url(acl_redis, *READER))
 
     async def go() -> tuple[int, dict, int]:
@@ -88,7 +89,7 @@ def test_api_over_the_reader_user(acl_redis: ConfiguredRedis, seeded: readside_d
     assert [row["player"] for row in body["rows"]] == seeded.ranking()
 
 
-def test_worker_user_runs_the_stores_scripts(acl_redis: ConfiguredRedis) -> None:
+def test_worker_user_runs_the_stores_scripts(acl_redis: RedisServer) -> None:
     """The worker's documented ACL (all but @dangerous on ems:*) is enough for the store's Lua writes."""
     settings = Settings(redis_url=url(acl_redis, *WRITER))
 
@@ -110,7 +111,7 @@ def test_worker_user_runs_the_stores_scripts(acl_redis: ConfiguredRedis) -> None
 
 
 @pytest.mark.parametrize("user, password", [(READER[0], "wrong-password"), ("nobody", "x"), ("default", "")])
-def test_wrong_credentials_fail_with_a_clear_error(acl_redis: ConfiguredRedis, user: str, password: str) -> None:
+def test_wrong_credentials_fail_with_a_clear_error(acl_redis: RedisServer, user: str, password: str) -> None:
     target = url(acl_redis, user, password) if password else f"redis://127.0.0.1:{acl_redis.port}/0"
     settings = Settings(redis_url=target)
     client = redis_client(settings, asyncio=False)
@@ -123,7 +124,7 @@ def test_wrong_credentials_fail_with_a_clear_error(acl_redis: ConfiguredRedis, u
     assert f"127.0.0.1:{acl_redis.port}" in message
 
 
-def test_cli_with_a_wrong_password_exits_4_with_a_one_line_error(acl_redis: ConfiguredRedis) -> None:
+def test_cli_with_a_wrong_password_exits_4_with_a_one_line_error(acl_redis: RedisServer) -> None:
     password = "Wr0ng-Secret-5150"
     env = {**os.environ, "REDIS_URL": url(acl_redis, READER[0], password), "STACK_STATE_FILE": "/nonexistent"}
     done = subprocess.run([sys.executable, "-m", "stream", "leaderboard", "blitz", "--json"], env=env,

@@ -11,16 +11,16 @@ import pytest
 import redis
 
 from pki import Pki
-from servers import ConfiguredRedis
 from stream.connections import ConnectionConfigError, redis_client, redis_error_message
 from stream.settings import Settings
+from stream.stack.redis_server import RedisServer
 
 #: Seconds a refused connection may take to fail.
 CONNECT_TIMEOUT_S = 5.0
 
 
-def tls_settings(server: ConfiguredRedis, **changes: str) -> Settings:
-    return Settings(redis_url=f"rediss://127.0.0.1:{server.port}/0", **changes)
+def tls_settings(server: RedisServer, **changes: str) -> Settings:
+    return Settings(redis_url=server.url, **changes)  # rediss://
 
 
 def ping(settings: Settings) -> bool:
@@ -32,7 +32,7 @@ def ping(settings: Settings) -> bool:
         client.close()
 
 
-def test_rediss_with_the_ca_reads_and_writes(tls_redis: Callable[..., ConfiguredRedis], pki: Pki) -> None:
+def test_rediss_with_the_ca_reads_and_writes(tls_redis: Callable[..., RedisServer], pki: Pki) -> None:
     server = tls_redis()
     settings = tls_settings(server, redis_tls_ca=str(pki.ca))
 
@@ -47,7 +47,7 @@ def test_rediss_with_the_ca_reads_and_writes(tls_redis: Callable[..., Configured
     assert asyncio.run(go()) == b"ok"
 
 
-def test_rediss_without_the_ca_fails_verification(tls_redis: Callable[..., ConfiguredRedis], pki: Pki) -> None:
+def test_rediss_without_the_ca_fails_verification(tls_redis: Callable[..., RedisServer], pki: Pki) -> None:
     server = tls_redis()
     for settings in (tls_settings(server), tls_settings(server, redis_tls_ca=str(pki.other_ca))):
         with pytest.raises(redis.exceptions.ConnectionError) as caught:
@@ -56,13 +56,13 @@ def test_rediss_without_the_ca_fails_verification(tls_redis: Callable[..., Confi
         assert "TLS to Redis" in redis_error_message(settings, caught.value)
 
 
-def test_plaintext_to_a_tls_port_fails(tls_redis: Callable[..., ConfiguredRedis]) -> None:
+def test_plaintext_to_a_tls_port_fails(tls_redis: Callable[..., RedisServer]) -> None:
     server = tls_redis()
     with pytest.raises(redis.exceptions.ConnectionError):
         ping(Settings(redis_url=f"redis://127.0.0.1:{server.port}/0"))
 
 
-def test_mutual_tls_needs_the_client_certificate(tls_redis: Callable[..., ConfiguredRedis], pki: Pki) -> None:
+def test_mutual_tls_needs_the_client_certificate(tls_redis: Callable[..., RedisServer], pki: Pki) -> None:
     server = tls_redis(clients_need_cert=True)
     with pytest.raises(redis.exceptions.ConnectionError):
         ping(tls_settings(server, redis_tls_ca=str(pki.ca)))
