@@ -42,8 +42,11 @@ class Seeded:
 
 
 def seed(url: str, *, ladder: str = LADDER, players: list[str] = PLAYERS, rounds: int = ROUNDS,
-         seed_: int = 3, cfg: DisplayConfig = DisplayConfig()) -> Seeded:
-    """Write ``rounds`` synthetic rated rounds of ``ladder`` (deterministic)."""
+         seed_: int = 3, cfg: DisplayConfig = DisplayConfig(), round_ids: list[str] | None = None) -> Seeded:
+    """Write ``rounds`` synthetic rated rounds of ``ladder`` (deterministic), with ids ``r1``, ``r2``,
+    ... or ``round_ids`` (then one round each)."""
+    round_ids = round_ids or [f"r{t + 1}" for t in range(rounds)]
+    rounds = len(round_ids)
     rng = np.random.default_rng(seed_)
     skill = {p: float(rng.normal(1500, 300)) for p in players}
     mu = {p: MU0 for p in players}
@@ -55,7 +58,7 @@ def seed(url: str, *, ladder: str = LADDER, players: list[str] = PLAYERS, rounds
     pipe = r.pipeline(transaction=False)
     pipe.sadd(keys.ladders(), ladder)
     for t in range(rounds):
-        round_id = f"r{t + 1}"
+        round_id = round_ids[t]
         when = START + t * DAY
         field_ = sorted(rng.choice(players, size=max(2, len(players) - t), replace=False).tolist())
         perf = {p: skill[p] + float(rng.logistic(0, 70)) for p in field_}

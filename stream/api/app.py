@@ -3,6 +3,11 @@
 Read-only JSON endpoints over :mod:`stream.store.queries` (documented in ``openapi.json``,
 served at ``/openapi.json``), live updates by Server-Sent Events, Prometheus metrics, and the
 static dashboard at ``/``. Served standalone by ``stream api``; the worker mounts the same app.
+
+Ladder, player and round ids in paths are percent-encoded segments (any id the input contract
+accepts: ``/``, ``%``, spaces, Unicode), decoded by :func:`stream.api.inputs.path_param`; a player
+or round can also be asked for as ``/player?id=`` / ``/round?id=``, the only way for the ids ``.``
+and ``..``.
 """
 
 from __future__ import annotations
@@ -68,10 +73,23 @@ def _max_id(request: web.Request) -> int:
 
 async def _ladder(request: web.Request) -> str:
     """The path's ladder, which must exist (404 otherwise)."""
-    ladder = inputs.ident(request.match_info["ladder"], "ladder", _max_id(request))
+    ladder = inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
     if not await queries.ladder_exists(_redis(request), ladder):
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
     return ladder
+
+
+def _item_id(request: web.Request, param: str, what: str) -> str:
+    """The player or round id: the path segment ``{param}``, or on the query-form routes
+    (``/player?id=``, ``/round?id=``) the ``id`` query parameter.
+
+    The query form exists for the ids ``.`` and ``..``: URL parsers (browsers, yarl, curl) remove
+    them as dot-segments, even written ``%2E``, so no path can carry them.
+    """
+    resource = request.match_info.route.resource
+    in_path = resource is not None and f"{{{param}}}" in resource.canonical
+    raw = inputs.path_param(request, param, what) if in_path else request.query.get("id", "")
+    return inputs.ident(raw, what, _max_id(request))
 
 
 def _display(request: web.Request, ladder: str) -> DisplayConfig:
@@ -130,7 +148,7 @@ async def get_leaderboard(request: web.Request) -> web.Response:
 
 async def get_player(request: web.Request) -> web.Response:
     ladder = await _ladder(request)
-    player = inputs.ident(request.match_info["player"], "player", _max_id(request))
+    player = _item_id(request, "player", "player")
     history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
     view = await queries.player(_redis(request), ladder, player, history_limit=history)
     if view is None:
@@ -149,7 +167,7 @@ async def list_rounds(request: web.Request) -> web.Response:
 
 async def get_round(request: web.Request) -> web.Response:
     ladder = await _ladder(request)
-    round_id = inputs.ident(request.match_info["round_id"], "round", _max_id(request))
+    round_id = _item_id(request, "round_id", "round")
     view = await queries.round_view(_redis(request), ladder, round_id)
     if view is None:
         raise not_found(f"unknown round {round_id!r} in ladder {ladder!r}", code="unknown_round")
@@ -236,8 +254,10 @@ def create_app(redis_client: aioredis.Redis, settings: Settings) -> web.Applicat
     app.router.add_get("/api/ladders/{ladder}", get_ladder)
     app.router.add_get("/api/ladders/{ladder}/leaderboard", get_leaderboard)
     app.router.add_get("/api/ladders/{ladder}/players/{player}", get_player)
+    app.router.add_get("/api/ladders/{ladder}/player", get_player)  # ?id=: any id, "." and ".." too
     app.router.add_get("/api/ladders/{ladder}/rounds", list_rounds)
     app.router.add_get("/api/ladders/{ladder}/rounds/{round_id}", get_round)
+    app.router.add_get("/api/ladders/{ladder}/round", get_round)  # ?id=
     app.router.add_get("/api/ladders/{ladder}/predict", predict)
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from urllib.parse import unquote
 
 from aiohttp import web
 
@@ -54,6 +55,27 @@ def ident(value: str, what: str, max_length: int) -> str:
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise bad_request(f"{what} must not contain control characters", code=f"bad_{what}")
     return value
+
+
+def path_param(request: web.Request, name: str, what: str) -> str:
+    """The route parameter ``name`` (``{name}`` in the route), percent-decoded here from the raw path.
+
+    Ids are percent-encoded path segments (a client encodes them with ``encodeURIComponent`` /
+    ``quote(id, safe="")``), so an id may hold ``/``, ``%``, spaces or any Unicode.  The segment is
+    taken from the still-encoded path and decoded once, as strict UTF-8, here rather than read
+    from ``match_info``, whose decoding has changed between aiohttp releases (aiohttp#8898,
+    3.10.6, a breaking change for some users).  The router matches a path in which ``%2F`` stays
+    encoded (the raw path, or ``path_safe`` since 3.10.6), so the raw path's ``/``-separated
+    segments line up with the route's.
+    """
+    resource = request.match_info.route.resource
+    assert resource is not None, "path_param is for handlers of dynamic routes"
+    position = resource.canonical.split("/").index(f"{{{name}}}")
+    segment = request.rel_url.raw_path.split("/")[position]
+    try:
+        return unquote(segment, errors="strict")
+    except UnicodeDecodeError:
+        raise bad_request(f"{what} must be percent-encoded UTF-8", code=f"bad_{what}") from None
 
 
 def player_list(raw: object, max_length: int) -> list[str]:

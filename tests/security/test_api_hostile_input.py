@@ -40,6 +40,7 @@ def endpoints(ladder: str, value: str) -> list[tuple[str, str]]:
         ("GET", f"/api/ladders/{lad}/predict?players=p01,{v}"), ("GET", f"/api/ladders/{v}/predict?players=a,b"),
         ("GET", f"/api/ladders/{v}/events"), ("GET", f"/api/ladders/{lad}/leaderboard?offset={v}&limit={v}"),
         ("GET", f"/api/ladders/{lad}/players/p01?history={v}"),
+        ("GET", f"/api/ladders/{lad}/player?id={v}"), ("GET", f"/api/ladders/{lad}/round?id={v}"),
     ]
 
 

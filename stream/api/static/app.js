@@ -45,6 +45,14 @@ function card(label, value) {
 }
 function link(text, hash) { return el("a", { href: hash, text }); }
 const playerHash = (ladder, p) => `#/l/${enc(ladder)}/p/${enc(p)}`;
+// API URL of a player ("player") or round ("round"): the id is one percent-encoded path segment, so
+// it may hold "/", "%", spaces, any Unicode. "." and ".." cannot be path segments (URL parsers drop
+// them, %2E too): those two go through the query form /player?id= (or /round?id=).
+function itemUrl(ladder, kind, id, query = "") {
+  const base = `/api/ladders/${enc(ladder)}`;
+  if (id === "." || id === "..") return `${base}/${kind}?id=${enc(id)}` + (query ? `&${query}` : "");
+  return `${base}/${kind}s/${enc(id)}` + (query ? `?${query}` : "");
+}
 const roundHash = (ladder, r) => `#/l/${enc(ladder)}/r/${enc(r)}`;
 
 // ---- views ----------------------------------------------------------------------------
@@ -127,7 +135,7 @@ function ratingChart(history, playerId) {
 }
 
 async function showPlayer(ladder, playerId) {
-  const p = await api(`/api/ladders/${enc(ladder)}/players/${enc(playerId)}?history=${HISTORY_POINTS}`);
+  const p = await api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`));
   const rows = p.history.slice().reverse().map((h) => el("tr", { class: "history-row" },
     el("td", {}, link(h.round_id, roundHash(ladder, h.round_id))),
     el("td", { text: when(h.occurred_at) }),
@@ -151,7 +159,7 @@ async function showPlayer(ladder, playerId) {
 }
 
 async function showRound(ladder, roundId) {
-  const r = await api(`/api/ladders/${enc(ladder)}/rounds/${enc(roundId)}`);
+  const r = await api(itemUrl(ladder, "round", roundId));
   const rows = r.results.map((c) => el("tr", { class: "round-row" },
     el("td", { class: "num", text: String(c.rank) }),
     el("td", {}, link(c.player, playerHash(ladder, c.player))),
@@ -171,7 +179,8 @@ async function showRound(ladder, roundId) {
 
 // ---- routing and live updates ---------------------------------------------------------
 function parseRoute() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const decode = (part) => { try { return decodeURIComponent(part); } catch { return part; } };  // a typed bare "%"
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decode);
   if (parts[0] !== "l" || !parts[1]) return { kind: "home" };
   if (parts[2] === "p" && parts[3] !== undefined) return { kind: "player", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "r" && parts[3] !== undefined) return { kind: "round", ladder: parts[1], id: parts.slice(3).join("/") };
