@@ -9,8 +9,12 @@
   SWEEP_TIMEOUT_S (``sweeper.py``).
 
 Faust acks an event once the agent moves on, even if the handler raised; so every handler
-call and send is retried while Redis or Kafka is unreachable (``retry.py``): the agent never
-moves past input whose effects are not stored.
+call and send is retried until it succeeds, whatever it raised (``retry.py``: Redis or Kafka
+unreachable, or an unexpected error, logged and counted): the agent never moves past input
+whose effects are not stored. A ``player-updates`` message that is not a PlayerUpdate (only a
+rogue producer or a bug makes one) would make its batch fail forever: when a batch raises,
+its messages are checked against the schema and the malformed ones go to ``rounds-dlq``
+(reason ``bad_player_update``) while the rest is handled.
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
@@ -30,18 +34,21 @@ from collections.abc import Sequence
 
 import faust
 
-from stream.contracts import PlayerUpdate
-from stream.pipeline import faults, metrics
+from stream.contracts import DeadLetter, PlayerUpdate, validate
+from stream.pipeline import faults, metrics, retry
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
 from stream.pipeline.phase_one import Origin, handle_round
-from stream.pipeline.phase_two import handle_updates
+from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.pipeline.producer import BatchProducer, Outgoing
 from stream.pipeline.retry import TRANSIENT_ERRORS, retrying
 from stream.pipeline.sweeper import sweep
 from stream.pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
+
+BAD_PLAYER_UPDATE = "bad_player_update"
+"""Dead-letter reason of a ``player-updates`` message that is not a PlayerUpdate."""
 
 
 def fanout_messages(topics: Topics, messages: Sequence[FanOutMessage]) -> list[Outgoing]:
@@ -56,13 +63,59 @@ def change_messages(topics: Topics, events: Sequence[RatingChangeMessage]) -> li
     return [Outgoing(name, e.key, e.value) for e in events]
 
 
+def malformed_update(raw: bytes) -> str | None:
+    """Why ``raw`` is not a PlayerUpdate (JSON + schema ``player-update``), or None if it is one."""
+    try:
+        validate("player-update", raw)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON (or too deep), or SchemaError
+        return f"not a PlayerUpdate: {type(exc).__name__}: {exc}"
+    return None
+
+
+def dead_letters(topics: Topics, events: Sequence[faust.EventT]) -> dict[int, Outgoing]:
+    """Index in ``events`` → dead letter (to ``rounds-dlq``, same partition, no key) of every
+    message that is not a PlayerUpdate."""
+    out: dict[int, Outgoing] = {}
+    for i, event in enumerate(events):
+        why = malformed_update(event.value)
+        if why is not None:
+            message = event.message
+            letter = DeadLetter(BAD_PLAYER_UPDATE, why, None, event.value, time.time(), message.topic,
+                                message.partition, message.offset)
+            out[i] = Outgoing(topics.rounds_dlq.get_topic_name(), None, letter.to_json().encode(), message.partition)
+    return out
+
+
+async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Sequence[faust.EventT],
+                                rejected: list[Outgoing]) -> PhaseTwoResult:
+    """``handle_updates`` of a phase-two batch. Only if it raises (other than a transient error)
+    are the messages parsed again, to find malformed ones: those are put in ``rejected`` (dead
+    letters, replacing its content) and the rest is handled; no malformed one: re-raise (the
+    caller retries). So the normal path parses each message once."""
+    raws = [event.value for event in events]
+    try:
+        result = await handle_updates(ctx, raws)
+    except TRANSIENT_ERRORS:
+        raise
+    except Exception:
+        letters = dead_letters(topics, events)
+        if not letters:
+            raise
+        rejected[:] = letters.values()
+        good = [raw for i, raw in enumerate(raws) if i not in letters]
+        result = await handle_updates(ctx, good) if good else PhaseTwoResult([], 0, 0)
+    faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
+    return result
+
+
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
     producer = app.add_dependency(BatchProducer(ctx.settings))
     settings = ctx.settings
 
     async def send(messages: list[Outgoing], what: str) -> None:
-        await retrying(lambda: producer.send(messages), f"sending {what}", max_delay_s=settings.retry_max_delay_s)
+        await retrying(lambda: producer.send(messages), f"sending {what}", max_delay_s=settings.retry_max_delay_s,
+                       handler=retry.SEND)
 
     async def resend(messages: list[FanOutMessage]) -> None:
         log.warning("re-driving %d stored fan-out message(s)", len(messages))
@@ -96,7 +149,8 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                 metrics.ROUND_LAG_SECONDS.set(max(0.0, time.time() - message.timestamp))
                 origin = Origin(message.topic, message.partition, message.offset)
                 result = await retrying(lambda: handle_round(ctx, event.value, origin),
-                                        f"phase one of offset {message.offset}", max_delay_s=settings.retry_max_delay_s)
+                                        f"phase one of offset {message.offset}", max_delay_s=settings.retry_max_delay_s,
+                                        handler=retry.PHASE_ONE)
                 out: list[Outgoing] = []
                 if result.dead_letter is not None:
                     letter = result.dead_letter
@@ -125,16 +179,21 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT) -> None:
-        async for batch in stream.take(settings.phase_two_batch, within=settings.phase_two_within_s):
+        async for batch in stream.take_events(settings.phase_two_batch, within=settings.phase_two_within_s):
             started = time.perf_counter()
-            result = await retrying(lambda: handle_updates(ctx, batch), "phase two",
-                                    max_delay_s=settings.retry_max_delay_s)
+            rejected: list[Outgoing] = []
+            result = await retrying(lambda: handle_player_updates(ctx, topics, batch, rejected), "phase two",
+                                    max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO)
             handled = time.perf_counter()
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
-            await send(change_messages(topics, result.events), "rating changes")
+            if rejected:
+                metrics.ROUNDS_REJECTED.labels(BAD_PLAYER_UPDATE).inc(len(rejected))
+                log.error("%d player-updates message(s) are not PlayerUpdates: sent to the DLQ (%s)", len(rejected),
+                          BAD_PLAYER_UPDATE)
+            await send(change_messages(topics, result.events) + rejected, "rating changes")
             emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
             await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
-                           max_delay_s=settings.retry_max_delay_s)
+                           max_delay_s=settings.retry_max_delay_s, handler=retry.CONFIRM)
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
             metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
             metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)
@@ -145,6 +204,6 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     @app.timer(interval=settings.sweep_interval_s, name="sweeper")
     async def sweeper() -> None:
         try:
-            await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s)
+            await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s, handler=retry.SWEEP)
         except Exception:  # a failed sweep must not stop the timer; the next one retries
             log.exception("sweep failed")

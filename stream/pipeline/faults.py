@@ -4,7 +4,10 @@ A fault point is a named place in the worker. When ``FAULT_POINT`` names it, the
 to get there creates the ``FAULT_MARKER`` file (exclusively, so the fault fires once across
 restarts and across workers sharing the file) and then either crashes on the spot with
 ``os._exit(137)`` (no cleanup, no offset commit: what ``kill -9`` does at that instant) or,
-for the ``drop_*`` points, lets the caller lose one message. Production never sets FAULT_POINT.
+for the ``drop_*`` points, lets the caller lose one message. The ``raise_*`` points make a
+handler raise :class:`InjectedFault` (what a bug or a race does) :data:`RAISE_TIMES` times in a
+row, then let it work: the worker must retry, not move past its input. Production never sets
+FAULT_POINT.
 """
 
 from __future__ import annotations
@@ -36,7 +39,29 @@ DROP_ROUND_AFTER_REGISTER = "drop_round_after_register"
 """The first round registered is abandoned and its input acked (the round stays registered)."""
 DROP_POINTS = (DROP_ONE_FANOUT_MESSAGE, DROP_ROUND_AFTER_REGISTER)
 
-ALL_POINTS = CRASH_POINTS + DROP_POINTS
+#: Raise points: the handler raises InjectedFault RAISE_TIMES times in a row, then works again.
+RAISE_IN_PHASE_ONE = "raise_in_phase_one"
+"""Phase one raises where AFTER_QUEUED_BEFORE_FANOUT_STORED is (the round registered and its
+players queued, the fan-out not stored: the most half-done attempt to retry)."""
+RAISE_IN_PHASE_TWO = "raise_in_phase_two"
+"""Phase two's handler raises after it stored a batch's effects, before its events are sent."""
+RAISE_POINTS = (RAISE_IN_PHASE_ONE, RAISE_IN_PHASE_TWO)
+RAISE_TIMES = 3
+"""How many times in a row a raise point raises: the first time this process meets it (and the
+marker did not exist) and the next RAISE_TIMES - 1 times (in practice the retries of the same
+input: a phase-one actor retries its round before anything else)."""
+
+_RAISE_AT = {AFTER_QUEUED_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
+"""Raise points placed where a crash point is (``crash_point`` checks both)."""
+
+ALL_POINTS = CRASH_POINTS + DROP_POINTS + RAISE_POINTS
+
+
+class InjectedFault(RuntimeError):
+    """The exception of a raise point (an unexpected error, not a transient one)."""
+
+
+_raised: dict[str, int] = {}
 
 
 def fires(settings: Settings, point: str) -> bool:
@@ -57,6 +82,27 @@ def fires(settings: Settings, point: str) -> bool:
 
 
 def crash_point(settings: Settings, point: str) -> None:
-    """Crash the process here (exit 137, nothing flushed or committed) if the fault fires."""
+    """Crash the process here (exit 137, nothing flushed or committed) if the fault fires; or
+    raise, if FAULT_POINT is the raise point placed here (``_RAISE_AT``)."""
     if fires(settings, point):
         os._exit(CRASH_EXIT_CODE)
+    if point in _RAISE_AT:
+        raise_point(settings, _RAISE_AT[point])
+
+
+def raise_point(settings: Settings, point: str) -> None:
+    """Raise InjectedFault if FAULT_POINT is ``point`` and this process has not raised it
+    RAISE_TIMES times yet (the first raise needs the marker: once across processes). Every raise
+    appends a line to the marker, so a test can count them."""
+    if settings.fault_point != point:
+        return
+    count = _raised.get(point, 0)
+    if count >= RAISE_TIMES:
+        return
+    if count == 0 and not fires(settings, point):
+        _raised[point] = RAISE_TIMES  # another process (or run) had it
+        return
+    _raised[point] = count + 1
+    with open(settings.fault_marker, "a") as marker:
+        marker.write(f"\nraise {count + 1}/{RAISE_TIMES}")
+    raise InjectedFault(f"fault point {point}: injected failure {count + 1}/{RAISE_TIMES}")

@@ -8,10 +8,17 @@ LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.
 
 ROUNDS = Counter("ems_rounds_total", "Rounds handled by phase one, by outcome "
                  "(rated, resent, duplicate, no_outcome, rejected)", ["outcome"])
-ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Rounds sent to the dead-letter topic, by reason", ["reason"])
+ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Messages sent to the dead-letter topic, by reason (rejected "
+                          "rounds; bad_player_update: a player-updates message that is not a PlayerUpdate)", ["reason"])
 PLAYER_UPDATES = Counter("ems_player_updates_total", "Player updates of phase two, by result "
                          "(applied now, or re-emitted from stored results)", ["result"])
 PHASE_ONE_SECONDS = Histogram("ems_phase_one_seconds", "Phase one time per round (barrier wait included)",
                               buckets=LATENCY_BUCKETS_S)
 PHASE_TWO_SECONDS = Histogram("ems_phase_two_seconds", "Phase two time per batch", buckets=LATENCY_BUCKETS_S)
 ROUND_LAG_SECONDS = Gauge("ems_round_lag_seconds", "Age of the last round phase one picked up (now - its Kafka timestamp)")
+HANDLER_FAILURES = Counter("ems_handler_failures_total", "Failed attempts of a handler call or send, retried "
+                           "(retry.py), by handler and kind (transient: Redis or Kafka unreachable; unexpected: "
+                           "any other exception, logged at ERROR with its traceback)", ["handler", "kind"])
+HANDLER_STUCK_SECONDS = Gauge("ems_handler_stuck_seconds", "Seconds the oldest still-failing call of a handler "
+                              "has been failing (its input not acknowledged meanwhile); 0 when healthy",
+                              ["handler"])

@@ -1,15 +1,43 @@
-"""Retry while Redis or Kafka is unreachable: the worker waits, it never skips input.
+"""Retry a handler until it succeeds: the worker waits, it never skips input.
 
-Faust acks an event once the agent moves on, even when the handler raised, so a handler
-failing on a Redis restart would silently drop its round. The agents therefore run each
-handler and each send through :func:`retrying`: transient connection errors are retried with
-a bounded exponential backoff, forever (the handlers are idempotent, so re-running a
-half-done attempt is harmless); other exceptions propagate.
+Faust acks an event once the agent moves on, even when the handler raised, so a handler that
+raised would silently drop its input (a Redis restart, but also a bug or a race: a round whose
+phase one raised was acked, the ladder's later rounds were rated without it, and Redis then
+diverged from ``stream replay``). The agents therefore run each handler call and each send
+through :func:`retrying`, which retries EVERY exception (``Exception``), forever, with a
+bounded exponential backoff:
+
+* ``transient`` failures (:data:`TRANSIENT_ERRORS`: Redis or Kafka unreachable) are logged as
+  warnings; they end when the service comes back;
+* ``unexpected`` ones (anything else: a bug, a race) are logged at ERROR with their traceback,
+  since they may need an operator (a bug that always raises keeps the stream stalled, which is
+  the point: stalled and alerting rather than silently wrong).
+
+Both are rate-limited (one line per :data:`WARN_EVERY_S` per call), counted in
+``ems_handler_failures_total{handler,kind}``, and while a call keeps failing
+``ems_handler_stuck_seconds{handler}`` reports how long it has been failing (0 when healthy),
+for an alert. ``asyncio.CancelledError`` (shutdown, partition rebalance) is a
+``BaseException`` and propagates at once, as do ``KeyboardInterrupt`` and ``SystemExit``.
+
+Retrying is safe because every handler is idempotent, including after a half-done attempt:
+
+* ``phase_one.handle_round``: registration is once per ``round_id`` (a retry finds the round
+  ``registered`` and redoes its phase one from the same priors: its own ``queued_seq`` mark
+  does not hold its barrier, ``mark_queued`` never lowers it, ``save_fanout`` stores once and
+  a retry then sends the stored messages) or ``pending``/``rated`` (the stored fan-out is
+  re-sent, or nothing happens);
+* ``phase_two.handle_updates``: a player whose ``last_seq`` reached the round is not applied
+  again (checked atomically in the Lua script); its event is re-emitted from the stored
+  results (same content and ``event_id``), recovered from its history if the round's
+  bookkeeping never ran;
+* sends are re-sent whole (consumers are idempotent), ``confirm_emitted`` adds to a set, and a
+  sweep only re-drives what is still incomplete.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -18,11 +46,26 @@ from typing import TypeVar
 import redis.exceptions
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NotEnoughReplicasError, RequestTimedOutError
 
+from stream.pipeline import metrics
+
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 FIRST_DELAY_S = 0.05
 WARN_EVERY_S = 5.0
+
+TRANSIENT = "transient"
+UNEXPECTED = "unexpected"
+KINDS = (TRANSIENT, UNEXPECTED)
+
+#: Handler labels of the agents' calls (others may be used; these show 0 from the start).
+PHASE_ONE = "phase_one"
+PHASE_TWO = "phase_two"
+SEND = "send"
+CONFIRM = "confirm_emitted"
+SWEEP = "sweep"
+OTHER = "other"
+HANDLERS = (PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, OTHER)
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.ConnectionError,  # includes BusyLoadingError (Redis replaying its AOF)
@@ -37,19 +80,95 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_s: float) -> T:
-    """``await attempt()`` until it does not raise a transient error; back off up to ``max_delay_s``."""
+class FailingCalls:
+    """When each currently failing call of a handler started failing (for the stuck gauge).
+
+    The gauge is computed at scrape time (``set_function``), so it keeps growing while the
+    retry loop sleeps; with several calls failing (one phase-one actor per partition) it shows
+    the oldest."""
+
+    def __init__(self) -> None:
+        self._since: dict[str, dict[int, float]] = {}
+
+    def watch(self, handler: str) -> None:
+        """Export ``ems_handler_stuck_seconds{handler}`` (0 until a call of it fails)."""
+        if handler not in self._since:
+            self._since[handler] = {}
+            metrics.HANDLER_STUCK_SECONDS.labels(handler).set_function(lambda: self.stuck_seconds(handler))
+            for kind in KINDS:
+                metrics.HANDLER_FAILURES.labels(handler, kind)  # exported as 0 before the first failure
+
+    def start(self, handler: str, call: int, at: float) -> None:
+        self.watch(handler)
+        self._since[handler].setdefault(call, at)
+
+    def stop(self, handler: str, call: int) -> None:
+        self._since.get(handler, {}).pop(call, None)
+
+    def stuck_seconds(self, handler: str, now: float | None = None) -> float:
+        """Seconds since the oldest still-failing call of ``handler`` first failed; 0 if none."""
+        since = self._since.get(handler)
+        if not since:
+            return 0.0
+        return max(0.0, (time.monotonic() if now is None else now) - min(since.values()))
+
+
+FAILING = FailingCalls()
+_CALLS = itertools.count()
+for _handler in HANDLERS:
+    FAILING.watch(_handler)
+
+
+def failure_kind(exc: BaseException) -> str:
+    """``transient`` (Redis or Kafka unreachable) or ``unexpected`` (anything else)."""
+    return TRANSIENT if isinstance(exc, TRANSIENT_ERRORS) else UNEXPECTED
+
+
+async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_s: float,
+                   handler: str = OTHER) -> T:
+    """``await attempt()`` until it returns; back off from FIRST_DELAY_S up to ``max_delay_s``.
+
+    ``what`` names the call in the logs; ``handler`` is the metrics label. Every ``Exception``
+    is retried (see the module docstring); ``CancelledError`` propagates."""
     delay = FIRST_DELAY_S
-    started = time.monotonic()
-    next_warning = started
-    while True:
-        try:
-            return await attempt()
-        except TRANSIENT_ERRORS as exc:
-            now = time.monotonic()
-            if now >= next_warning:
-                log.warning("%s failed (%s: %s); retrying for %.1fs so far", what, type(exc).__name__, exc,
-                            now - started)
-                next_warning = now + WARN_EVERY_S
-            await asyncio.sleep(delay)
-            delay = min(delay * 2.0, max_delay_s)
+    call = next(_CALLS)
+    FAILING.watch(handler)  # exported (0) from a handler's first call
+    started: float | None = None
+    failures = 0
+    next_log = 0.0
+    try:
+        while True:
+            try:
+                result = await attempt()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is retried; the input is never skipped
+                now = time.monotonic()
+                if started is None:
+                    started = now
+                    FAILING.start(handler, call, now)
+                failures += 1
+                kind = failure_kind(exc)
+                metrics.HANDLER_FAILURES.labels(handler, kind).inc()
+                if now >= next_log:
+                    _log_failure(what, kind, exc, failures, now - started)
+                    next_log = now + WARN_EVERY_S
+                await asyncio.sleep(delay)
+                delay = min(delay * 2.0, max_delay_s)
+                continue
+            if failures:
+                log.warning("%s succeeded after %d failed attempt(s) over %.1fs", what, failures,
+                            time.monotonic() - (started or 0.0))
+            return result
+    finally:
+        FAILING.stop(handler, call)
+
+
+def _log_failure(what: str, kind: str, exc: Exception, failures: int, failing_s: float) -> None:
+    """A warning for a transient failure; an ERROR with the traceback for an unexpected one."""
+    if kind == TRANSIENT:
+        log.warning("%s failed (%s: %s); retrying for %.1fs so far", what, type(exc).__name__, exc, failing_s)
+    else:
+        log.error("%s raised unexpectedly (%s: %s; %d failed attempt(s), %.1fs so far); retrying, the input "
+                  "is not acknowledged until it succeeds", what, type(exc).__name__, exc, failures, failing_s,
+                  exc_info=exc)
