@@ -37,6 +37,7 @@ import redis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
 from stream.contracts import RoundResult  # noqa: E402
@@ -84,17 +85,6 @@ def process_cpu_s(pids: list[int]) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
     return total / os.sysconf("SC_CLK_TCK")
-
-
-def redis_cpu_s(client: redis.Redis) -> float:
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-
-
-def redis_commands(client: redis.Redis) -> dict[str, tuple[int, int]]:
-    """INFO commandstats as name -> (calls, µs); commands run by Lua scripts are counted too."""
-    return {name.removeprefix("cmdstat_"): (int(stat["calls"]), int(stat["usec"]))
-            for name, stat in client.info("commandstats").items()}
 
 
 def make_rounds(size: int, count: int, ladder: str, seed: int) -> list[RoundResult]:
@@ -232,9 +222,7 @@ def main() -> None:
     print("| players/round | command | calls/part. | µs/part. |")
     print("|---:|---|---:|---:|")
     for f in rows:
-        ranked = sorted(f.redis_commands.items(), key=lambda item: -item[1][1])
-        for name, (calls, usec) in ranked[:REDIS_COMMANDS_SHOWN]:
-            print(f"| {f.size:,} | {name} | {calls / f.participations:.2f} | {usec / f.participations:.1f} |")
+        print("\n".join(command_rows(f"{f.size:,}", f.redis_commands, f.participations, REDIS_COMMANDS_SHOWN)))
 
 
 if __name__ == "__main__":

@@ -28,17 +28,43 @@ class RoundUpdate:
 
 
 def phase_two(
-    batch: PlayerBatch, performance: np.ndarray, params: Params, *, weight: float = 1.0, time: float
+    batch: PlayerBatch,
+    performance: np.ndarray,
+    params: Params,
+    *,
+    weight: float | np.ndarray = 1.0,
+    time: float | np.ndarray,
 ) -> PlayerBatch:
     """Diffusion (Algorithm 2, elapsed days from ``last_time`` to ``time``), belief update
     (Algorithm 3), history bound, sigma (Eq. 8), ``rounds += 1``, ``last_time = time``.
-    Rows are independent: any sub-batch gives the same floats for its rows."""
-    days = elapsed_days(batch.last_time, time)
-    diffused = diffuse(batch, gammas(params, weight, days), params)
-    after = update_beliefs(diffused, performance, params.beta(weight), params)
+
+    ``weight`` and ``time`` are one round's, or per row (players of several rounds rated in one
+    call: the pipeline's phase two batches rounds). Rows are independent: any sub-batch, alone or
+    beside other rounds' rows, gives the same floats for its rows (each distinct weight's noise
+    terms are computed once, as for a lone round, and spread over its rows)."""
+    n = len(batch)
+    weights = np.broadcast_to(np.asarray(weight, dtype=float), (n,))
+    times = np.broadcast_to(np.asarray(time, dtype=float), (n,))
+    days = elapsed_days(batch.last_time, times)
+    gamma, beta = _noise_per_row(params, weights, days)
+    diffused = diffuse(batch, gamma, params)
+    after = update_beliefs(diffused, performance, beta, params)
     after.rounds = batch.rounds + 1
-    after.last_time = np.full(len(batch), float(time))
+    after.last_time = times.copy()
     return after
+
+
+def _noise_per_row(params: Params, weights: np.ndarray, days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's drift gamma and performance noise beta (Eq. 9 / ``Params.beta``) for its round's weight."""
+    first = float(weights[0]) if len(weights) else 1.0
+    if (weights == first).all():  # one round (or rounds of one weight): no per-weight split
+        return gammas(params, first, days), np.full(len(weights), params.beta(first))
+    gamma, beta = np.empty(len(weights)), np.empty(len(weights))
+    for w in np.unique(weights).tolist():
+        rows = weights == w
+        gamma[rows] = gammas(params, w, days[rows])
+        beta[rows] = params.beta(w)
+    return gamma, beta
 
 
 def rate_round(

@@ -38,9 +38,10 @@ def fold_oldest(batch: PlayerBatch, history_limit: int | None) -> PlayerBatch:
     return batch
 
 
-def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float) -> PlayerBatch:
+def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.ndarray) -> PlayerBatch:
     """Append TanhTerm(p, beta) (w_out = (pi/sqrt 3)/beta, w_arg = w_out/2) after each player's
-    last factor, widening the padded arrays if needed (in place; returns it)."""
+    last factor, widening the padded arrays if needed (in place; returns it). ``beta``: one
+    for all rows, or per row."""
     n = len(batch)
     need = int(batch.n_factors.max(initial=0)) + 1
     if batch.p.shape[1] < need:
@@ -74,10 +75,10 @@ def robust_average(batch: PlayerBatch) -> np.ndarray:
 
 
 def update_beliefs(
-    diffused: PlayerBatch, performance: np.ndarray, beta: float, params: Params
+    diffused: PlayerBatch, performance: np.ndarray, beta: float | np.ndarray, params: Params
 ) -> PlayerBatch:
     """Algorithm 3's second half on a diffused batch (a new batch; mu and sigma updated,
-    rounds/last_time untouched)."""
+    rounds/last_time untouched). ``beta``: the round's performance noise, or one per row."""
     out = diffused.copy()
     performance = np.asarray(performance, dtype=float)
     if params.variant == "gaussian":

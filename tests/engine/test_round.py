@@ -52,6 +52,29 @@ def test_split_call_equals_rate_round(name):
     assert (whole.after.rounds == 4).all() and (whole.after.last_time == 9 * DAY).all()
 
 
+@pytest.mark.parametrize("name", ["mmr", "mmx", "mmr-fast", "paper-codeforces"])
+def test_rounds_of_different_weights_and_times_in_one_call(name):
+    """Phase two of several rounds' players in one call (per-row weight and time, as the
+    pipeline batches them) gives each row the floats of its round's lone call."""
+    p = preset(name)
+    rng = np.random.default_rng(5)
+    b = PlayerBatch.new(30, p)
+    for t in range(3):
+        b = rate_round(b, rng.integers(1, 20, 30), p, time=t * DAY).after
+    perf = rng.normal(1500.0, 300.0, 30)
+    rounds = [(np.arange(0, 12), 0.7, 5 * DAY), (np.arange(12, 20), 1.0, 6.5 * DAY), (np.arange(20, 30), 2.5, 9 * DAY)]
+    weight = np.concatenate([np.full(len(rows), w) for rows, w, _ in rounds])
+    time = np.concatenate([np.full(len(rows), t) for rows, _, t in rounds])
+    together = phase_two(b, perf, p, weight=weight, time=time)
+    for rows, w, t in rounds:
+        alone = phase_two(b.take(rows), perf[rows], p, weight=w, time=t)
+        for name_ in ("mu", "sigma", "mu0", "w0", "last_time", "rounds"):
+            np.testing.assert_array_equal(getattr(together, name_)[rows], getattr(alone, name_), err_msg=name_)
+        width = alone.p.shape[1]
+        for name_ in ("p", "w_arg", "w_out"):
+            np.testing.assert_array_equal(getattr(together, name_)[rows, :width], getattr(alone, name_), err_msg=name_)
+
+
 def test_newcomers_first_round_symmetric_and_ordered():
     p = preset("mmr")
     r = rate_round(PlayerBatch.new(5, p), np.array([1, 2, 3, 4, 5]), p, time=0.0)
