@@ -6,8 +6,8 @@ polls until, for each participant, ``queued_seq <= last_seq`` (store.load_priors
 stored (mu, sigma) are the posteriors of the player's latest round, as a sequential replay
 would see them. Only the rounds that share players wait; a ladder pipelines the others.
 
-Only the blocked players are re-checked while waiting, and only their priors are read again
-after the wait. When many players are held (a big round sharing players with the previous
+Only the blocked players are re-checked while waiting; the check that lets a player through
+also holds its final prior, so nothing is read again after the wait. When many players are held (a big round sharing players with the previous
 one), even that re-read is costly (thousands of hashes every few ms, competing with the
 phase two it waits for): the barrier then polls the status of the few rounds they wait on and
 re-reads the players once those are ``rated`` (or every ``barrier_full_check_s``).
@@ -46,8 +46,7 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
     next_warning = started + settings.barrier_warn_s
     next_redrive = started + settings.sweep_timeout_s
     priors = first if first is not None else await store.load_priors(ladder, players, seq)
-    held = set(priors.blocked)
-    waited_on = np.asarray([i for i, p in enumerate(players) if p in held], dtype=np.int64)
+    position = {player: i for i, player in enumerate(players)} if priors.blocked else {}
     blocked, rounds = priors.blocked, await _rounds_to_watch(store, settings, ladder, priors)
     next_full_check = started + settings.barrier_full_check_s
     while blocked:
@@ -64,14 +63,16 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
         if rounds and time.monotonic() < next_full_check and not await _all_rated(store, ladder, rounds):
             continue  # many players held: re-read them only once the rounds they wait on are rated
         check = await store.load_priors(ladder, blocked, seq)  # re-check the blocked ones only
+        # a player let through has its final prior in this read: no later round of the ladder can
+        # be queued for it while this one waits (phase one of a ladder is sequential)
+        still = set(check.blocked)
+        released = [i for i, player in enumerate(blocked) if player not in still]
+        rows = np.asarray([position[blocked[i]] for i in released], dtype=np.int64)
+        for name in ("mu", "sigma", "last_time", "known"):
+            getattr(priors, name)[rows] = getattr(check, name)[released]
         blocked, rounds = check.blocked, await _rounds_to_watch(store, settings, ladder, check)
         next_full_check = time.monotonic() + settings.barrier_full_check_s
-    if len(waited_on):
-        # only the players we waited on can have new posteriors (phase one of a ladder is sequential)
-        fresh = await store.load_priors(ladder, [players[i] for i in waited_on], seq)
-        priors.mu[waited_on], priors.sigma[waited_on] = fresh.mu, fresh.sigma
-        priors.last_time[waited_on], priors.known[waited_on] = fresh.last_time, fresh.known
-        priors.blocked = []
+    priors.blocked, priors.waiting_on = [], []
     return priors
 
 

@@ -1,9 +1,10 @@
 """Phase two: apply a batch of PlayerUpdates to the players' stored beliefs, then emit events.
 
-Plain async function (no Kafka): the ``player-updates`` agent hands it a batch of messages of
-one partition. Per round in the batch, ``engine.phase_two`` runs vectorised over the round's
-players (paper Algorithm 2 diffusion + Algorithm 3 update, Eq. 8 sigma); then the whole batch
-is written in ONE Redis round trip (``Store.apply``: a Lua script per player, one per round).
+Plain async function (no Kafka): the ``player-updates`` agent hands it a batch of messages.
+``engine.phase_two`` runs once, vectorised over the players of every round in the batch (paper
+Algorithm 2 diffusion + Algorithm 3 update, Eq. 8 sigma; per-row weight and time); then the
+whole batch is written in ONE Redis round trip (``Store.apply``: a script per chunk of players,
+one per round).
 
 Idempotency: a player whose stored ``last_seq`` already reached the round's ``seq`` is not
 recomputed (its state has moved on); the script re-checks atomically. Such players' events
@@ -76,13 +77,7 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
     groups = group_updates(raws)
     stored = await ctx.store.load_states([(g.update.ladder, p) for g in groups for p in g.players])
     now = time.time()
-    round_writes: list[ColumnWrites] = []
-    offset = 0
-    for group in groups:
-        end = offset + len(group.players)
-        round_writes.append(_rate(ctx, group, StoredStates(stored.last_seq[offset:end], stored.states[offset:end],
-                                                           stored.tiers[offset:end])))
-        offset = end
+    round_writes = _rate(ctx, groups, stored)
     applied = await ctx.store.apply(round_writes, now=now) if round_writes else []
 
     events: list[RatingChangeMessage] = []
@@ -112,36 +107,65 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
     return PhaseTwoResult(events, applied_count, replayed, emitted)
 
 
-def _rate(ctx: PipelineContext, group: _RoundGroup, stored: StoredStates) -> ColumnWrites:
-    """New states of the group's players not yet past this round: one vectorised engine call,
-    packed states and events built from the batch's arrays (no per-player objects); every
-    float is rendered to text once, for the event and for Redis."""
-    update = group.update
-    todo = np.flatnonzero(stored.last_seq < update.seq)
-    rows = todo.tolist()
-    if not rows:
-        return _nothing(update)
-    players = [group.players[i] for i in rows]
-    before = unpack_batch([stored.states[i] for i in rows], ctx.params)
-    performance = np.asarray(group.performances, dtype=np.float64)[todo]
-    after = engine.phase_two(before, performance, ctx.params, weight=update.weight, time=update.occurred_at)
-    cfg = ctx.display(update.ladder)
-    shown = display_rating(after.mu, after.sigma, cfg)
-    tiers = tier_names(next_tier(tier_indices([stored.tiers[i] for i in rows], cfg), after.mu, after.sigma, cfg), cfg)
-    mu, sigma, shown_text = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma), \
-        number_texts("display_rating", shown)
+def _rate(ctx: PipelineContext, groups: Sequence[_RoundGroup], stored: StoredStates) -> list[ColumnWrites]:
+    """New states of every group's players not yet past its round, in ONE vectorised engine call
+    for the whole batch (per-row weight and time: the engine's per-call cost, not the players,
+    dominated batches of small rounds); packed states and events built from the batch's arrays
+    (no per-player objects), every float rendered to text once, for the event and for Redis.
+    ``stored`` is aligned with the groups' players, group after group. Returns one
+    :class:`ColumnWrites` per group (empty for a round whose players are all past it)."""
+    todo_per_group: list[np.ndarray] = []
+    offset = 0
+    for group in groups:
+        end = offset + len(group.players)
+        todo_per_group.append(offset + np.flatnonzero(stored.last_seq[offset:end] < group.update.seq))
+        offset = end
+    rows = np.concatenate(todo_per_group) if todo_per_group else np.zeros(0, dtype=np.int64)
+    if not len(rows):
+        return [_nothing(group.update) for group in groups]
+    counts = [len(todo) for todo in todo_per_group]
+    starts = np.cumsum([0, *[len(g.players) for g in groups]])
+    rows_list = rows.tolist()
+    before = unpack_batch([stored.states[i] for i in rows_list], ctx.params)
+    performance = np.concatenate([np.asarray(g.performances, dtype=np.float64)[todo - start]
+                                  for g, todo, start in zip(groups, todo_per_group, starts)])
+    ranks = np.concatenate([np.asarray(g.ranks, dtype=np.int64)[todo - start]
+                            for g, todo, start in zip(groups, todo_per_group, starts)]).tolist()
+    weight = np.repeat([g.update.weight for g in groups], counts)
+    when = np.repeat([g.update.occurred_at for g in groups], counts)
+    after = engine.phase_two(before, performance, ctx.params, weight=weight, time=when)
+    players = [p for g, todo, start in zip(groups, todo_per_group, starts) for p in (g.players[i - start]
+                                                                                    for i in todo.tolist())]
+    mu, sigma = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
+    performance_text = number_texts("performance", performance)
+    mu_before, sigma_before = number_texts("mu_before", before.mu), number_texts("sigma_before", before.sigma)
     rounds = after.rounds.tolist()
-    changes = encode_changes(ChangeColumns(
-        ladder=update.ladder, round_id=update.round_id, field_size=update.field_size,
-        occurred_at=update.occurred_at, players=players, ranks=np.asarray(group.ranks, dtype=np.int64)[todo].tolist(),
-        performance=number_texts("performance", performance), mu_before=number_texts("mu_before", before.mu),
-        sigma_before=number_texts("sigma_before", before.sigma), mu_after=mu, sigma_after=sigma,
-        display_rating=shown_text, tiers=tiers, rounds_played=rounds))
-    return ColumnWrites(
-        ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-        players=players, mu=mu, sigma=sigma, rounds=rounds, display_rating=shown_text, tiers=tiers,
-        states=pack_batch(after), changes=changes,
-        newcomer=np.fromiter((stored.states[i] is None for i in rows), dtype=bool, count=len(rows)))
+    states = pack_batch(after)
+    stored_tiers = [stored.tiers[i] for i in rows_list]
+    newcomer = np.fromiter((stored.states[i] is None for i in rows_list), dtype=bool, count=len(rows_list))
+
+    writes: list[ColumnWrites] = []
+    lo = 0
+    for group, count in zip(groups, counts):
+        update, hi = group.update, lo + count
+        if not count:
+            writes.append(_nothing(update))
+            continue
+        cut = slice(lo, hi)
+        cfg = ctx.display(update.ladder)
+        shown_text = number_texts("display_rating", display_rating(after.mu[cut], after.sigma[cut], cfg))
+        tiers = tier_names(next_tier(tier_indices(stored_tiers[cut], cfg), after.mu[cut], after.sigma[cut], cfg), cfg)
+        changes = encode_changes(ChangeColumns(
+            ladder=update.ladder, round_id=update.round_id, field_size=update.field_size,
+            occurred_at=update.occurred_at, players=players[cut], ranks=ranks[cut], performance=performance_text[cut],
+            mu_before=mu_before[cut], sigma_before=sigma_before[cut], mu_after=mu[cut], sigma_after=sigma[cut],
+            display_rating=shown_text, tiers=tiers, rounds_played=rounds[cut]))
+        writes.append(ColumnWrites(
+            ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
+            players=players[cut], mu=mu[cut], sigma=sigma[cut], rounds=rounds[cut], display_rating=shown_text,
+            tiers=tiers, states=states[cut], changes=changes, newcomer=newcomer[cut]))
+        lo = hi
+    return writes
 
 
 def _nothing(update: PlayerUpdate) -> ColumnWrites:

@@ -35,8 +35,10 @@ OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 
-PRIOR_FIELDS = ("mu", "sigma", "last_time", "queued_seq", "last_seq")
-STATE_FIELDS = ("last_seq", "state", "tier")
+PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", "#queued_seq", "#last_seq")
+STATE_FIELDS = ("#last_seq", "state", "tier")
+"""Player hash fields read by load_players.lua: ``#name`` a number (read as a float column, NaN where
+absent), ``name`` bytes (a list, None where absent)."""
 
 PLAYERS_PER_CALL = 500
 """Players per script call on a single Redis: bounds how long one call blocks the server.
@@ -46,10 +48,6 @@ On Redis Cluster every per-player call carries one player (its keys are one slot
 def encode_float(value: float) -> str:
     """Exact text form of a float (``repr`` round-trips bit for bit)."""
     return repr(float(value))
-
-
-def _float(raw: bytes | None, default: float = math.nan) -> float:
-    return default if raw is None else float(raw)
 
 
 def _int(raw: bytes | None) -> int:
@@ -197,26 +195,24 @@ class ColumnWrites:
         return len(self.players)
 
 
-def _columns(replies: list[Any], fields: Sequence[str]) -> list[tuple[bytes | None, ...]]:
-    """load_players.lua replies (per call, per key, the fields' values) as one column per field."""
-    rows = [row for rows in replies for row in rows]
-    return list(zip(*rows)) if rows else [()] * len(fields)
+def _columns(replies: list[Any], fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
+    """load_players.lua replies (one per call: a reply per field) as one column per field name,
+    the calls' columns concatenated: numbers as a float array (NaN where absent), bytes as a
+    list (None where absent)."""
+    out: dict[str, np.ndarray | list[bytes | None]] = {}
+    for j, field_ in enumerate(fields):
+        if field_.startswith("#"):
+            texts = b" ".join(reply[j] for reply in replies)
+            out[field_[1:]] = np.array(texts.split(), dtype=np.float64)
+        else:
+            out[field_] = [value for reply in replies for value in reply[j]]
+    return out
 
 
-def _words(texts: Sequence[str | int]) -> str:
-    """Space-separated numbers given as their exact text (no number's text holds a space)."""
-    return " ".join(map(str, texts))
-
-
-def _numbers(values: np.ndarray) -> str:
-    """Space-separated exact text of numbers (``repr``: what :func:`encode_float` stores)."""
-    return " ".join(map(repr, values.tolist()))
-
-
-def _pieces(items: Sequence[str | bytes]) -> tuple[str, bytes]:
-    """Byte lengths and concatenation of strings or bytes (the scripts cut them apart again)."""
-    raw = [i.encode() if isinstance(i, str) else i for i in items]
-    return " ".join(map(str, map(len, raw))), b"".join(raw)
+def _interleave(*columns: Sequence[Any]) -> list[Any]:
+    """Per-row arguments from aligned columns: row 1's values, then row 2's, ... (the scripts'
+    per-player argument layout)."""
+    return [value for row in zip(*columns) for value in row]
 
 
 class Store:
@@ -276,9 +272,10 @@ class Store:
         for chunk in self._chunks(len(player_keys)):
             self._eval(pipe, "load_players", [player_keys[i] for i in chunk], list(fields))
 
-    async def _read_players(self, player_keys: Sequence[str], fields: Sequence[str]) -> list[tuple[bytes | None, ...]]:
+    async def _read_players(self, player_keys: Sequence[str],
+                            fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
         """HMGET ``fields`` of many player hashes (load_players.lua, one round trip): one column
-        per field, aligned with ``player_keys`` (None where absent)."""
+        per field, aligned with ``player_keys`` (see :func:`_columns`)."""
         return _columns(await self._run(lambda pipe: self._read_players_into(pipe, player_keys, fields)), fields)
 
     # ---- rounds -------------------------------------------------------------------------
@@ -397,16 +394,14 @@ class Store:
                             seq)
 
     @staticmethod
-    def _priors(players: Sequence[str], columns: list[tuple[bytes | None, ...]], seq: int) -> Priors:
+    def _priors(players: Sequence[str], columns: dict[str, np.ndarray | list[bytes | None]], seq: int) -> Priors:
         """Priors from the PRIOR_FIELDS columns of ``players`` (see :meth:`load_priors`)."""
-        raw_mu, raw_sigma, raw_time, raw_queued, raw_last = columns
-        known = np.array([m is not None for m in raw_mu], dtype=bool)
-        mu, sigma, last_time = (np.array([_float(x) for x in column], dtype=float)
-                                for column in (raw_mu, raw_sigma, raw_time))
-        queued, last = (np.array([_int(x) for x in column], dtype=np.int64) for column in (raw_queued, raw_last))
+        mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
+        queued, last = (np.nan_to_num(np.asarray(columns[name], dtype=np.float64)).astype(np.int64)
+                        for name in ("queued_seq", "last_seq"))
         held = np.flatnonzero((queued > last) & (queued != seq))
         blocked = [players[i] for i in held.tolist()]
-        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
+        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=~np.isnan(mu), blocked=blocked,
                       waiting_on=np.unique(queued[held]).tolist())
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
@@ -447,9 +442,9 @@ class Store:
     # ---- phase two ----------------------------------------------------------------------
     async def load_states(self, players: Sequence[tuple[str, str]]) -> StoredStates:
         """Last applied seq, packed state and tier of (ladder, player) pairs, in one round trip."""
-        last, states, tiers = await self._read_players([keys.player(ladder, p) for ladder, p in players],
-                                                       STATE_FIELDS)
-        return StoredStates(np.array([_int(x) for x in last], dtype=np.int64), list(states), list(tiers))
+        columns = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
+        last_seq = np.nan_to_num(np.asarray(columns["last_seq"], dtype=np.float64)).astype(np.int64)
+        return StoredStates(last_seq, list(columns["state"]), list(columns["tier"]))
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
         """Apply the player updates of a batch of rounds in ONE round trip, idempotently.
@@ -470,15 +465,10 @@ class Store:
                         player_keys += [keys.player(r.ladder, player), keys.history(r.ladder, player)]
                     self._eval(pipe, "apply_player_update", player_keys, [
                         self.history_length, r.seq, r.round_id, encode_float(r.last_time),
-                        _words(r.mu[lo:hi]), _words(r.sigma[lo:hi]), _words(r.rounds[lo:hi]),
-                        _words(r.display_rating[lo:hi]), *_pieces(r.tiers[lo:hi]), *_pieces(r.states[lo:hi]),
-                        *_pieces(r.changes[lo:hi])])
-                newcomer = "".join("1" if flag else "0" for flag in r.newcomer.tolist())
-                self._eval(pipe, "record_round_results",
-                           [keys.round_record(r.ladder, r.round_id), keys.round_results(r.ladder, r.round_id),
-                            keys.leaderboard(r.ladder), keys.ladder(r.ladder), keys.incomplete_rounds(r.ladder)],
-                           [encode_float(now), *_pieces(r.players), *_pieces(r.changes), _words(r.display_rating),
-                            newcomer])
+                        *_interleave(r.mu[lo:hi], r.sigma[lo:hi], r.rounds[lo:hi], r.display_rating[lo:hi],
+                                     r.tiers[lo:hi], r.states[lo:hi], r.changes[lo:hi])])
+                self._record_results(pipe, r.ladder, r.round_id, now, r.players, r.changes, r.display_rating,
+                                     r.newcomer.tolist())
 
         results = iter(await self._run(build))
         applied = []
@@ -515,14 +505,19 @@ class Store:
             if change is not None and shown is not None:
                 rows.append((player, change, float(shown), json.loads(change).get("rounds_played") == 1))
         if rows:
-            newcomer = "".join("1" if row[3] else "0" for row in rows)
-            await self._run(lambda pipe: self._eval(
-                pipe, "record_round_results",
-                [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id), keys.leaderboard(ladder),
-                 keys.ladder(ladder), keys.incomplete_rounds(ladder)],
-                [encode_float(now), *_pieces([row[0] for row in rows]), *_pieces([row[1] for row in rows]),
-                 _numbers(np.array([row[2] for row in rows])), newcomer]))
+            await self._run(lambda pipe: self._record_results(
+                pipe, ladder, round_id, now, [row[0] for row in rows], [row[1] for row in rows],
+                [encode_float(row[2]) for row in rows], [row[3] for row in rows]))
         return found
+
+    def _record_results(self, pipe: Pipeline, ladder: str, round_id: str, now: float, players: Sequence[str],
+                        changes: Sequence[bytes], shown: Sequence[str], newcomer: Sequence[bool]) -> None:
+        """Queue record_round_results.lua: players' results, leaderboard scores, the round's status."""
+        self._eval(pipe, "record_round_results",
+                   [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
+                    keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder)],
+                   [encode_float(now), "".join("1" if flag else "0" for flag in newcomer),
+                    *_interleave(players, changes, shown)])
 
     # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:

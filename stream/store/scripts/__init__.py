@@ -8,15 +8,6 @@ SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_
                 "mark_queued", "claim_due_rounds", "confirm_emitted")
 
 
-INCLUDE = "-- @include "
-"""A line ``-- @include NAME`` is replaced by the helper file ``NAME.lua`` (Redis scripts cannot import)."""
-
-
-def _read(name: str) -> str:
-    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
-
-
 def source(name: str) -> str:
-    """The Lua source of script ``name`` (one of :data:`SCRIPT_NAMES`), its includes spliced in."""
-    lines = _read(name).splitlines(keepends=True)
-    return "".join(_read(line[len(INCLUDE):].strip()) if line.startswith(INCLUDE) else line for line in lines)
+    """The Lua source of script ``name`` (one of :data:`SCRIPT_NAMES`)."""
+    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")

@@ -9,19 +9,20 @@
 -- KEYS[5] incomplete rounds      ems:incomplete:{L}  (unused here: a round leaves the sweeper's
 --                                ledger once its events are emitted, confirm_emitted.lua)
 -- ARGV[1] now                    epoch seconds (rated_at / updated_at)
--- Per-player columns (a few large arguments instead of four per player):
--- ARGV[2]/ARGV[3] player:  space-separated byte lengths / the ids concatenated
--- ARGV[4]/ARGV[5] change:  lengths / RatingChange JSON concatenated
--- ARGV[6] display ratings  space-separated (repr floats: the leaderboard scores)
--- ARGV[7] newcomer flags   one character per player, '1' if it is the player's first round
+-- ARGV[2] newcomer flags         one character per player, '1' if it is the player's first round
+-- then FIELDS arguments per player (each its own argument: no parsing in Lua):
+--   player, change (RatingChange JSON), display rating (repr float: the leaderboard score)
 -- Returns the number of players still pending.
--- @include columns
 
 local CHUNK = 1000
+local FIELDS = 3
 local round_key, results_key, lb_key, ladder_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local seen = {}
-local now = ARGV[1]
-local players, changes, shown, newcomer = pieces(ARGV[2], ARGV[3]), pieces(ARGV[4], ARGV[5]), words(ARGV[6]), ARGV[7]
+local now, newcomer = ARGV[1], ARGV[2]
+local players = {}
+for i = 1, (#ARGV - 2) / FIELDS do
+  players[i] = ARGV[3 + FIELDS * (i - 1)]
+end
 local new_players = 0
 -- In chunks (Lua's unpack limit), with bulk commands: HMGET finds the players already recorded,
 -- one HSET and one ZADD record the others (the same outcome as HSETNX + ZADD per player, with
@@ -33,10 +34,11 @@ for first = 1, #players, CHUNK do
   for i = first, last do
     local player = players[i]
     if not stored[i - first + 1] and not seen[player] then
+      local a = 2 + FIELDS * (i - 1)
       seen[player] = true
       results[#results + 1] = player
-      results[#results + 1] = changes[i]
-      scores[#scores + 1] = shown[i]
+      results[#results + 1] = ARGV[a + 2]
+      scores[#scores + 1] = ARGV[a + 3]
       scores[#scores + 1] = player
       if string.byte(newcomer, i) == 49 then  -- '1'
         new_players = new_players + 1
