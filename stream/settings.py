@@ -50,7 +50,7 @@ class Settings:
     sweep_timeout_s: float = field(default=30.0, metadata={"env": "SWEEP_TIMEOUT_S", "doc": "re-drive a round whose player updates are incomplete after this many seconds"})
     sweep_interval_s: float = field(default=5.0, metadata={"env": "SWEEP_INTERVAL_S", "doc": "how often each worker's sweeper looks for rounds still incomplete SWEEP_TIMEOUT_S after registration (or after their last re-drive) and re-drives them"})
     retry_max_delay_s: float = field(default=2.0, metadata={"env": "RETRY_MAX_DELAY_S", "doc": "longest wait between two attempts while Redis or Kafka is unreachable (the worker retries forever and never acks input whose effects are not stored)"})
-    fault_point: str = field(default="", metadata={"env": "FAULT_POINT", "doc": "TEST-ONLY fault injection (stream/pipeline/faults.py): the worker crashes (os._exit(137)) or drops a message the first time it reaches this point; empty: off"})
+    fault_point: str = field(default="", metadata={"env": "FAULT_POINT", "doc": "TEST-ONLY fault injection (stream/pipeline/faults.py): the worker crashes (os._exit(137)), drops a message or raises (raise_* points, a few times in a row) the first time it reaches this point; empty: off"})
     fault_marker: str = field(default="", metadata={"env": "FAULT_MARKER", "doc": "TEST-ONLY file created when FAULT_POINT fires, so it fires once across restarts and workers"})
     broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout"})
     broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval"})

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import faust
 
@@ -108,6 +108,19 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
     return result
 
 
+async def settle(acks: Sequence[asyncio.Future[object]], sent: list[Outgoing], what: str,
+                 send: Callable[[list[Outgoing], str], Awaitable[None]]) -> None:
+    """Wait for the broker's acknowledgement of messages already in flight; if any failed
+    (broker unreachable, or any other error), send them all again through ``send``, which
+    retries until it works (every consumer is idempotent): the input is never acked past."""
+    try:
+        await asyncio.gather(*acks)
+    except Exception as exc:
+        level = logging.WARNING if isinstance(exc, TRANSIENT_ERRORS) else logging.ERROR
+        log.log(level, "%s failed (%s: %s); sending again", what, type(exc).__name__, exc)
+        await send(sent, what)
+
+
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
     producer = app.add_dependency(BatchProducer(ctx.settings))
@@ -122,15 +135,6 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
         await send(fanout_messages(topics, messages), "re-driven fan-out")
 
     ctx.resend = resend
-
-    async def settle(acks: list[asyncio.Future[object]], sent: list[Outgoing], what: str) -> None:
-        """Wait for the broker's acknowledgement of messages already in flight; if any failed
-        (broker unreachable), send them all again until it works (every consumer is idempotent)."""
-        try:
-            await asyncio.gather(*acks)
-        except TRANSIENT_ERRORS as exc:
-            log.warning("%s failed (%s); sending again", what, type(exc).__name__)
-            await send(sent, what)
 
     @app.agent(topics.rounds, name="phase-one", isolated_partitions=True)
     async def phase_one(stream: faust.StreamT) -> None:
@@ -165,14 +169,14 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                 sent += out
                 try:
                     acks += await producer.enqueue(out)
-                except TRANSIENT_ERRORS:
-                    await send(out, "fan-out")  # waits until the broker is back: later rounds may need it
+                except Exception:  # retried in place until sent: later rounds may need it
+                    await send(out, "fan-out")
                 metrics.ROUNDS.labels(result.outcome).inc()
                 metrics.PHASE_ONE_SECONDS.observe(time.perf_counter() - started)
                 log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs", result.ladder, result.round_id,
                           result.seq, result.outcome, len(result.updates), time.perf_counter() - started)
             settling = time.perf_counter()
-            await settle(acks, sent, "fan-out")
+            await settle(acks, sent, "fan-out", send)
             faults.crash_point(settings, faults.AFTER_FANOUT_SENT_BEFORE_ACK)
             log.debug("phase one batch: %d round(s), %.3fs (%.3fs awaiting acknowledgements)", len(events),
                       time.perf_counter() - batch_started, time.perf_counter() - settling)
@@ -203,7 +207,5 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     @app.timer(interval=settings.sweep_interval_s, name="sweeper")
     async def sweeper() -> None:
-        try:
-            await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s, handler=retry.SWEEP)
-        except Exception:  # a failed sweep must not stop the timer; the next one retries
-            log.exception("sweep failed")
+        # retrying() retries every error (logged, counted), so a failing sweep never stops the timer
+        await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s, handler=retry.SWEEP)

@@ -171,3 +171,31 @@ def test_malformed_update_names_what_is_wrong() -> None:
     broken = json.loads(good)
     broken["seq"] = "3"
     assert malformed_update(json.dumps(broken).encode()) is not None
+
+
+def test_settle_resends_after_any_acknowledgement_error() -> None:
+    """A fan-out whose acknowledgement fails, transiently or not, is sent again (never acked past)."""
+    from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
+
+    from stream.pipeline.agents import settle
+    from stream.pipeline.producer import Outgoing
+
+    async def body(error: BaseException | None) -> list[tuple[list[Outgoing], str]]:
+        resent: list[tuple[list[Outgoing], str]] = []
+
+        async def send(messages: list[Outgoing], what: str) -> None:
+            resent.append((messages, what))
+
+        loop = asyncio.get_running_loop()
+        ack: asyncio.Future[object] = loop.create_future()
+        if error is None:
+            ack.set_result(None)
+        else:
+            ack.set_exception(error)
+        sent = [Outgoing("t", b"k", b"v", 0)]
+        await settle([ack], sent, "fan-out", send)
+        return resent
+
+    assert asyncio.run(body(None)) == []
+    for error in (KafkaConnectionError("down"), MessageSizeTooLargeError("too large"), RuntimeError("bug")):
+        assert asyncio.run(body(error)) == [([Outgoing("t", b"k", b"v", 0)], "fan-out")]
