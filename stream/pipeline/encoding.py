@@ -15,18 +15,33 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring  # type: ignore[attr-defined]  # C-accelerated, as json.dumps
 
 import numpy as np
+import orjson
 
 from stream.contracts.events import PlayerUpdate, event_id
 
 NULL = "null"
 
 
+POSITIONAL = (1e-4, 1e16)
+"""``repr`` writes a float of magnitude in [1e-4, 1e16) (or zero) in positional notation, as
+orjson does: there both write the same shortest round-trip digits (checked by a property test);
+outside, their exponent formats differ (``1e-05`` / ``1e-5``)."""
+
+
 def number_texts(name: str, values: np.ndarray) -> list[str]:
-    """The JSON (and Redis) text of each float: ``repr``, as ``json.dumps`` writes it; NaN and
-    infinities refused like ``RatingChange.to_json()`` does."""
+    """The JSON (and Redis) text of each float: exactly ``repr``, as ``json.dumps`` writes it;
+    NaN and infinities refused like ``RatingChange.to_json()`` does. Rendered by orjson (Ryu,
+    ~10x faster than ``repr``, ~0.7 µs a float here) when every value is in the range where
+    the two texts are identical, else by ``repr``."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
     if not np.isfinite(values).all():
         raise ValueError(f"Out of range float values are not JSON compliant ({name})")
-    return list(map(repr, np.asarray(values, dtype=np.float64).tolist()))
+    if not len(values):
+        return []
+    magnitude = np.abs(values)
+    if (((magnitude >= POSITIONAL[0]) & (magnitude < POSITIONAL[1])) | (values == 0.0)).all():
+        return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].decode().split(",")
+    return list(map(repr, values.tolist()))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from aiokafka.partitioner import DefaultPartitioner
 
 from stream.batch.replay import replay
@@ -148,3 +150,14 @@ def test_bulk_update_encoding_equals_the_contracts_json() -> None:
     assert value == update.to_json().encode()
     validate("player-update", value)
     assert PlayerUpdate.from_json(value) == update
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=40),
+       st.lists(st.floats(min_value=1e-4, max_value=1e16, allow_nan=False, allow_infinity=False), max_size=40))
+def test_number_texts_are_exactly_repr(anything: list[float], positional: list[float]) -> None:
+    """The fast path (orjson) writes the very text ``repr`` writes, and any float falls back to repr."""
+    from stream.pipeline.encoding import number_texts
+
+    for values in (anything, positional, [-v for v in positional], positional + [0.0, -0.0]):
+        assert number_texts("x", np.array(values, dtype=np.float64)) == [repr(v) for v in values]
