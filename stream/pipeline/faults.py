@@ -24,12 +24,14 @@ CRASH_EXIT_CODE = 137
 
 #: Crash points, in the order a round meets them.
 AFTER_REGISTER_BEFORE_FANOUT = "after_register_before_fanout"
-AFTER_QUEUED_BEFORE_FANOUT_STORED = "after_queued_before_fanout_stored"
+AFTER_PRIORS_BEFORE_FANOUT_STORED = "after_priors_before_fanout_stored"
+"""The barrier passed and the performances are computed; neither the players' queued marks nor
+the fan-out are stored (phase one writes both in one round trip)."""
 AFTER_FANOUT_STORED_BEFORE_SEND = "after_fanout_stored_before_send"
 AFTER_FANOUT_SENT_BEFORE_ACK = "after_fanout_sent_before_ack"
 PHASE_TWO_AFTER_REDIS_BEFORE_EMIT = "phase_two_after_redis_before_emit"
 PHASE_TWO_AFTER_EMIT_BEFORE_ACK = "phase_two_after_emit_before_ack"
-CRASH_POINTS = (AFTER_REGISTER_BEFORE_FANOUT, AFTER_QUEUED_BEFORE_FANOUT_STORED, AFTER_FANOUT_STORED_BEFORE_SEND,
+CRASH_POINTS = (AFTER_REGISTER_BEFORE_FANOUT, AFTER_PRIORS_BEFORE_FANOUT_STORED, AFTER_FANOUT_STORED_BEFORE_SEND,
                 AFTER_FANOUT_SENT_BEFORE_ACK, PHASE_TWO_AFTER_REDIS_BEFORE_EMIT, PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
 
 #: Loss points: the worker goes on, but one thing is lost (what a framework bug could do).
@@ -41,8 +43,8 @@ DROP_POINTS = (DROP_ONE_FANOUT_MESSAGE, DROP_ROUND_AFTER_REGISTER)
 
 #: Raise points: the handler raises InjectedFault RAISE_TIMES times in a row, then works again.
 RAISE_IN_PHASE_ONE = "raise_in_phase_one"
-"""Phase one raises where AFTER_QUEUED_BEFORE_FANOUT_STORED is (the round registered and its
-players queued, the fan-out not stored: the most half-done attempt to retry)."""
+"""Phase one raises where AFTER_PRIORS_BEFORE_FANOUT_STORED is (the round registered, its
+priors read and performances computed, nothing of its fan-out stored)."""
 RAISE_IN_PHASE_TWO = "raise_in_phase_two"
 """Phase two's handler raises after it stored a batch's effects, before its events are sent."""
 RAISE_POINTS = (RAISE_IN_PHASE_ONE, RAISE_IN_PHASE_TWO)
@@ -51,7 +53,7 @@ RAISE_TIMES = 3
 marker did not exist) and the next RAISE_TIMES - 1 times (in practice the retries of the same
 input: a phase-one actor retries its round before anything else)."""
 
-_RAISE_AT = {AFTER_QUEUED_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
+_RAISE_AT = {AFTER_PRIORS_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
 """Raise points placed where a crash point is (``crash_point`` checks both)."""
 
 ALL_POINTS = CRASH_POINTS + DROP_POINTS + RAISE_POINTS

@@ -134,9 +134,8 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
                                    weight=round_.weight, perf_ceiling=round_.perf_ceiling)
     messages = build_fanout(ctx, round_, seq, performance)
 
-    await store.mark_queued(round_.ladder, players, seq)
-    faults.crash_point(ctx.settings, faults.AFTER_QUEUED_BEFORE_FANOUT_STORED)
-    saved = await store.save_fanout(round_.ladder, round_.round_id, pending=round_.field_size,
+    faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
+    saved = await store.queue_round(round_.ladder, round_.round_id, players, seq, pending=round_.field_size,
                                     messages={m.partition: m.value for m in messages},
                                     due_at=time.time() + ctx.settings.sweep_timeout_s)
     faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)

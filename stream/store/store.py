@@ -348,12 +348,30 @@ class Store:
                           messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
         """Store phase one's messages (partition → PlayerUpdate JSON) and mark the round pending
         (the sweeper may re-send them from ``due_at`` on if the round is not rated by then)."""
+        (done,) = await self._run(lambda pipe: self._save_fanout_into(pipe, ladder, round_id, pending, messages,
+                                                                      due_at))
+        return bool(done)
+
+    def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
+                          messages: dict[int, bytes], due_at: float) -> None:
         args: list[Any] = [pending, encode_due(due_at)]
         for partition, message in sorted(messages.items()):
             args += [partition, message]
-        (done,) = await self._run(lambda pipe: self._eval(
-            pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
-                                  keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args))
+        self._eval(pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
+                                         keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args)
+
+    async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
+                          messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
+        """Phase one's last write in ONE round trip: :meth:`mark_queued` then :meth:`save_fanout`.
+
+        Not a transaction: a worker killed mid-pipeline may leave the queued marks without the
+        fan-out; the round is still ``registered`` then, and its next attempt (redelivery or
+        sweeper) does both again (each script is idempotent). Returns save_fanout's answer."""
+        def build(pipe: Pipeline) -> None:
+            self._mark_queued_into(pipe, ladder, players, seq)
+            self._save_fanout_into(pipe, ladder, round_id, pending, messages, due_at)
+
+        *_, done = await self._run(build)
         return bool(done)
 
     async def confirm_emitted(self, emitted: Sequence[tuple[str, str, Sequence[str]]]) -> list[int]:
@@ -406,13 +424,12 @@ class Store:
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
+        await self._run(lambda pipe: self._mark_queued_into(pipe, ladder, players, seq))
+
+    def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> None:
         player_keys = [keys.player(ladder, p) for p in players]
-
-        def build(pipe: Pipeline) -> None:
-            for chunk in self._chunks(len(player_keys)):
-                self._eval(pipe, "mark_queued", [player_keys[i] for i in chunk], [seq])
-
-        await self._run(build)
+        for chunk in self._chunks(len(player_keys)):
+            self._eval(pipe, "mark_queued", [player_keys[i] for i in chunk], [seq])
 
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""

@@ -161,3 +161,40 @@ def test_number_texts_are_exactly_repr(anything: list[float], positional: list[f
 
     for values in (anything, positional, [-v for v in positional], positional + [0.0, -0.0]):
         assert number_texts("x", np.array(values, dtype=np.float64)) == [repr(v) for v in values]
+
+
+def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(redis_url: str) -> None:
+    """Phase one writes the queued marks and the fan-out in one pipeline, not a transaction: a
+    worker killed mid-pipeline leaves the marks alone. The round's next attempt (redelivery) must
+    still pass its own barrier, store and send the fan-out, and rate like replay."""
+    rounds = [make_round("r1", ["a", "b", "c"], day=0), make_round("r2", ["c", "a", "d"], day=1)]
+
+    async def body() -> dict[str, float]:
+        ctx = context(redis_url)
+        one = await handle_round(ctx, rounds[0].to_json().encode())
+        await handle_updates(ctx, [m.value for m in one.updates])
+        store = ctx.store
+        real_queue_round = store.queue_round
+
+        async def killed_mid_pipeline(ladder: str, round_id: str, players: list[str], seq: int,
+                                      **_: object) -> bool:
+            await store.mark_queued(ladder, players, seq)  # the first half reached Redis, then the worker died
+            raise ConnectionResetError("worker killed mid-pipeline")
+
+        store.queue_round = killed_mid_pipeline  # type: ignore[method-assign]
+        with pytest.raises(ConnectionResetError):
+            await handle_round(ctx, rounds[1].to_json().encode())
+        assert (await store.round_record("L", "r2"))["status"] == "registered"
+        store.queue_round = real_queue_round  # type: ignore[method-assign]
+        two = await asyncio.wait_for(handle_round(ctx, rounds[1].to_json().encode()), timeout=30)
+        assert two.outcome == "rated" and len(two.updates) > 0
+        await handle_updates(ctx, [m.value for m in two.updates])
+        assert (await store.round_record("L", "r2"))["status"] == "rated"
+        mu = {p: float((await store.player("L", p))["mu"]) for p in "abcd"}
+        await store.close()
+        return mu
+
+    got = asyncio.run(body())
+    reference = replay(rounds, preset("mmr"))
+    for player in "abcd":
+        assert abs(got[player] - reference.state("L", player).mu) <= 1e-9

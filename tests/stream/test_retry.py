@@ -146,13 +146,13 @@ def test_raise_point_raises_a_bounded_number_of_times_once_across_processes(tmp_
     faults.crash_point(settings, faults.AFTER_REGISTER_BEFORE_FANOUT)  # not where it is placed: nothing
     for i in range(faults.RAISE_TIMES):
         with pytest.raises(faults.InjectedFault, match=f"{i + 1}/{faults.RAISE_TIMES}"):
-            faults.crash_point(settings, faults.AFTER_QUEUED_BEFORE_FANOUT_STORED)
-    faults.crash_point(settings, faults.AFTER_QUEUED_BEFORE_FANOUT_STORED)  # done: no more raises
+            faults.crash_point(settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
+    faults.crash_point(settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)  # done: no more raises
     assert marker.read_text().count("raise ") == faults.RAISE_TIMES
     assert not isinstance(faults.InjectedFault("x"), retry.TRANSIENT_ERRORS)
     # another process (fresh counters) sharing the marker never raises
     monkeypatch.setattr(faults, "_raised", {})
-    faults.crash_point(settings, faults.AFTER_QUEUED_BEFORE_FANOUT_STORED)
+    faults.crash_point(settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
     other = Settings(fault_point=faults.RAISE_IN_PHASE_TWO, fault_marker=str(marker))
     faults.raise_point(other, faults.RAISE_IN_PHASE_TWO)
     assert marker.read_text().count("raise ") == faults.RAISE_TIMES
