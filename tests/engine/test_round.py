@@ -31,14 +31,20 @@ def test_elapsed_days_newcomers_zero():
     assert d.tolist() == [0.0, 3.0, 2.0]
 
 
+def rated_batch(p, n: int, seed: int) -> tuple[PlayerBatch, np.random.Generator]:
+    """n players after three random rounds (histories to diffuse and fold), and the generator."""
+    rng = np.random.default_rng(seed)
+    b = PlayerBatch.new(n, p)
+    for t in range(3):
+        b = rate_round(b, rng.integers(1, 30, n), p, time=t * DAY).after
+    return b, rng
+
+
 @pytest.mark.parametrize("name", ["mmr", "mmx", "mmr-fast", "paper-codeforces"])
 def test_split_call_equals_rate_round(name):
     """The pipeline's two halves (phase two on arbitrary sub-batches) give the same floats."""
     p = preset(name)
-    rng = np.random.default_rng(3)
-    b = PlayerBatch.new(40, p)
-    for t in range(3):
-        b = rate_round(b, rng.integers(1, 30, 40), p, time=t * DAY).after
+    b, rng = rated_batch(p, 40, seed=3)
     ranks = rng.integers(1, 30, 40)
     whole = rate_round(b, ranks, p, weight=0.7, time=9 * DAY)
     perf = phase_one(b.mu, b.sigma, elapsed_days(b.last_time, 9 * DAY), ranks, p, weight=0.7)
@@ -57,10 +63,7 @@ def test_rounds_of_different_weights_and_times_in_one_call(name):
     """Phase two of several rounds' players in one call (per-row weight and time, as the
     pipeline batches them) gives each row the floats of its round's lone call."""
     p = preset(name)
-    rng = np.random.default_rng(5)
-    b = PlayerBatch.new(30, p)
-    for t in range(3):
-        b = rate_round(b, rng.integers(1, 20, 30), p, time=t * DAY).after
+    b, rng = rated_batch(p, 30, seed=5)
     perf = rng.normal(1500.0, 300.0, 30)
     rounds = [(np.arange(0, 12), 0.7, 5 * DAY), (np.arange(12, 20), 1.0, 6.5 * DAY), (np.arange(20, 30), 2.5, 9 * DAY)]
     weight = np.concatenate([np.full(len(rows), w) for rows, w, _ in rounds])
