@@ -107,65 +107,83 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
     return PhaseTwoResult(events, applied_count, replayed, emitted)
 
 
+@dataclass(frozen=True)
+class _Rated:
+    """The batch's rated rows (every group's players not yet past its round, group after group)
+    as columns; the floats already rendered to their text, once, for the events and for Redis."""
+
+    after: engine.PlayerBatch
+    players: list[str]
+    ranks: list[int]
+    performance: list[str]
+    mu_before: list[str]
+    sigma_before: list[str]
+    mu: list[str]
+    sigma: list[str]
+    rounds: list[int]
+    states: list[bytes]
+    stored_tiers: list[bytes | None]
+    newcomer: np.ndarray
+
+
 def _rate(ctx: PipelineContext, groups: Sequence[_RoundGroup], stored: StoredStates) -> list[ColumnWrites]:
     """New states of every group's players not yet past its round, in ONE vectorised engine call
     for the whole batch (per-row weight and time: the engine's per-call cost, not the players,
-    dominated batches of small rounds); packed states and events built from the batch's arrays
-    (no per-player objects), every float rendered to text once, for the event and for Redis.
-    ``stored`` is aligned with the groups' players, group after group. Returns one
-    :class:`ColumnWrites` per group (empty for a round whose players are all past it)."""
-    todo_per_group: list[np.ndarray] = []
-    offset = 0
-    for group in groups:
-        end = offset + len(group.players)
-        todo_per_group.append(offset + np.flatnonzero(stored.last_seq[offset:end] < group.update.seq))
-        offset = end
-    rows = np.concatenate(todo_per_group) if todo_per_group else np.zeros(0, dtype=np.int64)
-    if not len(rows):
-        return [_nothing(group.update) for group in groups]
-    counts = [len(todo) for todo in todo_per_group]
+    dominated batches of small rounds), then one :class:`ColumnWrites` per group (empty for a
+    round whose players are all past it). ``stored`` is aligned with the groups' players, group
+    after group."""
     starts = np.cumsum([0, *[len(g.players) for g in groups]])
-    rows_list = rows.tolist()
-    before = unpack_batch([stored.states[i] for i in rows_list], ctx.params)
-    performance = np.concatenate([np.asarray(g.performances, dtype=np.float64)[todo - start]
-                                  for g, todo, start in zip(groups, todo_per_group, starts)])
-    ranks = np.concatenate([np.asarray(g.ranks, dtype=np.int64)[todo - start]
-                            for g, todo, start in zip(groups, todo_per_group, starts)]).tolist()
-    weight = np.repeat([g.update.weight for g in groups], counts)
-    when = np.repeat([g.update.occurred_at for g in groups], counts)
-    after = engine.phase_two(before, performance, ctx.params, weight=weight, time=when)
-    players = [p for g, todo, start in zip(groups, todo_per_group, starts) for p in (g.players[i - start]
-                                                                                    for i in todo.tolist())]
-    mu, sigma = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
-    performance_text = number_texts("performance", performance)
-    mu_before, sigma_before = number_texts("mu_before", before.mu), number_texts("sigma_before", before.sigma)
-    rounds = after.rounds.tolist()
-    states = pack_batch(after)
-    stored_tiers = [stored.tiers[i] for i in rows_list]
-    newcomer = np.fromiter((stored.states[i] is None for i in rows_list), dtype=bool, count=len(rows_list))
-
+    todo = [start + np.flatnonzero(stored.last_seq[start:start + len(g.players)] < g.update.seq)
+            for g, start in zip(groups, starts)]  # rows of `stored` to rate, per group
+    counts = [len(rows) for rows in todo]
+    if not sum(counts):
+        return [_nothing(group.update) for group in groups]
+    rated = _rate_rows(ctx, groups, stored, todo, starts)
     writes: list[ColumnWrites] = []
     lo = 0
     for group, count in zip(groups, counts):
-        update, hi = group.update, lo + count
-        if not count:
-            writes.append(_nothing(update))
-            continue
-        cut = slice(lo, hi)
-        cfg = ctx.display(update.ladder)
-        shown_text = number_texts("display_rating", display_rating(after.mu[cut], after.sigma[cut], cfg))
-        tiers = tier_names(next_tier(tier_indices(stored_tiers[cut], cfg), after.mu[cut], after.sigma[cut], cfg), cfg)
-        changes = encode_changes(ChangeColumns(
-            ladder=update.ladder, round_id=update.round_id, field_size=update.field_size,
-            occurred_at=update.occurred_at, players=players[cut], ranks=ranks[cut], performance=performance_text[cut],
-            mu_before=mu_before[cut], sigma_before=sigma_before[cut], mu_after=mu[cut], sigma_after=sigma[cut],
-            display_rating=shown_text, tiers=tiers, rounds_played=rounds[cut]))
-        writes.append(ColumnWrites(
-            ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-            players=players[cut], mu=mu[cut], sigma=sigma[cut], rounds=rounds[cut], display_rating=shown_text,
-            tiers=tiers, states=states[cut], changes=changes, newcomer=newcomer[cut]))
-        lo = hi
+        writes.append(_group_writes(ctx, group.update, rated, slice(lo, lo + count)) if count else _nothing(group.update))
+        lo += count
     return writes
+
+
+def _rate_rows(ctx: PipelineContext, groups: Sequence[_RoundGroup], stored: StoredStates, todo: list[np.ndarray],
+               starts: np.ndarray) -> _Rated:
+    """One engine call for the rows ``todo`` of every group; columns without per-player objects."""
+    rows = np.concatenate(todo).tolist()
+    local = [(g, rows_ - start) for g, rows_, start in zip(groups, todo, starts)]  # row indices within each group
+    before = unpack_batch([stored.states[i] for i in rows], ctx.params)
+    performance = np.concatenate([np.asarray(g.performances, dtype=np.float64)[i] for g, i in local])
+    counts = [len(i) for _, i in local]
+    after = engine.phase_two(before, performance, ctx.params, weight=np.repeat([g.update.weight for g in groups], counts),
+                             time=np.repeat([g.update.occurred_at for g in groups], counts))
+    return _Rated(
+        after=after, players=[g.players[j] for g, i in local for j in i.tolist()],
+        ranks=np.concatenate([np.asarray(g.ranks, dtype=np.int64)[i] for g, i in local]).tolist(),
+        performance=number_texts("performance", performance), mu_before=number_texts("mu_before", before.mu),
+        sigma_before=number_texts("sigma_before", before.sigma), mu=number_texts("mu_after", after.mu),
+        sigma=number_texts("sigma_after", after.sigma), rounds=after.rounds.tolist(), states=pack_batch(after),
+        stored_tiers=[stored.tiers[i] for i in rows],
+        newcomer=np.fromiter((stored.states[i] is None for i in rows), dtype=bool, count=len(rows)))
+
+
+def _group_writes(ctx: PipelineContext, update: PlayerUpdate, rated: _Rated, cut: slice) -> ColumnWrites:
+    """One round's writes and RatingChange events, from its rows ``cut`` of the batch's columns
+    (display rating and tier by its ladder's display config)."""
+    mu, sigma = rated.after.mu[cut], rated.after.sigma[cut]
+    cfg = ctx.display(update.ladder)
+    shown = number_texts("display_rating", display_rating(mu, sigma, cfg))
+    tiers = tier_names(next_tier(tier_indices(rated.stored_tiers[cut], cfg), mu, sigma, cfg), cfg)
+    players, rounds = rated.players[cut], rated.rounds[cut]
+    changes = encode_changes(ChangeColumns(
+        ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
+        players=players, ranks=rated.ranks[cut], performance=rated.performance[cut],
+        mu_before=rated.mu_before[cut], sigma_before=rated.sigma_before[cut], mu_after=rated.mu[cut],
+        sigma_after=rated.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds))
+    return ColumnWrites(
+        ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
+        players=players, mu=rated.mu[cut], sigma=rated.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,
+        states=rated.states[cut], changes=changes, newcomer=rated.newcomer[cut])
 
 
 def _nothing(update: PlayerUpdate) -> ColumnWrites:

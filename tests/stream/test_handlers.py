@@ -198,3 +198,36 @@ def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(r
     reference = replay(rounds, preset("mmr"))
     for player in "abcd":
         assert abs(got[player] - reference.state("L", player).mu) <= 1e-9
+
+
+def test_one_batch_of_several_rounds_ladders_and_weights_equals_replay(redis_url: str) -> None:
+    """Phase two rates a batch holding several rounds (two ladders, the same ids in both, different
+    weights and times) in one engine call; every player ends as in replay."""
+    def game(round_id: str, ladder: str, players: list[str], day: int, weight: float) -> RoundResult:
+        return RoundResult(round_id=round_id, ladder=ladder, occurred_at=1.7e9 + 86_400.0 * day, weight=weight,
+                           standings=[Standing(p, i + 1) for i, p in enumerate(players)])
+
+    warmup = [game("w1", "A", ["a", "b", "c", "d"], 0, 1.0), game("w2", "B", ["a", "b", "c"], 0, 1.0)]
+    batch = [game("r1", "A", ["a", "b"], 3, 0.5), game("r2", "A", ["c", "d", "e"], 5, 2.0),
+             game("r3", "B", ["c", "a", "b"], 9, 1.0)]
+
+    async def body() -> dict[tuple[str, str], tuple[float, float]]:
+        ctx = context(redis_url)
+        for r in warmup:
+            await handle_updates(ctx, [m.value for m in (await handle_round(ctx, r.to_json().encode())).updates])
+        messages = [m.value for r in batch for m in (await handle_round(ctx, r.to_json().encode())).updates]
+        result = await handle_updates(ctx, messages)
+        assert result.applied == sum(r.field_size for r in batch)
+        out = {}
+        for ladder, players in (("A", "abcde"), ("B", "abc")):
+            for p in players:
+                stored = await ctx.store.player(ladder, p)
+                out[(ladder, p)] = (float(stored["mu"]), float(stored["sigma"]))
+        await ctx.store.close()
+        return out
+
+    got = asyncio.run(body())
+    reference = replay(warmup + batch, preset("mmr"))
+    for (ladder, player), (mu, sigma) in got.items():
+        state = reference.state(ladder, player)
+        assert abs(mu - state.mu) <= 1e-9 and abs(sigma - state.sigma) <= 1e-9
