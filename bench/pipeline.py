@@ -14,7 +14,7 @@ its players with the previous one and waits for it at the per-player barrier), i
 * CPU spent during the throughput run per participation, by the workers (both processes) and
   by redis-server: less sensitive than wall time to the other load on a shared machine.
 
-Usage: python bench/pipeline.py [--workers 2] [--partitions 4] [--sizes 10,1000,10000]
+Usage: python bench/pipeline.py [--workers 2] [--partitions 4] [--sizes 10,1000,10000] [--repeat 3]
 Prints a Markdown table (paste it into BENCHMARKS.md, pipeline section).
 """
 
@@ -130,10 +130,11 @@ def wait_rated(client: redis.Redis, ladder: str, count: int, poll_s: float) -> N
         time.sleep(poll_s)
 
 
-def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int]) -> Figures:
+def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int], run: int = 0) -> Figures:
+    """One throughput run and one latency run of ``size``-player rounds (fresh ladders per ``run``)."""
     n_burst, n_latency = ROUNDS[size]
-    burst = make_rounds(size, n_burst, f"burst{size}", seed=size)
-    paced = make_rounds(size, n_latency, f"paced{size}", seed=size + 1)
+    burst = make_rounds(size, n_burst, f"burst{size}-{run}", seed=size)
+    paced = make_rounds(size, n_latency, f"paced{size}-{run}", seed=size + 1)
     participations = sum(r.field_size for r in burst)
 
     started = time.perf_counter()
@@ -179,6 +180,12 @@ def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int]) 
                    rated_s, commands)
 
 
+def median_run(runs: list[Figures]) -> Figures:
+    """The run of median stream throughput (the lower middle one for an even count)."""
+    ordered = sorted(runs, key=lambda f: f.participations / f.stream_s)
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
@@ -186,6 +193,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,1000,10000")
     parser.add_argument("--log-level", default="warning", help="the workers' LOG_LEVEL")
     parser.add_argument("--keep-logs", type=Path, default=None, help="copy the workers' logs into this directory")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per size, interleaved; the row shown is the run of median throughput "
+                             "(this machine's speed drifts by tens of percent within minutes)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     prefix = "bench-"
@@ -198,7 +208,10 @@ def main() -> None:
                    for i in range(args.workers)]
         try:
             time.sleep(STARTUP_S)
-            rows = [run_size(stack, prefix, size, [w.pid for w in workers]) for size in sizes]
+            runs: dict[int, list[Figures]] = {size: [] for size in sizes}
+            for run in range(args.repeat):
+                for size in sizes:
+                    runs[size].append(run_size(stack, prefix, size, [w.pid for w in workers], run))
         finally:
             for w in workers:
                 w.terminate()
@@ -208,15 +221,19 @@ def main() -> None:
                 args.keep_logs.mkdir(parents=True, exist_ok=True)
                 for log in Path(tmp).glob("w*.log"):
                     shutil.copy(log, args.keep_logs / log.name)
-    print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}\n")
+    rows = [median_run(runs[size]) for size in sizes]
+    print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}, "
+          f"{args.repeat} run(s) per size (the median run shown)\n")
     print("| players/round | player pool | rounds | participations | stream: part./s | replay: part./s "
-          "| all rated: part./s | latency p50 | latency p99 | worker CPU µs/part. | Redis CPU µs/part. |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| all rated: part./s | latency p50 | latency p99 | worker CPU µs/part. | Redis CPU µs/part. | runs: stream part./s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for f in rows:
+        every = " / ".join(f"{r.participations / r.stream_s:,.0f}" for r in runs[f.size])
         print(f"| {f.size:,} | {POOL[f.size]:,} | {f.rounds} | {f.participations:,} | {f.participations / f.stream_s:,.0f} "
               f"| {f.participations / f.replay_s:,.0f} | {f.participations / f.rated_s:,.0f} "
               f"| {f.latency_p50_s * 1000:,.0f} ms | {f.latency_p99_s * 1000:,.0f} ms "
-              f"| {f.worker_cpu_s / f.participations * 1e6:,.0f} | {f.redis_cpu_s / f.participations * 1e6:,.0f} |")
+              f"| {f.worker_cpu_s / f.participations * 1e6:,.0f} | {f.redis_cpu_s / f.participations * 1e6:,.0f} "
+              f"| {every} |")
     print("\nRedis commands per participation during the throughput runs (INFO commandstats; a script's own time "
           "includes its inner commands'):\n")
     print("| players/round | command | calls/part. | µs/part. |")
