@@ -50,7 +50,7 @@ class Settings:
     sweep_timeout_s: float = field(default=30.0, metadata={"env": "SWEEP_TIMEOUT_S", "doc": "re-drive a round whose player updates are incomplete after this many seconds"})
     sweep_interval_s: float = field(default=5.0, metadata={"env": "SWEEP_INTERVAL_S", "doc": "how often each worker's sweeper looks for rounds still incomplete SWEEP_TIMEOUT_S after registration (or after their last re-drive) and re-drives them"})
     retry_max_delay_s: float = field(default=2.0, metadata={"env": "RETRY_MAX_DELAY_S", "doc": "longest wait between two attempts while Redis or Kafka is unreachable (the worker retries forever and never acks input whose effects are not stored)"})
-    fault_point: str = field(default="", metadata={"env": "FAULT_POINT", "doc": "TEST-ONLY fault injection (stream/pipeline/faults.py): the worker crashes (os._exit(137)), drops a message or raises (raise_* points, a few times in a row) the first time it reaches this point; empty: off"})
+    fault_point: str = field(default="", metadata={"env": "FAULT_POINT", "doc": "TEST-ONLY fault injection (stream/pipeline/faults.py): the worker crashes (os._exit(137)), drops a message, raises (raise_* points, a few times in a row) or stops fetching a rounds partition (stall_* points) the first time it reaches this point; empty: off"})
     fault_marker: str = field(default="", metadata={"env": "FAULT_MARKER", "doc": "TEST-ONLY file created when FAULT_POINT fires, so it fires once across restarts and workers"})
     broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout"})
     broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval"})
@@ -65,13 +65,16 @@ class Settings:
     phase_one_within_s: float = field(default=0.005, metadata={"env": "PHASE_ONE_WITHIN_S", "doc": "longest wait to fill a phase-one batch (added latency of a lone round)"})
     phase_two_batch: int = field(default=256, metadata={"env": "PHASE_TWO_BATCH", "doc": "player-updates messages phase two takes per batch"})
     phase_two_within_s: float = field(default=0.002, metadata={"env": "PHASE_TWO_WITHIN_S", "doc": "longest wait to fill a phase-two batch"})
+    watchdog_interval_s: float = field(default=5.0, metadata={"env": "WATCHDOG_INTERVAL_S", "doc": "how often each worker's watchdog compares the end offsets of its assigned rounds and player-updates partitions with its committed offsets (one ListOffsets request)"})
+    stall_timeout_s: float = field(default=60.0, metadata={"env": "STALL_TIMEOUT_S", "doc": "a partition whose end offset stays ahead of the committed offset, with nothing fetched and no progress, this long is stalled: ERROR, gauge ems_stalled_partitions, self-heal (seek + resume); still stalled this long after the heal: see STALL_EXIT"})
+    stall_exit: bool = field(default=True, metadata={"env": "STALL_EXIT", "doc": "exit the worker with status 70 when a partition is still stalled STALL_TIMEOUT_S after the self-heal (its supervisor restarts it; uncommitted input is redelivered); false: keep alerting and healing"})
     stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: $XDG_CACHE_HOME/elo-mmr-stream/stack.json (~/.cache/...). Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})
     log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level"})
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
         """Read every field from its environment variable, falling back to the default."""
-        env = os.environ if environ is None else environ
+        env: dict[str, str] = dict(os.environ) if environ is None else environ
         if environ is None:  # only the real process environment falls back to a running `stream stack`
             env = {**running_stack_env(env), **env}
         values: dict[str, object] = {}

@@ -59,7 +59,7 @@ def read_jsonl(path: Path, *, limits: Limits) -> list[RoundResult]:
     opener = gzip.open if path.suffix == ".gz" else open
     rounds = []
     try:
-        with opener(path, "rb") as fh:  # type: ignore[operator]
+        with opener(path, "rb") as fh:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
@@ -106,7 +106,7 @@ def _contest(file: Path, limits: Limits) -> RoundResult:
                               f"standings[{i}]", "bad_rank")
         explicit.append({"player": entry[0], "rank": entry[1] + 1})
     time_seconds = data.get("time_seconds")
-    if type(time_seconds) not in (int, float) or not math.isfinite(time_seconds):
+    if not isinstance(time_seconds, (int, float)) or isinstance(time_seconds, bool) or not math.isfinite(time_seconds):
         raise SourceError(label, f"time_seconds must be a number, got {time_seconds!r}", "time_seconds")
     raw: dict[str, Any] = {
         "round_id": file.stem, "ladder": DEFAULT_LADDER, "occurred_at": time_seconds, "standings": explicit,

@@ -60,7 +60,7 @@ def write_jsonl(rounds: Iterable[RoundResult], path: Path) -> int:
     """Write one RoundResult JSON per line (gzip if the name ends in .gz); returns the count."""
     opener = gzip.open if path.suffix == ".gz" else open
     count = 0
-    with opener(path, "wt", encoding="utf-8") as fh:  # type: ignore[operator]
+    with opener(path, "wt", encoding="utf-8") as fh:
         for rnd in rounds:
             fh.write(rnd.to_json())
             fh.write("\n")

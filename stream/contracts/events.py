@@ -21,7 +21,7 @@ def _dumps(obj: dict[str, Any]) -> str:
 
 
 def _loads(raw: bytes | str | dict[str, Any]) -> dict[str, Any]:
-    return raw if isinstance(raw, dict) else json.loads(raw)  # type: ignore[no-any-return]
+    return raw if isinstance(raw, dict) else json.loads(raw)
 
 
 def event_id(ladder: str, round_id: str, player: str) -> str:

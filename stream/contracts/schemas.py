@@ -45,7 +45,7 @@ def load_schema(name: str) -> dict[str, Any]:
 @cache
 def validator(name: str) -> Callable[[Any], Any]:
     """The compiled validator of schema ``name`` (raises :data:`SchemaError`)."""
-    return fastjsonschema.compile(load_schema(name))  # type: ignore[no-any-return]
+    return fastjsonschema.compile(load_schema(name))
 
 
 def validate(name: str, data: Any) -> None:

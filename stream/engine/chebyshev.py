@@ -71,7 +71,8 @@ def clenshaw(coef: np.ndarray, t: np.ndarray, idx: np.ndarray | None = None) -> 
         b0 += ck
         b1, b2 = b0, b1
     c0 = coef[0] if idx is None else coef[0, idx]
-    return t * b1 - b2 + c0
+    out: np.ndarray = t * b1 - b2 + c0
+    return out
 
 
 def root_tolerance(scale: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -81,7 +82,8 @@ def root_tolerance(scale: float) -> Callable[[np.ndarray, np.ndarray], np.ndarra
 
     def tolerance(xs: np.ndarray, values: np.ndarray) -> np.ndarray:
         slope = (np.abs(np.diff(values, axis=0)) / np.abs(np.diff(xs))[:, None]).min(axis=0)
-        return np.maximum(ROOT_TOL * slope, floor)
+        tol: np.ndarray = np.maximum(ROOT_TOL * slope, floor)
+        return tol
 
     return tolerance
 
@@ -116,4 +118,5 @@ def fit_adaptive(
         tail = np.abs(coef[m - m // TAIL_FRACTION :]).sum(axis=0)
         if np.all(tail <= tolerance(xs, values)):
             return coef, values, True
+    assert values is not None  # levels is never empty
     return coef, values, False

@@ -17,7 +17,7 @@ from .state import PlayerBatch, factor_weight
 SECS_PER_DAY = 86_400.0
 
 
-def elapsed_days(last_time: np.ndarray, time: float) -> np.ndarray:
+def elapsed_days(last_time: np.ndarray, time: float | np.ndarray) -> np.ndarray:
     """Days since each player's last round; NaN (never played) gives 0, as for the authors'
     newcomers whose update_time is the current contest's time."""
     last_time = np.asarray(last_time, dtype=float)
@@ -33,7 +33,8 @@ def gammas(params: Params, weight: float, days: np.ndarray) -> np.ndarray:
 
 def drifted_sigma(sigma: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """sigma' = sqrt(sigma^2 + gamma^2) (the authors' ``Rating::with_noise``, via hypot)."""
-    return np.hypot(sigma, gamma)
+    out: np.ndarray = np.hypot(sigma, gamma)
+    return out
 
 
 def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatch:
@@ -59,7 +60,7 @@ def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatc
     decay = (batch.sigma / new_sigma) ** 2
     transfer = decay**params.rho if not math.isinf(params.rho) else np.zeros_like(decay)
     w_from_norm = transfer * batch.w0
-    w_logistic = factor_weight(batch.w_arg, batch.w_out).sum(axis=1)
+    w_logistic = np.asarray(factor_weight(batch.w_arg, batch.w_out)).sum(axis=1)
     w_from_transfers = (1.0 - transfer) * (batch.w0 + w_logistic)
     w_total = w_from_norm + w_from_transfers
     out.mu0 = (w_from_norm * batch.mu0 + w_from_transfers * batch.mu) / w_total

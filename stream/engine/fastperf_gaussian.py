@@ -108,7 +108,8 @@ class GaussianGroups:
             + suffix_win[self.end[g_a : g_b + 1] - p0]
             + np.bincount(self.group[p0:p1] - g_a, weights=tie, minlength=g_b - g_a + 1)
         )
-        return inside + far
+        total: np.ndarray = inside + far
+        return total
 
     def end_value_and_slope(self, x: float, g: int, out: Outside) -> tuple[float, float]:
         """(Q_g, Q_g') of the best (g = 0: wins + own ties) or worst group (losses + own ties);
@@ -125,7 +126,7 @@ class GaussianGroups:
         slope = float(((-z * r - r * r) * (weight / delta)).sum())
         members = slice(self.start[g], self.end[g])
         _, _, tie, _, _, tie_p = gaussian_terms(
-            x, self.mu[members], self.delta[members], self.split_ties
+            np.asarray(x), self.mu[members], self.delta[members], self.split_ties
         )
         return value + float(tie.sum()), slope + float(np.broadcast_to(tie_p, tie.shape).sum())
 

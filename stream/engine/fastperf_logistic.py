@@ -19,6 +19,7 @@ coefficients decay geometrically; a fit is accepted when its tail / slope < ROOT
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,7 +142,8 @@ Piece = tuple[float, float, np.ndarray]
 """(a, b, Chebyshev coefficients on [a, b])."""
 
 
-def _fit_pieces(evaluate, a: float, b: float, half_width: float, tolerance) -> list[Piece]:
+def _fit_pieces(evaluate: Callable[[np.ndarray], np.ndarray], a: float, b: float, half_width: float,
+                tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> list[Piece]:
     """Adaptive piecewise fit of [a, b]: pieces of ``half_width`` refined by degree, then halved
     while a piece's tail stays above tolerance.  Returns (a_k, b_k, coefficients) in order."""
     n = max(1, math.ceil((b - a) / (2.0 * half_width)))

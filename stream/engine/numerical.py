@@ -39,7 +39,7 @@ def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray, *, increasing: bo
     lo = np.array(lo, dtype=float, copy=True)
     hi = np.array(hi, dtype=float, copy=True)
     guess = 0.5 * (lo + hi)
-    result = guess.copy()
+    result: np.ndarray = guess.copy()
     active = np.arange(guess.shape[0])
     for _ in range(MAX_NEWTON_ITER):
         if active.size == 0:
@@ -83,7 +83,7 @@ def solve_bracketed(
     """
     lo = np.array(lo, dtype=float, copy=True)
     hi = np.array(hi, dtype=float, copy=True)
-    x = np.clip(np.array(guess, dtype=float, copy=True), lo, hi)
+    x: np.ndarray = np.clip(np.array(guess, dtype=float, copy=True), lo, hi)
     active = np.arange(x.shape[0])
     for _ in range(MAX_NEWTON_ITER):
         if active.size == 0:

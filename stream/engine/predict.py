@@ -104,7 +104,8 @@ def logistic_difference_cdf(x: ArrayLike) -> NDArray[np.float64]:
     e = np.exp(-safe)
     upper = (-np.expm1(-safe) - safe * e) / np.expm1(-safe) ** 2  # F_D(|x|), stable for |x| >= cutoff
     upper = np.where(small, 0.5 + a / 6.0 - a**3 / 180.0, upper)
-    return np.where(x >= 0, upper, 1.0 - upper)
+    out: NDArray[np.float64] = np.where(x >= 0, upper, 1.0 - upper)
+    return out
 
 
 def logistic_difference_pdf(x: ArrayLike) -> NDArray[np.float64]:
@@ -159,7 +160,8 @@ def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel) ->
 
 def expected_ranks(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel) -> NDArray[np.float64]:
     """Exact expected 1-based finishing position of every player: 1 + sum_j P(j ahead of i)."""
-    return 1.0 + pairwise_matrix(mu, sigma, model).sum(axis=0)
+    ranks: NDArray[np.float64] = 1.0 + pairwise_matrix(mu, sigma, model).sum(axis=0)
+    return ranks
 
 
 def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel, *,
@@ -185,7 +187,8 @@ def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
     """Entropy in bits of a two-outcome event with probability p."""
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-300, 1.0)
     q = np.clip(1.0 - p, 1e-300, 1.0)
-    return -(p * np.log2(p) + q * np.log2(q))
+    bits: NDArray[np.float64] = -(p * np.log2(p) + q * np.log2(q))
+    return bits
 
 
 def match_quality(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel) -> float:

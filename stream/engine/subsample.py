@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerical import map_points, solve_bracketed
+from .numerical import Equations, map_points, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
 from .state import TANH_MULTIPLIER
 from .terms import gaussian_ratios
@@ -50,7 +50,7 @@ def window_bounds(term_mu_bucket: np.ndarray, player_mu_bucket: np.ndarray, size
     return beg, end
 
 
-def _solve_with_probes(f, start: np.ndarray, window: np.ndarray, rank: np.ndarray) -> np.ndarray:
+def _solve_with_probes(f: Equations, start: np.ndarray, window: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Roots of the chunk's equations (players in (mu bucket, rank) order; ``window`` = the mu
     bucket, which fixes the window): the first, last and every ``PROBE_STRIDE``-th player of
     each bucket from its own mu, then the others from the roots interpolated by rank between
@@ -170,6 +170,7 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
                 if w_z is None:
                     return value.sum(axis=1), slope.sum(axis=1)
                 value += w_z[idx] * z
+                assert tie_slope is not None  # set whenever w_z is
                 return value.sum(axis=1), slope.sum(axis=1) + tie_slope[idx]
 
         return _solve_with_probes(f, mu[rows], bm[rows], rank_pos[rows])

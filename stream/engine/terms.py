@@ -16,6 +16,7 @@ Lemma 5.1/Theorem 5.2).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import erfcx
@@ -73,7 +74,8 @@ def gaussian_win_ratio(z: np.ndarray) -> np.ndarray:
     y = np.multiply(z, -INV_SQRT2)
     with np.errstate(over="ignore"):
         erfcx(y, out=y)
-    return np.divide(SQRT_2_OVER_PI, y, out=y)
+    ratio: np.ndarray = np.divide(SQRT_2_OVER_PI, y, out=y)
+    return ratio
 
 
 def gaussian_terms(
@@ -94,6 +96,6 @@ def gaussian_terms(
     return loss, win, tie, loss_p, win_p, tie_p
 
 
-def terms_for(variant: str):
+def terms_for(variant: str) -> Callable[..., tuple[np.ndarray, ...]]:
     """The term function of a variant."""
     return gaussian_terms if variant == "gaussian" else logistic_terms
