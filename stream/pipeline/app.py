@@ -14,7 +14,7 @@ import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from stream.connections import faust_broker, faust_credentials
-from stream.pipeline import agents
+from stream.pipeline import agents, watchdog
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
@@ -85,4 +85,5 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     topics = declare(app, settings)
     ctx = PipelineContext.from_settings(settings)
     agents.register(app, topics, ctx)
+    watchdog.register(app, settings)  # stalled-partition detection (watchdog.py)
     return Pipeline(app, topics, ctx)

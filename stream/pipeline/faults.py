@@ -4,10 +4,11 @@ A fault point is a named place in the worker. When ``FAULT_POINT`` names it, the
 to get there creates the ``FAULT_MARKER`` file (exclusively, so the fault fires once across
 restarts and across workers sharing the file) and then either crashes on the spot with
 ``os._exit(137)`` (no cleanup, no offset commit: what ``kill -9`` does at that instant) or,
-for the ``drop_*`` points, lets the caller lose one message. The ``raise_*`` points make a
-handler raise :class:`InjectedFault` (what a bug or a race does) :data:`RAISE_TIMES` times in a
-row, then let it work: the worker must retry, not move past its input. Production never sets
-FAULT_POINT.
+for the ``drop_*`` points, lets the caller lose one message; the ``stall_*`` points make the
+worker's consumer stop fetching a ``rounds`` partition (the watchdog must notice, watchdog.py).
+The ``raise_*`` points make a handler raise :class:`InjectedFault` (what a bug or a race
+does) :data:`RAISE_TIMES` times in a row, then let it work: the worker must retry, not move
+past its input. Production never sets FAULT_POINT.
 """
 
 from __future__ import annotations
@@ -53,10 +54,20 @@ RAISE_TIMES = 3
 marker did not exist) and the next RAISE_TIMES - 1 times (in practice the retries of the same
 input: a phase-one actor retries its round before anything else)."""
 
+#: Stall points (stream/pipeline/watchdog.py): the worker's consumer stops fetching one partition.
+STALL_ROUNDS_PARTITION = "stall_rounds_partition"
+"""The lowest ``rounds`` partition with a committed offset, in the first worker to have one, is
+paused in aiokafka without Faust knowing (what faust-streaming's rebalance bug looks like): it
+is never fetched again, with no error. The watchdog's self-heal (seek + resume) clears it."""
+STALL_ROUNDS_PARTITION_FOREVER = "stall_rounds_partition_forever"
+"""As STALL_ROUNDS_PARTITION, and resuming it does nothing while the assignment lasts: only the
+watchdog's exit (STALL_EXIT) and a restart clear it."""
+STALL_POINTS = (STALL_ROUNDS_PARTITION, STALL_ROUNDS_PARTITION_FOREVER)
+
 _RAISE_AT = {AFTER_PRIORS_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
 """Raise points placed where a crash point is (``crash_point`` checks both)."""
 
-ALL_POINTS = CRASH_POINTS + DROP_POINTS + RAISE_POINTS
+ALL_POINTS = CRASH_POINTS + DROP_POINTS + RAISE_POINTS + STALL_POINTS
 
 
 class InjectedFault(RuntimeError):

@@ -22,3 +22,8 @@ HANDLER_FAILURES = Counter("ems_handler_failures_total", "Failed attempts of a h
 HANDLER_STUCK_SECONDS = Gauge("ems_handler_stuck_seconds", "Seconds the oldest still-failing call of a handler "
                               "has been failing (its input not acknowledged meanwhile); 0 when healthy",
                               ["handler"])
+STALLED_PARTITIONS = Gauge("ems_stalled_partitions", "Input partitions assigned to this worker that it stopped fetching: "
+                           "end offset ahead of the committed offset, nothing fetched, no progress for STALL_TIMEOUT_S "
+                           "(watchdog.py), by topic", ["topic"])
+STALL_HEALS = Counter("ems_stall_heals_total", "Self-heals of a stalled partition by the watchdog (seek to the "
+                      "committed offset and resume), by topic", ["topic"])

@@ -1,0 +1,385 @@
+"""The stalled-partition watchdog: find an input partition this worker no longer fetches, heal it or exit.
+
+faust-streaming has a known class of bugs (faust-streaming/faust #596, #629, #175, #523): after
+a rebalance the consumer sometimes never fetches one of its assigned partitions again, with no
+error (at most "Aiokafka has not sent fetch request for TP ... since start"). On ``rounds`` that
+means the ladders of that partition are silently never rated: a round enters the Redis ledger
+(and so the sweeper's reach) only once phase one reads it. On ``player-updates`` the sweeper
+re-drives the rounds after SWEEP_TIMEOUT_S, but a stalled partition would keep them waiting.
+
+Every worker runs :func:`check` every WATCHDOG_INTERVAL_S (a Faust timer). It observes each
+``rounds`` and ``player-updates`` partition assigned to this worker: the broker's end offset (ONE
+ListOffsets request for all of them), the worker's committed offset (Faust's own record: no
+request) and the fetch position (aiokafka's state), and whether Faust holds unacknowledged
+messages of it. :func:`assess` (pure) calls a partition stalled when, for STALL_TIMEOUT_S, the
+end offset stayed ahead of the committed offset while neither the committed offset nor the
+position moved and nothing of the partition was in the worker's hands (fetched but not yet
+acknowledged: that is a slow or failing handler, which ``retry.py`` reports, not a fetch stall).
+
+The embedded Tansu broker answers ListOffsets(LATEST) with the base offset of the partition's
+last record batch + 1, which can be BELOW the real end: an idle partition then shows its end
+behind the committed offset (never a false alarm), and a stall is seen as soon as the reported
+end passes the committed offset (a stall inside the last batch of a partition that receives
+nothing more goes unseen: nothing is waiting behind it but that batch's other records).
+
+What :func:`decide` does about stalled partitions: the gauge ``ems_stalled_partitions{topic}``
+and an ERROR naming them (again every LOG_EVERY_S, and whenever the set changes); then the
+self-heal many operators use — seek the partition to its committed offset and resume it, in
+aiokafka (its fetcher skips a paused partition) and in Faust (its active set) — counted in
+``ems_stall_heals_total{topic}``; and when a healed partition is still stalled STALL_TIMEOUT_S
+later, with STALL_EXIT=true (default), the worker exits with status :data:`STALL_EXIT_CODE` so its
+supervisor restarts it: the new consumer fetches from the committed offset, the uncommitted input
+is redelivered, and the handlers' idempotency makes that harmless.
+
+aiokafka runs in Faust's consumer thread (``app.consumer._thread``, its own event loop): every
+aiokafka call here goes through ``call_thread``; Faust's structures are touched in the main loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import faust
+from faust.types import TP as FaustTP
+
+from stream.pipeline import faults, metrics
+from stream.pipeline.topics import PLAYER_UPDATES, ROUNDS
+from stream.settings import Settings
+
+log = logging.getLogger(__name__)
+
+STALL_EXIT_CODE = 70
+"""Exit status of a worker whose watchdog gave up on a stalled partition (sysexits' EX_SOFTWARE)."""
+
+WATCHED_TOPICS = (ROUNDS, PLAYER_UPDATES)
+"""Topics whose partitions the watchdog watches (names before TOPIC_PREFIX)."""
+
+LOG_EVERY_S = 30.0
+"""While the set of stalled partitions stays the same, its ERROR is repeated at most this often."""
+
+OBSERVE_TIMEOUT_S = 10.0
+"""Longest wait for one observation (the ListOffsets request); a failed one resets the tracking."""
+
+TP = tuple[str, int]
+"""(topic, partition)."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One partition as seen by one check.
+
+    ``end``: the broker's end offset (ListOffsets LATEST; below the real end on Tansu), None if
+    unknown. ``committed``: the next offset this worker will commit from (Faust's record), None
+    if nothing is committed. ``position``: the next offset the fetcher hands to Faust, None
+    without a valid position. ``in_flight``: Faust holds unacknowledged messages of it.
+    """
+
+    end: int | None
+    committed: int | None
+    position: int | None
+    in_flight: bool = False
+
+    @property
+    def done(self) -> int | None:
+        """The first offset not known to be processed: committed, else the position."""
+        return self.committed if self.committed is not None else self.position
+
+    @property
+    def busy(self) -> bool:
+        """Messages of the partition are in the worker's hands (fetched, not acknowledged)."""
+        done = self.done
+        return self.in_flight or (self.position is not None and done is not None and self.position > done)
+
+    @property
+    def lagging(self) -> bool:
+        """The broker has records beyond what this worker processed (as far as the end offset shows)."""
+        if self.end is None:
+            return False
+        done = self.done
+        return self.end > (done if done is not None else 0)
+
+
+@dataclass(frozen=True)
+class Track:
+    """A partition's progress (committed, position) and since when it has been suspicious without moving."""
+
+    progress: tuple[int | None, int | None]
+    since: float
+
+
+def assess(tracks: Mapping[TP, Track], observed: Mapping[TP, Observation], now: float,
+           timeout_s: float) -> tuple[dict[TP, Track], set[TP]]:
+    """The offsets history → the stalled partitions (pure).
+
+    ``tracks`` is the previous result's history; ``observed`` every assigned watched partition
+    now. A partition is suspicious when it lags (end offset ahead of the committed offset) and
+    nothing of it is in the worker's hands; its track starts when it becomes suspicious and
+    restarts whenever its committed offset or position moves. Stalled: suspicious, unmoved, for
+    ``timeout_s``. Partitions not observed (no longer assigned) and not suspicious are dropped.
+    Returns the new history and the stalled partitions.
+    """
+    new: dict[TP, Track] = {}
+    stalled: set[TP] = set()
+    for tp, seen in observed.items():
+        if not seen.lagging or seen.busy:
+            continue
+        progress = (seen.committed, seen.position)
+        old = tracks.get(tp)
+        track = old if old is not None and old.progress == progress else Track(progress, now)
+        new[tp] = track
+        if now - track.since >= timeout_s:
+            stalled.add(tp)
+    return new, stalled
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do about the stalled partitions: heal these, exit or not, and the heal times to keep."""
+
+    heal: frozenset[TP]
+    exit: bool
+    healed_at: dict[TP, float]
+    hopeless: frozenset[TP] = frozenset()
+
+
+def decide(stalled: Collection[TP], healed_at: Mapping[TP, float], now: float, timeout_s: float,
+           exit_enabled: bool) -> Decision:
+    """Heal a stalled partition first; once it is still stalled ``timeout_s`` after its heal it
+    is hopeless: exit if ``exit_enabled``, else heal it again (and keep alerting). Partitions no
+    longer stalled forget their heal (pure)."""
+    kept = {tp: at for tp, at in healed_at.items() if tp in stalled}
+    heal: set[TP] = set()
+    hopeless: set[TP] = set()
+    for tp in stalled:
+        at = kept.get(tp)
+        if at is None:
+            heal.add(tp)
+        elif now - at >= timeout_s:
+            hopeless.add(tp)
+            if not exit_enabled:
+                heal.add(tp)
+    for tp in heal:
+        kept[tp] = now
+    return Decision(frozenset(heal), bool(hopeless) and exit_enabled, kept, frozenset(hopeless))
+
+
+def describe(tps: Iterable[TP], observed: Mapping[TP, Observation]) -> str:
+    """``topic[partition] (committed c, position p, end e)`` of each partition, sorted."""
+    parts = []
+    for tp in sorted(tps):
+        seen = observed.get(tp)
+        detail = f" (committed {seen.committed}, position {seen.position}, end {seen.end})" if seen else ""
+        parts.append(f"{tp[0]}[{tp[1]}]{detail}")
+    return ", ".join(parts)
+
+
+# --- the consumer side (aiokafka in Faust's consumer thread) --------------------------------------
+
+
+def _consumer(app: faust.App) -> Any:
+    """Faust's consumer (typed Any: the watchdog uses attributes ConsumerT does not declare)."""
+    return app.consumer
+
+
+def _consumer_thread(app: faust.App) -> Any:
+    """Faust's aiokafka consumer thread (``call_thread`` runs a coroutine function in its loop)."""
+    return _consumer(app)._thread
+
+
+async def _snapshot(consumer: Any, topics: frozenset[str]) -> dict[TP, tuple[int | None, int | None]]:
+    """In the consumer thread: (end offset, position) of every assigned partition of ``topics``,
+    the end offsets in one ListOffsets request (per partition leader)."""
+    assigned = [tp for tp in consumer.assignment() if tp.topic in topics]
+    if not assigned:
+        return {}
+    ends = await asyncio.wait_for(consumer.end_offsets(assigned), timeout=OBSERVE_TIMEOUT_S)
+    subscription = consumer._subscription.subscription
+    assignment = subscription.assignment if subscription is not None else None
+    out: dict[TP, tuple[int | None, int | None]] = {}
+    for tp in assigned:
+        state = assignment.state_value(tp) if assignment is not None else None
+        position = state.position if state is not None and state.has_valid_position else None
+        out[(tp.topic, tp.partition)] = (ends.get(tp), position)
+    return out
+
+
+async def observe(app: faust.App, topics: frozenset[str]) -> dict[TP, Observation]:
+    """Every assigned partition of ``topics``: end offset and position from aiokafka (consumer
+    thread), committed offset and in-flight messages from Faust (this loop)."""
+    thread = _consumer_thread(app)
+    snapshot = await thread.call_thread(_snapshot, thread._ensure_consumer(), topics)
+    consumer = _consumer(app)
+    in_flight = {(m.tp.topic, m.tp.partition) for m in list(consumer.unacked)}
+    committed = consumer._committed_offset
+    return {tp: Observation(end, committed.get(FaustTP(*tp)), position, tp in in_flight)
+            for tp, (end, position) in snapshot.items()}
+
+
+async def _seek_and_resume(consumer: Any, offsets: Mapping[TP, int | None]) -> None:
+    """In the consumer thread: seek each still-assigned partition to its offset (None: keep the
+    position) and resume it in aiokafka."""
+    from aiokafka import TopicPartition
+
+    assigned = set(consumer.assignment())
+    for (topic, partition), offset in offsets.items():
+        tp = TopicPartition(topic, partition)
+        if tp not in assigned:
+            continue
+        if offset is not None:
+            consumer.seek(tp, offset)
+        consumer.resume(tp)
+
+
+async def heal(app: faust.App, tps: Collection[TP], observed: Mapping[TP, Observation]) -> None:
+    """The self-heal: seek each partition to its committed offset (its fetch position when
+    nothing is committed) and resume it, in aiokafka and in Faust; Faust's read offset follows
+    the seek so the records fetched again are not dropped as already read."""
+    offsets = {tp: observed[tp].done for tp in tps}
+    thread = _consumer_thread(app)
+    await thread.call_thread(_seek_and_resume, thread._ensure_consumer(), offsets)
+    consumer = _consumer(app)
+    faust_tps = [FaustTP(*tp) for tp in tps]
+    for tp in faust_tps:
+        offset = offsets[(tp.topic, tp.partition)]
+        if offset is not None:
+            consumer._read_offset[tp] = offset or None
+    consumer.resume_partitions(faust_tps)
+
+
+# --- test-only stall injection (FAULT_POINT stall_*) ----------------------------------------------
+
+
+async def _pause(consumer: Any, topic: str, partition: int, forever: bool) -> None:
+    """In the consumer thread: pause the partition in aiokafka only (Faust still counts it as
+    active, as in the faust-streaming bug); ``forever``: make its resume a no-op for as long as
+    this assignment lasts (a stall no self-heal can clear)."""
+    from aiokafka import TopicPartition
+
+    tp = TopicPartition(topic, partition)
+    consumer.pause(tp)
+    if forever:
+        state = consumer._subscription.subscription.assignment.state_value(tp)
+        state.resume = lambda: None
+
+
+async def inject_stall(app: faust.App, settings: Settings, observed: Mapping[TP, Observation]) -> TP | None:
+    """TEST-ONLY: with FAULT_POINT ``stall_rounds_partition`` (or ``..._forever``), the first
+    time this worker has ``rounds`` partitions with a committed offset (it has consumed from
+    them: the stall comes after some work, as after a rebalance) the lowest one stops being
+    fetched (the fault fires once across workers: FAULT_MARKER gets a line ``partition N``).
+    Returns it, if fired."""
+    point = settings.fault_point
+    rounds = settings.topic(ROUNDS)
+    candidates = sorted(tp for tp, seen in observed.items() if tp[0] == rounds and seen.committed is not None)
+    if point not in faults.STALL_POINTS or not candidates or not faults.fires(settings, point):
+        return None
+    tp = candidates[0]
+    thread = _consumer_thread(app)
+    await thread.call_thread(_pause, thread._ensure_consumer(), tp[0], tp[1], point == faults.STALL_ROUNDS_PARTITION_FOREVER)
+    with open(settings.fault_marker, "a") as marker:
+        marker.write(f"\npartition {tp[1]}")
+    log.warning("fault point %s: %s[%d] is no longer fetched", point, tp[0], tp[1])
+    return tp
+
+
+# --- the timer --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Watchdog:
+    """One worker's watchdog state between two checks (see the module docstring)."""
+
+    settings: Settings
+    tracks: dict[TP, Track] = field(default_factory=dict)
+    healed_at: dict[TP, float] = field(default_factory=dict)
+    alerted: frozenset[TP] = frozenset()
+    alerted_at: float = float("-inf")
+    warned_at: float = float("-inf")
+
+    @property
+    def topics(self) -> frozenset[str]:
+        return frozenset(self.settings.topic(name) for name in WATCHED_TOPICS)
+
+    def reset(self) -> None:
+        """Forget the history (no observation: a rebalance, or the broker did not answer)."""
+        self.tracks.clear()
+        self.healed_at.clear()
+        self.alerted = frozenset()
+        for topic in self.topics:
+            metrics.STALLED_PARTITIONS.labels(topic).set(0)
+
+    def report(self, stalled: set[TP], observed: Mapping[TP, Observation], now: float) -> None:
+        """Set the gauge per topic; ERROR when the stalled set changes, else every LOG_EVERY_S."""
+        for topic in self.topics:
+            metrics.STALLED_PARTITIONS.labels(topic).set(sum(1 for tp in stalled if tp[0] == topic))
+        frozen = frozenset(stalled)
+        if frozen and (frozen != self.alerted or now - self.alerted_at >= LOG_EVERY_S):
+            log.error("stalled input partition(s): %s: the end offset stayed ahead of the committed offset for "
+                      "%.0fs with nothing fetched (faust-streaming stops fetching a partition after some "
+                      "rebalances); healing, and exiting with status %d if that does not help (STALL_EXIT=%s)",
+                      describe(frozen, observed), self.settings.stall_timeout_s, STALL_EXIT_CODE,
+                      self.settings.stall_exit)
+            self.alerted_at = now
+        elif self.alerted and not frozen:
+            log.warning("stalled partition(s) moving again: %s", describe(self.alerted, observed))
+        self.alerted = frozen
+
+    async def check(self, app: faust.App) -> Decision | None:
+        """One watchdog round: observe, assess, alert, heal or exit. None when nothing was observed."""
+        consumer = _consumer(app)
+        if getattr(app, "rebalancing", False) or not consumer.flow_active:
+            self.reset()
+            return None
+        try:
+            observed = await observe(app, self.topics)
+        except Exception as exc:  # the broker did not answer, the consumer is not started or restarting
+            if time.monotonic() - self.warned_at >= LOG_EVERY_S:  # rate-limited: e.g. the broker is down
+                log.warning("watchdog: no observation (%s: %s)", type(exc).__name__, exc)
+                self.warned_at = time.monotonic()
+            self.reset()
+            return None
+        if self.settings.fault_point in faults.STALL_POINTS:
+            await inject_stall(app, self.settings, observed)
+        now = time.monotonic()
+        self.tracks, stalled = assess(self.tracks, observed, now, self.settings.stall_timeout_s)
+        self.report(stalled, observed, now)
+        decision = decide(stalled, self.healed_at, now, self.settings.stall_timeout_s, self.settings.stall_exit)
+        self.healed_at = decision.healed_at
+        if decision.exit:
+            self.exit(decision.hopeless, observed)
+        if decision.heal:
+            log.error("healing stalled partition(s) %s: seek to the committed offset and resume",
+                      describe(decision.heal, observed))
+            await heal(app, decision.heal, observed)
+            for tp in decision.heal:
+                metrics.STALL_HEALS.labels(tp[0]).inc()
+        return decision
+
+    def exit(self, tps: Collection[TP], observed: Mapping[TP, Observation]) -> None:
+        """Exit the process with STALL_EXIT_CODE (no cleanup: nothing uncommitted is acknowledged)."""
+        log.critical("partition(s) %s still stalled %.0fs after the self-heal: exiting with status %d so the "
+                     "supervisor restarts this worker (uncommitted input is redelivered)",
+                     describe(tps, observed), self.settings.stall_timeout_s, STALL_EXIT_CODE)
+        for handler in logging.getLogger().handlers + log.handlers:
+            handler.flush()
+        os._exit(STALL_EXIT_CODE)
+
+
+def register(app: faust.App, settings: Settings) -> Watchdog:
+    """Run the watchdog on ``app`` every WATCHDOG_INTERVAL_S (a Faust timer; never raises)."""
+    watchdog = Watchdog(settings)
+
+    @app.timer(interval=settings.watchdog_interval_s, name="stall-watchdog")  # type: ignore[untyped-decorator]
+    async def stall_watchdog() -> None:
+        try:
+            await watchdog.check(app)
+        except Exception:  # a watchdog bug must not stop the worker (nor the timer)
+            log.exception("watchdog check failed")
+
+    return watchdog
