@@ -244,7 +244,8 @@ async def heal(app: faust.App, tps: Collection[TP], observed: Mapping[TP, Observ
     thread = _consumer_thread(app)
     await thread.call_thread(_seek_and_resume, thread._ensure_consumer(), offsets)
     consumer = _consumer(app)
-    faust_tps = [FaustTP(*tp) for tp in tps]
+    assigned = consumer.assignment()  # a partition revoked meanwhile must not join Faust's active set
+    faust_tps = [FaustTP(*tp) for tp in tps if FaustTP(*tp) in assigned]
     for tp in faust_tps:
         offset = offsets[(tp.topic, tp.partition)]
         if offset is not None:
@@ -320,11 +321,12 @@ class Watchdog:
             metrics.STALLED_PARTITIONS.labels(topic).set(sum(1 for tp in stalled if tp[0] == topic))
         frozen = frozenset(stalled)
         if frozen and (frozen != self.alerted or now - self.alerted_at >= LOG_EVERY_S):
+            then = (f"exiting with status {STALL_EXIT_CODE} if still stalled {self.settings.stall_timeout_s:.0f}s "
+                    "after the heal" if self.settings.stall_exit else "healing again while stalled (STALL_EXIT=false)")
             log.error("stalled input partition(s): %s: the end offset stayed ahead of the committed offset for "
                       "%.0fs with nothing fetched (faust-streaming stops fetching a partition after some "
-                      "rebalances); healing, and exiting with status %d if that does not help (STALL_EXIT=%s)",
-                      describe(frozen, observed), self.settings.stall_timeout_s, STALL_EXIT_CODE,
-                      self.settings.stall_exit)
+                      "rebalances); healing (seek to the committed offset + resume), %s",
+                      describe(frozen, observed), self.settings.stall_timeout_s, then)
             self.alerted_at = now
         elif self.alerted and not frozen:
             log.warning("stalled partition(s) moving again: %s", describe(self.alerted, observed))

@@ -9,12 +9,15 @@ knowing, so the consumer silently stops fetching it while the second wave arrive
   the partition, heals it (seek to the committed offset + resume) and the worker rates the rest.
 * ``stall_rounds_partition_forever``: the heal cannot help; the worker exits with status 70 and,
   restarted (its supervisor's job), rates everything.
+* No false alarm: Redis down for several STALL_TIMEOUT_S while rounds wait on every partition
+  (handlers retrying, messages in the worker's hands) is not a stall.
 
 Both end with Redis equal to ``stream replay`` and every RatingChange on ``rating-changes``.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -34,6 +37,7 @@ from stream.pipeline import faults
 from stream.pipeline.topics import ensure
 from stream.pipeline.watchdog import STALL_EXIT_CODE
 from stream.settings import Settings
+from stream.stack.redis_server import RedisServer
 from stream.store import keys
 
 pytestmark = pytest.mark.integration
@@ -95,9 +99,12 @@ def stalled_partition(local_stack, redis_url: str, topic: str, rounds: list[dict
     harness.publish(local_stack.bootstrap, topic, rounds[:FIRST_WAVE])
     harness.wait_drained(redis_url, harness.expected_rounds(rounds[:FIRST_WAVE]), [worker])
     marker = tmp_path / "fault.marker"
-    faults_h.wait_until(lambda: marker.exists() and "partition" in marker.read_text(), "the stall fault",
+    line = re.compile(r"^partition (\d+)$", re.MULTILINE)  # written once the partition is paused
+    faults_h.wait_until(lambda: marker.exists() and line.search(marker.read_text()) is not None, "the stall fault",
                         timeout_s=120, logs=worker.log)
-    partition = int(marker.read_text().rsplit("partition", 1)[1])
+    match = line.search(marker.read_text())
+    assert match is not None
+    partition = int(match.group(1))
     assert any(partition_of(ladder) == partition for ladder in LADDERS), "rounds must arrive on the stalled partition"
     return partition
 
@@ -171,3 +178,31 @@ def test_watchdog_exits_when_the_heal_does_not_help_and_a_restart_rates_everythi
         worker.stop()
         if restarted is not None:
             restarted.stop()
+
+
+def test_handlers_waiting_on_redis_are_no_stall(local_stack, fresh_prefix: str, tmp_path: Path) -> None:
+    server = RedisServer(appendonly=True, workdir=tmp_path / "redis").start()
+    rounds = harness.synthetic_rounds(seed=33, count=120, ladders=LADDERS, pool=24)
+    env = {**stall_env(local_stack, server.url, fresh_prefix, tmp_path, ""), "STALL_TIMEOUT_S": "1.5"}
+    ensure(Settings.from_env(env))
+    worker = harness.Worker(env, tmp_path / "worker.log").start()
+    try:
+        harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", rounds)
+        client = redis.Redis.from_url(server.url)
+        rated = lambda: sum(int(client.hget(keys.ladder(lad), "rounds_rated") or 0) for lad in LADDERS)  # noqa: E731
+        faults_h.wait_until(lambda: rated() >= 10, "the first rounds", logs=worker.log)
+        client.close()
+        server.stop(kill=True)
+        time.sleep(6.0)  # four STALL_TIMEOUT_S: a stall would be healed, then exited on
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        assert rated() < len(rounds), "the stream drained before Redis went down: nothing was tested"
+        client.close()
+        harness.wait_drained(server.url, harness.expected_rounds(rounds), [worker])  # also: the worker is alive
+        log = worker.log_path.read_text()
+        assert "retrying" in log, "the worker never saw Redis down"
+        assert "stalled input partition" not in log and "healing stalled" not in log
+        harness.assert_equals_reference(server.url, harness.reference(rounds, engine.preset("mmr")))
+    finally:
+        worker.stop()
+        server.stop()
