@@ -209,6 +209,11 @@ def _columns(replies: list[Any], fields: Sequence[str]) -> dict[str, np.ndarray 
     return out
 
 
+def _seq_column(column: np.ndarray | list[bytes | None]) -> np.ndarray:
+    """A numeric column of sequence numbers (``queued_seq``, ``last_seq``) as int64, 0 where absent."""
+    return np.nan_to_num(np.asarray(column, dtype=np.float64)).astype(np.int64)
+
+
 def _interleave(*columns: Sequence[Any]) -> list[Any]:
     """Per-row arguments from aligned columns: row 1's values, then row 2's, ... (the scripts'
     per-player argument layout)."""
@@ -415,8 +420,7 @@ class Store:
     def _priors(players: Sequence[str], columns: dict[str, np.ndarray | list[bytes | None]], seq: int) -> Priors:
         """Priors from the PRIOR_FIELDS columns of ``players`` (see :meth:`load_priors`)."""
         mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
-        queued, last = (np.nan_to_num(np.asarray(columns[name], dtype=np.float64)).astype(np.int64)
-                        for name in ("queued_seq", "last_seq"))
+        queued, last = _seq_column(columns["queued_seq"]), _seq_column(columns["last_seq"])
         held = np.flatnonzero((queued > last) & (queued != seq))
         blocked = [players[i] for i in held.tolist()]
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=~np.isnan(mu), blocked=blocked,
@@ -460,8 +464,7 @@ class Store:
     async def load_states(self, players: Sequence[tuple[str, str]]) -> StoredStates:
         """Last applied seq, packed state and tier of (ladder, player) pairs, in one round trip."""
         columns = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
-        last_seq = np.nan_to_num(np.asarray(columns["last_seq"], dtype=np.float64)).astype(np.int64)
-        return StoredStates(last_seq, list(columns["state"]), list(columns["tier"]))
+        return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]))
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
         """Apply the player updates of a batch of rounds in ONE round trip, idempotently.
