@@ -49,11 +49,13 @@ def float_query(value: object, name: str, default: float, *, low: float, high: f
 
 
 def ident(value: str, what: str, max_length: int) -> str:
-    """A ladder, player or round id from the path: non-empty, bounded, no control characters."""
+    """A ladder, player or round id from the request: non-empty and at most ``max_length`` characters.
+
+    Any other Unicode string is an id: the input contract accepts any non-empty player and round
+    id (control characters included), so the API serves every id the stream may have stored. An
+    id is only ever a key suffix or a command argument, never parsed, so no character is special."""
     if not value or len(value) > max_length:
         raise bad_request(f"{what} must be 1 to {max_length} characters", code=f"bad_{what}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise bad_request(f"{what} must not contain control characters", code=f"bad_{what}")
     return value
 
 

@@ -1,5 +1,5 @@
 """Ids that need encoding in URLs, through every id-bearing route of the read API, over a real
-Redis holding them: player and round ids with '/', '%', '?', '#', '+', spaces, Unicode, a literal
+Redis holding them: player and round ids with '/', '%', '?', '#', '+', spaces, Unicode, control characters, a literal
 "%2F" next to a real "/", the dot-segments "." and ".." (query forms only), and a ladder name with
 ':' (the one LADDER_PATTERN character a client may encode)."""
 
@@ -16,9 +16,9 @@ from readside_data import Seeded, seed
 
 LADDER = "cup:2026.a-b_c"
 PLAYERS = ["a/b", "a%2Fb", "50%", "x y", "a+b", "q?x#y", "ünï 👾", "a\\b", "/lead", "trail/", "...",
-           "p01", "p02"]
+           "p01", "p02", "a\x00b", "tab\there", "line\nbreak", "\x1b[31mred"]
 DOT_PLAYERS = [".", ".."]
-ROUNDS = ["2026/11/22 r1", "final%", "é/ü", ".."]
+ROUNDS = ["2026/11/22 r1", "final%", "é/ü", "..", "cr\rlf\n"]
 
 
 def enc(value: str) -> str:
@@ -106,11 +106,11 @@ def test_predict_post_takes_ids_a_comma_list_cannot(redis_url: str, seeded: Seed
 
 @pytest.mark.parametrize("path, status, code", [
     ("/players/%FF", 400, "bad_player"),             # not UTF-8
-    ("/players/a%00b", 400, "bad_player"),           # a control character, once decoded
+    ("/players/a%00c", 404, "unknown_player"),       # a control character is an id like any other
     ("/rounds/%C3", 400, "bad_round"),
     ("/player", 400, "bad_player"),                  # the query form without an id
     ("/player?id=", 400, "bad_player"),
-    ("/round?id=%0A", 400, "bad_round"),
+    ("/round?id=%0A", 404, "unknown_round"),
     (f"/players/{enc('a/b/c')}", 404, "unknown_player"),
     ("/player?id=a/b/c", 404, "unknown_player"),
     (f"/rounds/{enc('2026/11/22')}", 404, "unknown_round"),
