@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ OPENAPI_PATH = Path(str(resources.files("stream.api"))) / "openapi.json"
 REDIS_KEY = web.AppKey("redis", aioredis.Redis)
 SETTINGS_KEY = web.AppKey("settings", Settings)
 PARAMS_KEY = web.AppKey("params", Params)
-DISPLAY_KEY = web.AppKey("display", dict)
+DISPLAY_KEY: web.AppKey[Mapping[str, DisplayConfig]] = web.AppKey("display")
 
 DEFAULT_PAGE = 50
 DEFAULT_HISTORY = 100
