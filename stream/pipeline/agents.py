@@ -30,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import cast
 
 import faust
 
@@ -72,7 +73,7 @@ def malformed_update(raw: bytes) -> str | None:
     return None
 
 
-def dead_letters(topics: Topics, events: Sequence[faust.EventT]) -> dict[int, Outgoing]:
+def dead_letters(topics: Topics, events: Sequence[faust.EventT[bytes]]) -> dict[int, Outgoing]:
     """Index in ``events`` → dead letter (to ``rounds-dlq``, same partition, no key) of every
     message that is not a PlayerUpdate."""
     out: dict[int, Outgoing] = {}
@@ -86,7 +87,7 @@ def dead_letters(topics: Topics, events: Sequence[faust.EventT]) -> dict[int, Ou
     return out
 
 
-async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Sequence[faust.EventT],
+async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Sequence[faust.EventT[bytes]],
                                 rejected: list[Outgoing]) -> PhaseTwoResult:
     """``handle_updates`` of a phase-two batch. Only if it raises (other than a transient error)
     are the messages parsed again, to find malformed ones: those are put in ``rejected`` (dead
@@ -121,9 +122,17 @@ async def settle(acks: Sequence[asyncio.Future[object]], sent: list[Outgoing], w
         await send(sent, what)
 
 
+def take_events(stream: faust.StreamT[bytes], n: int, within: float) -> AsyncIterator[Sequence[faust.EventT[bytes]]]:
+    """Batches of up to ``n`` events, each handed over within ``within`` seconds of its first
+    (``Stream.take_events``: the agent's stream is a ``faust.Stream``, whose interface type
+    ``StreamT`` does not declare the method)."""
+    return cast("faust.Stream[bytes]", stream).take_events(n, within=within)
+
+
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
-    producer = app.add_dependency(BatchProducer(ctx.settings))
+    producer = BatchProducer(ctx.settings)
+    app.add_dependency(producer)
     settings = ctx.settings
 
     async def send(messages: list[Outgoing], what: str) -> None:
@@ -137,13 +146,13 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     ctx.resend = resend
 
     @app.agent(topics.rounds, name="phase-one", isolated_partitions=True)
-    async def phase_one(stream: faust.StreamT) -> None:
+    async def phase_one(stream: faust.StreamT[bytes]) -> None:
         # A batch of rounds is handled one by one, in order (each reads the priors the previous
         # ones left); each round's output is handed to the producer at once and flies while the
         # next round is handled, and the batch's acknowledgements are awaited together before
         # Faust acks the batch's events (after the loop body). Rounds waiting at the barrier
         # for an earlier round of the same batch are fine: its fan-out is already in flight.
-        async for events in stream.take_events(settings.phase_one_batch, within=settings.phase_one_within_s):
+        async for events in take_events(stream, settings.phase_one_batch, settings.phase_one_within_s):
             batch_started = time.perf_counter()
             sent: list[Outgoing] = []
             acks: list[asyncio.Future[object]] = []
@@ -182,8 +191,8 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                       time.perf_counter() - batch_started, time.perf_counter() - settling)
 
     @app.agent(topics.player_updates, name="phase-two")
-    async def phase_two(stream: faust.StreamT) -> None:
-        async for batch in stream.take_events(settings.phase_two_batch, within=settings.phase_two_within_s):
+    async def phase_two(stream: faust.StreamT[bytes]) -> None:
+        async for batch in take_events(stream, settings.phase_two_batch, settings.phase_two_within_s):
             started = time.perf_counter()
             rejected: list[Outgoing] = []
             result = await retrying(lambda: handle_player_updates(ctx, topics, batch, rejected), "phase two",
@@ -205,7 +214,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             log.debug("phase two: %d message(s), %d applied, %d re-emitted, %.3fs (%.3fs sending)", len(batch),
                       result.applied, result.replayed, time.perf_counter() - started, time.perf_counter() - handled)
 
-    @app.timer(interval=settings.sweep_interval_s, name="sweeper")
+    @app.timer(interval=settings.sweep_interval_s, name="sweeper")  # type: ignore[untyped-decorator]  # faust: untyped
     async def sweeper() -> None:
         # retrying() retries every error (logged, counted), so a failing sweep never stops the timer
         await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s, handler=retry.SWEEP)

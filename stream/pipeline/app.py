@@ -51,8 +51,9 @@ def cap_fetch_wait(max_wait_ms: int) -> None:
         consumer._fetch_max_wait_ms = max_wait_ms
         return consumer
 
-    thread_class._ems_original_create = original
-    thread_class._create_worker_consumer = create_worker_consumer
+    # setattr: patching Faust's class is not an assignment to typed attributes
+    setattr(thread_class, "_ems_original_create", original)
+    setattr(thread_class, "_create_worker_consumer", create_worker_consumer)
 
 
 def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring  # type: ignore[attr-defined]  # C-accelerated, as json.dumps
+from json.encoder import encode_basestring  # C-accelerated, as json.dumps
 
 import numpy as np
 import orjson

@@ -21,7 +21,8 @@ CACHED_KEYS = 1 << 20
 @lru_cache(maxsize=CACHED_KEYS)
 def partition_for(key: str, partitions: int) -> int:
     """``toPositive(murmur2(key)) % partitions``, the Java client's default for a keyed record."""
-    return (murmur2(key.encode("utf-8")) & POSITIVE_MASK) % partitions
+    hashed: int = murmur2(key.encode("utf-8"))  # kafka-python ships no type hints
+    return (hashed & POSITIVE_MASK) % partitions
 
 
 def group_by_partition(players: Sequence[str], partitions: int) -> dict[int, list[int]]:

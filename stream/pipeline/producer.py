@@ -42,8 +42,8 @@ class Outgoing:
 class BatchProducer(mode.Service):
     """An aiokafka producer that sends messages grouped per partition, started with the worker."""
 
-    def __init__(self, settings: Settings, **kwargs: object) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
         self.settings = settings
         self.producer: AIOKafkaProducer | None = None
         self._partitions: dict[str, int] = {}

@@ -24,7 +24,7 @@ def mount_web(pipeline: "Pipeline") -> None:
     """Start the read API with the worker (a Faust task)."""
     settings = pipeline.ctx.settings
 
-    @pipeline.app.task
+    @pipeline.app.task  # type: ignore[untyped-decorator]  # faust: untyped
     async def serve_read_api() -> None:
         from stream.api.app import create_app as create_api
 
