@@ -15,7 +15,7 @@ message built here ever contains a password: :func:`describe_redis` and
 from __future__ import annotations
 
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import urlsplit
 
 from stream.settings import Settings, _redact
@@ -23,7 +23,11 @@ from stream.settings import Settings, _redact
 if TYPE_CHECKING:
     import faust.types.auth
     import redis
-    import redis.asyncio
+    import redis.cluster
+
+    from stream.store.client import AsyncRedis
+
+    SyncRedis = redis.Redis | redis.cluster.RedisCluster
 
 #: Kafka security protocols (the ``security.protocol`` values every Kafka client knows).
 KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -167,16 +171,40 @@ def redis_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
+@overload
+def redis_client(settings: Settings, *, asyncio: Literal[True] = True, decode_responses: bool = False,
+                 **extra: Any) -> "AsyncRedis": ...
+
+
+@overload
+def redis_client(settings: Settings, *, asyncio: Literal[False], decode_responses: bool = False,
+                 **extra: Any) -> "SyncRedis": ...
+
+
 def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: bool = False,
-                 **extra: Any) -> "redis.asyncio.Redis | redis.Redis":
-    """A redis-py client (``redis.asyncio.Redis`` by default, ``redis.Redis`` with ``asyncio=False``) for
-    ``REDIS_URL`` with :func:`redis_options`; ``extra`` goes to ``from_url`` (e.g. timeouts)."""
+                 **extra: Any) -> "AsyncRedis | SyncRedis":
+    """A redis-py client for ``REDIS_URL`` with :func:`redis_options` (``extra`` goes to ``from_url``,
+    e.g. timeouts): ``redis.asyncio`` by default, the blocking client with ``asyncio=False``.
+
+    With ``REDIS_CLUSTER`` it is a cluster client (``RedisCluster``): ``REDIS_URL`` names any node,
+    the others are discovered, and each command goes to the node serving its key's slot. A Cluster
+    has database 0 only, so a URL selecting another one is a :class:`ConnectionConfigError`."""
+    options = {**redis_options(settings), **extra}
+    if settings.redis_cluster:
+        database = urlsplit(settings.redis_url).path.strip("/")
+        if database not in ("", "0"):
+            raise ConnectionConfigError(f"REDIS_URL selects database {database}, but REDIS_CLUSTER=true: "
+                                        "a Redis Cluster has database 0 only")
+        if asyncio:
+            from redis.asyncio.cluster import RedisCluster as AsyncCluster
+            return AsyncCluster.from_url(settings.redis_url, decode_responses=decode_responses, **options)
+        from redis.cluster import RedisCluster
+        return RedisCluster.from_url(settings.redis_url, decode_responses=decode_responses, **options)
     if asyncio:
         import redis.asyncio as module
     else:
         import redis as module  # type: ignore[no-redef]
-    return module.Redis.from_url(settings.redis_url, decode_responses=decode_responses,
-                                 **redis_options(settings), **extra)
+    return module.Redis.from_url(settings.redis_url, decode_responses=decode_responses, **options)
 
 
 def describe_redis(settings: Settings) -> str:

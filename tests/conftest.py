@@ -1,4 +1,5 @@
-"""Shared fixtures: a private redis-server per test session, and the local stack (Kafka + Redis).
+"""Shared fixtures: a private redis-server per test session, a private Redis Cluster (three local
+primaries, started when a test asks for it), and the local stack (Kafka + Redis).
 
 ``local_stack`` (session): Kafka bootstrap + Redis URL. With a reachable Docker engine it runs
 Kafka and Redis containers (testcontainers); otherwise the embedded Tansu broker and the
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from stream.stack.redis_cluster import RedisCluster
 from stream.stack.redis_server import RedisServer
 
 
@@ -34,6 +36,26 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """A Redis Cluster of this test session only: three local primaries on free ports."""
+    cluster = RedisCluster(primaries=3).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture()
+def redis_cluster_url(redis_cluster: RedisCluster) -> str:
+    """A seed node's URL of the session's Redis Cluster, every node flushed before the test."""
+    import redis
+
+    for node in redis_cluster.nodes:
+        client = redis.Redis.from_url(node.url)
+        client.flushall()
+        client.close()
+    return redis_cluster.url
 
 
 #: Images of the container branch of ``local_stack`` (used only when Docker is reachable).

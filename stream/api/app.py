@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import redis.asyncio as aioredis
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
@@ -32,11 +31,12 @@ from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, predict_lobby
 from stream.settings import Settings
 from stream.store import queries
+from stream.store.client import AsyncRedis
 
 STATIC_DIR = Path(str(resources.files("stream.api"))) / "static"
 OPENAPI_PATH = Path(str(resources.files("stream.api"))) / "openapi.json"
 
-REDIS_KEY = web.AppKey("redis", aioredis.Redis)
+REDIS_KEY: web.AppKey[AsyncRedis] = web.AppKey("redis")
 SETTINGS_KEY = web.AppKey("settings", Settings)
 PARAMS_KEY = web.AppKey("params", Params)
 DISPLAY_KEY: web.AppKey[Mapping[str, DisplayConfig]] = web.AppKey("display")
@@ -64,7 +64,7 @@ async def count_requests(request: web.Request, handler: Any) -> web.StreamRespon
     return response
 
 
-def _redis(request: web.Request) -> aioredis.Redis:
+def _redis(request: web.Request) -> AsyncRedis:
     return request.app[REDIS_KEY]
 
 
@@ -239,7 +239,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 
 # ---- the app ----------------------------------------------------------------------------
-def create_app(redis_client: aioredis.Redis, settings: Settings) -> web.Application:
+def create_app(redis_client: AsyncRedis, settings: Settings) -> web.Application:
     """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it)."""
     app = web.Application(middlewares=[count_requests, json_errors], client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client

@@ -12,12 +12,12 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Annotated, Any, TypeVar
 
-import redis.asyncio as aioredis
 import typer
 
 from stream.connections import redis_client, redis_connection_errors, redis_error_message
 from stream.settings import Settings
 from stream.store import queries
+from stream.store.client import AsyncRedis
 
 EXIT_NOT_FOUND = 1
 EXIT_UNREACHABLE = 4
@@ -35,7 +35,9 @@ def register(app: typer.Typer) -> None:
     app.command("round")(round_command)
 
 
-def _run(query: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
+def _run(query: Callable[[AsyncRedis], Awaitable[T]]) -> T:
+    settings = Settings.from_env()
+
     async def go() -> T:
         client = redis_client(settings)
         try:
@@ -43,7 +45,6 @@ def _run(query: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
         finally:
             await client.aclose()
 
-    settings = Settings.from_env()
     try:
         return asyncio.run(go())
     except redis_connection_errors() as exc:  # a clear one-liner, never the URL's password
@@ -81,7 +82,7 @@ def leaderboard_command(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """The best players of a ladder by display rating."""
-    async def query(r: aioredis.Redis) -> queries.LeaderboardPage | None:
+    async def query(r: AsyncRedis) -> queries.LeaderboardPage | None:
         if not await queries.ladder_exists(r, ladder):
             return None
         return await queries.leaderboard(r, ladder, offset=0, limit=top)

@@ -15,9 +15,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import redis.asyncio as aioredis
 
 from stream.store import keys
+from stream.store.client import AsyncRedis
 
 PLAYER_FIELDS = ("mu", "sigma", "rounds", "last_round", "last_time", "display_rating", "tier")
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
@@ -147,16 +147,16 @@ class RoundSummary:
         return asdict(self)
 
 
-async def ladders(r: aioredis.Redis) -> list[str]:
+async def ladders(r: AsyncRedis) -> list[str]:
     """Every ladder name, sorted."""
     return sorted(_text(m) or "" for m in await r.smembers(keys.ladders()))
 
 
-async def ladder_exists(r: aioredis.Redis, ladder: str) -> bool:
+async def ladder_exists(r: AsyncRedis, ladder: str) -> bool:
     return bool(await r.sismember(keys.ladders(), ladder))
 
 
-async def ladder_summary(r: aioredis.Redis, ladder: str) -> LadderSummary | None:
+async def ladder_summary(r: AsyncRedis, ladder: str) -> LadderSummary | None:
     """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
     pipe = r.pipeline(transaction=False)
     pipe.sismember(keys.ladders(), ladder)
@@ -171,12 +171,12 @@ async def ladder_summary(r: aioredis.Redis, ladder: str) -> LadderSummary | None
                          updated_at=_float(updated_at), leaderboard_size=int(lb_size), rounds=int(n_rounds))
 
 
-async def ladder_updated_at(r: aioredis.Redis, ladder: str) -> float | None:
+async def ladder_updated_at(r: AsyncRedis, ladder: str) -> float | None:
     """When the ladder last changed (for live updates)."""
     return _float(await r.hget(keys.ladder(ladder), "updated_at"))
 
 
-async def _rows(r: aioredis.Redis, ladder: str, members: list[tuple[str, float, int]]) -> list[LeaderboardRow]:
+async def _rows(r: AsyncRedis, ladder: str, members: list[tuple[str, float, int]]) -> list[LeaderboardRow]:
     """Leaderboard rows for (player, score, position) with each player's hash fields, one round trip."""
     pipe = r.pipeline(transaction=False)
     for player, _, _ in members:
@@ -187,7 +187,7 @@ async def _rows(r: aioredis.Redis, ladder: str, members: list[tuple[str, float, 
             for (player, score, pos), (mu, sigma, rounds, tier) in zip(members, fetched)]
 
 
-async def leaderboard(r: aioredis.Redis, ladder: str, *, offset: int = 0, limit: int = 50) -> LeaderboardPage:
+async def leaderboard(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 50) -> LeaderboardPage:
     """One page of the leaderboard, best first (ZREVRANGE offset..offset+limit-1)."""
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
@@ -199,7 +199,7 @@ async def leaderboard(r: aioredis.Redis, ladder: str, *, offset: int = 0, limit:
                            rows=await _rows(r, ladder, members))
 
 
-async def search_leaderboard(r: aioredis.Redis, ladder: str, prefix: str, *, offset: int = 0,
+async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset: int = 0,
                              limit: int = 50) -> LeaderboardPage:
     """Players whose id starts with ``prefix``, best first, with their leaderboard positions.
 
@@ -225,7 +225,7 @@ async def search_leaderboard(r: aioredis.Redis, ladder: str, prefix: str, *, off
                            rows=await _rows(r, ladder, members), search=prefix, truncated=truncated)
 
 
-async def player(r: aioredis.Redis, ladder: str, player_id: str, *, history_limit: int = 100) -> PlayerView | None:
+async def player(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> PlayerView | None:
     """A player's current state, leaderboard position and last ``history_limit`` rating changes."""
     pipe = r.pipeline(transaction=False)
     pipe.hmget(keys.player(ladder, player_id), PLAYER_FIELDS)
@@ -242,7 +242,7 @@ async def player(r: aioredis.Redis, ladder: str, player_id: str, *, history_limi
                       history=[_json(h) for h in history] if isinstance(history, list) else [])
 
 
-async def players_state(r: aioredis.Redis, ladder: str, player_ids: list[str]) -> list[tuple[float, float] | None]:
+async def players_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> list[tuple[float, float] | None]:
     """(mu, sigma) of each requested player, None for unknown ones (for predictions)."""
     pipe = r.pipeline(transaction=False)
     for p in player_ids:
@@ -263,7 +263,7 @@ def _round_record(raw: list[Any]) -> dict[str, Any]:
     return record
 
 
-async def round_view(r: aioredis.Redis, ladder: str, round_id: str) -> RoundView | None:
+async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | None:
     """A round's record and every player's rating change, ordered by rank."""
     pipe = r.pipeline(transaction=False)
     pipe.hmget(keys.round_record(ladder, round_id), ROUND_FIELDS)
@@ -285,7 +285,7 @@ async def round_view(r: aioredis.Redis, ladder: str, round_id: str) -> RoundView
                      complete=n_results <= MAX_ROUND_RESULTS)
 
 
-async def recent_rounds(r: aioredis.Redis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[RoundSummary]:
+async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[RoundSummary]:
     """The ladder's rounds, newest (highest sequence number) first."""
     ids = await r.zrevrange(keys.rounds(ladder), offset, offset + limit - 1, withscores=True)
     pipe = r.pipeline(transaction=False)

@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 import redis.asyncio as aioredis
-from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
 from stream.store import keys
+from stream.store.client import AsyncPipeline as Pipeline
+from stream.store.client import AsyncRedis, is_cluster
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
 
@@ -223,11 +224,15 @@ def _interleave(*columns: Sequence[Any]) -> list[Any]:
 class Store:
     """Async access to the service's Redis state (key schema: docs/contracts.md)."""
 
-    def __init__(self, client: aioredis.Redis, *, history_length: int, cluster: bool = False) -> None:
+    def __init__(self, client: AsyncRedis, *, history_length: int, cluster: bool = False) -> None:
+        """``cluster``: lay calls out as on a Redis Cluster (one player per per-player script call)
+        on whatever server ``client`` reaches; a ``RedisCluster`` client always gets that layout."""
         self.client = client
-        use_hiredis_packing(client)
+        self.cluster = cluster or is_cluster(client)
+        if isinstance(client, aioredis.Redis):  # a cluster client's node connections keep redis-py's packer
+            use_hiredis_packing(client)
         self.history_length = history_length
-        self.players_per_call = 1 if cluster else PLAYERS_PER_CALL
+        self.players_per_call = 1 if self.cluster else PLAYERS_PER_CALL
         self._sha: dict[str, str] = {}
 
     @classmethod
@@ -265,7 +270,9 @@ class Store:
         raise AssertionError("unreachable")
 
     def _eval(self, pipe: Pipeline, name: str, keys_: list[str], args: list[Any]) -> None:
-        pipe.evalsha(self._sha[name], len(keys_), *keys_, *args)
+        # execute_command, not pipe.evalsha: redis-py's cluster pipeline refuses the evalsha method,
+        # while the raw command is routed to the slot of its keys (one slot per call by design)
+        pipe.execute_command("EVALSHA", self._sha[name], len(keys_), *keys_, *args)
 
     def _chunks(self, n: int) -> list[range]:
         """Index ranges of the per-player script calls for n players."""

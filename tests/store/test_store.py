@@ -1,15 +1,21 @@
-"""The store's Lua scripts against the session's private redis-server: atomic and idempotent."""
+"""The store's Lua scripts against the session's private redis-server and a real Redis Cluster:
+atomic and idempotent, whatever the call layout."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 import pytest
+import redis
 
+from redis.asyncio.cluster import RedisCluster
+
+from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
 from stream.store.store import PlayerWrite, RoundWrites, Store
 
@@ -17,15 +23,32 @@ T = TypeVar("T")
 HISTORY = 3
 
 
-@pytest.fixture(params=[False, True], ids=["single", "cluster"])
-def cluster(request: pytest.FixtureRequest) -> bool:
-    """Run every test with many players per script call (single Redis) and one (Cluster mode)."""
-    return bool(request.param)
+@dataclass(frozen=True)
+class Target:
+    """Where and how a test runs the store: the Redis URL, whether it is a real Cluster, and
+    whether the calls carry one player each (the Cluster layout; always so on a real Cluster)."""
+
+    url: str
+    real_cluster: bool
+    one_player_per_call: bool
 
 
-def run(redis_url: str, body: Callable[[Store], Awaitable[T]], cluster: bool = False) -> T:
+@pytest.fixture(params=["single", "cluster-layout", "real-cluster"])
+def target(request: pytest.FixtureRequest) -> Target:
+    """Every test three times: a single Redis with many players per script call, the same Redis with
+    the Cluster call layout (one player per call), and a real three-node Redis Cluster."""
+    if request.param == "real-cluster":
+        return Target(request.getfixturevalue("redis_cluster_url"), True, True)
+    return Target(request.getfixturevalue("redis_url"), False, request.param == "cluster-layout")
+
+
+def run(target: Target, body: Callable[[Store], Awaitable[T]]) -> T:
     async def main() -> T:
-        store = Store.from_url(redis_url, history_length=HISTORY, cluster=cluster)
+        if target.real_cluster:
+            store = Store(RedisCluster.from_url(target.url), history_length=HISTORY)
+            assert store.cluster and store.players_per_call == 1
+        else:
+            store = Store.from_url(target.url, history_length=HISTORY, cluster=target.one_player_per_call)
         try:
             return await body(store)
         finally:
@@ -43,7 +66,7 @@ def write(player: str, seq: int, mu: float, *, round_id: str = "r1", newcomer: b
                        change=f'{{"player":"{player}","seq":{seq}}}'.encode(), newcomer=newcomer)
 
 
-def test_register_assigns_sequence_once_and_detects_conflicts(redis_url: str, cluster: bool) -> None:
+def test_register_assigns_sequence_once_and_detects_conflicts(target: Target) -> None:
     async def body(store: Store) -> list[tuple[str, int, str]]:
         a = await store.register_round("L", "r1", content_hash="h1", occurred_at=1.5, received_at=2.0, field_size=3)
         b = await store.register_round("L", "r2", content_hash="h2", occurred_at=1.5, received_at=2.0, field_size=3)
@@ -55,12 +78,12 @@ def test_register_assigns_sequence_once_and_detects_conflicts(redis_url: str, cl
         assert set(await store.client.smembers(keys.ladders())) == {b"L", b"M"}
         return [(r.outcome, r.seq, r.status) for r in (a, b, again, clash, other)]
 
-    assert run(redis_url, body, cluster) == [
+    assert run(target, body) == [
         ("new", 1, "registered"), ("new", 2, "registered"), ("existing", 1, "registered"),
         ("conflict", 1, "registered"), ("new", 1, "registered")]
 
 
-def test_fanout_is_stored_once(redis_url: str, cluster: bool) -> None:
+def test_fanout_is_stored_once(target: Target) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
         assert await store.save_fanout("L", "r1", pending=2, messages={3: b"m3", 0: b"m0"})
@@ -69,10 +92,10 @@ def test_fanout_is_stored_once(redis_url: str, cluster: bool) -> None:
         record = await store.round_record("L", "r1")
         assert record["status"] == "pending" and record["pending"] == "2"
 
-    run(redis_url, body, cluster)
+    run(target, body)
 
 
-def test_apply_is_idempotent_and_completes_the_round(redis_url: str, cluster: bool) -> None:
+def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
         await store.save_fanout("L", "r1", pending=2, messages={0: b"m"})
@@ -94,20 +117,20 @@ def test_apply_is_idempotent_and_completes_the_round(redis_url: str, cluster: bo
         assert (await store.client.hgetall(keys.ladder("L")))[b"rounds_rated"] == b"1"
         assert (await store.load_results("L", "r1", ["a", "b", "c"]))[2] is None
 
-    run(redis_url, body, cluster)
+    run(target, body)
 
 
-def test_history_is_bounded_newest_last(redis_url: str, cluster: bool) -> None:
+def test_history_is_bounded_newest_last(target: Target) -> None:
     async def body(store: Store) -> None:
         for seq in range(1, 6):
             await apply_one(store, f"r{seq}", [write("a", seq, 1500.0 + seq, round_id=f"r{seq}")], now=0.0)
         history = await store.client.lrange(keys.history("L", "a"), 0, -1)
         assert [h.decode() for h in history] == [f'{{"player":"a","seq":{s}}}' for s in (3, 4, 5)]
 
-    run(redis_url, body, cluster)
+    run(target, body)
 
 
-def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str, cluster: bool) -> None:
+def test_priors_round_trip_floats_exactly_and_hold_the_barrier(target: Target) -> None:
     mu = 1234.5678901234567 / 3.0
 
     async def body(store: Store) -> None:
@@ -123,19 +146,19 @@ def test_priors_round_trip_floats_exactly_and_hold_the_barrier(redis_url: str, c
         await apply_one(store, "r2", [write("a", 2, mu, round_id="r2"), write("new", 2, mu, round_id="r2")], now=0.0)
         assert (await store.load_priors("L", ["a", "new"], seq=3)).ready
 
-    run(redis_url, body, cluster)
+    run(target, body)
 
 
-def test_scripts_reload_after_redis_forgets_them(redis_url: str, cluster: bool) -> None:
+def test_scripts_reload_after_redis_forgets_them(target: Target) -> None:
     async def body(store: Store) -> None:
         await apply_one(store, "r1", [write("a", 1, 1500.0)], now=0.0)
         await store.client.script_flush()
         assert (await apply_one(store, "r2", [write("a", 2, 1510.0, round_id="r2")], now=0.0)) == [True]
 
-    run(redis_url, body, cluster)
+    run(target, body)
 
 
-def test_registration_prefetches_the_same_priors_as_load_priors(redis_url: str, cluster: bool) -> None:
+def test_registration_prefetches_the_same_priors_as_load_priors(target: Target) -> None:
     async def body(store: Store) -> None:
         await apply_one(store, "r1", [write("a", 1, 1234.5678901234567 / 3.0)], now=0.0)
         await store.mark_queued("L", ["b"], 7)  # a round queued for b, not yet applied
@@ -150,4 +173,22 @@ def test_registration_prefetches_the_same_priors_as_load_priors(redis_url: str, 
         plain = await store.register_round("L", "r3", content_hash="h3", occurred_at=0.0, received_at=0.0, field_size=2)
         assert plain.priors is None
 
-    run(redis_url, body, cluster)
+    run(target, body)
+
+
+def test_on_a_real_cluster_the_keys_spread_over_the_nodes(redis_cluster_url: str, redis_cluster: RedisClusterStack) -> None:
+    players = [f"p{i:02d}" for i in range(40)]
+
+    async def body(store: Store) -> list[bool]:
+        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
+                                   field_size=len(players), prefetch=players)
+        await store.save_fanout("L", "r1", pending=len(players), messages={0: b"m"})
+        return await apply_one(store, "r1", [write(p, 1, 1500.0 + i) for i, p in enumerate(players)], now=1.0)
+
+    assert run(Target(redis_cluster_url, True, True), body) == [True] * len(players)
+    sizes = []
+    for node in redis_cluster.nodes:
+        client = redis.Redis.from_url(node.url)
+        sizes.append(client.dbsize())
+        client.close()
+    assert sum(size > 0 for size in sizes) == len(redis_cluster.nodes), sizes  # 80 player keys: every node holds some

@@ -1,0 +1,21 @@
+"""The asyncio Redis clients the store and the read queries accept: one server or a Cluster.
+
+``stream.connections.redis_client`` builds a ``RedisCluster`` when ``REDIS_CLUSTER`` is set and a
+plain ``Redis`` otherwise; both offer the commands and non-transactional pipelines used here.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
+
+AsyncRedis: TypeAlias = aioredis.Redis | RedisCluster
+AsyncPipeline: TypeAlias = Pipeline | ClusterPipeline
+
+
+def is_cluster(client: AsyncRedis) -> bool:
+    """Whether ``client`` talks to a Redis Cluster (commands are routed by key slot)."""
+    return isinstance(client, RedisCluster)
