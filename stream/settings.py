@@ -35,7 +35,7 @@ class Settings:
     redis_tls_ca: str = field(default="", metadata={"env": "REDIS_TLS_CA", "doc": "CA bundle that signed the Redis server certificate (rediss:// only; empty: system CAs)"})
     redis_tls_cert: str = field(default="", metadata={"env": "REDIS_TLS_CERT", "doc": "client certificate (PEM) for Redis mutual TLS (rediss:// only)"})
     redis_tls_key: str = field(default="", metadata={"env": "REDIS_TLS_KEY", "doc": "private key (PEM) of REDIS_TLS_CERT"})
-    redis_cluster: bool = field(default=False, metadata={"env": "REDIS_CLUSTER", "doc": "Redis is a Cluster: per-player scripts carry one player per call (one slot); otherwise up to 500 players per call"})
+    redis_cluster: bool = field(default=False, metadata={"env": "REDIS_CLUSTER", "doc": "Redis is a Cluster: REDIS_URL names any node (database 0), the worker, read API and CLI use a cluster client, and per-player scripts carry one player per call (one slot); otherwise up to 500 players per call"})
     topic_prefix: str = field(default="", metadata={"env": "TOPIC_PREFIX", "doc": "prefix put in front of every topic name"})
     partitions: int = field(default=4, metadata={"env": "PARTITIONS", "doc": "partitions of the player-updates and rating-changes topics"})
     engine_preset: str = field(default="mmr", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr, mmr-fast, mmx, mmx-fast, paper-codeforces)"})

@@ -119,10 +119,20 @@ def publish(bootstrap: str, topic: str, rounds: Iterable[dict | bytes], *, key: 
         producer.close()
 
 
+def redis_for(redis_url: str) -> redis.Redis | redis.RedisCluster:
+    """A blocking client for ``redis_url``: a cluster client if the server is a Redis Cluster node."""
+    probe = redis.Redis.from_url(redis_url)
+    try:
+        clustered = probe.info("cluster").get("cluster_enabled") == 1
+    finally:
+        probe.close()
+    return redis.RedisCluster.from_url(redis_url) if clustered else redis.Redis.from_url(redis_url)
+
+
 def wait_drained(redis_url: str, expected: dict[str, set[str]], workers: Sequence[Worker],
                  timeout_s: float = DRAIN_TIMEOUT_S) -> None:
     """Until every expected round (ladder → round ids) is rated or no_outcome in Redis."""
-    client = redis.Redis.from_url(redis_url)
+    client = redis_for(redis_url)
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -148,7 +158,7 @@ def wait_drained(redis_url: str, expected: dict[str, set[str]], workers: Sequenc
 
 def assert_equals_reference(redis_url: str, expected: dict[tuple[str, str], engine.PlayerState]) -> None:
     """Redis holds, for every player, the reference's mu, sigma, rounds (within 1e-9), and no one else."""
-    client = redis.Redis.from_url(redis_url)
+    client = redis_for(redis_url)
     try:
         pipe = client.pipeline(transaction=False)
         order = sorted(expected)
