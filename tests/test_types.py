@@ -1,8 +1,9 @@
-"""mypy --strict (pyproject's [tool.mypy]) holds for the packages that are type-clean so far.
+"""mypy --strict (pyproject's [tool.mypy]) holds for the whole package: engine, contracts, batch tools,
+store, pipeline, stack, read API, CLI and settings.
 
-The engine, the contracts, the batch tools and the settings are checked; the store, the pipeline,
-the stack and the interfaces still have errors from untyped third-party APIs (faust, redis.asyncio
-pipelines) and are to be added here as they are cleaned."""
+Where a third-party API is untyped (Faust's decorators and stream interface, kafka-python) the code
+says so at the boundary (a cast or an ``ignore[code]`` with the reason), never by loosening the
+config."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from pathlib import Path
 from mypy import api
 
 REPO = Path(__file__).resolve().parents[1]
-CHECKED = ["stream/engine", "stream/contracts", "stream/batch", "stream/settings.py"]
+CHECKED = ["stream"]
 
 
-def test_typed_packages_pass_mypy_strict() -> None:
+def test_the_package_passes_mypy_strict() -> None:
     stdout, stderr, status = api.run(["--config-file", str(REPO / "pyproject.toml"), *(str(REPO / p) for p in CHECKED)])
     assert status == 0, stdout + stderr

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import cast
 
 import typer
 
@@ -180,7 +181,7 @@ def stack(
                 raise typer.Exit(1)
             for child in run.children:
                 if child.poll() is not None:
-                    typer.echo(f"`{' '.join(map(str, child.args[2:]))}` exited with code {child.returncode} "
+                    typer.echo(f"`{' '.join(cast('list[str]', child.args)[2:])}` exited with code {child.returncode} "
                                f"(logs: {logs}); stopping", err=True)
                     raise typer.Exit(1)
         typer.echo("stopping…")

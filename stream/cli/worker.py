@@ -8,10 +8,14 @@ SIGTERM / Ctrl-C. With ``--web`` (default) the worker also serves the read API a
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import typer
 
 from stream.settings import Settings
+
+if TYPE_CHECKING:
+    import faust
 
 #: Faust's log level names (it rejects "warning") and the matching logging levels.
 FAUST_LOG_LEVELS = {"critical": "crit", "error": "error", "warning": "warn", "warn": "warn", "info": "info",
@@ -20,7 +24,7 @@ LOGGING_LEVELS = {"crit": logging.CRITICAL, "error": logging.ERROR, "warn": logg
                   "debug": logging.DEBUG}
 
 
-def make_worker(app: object, log_level: str) -> "faust.Worker":  # type: ignore[name-defined]  # noqa: F821
+def make_worker(app: faust.App, log_level: str) -> faust.Worker:
     """A Faust worker for ``app`` logging at ``log_level`` (LOG_LEVEL), without the terminal spinner.
 
     Faust's spinner (on whenever the level is warn or above) sets the ROOT logger to DEBUG so it can

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 
 from stream.store import keys
@@ -43,12 +43,12 @@ def _text(raw: Any) -> str | None:
 
 def _float(raw: Any) -> float | None:
     text = _text(raw)
-    return None if text in (None, "") else float(text)  # type: ignore[arg-type]
+    return None if text is None or text == "" else float(text)
 
 
 def _int(raw: Any) -> int | None:
     text = _text(raw)
-    return None if text in (None, "") else int(float(text))  # type: ignore[arg-type]
+    return None if text is None or text == "" else int(float(text))
 
 
 def _json(raw: Any) -> dict[str, Any]:
@@ -235,7 +235,7 @@ async def player(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: i
     (mu, sigma, rounds, last_round, last_time, display, tier), rank, lb_size, history = await pipe.execute()
     if mu is None:
         return None
-    return PlayerView(ladder=ladder, player=player_id, mu=float(mu), sigma=float(sigma),  # type: ignore[arg-type]
+    return PlayerView(ladder=ladder, player=player_id, mu=float(mu), sigma=float(sigma),
                       rounds=_int(rounds) or 0, last_round=_text(last_round), last_time=_float(last_time),
                       display_rating=_float(display), tier=_text(tier) or None,
                       position=None if rank is None else int(rank) + 1, leaderboard_size=int(lb_size),
@@ -287,7 +287,8 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
 
 async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[RoundSummary]:
     """The ladder's rounds, newest (highest sequence number) first."""
-    ids = await r.zrevrange(keys.rounds(ladder), offset, offset + limit - 1, withscores=True)
+    ids = cast("list[tuple[bytes, float]]",
+               await r.zrevrange(keys.rounds(ladder), offset, offset + limit - 1, withscores=True))
     pipe = r.pipeline(transaction=False)
     for round_id, _ in ids:
         pipe.hmget(keys.round_record(ladder, _text(round_id) or ""), ("status", "field_size", "occurred_at", "rated_at"))

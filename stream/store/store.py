@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import redis.asyncio as aioredis
@@ -23,7 +23,7 @@ from redis.exceptions import NoScriptError
 
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import AsyncRedis, is_cluster
+from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
 
@@ -321,7 +321,8 @@ class Store:
 
     async def round_body(self, ladder: str, round_id: str) -> bytes | None:
         """The canonical JSON of a round still ``registered`` (None once its fan-out is stored)."""
-        return await self.client.hget(keys.round_record(ladder, round_id), "body")
+        body = await self.client.hget(keys.round_record(ladder, round_id), "body")
+        return None if body is None else as_bytes(body)
 
     async def claim_due_rounds(self, *, now: float, next_due: float, limit: int) -> list[DueRound]:
         """Claim every ladder's incomplete rounds past their due time (at most ``limit`` per ladder).
@@ -330,7 +331,7 @@ class Store:
         re-drive a round once per period; rated rounds found in the ledger are dropped from it.
         Ordered by (ladder, seq): earlier rounds of a ladder are re-driven first.
         """
-        ladders = sorted(m.decode() for m in await self.client.smembers(keys.ladders()))
+        ladders = sorted(as_text(m) for m in await self.client.smembers(keys.ladders()))
         if not ladders:
             return []
         pipe = self.client.pipeline(transaction=False)
@@ -354,7 +355,7 @@ class Store:
 
     async def round_record(self, ladder: str, round_id: str) -> dict[str, str]:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
-        return {k.decode(): v.decode() for k, v in raw.items()}
+        return {as_text(k): as_text(v) for k, v in raw.items()}
 
     async def save_fanout(self, ladder: str, round_id: str, *, pending: int,
                           messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
@@ -404,13 +405,14 @@ class Store:
 
     async def load_fanout(self, ladder: str, round_id: str) -> dict[int, bytes]:
         raw = await self.client.hgetall(keys.round_perf(ladder, round_id))
-        return {int(k): v for k, v in sorted(raw.items(), key=lambda kv: int(kv[0]))}
+        return {int(k): as_bytes(v) for k, v in sorted(raw.items(), key=lambda kv: int(kv[0]))}
 
     async def load_results(self, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None]:
         """The stored RatingChange JSON of ``players`` in a round (None where absent)."""
         if not players:
             return []
-        return list(await self.client.hmget(keys.round_results(ladder, round_id), list(players)))
+        stored = await self.client.hmget(keys.round_results(ladder, round_id), list(players))
+        return [None if value is None else as_bytes(value) for value in stored]
 
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int) -> Priors:
@@ -549,8 +551,9 @@ class Store:
     # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:
         raw = await self.client.hgetall(keys.player(ladder, player))
-        return {k.decode(): v for k, v in raw.items()}
+        return {as_text(k): as_bytes(v) for k, v in raw.items()}
 
     async def players(self, ladder: str) -> list[str]:
         """Every rated player of a ladder (from the leaderboard)."""
-        return [m.decode() for m in await self.client.zrange(keys.leaderboard(ladder), 0, -1)]
+        members = cast("list[bytes]", await self.client.zrange(keys.leaderboard(ladder), 0, -1))
+        return [as_text(m) for m in members]
