@@ -1,0 +1,272 @@
+"""The floor: what the I/O the contract mandates costs alone, next to the in-process replay.
+
+Issue 3 aims at "end to end within 2x of the in-process engine". Whatever the implementation,
+each participation must put one ``RatingChange`` event on Kafka (read back by a subscriber), each
+round must cross Kafka twice (``rounds`` in, its fan-out on ``player-updates``), and each
+participation must write the player's state, history entry, leaderboard score and round result to
+Redis. This bench moves exactly those bytes with no processing of ours (pre-encoded, realistic
+sizes) on the same embedded stack as bench/pipeline.py (Tansu broker + redis-server), for the
+same rounds, and times ``stream.batch.replay`` of them in the same run:
+
+* **Kafka floor**: every mandated message produced with aiokafka (the client Faust uses; acks as
+  the service, linger 5 ms, 1 MiB batches: generous batching) and consumed back with aiokafka
+  ``getmany``; wall time from the first send to the last message read, plus the broker's and this
+  process's CPU. The pipeline's ordering (fan-out after the round, events after the fan-out) is
+  ignored: a lower bound.
+* **Redis floor**: the mandated writes as plain commands in pipelines of ~1,000 players (no reads,
+  no Lua, no idempotency checks), packed by hiredis; redis-server's CPU (INFO) is the part no
+  client can remove; wall time and client CPU are shown too.
+* **floor**: max(Kafka wall, Redis server CPU) per participation (the two can overlap on 2 cores),
+  and its ratio to replay: above 2 means no implementation on this stack and machine can be within
+  2x of replay.
+
+Usage: python bench/floor.py [--sizes 10,1000,10000] [--repeat 1]
+Prints Markdown tables (BENCHMARKS.md, Pipeline, "Floor").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import redis
+import redis.asyncio as aioredis
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from redis_stats import redis_cpu_s  # noqa: E402
+from stream.batch.replay import replay  # noqa: E402
+from stream.batch.synthetic import synthetic_rounds  # noqa: E402
+from stream.contracts import RatingChange, RoundResult  # noqa: E402
+from stream.engine import preset  # noqa: E402
+from stream.pipeline.partitioner import group_by_partition  # noqa: E402
+from stream.pipeline.producer import ACKS, BATCH_BYTES  # noqa: E402
+from stream.stack.local import LocalStack  # noqa: E402
+from stream.stack.topics import ensure_topics  # noqa: E402
+from stream.store import keys  # noqa: E402
+from stream.store.packing import use_hiredis_packing  # noqa: E402
+
+#: rounds per size and player pools: those of bench/pipeline.py's throughput run
+ROUNDS = {10: 400, 1_000: 40, 10_000: 8}
+POOL = {10: 2_000, 1_000: 2_000, 10_000: 20_000}
+PARTITIONS = 4
+LINGER_MS = 5
+PLAYERS_PER_PIPELINE = 1_000
+HISTORY_LENGTH = 100
+STATE_BYTES = 200
+"""Size of a packed engine state (a player's compressed factor history: tens of factors)."""
+CONSUME_TIMEOUT_S = 300.0
+
+
+@dataclass
+class Messages:
+    """The pre-encoded Kafka traffic of a set of rounds: (topic, key, value) triples."""
+
+    rounds: list[tuple[bytes, bytes]]
+    fanouts: list[tuple[bytes, bytes]]
+    events: list[tuple[bytes, bytes]]
+
+    @property
+    def count(self) -> int:
+        return len(self.rounds) + len(self.fanouts) + len(self.events)
+
+
+@dataclass
+class Floor:
+    size: int
+    participations: int
+    messages: int
+    replay_s: float
+    kafka_s: float
+    kafka_client_cpu_s: float
+    broker_cpu_s: float
+    redis_s: float
+    redis_server_cpu_s: float
+    redis_client_cpu_s: float
+
+    def per_part(self, seconds: float) -> float:
+        return seconds / self.participations * 1e6
+
+    @property
+    def floor_s(self) -> float:
+        return max(self.kafka_s, self.redis_server_cpu_s)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def change(r: RoundResult, player: str, rank: int, rng: np.random.Generator) -> RatingChange:
+    """A RatingChange of realistic size (full-precision floats, as the service emits)."""
+    mu, sigma = rng.normal(1500.0, 300.0), rng.uniform(80.0, 350.0)
+    return RatingChange(ladder=r.ladder, round_id=r.round_id, player=player, rank=rank, field_size=r.field_size,
+                        performance=mu + rng.normal(0.0, 200.0), mu_before=mu, sigma_before=sigma,
+                        mu_after=mu + rng.normal(0.0, 20.0), sigma_after=sigma * 0.97,
+                        display_rating=mu - 2.0 * sigma, tier=None, rounds_played=int(rng.integers(1, 100)),
+                        occurred_at=r.occurred_at)
+
+
+def encode(rounds: list[RoundResult]) -> Messages:
+    """Every message the contract makes the service move for ``rounds``, encoded before timing.
+
+    A fan-out message carries its partition's players with their performance and rank (the
+    shape of the service's PlayerUpdate batch)."""
+    rng = np.random.default_rng(0)
+    out = Messages([], [], [])
+    for r in rounds:
+        out.rounds.append((r.ladder.encode(), r.to_json().encode()))
+        players = [s.player for s in r.standings]
+        ranks = [s.rank for s in r.standings]
+        for partition, rows in group_by_partition(players, PARTITIONS).items():
+            body = {"round_id": r.round_id, "ladder": r.ladder, "seq": 1, "occurred_at": r.occurred_at,
+                    "field_size": r.field_size, "partition": partition,
+                    "players": [players[i] for i in rows], "ranks": [ranks[i] for i in rows],
+                    "performance": rng.normal(1500.0, 300.0, len(rows)).tolist()}
+            out.fanouts.append((players[rows[0]].encode(), json.dumps(body).encode()))
+        for player, rank in zip(players, ranks):
+            out.events.append((player.encode(), change(r, player, rank, rng).to_json().encode()))
+    return out
+
+
+async def kafka_floor(bootstrap: str, prefix: str, messages: Messages) -> tuple[float, float]:
+    """Produce every message and consume it back: (wall seconds, this process's CPU seconds)."""
+    topics = {f"{prefix}rounds": messages.rounds, f"{prefix}player-updates": messages.fanouts,
+              f"{prefix}rating-changes": messages.events}
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, linger_ms=LINGER_MS,
+                                max_batch_size=BATCH_BYTES, max_request_size=64 * 1024 * 1024)
+    consumer = AIOKafkaConsumer(*topics, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                group_id=None, fetch_max_wait_ms=20, max_partition_fetch_bytes=BATCH_BYTES)
+    await producer.start()
+    await consumer.start()
+    try:
+        cpu, started = time.process_time(), time.perf_counter()
+        sends = [await producer.send(topic, value, key=key) for topic, batch in topics.items() for key, value in batch]
+        await asyncio.gather(*sends)
+        got = 0
+        deadline = time.monotonic() + CONSUME_TIMEOUT_S
+        while got < messages.count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read {got} of {messages.count} messages back")
+            records = await consumer.getmany(timeout_ms=100, max_records=100_000)
+            got += sum(len(batch) for batch in records.values())
+        return time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        await producer.stop()
+        await consumer.stop()
+
+
+async def redis_floor(url: str, rounds: list[RoundResult], messages: Messages, tag: str) -> tuple[float, float]:
+    """Write the mandated per-player and per-round state: (wall seconds, this process's CPU seconds)."""
+    client = aioredis.Redis.from_url(url)
+    use_hiredis_packing(client)
+    state = b"s" * STATE_BYTES
+    events = iter(value for _, value in messages.events)
+    try:
+        cpu, started = time.process_time(), time.perf_counter()
+        for r in rounds:
+            ladder = f"{r.ladder}{tag}"
+            players = [s.player for s in r.standings]
+            for first in range(0, len(players), PLAYERS_PER_PIPELINE):
+                chunk = players[first:first + PLAYERS_PER_PIPELINE]
+                changes = [next(events) for _ in chunk]
+                pipe = client.pipeline(transaction=False)
+                for player, event in zip(chunk, changes):
+                    pipe.hset(keys.player(ladder, player), mapping={
+                        "last_seq": 7, "mu": "1512.3456789012345", "sigma": "118.12345678901234", "rounds": 12,
+                        "last_round": r.round_id, "last_time": "1763800000.0", "display_rating": "1276.1098",
+                        "tier": "", "state": state})
+                    history = keys.history(ladder, player)
+                    pipe.rpush(history, event)
+                    pipe.ltrim(history, -HISTORY_LENGTH, -1)
+                pipe.zadd(keys.leaderboard(ladder), {p: 1276.1098 + i for i, p in enumerate(chunk)})
+                pipe.hset(keys.round_results(ladder, r.round_id), mapping=dict(zip(chunk, changes)))
+                await pipe.execute()
+            await client.hset(keys.round_record(ladder, r.round_id), mapping={"status": "rated", "pending": 0})
+        return time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        await client.aclose()
+
+
+def measure(stack: LocalStack, size: int, run: int) -> Floor:
+    rounds = list(synthetic_rounds(n_players=POOL[size], n_rounds=ROUNDS[size], round_size=size, seed=size,
+                                   ladder=f"floor{size}"))
+    participations = sum(r.field_size for r in rounds)
+    started = time.perf_counter()
+    replay(rounds, preset("mmr"), keep_rounds=False)
+    replay_s = time.perf_counter() - started
+
+    messages = encode(rounds)
+    prefix = f"floor{size}-{run}-"
+    ensure_topics(stack.bootstrap, {f"{prefix}{name}": PARTITIONS for name in ("rounds", "player-updates", "rating-changes")})
+    assert stack.broker.process is not None
+    broker_before = process_cpu_s(stack.broker.process.pid)
+    kafka_s, kafka_cpu = asyncio.run(kafka_floor(stack.bootstrap, prefix, messages))
+    broker_cpu = process_cpu_s(stack.broker.process.pid) - broker_before
+
+    admin = redis.Redis.from_url(stack.redis_url)
+    server_before = redis_cpu_s(admin)
+    redis_s, redis_cpu = asyncio.run(redis_floor(stack.redis_url, rounds, messages, f"-{run}"))
+    server_cpu = redis_cpu_s(admin) - server_before
+    admin.close()
+    return Floor(size, participations, messages.count, replay_s, kafka_s, kafka_cpu, broker_cpu, redis_s,
+                 server_cpu, redis_cpu)
+
+
+def median(runs: list[Floor]) -> Floor:
+    """Field-wise medians of repeated runs of one size."""
+    fields = [name for name in Floor.__dataclass_fields__ if name not in ("size", "participations", "messages")]
+    first = runs[0]
+    return Floor(first.size, first.participations, first.messages,
+                 *(statistics.median(getattr(r, name) for r in runs) for name in fields))
+
+
+def table(floors: list[Floor]) -> list[str]:
+    rows = ["| players/round | rounds | participations | messages | replay µs/part. | Kafka floor: wall | "
+            "broker CPU | Kafka client CPU | Redis floor: server CPU | Redis wall | Redis client CPU | "
+            "floor µs/part. | floor / replay |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for f in floors:
+        p = f.per_part
+        rows.append(f"| {f.size:,} | {ROUNDS[f.size]:,} | {f.participations:,} | {f.messages:,} | {p(f.replay_s):.1f} | "
+                    f"{p(f.kafka_s):.1f} | {p(f.broker_cpu_s):.1f} | {p(f.kafka_client_cpu_s):.1f} | "
+                    f"{p(f.redis_server_cpu_s):.1f} | {p(f.redis_s):.1f} | {p(f.redis_client_cpu_s):.1f} | "
+                    f"{p(f.floor_s):.1f} | **{f.floor_s / f.replay_s:.1f}x** |")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,1000,10000", help="round sizes among 10, 1000, 10000")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per size (interleaved; medians shown)")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds per size instead of the defaults (smoke runs)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    unknown = [s for s in sizes if s not in ROUNDS]
+    if unknown:
+        parser.error(f"--sizes: {unknown} not among {sorted(ROUNDS)}")
+    if args.rounds:
+        ROUNDS.update({s: args.rounds for s in sizes})
+    runs: dict[int, list[Floor]] = {s: [] for s in sizes}
+    with LocalStack() as stack:
+        for run in range(args.repeat):
+            for size in sizes:
+                runs[size].append(measure(stack, size, run))
+                print(f"run {run + 1}, {size}-player rounds done", file=sys.stderr)
+    print(f"\nµs per participation; {args.repeat} run(s) per size, medians; 2 x replay is the issue's aim\n")
+    print("\n".join(table([median(runs[s]) for s in sizes])))
+
+
+if __name__ == "__main__":
+    main()
