@@ -15,7 +15,8 @@ re-reads the players once those are ``rated`` (or every ``barrier_full_check_s``
 The wait is a bounded exponential backoff between checks; it never gives up (proceeding
 would break the equality with replay) but logs a warning every ``barrier_warn_s``, and after
 ``sweep_timeout_s`` asks the caller to re-drive the rounds still holding it (re-send their
-stored fan-out: lost or stuck player updates then complete; re-sends are idempotent).
+stored fan-out: lost or stuck player updates then complete; re-sends are idempotent), then again
+after twice as long each time (up to ``2**sweep_backoff_doublings`` times the first wait).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
     started = time.monotonic()
     delay = settings.barrier_poll_s
     next_warning = started + settings.barrier_warn_s
-    next_redrive = started + settings.sweep_timeout_s
+    redrive_period = settings.sweep_timeout_s
+    next_redrive = started + redrive_period
     priors = first if first is not None else await store.load_priors(ladder, players, seq)
     position = {player: i for i, player in enumerate(players)} if priors.blocked else {}
     blocked, rounds = priors.blocked, await _rounds_to_watch(store, settings, ladder, priors)
@@ -57,7 +59,10 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
             next_warning = now + settings.barrier_warn_s
         if redrive is not None and now >= next_redrive:
             await redrive(blocked)
-            next_redrive = now + settings.sweep_timeout_s
+            # each further re-drive waits twice as long (see sweeper.py: no re-sends piling onto a backlog)
+            redrive_period = min(redrive_period * 2.0,
+                                 settings.sweep_timeout_s * 2.0 ** max(0, settings.sweep_backoff_doublings))
+            next_redrive = now + redrive_period
         await asyncio.sleep(delay)
         delay = min(delay * 2.0, settings.barrier_max_poll_s)
         if rounds and time.monotonic() < next_full_check and not await _all_rated(store, ladder, rounds):

@@ -7,7 +7,11 @@ when every participant's RatingChange was acknowledged by the broker (``confirm_
 before the send, or faust-streaming acking buffered events of a stale generation during a
 rebalance without handing them to the agent, seen in tests/faults/test_takeover.py). Each worker runs :func:`sweep` every
 SWEEP_INTERVAL_S (a Faust timer); rounds past their due time are claimed atomically (one
-worker re-drives a round once per SWEEP_TIMEOUT_S) and re-driven idempotently:
+worker re-drives a round once per period) and re-driven idempotently. The period is SWEEP_TIMEOUT_S
+after registration and after the first re-drive, then doubles with each re-drive of the round (up to
+2^SWEEP_BACKOFF_DOUBLINGS times): a round late only because the service is saturated, its messages
+still queued behind a backlog, is re-sent a few times rather than every period, so re-drives do not
+pile work onto an overloaded service, while a lost message is still re-driven after SWEEP_TIMEOUT_S:
 
 * ``pending`` or ``rated`` with unconfirmed events: its stored fan-out is re-sent; phase two
   applies the players still missing and re-emits the others' events from the stored results.
@@ -49,8 +53,8 @@ class SweepReport:
 async def sweep(ctx: PipelineContext) -> SweepReport:
     """Claim and re-drive every round past its due time (see the module docstring)."""
     now = time.time()
-    due = await ctx.store.claim_due_rounds(now=now, next_due=now + ctx.settings.sweep_timeout_s,
-                                           limit=ROUNDS_PER_LADDER)
+    due = await ctx.store.claim_due_rounds(now=now, period=ctx.settings.sweep_timeout_s,
+                                           max_doublings=max(0, ctx.settings.sweep_backoff_doublings), limit=ROUNDS_PER_LADDER)
     resent: list[tuple[str, str]] = []
     completed: list[tuple[str, str]] = []
     messages: list[FanOutMessage] = []

@@ -324,12 +324,13 @@ class Store:
         body = await self.client.hget(keys.round_record(ladder, round_id), "body")
         return None if body is None else as_bytes(body)
 
-    async def claim_due_rounds(self, *, now: float, next_due: float, limit: int) -> list[DueRound]:
+    async def claim_due_rounds(self, *, now: float, period: float, max_doublings: int, limit: int) -> list[DueRound]:
         """Claim every ladder's incomplete rounds past their due time (at most ``limit`` per ladder).
 
-        Claiming moves a round's due time to ``next_due`` atomically, so concurrent sweepers
-        re-drive a round once per period; rated rounds found in the ledger are dropped from it.
-        Ordered by (ladder, seq): earlier rounds of a ladder are re-driven first.
+        Claiming moves a round's due time ahead atomically, so concurrent sweepers re-drive a round
+        once per period; the period doubles with each re-drive of the round (``period`` after the
+        first, at most ``period * 2**max_doublings``: claim_due_rounds.lua). Rated rounds found in
+        the ledger are dropped from it. Ordered by (ladder, seq): earlier rounds of a ladder first.
         """
         ladders = sorted(as_text(m) for m in await self.client.smembers(keys.ladders()))
         if not ladders:
@@ -345,7 +346,7 @@ class Store:
             for ladder, ids in candidates:
                 self._eval(pipe, "claim_due_rounds",
                            [keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r) for r in ids)],
-                           [encode_float(now), encode_float(next_due), *ids])
+                           [encode_float(now), encode_float(period), max_doublings, *ids])
 
         due: list[DueRound] = []
         for (ladder, _), flat in zip(candidates, await self._run(build)):

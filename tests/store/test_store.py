@@ -192,3 +192,20 @@ def test_on_a_real_cluster_the_keys_spread_over_the_nodes(redis_cluster_url: str
         sizes.append(client.dbsize())
         client.close()
     assert sum(size > 0 for size in sizes) == len(redis_cluster.nodes), sizes  # 80 player keys: every node holds some
+
+
+def test_a_round_is_re_driven_less_and_less_often(target: Target) -> None:
+    async def body(store: Store) -> list[tuple[float, list[str], float | None]]:
+        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2,
+                                   due_at=100.0)
+        seen = []
+        for now in (99.0, 100.0, 105.0, 110.0, 125.0, 130.0, 170.0, 210.0):
+            claimed = await store.claim_due_rounds(now=now, period=10.0, max_doublings=2, limit=10)
+            due = await store.client.zscore(keys.incomplete_rounds("L"), "r1")
+            seen.append((now, [d.round_id for d in claimed], due))
+        return seen
+
+    # due at 100; re-driven at 100 (next in 10 s), 110 (20 s), 130 (40 s), 170 (40 s: at most 2^2 x 10 s)
+    assert run(target, body) == [
+        (99.0, [], 100.0), (100.0, ["r1"], 110.0), (105.0, [], 110.0), (110.0, ["r1"], 130.0),
+        (125.0, [], 130.0), (130.0, ["r1"], 170.0), (170.0, ["r1"], 210.0), (210.0, ["r1"], 250.0)]
