@@ -13,12 +13,15 @@ same rounds, and times ``stream.batch.replay`` of them in the same run:
   ``getmany``; wall time from the first send to the last message read, plus the broker's and this
   process's CPU. The pipeline's ordering (fan-out after the round, events after the fan-out) is
   ignored: a lower bound.
+* **Kafka floor, C client** (when ``confluent_kafka`` is installed: ``pip install confluent-kafka``):
+  the same messages through librdkafka, to show how much of the Kafka floor is aiokafka's Python.
+  The service cannot use it as is (Faust speaks aiokafka), but a producer of events could.
 * **Redis floor**: the mandated writes as plain commands in pipelines of ~1,000 players (no reads,
   no Lua, no idempotency checks), packed by hiredis; redis-server's CPU (INFO) is the part no
   client can remove; wall time and client CPU are shown too.
 * **floor**: max(Kafka wall, Redis server CPU) per participation (the two can overlap on 2 cores),
   and its ratio to replay: above 2 means no implementation on this stack and machine can be within
-  2x of replay.
+  2x of replay. **Redis server CPU / replay** alone is the bound no Kafka client can lower.
 
 Usage: python bench/floor.py [--sizes 10,1000,10000] [--repeat 1]
 Prints Markdown tables (BENCHMARKS.md, Pipeline, "Floor").
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
 import sys
@@ -90,6 +94,8 @@ class Floor:
     kafka_s: float
     kafka_client_cpu_s: float
     broker_cpu_s: float
+    c_kafka_s: float
+    """The Kafka floor through librdkafka (NaN when confluent_kafka is not installed)."""
     redis_s: float
     redis_server_cpu_s: float
     redis_client_cpu_s: float
@@ -199,6 +205,44 @@ async def redis_floor(url: str, rounds: list[RoundResult], messages: Messages, t
         await client.aclose()
 
 
+def c_kafka_floor(bootstrap: str, prefix: str, messages: Messages) -> float:
+    """The Kafka floor through librdkafka (confluent_kafka): wall seconds, or NaN if not installed."""
+    try:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    except ImportError:
+        return math.nan
+    topics = {f"{prefix}rounds": messages.rounds, f"{prefix}player-updates": messages.fanouts,
+              f"{prefix}rating-changes": messages.events}
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": ACKS, "linger.ms": LINGER_MS,
+                         "batch.size": BATCH_BYTES, "queue.buffering.max.messages": 1_000_000})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}floor", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 20})
+    # partitions assigned, no group join (the embedded broker answers a JoinGroup only after seconds)
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for topic in topics
+                     for partition in range(PARTITIONS)])
+    try:
+        warm = 0  # connections, metadata and fetch positions settled before the clock starts
+        for topic in topics:
+            producer.produce(topic, b"warm-up", b"warm-up")
+        producer.flush()
+        deadline = time.monotonic() + CONSUME_TIMEOUT_S
+        while warm < len(topics) and time.monotonic() < deadline:
+            warm += sum(1 for m in consumer.consume(num_messages=10, timeout=0.1) if m.error() is None)
+        started = time.perf_counter()
+        for topic, batch in topics.items():
+            for key, value in batch:
+                producer.produce(topic, value, key)
+        producer.flush()
+        got, deadline = 0, time.monotonic() + CONSUME_TIMEOUT_S
+        while got < messages.count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"librdkafka read {got} of {messages.count} messages back")
+            got += sum(1 for m in consumer.consume(num_messages=100_000, timeout=0.1) if m.error() is None)
+        return time.perf_counter() - started
+    finally:
+        consumer.close()
+
+
 def measure(stack: LocalStack, size: int, run: int) -> Floor:
     rounds = list(synthetic_rounds(n_players=POOL[size], n_rounds=ROUNDS[size], round_size=size, seed=size,
                                    ladder=f"floor{size}"))
@@ -214,13 +258,16 @@ def measure(stack: LocalStack, size: int, run: int) -> Floor:
     broker_before = process_cpu_s(stack.broker.process.pid)
     kafka_s, kafka_cpu = asyncio.run(kafka_floor(stack.bootstrap, prefix, messages))
     broker_cpu = process_cpu_s(stack.broker.process.pid) - broker_before
+    c_prefix = f"c-{prefix}"
+    ensure_topics(stack.bootstrap, {f"{c_prefix}{name}": PARTITIONS for name in ("rounds", "player-updates", "rating-changes")})
+    c_kafka_s = c_kafka_floor(stack.bootstrap, c_prefix, messages)
 
     admin = redis.Redis.from_url(stack.redis_url)
     server_before = redis_cpu_s(admin)
     redis_s, redis_cpu = asyncio.run(redis_floor(stack.redis_url, rounds, messages, f"-{run}"))
     server_cpu = redis_cpu_s(admin) - server_before
     admin.close()
-    return Floor(size, participations, messages.count, replay_s, kafka_s, kafka_cpu, broker_cpu, redis_s,
+    return Floor(size, participations, messages.count, replay_s, kafka_s, kafka_cpu, broker_cpu, c_kafka_s, redis_s,
                  server_cpu, redis_cpu)
 
 
@@ -234,15 +281,16 @@ def median(runs: list[Floor]) -> Floor:
 
 def table(floors: list[Floor]) -> list[str]:
     rows = ["| players/round | rounds | participations | messages | replay µs/part. | Kafka floor: wall | "
-            "broker CPU | Kafka client CPU | Redis floor: server CPU | Redis wall | Redis client CPU | "
-            "floor µs/part. | floor / replay |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "broker CPU | Kafka client CPU | Kafka floor, C client: wall | Redis floor: server CPU | Redis wall | "
+            "Redis client CPU | floor µs/part. | floor / replay | Redis server CPU / replay |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in floors:
         p = f.per_part
         rows.append(f"| {f.size:,} | {ROUNDS[f.size]:,} | {f.participations:,} | {f.messages:,} | {p(f.replay_s):.1f} | "
-                    f"{p(f.kafka_s):.1f} | {p(f.broker_cpu_s):.1f} | {p(f.kafka_client_cpu_s):.1f} | "
+                    f"{p(f.kafka_s):.1f} | {p(f.broker_cpu_s):.1f} | {p(f.kafka_client_cpu_s):.1f} | {p(f.c_kafka_s):.1f} | "
                     f"{p(f.redis_server_cpu_s):.1f} | {p(f.redis_s):.1f} | {p(f.redis_client_cpu_s):.1f} | "
-                    f"{p(f.floor_s):.1f} | **{f.floor_s / f.replay_s:.1f}x** |")
+                    f"{p(f.floor_s):.1f} | **{f.floor_s / f.replay_s:.1f}x** | "
+                    f"**{f.redis_server_cpu_s / f.replay_s:.1f}x** |")
     return rows
 
 

@@ -23,5 +23,5 @@ def test_floor_bench_moves_every_mandated_message_and_reports_ratios() -> None:
     assert (size, rounds, participations) == (10, 3, 30)
     # per round: the round itself, one fan-out per partition holding some of its 10 players (1 to 4), 10 events
     assert 3 + 3 + 30 <= messages <= 3 + 12 + 30
-    figures = [float(c.rstrip("x")) for c in cells[4:]]
+    figures = [float(c.rstrip("x")) for c in cells[4:]]  # confluent_kafka is in the test extra: no "nan"
     assert all(value >= 0 for value in figures) and figures[-1] > 0
