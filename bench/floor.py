@@ -48,6 +48,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from pipeline import POOL  # noqa: E402
+from pipeline import ROUNDS as PIPELINE_ROUNDS  # noqa: E402
 from redis_stats import redis_cpu_s  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
@@ -60,9 +62,8 @@ from stream.stack.topics import ensure_topics  # noqa: E402
 from stream.store import keys  # noqa: E402
 from stream.store.packing import use_hiredis_packing  # noqa: E402
 
-#: rounds per size and player pools: those of bench/pipeline.py's throughput run
-ROUNDS = {10: 400, 1_000: 40, 10_000: 8}
-POOL = {10: 2_000, 1_000: 2_000, 10_000: 20_000}
+ROUNDS = {size: burst for size, (burst, _) in PIPELINE_ROUNDS.items()}
+"""Rounds per size: those of bench/pipeline.py's throughput run (with its player pools, POOL)."""
 PARTITIONS = 4
 LINGER_MS = 5
 PLAYERS_PER_PIPELINE = 1_000
