@@ -1,0 +1,91 @@
+"""The embedded broker's cost per message as its log grows (why throughput falls past the ceiling).
+
+Sends small acknowledged produce requests (``--per-request`` messages of 300 bytes, awaited, as
+the workers send a small round's events) to one 4-partition topic of a fresh embedded Tansu broker
+and reads them back, in chunks of ``--chunk`` messages; per chunk it prints the rate and the
+broker's CPU per message against the log's size. The first chunk is the reference: a broker
+whose cost does not depend on the log would show flat figures.
+
+Usage: python bench/broker_growth.py [--chunks 10] [--chunk 10000] [--per-request 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from stream.stack.local import LocalStack  # noqa: E402
+from stream.stack.topics import ensure_topics  # noqa: E402
+
+TOPIC = "growth"
+PARTITIONS = 4
+VALUE = b"x" * 300
+READ_TIMEOUT_S = 120.0
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run(stack: LocalStack, chunks: int, chunk: int, per_request: int) -> list[tuple[int, float, float]]:
+    """(log size after the chunk, messages/s, broker CPU µs per message) per chunk."""
+    assert stack.broker.process is not None
+    pid = stack.broker.process.pid
+    producer = AIOKafkaProducer(bootstrap_servers=stack.bootstrap, acks="all")
+    consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=stack.bootstrap, auto_offset_reset="earliest",
+                                group_id=None, fetch_max_wait_ms=20)
+    await producer.start()
+    await consumer.start()
+    out = []
+    try:
+        for index in range(chunks):
+            started, cpu = time.perf_counter(), process_cpu_s(pid)
+            for request in range(chunk // per_request):
+                sends = [await producer.send(TOPIC, VALUE, key=b"k%d" % (request * per_request + i))
+                         for i in range(per_request)]
+                await asyncio.gather(*sends)
+            got, deadline = 0, time.monotonic() + READ_TIMEOUT_S
+            while got < chunk // per_request * per_request:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"read {got} messages of chunk {index}")
+                records = await consumer.getmany(timeout_ms=200, max_records=100_000)
+                got += sum(len(batch) for batch in records.values())
+            elapsed = time.perf_counter() - started
+            out.append(((index + 1) * got, got / elapsed, (process_cpu_s(pid) - cpu) / got * 1e6))
+            print(f"chunk {index + 1}/{chunks} done", file=sys.stderr)
+    finally:
+        await producer.stop()
+        await consumer.stop()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=10)
+    parser.add_argument("--chunk", type=int, default=10_000, help="messages per chunk")
+    parser.add_argument("--per-request", type=int, default=5, help="messages per awaited produce request")
+    args = parser.parse_args()
+    with LocalStack() as stack:
+        ensure_topics(stack.bootstrap, {TOPIC: PARTITIONS})
+        rows = asyncio.run(run(stack, args.chunks, args.chunk, args.per_request))
+    first_rate, first_cpu = rows[0][1], rows[0][2]
+    print("\n| log size (messages) | messages/s | broker CPU µs/message | CPU vs first chunk |")
+    print("|---:|---:|---:|---:|")
+    for size, rate, cpu in rows:
+        print(f"| {size:,} | {rate:,.0f} | {cpu:.0f} | {cpu / first_cpu:.1f}x |")
+    print(f"\nlast chunk: {rows[-1][1] / first_rate:.2f}x the first chunk's rate")
+
+
+if __name__ == "__main__":
+    main()
