@@ -75,8 +75,9 @@ def stop_child(child: subprocess.Popen[bytes]) -> None:
 def start_child(args: list[str], env: dict[str, str], log_path: str) -> subprocess.Popen[bytes]:
     """``stream <args>`` as a subprocess with the given environment added; output to ``log_path``."""
     with open(log_path, "ab") as log:
+        # own session: a terminal's Ctrl-C reaches only `stream stack`, which stops its children in order
         return subprocess.Popen([sys.executable, "-m", "stream", *args], env={**os.environ, **env},
-                                stdout=log, stderr=subprocess.STDOUT)
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iterator[RoundResult]:
@@ -145,7 +146,7 @@ def stack(
     """Run a private Kafka-protocol broker and redis-server (and with --demo a worker + demo stream)."""
     settings = Settings.from_env()
     state_file = stack_state_path()
-    run = StackRun(LocalStack.on_ports(kafka_port, redis_port))
+    run = StackRun(LocalStack.on_ports(kafka_port, redis_port, detached=True))
     logs = state_file.parent / f"{state_file.stem}-logs"  # kept after exit, for post-mortems
     run.stack.broker.workdir = logs
     stopping = threading.Event()

@@ -58,6 +58,9 @@ class TansuBroker:
     workdir: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _own_workdir: bool = field(default=False, repr=False)
+    detached: bool = False
+    """Run in its own process session: a terminal's Ctrl-C (SIGINT to the foreground process
+    group) then reaches only the parent, which stops the broker after its clients."""
 
     @property
     def bootstrap(self) -> str:
@@ -87,7 +90,8 @@ class TansuBroker:
         ]
         assert self.log_path is not None
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                            start_new_session=self.detached)
         try:
             wait_for_port(self.port, timeout_s=ready_timeout_s)
             wait_until_ready(self.bootstrap, timeout_s=ready_timeout_s)

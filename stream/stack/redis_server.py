@@ -43,6 +43,8 @@ class RedisServer:
     config: Sequence[str] = ()
     tls: bool = False
     binary: str | None = None
+    detached: bool = False
+    """Run in its own process session (see ``TansuBroker.detached``)."""
 
     @property
     def url(self) -> str:
@@ -62,7 +64,8 @@ class RedisServer:
             self.workdir = Path(tempfile.mkdtemp(prefix="ems-redis-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.workdir / CONSOLE_FILE, "ab") as console:  # config errors go there, not to the log
-            self.process = subprocess.Popen(self._command(binary, self.workdir), stdout=console, stderr=console)
+            self.process = subprocess.Popen(self._command(binary, self.workdir), stdout=console, stderr=console,
+                                            start_new_session=self.detached)
         self._wait_listening(binary, self.workdir)
         return self
 

@@ -1,4 +1,4 @@
-"""``stream stack`` (no demo) as a real subprocess: state file, topics, env fallback, clean Ctrl-C."""
+"""``stream stack`` as a real subprocess: state file, topics, env fallback, clean Ctrl-C, and the demo (rated rounds, clean stop)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,46 @@ def test_stale_state_file_is_ignored(tmp_path: Path) -> None:
     assert running_stack_env({"STACK_STATE_FILE": str(state_file)}) == {}
     state_file.write_text(json.dumps({"pid": os.getpid(), "env": {"KAFKA_BOOTSTRAP": "127.0.0.1:1", "OTHER": "x"}}))
     assert running_stack_env({"STACK_STATE_FILE": str(state_file)}) == {"KAFKA_BOOTSTRAP": "127.0.0.1:1"}
+
+
+def test_demo_rates_rounds_and_a_terminal_ctrl_c_stops_it_cleanly(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal signals the whole foreground process group: the services run in their
+    own sessions, so only ``stream stack`` gets it and stops the worker before the broker and
+    Redis it uses (no connection errors while the worker shuts down), then exits 0."""
+    from stream.stack.ports import free_port
+    from stream.store import keys
+
+    state_file = tmp_path / "stack.json"
+    env = {**os.environ, "STACK_STATE_FILE": str(state_file)}
+    for name in ("KAFKA_BOOTSTRAP", "REDIS_URL", "TOPIC_PREFIX"):
+        env.pop(name, None)
+    proc = subprocess.Popen([sys.executable, "-m", "stream", "stack", "--demo", "--demo-rate", "20",
+                             "--web-port", str(free_port())], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    rated = 0
+    try:
+        deadline = time.monotonic() + START_DEADLINE_S
+        while not state_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert state_file.exists(), proc.stdout.read().decode() if proc.poll() is not None else "no state file"
+        state = json.loads(state_file.read_text())
+        client = redis.Redis.from_url(state["env"]["REDIS_URL"])
+        while rated < 5 and time.monotonic() < deadline:
+            rated = int(client.hget(keys.ladder("default"), "rounds_rated") or 0)
+            time.sleep(0.5)
+        client.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        try:
+            out, _ = proc.communicate(timeout=STOP_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+    text = out.decode()
+    assert rated >= 5, text
+    assert proc.returncode == 0, text
+    worker_log = Path(state["logs"]) / "worker.log"
+    errors = [line for line in worker_log.read_text().splitlines() if "[ERROR]" in line]
+    assert errors == [], errors[:5]
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis.from_url(state["env"]["REDIS_URL"], socket_connect_timeout=1).ping()
