@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -23,20 +24,42 @@ START_DEADLINE_S = 60.0
 STOP_DEADLINE_S = 30.0
 
 
+def start_stack(state_file: Path, *args: str, **env_extra: str) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """``stream stack <args>`` in its own process group, with no Kafka/Redis in its environment;
+    returns once its state file exists (the process and the state)."""
+    env = {**os.environ, "STACK_STATE_FILE": str(state_file), **env_extra}
+    for name in ("KAFKA_BOOTSTRAP", "REDIS_URL", "TOPIC_PREFIX"):
+        env.pop(name, None)
+    proc = subprocess.Popen([sys.executable, "-m", "stream", "stack", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + START_DEADLINE_S
+    while not state_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    if not state_file.exists():
+        stop_stack(proc, group=True)
+        raise AssertionError(proc.stdout.read().decode() if proc.stdout else "no state file")
+    return proc, json.loads(state_file.read_text())
+
+
+def stop_stack(proc: subprocess.Popen[bytes], *, group: bool) -> str:
+    """SIGINT to the process (``group``: to its whole process group, as a terminal's Ctrl-C);
+    its output once it has exited (SIGKILL to the group after STOP_DEADLINE_S)."""
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=STOP_DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    return out.decode()
+
+
 def test_stack_command_runs_records_its_addresses_and_cleans_up(tmp_path: Path) -> None:
     state_file = tmp_path / "stack.json"
-    env = {**os.environ, "STACK_STATE_FILE": str(state_file), "PARTITIONS": "3"}
-    env.pop("KAFKA_BOOTSTRAP", None)
-    env.pop("REDIS_URL", None)
-    env.pop("TOPIC_PREFIX", None)
-    proc = subprocess.Popen([sys.executable, "-m", "stream", "stack"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc, state = start_stack(state_file, PARTITIONS="3")
     try:
-        deadline = time.monotonic() + START_DEADLINE_S
-        while not state_file.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert state_file.exists(), proc.stdout.read().decode() if proc.poll() is not None else "no state file"
-        state = json.loads(state_file.read_text())
         assert state["pid"] == proc.pid
 
         # Another command with KAFKA_BOOTSTRAP / REDIS_URL unset finds the stack through the state file.
@@ -48,13 +71,7 @@ def test_stack_command_runs_records_its_addresses_and_cleans_up(tmp_path: Path) 
         # The service topics exist with PARTITIONS partitions (ensure_topics leaves them as they are).
         assert ensure_topics(found["KAFKA_BOOTSTRAP"], {"rounds": 1, "rating-changes": 1}) == {"rounds": 3, "rating-changes": 3}
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=STOP_DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-    text = out.decode()
+        text = stop_stack(proc, group=False)
     assert proc.returncode == 0, text
     assert f"export KAFKA_BOOTSTRAP={state['env']['KAFKA_BOOTSTRAP']}" in text
     assert not state_file.exists()
@@ -80,33 +97,17 @@ def test_demo_rates_rounds_and_a_terminal_ctrl_c_stops_it_cleanly(tmp_path: Path
     from stream.stack.ports import free_port
     from stream.store import keys
 
-    state_file = tmp_path / "stack.json"
-    env = {**os.environ, "STACK_STATE_FILE": str(state_file)}
-    for name in ("KAFKA_BOOTSTRAP", "REDIS_URL", "TOPIC_PREFIX"):
-        env.pop(name, None)
-    proc = subprocess.Popen([sys.executable, "-m", "stream", "stack", "--demo", "--demo-rate", "20",
-                             "--web-port", str(free_port())], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc, state = start_stack(tmp_path / "stack.json", "--demo", "--demo-rate", "20", "--web-port", str(free_port()))
     rated = 0
     try:
         deadline = time.monotonic() + START_DEADLINE_S
-        while not state_file.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert state_file.exists(), proc.stdout.read().decode() if proc.poll() is not None else "no state file"
-        state = json.loads(state_file.read_text())
         client = redis.Redis.from_url(state["env"]["REDIS_URL"])
         while rated < 5 and time.monotonic() < deadline:
             rated = int(client.hget(keys.ladder("default"), "rounds_rated") or 0)
             time.sleep(0.5)
         client.close()
     finally:
-        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-        try:
-            out, _ = proc.communicate(timeout=STOP_DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-    text = out.decode()
+        text = stop_stack(proc, group=True)  # what a terminal's Ctrl-C does
     assert rated >= 5, text
     assert proc.returncode == 0, text
     worker_log = Path(state["logs"]) / "worker.log"
