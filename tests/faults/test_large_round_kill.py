@@ -1,14 +1,16 @@
 """kill -9 of the only worker in the middle of a 20,000-player round, then a restart.
 
 Small rounds before and after share players with the large one (so later rounds wait on it
-at the barrier). The worker is SIGKILLed once the large round's fan-out is stored and some,
-but not all, of its players are applied (or, if the poll misses that window, while the round
-is still pending). The restarted worker finishes it: Redis equals replay, every event present.
+at the barrier). The worker is SIGKILLed as soon as the large round's fan-out is stored, while
+its phase two runs (the round still pending; phase two rates a batch in one engine call and
+writes it in one round trip, so a "some players applied" window is too short to aim at from
+outside). The restarted worker finishes it: Redis equals replay, every event present.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -24,8 +26,9 @@ from stream.store import keys
 pytestmark = pytest.mark.integration
 
 LARGE = 20_000
-SAMPLE = 400
 SMALL_BEFORE, SMALL_AFTER = 10, 10
+FANOUT_DEADLINE_S = 120.0
+"""Bound on the wait for the large round's fan-out (not a performance assertion)."""
 
 
 def stream_with_a_large_round() -> list[dict]:
@@ -48,26 +51,19 @@ def test_kill_9_in_the_middle_of_a_large_round(local_stack, stack_redis_url: str
     ensure(Settings.from_env(env))
     workers = [harness.Worker(env, tmp_path / "worker.log").start()]
     client = redis.Redis.from_url(stack_redis_url)
-    sample = [keys.player("big", s["player"]) for s in rounds[SMALL_BEFORE]["standings"][:: LARGE // SAMPLE]]
     record = keys.round_record("big", "large")
-
-    def applied() -> int:
-        pipe = client.pipeline(transaction=False)
-        for key in sample:
-            pipe.hget(key, "last_round")
-        return sum(v == b"large" for v in pipe.execute())
 
     try:
         harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", rounds)
-        faults_h.wait_until(lambda: client.hget(record, "status") == b"pending", "the large round's fan-out",
-                            logs=workers[0].log)
-        while client.hget(record, "status") == b"pending" and applied() == 0:
-            pass
-        status, partial = client.hget(record, "status"), applied()
+        deadline = time.monotonic() + FANOUT_DEADLINE_S
+        while client.hget(record, "status") != b"pending":  # busy: the kill must land within phase two
+            assert workers[0].process is not None and workers[0].process.poll() is None, workers[0].log()
+            assert time.monotonic() < deadline, f"no fan-out stored for the large round\n{workers[0].log()}"
         assert workers[0].process is not None
         workers[0].process.kill()
         workers[0].process.wait()
-        assert status == b"pending" and partial < len(sample), "the round finished before the kill: nothing tested"
+        status, left = client.hget(record, "status"), int(client.hget(record, "pending") or 0)
+        assert status == b"pending" and left > 0, "the round finished before the kill: nothing tested"
         workers.append(harness.Worker(env, tmp_path / "restarted.log").start())
         harness.wait_drained(stack_redis_url, harness.expected_rounds(rounds), workers[1:])
         harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
