@@ -1,0 +1,62 @@
+"""Multiplayer Elo over a ranking (Kreimeier, "Rising from the Ranks", seed 002): every pair of a
+round's participants is one encounter, rated from the ratings before the round.
+
+* expectancy of i against j: E_ij = Fermi(mu_i - mu_j) = 1 / (1 + exp(-(mu_i - mu_j) / T)) (the
+  seed's Fermi function of temperature T; the seed's listing passes ``opponent - my``, but its text
+  -- the largest gain for a weak player beating a strong one -- needs ``my - opponent``);
+* result S_ij = 1 (better rank), 0.5 (tie), 0 (worse);
+* change mu_i += max_gain / (n - 1) sum_{j != i} (S_ij - E_ij): each round is worth one
+  encounter's ``max_gain`` whatever its size (the seed's per-encounter gain, averaged over the
+  opponents so big free-for-alls stay on the same scale).
+
+Zero-sum (E_ij + E_ji = S_ij + S_ji = 1), so newcomers entering at ``mu_noob`` keep the mean at
+``mu_noob``.  Ratings only: sigma stays the prior (the seed keeps confidence as a separate count,
+which ``rounds`` is).  No performance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from stream.engine.ratings import ModelParams, ModelRound, Ratings, row_sums, tie_spans
+
+SOURCE = "seed 002: Kreimeier, 'Rising from the Ranks: Rating for Multiplayer Games' (Gamasutra, 2000)"
+
+
+@dataclass(frozen=True, slots=True)
+class EloMultiplayerParams(ModelParams):
+    """``temperature`` T of the Fermi function (400/ln 10 gives chess Elo's scale) and
+    ``max_gain``, the most one round can move a rating."""
+
+    temperature: float = 400.0 / math.log(10.0)
+    max_gain: float = 32.0
+
+    def __post_init__(self) -> None:
+        ModelParams.__post_init__(self)
+        if not (self.temperature > 0 and self.max_gain > 0):
+            raise ValueError("temperature and max_gain must be positive")
+
+
+def expectancy(delta: np.ndarray, temperature: float) -> np.ndarray:
+    """Fermi(delta) = 1 / (1 + exp(-delta / T)), computed as a tanh (no overflow)."""
+    result: np.ndarray = 0.5 + 0.5 * np.tanh(0.5 * delta / temperature)
+    return result
+
+
+def rate_round(before: Ratings, ranks: np.ndarray, params: EloMultiplayerParams, *, weight: float = 1.0,
+               perf_ceiling: float = math.inf) -> ModelRound:
+    """Rate one round (see the module docstring); ``weight`` scales ``max_gain``."""
+    n = len(before)
+    lo, hi = tie_spans(ranks)
+    mu = before.mu
+    score = (n - 1 - hi) + 0.5 * (hi - lo)  # wins + half the ties (oneself excluded)
+
+    def block(rows: slice) -> np.ndarray:
+        return expectancy(mu[rows, None] - mu[None, :], params.temperature)
+
+    expected = row_sums(block, n, n) - 0.5  # oneself: E_ii = 1/2
+    new_mu = mu + weight * params.max_gain / (n - 1) * (score - expected)
+    return ModelRound(Ratings(new_mu, before.sigma.copy(), before.rounds + 1), None)
