@@ -141,6 +141,14 @@ class Metrics:
             pair.add(*pair_metric(mu[keep], ranks[keep]))
             rank.add(*rank_deviation(mu[keep], ranks[keep]))
 
+    def observe_rows(self, round_index: int, rows: np.ndarray, mu: np.ndarray, rounds: np.ndarray,
+                     ranks: np.ndarray) -> None:
+        """:meth:`observe` for participants at table ``rows`` (-1 = never rated) of the columns
+        ``mu`` and ``rounds`` (a ladder's ratings and rounds played)."""
+        seen = rows >= 0
+        at = np.where(seen, rows, 0)
+        self.observe(round_index, np.where(seen, mu[at], 0.0), ranks, np.where(seen, rounds[at], 0))
+
     def summary(self) -> dict[str, float | int]:
         return {
             "pair_all": self.pair_all.mean,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from stream.cli import replay as replay_cmd
+from stream.cli import evaluate as evaluate_cmd
 from stream.cli import publish as publish_cmd
 from stream.cli import stack as stack_cmd
 from stream.cli import tail as tail_cmd
@@ -32,6 +33,7 @@ def _root() -> None:
 
 
 replay_cmd.register(app)
+evaluate_cmd.register(app)
 publish_cmd.register(app)
 stack_cmd.register(app)
 tail_cmd.register(app)

@@ -18,10 +18,10 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.batch import Metrics, SourceError, read_rounds, replay, synthetic_rounds, write_jsonl
-from stream.batch.replay import ReplayResult
+from stream.batch import Metrics, SourceError, read_rounds, synthetic_rounds, write_jsonl
+from stream.batch.models import Replayed, model_names, replay_named
 from stream.contracts import Limits
-from stream.engine import PRESETS, preset
+from stream.engine import PRESETS
 from stream.settings import Settings
 
 EXIT_BAD_INPUT = 2
@@ -39,12 +39,16 @@ def replay_command(
     input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files (0.json, 1.json, ...)")],
     output: Annotated[Path, typer.Option("--output", "-o", help="CSV to write: ladder,player,mu,sigma,rounds")],
     preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = "mmr",
+    model_name: Annotated[str | None, typer.Option("--model", help=f"rating model (default: the --preset's Elo-MMR): {', '.join(model_names())}")] = None,
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
 ) -> None:
     """Replay rounds through the engine in process and write every player's final rating."""
     if preset_name not in PRESETS:
         _fail(f"unknown preset {preset_name!r}; known: {', '.join(PRESETS)}")
+    if model_name is not None and model_name not in model_names():
+        _fail(f"unknown model {model_name!r}; known: {', '.join(model_names())}")
+    name = preset_name if model_name is None else model_name
     if not output.parent.is_dir() or output.is_dir():
         _fail(f"cannot write {output}: parent directory missing or output is a directory")
     settings = Settings.from_env()
@@ -56,14 +60,14 @@ def replay_command(
     loaded = time.perf_counter()
     tracker = Metrics(len(rounds)) if metrics else None
     bar = _progress(len(rounds))
-    result = replay(rounds, preset(preset_name), metrics=tracker, keep_rounds=False,
-                    on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+    result = replay_named(rounds, name, metrics=tracker,
+                          on_round=(lambda _r: bar.update(1)) if bar is not None else None)
     if bar is not None:
         bar.close()
     rated = time.perf_counter()
     players = _write_csv(result, output)
     summary: dict[str, Any] = {
-        "input": str(input), "output": str(output), "preset": preset_name,
+        "input": str(input), "output": str(output), "preset" if model_name is None else "model": name,
         "rounds": len(rounds), "rated": len(rounds) - len(result.skipped), "skipped": len(result.skipped),
         "participations": sum(len(r.standings) for r in rounds if not r.is_outcome_free()),
         "players": players, "load_s": round(loaded - started, 3), "rate_s": round(rated - loaded, 3),
@@ -119,7 +123,7 @@ def _temp_beside(path: Path) -> Path:
     return Path(name)
 
 
-def _write_csv(result: ReplayResult, output: Path) -> int:
+def _write_csv(result: Replayed, output: Path) -> int:
     """Write ladder,player,mu,sigma,rounds (repr floats: full precision) atomically."""
     tmp = _temp_beside(output)
     count = 0

@@ -1,0 +1,158 @@
+"""Batch replay of the rating-only models (:mod:`stream.engine.models`), and one entry point for
+every model name, Elo-MMR presets included (those go through :func:`stream.batch.replay.replay`).
+
+Same rules as the Elo-MMR replay: rounds of each ladder in input order, one vectorised call per
+round, ladders independent, outcome-free rounds skipped and recorded; with ``metrics`` every
+round is scored before its update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from stream.batch.metrics import Metrics
+from stream.batch.replay import replay
+from stream.contracts import RoundResult
+from stream.engine import PRESETS
+from stream.engine.models import MODELS, Model
+from stream.engine.ratings import ModelParams, Ratings
+
+INITIAL_CAPACITY = 1024
+"""Rows allocated for a new ladder; capacity doubles when full."""
+
+
+class Replayed(Protocol):
+    """What every replay returns: final ratings and the skipped rounds."""
+
+    skipped: list[tuple[str, str]]
+
+    def ratings(self) -> Iterator[tuple[str, str, float, float, int]]: ...
+
+
+def model_names() -> list[str]:
+    """Every name ``--model`` accepts: the Elo-MMR presets, then the rating-only models."""
+    return [*PRESETS, *MODELS]
+
+
+@dataclass
+class RatingTable:
+    """Players of one ladder as growable arrays: ``index`` maps player id -> row."""
+
+    params: ModelParams
+    index: dict[str, int] = field(default_factory=dict)
+    mu: np.ndarray = field(default_factory=lambda: np.empty(INITIAL_CAPACITY))
+    sigma: np.ndarray = field(default_factory=lambda: np.empty(INITIAL_CAPACITY))
+    rounds: np.ndarray = field(default_factory=lambda: np.zeros(INITIAL_CAPACITY, dtype=np.int64))
+
+    @property
+    def size(self) -> int:
+        return len(self.index)
+
+    def lookup(self, players: list[str]) -> np.ndarray:
+        """Rows of ``players`` (-1 for players not seen yet), without adding anyone."""
+        get = self.index.get
+        return np.fromiter((get(p, -1) for p in players), dtype=np.int64, count=len(players))
+
+    def rows(self, players: list[str]) -> np.ndarray:
+        """Rows of ``players``; newcomers get the next rows and the prior (mu_noob, sig_noob, 0)."""
+        start = self.size
+        index = self.index
+        rows = np.fromiter((index.setdefault(p, len(index)) for p in players), dtype=np.int64,
+                           count=len(players))
+        stop = self.size
+        if stop > start:
+            if stop > self.mu.shape[0]:
+                self._grow(stop)
+            self.mu[start:stop] = self.params.mu_noob
+            self.sigma[start:stop] = self.params.sig_noob
+            self.rounds[start:stop] = 0
+        return rows
+
+    def gather(self, rows: np.ndarray) -> Ratings:
+        return Ratings(self.mu[rows], self.sigma[rows], self.rounds[rows])
+
+    def scatter(self, rows: np.ndarray, after: Ratings) -> None:
+        self.mu[rows] = after.mu
+        self.sigma[rows] = after.sigma
+        self.rounds[rows] = after.rounds
+
+    def _grow(self, n: int) -> None:
+        cap = self.mu.shape[0]
+        while cap < n:
+            cap *= 2
+        for name in ("mu", "sigma", "rounds"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+
+@dataclass
+class ModelReplay:
+    """Final ratings per ladder of one model's replay, and the skipped rounds."""
+
+    model: Model
+    params: ModelParams
+    ladders: dict[str, RatingTable] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    metrics: Metrics | None = None
+
+    def ratings(self) -> Iterator[tuple[str, str, float, float, int]]:
+        """(ladder, player, mu, sigma, rounds) for every player, ladders in first-seen order."""
+        for name, table in self.ladders.items():
+            n = table.size
+            yield from zip([name] * n, table.index, table.mu[:n].tolist(), table.sigma[:n].tolist(),
+                           table.rounds[:n].tolist())
+
+
+def replay_model(
+    rounds: Iterable[RoundResult],
+    model: Model,
+    params: ModelParams | None = None,
+    *,
+    metrics: Metrics | None = None,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> ModelReplay:
+    """Rate ``rounds`` in order with a rating-only model (default parameters unless given)."""
+    result = ModelReplay(model, model.params if params is None else params, metrics=metrics)
+    for index, rnd in enumerate(rounds):
+        _rate_one(result, index, rnd)
+        if on_round is not None:
+            on_round(rnd)
+    return result
+
+
+def _rate_one(result: ModelReplay, index: int, rnd: RoundResult) -> None:
+    if rnd.is_outcome_free():
+        result.skipped.append((rnd.ladder, rnd.round_id))
+        return
+    table = result.ladders.get(rnd.ladder)
+    if table is None:
+        table = result.ladders[rnd.ladder] = RatingTable(result.params)
+    players = rnd.players()
+    ranks = rnd.ranks()
+    if result.metrics is not None:
+        result.metrics.observe_rows(index, table.lookup(players), table.mu, table.rounds, ranks)
+    rows = table.rows(players)
+    update = result.model.rate_round(table.gather(rows), ranks, result.params, weight=rnd.weight,
+                                     perf_ceiling=rnd.perf_ceiling)
+    table.scatter(rows, update.after)
+
+
+def replay_named(
+    rounds: Sequence[RoundResult],
+    name: str,
+    *,
+    metrics: Metrics | None = None,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> Replayed:
+    """Replay with the named model's defaults: an Elo-MMR preset or a rating-only model."""
+    if name in PRESETS:
+        return replay(rounds, PRESETS[name], metrics=metrics, keep_rounds=False, on_round=on_round)
+    if name in MODELS:
+        return replay_model(rounds, MODELS[name], metrics=metrics, on_round=on_round)
+    raise KeyError(f"unknown model {name!r}; known: {', '.join(model_names())}")

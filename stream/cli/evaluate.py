@@ -1,0 +1,67 @@
+"""``stream evaluate``: the paper's Table 2 (pair inversion, rank deviation, rounds/s) for several
+models on the user's own history, in process (no Kafka, no Redis)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stream.batch import SourceError, read_rounds
+from stream.batch.evaluate import Evaluation, evaluate
+from stream.batch.models import model_names
+from stream.cli.replay import _fail, _progress
+from stream.contracts import Limits
+from stream.settings import Settings
+
+COLUMNS = ("model", "pair_all", "pair_exp", "rank_all", "rank_exp", "rounds/s", "seconds")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's command to the CLI app."""
+    app.command("evaluate")(evaluate_command)
+
+
+def evaluate_command(
+    input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files")],
+    models: Annotated[str, typer.Option("--models", help="comma-separated model names (default: all)")] = ",".join(model_names()),
+    as_json: Annotated[bool, typer.Option("--json", help="print the table as JSON on stdout")] = False,
+) -> None:
+    """Replay each model with its defaults and print pair inversion (share of correctly ordered
+    pairs, higher is better), rank deviation (lower is better) for all players already rated and
+    for those with >= 5 earlier rounds (first 10 % of rounds not scored), and rounds/s."""
+    names = [m.strip() for m in models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in model_names()]
+    if not names or unknown:
+        _fail(f"unknown model(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(model_names())}")
+    if len(set(names)) != len(names):
+        _fail("a model is listed twice")
+    try:
+        rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env()))
+    except SourceError as exc:
+        _fail(f"bad input: {exc}")
+    bar = _progress(len(rounds) * len(names))
+    table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+    if bar is not None:
+        bar.close()
+    if as_json:
+        typer.echo(json.dumps({"input": str(input), "rounds": len(rounds),
+                               "models": [dataclasses.asdict(row) for row in table]}))
+        return
+    typer.echo(f"{input}: {len(rounds)} rounds; pair: % of pairs ordered right (higher is better), "
+               "rank: rank deviation (lower is better); exp = players with >= 5 earlier rounds")
+    typer.echo(_format(table))
+
+
+def _format(table: list[Evaluation]) -> str:
+    cells = [list(COLUMNS)]
+    for row in table:
+        cells.append([row.model, f"{row.pair_all:.2f}", f"{row.pair_exp:.2f}", f"{row.rank_all:.3f}",
+                      f"{row.rank_exp:.3f}", f"{row.rounds_per_s:.1f}", f"{row.seconds:.2f}"])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells
+    )
