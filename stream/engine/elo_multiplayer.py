@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
 
 from stream.engine.ratings import ModelParams, ModelRound, Ratings, row_sums, tie_spans
 
@@ -41,8 +42,8 @@ class EloMultiplayerParams(ModelParams):
 
 
 def expectancy(delta: np.ndarray, temperature: float) -> np.ndarray:
-    """Fermi(delta) = 1 / (1 + exp(-delta / T)), computed as a tanh (no overflow)."""
-    result: np.ndarray = 0.5 + 0.5 * np.tanh(0.5 * delta / temperature)
+    """Fermi(delta) = 1 / (1 + exp(-delta / T)) (scipy's expit: no overflow, accurate tails)."""
+    result: np.ndarray = expit(delta / temperature)
     return result
 
 
