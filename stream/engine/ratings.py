@@ -83,7 +83,8 @@ def outcomes(lo_rows: np.ndarray, lo_cols: np.ndarray) -> np.ndarray:
     tie groups' first positions are compared, as the authors do)."""
     rows = lo_rows[:, None]
     cols = lo_cols[None, :]
-    return (rows < cols).astype(float) + 0.5 * (rows == cols)
+    result: np.ndarray = (rows < cols).astype(float) + 0.5 * (rows == cols)
+    return result
 
 
 def row_sums(block: Callable[[slice], np.ndarray], n_rows: int, n_cols: int) -> np.ndarray:
