@@ -18,9 +18,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
 
 from stream.engine.ratings import (
-    DEFAULT_BETA, ModelParams, ModelRound, Ratings, logistic_cdf, outcomes, row_sums, tie_spans,
+    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, Ratings, by_rows, tie_spans,
 )
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/bar.rs (f6f83bb); Weng & Lin, JMLR 12 (2011), Algorithm 1"
@@ -51,13 +52,26 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: BarParams, *, weight:
     sigma = np.hypot(before.sigma, params.sig_drift)
     var = sigma * sigma
 
+    spread = var + 2.0 * sig_perf_sq
+    scaled = TANH_MULTIPLIER * mu
+    place = lo.astype(float)
+
     def block(rows: slice) -> np.ndarray:
-        c = np.sqrt(var[rows, None] + var[None, :] + 2.0 * sig_perf_sq)
-        p = logistic_cdf((mu[rows, None] - mu[None, :]) / c)
-        result: np.ndarray = (outcomes(lo[rows], lo) - p) / c
+        # (S_ij - P_ij) / c_ij with P_ij = logistic((mu_i - mu_j) / c_ij) = expit(TM (mu_i - mu_j) / c_ij)
+        # and S_ij = 1/2 - clip(lo_i - lo_j, -1/2, 1/2) (1 win, 1/2 tie, 0 loss)
+        inv = np.add.outer(var[rows], spread)
+        np.sqrt(inv, out=inv)
+        np.reciprocal(inv, out=inv)
+        p = np.subtract.outer(scaled[rows], scaled)
+        p *= inv
+        expit(p, out=p)
+        s = np.subtract.outer(place[rows], place)
+        np.clip(s, -0.5, 0.5, out=s)
+        s += p
+        result: np.ndarray = 0.5 * inv.sum(axis=1) - np.einsum("ij,ij->i", s, inv)
         return result
 
-    update = row_sums(block, n, n) / n
+    update = by_rows(block, n, n) / n
     info = 0.25 / (var + 2.0 * sig_perf_sq) * var
     new_sigma = sigma * np.sqrt(np.maximum(params.kappa, 1.0 - info))
     new_mu = mu + update * var

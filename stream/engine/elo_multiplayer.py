@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from stream.engine.ratings import ModelParams, ModelRound, Ratings, row_sums, tie_spans
+from stream.engine.ratings import ModelParams, ModelRound, Ratings, by_rows, tie_spans
 
 SOURCE = "seed 002: Kreimeier, 'Rising from the Ranks: Rating for Multiplayer Games' (Gamasutra, 2000)"
 
@@ -56,8 +56,12 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: EloMultiplayerParams,
     score = (n - 1 - hi) + 0.5 * (hi - lo)  # wins + half the ties (oneself excluded)
 
     def block(rows: slice) -> np.ndarray:
-        return expectancy(mu[rows, None] - mu[None, :], params.temperature)
+        t = np.subtract.outer(mu[rows], mu)
+        t *= 1.0 / params.temperature
+        expit(t, out=t)
+        result: np.ndarray = t.sum(axis=1)
+        return result
 
-    expected = row_sums(block, n, n) - 0.5  # oneself: E_ii = 1/2
+    expected = by_rows(block, n, n) - 0.5  # oneself: E_ii = 1/2
     new_mu = mu + weight * params.max_gain / (n - 1) * (score - expected)
     return ModelRound(Ratings(new_mu, before.sigma.copy(), before.rounds + 1), None)

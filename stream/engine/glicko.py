@@ -18,9 +18,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
 
 from stream.engine.ratings import (
-    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, Ratings, logistic_cdf, outcomes, row_sums, tie_spans,
+    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, Ratings, by_rows, signed_sums, tie_spans,
 )
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/glicko.rs (f6f83bb); Glickman's Glicko"
@@ -43,19 +44,24 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: GlickoParams, *, weig
                perf_ceiling: float = math.inf) -> ModelRound:
     """Rate one round (see the module docstring); ``perf_ceiling`` is unused (no performance)."""
     n = len(before)
-    lo, _ = tie_spans(ranks)
+    lo, hi = tie_spans(ranks)
     sig_perf = params.beta / math.sqrt(weight)
     mu = before.mu
     sigma = np.hypot(before.sigma, params.sig_drift)
     g = 1.0 / np.hypot(1.0, sigma / sig_perf)
-    scale = np.hypot(sigma, sig_perf)
+    # P_ij = logistic((mu_i - mu_j) / scale_j) = expit(TM mu_i / scale_j - TM mu_j / scale_j)
+    slope = TANH_MULTIPLIER / np.hypot(sigma, sig_perf)
+    offset = mu * slope
 
     def block(rows: slice) -> np.ndarray:
-        p = logistic_cdf((mu[rows, None] - mu[None, :]) / scale[None, :])
-        result: np.ndarray = g[None, :] * (outcomes(lo[rows], lo) - p)
+        t = np.multiply.outer(mu[rows], slope)
+        t -= offset
+        expit(t, out=t)
+        result: np.ndarray = t @ g
         return result
 
-    update = row_sums(block, n, n) / n
+    won = 0.5 * (signed_sums(g, lo, hi) + g.sum())  # sum_j g_j S_ij
+    update = (won - by_rows(block, n, n)) / n
     q = TANH_MULTIPLIER / sig_perf
     info = 0.25 * q * q
     new_sigma = 1.0 / np.sqrt(sigma**-2 + info)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stream.engine.numerical import map_points, worth_threads
+
 MU_NOOB = 1500.0
 """A newcomer's rating (the authors' default, as for Elo-MMR)."""
 SIG_NOOB = 350.0
@@ -27,7 +29,7 @@ SOLVER_BOUNDS = (-6000.0, 9000.0)
 """Bracket of the authors' root solves (``robust_average``)."""
 DEFAULT_BETA = 400.0 * TANH_MULTIPLIER / math.log(10.0)
 """~315.1: the logistic noise whose win probabilities are chess Elo's 1/(1 + 10^(-d/400))."""
-BLOCK_ELEMENTS = 1 << 20
+BLOCK_ELEMENTS = 1 << 16
 """Pairwise (row x opponent) sums are evaluated in row blocks of at most this many elements."""
 
 
@@ -78,27 +80,21 @@ def tie_spans(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo.astype(np.int64), hi.astype(np.int64)
 
 
-def outcomes(lo_rows: np.ndarray, lo_cols: np.ndarray) -> np.ndarray:
-    """Score of each row player against each column player: 1 win, 0.5 tie, 0 loss (only the
-    tie groups' first positions are compared, as the authors do)."""
-    rows = lo_rows[:, None]
-    cols = lo_cols[None, :]
-    result: np.ndarray = (rows < cols).astype(float) + 0.5 * (rows == cols)
+def signed_sums(weights: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """sum_j weights_j sign(lo_j - lo_i) for every player i (the weights of the players it beat
+    minus those of the players who beat it), in O(n log n) from prefix sums in rank order."""
+    order = np.argsort(lo, kind="stable")
+    prefix = np.concatenate(([0.0], np.cumsum(weights[order])))
+    result: np.ndarray = (prefix[-1] - prefix[hi + 1]) - prefix[lo]
     return result
 
 
-def row_sums(block: Callable[[slice], np.ndarray], n_rows: int, n_cols: int) -> np.ndarray:
-    """``sum(block(rows), axis=1)`` for all rows, ``block(rows)`` being a (rows x n_cols) array,
-    evaluated in row blocks of at most :data:`BLOCK_ELEMENTS` elements (bounded memory)."""
+def by_rows(block: Callable[[slice], np.ndarray], n_rows: int, n_cols: int) -> np.ndarray:
+    """``block(rows)`` (one value per row of a rows x n_cols pairwise computation) for all rows,
+    in row blocks of at most :data:`BLOCK_ELEMENTS` elements (bounded memory, cache-sized), on
+    the engine's thread pool when large; each block is computed whole by one thread, so the
+    floats do not depend on the thread count."""
     step = max(1, BLOCK_ELEMENTS // max(1, n_cols))
-    out = np.empty(n_rows)
-    for start in range(0, n_rows, step):
-        rows = slice(start, min(n_rows, start + step))
-        out[rows] = block(rows).sum(axis=1)
-    return out
-
-
-def logistic_cdf(z: np.ndarray) -> np.ndarray:
-    """The standard logistic CDF (unit variance), the authors' ``standard_logistic_cdf``."""
-    result: np.ndarray = 0.5 + 0.5 * np.tanh(0.5 * TANH_MULTIPLIER * z)
-    return result
+    blocks = [slice(start, min(n_rows, start + step)) for start in range(0, n_rows, step)]
+    parts = map_points(block, blocks, parallel=worth_threads(n_rows * n_cols) and len(blocks) > 1)
+    return np.concatenate(parts) if parts else np.empty(0)

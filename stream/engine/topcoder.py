@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erfc, erfcinv
 
-from stream.engine.ratings import ModelParams, ModelRound, Ratings, row_sums, tie_spans
+from stream.engine.ratings import ModelParams, ModelRound, Ratings, by_rows, tie_spans
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/topcoder_sys.rs (f6f83bb); Topcoder's published algorithm"
 
@@ -51,12 +51,20 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TopcoderParams, *, we
     competition = math.sqrt(var.sum() / n + float(((mu - mean_mu) ** 2).sum()) / (n - 1))
     sqrt_w = math.sqrt(weight)
 
+    scale = sqrt_w / math.sqrt(2.0)
+
     def block(rows: slice) -> np.ndarray:
-        z = sqrt_w * (mu[None, :] - mu[rows, None]) / np.sqrt(var[rows, None] + var[None, :])
-        result: np.ndarray = 0.5 * erfc(-z / math.sqrt(2.0))
+        # Phi(z_ij) = erfc(-z_ij / sqrt 2) / 2, z_ij = sqrt(W) (mu_j - mu_i) / sqrt(var_i + var_j)
+        d = np.add.outer(var[rows], var)
+        np.sqrt(d, out=d)
+        t = np.subtract.outer(mu[rows], mu)
+        t *= scale
+        t /= d
+        erfc(t, out=t)
+        result: np.ndarray = 0.5 * t.sum(axis=1)
         return result
 
-    expected = row_sums(block, n, n)
+    expected = by_rows(block, n, n)
     actual = 0.5 * (1 + lo + hi)
     expected_perf = math.sqrt(2.0) * erfcinv(2.0 * expected / n)
     actual_perf = math.sqrt(2.0) * erfcinv(2.0 * actual / n)
