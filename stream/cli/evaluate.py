@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -48,8 +49,9 @@ def evaluate_command(
     if bar is not None:
         bar.close()
     if as_json:
-        typer.echo(json.dumps({"input": str(input), "rounds": len(rounds),
-                               "models": [dataclasses.asdict(row) for row in table]}))
+        rows = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in dataclasses.asdict(row).items()}
+                for row in table]  # nan (nobody scored, e.g. no experienced players yet) -> null
+        typer.echo(json.dumps({"input": str(input), "rounds": len(rounds), "models": rows}))
         return
     typer.echo(f"{input}: {len(rounds)} rounds; pair: % of pairs ordered right (higher is better), "
                "rank: rank deviation (lower is better); exp = players with >= 5 earlier rounds")

@@ -39,7 +39,7 @@ def replay_command(
     input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files (0.json, 1.json, ...)")],
     output: Annotated[Path, typer.Option("--output", "-o", help="CSV to write: ladder,player,mu,sigma,rounds")],
     preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = "mmr",
-    model_name: Annotated[str | None, typer.Option("--model", help=f"rating model (default: the --preset's Elo-MMR): {', '.join(model_names())}")] = None,
+    model_name: Annotated[str | None, typer.Option("--model", help=f"rating model, overrides --preset (default: the --preset's Elo-MMR): {', '.join(model_names())}")] = None,
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
 ) -> None:

@@ -123,3 +123,15 @@ def test_evaluate_bad_input_exits_2(tmp_path: Path) -> None:
     bad.write_text("{not json\n")
     result = runner.invoke(app, ["evaluate", str(bad), "--models", "glicko"])
     assert result.exit_code == 2 and "bad input" in result.output
+
+
+def test_evaluate_json_has_null_where_nobody_was_scored(tmp_path: Path) -> None:
+    """Three rounds: nobody has 5 earlier rounds, so the experienced figures are null (not NaN)."""
+    path = tmp_path / "short.jsonl"
+    assert runner.invoke(app, ["generate-synthetic", str(path), "--players", "20", "--rounds", "3",
+                               "--round-size", "10"]).exit_code == 0
+    result = runner.invoke(app, ["evaluate", str(path), "--models", "glicko,mmx", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["models"]
+    assert all(row["pair_exp"] is None and row["rank_exp"] is None for row in rows)
+    assert all(row["participations_exp"] == 0 and row["scored_rounds"] == 3 for row in rows)
