@@ -31,6 +31,8 @@ STATUS_REGISTERED = "registered"
 STATUS_PENDING = "pending"
 STATUS_RATED = "rated"
 STATUS_NO_OUTCOME = "no_outcome"
+STATUS_FAILED = "failed"
+"""A round whose phase one kept raising: dead-lettered as ``internal_error``, rates nobody."""
 
 OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
@@ -354,28 +356,55 @@ class Store:
                 due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2])))
         return sorted(due, key=lambda d: (d.ladder, d.seq))
 
+    async def fail_round(self, ladder: str, round_id: str, *, content_hash: str, reason: str,
+                         players: Sequence[str]) -> bool:
+        """Set aside a round still ``registered`` with this content (status ``failed``: see
+        fail_round.lua) and release the ``players`` it marked queued (release_queued.lua, in
+        chunks). Returns whether it was failed now."""
+        (seq,) = await self._run(lambda pipe: self._eval(
+            pipe, "fail_round", [keys.round_record(ladder, round_id), keys.registered_rounds(ladder),
+                                 keys.incomplete_rounds(ladder)], [content_hash, reason]))
+        if not int(seq):
+            return False
+        await self.release_queued(ladder, players, int(seq))
+        return True
+
+    async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
+        """Let later rounds' barriers past ``players`` queued for round ``seq``, which will not
+        apply to them (release_queued.lua, in chunks); their state is unchanged. Returns how many."""
+        player_keys = [keys.player(ladder, p) for p in players]
+
+        def release(pipe: Pipeline) -> None:
+            for chunk in self._chunks(len(player_keys)):
+                self._eval(pipe, "release_queued", [player_keys[i] for i in chunk], [seq])
+
+        return sum(int(n) for n in await self._run(release)) if player_keys else 0
+
     async def round_record(self, ladder: str, round_id: str) -> dict[str, str]:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {as_text(k): as_text(v) for k, v in raw.items()}
 
     async def save_fanout(self, ladder: str, round_id: str, *, pending: int,
-                          messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
-        """Store phase one's messages (partition → PlayerUpdate JSON) and mark the round pending
-        (the sweeper may re-send them from ``due_at`` on if the round is not rated by then)."""
+                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
+        """Store phase one's messages ((partition, PlayerUpdate JSON) pairs, several per partition
+        when a partition's players did not fit one message) and mark the round pending (the
+        sweeper may re-send them from ``due_at`` on if the round is not rated by then)."""
         (done,) = await self._run(lambda pipe: self._save_fanout_into(pipe, ladder, round_id, pending, messages,
                                                                       due_at))
         return bool(done)
 
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
-                          messages: dict[int, bytes], due_at: float) -> None:
+                          messages: Sequence[tuple[int, bytes]], due_at: float) -> None:
         args: list[Any] = [pending, encode_due(due_at)]
-        for partition, message in sorted(messages.items()):
-            args += [partition, message]
+        parts: dict[int, int] = {}
+        for partition, message in sorted(messages, key=lambda m: m[0]):
+            n = parts[partition] = parts.get(partition, -1) + 1
+            args += [partition if n == 0 else f"{partition}.{n}", message]  # hash field: partition[.part]
         self._eval(pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
                                          keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args)
 
     async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
-                          messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
+                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
         """Phase one's last write in ONE round trip: :meth:`mark_queued` then :meth:`save_fanout`.
 
         Not a transaction: a worker killed mid-pipeline may leave the queued marks without the
@@ -404,9 +433,11 @@ class Store:
             return []
         return [int(n) for n in await self._run(build)]
 
-    async def load_fanout(self, ladder: str, round_id: str) -> dict[int, bytes]:
+    async def load_fanout(self, ladder: str, round_id: str) -> list[tuple[int, bytes]]:
+        """The stored fan-out: (partition, PlayerUpdate JSON), by partition and part."""
         raw = await self.client.hgetall(keys.round_perf(ladder, round_id))
-        return {int(k): as_bytes(v) for k, v in sorted(raw.items(), key=lambda kv: int(kv[0]))}
+        order = sorted((tuple(int(x) for x in as_text(k).split(".")), as_bytes(v)) for k, v in raw.items())
+        return [(where[0], value) for where, value in order]
 
     async def load_results(self, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None]:
         """The stored RatingChange JSON of ``players`` in a round (None where absent)."""

@@ -86,9 +86,9 @@ def test_register_assigns_sequence_once_and_detects_conflicts(target: Target) ->
 def test_fanout_is_stored_once(target: Target) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
-        assert await store.save_fanout("L", "r1", pending=2, messages={3: b"m3", 0: b"m0"})
-        assert not await store.save_fanout("L", "r1", pending=2, messages={1: b"other"})
-        assert await store.load_fanout("L", "r1") == {0: b"m0", 3: b"m3"}
+        assert await store.save_fanout("L", "r1", pending=2, messages=[(3, b"m3"), (0, b"m0"), (3, b"m3b")])
+        assert not await store.save_fanout("L", "r1", pending=2, messages=[(1, b"other")])
+        assert await store.load_fanout("L", "r1") == [(0, b"m0"), (3, b"m3"), (3, b"m3b")]
         record = await store.round_record("L", "r1")
         assert record["status"] == "pending" and record["pending"] == "2"
 
@@ -98,7 +98,7 @@ def test_fanout_is_stored_once(target: Target) -> None:
 def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
-        await store.save_fanout("L", "r1", pending=2, messages={0: b"m"})
+        await store.save_fanout("L", "r1", pending=2, messages=[(0, b"m")])
         first = await apply_one(store, "r1", [write("a", 1, 1600.0)], now=5.0)
         assert first == [True]
         assert (await store.round_record("L", "r1"))["pending"] == "1"
@@ -182,7 +182,7 @@ def test_on_a_real_cluster_the_keys_spread_over_the_nodes(redis_cluster_url: str
     async def body(store: Store) -> list[bool]:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
                                    field_size=len(players), prefetch=players)
-        await store.save_fanout("L", "r1", pending=len(players), messages={0: b"m"})
+        await store.save_fanout("L", "r1", pending=len(players), messages=[(0, b"m")])
         return await apply_one(store, "r1", [write(p, 1, 1500.0 + i) for i, p in enumerate(players)], now=1.0)
 
     assert run(Target(redis_cluster_url, True, True), body) == [True] * len(players)

@@ -1,0 +1,22 @@
+-- fail_round: set aside a round whose phase one kept raising (it was dead-lettered as internal_error).
+-- The round leaves the registered set and the sweeper's ledger and keeps status "failed": a later
+-- round of the ladder no longer completes it first, the sweeper no longer re-drives it, and a
+-- re-published copy is a duplicate (nothing happens). Only a round still "registered" with this
+-- content is failed: one whose fan-out is stored is on its way and is left alone.
+-- One slot: keys of ladder {L}.
+-- KEYS[1] round record           ems:round:{L}:R
+-- KEYS[2] registered rounds      ems:registered:{L}
+-- KEYS[3] incomplete rounds      ems:incomplete:{L}
+-- ARGV[1] content_hash           of the round being failed
+-- ARGV[2] reason                 why (stored as failed_reason)
+-- Returns the round's seq if it was failed now, 0 otherwise.
+local round_key, registered_key, incomplete_key = KEYS[1], KEYS[2], KEYS[3]
+local info = redis.call('HMGET', round_key, 'status', 'content_hash', 'round_id', 'seq')
+if info[1] ~= 'registered' or info[2] ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', round_key, 'status', 'failed', 'failed_reason', ARGV[2])
+redis.call('HDEL', round_key, 'body')
+redis.call('ZREM', registered_key, info[3])
+redis.call('ZREM', incomplete_key, info[3])
+return tonumber(info[4])
