@@ -1,13 +1,18 @@
 """``stream replay`` and ``stream generate-synthetic``: batch commands (no Kafka, no Redis).
 
-``replay`` validates the whole input before rating anything, and writes the CSV to a temporary
-file renamed into place at the end: on bad input (exit code 2, the round and field named on
-stderr) or any failure, no output file appears.
+``replay`` validates the whole input before rating anything, with the stream's acceptance
+(``parse_round`` under the service's limits) and registration rule (``first_copies``: a
+re-published round is a no-op, a round id re-used with other content is a ``conflict``), and
+writes the CSV to a temporary file renamed into place at the end: on bad input (exit code 2, the
+round, field and reason named on stderr) or any failure, no output file appears. With
+``--skip-rejected`` a rejected round is reported on stderr and left out, as the stream
+dead-letters it, so the output equals what the stream stores for the same messages.
 """
 
 from __future__ import annotations
 
 import csv
+from collections import Counter
 import json
 import os
 import sys
@@ -19,6 +24,7 @@ from typing import Annotated, Any
 import typer
 
 from stream.batch import Metrics, SourceError, read_rounds, replay, synthetic_rounds, write_jsonl
+from stream.batch.dedup import first_copies
 from stream.batch.replay import ReplayResult
 from stream.contracts import Limits
 from stream.engine import PRESETS, preset
@@ -41,6 +47,7 @@ def replay_command(
     preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = "mmr",
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
+    skip_rejected: Annotated[bool, typer.Option("--skip-rejected", help="leave rejected rounds out (each reported on stderr), as the stream dead-letters them, instead of failing")] = False,
 ) -> None:
     """Replay rounds through the engine in process and write every player's final rating."""
     if preset_name not in PRESETS:
@@ -49,10 +56,20 @@ def replay_command(
         _fail(f"cannot write {output}: parent directory missing or output is a directory")
     settings = Settings.from_env()
     started = time.perf_counter()
+    rejected: list[SourceError] | None = [] if skip_rejected else None
     try:
-        rounds = read_rounds(input, limits=Limits.from_settings(settings))
+        unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected))
     except SourceError as exc:
         _fail(f"bad input: {exc}")
+    for position, conflict in unique.conflicts:
+        error = SourceError(f"{input} (the {position + 1}th valid round)", f"{conflict.reason}: {conflict.message}",
+                            conflict.field, conflict.reason)
+        if rejected is None:
+            _fail(f"bad input: {error}")
+        rejected.append(error)
+    for error in rejected or []:
+        typer.echo(f"rejected: {error}", err=True)
+    rounds = unique.rounds
     loaded = time.perf_counter()
     tracker = Metrics(len(rounds)) if metrics else None
     bar = _progress(len(rounds))
@@ -67,6 +84,8 @@ def replay_command(
         "rounds": len(rounds), "rated": len(rounds) - len(result.skipped), "skipped": len(result.skipped),
         "participations": sum(len(r.standings) for r in rounds if not r.is_outcome_free()),
         "players": players, "load_s": round(loaded - started, 3), "rate_s": round(rated - loaded, 3),
+        "duplicates": len(unique.duplicates),
+        "rejected": dict(sorted(Counter(error.reason for error in rejected or []).items())),
     }
     if tracker is not None:
         summary["metrics"] = tracker.summary()

@@ -31,7 +31,7 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import INTERNAL_ERROR, STORED
+from stream.contracts.round import INTERNAL_ERROR, NO_OUTCOME, STORED, conflict
 from stream.pipeline import faults
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.barrier import wait_for_priors
@@ -43,9 +43,6 @@ from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME
                                 STATUS_REGISTERED, Priors)
 
 log = logging.getLogger(__name__)
-
-NO_OUTCOME = "no_outcome"
-CONFLICT = "conflict"
 
 
 @dataclass
@@ -275,8 +272,7 @@ async def _record_no_outcome(ctx: PipelineContext, round_: RoundResult, raw: byt
 
 
 def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:
-    rejection = RoundRejected(CONFLICT, f"round_id {round_.round_id!r} of ladder {round_.ladder!r} was already "
-                              f"used (seq {first_seq}) for different content; the first round stands", "round_id")
+    rejection = conflict(round_, first_seq)
     letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
                                        partition=origin.partition, offset=origin.offset)
     return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
