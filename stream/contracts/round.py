@@ -102,6 +102,7 @@ class Limits:
     max_message_bytes: int = Settings.max_message_bytes
     max_id_length: int = Settings.max_id_length
     strict: bool = Settings.strict_schema
+    min_weight: float = Settings.min_weight
     max_weight: float = Settings.max_weight
 
     @classmethod
@@ -111,12 +112,13 @@ class Limits:
             max_message_bytes=settings.max_message_bytes,
             max_id_length=settings.max_id_length,
             strict=settings.strict_schema,
+            min_weight=settings.min_weight,
             max_weight=settings.max_weight,
         )
 
 
 STORED = Limits(max_round_size=2**62, max_message_bytes=2**62, max_id_length=2**62, strict=False,
-                max_weight=math.inf)
+                min_weight=0.0, max_weight=math.inf)
 """Limits for re-reading a round the service already accepted (its stored body): only the
 contract's fixed rules apply, not the configurable limits, which may have been tightened since
 (a round accepted before must still be completed, never stall)."""
@@ -231,9 +233,9 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
     if not LADDER_PATTERN.match(ladder):
         raise RoundRejected(BAD_LADDER, f"ladder name {ladder!r} must match {LADDER_PATTERN.pattern}", "ladder")
     weight = _float(data.get("weight", 1.0))
-    if not (0 < weight <= limits.max_weight):  # NaN fails too
-        raise RoundRejected(BAD_WEIGHT, f"weight must be a number in (0, MAX_WEIGHT={limits.max_weight:g}], got "
-                            f"{_show(data.get('weight'))}", "weight")
+    if not (0 < weight and limits.min_weight <= weight <= limits.max_weight):  # NaN fails too
+        raise RoundRejected(BAD_WEIGHT, f"weight must be a number in [MIN_WEIGHT={limits.min_weight:g}, "
+                            f"MAX_WEIGHT={limits.max_weight:g}], got {_show(data.get('weight'))}", "weight")
     ceiling = data.get("perf_ceiling")
     perf_ceiling = math.inf if ceiling is None else _float(ceiling)
     if ceiling is not None and not math.isfinite(perf_ceiling):

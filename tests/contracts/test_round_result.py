@@ -186,6 +186,8 @@ STALLING = [  # (raw JSON fragment substituted into a valid round, reason, field
     ('"occurred_at": 1, "weight": %s' % BIG, "bad_weight", "weight"),
     ('"occurred_at": 1, "weight": 1e6', "bad_weight", "weight"),
     ('"occurred_at": 1, "weight": 100.5', "bad_weight", "weight"),
+    ('"occurred_at": 1, "weight": 5e-324', "bad_weight", "weight"),
+    ('"occurred_at": 1, "weight": 1e-7', "bad_weight", "weight"),
     ('"occurred_at": 1, "perf_ceiling": -%s' % BIG, "bad_number", "perf_ceiling"),
     ('"occurred_at": 1, "perf_ceiling": -1e400', "bad_number", "perf_ceiling"),
     ('"occurred_at": 1, "perf_ceiling": Infinity', "bad_number", "perf_ceiling"),
