@@ -47,6 +47,15 @@ PLAYERS_PER_CALL = 500
 """Players per script call on a single Redis: bounds how long one call blocks the server.
 On Redis Cluster every per-player call carries one player (its keys are one slot)."""
 
+ROUND_PLAYERS_PER_CALL = 5_000
+"""Players per call of the round-side scripts (record_round_results, confirm_emitted): one call
+per round would carry all of a 250,000-player round's players and block Redis for every client."""
+
+
+def _round_chunks(n: int) -> list[range]:
+    """Index ranges of the round-side script calls for n players (at least one call)."""
+    return [range(i, min(i + ROUND_PLAYERS_PER_CALL, n)) for i in range(0, max(n, 1), ROUND_PLAYERS_PER_CALL)]
+
 
 def encode_float(value: float) -> str:
     """Exact text form of a float (``repr`` round-trips bit for bit)."""
@@ -421,17 +430,24 @@ class Store:
         """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;
         a round whose every event is confirmed leaves the sweeper's ledger. Returns, per round
         with players, how many players are still unconfirmed."""
+        calls: list[int] = []  # script calls per round with players
+
         def build(pipe: Pipeline) -> None:
+            calls.clear()
             for ladder, round_id, players in emitted:
                 if not players:
                     continue
-                self._eval(pipe, "confirm_emitted",
-                           [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id),
-                            keys.incomplete_rounds(ladder)], list(players))
+                chunks = _round_chunks(len(players))
+                calls.append(len(chunks))
+                for chunk in chunks:
+                    self._eval(pipe, "confirm_emitted",
+                               [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id),
+                                keys.incomplete_rounds(ladder)], list(players[chunk.start:chunk.stop]))
 
         if not any(players for _, _, players in emitted):
             return []
-        return [int(n) for n in await self._run(build)]
+        replies = iter(await self._run(build))
+        return [int([next(replies) for _ in range(n)][-1]) for n in calls]  # the round's last call tells
 
     async def load_fanout(self, ladder: str, round_id: str) -> list[tuple[int, bytes]]:
         """The stored fan-out: (partition, PlayerUpdate JSON), by partition and part."""
@@ -535,7 +551,8 @@ class Store:
         applied = []
         for r in columns:
             flags = [bool(flag) for _ in self._chunks(len(r)) for flag in next(results)]
-            next(results)
+            for _ in _round_chunks(len(r)):
+                next(results)
             applied.append(flags)
         return applied
 
@@ -573,12 +590,15 @@ class Store:
 
     def _record_results(self, pipe: Pipeline, ladder: str, round_id: str, now: float, players: Sequence[str],
                         changes: Sequence[bytes], shown: Sequence[str], newcomer: Sequence[bool]) -> None:
-        """Queue record_round_results.lua: players' results, leaderboard scores, the round's status."""
-        self._eval(pipe, "record_round_results",
-                   [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
-                    keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder)],
-                   [encode_float(now), "".join("1" if flag else "0" for flag in newcomer),
-                    *_interleave(players, changes, shown)])
+        """Queue record_round_results.lua: players' results, leaderboard scores, the round's status
+        (one call per ROUND_PLAYERS_PER_CALL players; the last one sees them all recorded)."""
+        for chunk in _round_chunks(len(players)):
+            lo, hi = chunk.start, chunk.stop
+            self._eval(pipe, "record_round_results",
+                       [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
+                        keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder)],
+                       [encode_float(now), "".join("1" if flag else "0" for flag in newcomer[lo:hi]),
+                        *_interleave(players[lo:hi], changes[lo:hi], shown[lo:hi])])
 
     # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:
