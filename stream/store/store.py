@@ -100,6 +100,9 @@ class DueRound:
     round_id: str
     status: str
     seq: int
+    progressing: bool = False
+    """``pending`` with fewer players pending than at its previous claim (or than its field size
+    at the first): its updates are being applied, its fan-out is not re-sent this time."""
 
 
 @dataclass
@@ -361,8 +364,9 @@ class Store:
 
         due: list[DueRound] = []
         for (ladder, _), flat in zip(candidates, await self._run(build)):
-            for i in range(0, len(flat), 3):
-                due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2])))
+            for i in range(0, len(flat), 4):
+                due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2]),
+                                    bool(int(flat[i + 3]))))
         return sorted(due, key=lambda d: (d.ladder, d.seq))
 
     async def fail_round(self, ladder: str, round_id: str, *, content_hash: str, reason: str,
