@@ -122,11 +122,13 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
     return result
 
 
-async def release_update(ctx: PipelineContext, raw: bytes) -> None:
+async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> None:
     """The players of a dead-lettered PlayerUpdate skip its round (state unchanged), so the
-    barrier of the ladder's later rounds lets them through: the ladder moves on."""
+    barrier of the ladder's later rounds lets them through: the ladder moves on; the round is
+    marked ``failed`` (the sweeper no longer re-sends it)."""
     update = PlayerUpdate.from_json(raw)
     await ctx.store.release_queued(update.ladder, update.players, update.seq)
+    await ctx.store.fail_pending_round(update.ladder, update.round_id, seq=update.seq, reason=why)
 
 
 async def handle_one_by_one(ctx: PipelineContext, topics: Topics, events: Sequence[faust.EventT[bytes]],
@@ -146,7 +148,7 @@ async def handle_one_by_one(ctx: PipelineContext, topics: Topics, events: Sequen
             why = f"handling the message kept raising {type(gave_up.error).__name__}: {gave_up.error}"[:600]
             rejected.append(update_letter(topics, settings.max_message_bytes, event, INTERNAL_ERROR, why))
             try:
-                await retrying(lambda: release_update(ctx, event.value), "releasing a dead-lettered update's players",
+                await retrying(lambda: release_update(ctx, event.value, why), "releasing a dead-lettered update",
                                max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
                                attempts=settings.handler_attempts)
             except GaveUp:

@@ -382,6 +382,14 @@ class Store:
         await self.release_queued(ladder, players, int(seq))
         return True
 
+    async def fail_pending_round(self, ladder: str, round_id: str, *, seq: int, reason: str) -> bool:
+        """Set aside a round still ``pending`` as round ``seq`` (status ``failed``, out of the
+        sweeper's ledger): phase two gave up on part of its fan-out (fail_round.lua)."""
+        (done,) = await self._run(lambda pipe: self._eval(
+            pipe, "fail_round", [keys.round_record(ladder, round_id), keys.registered_rounds(ladder),
+                                 keys.incomplete_rounds(ladder)], [seq, reason, STATUS_PENDING]))
+        return bool(int(done))
+
     async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
         """Let later rounds' barriers past ``players`` queued for round ``seq``, which will not
         apply to them (release_queued.lua, in chunks); their state is unchanged. Returns how many."""
