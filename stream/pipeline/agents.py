@@ -42,7 +42,7 @@ from stream.contracts import DeadLetter, PlayerUpdate, validate
 from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
+from stream.pipeline.messages import FanOutMessage, RatingChangeMessage, value_limit
 from stream.pipeline.phase_one import Origin, fail, handle_round
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.pipeline.producer import BatchProducer, Outgoing
@@ -55,10 +55,10 @@ log = logging.getLogger(__name__)
 __all__ = ["BAD_PLAYER_UPDATE", "register"]
 
 
-def letter_message(topics: Topics, settings_max_bytes: int, letter: DeadLetter, key: bytes | None,
+def letter_message(topics: Topics, max_message_bytes: int, letter: DeadLetter, key: bytes | None,
                    partition: int | None) -> Outgoing:
     """A dead letter to ``rounds-dlq``, cut to fit MAX_MESSAGE_BYTES (its original's prefix)."""
-    value = letter.to_json(max_bytes=settings_max_bytes - min(64 * 1024, settings_max_bytes // 4)).encode()
+    value = letter.to_json(max_bytes=value_limit(max_message_bytes)).encode()
     return Outgoing(topics.rounds_dlq.get_topic_name(), key, value, partition)
 
 

@@ -37,7 +37,7 @@ from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import encode_update, number_texts
-from stream.pipeline.messages import FanOutMessage
+from stream.pipeline.messages import FanOutMessage, value_limit
 from stream.pipeline.partitioner import group_by_partition
 from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
                                 STATUS_REGISTERED, Priors)
@@ -203,10 +203,6 @@ async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseExce
     return result
 
 
-RECORD_OVERHEAD_BYTES = 64 * 1024
-"""Room left under MAX_MESSAGE_BYTES for a record's key, headers and framing."""
-
-
 def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray,
                  partitions: int) -> list[FanOutMessage]:
     """PlayerUpdates holding all of the round's players that map to each partition: one per
@@ -215,7 +211,7 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     players = round_.players()
     ranks = round_.ranks()
     texts = number_texts("performance", performance)
-    limit = fanout_limit(ctx.settings.max_message_bytes)
+    limit = value_limit(ctx.settings.max_message_bytes)
 
     def encode(index: list[int]) -> list[tuple[int, bytes]]:
         update = PlayerUpdate(
@@ -232,11 +228,6 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     return [FanOutMessage(partition, players[first].encode(), value)
             for partition, index in sorted(group_by_partition(players, partitions).items())
             for first, value in encode(index)]
-
-
-def fanout_limit(max_message_bytes: int) -> int:
-    """Largest fan-out message value: MAX_MESSAGE_BYTES less room for the record around it."""
-    return max(1, max_message_bytes - min(RECORD_OVERHEAD_BYTES, max_message_bytes // 4))
 
 
 def _first_player(value: bytes) -> bytes:
