@@ -17,8 +17,12 @@ Algorithm 1, first half):
    engine's newcomer prior for unseen players.
 4. ``engine.phase_one``: every participant's performance (drift applied inside).
 5. Mark the participants ``queued_seq = seq``, store the fan-out (one PlayerUpdate per
-   partition, Kafka's murmur2 partition of each player id) and mark the round pending; then
-   the caller sends exactly the stored messages.
+   partition of the ``player-updates`` topic, as its metadata counts them, by Kafka's murmur2
+   partition of each player id; split in parts of at most MAX_MESSAGE_BYTES) and mark the round
+   pending; then the caller sends exactly the stored messages.
+
+A message whose phase one keeps raising is set aside by :func:`fail` (the agent calls it once
+HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its round ``failed``.
 """
 
 from __future__ import annotations
@@ -33,12 +37,12 @@ from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
 from stream.contracts.round import INTERNAL_ERROR, NO_OUTCOME, STORED, conflict
 from stream.pipeline import faults
-from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import encode_update, number_texts
 from stream.pipeline.messages import FanOutMessage, value_limit
 from stream.pipeline.partitioner import group_by_partition
+from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
                                 STATUS_REGISTERED, Priors)
 
@@ -49,7 +53,7 @@ log = logging.getLogger(__name__)
 class PhaseOneResult:
     """What to send for one input message, and what happened (for logs and metrics)."""
 
-    outcome: str  # rated | resent | duplicate | no_outcome | rejected | dropped (test fault)
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | dropped (test fault)
     ladder: str | None = None
     round_id: str | None = None
     seq: int | None = None
