@@ -222,7 +222,10 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
             f"{len(standings_raw)} players, more than MAX_ROUND_SIZE={limits.max_round_size}",
             "standings",
         )
-    _check_schema(data)
+    items = data.get("standings")
+    plain = isinstance(items, list) and _plain_standings(items)
+    _check_nesting(data, plain)
+    _check_schema(data, plain)
     if limits.strict:
         _check_known_fields(data)
 
@@ -257,13 +260,30 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
     return result
 
 
-def _check_schema(data: dict[str, Any]) -> None:
+MAX_NESTING = 100
+"""Deepest nesting of arrays and objects accepted in a round (``not_json`` beyond). The JSON
+decoder's own limit is Python's recursion limit less the caller's stack depth, so without this
+bound whether a message nested ~900 deep is accepted would depend on who parses it (the
+worker, ``stream replay``, a test)."""
+
+
+def _check_nesting(data: dict[str, Any], plain: bool) -> None:
+    """Reject nesting deeper than MAX_NESTING; plain standings (``plain``: 3 levels) are not walked."""
+    todo: list[tuple[Any, int]] = [(v, 2) for k, v in data.items() if not (plain and k == "standings")]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, (list, dict)):
+            if depth > MAX_NESTING:
+                raise RoundRejected(NOT_JSON, f"nested more than MAX_NESTING={MAX_NESTING} levels deep", None)
+            todo.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def _check_schema(data: dict[str, Any], plain: bool) -> None:
     """Validate against the compiled schema.  Standings in the plain forms (every item a
-    ``{player: str, rank: int}`` object, or every item a player id / array of ids) are checked
-    by :func:`_plain_standings` (same rules, ~50x faster on a million players) and left out of
+    ``{player: str, rank: int}`` object, or every item a player id / array of ids: ``plain``, as
+    :func:`_plain_standings` found, same rules, ~50x faster on a million players) are left out of
     the compiled validator; anything else goes through it in full for a precise diagnosis."""
-    items = data.get("standings")
-    target = {**data, "standings": []} if isinstance(items, list) and _plain_standings(items) else data
+    target = {**data, "standings": []} if plain else data
     try:
         validator(ROUND_RESULT)(target)
     except SchemaError as exc:

@@ -244,3 +244,17 @@ def test_dead_letter_is_cut_to_fit_with_the_length_and_hash_of_the_whole() -> No
         assert cut.truncated and original.startswith(cut.original) and len(text.encode()) > limit - 8  # tight
         assert cut.original_length == len(original)
         assert cut.original_sha256 == hashlib.sha256(original).hexdigest()
+
+
+def test_nesting_is_bounded_whoever_parses() -> None:
+    """Beyond MAX_NESTING levels a round is not_json however deep the caller's stack is (the
+    decoder's own limit depends on it); up to it, unknown fields may nest."""
+    from stream.contracts.round import MAX_NESTING
+
+    def with_extra(depth: int) -> str:  # the "extra" value is at depth 2
+        return '{"round_id": "r1", "occurred_at": 1, "standings": ["a", "b"], "extra": %s}' % (
+            "[" * (depth - 1) + "]" * (depth - 1))
+
+    assert parse_round(with_extra(MAX_NESTING), limits=LIMITS).round_id == "r1"
+    for depth in (MAX_NESTING + 1, 900, 5_000):
+        assert rejection(with_extra(depth)).reason == "not_json"

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 import pipeline_harness as harness
 from stream import engine
 from stream.contracts import Limits, RoundRejected, parse_round, validate
+from stream.contracts.round import MAX_NESTING
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.store import keys
@@ -170,7 +171,8 @@ def _draw(data: st.DataObject, kind: str, serial: int, valid: list[dict]) -> Mes
     if kind == "not_json":
         how = data.draw(st.sampled_from(["text", "deep"]))
         if how == "deep":  # nested beyond the decoder's recursion limit
-            depth = data.draw(st.integers(5_000, 30_000))  # >= the recursion limit whatever the caller
+            # past MAX_NESTING (below the decoder's own limit: must not depend on the caller's stack) or past both
+            depth = data.draw(st.one_of(st.integers(MAX_NESTING, 990), st.integers(5_000, 30_000)))
             return Message(_dumps(r)[:-1] + b', "x": ' + b"[" * depth + b"]" * depth + b"}", r["ladder"], "not_json")
         text = data.draw(st.text(max_size=40))
         return Message(b"{" + text.encode("utf-8", "surrogatepass") + b",", r["ladder"], "not_json")
