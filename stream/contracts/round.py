@@ -208,9 +208,10 @@ def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
 def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:
     """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected`.
 
-    Checks, in order: size, UTF-8, JSON, round size, the JSON Schema, unknown fields (strict
-    mode only), id lengths, ladder name, weight/ceiling/time values, duplicate players, and
-    finally whether the round has an outcome (``no_outcome`` carries the parsed round).
+    Checks, in order: size, UTF-8, JSON (integers of at most 4,300 digits), round size, nesting,
+    the JSON Schema, unknown fields (strict mode only), id lengths, ladder name, weight, ceiling
+    and time ranges, ids encodable as UTF-8, duplicate players, and finally whether the round has
+    an outcome (``no_outcome`` carries the parsed round).
     """
     data = _decode(raw, limits)
     if not isinstance(data, dict):
