@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -288,5 +289,39 @@ def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None
         assert sorted(p for m in messages for p in PlayerUpdate.from_json(m.value).players) == sorted([long_player, "b", "c"])
         assert (await tight.store.round_record("L", "r1"))["status"] == "pending"
         await tight.store.close()
+
+    asyncio.run(body())
+
+
+def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url: str, tmp_path: Path) -> None:
+    """The sweeper (or a later round) completing a registered round that raises at every attempt:
+    after HANDLER_ATTEMPTS the round is failed and its letter sent, so it stalls nothing."""
+    from stream.contracts import DeadLetter
+    from stream.pipeline import faults
+    from stream.pipeline.phase_one import complete_registered
+
+    r = make_round("poison", ["a", "b", "c"], day=0)
+
+    async def body() -> None:
+        ctx = context(redis_url, fault_point=faults.RAISE_ALWAYS_IN_PHASE_ONE, fault_marker=str(tmp_path / "marker"),
+                      handler_attempts=3)
+        letters: list[DeadLetter] = []
+
+        async def reject(letter: DeadLetter) -> None:
+            letters.append(letter)
+
+        ctx.reject = reject
+        await ctx.store.register_round("L", "poison", content_hash=r.content_hash(), occurred_at=r.occurred_at,
+                                       received_at=0.0, field_size=3, body=r.to_json().encode())
+        for _ in range(2):
+            with pytest.raises(faults.InjectedFault):
+                await complete_registered(ctx, "L", "poison")
+        assert await complete_registered(ctx, "L", "poison") == []
+        assert [(x.reason, x.original) for x in letters] == [("internal_error", r.to_json().encode())]
+        assert "InjectedFault" in letters[0].message
+        assert (await ctx.store.round_record("L", "poison"))["status"] == "failed"
+        later = await handle_round(ctx, make_round("next", ["a", "b"], day=1).to_json().encode())
+        assert later.outcome == "rated" and later.updates  # not held by the failed round
+        await ctx.store.close()
 
     asyncio.run(body())
