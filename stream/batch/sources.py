@@ -7,15 +7,18 @@
   "weight"?, "perf_ceiling"?}`` with 0-based inclusive tie ranges; ladder ``default``,
   ``round_id`` = file stem, rank = lo + 1.
 
-Outcome-free rounds are valid input (returned; replay records and skips them).  Anything else
-raises :class:`SourceError` naming the file, line or round, and field.
+Each line (or contest) goes through the same acceptance as a message on the stream's ``rounds``
+topic (``parse_round`` with the service's limits, on the line's bytes).  Outcome-free rounds are
+valid input (returned; replay records and skips them).  Anything else raises
+:class:`SourceError` naming the file, line or round, field and reason, or, with ``rejected``,
+is added to that list and left out (what the stream does: dead-letter it and go on).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,62 +36,84 @@ class SourceError(ValueError):
         self.reason = reason
 
 
-def read_rounds(path: Path, *, limits: Limits | None = None) -> list[RoundResult]:
-    """All rounds of ``path`` (a JSONL file or a directory of contest files), in order."""
+def read_rounds(path: Path, *, limits: Limits | None = None,
+                rejected: list[SourceError] | None = None) -> list[RoundResult]:
+    """All rounds of ``path`` (a JSONL file or a directory of contest files), in order; with
+    ``rejected``, invalid rounds are collected there instead of raised."""
     limits = limits or Limits()
     if path.is_dir():
-        return read_contest_dir(path, limits=limits)
+        return read_contest_dir(path, limits=limits, rejected=rejected)
     if not path.exists():
         raise SourceError(str(path), "no such file or directory")
-    return read_jsonl(path, limits=limits)
+    return read_jsonl(path, limits=limits, rejected=rejected)
 
 
-def _accept(raw: Any, limits: Limits, where: str) -> RoundResult:
+def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
+            rejected: list[SourceError] | None) -> None:
+    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it)."""
     try:
-        return parse_round(raw, limits=limits)
+        rounds.append(parse_round(raw, limits=limits))
+        return
     except RoundRejected as exc:
         if exc.reason == NO_OUTCOME and exc.round is not None:
-            return exc.round
-        round_id = raw.get("round_id") if isinstance(raw, dict) else None
-        label = f"{where} (round {round_id})" if isinstance(round_id, str) else where
-        raise SourceError(label, f"{exc.reason}: {exc.message}", exc.field, exc.reason) from None
+            rounds.append(exc.round)
+            return
+        round_id = _round_id(raw)
+        label = f"{where} (round {round_id})" if round_id is not None else where
+        error = SourceError(label, f"{exc.reason}: {exc.message}", exc.field, exc.reason)
+    if rejected is None:
+        raise error
+    rejected.append(error)
 
 
-def read_jsonl(path: Path, *, limits: Limits) -> list[RoundResult]:
-    """Rounds of a JSONL file, one per non-blank line."""
+def _round_id(raw: Any) -> str | None:
+    """The round id of a rejected message, if it has a readable one (for the error's label)."""
+    if isinstance(raw, bytes):
+        try:
+            raw = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, a 4,300+ digit integer, too deep
+            return None
+    round_id = raw.get("round_id") if isinstance(raw, dict) else None
+    return round_id if isinstance(round_id, str) and round_id.isprintable() and len(round_id) <= 200 else None
+
+
+def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None) -> list[RoundResult]:
+    """Rounds of a JSONL file, one per non-blank line (its bytes, as a ``rounds`` message)."""
     opener = gzip.open if path.suffix == ".gz" else open
-    rounds = []
+    rounds: list[RoundResult] = []
     try:
         with opener(path, "rb") as fh:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                where = f"{path}:{lineno}"
-                data: Any = line
-                try:
-                    data = json.loads(line.decode("utf-8"))
-                except (UnicodeDecodeError, json.JSONDecodeError):
-                    pass  # parse_round reports it with the right reason
-                rounds.append(_accept(data, limits, where))
+                _accept(line.rstrip(b"\r\n"), limits, f"{path}:{lineno}", rounds, rejected)
     except (OSError, EOFError) as exc:  # unreadable file, truncated or corrupt gzip
         raise SourceError(str(path), f"cannot read: {exc}") from None
     return rounds
 
 
-def read_contest_dir(path: Path, *, limits: Limits) -> list[RoundResult]:
+def read_contest_dir(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None) -> list[RoundResult]:
     """Rounds of a directory of the authors' ``<n>.json`` contest files, in numeric order."""
     files = sorted((f for f in path.iterdir() if f.suffix == ".json" and f.stem.isdigit()), key=lambda f: int(f.stem))
     if not files:
         raise SourceError(str(path), "no contest files (0.json, 1.json, ...) in this directory")
-    return [_contest(f, limits) for f in files]
+    rounds: list[RoundResult] = []
+    for f in files:
+        try:
+            _contest(f, limits, rounds, rejected)
+        except SourceError as exc:
+            if rejected is None:
+                raise
+            rejected.append(exc)
+    return rounds
 
 
-def _contest(file: Path, limits: Limits) -> RoundResult:
+def _contest(file: Path, limits: Limits, rounds: list[RoundResult], rejected: list[SourceError] | None) -> None:
     where = str(file)
     try:
         data = json.loads(file.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SourceError(where, f"not a JSON contest file: {exc}", None, "not_json") from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a 4,300+ digit integer, too deep
+        raise SourceError(where, f"not a JSON contest file: {str(exc)[:200]}", None, "not_json") from None
     if not isinstance(data, dict):
         raise SourceError(where, "a contest file holds a JSON object")
     name = data.get("name")
@@ -106,7 +131,7 @@ def _contest(file: Path, limits: Limits) -> RoundResult:
                               f"standings[{i}]", "bad_rank")
         explicit.append({"player": entry[0], "rank": entry[1] + 1})
     time_seconds = data.get("time_seconds")
-    if not isinstance(time_seconds, (int, float)) or isinstance(time_seconds, bool) or not math.isfinite(time_seconds):
+    if not isinstance(time_seconds, (int, float)) or isinstance(time_seconds, bool):  # range: parse_round
         raise SourceError(label, f"time_seconds must be a number, got {time_seconds!r}", "time_seconds")
     raw: dict[str, Any] = {
         "round_id": file.stem, "ladder": DEFAULT_LADDER, "occurred_at": time_seconds, "standings": explicit,
@@ -114,4 +139,4 @@ def _contest(file: Path, limits: Limits) -> RoundResult:
     for key in ("weight", "perf_ceiling"):
         if key in data:
             raw[key] = data[key]
-    return _accept(raw, Limits(limits.max_round_size, limits.max_message_bytes, limits.max_id_length, False), label)
+    _accept(raw, replace(limits, strict=False), label, rounds, rejected)

@@ -11,11 +11,9 @@ from typing import Annotated
 
 import typer
 
-from stream.batch import SourceError, read_rounds
 from stream.batch.evaluate import Evaluation, evaluate
 from stream.batch.models import model_names
-from stream.cli.replay import _fail, _progress
-from stream.contracts import Limits
+from stream.cli.replay import _fail, _progress, load_accepted
 from stream.settings import Settings
 
 COLUMNS = ("model", "pair_all", "pair_exp", "rank_all", "rank_exp", "rounds/s", "seconds")
@@ -40,10 +38,7 @@ def evaluate_command(
         _fail(f"unknown model(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(model_names())}")
     if len(set(names)) != len(names):
         _fail("a model is listed twice")
-    try:
-        rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env()))
-    except SourceError as exc:
-        _fail(f"bad input: {exc}")
+    rounds = load_accepted(input, Settings.from_env(), None).rounds
     bar = _progress(len(rounds) * len(names))
     table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None)
     if bar is not None:

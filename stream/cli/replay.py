@@ -1,24 +1,30 @@
 """``stream replay`` and ``stream generate-synthetic``: batch commands (no Kafka, no Redis).
 
-``replay`` validates the whole input before rating anything, and writes the CSV to a temporary
-file renamed into place at the end: on bad input (exit code 2, the round and field named on
-stderr) or any failure, no output file appears.
+``replay`` validates the whole input before rating anything, with the stream's acceptance
+(``parse_round`` under the service's limits) and registration rule (``first_copies``: a
+re-published round is a no-op, a round id re-used with other content is a ``conflict``), and
+writes the CSV to a temporary file renamed into place at the end: on bad input (exit code 2, the
+round, field and reason named on stderr) or any failure, no output file appears. With
+``--skip-rejected`` a rejected round is reported on stderr and left out, as the stream
+dead-letters it, so the output equals what the stream stores for the same messages.
 """
 
 from __future__ import annotations
 
 import csv
+from collections import Counter
 import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from stream.batch import Metrics, SourceError, read_rounds, synthetic_rounds, write_jsonl
+from stream.batch.dedup import Deduplicated, first_copies
 from stream.batch.models import Replayed, model_names, replay_named
 from stream.contracts import Limits
 from stream.engine import PRESETS
@@ -42,6 +48,7 @@ def replay_command(
     model_name: Annotated[str | None, typer.Option("--model", help=f"rating model, overrides --preset (default: the --preset's Elo-MMR): {', '.join(model_names())}")] = None,
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
+    skip_rejected: Annotated[bool, typer.Option("--skip-rejected", help="leave rejected rounds out (each reported on stderr), as the stream dead-letters them, instead of failing")] = False,
 ) -> None:
     """Replay rounds through the engine in process and write every player's final rating."""
     if preset_name not in PRESETS:
@@ -53,10 +60,9 @@ def replay_command(
         _fail(f"cannot write {output}: parent directory missing or output is a directory")
     settings = Settings.from_env()
     started = time.perf_counter()
-    try:
-        rounds = read_rounds(input, limits=Limits.from_settings(settings))
-    except SourceError as exc:
-        _fail(f"bad input: {exc}")
+    rejected: list[SourceError] | None = [] if skip_rejected else None
+    unique = load_accepted(input, settings, rejected)
+    rounds = unique.rounds
     loaded = time.perf_counter()
     tracker = Metrics(len(rounds)) if metrics else None
     bar = _progress(len(rounds))
@@ -71,6 +77,8 @@ def replay_command(
         "rounds": len(rounds), "rated": len(rounds) - len(result.skipped), "skipped": len(result.skipped),
         "participations": sum(len(r.standings) for r in rounds if not r.is_outcome_free()),
         "players": players, "load_s": round(loaded - started, 3), "rate_s": round(rated - loaded, 3),
+        "duplicates": len(unique.duplicates),
+        "rejected": dict(sorted(Counter(error.reason for error in rejected or []).items())),
     }
     if tracker is not None:
         summary["metrics"] = tracker.summary()
@@ -81,6 +89,25 @@ def replay_command(
         if tracker is not None:
             typer.echo(" ".join(f"{k}={v}" for k, v in tracker.summary().items()))
 
+
+
+def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None) -> Deduplicated:
+    """The rounds of ``input`` the stream would rate: its acceptance and registration rule
+    (``first_copies``). A rejected round exits with code 2, or, if ``rejected`` is a list, is
+    appended to it and reported on stderr (left out, as the stream dead-letters it)."""
+    try:
+        unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected))
+    except SourceError as exc:
+        _fail(f"bad input: {exc}")
+    for position, conflict in unique.conflicts:
+        error = SourceError(f"{input} (valid round #{position + 1})", f"{conflict.reason}: {conflict.message}",
+                            conflict.field, conflict.reason)
+        if rejected is None:
+            _fail(f"bad input: {error}")
+        rejected.append(error)
+    for error in rejected or []:
+        typer.echo(f"rejected: {error}", err=True)
+    return unique
 
 def generate_synthetic_command(
     output: Annotated[Path, typer.Argument(help="JSONL file to write (.gz to compress)")],
@@ -102,7 +129,7 @@ def generate_synthetic_command(
     typer.echo(f"wrote {count} rounds to {output}")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(EXIT_BAD_INPUT)
 

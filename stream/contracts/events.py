@@ -8,6 +8,7 @@ so a round trip is exact; NaN and infinities are refused (``ValueError``).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -128,7 +129,12 @@ class PlayerUpdate:
 
 @dataclass(slots=True)
 class DeadLetter:
-    """A rejected input message (topic ``rounds-dlq``); ``original`` holds the raw bytes."""
+    """A rejected input message (topic ``rounds-dlq``); ``original`` holds the raw bytes.
+
+    Serialised, ``original`` is base64 and may be cut to a prefix so that the letter fits a
+    size (:meth:`to_json`'s ``max_bytes``): ``original_length`` and ``original_sha256`` always
+    describe the whole original, so a reader can tell a cut letter (prefix shorter than the
+    length) and match it to its source."""
 
     reason: str
     message: str
@@ -138,6 +144,19 @@ class DeadLetter:
     topic: str | None = None
     partition: int | None = None
     offset: int | None = None
+    original_length: int | None = None
+    original_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.original_length is None:
+            self.original_length = len(self.original)
+        if self.original_sha256 is None:
+            self.original_sha256 = hashlib.sha256(self.original).hexdigest()
+
+    @property
+    def truncated(self) -> bool:
+        """Whether ``original`` is only a prefix of the rejected message."""
+        return len(self.original) < (self.original_length or 0)
 
     @classmethod
     def from_rejection(cls, exc: RoundRejected, original: bytes, *, rejected_at: float,
@@ -145,20 +164,30 @@ class DeadLetter:
                        offset: int | None = None) -> DeadLetter:
         return cls(exc.reason, exc.message, exc.field, original, rejected_at, topic, partition, offset)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, original: bytes | None = None) -> dict[str, Any]:
+        """The letter as JSON values; ``original``: the bytes to write in place of the whole one (a prefix)."""
         return {
             "reason": self.reason,
             "message": self.message,
             "field": self.field,
-            "original": base64.b64encode(self.original).decode("ascii"),
+            "original": base64.b64encode(self.original if original is None else original).decode("ascii"),
+            "original_length": self.original_length,
+            "original_sha256": self.original_sha256,
             "rejected_at": self.rejected_at,
             "topic": self.topic,
             "partition": self.partition,
             "offset": self.offset,
         }
 
-    def to_json(self) -> str:
-        return _dumps(self.to_dict())
+    def to_json(self, max_bytes: int | None = None) -> str:
+        """Compact JSON; with ``max_bytes``, ``original`` is cut to the longest prefix that keeps
+        the UTF-8 letter within ``max_bytes`` (an empty prefix if even the rest is too large)."""
+        text = _dumps(self.to_dict())
+        if max_bytes is None or len(text.encode()) <= max_bytes:
+            return text
+        rest = len(_dumps(self.to_dict(b"")).encode())
+        keep = max(0, (max_bytes - rest) // 4 * 3)  # base64: 4 characters per 3 bytes
+        return _dumps(self.to_dict(self.original[:keep]))
 
     @classmethod
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> DeadLetter:

@@ -44,13 +44,27 @@ ID_TOO_LONG = "id_too_long"
 ROUND_TOO_LARGE = "round_too_large"
 MESSAGE_TOO_LARGE = "message_too_large"
 BAD_LADDER = "bad_ladder"
+BAD_NUMBER = "bad_number"
 CONFLICT = "conflict"
-REASONS = (
+BAD_PLAYER_UPDATE = "bad_player_update"
+INTERNAL_ERROR = "internal_error"
+ROUND_REASONS = (
     NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
-    BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, CONFLICT,
+    BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, BAD_NUMBER, CONFLICT,
 )
-"""Every machine reason code.  ``conflict`` (a round_id reused with different content) is
-detected by the pipeline against Redis, not here."""
+"""The reason codes of a rejected round.  ``conflict`` (a round_id reused with different
+content) is detected against the rounds already accepted (Redis in the stream, the replay's
+ledger in ``stream replay``), not by :func:`parse_round`."""
+REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, INTERNAL_ERROR)
+"""Every machine reason code of a dead letter: the round reasons, ``bad_player_update`` (a
+``player-updates`` message that is not a PlayerUpdate) and ``internal_error`` (a message whose
+handling kept raising an unexpected exception, named in the letter's message, HANDLER_ATTEMPTS
+times: it is set aside so the stream moves on)."""
+
+MIN_TIME = -62_135_596_800.0
+MAX_TIME = 253_402_300_799.0
+"""``occurred_at`` bounds in epoch seconds: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, what an
+RFC 3339 date-time can express (a number outside is ``bad_number``)."""
 
 DEFAULT_LADDER = "default"
 LADDER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -88,6 +102,8 @@ class Limits:
     max_message_bytes: int = Settings.max_message_bytes
     max_id_length: int = Settings.max_id_length
     strict: bool = Settings.strict_schema
+    min_weight: float = Settings.min_weight
+    max_weight: float = Settings.max_weight
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
@@ -96,7 +112,16 @@ class Limits:
             max_message_bytes=settings.max_message_bytes,
             max_id_length=settings.max_id_length,
             strict=settings.strict_schema,
+            min_weight=settings.min_weight,
+            max_weight=settings.max_weight,
         )
+
+
+STORED = Limits(max_round_size=2**62, max_message_bytes=2**62, max_id_length=2**62, strict=False,
+                min_weight=0.0, max_weight=math.inf)
+"""Limits for re-reading a round the service already accepted (its stored body): only the
+contract's fixed rules apply, not the configurable limits, which may have been tightened since
+(a round accepted before must still be completed, never stall)."""
 
 
 @dataclass(slots=True)
@@ -173,12 +198,20 @@ class RoundResult:
         return self._hash
 
 
+def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
+    """The rejection of a round whose (ladder, round_id) was first accepted, as the ladder's
+    round ``first_seq``, with different content: the first round stands (stream and replay)."""
+    return RoundRejected(CONFLICT, f"round_id {round_.round_id!r} of ladder {round_.ladder!r} was already used "
+                         f"(seq {first_seq}) for different content; the first round stands", "round_id")
+
+
 def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:
     """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected`.
 
-    Checks, in order: size, UTF-8, JSON, round size, the JSON Schema, unknown fields (strict
-    mode only), id lengths, ladder name, weight/ceiling/time values, duplicate players, and
-    finally whether the round has an outcome (``no_outcome`` carries the parsed round).
+    Checks, in order: size, UTF-8, JSON (integers of at most 4,300 digits), round size, nesting,
+    the JSON Schema, unknown fields (strict mode only), id lengths, ladder name, weight, ceiling
+    and time ranges, ids encodable as UTF-8, duplicate players, and finally whether the round has
+    an outcome (``no_outcome`` carries the parsed round).
     """
     data = _decode(raw, limits)
     if not isinstance(data, dict):
@@ -190,7 +223,10 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
             f"{len(standings_raw)} players, more than MAX_ROUND_SIZE={limits.max_round_size}",
             "standings",
         )
-    _check_schema(data)
+    items = data.get("standings")
+    plain = isinstance(items, list) and _plain_standings(items)
+    _check_nesting(data, plain)
+    _check_schema(data, plain)
     if limits.strict:
         _check_known_fields(data)
 
@@ -200,14 +236,17 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
     _check_length(ladder, "ladder", limits)
     if not LADDER_PATTERN.match(ladder):
         raise RoundRejected(BAD_LADDER, f"ladder name {ladder!r} must match {LADDER_PATTERN.pattern}", "ladder")
-    weight = float(data.get("weight", 1.0))
-    if not (math.isfinite(weight) and weight > 0):
-        raise RoundRejected(BAD_WEIGHT, f"weight must be a finite number > 0, got {weight!r}", "weight")
+    weight = _float(data.get("weight", 1.0))
+    if not (0 < weight and limits.min_weight <= weight <= limits.max_weight):  # NaN fails too
+        raise RoundRejected(BAD_WEIGHT, f"weight must be a number in [MIN_WEIGHT={limits.min_weight:g}, "
+                            f"MAX_WEIGHT={limits.max_weight:g}], got {_show(data.get('weight'))}", "weight")
     ceiling = data.get("perf_ceiling")
-    perf_ceiling = math.inf if ceiling is None else float(ceiling)
-    if math.isnan(perf_ceiling):
-        raise RoundRejected(SCHEMA, "perf_ceiling must be a number or null", "perf_ceiling")
+    perf_ceiling = math.inf if ceiling is None else _float(ceiling)
+    if ceiling is not None and not math.isfinite(perf_ceiling):
+        raise RoundRejected(BAD_NUMBER, f"perf_ceiling must be a finite number or null, got {_show(ceiling)}",
+                            "perf_ceiling")
     occurred_at = _parse_time(data["occurred_at"])
+    _check_text(round_id, "round_id")
 
     standings = _standings(standings_raw, limits)  # type: ignore[arg-type]
     result = RoundResult(
@@ -222,13 +261,30 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
     return result
 
 
-def _check_schema(data: dict[str, Any]) -> None:
+MAX_NESTING = 100
+"""Deepest nesting of arrays and objects accepted in a round (``not_json`` beyond). The JSON
+decoder's own limit is Python's recursion limit less the caller's stack depth, so without this
+bound whether a message nested ~900 deep is accepted would depend on who parses it (the
+worker, ``stream replay``, a test)."""
+
+
+def _check_nesting(data: dict[str, Any], plain: bool) -> None:
+    """Reject nesting deeper than MAX_NESTING; plain standings (``plain``: 3 levels) are not walked."""
+    todo: list[tuple[Any, int]] = [(v, 2) for k, v in data.items() if not (plain and k == "standings")]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, (list, dict)):
+            if depth > MAX_NESTING:
+                raise RoundRejected(NOT_JSON, f"nested more than MAX_NESTING={MAX_NESTING} levels deep", None)
+            todo.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def _check_schema(data: dict[str, Any], plain: bool) -> None:
     """Validate against the compiled schema.  Standings in the plain forms (every item a
-    ``{player: str, rank: int}`` object, or every item a player id / array of ids) are checked
-    by :func:`_plain_standings` (same rules, ~50x faster on a million players) and left out of
+    ``{player: str, rank: int}`` object, or every item a player id / array of ids: ``plain``, as
+    :func:`_plain_standings` found, same rules, ~50x faster on a million players) are left out of
     the compiled validator; anything else goes through it in full for a precise diagnosis."""
-    items = data.get("standings")
-    target = {**data, "standings": []} if isinstance(items, list) and _plain_standings(items) else data
+    target = {**data, "standings": []} if plain else data
     try:
         validator(ROUND_RESULT)(target)
     except SchemaError as exc:
@@ -275,6 +331,32 @@ def _decode(raw: bytes | str | dict[str, Any], limits: Limits) -> Any:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise RoundRejected(NOT_JSON, f"not JSON: {message}{where}", None) from None
+    except ValueError as exc:  # an integer literal longer than sys.get_int_max_str_digits() (4,300)
+        raise RoundRejected(BAD_NUMBER, f"a number too long to read: {exc}"[:200], None) from None
+
+
+def _float(value: Any) -> float:
+    """A JSON number as a float; an integer too large for one is ``inf`` (rejected by the caller)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _show(value: Any) -> str:
+    """A short rendering of an offending value (a 4,000-digit integer is not echoed whole)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"an integer of {len(str(abs(value)))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_text(value: str, where: str) -> None:
+    """Reject a string that is not valid Unicode text: a lone surrogate (JSON allows the escape
+    ``\\ud800``) cannot be written as UTF-8, to Redis, Kafka or a content hash."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RoundRejected(NOT_UTF8, f"a lone surrogate U+{ord(value[exc.start]):04X} at character {exc.start} "
+                            "cannot be encoded as UTF-8", where) from None
 
 
 def _path(parts: list[Any]) -> str:
@@ -294,7 +376,7 @@ def _schema_rejection(exc: SchemaError, data: dict[str, Any]) -> RoundRejected:
     if top == "ladder" and exc.rule == "pattern":
         return RoundRejected(BAD_LADDER, f"ladder name must match {LADDER_PATTERN.pattern}", "ladder")
     if top == "weight":
-        return RoundRejected(BAD_WEIGHT, f"weight must be a number > 0, got {data.get('weight')!r}", "weight")
+        return RoundRejected(BAD_WEIGHT, f"weight must be a number > 0, got {_show(data.get('weight'))}", "weight")
     if exc.rule == "required" and len(parts) == 1:
         missing = next((f for f in ("round_id", "occurred_at", "standings") if f not in data), None)
         return RoundRejected(SCHEMA, f"required field {missing!r} is missing", missing)
@@ -315,7 +397,7 @@ def _standing_rejection(item: Any, index: int) -> RoundRejected:
             return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.player")
         if "rank" not in item:
             return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
-        return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {item['rank']!r}", f"{where}.rank")
+        return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
     return RoundRejected(
         SCHEMA, "a standing is {player, rank}, a player id, or an array of tied player ids", where
     )
@@ -349,9 +431,10 @@ def _parse_time(value: str | float) -> float:
             return datetime.fromisoformat(text).timestamp()
         except ValueError as exc:
             raise RoundRejected(SCHEMA, f"occurred_at {value!r}: {exc}", "occurred_at") from None
-    seconds = float(value)
-    if not math.isfinite(seconds):
-        raise RoundRejected(SCHEMA, "occurred_at must be finite epoch seconds", "occurred_at")
+    seconds = _float(value)
+    if not MIN_TIME <= seconds <= MAX_TIME:  # NaN fails too
+        raise RoundRejected(BAD_NUMBER, f"occurred_at must be epoch seconds within years 1 to 9999 "
+                            f"[{MIN_TIME:.0f}, {MAX_TIME:.0f}], got {_show(value)}", "occurred_at")
     return seconds
 
 
@@ -385,6 +468,11 @@ def _standings(items: list[Any], limits: Limits) -> list[Standing]:
         i = next(i for i, p in enumerate(players) if len(p) > max_len)
         raise RoundRejected(ID_TOO_LONG, f"player id of {len(players[i])} characters, more than MAX_ID_LENGTH={max_len}",
                             _player_path(items, i))
+    try:
+        "".join(players).encode("utf-8")
+    except UnicodeEncodeError:
+        i = next(i for i, p in enumerate(players) if not _encodable(p))
+        _check_text(players[i], _player_path(items, i))
     if len(set(players)) != len(players):
         seen: set[str] = set()
         for i, p in enumerate(players):
@@ -392,6 +480,14 @@ def _standings(items: list[Any], limits: Limits) -> list[Standing]:
                 raise RoundRejected(DUPLICATE_PLAYER, f"player {p!r} appears twice", _player_path(items, i))
             seen.add(p)
     return list(map(Standing, players, ranks))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _player_path(items: list[Any], flat_index: int) -> str:

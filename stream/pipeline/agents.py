@@ -9,12 +9,13 @@
   SWEEP_TIMEOUT_S (``sweeper.py``).
 
 Faust acks an event once the agent moves on, even if the handler raised; so every handler
-call and send is retried until it succeeds, whatever it raised (``retry.py``: Redis or Kafka
-unreachable, or an unexpected error, logged and counted): the agent never moves past input
-whose effects are not stored. A ``player-updates`` message that is not a PlayerUpdate (only a
-rogue producer or a bug makes one) would make its batch fail forever: when a batch raises,
-its messages are checked against the schema and the malformed ones go to ``rounds-dlq``
-(reason ``bad_player_update``) while the rest is handled.
+call and send is retried (``retry.py``): forever while Redis or Kafka is unreachable, and up to
+HANDLER_ATTEMPTS times for any other exception, after which the message that keeps raising is
+dead-lettered (``internal_error``) and the stream moves on. A ``player-updates`` message that
+is not a PlayerUpdate (only a rogue producer or a bug makes one) goes to ``rounds-dlq`` (reason
+``bad_player_update``) as soon as its batch raises, the rest of the batch being handled; a
+batch that still gives up is handled message by message, dead-lettering those that raise.
+Dead letters are cut to fit MAX_MESSAGE_BYTES (``DeadLetter.to_json``).
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
@@ -28,28 +29,37 @@ each one's output is sent at once, but the acknowledgements are awaited once per
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import cast
 
 import faust
 
 from stream.contracts import DeadLetter, PlayerUpdate, validate
+from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
-from stream.pipeline.phase_one import Origin, handle_round
+from stream.pipeline.messages import FanOutMessage, RatingChangeMessage, value_limit
+from stream.pipeline.phase_one import Origin, fail, handle_round
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.pipeline.producer import BatchProducer, Outgoing
-from stream.pipeline.retry import TRANSIENT_ERRORS, retrying
+from stream.pipeline.retry import TRANSIENT_ERRORS, GaveUp, retrying
 from stream.pipeline.sweeper import sweep
 from stream.pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
-BAD_PLAYER_UPDATE = "bad_player_update"
-"""Dead-letter reason of a ``player-updates`` message that is not a PlayerUpdate."""
+__all__ = ["BAD_PLAYER_UPDATE", "register"]
+
+
+def letter_message(topics: Topics, max_message_bytes: int, letter: DeadLetter, key: bytes | None,
+                   partition: int | None) -> Outgoing:
+    """A dead letter to ``rounds-dlq``, cut to fit MAX_MESSAGE_BYTES (its original's prefix)."""
+    value = letter.to_json(max_bytes=value_limit(max_message_bytes)).encode()
+    return Outgoing(topics.rounds_dlq.get_topic_name(), key, value, partition)
 
 
 def fanout_messages(topics: Topics, messages: Sequence[FanOutMessage]) -> list[Outgoing]:
@@ -73,17 +83,20 @@ def malformed_update(raw: bytes) -> str | None:
     return None
 
 
-def dead_letters(topics: Topics, events: Sequence[faust.EventT[bytes]]) -> dict[int, Outgoing]:
-    """Index in ``events`` → dead letter (to ``rounds-dlq``, same partition, no key) of every
-    message that is not a PlayerUpdate."""
+def update_letter(topics: Topics, max_bytes: int, event: faust.EventT[bytes], reason: str, why: str) -> Outgoing:
+    """A dead letter (to ``rounds-dlq``, same partition, no key) of a ``player-updates`` message."""
+    message = event.message
+    letter = DeadLetter(reason, why, None, event.value, time.time(), message.topic, message.partition, message.offset)
+    return letter_message(topics, max_bytes, letter, None, message.partition)
+
+
+def dead_letters(topics: Topics, events: Sequence[faust.EventT[bytes]], max_bytes: int) -> dict[int, Outgoing]:
+    """Index in ``events`` → dead letter of every message that is not a PlayerUpdate."""
     out: dict[int, Outgoing] = {}
     for i, event in enumerate(events):
         why = malformed_update(event.value)
         if why is not None:
-            message = event.message
-            letter = DeadLetter(BAD_PLAYER_UPDATE, why, None, event.value, time.time(), message.topic,
-                                message.partition, message.offset)
-            out[i] = Outgoing(topics.rounds_dlq.get_topic_name(), None, letter.to_json().encode(), message.partition)
+            out[i] = update_letter(topics, max_bytes, event, BAD_PLAYER_UPDATE, why)
     return out
 
 
@@ -99,7 +112,7 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
     except TRANSIENT_ERRORS:
         raise
     except Exception:
-        letters = dead_letters(topics, events)
+        letters = dead_letters(topics, events, ctx.settings.max_message_bytes)
         if not letters:
             raise
         rejected[:] = letters.values()
@@ -107,6 +120,48 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
         result = await handle_updates(ctx, good) if good else PhaseTwoResult([], 0, 0)
     faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
     return result
+
+
+async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> None:
+    """The players of a dead-lettered PlayerUpdate skip its round (state unchanged), so the
+    barrier of the ladder's later rounds lets them through: the ladder moves on; the round is
+    marked ``failed`` (the sweeper no longer re-sends it)."""
+    update = PlayerUpdate.from_json(raw)
+    await ctx.store.release_queued(update.ladder, update.players, update.seq)
+    await ctx.store.fail_pending_round(update.ladder, update.round_id, seq=update.seq, reason=why)
+
+
+async def handle_one_by_one(ctx: PipelineContext, topics: Topics, events: Sequence[faust.EventT[bytes]],
+                            rejected: list[Outgoing], error: Exception) -> PhaseTwoResult:
+    """A phase-two batch that gave up: each message handled alone (HANDLER_ATTEMPTS attempts
+    each); those that still raise are dead-lettered (``internal_error``) into ``rejected``."""
+    settings = ctx.settings
+    merged = PhaseTwoResult([], 0, 0)
+    rejected.clear()
+    for event in events:
+        part: list[Outgoing] = []
+        try:
+            one = await retrying(lambda: handle_player_updates(ctx, topics, [event], part), "phase two of one message",
+                                 max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                                 attempts=settings.handler_attempts)
+        except GaveUp as gave_up:
+            why = f"handling the message kept raising {type(gave_up.error).__name__}: {gave_up.error}"[:600]
+            rejected.append(update_letter(topics, settings.max_message_bytes, event, INTERNAL_ERROR, why))
+            try:
+                await retrying(lambda: release_update(ctx, event.value, why), "releasing a dead-lettered update",
+                               max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                               attempts=settings.handler_attempts)
+            except GaveUp:
+                pass  # logged by retrying(); the letter still goes out
+            log.error("player-updates message at offset %s dead-lettered (%s); the batch failed with %s",
+                      event.message.offset, why, type(error).__name__)
+            continue
+        rejected += part
+        merged.events += one.events
+        merged.applied += one.applied
+        merged.replayed += one.replayed
+        merged.emitted += one.emitted
+    return merged
 
 
 async def settle(acks: Sequence[asyncio.Future[object]], sent: list[Outgoing], what: str,
@@ -145,6 +200,17 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     ctx.resend = resend
 
+    async def reject(letter: DeadLetter) -> None:
+        metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
+        await send([letter_message(topics, settings.max_message_bytes, letter, None, None)], "dead letter")
+
+    ctx.reject = reject
+
+    async def partition_count() -> int:
+        return await producer.partition_count(topics.player_updates.get_topic_name())
+
+    ctx.partition_count = partition_count
+
     @app.agent(topics.rounds, name="phase-one", isolated_partitions=True)
     async def phase_one(stream: faust.StreamT[bytes]) -> None:
         # A batch of rounds is handled one by one, in order (each reads the priors the previous
@@ -161,14 +227,19 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                 started = time.perf_counter()
                 metrics.ROUND_LAG_SECONDS.set(max(0.0, time.time() - message.timestamp))
                 origin = Origin(message.topic, message.partition, message.offset)
-                result = await retrying(lambda: handle_round(ctx, event.value, origin),
-                                        f"phase one of offset {message.offset}", max_delay_s=settings.retry_max_delay_s,
-                                        handler=retry.PHASE_ONE)
+                what = f"phase one of offset {message.offset}"
+                try:
+                    result = await retrying(lambda: handle_round(ctx, event.value, origin), what,
+                                            max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_ONE,
+                                            attempts=settings.handler_attempts)
+                except GaveUp as gave_up:  # the message keeps raising: set it aside, move on
+                    error = gave_up.error
+                    result = await retrying(lambda: fail(ctx, event.value, origin, error), f"setting aside {what}",
+                                            max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_ONE)
                 out: list[Outgoing] = []
                 if result.dead_letter is not None:
                     letter = result.dead_letter
-                    out.append(Outgoing(topics.rounds_dlq.get_topic_name(), event.key, letter.to_json().encode(),
-                                        message.partition))
+                    out.append(letter_message(topics, settings.max_message_bytes, letter, event.key, message.partition))
                     metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
                     log.info("round rejected to the DLQ: %s (%s)", letter.reason, letter.message)
                 updates = result.updates
@@ -195,14 +266,19 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
         async for batch in take_events(stream, settings.phase_two_batch, settings.phase_two_within_s):
             started = time.perf_counter()
             rejected: list[Outgoing] = []
-            result = await retrying(lambda: handle_player_updates(ctx, topics, batch, rejected), "phase two",
-                                    max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO)
+            try:
+                result = await retrying(lambda: handle_player_updates(ctx, topics, batch, rejected), "phase two",
+                                        max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                                        attempts=settings.handler_attempts)
+            except GaveUp as gave_up:
+                result = await handle_one_by_one(ctx, topics, batch, rejected, gave_up.error)
             handled = time.perf_counter()
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
             if rejected:
-                metrics.ROUNDS_REJECTED.labels(BAD_PLAYER_UPDATE).inc(len(rejected))
-                log.error("%d player-updates message(s) are not PlayerUpdates: sent to the DLQ (%s)", len(rejected),
-                          BAD_PLAYER_UPDATE)
+                for reason, n in Counter(json.loads(m.value)["reason"] for m in rejected).items():
+                    metrics.ROUNDS_REJECTED.labels(reason).inc(n)
+                log.error("%d player-updates message(s) are not PlayerUpdates or kept raising: sent to the DLQ",
+                          len(rejected))
             await send(change_messages(topics, result.events) + rejected, "rating changes")
             emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
             await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from stream.connections import redis_client
-from stream.contracts import Limits
+from stream.contracts import DeadLetter, Limits
 from stream.engine import Params, preset
 from stream.engine.display import DisplayConfig, config_for, parse_display_configs
 from stream.pipeline.messages import Resend
@@ -24,6 +25,13 @@ class PipelineContext:
     display_configs: dict[str, DisplayConfig]
     resend: Resend | None = None
     """Sends re-driven fan-out messages (the worker sets it; None: the caller sends them)."""
+    reject: Callable[[DeadLetter], Awaitable[None]] | None = None
+    """Sends a dead letter found outside an input's own handling (a stored round set aside)."""
+    partition_count: Callable[[], Awaitable[int]] | None = None
+    """The ``player-updates`` topic's partition count from the broker's metadata (the worker
+    sets it; None: the PARTITIONS setting)."""
+    failures: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Unexpected failures so far of completing each stored round, in this worker."""
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
@@ -35,9 +43,20 @@ class PipelineContext:
             display_configs=parse_display_configs(settings.display_config),
         )
 
-    @property
-    def partitions(self) -> int:
-        return self.settings.partitions
+    async def partitions(self) -> int:
+        """How many partitions the fan-out spreads over: the topic's, as the broker reports it."""
+        return await self.partition_count() if self.partition_count is not None else self.settings.partitions
+
+    def failed_attempt(self, key: tuple[str, str]) -> bool:
+        """Count one more unexpected failure of ``key``; True once HANDLER_ATTEMPTS are reached."""
+        self.failures[key] = self.failures.get(key, 0) + 1
+        if self.failures[key] >= max(1, self.settings.handler_attempts):
+            del self.failures[key]
+            return True
+        return False
+
+    def succeeded(self, key: tuple[str, str]) -> None:
+        self.failures.pop(key, None)
 
     def display(self, ladder: str) -> DisplayConfig:
         return config_for(ladder, self.display_configs)

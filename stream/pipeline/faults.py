@@ -49,6 +49,14 @@ priors read and performances computed, nothing of its fan-out stored)."""
 RAISE_IN_PHASE_TWO = "raise_in_phase_two"
 """Phase two's handler raises after it stored a batch's effects, before its events are sent."""
 RAISE_POINTS = (RAISE_IN_PHASE_ONE, RAISE_IN_PHASE_TWO)
+
+#: Poison points: the handler raises InjectedFault EVERY time it meets the first round that got there
+#: (what a message the code cannot digest does): the worker must dead-letter it and move on.
+RAISE_ALWAYS_IN_PHASE_ONE = "raise_always_in_phase_one"
+"""Phase one raises for one round where RAISE_IN_PHASE_ONE does, every attempt."""
+RAISE_ALWAYS_IN_PHASE_TWO = "raise_always_in_phase_two"
+"""Phase two raises for every batch holding an update of one round, every attempt."""
+RAISE_ALWAYS_POINTS = (RAISE_ALWAYS_IN_PHASE_ONE, RAISE_ALWAYS_IN_PHASE_TWO)
 RAISE_TIMES = 3
 """How many times in a row a raise point raises: the first time this process meets it (and the
 marker did not exist) and the next RAISE_TIMES - 1 times (in practice the retries of the same
@@ -119,3 +127,23 @@ def raise_point(settings: Settings, point: str) -> None:
     with open(settings.fault_marker, "a") as marker:
         marker.write(f"\nraise {count + 1}/{RAISE_TIMES}")
     raise InjectedFault(f"fault point {point}: injected failure {count + 1}/{RAISE_TIMES}")
+
+
+_poisoned: dict[str, str] = {}
+
+
+def raise_always(settings: Settings, point: str, key: str) -> None:
+    """Raise InjectedFault if FAULT_POINT is ``point`` and ``key`` (a round id) is the first key
+    this process met here after the marker fired; every raise appends a line to the marker."""
+    if settings.fault_point != point:
+        return
+    if point not in _poisoned:
+        if not fires(settings, point):
+            _poisoned[point] = ""  # another process (or run) had it
+            return
+        _poisoned[point] = key
+    if not key or _poisoned[point] != key:
+        return
+    with open(settings.fault_marker, "a") as marker:
+        marker.write(f"\nraise always {key}")
+    raise InjectedFault(f"fault point {point}: injected failure for round {key}")

@@ -23,5 +23,15 @@ class RatingChangeMessage:
     value: bytes
 
 
+RECORD_OVERHEAD_BYTES = 64 * 1024
+"""Room left under MAX_MESSAGE_BYTES for a record's key, headers and framing."""
+
+
+def value_limit(max_message_bytes: int) -> int:
+    """Largest value the worker produces (a fan-out part, a dead letter): MAX_MESSAGE_BYTES less
+    room for the record around it (a quarter of it when MAX_MESSAGE_BYTES is small)."""
+    return max(1, max_message_bytes - min(RECORD_OVERHEAD_BYTES, max_message_bytes // 4))
+
+
 Resend = Callable[[list[FanOutMessage]], Awaitable[None]]
 """How the worker sends fan-out messages (set on the context by the agents)."""

@@ -17,8 +17,12 @@ Algorithm 1, first half):
    engine's newcomer prior for unseen players.
 4. ``engine.phase_one``: every participant's performance (drift applied inside).
 5. Mark the participants ``queued_seq = seq``, store the fan-out (one PlayerUpdate per
-   partition, Kafka's murmur2 partition of each player id) and mark the round pending; then
-   the caller sends exactly the stored messages.
+   partition of the ``player-updates`` topic, as its metadata counts them, by Kafka's murmur2
+   partition of each player id; split in parts of at most MAX_MESSAGE_BYTES) and mark the round
+   pending; then the caller sends exactly the stored messages.
+
+A message whose phase one keeps raising is set aside by :func:`fail` (the agent calls it once
+HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its round ``failed``.
 """
 
 from __future__ import annotations
@@ -31,26 +35,25 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
+from stream.contracts.round import INTERNAL_ERROR, NO_OUTCOME, STORED, conflict
 from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import encode_update, number_texts
-from stream.pipeline.messages import FanOutMessage
+from stream.pipeline.messages import FanOutMessage, value_limit
 from stream.pipeline.partitioner import group_by_partition
+from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
                                 STATUS_REGISTERED, Priors)
 
 log = logging.getLogger(__name__)
-
-NO_OUTCOME = "no_outcome"
-CONFLICT = "conflict"
 
 
 @dataclass
 class PhaseOneResult:
     """What to send for one input message, and what happened (for logs and metrics)."""
 
-    outcome: str  # rated | resent | duplicate | no_outcome | rejected | dropped (test fault)
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | dropped (test fault)
     ladder: str | None = None
     round_id: str | None = None
     seq: int | None = None
@@ -132,11 +135,12 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
     performance = engine.phase_one(mu, sigma, elapsed, round_.ranks(), ctx.params,
                                    weight=round_.weight, perf_ceiling=round_.perf_ceiling)
-    messages = build_fanout(ctx, round_, seq, performance)
+    messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions())
 
     faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
+    faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, round_.round_id)
     saved = await store.queue_round(round_.ladder, round_.round_id, players, seq, pending=round_.field_size,
-                                    messages={m.partition: m.value for m in messages},
+                                    messages=[(m.partition, m.value) for m in messages],
                                     due_at=time.time() + ctx.settings.sweep_timeout_s)
     faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
     # if another attempt saved first (a redelivery or the sweeper racing this one), send what it stored
@@ -146,41 +150,99 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
 async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
     """Finish the phase one of a round left ``registered`` (its input was lost or acked early)
     from the body stored at registration, and send its fan-out (``ctx.resend``) right away:
-    later rounds' barriers wait for it. Returns the messages; nothing if it is past registered."""
+    later rounds' barriers wait for it. Returns the messages; nothing if it is past registered.
+
+    The body is re-read under the contract's fixed rules only (``STORED``): limits tightened
+    since it was accepted do not apply to it. If completing it raises unexpectedly a
+    HANDLER_ATTEMPTS-th time in this worker, the round is failed and dead-lettered
+    (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds."""
     body = await ctx.store.round_body(ladder, round_id)
     if body is None:
         return []
-    round_ = parse_round(body, limits=ctx.limits)
-    record = await ctx.store.round_record(ladder, round_id)
-    log.warning("completing phase one of round %s/%s (seq %s), left registered", ladder, round_id, record.get("seq"))
-    messages = await complete_round(ctx, round_, int(record["seq"]))
+    try:
+        round_ = parse_round(body, limits=STORED)
+        record = await ctx.store.round_record(ladder, round_id)
+        log.warning("completing phase one of round %s/%s (seq %s), left registered", ladder, round_id,
+                    record.get("seq"))
+        messages = await complete_round(ctx, round_, int(record["seq"]))
+    except TRANSIENT_ERRORS:
+        raise
+    except Exception as exc:
+        if not ctx.failed_attempt((ladder, round_id)):
+            raise
+        result = await fail(ctx, body, Origin(), exc)
+        if ctx.reject is not None and result.dead_letter is not None:
+            await ctx.reject(result.dead_letter)
+        return []
+    ctx.succeeded((ladder, round_id))
     if ctx.resend is not None:
         await ctx.resend(messages)
     return messages
 
 
-def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray) -> list[FanOutMessage]:
-    """One PlayerUpdate per partition holding all of the round's players that map to it."""
+async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseException) -> PhaseOneResult:
+    """Set aside a message whose phase one kept raising ``error``: an ``internal_error`` dead
+    letter naming the exception, and, if it is a round still ``registered``, the round marked
+    ``failed`` (it rates nobody; the players it marked queued are released: store.fail_round)."""
+    now = time.time()
+    text = f"{type(error).__name__}: {error}"
+    rejection = RoundRejected(INTERNAL_ERROR, f"handling the message kept raising {text[:500]}")
+    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
+                                       partition=origin.partition, offset=origin.offset)
+    result = PhaseOneResult("failed", dead_letter=letter)
+    try:
+        try:
+            round_ = parse_round(raw, limits=STORED)
+        except RoundRejected as rejected:
+            if rejected.round is None:
+                return result
+            round_ = rejected.round
+        content_hash = round_.content_hash()
+    except Exception:  # noqa: BLE001 - the message may be what makes parsing raise: nothing stored then
+        return result
+    result.ladder, result.round_id = round_.ladder, round_.round_id
+    if await ctx.store.fail_round(round_.ladder, round_.round_id, content_hash=content_hash,
+                                  reason=text[:500], players=round_.players()):
+        log.error("round %r of ladder %r failed and set aside (%s)", round_.round_id, round_.ladder, text[:200])
+    return result
+
+
+def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray,
+                 partitions: int) -> list[FanOutMessage]:
+    """PlayerUpdates holding all of the round's players that map to each partition: one per
+    partition, or several where one would exceed MAX_MESSAGE_BYTES (a huge round whose players
+    hash to one partition), each then holding a contiguous part of that partition's players."""
     players = round_.players()
     ranks = round_.ranks()
     texts = number_texts("performance", performance)
-    messages = []
-    for partition, index in sorted(group_by_partition(players, ctx.partitions).items()):
+    limit = value_limit(ctx.settings.max_message_bytes)
+
+    def encode(index: list[int]) -> list[tuple[int, bytes]]:
         update = PlayerUpdate(
             ladder=round_.ladder, round_id=round_.round_id, seq=seq, occurred_at=round_.occurred_at,
             weight=round_.weight, field_size=round_.field_size,
             players=[players[i] for i in index], ranks=ranks[index].tolist(),
             performances=performance[index].tolist())
         value = encode_update(update, [texts[i] for i in index])  # = update.to_json().encode(), in bulk
-        messages.append(FanOutMessage(partition, update.players[0].encode(), value))
-    return messages
+        if len(value) <= limit or len(index) == 1:
+            return [(index[0], value)]
+        half = len(index) // 2
+        return encode(index[:half]) + encode(index[half:])
+
+    return [FanOutMessage(partition, players[first].encode(), value)
+            for partition, index in sorted(group_by_partition(players, partitions).items())
+            for first, value in encode(index)]
+
+
+def _first_player(value: bytes) -> bytes:
+    """The key of a stored fan-out message: its first entry's player id."""
+    return PlayerUpdate.from_json(value).players[0].encode()
 
 
 async def stored_fanout(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
     """The fan-out stored for a round, as messages to (re-)send."""
     stored = await ctx.store.load_fanout(ladder, round_id)
-    return [FanOutMessage(partition, PlayerUpdate.from_json(value).players[0].encode(), value)
-            for partition, value in stored.items()]
+    return [FanOutMessage(partition, _first_player(value), value) for partition, value in stored]
 
 
 async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: list[str]) -> list[FanOutMessage]:
@@ -205,8 +267,7 @@ async def _record_no_outcome(ctx: PipelineContext, round_: RoundResult, raw: byt
 
 
 def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:
-    rejection = RoundRejected(CONFLICT, f"round_id {round_.round_id!r} of ladder {round_.ladder!r} was already "
-                              f"used (seq {first_seq}) for different content; the first round stands", "round_id")
+    rejection = conflict(round_, first_seq)
     letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
                                        partition=origin.partition, offset=origin.offset)
     return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)

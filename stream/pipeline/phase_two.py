@@ -24,6 +24,7 @@ from stream import engine
 from stream.contracts import PlayerUpdate
 from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
+from stream.pipeline import faults
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.messages import RatingChangeMessage
@@ -75,6 +76,8 @@ def group_updates(raws: Sequence[bytes]) -> list[_RoundGroup]:
 async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTwoResult:
     """Phase two of a batch of ``player-updates`` messages (see the module docstring)."""
     groups = group_updates(raws)
+    for group in groups:
+        faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_TWO, group.update.round_id)
     stored = await ctx.store.load_states([(g.update.ladder, p) for g in groups for p in g.players])
     now = time.time()
     round_writes = _rate(ctx, groups, stored)

@@ -57,7 +57,8 @@ class BatchProducer(mode.Service):
         if self.producer is not None:
             await self.producer.stop()
 
-    async def _partition_count(self, topic: str) -> int:
+    async def partition_count(self, topic: str) -> int:
+        """``topic``'s partition count from the broker's metadata (read once per worker)."""
         if topic not in self._partitions:
             assert self.producer is not None
             self._partitions[topic] = len(await self.producer.partitions_for(topic))
@@ -77,7 +78,7 @@ class BatchProducer(mode.Service):
         for m in messages:
             partition = m.partition
             if partition is None:
-                partition = partition_for(m.key.decode(), await self._partition_count(m.topic)) if m.key else 0
+                partition = partition_for(m.key.decode(), await self.partition_count(m.topic)) if m.key else 0
             groups[(m.topic, partition)].append(m)
         pending = []
         for (topic, partition), group in groups.items():

@@ -1,17 +1,16 @@
-"""Retry a handler until it succeeds: the worker waits, it never skips input.
+"""Retry a handler call: forever while Redis or Kafka is unreachable, a few times otherwise.
 
 Faust acks an event once the agent moves on, even when the handler raised, so a handler that
-raised would silently drop its input (a Redis restart, but also a bug or a race: a round whose
-phase one raised was acked, the ladder's later rounds were rated without it, and Redis then
-diverged from ``stream replay``). The agents therefore run each handler call and each send
-through :func:`retrying`, which retries EVERY exception (``Exception``), forever, with a
-bounded exponential backoff:
+raised would silently drop its input. The agents therefore run each handler call and each send
+through :func:`retrying`, with a bounded exponential backoff:
 
 * ``transient`` failures (:data:`TRANSIENT_ERRORS`: Redis or Kafka unreachable) are logged as
-  warnings; they end when the service comes back;
-* ``unexpected`` ones (anything else: a bug, a race) are logged at ERROR with their traceback,
-  since they may need an operator (a bug that always raises keeps the stream stalled, which is
-  the point: stalled and alerting rather than silently wrong).
+  warnings and retried forever; they end when the service comes back;
+* ``unexpected`` ones (anything else: a message the handler cannot digest, a bug, a race) are
+  logged at ERROR with their traceback and retried; with ``attempts`` (the handlers' calls:
+  HANDLER_ATTEMPTS) the call gives up after that many unexpected failures and raises
+  :class:`GaveUp`, and the agent dead-letters the message (``internal_error``, the exception
+  type in the letter's message) and moves on: one bad message never stalls its partition.
 
 Both are rate-limited (one line per :data:`WARN_EVERY_S` per call), counted in
 ``ems_handler_failures_total{handler,kind}``, and while a call keeps failing
@@ -66,6 +65,15 @@ CONFIRM = "confirm_emitted"
 SWEEP = "sweep"
 OTHER = "other"
 HANDLERS = (PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, OTHER)
+
+
+class GaveUp(Exception):
+    """A call raised an unexpected exception ``attempts`` times in a row (the last one is ``error``)."""
+
+    def __init__(self, what: str, error: Exception, attempts: int) -> None:
+        super().__init__(f"{what} gave up after {attempts} attempt(s): {type(error).__name__}: {error}")
+        self.error = error
+        self.attempts = attempts
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.ConnectionError,  # includes BusyLoadingError (Redis replaying its AOF)
@@ -125,16 +133,18 @@ def failure_kind(exc: BaseException) -> str:
 
 
 async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_s: float,
-                   handler: str = OTHER) -> T:
+                   handler: str = OTHER, attempts: int | None = None) -> T:
     """``await attempt()`` until it returns; back off from FIRST_DELAY_S up to ``max_delay_s``.
 
-    ``what`` names the call in the logs; ``handler`` is the metrics label. Every ``Exception``
-    is retried (see the module docstring); ``CancelledError`` propagates."""
+    ``what`` names the call in the logs; ``handler`` is the metrics label. Transient failures
+    are retried forever; unexpected ones too without ``attempts``, else :class:`GaveUp` is
+    raised at the ``attempts``-th (see the module docstring). ``CancelledError`` propagates."""
     delay = FIRST_DELAY_S
     call = next(_CALLS)
     FAILING.watch(handler)  # exported (0) from a handler's first call
     started: float | None = None
     failures = 0
+    unexpected = 0
     next_log = 0.0
     try:
         while True:
@@ -150,6 +160,11 @@ async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_
                 failures += 1
                 kind = failure_kind(exc)
                 metrics.HANDLER_FAILURES.labels(handler, kind).inc()
+                unexpected += kind == UNEXPECTED
+                if attempts is not None and unexpected >= attempts:
+                    log.error("%s raised unexpectedly %d time(s) (%s: %s); giving up", what, unexpected,
+                              type(exc).__name__, exc, exc_info=exc)
+                    raise GaveUp(what, exc, unexpected) from exc
                 if now >= next_log:
                     _log_failure(what, kind, exc, failures, now - started)
                     next_log = now + WARN_EVERY_S
@@ -169,6 +184,5 @@ def _log_failure(what: str, kind: str, exc: Exception, failures: int, failing_s:
     if kind == TRANSIENT:
         log.warning("%s failed (%s: %s); retrying for %.1fs so far", what, type(exc).__name__, exc, failing_s)
     else:
-        log.error("%s raised unexpectedly (%s: %s; %d failed attempt(s), %.1fs so far); retrying, the input "
-                  "is not acknowledged until it succeeds", what, type(exc).__name__, exc, failures, failing_s,
-                  exc_info=exc)
+        log.error("%s raised unexpectedly (%s: %s; %d failed attempt(s), %.1fs so far); retrying", what,
+                  type(exc).__name__, exc, failures, failing_s, exc_info=exc)

@@ -23,18 +23,27 @@ pile work onto an overloaded service, while a lost message is still re-driven af
 Without the sweeper a stuck round was re-driven only when a later round's barrier waited on
 it; a lost player update of a ladder's last round stayed lost (seen with faust-streaming
 0.15.3: a partition's committed offset stalled after the group leader left, issue #596).
+
+A sweep works ladder by ladder, the ladders concurrently, each within SWEEP_TIMEOUT_S (a
+ladder whose earlier round waits at the barrier must not stop the sweep of the others) and on
+its own (one ladder's failure is logged and counted, the others are still re-driven). A
+``pending`` round whose players are being applied (fewer pending than at its previous claim)
+is not re-sent: re-sending the whole fan-out of a big round that is merely slow would double
+its work; it is re-sent once a claim finds it stuck.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
 
+from stream.pipeline import metrics, retry
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import complete_registered, stored_fanout
-from stream.store.store import STATUS_PENDING, STATUS_RATED, STATUS_REGISTERED
+from stream.store.store import STATUS_PENDING, STATUS_RATED, STATUS_REGISTERED, DueRound
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +64,49 @@ async def sweep(ctx: PipelineContext) -> SweepReport:
     now = time.time()
     due = await ctx.store.claim_due_rounds(now=now, period=ctx.settings.sweep_timeout_s,
                                            max_doublings=max(0, ctx.settings.sweep_backoff_doublings), limit=ROUNDS_PER_LADDER)
+    ladders: dict[str, list[DueRound]] = {}
+    for round_ in due:  # ordered by (ladder, seq): a ladder's earlier registered rounds complete first
+        ladders.setdefault(round_.ladder, []).append(round_)
+    reports = await asyncio.gather(*(_sweep_ladder_within(ctx, ladder, rounds) for ladder, rounds in ladders.items()))
+    resent = [r for report in reports for r in report.resent]
+    completed = [r for report in reports for r in report.completed]
+    if resent or completed:
+        log.warning("sweeper re-drove %d round(s): fan-out re-sent for %r, phase one completed for %r",
+                    len(resent) + len(completed), resent[:5], completed[:5])
+    return SweepReport(resent, completed)
+
+
+async def _sweep_ladder_within(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
+    """:func:`sweep_ladder` within SWEEP_TIMEOUT_S; a failure or timeout is logged and counted
+    (``ems_handler_failures_total{handler="sweep"}``), never raised: the other ladders go on.
+    The rounds not re-driven stay claimed until their next due time."""
+    try:
+        return await asyncio.wait_for(sweep_ladder(ctx, ladder, rounds), timeout=ctx.settings.sweep_timeout_s)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one ladder's failure must not drop the rest of the sweep
+        kind = retry.failure_kind(exc)
+        metrics.HANDLER_FAILURES.labels(retry.SWEEP, kind).inc()
+        log.log(logging.WARNING if kind == retry.TRANSIENT else logging.ERROR,
+                "sweeping ladder %r failed (%s: %s); its rounds are re-driven at their next due time", ladder,
+                type(exc).__name__, exc)
+        return SweepReport([], [])
+
+
+async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
+    """Re-drive one ladder's claimed rounds, in seq order."""
     resent: list[tuple[str, str]] = []
     completed: list[tuple[str, str]] = []
     messages: list[FanOutMessage] = []
-    for round_ in due:  # ordered by (ladder, seq): a ladder's earlier registered rounds complete first
+    for round_ in rounds:
         if round_.status == STATUS_REGISTERED:
             await complete_registered(ctx, round_.ladder, round_.round_id)
             completed.append((round_.ladder, round_.round_id))
+        elif round_.status == STATUS_PENDING and round_.progressing:
+            continue  # being applied: its messages are not lost, only behind others
         elif round_.status in (STATUS_PENDING, STATUS_RATED):  # rated: some events never confirmed
             messages += await stored_fanout(ctx, round_.ladder, round_.round_id)
             resent.append((round_.ladder, round_.round_id))
     if messages and ctx.resend is not None:
         await ctx.resend(messages)
-    if resent or completed:
-        log.warning("sweeper re-drove %d round(s): fan-out re-sent for %s, phase one completed for %s",
-                    len(resent) + len(completed), resent[:5], completed[:5])
     return SweepReport(resent, completed)

@@ -58,7 +58,7 @@ def round_results(ladder_name: str, round_id: str) -> str:
 
 
 def round_perf(ladder_name: str, round_id: str) -> str:
-    """Hash: the stored fan-out of phase one (partition → PlayerUpdate JSON)."""
+    """Hash: phase one's stored fan-out (partition, ``partition.k`` for a split one's parts → PlayerUpdate JSON)."""
     return f"{PREFIX}round-perf:{{{ladder_name}}}:{round_id}"
 
 

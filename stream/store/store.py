@@ -31,6 +31,8 @@ STATUS_REGISTERED = "registered"
 STATUS_PENDING = "pending"
 STATUS_RATED = "rated"
 STATUS_NO_OUTCOME = "no_outcome"
+STATUS_FAILED = "failed"
+"""A round whose phase one kept raising: dead-lettered as ``internal_error``, rates nobody."""
 
 OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
@@ -44,6 +46,15 @@ absent), ``name`` bytes (a list, None where absent)."""
 PLAYERS_PER_CALL = 500
 """Players per script call on a single Redis: bounds how long one call blocks the server.
 On Redis Cluster every per-player call carries one player (its keys are one slot)."""
+
+ROUND_PLAYERS_PER_CALL = 5_000
+"""Players per call of the round-side scripts (record_round_results, confirm_emitted): one call
+per round would carry all of a 250,000-player round's players and block Redis for every client."""
+
+
+def _round_chunks(n: int) -> list[range]:
+    """Index ranges of the round-side script calls for n players (at least one call)."""
+    return [range(i, min(i + ROUND_PLAYERS_PER_CALL, n)) for i in range(0, max(n, 1), ROUND_PLAYERS_PER_CALL)]
 
 
 def encode_float(value: float) -> str:
@@ -89,6 +100,9 @@ class DueRound:
     round_id: str
     status: str
     seq: int
+    progressing: bool = False
+    """``pending`` with fewer players pending than at its previous claim (or than its field size
+    at the first): its updates are being applied, its fan-out is not re-sent this time."""
 
 
 @dataclass
@@ -350,32 +364,68 @@ class Store:
 
         due: list[DueRound] = []
         for (ladder, _), flat in zip(candidates, await self._run(build)):
-            for i in range(0, len(flat), 3):
-                due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2])))
+            for i in range(0, len(flat), 4):
+                due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2]),
+                                    bool(int(flat[i + 3]))))
         return sorted(due, key=lambda d: (d.ladder, d.seq))
+
+    async def fail_round(self, ladder: str, round_id: str, *, content_hash: str, reason: str,
+                         players: Sequence[str]) -> bool:
+        """Set aside a round still ``registered`` with this content (status ``failed``: see
+        fail_round.lua) and release the ``players`` it marked queued (release_queued.lua, in
+        chunks). Returns whether it was failed now."""
+        (seq,) = await self._run(lambda pipe: self._eval(
+            pipe, "fail_round", [keys.round_record(ladder, round_id), keys.registered_rounds(ladder),
+                                 keys.incomplete_rounds(ladder)], [content_hash, reason]))
+        if not int(seq):
+            return False
+        await self.release_queued(ladder, players, int(seq))
+        return True
+
+    async def fail_pending_round(self, ladder: str, round_id: str, *, seq: int, reason: str) -> bool:
+        """Set aside a round still ``pending`` as round ``seq`` (status ``failed``, out of the
+        sweeper's ledger): phase two gave up on part of its fan-out (fail_round.lua)."""
+        (done,) = await self._run(lambda pipe: self._eval(
+            pipe, "fail_round", [keys.round_record(ladder, round_id), keys.registered_rounds(ladder),
+                                 keys.incomplete_rounds(ladder)], [seq, reason, STATUS_PENDING]))
+        return bool(int(done))
+
+    async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
+        """Let later rounds' barriers past ``players`` queued for round ``seq``, which will not
+        apply to them (release_queued.lua, in chunks); their state is unchanged. Returns how many."""
+        player_keys = [keys.player(ladder, p) for p in players]
+
+        def release(pipe: Pipeline) -> None:
+            for chunk in self._chunks(len(player_keys)):
+                self._eval(pipe, "release_queued", [player_keys[i] for i in chunk], [seq])
+
+        return sum(int(n) for n in await self._run(release)) if player_keys else 0
 
     async def round_record(self, ladder: str, round_id: str) -> dict[str, str]:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {as_text(k): as_text(v) for k, v in raw.items()}
 
     async def save_fanout(self, ladder: str, round_id: str, *, pending: int,
-                          messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
-        """Store phase one's messages (partition → PlayerUpdate JSON) and mark the round pending
-        (the sweeper may re-send them from ``due_at`` on if the round is not rated by then)."""
+                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
+        """Store phase one's messages ((partition, PlayerUpdate JSON) pairs, several per partition
+        when a partition's players did not fit one message) and mark the round pending (the
+        sweeper may re-send them from ``due_at`` on if the round is not rated by then)."""
         (done,) = await self._run(lambda pipe: self._save_fanout_into(pipe, ladder, round_id, pending, messages,
                                                                       due_at))
         return bool(done)
 
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
-                          messages: dict[int, bytes], due_at: float) -> None:
+                          messages: Sequence[tuple[int, bytes]], due_at: float) -> None:
         args: list[Any] = [pending, encode_due(due_at)]
-        for partition, message in sorted(messages.items()):
-            args += [partition, message]
+        parts: dict[int, int] = {}
+        for partition, message in sorted(messages, key=lambda m: m[0]):
+            n = parts[partition] = parts.get(partition, -1) + 1
+            args += [partition if n == 0 else f"{partition}.{n}", message]  # hash field: partition[.part]
         self._eval(pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
                                          keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args)
 
     async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
-                          messages: dict[int, bytes], due_at: float = NEVER_DUE) -> bool:
+                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
         """Phase one's last write in ONE round trip: :meth:`mark_queued` then :meth:`save_fanout`.
 
         Not a transaction: a worker killed mid-pipeline may leave the queued marks without the
@@ -392,21 +442,30 @@ class Store:
         """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;
         a round whose every event is confirmed leaves the sweeper's ledger. Returns, per round
         with players, how many players are still unconfirmed."""
+        calls: list[int] = []  # script calls per round with players
+
         def build(pipe: Pipeline) -> None:
+            calls.clear()
             for ladder, round_id, players in emitted:
                 if not players:
                     continue
-                self._eval(pipe, "confirm_emitted",
-                           [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id),
-                            keys.incomplete_rounds(ladder)], list(players))
+                chunks = _round_chunks(len(players))
+                calls.append(len(chunks))
+                for chunk in chunks:
+                    self._eval(pipe, "confirm_emitted",
+                               [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id),
+                                keys.incomplete_rounds(ladder)], list(players[chunk.start:chunk.stop]))
 
         if not any(players for _, _, players in emitted):
             return []
-        return [int(n) for n in await self._run(build)]
+        replies = iter(await self._run(build))
+        return [int([next(replies) for _ in range(n)][-1]) for n in calls]  # the round's last call tells
 
-    async def load_fanout(self, ladder: str, round_id: str) -> dict[int, bytes]:
+    async def load_fanout(self, ladder: str, round_id: str) -> list[tuple[int, bytes]]:
+        """The stored fan-out: (partition, PlayerUpdate JSON), by partition and part."""
         raw = await self.client.hgetall(keys.round_perf(ladder, round_id))
-        return {int(k): as_bytes(v) for k, v in sorted(raw.items(), key=lambda kv: int(kv[0]))}
+        order = sorted((tuple(int(x) for x in as_text(k).split(".")), as_bytes(v)) for k, v in raw.items())
+        return [(where[0], value) for where, value in order]
 
     async def load_results(self, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None]:
         """The stored RatingChange JSON of ``players`` in a round (None where absent)."""
@@ -504,7 +563,8 @@ class Store:
         applied = []
         for r in columns:
             flags = [bool(flag) for _ in self._chunks(len(r)) for flag in next(results)]
-            next(results)
+            for _ in _round_chunks(len(r)):
+                next(results)
             applied.append(flags)
         return applied
 
@@ -542,12 +602,15 @@ class Store:
 
     def _record_results(self, pipe: Pipeline, ladder: str, round_id: str, now: float, players: Sequence[str],
                         changes: Sequence[bytes], shown: Sequence[str], newcomer: Sequence[bool]) -> None:
-        """Queue record_round_results.lua: players' results, leaderboard scores, the round's status."""
-        self._eval(pipe, "record_round_results",
-                   [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
-                    keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder)],
-                   [encode_float(now), "".join("1" if flag else "0" for flag in newcomer),
-                    *_interleave(players, changes, shown)])
+        """Queue record_round_results.lua: players' results, leaderboard scores, the round's status
+        (one call per ROUND_PLAYERS_PER_CALL players; the last one sees them all recorded)."""
+        for chunk in _round_chunks(len(players)):
+            lo, hi = chunk.start, chunk.stop
+            self._eval(pipe, "record_round_results",
+                       [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
+                        keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder)],
+                       [encode_float(now), "".join("1" if flag else "0" for flag in newcomer[lo:hi]),
+                        *_interleave(players[lo:hi], changes[lo:hi], shown[lo:hi])])
 
     # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stream.batch import read_rounds, replay
+from stream.contracts import Limits, RoundResult, parse_round
 from stream.cli.main import app
 from stream.engine import preset
 
@@ -95,3 +96,47 @@ def test_console_entry_point_exit_code(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "duplicate_player" in proc.stderr and "round d" in proc.stderr
     assert not out.exists()
+
+
+def line(round_id: str, players: list[str], at: float, **extra: object) -> str:
+    return json.dumps({"round_id": round_id, "ladder": "L", "occurred_at": at, "standings": players, **extra})
+
+
+def test_replay_registers_rounds_as_the_stream_does(tmp_path: Path) -> None:
+    """A re-published round is a no-op and a re-used id with other content is a conflict (exit 2, or
+    left out with --skip-rejected), as on the stream; so are lines the stream dead-letters."""
+    first = line("r1", ["a", "b", "c"], 10)
+    same = json.dumps({"standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2},
+                                     {"player": "c", "rank": 3}], "occurred_at": 10.0, "ladder": "L", "round_id": "r1"})
+    other = line("r1", ["c", "b", "a"], 10)
+    lines = [first, line("r2", ["a", "b"], 20), same, other, line("r3", ["b", "c"], 30),
+             '{"round_id": "big", "occurred_at": 1' + "0" * 5000 + ', "standings": ["a", "b"]}',
+             line("r4", ["a", "c"], 40, weight=1e6), line("r5\ud800", ["a", "c"], 50), line("r6", ["c", "a"], 60)]
+    data = tmp_path / "mixed.jsonl"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    out = tmp_path / "out.csv"
+
+    failed = runner.invoke(app, ["replay", str(data), "-o", str(out)])
+    assert failed.exit_code == 2 and "bad_number" in failed.stderr and not out.exists()
+
+    result = runner.invoke(app, ["replay", str(data), "-o", str(out), "--skip-rejected", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["rejected"] == {"bad_number": 1, "bad_weight": 1, "conflict": 1, "not_utf8": 1}
+    assert summary["duplicates"] == 1 and summary["rounds"] == summary["rated"] == 4
+    assert "conflict: round_id 'r1' of ladder 'L' was already used (seq 1)" in result.stderr
+    kept = [json.loads(x) for x in (first, lines[1], lines[4], lines[8])]
+    expected = replay([read_rounds_line(x) for x in kept], preset("mmr")).states()
+    with out.open() as fh:
+        rows = list(csv.reader(fh))[1:]
+    assert {(r[0], r[1]): (float(r[2]), float(r[3]), int(r[4])) for r in rows} == {
+        k: (s.mu, s.sigma, s.rounds) for k, s in expected.items()}
+
+    conflicting = tmp_path / "conflict.jsonl"
+    conflicting.write_text("\n".join([first, other]) + "\n")
+    failed = runner.invoke(app, ["replay", str(conflicting), "-o", str(out)])
+    assert failed.exit_code == 2 and "conflict" in failed.stderr
+
+
+def read_rounds_line(data: dict) -> RoundResult:
+    return parse_round(data, limits=Limits())

@@ -176,3 +176,85 @@ def test_limits_from_settings() -> None:
     s = Settings.from_env({"MAX_ROUND_SIZE": "5", "STRICT_SCHEMA": "true", "MAX_ID_LENGTH": "9"})
     assert Limits.from_settings(s) == Limits(max_round_size=5, max_message_bytes=s.max_message_bytes,
                                              max_id_length=9, strict=True)
+
+
+BIG = "1" + "0" * 400
+STALLING = [  # (raw JSON fragment substituted into a valid round, reason, field): each stalled a partition before
+    ('"occurred_at": %s' % BIG, "bad_number", "occurred_at"),
+    ('"occurred_at": -%s' % BIG, "bad_number", "occurred_at"),
+    ('"occurred_at": 1e300', "bad_number", "occurred_at"),
+    ('"occurred_at": 1, "weight": %s' % BIG, "bad_weight", "weight"),
+    ('"occurred_at": 1, "weight": 1e6', "bad_weight", "weight"),
+    ('"occurred_at": 1, "weight": 100.5', "bad_weight", "weight"),
+    ('"occurred_at": 1, "weight": 5e-324', "bad_weight", "weight"),
+    ('"occurred_at": 1, "weight": 1e-7', "bad_weight", "weight"),
+    ('"occurred_at": 1, "perf_ceiling": -%s' % BIG, "bad_number", "perf_ceiling"),
+    ('"occurred_at": 1, "perf_ceiling": -1e400', "bad_number", "perf_ceiling"),
+    ('"occurred_at": 1, "perf_ceiling": Infinity', "bad_number", "perf_ceiling"),
+    ('"occurred_at": 1, "perf_ceiling": NaN', "bad_number", "perf_ceiling"),
+    ('"occurred_at": 1%s' % ("0" * 5000), "bad_number", None),
+]
+
+
+@pytest.mark.parametrize(("fragment", "reason", "field"), STALLING)
+def test_numbers_that_raised_later_are_rejected_at_acceptance(fragment: str, reason: str, field: str | None) -> None:
+    raw = '{"round_id": "r1", %s, "standings": ["a", "b"]}' % fragment
+    got = rejection(raw)
+    assert (got.reason, got.field) == (reason, field), got
+    assert len(got.message) < 300, "an offending number is not echoed whole"
+
+
+@pytest.mark.parametrize(("raw", "field"), [
+    ('{"round_id": "r\\ud800", "occurred_at": 1, "standings": ["a", "b"]}', "round_id"),
+    ('{"round_id": "r1", "occurred_at": 1, "standings": ["a", ["b", "\\udfff"]]}', "standings[1][1]"),
+    ('{"round_id": "r1", "occurred_at": 1, "standings": [{"player": "a", "rank": 1}, {"player": "x\\udbff", "rank": 2}]}',
+     "standings[1].player"),
+])
+def test_lone_surrogates_in_ids_are_not_utf8(raw: str, field: str) -> None:
+    got = rejection(raw)
+    assert (got.reason, got.field) == ("not_utf8", field)
+
+
+def test_weight_bound_is_configurable_and_stored_rounds_ignore_tightened_limits() -> None:
+    from stream.contracts.round import STORED
+
+    raw = round_dict(weight=500.0, round_id="r" * 200, extra=1)
+    assert rejection(raw).reason == "id_too_long"
+    assert rejection(raw, Limits(max_id_length=300)).reason == "bad_weight"
+    strict = Limits(max_id_length=300, max_weight=1000.0, strict=True)
+    assert rejection(raw, strict).reason == "unknown_field"
+    assert parse_round(json.dumps(raw), limits=STORED).weight == 500.0  # accepted before: re-read as is
+
+
+def test_dead_letter_is_cut_to_fit_with_the_length_and_hash_of_the_whole() -> None:
+    import base64
+    import hashlib
+
+    from stream.contracts import DeadLetter
+
+    original = bytes(range(256)) * 4000  # ~1 MB, not UTF-8
+    letter = DeadLetter("not_utf8", "not valid UTF-8 at byte 128", None, original, 1.0, "rounds", 0, 5)
+    whole = json.loads(letter.to_json())
+    assert base64.b64decode(whole["original"]) == original and whole["original_length"] == len(original)
+    for limit in (100_000, 4_096, 600):
+        text = letter.to_json(max_bytes=limit)
+        assert len(text.encode()) <= limit
+        validate("dead-letter", text)
+        cut = DeadLetter.from_json(text)
+        assert cut.truncated and original.startswith(cut.original) and len(text.encode()) > limit - 8  # tight
+        assert cut.original_length == len(original)
+        assert cut.original_sha256 == hashlib.sha256(original).hexdigest()
+
+
+def test_nesting_is_bounded_whoever_parses() -> None:
+    """Beyond MAX_NESTING levels a round is not_json however deep the caller's stack is (the
+    decoder's own limit depends on it); up to it, unknown fields may nest."""
+    from stream.contracts.round import MAX_NESTING
+
+    def with_extra(depth: int) -> str:  # the "extra" value is at depth 2
+        return '{"round_id": "r1", "occurred_at": 1, "standings": ["a", "b"], "extra": %s}' % (
+            "[" * (depth - 1) + "]" * (depth - 1))
+
+    assert parse_round(with_extra(MAX_NESTING), limits=LIMITS).round_id == "r1"
+    for depth in (MAX_NESTING + 1, 900, 5_000):
+        assert rejection(with_extra(depth)).reason == "not_json"

@@ -86,9 +86,9 @@ def test_register_assigns_sequence_once_and_detects_conflicts(target: Target) ->
 def test_fanout_is_stored_once(target: Target) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
-        assert await store.save_fanout("L", "r1", pending=2, messages={3: b"m3", 0: b"m0"})
-        assert not await store.save_fanout("L", "r1", pending=2, messages={1: b"other"})
-        assert await store.load_fanout("L", "r1") == {0: b"m0", 3: b"m3"}
+        assert await store.save_fanout("L", "r1", pending=2, messages=[(3, b"m3"), (0, b"m0"), (3, b"m3b")])
+        assert not await store.save_fanout("L", "r1", pending=2, messages=[(1, b"other")])
+        assert await store.load_fanout("L", "r1") == [(0, b"m0"), (3, b"m3"), (3, b"m3b")]
         record = await store.round_record("L", "r1")
         assert record["status"] == "pending" and record["pending"] == "2"
 
@@ -98,7 +98,7 @@ def test_fanout_is_stored_once(target: Target) -> None:
 def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
     async def body(store: Store) -> None:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
-        await store.save_fanout("L", "r1", pending=2, messages={0: b"m"})
+        await store.save_fanout("L", "r1", pending=2, messages=[(0, b"m")])
         first = await apply_one(store, "r1", [write("a", 1, 1600.0)], now=5.0)
         assert first == [True]
         assert (await store.round_record("L", "r1"))["pending"] == "1"
@@ -182,7 +182,7 @@ def test_on_a_real_cluster_the_keys_spread_over_the_nodes(redis_cluster_url: str
     async def body(store: Store) -> list[bool]:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
                                    field_size=len(players), prefetch=players)
-        await store.save_fanout("L", "r1", pending=len(players), messages={0: b"m"})
+        await store.save_fanout("L", "r1", pending=len(players), messages=[(0, b"m")])
         return await apply_one(store, "r1", [write(p, 1, 1500.0 + i) for i, p in enumerate(players)], now=1.0)
 
     assert run(Target(redis_cluster_url, True, True), body) == [True] * len(players)
@@ -209,3 +209,62 @@ def test_a_round_is_re_driven_less_and_less_often(target: Target) -> None:
     assert run(target, body) == [
         (99.0, [], 100.0), (100.0, ["r1"], 110.0), (105.0, [], 110.0), (110.0, ["r1"], 130.0),
         (125.0, [], 130.0), (130.0, ["r1"], 170.0), (170.0, ["r1"], 210.0), (210.0, ["r1"], 250.0)]
+
+
+def test_no_script_call_carries_a_whole_big_round(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """record_round_results and confirm_emitted go out in chunks of ROUND_PLAYERS_PER_CALL players
+    (a 250,000-player round in one call blocked Redis for every client); the round still completes."""
+    import stream.store.store as store_module
+
+    monkeypatch.setattr(store_module, "ROUND_PLAYERS_PER_CALL", 7)
+    players = [f"p{i:02d}" for i in range(30)]
+    largest: dict[str, int] = {}
+    real_eval = Store._eval
+
+    def eval_(self: Store, pipe: object, name: str, keys_: list[str], args: list[object]) -> None:
+        players_in_call = {"record_round_results": (len(args) - 2) // 3, "confirm_emitted": len(args)}.get(name)
+        if players_in_call is not None:
+            largest[name] = max(largest.get(name, 0), players_in_call)
+        real_eval(self, pipe, name, keys_, args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "_eval", eval_)
+
+    async def body(store: Store) -> tuple[list[bool], list[int], dict[str, str], int | None]:
+        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
+                                   field_size=len(players))
+        await store.save_fanout("L", "r1", pending=len(players), messages=[(0, b"m")])
+        applied = await apply_one(store, "r1", [write(p, 1, 1500.0 + i) for i, p in enumerate(players)], now=1.0)
+        missing = await store.confirm_emitted([("L", "r1", players[:20]), ("L", "r1", players[20:])])
+        record = await store.round_record("L", "r1")
+        return applied, missing, record, await store.client.zcard(keys.leaderboard("L"))
+
+    applied, missing, record, ranked = run(target, body)
+    assert applied == [True] * len(players) and ranked == len(players)
+    assert record["status"] == "rated" and record["pending"] == "0" and record["emitted"] == "1"
+    assert missing == [10, 0]
+    assert largest == {"record_round_results": 7, "confirm_emitted": 7}
+
+
+def test_a_failed_round_leaves_the_ledger_and_releases_its_queued_players(target: Target) -> None:
+    async def body(store: Store) -> tuple[bool, bool, dict[str, str], list[float], float | None, float | None]:
+        await store.register_round("L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=3,
+                                   body=b"{}", due_at=5.0)
+        await store.mark_queued("L", ["a", "b"], 1)
+        failed = await store.fail_round("L", "r1", content_hash="h1", reason="OverflowError: x", players=["a", "b", "c"])
+        again = await store.fail_round("L", "r1", content_hash="h1", reason="x", players=["a", "b", "c"])
+        later = await store.register_round("L", "r2", content_hash="h2", occurred_at=0.0, received_at=0.0,
+                                           field_size=2, prefetch=["a", "b"])
+        assert later.earlier == () and later.priors is not None and later.priors.ready
+        duplicate = await store.register_round("L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0,
+                                               field_size=3)
+        assert (duplicate.outcome, duplicate.status) == ("existing", "failed")
+        record = await store.round_record("L", "r1")
+        last_seq = [float((await store.player("L", p)).get("last_seq", b"0")) for p in ("a", "b", "c")]
+        return (failed, again, record, last_seq, await store.client.zscore(keys.registered_rounds("L"), "r1"),
+                await store.client.zscore(keys.incomplete_rounds("L"), "r1"))
+
+    failed, again, record, last_seq, registered, incomplete = run(target, body)
+    assert failed and not again
+    assert record["status"] == "failed" and record["failed_reason"] == "OverflowError: x" and "body" not in record
+    assert last_seq == [1.0, 1.0, 0.0]  # c was never marked queued: untouched
+    assert registered is None and incomplete is None  # neither completed first by later rounds nor swept

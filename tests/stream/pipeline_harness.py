@@ -22,6 +22,7 @@ import numpy as np
 import redis
 
 from stream import engine
+from stream.batch.dedup import first_copies
 from stream.batch.replay import replay
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round, validate
 from stream.store import keys
@@ -54,16 +55,19 @@ def synthetic_rounds(seed: int, count: int, *, ladders: Sequence[str] = ("alpha"
     return rounds
 
 
-def reference(rounds: Iterable[dict], params: engine.Params) -> dict[tuple[str, str], engine.PlayerState]:
-    """The oracle: ``stream.batch.replay`` of the rounds, each (ladder, round_id) once (first wins)."""
-    unique: dict[tuple[str, str], RoundResult] = {}
+def reference(rounds: Iterable[dict | bytes], params: engine.Params,
+              limits: Limits = Limits()) -> dict[tuple[str, str], engine.PlayerState]:
+    """The oracle: ``stream.batch.replay`` of the messages (dicts as JSON, or raw bytes) as
+    ``stream replay --skip-rejected`` takes them: the stream's acceptance, each (ladder,
+    round_id) once (``first_copies``: the first wins)."""
+    accepted: list[RoundResult] = []
     for raw in rounds:
         try:
-            round_ = parse_round(json.dumps(raw), limits=Limits())
-        except RoundRejected:
-            continue
-        unique.setdefault((round_.ladder, round_.round_id), round_)
-    return replay(unique.values(), params, keep_rounds=False).states()
+            accepted.append(parse_round(raw if isinstance(raw, bytes) else json.dumps(raw), limits=limits))
+        except RoundRejected as rejection:
+            if rejection.round is not None:  # no_outcome: registered, rates nobody
+                accepted.append(rejection.round)
+    return replay(first_copies(accepted).rounds, params, keep_rounds=False).states()
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,3 +232,96 @@ def test_one_batch_of_several_rounds_ladders_and_weights_equals_replay(redis_url
     for (ladder, player), (mu, sigma) in got.items():
         state = reference.state(ladder, player)
         assert abs(mu - state.mu) <= 1e-9 and abs(sigma - state.sigma) <= 1e-9
+
+
+def test_a_fanout_larger_than_max_message_bytes_is_split_and_rated_whole(redis_url: str) -> None:
+    """All of a big round's players on ONE partition (the topic's count, not PARTITIONS): the
+    fan-out is split in messages of at most MAX_MESSAGE_BYTES, and phase two rates them all."""
+    players = [f"p{i:04d}" for i in range(400)]
+    r = make_round("big", players, day=0)
+    raw = json.dumps({"round_id": "big", "ladder": "L", "occurred_at": r.occurred_at, "standings": players}).encode()
+    assert len(raw) < 8_000
+
+    async def body() -> None:
+        ctx = context(redis_url, max_message_bytes=8_000)
+
+        async def one_partition() -> int:
+            return 1
+
+        ctx.partition_count = one_partition
+        result = await handle_round(ctx, raw)
+        assert result.outcome == "rated" and len(result.updates) > 3
+        assert {m.partition for m in result.updates} == {0}
+        assert all(len(m.value) <= 8_000 for m in result.updates)
+        updates = [PlayerUpdate.from_json(m.value) for m in result.updates]
+        assert [p for u in updates for p in u.players] == players
+        assert all(m.key == u.players[0].encode() for m, u in zip(result.updates, updates))
+        stored = await ctx.store.load_fanout("L", "big")
+        assert [value for _, value in stored] == [m.value for m in result.updates]
+        await handle_updates(ctx, [m.value for m in result.updates])
+        assert (await ctx.store.round_record("L", "big"))["status"] == "rated"
+        expected = replay([r], preset("mmr")).states()
+        for p in players[:5] + players[-5:]:
+            assert float((await ctx.store.player("L", p))["mu"]) == expected[("L", p)].mu
+        await ctx.store.close()
+
+    asyncio.run(body())
+
+
+def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None:
+    """A round accepted, then left ``registered``, is completed from its stored body even if
+    MAX_ID_LENGTH, MAX_ROUND_SIZE or STRICT_SCHEMA were tightened meanwhile (it must not stall)."""
+    from stream.pipeline.phase_one import complete_registered
+
+    long_player = "q" * 100
+    raw = json.dumps({"round_id": "r1", "ladder": "L", "occurred_at": 1.7e9, "extra": 1,
+                      "standings": [{"player": long_player, "rank": 1}, {"player": "b", "rank": 2},
+                                    {"player": "c", "rank": 3}]}).encode()
+
+    async def body() -> None:
+        loose = context(redis_url)
+        r = RoundResult.from_json(raw)
+        await loose.store.register_round("L", "r1", content_hash=r.content_hash(), occurred_at=r.occurred_at,
+                                         received_at=0.0, field_size=3, body=raw)
+        await loose.store.close()
+        tight = context(redis_url, max_id_length=10, max_round_size=2, strict_schema=True)
+        messages = await complete_registered(tight, "L", "r1")
+        assert sorted(p for m in messages for p in PlayerUpdate.from_json(m.value).players) == sorted([long_player, "b", "c"])
+        assert (await tight.store.round_record("L", "r1"))["status"] == "pending"
+        await tight.store.close()
+
+    asyncio.run(body())
+
+
+def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url: str, tmp_path: Path) -> None:
+    """The sweeper (or a later round) completing a registered round that raises at every attempt:
+    after HANDLER_ATTEMPTS the round is failed and its letter sent, so it stalls nothing."""
+    from stream.contracts import DeadLetter
+    from stream.pipeline import faults
+    from stream.pipeline.phase_one import complete_registered
+
+    r = make_round("poison", ["a", "b", "c"], day=0)
+
+    async def body() -> None:
+        ctx = context(redis_url, fault_point=faults.RAISE_ALWAYS_IN_PHASE_ONE, fault_marker=str(tmp_path / "marker"),
+                      handler_attempts=3)
+        letters: list[DeadLetter] = []
+
+        async def reject(letter: DeadLetter) -> None:
+            letters.append(letter)
+
+        ctx.reject = reject
+        await ctx.store.register_round("L", "poison", content_hash=r.content_hash(), occurred_at=r.occurred_at,
+                                       received_at=0.0, field_size=3, body=r.to_json().encode())
+        for _ in range(2):
+            with pytest.raises(faults.InjectedFault):
+                await complete_registered(ctx, "L", "poison")
+        assert await complete_registered(ctx, "L", "poison") == []
+        assert [(x.reason, x.original) for x in letters] == [("internal_error", r.to_json().encode())]
+        assert "InjectedFault" in letters[0].message
+        assert (await ctx.store.round_record("L", "poison"))["status"] == "failed"
+        later = await handle_round(ctx, make_round("next", ["a", "b"], day=1).to_json().encode())
+        assert later.outcome == "rated" and later.updates  # not held by the failed round
+        await ctx.store.close()
+
+    asyncio.run(body())

@@ -12,7 +12,10 @@
 -- ARGV[2] period                 seconds to the next re-drive after the first one (SWEEP_TIMEOUT_S)
 -- ARGV[3] max_doublings          cap of the period's doublings (SWEEP_BACKOFF_DOUBLINGS)
 -- ARGV[3 + i] round id R_i
--- Returns a flat list: round id, status, seq for each claimed round.
+-- A claimed "pending" round records its pending count (swept_pending); it is "progressing" when
+-- fewer players are pending than at its previous claim (or, at its first, than its field size):
+-- its messages are being applied, so the sweeper does not re-send its whole fan-out this time.
+-- Returns a flat list: round id, status, seq, progressing (1 or 0) for each claimed round.
 local incomplete_key = KEYS[1]
 local now, period, max_doublings = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local out = {}
@@ -20,14 +23,23 @@ for i = 2, #KEYS do
   local round_id = ARGV[i + 2]
   local due = redis.call('ZSCORE', incomplete_key, round_id)
   if due and tonumber(due) <= now then
-    local info = redis.call('HMGET', KEYS[i], 'status', 'seq')
+    local info = redis.call('HMGET', KEYS[i], 'status', 'seq', 'pending', 'swept_pending', 'field_size')
     if info[1] == 'registered' or info[1] == 'pending' or info[1] == 'rated' then
       local redrives = redis.call('HINCRBY', KEYS[i], 'redrives', 1)
       local next_due = now + period * 2 ^ math.min(redrives - 1, max_doublings)
       redis.call('ZADD', incomplete_key, string.format('%.17g', next_due), round_id)
+      local progressing = 0
+      if info[1] == 'pending' and info[3] then
+        local before = tonumber(info[4] or info[5] or '0')
+        if tonumber(info[3]) < before then
+          progressing = 1
+        end
+        redis.call('HSET', KEYS[i], 'swept_pending', info[3])
+      end
       out[#out + 1] = round_id
       out[#out + 1] = info[1]
       out[#out + 1] = info[2]
+      out[#out + 1] = progressing
     else
       redis.call('ZREM', incomplete_key, round_id)
     end
