@@ -17,6 +17,6 @@ def test_tune_bench_scores_tuned_defaults_and_the_paper_preset() -> None:
         assert 0.0 <= float(cells[3]) <= 100.0  # held-out pair_all
     assert float(rows[0][2]) >= float(rows[1][2])  # tuning objective: tuned >= defaults
     verdict = next(line for line in out.splitlines() if line.startswith("target"))
-    gain_all, gain_exp = (float(part.split()[-2]) for part in verdict.split("(", 1)[1].rstrip(")").split(","))
+    gain_all, gain_exp = (float(part.split()[-2]) for part in verdict.rsplit("(", 1)[1].rstrip(")").split(","))
     assert gain_all == pytest.approx(float(rows[0][3]) - float(rows[2][3]), abs=2e-3)
     assert (": MET" in verdict) == (gain_all > 0 and gain_exp > 0)
