@@ -7,19 +7,23 @@ the authors' ``bin/hparam_search.rs`` scores systems: pair inversion of the expe
 defaults are then replayed through the whole history with only the held-out rounds scored (the
 rating runs through every round; the tuning part is the warm-up).
 
-Candidates: the model's defaults first, then ``budget`` random draws from the model's space
-(:data:`SPACES`, ranges after ``hparam_search.rs``) from ``numpy.random.default_rng(seed)``,
-rounded to three significant digits.  Candidates are scored in a process pool; the result does
+Candidates: the model's defaults first, then ``budget - budget // 2`` random draws from the
+model's space (:data:`SPACES`, ranges after ``hparam_search.rs``) from
+``numpy.random.default_rng(seed)``, then ``budget // 2`` random neighbours of the best so far
+(:func:`refinements`), all rounded to three significant digits.  Candidates are scored in a process pool; the result does
 not depend on the number of processes (ties go to the earlier candidate, so the defaults win ties).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +39,10 @@ Sampler = Callable[[np.random.Generator], Candidate]
 RHO_CHOICES = (0.0, 0.04, 0.2, 1.0, 5.0)
 """Elo-MMR's rho values tried (``hparam_search.rs`` also tries infinity, which JSON cannot carry:
 use the ``mmx`` presets or rho = 5 as near-memoryless)."""
+
+
+REFINE_STEP = 0.25
+"""Log-scale standard deviation of a refinement step (about +-25 %)."""
 
 
 def _log(rng: np.random.Generator, lo: float, hi: float) -> float:
@@ -91,6 +99,29 @@ def candidates(name: str, budget: int, seed: int) -> list[Candidate]:
     rng = np.random.default_rng(seed)
     draws = [{k: round_sig(v) for k, v in sampler(rng).items()} for _ in range(budget)]
     return [defaults(name), *draws]
+
+
+def refinements(name: str, around: Candidate, count: int, seed: int) -> list[Candidate]:
+    """``count`` valid neighbours of ``around``: each positive value times exp(N(0, REFINE_STEP^2)),
+    rho re-drawn with probability 1/4 (stage two of the search)."""
+    rng = np.random.default_rng([seed, 1])
+    base: Any = PRESETS[name] if name in PRESETS else MODELS[name].params
+    out: list[Candidate] = []
+    for _ in range(count * 20):
+        if len(out) == count:
+            break
+        step: Candidate = {}
+        for key, value in around.items():
+            if key == "rho":
+                step[key] = float(RHO_CHOICES[int(rng.integers(len(RHO_CHOICES)))]) if rng.random() < 0.25 else value
+            else:
+                step[key] = round_sig(value * math.exp(rng.normal(0.0, REFINE_STEP))) if value > 0 else value
+        try:
+            dataclasses.replace(base, **step)  # the parameters' own validation
+        except ValueError:
+            continue
+        out.append(step)
+    return out
 
 
 def defaults(name: str) -> Candidate:
@@ -189,25 +220,44 @@ def tune(
         raise ValueError("budget must be >= 0")
     split = split_index(len(rounds), holdout)
     part = list(rounds[:split])
-    todo = candidates(name, budget, seed)
+    refine = budget // 2
+    todo = candidates(name, budget - refine, seed)
     workers = min(len(todo), jobs if jobs is not None else (os.cpu_count() or 1))
     if workers < 1:
         raise ValueError("jobs must be >= 1")
-    scores: list[float] = [math.nan] * len(todo)
-    if workers == 1:
+    with ExitStack() as stack:
+        pool = (stack.enter_context(ProcessPoolExecutor(max_workers=workers, initializer=_share, initargs=(part,)))
+                if workers > 1 else None)
+        scores = _score_all(pool, part, name, todo, on_candidate)
+        if refine and not math.isnan(scores[0]):
+            around = todo[_best(scores)]
+            extra = refinements(name, around, refine, seed)
+            todo += extra
+            scores += _score_all(pool, part, name, extra, on_candidate)
+    if math.isnan(scores[0]):
+        raise ValueError("the tuning part has no player with >= 5 earlier rounds to score: "
+                         "give a longer history or a smaller --holdout")
+    return TuneResult(name, split, todo, scores, _best(scores))
+
+
+def _best(scores: list[float]) -> int:
+    """Index of the highest score (NaN lowest), the earlier one on ties."""
+    return max(range(len(scores)), key=lambda i: (-math.inf if math.isnan(scores[i]) else scores[i], -i))
+
+
+def _score_all(pool: ProcessPoolExecutor | None, part: Sequence[RoundResult], name: str, todo: list[Candidate],
+               on_candidate: Callable[[], None] | None) -> list[float]:
+    """The objective of every candidate, in order: in this process or on the pool."""
+    scores = [math.nan] * len(todo)
+    if pool is None:
         for i, params in enumerate(todo):
             scores[i] = objective(part, name, params)
             if on_candidate is not None:
                 on_candidate()
-    else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_share, initargs=(part,)) as pool:
-            futures = {pool.submit(_score, name, params): i for i, params in enumerate(todo)}
-            for future in as_completed(futures):
-                scores[futures[future]] = future.result()
-                if on_candidate is not None:
-                    on_candidate()
-    if math.isnan(scores[0]):
-        raise ValueError("the tuning part has no player with >= 5 earlier rounds to score: "
-                         "give a longer history or a smaller --holdout")
-    best = max(range(len(todo)), key=lambda i: (-math.inf if math.isnan(scores[i]) else scores[i], -i))
-    return TuneResult(name, split, todo, scores, best)
+        return scores
+    futures = {pool.submit(_score, name, params): i for i, params in enumerate(todo)}
+    for future in as_completed(futures):
+        scores[futures[future]] = future.result()
+        if on_candidate is not None:
+            on_candidate()
+    return scores

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from stream.batch import Metrics, read_rounds, replay, synthetic_rounds, write_jsonl
 from stream.batch.models import replay_model, replay_named
-from stream.batch.tune import SPACES, candidates, defaults, held_out, objective, split_index, tune
+from stream.batch.tune import SPACES, candidates, defaults, held_out, objective, refinements, split_index, tune
 from stream.cli.main import app
 from stream.contracts import RoundResult
 from stream.engine import PRESETS
@@ -41,6 +41,27 @@ def test_every_draw_is_a_valid_parameter_set(name: str) -> None:
         changed = dataclasses.replace(base, **params)  # __post_init__ validates
         assert all(getattr(changed, k) == v for k, v in params.items())
     assert candidates(name, 5, seed=1)[0] == defaults(name)
+
+
+@pytest.mark.parametrize("name", ["mmr", "topcoder", "elo-multiplayer"])
+def test_refinements_are_valid_neighbours(name: str) -> None:
+    base = PRESETS[name] if name in PRESETS else MODELS[name].params
+    around = candidates(name, 1, seed=4)[1]
+    steps = refinements(name, around, 50, seed=4)
+    assert len(steps) == 50 and steps == refinements(name, around, 50, seed=4)
+    for step in steps:
+        dataclasses.replace(base, **step)
+        ratios = [step[k] / around[k] for k in around if k != "rho" and around[k] > 0]
+        assert all(0.3 < r < 3.5 for r in ratios)  # within ~5 standard deviations of a 25 % step
+    assert len({tuple(sorted(s.items())) for s in steps}) > 40
+
+
+def test_the_second_half_refines_the_best_of_the_first(history: list[RoundResult]) -> None:
+    result = tune(history, "glicko", budget=6, seed=1, jobs=1)
+    first = result.objectives[:4]
+    best_first = result.candidates[max(range(4), key=lambda i: (first[i], -i))]
+    assert result.candidates[:4] == candidates("glicko", 3, seed=1)
+    assert result.candidates[4:] == refinements("glicko", best_first, 3, seed=1)
 
 
 def test_candidates_follow_the_seed() -> None:
