@@ -10,8 +10,9 @@ rating runs through every round; the tuning part is the warm-up).
 Candidates: the model's defaults first, then ``budget - budget // 2`` random draws from the
 model's space (:data:`SPACES`, ranges after ``hparam_search.rs``) from
 ``numpy.random.default_rng(seed)``, then ``budget // 2`` random neighbours of the best so far
-(:func:`refinements`), all rounded to three significant digits.  Candidates are scored in a process pool; the result does
-not depend on the number of processes (ties go to the earlier candidate, so the defaults win ties).
+(:func:`refinements`), all rounded to three significant digits.  Candidates are scored in a
+process pool; the result does not depend on the number of processes (ties go to the earlier
+candidate, so the defaults win ties).
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ Candidate = dict[str, float]
 Sampler = Callable[[np.random.Generator], Candidate]
 
 RHO_CHOICES = (0.0, 0.04, 0.2, 1.0, 5.0)
-"""Elo-MMR's rho values tried (``hparam_search.rs`` also tries infinity, which JSON cannot carry:
-use the ``mmx`` presets or rho = 5 as near-memoryless)."""
-
+"""Elo-MMR's rho values tried (``hparam_search.rs`` also tries infinity, Elo-MMR(inf), which a
+JSON ``LADDERS`` entry cannot carry; rho = 5 is close to memoryless)."""
 
 REFINE_STEP = 0.25
 """Log-scale standard deviation of a refinement step (about +-25 %)."""
@@ -105,7 +105,7 @@ def refinements(name: str, around: Candidate, count: int, seed: int) -> list[Can
     """``count`` valid neighbours of ``around``: each positive value times exp(N(0, REFINE_STEP^2)),
     rho re-drawn with probability 1/4 (stage two of the search)."""
     rng = np.random.default_rng([seed, 1])
-    base: Any = PRESETS[name] if name in PRESETS else MODELS[name].params
+    base = _base(name)
     out: list[Candidate] = []
     for _ in range(count * 20):
         if len(out) == count:
@@ -124,9 +124,14 @@ def refinements(name: str, around: Candidate, count: int, seed: int) -> list[Can
     return out
 
 
+def _base(name: str) -> Any:
+    """The named model's default parameters (an Elo-MMR preset's ``Params`` or a ``ModelParams``)."""
+    return PRESETS[name] if name in PRESETS else MODELS[name].params
+
+
 def defaults(name: str) -> Candidate:
     """The model's default values of the fields its space searches."""
-    base = PRESETS[name] if name in PRESETS else MODELS[name].params
+    base = _base(name)
     fields = SPACES[name](np.random.default_rng(0)).keys()
     return {k: float(getattr(base, k)) for k in fields}
 
