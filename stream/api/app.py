@@ -26,7 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
 from stream.api import inputs
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
-from stream.engine.display import DisplayConfig, config_for, parse_display_configs
+from stream.engine.display import DisplayConfig, config_for, league_division, parse_display_configs
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, predict_lobby
 from stream.settings import Settings
@@ -154,7 +154,8 @@ async def get_player(request: web.Request) -> web.Response:
     view = await queries.player(_redis(request), ladder, player, history_limit=history)
     if view is None:
         raise not_found(f"unknown player {player!r} in ladder {ladder!r}", code="unknown_player")
-    return web.json_response(view.to_dict())
+    league, division = league_division(view.tier, _display(request, ladder))
+    return web.json_response({**view.to_dict(), "league": league, "division": division})
 
 
 async def list_rounds(request: web.Request) -> web.Response:

@@ -118,6 +118,9 @@ class Metrics:
     """Accumulates the four numbers pair/rank x everyone/experienced over a replay."""
 
     n_rounds: int
+    start: int | None = None
+    """First scored round index; None = the authors' rule (skip the first 10 %). ``stream tune``
+    scores held-out rounds only by starting at the split."""
     pair_all: WeightedMean = field(default_factory=WeightedMean)
     pair_exp: WeightedMean = field(default_factory=WeightedMean)
     rank_all: WeightedMean = field(default_factory=WeightedMean)
@@ -126,8 +129,8 @@ class Metrics:
 
     @property
     def first_scored(self) -> int:
-        """Index of the first scored round (the first 10 % are skipped)."""
-        return self.n_rounds // SKIPPED_FRACTION_DENOMINATOR
+        """Index of the first scored round (``start``, else the first 10 % are skipped)."""
+        return self.n_rounds // SKIPPED_FRACTION_DENOMINATOR if self.start is None else self.start
 
     def observe(self, round_index: int, mu: np.ndarray, ranks: np.ndarray, earlier_rounds: np.ndarray) -> None:
         """Score one round before its update.  ``mu``/``ranks``/``earlier_rounds`` are aligned

@@ -8,7 +8,8 @@ round is scored before its update.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -147,12 +148,19 @@ def replay_named(
     rounds: Sequence[RoundResult],
     name: str,
     *,
+    overrides: Mapping[str, float] | None = None,
     metrics: Metrics | None = None,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> Replayed:
-    """Replay with the named model's defaults: an Elo-MMR preset or a rating-only model."""
+    """Replay with the named model's defaults (an Elo-MMR preset or a rating-only model), some
+    parameters replaced by ``overrides`` (TypeError for a field the model lacks, ValueError for
+    a value its parameters reject)."""
+    changes = dict(overrides or {})
     if name in PRESETS:
-        return replay(rounds, PRESETS[name], metrics=metrics, keep_rounds=False, on_round=on_round)
+        return replay(rounds, PRESETS[name].with_(**changes), metrics=metrics, keep_rounds=False,
+                      on_round=on_round)
     if name in MODELS:
-        return replay_model(rounds, MODELS[name], metrics=metrics, on_round=on_round)
+        model = MODELS[name]
+        return replay_model(rounds, model, dataclasses.replace(model.params, **changes), metrics=metrics,
+                            on_round=on_round)
     raise KeyError(f"unknown model {name!r}; known: {', '.join(model_names())}")

@@ -10,6 +10,7 @@ import typer
 
 from stream.cli import replay as replay_cmd
 from stream.cli import evaluate as evaluate_cmd
+from stream.cli import tune as tune_cmd
 from stream.cli import publish as publish_cmd
 from stream.cli import stack as stack_cmd
 from stream.cli import tail as tail_cmd
@@ -34,6 +35,7 @@ def _root() -> None:
 
 replay_cmd.register(app)
 evaluate_cmd.register(app)
+tune_cmd.register(app)
 publish_cmd.register(app)
 stack_cmd.register(app)
 tail_cmd.register(app)

@@ -134,13 +134,13 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _progress(total: int) -> Any:
+def _progress(total: int, unit: str = "round") -> Any:
     """A tqdm bar on stderr when it is a terminal, else None."""
     if not sys.stderr.isatty():
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="round", file=sys.stderr)
+    return tqdm(total=total, unit=unit, file=sys.stderr)
 
 
 def _temp_beside(path: Path) -> Path:

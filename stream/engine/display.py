@@ -28,6 +28,14 @@ mu scale, sorted ascending, the lowest tier takes everyone.
 Equivalently ``new = clip(current, lower, upper)`` with ``lower`` the highest tier with
 ``threshold <= mu - k*sigma`` and ``upper`` the highest tier with
 ``threshold - demotion_margin <= mu + k*sigma``; ``lower <= upper`` always holds.
+
+Leagues and divisions (seed 003, as StarCraft II shows "Gold 2"): the configured ``tiers`` are the
+leagues; ``divisions = D > 1`` splits every league with a finite band (not the lowest, not the
+top one, as SC2's Grandmaster has none) into D equal bands labelled ``"<league> D"`` (lowest) ..
+``"<league> 1"`` (highest).  The placement steps are then those divisions, and the rule above runs
+on them unchanged: what the pipeline stores as a player's ``tier`` is the step's label.  Because
+the league of a step is monotone in the step, the league a player is in is exactly the rule above
+run on the leagues alone: divisions never change league placement.
 """
 
 from __future__ import annotations
@@ -68,17 +76,33 @@ DEFAULT_TIERS: tuple[tuple[str, float], ...] = (
 )
 """Thresholds on the mu scale of the default presets (newcomers start at mu 1500)."""
 
+MAX_DIVISIONS = 10
+"""Most divisions per league a config may ask for."""
+
 DEFAULT_LADDER_KEY = "*"
 """Key of the fallback entry in the ``DISPLAY_CONFIG`` mapping."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """One placement step: its label, the mu threshold to be promoted into it, its league
+    (index into the config's ``tiers``) and division (1 = the league's top; None: undivided)."""
+
+    label: str
+    threshold: float
+    league: int
+    division: int | None
 
 
 @dataclass(frozen=True)
 class DisplayConfig:
     """How one ladder shows ratings and tiers.
 
-    ``tiers`` are ``(name, threshold)`` pairs on the mu scale, sorted by threshold; the first
-    tier's threshold is ignored (it takes everyone). ``k`` is both the conservative-mode
-    multiplier and the confidence needed to change tier.
+    ``tiers`` are the leagues: ``(name, threshold)`` pairs on the mu scale, sorted by threshold;
+    the first league's threshold is ignored (it takes everyone). ``k`` is both the
+    conservative-mode multiplier and the confidence needed to change tier. ``divisions`` splits
+    each finite league band (module docstring); the placement steps (what ``next_tier`` indexes
+    and the player's stored ``tier`` names) are :attr:`placements`.
     """
 
     mode: DisplayMode = DEFAULT_MODE
@@ -87,6 +111,8 @@ class DisplayConfig:
     scale: float = DEFAULT_SCALE
     tiers: tuple[tuple[str, float], ...] = field(default=DEFAULT_TIERS)
     demotion_margin: float = DEFAULT_DEMOTION_MARGIN
+    divisions: int = 1
+    _placements: tuple[Placement, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
         if self.mode not in DISPLAY_MODES:
@@ -106,23 +132,45 @@ class DisplayConfig:
         if len({name for name, _ in tiers}) != len(tiers):
             raise ValueError("tier names must be unique")
         object.__setattr__(self, "tiers", tiers)
+        if isinstance(self.divisions, bool) or not isinstance(self.divisions, int) or not 1 <= self.divisions <= MAX_DIVISIONS:
+            raise ValueError(f"divisions must be an integer in [1, {MAX_DIVISIONS}], got {self.divisions!r}")
+        steps = self._steps()
+        if len({p.label for p in steps}) != len(steps):
+            raise ValueError("league and division labels must be unique")
+        object.__setattr__(self, "_placements", steps)
+
+    @property
+    def placements(self) -> tuple[Placement, ...]:
+        """The placement steps, lowest first: each league's divisions (module docstring)."""
+        return self._placements
+
+    def _steps(self) -> tuple[Placement, ...]:
+        leagues = [t for _, t in self.tiers]
+        steps: list[Placement] = []
+        for i, (name, low) in enumerate(self.tiers):
+            if 0 < i < len(leagues) - 1 and self.divisions > 1:
+                width = (leagues[i + 1] - low) / self.divisions
+                steps.extend(Placement(f"{name} {self.divisions - d}", low + d * width, i, self.divisions - d)
+                             for d in range(self.divisions))
+            else:
+                steps.append(Placement(name, -np.inf if i == 0 else low, i, None))
+        return tuple(steps)
 
     @property
     def tier_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.tiers)
+        """Labels of the placement steps (the league names when ``divisions`` is 1)."""
+        return tuple(p.label for p in self.placements)
 
     @property
     def thresholds(self) -> NDArray[np.float64]:
-        """Tier thresholds with the lowest tier's replaced by -inf."""
-        out = np.array([t for _, t in self.tiers], dtype=np.float64)
-        out[0] = -np.inf
-        return out
+        """Thresholds of the placement steps, the lowest replaced by -inf."""
+        return np.array([p.threshold for p in self.placements], dtype=np.float64)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "DisplayConfig":
         """Build from the JSON form: ``{"mode", "k", "center", "scale", "tiers": [[name, t], ...],
         "demotion_margin"}``, every key optional. A null threshold means -inf."""
-        known = {"mode", "k", "center", "scale", "tiers", "demotion_margin"}
+        known = {"mode", "k", "center", "scale", "tiers", "demotion_margin", "divisions"}
         unknown = set(raw) - known
         if unknown:
             raise ValueError(f"unknown display config keys: {sorted(unknown)}")
@@ -130,6 +178,8 @@ class DisplayConfig:
         for key in ("k", "center", "scale", "demotion_margin"):
             if key in kwargs:
                 kwargs[key] = float(kwargs[key])
+        if "divisions" in kwargs and isinstance(kwargs["divisions"], float) and kwargs["divisions"].is_integer():
+            kwargs["divisions"] = int(kwargs["divisions"])
         if "tiers" in raw:
             kwargs["tiers"] = tuple(
                 (str(name), float("-inf") if threshold is None else float(threshold))
@@ -141,7 +191,7 @@ class DisplayConfig:
         """JSON-safe form (the lowest threshold as null), inverse of :meth:`from_dict`."""
         tiers = [[name, None if i == 0 else threshold] for i, (name, threshold) in enumerate(self.tiers)]
         return {"mode": self.mode, "k": self.k, "center": self.center, "scale": self.scale,
-                "tiers": tiers, "demotion_margin": self.demotion_margin}
+                "tiers": tiers, "demotion_margin": self.demotion_margin, "divisions": self.divisions}
 
 
 def parse_display_configs(raw: str) -> dict[str, DisplayConfig]:
@@ -181,8 +231,8 @@ def next_tier(current_tier: ArrayLike, mu: ArrayLike, sigma: ArrayLike,
               cfg: DisplayConfig) -> NDArray[np.int64]:
     """New tier indices after a rating change, with confidence and hysteresis (module docstring).
 
-    ``current_tier`` holds indices into ``cfg.tiers`` or :data:`UNPLACED`; indices beyond the
-    config (a shortened tier list) are treated as the top tier.
+    ``current_tier`` holds indices into ``cfg.placements`` or :data:`UNPLACED`; indices beyond
+    the config (a shortened tier list) are treated as the top tier.
     """
     current = np.asarray(current_tier, dtype=np.int64)
     mu_arr = np.asarray(mu, dtype=np.float64)
@@ -212,4 +262,34 @@ def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDA
     order = np.argsort(known)
     pos = np.clip(np.searchsorted(known[order], wanted), 0, len(known) - 1)
     found = known[order][pos] == wanted
-    return np.where(found, order[pos], UNPLACED).astype(np.int64)
+    out = np.where(found, order[pos], UNPLACED).astype(np.int64)
+    legacy = np.flatnonzero(~found & (wanted != ""))
+    if legacy.size:  # a label stored before ``divisions`` changed: its league's lowest step
+        lowest = _lowest_step_of_league(cfg)
+        for i in legacy.tolist():
+            name = str(wanted[i])
+            out[i] = lowest[name] if name in lowest else lowest.get(name.rsplit(" ", 1)[0], UNPLACED)
+    return out
+
+
+def _lowest_step_of_league(cfg: DisplayConfig) -> dict[str, int]:
+    """League name -> index of its lowest placement step."""
+    out: dict[str, int] = {}
+    for index, step in enumerate(cfg.placements):
+        out.setdefault(cfg.tiers[step.league][0], index)
+    return out
+
+
+def league_division(label: str | None, cfg: DisplayConfig) -> tuple[str | None, int | None]:
+    """(league, division) of a stored tier label, read as written: ``"Gold 2"`` -> ``("Gold", 2)``,
+    a bare league name -> ``(name, None)`` (undivided, or stored before ``divisions`` changed);
+    unplaced or unknown -> ``(None, None)``."""
+    if not label:
+        return None, None
+    leagues = {name for name, _ in cfg.tiers}
+    if label in leagues:
+        return label, None
+    league, _, division = label.rpartition(" ")
+    if league in leagues and division.isdigit() and int(division) >= 1:
+        return league, int(division)
+    return None, None

@@ -49,6 +49,7 @@ def test_player_round_and_rounds(redis_url: str, seeded: Seeded) -> None:
     status, player = get_json(redis_url, f"/api/ladders/{LADDER}/players/{best}?history=3")
     assert status == 200 and player["position"] == 1 and len(player["history"]) <= 3
     assert player["mu"] == pytest.approx(seeded.mu[best]) and player["tier"]
+    assert (player["league"], player["division"]) == (player["tier"], None)  # default config: undivided leagues
     status, rnd = get_json(redis_url, f"/api/ladders/{LADDER}/rounds/r1")
     assert status == 200 and len(rnd["results"]) == seeded.field_sizes["r1"]
     assert rnd["results"][0]["rank"] == 1 and rnd["record"]["status"] == "rated"

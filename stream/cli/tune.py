@@ -1,0 +1,123 @@
+"""``stream tune``: search a model's parameters on the first part of the user's history and
+report them with their held-out metrics next to the defaults' (:mod:`stream.batch.tune`), in
+process (no Kafka, no Redis), and print a ``LADDERS`` entry to paste."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stream.batch import SourceError, read_rounds
+from stream.batch.models import model_names
+from stream.batch.tune import SPACES, Candidate, Scored, held_out, split_index, tune
+from stream.cli.replay import _fail, _progress
+from stream.contracts import Limits, RoundResult
+from stream.settings import Settings
+
+METRIC_COLUMNS = ("pair_all", "pair_exp", "rank_all", "rank_exp")
+LADDERS_NOTE = ("LADDERS entry (the stream honours LADDERS in a later release; today it rates every "
+                "ladder with ENGINE_PRESET's Elo-MMR):")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's command to the CLI app."""
+    app.command("tune")(tune_command)
+
+
+def tune_command(
+    input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files")],
+    model: Annotated[str, typer.Option("--model", help=f"model to tune: {', '.join(SPACES)}")],
+    budget: Annotated[int, typer.Option("--budget", help="parameter sets drawn besides the defaults")] = 32,
+    holdout: Annotated[float, typer.Option("--holdout", help="share of the last rounds held out (scored, not tuned on)")] = 0.3,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the random search (same seed, same result)")] = 0,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="processes (default: the machine's cores)")] = None,
+    compare: Annotated[str | None, typer.Option("--compare", help="also score this model's defaults on the held-out rounds (e.g. paper-codeforces)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")] = False,
+) -> None:
+    """Random search of the model's parameters on the first part of the history (objective: pair
+    inversion of players with >= 5 earlier rounds), then the best and the defaults rated through
+    every round and scored on the held-out last part only."""
+    if model not in SPACES:
+        _fail(f"unknown model {model!r}; known: {', '.join(SPACES)}")
+    if compare is not None and compare not in model_names():
+        _fail(f"unknown --compare model {compare!r}; known: {', '.join(model_names())}")
+    if budget < 0:
+        _fail("--budget must be >= 0")
+    if jobs is not None and jobs < 1:
+        _fail("--jobs must be >= 1")
+    if not 0.0 < holdout < 1.0:
+        _fail("--holdout must be in (0, 1)")
+    try:
+        rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env()))
+    except SourceError as exc:
+        _fail(f"bad input: {exc}")
+    try:
+        split_index(len(rounds), holdout)
+    except ValueError as exc:
+        _fail(str(exc))
+    bar = _progress(budget + 1, unit="candidate")
+    try:
+        result = tune(rounds, model, budget=budget, holdout=holdout, seed=seed, jobs=jobs,
+                      on_candidate=(lambda: bar.update(1)) if bar is not None else None)
+    except ValueError as exc:
+        _fail(str(exc))
+    finally:
+        if bar is not None:
+            bar.close()
+    rows: list[tuple[str, str, Candidate | None, float]] = [
+        ("defaults", model, result.candidates[0], result.objectives[0]),
+        ("tuned", model, result.best_params, result.objectives[result.best]),
+    ]
+    if compare is not None:
+        rows.append((f"compare {compare}", compare, None, math.nan))
+    scored = [held_out(rounds, result.split, name, params) for _label, name, params, _obj in rows]
+    entry = {_ladder_key(rounds): {"model": model, "params": result.best_params}}
+    if as_json:
+        typer.echo(json.dumps({
+            "input": str(input), "model": model, "rounds": len(rounds), "tune_rounds": result.split,
+            "holdout_rounds": len(rounds) - result.split, "budget": budget, "seed": seed,
+            "objective": "pair_exp on the tuning part",
+            "results": [{"label": label, "model": name, "params": params, "tune_pair_exp": _num(obj),
+                         "holdout": {k: _num(getattr(s, k)) for k in METRIC_COLUMNS},
+                         "holdout_scored_rounds": s.scored_rounds}
+                        for (label, name, params, obj), s in zip(rows, scored)],
+            "candidates": [{"params": c, "tune_pair_exp": _num(o)}
+                           for c, o in zip(result.candidates, result.objectives)],
+            "ladders": entry,
+        }))
+        return
+    typer.echo(f"{input}: {len(rounds)} rounds; tuned {model} on the first {result.split} "
+               f"({budget + 1} parameter sets, objective: pair inversion of players with >= 5 earlier rounds), "
+               f"held out the last {len(rounds) - result.split}; pair: % of pairs ordered right (higher is "
+               "better), rank: rank deviation (lower is better)")
+    typer.echo(_format(rows, scored))
+    typer.echo(LADDERS_NOTE)
+    typer.echo(json.dumps(entry))
+
+
+def _ladder_key(rounds: list[RoundResult]) -> str:
+    """The input's ladder when it has one, else the fallback key ``"*"``."""
+    ladders = {r.ladder for r in rounds}
+    return ladders.pop() if len(ladders) == 1 else "*"
+
+
+def _num(value: float) -> float | None:
+    """NaN (nobody scored) as JSON null."""
+    return None if math.isnan(value) else value
+
+
+def _format(rows: list[tuple[str, str, Candidate | None, float]], scored: list[Scored]) -> str:
+    header = ["", "params", "tune pair_exp", *(f"held-out {c}" for c in METRIC_COLUMNS)]
+    cells = [header]
+    for (label, _name, params, obj), s in zip(rows, scored):
+        shown = " ".join(f"{k}={v:g}" for k, v in params.items()) if params is not None else "(its defaults)"
+        cells.append([label, shown, "-" if math.isnan(obj) else f"{obj:.2f}",
+                      *(f"{getattr(s, c):.2f}" if c.startswith("pair") else f"{getattr(s, c):.3f}"
+                        for c in METRIC_COLUMNS)])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                     for r in cells)
