@@ -42,6 +42,8 @@ class Settings:
     app_id: str = field(default="elo-mmr-stream", metadata={"env": "APP_ID", "doc": "Faust application id (consumer group)"})
     web_port: int = field(default=6066, metadata={"env": "WEB_PORT", "doc": "HTTP port of the worker's read API and dashboard"})
     web_host: str = field(default="127.0.0.1", metadata={"env": "WEB_HOST", "doc": "bind address of the read API"})
+    api_max_event_streams: int = field(default=100, metadata={"env": "API_MAX_EVENT_STREAMS", "doc": "most live-update (Server-Sent Events) connections the read API keeps open at once; more are answered 503 with Retry-After"})
+    api_redis_max_connections: int = field(default=32, metadata={"env": "API_REDIS_MAX_CONNECTIONS", "doc": "the read API's Redis connection pool size (a request waits for a free connection rather than opening more)"})
     max_round_size: int = field(default=1_000_000, metadata={"env": "MAX_ROUND_SIZE", "doc": "rounds with more players are rejected to the DLQ"})
     max_message_bytes: int = field(default=64 * 1024 * 1024, metadata={"env": "MAX_MESSAGE_BYTES", "doc": "largest accepted round message"})
     max_id_length: int = field(default=128, metadata={"env": "MAX_ID_LENGTH", "doc": "longest accepted player id, round id or ladder name"})
