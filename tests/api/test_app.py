@@ -25,7 +25,7 @@ def get_json(redis_url: str, path: str, **settings: Any) -> tuple[int, Any]:
 
 
 def test_health_and_ladders(redis_url: str, seeded: Seeded) -> None:
-    assert get_json(redis_url, "/health") == (200, {"status": "ok", "redis": True})
+    assert get_json(redis_url, "/health") == (200, {"status": "ok", "redis": True, "kafka": None})
     status, data = get_json(redis_url, "/api/ladders")
     assert status == 200 and [l["ladder"] for l in data["ladders"]] == [LADDER]
     status, ladder = get_json(redis_url, f"/api/ladders/{LADDER}")

@@ -3,20 +3,16 @@ leaderboard rows, search, a player page with its SVG rating chart, a round page,
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-import redis.asyncio as aioredis
-from aiohttp import web
 
 from readside_data import LADDER, Seeded, seed
-from stream.api.app import create_app
+from stream.api.server import ApiThread
 from stream.settings import Settings
 from stream.stack.ports import free_port
 from stream.store import keys
@@ -39,41 +35,9 @@ from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-class ApiServer:
-    """The read API in a background thread with its own event loop, on a free port."""
-
-    def __init__(self, redis_url: str) -> None:
-        self.redis_url = redis_url
-        self.port = free_port()
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.client = aioredis.Redis.from_url(self.redis_url)
-        self.runner = web.AppRunner(create_app(self.client, Settings(redis_url=self.redis_url)), shutdown_timeout=1)
-        self.loop.run_until_complete(self.runner.setup())
-        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
-        self.ready.set()
-        self.loop.run_forever()
-
-    def __enter__(self) -> "ApiServer":
-        self.thread.start()
-        assert self.ready.wait(WAIT_S)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            await self.runner.cleanup()
-            await self.client.aclose()
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(WAIT_S)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(WAIT_S)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+def ApiServer(redis_url: str) -> ApiThread:
+    """The read API as the worker serves it (its own thread and event loop), on a free port."""
+    return ApiThread(Settings(redis_url=redis_url), host="127.0.0.1", port=free_port(), probe=False)
 
 
 @pytest.fixture()
