@@ -3,8 +3,11 @@ leaderboard rows, search, a player page with its SVG rating chart, a round page,
 
 from __future__ import annotations
 
+import random
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 import redis
 
 from readside_data import LADDER, Seeded, seed
+from stream.api import app as api_app
 from stream.api.server import ApiThread
 from stream.settings import Settings
 from stream.stack.ports import free_port
@@ -112,3 +116,111 @@ def test_dashboard_pages(redis_url: str, browser: webdriver.Chrome) -> None:
         r.hset(keys.ladder(LADDER), "updated_at", "1800000000.5")
         wait.until(lambda d: rows(d)[:1] == ["zz-new"])
         r.close()
+
+
+class Rater:
+    """Writes to the ladder as rated rounds do, every ``period_s``: moves every player's rating,
+    adds a player now and then, bumps ``updated_at`` (which the event stream follows)."""
+
+    def __init__(self, redis_url: str, players: list[str], period_s: float = 0.15) -> None:
+        self.client = redis.Redis.from_url(redis_url)
+        self.players = list(players)
+        self.period_s = period_s
+        self.stop = threading.Event()
+        self.updates = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        rng = random.Random(7)
+        while not self.stop.wait(self.period_s):
+            self.updates += 1
+            if self.updates % 5 == 0:
+                self.players.append(f"new{self.updates:04d}")
+            pipe = self.client.pipeline(transaction=False)
+            for p in self.players:
+                shown = rng.uniform(1000, 2000)
+                pipe.hset(keys.player(LADDER, p), mapping={"mu": repr(shown + 100), "sigma": "50", "rounds": self.updates})
+                pipe.zadd(keys.leaderboard(LADDER), {p: shown})
+                pipe.zadd(keys.player_names(LADDER), {p: 0})
+            pipe.hset(keys.ladder(LADDER), mapping={"updated_at": repr(1_800_000_000.0 + self.updates),
+                                                    "rounds_rated": self.updates})
+            pipe.execute()
+
+    def __enter__(self) -> "Rater":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(WAIT_S)
+        self.client.close()
+
+
+def page_state(driver: webdriver.Chrome) -> dict:
+    """What a live update must not disturb: the search box (same element, text, focus), the first
+    row's element, the scroll position; plus the shown rows and the 'rounds rated' card."""
+    return driver.execute_script("""
+        const box = document.getElementById('search');
+        const first = document.querySelector('tr.lb-row');
+        return {box: box ? box.dataset.mark || null : null, text: box ? box.value : null,
+                focused: document.activeElement ? document.activeElement.id : null,
+                row: first ? first.dataset.mark || null : null, scroll: window.scrollY,
+                rows: Array.from(document.querySelectorAll('tr.lb-row'), r => r.dataset.player),
+                rated: document.querySelector('[data-card="rounds rated"] .value').textContent};""")
+
+
+def test_search_focus_scroll_and_pages_survive_live_updates(redis_url: str, browser: webdriver.Chrome,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typing into the search box while the ladder changes several times a second: the text, the
+    focus and the filter hold, the rows are patched (the same elements), the scroll position and the
+    page stay; the pause toggle stops the patching and resuming catches up."""
+    monkeypatch.setattr(api_app, "SSE_POLL_S", 0.1)
+    players = [f"p{i:03d}" for i in range(60)] + [f"q{i:03d}" for i in range(60)]
+    seed(redis_url, players=players, rounds=2)
+    wait = WebDriverWait(browser, WAIT_S)
+    with ApiServer(redis_url) as server, Rater(redis_url, players) as rater:
+        browser.get(f"{server.url}/#/l/{LADDER}")
+        wait.until(lambda d: len(rows(d)) == 25)
+        wait.until(lambda d: "on" in (d.find_element(By.ID, "live").get_attribute("class") or ""))
+        box = browser.find_element(By.ID, "search")
+        browser.execute_script("document.getElementById('search').dataset.mark = 'kept'")
+        box.click()
+        for char in "q01":  # typed slowly, live updates landing in between
+            box.send_keys(char)
+            time.sleep(0.3)
+        wanted = {p for p in players if p.startswith("q01")}
+        wait.until(lambda d: set(page_state(d)["rows"]) == wanted)
+        browser.execute_script("document.querySelector('tr.lb-row').dataset.mark = 'row'")
+        seen = rater.updates
+        before = page_state(browser)["rated"]
+        wait.until(lambda d: page_state(d)["rated"] != before and rater.updates >= seen + 5)
+        now = page_state(browser)
+        assert (now["box"], now["text"], now["focused"]) == ("kept", "q01", "search")
+        assert set(now["rows"]) == wanted  # still filtered
+        # rows were patched, not rebuilt: the marked row element is still in the table
+        assert browser.execute_script("return document.querySelectorAll('tr.lb-row[data-mark=\"row\"]').length") == 1
+        browser.save_screenshot(str(OUTPUT / "dashboard-live-search.png"))
+
+        # the second page, scrolled down, stays the second page at the same scroll position
+        box.clear()
+        box.send_keys("\n")
+        wait.until(lambda d: len(page_state(d)["rows"]) == 25 and page_state(d)["text"] == "")
+        browser.find_element(By.ID, "next").click()
+        wait.until(lambda d: d.find_element(By.ID, "page-info").text.startswith("26–50"))
+        browser.execute_script("window.scrollTo(0, 300)")
+        scroll = page_state(browser)["scroll"]
+        assert scroll > 0
+        before = page_state(browser)["rated"]
+        wait.until(lambda d: page_state(d)["rated"] != before)
+        assert browser.find_element(By.ID, "page-info").text.startswith("26–50")
+        assert page_state(browser)["scroll"] == scroll
+
+        # pause: nothing is patched while the ladder changes; resume catches up at once
+        browser.find_element(By.ID, "pause").click()
+        assert browser.find_element(By.ID, "pause").get_attribute("aria-pressed") == "true"
+        paused = page_state(browser)
+        seen = rater.updates
+        wait.until(lambda d: rater.updates >= seen + 8)
+        assert page_state(browser)["rated"] == paused["rated"] and page_state(browser)["rows"] == paused["rows"]
+        browser.find_element(By.ID, "pause").click()
+        wait.until(lambda d: page_state(d)["rated"] != paused["rated"])
