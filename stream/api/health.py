@@ -47,7 +47,6 @@ class KafkaProbe:
         self._health = KafkaHealth()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kafka-health", daemon=True)
-        self._admin: Any = None
         self._consumer: Any = None
 
     def start(self) -> "KafkaProbe":
@@ -67,13 +66,12 @@ class KafkaProbe:
         self._close()
 
     def check(self) -> KafkaHealth:
-        """One check: the group's committed offsets and the topics' end offsets (clients kept between
-        checks, so an idle API costs little; rebuilt after a failure)."""
+        """One check: the group's committed offsets and the topics' end offsets (the client is kept
+        between checks, so an idle API costs little; rebuilt after a failure)."""
         from kafka import TopicPartition
 
         try:
-            admin, consumer = self._clients()
-            committed = admin.list_consumer_group_offsets(self.settings.app_id)
+            consumer = self._client()
             consumer.topics()  # refresh metadata
             lag: dict[str, int] = {}
             for name in LAG_TOPICS:
@@ -83,30 +81,30 @@ class KafkaProbe:
                     continue
                 ends = consumer.end_offsets(partitions)
                 begins = consumer.beginning_offsets(partitions)
-                lag[name] = sum(max(0, int(ends[tp]) - (committed[tp].offset if tp in committed else int(begins[tp])))
+                committed = {tp: consumer.committed(tp) for tp in partitions}
+                lag[name] = sum(max(0, int(ends[tp]) - (committed[tp] if committed[tp] is not None else int(begins[tp])))
                                 for tp in partitions)
             return KafkaHealth(True, time.time(), None, lag)
         except Exception as exc:  # noqa: BLE001 - any failure means "Kafka not healthy", shown as text
             self._close()
             return KafkaHealth(False, time.time(), f"{type(exc).__name__}: {exc}"[:300], None)
 
-    def _clients(self) -> tuple[Any, Any]:
-        from kafka import KafkaAdminClient, KafkaConsumer
+    def _client(self) -> Any:
+        """A consumer in the workers' group that never joins it (no subscribe, no poll): it only
+        reads the group's committed offsets."""
+        from kafka import KafkaConsumer
 
-        if self._admin is None or self._consumer is None:
-            timeout_ms = int(CHECK_TIMEOUT_S * 1000)
-            config = kafka_python_config(self.settings)
-            self._admin = KafkaAdminClient(client_id="ems-health", request_timeout_ms=timeout_ms,
-                                           api_version_auto_timeout_ms=timeout_ms, **config)
-            self._consumer = KafkaConsumer(group_id=None, client_id="ems-health",
-                                           api_version_auto_timeout_ms=timeout_ms, **config)
-        return self._admin, self._consumer
+        if self._consumer is None:
+            self._consumer = KafkaConsumer(group_id=self.settings.app_id, client_id="ems-health",
+                                           enable_auto_commit=False,
+                                           bootstrap_timeout_ms=int(CHECK_TIMEOUT_S * 1000),
+                                           **kafka_python_config(self.settings))
+        return self._consumer
 
     def _close(self) -> None:
-        for client in (self._consumer, self._admin):
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:  # noqa: BLE001 - closing a half-open client
-                    pass
-        self._admin = self._consumer = None
+        if self._consumer is not None:
+            try:
+                self._consumer.close(autocommit=False)
+            except Exception:  # noqa: BLE001 - closing a half-open client
+                pass
+        self._consumer = None

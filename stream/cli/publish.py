@@ -36,6 +36,11 @@ from stream.settings import Settings
 EXIT_INVALID = 2
 EXIT_PRODUCE_FAILED = 3
 EXIT_UNREACHABLE = 4
+#: ``--wait``: a round was rejected by the service (dead-lettered), or the wait ended first.
+EXIT_REJECTED = 5
+EXIT_TIMEOUT = 1
+#: ``--wait``: default seconds to wait for the outcomes.
+WAIT_TIMEOUT_S = 120.0
 #: CSV columns: required and optional.
 CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
 CSV_OPTIONAL = ("occurred_at", "weight")
@@ -70,6 +75,7 @@ class PublishSummary:
     ladders: dict[str, int] = field(default_factory=dict)
     partitions: dict[int, int] = field(default_factory=dict)
     failed: int = 0
+    sent: list[tuple[int, int] | None] = field(default_factory=list)  # (partition, offset) of each round
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "topic": self.topic, "rounds": self.rounds, "no_outcome": self.no_outcome,
@@ -236,8 +242,10 @@ def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: 
             try:
                 meta = future.get(timeout=FLUSH_TIMEOUT_S)
                 summary.partitions[meta.partition] = summary.partitions.get(meta.partition, 0) + 1
+                summary.sent.append((meta.partition, meta.offset))
             except Exception:  # the broker refused or timed out: counted, reported, non-zero exit
                 summary.failed += 1
+                summary.sent.append(None)
     return summary
 
 
@@ -246,6 +254,10 @@ def publish(
     json_output: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar on stderr"),
     dry_run: bool = typer.Option(False, "--dry-run", help="validate only, publish nothing"),
+    wait: bool = typer.Option(False, "--wait", help="then wait for each round's outcome (rated, duplicate, "
+                              f"rejected with its reason); exit {EXIT_REJECTED} if any was rejected"),
+    wait_timeout: float = typer.Option(WAIT_TIMEOUT_S, "--wait-timeout", help=f"--wait: seconds to wait (exit "
+                                       f"{EXIT_TIMEOUT} if rounds are still pending then)"),
 ) -> None:
     """Validate every round of FILE, then publish them to the `rounds` topic (keyed by ladder)."""
     settings = Settings.from_env()
@@ -257,6 +269,7 @@ def publish(
                                    "message": exc.message}))
         typer.echo(f"error: {exc} — nothing published", err=True)
         raise typer.Exit(EXIT_INVALID) from None
+    waited = None
     if dry_run:
         summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS_TOPIC), rounds=len(rounds),
                                  no_outcome=sum(free for _, free in rounds),
@@ -268,18 +281,66 @@ def publish(
             typer.echo(f"warning: could not ensure topic {settings.topic(ROUNDS_TOPIC)}: {exc}", err=True)
         from kafka.errors import KafkaError
 
+        from stream.connections import redis_connection_errors, redis_error_message
+
         try:
-            summary = produce(settings, rounds, str(file), progress)
+            if wait:
+                summary, waited = _publish_and_wait(settings, rounds, str(file), progress, wait_timeout)
+            else:
+                summary = produce(settings, rounds, str(file), progress)
         except (KafkaError, ConnectionConfigError) as exc:
             typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
             raise typer.Exit(EXIT_UNREACHABLE) from None
+        except redis_connection_errors() as exc:  # --wait reads the outcomes from Redis
+            typer.echo(f"error: {redis_error_message(settings, exc)}", err=True)
+            raise typer.Exit(EXIT_UNREACHABLE) from None
     if json_output:
-        typer.echo(json.dumps(summary.to_dict()))
+        typer.echo(json.dumps(summary.to_dict() | (_outcomes_dict(waited) if waited is not None else {})))
     else:
-        typer.echo(f"{'validated' if dry_run else 'published'} {summary.rounds} rounds ({summary.no_outcome} outcome-free, "
-                   f"{summary.standings} standings) to {summary.topic}" + (f"; {summary.failed} FAILED" if summary.failed else ""))
+        n = summary.rounds
+        typer.echo(f"{'validated' if dry_run else 'published'} {n} round{'' if n == 1 else 's'} "
+                   f"({summary.no_outcome} outcome-free, {summary.standings} standings) to {summary.topic}"
+                   + (f"; {summary.failed} FAILED" if summary.failed else ""))
+        if waited is not None:
+            _echo_outcomes(waited)
     if summary.failed:
         raise typer.Exit(EXIT_PRODUCE_FAILED)
+    if waited is not None:
+        from stream.cli.outcomes import PENDING, REJECTED
+
+        if any(o.outcome == REJECTED for o in waited):
+            raise typer.Exit(EXIT_REJECTED)
+        if any(o.outcome == PENDING for o in waited):
+            raise typer.Exit(EXIT_TIMEOUT)
+
+
+def _publish_and_wait(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool,
+                      timeout_s: float) -> tuple[PublishSummary, list[Any]]:
+    """Produce, then wait for every round's outcome (the watcher is opened before anything is sent)."""
+    from stream.cli.outcomes import OutcomeWatcher
+
+    with OutcomeWatcher(settings, [r for r, _ in rounds]) as watcher:
+        summary = produce(settings, rounds, source, progress)
+        return summary, watcher.wait(summary.sent, timeout_s)
+
+
+def _outcomes_dict(outcomes: list[Any]) -> dict[str, Any]:
+    from stream.cli.outcomes import counts
+
+    return {"outcomes": counts(outcomes), "rounds_outcome": [o.to_dict() for o in outcomes]}
+
+
+def _echo_outcomes(outcomes: list[Any]) -> None:
+    """The counts, then one line per round that was not simply rated."""
+    from stream.cli.outcomes import NO_OUTCOME, RATED, counts
+
+    typer.echo("outcomes: " + ", ".join(f"{n} {name}" for name, n in counts(outcomes).items()))
+    for o in outcomes:
+        if o.outcome in (RATED, NO_OUTCOME):
+            continue
+        detail = f": {o.reason}" + (f" ({o.field})" if o.field else "") + (f" {o.message}" if o.message else "") \
+            if o.reason else (f": {o.message}" if o.message else "")
+        typer.echo(f"  {o.outcome} {o.ladder}/{o.round_id}{detail}")
 
 
 def register(app: typer.Typer) -> None:

@@ -131,7 +131,7 @@ class DeadLetterReader:
         self.rounds_topic = settings.topic(ROUNDS)
         timeout_ms = int(CONNECT_TIMEOUT_S * 1000)
         self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
-                                       api_version_auto_timeout_ms=timeout_ms, **kafka_python_config(settings))
+                                       bootstrap_timeout_ms=timeout_ms, **kafka_python_config(settings))
         self._partitions: list[Any] = []
 
     def __enter__(self) -> "DeadLetterReader":
@@ -196,26 +196,36 @@ class DeadLetterReader:
                 return out
 
 
+def _newest_first(found: list[Rejection]) -> list[Rejection]:
+    return sorted(found, key=lambda r: (r.rejected_at or 0.0, r.dlq_partition, r.dlq_offset), reverse=True)
+
+
+def _window(limit: int, ladder: str | None) -> int:
+    """Records read back per partition to find the ``limit`` most recent (of ``ladder``)."""
+    return limit if ladder is None else max(limit, LADDER_SCAN)
+
+
 def recent(settings: Settings, *, limit: int, ladder: str | None = None) -> list[Rejection]:
     """The ``limit`` most recent dead letters (of ``ladder`` if given), newest first."""
     with DeadLetterReader(settings) as reader:
         if not reader.assign():
             return []
-        reader.seek(back=limit if ladder is None else max(limit, LADDER_SCAN))
-        found = [r for r in reader.drain() if ladder is None or r.ladder == ladder]
-    found.sort(key=lambda r: (r.rejected_at or 0.0, r.dlq_offset), reverse=True)
-    return found[:limit]
+        reader.seek(back=_window(limit, ladder))
+        return _newest_first([r for r in reader.drain() if ladder is None or r.ladder == ladder])[:limit]
 
 
 def follow(settings: Settings, *, ladder: str | None = None, deadline: float | None = None,
-           back: int = 0) -> Iterator[Rejection]:
-    """Dead letters as they arrive (after the ``back`` most recent ones), until ``deadline`` (monotonic)."""
+           last: int = 0) -> Iterator[Rejection]:
+    """The ``last`` most recent dead letters (oldest of them first), then each new one as it arrives,
+    until ``deadline`` (monotonic); one reader throughout, so none falls between the two."""
     with DeadLetterReader(settings) as reader:
         while not reader.assign():
             if deadline is not None and time.monotonic() > deadline:
                 return
             time.sleep(POLL_MS / 1000)
-        reader.seek(back=back)
+        reader.seek(back=_window(last, ladder))
+        backlog = _newest_first([r for r in reader.drain() if ladder is None or r.ladder == ladder])[:last]
+        yield from reversed(backlog)
         while deadline is None or time.monotonic() < deadline:
             for rejection in reader.poll():
                 if ladder is None or rejection.ladder == ladder:
