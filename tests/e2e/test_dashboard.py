@@ -3,6 +3,7 @@ leaderboard rows, search, a player page with its SVG rating chart, a round page,
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import tempfile
@@ -224,3 +225,41 @@ def test_search_focus_scroll_and_pages_survive_live_updates(redis_url: str, brow
         assert page_state(browser)["rated"] == paused["rated"] and page_state(browser)["rows"] == paused["rows"]
         browser.find_element(By.ID, "pause").click()
         wait.until(lambda d: page_state(d)["rated"] != paused["rated"])
+
+
+def test_rejected_view(redis_url: str, local_stack, fresh_prefix: str, browser: webdriver.Chrome) -> None:
+    """The ladder's rejected rounds, read from the dead-letter topic: reason, field, message, when;
+    another ladder's dead letters are not shown, a cut original still names its round."""
+    from kafka import KafkaProducer
+
+    from stream.contracts import DeadLetter, RoundRejected
+    from stream.stack.topics import ensure_topics
+
+    seed(redis_url)
+    topic = f"{fresh_prefix}rounds-dlq"
+    ensure_topics(local_stack.bootstrap, {topic: 2})
+    letters = [
+        (LADDER, DeadLetter.from_rejection(RoundRejected("conflict", "already used", "round_id"),
+                                           json.dumps({"round_id": "r1", "ladder": LADDER}).encode(),
+                                           rejected_at=1_800_000_000.0, topic=f"{fresh_prefix}rounds", partition=0, offset=3)),
+        ("other", DeadLetter.from_rejection(RoundRejected("schema", "bad"), b"{}", rejected_at=1_800_000_001.0)),
+        (LADDER, DeadLetter.from_rejection(RoundRejected("bad_rank", "rank must be >= 1", "standings.1.rank"),
+                                           json.dumps({"round_id": "r9", "ladder": LADDER, "standings": []}).encode()[:20],
+                                           rejected_at=1_800_000_002.0)),
+    ]
+    producer = KafkaProducer(bootstrap_servers=local_stack.bootstrap, acks="all")
+    for ladder, letter in letters:
+        producer.send(topic, key=ladder.encode(), value=letter.to_json().encode(), partition=0).get(WAIT_S)
+    producer.close()
+    settings = Settings(redis_url=redis_url, kafka_bootstrap=local_stack.bootstrap, topic_prefix=fresh_prefix)
+    with ApiThread(settings, host="127.0.0.1", port=free_port(), probe=False) as server:
+        browser.get(f"{server.url}/#/l/{LADDER}")
+        wait = WebDriverWait(browser, WAIT_S)
+        wait.until(lambda d: len(rows(d)) > 0)
+        browser.find_element(By.ID, "rejected-link").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.rejected-row")) == 2)
+        shown = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                 for tr in browser.find_elements(By.CSS_SELECTOR, "tr.rejected-row")]
+        assert shown == [["2027-01-15 08:00", "r9", "bad_rank", "standings.1.rank", "rank must be >= 1"],
+                         ["2027-01-15 08:00", "r1", "conflict", "round_id", "already used"]]
+        browser.save_screenshot(str(OUTPUT / "dashboard-rejected.png"))
