@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import typer
 
+from stream.settings import StackChoiceError
+
 from stream.cli import replay as replay_cmd
 from stream.cli import publish as publish_cmd
 from stream.cli import stack as stack_cmd
@@ -16,6 +18,9 @@ from stream.cli import worker as worker_cmd
 from stream.cli import query as query_cmd
 from stream.cli import serve as serve_cmd
 from stream.cli import rejected as rejected_cmd
+
+#: Exit code of a configuration that does not say which Kafka / Redis to use.
+EXIT_CONFIG = 2
 
 app = typer.Typer(
     name="stream",
@@ -44,4 +49,8 @@ rejected_cmd.register(app)
 
 def main() -> None:
     """Console entry point (``stream`` in pyproject.toml, ``python -m stream``)."""
-    app()
+    try:
+        app()
+    except StackChoiceError as exc:  # several `stream stack`s run and nothing says which: a clear line
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_CONFIG) from None
