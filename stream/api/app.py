@@ -224,12 +224,13 @@ async def predict(request: web.Request) -> web.Response:
         "model": {"kind": model.kind, "beta": model.beta, "gamma": model.gamma, "weight": weight},
         "players": [
             {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
+             "win_probability": float(pred.rank_distribution[i][0]),
              "expected_rank": float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
             for i, (p, s) in enumerate(zip(players, states))
         ],
         "expected_order": [players[i] for i in pred.expected_order.tolist()],
         "pairwise": pred.pairwise.tolist(),
-        "win_probability": float(pred.pairwise[0, 1]),
+        "first_ahead_of_second": float(pred.pairwise[0, 1]),
         "quality": pred.quality,
     })
 

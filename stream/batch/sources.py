@@ -28,19 +28,30 @@ class SourceError(ValueError):
 
     def __init__(self, where: str, message: str, field: str | None = None, reason: str = "schema") -> None:
         super().__init__(f"{where}: {message}" + (f" (field {field})" if field else ""))
+        self.message = message
         self.where = where
         self.field = field
         self.reason = reason
 
 
-def read_rounds(path: Path, *, limits: Limits | None = None) -> list[RoundResult]:
-    """All rounds of ``path`` (a JSONL file or a directory of contest files), in order."""
+def read_rounds(path: Path, *, limits: Limits | None = None, errors: list[SourceError] | None = None) -> list[RoundResult]:
+    """All rounds of ``path`` (a JSONL file or a directory of contest files), in order.
+
+    ``errors``: collect the bad lines / files there and go on (``stream publish`` lists them all)
+    instead of raising at the first; a file that cannot be read at all still raises."""
     limits = limits or Limits()
     if path.is_dir():
-        return read_contest_dir(path, limits=limits)
+        return read_contest_dir(path, limits=limits, errors=errors)
     if not path.exists():
         raise SourceError(str(path), "no such file or directory")
-    return read_jsonl(path, limits=limits)
+    return read_jsonl(path, limits=limits, errors=errors)
+
+
+def _collect(errors: list[SourceError] | None, exc: SourceError) -> None:
+    """Keep a bad item's error (``errors`` given) or raise it."""
+    if errors is None:
+        raise exc
+    errors.append(exc)
 
 
 def _accept(raw: Any, limits: Limits, where: str) -> RoundResult:
@@ -54,7 +65,7 @@ def _accept(raw: Any, limits: Limits, where: str) -> RoundResult:
         raise SourceError(label, f"{exc.reason}: {exc.message}", exc.field, exc.reason) from None
 
 
-def read_jsonl(path: Path, *, limits: Limits) -> list[RoundResult]:
+def read_jsonl(path: Path, *, limits: Limits, errors: list[SourceError] | None = None) -> list[RoundResult]:
     """Rounds of a JSONL file, one per non-blank line."""
     opener = gzip.open if path.suffix == ".gz" else open
     rounds = []
@@ -69,18 +80,27 @@ def read_jsonl(path: Path, *, limits: Limits) -> list[RoundResult]:
                     data = json.loads(line.decode("utf-8"))
                 except (UnicodeDecodeError, json.JSONDecodeError):
                     pass  # parse_round reports it with the right reason
-                rounds.append(_accept(data, limits, where))
+                try:
+                    rounds.append(_accept(data, limits, where))
+                except SourceError as exc:
+                    _collect(errors, exc)
     except (OSError, EOFError) as exc:  # unreadable file, truncated or corrupt gzip
         raise SourceError(str(path), f"cannot read: {exc}") from None
     return rounds
 
 
-def read_contest_dir(path: Path, *, limits: Limits) -> list[RoundResult]:
+def read_contest_dir(path: Path, *, limits: Limits, errors: list[SourceError] | None = None) -> list[RoundResult]:
     """Rounds of a directory of the authors' ``<n>.json`` contest files, in numeric order."""
     files = sorted((f for f in path.iterdir() if f.suffix == ".json" and f.stem.isdigit()), key=lambda f: int(f.stem))
     if not files:
         raise SourceError(str(path), "no contest files (0.json, 1.json, ...) in this directory")
-    return [_contest(f, limits) for f in files]
+    rounds = []
+    for f in files:
+        try:
+            rounds.append(_contest(f, limits))
+        except SourceError as exc:
+            _collect(errors, exc)
+    return rounds
 
 
 def _contest(file: Path, limits: Limits) -> RoundResult:

@@ -19,6 +19,24 @@ from stream.cli import query as query_cmd
 from stream.cli import serve as serve_cmd
 from stream.cli import rejected as rejected_cmd
 
+def _hide_flag_types() -> None:
+    """``--help`` without ``<bool>`` after each flag: typer (0.2x) shows every option's type, and a
+    flag takes no value, so for a flag it shows nothing (a flag's help says what it switches)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_ems_flags_hidden", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    setattr(display_type_rich, "_ems_flags_hidden", True)
+    setattr(TyperOption, "display_type_rich", display_type_rich)
+
+
+_hide_flag_types()
+
 #: Exit code of a configuration that does not say which Kafka / Redis to use.
 EXIT_CONFIG = 2
 

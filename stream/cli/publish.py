@@ -10,8 +10,9 @@ Inputs (by extension / kind):
 * a directory: the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/<n>.json``), read
   with :mod:`stream.batch.sources`.
 
-Everything is parsed with :func:`stream.contracts.parse_round` BEFORE anything is sent: the first
-bad row is reported as ``file:line: field: message`` with exit code 2 and nothing is published.
+Everything is parsed with :func:`stream.contracts.parse_round` BEFORE anything is sent: every bad
+row is reported (the first :data:`MAX_REPORTED_ERRORS`, all counted) as ``file:line: field: message
+[reason]`` with exit code 2 and nothing is published.
 Outcome-free rounds (``no_outcome``) are valid: they are published and recorded, nobody is rated.
 Then each round goes to topic ``rounds`` (with ``TOPIC_PREFIX``), key = ladder, acks=all.
 """
@@ -24,7 +25,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -44,6 +45,8 @@ WAIT_TIMEOUT_S = 120.0
 #: CSV columns: required and optional.
 CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
 CSV_OPTIONAL = ("occurred_at", "weight")
+#: Bad rows / rounds listed before giving up (all are counted).
+MAX_REPORTED_ERRORS = 20
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
@@ -56,11 +59,22 @@ class InvalidInput(ValueError):
     """A row that cannot be published: where (``file:line``), which field, why."""
 
     def __init__(self, location: str, field: str | None, message: str, reason: str = "invalid") -> None:
-        super().__init__(f"{location}: {field + ': ' if field else ''}{message}")
+        super().__init__(f"{location}: {field + ': ' if field else ''}{message} [{reason}]")
         self.location = location
         self.field = field
         self.message = message
         self.reason = reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.reason, "location": self.location, "field": self.field, "message": self.message}
+
+
+class InvalidFile(ValueError):
+    """Every bad row or round of a file (``errors``, in file order); nothing of it may be published."""
+
+    def __init__(self, errors: list[InvalidInput]) -> None:
+        super().__init__(f"{len(errors)} bad row(s) or round(s)")
+        self.errors = errors
 
 
 @dataclass
@@ -107,8 +121,9 @@ def _csv_value(text: str) -> float | str:
         return text
 
 
-def read_csv(path: Path, limits: Limits, now: float) -> Iterator[tuple[RoundResult, bool]]:
-    """Rows grouped into rounds by ``(ladder, round_id)``, in order of first appearance."""
+def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+    """Rows grouped into rounds by ``(ladder, round_id)``, in order of first appearance; a bad row goes
+    to ``errors`` (its round is then not checked further: it is bad already)."""
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
@@ -120,53 +135,74 @@ def read_csv(path: Path, limits: Limits, now: float) -> Iterator[tuple[RoundResu
             line = f"{path}:{reader.line_num}"
             key = (row["ladder"] or "default", row["round_id"])
             entry = rounds.setdefault(key, {"raw": {"round_id": row["round_id"], "ladder": key[0], "standings": []},
-                                            "lines": {}, "first": line})
-            raw = entry["raw"]
-            for column in CSV_OPTIONAL:
-                value = (row.get(column) or "").strip()
-                if not value:
-                    continue
-                parsed = _csv_value(value)
-                if column in raw and raw[column] != parsed:
-                    raise InvalidInput(line, column, f"differs from an earlier row of round {key[1]!r} ({raw[column]!r})")
-                raw[column] = parsed
+                                            "lines": {}, "first": line, "bad": False})
             try:
-                rank: Any = int(row["rank"])
-            except (TypeError, ValueError):
-                raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}") from None
-            entry["lines"][f"standings[{len(raw['standings'])}]"] = line
-            raw["standings"].append({"player": row["player"], "rank": rank})
+                _csv_row(entry, row, line, key)
+            except InvalidInput as exc:
+                errors.append(exc)
+                entry["bad"] = True
     for entry in rounds.values():
+        if entry["bad"]:
+            continue
         raw = entry["raw"]
         raw.setdefault("occurred_at", now)
         # Longest prefixes first, so standings[12] is not matched by standings[1].
         lines = dict(sorted(entry["lines"].items(), key=lambda item: -len(item[0])))
-        yield _parse(raw, limits, entry["first"], lines)
+        try:
+            yield _parse(raw, limits, entry["first"], lines)
+        except InvalidInput as exc:
+            errors.append(exc)
 
 
-def read_with_sources(path: Path, limits: Limits) -> Iterator[tuple[RoundResult, bool]]:
-    """JSONL files and contest directories, through stream.batch.sources (validated completely)."""
+def _csv_row(entry: dict[str, Any], row: dict[str, str], line: str, key: tuple[str, str]) -> None:
+    """Add one CSV row to its round (``entry``); raise :class:`InvalidInput` for a bad cell."""
+    raw = entry["raw"]
+    for column in CSV_OPTIONAL:
+        value = (row.get(column) or "").strip()
+        if not value:
+            continue
+        parsed = _csv_value(value)
+        if column in raw and raw[column] != parsed:
+            raise InvalidInput(line, column, f"differs from an earlier row of round {key[1]!r} ({raw[column]!r})")
+        raw[column] = parsed
+    try:
+        rank: Any = int(row["rank"])
+    except (TypeError, ValueError):
+        raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}", "bad_rank") from None
+    entry["lines"][f"standings[{len(raw['standings'])}]"] = line
+    raw["standings"].append({"player": row["player"], "rank": rank})
+
+
+def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+    """JSONL files and contest directories, through stream.batch.sources (validated completely; the
+    bad lines or files go to ``errors``)."""
     from stream.batch.sources import SourceError, read_rounds as read_source
 
+    found: list[SourceError] = []
     try:
-        rounds = read_source(path, limits=limits)
-    except SourceError as exc:
-        raise InvalidInput(exc.where, exc.field, str(exc).removeprefix(f"{exc.where}: "), exc.reason) from None
+        rounds = read_source(path, limits=limits, errors=found)
+    except SourceError as exc:  # the file itself cannot be read
+        found.append(exc)
+        rounds = []
+    errors += [InvalidInput(exc.where, exc.field, exc.message.removeprefix(f"{exc.reason}: "), exc.reason)
+               for exc in found]
     for round_ in rounds:
         yield round_, round_.is_outcome_free()
 
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tuple[RoundResult, bool]]:
-    """Every round of ``path``, validated; raises :class:`InvalidInput` at the first bad row.
+    """Every round of ``path``, validated; raises :class:`InvalidFile` listing every bad row or round
+    (and :class:`InvalidInput` when the file is unusable as a whole).
 
     Also rejects a round_id reused within the file for different content (``conflict``).
     """
     now = time.time() if now is None else now
+    errors: list[InvalidInput] = []
     items: Iterable[tuple[RoundResult, bool]]
     if path.suffix.lower() == ".csv":
-        items = read_csv(path, limits, now)
+        items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
-        items = read_with_sources(path, limits)
+        items = read_with_sources(path, limits, errors)
     else:
         raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
     out: list[tuple[RoundResult, bool]] = []
@@ -175,8 +211,11 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tu
         key = (round_.ladder, round_.round_id)
         digest = round_.content_hash()
         if seen.setdefault(key, digest) != digest:
-            raise InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} appears twice with different content", "conflict")
+            errors.append(InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
+                                       "appears twice with different content", "conflict"))
         out.append((round_, outcome_free))
+    if errors:
+        raise InvalidFile(errors)
     return out
 
 
@@ -264,11 +303,9 @@ def publish(
     try:
         rounds = read_rounds(file, Limits.from_settings(settings))
     except InvalidInput as exc:
-        if json_output:
-            typer.echo(json.dumps({"error": exc.reason, "location": exc.location, "field": exc.field,
-                                   "message": exc.message}))
-        typer.echo(f"error: {exc} — nothing published", err=True)
-        raise typer.Exit(EXIT_INVALID) from None
+        _report_invalid(file, [exc], json_output)
+    except InvalidFile as exc:
+        _report_invalid(file, exc.errors, json_output)
     waited = None
     if dry_run:
         summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS_TOPIC), rounds=len(rounds),
@@ -312,6 +349,20 @@ def publish(
             raise typer.Exit(EXIT_REJECTED)
         if any(o.outcome == PENDING for o in waited):
             raise typer.Exit(EXIT_TIMEOUT)
+
+
+def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -> NoReturn:
+    """Every bad row (up to MAX_REPORTED_ERRORS, all counted), then exit: nothing was published."""
+    shown = errors[:MAX_REPORTED_ERRORS]
+    if json_output:  # the first error's fields at the top, every listed one under "errors"
+        typer.echo(json.dumps({**errors[0].to_dict(), "count": len(errors), "errors": [e.to_dict() for e in shown]}))
+    what = "bad row or round" if len(errors) == 1 else "bad rows or rounds"
+    typer.echo(f"error: {len(errors)} {what} in {file}; nothing published:", err=True)
+    for e in shown:
+        typer.echo(f"  {e}", err=True)
+    if len(errors) > len(shown):
+        typer.echo(f"  … and {len(errors) - len(shown)} more", err=True)
+    raise typer.Exit(EXIT_INVALID)
 
 
 def _publish_and_wait(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool,
