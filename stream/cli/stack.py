@@ -112,6 +112,43 @@ def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second:
     return sent
 
 
+@dataclass
+class DemoProgress:
+    """The demo stream's publisher and what ``stream stack`` says about it: when every round is
+    published, then when every one of them is rated (or recorded without an outcome)."""
+
+    settings: Settings
+    sent: int | None = None  # set once publishing ended
+    said: set[str] = field(default_factory=set)
+
+    def publish(self, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> None:
+        self.sent = publish_paced(self.settings, rounds, per_second, stop)
+
+    def news(self) -> list[str]:
+        """Lines to print now (each once)."""
+        out = []
+        if self.sent is not None and "published" not in self.said:
+            self.said.add("published")
+            out.append(f"demo stream finished: {self.sent} rounds published to ladder {DEMO_LADDER!r}; "
+                       "the stack keeps running until Ctrl-C")
+        if self.sent is not None and "rated" not in self.said and self._done() >= self.sent:
+            self.said.add("rated")
+            out.append(f"all {self.sent} demo rounds are rated")
+        return out
+
+    def _done(self) -> int:
+        from stream.connections import redis_client
+        from stream.store import keys
+
+        client = redis_client(self.settings, asyncio=False)
+        try:
+            return int(client.hget(keys.ladder(DEMO_LADDER), "rounds_rated") or 0)
+        except Exception:  # noqa: BLE001 - Redis going away while stopping: nothing to say
+            return -1
+        finally:
+            client.close()
+
+
 def _default_web_port(preferred: int) -> int:
     """The configured WEB_PORT when nothing listens there, a free port otherwise."""
     try:
@@ -195,7 +232,7 @@ def stack(
         # Created up front so the partition counts are deliberate (see stream/stack/README.md).
         ensure_topics(run.stack.bootstrap, partition_counts(settings))
         write_state(state_file, env, name=name, web_port=web_port or None, logs=str(logs))
-        publisher: threading.Thread | None = None
+        progress: DemoProgress | None = None
         shown_port: int | None = None
         if demo:
             shown_port = web_port or _default_web_port(settings.web_port)
@@ -204,9 +241,9 @@ def stack(
             run.children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
             write_state(state_file, env, name=name, web_port=shown_port, logs=str(logs))
             rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
-            publisher = threading.Thread(target=publish_paced, args=(settings, rounds, demo_rate, run.stop_event),
-                                         name="demo-publisher", daemon=True)
-            publisher.start()
+            progress = DemoProgress(settings)
+            threading.Thread(target=progress.publish, args=(rounds, demo_rate, run.stop_event),
+                             name="demo-publisher", daemon=True).start()
         typer.echo(_banner(run.stack, name, str(state_file), shown_port))
         typer.echo(f"logs: {logs}")
         while not stopping.wait(WATCH_INTERVAL_S):
@@ -218,6 +255,9 @@ def stack(
                     typer.echo(f"`{' '.join(cast('list[str]', child.args)[2:])}` exited with code {child.returncode} "
                                f"(logs: {logs}); stopping", err=True)
                     raise typer.Exit(1)
+            if progress is not None:
+                for line in progress.news():
+                    typer.echo(line)
         typer.echo("stopping…")
     finally:
         run.close()

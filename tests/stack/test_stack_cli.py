@@ -97,19 +97,24 @@ def test_demo_rates_rounds_and_a_terminal_ctrl_c_stops_it_cleanly(tmp_path: Path
     from stream.stack.ports import free_port
     from stream.store import keys
 
-    proc, state = start_stack(tmp_path / "stack.json", "--demo", "--demo-rate", "20", "--web-port", str(free_port()))
+    proc, state = start_stack(tmp_path / "stack.json", "--demo", "--demo-rate", "20", "--demo-rounds", "30",
+                              "--web-port", str(free_port()))
     rated = 0
     try:
         deadline = time.monotonic() + START_DEADLINE_S
         client = redis.Redis.from_url(state["env"]["REDIS_URL"])
-        while rated < 5 and time.monotonic() < deadline:
+        while rated < 30 and time.monotonic() < deadline:
             rated = int(client.hget(keys.ladder("default"), "rounds_rated") or 0)
             time.sleep(0.5)
         client.close()
+        time.sleep(2)  # the stack's watch loop notices and says so
     finally:
         text = stop_stack(proc, group=True)  # what a terminal's Ctrl-C does
-    assert rated >= 5, text
+    assert rated == 30, text
     assert proc.returncode == 0, text
+    # says when the demo stream is over, and that it was rated; a command that runs (not on PATH here)
+    assert "demo stream finished: 30 rounds published" in text and "all 30 demo rounds are rated" in text, text
+    assert f"{Path(sys.executable).parent / 'stream'} tail" in text or "  live changes   stream tail" in text
     worker_log = Path(state["logs"]) / "worker.log"
     errors = [line for line in worker_log.read_text().splitlines() if "[ERROR]" in line]
     assert errors == [], errors[:5]
