@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -125,14 +126,14 @@ class StackChoiceError(ValueError):
     """Several embedded stacks run and nothing says which one to use."""
 
 
-def stacks_dir(environ: dict[str, str] | None = None) -> Path:
+def stacks_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Where ``stream stack`` writes one state file per running stack (and its logs)."""
     env = os.environ if environ is None else environ
     cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
     return cache / "elo-mmr-stream" / "stacks"
 
 
-def stack_state_path(name: str, environ: dict[str, str] | None = None) -> Path:
+def stack_state_path(name: str, environ: Mapping[str, str] | None = None) -> Path:
     """The state file of the stack called ``name``: ``$STACK_STATE_FILE`` or ``stacks_dir()/NAME.json``."""
     env = os.environ if environ is None else environ
     if env.get("STACK_STATE_FILE"):
@@ -140,7 +141,7 @@ def stack_state_path(name: str, environ: dict[str, str] | None = None) -> Path:
     return stacks_dir(env) / f"{name}.json"
 
 
-def running_stacks(environ: dict[str, str] | None = None) -> dict[str, dict[str, object]]:
+def running_stacks(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, object]]:
     """Name → state of every embedded stack whose process is alive (stale files are ignored)."""
     env = os.environ if environ is None else environ
     files = [Path(env["STACK_STATE_FILE"])] if env.get("STACK_STATE_FILE") else sorted(stacks_dir(env).glob("*.json"))
@@ -155,7 +156,7 @@ def running_stacks(environ: dict[str, str] | None = None) -> dict[str, dict[str,
     return found
 
 
-def running_stack_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+def running_stack_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """KAFKA_BOOTSTRAP / REDIS_URL of the running embedded stack: the one named ``STACK_NAME``, or
     the only one running; {} when none runs (or the named one does not).
 

@@ -32,6 +32,7 @@ from stream.engine.display import DisplayConfig, config_for, parse_display_confi
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, predict_lobby
 from stream.pipeline import deadletters
+from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 from stream.store import queries
 from stream.store.client import AsyncRedis
@@ -285,7 +286,7 @@ async def rejected(request: web.Request) -> web.Response:
         found = await asyncio.to_thread(deadletters.recent, settings, limit=limit, ladder=ladder)
     except Exception as exc:  # noqa: BLE001 - Kafka unreachable or refusing: say so, 503
         raise ApiError(503, "kafka_unavailable", f"cannot read the dead-letter topic: {type(exc).__name__}") from None
-    return web.json_response({"ladder": ladder, "topic": settings.topic(deadletters.ROUNDS_DLQ),
+    return web.json_response({"ladder": ladder, "topic": settings.topic(ROUNDS_DLQ),
                               "rejections": [x.to_dict() for x in found]})
 
 

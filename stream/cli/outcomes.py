@@ -87,9 +87,10 @@ class OutcomeWatcher:
         while True:
             self._position()
             for x in self.reader.poll() if self._positioned else []:
-                i = where.get((x.partition, x.offset)) if x.topic == rounds_topic else None
-                if i is not None:
-                    outcomes[i] = _rejected(self.rounds[i], x)
+                if x.topic == rounds_topic and x.partition is not None and x.offset is not None:
+                    mine = where.get((x.partition, x.offset))
+                    if mine is not None:
+                        outcomes[mine] = _rejected(self.rounds[mine], x)
             open_ = [i for i, o in enumerate(outcomes) if o is None]
             if open_:
                 now = self._records()
