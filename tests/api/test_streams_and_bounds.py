@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -97,28 +98,18 @@ def test_ladders_are_paginated(redis_url: str) -> None:
 
 def test_health_reports_an_unreachable_kafka_as_degraded(redis_url: str) -> None:
     settings = Settings(redis_url=redis_url, kafka_bootstrap=f"127.0.0.1:{free_port()}")
-    probe = KafkaProbe(settings)
-    health = probe.check()
+    probe = KafkaProbe(settings).start()
+    deadline = time.monotonic() + 30
+    while probe.health().ok is None and time.monotonic() < deadline:  # the first check in the background
+        time.sleep(0.1)
+    probe.stop()
+    health = probe.health()
     assert health.ok is False and health.error and health.lag is None
-    probe._health = health  # what the background thread would have stored
 
     async def body(client: TestClient) -> Any:
         resp = await client.get("/health")
         return resp.status, await resp.json()
 
-    async def go() -> Any:
-        import redis.asyncio as aioredis
-        from aiohttp.test_utils import TestServer
-
-        r = aioredis.Redis.from_url(redis_url)
-        client = TestClient(TestServer(api_app.create_app(r, settings, probe=probe)))
-        await client.start_server()
-        try:
-            return await body(client)
-        finally:
-            await client.close()
-            await r.aclose()
-
-    status, data = asyncio.run(go())
+    status, data = with_client(redis_url, body, probe=probe, kafka_bootstrap=settings.kafka_bootstrap)
     assert status == 200 and data["status"] == "degraded" and data["redis"] is True
     assert data["kafka"]["ok"] is False and data["kafka"]["error"]

@@ -6,7 +6,6 @@ JSON, --ladder, --follow); the worker's read API serves them and /health reports
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 import time
@@ -51,20 +50,14 @@ def worker(local_stack, stack_redis_url: str, fresh_prefix: str, tmp_path: Path)
     port = free_port()
     env = harness.worker_env(local_stack.bootstrap, stack_redis_url, fresh_prefix, WEB_PORT=str(port),
                              STACK_STATE_FILE=str(tmp_path / "no-stack.json"))
-    log = tmp_path / "worker.log"
-    process = subprocess.Popen([sys.executable, "-m", "stream", "worker"], cwd=harness.REPO, env=env,
-                               stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    running = harness.Worker(env, tmp_path / "worker.log", web=True).start()
     try:
         wait_for_port(port, timeout_s=60)
         yield env, port
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    assert process.returncode == 0, log.read_text()[-3000:]
-    assert " ERROR " not in log.read_text(), log.read_text()[-3000:]
+        running.stop()
+    assert running.process is not None and running.process.returncode == 0, running.log()
+    assert " ERROR " not in running.log(), running.log()
 
 
 def test_publish_wait_reports_outcomes_and_rejected_lists_them(worker, local_stack, fresh_prefix: str,

@@ -22,6 +22,7 @@ const main = document.getElementById("view");
 const select = document.getElementById("ladder-select");
 const live = document.getElementById("live");
 const pause = document.getElementById("pause");
+const banner = document.getElementById("error");
 
 // ---- helpers --------------------------------------------------------------------------
 const enc = encodeURIComponent;
@@ -107,11 +108,10 @@ function table(id, headers, numeric) {
     (h, i) => el("th", { class: numeric.includes(i) ? "num" : "", text: h })))), body);
   return { root, body };
 }
-function errorBanner() { return el("p", { class: "error", id: "error", hidden: "" }); }
-function showError(view, err) {
-  if (!view || !view.error) return;
-  view.error.hidden = !err;
-  setText(view.error, err ? String(err.message || err) : "");
+// One error line for every view (index.html), above the view: the view stays as it was.
+function showError(err) {
+  banner.hidden = !err;
+  setText(banner, err ? String(err.message || err) : "");
 }
 
 // ---- views: build(route) once, then load() + patch(data) on every refresh ---------------
@@ -137,9 +137,9 @@ function leaderboardView(ladder) {
   next.addEventListener("click", () => { state.offset += PAGE_SIZE; refresh(); });
   const lb = table("leaderboard", ["#", "player", "rating", "μ", "σ", "tier", "rounds"], [0, 2, 3, 4, 6]);
   const recent = el("ul", { id: "recent-rounds" });
-  const view = { error: errorBanner() };
+  const view = {};
   view.nodes = [
-    el("h1", { text: `Ladder ${ladder}` }), board.root, view.error,
+    el("h1", { text: `Ladder ${ladder}` }), board.root,
     el("div", { class: "toolbar" }, search, prev, next, info,
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
     lb.root, el("h2", { text: "Recent rounds" }), recent];
@@ -232,8 +232,8 @@ function playerView(ladder, playerId) {
   const name = el("h1", { id: "player-name" });
   const plot = chart(playerId);
   const hist = table("history", ["round", "when", "rank", "performance", "μ", "change"], [2, 3, 4, 5]);
-  const view = { error: errorBanner() };
-  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, view.error, board.root,
+  const view = {};
+  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
     el("div", { class: "legend muted" }, el("span", { text: "— μ after each round" }),
       el("span", { text: "▒ μ ± σ" }), el("span", { text: "● performance" })),
     plot, el("h2", { text: "History" }), hist.root];
@@ -260,8 +260,8 @@ function roundView(ladder, roundId) {
   const name = el("h1", { id: "round-name" });
   const partial = el("p", { class: "muted", hidden: "" });
   const results = table("round-results", ["rank", "player", "performance", "μ", "change", "rating"], [0, 2, 3, 4, 5]);
-  const view = { error: errorBanner() };
-  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, view.error, board.root,
+  const view = {};
+  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
     partial, results.root];
   view.load = () => api(itemUrl(ladder, "round", roundId));
   view.patch = (r) => {
@@ -284,9 +284,9 @@ function roundView(ladder, roundId) {
 function rejectedView(ladder) {
   const note = el("p", { id: "rejected-info", class: "muted" });
   const list = table("rejected", ["when", "round", "reason", "field", "message"], []);
-  const view = { error: errorBanner() };
+  const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))),
-    el("h1", { id: "rejected-name", text: `Rejected rounds of ${ladder}` }), view.error, note, list.root];
+    el("h1", { id: "rejected-name", text: `Rejected rounds of ${ladder}` }), note, list.root];
   view.load = () => api(`/api/ladders/${enc(ladder)}/rejected?limit=${REJECTED_SHOWN}`);
   view.patch = (data) => {
     setText(note, data.rejections.length === 0 ? "No rejected rounds." :
@@ -322,10 +322,10 @@ async function refresh() {
   try {
     const data = await view.load();
     if (ticket !== state.ticket || view !== state.view) return;
-    showError(view, null);
+    showError(null);
     view.patch(data);
   } catch (err) {
-    if (ticket === state.ticket && view === state.view) showError(view, err);
+    if (ticket === state.ticket && view === state.view) showError(err);
   }
 }
 
@@ -347,6 +347,7 @@ async function render() {
     }
     const key = JSON.stringify(route);
     if (!state.view || state.view.key !== key) {
+      showError(null);
       if (!state.view || state.view.ladder !== route.ladder) { state.offset = 0; state.search = ""; }
       const view = VIEWS[route.kind](route.ladder, route.id);
       Object.assign(view, { key, ladder: route.ladder });
@@ -358,7 +359,8 @@ async function render() {
     await refresh();
   } catch (err) {
     state.view = null;
-    main.replaceChildren(el("p", { class: "error", id: "error", text: String(err.message || err) }));
+    main.replaceChildren();
+    showError(err);
   }
 }
 
