@@ -173,7 +173,11 @@ def main() -> None:
             rated_meanwhile = int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0) - before
         finally:
             worker.terminate()
-            worker.wait(30)
+            try:
+                worker.wait(30)
+            except subprocess.TimeoutExpired:  # still working off the busy phase's backlog
+                worker.kill()
+                worker.wait()
             r.close()
 
     health = idle["/health"].rate

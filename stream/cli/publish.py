@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +48,8 @@ CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
 CSV_OPTIONAL = ("occurred_at", "weight")
 #: Bad rows / rounds listed before giving up (all are counted).
 MAX_REPORTED_ERRORS = 20
+#: "at line 1 column N" in a JSON decoder's message about a one-line record.
+JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
@@ -184,10 +187,16 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) ->
     except SourceError as exc:  # the file itself cannot be read
         found.append(exc)
         rounds = []
-    errors += [InvalidInput(exc.where, exc.field, exc.message.removeprefix(f"{exc.reason}: "), exc.reason)
+    errors += [InvalidInput(exc.where, exc.field, _one_line(exc.message.removeprefix(f"{exc.reason}: ")), exc.reason)
                for exc in found]
     for round_ in rounds:
         yield round_, round_.is_outcome_free()
+
+
+def _one_line(message: str) -> str:
+    """A JSON decoder's position inside a one-line record as a column only: the location already
+    gives the file's line, and "line 1" beside it reads as a second, contradicting line number."""
+    return JSON_LINE_ONE.sub(r"at column \1", message)
 
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tuple[RoundResult, bool]]:

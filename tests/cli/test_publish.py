@@ -94,7 +94,7 @@ def test_every_bad_line_is_listed_up_to_a_limit(env, local_stack, fresh_prefix: 
     listed = [line.strip() for line in result.output.splitlines()[1:]]
     assert result.output.splitlines()[0] == f"error: 3 bad rows or rounds in {source}; nothing published:"
     assert listed == [f"{source}:2 (round r2): standings[1].player: player 'ann' appears twice [duplicate_player]",
-                      f"{source}:3: not JSON: Expecting property name enclosed in double quotes at line 1 column 2 [not_json]",
+                      f"{source}:3: not JSON: Expecting property name enclosed in double quotes at column 2 [not_json]",
                       f"{source}:4 (round r4): occurred_at: required field 'occurred_at' is missing [schema]"]
     assert not topic_exists(local_stack.bootstrap, f"{fresh_prefix}rounds")
 
