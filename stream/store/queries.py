@@ -12,7 +12,7 @@ ladder / player / round does not exist.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 
@@ -58,6 +58,13 @@ def _json(raw: Any) -> dict[str, Any]:
     return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
 
 
+def _fields(obj: object) -> dict[str, Any]:
+    """A dataclass's fields as a new dict, values as they are: the views hold only JSON-ready values
+    (numbers, strings, lists of dicts), so the deep copy ``dataclasses.asdict`` makes is not needed
+    (it was most of a leaderboard request's CPU)."""
+    return dict(vars(obj))
+
+
 def escape_glob(text: str) -> str:
     """Escape Redis glob metacharacters so ``text`` matches only itself in SCAN MATCH."""
     return "".join("\\" + c if c in GLOB_SPECIALS else c for c in text)
@@ -75,7 +82,7 @@ class LadderSummary:
     rounds: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -89,7 +96,7 @@ class LeaderboardRow:
     tier: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -103,7 +110,7 @@ class LeaderboardPage:
     truncated: bool = False  # a search stopped at MAX_SEARCH_MATCHES
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
+        return {**_fields(self), "rows": [r.to_dict() for r in self.rows]}
 
 
 @dataclass
@@ -122,7 +129,7 @@ class PlayerView:
     history: list[dict[str, Any]] = field(default_factory=list)  # RatingChange dicts, oldest first
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -134,7 +141,7 @@ class RoundView:
     complete: bool  # False when the round has more results than MAX_ROUND_RESULTS
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -147,7 +154,7 @@ class RoundSummary:
     rated_at: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
