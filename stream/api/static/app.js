@@ -11,6 +11,7 @@
 const PAGE_SIZE = 25;
 const HISTORY_POINTS = 200;
 const REJECTED_SHOWN = 100;
+const REJECTED_REFRESH_MS = 5000;
 const SEARCH_DEBOUNCE_MS = 250;
 const CHART = { width: 880, height: 320, pad: { left: 56, right: 16, top: 16, bottom: 32 } };
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -287,6 +288,8 @@ function rejectedView(ladder) {
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))),
     el("h1", { id: "rejected-name", text: `Rejected rounds of ${ladder}` }), note, list.root];
+  view.throttleMs = REJECTED_REFRESH_MS;
+  view.loadedAt = Date.now();
   view.load = () => api(`/api/ladders/${enc(ladder)}/rejected?limit=${REJECTED_SHOWN}`);
   view.patch = (data) => {
     setText(note, data.rejections.length === 0 ? "No rejected rounds." :
@@ -364,9 +367,15 @@ async function render() {
   }
 }
 
+// A view with ``throttleMs`` (the rejected page reads Kafka) refreshes at most that often: an update
+// in between is applied once the interval is over.
 function onUpdate() {
   if (state.paused) { state.missed = true; setLive(); return; }
-  refresh();
+  const view = state.view;
+  if (!view || !view.throttleMs) { refresh(); return; }
+  const wait = view.throttleMs - (Date.now() - (view.loadedAt || 0));
+  if (wait <= 0) { view.loadedAt = Date.now(); refresh(); return; }
+  if (!view.timer) view.timer = setTimeout(() => { view.timer = null; onUpdate(); }, wait);
 }
 
 function subscribe(ladder) {
