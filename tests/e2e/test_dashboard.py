@@ -167,7 +167,7 @@ def page_state(driver: webdriver.Chrome) -> dict:
                 focused: document.activeElement ? document.activeElement.id : null,
                 row: first ? first.dataset.mark || null : null, scroll: window.scrollY,
                 rows: Array.from(document.querySelectorAll('tr.lb-row'), r => r.dataset.player),
-                rated: document.querySelector('[data-card="rounds rated"] .value').textContent};""")
+                rated: (document.querySelector('[data-card="rounds rated"] .value') || {}).textContent};""")
 
 
 def test_search_focus_scroll_and_pages_survive_live_updates(redis_url: str, browser: webdriver.Chrome,

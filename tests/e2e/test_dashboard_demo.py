@@ -13,7 +13,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from e2e.test_dashboard import OUTPUT, WAIT_S, browser, page_state  # noqa: F401 - browser is a fixture
 from stack.test_stack_cli import start_stack, stop_stack
-from stream.stack.ports import free_port
+from stream.stack.ports import free_port, wait_for_port
 
 pytestmark = pytest.mark.integration
 
@@ -24,6 +24,7 @@ def test_typing_a_search_while_the_demo_stream_is_rated(tmp_path: Path, browser)
                           "--web-port", str(port))
     try:
         wait = WebDriverWait(browser, 60)
+        wait_for_port(port, timeout_s=60)  # the demo's worker serves the dashboard once it runs
         browser.get(f"http://127.0.0.1:{port}/")
         wait.until(lambda d: len(page_state(d)["rows"]) == 25)
         wait.until(lambda d: "on" in (d.find_element(By.ID, "live").get_attribute("class") or ""))

@@ -12,6 +12,7 @@ const PAGE_SIZE = 25;
 const HISTORY_POINTS = 200;
 const REJECTED_SHOWN = 100;
 const REJECTED_REFRESH_MS = 5000;
+const EMPTY_RETRY_MS = 2000;
 const SEARCH_DEBOUNCE_MS = 250;
 const CHART = { width: 880, height: 320, pad: { left: 56, right: 16, top: 16, bottom: 32 } };
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -344,7 +345,12 @@ async function render() {
   try {
     const ladders = await refreshLadders();
     if (route.kind === "home") {
-      if (ladders.length === 0) { state.view = null; main.replaceChildren(el("p", { class: "muted", text: "No ladders yet." })); return; }
+      if (ladders.length === 0) {  // look again until the first round is rated
+        state.view = null;
+        main.replaceChildren(el("p", { class: "muted", text: "No ladders yet." }));
+        setTimeout(() => { if (parseRoute().kind === "home") render(); }, EMPTY_RETRY_MS);
+        return;
+      }
       location.hash = ladderHash(ladders[0].ladder);
       return;
     }
