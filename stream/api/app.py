@@ -46,6 +46,7 @@ PARAMS_KEY = web.AppKey("params", Params)
 DISPLAY_KEY: web.AppKey[Mapping[str, DisplayConfig]] = web.AppKey("display")
 PROBE_KEY: web.AppKey[KafkaProbe | None] = web.AppKey("kafka_probe")
 STREAMS_KEY: web.AppKey[list[int]] = web.AppKey("event_streams")  # [open event streams]
+DLQ_READS_KEY = web.AppKey("dlq_reads", asyncio.Semaphore)
 
 DEFAULT_PAGE = 50
 DEFAULT_HISTORY = 100
@@ -53,6 +54,8 @@ DEFAULT_ROUNDS_PAGE = 20
 DEFAULT_LADDERS_PAGE = 100
 DEFAULT_REJECTED = 50
 MAX_REJECTED = 500
+CONCURRENT_DLQ_READS = 2
+"""Dead-letter reads (/rejected) running at once; more wait."""
 STREAMS_RETRY_AFTER_S = 30
 """Retry-After of an events request refused because API_MAX_EVENT_STREAMS are open."""
 PREDICT_SAMPLES = 20_000
@@ -283,7 +286,8 @@ async def rejected(request: web.Request) -> web.Response:
     limit = inputs.int_query(request, "limit", DEFAULT_REJECTED, low=1, high=MAX_REJECTED)
     settings = request.app[SETTINGS_KEY]
     try:
-        found = await asyncio.to_thread(deadletters.recent, settings, limit=limit, ladder=ladder)
+        async with request.app[DLQ_READS_KEY]:  # each read is a Kafka client in a thread: a few at a time
+            found = await asyncio.to_thread(deadletters.recent, settings, limit=limit, ladder=ladder)
     except Exception as exc:  # noqa: BLE001 - Kafka unreachable or refusing: say so, 503
         raise ApiError(503, "kafka_unavailable", f"cannot read the dead-letter topic: {type(exc).__name__}") from None
     return web.json_response({"ladder": ladder, "topic": settings.topic(ROUNDS_DLQ),
@@ -301,6 +305,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app[DISPLAY_KEY] = parse_display_configs(settings.display_config)
     app[PROBE_KEY] = probe
     app[STREAMS_KEY] = [0]
+    app[DLQ_READS_KEY] = asyncio.Semaphore(CONCURRENT_DLQ_READS)
     app.router.add_get("/", index)
     app.router.add_static("/static", STATIC_DIR)
     app.router.add_get("/health", health)

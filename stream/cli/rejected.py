@@ -16,6 +16,7 @@ import typer
 from stream.cli.publish import EXIT_UNREACHABLE
 from stream.cli.query import _table
 from stream.pipeline.deadletters import Rejection, follow, recent
+from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 
 DEFAULT_LIMIT = 20
@@ -72,8 +73,9 @@ def rejected(
         show(found, header=True)
         if not found and not json_output:
             typer.echo("no rejected rounds" + (f" in ladder {ladder!r}" if ladder else ""))
-    except KafkaError as exc:
-        typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
+    except (KafkaError, TimeoutError) as exc:
+        typer.echo(f"error: cannot read {settings.topic(ROUNDS_DLQ)} from Kafka at {settings.kafka_bootstrap}: {exc}",
+                   err=True)
         raise typer.Exit(EXIT_UNREACHABLE) from None
 
 

@@ -29,6 +29,8 @@ LADDER_SCAN = 5_000
 #: Milliseconds one poll waits; reading stops after an empty poll once the end offsets are reached
 #: (the embedded broker reports an end below the last batch's records, so one more poll follows).
 POLL_MS = 200
+#: Seconds reading the recent dead letters may take.
+DRAIN_TIMEOUT_S = 20.0
 #: Seconds a Kafka client waits for the broker before the read fails.
 CONNECT_TIMEOUT_S = 5.0
 _ROUND_ID = re.compile(rb'"round_id"\s*:\s*("(?:[^"\\]|\\.)*")')
@@ -184,16 +186,20 @@ class DeadLetterReader:
             out += [parse_record(r.key, r.value, r.partition, r.offset) for r in records]
         return out
 
-    def drain(self) -> list[Rejection]:
-        """Everything from the current positions to the end (the end as of now, plus one empty poll)."""
+    def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> list[Rejection]:
+        """Everything from the current positions to the end (the end as of now, plus one empty poll);
+        TimeoutError if the broker stops answering before."""
         ends = self.end_offsets()
         out: list[Rejection] = []
+        deadline = time.monotonic() + timeout_s
         while True:
             batch = self.poll()
             out += batch
             at_end = all(self._consumer.position(tp) >= ends.get(tp.partition, 0) for tp in self._partitions)
             if not batch and at_end:
                 return out
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.topic} not read to its end within {timeout_s:.0f} s")
 
 
 def _newest_first(found: list[Rejection]) -> list[Rejection]:

@@ -128,3 +128,9 @@ def test_publish_wait_reports_outcomes_and_rejected_lists_them(worker, local_sta
     check("/health", "get", 200, health)
     assert health["status"] == "ok" and health["redis"] is True and health["kafka"]["ok"] is True
     assert set(health["kafka"]["lag"]) == {"rounds", "player-updates"}
+
+
+def test_rejected_without_kafka_is_a_clear_error(tmp_path: Path) -> None:
+    env = {"KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}", "STACK_STATE_FILE": str(tmp_path / "none.json")}
+    result = CliRunner().invoke(app, ["rejected"], env=env)
+    assert result.exit_code == 4 and "error: cannot read rounds-dlq from Kafka at" in result.output
