@@ -28,7 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 from stream.api import inputs
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
-from stream.engine.display import DisplayConfig, config_for, parse_display_configs
+from stream.engine.display import DisplayConfig, config_for, display_rating, parse_display_configs
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, predict_lobby
 from stream.pipeline import deadletters
@@ -52,6 +52,8 @@ DEFAULT_PAGE = 50
 DEFAULT_HISTORY = 100
 DEFAULT_ROUNDS_PAGE = 20
 DEFAULT_LADDERS_PAGE = 100
+DEFAULT_BINS = 30
+MAX_BINS = 200
 DEFAULT_REJECTED = 50
 MAX_REJECTED = 500
 CONCURRENT_DLQ_READS = 2
@@ -169,6 +171,18 @@ async def get_leaderboard(request: web.Request) -> web.Response:
     else:
         page = await queries.leaderboard(_redis(request), ladder, offset=offset, limit=limit)
     return web.json_response(page.to_dict())
+
+
+async def get_distribution(request: web.Request) -> web.Response:
+    """The ladder's rating distribution (players per equal slice of the display ratings) and where
+    each tier starts on the display scale (its promotion threshold shown as a rating)."""
+    ladder = await _ladder(request)
+    bins = inputs.int_query(request, "bins", DEFAULT_BINS, low=1, high=MAX_BINS)
+    dist = await queries.rating_distribution(_redis(request), ladder, bins)
+    cfg = _display(request, ladder)
+    starts = display_rating([threshold for _, threshold in cfg.tiers], 0.0, cfg).tolist()
+    tiers = [{"tier": name, "from": None if i == 0 else starts[i]} for i, (name, _) in enumerate(cfg.tiers)]
+    return web.json_response({**dist.to_dict(), "tiers": tiers})
 
 
 async def get_player(request: web.Request) -> web.Response:
@@ -314,6 +328,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders", list_ladders)
     app.router.add_get("/api/ladders/{ladder}", get_ladder)
     app.router.add_get("/api/ladders/{ladder}/leaderboard", get_leaderboard)
+    app.router.add_get("/api/ladders/{ladder}/distribution", get_distribution)
     app.router.add_get("/api/ladders/{ladder}/players/{player}", get_player)
     app.router.add_get("/api/ladders/{ladder}/player", get_player)  # ?id=: any id, "." and ".." too
     app.router.add_get("/api/ladders/{ladder}/rounds", list_rounds)

@@ -209,6 +209,40 @@ async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> L
     return LaddersPage(total=len(names), ladders=[s for s in summaries if s is not None])
 
 
+@dataclass
+class Distribution:
+    ladder: str
+    total: int
+    low: float | None  # lowest and highest display rating on the leaderboard
+    high: float | None
+    counts: list[int]  # players per bin, equal-width bins from low to high (the last one closed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribution:
+    """How many players fall in each of ``bins`` equal slices of the display ratings: ZCOUNT per bin
+    in one pipeline (O(bins * log N), never the whole leaderboard)."""
+    lb = keys.leaderboard(ladder)
+    pipe = r.pipeline(transaction=False)
+    pipe.zcard(lb)
+    pipe.zrange(lb, 0, 0, withscores=True)
+    pipe.zrevrange(lb, 0, 0, withscores=True)
+    total, lowest, highest = await pipe.execute()
+    if not lowest:
+        return Distribution(ladder, 0, None, None, [0] * bins)
+    low, high = float(lowest[0][1]), float(highest[0][1])
+    width = (high - low) / bins
+    if width == 0:  # everyone has the same rating
+        return Distribution(ladder, int(total), low, high, [int(total)] + [0] * (bins - 1))
+    pipe = r.pipeline(transaction=False)
+    for i in range(bins):  # [start, end) and the last one [start, high]
+        start = low + i * width
+        pipe.zcount(lb, start, high if i == bins - 1 else f"({low + (i + 1) * width!r}")
+    return Distribution(ladder, int(total), low, high, [int(n) for n in await pipe.execute()])
+
+
 async def ladder_updated_at(r: AsyncRedis, ladder: str) -> float | None:
     """When the ladder last changed (for live updates)."""
     return _float(await r.hget(keys.ladder(ladder), "updated_at"))

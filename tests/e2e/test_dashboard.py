@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,6 +79,24 @@ def test_dashboard_pages(redis_url: str, browser: webdriver.Chrome) -> None:
         assert rows(browser) == ranking
         first = browser.find_element(By.CSS_SELECTOR, "tr.lb-row td").text
         assert first == "1"
+        # the rating distribution: one bar per bin, every player counted once, the tiers as bands
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rating-histogram rect.bar")) == 30)
+        drawn = browser.execute_script("""
+            const svg = document.getElementById('rating-histogram');
+            return {counts: Array.from(svg.querySelectorAll('rect.bar'), b => Number(b.dataset.count)),
+                    heights: Array.from(svg.querySelectorAll('rect.bar'), b => Number(b.getAttribute('height'))),
+                    bands: Array.from(svg.querySelectorAll('rect.tier-band'), b => b.dataset.tier)};""")
+        with urllib.request.urlopen(f"{server.url}/api/ladders/{LADDER}/distribution?bins=30") as resp:
+            served = json.loads(resp.read())
+        assert drawn["counts"] == served["counts"] and sum(drawn["counts"]) == len(ranking)
+        tallest = max(range(30), key=lambda i: drawn["counts"][i])
+        assert drawn["heights"][tallest] == max(drawn["heights"]) > 0
+        assert [h for h, n in zip(drawn["heights"], drawn["counts"]) if n == 0] == [0] * drawn["counts"].count(0)
+        shown = sorted(seeded.display.values())
+        starts = [t["from"] if t["from"] is not None else shown[0] for t in served["tiers"]]
+        in_range = [t["tier"] for i, t in enumerate(served["tiers"])
+                    if max(shown[0], starts[i]) < (min(shown[-1], starts[i + 1]) if i + 1 < len(starts) else shown[-1])]
+        assert drawn["bands"] == in_range and in_range
         browser.save_screenshot(str(OUTPUT / "dashboard-leaderboard.png"))
 
         # search by prefix (literal, glob characters included)

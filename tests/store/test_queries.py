@@ -168,3 +168,15 @@ def test_ladders_page_reads_only_its_page(redis_url: str) -> None:
     assert page.total == 120 and [s.ladder for s in page.ladders] == names[100:]
     assert _command_calls(client, "smembers") == 1 and _command_calls(client, "hmget") == 20
     client.close()
+
+
+def test_rating_distribution_counts_every_player_once(redis_url: str, seeded: Seeded) -> None:
+    dist = run(redis_url, lambda r: queries.rating_distribution(r, LADDER, 5))
+    shown = sorted(seeded.display.values())
+    assert (dist.total, dist.low, dist.high) == (len(shown), shown[0], shown[-1])
+    width = (shown[-1] - shown[0]) / 5
+    expected = [sum(shown[0] + i * width <= x < shown[0] + (i + 1) * width for x in shown) for i in range(5)]
+    expected[-1] += sum(x == shown[-1] for x in shown)  # the last bin is closed
+    assert dist.counts == expected and sum(dist.counts) == len(shown)
+    empty = run(redis_url, lambda r: queries.rating_distribution(r, "nope", 3))
+    assert (empty.total, empty.counts) == (0, [0, 0, 0])

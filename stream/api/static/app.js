@@ -15,6 +15,7 @@ const REJECTED_REFRESH_MS = 5000;
 const EMPTY_RETRY_MS = 2000;
 const SEARCH_DEBOUNCE_MS = 250;
 const CHART = { width: 880, height: 320, pad: { left: 56, right: 16, top: 16, bottom: 32 } };
+const HISTOGRAM = { width: 880, height: 180, bins: 30, pad: { left: 40, right: 16, top: 18, bottom: 24 } };
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 // ?live=off starts paused without an event stream (headless screenshots: nothing keeps loading)
@@ -138,23 +139,29 @@ function leaderboardView(ladder) {
   prev.addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE_SIZE); refresh(); });
   next.addEventListener("click", () => { state.offset += PAGE_SIZE; refresh(); });
   const lb = table("leaderboard", ["#", "player", "rating", "μ", "σ", "tier", "rounds"], [0, 2, 3, 4, 6]);
+  const histogram = svg("svg", { class: "chart", id: "rating-histogram", role: "img",
+    viewBox: `0 0 ${HISTOGRAM.width} ${HISTOGRAM.height}`, "aria-label": `rating distribution of ${ladder}` });
+  let drawnHistogram = "";
   const recent = el("ul", { id: "recent-rounds" });
   const view = {};
   view.nodes = [
-    el("h1", { text: `Ladder ${ladder}` }), board.root,
+    el("h1", { text: `Ladder ${ladder}` }), board.root, histogram,
     el("div", { class: "toolbar" }, search, prev, next, info,
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
     lb.root, el("h2", { text: "Recent rounds" }), recent];
   view.load = async () => {
     const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
-    const [summary, page, rounds] = await Promise.all([
+    const [summary, page, rounds, distribution] = await Promise.all([
       api(`/api/ladders/${enc(ladder)}`),
       api(`/api/ladders/${enc(ladder)}/leaderboard?${q}`),
       api(`/api/ladders/${enc(ladder)}/rounds?limit=10`),
+      api(`/api/ladders/${enc(ladder)}/distribution?bins=${HISTOGRAM.bins}`),
     ]);
-    return { summary, page, rounds };
+    return { summary, page, rounds, distribution };
   };
-  view.patch = ({ summary, page, rounds }) => {
+  view.patch = ({ summary, page, rounds, distribution }) => {
+    const signature = JSON.stringify([distribution.low, distribution.high, distribution.counts]);
+    if (signature !== drawnHistogram) { drawnHistogram = signature; histogram.replaceChildren(...histogramShapes(distribution)); }
     board.set("players", String(summary.leaderboard_size));
     board.set("rounds rated", String(summary.rounds_rated));
     board.set("last update", when(summary.updated_at));
@@ -181,6 +188,40 @@ function leaderboardView(ladder) {
       });
   };
   return view;
+}
+
+// Players per slice of the display rating, with the tiers as shaded bands behind the bars.
+function histogramShapes(d) {
+  const { width, height, pad } = HISTOGRAM;
+  if (!d.total) return [];
+  const out = [];
+  const span = d.high - d.low || 1;
+  const x = (v) => pad.left + ((v - d.low) / span) * (width - pad.left - pad.right);
+  const top = Math.max(...d.counts);
+  const y = (n) => height - pad.bottom - (n / top) * (height - pad.top - pad.bottom);
+  d.tiers.forEach((t, i) => {  // band from the tier's start to the next tier's start, within [low, high]
+    const from = Math.max(d.low, t.from ?? d.low);
+    const next = d.tiers[i + 1] ? Math.min(d.high, d.tiers[i + 1].from) : d.high;
+    if (next <= from) return;
+    const band = svg("rect", { class: `tier-band tier-${i % 2}`, "data-tier": t.tier, x: x(from), y: pad.top,
+      width: x(next) - x(from), height: height - pad.top - pad.bottom });
+    const tip = svg("title"); tip.textContent = `${t.tier}: from ${t.from === null ? "the bottom" : t.from.toFixed(0)}`;
+    band.append(tip); out.push(band);
+    const label = svg("text", { x: x(from) + 3, y: pad.top - 5 }); label.textContent = t.tier; out.push(label);
+  });
+  const step = (width - pad.left - pad.right) / d.counts.length;
+  d.counts.forEach((n, i) => {
+    const bar = svg("rect", { class: "bar", "data-count": n, x: pad.left + i * step + 1, y: y(n),
+      width: Math.max(step - 2, 1), height: height - pad.bottom - y(n) });
+    const low = d.low + (i * span) / d.counts.length;
+    const tip = svg("title"); tip.textContent = `${n} players rated ${low.toFixed(0)}–${(low + span / d.counts.length).toFixed(0)}`;
+    bar.append(tip); out.push(bar);
+  });
+  for (const [v, anchor] of [[d.low, "start"], [d.high, "end"]]) {
+    const label = svg("text", { x: x(v), y: height - 6, "text-anchor": anchor }); label.textContent = v.toFixed(0); out.push(label);
+  }
+  const most = svg("text", { x: 4, y: pad.top + 10 }); most.textContent = String(top); out.push(most);
+  return out;
 }
 
 function chart(playerId) {
