@@ -282,3 +282,44 @@ def test_rejected_view(redis_url: str, local_stack, fresh_prefix: str, browser: 
         assert shown == [["2027-01-15 08:00", "r9", "bad_rank", "standings.1.rank", "rank must be >= 1"],
                          ["2027-01-15 08:00", "r1", "conflict", "round_id", "already used"]]
         browser.save_screenshot(str(OUTPUT / "dashboard-rejected.png"))
+
+
+def test_matchup_page(redis_url: str, browser: webdriver.Chrome) -> None:
+    """Pick players, see each one's probability of finishing first (bars drawn to the API's figures)
+    and expected rank; add a player by typing, remove one."""
+    seeded = seed(redis_url)
+    ranking = seeded.ranking()
+    picked = [ranking[0], ranking[-1], ranking[5]]
+
+    def drawn(d: webdriver.Chrome) -> dict:
+        return d.execute_script("""return Object.fromEntries(Array.from(
+            document.querySelectorAll('#matchup-chart rect.win-bar'),
+            b => [b.dataset.player, [Number(b.dataset.p), Number(b.getAttribute('width'))]]));""")
+
+    def predicted(url: str, players: list[str]) -> dict:
+        request = urllib.request.Request(f"{url}/api/ladders/{LADDER}/predict", method="POST",
+                                         data=json.dumps({"players": players}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as resp:
+            return {p["player"]: p["win_probability"] for p in json.loads(resp.read())["players"]}
+
+    wait = WebDriverWait(browser, WAIT_S)
+    with ApiServer(redis_url) as server:
+        browser.get(f"{server.url}/#/l/{LADDER}/matchup/" + "/".join(picked))
+        wait.until(lambda d: len(drawn(d)) == 3)
+        bars = drawn(browser)
+        served = predicted(server.url, picked)
+        assert {p: v[0] for p, v in bars.items()} == pytest.approx(served)
+        assert sum(v[0] for v in bars.values()) == pytest.approx(1.0, abs=1e-6)
+        widest = max(bars, key=lambda p: bars[p][1])
+        assert widest == max(served, key=served.get) == ranking[0]  # the best player is the favourite
+        assert len(browser.find_elements(By.CSS_SELECTOR, "tr.matchup-row")) == 3
+
+        box = browser.find_element(By.ID, "matchup-player")
+        box.send_keys("newbie\n")  # not rated yet: the newcomer prior
+        wait.until(lambda d: len(drawn(d)) == 4)
+        assert {p: v[0] for p, v in drawn(browser).items()} == pytest.approx(predicted(server.url, picked + ["newbie"]))
+        assert "newbie (unrated)" in browser.find_element(By.ID, "matchup").text
+        browser.save_screenshot(str(OUTPUT / "dashboard-matchup.png"))
+        browser.find_elements(By.CSS_SELECTOR, "#matchup-players button.remove")[0].click()
+        wait.until(lambda d: set(drawn(d)) == set(picked[1:] + ["newbie"]))

@@ -15,6 +15,7 @@ const REJECTED_REFRESH_MS = 5000;
 const EMPTY_RETRY_MS = 2000;
 const SEARCH_DEBOUNCE_MS = 250;
 const CHART = { width: 880, height: 320, pad: { left: 56, right: 16, top: 16, bottom: 32 } };
+const MATCHUP = { width: 880, height: 200, pad: { left: 160, right: 16, top: 8, bottom: 8 } };
 const HISTOGRAM = { width: 880, height: 180, bins: 30, pad: { left: 40, right: 16, top: 18, bottom: 24 } };
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -57,6 +58,7 @@ function link(text, hash) { return el("a", { href: hash, text }); }
 const ladderHash = (ladder) => `#/l/${enc(ladder)}`;
 const playerHash = (ladder, p) => `#/l/${enc(ladder)}/p/${enc(p)}`;
 const roundHash = (ladder, r) => `#/l/${enc(ladder)}/r/${enc(r)}`;
+const matchupHash = (ladder, players) => [`#/l/${enc(ladder)}/matchup`, ...players.map(enc)].join("/");
 // API URL of a player ("player") or round ("round"): the id is one percent-encoded path segment, so
 // it may hold "/", "%", spaces, any Unicode. "." and ".." cannot be path segments (URL parsers drop
 // them, %2E too): those two go through the query form /player?id= (or /round?id=).
@@ -147,6 +149,7 @@ function leaderboardView(ladder) {
   view.nodes = [
     el("h1", { text: `Ladder ${ladder}` }), board.root, histogram,
     el("div", { class: "toolbar" }, search, prev, next, info,
+      el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
     lb.root, el("h2", { text: "Recent rounds" }), recent];
   view.load = async () => {
@@ -346,6 +349,71 @@ function rejectedView(ladder) {
   return view;
 }
 
+function matchupView(ladder, chosen) {
+  const players = chosen.slice();
+  const input = el("input", { id: "matchup-player", type: "search", placeholder: "player id", autocomplete: "off" });
+  const add = el("button", { id: "matchup-add", text: "add player" });
+  const picked = el("ul", { id: "matchup-players", class: "picked" });
+  const note = el("p", { id: "matchup-info", class: "muted" });
+  const bars = svg("svg", { class: "chart", id: "matchup-chart", role: "img", viewBox: `0 0 ${MATCHUP.width} ${MATCHUP.height}`,
+    "aria-label": "probability of finishing first" });
+  const odds = table("matchup", ["player", "μ ± σ", "P(first)", "expected rank"], [1, 2, 3]);
+  const view = {};
+  const go = () => { location.hash = matchupHash(ladder, players); };
+  const addPlayer = () => {
+    const id = input.value.trim();
+    if (id && !players.includes(id)) { players.push(id); go(); }
+  };
+  add.addEventListener("click", addPlayer);
+  if (players.length) setTimeout(() => input.focus());  // the view is rebuilt after each pick: keep typing
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter") addPlayer(); });
+  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))),
+    el("h1", { id: "matchup-name", text: `Match-up in ${ladder}` }),
+    el("div", { class: "toolbar" }, input, add), picked, note, bars, odds.root];
+  view.load = async () => {
+    if (players.length < 2) return null;
+    const resp = await fetch(`/api/ladders/${enc(ladder)}/predict`, { method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify({ players }) });
+    const body = await resp.json();
+    if (!resp.ok) throw new Error(body.message || resp.statusText);
+    return body;
+  };
+  view.patch = (pred) => {
+    patchRows(picked, players, (p) => p, (p) => {
+      const remove = el("button", { class: "remove", text: "×", title: "remove" });
+      remove.addEventListener("click", () => { players.splice(players.indexOf(p), 1); go(); });
+      return el("li", {}, el("span"), remove);
+    }, (li, p) => setText(li.firstChild, p));
+    if (!pred) { setText(note, "Pick at least two players."); bars.replaceChildren(); patchRows(odds.body, [], () => "", () => el("tr"), () => {}); return; }
+    setText(note, `match quality ${pred.quality.toFixed(2)} (1: every pair a coin flip); ${pred.players[0].player} ahead of ` +
+      `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %`);
+    bars.replaceChildren(...matchupShapes(pred));
+    patchRows(odds.body, pred.players, (p) => p.player, () => cells(el("tr", { class: "matchup-row" }), 4, [1, 2, 3]), (tr, p) => {
+      const td = tr.children;
+      setLink(td[0], p.player + (p.known ? "" : " (unrated)"), playerHash(ladder, p.player));
+      setText(td[1], `${fmt(p.mu)} ± ${fmt(p.sigma)}`); setText(td[2], `${(100 * p.win_probability).toFixed(1)} %`);
+      setText(td[3], p.expected_rank.toFixed(2));
+    });
+  };
+  return view;
+}
+
+function matchupShapes(pred) {
+  const { width, height, pad } = MATCHUP;
+  const n = pred.players.length;
+  const step = (height - pad.top - pad.bottom) / n;
+  const out = [];
+  pred.players.forEach((p, i) => {
+    const y = pad.top + i * step;
+    const label = svg("text", { x: pad.left - 6, y: y + step / 2 + 4, "text-anchor": "end" }); label.textContent = p.player; out.push(label);
+    const bar = svg("rect", { class: "win-bar", "data-player": p.player, "data-p": p.win_probability, x: pad.left, y: y + 2,
+      width: p.win_probability * (width - pad.left - pad.right), height: Math.max(step - 4, 1) });
+    const tip = svg("title"); tip.textContent = `${p.player}: ${(100 * p.win_probability).toFixed(1)} % to finish first`; bar.append(tip);
+    out.push(bar);
+  });
+  return out;
+}
+
 // ---- routing, refresh and live updates ------------------------------------------------
 function parseRoute() {
   const decode = (part) => { try { return decodeURIComponent(part); } catch { return part; } };  // a typed bare "%"
@@ -354,10 +422,12 @@ function parseRoute() {
   if (parts[2] === "p" && parts[3] !== undefined) return { kind: "player", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "r" && parts[3] !== undefined) return { kind: "round", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "rejected" && parts.length === 3) return { kind: "rejected", ladder: parts[1] };
+  if (parts[2] === "matchup") return { kind: "matchup", ladder: parts[1], id: parts.slice(3).filter((p) => p !== "") };
   return { kind: "ladder", ladder: parts[1] };
 }
 
-const VIEWS = { ladder: leaderboardView, player: playerView, round: roundView, rejected: rejectedView };
+const VIEWS = { ladder: leaderboardView, player: playerView, round: roundView, rejected: rejectedView,
+  matchup: matchupView };
 
 // Re-read the current view's data and patch it; a newer refresh wins over an older one still in flight.
 async function refresh() {
