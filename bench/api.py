@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
-from stream.cli.publish import RoundProducer  # noqa: E402
+from stream.cli.stack import publish_paced  # noqa: E402
 from stream.pipeline.topics import partition_counts  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -113,21 +113,6 @@ def measure_all(base: str, paths: dict[str, str], clients: int, seconds: float) 
     return {name: asyncio.run(load(base, path, clients, seconds)) for name, path in paths.items()}
 
 
-def publish(settings: Settings, rounds: list, rate: float, stop: threading.Event) -> int:
-    """Send ``rounds`` (all at once when ``rate`` is 0, else paced) until done or ``stop``."""
-    sent = 0
-    with RoundProducer(settings) as producer:
-        for round_ in rounds:
-            if stop.is_set():
-                break
-            producer.send(round_)
-            sent += 1
-            if rate and stop.wait(1.0 / rate):
-                break
-        producer.flush()
-    return sent
-
-
 def wait_rated(r: redis.Redis, count: int) -> None:
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
     while int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0) < count:
@@ -156,14 +141,14 @@ def main() -> None:
         r = redis.Redis.from_url(stack.redis_url)
         try:
             wait_for_port(port, timeout_s=60)
-            publish(settings, warm, 0.0, threading.Event())
+            publish_paced(settings, iter(warm), 0.0, threading.Event())
             wait_rated(r, len(warm))
             players = sorted(m.decode() for m in r.zrevrange(keys.leaderboard(LADDER), 0, 2))
             paths = endpoints(players, warm[-1].round_id)
             base = f"http://127.0.0.1:{port}"
             idle = measure_all(base, paths, args.clients, args.seconds)
             stop = threading.Event()
-            feeder = threading.Thread(target=publish, args=(settings, busy_rounds, args.busy_rate, stop))
+            feeder = threading.Thread(target=publish_paced, args=(settings, iter(busy_rounds), args.busy_rate, stop))
             before = int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0)
             feeder.start()
             time.sleep(1.0)  # the pipeline is busy

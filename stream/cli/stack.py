@@ -97,7 +97,8 @@ def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iter
 
 
 def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> int:
-    """Produce ``rounds`` to the ``rounds`` topic at ``per_second``, until exhausted or ``stop`` is set."""
+    """Produce ``rounds`` to the ``rounds`` topic at ``per_second`` (0: as fast as the producer
+    takes them), until exhausted or ``stop`` is set; closing the producer waits for the last ones."""
     from stream.cli.publish import RoundProducer
 
     sent = 0
@@ -107,7 +108,7 @@ def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second:
                 break
             producer.send(round_)
             sent += 1
-            if stop.wait(1.0 / per_second):
+            if per_second and stop.wait(1.0 / per_second):
                 break
     return sent
 
