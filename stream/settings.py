@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -42,6 +43,8 @@ class Settings:
     app_id: str = field(default="elo-mmr-stream", metadata={"env": "APP_ID", "doc": "Faust application id (consumer group)"})
     web_port: int = field(default=6066, metadata={"env": "WEB_PORT", "doc": "HTTP port of the worker's read API and dashboard"})
     web_host: str = field(default="127.0.0.1", metadata={"env": "WEB_HOST", "doc": "bind address of the read API"})
+    api_max_event_streams: int = field(default=100, metadata={"env": "API_MAX_EVENT_STREAMS", "doc": "most live-update (Server-Sent Events) connections the read API keeps open at once; more are answered 503 with Retry-After"})
+    api_redis_max_connections: int = field(default=32, metadata={"env": "API_REDIS_MAX_CONNECTIONS", "doc": "the read API's Redis connection pool size (a request waits for a free connection rather than opening more)"})
     max_round_size: int = field(default=1_000_000, metadata={"env": "MAX_ROUND_SIZE", "doc": "rounds with more players are rejected to the DLQ"})
     max_message_bytes: int = field(default=64 * 1024 * 1024, metadata={"env": "MAX_MESSAGE_BYTES", "doc": "largest accepted round message"})
     max_id_length: int = field(default=128, metadata={"env": "MAX_ID_LENGTH", "doc": "longest accepted player id, round id or ladder name"})
@@ -72,14 +75,16 @@ class Settings:
     watchdog_interval_s: float = field(default=5.0, metadata={"env": "WATCHDOG_INTERVAL_S", "doc": "how often each worker's watchdog compares the end offsets of its assigned rounds and player-updates partitions with its committed offsets (one ListOffsets request)"})
     stall_timeout_s: float = field(default=60.0, metadata={"env": "STALL_TIMEOUT_S", "doc": "a partition whose end offset stays ahead of the committed offset, with nothing fetched and no progress, this long is stalled: ERROR, gauge ems_stalled_partitions, self-heal (seek + resume); still stalled this long after the heal: see STALL_EXIT"})
     stall_exit: bool = field(default=True, metadata={"env": "STALL_EXIT", "doc": "exit the worker with status 70 when a partition is still stalled STALL_TIMEOUT_S after the self-heal (its supervisor restarts it; uncommitted input is redelivered); false: keep alerting and healing"})
-    stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: $XDG_CACHE_HOME/elo-mmr-stream/stack.json (~/.cache/...). Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})
+    stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: one file per stack, $XDG_CACHE_HOME/elo-mmr-stream/stacks/NAME.json (~/.cache/...), its logs in NAME-logs beside it. Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})
+    stack_name: str = field(default="", metadata={"env": "STACK_NAME", "doc": "which running embedded stack other commands use when several run (`stream stack --name`, or k<kafka port>-r<redis port>); empty: the only one running"})
     log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level"})
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
         """Read every field from its environment variable, falling back to the default."""
         env: dict[str, str] = dict(os.environ) if environ is None else environ
-        if environ is None:  # only the real process environment falls back to a running `stream stack`
+        if environ is None and not all(env.get(name) for name in STACK_ENV_VARS):
+            # only the real process environment falls back to a running `stream stack`
             env = {**running_stack_env(env), **env}
         values: dict[str, object] = {}
         for f in fields(cls):
@@ -120,27 +125,58 @@ class Settings:
 STACK_ENV_VARS = ("KAFKA_BOOTSTRAP", "REDIS_URL")
 
 
-def stack_state_path(environ: dict[str, str] | None = None) -> Path:
-    """Where ``stream stack`` writes its state: ``$STACK_STATE_FILE`` or the user's cache directory."""
+class StackChoiceError(ValueError):
+    """Several embedded stacks run and nothing says which one to use."""
+
+
+def stacks_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where ``stream stack`` writes one state file per running stack (and its logs)."""
+    env = os.environ if environ is None else environ
+    cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return cache / "elo-mmr-stream" / "stacks"
+
+
+def stack_state_path(name: str, environ: Mapping[str, str] | None = None) -> Path:
+    """The state file of the stack called ``name``: ``$STACK_STATE_FILE`` or ``stacks_dir()/NAME.json``."""
     env = os.environ if environ is None else environ
     if env.get("STACK_STATE_FILE"):
         return Path(env["STACK_STATE_FILE"])
-    cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return cache / "elo-mmr-stream" / "stack.json"
+    return stacks_dir(env) / f"{name}.json"
 
 
-def running_stack_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """KAFKA_BOOTSTRAP / REDIS_URL of the embedded stack ``stream stack`` is running, if any.
+def running_stacks(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, object]]:
+    """Name → state of every embedded stack whose process is alive (stale files are ignored)."""
+    env = os.environ if environ is None else environ
+    files = [Path(env["STACK_STATE_FILE"])] if env.get("STACK_STATE_FILE") else sorted(stacks_dir(env).glob("*.json"))
+    found: dict[str, dict[str, object]] = {}
+    for path in files:
+        try:
+            state = json.loads(path.read_text())
+            os.kill(int(state["pid"]), 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        found[str(state.get("name") or path.stem)] = state
+    return found
 
-    Reads the state file (JSON with ``pid`` and ``env``) and returns {} when it is missing,
-    unreadable, or its process is gone (a stale file from a killed stack is ignored).
+
+def running_stack_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """KAFKA_BOOTSTRAP / REDIS_URL of the running embedded stack: the one named ``STACK_NAME``, or
+    the only one running; {} when none runs (or the named one does not).
+
+    Raises :class:`StackChoiceError` when several run and ``STACK_NAME`` does not pick one.
     """
-    try:
-        state = json.loads(stack_state_path(environ).read_text())
-        os.kill(int(state["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {k: str(v) for k, v in state.get("env", {}).items() if k in STACK_ENV_VARS}
+    env = os.environ if environ is None else environ
+    stacks = running_stacks(env)
+    name = env.get("STACK_NAME", "")
+    if name:
+        state = stacks.get(name)
+    elif len(stacks) > 1:
+        raise StackChoiceError(f"{len(stacks)} embedded stacks are running ({', '.join(sorted(stacks))}): "
+                               "set STACK_NAME to one of them (or KAFKA_BOOTSTRAP and REDIS_URL)")
+    else:
+        state = next(iter(stacks.values()), None)
+    stack_env = state.get("env", {}) if state else {}
+    return {k: str(v) for k, v in stack_env.items() if k in STACK_ENV_VARS} if isinstance(stack_env, dict) else {}
 
 
 def _redact(value: str) -> str:

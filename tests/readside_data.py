@@ -84,6 +84,7 @@ def seed(url: str, *, ladder: str = LADDER, players: list[str] = PLAYERS, rounds
                 "tier": change.tier or "", "state": b"\x00\x01binary"})
             pipe.rpush(keys.history(ladder, p), change.to_json())
             pipe.zadd(keys.leaderboard(ladder), {p: shown})
+            pipe.zadd(keys.player_names(ladder), {p: 0})
             out.display[p] = shown
         pipe.hset(keys.round_results(ladder, round_id), mapping={c.player: c.to_json() for c in changes})
         pipe.hset(keys.round_record(ladder, round_id), mapping={

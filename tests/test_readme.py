@@ -32,6 +32,7 @@ def test_every_command_in_the_readme_exists() -> None:
     for command in sorted(commands):
         result = runner.invoke(app, [command, "--help"])
         assert result.exit_code == 0, (command, result.output)
+        assert "<bool>" not in result.output, (command, "a flag takes no value: no type after it")
 
 
 def test_quick_start_scripts_exist() -> None:

@@ -22,13 +22,17 @@ from typing import Any
 
 import numpy as np
 from aiohttp import web
+from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
 from stream.api import inputs
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
-from stream.engine.display import DisplayConfig, config_for, league_division, parse_display_configs
+from stream.api.health import KafkaProbe
+from stream.engine.display import DisplayConfig, config_for, display_rating, league_division, parse_display_configs
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, predict_lobby
+from stream.pipeline import deadletters
+from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 from stream.store import queries
 from stream.store.client import AsyncRedis
@@ -40,10 +44,22 @@ REDIS_KEY: web.AppKey[AsyncRedis] = web.AppKey("redis")
 SETTINGS_KEY = web.AppKey("settings", Settings)
 PARAMS_KEY = web.AppKey("params", Params)
 DISPLAY_KEY: web.AppKey[Mapping[str, DisplayConfig]] = web.AppKey("display")
+PROBE_KEY: web.AppKey[KafkaProbe | None] = web.AppKey("kafka_probe")
+STREAMS_KEY: web.AppKey[list[int]] = web.AppKey("event_streams")  # [open event streams]
+DLQ_READS_KEY = web.AppKey("dlq_reads", asyncio.Semaphore)
 
 DEFAULT_PAGE = 50
 DEFAULT_HISTORY = 100
 DEFAULT_ROUNDS_PAGE = 20
+DEFAULT_LADDERS_PAGE = 100
+DEFAULT_BINS = 30
+MAX_BINS = 200
+DEFAULT_REJECTED = 50
+MAX_REJECTED = 500
+CONCURRENT_DLQ_READS = 2
+"""Dead-letter reads (/rejected) running at once; more wait."""
+STREAMS_RETRY_AFTER_S = 30
+"""Retry-After of an events request refused because API_MAX_EVENT_STREAMS are open."""
 PREDICT_SAMPLES = 20_000
 PREDICT_SEED = 0
 SSE_POLL_S = 1.0
@@ -99,11 +115,19 @@ def _display(request: web.Request, ladder: str) -> DisplayConfig:
 
 # ---- handlers ---------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
+    """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag).
+
+    503 only when Redis fails (no read can be answered); Kafka down is ``degraded`` with 200 (the
+    API still serves what Redis holds). ``kafka`` is null where nothing checks it (tests)."""
     try:
         redis_ok = bool(await _redis(request).ping())
     except Exception:  # noqa: BLE001 - any failure means "not healthy"
         redis_ok = False
-    return web.json_response({"status": "ok" if redis_ok else "degraded", "redis": redis_ok},
+    probe = request.app[PROBE_KEY]
+    kafka = probe.health() if probe is not None else None
+    healthy = redis_ok and (kafka is None or kafka.ok is not False)
+    return web.json_response({"status": "ok" if healthy else "degraded", "redis": redis_ok,
+                              "kafka": kafka.to_dict() if kafka is not None else None},
                              status=200 if redis_ok else 503)
 
 
@@ -120,10 +144,12 @@ async def index(request: web.Request) -> web.FileResponse:
 
 
 async def list_ladders(request: web.Request) -> web.Response:
-    r = _redis(request)
-    names = await queries.ladders(r)
-    summaries = [await queries.ladder_summary(r, name) for name in names]
-    return web.json_response({"ladders": [s.to_dict() for s in summaries if s is not None]})
+    """A page of the ladders, by name; their summaries in one Redis round trip."""
+    offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
+    limit = inputs.int_query(request, "limit", DEFAULT_LADDERS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
+    page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
+    return web.json_response({"total": page.total, "offset": offset, "limit": limit,
+                              "ladders": [s.to_dict() for s in page.ladders]})
 
 
 async def get_ladder(request: web.Request) -> web.Response:
@@ -145,6 +171,18 @@ async def get_leaderboard(request: web.Request) -> web.Response:
     else:
         page = await queries.leaderboard(_redis(request), ladder, offset=offset, limit=limit)
     return web.json_response(page.to_dict())
+
+
+async def get_distribution(request: web.Request) -> web.Response:
+    """The ladder's rating distribution (players per equal slice of the display ratings) and where
+    each tier starts on the display scale (its promotion threshold shown as a rating)."""
+    ladder = await _ladder(request)
+    bins = inputs.int_query(request, "bins", DEFAULT_BINS, low=1, high=MAX_BINS)
+    dist = await queries.rating_distribution(_redis(request), ladder, bins)
+    cfg = _display(request, ladder)
+    starts = display_rating([threshold for _, threshold in cfg.tiers], 0.0, cfg).tolist()
+    tiers = [{"tier": name, "from": None if i == 0 else starts[i]} for i, (name, _) in enumerate(cfg.tiers)]
+    return web.json_response({**dist.to_dict(), "tiers": tiers})
 
 
 async def get_player(request: web.Request) -> web.Response:
@@ -205,48 +243,84 @@ async def predict(request: web.Request) -> web.Response:
         "model": {"kind": model.kind, "beta": model.beta, "gamma": model.gamma, "weight": weight},
         "players": [
             {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
+             "win_probability": float(pred.rank_distribution[i][0]),
              "expected_rank": float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
             for i, (p, s) in enumerate(zip(players, states))
         ],
         "expected_order": [players[i] for i in pred.expected_order.tolist()],
         "pairwise": pred.pairwise.tolist(),
-        "win_probability": float(pred.pairwise[0, 1]),
+        "first_ahead_of_second": float(pred.pairwise[0, 1]),
         "quality": pred.quality,
     })
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes."""
+    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes.
+
+    At most API_MAX_EVENT_STREAMS at once (503 with Retry-After beyond). A client that goes away
+    ends its stream quietly: that is how every tab closes."""
     ladder = await _ladder(request)
     r = _redis(request)
+    open_streams = request.app[STREAMS_KEY]
+    if open_streams[0] >= request.app[SETTINGS_KEY].api_max_event_streams:
+        raise ApiError(503, "too_many_streams", "too many live-update connections; retry later",
+                       headers={"Retry-After": str(STREAMS_RETRY_AFTER_S)})
+    open_streams[0] += 1
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                            "X-Accel-Buffering": "no"})
-    await response.prepare(request)
-    last: float | None = None
-    started = last_write = time.monotonic()
-    while time.monotonic() - started < SSE_MAX_S:
-        updated_at = await queries.ladder_updated_at(r, ladder)
-        now = time.monotonic()
-        if updated_at != last:
-            last = updated_at
-            data = json.dumps({"ladder": ladder, "updated_at": updated_at})
-            await response.write(f"event: update\ndata: {data}\n\n".encode())
-            last_write = now
-        elif now - last_write >= SSE_HEARTBEAT_S:
-            await response.write(b": ping\n\n")
-            last_write = now
-        await asyncio.sleep(SSE_POLL_S)
+    try:
+        await response.prepare(request)
+        last: float | None = None
+        started = last_write = time.monotonic()
+        while time.monotonic() - started < SSE_MAX_S:
+            if request.transport is None or request.transport.is_closing():
+                break  # the client went away since the last write
+            updated_at = await queries.ladder_updated_at(r, ladder)
+            now = time.monotonic()
+            if updated_at != last:
+                last = updated_at
+                data = json.dumps({"ladder": ladder, "updated_at": updated_at})
+                await response.write(f"event: update\ndata: {data}\n\n".encode())
+                last_write = now
+            elif now - last_write >= SSE_HEARTBEAT_S:
+                await response.write(b": ping\n\n")
+                last_write = now
+            await asyncio.sleep(SSE_POLL_S)
+    except (ConnectionResetError, ClientConnectionResetError):
+        pass  # the client went away (a closed tab): nothing to report
+    finally:
+        open_streams[0] -= 1
     return response
 
 
+async def rejected(request: web.Request) -> web.Response:
+    """The ladder's most recent dead letters (from ``rounds-dlq``): reason, field, message, when.
+
+    The ladder need not exist in Redis (a ladder whose every round was rejected never does)."""
+    ladder = inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
+    limit = inputs.int_query(request, "limit", DEFAULT_REJECTED, low=1, high=MAX_REJECTED)
+    settings = request.app[SETTINGS_KEY]
+    try:
+        async with request.app[DLQ_READS_KEY]:  # each read is a Kafka client in a thread: a few at a time
+            found = await asyncio.to_thread(deadletters.recent, settings, limit=limit, ladder=ladder)
+    except Exception as exc:  # noqa: BLE001 - Kafka unreachable or refusing: say so, 503
+        raise ApiError(503, "kafka_unavailable", f"cannot read the dead-letter topic: {type(exc).__name__}") from None
+    return web.json_response({"ladder": ladder, "topic": settings.topic(ROUNDS_DLQ),
+                              "rejections": [x.to_dict() for x in found]})
+
+
 # ---- the app ----------------------------------------------------------------------------
-def create_app(redis_client: AsyncRedis, settings: Settings) -> web.Application:
-    """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it)."""
+def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None) -> web.Application:
+    """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
+    ``probe``: the Kafka check /health reports (None: not checked)."""
     app = web.Application(middlewares=[count_requests, json_errors], client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client
     app[SETTINGS_KEY] = settings
     app[PARAMS_KEY] = preset(settings.engine_preset)
     app[DISPLAY_KEY] = parse_display_configs(settings.display_config)
+    app[PROBE_KEY] = probe
+    app[STREAMS_KEY] = [0]
+    app[DLQ_READS_KEY] = asyncio.Semaphore(CONCURRENT_DLQ_READS)
     app.router.add_get("/", index)
     app.router.add_static("/static", STATIC_DIR)
     app.router.add_get("/health", health)
@@ -255,6 +329,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings) -> web.Application:
     app.router.add_get("/api/ladders", list_ladders)
     app.router.add_get("/api/ladders/{ladder}", get_ladder)
     app.router.add_get("/api/ladders/{ladder}/leaderboard", get_leaderboard)
+    app.router.add_get("/api/ladders/{ladder}/distribution", get_distribution)
     app.router.add_get("/api/ladders/{ladder}/players/{player}", get_player)
     app.router.add_get("/api/ladders/{ladder}/player", get_player)  # ?id=: any id, "." and ".." too
     app.router.add_get("/api/ladders/{ladder}/rounds", list_rounds)
@@ -263,6 +338,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings) -> web.Application:
     app.router.add_get("/api/ladders/{ladder}/predict", predict)
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)
+    app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
     return app
 
 

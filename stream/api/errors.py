@@ -15,11 +15,12 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class ApiError(Exception):
     """An error with a machine code, rendered as JSON by :func:`json_errors`."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status_code = status
         self.code = code
         self.message = message
+        self.headers = headers or {}
 
 
 def bad_request(message: str, code: str = "bad_request") -> ApiError:
@@ -30,8 +31,8 @@ def not_found(message: str, code: str = "not_found") -> ApiError:
     return ApiError(404, code, message)
 
 
-def _json_error(status: int, code: str, message: str) -> web.Response:
-    return web.json_response({"error": code, "message": message}, status=status)
+def _json_error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": code, "message": message}, status=status, headers=headers)
 
 
 @web.middleware
@@ -40,7 +41,7 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
     try:
         return await handler(request)
     except ApiError as exc:
-        return _json_error(exc.status_code, exc.code, exc.message)
+        return _json_error(exc.status_code, exc.code, exc.message, exc.headers)
     except web.HTTPException as exc:
         if exc.status_code < 400:
             raise

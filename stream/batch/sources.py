@@ -31,6 +31,7 @@ class SourceError(ValueError):
 
     def __init__(self, where: str, message: str, field: str | None = None, reason: str = "schema") -> None:
         super().__init__(f"{where}: {message}" + (f" (field {field})" if field else ""))
+        self.message = message
         self.where = where
         self.field = field
         self.reason = reason

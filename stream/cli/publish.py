@@ -10,8 +10,9 @@ Inputs (by extension / kind):
 * a directory: the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/<n>.json``), read
   with :mod:`stream.batch.sources`.
 
-Everything is parsed with :func:`stream.contracts.parse_round` BEFORE anything is sent: the first
-bad row is reported as ``file:line: field: message`` with exit code 2 and nothing is published.
+Everything is parsed with :func:`stream.contracts.parse_round` BEFORE anything is sent: every bad
+row is reported (the first :data:`MAX_REPORTED_ERRORS`, all counted) as ``file:line: field: message
+[reason]`` with exit code 2 and nothing is published.
 Outcome-free rounds (``no_outcome``) are valid: they are published and recorded, nobody is rated.
 Then each round goes to topic ``rounds`` (with ``TOPIC_PREFIX``), key = ladder, acks=all.
 """
@@ -20,11 +21,12 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -36,9 +38,18 @@ from stream.settings import Settings
 EXIT_INVALID = 2
 EXIT_PRODUCE_FAILED = 3
 EXIT_UNREACHABLE = 4
+#: ``--wait``: a round was rejected by the service (dead-lettered), or the wait ended first.
+EXIT_REJECTED = 5
+EXIT_TIMEOUT = 1
+#: ``--wait``: default seconds to wait for the outcomes.
+WAIT_TIMEOUT_S = 120.0
 #: CSV columns: required and optional.
 CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
 CSV_OPTIONAL = ("occurred_at", "weight")
+#: Bad rows / rounds listed before giving up (all are counted).
+MAX_REPORTED_ERRORS = 20
+#: "at line 1 column N" in a JSON decoder's message about a one-line record.
+JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
@@ -51,11 +62,22 @@ class InvalidInput(ValueError):
     """A row that cannot be published: where (``file:line``), which field, why."""
 
     def __init__(self, location: str, field: str | None, message: str, reason: str = "invalid") -> None:
-        super().__init__(f"{location}: {field + ': ' if field else ''}{message}")
+        super().__init__(f"{location}: {field + ': ' if field else ''}{message} [{reason}]")
         self.location = location
         self.field = field
         self.message = message
         self.reason = reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.reason, "location": self.location, "field": self.field, "message": self.message}
+
+
+class InvalidFile(ValueError):
+    """Every bad row or round of a file (``errors``, in file order); nothing of it may be published."""
+
+    def __init__(self, errors: list[InvalidInput]) -> None:
+        super().__init__(f"{len(errors)} bad row(s) or round(s)")
+        self.errors = errors
 
 
 @dataclass
@@ -70,6 +92,7 @@ class PublishSummary:
     ladders: dict[str, int] = field(default_factory=dict)
     partitions: dict[int, int] = field(default_factory=dict)
     failed: int = 0
+    sent: list[tuple[int, int] | None] = field(default_factory=list)  # (partition, offset) of each round
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "topic": self.topic, "rounds": self.rounds, "no_outcome": self.no_outcome,
@@ -101,8 +124,9 @@ def _csv_value(text: str) -> float | str:
         return text
 
 
-def read_csv(path: Path, limits: Limits, now: float) -> Iterator[tuple[RoundResult, bool]]:
-    """Rows grouped into rounds by ``(ladder, round_id)``, in order of first appearance."""
+def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+    """Rows grouped into rounds by ``(ladder, round_id)``, in order of first appearance; a bad row goes
+    to ``errors`` (its round is then not checked further: it is bad already)."""
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
@@ -114,53 +138,80 @@ def read_csv(path: Path, limits: Limits, now: float) -> Iterator[tuple[RoundResu
             line = f"{path}:{reader.line_num}"
             key = (row["ladder"] or "default", row["round_id"])
             entry = rounds.setdefault(key, {"raw": {"round_id": row["round_id"], "ladder": key[0], "standings": []},
-                                            "lines": {}, "first": line})
-            raw = entry["raw"]
-            for column in CSV_OPTIONAL:
-                value = (row.get(column) or "").strip()
-                if not value:
-                    continue
-                parsed = _csv_value(value)
-                if column in raw and raw[column] != parsed:
-                    raise InvalidInput(line, column, f"differs from an earlier row of round {key[1]!r} ({raw[column]!r})")
-                raw[column] = parsed
+                                            "lines": {}, "first": line, "bad": False})
             try:
-                rank: Any = int(row["rank"])
-            except (TypeError, ValueError):
-                raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}") from None
-            entry["lines"][f"standings[{len(raw['standings'])}]"] = line
-            raw["standings"].append({"player": row["player"], "rank": rank})
+                _csv_row(entry, row, line, key)
+            except InvalidInput as exc:
+                errors.append(exc)
+                entry["bad"] = True
     for entry in rounds.values():
+        if entry["bad"]:
+            continue
         raw = entry["raw"]
         raw.setdefault("occurred_at", now)
         # Longest prefixes first, so standings[12] is not matched by standings[1].
         lines = dict(sorted(entry["lines"].items(), key=lambda item: -len(item[0])))
-        yield _parse(raw, limits, entry["first"], lines)
+        try:
+            yield _parse(raw, limits, entry["first"], lines)
+        except InvalidInput as exc:
+            errors.append(exc)
 
 
-def read_with_sources(path: Path, limits: Limits) -> Iterator[tuple[RoundResult, bool]]:
-    """JSONL files and contest directories, through stream.batch.sources (validated completely)."""
+def _csv_row(entry: dict[str, Any], row: dict[str, str], line: str, key: tuple[str, str]) -> None:
+    """Add one CSV row to its round (``entry``); raise :class:`InvalidInput` for a bad cell."""
+    raw = entry["raw"]
+    for column in CSV_OPTIONAL:
+        value = (row.get(column) or "").strip()
+        if not value:
+            continue
+        parsed = _csv_value(value)
+        if column in raw and raw[column] != parsed:
+            raise InvalidInput(line, column, f"differs from an earlier row of round {key[1]!r} ({raw[column]!r})")
+        raw[column] = parsed
+    try:
+        rank: Any = int(row["rank"])
+    except (TypeError, ValueError):
+        raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}", "bad_rank") from None
+    entry["lines"][f"standings[{len(raw['standings'])}]"] = line
+    raw["standings"].append({"player": row["player"], "rank": rank})
+
+
+def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+    """JSONL files and contest directories, through stream.batch.sources (validated completely; the
+    bad lines or files go to ``errors``)."""
     from stream.batch.sources import SourceError, read_rounds as read_source
 
+    found: list[SourceError] = []
     try:
-        rounds = read_source(path, limits=limits)
-    except SourceError as exc:
-        raise InvalidInput(exc.where, exc.field, str(exc).removeprefix(f"{exc.where}: "), exc.reason) from None
+        rounds = read_source(path, limits=limits, rejected=found)
+    except SourceError as exc:  # the file itself cannot be read
+        found.append(exc)
+        rounds = []
+    errors += [InvalidInput(exc.where, exc.field, _one_line(exc.message.removeprefix(f"{exc.reason}: ")), exc.reason)
+               for exc in found]
     for round_ in rounds:
         yield round_, round_.is_outcome_free()
 
 
+def _one_line(message: str) -> str:
+    """A JSON decoder's position inside a one-line record as a column only: the location already
+    gives the file's line, and "line 1" beside it reads as a second, contradicting line number."""
+    return JSON_LINE_ONE.sub(r"at column \1", message)
+
+
 def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tuple[RoundResult, bool]]:
-    """Every round of ``path``, validated; raises :class:`InvalidInput` at the first bad row.
+    """Every round of ``path``, validated; raises :class:`InvalidFile` listing every bad row or round
+    (and :class:`InvalidInput` when the file is unusable as a whole).
 
     Also rejects a round_id reused within the file for different content (``conflict``).
     """
     now = time.time() if now is None else now
+    errors: list[InvalidInput] = []
     items: Iterable[tuple[RoundResult, bool]]
     if path.suffix.lower() == ".csv":
-        items = read_csv(path, limits, now)
+        items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
-        items = read_with_sources(path, limits)
+        items = read_with_sources(path, limits, errors)
     else:
         raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
     out: list[tuple[RoundResult, bool]] = []
@@ -169,8 +220,11 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tu
         key = (round_.ladder, round_.round_id)
         digest = round_.content_hash()
         if seen.setdefault(key, digest) != digest:
-            raise InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} appears twice with different content", "conflict")
+            errors.append(InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
+                                       "appears twice with different content", "conflict"))
         out.append((round_, outcome_free))
+    if errors:
+        raise InvalidFile(errors)
     return out
 
 
@@ -236,8 +290,10 @@ def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: 
             try:
                 meta = future.get(timeout=FLUSH_TIMEOUT_S)
                 summary.partitions[meta.partition] = summary.partitions.get(meta.partition, 0) + 1
+                summary.sent.append((meta.partition, meta.offset))
             except Exception:  # the broker refused or timed out: counted, reported, non-zero exit
                 summary.failed += 1
+                summary.sent.append(None)
     return summary
 
 
@@ -246,17 +302,20 @@ def publish(
     json_output: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show a progress bar on stderr"),
     dry_run: bool = typer.Option(False, "--dry-run", help="validate only, publish nothing"),
+    wait: bool = typer.Option(False, "--wait", help="then wait for each round's outcome (rated, duplicate, "
+                              f"rejected with its reason); exit {EXIT_REJECTED} if any was rejected"),
+    wait_timeout: float = typer.Option(WAIT_TIMEOUT_S, "--wait-timeout", help=f"--wait: seconds to wait (exit "
+                                       f"{EXIT_TIMEOUT} if rounds are still pending then)"),
 ) -> None:
     """Validate every round of FILE, then publish them to the `rounds` topic (keyed by ladder)."""
     settings = Settings.from_env()
     try:
         rounds = read_rounds(file, Limits.from_settings(settings))
     except InvalidInput as exc:
-        if json_output:
-            typer.echo(json.dumps({"error": exc.reason, "location": exc.location, "field": exc.field,
-                                   "message": exc.message}))
-        typer.echo(f"error: {exc} — nothing published", err=True)
-        raise typer.Exit(EXIT_INVALID) from None
+        _report_invalid(file, [exc], json_output)
+    except InvalidFile as exc:
+        _report_invalid(file, exc.errors, json_output)
+    waited = None
     if dry_run:
         summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS_TOPIC), rounds=len(rounds),
                                  no_outcome=sum(free for _, free in rounds),
@@ -268,18 +327,80 @@ def publish(
             typer.echo(f"warning: could not ensure topic {settings.topic(ROUNDS_TOPIC)}: {exc}", err=True)
         from kafka.errors import KafkaError
 
+        from stream.connections import redis_connection_errors, redis_error_message
+
         try:
-            summary = produce(settings, rounds, str(file), progress)
+            if wait:
+                summary, waited = _publish_and_wait(settings, rounds, str(file), progress, wait_timeout)
+            else:
+                summary = produce(settings, rounds, str(file), progress)
         except (KafkaError, ConnectionConfigError) as exc:
             typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
             raise typer.Exit(EXIT_UNREACHABLE) from None
+        except redis_connection_errors() as exc:  # --wait reads the outcomes from Redis
+            typer.echo(f"error: {redis_error_message(settings, exc)}", err=True)
+            raise typer.Exit(EXIT_UNREACHABLE) from None
     if json_output:
-        typer.echo(json.dumps(summary.to_dict()))
+        typer.echo(json.dumps(summary.to_dict() | (_outcomes_dict(waited) if waited is not None else {})))
     else:
-        typer.echo(f"{'validated' if dry_run else 'published'} {summary.rounds} rounds ({summary.no_outcome} outcome-free, "
-                   f"{summary.standings} standings) to {summary.topic}" + (f"; {summary.failed} FAILED" if summary.failed else ""))
+        n = summary.rounds
+        typer.echo(f"{'validated' if dry_run else 'published'} {n} round{'' if n == 1 else 's'} "
+                   f"({summary.no_outcome} outcome-free, {summary.standings} standings) to {summary.topic}"
+                   + (f"; {summary.failed} FAILED" if summary.failed else ""))
+        if waited is not None:
+            _echo_outcomes(waited)
     if summary.failed:
         raise typer.Exit(EXIT_PRODUCE_FAILED)
+    if waited is not None:
+        from stream.cli.outcomes import PENDING, REJECTED
+
+        if any(o.outcome == REJECTED for o in waited):
+            raise typer.Exit(EXIT_REJECTED)
+        if any(o.outcome == PENDING for o in waited):
+            raise typer.Exit(EXIT_TIMEOUT)
+
+
+def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -> NoReturn:
+    """Every bad row (up to MAX_REPORTED_ERRORS, all counted), then exit: nothing was published."""
+    shown = errors[:MAX_REPORTED_ERRORS]
+    if json_output:  # the first error's fields at the top, every listed one under "errors"
+        typer.echo(json.dumps({**errors[0].to_dict(), "count": len(errors), "errors": [e.to_dict() for e in shown]}))
+    what = "bad row or round" if len(errors) == 1 else "bad rows or rounds"
+    typer.echo(f"error: {len(errors)} {what} in {file}; nothing published:", err=True)
+    for e in shown:
+        typer.echo(f"  {e}", err=True)
+    if len(errors) > len(shown):
+        typer.echo(f"  … and {len(errors) - len(shown)} more", err=True)
+    raise typer.Exit(EXIT_INVALID)
+
+
+def _publish_and_wait(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool,
+                      timeout_s: float) -> tuple[PublishSummary, list[Any]]:
+    """Produce, then wait for every round's outcome (the watcher is opened before anything is sent)."""
+    from stream.cli.outcomes import OutcomeWatcher
+
+    with OutcomeWatcher(settings, [r for r, _ in rounds]) as watcher:
+        summary = produce(settings, rounds, source, progress)
+        return summary, watcher.wait(summary.sent, timeout_s)
+
+
+def _outcomes_dict(outcomes: list[Any]) -> dict[str, Any]:
+    from stream.cli.outcomes import counts
+
+    return {"outcomes": counts(outcomes), "rounds_outcome": [o.to_dict() for o in outcomes]}
+
+
+def _echo_outcomes(outcomes: list[Any]) -> None:
+    """The counts, then one line per round that was not simply rated."""
+    from stream.cli.outcomes import NO_OUTCOME, RATED, counts
+
+    typer.echo("outcomes: " + ", ".join(f"{n} {name}" for name, n in counts(outcomes).items()))
+    for o in outcomes:
+        if o.outcome in (RATED, NO_OUTCOME):
+            continue
+        detail = f": {o.reason}" + (f" ({o.field})" if o.field else "") + (f" {o.message}" if o.message else "") \
+            if o.reason else (f": {o.message}" if o.message else "")
+        typer.echo(f"  {o.outcome} {o.ladder}/{o.round_id}{detail}")
 
 
 def register(app: typer.Typer) -> None:

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 from aiohttp import web
 
-from stream.api.app import create_app
-from stream.connections import redis_client
+from stream.api.health import KafkaProbe
+from stream.api.server import api_redis_client, build_app
 from stream.settings import Settings
 
 
@@ -22,11 +22,5 @@ def api_command(
 ) -> None:
     """Serve the read API and the dashboard over Redis (REDIS_URL)."""
     settings = Settings.from_env()
-    client = redis_client(settings)
-    app = create_app(client, settings)
-
-    async def close_redis(_: web.Application) -> None:
-        await client.aclose()
-
-    app.on_cleanup.append(close_redis)
+    app = build_app(settings, api_redis_client(settings), KafkaProbe(settings).start())
     web.run_app(app, host=host or settings.web_host, port=port or settings.web_port, print=typer.echo)

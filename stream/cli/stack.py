@@ -1,9 +1,13 @@
 """``stream stack``: run the embedded local stack (Tansu broker + redis-server), optionally with a demo.
 
 Without options it starts both services on free loopback ports, prints their addresses and the
-environment variables to use, records them in the stack state file (so ``stream publish``,
+environment variables to use, records them in its own state file (so ``stream publish``,
 ``stream tail``, ``stream worker`` … find them when KAFKA_BOOTSTRAP / REDIS_URL are unset) and
-runs until Ctrl-C. ``--demo`` also starts a worker subprocess (``stream worker``, which serves the read
+runs until Ctrl-C. Each stack has a name (``--name``, else ``k<kafka port>-r<redis port>``) and its
+own state file and log folder, so several can run side by side; with more than one running, the
+other commands need ``STACK_NAME`` to know which to use.
+
+``--demo`` also starts a worker subprocess (``stream worker``, which serves the read
 API, the dashboard and the Prometheus metrics) and publishes a stream of synthetic rounds, paced so
 the dashboard shows ratings moving.
 """
@@ -11,6 +15,8 @@ the dashboard shows ratings moving.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,13 +25,14 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import cast
 
 import typer
 
 from stream.contracts import RoundResult
-from stream.settings import Settings, stack_state_path
+from stream.settings import Settings, running_stacks, stack_state_path
 from stream.pipeline.topics import partition_counts
 from stream.stack.local import LocalStack
 from stream.stack.ports import free_port
@@ -42,6 +49,8 @@ DEMO_LADDER = "default"
 CHILD_STOP_TIMEOUT_S = 15.0
 #: Seconds between two liveness checks of the services while waiting for Ctrl-C.
 WATCH_INTERVAL_S = 0.5
+#: Stack names (they name files).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass
@@ -88,7 +97,8 @@ def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iter
 
 
 def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> int:
-    """Produce ``rounds`` to the ``rounds`` topic at ``per_second``, until exhausted or ``stop`` is set."""
+    """Produce ``rounds`` to the ``rounds`` topic at ``per_second`` (0: as fast as the producer
+    takes them), until exhausted or ``stop`` is set; closing the producer waits for the last ones."""
     from stream.cli.publish import RoundProducer
 
     sent = 0
@@ -98,9 +108,46 @@ def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second:
                 break
             producer.send(round_)
             sent += 1
-            if stop.wait(1.0 / per_second):
+            if per_second and stop.wait(1.0 / per_second):
                 break
     return sent
+
+
+@dataclass
+class DemoProgress:
+    """The demo stream's publisher and what ``stream stack`` says about it: when every round is
+    published, then when every one of them is rated (or recorded without an outcome)."""
+
+    settings: Settings
+    sent: int | None = None  # set once publishing ended
+    said: set[str] = field(default_factory=set)
+
+    def publish(self, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> None:
+        self.sent = publish_paced(self.settings, rounds, per_second, stop)
+
+    def news(self) -> list[str]:
+        """Lines to print now (each once)."""
+        out = []
+        if self.sent is not None and "published" not in self.said:
+            self.said.add("published")
+            out.append(f"demo stream finished: {self.sent} rounds published to ladder {DEMO_LADDER!r}; "
+                       "the stack keeps running until Ctrl-C")
+        if self.sent is not None and "rated" not in self.said and self._done() >= self.sent:
+            self.said.add("rated")
+            out.append(f"all {self.sent} demo rounds are rated")
+        return out
+
+    def _done(self) -> int:
+        from stream.connections import redis_client
+        from stream.store import keys
+
+        client = redis_client(self.settings, asyncio=False)
+        try:
+            return int(client.hget(keys.ladder(DEMO_LADDER), "rounds_rated") or 0)
+        except Exception:  # noqa: BLE001 - Redis going away while stopping: nothing to say
+            return -1
+        finally:
+            client.close()
 
 
 def _default_web_port(preferred: int) -> int:
@@ -113,10 +160,20 @@ def _default_web_port(preferred: int) -> int:
         return free_port()
 
 
-def _banner(stack: LocalStack, state_file: str, web_port: int | None) -> str:
+def stream_command() -> str:
+    """How to run ``stream`` from a shell: ``stream`` when it is on PATH, else its full path (the
+    venv's script) or ``python -m stream``."""
+    if shutil.which("stream"):
+        return "stream"
+    script = Path(sys.executable).parent / "stream"
+    return str(script) if script.exists() else f"{sys.executable} -m stream"
+
+
+def _banner(stack: LocalStack, name: str, state_file: str, web_port: int | None) -> str:
     env = stack.env()
+    command = stream_command()
     lines = [
-        "embedded stack running:",
+        f"embedded stack {name!r} running:",
         f"  Kafka (Tansu)  {stack.bootstrap}",
         f"  Redis          {stack.redis_url}",
         "environment for other shells (picked up automatically while this runs, via",
@@ -127,14 +184,19 @@ def _banner(stack: LocalStack, state_file: str, web_port: int | None) -> str:
         lines += [
             "demo: worker + synthetic rounds",
             f"  dashboard      http://127.0.0.1:{web_port}/",
-            "  live changes   stream tail",
-            f"  leaderboard    stream leaderboard {DEMO_LADDER}",
+            f"  live changes   {command} tail",
+            f"  leaderboard    {command} leaderboard {DEMO_LADDER}",
+            f"  rejections     {command} rejected",
         ]
+    if len(running_stacks()) > 1:
+        lines.append(f"other stacks are running too: other commands need `export STACK_NAME={name}`")
     lines.append("Ctrl-C stops everything.")
     return "\n".join(lines)
 
 
 def stack(
+    name: str = typer.Option("", "--name", help="this stack's name (its state file and logs); "
+                             "default k<kafka port>-r<redis port>"),
     kafka_port: int = typer.Option(0, help="broker port (0: a free one)"),
     redis_port: int = typer.Option(0, help="redis-server port (0: a free one)"),
     demo: bool = typer.Option(False, "--demo", help="also run a worker and publish synthetic rounds"),
@@ -144,8 +206,17 @@ def stack(
     demo_rate: float = typer.Option(DEMO_ROUNDS_PER_S, help="--demo: rounds per second"),
 ) -> None:
     """Run a private Kafka-protocol broker and redis-server (and with --demo a worker + demo stream)."""
-    settings = Settings.from_env()
-    state_file = stack_state_path()
+    kafka_port, redis_port = kafka_port or free_port(), redis_port or free_port()
+    name = name or f"k{kafka_port}-r{redis_port}"
+    if not NAME_PATTERN.fullmatch(name):
+        typer.echo(f"error: --name must match {NAME_PATTERN.pattern}, got {name!r}", err=True)
+        raise typer.Exit(2)
+    state_file = stack_state_path(name)
+    running = running_stacks()
+    if name in running or (os.environ.get("STACK_STATE_FILE") and running):
+        typer.echo(f"error: a stack is already running with the state file {state_file} "
+                   "(stop it, or choose another --name)", err=True)
+        raise typer.Exit(2)
     run = StackRun(LocalStack.on_ports(kafka_port, redis_port, detached=True))
     logs = state_file.parent / f"{state_file.stem}-logs"  # kept after exit, for post-mortems
     run.stack.broker.workdir = logs
@@ -161,20 +232,20 @@ def stack(
         settings = Settings.from_env(environ={**os.environ, **env})
         # Created up front so the partition counts are deliberate (see stream/stack/README.md).
         ensure_topics(run.stack.bootstrap, partition_counts(settings))
-        write_state(state_file, env, web_port=web_port or None)
-        publisher: threading.Thread | None = None
+        write_state(state_file, env, name=name, web_port=web_port or None, logs=str(logs))
+        progress: DemoProgress | None = None
         shown_port: int | None = None
         if demo:
             shown_port = web_port or _default_web_port(settings.web_port)
             worker_env = {**env, "WEB_PORT": str(shown_port)}
             # One worker rates and serves the read API, the dashboard and /metrics.
             run.children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
-            write_state(state_file, env, web_port=shown_port, logs=str(logs))
+            write_state(state_file, env, name=name, web_port=shown_port, logs=str(logs))
             rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
-            publisher = threading.Thread(target=publish_paced, args=(settings, rounds, demo_rate, run.stop_event),
-                                         name="demo-publisher", daemon=True)
-            publisher.start()
-        typer.echo(_banner(run.stack, str(state_file), shown_port))
+            progress = DemoProgress(settings)
+            threading.Thread(target=progress.publish, args=(rounds, demo_rate, run.stop_event),
+                             name="demo-publisher", daemon=True).start()
+        typer.echo(_banner(run.stack, name, str(state_file), shown_port))
         typer.echo(f"logs: {logs}")
         while not stopping.wait(WATCH_INTERVAL_S):
             if not run.stack.broker.alive():
@@ -185,6 +256,9 @@ def stack(
                     typer.echo(f"`{' '.join(cast('list[str]', child.args)[2:])}` exited with code {child.returncode} "
                                f"(logs: {logs}); stopping", err=True)
                     raise typer.Exit(1)
+            if progress is not None:
+                for line in progress.news():
+                    typer.echo(line)
         typer.echo("stopping…")
     finally:
         run.close()

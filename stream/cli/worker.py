@@ -2,7 +2,9 @@
 
 Creates the topics if they do not exist, then runs the Faust worker in this process until
 SIGTERM / Ctrl-C. With ``--web`` (default) the worker also serves the read API and dashboard
-(stream.api, with Prometheus /metrics including the pipeline's) on WEB_HOST:WEB_PORT.
+(stream.api, with Prometheus /metrics including the pipeline's) on WEB_HOST:WEB_PORT, on its own
+event loop in a thread (:class:`stream.api.server.ApiThread`): requests never wait on the
+pipeline's loop, nor the pipeline on them.
 """
 
 from __future__ import annotations
@@ -43,13 +45,15 @@ def run_worker(settings: Settings, *, web: bool = True) -> None:
     """Create topics, build the app and run the Faust worker (blocks until stopped)."""
     from stream.pipeline import topics
     from stream.pipeline.app import create_app
-    from stream.pipeline.web import mount_web
 
     topics.ensure(settings)
     pipeline = create_app(settings)
+    worker = make_worker(pipeline.app, settings.log_level)
     if web:
-        mount_web(pipeline)
-    make_worker(pipeline.app, settings.log_level).execute_from_commandline()
+        from stream.api.server import ApiThread
+
+        ApiThread(settings).start()  # a daemon thread: it ends with the process
+    worker.execute_from_commandline()
 
 
 def register(app: typer.Typer) -> None:

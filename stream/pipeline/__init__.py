@@ -3,8 +3,7 @@
 Layout: ``app.py`` (the faust.App from Settings), ``topics.py`` (topic declarations and
 creation), ``agents.py`` (thin agents), ``phase_one.py`` / ``phase_two.py`` (plain async
 handlers, testable without Kafka), ``barrier.py`` (per-player barrier), ``partitioner.py``
-(Kafka's murmur2), ``messages.py``, ``metrics.py`` (Prometheus), ``web.py`` (read API in the
-worker), ``context.py`` (shared dependencies).
+(Kafka's murmur2), ``messages.py``, ``metrics.py`` (Prometheus), ``context.py`` (shared dependencies).
 
 Design (the guarantee: after the stream drains, Redis equals ``stream.batch.replay`` of the
 same rounds within 1e-9, whatever the number of workers and partitions):

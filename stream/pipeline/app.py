@@ -65,7 +65,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
         broker_credentials=faust_credentials(settings),
         store="memory://",
         datadir=datadir or tempfile.mkdtemp(prefix="ems-faust-"),
-        web_enabled=False,  # the read API is served by stream.pipeline.web instead
+        web_enabled=False,  # the read API is served by stream.api.server (its own thread) instead
         topic_partitions=settings.partitions,
         topic_replication_factor=1,
         topic_allow_declare=True,

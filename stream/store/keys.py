@@ -27,6 +27,11 @@ def leaderboard(ladder_name: str) -> str:
     return f"{PREFIX}lb:{{{ladder_name}}}"
 
 
+def player_names(ladder_name: str) -> str:
+    """Sorted set: every player on the leaderboard, all at score 0 (a name index for prefix search)."""
+    return f"{PREFIX}names:{{{ladder_name}}}"
+
+
 def rounds(ladder_name: str) -> str:
     """Sorted set of round ids by sequence number."""
     return f"{PREFIX}rounds:{{{ladder_name}}}"

@@ -12,7 +12,7 @@ ladder / player / round does not exist.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 
@@ -30,6 +30,9 @@ SCAN_COUNT = 1000
 """ZSCAN/HSCAN batch hint: large enough for few round trips, small enough not to stall Redis."""
 MAX_SEARCH_MATCHES = 1000
 """A prefix search stops collecting after this many matching players."""
+MAX_SEARCH_SCAN = 20_000
+"""Without a complete name index (data written before it existed), a search scans at most this many
+leaderboard entries and says so (``truncated``)."""
 MAX_ROUND_RESULTS = 10_000
 """A round page reads at most this many players' results (larger rounds are marked incomplete)."""
 GLOB_SPECIALS = "\\*?[]^-"
@@ -55,6 +58,13 @@ def _json(raw: Any) -> dict[str, Any]:
     return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
 
 
+def _fields(obj: object) -> dict[str, Any]:
+    """A dataclass's fields as a new dict, values as they are: the views hold only JSON-ready values
+    (numbers, strings, lists of dicts), so the deep copy ``dataclasses.asdict`` makes is not needed
+    (it was most of a leaderboard request's CPU)."""
+    return dict(vars(obj))
+
+
 def escape_glob(text: str) -> str:
     """Escape Redis glob metacharacters so ``text`` matches only itself in SCAN MATCH."""
     return "".join("\\" + c if c in GLOB_SPECIALS else c for c in text)
@@ -72,7 +82,7 @@ class LadderSummary:
     rounds: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -86,7 +96,7 @@ class LeaderboardRow:
     tier: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -100,7 +110,7 @@ class LeaderboardPage:
     truncated: bool = False  # a search stopped at MAX_SEARCH_MATCHES
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "rows": [r.to_dict() for r in self.rows]}
+        return {**_fields(self), "rows": [r.to_dict() for r in self.rows]}
 
 
 @dataclass
@@ -119,7 +129,7 @@ class PlayerView:
     history: list[dict[str, Any]] = field(default_factory=list)  # RatingChange dicts, oldest first
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -131,7 +141,7 @@ class RoundView:
     complete: bool  # False when the round has more results than MAX_ROUND_RESULTS
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass
@@ -144,7 +154,13 @@ class RoundSummary:
     rated_at: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields(self)
+
+
+@dataclass
+class LaddersPage:
+    total: int
+    ladders: list[LadderSummary]
 
 
 async def ladders(r: AsyncRedis) -> list[str]:
@@ -156,19 +172,75 @@ async def ladder_exists(r: AsyncRedis, ladder: str) -> bool:
     return bool(await r.sismember(keys.ladders(), ladder))
 
 
-async def ladder_summary(r: AsyncRedis, ladder: str) -> LadderSummary | None:
-    """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
-    pipe = r.pipeline(transaction=False)
+def _queue_summary(pipe: Any, ladder: str) -> None:
     pipe.sismember(keys.ladders(), ladder)
     pipe.hmget(keys.ladder(ladder), LADDER_FIELDS)
     pipe.zcard(keys.leaderboard(ladder))
     pipe.zcard(keys.rounds(ladder))
-    exists, (seq, rated, players, last_round, updated_at), lb_size, n_rounds = await pipe.execute()
+
+
+def _summary(ladder: str, replies: list[Any]) -> LadderSummary | None:
+    exists, (seq, rated, players, last_round, updated_at), lb_size, n_rounds = replies
     if not exists:
         return None
     return LadderSummary(ladder=ladder, seq=_int(seq) or 0, rounds_rated=_int(rated) or 0,
                          players=_int(players) or 0, last_round=_text(last_round),
                          updated_at=_float(updated_at), leaderboard_size=int(lb_size), rounds=int(n_rounds))
+
+
+async def ladder_summary(r: AsyncRedis, ladder: str) -> LadderSummary | None:
+    """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
+    pipe = r.pipeline(transaction=False)
+    _queue_summary(pipe, ladder)
+    return _summary(ladder, await pipe.execute())
+
+
+async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> LaddersPage:
+    """A page of the ladders by name, with their summaries: two round trips whatever the page size
+    (the names, then every summary in one pipeline)."""
+    names = await ladders(r)
+    page = names[offset:offset + limit]
+    pipe = r.pipeline(transaction=False)
+    for name in page:
+        _queue_summary(pipe, name)
+    replies = await pipe.execute() if page else []
+    width = 4  # replies per summary (_queue_summary)
+    summaries = [_summary(name, replies[i * width:(i + 1) * width]) for i, name in enumerate(page)]
+    return LaddersPage(total=len(names), ladders=[s for s in summaries if s is not None])
+
+
+@dataclass
+class Distribution:
+    ladder: str
+    total: int
+    low: float | None  # lowest and highest display rating on the leaderboard
+    high: float | None
+    counts: list[int]  # players per bin, equal-width bins from low to high (the last one closed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribution:
+    """How many players fall in each of ``bins`` equal slices of the display ratings: ZCOUNT per bin
+    in one pipeline (O(bins * log N), never the whole leaderboard)."""
+    lb = keys.leaderboard(ladder)
+    pipe = r.pipeline(transaction=False)
+    pipe.zcard(lb)
+    pipe.zrange(lb, 0, 0, withscores=True)
+    pipe.zrevrange(lb, 0, 0, withscores=True)
+    total, lowest, highest = await pipe.execute()
+    if not lowest:
+        return Distribution(ladder, 0, None, None, [0] * bins)
+    low, high = float(lowest[0][1]), float(highest[0][1])
+    width = (high - low) / bins
+    if width == 0:  # everyone has the same rating
+        return Distribution(ladder, int(total), low, high, [int(total)] + [0] * (bins - 1))
+    pipe = r.pipeline(transaction=False)
+    for i in range(bins):  # [start, end) and the last one [start, high]
+        start = low + i * width
+        pipe.zcount(lb, start, high if i == bins - 1 else f"({low + (i + 1) * width!r}")
+    return Distribution(ladder, int(total), low, high, [int(n) for n in await pipe.execute()])
 
 
 async def ladder_updated_at(r: AsyncRedis, ladder: str) -> float | None:
@@ -199,21 +271,37 @@ async def leaderboard(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int
                            rows=await _rows(r, ladder, members))
 
 
+def _prefix_range(prefix: str) -> tuple[bytes, bytes]:
+    """ZRANGEBYLEX bounds of the members starting with ``prefix`` (0xFF never occurs in UTF-8)."""
+    raw = prefix.encode("utf-8")
+    return b"[" + raw, b"(" + raw + b"\xff"
+
+
 async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset: int = 0,
                              limit: int = 50) -> LeaderboardPage:
     """Players whose id starts with ``prefix``, best first, with their leaderboard positions.
 
-    ZSCAN with an escaped MATCH pattern: O(leaderboard size) work inside Redis, spread over
-    batches of :data:`SCAN_COUNT`; collection stops at :data:`MAX_SEARCH_MATCHES`.
+    From the ladder's name index (:func:`stream.store.keys.player_names`, every member at score 0):
+    ZRANGEBYLEX finds the matches in O(log N + matches), so a prefix that matches nothing costs
+    one lookup; at most :data:`MAX_SEARCH_MATCHES` are collected. A ladder whose index is not
+    complete (rated before the index existed) is scanned instead, at most :data:`MAX_SEARCH_SCAN`
+    entries.
     """
-    lb = keys.leaderboard(ladder)
-    matches: list[tuple[str, float]] = []
-    truncated = False
-    async for member, score in r.zscan_iter(lb, match=escape_glob(prefix) + "*", count=SCAN_COUNT):
-        matches.append((_text(member) or "", float(score)))
-        if len(matches) >= MAX_SEARCH_MATCHES:
-            truncated = True
-            break
+    lb, names = keys.leaderboard(ladder), keys.player_names(ladder)
+    pipe = r.pipeline(transaction=False)
+    pipe.zcard(lb)
+    pipe.zcard(names)
+    low, high = _prefix_range(prefix)
+    pipe.zrangebylex(names, low, high, start=0, num=MAX_SEARCH_MATCHES + 1)
+    lb_size, names_size, found = await pipe.execute()
+    if names_size >= lb_size:
+        players = [_text(m) or "" for m in found]
+        truncated = len(players) > MAX_SEARCH_MATCHES
+        players = players[:MAX_SEARCH_MATCHES]
+        scores = await r.zmscore(lb, players) if players else []
+        matches = [(p, float(sc)) for p, sc in zip(players, scores) if sc is not None]
+    else:
+        matches, truncated = await _scan_search(r, lb, prefix)
     matches.sort(key=lambda ms: (-ms[1], ms[0]))
     page = matches[offset:offset + limit]
     pipe = r.pipeline(transaction=False)
@@ -223,6 +311,20 @@ async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset:
     members = [(player, score, int(rank) + 1) for (player, score), rank in zip(page, ranks) if rank is not None]
     return LeaderboardPage(ladder=ladder, total=len(matches), offset=offset, limit=limit,
                            rows=await _rows(r, ladder, members), search=prefix, truncated=truncated)
+
+
+async def _scan_search(r: AsyncRedis, lb: str, prefix: str) -> tuple[list[tuple[str, float]], bool]:
+    """ZSCAN with an escaped MATCH pattern over at most :data:`MAX_SEARCH_SCAN` entries."""
+    matches: list[tuple[str, float]] = []
+    cursor, scanned = 0, 0
+    while True:
+        cursor, batch = await r.zscan(lb, cursor, match=escape_glob(prefix) + "*", count=SCAN_COUNT)
+        matches += [(_text(member) or "", float(score)) for member, score in batch]
+        scanned += SCAN_COUNT
+        if cursor == 0:
+            return matches[:MAX_SEARCH_MATCHES], len(matches) > MAX_SEARCH_MATCHES
+        if len(matches) >= MAX_SEARCH_MATCHES or scanned >= MAX_SEARCH_SCAN:
+            return matches[:MAX_SEARCH_MATCHES], True
 
 
 async def player(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> PlayerView | None:

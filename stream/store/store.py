@@ -608,7 +608,8 @@ class Store:
             lo, hi = chunk.start, chunk.stop
             self._eval(pipe, "record_round_results",
                        [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
-                        keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder)],
+                        keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder),
+                        keys.player_names(ladder)],
                        [encode_float(now), "".join("1" if flag else "0" for flag in newcomer[lo:hi]),
                         *_interleave(players[lo:hi], changes[lo:hi], shown[lo:hi])])
 

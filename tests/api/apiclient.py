@@ -10,13 +10,15 @@ import redis.asyncio as aioredis
 from aiohttp.test_utils import TestClient, TestServer
 
 from stream.api.app import create_app
+from stream.api.health import KafkaProbe
 from stream.settings import Settings
 
 
-def with_client(redis_url: str, body: Callable[[TestClient], Awaitable[Any]], **settings: Any) -> Any:
+def with_client(redis_url: str, body: Callable[[TestClient], Awaitable[Any]], *, probe: KafkaProbe | None = None,
+                **settings: Any) -> Any:
     async def go() -> Any:
         r = aioredis.Redis.from_url(redis_url)
-        client = TestClient(TestServer(create_app(r, Settings(redis_url=redis_url, **settings))))
+        client = TestClient(TestServer(create_app(r, Settings(redis_url=redis_url, **settings), probe=probe)))
         await client.start_server()
         try:
             return await body(client)

@@ -25,7 +25,7 @@ def get_json(redis_url: str, path: str, **settings: Any) -> tuple[int, Any]:
 
 
 def test_health_and_ladders(redis_url: str, seeded: Seeded) -> None:
-    assert get_json(redis_url, "/health") == (200, {"status": "ok", "redis": True})
+    assert get_json(redis_url, "/health") == (200, {"status": "ok", "redis": True, "kafka": None})
     status, data = get_json(redis_url, "/api/ladders")
     assert status == 200 and [l["ladder"] for l in data["ladders"]] == [LADDER]
     status, ladder = get_json(redis_url, f"/api/ladders/{LADDER}")
@@ -97,7 +97,10 @@ def test_predict_get_and_post(redis_url: str, seeded: Seeded) -> None:
                                      json={"players": [worst, "newbie", best], "weight": 2})).json()
         return a, b
     duel, lobby = with_client(redis_url, body)
-    assert duel["win_probability"] > 0.5 and duel["expected_order"] == [best, worst]
+    assert duel["first_ahead_of_second"] > 0.5 and duel["expected_order"] == [best, worst]
+    # in a duel, winning the lobby is finishing ahead of the other (sampled vs exact)
+    assert duel["players"][0]["win_probability"] == pytest.approx(duel["first_ahead_of_second"], abs=0.02)
+    assert sum(p["win_probability"] for p in lobby["players"]) == pytest.approx(1.0, abs=1e-6)
     assert duel["pairwise"][0][1] + duel["pairwise"][1][0] == pytest.approx(1.0, abs=1e-6)
     assert [p["known"] for p in lobby["players"]] == [True, False, True]
     assert lobby["players"][1]["mu"] == 1500.0 and lobby["model"]["weight"] == 2.0

@@ -66,6 +66,8 @@ REQUESTS = [
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?limit=5", None, 200),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?search=p1", None, 200),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?limit=0", None, 400),
+    ("/api/ladders/{ladder}/distribution", "get", f"/api/ladders/{LADDER}/distribution?bins=7", None, 200),
+    ("/api/ladders/{ladder}/distribution", "get", f"/api/ladders/{LADDER}/distribution?bins=0", None, 400),
     ("/api/ladders/{ladder}/players/{player}", "get", f"/api/ladders/{LADDER}/players/p01", None, 200),
     ("/api/ladders/{ladder}/players/{player}", "get", f"/api/ladders/{LADDER}/players/nobody", None, 404),
     ("/api/ladders/{ladder}/player", "get", f"/api/ladders/{LADDER}/player?id=p01&history=2", None, 200),

@@ -38,3 +38,15 @@ def test_broker_growth_reports_each_chunk_against_the_first() -> None:
     rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "x |" in line]
     assert [int(cells[0].replace(",", "")) for cells in rows] == [200, 400, 600]  # log size after each chunk
     assert rows[0][3].strip() == "1.0x" and all(float(cells[2]) >= 0 for cells in rows)
+
+
+def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
+    out = run_bench("api.py", "--rounds", "10", "--clients", "2", "--seconds", "0.3", "--busy-rate", "20")
+    rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    table = {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows[1:]}
+    assert {"/health", "leaderboard page", "search, no match", "player (200 history)", "predict (3 players)"} <= set(table)
+    assert table["/health"][3] == "1.00"
+    for name, cells in table.items():
+        idle, busy, errors = float(cells[0].replace(",", "")), float(cells[4].replace(",", "")), int(cells[-1])
+        assert idle > 0 and busy > 0 and errors == 0, (name, cells)
+    assert "more rounds rated while measuring" in out and " 0 more rounds" not in out

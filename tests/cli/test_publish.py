@@ -81,6 +81,30 @@ def test_bad_jsonl_row_reports_line_and_field_and_publishes_nothing(env, local_s
     assert not topic_exists(local_stack.bootstrap, f"{fresh_prefix}rounds")
 
 
+def test_every_bad_line_is_listed_up_to_a_limit(env, local_stack, fresh_prefix: str, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from stream.cli import publish as publish_module
+
+    good = _round("r1", "default", ["ann", "bob"])
+    lines: list[dict | str] = [good, _round("r2", "default", ["ann", "ann"]), "{not json",
+                               {k: v for k, v in good.items() if k != "occurred_at"} | {"round_id": "r4"}, good]
+    source = _write_jsonl(tmp_path / "bad.jsonl", lines)
+    result = CliRunner().invoke(app, ["publish", str(source), "--no-progress"], env=env)
+    assert result.exit_code == EXIT_INVALID
+    listed = [line.strip() for line in result.output.splitlines()[1:]]
+    assert result.output.splitlines()[0] == f"error: 3 bad rows or rounds in {source}; nothing published:"
+    assert listed == [f"{source}:2 (round r2): standings[1].player: player 'ann' appears twice [duplicate_player]",
+                      f"{source}:3: not JSON: Expecting property name enclosed in double quotes at column 2 [not_json]",
+                      f"{source}:4 (round r4): occurred_at: required field 'occurred_at' is missing [schema]"]
+    assert not topic_exists(local_stack.bootstrap, f"{fresh_prefix}rounds")
+
+    monkeypatch.setattr(publish_module, "MAX_REPORTED_ERRORS", 2)
+    limited = CliRunner().invoke(app, ["publish", str(source), "--no-progress", "--json"], env=env)
+    report = json.loads(limited.stdout.strip().splitlines()[0])
+    assert report["count"] == 3 and [e["error"] for e in report["errors"]] == ["duplicate_player", "not_json"]
+    assert limited.output.strip().endswith("… and 1 more")
+
+
 def test_not_json_line_is_reported(env, tmp_path: Path) -> None:
     source = _write_jsonl(tmp_path / "broken.jsonl", [_round("r1", "default", ["a", "b"]), "{not json"])
     result = CliRunner().invoke(app, ["publish", str(source), "--json", "--no-progress"], env=env)

@@ -3,20 +3,22 @@ leaderboard rows, search, a player page with its SVG rating chart, a round page,
 
 from __future__ import annotations
 
-import asyncio
+import json
+import random
 import shutil
 import tempfile
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-import redis.asyncio as aioredis
-from aiohttp import web
 
 from readside_data import LADDER, Seeded, seed
-from stream.api.app import create_app
+from stream.api import app as api_app
+from stream.api.server import ApiThread
 from stream.settings import Settings
 from stream.stack.ports import free_port
 from stream.store import keys
@@ -39,41 +41,9 @@ from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-class ApiServer:
-    """The read API in a background thread with its own event loop, on a free port."""
-
-    def __init__(self, redis_url: str) -> None:
-        self.redis_url = redis_url
-        self.port = free_port()
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.client = aioredis.Redis.from_url(self.redis_url)
-        self.runner = web.AppRunner(create_app(self.client, Settings(redis_url=self.redis_url)), shutdown_timeout=1)
-        self.loop.run_until_complete(self.runner.setup())
-        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
-        self.ready.set()
-        self.loop.run_forever()
-
-    def __enter__(self) -> "ApiServer":
-        self.thread.start()
-        assert self.ready.wait(WAIT_S)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            await self.runner.cleanup()
-            await self.client.aclose()
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(WAIT_S)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(WAIT_S)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+def ApiServer(redis_url: str) -> ApiThread:
+    """The read API as the worker serves it (its own thread and event loop), on a free port."""
+    return ApiThread(Settings(redis_url=redis_url), host="127.0.0.1", port=free_port(), probe=False)
 
 
 @pytest.fixture()
@@ -109,6 +79,24 @@ def test_dashboard_pages(redis_url: str, browser: webdriver.Chrome) -> None:
         assert rows(browser) == ranking
         first = browser.find_element(By.CSS_SELECTOR, "tr.lb-row td").text
         assert first == "1"
+        # the rating distribution: one bar per bin, every player counted once, the tiers as bands
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rating-histogram rect.bar")) == 30)
+        drawn = browser.execute_script("""
+            const svg = document.getElementById('rating-histogram');
+            return {counts: Array.from(svg.querySelectorAll('rect.bar'), b => Number(b.dataset.count)),
+                    heights: Array.from(svg.querySelectorAll('rect.bar'), b => Number(b.getAttribute('height'))),
+                    bands: Array.from(svg.querySelectorAll('rect.tier-band'), b => b.dataset.tier)};""")
+        with urllib.request.urlopen(f"{server.url}/api/ladders/{LADDER}/distribution?bins=30") as resp:
+            served = json.loads(resp.read())
+        assert drawn["counts"] == served["counts"] and sum(drawn["counts"]) == len(ranking)
+        tallest = max(range(30), key=lambda i: drawn["counts"][i])
+        assert drawn["heights"][tallest] == max(drawn["heights"]) > 0
+        assert [h for h, n in zip(drawn["heights"], drawn["counts"]) if n == 0] == [0] * drawn["counts"].count(0)
+        shown = sorted(seeded.display.values())
+        starts = [t["from"] if t["from"] is not None else shown[0] for t in served["tiers"]]
+        in_range = [t["tier"] for i, t in enumerate(served["tiers"])
+                    if max(shown[0], starts[i]) < (min(shown[-1], starts[i + 1]) if i + 1 < len(starts) else shown[-1])]
+        assert drawn["bands"] == in_range and in_range
         browser.save_screenshot(str(OUTPUT / "dashboard-leaderboard.png"))
 
         # search by prefix (literal, glob characters included)
@@ -148,3 +136,190 @@ def test_dashboard_pages(redis_url: str, browser: webdriver.Chrome) -> None:
         r.hset(keys.ladder(LADDER), "updated_at", "1800000000.5")
         wait.until(lambda d: rows(d)[:1] == ["zz-new"])
         r.close()
+
+
+class Rater:
+    """Writes to the ladder as rated rounds do, every ``period_s``: moves every player's rating,
+    adds a player now and then, bumps ``updated_at`` (which the event stream follows)."""
+
+    def __init__(self, redis_url: str, players: list[str], period_s: float = 0.15) -> None:
+        self.client = redis.Redis.from_url(redis_url)
+        self.players = list(players)
+        self.period_s = period_s
+        self.stop = threading.Event()
+        self.updates = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        rng = random.Random(7)
+        while not self.stop.wait(self.period_s):
+            self.updates += 1
+            if self.updates % 5 == 0:
+                self.players.append(f"new{self.updates:04d}")
+            pipe = self.client.pipeline(transaction=False)
+            for p in self.players:
+                shown = rng.uniform(1000, 2000)
+                pipe.hset(keys.player(LADDER, p), mapping={"mu": repr(shown + 100), "sigma": "50", "rounds": self.updates})
+                pipe.zadd(keys.leaderboard(LADDER), {p: shown})
+                pipe.zadd(keys.player_names(LADDER), {p: 0})
+            pipe.hset(keys.ladder(LADDER), mapping={"updated_at": repr(1_800_000_000.0 + self.updates),
+                                                    "rounds_rated": self.updates})
+            pipe.execute()
+
+    def __enter__(self) -> "Rater":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(WAIT_S)
+        self.client.close()
+
+
+def page_state(driver: webdriver.Chrome) -> dict:
+    """What a live update must not disturb: the search box (same element, text, focus), the first
+    row's element, the scroll position; plus the shown rows and the 'rounds rated' card."""
+    return driver.execute_script("""
+        const box = document.getElementById('search');
+        const first = document.querySelector('tr.lb-row');
+        return {box: box ? box.dataset.mark || null : null, text: box ? box.value : null,
+                focused: document.activeElement ? document.activeElement.id : null,
+                row: first ? first.dataset.mark || null : null, scroll: window.scrollY,
+                rows: Array.from(document.querySelectorAll('tr.lb-row'), r => r.dataset.player),
+                rated: (document.querySelector('[data-card="rounds rated"] .value') || {}).textContent};""")
+
+
+def test_search_focus_scroll_and_pages_survive_live_updates(redis_url: str, browser: webdriver.Chrome,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typing into the search box while the ladder changes several times a second: the text, the
+    focus and the filter hold, the rows are patched (the same elements), the scroll position and the
+    page stay; the pause toggle stops the patching and resuming catches up."""
+    monkeypatch.setattr(api_app, "SSE_POLL_S", 0.1)
+    players = [f"p{i:03d}" for i in range(60)] + [f"q{i:03d}" for i in range(60)]
+    seed(redis_url, players=players, rounds=2)
+    wait = WebDriverWait(browser, WAIT_S)
+    with ApiServer(redis_url) as server, Rater(redis_url, players) as rater:
+        browser.get(f"{server.url}/#/l/{LADDER}")
+        wait.until(lambda d: len(rows(d)) == 25)
+        wait.until(lambda d: "on" in (d.find_element(By.ID, "live").get_attribute("class") or ""))
+        box = browser.find_element(By.ID, "search")
+        browser.execute_script("document.getElementById('search').dataset.mark = 'kept'")
+        box.click()
+        for char in "q01":  # typed slowly, live updates landing in between
+            box.send_keys(char)
+            time.sleep(0.3)
+        wanted = {p for p in players if p.startswith("q01")}
+        wait.until(lambda d: set(page_state(d)["rows"]) == wanted)
+        browser.execute_script("document.querySelector('tr.lb-row').dataset.mark = 'row'")
+        seen = rater.updates
+        before = page_state(browser)["rated"]
+        wait.until(lambda d: page_state(d)["rated"] != before and rater.updates >= seen + 5)
+        now = page_state(browser)
+        assert (now["box"], now["text"], now["focused"]) == ("kept", "q01", "search")
+        assert set(now["rows"]) == wanted  # still filtered
+        # rows were patched, not rebuilt: the marked row element is still in the table
+        assert browser.execute_script("return document.querySelectorAll('tr.lb-row[data-mark=\"row\"]').length") == 1
+        browser.save_screenshot(str(OUTPUT / "dashboard-live-search.png"))
+
+        # the second page, scrolled down, stays the second page at the same scroll position
+        box.clear()
+        box.send_keys("\n")
+        wait.until(lambda d: len(page_state(d)["rows"]) == 25 and page_state(d)["text"] == "")
+        browser.find_element(By.ID, "next").click()
+        wait.until(lambda d: d.find_element(By.ID, "page-info").text.startswith("26–50"))
+        browser.execute_script("window.scrollTo(0, 300)")
+        scroll = page_state(browser)["scroll"]
+        assert scroll > 0
+        before = page_state(browser)["rated"]
+        wait.until(lambda d: page_state(d)["rated"] != before)
+        assert browser.find_element(By.ID, "page-info").text.startswith("26–50")
+        assert page_state(browser)["scroll"] == scroll
+
+        # pause: nothing is patched while the ladder changes; resume catches up at once
+        browser.find_element(By.ID, "pause").click()
+        assert browser.find_element(By.ID, "pause").get_attribute("aria-pressed") == "true"
+        paused = page_state(browser)
+        seen = rater.updates
+        wait.until(lambda d: rater.updates >= seen + 8)
+        assert page_state(browser)["rated"] == paused["rated"] and page_state(browser)["rows"] == paused["rows"]
+        browser.find_element(By.ID, "pause").click()
+        wait.until(lambda d: page_state(d)["rated"] != paused["rated"])
+
+
+def test_rejected_view(redis_url: str, local_stack, fresh_prefix: str, browser: webdriver.Chrome) -> None:
+    """The ladder's rejected rounds, read from the dead-letter topic: reason, field, message, when;
+    another ladder's dead letters are not shown, a cut original still names its round."""
+    from kafka import KafkaProducer
+
+    from stream.contracts import DeadLetter, RoundRejected
+    from stream.stack.topics import ensure_topics
+
+    seed(redis_url)
+    topic = f"{fresh_prefix}rounds-dlq"
+    ensure_topics(local_stack.bootstrap, {topic: 2})
+    letters = [
+        (LADDER, DeadLetter.from_rejection(RoundRejected("conflict", "already used", "round_id"),
+                                           json.dumps({"round_id": "r1", "ladder": LADDER}).encode(),
+                                           rejected_at=1_800_000_000.0, topic=f"{fresh_prefix}rounds", partition=0, offset=3)),
+        ("other", DeadLetter.from_rejection(RoundRejected("schema", "bad"), b"{}", rejected_at=1_800_000_001.0)),
+        (LADDER, DeadLetter.from_rejection(RoundRejected("bad_rank", "rank must be >= 1", "standings.1.rank"),
+                                           json.dumps({"round_id": "r9", "ladder": LADDER, "standings": []}).encode()[:20],
+                                           rejected_at=1_800_000_002.0)),
+    ]
+    producer = KafkaProducer(bootstrap_servers=local_stack.bootstrap, acks="all")
+    for ladder, letter in letters:
+        producer.send(topic, key=ladder.encode(), value=letter.to_json().encode(), partition=0).get(WAIT_S)
+    producer.close()
+    settings = Settings(redis_url=redis_url, kafka_bootstrap=local_stack.bootstrap, topic_prefix=fresh_prefix)
+    with ApiThread(settings, host="127.0.0.1", port=free_port(), probe=False) as server:
+        browser.get(f"{server.url}/#/l/{LADDER}")
+        wait = WebDriverWait(browser, WAIT_S)
+        wait.until(lambda d: len(rows(d)) > 0)
+        browser.find_element(By.ID, "rejected-link").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.rejected-row")) == 2)
+        shown = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                 for tr in browser.find_elements(By.CSS_SELECTOR, "tr.rejected-row")]
+        assert shown == [["2027-01-15 08:00", "r9", "bad_rank", "standings.1.rank", "rank must be >= 1"],
+                         ["2027-01-15 08:00", "r1", "conflict", "round_id", "already used"]]
+        browser.save_screenshot(str(OUTPUT / "dashboard-rejected.png"))
+
+
+def test_matchup_page(redis_url: str, browser: webdriver.Chrome) -> None:
+    """Pick players, see each one's probability of finishing first (bars drawn to the API's figures)
+    and expected rank; add a player by typing, remove one."""
+    seeded = seed(redis_url)
+    ranking = seeded.ranking()
+    picked = [ranking[0], ranking[-1], ranking[5]]
+
+    def drawn(d: webdriver.Chrome) -> dict:
+        return d.execute_script("""return Object.fromEntries(Array.from(
+            document.querySelectorAll('#matchup-chart rect.win-bar'),
+            b => [b.dataset.player, [Number(b.dataset.p), Number(b.getAttribute('width'))]]));""")
+
+    def predicted(url: str, players: list[str]) -> dict:
+        request = urllib.request.Request(f"{url}/api/ladders/{LADDER}/predict", method="POST",
+                                         data=json.dumps({"players": players}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as resp:
+            return {p["player"]: p["win_probability"] for p in json.loads(resp.read())["players"]}
+
+    wait = WebDriverWait(browser, WAIT_S)
+    with ApiServer(redis_url) as server:
+        browser.get(f"{server.url}/#/l/{LADDER}/matchup/" + "/".join(picked))
+        wait.until(lambda d: len(drawn(d)) == 3)
+        bars = drawn(browser)
+        served = predicted(server.url, picked)
+        assert {p: v[0] for p, v in bars.items()} == pytest.approx(served)
+        assert sum(v[0] for v in bars.values()) == pytest.approx(1.0, abs=1e-6)
+        widest = max(bars, key=lambda p: bars[p][1])
+        assert widest == max(served, key=served.get) == ranking[0]  # the best player is the favourite
+        assert len(browser.find_elements(By.CSS_SELECTOR, "tr.matchup-row")) == 3
+
+        box = browser.find_element(By.ID, "matchup-player")
+        box.send_keys("newbie\n")  # not rated yet: the newcomer prior
+        wait.until(lambda d: len(drawn(d)) == 4)
+        assert {p: v[0] for p, v in drawn(browser).items()} == pytest.approx(predicted(server.url, picked + ["newbie"]))
+        assert "newbie (unrated)" in browser.find_element(By.ID, "matchup").text
+        browser.save_screenshot(str(OUTPUT / "dashboard-matchup.png"))
+        browser.find_elements(By.CSS_SELECTOR, "#matchup-players button.remove")[0].click()
+        wait.until(lambda d: set(drawn(d)) == set(picked[1:] + ["newbie"]))

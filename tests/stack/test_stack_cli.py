@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis
 
-from stream.settings import Settings, running_stack_env
+from stream.settings import Settings, StackChoiceError, running_stack_env
 from stream.stack.topics import ensure_topics
 
 pytestmark = pytest.mark.integration
@@ -97,21 +97,86 @@ def test_demo_rates_rounds_and_a_terminal_ctrl_c_stops_it_cleanly(tmp_path: Path
     from stream.stack.ports import free_port
     from stream.store import keys
 
-    proc, state = start_stack(tmp_path / "stack.json", "--demo", "--demo-rate", "20", "--web-port", str(free_port()))
+    proc, state = start_stack(tmp_path / "stack.json", "--demo", "--demo-rate", "20", "--demo-rounds", "30",
+                              "--web-port", str(free_port()))
     rated = 0
     try:
         deadline = time.monotonic() + START_DEADLINE_S
         client = redis.Redis.from_url(state["env"]["REDIS_URL"])
-        while rated < 5 and time.monotonic() < deadline:
+        while rated < 30 and time.monotonic() < deadline:
             rated = int(client.hget(keys.ladder("default"), "rounds_rated") or 0)
             time.sleep(0.5)
         client.close()
+        time.sleep(2)  # the stack's watch loop notices and says so
     finally:
         text = stop_stack(proc, group=True)  # what a terminal's Ctrl-C does
-    assert rated >= 5, text
+    assert rated == 30, text
     assert proc.returncode == 0, text
+    # says when the demo stream is over, and that it was rated; a command that runs (not on PATH here)
+    assert "demo stream finished: 30 rounds published" in text and "all 30 demo rounds are rated" in text, text
+    assert f"{Path(sys.executable).parent / 'stream'} tail" in text or "  live changes   stream tail" in text
     worker_log = Path(state["logs"]) / "worker.log"
     errors = [line for line in worker_log.read_text().splitlines() if "[ERROR]" in line]
     assert errors == [], errors[:5]
     with pytest.raises(redis.ConnectionError):
         redis.Redis.from_url(state["env"]["REDIS_URL"], socket_connect_timeout=1).ping()
+
+
+def test_running_stack_env_finds_the_only_stack_or_asks_which(tmp_path: Path) -> None:
+    stacks = tmp_path / "elo-mmr-stream" / "stacks"
+    stacks.mkdir(parents=True)
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (stacks / "old.json").write_text(json.dumps({"pid": dead.pid, "name": "old", "env": {"REDIS_URL": "redis://x:1"}}))
+    assert running_stack_env(env) == {}
+    (stacks / "a.json").write_text(json.dumps({"pid": os.getpid(), "name": "a", "env": {"REDIS_URL": "redis://a:1"}}))
+    assert running_stack_env(env) == {"REDIS_URL": "redis://a:1"}  # the only live one
+    (stacks / "b.json").write_text(json.dumps({"pid": os.getpid(), "name": "b", "env": {"REDIS_URL": "redis://b:1"}}))
+    with pytest.raises(StackChoiceError, match=r"2 embedded stacks are running \(a, b\): set STACK_NAME"):
+        running_stack_env(env)
+    assert running_stack_env({**env, "STACK_NAME": "b"}) == {"REDIS_URL": "redis://b:1"}
+    assert running_stack_env({**env, "STACK_NAME": "old"}) == {}
+
+
+def test_two_stacks_side_by_side_each_with_its_own_state_and_logs(tmp_path: Path) -> None:
+    """Two `stream stack --name` on one account: two state files and log folders; a command asks
+    which one to use (or takes STACK_NAME); stopping one leaves the other's state alone."""
+    cache = tmp_path / "cache"
+    stacks = cache / "elo-mmr-stream" / "stacks"
+    base = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP", "REDIS_URL", "TOPIC_PREFIX",
+                                                               "STACK_STATE_FILE", "STACK_NAME")}
+    base["XDG_CACHE_HOME"] = str(cache)
+    procs = []
+    try:
+        for name in ("one", "two"):
+            procs.append(subprocess.Popen([sys.executable, "-m", "stream", "stack", "--name", name], env=base,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
+        deadline = time.monotonic() + START_DEADLINE_S
+        while not all((stacks / f"{n}.json").exists() for n in ("one", "two")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        states = {n: json.loads((stacks / f"{n}.json").read_text()) for n in ("one", "two")}
+        assert states["one"]["env"] != states["two"]["env"]
+        assert [Path(states[n]["logs"]) for n in ("one", "two")] == [stacks / "one-logs", stacks / "two-logs"]
+
+        def leaderboard(**extra: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "stream", "leaderboard", "nope"], env={**base, **extra},
+                                  capture_output=True, text=True, timeout=60)
+
+        ask = leaderboard()
+        assert ask.returncode == 2 and "2 embedded stacks are running (one, two): set STACK_NAME" in ask.stderr
+        redis.Redis.from_url(states["two"]["env"]["REDIS_URL"]).sadd("ems:ladders", "nope")
+        assert leaderboard(STACK_NAME="one").returncode == 1  # stack one's Redis: no such ladder
+        assert leaderboard(STACK_NAME="two").returncode == 0  # stack two's Redis has it
+        again = subprocess.run([sys.executable, "-m", "stream", "stack", "--name", "one"], env=base,
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 2 and "already running" in again.stderr
+
+        out = stop_stack(procs[0], group=True)
+        assert procs[0].returncode == 0, out
+        assert not (stacks / "one.json").exists() and (stacks / "two.json").exists()
+        assert "STACK_NAME" not in leaderboard().stderr  # one left: found without asking
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                stop_stack(proc, group=True)

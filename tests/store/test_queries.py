@@ -61,7 +61,10 @@ def test_leaderboard_pages(redis_url: str, seeded: Seeded, decode: bool) -> None
     assert past_end.rows == [] and past_end.total == len(expected)
 
 
-def test_search_by_prefix_escapes_glob(redis_url: str, seeded: Seeded) -> None:
+@pytest.mark.parametrize("index", [True, False], ids=["name-index", "scan"])
+def test_search_by_prefix_escapes_glob(redis_url: str, seeded: Seeded, index: bool) -> None:
+    if not index:  # a ladder rated before the name index existed: the bounded scan answers the same
+        redis.Redis.from_url(redis_url).delete(keys.player_names(LADDER))
     page = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "p0"))
     ids = [row.player for row in page.rows]
     assert sorted(ids) == sorted(p for p in seeded.display if p.startswith("p0"))
@@ -125,3 +128,55 @@ def test_queries_never_write(redis_url: str, seeded: Seeded) -> None:
     assert {k: client.dump(k) for k in client.keys("*")} == before
     assert client.exists(keys.player(LADDER, "ghost")) == 0
     client.close()
+
+
+def _command_calls(client: redis.Redis, command: str) -> int:
+    stats = client.info("commandstats").get(f"cmdstat_{command}")
+    return int(stats["calls"]) if stats else 0
+
+
+def test_search_that_matches_nothing_reads_no_leaderboard(redis_url: str) -> None:
+    """50,000 players: a prefix matching nothing is one ZRANGEBYLEX on the name index, no scan; a
+    ladder without the index scans at most MAX_SEARCH_SCAN entries and says the answer is partial."""
+    client = redis.Redis.from_url(redis_url)
+    players = {f"player-{i:06d}": float(i) for i in range(50_000)}
+    client.sadd(keys.ladders(), LADDER)
+    client.zadd(keys.leaderboard(LADDER), players)
+    client.zadd(keys.player_names(LADDER), {p: 0 for p in players})
+    client.config_resetstat()
+    page = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "nobody"))
+    assert page.rows == [] and page.total == 0 and not page.truncated
+    assert _command_calls(client, "zscan") == 0 and _command_calls(client, "zrangebylex") == 1
+    found = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "player-04999", limit=3))
+    assert [row.player for row in found.rows] == ["player-049999", "player-049998", "player-049997"]
+    assert found.total == 10 and found.rows[0].position == 1
+
+    client.delete(keys.player_names(LADDER))
+    client.config_resetstat()
+    partial = run(redis_url, lambda r: queries.search_leaderboard(r, LADDER, "nobody"))
+    assert partial.rows == [] and partial.truncated
+    assert _command_calls(client, "zscan") <= queries.MAX_SEARCH_SCAN // queries.SCAN_COUNT
+    client.close()
+
+
+def test_ladders_page_reads_only_its_page(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    names = [f"l{i:03d}" for i in range(120)]
+    client.sadd(keys.ladders(), *names)
+    client.config_resetstat()
+    page = run(redis_url, lambda r: queries.ladders_page(r, offset=100, limit=50))
+    assert page.total == 120 and [s.ladder for s in page.ladders] == names[100:]
+    assert _command_calls(client, "smembers") == 1 and _command_calls(client, "hmget") == 20
+    client.close()
+
+
+def test_rating_distribution_counts_every_player_once(redis_url: str, seeded: Seeded) -> None:
+    dist = run(redis_url, lambda r: queries.rating_distribution(r, LADDER, 5))
+    shown = sorted(seeded.display.values())
+    assert (dist.total, dist.low, dist.high) == (len(shown), shown[0], shown[-1])
+    width = (shown[-1] - shown[0]) / 5
+    expected = [sum(shown[0] + i * width <= x < shown[0] + (i + 1) * width for x in shown) for i in range(5)]
+    expected[-1] += sum(x == shown[-1] for x in shown)  # the last bin is closed
+    assert dist.counts == expected and sum(dist.counts) == len(shown)
+    empty = run(redis_url, lambda r: queries.rating_distribution(r, "nope", 3))
+    assert (empty.total, empty.counts) == (0, [0, 0, 0])

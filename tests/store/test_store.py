@@ -112,6 +112,7 @@ def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
         ladder = await store.client.hgetall(keys.ladder("L"))
         assert ladder[b"rounds_rated"] == b"1" and ladder[b"players"] == b"2" and ladder[b"last_round"] == b"r1"
         assert await store.client.zrange(keys.leaderboard("L"), 0, -1, withscores=True) == [(b"b", 1300.0), (b"a", 1500.0)]
+        assert await store.client.zrange(keys.player_names("L"), 0, -1, withscores=True) == [(b"a", 0.0), (b"b", 0.0)]
         # a replayed batch leaves the counters alone
         await apply_one(store, "r1", [write("a", 1, 1600.0), write("b", 1, 1400.0)], now=7.0)
         assert (await store.client.hgetall(keys.ladder("L")))[b"rounds_rated"] == b"1"

@@ -77,10 +77,12 @@ class Worker:
     env: dict[str, str]
     log_path: Path
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    web: bool = False  # also serve the read API (WEB_PORT of env)
 
     def start(self) -> "Worker":
         log = open(self.log_path, "wb")
-        self.process = subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO,
+        args = ["worker"] if self.web else ["worker", "--no-web"]
+        self.process = subprocess.Popen([sys.executable, "-m", "stream", *args], cwd=REPO,
                                         env=self.env, stdout=log, stderr=subprocess.STDOUT)
         return self
 

@@ -1,17 +1,32 @@
 // Dashboard of the read API: leaderboard (search, pagination), player page (rating chart with the
-// ±sigma band and performances), round page, live updates through Server-Sent Events.
-// Plain JS, no build step. Routes live in the URL hash: #/l/LADDER, #/l/LADDER/p/PLAYER, #/l/LADDER/r/ROUND.
+// ±sigma band and performances), round page, rejected rounds, live updates through Server-Sent Events.
+// Plain JS, no build step. Routes live in the URL hash: #/l/LADDER, #/l/LADDER/p/PLAYER,
+// #/l/LADDER/r/ROUND, #/l/LADDER/rejected.
+//
+// A view is built once per route; a live update only re-reads its data and patches what changed
+// (cell texts, rows added, moved or removed, card values, the chart's shapes), so the search box
+// keeps its text and focus, the page keeps its scroll position and its leaderboard page.
 "use strict";
 
 const PAGE_SIZE = 25;
 const HISTORY_POINTS = 200;
+const REJECTED_SHOWN = 100;
+const REJECTED_REFRESH_MS = 5000;
+const EMPTY_RETRY_MS = 2000;
+const SEARCH_DEBOUNCE_MS = 250;
 const CHART = { width: 880, height: 320, pad: { left: 56, right: 16, top: 16, bottom: 32 } };
+const MATCHUP = { width: 880, height: 200, pad: { left: 160, right: 16, top: 8, bottom: 8 } };
+const HISTOGRAM = { width: 880, height: 180, bins: 30, pad: { left: 40, right: 16, top: 18, bottom: 24 } };
 const SVG_NS = "http://www.w3.org/2000/svg";
 
-const state = { ladder: null, offset: 0, search: "", events: null };
-const view = document.getElementById("view");
+// ?live=off starts paused without an event stream (headless screenshots: nothing keeps loading)
+const startPaused = new URLSearchParams(location.search).get("live") === "off";
+const state = { view: null, offset: 0, search: "", events: null, paused: startPaused, missed: false, ticket: 0 };
+const main = document.getElementById("view");
 const select = document.getElementById("ladder-select");
 const live = document.getElementById("live");
+const pause = document.getElementById("pause");
+const banner = document.getElementById("error");
 
 // ---- helpers --------------------------------------------------------------------------
 const enc = encodeURIComponent;
@@ -28,23 +43,22 @@ function svg(tag, attrs = {}) {
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   return node;
 }
+function setText(node, text) { if (node.textContent !== text) node.textContent = text; }
+function setAttr(node, name, value) { if (node.getAttribute(name) !== value) node.setAttribute(name, value); }
 const fmt = (x, digits = 0) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
 const when = (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16) : "–");
-function delta(before, after) {
-  const d = after - before;
-  return el("span", { class: d >= 0 ? "up" : "down", text: (d >= 0 ? "+" : "") + d.toFixed(0) });
-}
+const signed = (d) => (d >= 0 ? "+" : "") + d.toFixed(0);
 async function api(path) {
   const resp = await fetch(path, { headers: { Accept: "application/json" } });
   const body = await resp.json();
   if (!resp.ok) throw new Error(body.message || resp.statusText);
   return body;
 }
-function card(label, value) {
-  return el("div", { class: "card" }, el("div", { class: "value", text: value }), el("div", { class: "label", text: label }));
-}
 function link(text, hash) { return el("a", { href: hash, text }); }
+const ladderHash = (ladder) => `#/l/${enc(ladder)}`;
 const playerHash = (ladder, p) => `#/l/${enc(ladder)}/p/${enc(p)}`;
+const roundHash = (ladder, r) => `#/l/${enc(ladder)}/r/${enc(r)}`;
+const matchupHash = (ladder, players) => [`#/l/${enc(ladder)}/matchup`, ...players.map(enc)].join("/");
 // API URL of a player ("player") or round ("round"): the id is one percent-encoded path segment, so
 // it may hold "/", "%", spaces, any Unicode. "." and ".." cannot be path segments (URL parsers drop
 // them, %2E too): those two go through the query form /player?id= (or /round?id=).
@@ -53,61 +67,186 @@ function itemUrl(ladder, kind, id, query = "") {
   if (id === "." || id === "..") return `${base}/${kind}?id=${enc(id)}` + (query ? `&${query}` : "");
   return `${base}/${kind}s/${enc(id)}` + (query ? `?${query}` : "");
 }
-const roundHash = (ladder, r) => `#/l/${enc(ladder)}/r/${enc(r)}`;
 
-// ---- views ----------------------------------------------------------------------------
-async function showLeaderboard(ladder) {
-  const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
-  const [summary, page, rounds] = await Promise.all([
-    api(`/api/ladders/${enc(ladder)}`),
-    api(`/api/ladders/${enc(ladder)}/leaderboard?${q}`),
-    api(`/api/ladders/${enc(ladder)}/rounds?limit=10`),
-  ]);
-  const search = el("input", { id: "search", type: "search", placeholder: "player id prefix…", value: state.search });
-  search.addEventListener("change", () => { state.search = search.value.trim(); state.offset = 0; render(); });
-  const prev = el("button", { id: "prev", text: "← previous" });
-  const next = el("button", { id: "next", text: "next →" });
-  prev.disabled = state.offset === 0;
-  next.disabled = state.offset + PAGE_SIZE >= page.total;
-  prev.addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE_SIZE); render(); });
-  next.addEventListener("click", () => { state.offset += PAGE_SIZE; render(); });
-
-  const body = el("tbody");
-  for (const row of page.rows) {
-    body.append(el("tr", { class: "lb-row", "data-player": row.player },
-      el("td", { class: "num", text: String(row.position) }),
-      el("td", {}, link(row.player, playerHash(ladder, row.player))),
-      el("td", { class: "num", text: fmt(row.display_rating) }),
-      el("td", { class: "num", text: fmt(row.mu) }),
-      el("td", { class: "num", text: fmt(row.sigma) }),
-      el("td", { text: row.tier || "–" }),
-      el("td", { class: "num", text: fmt(row.rounds) })));
-  }
-  const table = el("table", { id: "leaderboard" },
-    el("thead", {}, el("tr", {}, ...["#", "player", "rating", "μ", "σ", "tier", "rounds"].map(
-      (h, i) => el("th", { class: [0, 2, 3, 4, 6].includes(i) ? "num" : "", text: h })))),
-    body);
-  const roundList = el("ul", { id: "recent-rounds" }, ...rounds.rounds.map((r) => el("li", {},
-    link(r.round_id, roundHash(ladder, r.round_id)),
-    el("span", { class: "muted", text: ` · ${r.field_size ?? "?"} players · ${r.status} · ${when(r.occurred_at)}` }))));
-  const shown = page.total === 0 ? "no players" :
-    `${page.offset + 1}–${page.offset + page.rows.length} of ${page.total}` + (page.truncated ? "+" : "");
-  view.replaceChildren(
-    el("h1", { text: `Ladder ${ladder}` }),
-    el("div", { class: "cards" }, card("players", String(summary.leaderboard_size)),
-      card("rounds rated", String(summary.rounds_rated)), card("last update", when(summary.updated_at)),
-      card("display", summary.display.mode + (summary.display.mode === "conservative" ? ` (μ − ${summary.display.k}σ)` : ""))),
-    el("div", { class: "toolbar" }, search, prev, next, el("span", { id: "page-info", class: "muted", text: shown })),
-    table,
-    el("h2", { text: "Recent rounds" }), roundList);
+// Cards: label -> value node, patched in place.
+function cards(labels) {
+  const values = {};
+  const root = el("div", { class: "cards" }, ...labels.map((label) => {
+    values[label] = el("div", { class: "value", text: "–" });
+    return el("div", { class: "card", "data-card": label }, values[label], el("div", { class: "label", text: label }));
+  }));
+  return { root, set: (label, text) => setText(values[label], text) };
 }
 
-function ratingChart(history, playerId) {
-  const { width, height, pad } = CHART;
-  const pts = history.map((h) => ({ t: h.occurred_at, mu: h.mu_after, s: h.sigma_after, p: h.performance }));
+// A table body kept in step with a list: rows are keyed (data-key), reused, moved and removed;
+// ``make(item)`` builds a row's cells once, ``fill(tr, item)`` patches their contents.
+function patchRows(tbody, items, keyOf, make, fill) {
+  const old = new Map(Array.from(tbody.children, (tr) => [tr.dataset.key, tr]));
+  let previous = null;
+  for (const item of items) {
+    const key = keyOf(item);
+    let tr = old.get(key);
+    if (tr) old.delete(key); else { tr = make(item); tr.dataset.key = key; }
+    fill(tr, item);
+    const slot = previous ? previous.nextSibling : tbody.firstChild;
+    if (tr !== slot) tbody.insertBefore(tr, slot);
+    previous = tr;
+  }
+  for (const tr of old.values()) tr.remove();
+}
+function cells(tr, n, numeric = []) {
+  for (let i = 0; i < n; i++) tr.append(el("td", numeric.includes(i) ? { class: "num" } : {}));
+  return tr;
+}
+function setLink(td, text, hash) {
+  let a = td.firstElementChild;
+  if (!a) { a = el("a"); td.append(a); }
+  setText(a, text); setAttr(a, "href", hash);
+}
+function setDelta(td, before, after) {
+  const d = after - before;
+  setText(td, signed(d)); setAttr(td, "class", "num " + (d >= 0 ? "up" : "down"));
+}
+function table(id, headers, numeric) {
+  const body = el("tbody");
+  const root = el("table", { id }, el("thead", {}, el("tr", {}, ...headers.map(
+    (h, i) => el("th", { class: numeric.includes(i) ? "num" : "", text: h })))), body);
+  return { root, body };
+}
+// One error line for every view (index.html), above the view: the view stays as it was.
+function showError(err) {
+  banner.hidden = !err;
+  setText(banner, err ? String(err.message || err) : "");
+}
+
+// ---- views: build(route) once, then load() + patch(data) on every refresh ---------------
+function leaderboardView(ladder) {
+  const board = cards(["players", "rounds rated", "last update", "display"]);
+  const search = el("input", { id: "search", type: "search", placeholder: "player id prefix…",
+    autocomplete: "off", spellcheck: "false" });
+  search.value = state.search;
+  let debounce = null;
+  const apply = () => {
+    clearTimeout(debounce);
+    const text = search.value.trim();
+    if (text === state.search) return;
+    state.search = text; state.offset = 0; refresh();
+  };
+  search.addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(apply, SEARCH_DEBOUNCE_MS); });
+  search.addEventListener("change", apply);
+  search.addEventListener("keydown", (e) => { if (e.key === "Enter") apply(); });
+  const prev = el("button", { id: "prev", text: "← previous" });
+  const next = el("button", { id: "next", text: "next →" });
+  const info = el("span", { id: "page-info", class: "muted" });
+  prev.addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE_SIZE); refresh(); });
+  next.addEventListener("click", () => { state.offset += PAGE_SIZE; refresh(); });
+  const lb = table("leaderboard", ["#", "player", "rating", "μ", "σ", "tier", "rounds"], [0, 2, 3, 4, 6]);
+  const histogram = svg("svg", { class: "chart", id: "rating-histogram", role: "img",
+    viewBox: `0 0 ${HISTOGRAM.width} ${HISTOGRAM.height}`, "aria-label": `rating distribution of ${ladder}` });
+  let drawnHistogram = "";
+  const recent = el("ul", { id: "recent-rounds" });
+  const view = {};
+  view.nodes = [
+    el("h1", { text: `Ladder ${ladder}` }), board.root, histogram,
+    el("div", { class: "toolbar" }, search, prev, next, info,
+      el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
+      el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
+    lb.root, el("h2", { text: "Recent rounds" }), recent];
+  view.load = async () => {
+    const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
+    const [summary, page, rounds, distribution] = await Promise.all([
+      api(`/api/ladders/${enc(ladder)}`),
+      api(`/api/ladders/${enc(ladder)}/leaderboard?${q}`),
+      api(`/api/ladders/${enc(ladder)}/rounds?limit=10`),
+      api(`/api/ladders/${enc(ladder)}/distribution?bins=${HISTOGRAM.bins}`),
+    ]);
+    return { summary, page, rounds, distribution };
+  };
+  view.patch = ({ summary, page, rounds, distribution }) => {
+    const signature = JSON.stringify([distribution.low, distribution.high, distribution.counts]);
+    if (signature !== drawnHistogram) { drawnHistogram = signature; histogram.replaceChildren(...histogramShapes(distribution)); }
+    board.set("players", String(summary.leaderboard_size));
+    board.set("rounds rated", String(summary.rounds_rated));
+    board.set("last update", when(summary.updated_at));
+    board.set("display", summary.display.mode + (summary.display.mode === "conservative" ? ` (μ − ${summary.display.k}σ)` : ""));
+    prev.disabled = state.offset === 0;
+    next.disabled = state.offset + PAGE_SIZE >= page.total;
+    setText(info, page.total === 0 ? (page.search ? "no match" : "no players") :
+      `${page.offset + 1}–${page.offset + page.rows.length} of ${page.total}` + (page.truncated ? "+" : ""));
+    patchRows(lb.body, page.rows, (row) => row.player, (row) => {
+      const tr = cells(el("tr", { class: "lb-row" }), 7, [0, 2, 3, 4, 6]);
+      tr.dataset.player = row.player;
+      return tr;
+    }, (tr, row) => {
+      const td = tr.children;
+      setText(td[0], String(row.position));
+      setLink(td[1], row.player, playerHash(ladder, row.player));
+      setText(td[2], fmt(row.display_rating)); setText(td[3], fmt(row.mu)); setText(td[4], fmt(row.sigma));
+      setText(td[5], row.tier || "–"); setText(td[6], fmt(row.rounds));
+    });
+    patchRows(recent, rounds.rounds, (r) => r.round_id, () => el("li", {}, el("a"), el("span", { class: "muted" })),
+      (li, r) => {
+        setText(li.children[0], r.round_id); setAttr(li.children[0], "href", roundHash(ladder, r.round_id));
+        setText(li.children[1], ` · ${r.field_size ?? "?"} players · ${r.status} · ${when(r.occurred_at)}`);
+      });
+  };
+  return view;
+}
+
+// Players per slice of the display rating, with the tiers as shaded bands behind the bars.
+function histogramShapes(d) {
+  const { width, height, pad } = HISTOGRAM;
+  if (!d.total) return [];
+  const out = [];
+  const span = d.high - d.low || 1;
+  const x = (v) => pad.left + ((v - d.low) / span) * (width - pad.left - pad.right);
+  const top = Math.max(...d.counts);
+  const y = (n) => height - pad.bottom - (n / top) * (height - pad.top - pad.bottom);
+  d.tiers.forEach((t, i) => {  // band from the tier's start to the next tier's start, within [low, high]
+    const from = Math.max(d.low, t.from ?? d.low);
+    const next = d.tiers[i + 1] ? Math.min(d.high, d.tiers[i + 1].from) : d.high;
+    if (next <= from) return;
+    const band = svg("rect", { class: `tier-band tier-${i % 2}`, "data-tier": t.tier, x: x(from), y: pad.top,
+      width: x(next) - x(from), height: height - pad.top - pad.bottom });
+    const tip = svg("title"); tip.textContent = `${t.tier}: from ${t.from === null ? "the bottom" : t.from.toFixed(0)}`;
+    band.append(tip); out.push(band);
+    const label = svg("text", { x: x(from) + 3, y: pad.top - 5 }); label.textContent = t.tier; out.push(label);
+  });
+  const step = (width - pad.left - pad.right) / d.counts.length;
+  d.counts.forEach((n, i) => {
+    const bar = svg("rect", { class: "bar", "data-count": n, x: pad.left + i * step + 1, y: y(n),
+      width: Math.max(step - 2, 1), height: height - pad.bottom - y(n) });
+    const low = d.low + (i * span) / d.counts.length;
+    const tip = svg("title"); tip.textContent = `${n} players rated ${low.toFixed(0)}–${(low + span / d.counts.length).toFixed(0)}`;
+    bar.append(tip); out.push(bar);
+  });
+  for (const [v, anchor] of [[d.low, "start"], [d.high, "end"]]) {
+    const label = svg("text", { x: x(v), y: height - 6, "text-anchor": anchor }); label.textContent = v.toFixed(0); out.push(label);
+  }
+  const most = svg("text", { x: 4, y: pad.top + 10 }); most.textContent = String(top); out.push(most);
+  return out;
+}
+
+function chart(playerId) {
+  const { width, height } = CHART;
   const root = svg("svg", { class: "chart", id: "rating-chart", viewBox: `0 0 ${width} ${height}`, role: "img",
     "aria-label": `rating of ${playerId} over time` });
-  if (pts.length === 0) return root;
+  let drawn = "";
+  // Redrawn only when the history changed (its length or newest event).
+  root.update = (history) => {
+    const signature = `${history.length}:${history.length ? history[history.length - 1].event_id : ""}`;
+    if (signature === drawn) return;
+    drawn = signature;
+    root.replaceChildren(...chartShapes(history));
+  };
+  return root;
+}
+
+function chartShapes(history) {
+  const { width, height, pad } = CHART;
+  const pts = history.map((h) => ({ t: h.occurred_at, mu: h.mu_after, s: h.sigma_after, p: h.performance }));
+  if (pts.length === 0) return [];
+  const out = [];
   const ys = pts.flatMap((d) => [d.mu - d.s, d.mu + d.s, d.p]);
   let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
   if (y1 - y0 < 1) { y0 -= 50; y1 += 50; }
@@ -115,109 +254,278 @@ function ratingChart(history, playerId) {
   const x = (t, i) => pad.left + (t1 > t0 ? (t - t0) / (t1 - t0) : pts.length > 1 ? i / (pts.length - 1) : 0.5) * (width - pad.left - pad.right);
   const y = (v) => height - pad.bottom - ((v - y0) / (y1 - y0)) * (height - pad.top - pad.bottom);
   for (const v of [y0, (y0 + y1) / 2, y1]) {
-    root.append(svg("line", { class: "axis", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }));
-    const label = svg("text", { x: 4, y: y(v) + 4 }); label.textContent = v.toFixed(0); root.append(label);
+    out.push(svg("line", { class: "axis", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }));
+    const label = svg("text", { x: 4, y: y(v) + 4 }); label.textContent = v.toFixed(0); out.push(label);
   }
   const upper = pts.map((d, i) => `${x(d.t, i)},${y(d.mu + d.s)}`);
   const lower = pts.map((d, i) => `${x(d.t, i)},${y(d.mu - d.s)}`).reverse();
-  root.append(svg("polygon", { class: "band", id: "sigma-band", points: upper.concat(lower).join(" ") }));
-  root.append(svg("polyline", { class: "line", id: "rating-line", points: pts.map((d, i) => `${x(d.t, i)},${y(d.mu)}`).join(" ") }));
+  out.push(svg("polygon", { class: "band", id: "sigma-band", points: upper.concat(lower).join(" ") }));
+  out.push(svg("polyline", { class: "line", id: "rating-line", points: pts.map((d, i) => `${x(d.t, i)},${y(d.mu)}`).join(" ") }));
   pts.forEach((d, i) => {
     const c = svg("circle", { class: "perf-point", cx: x(d.t, i), cy: y(d.p), r: 4 });
     const tip = svg("title"); tip.textContent = `performance ${d.p.toFixed(0)} (${when(d.t)})`; c.append(tip);
-    root.append(c);
+    out.push(c);
   });
   for (const [i, anchor] of [[0, "start"], [pts.length - 1, "end"]]) {
     const label = svg("text", { x: x(pts[i].t, i), y: height - 8, "text-anchor": anchor });
-    label.textContent = when(pts[i].t).slice(0, 10); root.append(label);
+    label.textContent = when(pts[i].t).slice(0, 10); out.push(label);
   }
-  return root;
+  return out;
 }
 
-async function showPlayer(ladder, playerId) {
-  const p = await api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`));
-  const rows = p.history.slice().reverse().map((h) => el("tr", { class: "history-row" },
-    el("td", {}, link(h.round_id, roundHash(ladder, h.round_id))),
-    el("td", { text: when(h.occurred_at) }),
-    el("td", { class: "num", text: `${h.rank} / ${h.field_size}` }),
-    el("td", { class: "num", text: fmt(h.performance) }),
-    el("td", { class: "num", text: fmt(h.mu_after) }),
-    el("td", { class: "num" }, delta(h.mu_before, h.mu_after))));
-  view.replaceChildren(
-    el("p", {}, link(`← ${ladder} leaderboard`, `#/l/${enc(ladder)}`)),
-    el("h1", { id: "player-name", text: p.player }),
-    el("div", { class: "cards" },
-      card("rating", fmt(p.display_rating)), card("μ ± σ", `${fmt(p.mu)} ± ${fmt(p.sigma)}`),
-      card("tier", p.tier || "–"), card("position", p.position ? `${p.position} / ${p.leaderboard_size}` : "–"),
-      card("rounds", String(p.rounds))),
+function playerView(ladder, playerId) {
+  const board = cards(["rating", "μ ± σ", "tier", "position", "rounds"]);
+  const name = el("h1", { id: "player-name" });
+  const plot = chart(playerId);
+  const hist = table("history", ["round", "when", "rank", "performance", "μ", "change"], [2, 3, 4, 5]);
+  const view = {};
+  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
     el("div", { class: "legend muted" }, el("span", { text: "— μ after each round" }),
       el("span", { text: "▒ μ ± σ" }), el("span", { text: "● performance" })),
-    ratingChart(p.history, p.player),
-    el("h2", { text: "History" }),
-    el("table", { id: "history" }, el("thead", {}, el("tr", {}, ...["round", "when", "rank", "performance", "μ", "change"]
-      .map((h, i) => el("th", { class: i >= 2 ? "num" : "", text: h })))), el("tbody", {}, ...rows)));
+    plot, el("h2", { text: "History" }), hist.root];
+  view.load = () => api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`));
+  view.patch = (p) => {
+    setText(name, p.player);
+    board.set("rating", fmt(p.display_rating)); board.set("μ ± σ", `${fmt(p.mu)} ± ${fmt(p.sigma)}`);
+    board.set("tier", p.tier || "–"); board.set("position", p.position ? `${p.position} / ${p.leaderboard_size}` : "–");
+    board.set("rounds", String(p.rounds));
+    plot.update(p.history);
+    patchRows(hist.body, p.history.slice().reverse(), (h) => h.round_id,
+      () => cells(el("tr", { class: "history-row" }), 6, [2, 3, 4, 5]), (tr, h) => {
+        const td = tr.children;
+        setLink(td[0], h.round_id, roundHash(ladder, h.round_id));
+        setText(td[1], when(h.occurred_at)); setText(td[2], `${h.rank} / ${h.field_size}`);
+        setText(td[3], fmt(h.performance)); setText(td[4], fmt(h.mu_after)); setDelta(td[5], h.mu_before, h.mu_after);
+      });
+  };
+  return view;
 }
 
-async function showRound(ladder, roundId) {
-  const r = await api(itemUrl(ladder, "round", roundId));
-  const rows = r.results.map((c) => el("tr", { class: "round-row" },
-    el("td", { class: "num", text: String(c.rank) }),
-    el("td", {}, link(c.player, playerHash(ladder, c.player))),
-    el("td", { class: "num", text: fmt(c.performance) }),
-    el("td", { class: "num", text: `${fmt(c.mu_before)} → ${fmt(c.mu_after)}` }),
-    el("td", { class: "num" }, delta(c.mu_before, c.mu_after)),
-    el("td", { class: "num", text: fmt(c.display_rating) })));
-  view.replaceChildren(
-    el("p", {}, link(`← ${ladder} leaderboard`, `#/l/${enc(ladder)}`)),
-    el("h1", { id: "round-name", text: `Round ${r.round_id}` }),
-    el("div", { class: "cards" }, card("status", r.record.status || "–"), card("players", fmt(r.record.field_size)),
-      card("occurred", when(r.record.occurred_at)), card("rated", when(r.record.rated_at))),
-    r.complete ? "" : el("p", { class: "muted", text: `showing the first ${r.results.length} results` }),
-    el("table", { id: "round-results" }, el("thead", {}, el("tr", {}, ...["rank", "player", "performance", "μ", "change", "rating"]
-      .map((h, i) => el("th", { class: i === 1 ? "" : "num", text: h })))), el("tbody", {}, ...rows)));
+function roundView(ladder, roundId) {
+  const board = cards(["status", "players", "occurred", "rated"]);
+  const name = el("h1", { id: "round-name" });
+  const partial = el("p", { class: "muted", hidden: "" });
+  const results = table("round-results", ["rank", "player", "performance", "μ", "change", "rating"], [0, 2, 3, 4, 5]);
+  const view = {};
+  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
+    partial, results.root];
+  view.load = () => api(itemUrl(ladder, "round", roundId));
+  view.patch = (r) => {
+    setText(name, `Round ${r.round_id}`);
+    board.set("status", r.record.status || "–"); board.set("players", fmt(r.record.field_size));
+    board.set("occurred", when(r.record.occurred_at)); board.set("rated", when(r.record.rated_at));
+    partial.hidden = r.complete;
+    setText(partial, r.complete ? "" : `showing the first ${r.results.length} results`);
+    patchRows(results.body, r.results, (c) => c.player,
+      () => cells(el("tr", { class: "round-row" }), 6, [0, 2, 3, 4, 5]), (tr, c) => {
+        const td = tr.children;
+        setText(td[0], String(c.rank)); setLink(td[1], c.player, playerHash(ladder, c.player));
+        setText(td[2], fmt(c.performance)); setText(td[3], `${fmt(c.mu_before)} → ${fmt(c.mu_after)}`);
+        setDelta(td[4], c.mu_before, c.mu_after); setText(td[5], fmt(c.display_rating));
+      });
+  };
+  return view;
 }
 
-// ---- routing and live updates ---------------------------------------------------------
+function rejectedView(ladder) {
+  const note = el("p", { id: "rejected-info", class: "muted" });
+  const list = table("rejected", ["when", "round", "reason", "field", "message"], []);
+  const view = {};
+  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))),
+    el("h1", { id: "rejected-name", text: `Rejected rounds of ${ladder}` }), note, list.root];
+  view.throttleMs = REJECTED_REFRESH_MS;
+  view.loadedAt = Date.now();
+  view.load = () => api(`/api/ladders/${enc(ladder)}/rejected?limit=${REJECTED_SHOWN}`);
+  view.patch = (data) => {
+    setText(note, data.rejections.length === 0 ? "No rejected rounds." :
+      `the ${data.rejections.length} most recent (newest first) of the dead-letter topic ${data.topic}`);
+    patchRows(list.body, data.rejections, (x) => `${x.partition}/${x.offset}`,
+      () => cells(el("tr", { class: "rejected-row" }), 5), (tr, x) => {
+        const td = tr.children;
+        setText(td[0], when(x.rejected_at)); setText(td[1], x.round_id ?? "–"); setText(td[2], x.reason);
+        setText(td[3], x.field ?? "–"); setText(td[4], x.message);
+      });
+  };
+  return view;
+}
+
+function matchupView(ladder, chosen) {
+  const players = chosen.slice();
+  const input = el("input", { id: "matchup-player", type: "search", placeholder: "player id", autocomplete: "off" });
+  const add = el("button", { id: "matchup-add", text: "add player" });
+  const picked = el("ul", { id: "matchup-players", class: "picked" });
+  const note = el("p", { id: "matchup-info", class: "muted" });
+  const bars = svg("svg", { class: "chart", id: "matchup-chart", role: "img", viewBox: `0 0 ${MATCHUP.width} ${MATCHUP.height}`,
+    "aria-label": "probability of finishing first" });
+  const odds = table("matchup", ["player", "μ ± σ", "P(first)", "expected rank"], [1, 2, 3]);
+  const view = {};
+  const go = () => { location.hash = matchupHash(ladder, players); };
+  const addPlayer = () => {
+    const id = input.value.trim();
+    if (id && !players.includes(id)) { players.push(id); go(); }
+  };
+  add.addEventListener("click", addPlayer);
+  if (players.length) setTimeout(() => input.focus());  // the view is rebuilt after each pick: keep typing
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter") addPlayer(); });
+  view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))),
+    el("h1", { id: "matchup-name", text: `Match-up in ${ladder}` }),
+    el("div", { class: "toolbar" }, input, add), picked, note, bars, odds.root];
+  view.load = async () => {
+    if (players.length < 2) return null;
+    const resp = await fetch(`/api/ladders/${enc(ladder)}/predict`, { method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify({ players }) });
+    const body = await resp.json();
+    if (!resp.ok) throw new Error(body.message || resp.statusText);
+    return body;
+  };
+  view.patch = (pred) => {
+    patchRows(picked, players, (p) => p, (p) => {
+      const remove = el("button", { class: "remove", text: "×", title: "remove" });
+      remove.addEventListener("click", () => { players.splice(players.indexOf(p), 1); go(); });
+      return el("li", {}, el("span"), remove);
+    }, (li, p) => setText(li.firstChild, p));
+    if (!pred) { setText(note, "Pick at least two players."); bars.replaceChildren(); patchRows(odds.body, [], () => "", () => el("tr"), () => {}); return; }
+    setText(note, `match quality ${pred.quality.toFixed(2)} (1: every pair a coin flip); ${pred.players[0].player} ahead of ` +
+      `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %`);
+    bars.replaceChildren(...matchupShapes(pred));
+    patchRows(odds.body, pred.players, (p) => p.player, () => cells(el("tr", { class: "matchup-row" }), 4, [1, 2, 3]), (tr, p) => {
+      const td = tr.children;
+      setLink(td[0], p.player + (p.known ? "" : " (unrated)"), playerHash(ladder, p.player));
+      setText(td[1], `${fmt(p.mu)} ± ${fmt(p.sigma)}`); setText(td[2], `${(100 * p.win_probability).toFixed(1)} %`);
+      setText(td[3], p.expected_rank.toFixed(2));
+    });
+  };
+  return view;
+}
+
+function matchupShapes(pred) {
+  const { width, height, pad } = MATCHUP;
+  const n = pred.players.length;
+  const step = (height - pad.top - pad.bottom) / n;
+  const out = [];
+  pred.players.forEach((p, i) => {
+    const y = pad.top + i * step;
+    const label = svg("text", { x: pad.left - 6, y: y + step / 2 + 4, "text-anchor": "end" }); label.textContent = p.player; out.push(label);
+    const bar = svg("rect", { class: "win-bar", "data-player": p.player, "data-p": p.win_probability, x: pad.left, y: y + 2,
+      width: p.win_probability * (width - pad.left - pad.right), height: Math.max(step - 4, 1) });
+    const tip = svg("title"); tip.textContent = `${p.player}: ${(100 * p.win_probability).toFixed(1)} % to finish first`; bar.append(tip);
+    out.push(bar);
+  });
+  return out;
+}
+
+// ---- routing, refresh and live updates ------------------------------------------------
 function parseRoute() {
   const decode = (part) => { try { return decodeURIComponent(part); } catch { return part; } };  // a typed bare "%"
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decode);
   if (parts[0] !== "l" || !parts[1]) return { kind: "home" };
   if (parts[2] === "p" && parts[3] !== undefined) return { kind: "player", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "r" && parts[3] !== undefined) return { kind: "round", ladder: parts[1], id: parts.slice(3).join("/") };
+  if (parts[2] === "rejected" && parts.length === 3) return { kind: "rejected", ladder: parts[1] };
+  if (parts[2] === "matchup") return { kind: "matchup", ladder: parts[1], id: parts.slice(3).filter((p) => p !== "") };
   return { kind: "ladder", ladder: parts[1] };
 }
 
-function subscribe(ladder) {
-  if (state.events && state.events.ladder === ladder) return;
-  if (state.events) state.events.source.close();
-  const source = new EventSource(`/api/ladders/${enc(ladder)}/events`);
-  let first = true;
-  source.addEventListener("update", () => { live.classList.add("on"); if (!first) render(); first = false; });
-  source.onerror = () => live.classList.remove("on");
-  state.events = { ladder, source };
-}
+const VIEWS = { ladder: leaderboardView, player: playerView, round: roundView, rejected: rejectedView,
+  matchup: matchupView };
 
-async function render() {
-  const route = parseRoute();
+// Re-read the current view's data and patch it; a newer refresh wins over an older one still in flight.
+async function refresh() {
+  const view = state.view;
+  if (!view) return;
+  const ticket = ++state.ticket;
   try {
-    const { ladders } = await api("/api/ladders");
-    select.replaceChildren(...ladders.map((l) => el("option", { value: l.ladder, text: l.ladder })));
-    if (route.kind === "home") {
-      if (ladders.length === 0) { view.replaceChildren(el("p", { class: "muted", text: "No ladders yet." })); return; }
-      location.hash = `#/l/${enc(ladders[0].ladder)}`;
-      return;
-    }
-    if (state.ladder !== route.ladder) { state.ladder = route.ladder; state.offset = 0; state.search = ""; }
-    select.value = route.ladder;
-    subscribe(route.ladder);
-    if (route.kind === "player") await showPlayer(route.ladder, route.id);
-    else if (route.kind === "round") await showRound(route.ladder, route.id);
-    else await showLeaderboard(route.ladder);
+    const data = await view.load();
+    if (ticket !== state.ticket || view !== state.view) return;
+    showError(null);
+    view.patch(data);
   } catch (err) {
-    view.replaceChildren(el("p", { class: "error", id: "error", text: String(err.message || err) }));
+    if (ticket === state.ticket && view === state.view) showError(err);
   }
 }
 
-select.addEventListener("change", () => { location.hash = `#/l/${enc(select.value)}`; });
+async function refreshLadders() {
+  const { ladders } = await api("/api/ladders?limit=200");
+  patchRows(select, ladders, (l) => l.ladder, (l) => el("option", { value: l.ladder }), (option, l) => setText(option, l.ladder));
+  return ladders;
+}
+
+// Build the view of the current route (only when the route changed), then fill it.
+async function render() {
+  const route = parseRoute();
+  try {
+    const ladders = await refreshLadders();
+    if (route.kind === "home") {
+      if (ladders.length === 0) {  // look again until the first round is rated
+        state.view = null;
+        main.replaceChildren(el("p", { class: "muted", text: "No ladders yet." }));
+        setTimeout(() => { if (parseRoute().kind === "home") render(); }, EMPTY_RETRY_MS);
+        return;
+      }
+      location.hash = ladderHash(ladders[0].ladder);
+      return;
+    }
+    const key = JSON.stringify(route);
+    if (!state.view || state.view.key !== key) {
+      showError(null);
+      if (!state.view || state.view.ladder !== route.ladder) { state.offset = 0; state.search = ""; }
+      const view = VIEWS[route.kind](route.ladder, route.id);
+      Object.assign(view, { key, ladder: route.ladder });
+      state.view = view;
+      main.replaceChildren(...view.nodes);
+    }
+    select.value = route.ladder;
+    subscribe(route.ladder);
+    await refresh();
+  } catch (err) {
+    state.view = null;
+    main.replaceChildren();
+    showError(err);
+  }
+}
+
+// A view with ``throttleMs`` (the rejected page reads Kafka) refreshes at most that often: an update
+// in between is applied once the interval is over.
+function onUpdate() {
+  if (state.paused) { state.missed = true; setLive(); return; }
+  const view = state.view;
+  if (!view || !view.throttleMs) { refresh(); return; }
+  const wait = view.throttleMs - (Date.now() - (view.loadedAt || 0));
+  if (wait <= 0) { view.loadedAt = Date.now(); refresh(); return; }
+  if (!view.timer) view.timer = setTimeout(() => { view.timer = null; onUpdate(); }, wait);
+}
+
+function subscribe(ladder) {
+  if (state.paused && !state.events) return;  // started with ?live=off: no stream until resumed
+  if (state.events && state.events.ladder === ladder) return;
+  if (state.events) state.events.source.close();
+  const source = new EventSource(`/api/ladders/${enc(ladder)}/events`);
+  let first = true;  // the stream's first event is the state the view was just built from
+  source.addEventListener("update", () => { state.connected = true; setLive(); if (!first) onUpdate(); first = false; });
+  source.onerror = () => { state.connected = false; setLive(); };
+  state.events = { ladder, source };
+}
+
+function setLive() {
+  live.classList.toggle("on", Boolean(state.connected) && !state.paused);
+  live.classList.toggle("paused", state.paused);
+  live.title = state.paused ? "live updates paused" + (state.missed ? " (the ladder changed meanwhile)" : "")
+    : "live updates (Server-Sent Events)";
+  setText(pause, state.paused ? "resume live updates" : "pause live updates");
+  setAttr(pause, "aria-pressed", String(state.paused));
+}
+
+pause.addEventListener("click", () => {
+  state.paused = !state.paused;
+  setLive();
+  if (state.paused) return;
+  const stale = state.missed || !state.events;  // started with ?live=off: nothing was followed yet
+  if (!state.events && state.view) subscribe(state.view.ladder);
+  state.missed = false;
+  setLive();
+  if (stale) refresh();
+});
+select.addEventListener("change", () => { location.hash = ladderHash(select.value); });
 window.addEventListener("hashchange", render);
+setLive();
 render();

@@ -8,6 +8,7 @@
 -- KEYS[4] ladder hash            ems:ladder:{L}
 -- KEYS[5] incomplete rounds      ems:incomplete:{L}  (unused here: a round leaves the sweeper's
 --                                ledger once its events are emitted, confirm_emitted.lua)
+-- KEYS[6] name index (zset)      ems:names:{L}  (every leaderboard member at score 0: prefix search)
 -- ARGV[1] now                    epoch seconds (rated_at / updated_at)
 -- ARGV[2] newcomer flags         one character per player, '1' if it is the player's first round
 -- then FIELDS arguments per player (each its own argument: no parsing in Lua):
@@ -30,7 +31,7 @@ local new_players = 0
 for first = 1, #players, CHUNK do
   local last = math.min(first + CHUNK - 1, #players)
   local stored = redis.call('HMGET', results_key, unpack(players, first, last))
-  local results, scores = {}, {}
+  local results, scores, names = {}, {}, {}
   for i = first, last do
     local player = players[i]
     if not stored[i - first + 1] and not seen[player] then
@@ -40,6 +41,8 @@ for first = 1, #players, CHUNK do
       results[#results + 1] = ARGV[a + 2]
       scores[#scores + 1] = ARGV[a + 3]
       scores[#scores + 1] = player
+      names[#names + 1] = 0
+      names[#names + 1] = player
       if string.byte(newcomer, i) == 49 then  -- '1'
         new_players = new_players + 1
       end
@@ -48,6 +51,7 @@ for first = 1, #players, CHUNK do
   if #results > 0 then
     redis.call('HSET', results_key, unpack(results))
     redis.call('ZADD', lb_key, unpack(scores))
+    redis.call('ZADD', KEYS[6], unpack(names))
   end
 end
 if new_players > 0 then

@@ -1,0 +1,185 @@
+"""The read API under load: every endpoint next to ``/health``, idle and while rounds are rated.
+
+On the embedded stack (Tansu broker + redis-server) a ``stream worker`` rates the demo's data (the
+synthetic rounds of ``stream stack --demo``: 200 players, rounds of 20), then ``--clients``
+concurrent HTTP clients (aiohttp, in this process: the load generator shares the machine's cores)
+call one endpoint at a time for ``--seconds`` each: requests per second and p50 / p95 latency, and
+each endpoint's throughput as a ratio to ``/health`` measured in the same run. Then the same again
+while a publisher keeps the pipeline busy with further rounds (``--busy-rate`` rounds per second):
+the ratio busy / idle per endpoint.
+
+Usage: python bench/api.py [--rounds 500] [--clients 32] [--seconds 5] [--busy-rate 20]
+Prints a Markdown table (BENCHMARKS.md, "Read API").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import redis
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from stream.batch.synthetic import synthetic_rounds  # noqa: E402
+from stream.cli.stack import publish_paced  # noqa: E402
+from stream.pipeline.topics import partition_counts  # noqa: E402
+from stream.settings import Settings  # noqa: E402
+from stream.stack.local import LocalStack  # noqa: E402
+from stream.stack.ports import free_port, wait_for_port  # noqa: E402
+from stream.stack.topics import ensure_topics  # noqa: E402
+from stream.store import keys  # noqa: E402
+
+LADDER = "default"
+PLAYERS = 200
+FIELD = 20
+DRAIN_TIMEOUT_S = 600.0
+
+
+def endpoints(players: list[str], round_id: str) -> dict[str, str]:
+    """Name → path of every JSON endpoint the dashboard and clients use."""
+    a, b, c = players[:3]
+    return {
+        "/health": "/health",
+        "ladders": "/api/ladders",
+        "ladder": f"/api/ladders/{LADDER}",
+        "leaderboard page": f"/api/ladders/{LADDER}/leaderboard?offset=0&limit=25",
+        "leaderboard search": f"/api/ladders/{LADDER}/leaderboard?search=p1&limit=25",
+        "search, no match": f"/api/ladders/{LADDER}/leaderboard?search=zzz&limit=25",
+        "player (200 history)": f"/api/ladders/{LADDER}/players/{a}?history=200",
+        "recent rounds": f"/api/ladders/{LADDER}/rounds?limit=10",
+        "round": f"/api/ladders/{LADDER}/rounds/{round_id}",
+        "predict (3 players)": f"/api/ladders/{LADDER}/predict?players={a},{b},{c}",
+    }
+
+
+@dataclass
+class Measure:
+    ok: int = 0
+    errors: int = 0
+    latencies: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.ok / self.seconds if self.seconds else 0.0
+
+    def pct(self, q: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+async def load(base: str, path: str, clients: int, seconds: float) -> Measure:
+    """``clients`` coroutines calling ``path`` back to back for ``seconds``."""
+    out = Measure()
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(base, connector=connector) as session:
+        deadline = time.perf_counter() + seconds
+
+        async def client() -> None:
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                try:
+                    async with session.get(path) as resp:
+                        await resp.read()
+                        good = resp.status == 200
+                except aiohttp.ClientError:
+                    good = False
+                if good:
+                    out.ok += 1
+                    out.latencies.append(time.perf_counter() - started)
+                else:
+                    out.errors += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        out.seconds = time.perf_counter() - started
+    return out
+
+
+def measure_all(base: str, paths: dict[str, str], clients: int, seconds: float) -> dict[str, Measure]:
+    return {name: asyncio.run(load(base, path, clients, seconds)) for name, path in paths.items()}
+
+
+def wait_rated(r: redis.Redis, count: int) -> None:
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{count} rounds not rated after {DRAIN_TIMEOUT_S:.0f} s")
+        time.sleep(0.2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=500, help="rounds rated before measuring")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=5.0, help="per endpoint and phase")
+    parser.add_argument("--busy-rate", type=float, default=20.0, help="rounds/s published during the busy phase")
+    args = parser.parse_args()
+
+    all_rounds = list(synthetic_rounds(PLAYERS, args.rounds * 10 + 10, FIELD, ladder=LADDER))
+    warm, busy_rounds = all_rounds[:args.rounds], all_rounds[args.rounds:]
+    port = free_port()
+    with LocalStack() as stack:
+        settings = Settings.from_env(environ={**stack.env(), "WEB_PORT": str(port)})
+        ensure_topics(stack.bootstrap, partition_counts(settings))
+        env = {**os.environ, **stack.env(), "WEB_PORT": str(port), "LOG_LEVEL": "warning"}
+        worker = subprocess.Popen([sys.executable, "-m", "stream", "worker"], cwd=REPO, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        r = redis.Redis.from_url(stack.redis_url)
+        try:
+            wait_for_port(port, timeout_s=60)
+            publish_paced(settings, iter(warm), 0.0, threading.Event())
+            wait_rated(r, len(warm))
+            players = sorted(m.decode() for m in r.zrevrange(keys.leaderboard(LADDER), 0, 2))
+            paths = endpoints(players, warm[-1].round_id)
+            base = f"http://127.0.0.1:{port}"
+            idle = measure_all(base, paths, args.clients, args.seconds)
+            stop = threading.Event()
+            feeder = threading.Thread(target=publish_paced, args=(settings, iter(busy_rounds), args.busy_rate, stop))
+            before = int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0)
+            feeder.start()
+            time.sleep(1.0)  # the pipeline is busy
+            busy = measure_all(base, paths, args.clients, args.seconds)
+            stop.set()
+            feeder.join()
+            rated_meanwhile = int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0) - before
+        finally:
+            worker.terminate()
+            try:
+                worker.wait(30)
+            except subprocess.TimeoutExpired:  # still working off the busy phase's backlog
+                worker.kill()
+                worker.wait()
+            r.close()
+
+    health = idle["/health"].rate
+    print(f"Read API, {args.clients} concurrent clients, {args.seconds:g} s per endpoint; "
+          f"{len(warm)} rounds of {FIELD} rated ({PLAYERS} players); busy: {rated_meanwhile} more rounds rated "
+          f"while measuring (offered {args.busy_rate:g}/s)\n")
+    print("| endpoint | req/s | p50 ms | p95 ms | / health | busy req/s | busy p50 ms | busy / idle | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in paths:
+        i, b = idle[name], busy[name]
+        ratio = i.rate / health if health else float("nan")
+        change = b.rate / i.rate if i.rate else float("nan")
+        print(f"| {name} | {i.rate:,.0f} | {i.pct(0.5):.1f} | {i.pct(0.95):.1f} | {ratio:.2f} | {b.rate:,.0f} | "
+              f"{b.pct(0.5):.1f} | {change:.2f} | {i.errors + b.errors} |")
+    print(f"\nmedian over endpoints of (req/s) / health: "
+          f"{statistics.median(idle[n].rate / health for n in paths if health):.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""``stream rejected``: the rounds the service rejected, read from the dead-letter topic ``rounds-dlq``.
+
+Shows the most recent ones (``--limit``, of ``--ladder`` if given) as a table, newest first, or
+one JSON object per line (``--json``). With ``--follow`` they are shown oldest first, as ``tail -f``
+does, and new ones follow as they arrive.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+
+import typer
+
+from stream.cli.publish import EXIT_UNREACHABLE
+from stream.cli.query import _table
+from stream.pipeline.deadletters import Rejection, follow, recent
+from stream.pipeline.topics import ROUNDS_DLQ
+from stream.settings import Settings
+
+DEFAULT_LIMIT = 20
+#: Longest message shown in a table cell.
+MESSAGE_WIDTH = 70
+
+
+def _when(epoch: float | None) -> str:
+    return "-" if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+HEADER = ["when (UTC)", "ladder", "round", "reason", "field", "message"]
+
+
+def row(x: Rejection) -> list[str]:
+    """A rejection as table cells (ids and message shown as printable text)."""
+    return [_when(x.rejected_at), ascii(x.ladder)[1:-1] if x.ladder else "-",
+            ascii(x.round_id)[1:-1] if x.round_id is not None else "-", x.reason, x.field or "-",
+            _cut(x.message + (" (original cut)" if x.truncated else ""), MESSAGE_WIDTH)]
+
+
+def rejected(
+    ladder: str | None = typer.Option(None, "--ladder", help="only this ladder's rejections"),
+    limit: int = typer.Option(DEFAULT_LIMIT, "--limit", min=0, max=10_000, help="most recent rejections shown first"),
+    follow_: bool = typer.Option(False, "--follow", help="then keep printing new rejections as they arrive"),
+    json_output: bool = typer.Option(False, "--json", help="one JSON object per line"),
+    timeout: float = typer.Option(0.0, "--timeout", help="--follow: stop after this many seconds (0: never)"),
+) -> None:
+    """The rounds the service rejected (the dead-letter topic), newest first."""
+    settings = Settings.from_env()
+    from kafka.errors import KafkaError
+
+    def show(items: list[Rejection], header: bool) -> None:
+        if json_output:
+            for x in items:
+                typer.echo(json.dumps(x.to_dict(), ensure_ascii=False))
+        elif items:
+            table = _table(HEADER, [row(x) for x in items]).splitlines()
+            typer.echo("\n".join(table if header else table[1:]))
+
+    try:
+        if follow_:
+            deadline = time.monotonic() + timeout if timeout > 0 else None
+            header = True
+            for x in follow(settings, ladder=ladder, deadline=deadline, last=limit):
+                show([x], header=header)
+                header = False
+            return
+        found = recent(settings, limit=limit, ladder=ladder) if limit else []
+        show(found, header=True)
+        if not found and not json_output:
+            typer.echo("no rejected rounds" + (f" in ladder {ladder!r}" if ladder else ""))
+    except (KafkaError, TimeoutError) as exc:
+        typer.echo(f"error: cannot read {settings.topic(ROUNDS_DLQ)} from Kafka at {settings.kafka_bootstrap}: {exc}",
+                   err=True)
+        raise typer.Exit(EXIT_UNREACHABLE) from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``stream rejected`` to the CLI."""
+    app.command("rejected")(rejected)
