@@ -15,6 +15,7 @@ from stream.cli import tail as tail_cmd
 from stream.cli import worker as worker_cmd
 from stream.cli import query as query_cmd
 from stream.cli import serve as serve_cmd
+from stream.cli import backfill as backfill_cmd
 
 app = typer.Typer(
     name="stream",
@@ -38,6 +39,7 @@ tail_cmd.register(app)
 worker_cmd.register(app)
 query_cmd.register(app)
 serve_cmd.register(app)
+backfill_cmd.register(app)
 
 
 def main() -> None:

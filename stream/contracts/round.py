@@ -173,6 +173,13 @@ class RoundResult:
         return self._hash
 
 
+def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
+    """The rejection of a round whose (ladder, round_id) was first accepted, as the ladder's
+    round ``first_seq``, with different content: the first round stands (stream and replay)."""
+    return RoundRejected(CONFLICT, f"round_id {round_.round_id!r} of ladder {round_.ladder!r} was already used "
+                         f"(seq {first_seq}) for different content; the first round stands", "round_id")
+
+
 def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:
     """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected`.
 

@@ -1,0 +1,47 @@
+"""The stream's registration rule applied to a sequence of rounds, for ``stream replay``.
+
+The stream registers each (ladder, round_id) once (register_round.lua): a re-published round
+with the same content (``content_hash``) is a no-op, one with different content is rejected as
+``conflict`` (``stream.contracts.round.conflict``: the first round stands), outcome-free rounds
+included. :func:`first_copies` does the same in process, before rating, so that replaying the
+messages the stream read gives what the stream stored ("Redis equals replay").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from stream.contracts import RoundRejected, RoundResult
+from stream.contracts.round import conflict
+
+
+@dataclass
+class Deduplicated:
+    """The rounds to rate (first copies, in order), and what was left out."""
+
+    rounds: list[RoundResult] = field(default_factory=list)
+    duplicates: list[tuple[int, RoundResult]] = field(default_factory=list)
+    """(input position, round): re-published with the same content, a no-op."""
+    conflicts: list[tuple[int, RoundRejected]] = field(default_factory=list)
+    """(input position, ``conflict`` rejection): an id re-used with different content."""
+
+
+def first_copies(rounds: Iterable[RoundResult]) -> Deduplicated:
+    """Each (ladder, round_id) once, as the stream registers it (see the module docstring);
+    a ladder's seq counts its distinct rounds, as the stream's does."""
+    out = Deduplicated()
+    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    seqs: dict[str, int] = {}
+    for position, round_ in enumerate(rounds):
+        key = (round_.ladder, round_.round_id)
+        first = seen.get(key)
+        if first is None:
+            seqs[round_.ladder] = seqs.get(round_.ladder, 0) + 1
+            seen[key] = (round_.content_hash(), seqs[round_.ladder])
+            out.rounds.append(round_)
+        elif first[0] == round_.content_hash():
+            out.duplicates.append((position, round_))
+        else:
+            out.conflicts.append((position, conflict(round_, first[1])))
+    return out

@@ -1,0 +1,137 @@
+"""Bulk writes of a ladder's rated history (``stream backfill``, ``stream import``).
+
+The stream writes one round at a time through the Lua scripts of :mod:`stream.store.store`;
+a backfill writes the same keys with the same contents (key schema: docs/contracts.md) as plain
+pipelined commands, chunked: per round its record, results and stored fan-out; per player its
+history entries, then once its final state hash and leaderboard score; per ladder its counters.
+Nothing here is atomic: the caller checks beforehand that no worker touches the ladder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stream.store import keys
+from stream.store.client import AsyncPipeline as Pipeline
+from stream.store.client import as_bytes, as_text
+from stream.store.store import Store
+
+FLUSH_COMMANDS = 2_000
+"""Queued commands per pipeline round trip."""
+FLUSH_ARGUMENTS = 200_000
+"""Queued command arguments per pipeline round trip (bounds the client's buffer)."""
+
+
+@dataclass(frozen=True)
+class LadderInfo:
+    """What a backfill checks of a ladder before writing: its hash and its in-flight rounds."""
+
+    fields: dict[str, str]
+    rounds: int
+    in_flight: int
+    """Rounds still registered or incomplete (a worker is rating the ladder)."""
+
+    @property
+    def seq(self) -> int:
+        return int(self.fields.get("seq", 0))
+
+
+@dataclass(frozen=True)
+class StoredPlayers:
+    """Stored fields of some players of a ladder (aligned with the names asked for; None where absent)."""
+
+    states: list[bytes | None]
+    tiers: list[bytes | None]
+
+
+@dataclass
+class BulkWriter:
+    """Queues plain Redis commands and sends them in pipelines of bounded size."""
+
+    store: Store
+    _pipe: Pipeline | None = field(default=None, init=False)
+    _commands: int = field(default=0, init=False)
+    _arguments: int = field(default=0, init=False)
+
+    @property
+    def pipe(self) -> Pipeline:
+        if self._pipe is None:
+            self._pipe = self.store.client.pipeline(transaction=False)
+        return self._pipe
+
+    async def _count(self, arguments: int) -> None:
+        self._commands += 1
+        self._arguments += arguments
+        if self._commands >= FLUSH_COMMANDS or self._arguments >= FLUSH_ARGUMENTS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self._pipe is not None and self._commands:
+            await self._pipe.execute()
+        self._pipe, self._commands, self._arguments = None, 0, 0
+
+    async def hset(self, key: str, mapping: Mapping[str | bytes, Any]) -> None:
+        if mapping:
+            self.pipe.hset(key, mapping=dict(mapping))
+            await self._count(2 * len(mapping))
+
+    async def rpush(self, key: str, values: Sequence[bytes]) -> None:
+        if values:
+            self.pipe.rpush(key, *values)
+            await self._count(len(values))
+
+    async def ltrim_last(self, key: str, length: int) -> None:
+        self.pipe.ltrim(key, -length, -1)
+        await self._count(1)
+
+    async def zadd(self, key: str, scores: Mapping[str, float | str]) -> None:
+        if scores:
+            self.pipe.zadd(key, dict(scores))  # type: ignore[arg-type]  # redis-py accepts str scores
+            await self._count(2 * len(scores))
+
+    async def sadd(self, key: str, member: str) -> None:
+        self.pipe.sadd(key, member)
+        await self._count(1)
+
+    async def delete(self, *names: str) -> None:
+        if names:
+            self.pipe.delete(*names)
+            await self._count(len(names))
+
+
+async def ladder_info(store: Store, ladder: str) -> LadderInfo:
+    """The ladder's hash, how many rounds it has and how many are in flight (one round trip)."""
+    pipe = store.client.pipeline(transaction=False)
+    pipe.hgetall(keys.ladder(ladder))
+    pipe.zcard(keys.rounds(ladder))
+    pipe.zcard(keys.registered_rounds(ladder))
+    pipe.zcard(keys.incomplete_rounds(ladder))
+    raw, rounds, registered, incomplete = await pipe.execute()
+    return LadderInfo({as_text(k): as_text(v) for k, v in raw.items()}, int(rounds), int(registered) + int(incomplete))
+
+
+async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
+    """The stored ``content_hash`` of each round id (None where the ladder has no such round)."""
+    out: list[str | None] = []
+    for lo in range(0, len(round_ids), FLUSH_COMMANDS):
+        pipe = store.client.pipeline(transaction=False)
+        for round_id in round_ids[lo:lo + FLUSH_COMMANDS]:
+            pipe.hget(keys.round_record(ladder, round_id), "content_hash")
+        out += [None if raw is None else as_text(raw) for raw in await pipe.execute()]
+    return out
+
+
+async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:
+    """Packed state and tier of ``players`` (None for players the ladder has not rated)."""
+    states: list[bytes | None] = []
+    tiers: list[bytes | None] = []
+    for lo in range(0, len(players), FLUSH_COMMANDS):
+        pipe = store.client.pipeline(transaction=False)
+        for player in players[lo:lo + FLUSH_COMMANDS]:
+            pipe.hmget(keys.player(ladder, player), ["state", "tier"])
+        for state, tier in await pipe.execute():
+            states.append(None if state is None else as_bytes(state))
+            tiers.append(None if tier is None else as_bytes(tier))
+    return StoredPlayers(states, tiers)
