@@ -21,11 +21,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from stream.batch.dedup import first_copies
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
 from stream.engine import rate_round
-from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
+from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
@@ -33,6 +35,10 @@ from stream.pipeline.phase_one import build_fanout
 from stream.store import keys
 from stream.store.bulk import BulkWriter, content_hashes, ladder_info, stored_players
 from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, encode_float
+
+
+HISTORY_BUFFER = 50_000
+"""History entries buffered before they are sent (bounds the backfill's memory)."""
 
 
 class BackfillRefused(ValueError):
@@ -53,21 +59,41 @@ class BackfillSummary:
 
 
 @dataclass
+class _PlayerColumns:
+    """Per table row: the seq and index of the player's last round in the backfill (0 / -1: none),
+    display rating and tier index after it (grown with the table)."""
+
+    last_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    last_round: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    shown: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tier: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def reserve(self, n: int) -> None:
+        size = len(self.last_seq)
+        if n <= size:
+            return
+        grow = max(n, 2 * size) - size
+        self.last_seq = np.concatenate([self.last_seq, np.zeros(grow, dtype=np.int64)])
+        self.last_round = np.concatenate([self.last_round, np.full(grow, -1, dtype=np.int64)])
+        self.shown = np.concatenate([self.shown, np.zeros(grow)])
+        self.tier = np.concatenate([self.tier, np.full(grow, UNPLACED, dtype=np.int64)])
+
+
+@dataclass
 class _LadderRun:
     """One ladder's backfill in progress: engine table, per-player bookkeeping, counters."""
 
     name: str
     table: LadderTable
     seq: int
-    tiers: dict[str, str] = field(default_factory=dict)
-    last_round: dict[str, str] = field(default_factory=dict)
-    last_seq: dict[str, int] = field(default_factory=dict)
-    shown: dict[str, str] = field(default_factory=dict)
-    history_pushed: dict[str, int] = field(default_factory=dict)
-    known: set[str] = field(default_factory=set)
-    """Players with a state: stored before the backfill, or rated by it."""
-    stored: set[str] = field(default_factory=set)
-    """Players stored before the backfill (their history already has entries)."""
+    stored_fields: dict[str, str]
+    """The ladder hash before the backfill."""
+    columns: _PlayerColumns = field(default_factory=lambda: _PlayerColumns())
+    round_ids: list[str] = field(default_factory=list)
+    """The rated rounds' ids, in order (``columns.last_round`` indexes it)."""
+    history: dict[str, list[bytes]] = field(default_factory=lambda: defaultdict(list))
+    """History entries not yet sent, per player (oldest first)."""
+    buffered: int = 0
     new_players: int = 0
     rated: int = 0
     last_rated: tuple[int, str] | None = None
@@ -130,14 +156,14 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
             on_round(round_)
     for run in runs.values():
         summary.players += await _finish(ctx, writer, run, now)
-    await writer.flush()
+    await writer.close()
     return summary
 
 
 async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundResult]) -> _LadderRun:
     """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
     info = await ladder_info(ctx.store, ladder)
-    run = _LadderRun(ladder, LadderTable(ctx.params), info.seq)
+    run = _LadderRun(ladder, LadderTable(ctx.params), info.seq, info.fields)
     if not info.rounds:
         return run
     players = sorted({p for r in ladder_rounds for p in r.players()})
@@ -145,10 +171,10 @@ async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundRes
     present = [i for i, state in enumerate(stored.states) if state is not None]
     if present:
         names = [players[i] for i in present]
-        run.table.scatter(run.table.rows(names), unpack_batch([stored.states[i] for i in present], ctx.params))
-        run.known.update(names)
-        run.stored.update(names)
-        run.tiers.update((players[i], (stored.tiers[i] or b"").decode()) for i in present)
+        rows = run.table.rows(names)
+        run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], ctx.params))
+        run.columns.reserve(run.table.size)
+        run.columns.tier[rows] = tier_indices([stored.tiers[i] for i in present], ctx.display(ladder))
     return run
 
 
@@ -167,7 +193,10 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     """Rate one round (replay's engine path) and queue its writes (phase one's and phase two's)."""
     players = round_.players()
     ranks = round_.ranks()
+    known = run.table.size
     rows = run.table.rows(players)
+    run.new_players += run.table.size - known
+    run.columns.reserve(run.table.size)
     before = run.table.gather(rows)
     update = rate_round(before, ranks, ctx.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
                         time=round_.occurred_at)
@@ -175,9 +204,10 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     run.table.scatter(rows, after)
     cfg = ctx.display(run.name)
     mu, sigma = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
-    shown = number_texts("display_rating", display_rating(after.mu, after.sigma, cfg))
-    stored_tiers = [run.tiers.get(p) for p in players]
-    tiers = tier_names(next_tier(tier_indices(stored_tiers, cfg), after.mu, after.sigma, cfg), cfg)
+    shown_values = display_rating(after.mu, after.sigma, cfg)
+    shown = number_texts("display_rating", shown_values)
+    tier = next_tier(run.columns.tier[rows], after.mu, after.sigma, cfg)
+    tiers = tier_names(tier, cfg)
     changes = encode_changes(ChangeColumns(
         ladder=run.name, round_id=round_.round_id, field_size=round_.field_size, occurred_at=round_.occurred_at,
         players=players, ranks=ranks.tolist(), performance=number_texts("performance", update.performance),
@@ -189,53 +219,54 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})
     await writer.hset(keys.round_results(run.name, round_.round_id), dict(zip(players, changes)))
     await writer.hset(keys.round_perf(run.name, round_.round_id), {str(m.partition): m.value for m in fanout})
-    history_length = ctx.store.history_length
     for player, change in zip(players, changes):
-        key = keys.history(run.name, player)
-        await writer.rpush(key, [change])
-        pushed = run.history_pushed.get(player, 0) + 1
-        if pushed >= 2 * history_length:  # trim as it goes: a long history never holds more than 2x
-            await writer.ltrim_last(key, history_length)
-            pushed = history_length
-        run.history_pushed[player] = pushed
-    new = [p for p in players if p not in run.known]
-    run.known.update(new)
-    run.new_players += len(new)
-    run.tiers.update(zip(players, tiers))
-    run.shown.update(zip(players, shown))
-    run.last_round.update((p, round_.round_id) for p in players)
-    run.last_seq.update((p, run.seq) for p in players)
+        run.history[player].append(change)
+    run.buffered += len(players)
+    if run.buffered >= HISTORY_BUFFER:
+        await _flush_history(ctx, writer, run)
+    run.columns.tier[rows] = tier
+    run.columns.shown[rows] = shown_values
+    run.columns.last_seq[rows] = run.seq
+    run.columns.last_round[rows] = len(run.round_ids)
+    run.round_ids.append(round_.round_id)
     run.rated += 1
     run.last_rated = (run.seq, round_.round_id)
 
 
+async def _flush_history(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun) -> None:
+    await writer.push_history({keys.history(run.name, p): entries for p, entries in run.history.items()},
+                              ctx.store.history_length)
+    run.history.clear()
+    run.buffered = 0
+
+
+PLAYER_FIELDS = ("last_seq", "queued_seq", "mu", "sigma", "rounds", "last_round", "last_time", "display_rating",
+                 "tier", "state")
+"""The player hash fields (apply_player_update.lua's, and mark_queued.lua's queued_seq)."""
+
+
 async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now: float) -> int:
-    """Queue the final player hashes, history trims, leaderboard and ladder counters; returns the
-    number of players written."""
-    names = list(run.last_seq)
-    rows = run.table.lookup(names)
-    batch = run.table.gather(rows)
-    states = pack_batch(batch)
-    mu, sigma = number_texts("mu", batch.mu), number_texts("sigma", batch.sigma)
-    times = number_texts("last_time", batch.last_time)
-    history_length = ctx.store.history_length
-    for i, player in enumerate(names):
-        seq = run.last_seq[player]
-        await writer.hset(keys.player(run.name, player), {
-            "last_seq": seq, "queued_seq": seq, "mu": mu[i], "sigma": sigma[i], "rounds": int(batch.rounds[i]),
-            "last_round": run.last_round[player], "last_time": times[i], "display_rating": run.shown[player],
-            "tier": run.tiers[player], "state": states[i]})
-        if run.history_pushed[player] > history_length or player in run.stored:
-            await writer.ltrim_last(keys.history(run.name, player), history_length)
-    await writer.zadd(keys.leaderboard(run.name), {p: run.shown[p] for p in names})
-    info = await ladder_info(ctx.store, run.name)
+    """Queue the rest of the history, the final player hashes, the leaderboard and the ladder's
+    counters; returns the number of players written."""
+    await _flush_history(ctx, writer, run)
+    c = run.columns
+    rows = np.flatnonzero(c.last_seq[:run.table.size] > 0)  # the players this backfill rated
+    if len(rows):
+        names = [run.table.names[i] for i in rows.tolist()]
+        batch = run.table.gather(rows)
+        seqs = c.last_seq[rows].tolist()
+        shown = number_texts("display_rating", c.shown[rows])
+        columns = [seqs, seqs, number_texts("mu", batch.mu), number_texts("sigma", batch.sigma), batch.rounds.tolist(),
+                   [run.round_ids[i] for i in c.last_round[rows].tolist()], number_texts("last_time", batch.last_time),
+                   shown, tier_names(c.tier[rows], ctx.display(run.name)), pack_batch(batch)]
+        await writer.hset_many([keys.player(run.name, p) for p in names], PLAYER_FIELDS, list(zip(*columns)))
+        await writer.zadd(keys.leaderboard(run.name), dict(zip(names, shown)))
     fields: dict[str | bytes, str | int] = {"seq": run.seq}
     if run.new_players:
-        fields["players"] = int(info.fields.get("players", 0)) + run.new_players
+        fields["players"] = int(run.stored_fields.get("players", 0)) + run.new_players
     if run.last_rated is not None:  # what record_round_results.lua sets when a round becomes rated
-        fields.update({"rounds_rated": int(info.fields.get("rounds_rated", 0)) + run.rated,
+        fields.update({"rounds_rated": int(run.stored_fields.get("rounds_rated", 0)) + run.rated,
                        "last_rated_seq": run.last_rated[0], "last_round": run.last_rated[1],
                        "updated_at": encode_float(now)})
     await writer.hset(keys.ladder(run.name), fields)
-    return len(names)
-
+    return len(rows)

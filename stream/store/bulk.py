@@ -9,6 +9,7 @@ Nothing here is atomic: the caller checks beforehand that no worker touches the 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,8 @@ FLUSH_COMMANDS = 2_000
 """Queued commands per pipeline round trip."""
 FLUSH_ARGUMENTS = 200_000
 """Queued command arguments per pipeline round trip (bounds the client's buffer)."""
+SEND_STEPS = 4
+"""Event-loop turns a flushed pipeline gets to take a connection and write its commands."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class BulkWriter:
     _pipe: Pipeline | None = field(default=None, init=False)
     _commands: int = field(default=0, init=False)
     _arguments: int = field(default=0, init=False)
+    _pending: asyncio.Future[Any] | None = field(default=None, init=False)
 
     @property
     def pipe(self) -> Pipeline:
@@ -68,23 +72,56 @@ class BulkWriter:
             await self.flush()
 
     async def flush(self) -> None:
+        """Send what is queued. The pipeline runs while the caller goes on computing (Redis works
+        on its own core); the previous one is awaited first, so they apply in order."""
+        await self.wait()
         if self._pipe is not None and self._commands:
-            await self._pipe.execute()
+            self._pending = asyncio.ensure_future(self._pipe.execute())
+            for _ in range(SEND_STEPS):  # let it reach the socket before going back to computing
+                await asyncio.sleep(0)
         self._pipe, self._commands, self._arguments = None, 0, 0
+
+    async def wait(self) -> None:
+        """Wait until everything sent has been applied (raises what Redis answered with an error)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending
+
+    async def close(self) -> None:
+        """Send the rest and wait for every reply."""
+        await self.flush()
+        await self.wait()
 
     async def hset(self, key: str, mapping: Mapping[str | bytes, Any]) -> None:
         if mapping:
             self.pipe.hset(key, mapping=dict(mapping))
             await self._count(2 * len(mapping))
 
-    async def rpush(self, key: str, values: Sequence[bytes]) -> None:
-        if values:
-            self.pipe.rpush(key, *values)
-            await self._count(len(values))
+    async def push_history(self, histories: Mapping[str, Sequence[bytes]], history_length: int) -> None:
+        """Append entries to history lists (key -> entries, oldest first), each list kept to its last
+        ``history_length`` entries (push_history.lua: a call per chunk of players)."""
+        await self._scripts()
+        names = list(histories)
+        for chunk in self.store._chunks(len(names)):
+            args: list[Any] = [history_length]
+            for i in chunk:
+                args += [len(histories[names[i]]), *histories[names[i]]]
+            self.store._eval(self.pipe, "push_history", [names[i] for i in chunk], args)
+            await self._count(len(args))
 
-    async def ltrim_last(self, key: str, length: int) -> None:
-        self.pipe.ltrim(key, -length, -1)
-        await self._count(1)
+    async def hset_many(self, names: Sequence[str], fields: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Set ``fields`` of each hash ``names[i]`` to ``rows[i]`` (hset_many.lua: a call per chunk)."""
+        await self._scripts()
+        for chunk in self.store._chunks(len(names)):
+            args: list[Any] = [len(fields), *fields]
+            for i in chunk:
+                args += rows[i]
+            self.store._eval(self.pipe, "hset_many", [names[i] for i in chunk], args)
+            await self._count(len(args))
+
+    async def _scripts(self) -> None:
+        if not self.store._sha:
+            await self.store.load_scripts()
 
     async def zadd(self, key: str, scores: Mapping[str, float | str]) -> None:
         if scores:
@@ -94,11 +131,6 @@ class BulkWriter:
     async def sadd(self, key: str, member: str) -> None:
         self.pipe.sadd(key, member)
         await self._count(1)
-
-    async def delete(self, *names: str) -> None:
-        if names:
-            self.pipe.delete(*names)
-            await self._count(len(names))
 
 
 async def ladder_info(store: Store, ladder: str) -> LadderInfo:
