@@ -16,6 +16,7 @@ from stream.cli import worker as worker_cmd
 from stream.cli import query as query_cmd
 from stream.cli import serve as serve_cmd
 from stream.cli import backfill as backfill_cmd
+from stream.cli import snapshot as snapshot_cmd
 
 app = typer.Typer(
     name="stream",
@@ -40,6 +41,7 @@ worker_cmd.register(app)
 query_cmd.register(app)
 serve_cmd.register(app)
 backfill_cmd.register(app)
+snapshot_cmd.register(app)
 
 
 def main() -> None:

@@ -9,7 +9,6 @@ Nothing here is atomic: the caller checks beforehand that no worker touches the 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +22,8 @@ FLUSH_COMMANDS = 2_000
 """Queued commands per pipeline round trip."""
 FLUSH_ARGUMENTS = 200_000
 """Queued command arguments per pipeline round trip (bounds the client's buffer)."""
-SEND_STEPS = 4
-"""Event-loop turns a flushed pipeline gets to take a connection and write its commands."""
+ZADD_MEMBERS = 10_000
+"""Members per ZADD command (a million-player leaderboard goes out in pieces)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,6 @@ class BulkWriter:
     _pipe: Pipeline | None = field(default=None, init=False)
     _commands: int = field(default=0, init=False)
     _arguments: int = field(default=0, init=False)
-    _pending: asyncio.Future[Any] | None = field(default=None, init=False)
 
     @property
     def pipe(self) -> Pipeline:
@@ -72,25 +70,14 @@ class BulkWriter:
             await self.flush()
 
     async def flush(self) -> None:
-        """Send what is queued. The pipeline runs while the caller goes on computing (Redis works
-        on its own core); the previous one is awaited first, so they apply in order."""
-        await self.wait()
+        """Send what is queued, in one round trip, and wait for the replies."""
         if self._pipe is not None and self._commands:
-            self._pending = asyncio.ensure_future(self._pipe.execute())
-            for _ in range(SEND_STEPS):  # let it reach the socket before going back to computing
-                await asyncio.sleep(0)
+            await self._pipe.execute()
         self._pipe, self._commands, self._arguments = None, 0, 0
-
-    async def wait(self) -> None:
-        """Wait until everything sent has been applied (raises what Redis answered with an error)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            await pending
 
     async def close(self) -> None:
         """Send the rest and wait for every reply."""
         await self.flush()
-        await self.wait()
 
     async def hset(self, key: str, mapping: Mapping[str | bytes, Any]) -> None:
         if mapping:
@@ -124,9 +111,11 @@ class BulkWriter:
             await self.store.load_scripts()
 
     async def zadd(self, key: str, scores: Mapping[str, float | str]) -> None:
-        if scores:
-            self.pipe.zadd(key, dict(scores))  # type: ignore[arg-type]  # redis-py accepts str scores
-            await self._count(2 * len(scores))
+        """ZADD in chunks of :data:`ZADD_MEMBERS` members."""
+        items = list(scores.items())
+        for lo in range(0, len(items), ZADD_MEMBERS):
+            self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # type: ignore[arg-type]  # str scores are sent as is
+            await self._count(2 * min(ZADD_MEMBERS, len(items) - lo))
 
     async def sadd(self, key: str, member: str) -> None:
         self.pipe.sadd(key, member)
