@@ -17,6 +17,7 @@ from stream.cli import query as query_cmd
 from stream.cli import serve as serve_cmd
 from stream.cli import backfill as backfill_cmd
 from stream.cli import snapshot as snapshot_cmd
+from stream.cli import erase as erase_cmd
 
 app = typer.Typer(
     name="stream",
@@ -42,6 +43,7 @@ query_cmd.register(app)
 serve_cmd.register(app)
 backfill_cmd.register(app)
 snapshot_cmd.register(app)
+erase_cmd.register(app)
 
 
 def main() -> None:
