@@ -17,6 +17,9 @@ EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 4
 
+BULK_SOCKET_TIMEOUT_S = 120.0
+"""Socket timeout of these commands' Redis client: a bulk pipeline may keep Redis busy for seconds."""
+
 T = TypeVar("T")
 
 
@@ -29,7 +32,7 @@ def fail(message: str, code: int) -> NoReturn:
 def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
     """Run ``work`` on a store over REDIS_URL; Redis unreachable is exit 4 with a one-line message."""
     async def go() -> T:
-        store = Store(redis_client(settings), history_length=settings.history_length,
+        store = Store(redis_client(settings, socket_timeout=BULK_SOCKET_TIMEOUT_S), history_length=settings.history_length,
                       cluster=settings.redis_cluster)
         try:
             return await work(store)

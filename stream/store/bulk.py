@@ -20,8 +20,9 @@ from stream.store.store import Store
 
 FLUSH_COMMANDS = 2_000
 """Queued commands per pipeline round trip."""
-FLUSH_ARGUMENTS = 200_000
-"""Queued command arguments per pipeline round trip (bounds the client's buffer)."""
+FLUSH_ARGUMENTS = 20_000
+"""Queued command arguments per pipeline round trip (a few MB: bounds the client's buffer and
+how long Redis works through one pipeline, well within a client's socket timeout)."""
 ZADD_MEMBERS = 10_000
 """Members per ZADD command (a million-player leaderboard goes out in pieces)."""
 
