@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, cast
 
 import typer
 
@@ -42,7 +42,7 @@ def _is_csv(path: Path) -> bool:
 
 def _open(path: Path, mode: str) -> IO[Any]:
     if path.suffix.lower() == ".gz":
-        return gzip.open(path, mode + "t", encoding="utf-8", newline="")
+        return cast(IO[Any], gzip.open(path, mode + "t", encoding="utf-8", newline=""))
     return open(path, mode, encoding="utf-8", newline="")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
@@ -80,7 +80,8 @@ class BulkWriter:
         """Send the rest and wait for every reply."""
         await self.flush()
 
-    async def hset(self, key: str, mapping: Mapping[str | bytes, Any]) -> None:
+    async def hset(self, key: str, mapping: Mapping[Any, Any]) -> None:
+        """HSET the fields of ``mapping`` (names and values: str, bytes or numbers)."""
         if mapping:
             self.pipe.hset(key, mapping=dict(mapping))
             await self._count(2 * len(mapping))
@@ -115,12 +116,17 @@ class BulkWriter:
         """ZADD in chunks of :data:`ZADD_MEMBERS` members."""
         items = list(scores.items())
         for lo in range(0, len(items), ZADD_MEMBERS):
-            self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # type: ignore[arg-type]  # str scores are sent as is
+            self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # str scores are sent as they are
             await self._count(2 * min(ZADD_MEMBERS, len(items) - lo))
 
     async def sadd(self, key: str, member: str) -> None:
         self.pipe.sadd(key, member)
         await self._count(1)
+
+
+async def members(store: Store, key: str) -> list[str]:
+    """Every member of a sorted set, in score order, as text."""
+    return [as_text(m) for m in cast("list[bytes]", await store.client.zrange(key, 0, -1))]
 
 
 async def ladder_info(store: Store, ladder: str) -> LadderInfo:

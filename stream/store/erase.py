@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from stream.contracts import PlayerUpdate, RatingChange
 from stream.store import keys
-from stream.store.bulk import FLUSH_COMMANDS, ladder_info
+from stream.store.bulk import FLUSH_COMMANDS, members, ladder_info
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store, encode_float
 
@@ -83,7 +83,7 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
         raise ErasureRefused(f"no player {player!r} in ladder {ladder!r} (never rated, or already erased)")
     if int(state[1] or 0) > int(state[0]):
         raise ErasureRefused(f"a round of {player!r} is being rated: erase once it is")
-    registered = [as_text(r) for r in await store.client.zrange(keys.registered_rounds(ladder), 0, -1)]
+    registered = await members(store, keys.registered_rounds(ladder))
     for round_id in registered:
         body = await store.client.hget(keys.round_record(ladder, round_id), "body")
         if body is not None and _json_form(player) in as_bytes(body):  # conservative: any mention
@@ -91,7 +91,7 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
     if await store.client.exists(keys.player(ladder, alias)):
         raise ErasureRefused(f"the pseudonym {alias!r} is a player of the ladder")
 
-    rounds = [as_text(r) for r in await store.client.zrange(keys.rounds(ladder), 0, -1)]
+    rounds = await members(store, keys.rounds(ladder))
     touched = 0
     for lo in range(0, len(rounds), FLUSH_COMMANDS):
         chunk = rounds[lo:lo + FLUSH_COMMANDS]

@@ -13,6 +13,7 @@ Round records and the rounds index are kept (re-published rounds stay duplicates
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from stream.settings import Settings
 from stream.store import keys
@@ -69,8 +70,8 @@ async def _trim_ladder(store: Store, ladder: str, rule: Retention, *, now: float
     horizon = last if rule.days > 0 else by_count  # rounds above `by_count` may still go by age
     if horizon <= mark:
         return 0
-    candidates = await store.client.zrangebyscore(keys.rounds(ladder), f"({mark}", horizon, start=0, num=limit,
-                                                  withscores=True)
+    candidates = cast("list[tuple[bytes, float]]", await store.client.zrangebyscore(
+        keys.rounds(ladder), f"({mark}", horizon, start=0, num=limit, withscores=True))
     if not candidates:
         return 0
     pipe = store.client.pipeline(transaction=False)

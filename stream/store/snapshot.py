@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 from stream.store import keys
-from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info
+from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
@@ -68,7 +68,7 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
         raise SnapshotError(f"ladder {ladder!r} has {info.in_flight} rounds in flight: export it once they are rated")
     yield Record("snapshot", ladder, {"version": VERSION, "exported_at": repr(now)})
     yield Record("ladder", "", _text_fields(await store.client.hgetall(keys.ladder(ladder))))
-    players = [as_text(p) for p in await store.client.zrange(keys.leaderboard(ladder), 0, -1)]
+    players = await members(store, keys.leaderboard(ladder))
     for lo in range(0, len(players), FLUSH_COMMANDS):
         chunk = players[lo:lo + FLUSH_COMMANDS]
         pipe = store.client.pipeline(transaction=False)
@@ -81,7 +81,7 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
             history = replies[2 * i + 1]
             if history:
                 yield Record("history", player, {str(j): as_text(e) for j, e in enumerate(history)})
-    rounds = [as_text(r) for r in await store.client.zrange(keys.rounds(ladder), 0, -1)]
+    rounds = await members(store, keys.rounds(ladder))
     for lo in range(0, len(rounds), FLUSH_COMMANDS):
         chunk = rounds[lo:lo + FLUSH_COMMANDS]
         pipe = store.client.pipeline(transaction=False)
@@ -118,7 +118,7 @@ def _plan(records: Iterable[Record]) -> _Plan:
     plan = _Plan(ladder, [], {}, {}, {})
     for number, record in enumerate(it, start=2):
         where = f"record {number} ({record.kind} {record.id!r})"
-        fields: dict[str | bytes, str | bytes] = dict(record.fields)
+        fields: dict[str | bytes, str | bytes] = {name: value for name, value in record.fields.items()}
         if record.kind == "ladder":
             plan.hashes.append((keys.ladder(ladder), fields))
         elif record.kind == "player":
