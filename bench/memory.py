@@ -136,6 +136,8 @@ def main() -> None:
             settings = Settings(redis_url=server.url, engine_preset=preset)
             measure(f"{args.duels:,} duels, preset {preset}, HISTORY_LENGTH={settings.history_length}", server,
                     stream_duels(settings, rounds), len(seen), args.duels, 2 * args.duels, settings)
+        if args.contests <= 0:
+            return
         settings = Settings(redis_url=server.url)
         contests = list(synthetic_rounds(args.contest_pool, args.contests, args.contest_size, 0))
         seen = {p for r in contests for p in r.players()}
