@@ -4,6 +4,7 @@ age, never those of a round still in the sweeper's ledger; ratings and round rec
 from __future__ import annotations
 
 import asyncio
+import json
 
 import redis
 
@@ -74,3 +75,24 @@ def test_no_retention_by_default(redis_url: str) -> None:
     asyncio.run(body())
     client = redis.Redis.from_url(redis_url)
     assert kept(client, "cup", [r["round_id"] for r in rounds]) == ([r["round_id"] for r in rounds],) * 2
+
+
+def test_history_age_limit(redis_url: str) -> None:
+    rounds = [dict(r, ladder="cup") for r in harness.synthetic_rounds(seed=10, count=40, ladders=("cup",), pool=12)]
+    stream(redis_url, rounds)
+    client = redis.Redis.from_url(redis_url)
+    now = harness.BASE_TIME + 40 * DAY / 4
+    cutoff = now - 5 * DAY
+
+    async def body() -> None:
+        ctx = context(redis_url, retain_history_days=5.0, retain_round_results=3)
+        assert (await retention.trim(ctx.store, retention.policies(ctx.settings), now=now)) == {
+            "history": 20, "results": 37}
+        await ctx.store.close()
+
+    asyncio.run(body())
+    for r in {s["player"] for r in rounds for s in r["standings"]}:
+        entries = [json.loads(e) for e in client.lrange(keys.history("cup", r), 0, -1)]
+        expected = [x["round_id"] for x in rounds if r in {s["player"] for s in x["standings"]}
+                    and x["occurred_at"] >= cutoff]
+        assert [e["round_id"] for e in entries] == expected, r
