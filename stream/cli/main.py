@@ -20,6 +20,9 @@ from stream.cli import worker as worker_cmd
 from stream.cli import query as query_cmd
 from stream.cli import serve as serve_cmd
 from stream.cli import rejected as rejected_cmd
+from stream.cli import backfill as backfill_cmd
+from stream.cli import snapshot as snapshot_cmd
+from stream.cli import erase as erase_cmd
 
 def _hide_flag_types() -> None:
     """``--help`` without ``<bool>`` after each flag: typer (0.2x) shows every option's type, and a
@@ -67,6 +70,9 @@ worker_cmd.register(app)
 query_cmd.register(app)
 serve_cmd.register(app)
 rejected_cmd.register(app)
+backfill_cmd.register(app)
+snapshot_cmd.register(app)
+erase_cmd.register(app)
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import complete_registered, stored_fanout
 from stream.store.store import STATUS_PENDING, STATUS_RATED, STATUS_REGISTERED, DueRound
+from stream.store import retention
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ async def sweep(ctx: PipelineContext) -> SweepReport:
     if resent or completed:
         log.warning("sweeper re-drove %d round(s): fan-out re-sent for %r, phase one completed for %r",
                     len(resent) + len(completed), resent[:5], completed[:5])
+    await retention.trim(ctx.store, retention.policies(ctx.settings), now=now)  # RETAIN_*: old results, fan-outs
     return SweepReport(resent, completed)
 
 

@@ -67,6 +67,11 @@ def round_perf(ladder_name: str, round_id: str) -> str:
     return f"{PREFIX}round-perf:{{{ladder_name}}}:{round_id}"
 
 
+def erased(ladder_name: str) -> str:
+    """Hash: pseudonym of each erased player → when (``stream erase``); never the erased id."""
+    return f"{PREFIX}erased:{{{ladder_name}}}"
+
+
 def player(ladder_name: str, player_id: str) -> str:
     """Hash: mu, sigma, rounds, last_round, last_seq, queued_seq, last_time, display_rating, tier, state."""
     return f"{PREFIX}player:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"

@@ -235,6 +235,17 @@ def _interleave(*columns: Sequence[Any]) -> list[Any]:
     return [value for row in zip(*columns) for value in row]
 
 
+def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str, bytes]]:
+    """The stored fan-out's hash fields: ``partition`` for a partition's message, ``partition.k``
+    for the k-th further part of a split one (in partition order)."""
+    out: list[tuple[int | str, bytes]] = []
+    parts: dict[int, int] = {}
+    for partition, message in sorted(messages, key=lambda m: m[0]):
+        n = parts[partition] = parts.get(partition, -1) + 1
+        out.append((partition if n == 0 else f"{partition}.{n}", message))
+    return out
+
+
 class Store:
     """Async access to the service's Redis state (key schema: docs/contracts.md)."""
 
@@ -417,10 +428,8 @@ class Store:
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
                           messages: Sequence[tuple[int, bytes]], due_at: float) -> None:
         args: list[Any] = [pending, encode_due(due_at)]
-        parts: dict[int, int] = {}
-        for partition, message in sorted(messages, key=lambda m: m[0]):
-            n = parts[partition] = parts.get(partition, -1) + 1
-            args += [partition if n == 0 else f"{partition}.{n}", message]  # hash field: partition[.part]
+        for name, message in fanout_fields(messages):
+            args += [name, message]
         self._eval(pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
                                          keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args)
 

@@ -50,3 +50,18 @@ def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
         idle, busy, errors = float(cells[0].replace(",", "")), float(cells[4].replace(",", "")), int(cells[-1])
         assert idle > 0 and busy > 0 and errors == 0, (name, cells)
     assert "more rounds rated while measuring" in out and " 0 more rounds" not in out
+def test_backfill_bench_reports_both_commands_and_the_ratio() -> None:
+    out = run_bench("backfill.py", "--rounds", "4", "--round-size", "20", "--players", "60", "--repeat", "1")
+    assert "(80 participations)" in out
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| stream ")}
+    assert set(rows) == {"stream replay", "stream backfill"}
+    assert "backfill / replay:" in out and "bytes per participation" in out
+
+
+def test_memory_bench_reports_every_scenario() -> None:
+    out = run_bench("memory.py", "--duels", "30", "--pool", "10", "--contests", "3", "--contest-size", "20",
+                    "--contest-pool", "40")
+    titles = [line for line in out.splitlines() if "participations" in line and ":" in line and "players" in line]
+    assert len(titles) == 6  # 2 duel presets and a contest history, each before and after retention
+    assert "30 duels, preset mmr," in titles[0] and "60 participations" in titles[0]
+    assert "| round-results |" in out and "| **player keys" in out

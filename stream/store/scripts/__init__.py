@@ -5,7 +5,8 @@ from __future__ import annotations
 from importlib import resources
 
 SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_round_results", "load_players",
-                "mark_queued", "claim_due_rounds", "confirm_emitted", "fail_round", "release_queued")
+                "mark_queued", "claim_due_rounds", "confirm_emitted", "fail_round", "release_queued",
+                "push_history", "hset_many", "trim_history")
 
 
 def source(name: str) -> str:

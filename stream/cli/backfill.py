@@ -1,0 +1,67 @@
+"""``stream backfill FILE [--append]``: write a history of rounds into Redis at replay speed, no Kafka.
+
+The file is read and validated completely first (the readers of ``stream publish``: JSONL, CSV
+or a directory of the authors' contest files; exit 2 naming the line and field, nothing
+written); then :func:`stream.pipeline.backfill.backfill` rates it in process and writes exactly
+what the stream would have (a ladder with rounds is refused, exit 2, unless ``--append``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from stream.cli.publish import MAX_REPORTED_ERRORS, InvalidFile, InvalidInput, read_rounds
+from stream.cli.replay import _progress
+from stream.cli.store_command import EXIT_BAD_INPUT, fail, run_with_store
+from stream.contracts import Limits
+from stream.pipeline.backfill import BackfillRefused, backfill
+from stream.pipeline.context import PipelineContext
+from stream.settings import Settings
+from stream.store.store import Store
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``stream backfill`` to the CLI app."""
+    app.command("backfill")(backfill_command)
+
+
+def backfill_command(
+    file: Annotated[Path, typer.Argument(help="rounds: .jsonl (.gz ok), .csv, or a directory of contest files")],
+    append: Annotated[bool, typer.Option("--append", help="add to ladders that already have rounds")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
+) -> None:
+    """Rate a history of rounds in process and write it into Redis as the stream would (no Kafka)."""
+    settings = Settings.from_env()
+    started = time.perf_counter()
+    try:
+        rounds = [round_ for round_, _ in read_rounds(file, Limits.from_settings(settings))]
+    except InvalidInput as exc:
+        fail(f"bad input: {exc}", EXIT_BAD_INPUT)
+    except InvalidFile as exc:
+        shown = "\n".join(f"  {e}" for e in exc.errors[:MAX_REPORTED_ERRORS])
+        fail(f"{len(exc.errors)} bad row(s) or round(s) in {file}; nothing written:\n{shown}", EXIT_BAD_INPUT)
+    loaded = time.perf_counter()
+    bar = _progress(len(rounds))
+
+    async def go(store: Store) -> dict[str, Any]:
+        ctx = PipelineContext.from_settings(settings, store)
+        summary = await backfill(ctx, rounds, append=append,
+                                 on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+        return asdict(summary)
+
+    try:
+        summary = run_with_store(settings, go)
+    except BackfillRefused as exc:
+        fail(f"refused: {exc}", EXIT_BAD_INPUT)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary.update({"input": str(file), "load_s": round(loaded - started, 3),
+                    "write_s": round(time.perf_counter() - loaded, 3)})
+    typer.echo(json.dumps(summary) if as_json else " ".join(f"{k}={v}" for k, v in summary.items()))

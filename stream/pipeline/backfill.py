@@ -1,0 +1,276 @@
+"""Backfill: rate a history of rounds in process and write into Redis what the stream would have.
+
+``stream backfill`` loads years of history at replay speed, without Kafka. Rounds go through
+the stream's acceptance (``parse_round``, by the input readers) and registration rule
+(``first_copies``: a re-published round is a no-op, an id re-used with other content is a
+``conflict``); each ladder's rounds are then rated in order with the replay's engine path
+(``rate_round`` on a :class:`LadderTable`, the reference the stream equals) and written with
+:class:`stream.store.bulk.BulkWriter`: the same keys, fields and bytes as phase one and phase two
+(round record ``rated`` with its events marked emitted, results, stored fan-out, history,
+player hash with ``last_seq = queued_seq`` = the player's last round, leaderboard, ladder
+counters and ``seq``), so the stream continues the ladder's sequence exactly.
+
+A ladder that already has rounds is refused unless ``append``; appending needs a ladder with no
+round in flight (no worker rating it) and continues from its stored states, seq and tiers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stream.batch.dedup import first_copies
+from stream.batch.table import LadderTable
+from stream.contracts import RoundResult
+from stream.engine import rate_round
+from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
+from stream.engine.state import pack_batch, unpack_batch
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
+from stream.pipeline.phase_one import build_fanout
+from stream.store import keys
+from stream.store.bulk import BulkWriter, content_hashes, ladder_info, stored_players
+from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, encode_float, fanout_fields
+
+
+HISTORY_BUFFER = 50_000
+"""History entries buffered before they are sent (bounds the backfill's memory)."""
+
+
+class BackfillRefused(ValueError):
+    """The history cannot be written as asked (a ladder with rounds, a conflict with a stored round)."""
+
+
+@dataclass
+class BackfillSummary:
+    """What a backfill did (the command's ``--json`` output)."""
+
+    rounds: int = 0
+    rated: int = 0
+    no_outcome: int = 0
+    duplicates: int = 0
+    participations: int = 0
+    players: int = 0
+    ladders: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _PlayerColumns:
+    """Per table row: the seq and index of the player's last round in the backfill (0 / -1: none),
+    display rating and tier index after it (grown with the table)."""
+
+    last_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    last_round: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    shown: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tier: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def reserve(self, n: int) -> None:
+        size = len(self.last_seq)
+        if n <= size:
+            return
+        grow = max(n, 2 * size) - size
+        self.last_seq = np.concatenate([self.last_seq, np.zeros(grow, dtype=np.int64)])
+        self.last_round = np.concatenate([self.last_round, np.full(grow, -1, dtype=np.int64)])
+        self.shown = np.concatenate([self.shown, np.zeros(grow)])
+        self.tier = np.concatenate([self.tier, np.full(grow, UNPLACED, dtype=np.int64)])
+
+
+@dataclass
+class _LadderRun:
+    """One ladder's backfill in progress: engine table, per-player bookkeeping, counters."""
+
+    name: str
+    table: LadderTable
+    seq: int
+    partitions: int
+    """How many partitions the fan-out spreads over (``PipelineContext.partitions``)."""
+    stored_fields: dict[str, str]
+    """The ladder hash before the backfill."""
+    columns: _PlayerColumns = field(default_factory=lambda: _PlayerColumns())
+    round_ids: list[str] = field(default_factory=list)
+    """The rated rounds' ids, in order (``columns.last_round`` indexes it)."""
+    history: dict[str, list[bytes]] = field(default_factory=lambda: defaultdict(list))
+    """History entries not yet sent, per player (oldest first)."""
+    buffered: int = 0
+    new_players: int = 0
+    rated: int = 0
+    last_rated: tuple[int, str] | None = None
+
+
+async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: bool) -> tuple[list[RoundResult], int]:
+    """The rounds to write (first copies, without those already stored) and how many were duplicates;
+    raises :class:`BackfillRefused` for a ladder with rounds (without ``append``), a ladder with rounds
+    in flight, or a round id the ladder already holds with other content."""
+    deduplicated = first_copies(rounds)
+    if deduplicated.conflicts:
+        position, rejection = deduplicated.conflicts[0]
+        raise BackfillRefused(f"round {position + 1} of the input: {rejection.message}")
+    by_ladder: dict[str, list[RoundResult]] = defaultdict(list)
+    for round_ in deduplicated.rounds:
+        by_ladder[round_.ladder].append(round_)
+    keep: set[tuple[str, str]] = set()
+    for ladder, ladder_rounds in by_ladder.items():
+        info = await ladder_info(ctx.store, ladder)
+        if info.rounds and not append:
+            raise BackfillRefused(f"ladder {ladder!r} already has {info.rounds} rounds (use --append to add to it)")
+        if info.in_flight:
+            raise BackfillRefused(f"ladder {ladder!r} has {info.in_flight} rounds being rated: stop its workers "
+                                  "and let them drain before appending")
+        stored = await content_hashes(ctx.store, ladder, [r.round_id for r in ladder_rounds]) if info.rounds else []
+        for round_, digest in zip(ladder_rounds, stored or [None] * len(ladder_rounds)):
+            if digest is None:
+                keep.add((ladder, round_.round_id))
+            elif digest != round_.content_hash():
+                raise BackfillRefused(f"round {round_.round_id!r} of ladder {ladder!r} is already stored with "
+                                      "different content; the stored round stands")
+    todo = [r for r in deduplicated.rounds if (r.ladder, r.round_id) in keep]
+    return todo, len(rounds) - len(todo)
+
+
+async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: bool = False,
+                   on_round: Callable[[RoundResult], None] | None = None) -> BackfillSummary:
+    """Write the rating history of ``rounds`` into Redis as the stream would (module docstring)."""
+    todo, skipped = await plan(ctx, rounds, append=append)
+    summary = BackfillSummary(rounds=len(rounds), duplicates=skipped)
+    writer = BulkWriter(ctx.store)
+    runs: dict[str, _LadderRun] = {}
+    now = time.time()
+    for round_ in todo:
+        run = runs.get(round_.ladder)
+        if run is None:
+            run = runs[round_.ladder] = await _start(ctx, round_.ladder, [r for r in todo if r.ladder == round_.ladder])
+            await writer.sadd(keys.ladders(), round_.ladder)
+        run.seq += 1
+        if round_.is_outcome_free():
+            await writer.hset(keys.round_record(run.name, round_.round_id), _record(round_, run.seq, STATUS_NO_OUTCOME, now))
+            await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})
+            summary.no_outcome += 1
+        else:
+            await _rate(ctx, writer, run, round_, now)
+            summary.rated += 1
+            summary.participations += round_.field_size
+        summary.ladders[run.name] = summary.ladders.get(run.name, 0) + 1
+        if on_round is not None:
+            on_round(round_)
+    for run in runs.values():
+        summary.players += await _finish(ctx, writer, run, now)
+    await writer.close()
+    return summary
+
+
+async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundResult]) -> _LadderRun:
+    """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
+    info = await ladder_info(ctx.store, ladder)
+    run = _LadderRun(ladder, LadderTable(ctx.params), info.seq, await ctx.partitions(), info.fields)
+    if not info.rounds:
+        return run
+    players = sorted({p for r in ladder_rounds for p in r.players()})
+    stored = await stored_players(ctx.store, ladder, players)
+    present = [i for i, state in enumerate(stored.states) if state is not None]
+    if present:
+        names = [players[i] for i in present]
+        rows = run.table.rows(names)
+        run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], ctx.params))
+        run.columns.reserve(run.table.size)
+        run.columns.tier[rows] = tier_indices([stored.tiers[i] for i in present], ctx.display(ladder))
+    return run
+
+
+def _record(round_: RoundResult, seq: int, status: str, now: float) -> dict[str | bytes, str | int]:
+    """The round record register_round.lua writes (and, for a rated round, what follows it)."""
+    record: dict[str | bytes, str | int] = {
+        "round_id": round_.round_id, "seq": seq, "status": status, "field_size": round_.field_size,
+        "occurred_at": encode_float(round_.occurred_at), "received_at": encode_float(now),
+        "content_hash": round_.content_hash()}
+    if status == STATUS_RATED:
+        record.update({"pending": 0, "rated_at": encode_float(now), "emitted": "1"})
+    return record
+
+
+async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round_: RoundResult, now: float) -> None:
+    """Rate one round (replay's engine path) and queue its writes (phase one's and phase two's)."""
+    players = round_.players()
+    ranks = round_.ranks()
+    known = run.table.size
+    rows = run.table.rows(players)
+    run.new_players += run.table.size - known
+    run.columns.reserve(run.table.size)
+    before = run.table.gather(rows)
+    update = rate_round(before, ranks, ctx.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
+                        time=round_.occurred_at)
+    after = update.after
+    run.table.scatter(rows, after)
+    cfg = ctx.display(run.name)
+    mu, sigma = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
+    shown_values = display_rating(after.mu, after.sigma, cfg)
+    shown = number_texts("display_rating", shown_values)
+    tier = next_tier(run.columns.tier[rows], after.mu, after.sigma, cfg)
+    tiers = tier_names(tier, cfg)
+    changes = encode_changes(ChangeColumns(
+        ladder=run.name, round_id=round_.round_id, field_size=round_.field_size, occurred_at=round_.occurred_at,
+        players=players, ranks=ranks.tolist(), performance=number_texts("performance", update.performance),
+        mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
+        mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist()))
+    fanout = build_fanout(ctx, round_, run.seq, update.performance, run.partitions)
+
+    await writer.hset(keys.round_record(run.name, round_.round_id), _record(round_, run.seq, STATUS_RATED, now))
+    await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})
+    await writer.hset(keys.round_results(run.name, round_.round_id), dict(zip(players, changes)))
+    await writer.hset(keys.round_perf(run.name, round_.round_id),
+                      dict(fanout_fields([(m.partition, m.value) for m in fanout])))
+    for player, change in zip(players, changes):
+        run.history[player].append(change)
+    run.buffered += len(players)
+    if run.buffered >= HISTORY_BUFFER:
+        await _flush_history(ctx, writer, run)
+    run.columns.tier[rows] = tier
+    run.columns.shown[rows] = shown_values
+    run.columns.last_seq[rows] = run.seq
+    run.columns.last_round[rows] = len(run.round_ids)
+    run.round_ids.append(round_.round_id)
+    run.rated += 1
+    run.last_rated = (run.seq, round_.round_id)
+
+
+async def _flush_history(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun) -> None:
+    await writer.push_history({keys.history(run.name, p): entries for p, entries in run.history.items()},
+                              ctx.store.history_length)
+    run.history.clear()
+    run.buffered = 0
+
+
+PLAYER_FIELDS = ("last_seq", "queued_seq", "mu", "sigma", "rounds", "last_round", "last_time", "display_rating",
+                 "tier", "state")
+"""The player hash fields (apply_player_update.lua's, and mark_queued.lua's queued_seq)."""
+
+
+async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now: float) -> int:
+    """Queue the rest of the history, the final player hashes, the leaderboard and the ladder's
+    counters; returns the number of players written."""
+    await _flush_history(ctx, writer, run)
+    c = run.columns
+    rows = np.flatnonzero(c.last_seq[:run.table.size] > 0)  # the players this backfill rated
+    if len(rows):
+        names = [run.table.names[i] for i in rows.tolist()]
+        batch = run.table.gather(rows)
+        seqs = c.last_seq[rows].tolist()
+        shown = number_texts("display_rating", c.shown[rows])
+        columns = [seqs, seqs, number_texts("mu", batch.mu), number_texts("sigma", batch.sigma), batch.rounds.tolist(),
+                   [run.round_ids[i] for i in c.last_round[rows].tolist()], number_texts("last_time", batch.last_time),
+                   shown, tier_names(c.tier[rows], ctx.display(run.name)), pack_batch(batch)]
+        await writer.hset_many([keys.player(run.name, p) for p in names], PLAYER_FIELDS, list(zip(*columns)))
+        await writer.zadd(keys.leaderboard(run.name), dict(zip(names, shown)))
+        await writer.zadd(keys.player_names(run.name), dict.fromkeys(names, 0))
+    fields: dict[str | bytes, str | int] = {"seq": run.seq}
+    if run.new_players:
+        fields["players"] = int(run.stored_fields.get("players", 0)) + run.new_players
+    if run.last_rated is not None:  # what record_round_results.lua sets when a round becomes rated
+        fields.update({"rounds_rated": int(run.stored_fields.get("rounds_rated", 0)) + run.rated,
+                       "last_rated_seq": run.last_rated[0], "last_round": run.last_rated[1],
+                       "updated_at": encode_float(now)})
+    await writer.hset(keys.ladder(run.name), fields)
+    return len(rows)

@@ -1,0 +1,165 @@
+"""Bulk writes of a ladder's rated history (``stream backfill``, ``stream import``).
+
+The stream writes one round at a time through the Lua scripts of :mod:`stream.store.store`;
+a backfill writes the same keys with the same contents (key schema: docs/contracts.md) as plain
+pipelined commands, chunked: per round its record, results and stored fan-out; per player its
+history entries, then once its final state hash and leaderboard score; per ladder its counters.
+Nothing here is atomic: the caller checks beforehand that no worker touches the ladder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from stream.store import keys
+from stream.store.client import AsyncPipeline as Pipeline
+from stream.store.client import as_bytes, as_text
+from stream.store.store import Store
+
+FLUSH_COMMANDS = 2_000
+"""Queued commands per pipeline round trip."""
+FLUSH_ARGUMENTS = 20_000
+"""Queued command arguments per pipeline round trip (a few MB: bounds the client's buffer and
+how long Redis works through one pipeline, well within a client's socket timeout)."""
+ZADD_MEMBERS = 10_000
+"""Members per ZADD command (a million-player leaderboard goes out in pieces)."""
+
+
+@dataclass(frozen=True)
+class LadderInfo:
+    """What a backfill checks of a ladder before writing: its hash and its in-flight rounds."""
+
+    fields: dict[str, str]
+    rounds: int
+    in_flight: int
+    """Rounds still registered or incomplete (a worker is rating the ladder)."""
+
+    @property
+    def seq(self) -> int:
+        return int(self.fields.get("seq", 0))
+
+
+@dataclass(frozen=True)
+class StoredPlayers:
+    """Stored fields of some players of a ladder (aligned with the names asked for; None where absent)."""
+
+    states: list[bytes | None]
+    tiers: list[bytes | None]
+
+
+@dataclass
+class BulkWriter:
+    """Queues plain Redis commands and sends them in pipelines of bounded size."""
+
+    store: Store
+    _pipe: Pipeline | None = field(default=None, init=False)
+    _commands: int = field(default=0, init=False)
+    _arguments: int = field(default=0, init=False)
+
+    @property
+    def pipe(self) -> Pipeline:
+        if self._pipe is None:
+            self._pipe = self.store.client.pipeline(transaction=False)
+        return self._pipe
+
+    async def _count(self, arguments: int) -> None:
+        self._commands += 1
+        self._arguments += arguments
+        if self._commands >= FLUSH_COMMANDS or self._arguments >= FLUSH_ARGUMENTS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Send what is queued, in one round trip, and wait for the replies."""
+        if self._pipe is not None and self._commands:
+            await self._pipe.execute()
+        self._pipe, self._commands, self._arguments = None, 0, 0
+
+    async def close(self) -> None:
+        """Send the rest and wait for every reply."""
+        await self.flush()
+
+    async def hset(self, key: str, mapping: Mapping[Any, Any]) -> None:
+        """HSET the fields of ``mapping`` (names and values: str, bytes or numbers)."""
+        if mapping:
+            self.pipe.hset(key, mapping=dict(mapping))
+            await self._count(2 * len(mapping))
+
+    async def push_history(self, histories: Mapping[str, Sequence[bytes]], history_length: int) -> None:
+        """Append entries to history lists (key -> entries, oldest first), each list kept to its last
+        ``history_length`` entries (push_history.lua: a call per chunk of players)."""
+        await self._scripts()
+        names = list(histories)
+        for chunk in self.store._chunks(len(names)):
+            args: list[Any] = [history_length]
+            for i in chunk:
+                args += [len(histories[names[i]]), *histories[names[i]]]
+            self.store._eval(self.pipe, "push_history", [names[i] for i in chunk], args)
+            await self._count(len(args))
+
+    async def hset_many(self, names: Sequence[str], fields: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Set ``fields`` of each hash ``names[i]`` to ``rows[i]`` (hset_many.lua: a call per chunk)."""
+        await self._scripts()
+        for chunk in self.store._chunks(len(names)):
+            args: list[Any] = [len(fields), *fields]
+            for i in chunk:
+                args += rows[i]
+            self.store._eval(self.pipe, "hset_many", [names[i] for i in chunk], args)
+            await self._count(len(args))
+
+    async def _scripts(self) -> None:
+        if not self.store._sha:
+            await self.store.load_scripts()
+
+    async def zadd(self, key: str, scores: Mapping[str, float | str]) -> None:
+        """ZADD in chunks of :data:`ZADD_MEMBERS` members."""
+        items = list(scores.items())
+        for lo in range(0, len(items), ZADD_MEMBERS):
+            self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # str scores are sent as they are
+            await self._count(2 * min(ZADD_MEMBERS, len(items) - lo))
+
+    async def sadd(self, key: str, member: str) -> None:
+        self.pipe.sadd(key, member)
+        await self._count(1)
+
+
+async def members(store: Store, key: str) -> list[str]:
+    """Every member of a sorted set, in score order, as text."""
+    return [as_text(m) for m in cast("list[bytes]", await store.client.zrange(key, 0, -1))]
+
+
+async def ladder_info(store: Store, ladder: str) -> LadderInfo:
+    """The ladder's hash, how many rounds it has and how many are in flight (one round trip)."""
+    pipe = store.client.pipeline(transaction=False)
+    pipe.hgetall(keys.ladder(ladder))
+    pipe.zcard(keys.rounds(ladder))
+    pipe.zcard(keys.registered_rounds(ladder))
+    pipe.zcard(keys.incomplete_rounds(ladder))
+    raw, rounds, registered, incomplete = await pipe.execute()
+    return LadderInfo({as_text(k): as_text(v) for k, v in raw.items()}, int(rounds), int(registered) + int(incomplete))
+
+
+async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
+    """The stored ``content_hash`` of each round id (None where the ladder has no such round)."""
+    out: list[str | None] = []
+    for lo in range(0, len(round_ids), FLUSH_COMMANDS):
+        pipe = store.client.pipeline(transaction=False)
+        for round_id in round_ids[lo:lo + FLUSH_COMMANDS]:
+            pipe.hget(keys.round_record(ladder, round_id), "content_hash")
+        out += [None if raw is None else as_text(raw) for raw in await pipe.execute()]
+    return out
+
+
+async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:
+    """Packed state and tier of ``players`` (None for players the ladder has not rated)."""
+    states: list[bytes | None] = []
+    tiers: list[bytes | None] = []
+    for lo in range(0, len(players), FLUSH_COMMANDS):
+        pipe = store.client.pipeline(transaction=False)
+        for player in players[lo:lo + FLUSH_COMMANDS]:
+            pipe.hmget(keys.player(ladder, player), ["state", "tier"])
+        for state, tier in await pipe.execute():
+            states.append(None if state is None else as_bytes(state))
+            tiers.append(None if tier is None else as_bytes(tier))
+    return StoredPlayers(states, tiers)

@@ -1,0 +1,131 @@
+"""Erasure of one player from a ladder (``stream erase LADDER PLAYER``).
+
+The player's own keys go (state hash, rating history) with his leaderboard entry; in the
+ladder's stored rounds (results, stored fan-outs, unconfirmed-emission sets) his id is replaced
+by a pseudonym, so the rounds keep their standings and a later re-rate of the ladder gives every
+other player the same result as before. The pseudonym is ``erased:`` + the first 32 hex digits
+of HMAC-SHA256(``ERASURE_SECRET``, ladder NUL player): deterministic, so an interrupted erasure
+is completed by running it again, and not reversible without the secret. Every pseudonym is
+recorded in ``ems:erased:{L}`` (pseudonym → erased_at), never the id it replaces.
+
+Other players' ratings are not changed (they were computed with the player's results, which
+stay, under the pseudonym) until a re-rate, which rates the pseudonym in his place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+
+from stream.contracts import PlayerUpdate, RatingChange
+from stream.store import keys
+from stream.store.bulk import FLUSH_COMMANDS, members, ladder_info
+from stream.store.client import as_bytes, as_text
+from stream.store.store import Store, encode_float
+
+PSEUDONYM_PREFIX = "erased:"
+
+
+class ErasureRefused(ValueError):
+    """The player cannot be erased now (unknown, a round of his in flight, no secret configured)."""
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What an erasure did."""
+
+    ladder: str
+    pseudonym: str
+    rounds: int
+    """Rounds whose stored results or fan-out named the player."""
+
+
+def pseudonym(secret: str, ladder: str, player: str) -> str:
+    """The player's pseudonym in the ladder (module docstring)."""
+    digest = hmac.new(secret.encode(), f"{ladder}\0{player}".encode(), hashlib.sha256).hexdigest()
+    return PSEUDONYM_PREFIX + digest[:32]
+
+
+def _renamed_change(raw: bytes, alias: str) -> bytes:
+    change = RatingChange.from_json(raw)
+    change.player = alias
+    return change.to_json().encode()
+
+
+def _renamed_fanout(raw: bytes, player: str, alias: str) -> bytes | None:
+    """The fan-out message with the player renamed (None if he is not in it)."""
+    if _json_form(player) not in raw:
+        return None
+    update = PlayerUpdate.from_json(raw)
+    if player not in update.players:
+        return None
+    update.players = [alias if p == player else p for p in update.players]
+    return update.to_json().encode()
+
+
+def _json_form(text: str) -> bytes:
+    """How ``text`` appears inside a JSON string written with ensure_ascii=False (quotes excluded)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1].encode()
+
+
+async def erase_player(store: Store, ladder: str, player: str, *, secret: str, now: float) -> Erasure:
+    """Erase ``player`` from ``ladder`` (module docstring); raises :class:`ErasureRefused`."""
+    if not secret:
+        raise ErasureRefused("ERASURE_SECRET is not set: the pseudonyms are keyed with it (docs: Erasure)")
+    info = await ladder_info(store, ladder)
+    if not info.fields:
+        raise ErasureRefused(f"no ladder {ladder!r}")
+    alias = pseudonym(secret, ladder, player)
+    state = await store.client.hmget(keys.player(ladder, player), ["last_seq", "queued_seq"])
+    if state[0] is None:
+        raise ErasureRefused(f"no player {player!r} in ladder {ladder!r} (never rated, or already erased)")
+    if int(state[1] or 0) > int(state[0]):
+        raise ErasureRefused(f"a round of {player!r} is being rated: erase once it is")
+    registered = await members(store, keys.registered_rounds(ladder))
+    for round_id in registered:
+        body = await store.client.hget(keys.round_record(ladder, round_id), "body")
+        if body is not None and _json_form(player) in as_bytes(body):  # conservative: any mention
+            raise ErasureRefused(f"round {round_id!r} of {player!r} is being rated: erase once it is")
+    if await store.client.exists(keys.player(ladder, alias)):
+        raise ErasureRefused(f"the pseudonym {alias!r} is a player of the ladder")
+
+    rounds = await members(store, keys.rounds(ladder))
+    touched = 0
+    for lo in range(0, len(rounds), FLUSH_COMMANDS):
+        chunk = rounds[lo:lo + FLUSH_COMMANDS]
+        pipe = store.client.pipeline(transaction=False)
+        for round_id in chunk:
+            pipe.hget(keys.round_results(ladder, round_id), player)
+            pipe.hgetall(keys.round_perf(ladder, round_id))
+            pipe.sismember(keys.round_emitted(ladder, round_id), player)
+        replies = await pipe.execute()
+        writes = store.client.pipeline(transaction=False)
+        for i, round_id in enumerate(chunk):
+            result, fanout, emitted = replies[3 * i:3 * i + 3]
+            renamed = {field: new for field, value in fanout.items()
+                       if (new := _renamed_fanout(as_bytes(value), player, alias)) is not None}
+            if result is None and not renamed and not emitted:
+                continue
+            touched += 1
+            if result is not None:
+                writes.hset(keys.round_results(ladder, round_id), alias, _renamed_change(as_bytes(result), alias))
+                writes.hdel(keys.round_results(ladder, round_id), player)
+            if renamed:
+                writes.hset(keys.round_perf(ladder, round_id), mapping=renamed)
+            if emitted:
+                writes.sadd(keys.round_emitted(ladder, round_id), alias)
+                writes.srem(keys.round_emitted(ladder, round_id), player)
+        await writes.execute()
+    # the player's own keys last: until they are gone a re-run finds him and completes the erasure
+    await store.client.hset(keys.erased(ladder), alias, encode_float(now))
+    if await store.client.zrem(keys.leaderboard(ladder), player):  # counted out once, also on a re-run
+        await store.client.hincrby(keys.ladder(ladder), "players", -1)
+    await store.client.zrem(keys.player_names(ladder), player)
+    pipe = store.client.pipeline(transaction=False)
+    pipe.delete(keys.history(ladder, player))
+    pipe.delete(keys.player(ladder, player))
+    await pipe.execute()
+    return Erasure(ladder, alias, touched)
+

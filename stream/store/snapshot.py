@@ -1,0 +1,170 @@
+"""A ladder's stored state as records, and back (``stream export`` / ``stream import``).
+
+A snapshot is a sequence of :class:`Record` ``(kind, id, fields)``, every value text, which
+together rebuild each of the ladder's keys exactly (key schema: docs/contracts.md):
+
+=============  ==========  =====================================================================
+kind           id          fields
+=============  ==========  =====================================================================
+``snapshot``   ladder      ``version``, ``exported_at`` (the first record)
+``ladder``     ""          the ladder hash (``seq``, ``rounds_rated``, ``players``, ...)
+``player``     P           the player hash; ``state`` (packed engine state) in base64
+``history``    P           ``"0"``, ``"1"``, ...: the rating-history entries, oldest first
+``round``      R           the round record (``seq``, ``status``, ``content_hash``, times, ...)
+``results``    R           player → RatingChange JSON of the round
+``fanout``     R           partition → the stored fan-out (PlayerUpdate JSON)
+=============  ==========  =====================================================================
+
+The leaderboard is rebuilt from the players' ``display_rating`` (and the name index from the players) (the score the stream gave
+each player at their last round). Only a ladder with no round in flight is exported: its
+state is then complete and stands still while the stream has nothing of it to do.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+
+from stream.store import keys
+from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
+from stream.store.client import as_bytes, as_text
+from stream.store.store import Store
+
+VERSION = "1"
+BINARY_FIELDS = frozenset({"state"})
+"""Player fields that are bytes, not text: base64 in a snapshot."""
+KINDS = ("snapshot", "ladder", "player", "history", "round", "results", "fanout")
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be exported or imported as asked (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a snapshot: ``kind`` (see the module docstring), ``id``, text ``fields``."""
+
+    kind: str
+    id: str
+    fields: dict[str, str]
+
+
+def _text_fields(raw: dict[bytes | str, bytes | str], binary: frozenset[str] = frozenset()) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in raw.items():
+        name = as_text(k)
+        out[name] = base64.b64encode(as_bytes(v)).decode() if name in binary else as_text(v)
+    return out
+
+
+async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterator[Record]:
+    """The records of ``ladder`` (see the module docstring); raises :class:`SnapshotError` for an
+    unknown ladder or one with rounds in flight."""
+    info = await ladder_info(store, ladder)
+    if not info.fields:
+        raise SnapshotError(f"no ladder {ladder!r}")
+    if info.in_flight:
+        raise SnapshotError(f"ladder {ladder!r} has {info.in_flight} rounds in flight: export it once they are rated")
+    yield Record("snapshot", ladder, {"version": VERSION, "exported_at": repr(now)})
+    yield Record("ladder", "", _text_fields(await store.client.hgetall(keys.ladder(ladder))))
+    players = await members(store, keys.leaderboard(ladder))
+    for lo in range(0, len(players), FLUSH_COMMANDS):
+        chunk = players[lo:lo + FLUSH_COMMANDS]
+        pipe = store.client.pipeline(transaction=False)
+        for player in chunk:
+            pipe.hgetall(keys.player(ladder, player))
+            pipe.lrange(keys.history(ladder, player), 0, -1)
+        replies = await pipe.execute()
+        for i, player in enumerate(chunk):
+            yield Record("player", player, _text_fields(replies[2 * i], BINARY_FIELDS))
+            history = replies[2 * i + 1]
+            if history:
+                yield Record("history", player, {str(j): as_text(e) for j, e in enumerate(history)})
+    rounds = await members(store, keys.rounds(ladder))
+    for lo in range(0, len(rounds), FLUSH_COMMANDS):
+        chunk = rounds[lo:lo + FLUSH_COMMANDS]
+        pipe = store.client.pipeline(transaction=False)
+        for round_id in chunk:
+            pipe.hgetall(keys.round_record(ladder, round_id))
+            pipe.hgetall(keys.round_results(ladder, round_id))
+            pipe.hgetall(keys.round_perf(ladder, round_id))
+        replies = await pipe.execute()
+        for i, round_id in enumerate(chunk):
+            for kind, raw in zip(("round", "results", "fanout"), replies[3 * i:3 * i + 3]):
+                if raw or kind == "round":
+                    yield Record(kind, round_id, _text_fields(raw))
+
+
+@dataclass
+class _Plan:
+    """The writes of a snapshot, checked completely before any is made."""
+
+    ladder: str
+    hashes: list[tuple[str, dict[str | bytes, str | bytes]]]
+    histories: dict[str, list[bytes]]
+    scores: dict[str, str]
+    seqs: dict[str, int]
+
+
+def _plan(records: Iterable[Record]) -> _Plan:
+    it = iter(records)
+    head = next(it, None)
+    if head is None or head.kind != "snapshot":
+        raise SnapshotError("not a snapshot: the first record must be of kind 'snapshot'")
+    if head.fields.get("version") != VERSION:
+        raise SnapshotError(f"snapshot version {head.fields.get('version')!r} is not supported (this build reads {VERSION})")
+    ladder = head.id
+    plan = _Plan(ladder, [], {}, {}, {})
+    for number, record in enumerate(it, start=2):
+        where = f"record {number} ({record.kind} {record.id!r})"
+        fields: dict[str | bytes, str | bytes] = {name: value for name, value in record.fields.items()}
+        if record.kind == "ladder":
+            plan.hashes.append((keys.ladder(ladder), fields))
+        elif record.kind == "player":
+            try:
+                for name in BINARY_FIELDS & set(record.fields):
+                    fields[name] = base64.b64decode(record.fields[name], validate=True)
+                plan.scores[record.id] = repr(float(record.fields["display_rating"]))
+            except (ValueError, KeyError) as exc:
+                raise SnapshotError(f"{where}: bad or missing field: {exc}") from None
+            plan.hashes.append((keys.player(ladder, record.id), fields))
+        elif record.kind == "history":
+            if sorted(record.fields, key=lambda k: int(k) if k.isdigit() else -1) != [str(j) for j in range(len(fields))]:
+                raise SnapshotError(f"{where}: the fields of a history are 0, 1, ...")
+            plan.histories[keys.history(ladder, record.id)] = [record.fields[str(j)].encode()
+                                                              for j in range(len(fields))]
+        elif record.kind == "round":
+            try:
+                plan.seqs[record.id] = int(record.fields["seq"])
+            except (ValueError, KeyError):
+                raise SnapshotError(f"{where}: no integer seq") from None
+            plan.hashes.append((keys.round_record(ladder, record.id), fields))
+        elif record.kind == "results":
+            plan.hashes.append((keys.round_results(ladder, record.id), fields))
+        elif record.kind == "fanout":
+            plan.hashes.append((keys.round_perf(ladder, record.id), fields))
+        else:
+            raise SnapshotError(f"record {number}: unknown kind {record.kind!r} (known: {', '.join(KINDS)})")
+    return plan
+
+
+async def import_ladder(store: Store, records: Iterable[Record]) -> tuple[str, int, int]:
+    """Write a snapshot's records into Redis, all checked first; returns (ladder, players, rounds).
+    Raises :class:`SnapshotError` for a malformed snapshot or a ladder that already has state."""
+    plan = _plan(records)
+    ladder = plan.ladder
+    info = await ladder_info(store, ladder)
+    if info.fields or info.rounds or await store.client.zcard(keys.leaderboard(ladder)):
+        raise SnapshotError(f"ladder {ladder!r} already has state in Redis: import restores a ladder into an empty one")
+    writer = BulkWriter(store)
+    await writer.sadd(keys.ladders(), ladder)
+    for key, fields in plan.hashes:
+        await writer.hset(key, fields)
+    for key, entries in plan.histories.items():
+        await writer.push_history({key: entries}, max(len(entries), 1))
+    await writer.zadd(keys.leaderboard(ladder), plan.scores)
+    await writer.zadd(keys.player_names(ladder), dict.fromkeys(plan.scores, 0))
+    await writer.zadd(keys.rounds(ladder), plan.seqs)
+    await writer.close()
+    return ladder, len(plan.scores), len(plan.seqs)
