@@ -150,9 +150,9 @@ def faust_credentials(settings: Settings) -> "faust.types.auth.CredentialsT | No
 def redis_options(settings: Settings) -> dict[str, Any]:
     """redis-py ``from_url`` keyword options beyond the URL: ACL user/password overrides and TLS files.
 
-    ``rediss://`` turns TLS on (redis-py verifies the server certificate and host name by default);
-    ``REDIS_TLS_*`` with a plain ``redis://`` URL is a configuration error rather than a silent
-    plaintext connection.
+    ``rediss://`` turns TLS on with the server certificate and its host name verified, set
+    explicitly (redis-py 5.x leaves ``ssl_check_hostname`` off by default); ``REDIS_TLS_*`` with a
+    plain ``redis://`` URL is a configuration error rather than a silent plaintext connection.
     """
     scheme = urlsplit(settings.redis_url).scheme.lower()
     options: dict[str, Any] = {}
@@ -162,6 +162,8 @@ def redis_options(settings: Settings) -> dict[str, Any]:
         options["password"] = settings.redis_password
     tls_files = {"ssl_ca_certs": settings.redis_tls_ca, "ssl_certfile": settings.redis_tls_cert,
                  "ssl_keyfile": settings.redis_tls_key}
+    if scheme == REDIS_TLS_SCHEME:
+        options |= {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
     if bool(settings.redis_tls_cert) != bool(settings.redis_tls_key):
         raise ConnectionConfigError("REDIS_TLS_CERT and REDIS_TLS_KEY go together (client certificate and its key)")
     if any(tls_files.values()):
