@@ -45,12 +45,15 @@ ROUND_TOO_LARGE = "round_too_large"
 MESSAGE_TOO_LARGE = "message_too_large"
 BAD_LADDER = "bad_ladder"
 CONFLICT = "conflict"
+UNVERIFIED_PLAYER_UPDATE = "unverified_player_update"
 REASONS = (
     NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
     BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, CONFLICT,
+    UNVERIFIED_PLAYER_UPDATE,
 )
 """Every machine reason code.  ``conflict`` (a round_id reused with different content) is
-detected by the pipeline against Redis, not here."""
+detected by the pipeline against Redis, not here; so is ``unverified_player_update`` (a
+``player-updates`` message that is not exactly one of its round's stored fan-out messages)."""
 
 DEFAULT_LADDER = "default"
 LADDER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")

@@ -14,7 +14,9 @@ unreachable, or an unexpected error, logged and counted): the agent never moves 
 whose effects are not stored. A ``player-updates`` message that is not a PlayerUpdate (only a
 rogue producer or a bug makes one) would make its batch fail forever: when a batch raises,
 its messages are checked against the schema and the malformed ones go to ``rounds-dlq``
-(reason ``bad_player_update``) while the rest is handled.
+(reason ``bad_player_update``) while the rest is handled. A well-formed one that is not exactly
+a message of its round's stored fan-out (forged: ``phase_two``) is not applied and goes there too
+(reason ``unverified_player_update``).
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
@@ -35,7 +37,8 @@ from typing import cast
 
 import faust
 
-from stream.contracts import DeadLetter, PlayerUpdate, validate
+from stream.contracts import UNVERIFIED_PLAYER_UPDATE, DeadLetter, PlayerUpdate, validate
+from stream.logsafe import log_safe
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
@@ -73,17 +76,20 @@ def malformed_update(raw: bytes) -> str | None:
     return None
 
 
+def dead_letter(topics: Topics, event: faust.EventT[bytes], reason: str, why: str) -> Outgoing:
+    """A ``player-updates`` message as a dead letter (to ``rounds-dlq``, same partition, no key)."""
+    message = event.message
+    letter = DeadLetter(reason, why, None, event.value, time.time(), message.topic, message.partition, message.offset)
+    return Outgoing(topics.rounds_dlq.get_topic_name(), None, letter.to_json().encode(), message.partition)
+
+
 def dead_letters(topics: Topics, events: Sequence[faust.EventT[bytes]]) -> dict[int, Outgoing]:
-    """Index in ``events`` → dead letter (to ``rounds-dlq``, same partition, no key) of every
-    message that is not a PlayerUpdate."""
+    """Index in ``events`` → dead letter of every message that is not a PlayerUpdate."""
     out: dict[int, Outgoing] = {}
     for i, event in enumerate(events):
         why = malformed_update(event.value)
         if why is not None:
-            message = event.message
-            letter = DeadLetter(BAD_PLAYER_UPDATE, why, None, event.value, time.time(), message.topic,
-                                message.partition, message.offset)
-            out[i] = Outgoing(topics.rounds_dlq.get_topic_name(), None, letter.to_json().encode(), message.partition)
+            out[i] = dead_letter(topics, event, BAD_PLAYER_UPDATE, why)
     return out
 
 
@@ -94,6 +100,8 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
     letters, replacing its content) and the rest is handled; no malformed one: re-raise (the
     caller retries). So the normal path parses each message once."""
     raws = [event.value for event in events]
+    handled = list(events)
+    rejected.clear()  # this attempt's dead letters only
     try:
         result = await handle_updates(ctx, raws)
     except TRANSIENT_ERRORS:
@@ -103,8 +111,9 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
         if not letters:
             raise
         rejected[:] = letters.values()
-        good = [raw for i, raw in enumerate(raws) if i not in letters]
-        result = await handle_updates(ctx, good) if good else PhaseTwoResult([], 0, 0)
+        handled = [event for i, event in enumerate(events) if i not in letters]
+        result = await handle_updates(ctx, [event.value for event in handled]) if handled else PhaseTwoResult([], 0, 0)
+    rejected += [dead_letter(topics, handled[i], UNVERIFIED_PLAYER_UPDATE, why) for i, why in result.unverified]
     faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
     return result
 
@@ -170,7 +179,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                     out.append(Outgoing(topics.rounds_dlq.get_topic_name(), event.key, letter.to_json().encode(),
                                         message.partition))
                     metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
-                    log.info("round rejected to the DLQ: %s (%s)", letter.reason, letter.message)
+                    log.info("round rejected to the DLQ: %s (%s)", letter.reason, log_safe(letter.message, quote=False))
                 updates = result.updates
                 if updates and faults.fires(settings, faults.DROP_ONE_FANOUT_MESSAGE):
                     updates = updates[1:]
@@ -182,7 +191,8 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                     await send(out, "fan-out")
                 metrics.ROUNDS.labels(result.outcome).inc()
                 metrics.PHASE_ONE_SECONDS.observe(time.perf_counter() - started)
-                log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs", result.ladder, result.round_id,
+                log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs", log_safe(result.ladder),
+                          log_safe(result.round_id),
                           result.seq, result.outcome, len(result.updates), time.perf_counter() - started)
             settling = time.perf_counter()
             await settle(acks, sent, "fan-out", send)
@@ -200,9 +210,12 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             handled = time.perf_counter()
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
             if rejected:
-                metrics.ROUNDS_REJECTED.labels(BAD_PLAYER_UPDATE).inc(len(rejected))
-                log.error("%d player-updates message(s) are not PlayerUpdates: sent to the DLQ (%s)", len(rejected),
-                          BAD_PLAYER_UPDATE)
+                unverified = len(result.unverified)
+                for reason, count in ((BAD_PLAYER_UPDATE, len(rejected) - unverified),
+                                      (UNVERIFIED_PLAYER_UPDATE, unverified)):
+                    if count:
+                        metrics.ROUNDS_REJECTED.labels(reason).inc(count)
+                        log.error("%d player-updates message(s) sent to the DLQ (%s)", count, reason)
             await send(change_messages(topics, result.events) + rejected, "rating changes")
             emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
             await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",

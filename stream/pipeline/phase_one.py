@@ -31,6 +31,7 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
+from stream.logsafe import log_safe
 from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
@@ -152,7 +153,8 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
         return []
     round_ = parse_round(body, limits=ctx.limits)
     record = await ctx.store.round_record(ladder, round_id)
-    log.warning("completing phase one of round %s/%s (seq %s), left registered", ladder, round_id, record.get("seq"))
+    log.warning("completing phase one of round %s/%s (seq %s), left registered", log_safe(ladder), log_safe(round_id),
+                record.get("seq"))
     messages = await complete_round(ctx, round_, int(record["seq"]))
     if ctx.resend is not None:
         await ctx.resend(messages)

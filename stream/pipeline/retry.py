@@ -46,6 +46,7 @@ from typing import TypeVar
 import redis.exceptions
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NotEnoughReplicasError, RequestTimedOutError
 
+from stream.logsafe import log_safe
 from stream.pipeline import metrics
 
 T = TypeVar("T")
@@ -167,8 +168,10 @@ async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_
 def _log_failure(what: str, kind: str, exc: Exception, failures: int, failing_s: float) -> None:
     """A warning for a transient failure; an ERROR with the traceback for an unexpected one."""
     if kind == TRANSIENT:
-        log.warning("%s failed (%s: %s); retrying for %.1fs so far", what, type(exc).__name__, exc, failing_s)
+        log.warning("%s failed (%s: %s); retrying for %.1fs so far", what, type(exc).__name__,
+                    log_safe(exc, quote=False), failing_s)
     else:
         log.error("%s raised unexpectedly (%s: %s; %d failed attempt(s), %.1fs so far); retrying, the input "
-                  "is not acknowledged until it succeeds", what, type(exc).__name__, exc, failures, failing_s,
+                  "is not acknowledged until it succeeds", what, type(exc).__name__, log_safe(exc, quote=False),
+                  failures, failing_s,
                   exc_info=exc)

@@ -31,6 +31,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from stream.logsafe import log_ids
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import complete_registered, stored_fanout
@@ -69,5 +70,6 @@ async def sweep(ctx: PipelineContext) -> SweepReport:
         await ctx.resend(messages)
     if resent or completed:
         log.warning("sweeper re-drove %d round(s): fan-out re-sent for %s, phase one completed for %s",
-                    len(resent) + len(completed), resent[:5], completed[:5])
+                    len(resent) + len(completed), log_ids(f"{ladder}/{r}" for ladder, r in resent),
+                    log_ids(f"{ladder}/{r}" for ladder, r in completed))
     return SweepReport(resent, completed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 
 SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_round_results", "load_players",
-                "mark_queued", "claim_due_rounds", "confirm_emitted")
+                "mark_queued", "claim_due_rounds", "confirm_emitted", "verify_updates")
 
 
 def source(name: str) -> str:
