@@ -10,10 +10,13 @@ paragraph separators, lone surrogates), the backslash and the double quote; a cu
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable
 
 LOG_TEXT_LIMIT = 200
 """Characters of one value kept in a log line (ids are at most MAX_ID_LENGTH long when valid)."""
+EXCEPTION_TEXT_LIMIT = 2000
+"""Characters of an exception's message kept in a logged traceback."""
 
 
 def _escape_char(char: str) -> str:
@@ -42,6 +45,20 @@ def log_safe(value: object, *, quote: bool = True, limit: int = LOG_TEXT_LIMIT) 
     if extra > 0:
         text += f"...(+{extra} chars)"
     return f'"{text}"' if quote else text
+
+
+def log_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` and the exceptions it was raised from, with each exception's
+    message through :func:`log_safe` (a message may quote an id; the frames are our code)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append("Traceback (most recent call last):\n" + "".join(traceback.format_tb(current.__traceback__))
+                     + f"{type(current).__name__}: {log_safe(current, quote=False, limit=EXCEPTION_TEXT_LIMIT)}")
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return "\n\nwhich was raised while handling / from:\n".join(parts)
 
 
 def log_ids(values: Iterable[object], *, limit: int = 5) -> str:

@@ -46,7 +46,7 @@ from typing import TypeVar
 import redis.exceptions
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NotEnoughReplicasError, RequestTimedOutError
 
-from stream.logsafe import log_safe
+from stream.logsafe import log_safe, log_traceback
 from stream.pipeline import metrics
 
 T = TypeVar("T")
@@ -172,6 +172,5 @@ def _log_failure(what: str, kind: str, exc: Exception, failures: int, failing_s:
                     log_safe(exc, quote=False), failing_s)
     else:
         log.error("%s raised unexpectedly (%s: %s; %d failed attempt(s), %.1fs so far); retrying, the input "
-                  "is not acknowledged until it succeeds", what, type(exc).__name__, log_safe(exc, quote=False),
-                  failures, failing_s,
-                  exc_info=exc)
+                  "is not acknowledged until it succeeds\n%s", what, type(exc).__name__, log_safe(exc, quote=False),
+                  failures, failing_s, log_traceback(exc))
