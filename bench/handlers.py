@@ -49,16 +49,58 @@ async def run(url: str, rounds: list, partitions: int, verify: bool = True) -> N
     await ctx.store.close()
 
 
+Figures = tuple[float, float, float]
+"""Wall, process CPU and redis-server CPU seconds."""
+
+
 def measure(rounds: list, partitions: int, verify: bool,  # type: ignore[type-arg]
-            profiler: cProfile.Profile | None = None) -> tuple[float, float, float, dict[str, tuple[int, int]]]:
-    """Wall, process CPU and redis-server CPU seconds of the handlers on a fresh server, and its commands."""
+            profiler: cProfile.Profile | None = None) -> tuple[Figures, dict[str, tuple[int, int]]]:
+    """The handlers' :data:`Figures` on a fresh redis-server, and its command statistics."""
+    server = RedisServer().start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        client.config_resetstat()
+        redis_before, cpu_before, started = redis_cpu_s(client), time.process_time(), time.perf_counter()
+        if profiler:
+            profiler.enable()
+        asyncio.run(run(server.url, rounds, partitions, verify))
+        if profiler:
+            profiler.disable()
+        figures = (time.perf_counter() - started, time.process_time() - cpu_before, redis_cpu_s(client) - redis_before)
+        commands = redis_commands(client)
+        client.close()
+    finally:
+        server.stop()
+    return figures, commands
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--pool", type=int, default=2000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--sort", default="tottime", help="cProfile sort key (tottime, cumulative)")
+    parser.add_argument("--compare-verify", action="store_true",
+                        help="also run phase two without its fan-out check, alternating, and print both")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each mode with --compare-verify (best kept)")
+    args = parser.parse_args()
+    rounds = list(synthetic_rounds(n_players=args.pool, n_rounds=args.rounds, round_size=args.size, seed=1,
+                                   ladder="bench"))
+    participations = sum(r.field_size for r in rounds)
+    started = time.perf_counter()
+    replay(rounds, preset(Settings().engine_preset), keep_rounds=False)
+    replay_s = time.perf_counter() - started
+
     profiler = cProfile.Profile() if args.profile else None
     modes = (False, True) if args.compare_verify else (True,)
-    best: dict[bool, tuple[float, float, float]] = {}
+    best: dict[bool, Figures] = {}
     for _ in range(args.repeat if args.compare_verify else 1):
         for verify in modes:
-            *figures, commands = measure(rounds, args.partitions, verify, profiler if verify else None)
-            best[verify] = tuple(min(pair) for pair in zip(best.get(verify, figures), figures))  # type: ignore[assignment]
+            figures, commands = measure(rounds, args.partitions, verify, profiler if verify else None)
+            old = best.get(verify, figures)
+            best[verify] = (min(old[0], figures[0]), min(old[1], figures[1]), min(old[2], figures[2]))
     per = 1e6 / participations
     print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} participations\n")
     if args.compare_verify:
