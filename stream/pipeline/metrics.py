@@ -22,6 +22,9 @@ HANDLER_FAILURES = Counter("ems_handler_failures_total", "Failed attempts of a h
 HANDLER_STUCK_SECONDS = Gauge("ems_handler_stuck_seconds", "Seconds the oldest still-failing call of a handler "
                               "has been failing (its input not acknowledged meanwhile); 0 when healthy",
                               ["handler"])
+HANDLER_RUNNING_SECONDS = Gauge("ems_handler_running_seconds", "Seconds the oldest call of a handler that has "
+                                "not returned yet has been running (retries included): a call hung on Redis or Kafka "
+                                "grows here; 0 when the handler has no call", ["handler"])
 STALLED_PARTITIONS = Gauge("ems_stalled_partitions", "Input partitions assigned to this worker that it stopped fetching: "
                            "end offset ahead of the committed offset, nothing fetched, no progress for STALL_TIMEOUT_S "
                            "(watchdog.py), by topic", ["topic"])
