@@ -32,14 +32,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import cast
+from collections.abc import Awaitable, Callable, Sequence
 
 import faust
 
 from stream.contracts import UNVERIFIED_PLAYER_UPDATE, DeadLetter, PlayerUpdate, validate
 from stream.logsafe import log_safe
 from stream.pipeline import faults, metrics, retry
+from stream.pipeline.compat import take_batches
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, RatingChangeMessage
 from stream.pipeline.phase_one import Origin, handle_round
@@ -131,13 +131,6 @@ async def settle(acks: Sequence[asyncio.Future[object]], sent: list[Outgoing], w
         await send(sent, what)
 
 
-def take_events(stream: faust.StreamT[bytes], n: int, within: float) -> AsyncIterator[Sequence[faust.EventT[bytes]]]:
-    """Batches of up to ``n`` events, each handed over within ``within`` seconds of its first
-    (``Stream.take_events``: the agent's stream is a ``faust.Stream``, whose interface type
-    ``StreamT`` does not declare the method)."""
-    return cast("faust.Stream[bytes]", stream).take_events(n, within=within)
-
-
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
     producer = BatchProducer(ctx.settings)
@@ -161,7 +154,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
         # next round is handled, and the batch's acknowledgements are awaited together before
         # Faust acks the batch's events (after the loop body). Rounds waiting at the barrier
         # for an earlier round of the same batch are fine: its fan-out is already in flight.
-        async for events in take_events(stream, settings.phase_one_batch, settings.phase_one_within_s):
+        async for events in take_batches(stream, settings.phase_one_batch, settings.phase_one_within_s):
             batch_started = time.perf_counter()
             sent: list[Outgoing] = []
             acks: list[asyncio.Future[object]] = []
@@ -202,7 +195,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT[bytes]) -> None:
-        async for batch in take_events(stream, settings.phase_two_batch, settings.phase_two_within_s):
+        async for batch in take_batches(stream, settings.phase_two_batch, settings.phase_two_within_s):
             started = time.perf_counter()
             rejected: list[Outgoing] = []
             result = await retrying(lambda: handle_player_updates(ctx, topics, batch, rejected), "phase two",
