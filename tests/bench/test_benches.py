@@ -38,3 +38,21 @@ def test_broker_growth_reports_each_chunk_against_the_first() -> None:
     rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "x |" in line]
     assert [int(cells[0].replace(",", "")) for cells in rows] == [200, 400, 600]  # log size after each chunk
     assert rows[0][3].strip() == "1.0x" and all(float(cells[2]) >= 0 for cells in rows)
+
+
+def test_handlers_bench_compares_phase_two_with_and_without_its_check() -> None:
+    out = run_bench("handlers.py", "--size", "10", "--rounds", "5", "--pool", "30", "--compare-verify", "--repeat", "1")
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| handlers: ")}
+    assert set(rows) == {"handlers: wall", "handlers: process CPU", "handlers: redis-server CPU"}
+    for row in rows.values():
+        off, on = (float(cell) for cell in row.split("|")[2:4])
+        assert off > 0 and on > 0
+
+
+def test_idle_bench_reports_cpu_and_first_round_latency() -> None:
+    out = run_bench("idle.py", "--gap-s", "1", "--samples", "2")
+    row = next(line for line in out.splitlines() if line.startswith("| this commit |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1].endswith("% of a core") and float(cells[1].split()[0]) >= 0
+    p50, p99, worst = (float(cell.removesuffix(" ms")) for cell in cells[2:5])
+    assert 0 < p50 <= p99 <= worst
