@@ -202,13 +202,15 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                                     max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO)
             handled = time.perf_counter()
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
-            if rejected:
-                unverified = len(result.unverified)
-                for reason, count in ((BAD_PLAYER_UPDATE, len(rejected) - unverified),
-                                      (UNVERIFIED_PLAYER_UPDATE, unverified)):
-                    if count:
-                        metrics.ROUNDS_REJECTED.labels(reason).inc(count)
-                        log.error("%d player-updates message(s) sent to the DLQ (%s)", count, reason)
+            unverified = len(result.unverified)
+            if len(rejected) > unverified:
+                metrics.ROUNDS_REJECTED.labels(BAD_PLAYER_UPDATE).inc(len(rejected) - unverified)
+                log.error("%d player-updates message(s) are not PlayerUpdates: sent to the DLQ (%s)",
+                          len(rejected) - unverified, BAD_PLAYER_UPDATE)
+            if unverified:
+                metrics.ROUNDS_REJECTED.labels(UNVERIFIED_PLAYER_UPDATE).inc(unverified)
+                log.error("%d player-updates message(s) are not in their round's stored fan-out: not applied, "
+                          "sent to the DLQ (%s)", unverified, UNVERIFIED_PLAYER_UPDATE)
             await send(change_messages(topics, result.events) + rejected, "rating changes")
             emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
             await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",

@@ -9,7 +9,8 @@ LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.
 ROUNDS = Counter("ems_rounds_total", "Rounds handled by phase one, by outcome "
                  "(rated, resent, duplicate, no_outcome, rejected)", ["outcome"])
 ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Messages sent to the dead-letter topic, by reason (rejected "
-                          "rounds; bad_player_update: a player-updates message that is not a PlayerUpdate)", ["reason"])
+                          "rounds; bad_player_update: a player-updates message that is not a PlayerUpdate; "
+                          "unverified_player_update: one not in its round's stored fan-out)", ["reason"])
 PLAYER_UPDATES = Counter("ems_player_updates_total", "Player updates of phase two, by result "
                          "(applied now, or re-emitted from stored results)", ["result"])
 PHASE_ONE_SECONDS = Histogram("ems_phase_one_seconds", "Phase one time per round (barrier wait included)",

@@ -45,6 +45,7 @@ def test_forged_updates_go_to_the_dlq_and_change_nothing(local_stack, stack_redi
         worker.stop()
 
     assert len(letters) == 2
+    assert "not in their round's stored fan-out: not applied" in worker.log_path.read_text()
     for _, value in letters:
         validate("dead-letter", value)
         letter = json.loads(value)
