@@ -88,3 +88,31 @@ def test_pipeline_log_lines_escape_ids(redis_url: str, caplog: pytest.LogCapture
     assert "completing phase one of round" in text and "still waits" in text and "bad id" in text
     assert log_safe(HOSTILE) in text and '"a\\x0ab"' in text
     assert_no_forged_lines(caplog)
+
+
+def test_read_api_failure_log_escapes_the_path(caplog: pytest.LogCaptureFixture) -> None:
+    """A request that fails (Redis down) is logged with its path: a percent-encoded newline in an
+    id must not start a forged line."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from stream.api.app import create_app
+    from stream.connections import redis_client
+    from stream.stack.ports import free_port
+
+    async def body() -> int:
+        settings = Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0", redis_connect_timeout_s=1.0)
+        redis = redis_client(settings)
+        client = TestClient(TestServer(create_app(redis, settings)))
+        await client.start_server()
+        try:
+            resp = await client.get("/api/ladders/L/players/p%0A2026-11-23%2012:00:00%20INFO%20forged")
+            return resp.status
+        finally:
+            await client.close()
+            await redis.aclose()
+
+    with caplog.at_level(logging.ERROR, logger="stream.api"):
+        assert asyncio.run(body()) == 500
+    (record,) = [r for r in caplog.records if "read API request failed" in r.getMessage()]
+    assert '"/api/ladders/L/players/p\\x0a2026-11-23 12:00:00 INFO forged"' in record.getMessage()
+    assert "\n" not in record.getMessage()
