@@ -49,6 +49,50 @@ async def run(url: str, rounds: list, partitions: int, verify: bool = True) -> N
     await ctx.store.close()
 
 
+CHECK_BLOCKS = 20
+"""Alternating blocks of the interleaved check-alone measurement (``check_alone``)."""
+CHECK_CALLS = 25
+"""State reads per block."""
+
+
+async def check_alone(url: str, rounds: list, partitions: int) -> dict[str, tuple[float, float]]:  # type: ignore[type-arg]
+    """Phase two's state read of the last round's players without the check, with it (digest set
+    cached, as for every batch after a round's first), and with the digest set rebuilt (a round's
+    first batch), in alternating blocks on one server: mode -> (wall µs, redis-server CPU µs) per read."""
+    import hashlib
+
+    from stream.contracts import PlayerUpdate
+    from stream.store import keys
+    from stream.store.store import FanOutCheck
+
+    ctx = PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
+    raws: list[bytes] = []
+    for r in rounds:
+        raws = [message.value for message in (await handle_round(ctx, r.to_json().encode())).updates]
+        await handle_updates(ctx, raws)
+    updates = [PlayerUpdate.from_json(raw) for raw in raws]
+    ladder, round_id = updates[0].ladder, updates[0].round_id
+    players = [(ladder, p) for u in updates for p in u.players]
+    client = redis.Redis.from_url(url)
+    totals = {mode: [0.0, 0.0] for mode in ("without", "cached", "first")}
+    for _ in range(CHECK_BLOCKS):
+        for mode in totals:
+            redis_before = redis_cpu_s(client)
+            for _ in range(CHECK_CALLS):
+                if mode == "first":  # its own round trip, not timed (its server CPU is a few µs)
+                    await ctx.store.client.delete(keys.round_digests(ladder, round_id))
+                started = time.perf_counter()
+                checks = [] if mode == "without" else [
+                    FanOutCheck(ladder, round_id, [hashlib.sha1(raw).hexdigest() for raw in raws])]
+                await ctx.store.load_states(players, checks)
+                totals[mode][0] += time.perf_counter() - started
+            totals[mode][1] += redis_cpu_s(client) - redis_before
+    client.close()
+    await ctx.store.close()
+    calls = CHECK_BLOCKS * CHECK_CALLS
+    return {mode: (wall * 1e6 / calls, cpu * 1e6 / calls) for mode, (wall, cpu) in totals.items()}
+
+
 Figures = tuple[float, float, float]
 """Wall, process CPU and redis-server CPU seconds."""
 
@@ -117,6 +161,18 @@ def main() -> None:
         print(f"| handlers: wall | {wall_s * per:.1f} |")
         print(f"| handlers: process CPU | {cpu_s * per:.1f} |")
         print(f"| handlers: redis-server CPU | {redis_s * per:.1f} |")
+    if args.compare_verify:
+        server = RedisServer().start()
+        try:
+            alone = asyncio.run(check_alone(server.url, rounds, args.partitions))
+        finally:
+            server.stop()
+        print(f"\nphase two's state read of one {args.size:,}-player round, alone, {CHECK_BLOCKS} alternating blocks "
+              f"of {CHECK_CALLS} (µs per read; the check hashes the messages in the worker too)\n")
+        print("| | without check | with check (digests cached) | with check (round's first: digests built) |")
+        print("|---|---:|---:|---:|")
+        for i, name in enumerate(("wall", "redis-server CPU")):
+            print(f"| {name} | " + " | ".join(f"{alone[mode][i]:.0f}" for mode in ("without", "cached", "first")) + " |")
     print("\n| | Redis command | calls/part. | µs/part. |\n|---|---|---:|---:|")
     print("\n".join(command_rows("handlers", commands, participations, REDIS_COMMANDS_SHOWN)))
     if profiler:
