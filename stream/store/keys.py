@@ -63,7 +63,8 @@ def round_perf(ladder_name: str, round_id: str) -> str:
 
 
 def round_digests(ladder_name: str, round_id: str) -> str:
-    """Set: SHA-1 hex of each stored fan-out message (phase two's check of incoming updates)."""
+    """Set: SHA-1 hex of each stored fan-out message of over 64 KiB in all (phase two's check of
+    incoming updates; smaller fan-outs are hashed again at each check)."""
     return f"{PREFIX}round-digests:{{{ladder_name}}}:{round_id}"
 
 
