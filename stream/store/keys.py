@@ -63,8 +63,7 @@ def round_perf(ladder_name: str, round_id: str) -> str:
 
 
 def round_digests(ladder_name: str, round_id: str) -> str:
-    """Set: SHA-1 hex of each stored fan-out message of over 64 KiB in all (phase two's check of
-    incoming updates; smaller fan-outs are hashed again at each check)."""
+    """Set: SHA-1 hex of each stored fan-out message (phase two's check of incoming updates)."""
     return f"{PREFIX}round-digests:{{{ladder_name}}}:{round_id}"
 
 

@@ -119,31 +119,3 @@ def test_verification_off_applies_a_forged_seq(redis_url: str) -> None:
         return stored
 
     assert asyncio.run(body()) == 2 ** 53
-
-
-def test_a_large_fanouts_digests_are_kept_and_checked_the_same(redis_url: str) -> None:
-    """Fan-outs over 64 KiB get a digest set (hashed once); smaller ones are hashed at each check."""
-    from stream.store import keys
-
-    big = RoundResult(round_id="big", ladder="V", occurred_at=1.7e9,
-                      standings=[Standing(f"player-{i:04d}", i + 1) for i in range(1200)])
-
-    async def body() -> None:
-        ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=2))
-        small = await handle_round(ctx, make_round("s1", "abc", 0).to_json().encode())
-        await handle_updates(ctx, [m.value for m in small.updates])
-        result = await handle_round(ctx, big.to_json().encode())
-        raws = [m.value for m in result.updates]
-        assert sum(len(raw) for raw in raws) > 65536
-        fake = forged(raws[0], seq=2 ** 53)
-        for _ in range(2):  # the first check builds the set, the second uses it
-            checked = await handle_updates(ctx, [fake, raws[0]])
-            assert [i for i, _ in checked.unverified] == [0]
-        assert (await handle_updates(ctx, raws[1:])).unverified == []
-        assert (await ctx.store.round_record("V", "big"))["status"] == "rated"
-        client = ctx.store.client
-        assert await client.scard(keys.round_digests("V", "big")) == len(raws)
-        assert not await client.exists(keys.round_digests("V", "s1"))
-        await ctx.store.close()
-
-    asyncio.run(body())
