@@ -119,3 +119,27 @@ def test_verification_off_applies_a_forged_seq(redis_url: str) -> None:
         return stored
 
     assert asyncio.run(body()) == 2 ** 53
+
+
+def test_the_digest_set_is_built_once_and_checked_the_same(redis_url: str) -> None:
+    """A round's first check builds its digest set from the stored fan-out; later checks (more
+    batches of the same round) read the set and still reject a forged message."""
+    from stream.store import keys
+
+    big = RoundResult(round_id="big", ladder="V", occurred_at=1.7e9,
+                      standings=[Standing(f"player-{i:04d}", i + 1) for i in range(300)])
+
+    async def body() -> None:
+        ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=4))
+        result = await handle_round(ctx, big.to_json().encode())
+        raws = [m.value for m in result.updates]
+        fake = forged(raws[0], seq=2 ** 53)
+        for _ in range(2):  # the first check builds the set, the second uses it
+            checked = await handle_updates(ctx, [fake, raws[0]])
+            assert [i for i, _ in checked.unverified] == [0]
+        assert await ctx.store.client.scard(keys.round_digests("V", "big")) == len(raws)
+        assert (await handle_updates(ctx, raws[1:])).unverified == []
+        assert (await ctx.store.round_record("V", "big"))["status"] == "rated"
+        await ctx.store.close()
+
+    asyncio.run(body())
