@@ -3,9 +3,12 @@ redis-server, in one process, next to ``stream.batch.replay`` of the same rounds
 
 What the stream costs on top of the engine, apart from Faust and the broker: Redis round trips,
 (de)serialisation, event encoding. Prints µs per participation (wall, the worker's CPU and
-redis-server's CPU) and, with ``--profile``, the handlers' top functions (cProfile).
+redis-server's CPU) and, with ``--profile``, the handlers' top functions (cProfile). With
+``--compare-verify`` it also runs phase two without its fan-out check (``verify=False``), the
+two modes alternating on fresh servers in the same run, and prints both (best of ``--repeat``).
 
 Usage: python bench/handlers.py [--size 1000] [--rounds 40] [--pool 2000] [--partitions 4] [--profile]
+                                [--compare-verify] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -37,13 +40,82 @@ PROFILE_ROWS = 30
 REDIS_COMMANDS_SHOWN = 8
 
 
-async def run(url: str, rounds: list, partitions: int) -> None:  # type: ignore[type-arg]
+async def run(url: str, rounds: list, partitions: int, verify: bool = True) -> None:  # type: ignore[type-arg]
     ctx = PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
     for r in rounds:
         result = await handle_round(ctx, r.to_json().encode())
         # phase two of the round's messages in one batch (a worker's batch holds ~1-10 messages)
-        await handle_updates(ctx, [message.value for message in result.updates])
+        await handle_updates(ctx, [message.value for message in result.updates], verify=verify)
     await ctx.store.close()
+
+
+CHECK_BLOCKS = 20
+"""Alternating blocks of the interleaved check-alone measurement (``check_alone``)."""
+CHECK_CALLS = 25
+"""State reads per block."""
+
+
+async def check_alone(url: str, rounds: list, partitions: int) -> dict[str, tuple[float, float]]:  # type: ignore[type-arg]
+    """Phase two's state read of the last round's players without the check, with it (digest set
+    cached, as for every batch after a round's first), and with the digest set rebuilt (a round's
+    first batch), in alternating blocks on one server: mode -> (wall µs, redis-server CPU µs) per read."""
+    import hashlib
+
+    from stream.contracts import PlayerUpdate
+    from stream.store import keys
+    from stream.store.store import FanOutCheck
+
+    ctx = PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
+    raws: list[bytes] = []
+    for r in rounds:
+        raws = [message.value for message in (await handle_round(ctx, r.to_json().encode())).updates]
+        await handle_updates(ctx, raws)
+    updates = [PlayerUpdate.from_json(raw) for raw in raws]
+    ladder, round_id = updates[0].ladder, updates[0].round_id
+    players = [(ladder, p) for u in updates for p in u.players]
+    client = redis.Redis.from_url(url)
+    totals = {mode: [0.0, 0.0] for mode in ("without", "cached", "first")}
+    for _ in range(CHECK_BLOCKS):
+        for mode in totals:
+            redis_before = redis_cpu_s(client)
+            for _ in range(CHECK_CALLS):
+                if mode == "first":  # its own round trip, not timed (its server CPU is a few µs)
+                    await ctx.store.client.delete(keys.round_digests(ladder, round_id))
+                started = time.perf_counter()
+                checks = [] if mode == "without" else [
+                    FanOutCheck(ladder, round_id, [hashlib.sha1(raw).hexdigest() for raw in raws])]
+                await ctx.store.load_states(players, checks)
+                totals[mode][0] += time.perf_counter() - started
+            totals[mode][1] += redis_cpu_s(client) - redis_before
+    client.close()
+    await ctx.store.close()
+    calls = CHECK_BLOCKS * CHECK_CALLS
+    return {mode: (wall * 1e6 / calls, cpu * 1e6 / calls) for mode, (wall, cpu) in totals.items()}
+
+
+Figures = tuple[float, float, float]
+"""Wall, process CPU and redis-server CPU seconds."""
+
+
+def measure(rounds: list, partitions: int, verify: bool,  # type: ignore[type-arg]
+            profiler: cProfile.Profile | None = None) -> tuple[Figures, dict[str, tuple[int, int]]]:
+    """The handlers' :data:`Figures` on a fresh redis-server, and its command statistics."""
+    server = RedisServer().start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        client.config_resetstat()
+        redis_before, cpu_before, started = redis_cpu_s(client), time.process_time(), time.perf_counter()
+        if profiler:
+            profiler.enable()
+        asyncio.run(run(server.url, rounds, partitions, verify))
+        if profiler:
+            profiler.disable()
+        figures = (time.perf_counter() - started, time.process_time() - cpu_before, redis_cpu_s(client) - redis_before)
+        commands = redis_commands(client)
+        client.close()
+    finally:
+        server.stop()
+    return figures, commands
 
 
 def main() -> None:
@@ -54,6 +126,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--sort", default="tottime", help="cProfile sort key (tottime, cumulative)")
+    parser.add_argument("--compare-verify", action="store_true",
+                        help="also run phase two without its fan-out check, alternating, and print both")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each mode with --compare-verify (best kept)")
     args = parser.parse_args()
     rounds = list(synthetic_rounds(n_players=args.pool, n_rounds=args.rounds, round_size=args.size, seed=1,
                                    ladder="bench"))
@@ -62,30 +137,42 @@ def main() -> None:
     replay(rounds, preset(Settings().engine_preset), keep_rounds=False)
     replay_s = time.perf_counter() - started
 
-    server = RedisServer().start()
-    try:
-        client = redis.Redis.from_url(server.url)
-        client.config_resetstat()
-        redis_before, cpu_before, started = redis_cpu_s(client), time.process_time(), time.perf_counter()
-        profiler = cProfile.Profile() if args.profile else None
-        if profiler:
-            profiler.enable()
-        asyncio.run(run(server.url, rounds, args.partitions))
-        if profiler:
-            profiler.disable()
-        wall_s, cpu_s, redis_s = (time.perf_counter() - started, time.process_time() - cpu_before,
-                                  redis_cpu_s(client) - redis_before)
-        commands = redis_commands(client)
-        client.close()
-    finally:
-        server.stop()
+    profiler = cProfile.Profile() if args.profile else None
+    modes = (False, True) if args.compare_verify else (True,)
+    best: dict[bool, Figures] = {}
+    for _ in range(args.repeat if args.compare_verify else 1):
+        for verify in modes:
+            figures, commands = measure(rounds, args.partitions, verify, profiler if verify else None)
+            old = best.get(verify, figures)
+            best[verify] = (min(old[0], figures[0]), min(old[1], figures[1]), min(old[2], figures[2]))
     per = 1e6 / participations
     print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} participations\n")
-    print("| | µs/part. |\n|---|---:|")
-    print(f"| replay (in process) | {replay_s * per:.1f} |")
-    print(f"| handlers: wall | {wall_s * per:.1f} |")
-    print(f"| handlers: process CPU | {cpu_s * per:.1f} |")
-    print(f"| handlers: redis-server CPU | {redis_s * per:.1f} |")
+    if args.compare_verify:
+        print(f"phase two without / with its fan-out check (best of {args.repeat}, alternating, same run)\n")
+        print("| | µs/part. without check | µs/part. with check | change |\n|---|---:|---:|---:|")
+        print(f"| replay (in process) | {replay_s * per:.1f} | | |")
+        for i, name in enumerate(("wall", "process CPU", "redis-server CPU")):
+            off, on = best[False][i] * per, best[True][i] * per
+            print(f"| handlers: {name} | {off:.1f} | {on:.1f} | {100 * (on / off - 1):+.1f} % |")
+    else:
+        wall_s, cpu_s, redis_s = best[True]
+        print("| | µs/part. |\n|---|---:|")
+        print(f"| replay (in process) | {replay_s * per:.1f} |")
+        print(f"| handlers: wall | {wall_s * per:.1f} |")
+        print(f"| handlers: process CPU | {cpu_s * per:.1f} |")
+        print(f"| handlers: redis-server CPU | {redis_s * per:.1f} |")
+    if args.compare_verify:
+        server = RedisServer().start()
+        try:
+            alone = asyncio.run(check_alone(server.url, rounds, args.partitions))
+        finally:
+            server.stop()
+        print(f"\nphase two's state read of one {args.size:,}-player round, alone, {CHECK_BLOCKS} alternating blocks "
+              f"of {CHECK_CALLS} (µs per read; the check hashes the messages in the worker too)\n")
+        print("| | without check | with check (digests cached) | with check (round's first: digests built) |")
+        print("|---|---:|---:|---:|")
+        for i, name in enumerate(("wall", "redis-server CPU")):
+            print(f"| {name} | " + " | ".join(f"{alone[mode][i]:.0f}" for mode in ("without", "cached", "first")) + " |")
     print("\n| | Redis command | calls/part. | µs/part. |\n|---|---|---:|---:|")
     print("\n".join(command_rows("handlers", commands, participations, REDIS_COMMANDS_SHOWN)))
     if profiler:

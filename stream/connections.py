@@ -14,6 +14,7 @@ message built here ever contains a password: :func:`describe_redis` and
 
 from __future__ import annotations
 
+import socket
 import ssl
 from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import urlsplit
@@ -147,21 +148,49 @@ def faust_credentials(settings: Settings) -> "faust.types.auth.CredentialsT | No
 # ---------------------------------------------------------------- Redis
 
 
-def redis_options(settings: Settings) -> dict[str, Any]:
-    """redis-py ``from_url`` keyword options beyond the URL: ACL user/password overrides and TLS files.
+#: Unanswered keepalive probes after which the kernel drops a Redis connection.
+REDIS_KEEPALIVE_PROBES = 3
 
-    ``rediss://`` turns TLS on (redis-py verifies the server certificate and host name by default);
-    ``REDIS_TLS_*`` with a plain ``redis://`` URL is a configuration error rather than a silent
-    plaintext connection.
+
+def redis_keepalive_options(idle_s: int) -> dict[int, int]:
+    """``socket_keepalive_options`` for ``REDIS_KEEPALIVE_S``: first probe after ``idle_s`` idle
+    seconds, then every third of it, :data:`REDIS_KEEPALIVE_PROBES` probes (Linux / BSD names;
+    options the platform lacks are left at the system default)."""
+    wanted = {"TCP_KEEPIDLE": idle_s, "TCP_KEEPINTVL": max(1, idle_s // 3), "TCP_KEEPCNT": REDIS_KEEPALIVE_PROBES}
+    return {getattr(socket, name): value for name, value in wanted.items() if hasattr(socket, name)}
+
+
+def redis_timeouts(settings: Settings) -> dict[str, Any]:
+    """redis-py options bounding a call: reply and connect timeouts (None for 0: no limit) and
+    TCP keepalive, so a hung or silently dead Redis makes a call fail (and be retried) instead
+    of waiting for ever (keepalive on TCP only: unix:// sockets have none)."""
+    options: dict[str, Any] = {"socket_timeout": settings.redis_socket_timeout_s or None,
+                               "socket_connect_timeout": settings.redis_connect_timeout_s or None}
+    tcp = urlsplit(settings.redis_url).scheme.lower() in (REDIS_PLAIN_SCHEME, REDIS_TLS_SCHEME)  # not unix://
+    if settings.redis_keepalive_s > 0 and tcp:
+        options |= {"socket_keepalive": True,
+                    "socket_keepalive_options": redis_keepalive_options(settings.redis_keepalive_s)}
+    return options
+
+
+def redis_options(settings: Settings) -> dict[str, Any]:
+    """redis-py ``from_url`` keyword options beyond the URL: :func:`redis_timeouts`, ACL
+    user/password overrides and TLS files.
+
+    ``rediss://`` turns TLS on with the server certificate and its host name verified, set
+    explicitly (redis-py 5.x leaves ``ssl_check_hostname`` off by default); ``REDIS_TLS_*`` with a
+    plain ``redis://`` URL is a configuration error rather than a silent plaintext connection.
     """
     scheme = urlsplit(settings.redis_url).scheme.lower()
-    options: dict[str, Any] = {}
+    options = redis_timeouts(settings)
     if settings.redis_username:
         options["username"] = settings.redis_username
     if settings.redis_password:
         options["password"] = settings.redis_password
     tls_files = {"ssl_ca_certs": settings.redis_tls_ca, "ssl_certfile": settings.redis_tls_cert,
                  "ssl_keyfile": settings.redis_tls_key}
+    if scheme == REDIS_TLS_SCHEME:
+        options |= {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
     if bool(settings.redis_tls_cert) != bool(settings.redis_tls_key):
         raise ConnectionConfigError("REDIS_TLS_CERT and REDIS_TLS_KEY go together (client certificate and its key)")
     if any(tls_files.values()):

@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from stream.logsafe import log_safe
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -48,5 +50,5 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status_code, "http_error")
         return _json_error(exc.status_code, code, exc.reason)
     except Exception:  # a bug or Redis down: answer 500 as JSON, keep the details in the log
-        log.exception("read API request failed: %s %s", request.method, request.path)
+        log.exception("read API request failed: %s %s", request.method, log_safe(request.path))
         return _json_error(500, "internal", "internal error")

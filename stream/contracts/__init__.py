@@ -8,6 +8,7 @@ from stream.contracts.round import (
     DEFAULT_LADDER,
     LADDER_PATTERN,
     REASONS,
+    UNVERIFIED_PLAYER_UPDATE,
     Limits,
     RoundRejected,
     RoundResult,
@@ -17,7 +18,7 @@ from stream.contracts.round import (
 from stream.contracts.schemas import SCHEMA_NAMES, SchemaError, load_schema, validate
 
 __all__ = [
-    "DEFAULT_LADDER", "LADDER_PATTERN", "REASONS", "SCHEMA_NAMES",
+    "DEFAULT_LADDER", "LADDER_PATTERN", "REASONS", "SCHEMA_NAMES", "UNVERIFIED_PLAYER_UPDATE",
     "DeadLetter", "Limits", "PlayerUpdate", "RatingChange", "RoundRejected", "RoundResult",
     "SchemaError", "Standing", "UpdateEntry",
     "event_id", "load_schema", "parse_round", "validate",

@@ -47,6 +47,7 @@ BAD_LADDER = "bad_ladder"
 BAD_NUMBER = "bad_number"
 CONFLICT = "conflict"
 BAD_PLAYER_UPDATE = "bad_player_update"
+UNVERIFIED_PLAYER_UPDATE = "unverified_player_update"
 INTERNAL_ERROR = "internal_error"
 ROUND_REASONS = (
     NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
@@ -55,9 +56,10 @@ ROUND_REASONS = (
 """The reason codes of a rejected round.  ``conflict`` (a round_id reused with different
 content) is detected against the rounds already accepted (Redis in the stream, the replay's
 ledger in ``stream replay``), not by :func:`parse_round`."""
-REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, INTERNAL_ERROR)
+REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR)
 """Every machine reason code of a dead letter: the round reasons, ``bad_player_update`` (a
-``player-updates`` message that is not a PlayerUpdate) and ``internal_error`` (a message whose
+``player-updates`` message that is not a PlayerUpdate), ``unverified_player_update`` (one that is
+not exactly a message of its round's stored fan-out) and ``internal_error`` (a message whose
 handling kept raising an unexpected exception, named in the letter's message, HANDLER_ATTEMPTS
 times: it is set aside so the stream moves on)."""
 

@@ -25,10 +25,12 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    player id, sent to that partition explicitly) and marks the round ``pending``, then sends
    the stored messages. A redelivered round re-sends the stored bytes, never recomputes from
    priors that have moved on.
-5. Phase two takes batches of ``player-updates``, loads the players' packed states, runs
-   ``engine.phase_two`` per round vectorised, and writes everything in ONE Redis round trip:
-   per-player Lua (skip if ``last_seq >= seq``; state, history) and per-round Lua (results
-   with HSETNX, leaderboard, pending count, status ``rated``). Then it emits RatingChange
+5. Phase two takes batches of ``player-updates``, keeps only messages that are byte for byte
+   in their round's stored fan-out (others are dead-lettered unapplied), loads the players'
+   packed states (same round trip), runs ``engine.phase_two`` per round vectorised, and
+   writes everything in ONE Redis round trip: per-player Lua (skip if ``last_seq >= seq``;
+   state, history) and per-round Lua (results with HSETNX, leaderboard, pending count,
+   status ``rated``). Then it emits RatingChange
    events (key = player); an already-applied player's event is re-emitted from the stored
    round results, so duplicates carry the same ``event_id`` and content.
 6. Every send is awaited to the broker's acknowledgement before the input event is acked:

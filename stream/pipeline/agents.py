@@ -15,7 +15,9 @@ dead-lettered (``internal_error``) and the stream moves on. A ``player-updates``
 is not a PlayerUpdate (only a rogue producer or a bug makes one) goes to ``rounds-dlq`` (reason
 ``bad_player_update``) as soon as its batch raises, the rest of the batch being handled; a
 batch that still gives up is handled message by message, dead-lettering those that raise.
-Dead letters are cut to fit MAX_MESSAGE_BYTES (``DeadLetter.to_json``).
+Dead letters are cut to fit MAX_MESSAGE_BYTES (``DeadLetter.to_json``). A well-formed one that is not
+exactly a message of its round's stored fan-out (forged: ``phase_two``) is not applied and goes
+there too (reason ``unverified_player_update``).
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
@@ -39,8 +41,10 @@ from typing import cast
 import faust
 
 from stream.contracts import DeadLetter, PlayerUpdate, validate
-from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
+from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR, UNVERIFIED_PLAYER_UPDATE
+from stream.logsafe import log_safe
 from stream.pipeline import faults, metrics, retry
+from stream.pipeline.compat import take_batches
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, RatingChangeMessage, value_limit
 from stream.pipeline.phase_one import Origin, fail, handle_round
@@ -107,6 +111,8 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
     letters, replacing its content) and the rest is handled; no malformed one: re-raise (the
     caller retries). So the normal path parses each message once."""
     raws = [event.value for event in events]
+    handled = list(events)
+    rejected.clear()  # this attempt's dead letters only
     try:
         result = await handle_updates(ctx, raws)
     except TRANSIENT_ERRORS:
@@ -116,8 +122,10 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
         if not letters:
             raise
         rejected[:] = letters.values()
-        good = [raw for i, raw in enumerate(raws) if i not in letters]
-        result = await handle_updates(ctx, good) if good else PhaseTwoResult([], 0, 0)
+        handled = [event for i, event in enumerate(events) if i not in letters]
+        result = await handle_updates(ctx, [event.value for event in handled]) if handled else PhaseTwoResult([], 0, 0)
+    rejected += [update_letter(topics, ctx.settings.max_message_bytes, handled[i], UNVERIFIED_PLAYER_UPDATE, why)
+                 for i, why in result.unverified]
     faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
     return result
 
@@ -177,13 +185,6 @@ async def settle(acks: Sequence[asyncio.Future[object]], sent: list[Outgoing], w
         await send(sent, what)
 
 
-def take_events(stream: faust.StreamT[bytes], n: int, within: float) -> AsyncIterator[Sequence[faust.EventT[bytes]]]:
-    """Batches of up to ``n`` events, each handed over within ``within`` seconds of its first
-    (``Stream.take_events``: the agent's stream is a ``faust.Stream``, whose interface type
-    ``StreamT`` does not declare the method)."""
-    return cast("faust.Stream[bytes]", stream).take_events(n, within=within)
-
-
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
     producer = BatchProducer(ctx.settings)
@@ -218,7 +219,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
         # next round is handled, and the batch's acknowledgements are awaited together before
         # Faust acks the batch's events (after the loop body). Rounds waiting at the barrier
         # for an earlier round of the same batch are fine: its fan-out is already in flight.
-        async for events in take_events(stream, settings.phase_one_batch, settings.phase_one_within_s):
+        async for events in take_batches(stream, settings.phase_one_batch, settings.phase_one_within_s):
             batch_started = time.perf_counter()
             sent: list[Outgoing] = []
             acks: list[asyncio.Future[object]] = []
@@ -241,7 +242,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                     letter = result.dead_letter
                     out.append(letter_message(topics, settings.max_message_bytes, letter, event.key, message.partition))
                     metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
-                    log.info("round rejected to the DLQ: %s (%s)", letter.reason, letter.message)
+                    log.info("round rejected to the DLQ: %s (%s)", letter.reason, log_safe(letter.message, quote=False))
                 updates = result.updates
                 if updates and faults.fires(settings, faults.DROP_ONE_FANOUT_MESSAGE):
                     updates = updates[1:]
@@ -253,7 +254,8 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                     await send(out, "fan-out")
                 metrics.ROUNDS.labels(result.outcome).inc()
                 metrics.PHASE_ONE_SECONDS.observe(time.perf_counter() - started)
-                log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs", result.ladder, result.round_id,
+                log.debug("phase one: %s/%s seq %s %s, %d message(s), %.3fs", log_safe(result.ladder),
+                          log_safe(result.round_id),
                           result.seq, result.outcome, len(result.updates), time.perf_counter() - started)
             settling = time.perf_counter()
             await settle(acks, sent, "fan-out", send)
@@ -263,7 +265,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT[bytes]) -> None:
-        async for batch in take_events(stream, settings.phase_two_batch, settings.phase_two_within_s):
+        async for batch in take_batches(stream, settings.phase_two_batch, settings.phase_two_within_s):
             started = time.perf_counter()
             rejected: list[Outgoing] = []
             try:
@@ -275,10 +277,16 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             handled = time.perf_counter()
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
             if rejected:
-                for reason, n in Counter(json.loads(m.value)["reason"] for m in rejected).items():
+                reasons = Counter(json.loads(m.value)["reason"] for m in rejected)
+                for reason, n in reasons.items():
                     metrics.ROUNDS_REJECTED.labels(reason).inc(n)
-                log.error("%d player-updates message(s) are not PlayerUpdates or kept raising: sent to the DLQ",
-                          len(rejected))
+                unverified = reasons.pop(UNVERIFIED_PLAYER_UPDATE, 0)
+                if unverified:
+                    log.error("%d player-updates message(s) are not in their round's stored fan-out: not applied, "
+                              "sent to the DLQ (%s)", unverified, UNVERIFIED_PLAYER_UPDATE)
+                if reasons:
+                    log.error("%d player-updates message(s) are not PlayerUpdates or kept raising: sent to the DLQ",
+                              sum(reasons.values()))
             await send(change_messages(topics, result.events) + rejected, "rating changes")
             emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
             await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",

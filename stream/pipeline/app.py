@@ -11,10 +11,10 @@ import tempfile
 from dataclasses import dataclass
 
 import faust
-from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from stream.connections import faust_broker, faust_credentials
 from stream.pipeline import agents, watchdog
+from stream.pipeline.compat import cap_fetch_wait, idle_fetch_wait
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
@@ -33,32 +33,11 @@ class Pipeline:
     ctx: PipelineContext
 
 
-def cap_fetch_wait(max_wait_ms: int) -> None:
-    """Make Faust's Kafka consumers wait at most ``max_wait_ms`` per fetch.
-
-    faust-streaming 0.15.3 hard-codes ``fetch_max_wait_ms=1500``. Measured against the embedded
-    Tansu broker, a waiting aiokafka fetch is not answered when records arrive (measured ≈0.45 s
-    per hop with 1500, ≈5 ms under load with 100; an idle hop costs up to the wait), and every
-    round crosses two hops. 20 ms (the default) keeps an unloaded 10-player round near 50 ms end to end. The
-    consumer keeps the value in ``_fetch_max_wait_ms`` until ``start()`` builds its fetcher, so
-    it is set right after construction. Idempotent; affects consumers created afterwards.
-    """
-    thread_class = faust_aiokafka.AIOKafkaConsumerThread
-    original = getattr(thread_class, "_ems_original_create", thread_class._create_worker_consumer)
-
-    def create_worker_consumer(self, transport):  # type: ignore[no-untyped-def]
-        consumer = original(self, transport)
-        consumer._fetch_max_wait_ms = max_wait_ms
-        return consumer
-
-    # setattr: patching Faust's class is not an assignment to typed attributes
-    setattr(thread_class, "_ems_original_create", original)
-    setattr(thread_class, "_create_worker_consumer", create_worker_consumer)
-
-
 def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     """The worker's Faust app: topics declared, phase one and phase two agents registered."""
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
+    idle_fetch_wait(settings.consumer_fetch_max_wait_ms,
+                    max(settings.consumer_idle_fetch_wait_ms, settings.consumer_fetch_max_wait_ms))
     app = faust.App(
         settings.app_id,
         broker=faust_broker(settings),

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
+from stream.logsafe import log_ids, log_safe
 from stream.settings import Settings
 from stream.store.store import STATUS_RATED, Priors, Store
 
@@ -55,7 +56,7 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
         now = time.monotonic()
         if now >= next_warning:
             log.warning("round %s/%s (seq %d) still waits after %.1fs for earlier updates of %d player(s), e.g. %s",
-                        ladder, round_id, seq, now - started, len(blocked), blocked[:5])
+                        log_safe(ladder), log_safe(round_id), seq, now - started, len(blocked), log_ids(blocked))
             next_warning = now + settings.barrier_warn_s
         if redrive is not None and now >= next_redrive:
             await redrive(blocked)

@@ -9,7 +9,8 @@ LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.
 ROUNDS = Counter("ems_rounds_total", "Rounds handled by phase one, by outcome "
                  "(rated, resent, duplicate, no_outcome, rejected, failed)", ["outcome"])
 ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Messages sent to the dead-letter topic, by reason (rejected "
-                          "rounds; bad_player_update: a player-updates message that is not a PlayerUpdate; internal_error: a "
+                          "rounds; bad_player_update: a player-updates message that is not a PlayerUpdate; unverified_player_update: one not in its round's stored fan-out; "
+                          "internal_error: a "
                           "message whose handling kept raising)", ["reason"])
 PLAYER_UPDATES = Counter("ems_player_updates_total", "Player updates of phase two, by result "
                          "(applied now, or re-emitted from stored results)", ["result"])
@@ -23,6 +24,9 @@ HANDLER_FAILURES = Counter("ems_handler_failures_total", "Failed attempts of a h
 HANDLER_STUCK_SECONDS = Gauge("ems_handler_stuck_seconds", "Seconds the oldest still-failing call of a handler "
                               "has been failing (its input not acknowledged meanwhile); 0 when healthy",
                               ["handler"])
+HANDLER_RUNNING_SECONDS = Gauge("ems_handler_running_seconds", "Seconds the oldest call of a handler that has "
+                                "not returned yet has been running (retries included): a call hung on Redis or Kafka "
+                                "grows here; 0 when the handler has no call", ["handler"])
 STALLED_PARTITIONS = Gauge("ems_stalled_partitions", "Input partitions assigned to this worker that it stopped fetching: "
                            "end offset ahead of the committed offset, nothing fetched, no progress for STALL_TIMEOUT_S "
                            "(watchdog.py), by topic", ["topic"])

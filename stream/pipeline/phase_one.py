@@ -36,6 +36,7 @@ import numpy as np
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
 from stream.contracts.round import INTERNAL_ERROR, NO_OUTCOME, STORED, conflict
+from stream.logsafe import log_safe
 from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
@@ -162,8 +163,8 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
     try:
         round_ = parse_round(body, limits=STORED)
         record = await ctx.store.round_record(ladder, round_id)
-        log.warning("completing phase one of round %s/%s (seq %s), left registered", ladder, round_id,
-                    record.get("seq"))
+        log.warning("completing phase one of round %s/%s (seq %s), left registered", log_safe(ladder),
+                    log_safe(round_id), record.get("seq"))
         messages = await complete_round(ctx, round_, int(record["seq"]))
     except TRANSIENT_ERRORS:
         raise

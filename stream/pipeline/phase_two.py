@@ -6,6 +6,12 @@ Algorithm 2 diffusion + Algorithm 3 update, Eq. 8 sigma; per-row weight and time
 whole batch is written in ONE Redis round trip (``Store.apply``: a script per chunk of players,
 one per round).
 
+Trust: ``player-updates`` is an internal topic, but whoever can write to it could forge an
+update (any seq, performance or player). Every message must be byte for byte one of the
+messages phase one stored for its round (``Store.load_states`` checks their SHA-1 digests in
+the same round trip that reads the players); any other is not applied and comes back in
+``PhaseTwoResult.unverified`` (the agent dead-letters it, reason ``unverified_player_update``).
+
 Idempotency: a player whose stored ``last_seq`` already reached the round's ``seq`` is not
 recomputed (its state has moved on); the script re-checks atomically. Such players' events
 are re-emitted from the round's stored results, so a redelivered task re-sends the SAME
@@ -14,6 +20,7 @@ RatingChange (same ``event_id`` and content) and consumers can deduplicate.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,10 +32,11 @@ from stream.contracts import PlayerUpdate
 from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.pipeline import faults
+from stream.logsafe import log_safe
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.messages import RatingChangeMessage
-from stream.store.store import ColumnWrites, StoredStates
+from stream.store.store import ColumnWrites, FanOutCheck, StoredStates
 
 
 @dataclass
@@ -59,13 +67,15 @@ class PhaseTwoResult:
     replayed: int
     emitted: list[tuple[str, str, list[str]]] = field(default_factory=list)
     """(ladder, round_id, players) whose events are in ``events``, per round of the batch."""
+    unverified: list[tuple[int, str]] = field(default_factory=list)
+    """(index in the batch, why) of the messages that are not in their round's stored fan-out
+    (nothing of them was applied)."""
 
 
-def group_updates(raws: Sequence[bytes]) -> list[_RoundGroup]:
-    """Parse PlayerUpdate messages and merge them per (ladder, round_id), each player once."""
+def group_updates(updates: Sequence[PlayerUpdate]) -> list[_RoundGroup]:
+    """Merge PlayerUpdates per (ladder, round_id), each player once."""
     groups: dict[tuple[str, str], _RoundGroup] = {}
-    for raw in raws:
-        update = PlayerUpdate.from_json(raw)
+    for update in updates:
         key = (update.ladder, update.round_id)
         if key not in groups:
             groups[key] = _RoundGroup(update)
@@ -73,12 +83,54 @@ def group_updates(raws: Sequence[bytes]) -> list[_RoundGroup]:
     return list(groups.values())
 
 
-async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTwoResult:
-    """Phase two of a batch of ``player-updates`` messages (see the module docstring)."""
-    groups = group_updates(raws)
+def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tuple[list[FanOutCheck], list[list[int]]]:
+    """One check per round of the batch (the SHA-1 of each of its messages), and the batch
+    indices of each check's digests."""
+    by_round: dict[tuple[str, str], list[int]] = {}
+    for i, update in enumerate(updates):
+        by_round.setdefault((update.ladder, update.round_id), []).append(i)
+    checks = [FanOutCheck(ladder, round_id, [hashlib.sha1(raws[i]).hexdigest() for i in index])
+              for (ladder, round_id), index in by_round.items()]
+    return checks, list(by_round.values())
+
+
+def _unverified(updates: Sequence[PlayerUpdate], stored: StoredStates,
+                where: list[list[int]]) -> list[tuple[int, str]]:
+    """(batch index, why) of every message its check did not find in the stored fan-out."""
+    out = []
+    for flags, index in zip(stored.verified, where):
+        for flag, i in zip(flags, index):
+            if not flag:
+                update = updates[i]
+                out.append((i, f"not a message of the stored fan-out of round {log_safe(update.round_id)} of ladder "
+                               f"{log_safe(update.ladder)} (claims seq {update.seq}): not applied"))
+    return sorted(out)
+
+
+async def _load_verified(ctx: PipelineContext, raws: Sequence[bytes],
+                         verify: bool) -> tuple[list[_RoundGroup], StoredStates, list[tuple[int, str]]]:
+    """The batch's rounds (verified messages only), their players' stored states aligned with
+    them, and the unverified messages; one Redis round trip."""
+    updates = [PlayerUpdate.from_json(raw) for raw in raws]
+    groups = group_updates(updates)
+    checks, where = fanout_checks(updates, raws) if verify else ([], [])
+    stored = await ctx.store.load_states([(g.update.ladder, p) for g in groups for p in g.players], checks)
+    unverified = _unverified(updates, stored, where)
+    if unverified:  # rare: regroup without them (a forged message may have come first for a player)
+        row = {(g.update.ladder, g.update.round_id, p): i
+               for i, (g, p) in enumerate((g, p) for g in groups for p in g.players)}
+        dropped = {i for i, _ in unverified}
+        groups = group_updates([u for i, u in enumerate(updates) if i not in dropped])
+        stored = stored.take([row[(g.update.ladder, g.update.round_id, p)] for g in groups for p in g.players])
+    return groups, stored, unverified
+
+
+async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes], *, verify: bool = True) -> PhaseTwoResult:
+    """Phase two of a batch of ``player-updates`` messages (see the module docstring).
+    ``verify=False`` skips the fan-out check (bench/handlers.py measures its cost)."""
+    groups, stored, unverified = await _load_verified(ctx, raws, verify)
     for group in groups:
         faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_TWO, group.update.round_id)
-    stored = await ctx.store.load_states([(g.update.ladder, p) for g in groups for p in g.players])
     now = time.time()
     round_writes = _rate(ctx, groups, stored)
     applied = await ctx.store.apply(round_writes, now=now) if round_writes else []
@@ -107,7 +159,7 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes]) -> PhaseTw
                 events.append(RatingChangeMessage(player.encode(), change))
                 emitted_players.append(player)
                 replayed += 1
-    return PhaseTwoResult(events, applied_count, replayed, emitted)
+    return PhaseTwoResult(events, applied_count, replayed, emitted, unverified)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ through :func:`retrying`, with a bounded exponential backoff:
 Both are rate-limited (one line per :data:`WARN_EVERY_S` per call), counted in
 ``ems_handler_failures_total{handler,kind}``, and while a call keeps failing
 ``ems_handler_stuck_seconds{handler}`` reports how long it has been failing (0 when healthy),
-for an alert. ``asyncio.CancelledError`` (shutdown, partition rebalance) is a
+for an alert. ``ems_handler_running_seconds{handler}`` is the age of the oldest call not yet
+returned, failing or not: a call hung on a Redis that stopped answering shows there at once
+(until ``REDIS_SOCKET_TIMEOUT_S`` makes it fail and be retried). ``asyncio.CancelledError`` (shutdown, partition rebalance) is a
 ``BaseException`` and propagates at once, as do ``KeyboardInterrupt`` and ``SystemExit``.
 
 Retrying is safe because every handler is idempotent, including after a half-done attempt:
@@ -44,7 +46,9 @@ from typing import TypeVar
 
 import redis.exceptions
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NotEnoughReplicasError, RequestTimedOutError
+from prometheus_client import Gauge
 
+from stream.logsafe import log_safe, log_traceback
 from stream.pipeline import metrics
 
 T = TypeVar("T")
@@ -88,21 +92,24 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class FailingCalls:
-    """When each currently failing call of a handler started failing (for the stuck gauge).
+class CallAges:
+    """When each current call of a handler started (running, or failing), exported as the age
+    of the oldest one: ``ems_handler_running_seconds`` (:data:`RUNNING`) and
+    ``ems_handler_stuck_seconds`` (:data:`FAILING`).
 
-    The gauge is computed at scrape time (``set_function``), so it keeps growing while the
-    retry loop sleeps; with several calls failing (one phase-one actor per partition) it shows
-    the oldest."""
+    The gauge is computed at scrape time (``set_function``), so it keeps growing while a call
+    hangs or the retry loop sleeps; with several calls (one phase-one actor per partition) it
+    shows the oldest."""
 
-    def __init__(self) -> None:
+    def __init__(self, gauge: Gauge) -> None:
+        self._gauge = gauge
         self._since: dict[str, dict[int, float]] = {}
 
     def watch(self, handler: str) -> None:
-        """Export ``ems_handler_stuck_seconds{handler}`` (0 until a call of it fails)."""
+        """Export the gauge for ``handler`` (0 while it has no call) and its failure counters."""
         if handler not in self._since:
             self._since[handler] = {}
-            metrics.HANDLER_STUCK_SECONDS.labels(handler).set_function(lambda: self.stuck_seconds(handler))
+            self._gauge.labels(handler).set_function(lambda: self.oldest_seconds(handler))
             for kind in KINDS:
                 metrics.HANDLER_FAILURES.labels(handler, kind)  # exported as 0 before the first failure
 
@@ -113,18 +120,22 @@ class FailingCalls:
     def stop(self, handler: str, call: int) -> None:
         self._since.get(handler, {}).pop(call, None)
 
-    def stuck_seconds(self, handler: str, now: float | None = None) -> float:
-        """Seconds since the oldest still-failing call of ``handler`` first failed; 0 if none."""
+    def oldest_seconds(self, handler: str, now: float | None = None) -> float:
+        """Seconds since the oldest current call of ``handler`` started (or first failed); 0 if none."""
         since = self._since.get(handler)
         if not since:
             return 0.0
         return max(0.0, (time.monotonic() if now is None else now) - min(since.values()))
 
 
-FAILING = FailingCalls()
+FAILING = CallAges(metrics.HANDLER_STUCK_SECONDS)
+"""Calls failing now, since their first failure."""
+RUNNING = CallAges(metrics.HANDLER_RUNNING_SECONDS)
+"""Calls not returned yet (a hung Redis or Kafka call shows here before it times out), since they started."""
 _CALLS = itertools.count()
 for _handler in HANDLERS:
     FAILING.watch(_handler)
+    RUNNING.watch(_handler)
 
 
 def failure_kind(exc: BaseException) -> str:
@@ -142,6 +153,7 @@ async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_
     delay = FIRST_DELAY_S
     call = next(_CALLS)
     FAILING.watch(handler)  # exported (0) from a handler's first call
+    RUNNING.start(handler, call, time.monotonic())
     started: float | None = None
     failures = 0
     unexpected = 0
@@ -177,12 +189,14 @@ async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_
             return result
     finally:
         FAILING.stop(handler, call)
+        RUNNING.stop(handler, call)
 
 
 def _log_failure(what: str, kind: str, exc: Exception, failures: int, failing_s: float) -> None:
     """A warning for a transient failure; an ERROR with the traceback for an unexpected one."""
     if kind == TRANSIENT:
-        log.warning("%s failed (%s: %s); retrying for %.1fs so far", what, type(exc).__name__, exc, failing_s)
+        log.warning("%s failed (%s: %s); retrying for %.1fs so far", what, type(exc).__name__,
+                    log_safe(exc, quote=False), failing_s)
     else:
-        log.error("%s raised unexpectedly (%s: %s; %d failed attempt(s), %.1fs so far); retrying", what,
-                  type(exc).__name__, exc, failures, failing_s, exc_info=exc)
+        log.error("%s raised unexpectedly (%s: %s; %d failed attempt(s), %.1fs so far); retrying\n%s", what,
+                  type(exc).__name__, log_safe(exc, quote=False), failures, failing_s, log_traceback(exc))

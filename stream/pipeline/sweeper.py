@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 
 from stream.pipeline import metrics, retry
+from stream.logsafe import log_ids
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import complete_registered, stored_fanout
@@ -111,4 +112,8 @@ async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]
             resent.append((round_.ladder, round_.round_id))
     if messages and ctx.resend is not None:
         await ctx.resend(messages)
+    if resent or completed:
+        log.warning("sweeper re-drove %d round(s): fan-out re-sent for %s, phase one completed for %s",
+                    len(resent) + len(completed), log_ids(f"{ladder}/{r}" for ladder, r in resent),
+                    log_ids(f"{ladder}/{r}" for ladder, r in completed))
     return SweepReport(resent, completed)

@@ -72,6 +72,11 @@ def erased(ladder_name: str) -> str:
     return f"{PREFIX}erased:{{{ladder_name}}}"
 
 
+def round_digests(ladder_name: str, round_id: str) -> str:
+    """Set: SHA-1 hex of each stored fan-out message (phase two's check of incoming updates)."""
+    return f"{PREFIX}round-digests:{{{ladder_name}}}:{round_id}"
+
+
 def player(ladder_name: str, player_id: str) -> str:
     """Hash: mu, sigma, rounds, last_round, last_seq, queued_seq, last_time, display_rating, tier, state."""
     return f"{PREFIX}player:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"

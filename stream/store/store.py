@@ -135,6 +135,24 @@ class StoredStates:
     last_seq: np.ndarray
     states: list[bytes | None]
     tiers: list[bytes | None]
+    verified: list[list[bool]] = field(default_factory=list)
+    """Per :class:`FanOutCheck` asked for, whether each digest is one of the round's stored
+    fan-out messages."""
+
+    def take(self, rows: Sequence[int]) -> "StoredStates":
+        """These rows only, in this order (``verified`` is left out)."""
+        return StoredStates(self.last_seq[np.asarray(rows, dtype=np.int64)], [self.states[i] for i in rows],
+                            [self.tiers[i] for i in rows])
+
+
+@dataclass(frozen=True)
+class FanOutCheck:
+    """Messages claiming to belong to round ``round_id`` of ``ladder``, by SHA-1 hex digest
+    (verify_updates.lua tells which are exactly messages of its stored fan-out)."""
+
+    ladder: str
+    round_id: str
+    digests: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -539,10 +557,27 @@ class Store:
         return [None if raw is None else raw.decode() for raw in await pipe.execute()]
 
     # ---- phase two ----------------------------------------------------------------------
-    async def load_states(self, players: Sequence[tuple[str, str]]) -> StoredStates:
-        """Last applied seq, packed state and tier of (ladder, player) pairs, in one round trip."""
-        columns = await self._read_players([keys.player(ladder, p) for ladder, p in players], STATE_FIELDS)
-        return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]))
+    async def load_states(self, players: Sequence[tuple[str, str]],
+                          verify: Sequence[FanOutCheck] = ()) -> StoredStates:
+        """Last applied seq, packed state and tier of (ladder, player) pairs and, for each of
+        ``verify``, which messages are exactly ones of the round's stored fan-out: one round trip.
+
+        The check may run before the writes it guards: a round's fan-out (and the digest set
+        verify_updates.lua derives from it) never changes once stored, so its answer still holds."""
+        player_keys = [keys.player(ladder, p) for ladder, p in players]
+
+        def build(pipe: Pipeline) -> None:
+            self._read_players_into(pipe, player_keys, STATE_FIELDS)
+            for check in verify:
+                self._eval(pipe, "verify_updates",
+                           [keys.round_record(check.ladder, check.round_id), keys.round_perf(check.ladder, check.round_id),
+                            keys.round_digests(check.ladder, check.round_id)], list(check.digests))
+
+        replies = await self._run(build)
+        split = len(replies) - len(verify)
+        columns = _columns(replies[:split], STATE_FIELDS)
+        return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]),
+                            [[bool(flag) for flag in reply] for reply in replies[split:]])
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
         """Apply the player updates of a batch of rounds in ONE round trip, idempotently.

@@ -50,6 +50,8 @@ def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
         idle, busy, errors = float(cells[0].replace(",", "")), float(cells[4].replace(",", "")), int(cells[-1])
         assert idle > 0 and busy > 0 and errors == 0, (name, cells)
     assert "more rounds rated while measuring" in out and " 0 more rounds" not in out
+
+
 def test_backfill_bench_reports_both_commands_and_the_ratio() -> None:
     out = run_bench("backfill.py", "--rounds", "4", "--round-size", "20", "--players", "60", "--repeat", "1")
     assert "(80 participations)" in out
@@ -65,3 +67,21 @@ def test_memory_bench_reports_every_scenario() -> None:
     assert len(titles) == 6  # 2 duel presets and a contest history, each before and after retention
     assert "30 duels, preset mmr," in titles[0] and "60 participations" in titles[0]
     assert "| round-results |" in out and "| **player keys" in out
+
+
+def test_handlers_bench_compares_phase_two_with_and_without_its_check() -> None:
+    out = run_bench("handlers.py", "--size", "10", "--rounds", "5", "--pool", "30", "--compare-verify", "--repeat", "1")
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| handlers: ")}
+    assert set(rows) == {"handlers: wall", "handlers: process CPU", "handlers: redis-server CPU"}
+    for row in rows.values():
+        off, on = (float(cell) for cell in row.split("|")[2:4])
+        assert off > 0 and on > 0
+
+
+def test_idle_bench_reports_cpu_and_first_round_latency() -> None:
+    out = run_bench("idle.py", "--gap-s", "1", "--samples", "2")
+    row = next(line for line in out.splitlines() if line.startswith("| this commit |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1].endswith("% of a core") and float(cells[1].split()[0]) >= 0
+    p50, p99, worst = (float(cell.removesuffix(" ms")) for cell in cells[2:5])
+    assert 0 < p50 <= p99 <= worst

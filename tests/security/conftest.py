@@ -29,11 +29,12 @@ def acl_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]
 @pytest.fixture()
 def tls_redis(tmp_path: Path, pki: Pki) -> Iterator[Callable[..., RedisServer]]:
     """Factory of TLS-only redis-servers (no plaintext port) with the test PKI; ``clients_need_cert``
-    turns on mutual TLS."""
+    turns on mutual TLS, ``wrong_host`` serves a certificate (from the trusted CA) for another host name."""
     started: list[RedisServer] = []
 
-    def start(*, clients_need_cert: bool = False) -> RedisServer:
-        config = [f"tls-cert-file {pki.server_cert}", f"tls-key-file {pki.server_key}",
+    def start(*, clients_need_cert: bool = False, wrong_host: bool = False) -> RedisServer:
+        cert, key = (pki.wrong_host_cert, pki.wrong_host_key) if wrong_host else (pki.server_cert, pki.server_key)
+        config = [f"tls-cert-file {cert}", f"tls-key-file {key}",
                   f"tls-ca-cert-file {pki.ca}", f"tls-auth-clients {'yes' if clients_need_cert else 'no'}"]
         server = RedisServer(workdir=tmp_path / f"tls-{len(started)}", config=config, tls=True,
                              binary=tls_capable_binary())

@@ -1,5 +1,6 @@
-"""A throwaway PKI for TLS tests: a CA, a server certificate for 127.0.0.1/localhost and a client
-certificate, all made with the ``openssl`` command line in a temporary directory."""
+"""A throwaway PKI for TLS tests: a CA, a server certificate for 127.0.0.1/localhost, one signed by
+the same CA for another host name, and a client certificate, all made with the ``openssl`` command
+line in a temporary directory."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ DAYS = "2"
 KEY_BITS = "2048"
 #: Subject alternative names of the server certificate (what clients verify the host name against).
 SERVER_SAN = "subjectAltName=IP:127.0.0.1,DNS:localhost"
+#: Subject alternative names of a certificate the test CA issued for some other host.
+WRONG_HOST_SAN = "subjectAltName=DNS:wrong-host.example"
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class Pki:
     client_key: Path
     other_ca: Path
     """A second CA that signed nothing here: trusting it alone must fail verification."""
+    wrong_host_cert: Path
+    """Signed by ``ca`` for ``wrong-host.example`` only: a client reaching 127.0.0.1 must refuse it."""
+    wrong_host_key: Path
 
 
 def _openssl(*args: str) -> None:
@@ -56,10 +62,11 @@ def _signed(directory: Path, name: str, ca_key: Path, ca_cert: Path, extension: 
 
 
 def make_pki(directory: Path) -> Pki:
-    """CA, server (SAN 127.0.0.1 and localhost) and client certificates in ``directory``."""
+    """CA, server (SAN 127.0.0.1 and localhost), wrong-host and client certificates in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key, ca_cert = _ca(directory, "test-ca")
     _, other_ca = _ca(directory, "other-ca")
     server_cert, server_key = _signed(directory, "server", ca_key, ca_cert, SERVER_SAN)
+    wrong_cert, wrong_key = _signed(directory, "wrong-host", ca_key, ca_cert, WRONG_HOST_SAN)
     client_cert, client_key = _signed(directory, "client", ca_key, ca_cert, None)
-    return Pki(ca_cert, server_cert, server_key, client_cert, client_key, other_ca)
+    return Pki(ca_cert, server_cert, server_key, client_cert, client_key, other_ca, wrong_cert, wrong_key)

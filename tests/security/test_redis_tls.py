@@ -1,6 +1,7 @@
 """Redis over TLS against a real TLS-only redis-server (throwaway CA): rediss:// with REDIS_TLS_CA
-works; without the CA, with the wrong CA, or over plaintext it fails; mutual TLS needs the client
-certificate (REDIS_TLS_CERT/KEY); TLS files with a redis:// URL are a configuration error."""
+works; without the CA, with the wrong CA, with a certificate for another host name, or over
+plaintext it fails; mutual TLS needs the client certificate (REDIS_TLS_CERT/KEY); TLS files with a
+redis:// URL are a configuration error."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import redis
 
 from pki import Pki
-from stream.connections import ConnectionConfigError, redis_client, redis_error_message
+from stream.connections import ConnectionConfigError, redis_client, redis_error_message, redis_options
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 
@@ -79,3 +80,37 @@ def test_tls_files_with_a_plaintext_url_are_a_configuration_error(changes: dict[
 def test_client_certificate_without_its_key_is_a_configuration_error() -> None:
     with pytest.raises(ConnectionConfigError, match="REDIS_TLS_KEY"):
         redis_client(Settings(redis_url="rediss://127.0.0.1:1/0", redis_tls_cert="/c.pem"))
+
+
+def test_a_certificate_for_another_host_name_is_refused(tls_redis: Callable[..., RedisServer], pki: Pki) -> None:
+    """The trusted CA issued the server's certificate for wrong-host.example: connecting to 127.0.0.1
+    must fail on the host name (redis-py 5.x does not check it unless told to)."""
+    server = tls_redis(wrong_host=True)
+    settings = tls_settings(server, redis_tls_ca=str(pki.ca))
+    with pytest.raises(redis.exceptions.ConnectionError) as caught:
+        ping(settings)
+    text = str(caught.value).lower()
+    assert "hostname mismatch" in text or "doesn't match" in text or "ip address mismatch" in text, text
+    assert "TLS to Redis" in redis_error_message(settings, caught.value)
+
+    async def go() -> None:
+        client = redis_client(settings, socket_connect_timeout=CONNECT_TIMEOUT_S)
+        try:
+            await client.ping()
+        finally:
+            await client.aclose()
+
+    with pytest.raises(redis.exceptions.ConnectionError, match="(?i)mismatch|match"):
+        asyncio.run(go())
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_the_right_host_name_is_accepted(tls_redis: Callable[..., RedisServer], pki: Pki, host: str) -> None:
+    server = tls_redis()
+    assert ping(Settings(redis_url=f"rediss://{host}:{server.port}/0", redis_tls_ca=str(pki.ca)))
+
+
+def test_rediss_options_check_the_host_name_whatever_the_redis_py_default() -> None:
+    options = redis_options(Settings(redis_url="rediss://127.0.0.1:1/0"))
+    assert options["ssl_check_hostname"] is True and options["ssl_cert_reqs"] == "required"
+    assert "ssl_check_hostname" not in redis_options(Settings(redis_url="redis://127.0.0.1:1/0"))

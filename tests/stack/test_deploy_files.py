@@ -21,7 +21,7 @@ def _env(service: dict) -> dict[str, str]:
 
 def test_compose_has_the_services() -> None:
     services = _compose()["services"]
-    assert set(services) == {"kafka", "redis", "worker", "api"}
+    assert set(services) == {"kafka", "kafka-setup", "redis", "worker", "api"}
     assert services["kafka"]["image"].startswith("apache/kafka")
     assert "broker,controller" in services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"]  # KRaft, no ZooKeeper
 
@@ -45,7 +45,8 @@ def test_workers_are_scalable_and_wired_to_kafka_and_redis() -> None:
     internal = next(l for l in kafka["environment"]["KAFKA_ADVERTISED_LISTENERS"].split(",") if l.startswith("INTERNAL://"))
     assert env["KAFKA_BOOTSTRAP"] == internal.removeprefix("INTERNAL://")
     assert env["REDIS_URL"].startswith("redis://redis:6379")
-    assert worker["depends_on"]["kafka"]["condition"] == "service_healthy"
+    assert worker["depends_on"]["kafka-setup"]["condition"] == "service_completed_successfully"
+    assert services["kafka-setup"]["depends_on"]["kafka"]["condition"] == "service_healthy"
     assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
     # The API listens on all interfaces inside its container, on the published port.
     api_env = _env(api)

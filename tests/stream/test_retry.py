@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import redis.exceptions
-from prometheus_client import REGISTRY, generate_latest
+from prometheus_client import REGISTRY, Gauge, generate_latest
 
 from stream.contracts import PlayerUpdate
 from stream.pipeline import faults, retry
@@ -60,7 +60,8 @@ def test_unexpected_error_is_retried_counted_and_logged_with_traceback(caplog: p
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1, "failures within WARN_EVERY_S are logged once"
     assert "phase one of offset 7" in errors[0].getMessage() and "KeyError" in errors[0].getMessage()
-    assert errors[0].exc_info is not None and errors[0].exc_info[0] is KeyError, "the traceback is logged"
+    text = errors[0].getMessage()
+    assert "Traceback (most recent call last)" in text and "KeyError: 'load_players'" in text, "the traceback is logged"
     assert any("succeeded after 2 failed attempt(s)" in r.getMessage() for r in caplog.records)
 
 
@@ -106,7 +107,7 @@ def test_cancelling_a_stuck_call_stops_it_and_clears_the_gauge() -> None:
     async def main() -> float:
         task = asyncio.create_task(retrying(always, "x", max_delay_s=0.02, handler=handler))
         await asyncio.sleep(0.3)
-        seen = FAILING.stuck_seconds(handler)
+        seen = FAILING.oldest_seconds(handler)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -119,15 +120,15 @@ def test_cancelling_a_stuck_call_stops_it_and_clears_the_gauge() -> None:
 
 
 def test_gauge_shows_the_oldest_failing_call() -> None:
-    calls = retry.FailingCalls()
+    calls = retry.CallAges(Gauge("test_call_ages_seconds", "test", ["handler"], registry=None))
     calls.start("h", 1, at=100.0)
     calls.start("h", 2, at=105.0)
     calls.start("h", 1, at=107.0)  # a call's first failure stands
-    assert calls.stuck_seconds("h", now=110.0) == 10.0
+    assert calls.oldest_seconds("h", now=110.0) == 10.0
     calls.stop("h", 1)
-    assert calls.stuck_seconds("h", now=110.0) == 5.0
+    assert calls.oldest_seconds("h", now=110.0) == 5.0
     calls.stop("h", 2)
-    assert calls.stuck_seconds("h", now=110.0) == 0.0
+    assert calls.oldest_seconds("h", now=110.0) == 0.0
 
 
 def test_agents_handlers_are_exported_from_the_start() -> None:

@@ -1,0 +1,154 @@
+"""The pipeline's patches of Faust / aiokafka behaviour and its use of their private attributes.
+
+faust-streaming is pinned (0.15.3); what here reaches into it is written against that version:
+
+* :func:`cap_fetch_wait`: Faust hard-codes aiokafka's ``fetch_max_wait_ms``; :func:`idle_fetch_wait`
+  lengthens it while nothing arrives;
+* :func:`take_batches`: ``Stream.take_events`` without its idle timer.
+
+(stream/pipeline/watchdog.py reads the consumer's private offsets and subscription itself.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, cast
+
+import time
+
+import faust
+from aiokafka.consumer import fetcher as aiokafka_fetcher
+from faust.transport.drivers import aiokafka as faust_aiokafka
+from mode.utils.futures import notify
+
+
+def cap_fetch_wait(max_wait_ms: int) -> None:
+    """Make Faust's Kafka consumers wait at most ``max_wait_ms`` per fetch.
+
+    faust-streaming 0.15.3 hard-codes ``fetch_max_wait_ms=1500``. Measured against the embedded
+    Tansu broker, a waiting aiokafka fetch is not answered when records arrive (measured ≈0.45 s
+    per hop with 1500, ≈5 ms under load with 100; an idle hop costs up to the wait), and every
+    round crosses two hops. 20 ms (the default) keeps an unloaded 10-player round near 50 ms end to end. The
+    consumer keeps the value in ``_fetch_max_wait_ms`` until ``start()`` builds its fetcher, so
+    it is set right after construction. Idempotent; affects consumers created afterwards.
+    """
+    thread_class = faust_aiokafka.AIOKafkaConsumerThread
+    original = getattr(thread_class, "_ems_original_create", thread_class._create_worker_consumer)
+
+    def create_worker_consumer(self, transport):  # type: ignore[no-untyped-def]
+        consumer = original(self, transport)
+        consumer._fetch_max_wait_ms = max_wait_ms
+        return consumer
+
+    # setattr: patching Faust's class is not an assignment to typed attributes
+    setattr(thread_class, "_ems_original_create", original)
+    setattr(thread_class, "_create_worker_consumer", create_worker_consumer)
+
+
+IDLE_AFTER_S = 1.0
+"""Seconds without a record after which a consumer's fetches wait the idle time (:func:`idle_fetch_wait`)."""
+
+
+def idle_fetch_wait(busy_ms: int, idle_ms: int) -> None:
+    """Make this process's aiokafka fetches wait ``idle_ms`` once no record has arrived for
+    :data:`IDLE_AFTER_S`, and ``busy_ms`` again from the first record on.
+
+    The embedded broker answers a fetch with no data only at its deadline (see
+    :func:`cap_fetch_wait`), so an idle consumer sends one fetch per wait: with the busy 20 ms,
+    50 requests a second encoded, sent and decoded by the worker for nothing (most of its idle
+    CPU once the agents stopped polling). The idle wait bounds how late the first record after
+    a quiet spell is seen; a broker that answers when data arrives (Kafka) is not slowed at all.
+    Patches ``Fetcher._proc_fetch_request`` (aiokafka 0.14), whose result says whether the
+    response held records; idempotent."""
+    fetcher_class = aiokafka_fetcher.Fetcher
+    original = getattr(fetcher_class, "_ems_original_proc", fetcher_class._proc_fetch_request)
+
+    async def proc_fetch_request(self, assignment, node_id, request):  # type: ignore[no-untyped-def]
+        got_records = await original(self, assignment, node_id, request)
+        now = time.monotonic()
+        if got_records:
+            self._ems_last_records = now
+        quiet = now - getattr(self, "_ems_last_records", now) >= IDLE_AFTER_S
+        if not hasattr(self, "_ems_last_records"):
+            self._ems_last_records = now
+        self._fetch_max_wait_ms = idle_ms if quiet else busy_ms
+        return got_records
+
+    setattr(fetcher_class, "_ems_original_proc", original)
+    setattr(fetcher_class, "_proc_fetch_request", proc_fetch_request)
+
+
+def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> AsyncIterator[list[faust.EventT[bytes]]]:
+    """Batches of up to ``max_`` events of an agent's stream, each handed over at most ``within``
+    seconds after its first event arrived; every event is acknowledged once the consumer of the
+    batch moves on (as ``Stream.take_events``).
+
+    ``take_events`` wakes up every ``within`` seconds whether events came or not (a 2-5 ms
+    timer per actor: most of an idle worker's CPU). Here an empty buffer waits for its first
+    event without a timer, and only then for the batch to fill within ``within``. The body is
+    ``take_events`` of faust-streaming 0.15.3 with that change (its processor, passive drain,
+    manual acks and generator tracking)."""
+    faust_stream = cast("faust.Stream[bytes]", stream)
+    batches = _take_batches(faust_stream, max_, within)
+    faust_stream._active_agens.add(batches)  # closed with the stream, as Faust's own buffers
+    return batches
+
+
+async def _take_batches(stream: faust.Stream[bytes], max_: int,
+                        within: float) -> AsyncGenerator[list[faust.EventT[bytes]], None]:
+    events: list[faust.EventT[bytes]] = []
+    has_events = asyncio.Event()
+    full = asyncio.Event()
+    consumed = asyncio.Event()
+    consuming: asyncio.Future[None] | None = None
+    enable_acks = stream.enable_acks
+    channel = aiter(stream.channel)
+
+    async def add_to_buffer(value: Any) -> Any:
+        nonlocal consuming
+        try:
+            if consuming is not None:  # the consumer is handling a batch: wait until it is acked
+                try:
+                    await consuming
+                finally:
+                    consuming = None
+            event = stream.current_event
+            if event is None:
+                raise RuntimeError("take_batches found current_event is None")
+            events.append(event)
+            has_events.set()
+            if len(events) >= max_:
+                full.set()
+                consumed.clear()
+                await stream.wait(consumed)  # type: ignore[arg-type]  # mode accepts any awaitable .wait()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            stream.log.exception("Error adding to take buffer: %r", exc)
+            await stream.crash(exc)
+        return value
+
+    stream.enable_acks = False
+    stream.add_processor(add_to_buffer)
+    stream._enable_passive(cast("faust.ChannelT[bytes]", channel))
+    try:
+        while not stream.should_stop:
+            await stream.wait_for_stopped(has_events)  # type: ignore[arg-type]  # idle: no timer
+            await stream.wait_for_stopped(full, timeout=within)  # type: ignore[arg-type]
+            if events:
+                consuming = stream.loop.create_future()
+                batch = list(events)
+                try:
+                    yield batch
+                finally:
+                    events.clear()
+                    has_events.clear()
+                    for event in batch:
+                        await stream.ack(event)
+                    notify(consuming)
+                    full.clear()
+                    consumed.set()
+    finally:
+        stream.enable_acks = enable_acks
+        stream._processors.remove(add_to_buffer)
