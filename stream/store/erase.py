@@ -114,6 +114,7 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
                 writes.hdel(keys.round_results(ladder, round_id), player)
             if renamed:
                 writes.hset(keys.round_perf(ladder, round_id), mapping=renamed)
+                writes.delete(keys.round_digests(ladder, round_id))  # rebuilt from the renamed fan-out on use
             if emitted:
                 writes.sadd(keys.round_emitted(ladder, round_id), alias)
                 writes.srem(keys.round_emitted(ladder, round_id), player)

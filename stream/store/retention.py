@@ -106,7 +106,10 @@ async def _trim_ladder(store: Store, ladder: str, rule: Retention, *, now: float
         assert cutoff is not None
         await _trim_histories(store, ladder, doomed, cutoff)
     else:
-        await store.client.delete(*(rule.key(ladder, r) for r in doomed))
+        doomed_keys = [rule.key(ladder, r) for r in doomed]
+        if rule.kind == "fanouts":  # phase two's digests of a fan-out go with it
+            doomed_keys += [keys.round_digests(ladder, r) for r in doomed]
+        await store.client.delete(*doomed_keys)
     await store.client.hset(keys.ladder(ladder), rule.watermark_field(), new_mark)
     return len(doomed)
 
