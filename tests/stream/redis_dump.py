@@ -9,11 +9,17 @@ import redis
 TIME_FIELDS = frozenset({b"received_at", b"rated_at", b"updated_at"})
 """Wall-clock fields: when something was written, not what (never compared)."""
 
+DERIVED_KEYS = b"ems:round-digests:"
+"""Key prefix of phase two's digest sets: a cache derived from the stored fan-out on first use
+(verify_updates.lua), so whether one exists says when phase two last ran, not what is stored."""
+
 
 def dump(client: redis.Redis, *, skip_fields: frozenset[bytes] = TIME_FIELDS) -> dict[bytes, Any]:
     """Every key of the client's database with its value (hash fields in ``skip_fields`` left out)."""
     out: dict[bytes, Any] = {}
     for key in client.scan_iter(count=1000):
+        if key.startswith(DERIVED_KEYS):
+            continue
         kind = client.type(key)
         if kind == b"hash":
             out[key] = {k: v for k, v in client.hgetall(key).items() if k not in skip_fields}
