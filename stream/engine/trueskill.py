@@ -210,12 +210,14 @@ def rate_teams(before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weig
     diffs[0].up_left()
     diffs[-1].up_right()
     # team sums, up: message to each member from the team's cavity and the other members
+    # (a team whose cavity is flat, pi 0, sends flat messages: its members keep their prior, as in the package)
     cavity = np.array([var.cavity("sum") for var in chain])
-    cav_mu = cavity[:, 1] / cavity[:, 0]
-    cav_var = 1.0 / cavity[:, 0]
+    flat = cavity[:, 0] == 0.0
+    cav_pi = np.where(flat, 1.0, cavity[:, 0])
+    cav_mu, cav_var = np.where(flat, 0.0, cavity[:, 1] / cav_pi), 1.0 / cav_pi
     msg_mu = (cav_mu[team] - (team_mu[team] - w * perf_mu)) / w
     msg_var = (cav_var[team] + team_var[team] - w * w * perf_var) / (w * w)
-    msg_pi = 1.0 / msg_var
+    msg_pi = np.where(flat[team], 0.0, 1.0 / msg_var)
     msg_tau = msg_pi * msg_mu
     # likelihood, up, onto the prior
     b = 1.0 / (1.0 + params.beta**2 * msg_pi)
