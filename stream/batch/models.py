@@ -45,9 +45,10 @@ TEAMS = Support(teams=True, mixed=True, partial=True)
 
 
 def support(name: str) -> Support:
-    """What ``--model name`` can rate beyond individual full-time rounds."""
+    """What ``--model name`` can rate beyond individual full-time rounds: the Elo-MMR presets
+    (:mod:`stream.engine.teams`) and the models with a team call rate teams."""
     model = MODELS.get(name)
-    return TEAMS if model is not None and model.teams is not None else INDIVIDUALS_ONLY
+    return TEAMS if name in PRESETS or (model is not None and model.teams is not None) else INDIVIDUALS_ONLY
 
 
 @dataclass
