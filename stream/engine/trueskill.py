@@ -201,8 +201,8 @@ def rate_teams(before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weig
     sizes = np.bincount(team, minlength=k)
     chain = [_Var() for _ in range(k)]
     for j, var in enumerate(chain):
-        pi = 1.0 / float(team_var[j])
-        var.update_message("sum", pi, pi * float(team_mu[j]))
+        precision = 1.0 / float(team_var[j])
+        var.update_message("sum", precision, precision * float(team_mu[j]))
     ranks = entry_ranks[order]
     diffs = [_Diff(chain[j], chain[j + 1], draw_margin(params, int(sizes[j] + sizes[j + 1])),
                    bool(ranks[j] == ranks[j + 1])) for j in range(k - 1)]

@@ -38,3 +38,14 @@ def test_broker_growth_reports_each_chunk_against_the_first() -> None:
     rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "x |" in line]
     assert [int(cells[0].replace(",", "")) for cells in rows] == [200, 400, 600]  # log size after each chunk
     assert rows[0][3].strip() == "1.0x" and all(float(cells[2]) >= 0 for cells in rows)
+
+
+def test_teams_bench_scores_every_model_on_both_leagues() -> None:
+    out = run_bench("teams.py", "--rounds", "60", "--players", "60", "--no-package")
+    for league in ("2 teams of 5", "10 teams of 3"):
+        assert league in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("elo-mmr-teams", "trueskill", "openskill"))]
+    assert len(rows) == 6
+    for row in rows:
+        pair, rank = float(row[-3]), float(row[-2])
+        assert 0.0 <= pair <= 100.0 and 0.0 <= rank <= 100.0
