@@ -27,7 +27,7 @@ round's weight), beta(w w_i) = sqrt(L^2 (1 + 1/(w w_i)) + drift_per_day / (w w_i
 gamma(w w_i, d_i) is that of such a round.  A player who played a small share of the match is a
 noisy observation and moves little; weight 1 is the individual update.
 
-Properties (tests/engine/test_teams.py): p_T is non-increasing in the team's rank, so is p_i, and
+Properties (tests/engine/test_elo_mmr_teams.py): p_T is non-increasing in the team's rank, so is p_i, and
 a member's new rating is non-decreasing in p_i (Theorem 1), so a better team rank never lowers a
 member's rating; a smaller w_i moves a player less; a team of one (any w_i = 1) takes exactly the
 individual path (the averages are not computed for a team of one: the member's own values are
