@@ -5,8 +5,10 @@ Inputs (by extension / kind):
 * ``*.jsonl`` / ``*.ndjson`` (``.gz`` too): one ``RoundResult`` JSON object per line (blank lines
   skipped), read with :mod:`stream.batch.sources`;
 * ``*.csv``: a header with ``round_id, ladder, player, rank`` and optionally ``occurred_at``,
-  ``weight``; rows of one round share ``(ladder, round_id)`` (they need not be adjacent);
-  a round without ``occurred_at`` gets the publish time;
+  ``weight``, ``team`` and ``player_weight``; rows of one round share ``(ladder, round_id)`` (they
+  need not be adjacent); rows of one round with the same ``team`` are one team entry (its rank
+  given on every row); ``player_weight`` is the player's share of the match (partial play); a
+  round without ``occurred_at`` gets the publish time;
 * a directory: the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/<n>.json``), read
   with :mod:`stream.batch.sources`.
 
@@ -39,6 +41,8 @@ EXIT_UNREACHABLE = 4
 #: CSV columns: required and optional.
 CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
 CSV_OPTIONAL = ("occurred_at", "weight")
+CSV_PER_PLAYER = ("team", "player_weight")
+"""Optional per-row columns: the player's team, and his share of the match."""
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
@@ -128,14 +132,34 @@ def read_csv(path: Path, limits: Limits, now: float) -> Iterator[tuple[RoundResu
                 rank: Any = int(row["rank"])
             except (TypeError, ValueError):
                 raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}") from None
-            entry["lines"][f"standings[{len(raw['standings'])}]"] = line
-            raw["standings"].append({"player": row["player"], "rank": rank})
+            _add_standing(raw["standings"], entry["lines"], row, rank, line)
     for entry in rounds.values():
         raw = entry["raw"]
         raw.setdefault("occurred_at", now)
         # Longest prefixes first, so standings[12] is not matched by standings[1].
         lines = dict(sorted(entry["lines"].items(), key=lambda item: -len(item[0])))
         yield _parse(raw, limits, entry["first"], lines)
+
+
+def _add_standing(standings: list[dict[str, Any]], lines: dict[str, str], row: dict[str, str], rank: int,
+                  line: str) -> None:
+    """One CSV row into the round's standings: an individual entry, or a member of its team's."""
+    team = (row.get("team") or "").strip()
+    share = (row.get("player_weight") or "").strip()
+    member: Any = row["player"] if not share else {"player": row["player"], "weight": _csv_value(share)}
+    if not team:
+        lines[f"standings[{len(standings)}]"] = line
+        standings.append({"player": row["player"], "rank": rank} if not share else {**member, "rank": rank})
+        return
+    for index, entry in enumerate(standings):
+        if entry.get("team") == team:
+            if entry["rank"] != rank:
+                raise InvalidInput(line, "rank", f"team {team!r} has rank {entry['rank']} on an earlier row")
+            lines[f"standings[{index}].players[{len(entry['players'])}]"] = line
+            entry["players"].append(member)
+            return
+    lines[f"standings[{len(standings)}]"] = line
+    standings.append({"team": team, "players": [member], "rank": rank})
 
 
 def read_with_sources(path: Path, limits: Limits) -> Iterator[tuple[RoundResult, bool]]:
