@@ -538,11 +538,12 @@ def _check_known_fields(data: dict[str, Any]) -> None:
     for i, item in enumerate(data["standings"]):
         if not isinstance(item, dict):
             continue
-        known = TEAM_FIELDS if "players" in item else STANDING_FIELDS
+        team = "player" not in item  # as the schema tells the two apart
+        known = TEAM_FIELDS if team else STANDING_FIELDS
         if not known.issuperset(item):
             extra = sorted(set(item) - known)[0]
             raise RoundRejected(UNKNOWN_FIELD, f"unknown field {extra!r}", f"standings[{i}].{extra}")
-        for j, member in enumerate(item.get("players", ())):
+        for j, member in enumerate(item["players"] if team else ()):
             if isinstance(member, dict) and not MEMBER_FIELDS.issuperset(member):
                 extra = sorted(set(member) - MEMBER_FIELDS)[0]
                 raise RoundRejected(UNKNOWN_FIELD, f"unknown field {extra!r}", f"standings[{i}].players[{j}].{extra}")
@@ -633,7 +634,7 @@ def _entries(items: list[dict[str, Any]]) -> tuple[list[str], list[int], list[st
     named: set[str] = set()
     for i, item in enumerate(items):
         rank = int(item["rank"])
-        if "players" not in item:
+        if "player" in item:  # an individual (the schema's ``standing``; a ``players`` field is ignored)
             weight = item.get("weight", 1.0)
             if not _good_weight(weight):
                 raise _weight_rejection(weight, f"standings[{i}].weight")
@@ -671,7 +672,7 @@ def _player_path(items: list[Any], flat_index: int) -> str:
     """Field path of the ``flat_index``-th player, whichever standings form was used."""
     if items and isinstance(items[0], dict):
         for i, item in enumerate(items):
-            members = item.get("players") if isinstance(item, dict) else None
+            members = item.get("players") if isinstance(item, dict) and "player" not in item else None
             size = len(members) if isinstance(members, list) else 1
             if flat_index < size:
                 if not isinstance(members, list):

@@ -138,3 +138,13 @@ def test_support_check() -> None:
 
 def test_every_reason_is_in_the_dead_letter_schema() -> None:
     assert set(load_schema("dead-letter")["properties"]["reason"]["enum"]) >= set(REASONS)
+
+
+def test_an_entry_with_player_is_an_individual_whatever_else_it_has() -> None:
+    r = parse_round(raw([{"player": "a", "rank": 1, "players": ["x"]}, {"player": "b", "rank": 2, "weight": 0.5}]),
+                    limits=LIMITS)
+    assert r.players() == ["a", "b"] and not r.has_teams() and r.is_partial()
+    exc = rejected([{"player": "a", "rank": 1, "players": ["x"]}, {"player": "b", "rank": 2}], Limits(strict=True))
+    assert (exc.reason, exc.field) == ("unknown_field", "standings[0].players")
+    exc = rejected([{"player": "a", "rank": 1, "players": ["x"], "weight": 1}, {"player": "a", "rank": 2}])
+    assert (exc.reason, exc.field) == ("duplicate_player", "standings[1].player")
