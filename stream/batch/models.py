@@ -3,7 +3,8 @@ every model name, Elo-MMR presets included (those go through :func:`stream.batch
 
 Same rules as the Elo-MMR replay: rounds of each ladder in input order, one vectorised call per
 round, ladders independent, outcome-free rounds skipped and recorded; with ``metrics`` every
-round is scored before its update.
+round is scored before its update.  A model with a team call rates rounds with teams or partial
+play through it (individuals as teams of one); :func:`support` says what each name can rate.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from stream.batch.metrics import Metrics
 from stream.batch.replay import replay
 from stream.contracts import RoundResult
+from stream.contracts.round import INDIVIDUALS_ONLY, Support
 from stream.engine import PRESETS
 from stream.engine.models import MODELS, Model
 from stream.engine.ratings import ModelParams, Ratings
@@ -37,6 +39,17 @@ class Replayed(Protocol):
 def model_names() -> list[str]:
     """Every name ``--model`` accepts: the Elo-MMR presets, then the rating-only models."""
     return [*PRESETS, *MODELS]
+
+
+TEAMS = Support(teams=True, mixed=True, partial=True)
+"""What a model with a team call rates: teams, teams with individuals, partial play."""
+
+
+def support(name: str) -> Support:
+    """What ``--model name`` can rate beyond individual full-time rounds: the Elo-MMR presets
+    (:mod:`stream.engine.teams`) and the models with a team call rate teams."""
+    model = MODELS.get(name)
+    return TEAMS if name in PRESETS or (model is not None and model.teams is not None) else INDIVIDUALS_ONLY
 
 
 @dataclass
@@ -139,8 +152,13 @@ def _rate_one(result: ModelReplay, index: int, rnd: RoundResult) -> None:
     if result.metrics is not None:
         result.metrics.observe_rows(index, table.lookup(players), table.mu, table.rounds, ranks)
     rows = table.rows(players)
-    update = result.model.rate_round(table.gather(rows), ranks, result.params, weight=rnd.weight,
-                                     perf_ceiling=rnd.perf_ceiling)
+    if result.model.teams is not None and (rnd.has_teams() or rnd.is_partial()):
+        entry, entry_ranks = rnd.entries()
+        update = result.model.rate_teams(table.gather(rows), entry, entry_ranks, rnd.player_weights(),
+                                         result.params)
+    else:
+        update = result.model.rate_round(table.gather(rows), ranks, result.params, weight=rnd.weight,
+                                         perf_ceiling=rnd.perf_ceiling)
     table.scatter(rows, update.after)
 
 

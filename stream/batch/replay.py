@@ -3,7 +3,8 @@ equal (DESIGN.md, "The guarantee that matters most").
 
 Rounds of each ladder are rated in input order with :func:`stream.engine.rate_round`, one
 vectorised call per round; ladders are independent pools.  Outcome-free rounds (fewer than two
-players, everyone tied) rate nobody and are recorded in ``ReplayResult.skipped``.
+players, everyone tied) rate nobody and are recorded in ``ReplayResult.skipped``.  Rounds with
+teams or partial play are rated by :func:`stream.engine.teams.rate_team_round` (Elo-MMR for teams).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from stream.batch.metrics import Metrics
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
 from stream.engine import OutcomeFree, Params, PlayerState, rate_round
+from stream.engine.teams import rate_team_round
 
 
 @dataclass(slots=True)
@@ -104,8 +106,13 @@ def _rate_one(result: ReplayResult, index: int, rnd: RoundResult, keep_rounds: b
         result.metrics.observe(index, mu, ranks, earlier)
     rows = table.rows(players)
     try:
-        update = rate_round(table.gather(rows), ranks, result.params, weight=rnd.weight,
-                            perf_ceiling=rnd.perf_ceiling, time=rnd.occurred_at)
+        if rnd.has_teams() or rnd.is_partial():
+            entry, entry_ranks = rnd.entries()
+            update = rate_team_round(table.gather(rows), entry, entry_ranks, rnd.player_weights(), result.params,
+                                     weight=rnd.weight, perf_ceiling=rnd.perf_ceiling, time=rnd.occurred_at)
+        else:
+            update = rate_round(table.gather(rows), ranks, result.params, weight=rnd.weight,
+                                perf_ceiling=rnd.perf_ceiling, time=rnd.occurred_at)
     except OutcomeFree:  # unreachable after is_outcome_free(); kept for engine-side definitions
         result.skipped.append((rnd.ladder, rnd.round_id))
         return

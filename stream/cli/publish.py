@@ -5,8 +5,10 @@ Inputs (by extension / kind):
 * ``*.jsonl`` / ``*.ndjson`` (``.gz`` too): one ``RoundResult`` JSON object per line (blank lines
   skipped), read with :mod:`stream.batch.sources`;
 * ``*.csv``: a header with ``round_id, ladder, player, rank`` and optionally ``occurred_at``,
-  ``weight``; rows of one round share ``(ladder, round_id)`` (they need not be adjacent);
-  a round without ``occurred_at`` gets the publish time;
+  ``weight``, ``team`` and ``player_weight``; rows of one round share ``(ladder, round_id)`` (they
+  need not be adjacent); rows of one round with the same ``team`` are one team entry (its rank
+  given on every row); ``player_weight`` is the player's share of the match (partial play); a
+  round without ``occurred_at`` gets the publish time;
 * a directory: the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/<n>.json``), read
   with :mod:`stream.batch.sources`.
 
@@ -50,6 +52,8 @@ CSV_OPTIONAL = ("occurred_at", "weight")
 MAX_REPORTED_ERRORS = 20
 #: "at line 1 column N" in a JSON decoder's message about a one-line record.
 JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
+CSV_PER_PLAYER = ("team", "player_weight")
+"""Optional per-row columns: the player's team, and his share of the match."""
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
@@ -172,8 +176,28 @@ def _csv_row(entry: dict[str, Any], row: dict[str, str], line: str, key: tuple[s
         rank: Any = int(row["rank"])
     except (TypeError, ValueError):
         raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}", "bad_rank") from None
-    entry["lines"][f"standings[{len(raw['standings'])}]"] = line
-    raw["standings"].append({"player": row["player"], "rank": rank})
+    _add_standing(raw["standings"], entry["lines"], row, rank, line)
+
+
+def _add_standing(standings: list[dict[str, Any]], lines: dict[str, str], row: dict[str, str], rank: int,
+                  line: str) -> None:
+    """One CSV row into the round's standings: an individual entry, or a member of its team's."""
+    team = (row.get("team") or "").strip()
+    share = (row.get("player_weight") or "").strip()
+    member: Any = row["player"] if not share else {"player": row["player"], "weight": _csv_value(share)}
+    if not team:
+        lines[f"standings[{len(standings)}]"] = line
+        standings.append({"player": row["player"], "rank": rank} if not share else {**member, "rank": rank})
+        return
+    for index, entry in enumerate(standings):
+        if entry.get("team") == team:
+            if entry["rank"] != rank:
+                raise InvalidInput(line, "rank", f"team {team!r} has rank {entry['rank']} on an earlier row")
+            lines[f"standings[{index}].players[{len(entry['players'])}]"] = line
+            entry["players"].append(member)
+            return
+    lines[f"standings[{len(standings)}]"] = line
+    standings.append({"team": team, "players": [member], "rank": rank})
 
 
 def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:

@@ -25,8 +25,9 @@ import typer
 
 from stream.batch import Metrics, SourceError, read_rounds, synthetic_rounds, write_jsonl
 from stream.batch.dedup import Deduplicated, first_copies
-from stream.batch.models import Replayed, model_names, replay_named
-from stream.contracts import Limits
+from stream.batch.models import Replayed, model_names, replay_named, support
+from stream.contracts import Limits, RoundRejected
+from stream.contracts.round import check_supported
 from stream.engine import PRESETS
 from stream.settings import Settings
 
@@ -61,7 +62,7 @@ def replay_command(
     settings = Settings.from_env()
     started = time.perf_counter()
     rejected: list[SourceError] | None = [] if skip_rejected else None
-    unique = load_accepted(input, settings, rejected)
+    unique = load_accepted(input, settings, rejected, [name])
     rounds = unique.rounds
     loaded = time.perf_counter()
     tracker = Metrics(len(rounds)) if metrics else None
@@ -91,15 +92,27 @@ def replay_command(
 
 
 
-def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None) -> Deduplicated:
+def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None,
+                  models: list[str]) -> Deduplicated:
     """The rounds of ``input`` the stream would rate: its acceptance and registration rule
-    (``first_copies``). A rejected round exits with code 2, or, if ``rejected`` is a list, is
+    (``first_copies``), and rounds every one of ``models`` can rate (``check_supported``: teams,
+    partial play). A rejected round exits with code 2, or, if ``rejected`` is a list, is
     appended to it and reported on stderr (left out, as the stream dead-letters it)."""
     try:
         unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected))
     except SourceError as exc:
         _fail(f"bad input: {exc}")
-    for position, conflict in unique.conflicts:
+    unsupported: list[tuple[int, RoundRejected]] = []
+    kept = []
+    for position, round_ in enumerate(unique.rounds):
+        try:
+            for name in models:
+                check_supported(round_, support(name), f"model {name!r}")
+            kept.append(round_)
+        except RoundRejected as exc:
+            unsupported.append((position, exc))
+    unique.rounds = kept
+    for position, conflict in [*unique.conflicts, *unsupported]:
         error = SourceError(f"{input} (valid round #{position + 1})", f"{conflict.reason}: {conflict.message}",
                             conflict.field, conflict.reason)
         if rejected is None:

@@ -1,6 +1,6 @@
 """``RoundResult``: one ranked round of one ladder, and :func:`parse_round`, its validator.
 
-Input (topic ``rounds``, schema ``schemas/round-result.v1.json``)::
+Input (topic ``rounds``, schema ``schemas/round-result.v2.json``; v1 rounds are valid v2 rounds)::
 
     {"round_id": "r-17", "ladder": "blitz", "occurred_at": "2024-05-01T12:00:00Z",
      "standings": [{"player": "ann", "rank": 1}, {"player": "bob", "rank": 2}],
@@ -9,7 +9,12 @@ Input (topic ``rounds``, schema ``schemas/round-result.v1.json``)::
 Standings are explicit ``{player, rank}`` objects (ranks 1-based, equal ranks tie; only their
 order matters) or finishing order, one entry per place: a player id, or an array of tied ids
 (competition ranking: k players tied at rank r are followed by rank r + k).  Both forms cannot
-be mixed in one round.  ``occurred_at`` is an RFC 3339 date-time with offset, or epoch seconds.
+be mixed in one round.  An explicit entry may instead be a team
+``{"team": T, "players": [P, {"player": P, "weight": w}, ...], "rank": r}``; ``weight`` in (0, 1]
+(default 1) is the share of the match a player played (partial play), and an individual entry may
+carry one too.  Every player becomes one :class:`Standing` with his entry's rank and, in a team,
+the team's name.  Whether a model can rate teams, rounds mixing teams and individuals, or partial
+play is checked by :func:`check_supported` with the rater's :class:`Support`.  ``occurred_at`` is an RFC 3339 date-time with offset, or epoch seconds.
 
 Every rejection is a :class:`RoundRejected` with a machine ``reason`` (see :data:`REASONS`), a
 human ``message`` and the offending ``field`` written as a path, e.g. ``standings[3].rank``.
@@ -46,16 +51,24 @@ MESSAGE_TOO_LARGE = "message_too_large"
 BAD_LADDER = "bad_ladder"
 BAD_NUMBER = "bad_number"
 CONFLICT = "conflict"
+EMPTY_TEAM = "empty_team"
+DUPLICATE_TEAM = "duplicate_team"
+BAD_PLAYER_WEIGHT = "bad_player_weight"
+MIXED_STANDINGS = "mixed_standings"
+TEAMS_UNSUPPORTED = "teams_unsupported"
 BAD_PLAYER_UPDATE = "bad_player_update"
 UNVERIFIED_PLAYER_UPDATE = "unverified_player_update"
 INTERNAL_ERROR = "internal_error"
 ROUND_REASONS = (
     NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
     BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, BAD_NUMBER, CONFLICT,
+    EMPTY_TEAM, DUPLICATE_TEAM, BAD_PLAYER_WEIGHT, MIXED_STANDINGS, TEAMS_UNSUPPORTED,
 )
 """The reason codes of a rejected round.  ``conflict`` (a round_id reused with different
 content) is detected against the rounds already accepted (Redis in the stream, the replay's
-ledger in ``stream replay``), not by :func:`parse_round`."""
+ledger in ``stream replay``), not by :func:`parse_round`; ``teams_unsupported`` (teams or
+partial play for a rater that cannot rate them) and ``mixed_standings`` (teams and individuals
+in one round for a rater that rates teams but not that) by :func:`check_supported`."""
 REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR)
 """Every machine reason code of a dead letter: the round reasons, ``bad_player_update`` (a
 ``player-updates`` message that is not a PlayerUpdate), ``unverified_player_update`` (one that is
@@ -78,7 +91,9 @@ RFC3339 = re.compile(
 )
 
 TOP_LEVEL_FIELDS = frozenset({"round_id", "ladder", "occurred_at", "standings", "weight", "perf_ceiling"})
-STANDING_FIELDS = frozenset({"player", "rank"})
+STANDING_FIELDS = frozenset({"player", "rank", "weight"})
+TEAM_FIELDS = frozenset({"team", "players", "rank"})
+MEMBER_FIELDS = frozenset({"player", "weight"})
 
 
 class RoundRejected(ValueError):
@@ -128,10 +143,39 @@ contract's fixed rules apply, not the configurable limits, which may have been t
 
 @dataclass(slots=True)
 class Standing:
-    """One participant of a round: player id and 1-based rank (equal ranks tie)."""
+    """One participant of a round: player id, 1-based rank (equal ranks tie), his team's name
+    (None for an individual entry) and the share of the match he played (partial play)."""
 
     player: str
     rank: int
+    team: str | None = None
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """What a rater can rate beyond individual full-time rounds (see :func:`check_supported`)."""
+
+    teams: bool = False
+    mixed: bool = False
+    partial: bool = False
+
+
+INDIVIDUALS_ONLY = Support()
+"""A rater of individual, full-time rounds only (the stream today, the rating-only models)."""
+
+
+def check_supported(round_: RoundResult, support: Support, rater: str) -> None:
+    """Raise ``teams_unsupported`` if ``round_`` has teams or partial play ``rater`` cannot rate,
+    ``mixed_standings`` if it mixes teams and individuals and ``rater`` cannot rate that."""
+    teams = round_.has_teams()
+    if teams and not support.teams:
+        raise RoundRejected(TEAMS_UNSUPPORTED, f"{rater} does not rate team rounds", "standings")
+    if round_.is_partial() and not support.partial:
+        raise RoundRejected(TEAMS_UNSUPPORTED, f"{rater} does not rate partial play (player weights)", "standings")
+    if teams and not support.mixed and any(s.team is None for s in round_.standings):
+        raise RoundRejected(MIXED_STANDINGS, f"{rater} does not rate rounds mixing teams and individuals",
+                            "standings")
 
 
 @dataclass(kw_only=True)
@@ -158,6 +202,36 @@ class RoundResult:
         """Ranks as an int64 array aligned with :meth:`players`."""
         return np.fromiter((s.rank for s in self.standings), dtype=np.int64, count=len(self.standings))
 
+    def has_teams(self) -> bool:
+        """True when some entry is a team."""
+        return any(s.team is not None for s in self.standings)
+
+    def is_partial(self) -> bool:
+        """True when some player played part of the match (weight below 1)."""
+        return any(s.weight != 1.0 for s in self.standings)
+
+    def player_weights(self) -> np.ndarray:
+        """Each player's share of the match, aligned with :meth:`players`."""
+        return np.fromiter((s.weight for s in self.standings), dtype=np.float64, count=len(self.standings))
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(entry, entry_ranks)``: each player's entry index (teams, and individuals as teams of
+        one, numbered in standings order) and each entry's rank."""
+        index: dict[str, int] = {}
+        entry = np.empty(len(self.standings), dtype=np.int64)
+        ranks: list[int] = []
+        for i, s in enumerate(self.standings):
+            if s.team is None:
+                entry[i] = len(ranks)
+                ranks.append(s.rank)
+            else:
+                found = index.get(s.team)
+                if found is None:
+                    found = index[s.team] = len(ranks)
+                    ranks.append(s.rank)
+                entry[i] = found
+        return entry, np.asarray(ranks, dtype=np.int64)
+
     def is_outcome_free(self) -> bool:
         """True when nobody can be rated: fewer than two players, or everyone tied."""
         if len(self.standings) < 2:
@@ -171,11 +245,26 @@ class RoundResult:
             "round_id": self.round_id,
             "ladder": self.ladder,
             "occurred_at": self.occurred_at,
-            "standings": [{"player": s.player, "rank": s.rank} for s in self.standings],
+            "standings": self._standings_dicts(),
             "weight": self.weight,
         }
         if math.isfinite(self.perf_ceiling):
             out["perf_ceiling"] = self.perf_ceiling
+        return out
+
+    def _standings_dicts(self) -> list[dict[str, Any]]:
+        """Canonical standings: ``{player, rank[, weight]}`` and ``{team, players, rank}`` entries."""
+        out: list[dict[str, Any]] = []
+        teams: dict[str, list[Any]] = {}
+        for s in self.standings:
+            member: Any = s.player if s.weight == 1.0 else {"player": s.player, "weight": s.weight}
+            if s.team is None:
+                out.append({"player": s.player, "rank": s.rank} if s.weight == 1.0 else {**member, "rank": s.rank})
+            elif s.team in teams:
+                teams[s.team].append(member)
+            else:
+                teams[s.team] = [member]
+                out.append({"team": s.team, "players": teams[s.team], "rank": s.rank})
         return out
 
     def to_json(self) -> str:
@@ -192,7 +281,8 @@ class RoundResult:
         if self._hash is None:
             canonical = [
                 self.ladder, self.round_id, self.occurred_at,
-                [[s.player, s.rank] for s in self.standings],
+                [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
+                 for s in self.standings],
                 self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
             ]
             text = json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
@@ -394,15 +484,52 @@ def _schema_rejection(exc: SchemaError, data: dict[str, Any]) -> RoundRejected:
 def _standing_rejection(item: Any, index: int) -> RoundRejected:
     """Explain why standings item ``index`` fits none of the three accepted forms."""
     where = f"standings[{index}]"
+    if isinstance(item, dict) and "team" in item and "player" not in item:
+        return _team_rejection(item, where)
     if isinstance(item, dict):
         if not isinstance(item.get("player"), str) or not item.get("player"):
             return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.player")
         if "rank" not in item:
             return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
+        if "weight" in item and not _good_weight(item["weight"]):
+            return _weight_rejection(item["weight"], f"{where}.weight")
         return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
     return RoundRejected(
         SCHEMA, "a standing is {player, rank}, a player id, or an array of tied player ids", where
     )
+
+
+def _good_weight(value: Any) -> bool:
+    """A player weight is a JSON number in (0, 1] (NaN fails)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+
+
+def _weight_rejection(value: Any, where: str) -> RoundRejected:
+    return RoundRejected(BAD_PLAYER_WEIGHT, f"a player's weight (share of the match played) must be a number "
+                         f"in (0, 1], got {_show(value)}", where)
+
+
+def _team_rejection(item: dict[str, Any], where: str) -> RoundRejected:
+    """Explain why team entry ``item`` is not ``{team, players, rank}``."""
+    if not isinstance(item.get("team"), str) or not item.get("team"):
+        return RoundRejected(SCHEMA, "team must be a non-empty string", f"{where}.team")
+    members = item.get("players")
+    if not isinstance(members, list):
+        return RoundRejected(SCHEMA, "a team's players must be an array", f"{where}.players")
+    if not members:
+        return RoundRejected(EMPTY_TEAM, f"team {item['team']!r} has no players", f"{where}.players")
+    for j, member in enumerate(members):
+        at = f"{where}.players[{j}]"
+        if isinstance(member, dict):
+            if not isinstance(member.get("player"), str) or not member.get("player"):
+                return RoundRejected(SCHEMA, "player must be a non-empty string", f"{at}.player")
+            if "weight" in member and not _good_weight(member["weight"]):
+                return _weight_rejection(member["weight"], f"{at}.weight")
+        elif not isinstance(member, str) or not member:
+            return RoundRejected(SCHEMA, "a team member is a player id or {player, weight}", at)
+    if "rank" not in item:
+        return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
+    return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
 
 
 def _check_known_fields(data: dict[str, Any]) -> None:
@@ -411,9 +538,17 @@ def _check_known_fields(data: dict[str, Any]) -> None:
     if unknown:
         raise RoundRejected(UNKNOWN_FIELD, f"unknown field {unknown[0]!r}", unknown[0])
     for i, item in enumerate(data["standings"]):
-        if isinstance(item, dict) and not STANDING_FIELDS.issuperset(item):
-            extra = sorted(set(item) - STANDING_FIELDS)[0]
+        if not isinstance(item, dict):
+            continue
+        team = "player" not in item  # as the schema tells the two apart
+        known = TEAM_FIELDS if team else STANDING_FIELDS
+        if not known.issuperset(item):
+            extra = sorted(set(item) - known)[0]
             raise RoundRejected(UNKNOWN_FIELD, f"unknown field {extra!r}", f"standings[{i}].{extra}")
+        for j, member in enumerate(item["players"] if team else ()):
+            if isinstance(member, dict) and not MEMBER_FIELDS.issuperset(member):
+                extra = sorted(set(member) - MEMBER_FIELDS)[0]
+                raise RoundRejected(UNKNOWN_FIELD, f"unknown field {extra!r}", f"standings[{i}].players[{j}].{extra}")
 
 
 def _check_length(value: str, where: str, limits: Limits) -> None:
@@ -449,7 +584,11 @@ def _standings(items: list[Any], limits: Limits) -> list[Standing]:
             raise RoundRejected(
                 SCHEMA, "explicit {player, rank} standings cannot be mixed with finishing order", f"standings[{i}]"
             )
-    if explicit:
+    teams: list[str | None] | None = None
+    weights: list[float] | None = None
+    if explicit and any("players" in item or "weight" in item for item in items):
+        players, ranks, teams, weights = _entries(items)
+    elif explicit:
         players = [item["player"] for item in items]
         ranks = [item["rank"] for item in items]
         if not all(type(r) is int for r in ranks):
@@ -481,7 +620,46 @@ def _standings(items: list[Any], limits: Limits) -> list[Standing]:
             if p in seen:
                 raise RoundRejected(DUPLICATE_PLAYER, f"player {p!r} appears twice", _player_path(items, i))
             seen.add(p)
-    return list(map(Standing, players, ranks))
+    if teams is None or weights is None:
+        return list(map(Standing, players, ranks))
+    return list(map(Standing, players, ranks, teams, weights))
+
+
+def _entries(items: list[dict[str, Any]]) -> tuple[list[str], list[int], list[str | None], list[float]]:
+    """Schema-valid explicit entries with teams or weights, flattened one row per player; rejects
+    an empty team, a team name used twice and a player weight outside (0, 1] (the schema checks
+    these too, but plain individual entries skip the compiled validator)."""
+    players: list[str] = []
+    ranks: list[int] = []
+    teams: list[str | None] = []
+    weights: list[float] = []
+    named: set[str] = set()
+    for i, item in enumerate(items):
+        rank = int(item["rank"])
+        if "player" in item:  # an individual (the schema's ``standing``; a ``players`` field is ignored)
+            weight = item.get("weight", 1.0)
+            if not _good_weight(weight):
+                raise _weight_rejection(weight, f"standings[{i}].weight")
+            players.append(item["player"])
+            ranks.append(rank)
+            teams.append(None)
+            weights.append(float(weight))
+            continue
+        team = item["team"]
+        if not item["players"]:
+            raise RoundRejected(EMPTY_TEAM, f"team {team!r} has no players", f"standings[{i}].players")
+        if team in named:
+            raise RoundRejected(DUPLICATE_TEAM, f"team {team!r} appears twice", f"standings[{i}].team")
+        named.add(team)
+        for j, member in enumerate(item["players"]):
+            weight = member.get("weight", 1.0) if isinstance(member, dict) else 1.0
+            if not _good_weight(weight):
+                raise _weight_rejection(weight, f"standings[{i}].players[{j}].weight")
+            players.append(member["player"] if isinstance(member, dict) else member)
+            ranks.append(rank)
+            teams.append(team)
+            weights.append(float(weight))
+    return players, ranks, teams, weights
 
 
 def _encodable(text: str) -> bool:
@@ -495,7 +673,15 @@ def _encodable(text: str) -> bool:
 def _player_path(items: list[Any], flat_index: int) -> str:
     """Field path of the ``flat_index``-th player, whichever standings form was used."""
     if items and isinstance(items[0], dict):
-        return f"standings[{flat_index}].player"
+        for i, item in enumerate(items):
+            members = item.get("players") if isinstance(item, dict) and "player" not in item else None
+            size = len(members) if isinstance(members, list) else 1
+            if flat_index < size:
+                if not isinstance(members, list):
+                    return f"standings[{i}].player"
+                return f"standings[{i}].players[{flat_index}]" + (".player" if isinstance(members[flat_index], dict) else "")
+            flat_index -= size
+        return "standings"
     for i, item in enumerate(items):
         if isinstance(item, str):
             if flat_index == 0:

@@ -1,4 +1,4 @@
-"""The JSON Schemas of the events (``schemas/*.v1.json``), compiled once with fastjsonschema.
+"""The JSON Schemas of the events (``schemas/<name>.<version>.json``), compiled once with fastjsonschema.
 
 Every event the service emits is checked against its schema in tests with :func:`validate`;
 ``RoundResult`` input is checked by :func:`stream.contracts.round.parse_round` with the same
@@ -23,16 +23,20 @@ RATING_CHANGE = "rating-change"
 DEAD_LETTER = "dead-letter"
 SCHEMA_NAMES = (ROUND_RESULT, PLAYER_UPDATE, RATING_CHANGE, DEAD_LETTER)
 SCHEMA_VERSION = "v1"
+"""The version of every schema not named in :data:`SCHEMA_VERSIONS`."""
+SCHEMA_VERSIONS = {ROUND_RESULT: "v2"}
+"""Current versions that are not v1: ``round-result`` v2 adds teams and partial play (every v1
+round is a valid v2 round; the v1 file stays in ``schemas/`` for producers pinned to it)."""
 
 SchemaError = fastjsonschema.JsonSchemaValueException
 """Raised by :func:`validate`; ``.path`` names the offending field, ``.message`` says why."""
 
 
-def schema_path(name: str) -> Path:
-    """File of the schema called ``name`` (one of :data:`SCHEMA_NAMES`)."""
+def schema_path(name: str, version: str | None = None) -> Path:
+    """File of the schema called ``name`` (one of :data:`SCHEMA_NAMES`), current version unless given."""
     if name not in SCHEMA_NAMES:
         raise KeyError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_NAMES)}")
-    return SCHEMA_DIR / f"{name}.{SCHEMA_VERSION}.json"
+    return SCHEMA_DIR / f"{name}.{version or SCHEMA_VERSIONS.get(name, SCHEMA_VERSION)}.json"
 
 
 @cache

@@ -10,28 +10,41 @@ from typing import Any
 
 import numpy as np
 
-from stream.engine import bar, codeforces, elo_multiplayer, glicko, topcoder
+from stream.engine import bar, codeforces, elo_multiplayer, glicko, topcoder, trueskill
 from stream.engine.ratings import ModelParams, ModelRound, Ratings
 
 RateRound = Callable[..., ModelRound]
+RateTeams = Callable[..., ModelRound]
+"""``rate_teams(before, entry, entry_ranks, weights, params) -> ModelRound``: a round of teams
+(``entry[i]`` player i's team, an index into ``entry_ranks``) with per-player shares of the match."""
 
 
 @dataclass(frozen=True, slots=True)
 class Model:
-    """A model: name, default parameters, round call, maths source, and the elo_mmr_py system it
-    reproduces (None when the authors' code has no counterpart)."""
+    """A model: name, default parameters, round call, maths source, the elo_mmr_py system it
+    reproduces (None when the authors' code has no counterpart), and its team round call (None:
+    the model rates individual full-time rounds only)."""
 
     name: str
     params: ModelParams
     rate: RateRound
     source: str
     oracle: str | None
+    teams: RateTeams | None = None
 
     def rate_round(self, before: Ratings, ranks: np.ndarray, params: ModelParams | None = None, *,
                    weight: float = 1.0, perf_ceiling: float = math.inf) -> ModelRound:
         """One round with ``params`` (default: the model's defaults)."""
         chosen: Any = self.params if params is None else params
         return self.rate(before, ranks, chosen, weight=weight, perf_ceiling=perf_ceiling)
+
+    def rate_teams(self, before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
+                   params: ModelParams | None = None) -> ModelRound:
+        """One team round (see :data:`RateTeams`); ValueError if the model has no team call."""
+        if self.teams is None:
+            raise ValueError(f"model {self.name!r} does not rate team rounds")
+        chosen: Any = self.params if params is None else params
+        return self.teams(before, entry, entry_ranks, weights, chosen)
 
 
 MODELS: dict[str, Model] = {
@@ -42,6 +55,8 @@ MODELS: dict[str, Model] = {
     "bar": Model("bar", bar.BarParams(), bar.rate_round, bar.SOURCE, "bar"),
     "elo-multiplayer": Model("elo-multiplayer", elo_multiplayer.EloMultiplayerParams(),
                              elo_multiplayer.rate_round, elo_multiplayer.SOURCE, None),
+    "trueskill": Model("trueskill", trueskill.TrueSkillParams(), trueskill.rate_round, trueskill.SOURCE, None,
+                       trueskill.rate_teams),
 }
 
 

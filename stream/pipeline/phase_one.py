@@ -5,7 +5,9 @@ message, in publish order per ladder, and sends what it returns. Steps (paper Se
 Algorithm 1, first half):
 
 1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
-   with status ``no_outcome`` and rates nobody.
+   with status ``no_outcome`` and rates nobody.  A round with teams or partial play is
+   dead-lettered ``teams_unsupported`` (``check_supported``): the stream rates individual
+   full-time rounds only, for now (``stream replay --model trueskill`` rates teams).
 2. Register the round id (Lua, once): a new id gets the ladder's next ``seq``; the same id
    with the same content is a duplicate (its stored fan-out is re-sent if it is still
    pending, since the first attempt may have crashed mid-send); different content is a
@@ -35,7 +37,7 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import INTERNAL_ERROR, NO_OUTCOME, STORED, conflict
+from stream.contracts.round import INDIVIDUALS_ONLY, INTERNAL_ERROR, NO_OUTCOME, STORED, check_supported, conflict
 from stream.logsafe import log_safe
 from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
@@ -76,6 +78,7 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     now = time.time()
     try:
         round_ = parse_round(raw, limits=ctx.limits)
+        check_supported(round_, INDIVIDUALS_ONLY, "the stream")
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return await _record_no_outcome(ctx, rejection.round, raw, now, origin)

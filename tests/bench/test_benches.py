@@ -85,3 +85,14 @@ def test_idle_bench_reports_cpu_and_first_round_latency() -> None:
     assert cells[1].endswith("% of a core") and float(cells[1].split()[0]) >= 0
     p50, p99, worst = (float(cell.removesuffix(" ms")) for cell in cells[2:5])
     assert 0 < p50 <= p99 <= worst
+
+
+def test_teams_bench_scores_every_model_on_both_leagues() -> None:
+    out = run_bench("teams.py", "--rounds", "60", "--players", "60", "--no-package")
+    for league in ("2 teams of 5", "10 teams of 3"):
+        assert league in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("elo-mmr-teams", "trueskill", "openskill"))]
+    assert len(rows) == 6
+    for row in rows:
+        pair, rank = float(row[-3]), float(row[-2])
+        assert 0.0 <= pair <= 100.0 and 0.0 <= rank <= 100.0

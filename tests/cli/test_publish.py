@@ -194,3 +194,33 @@ def test_directory_of_contest_files(env, local_stack, fresh_prefix: str, tmp_pat
     assert result.exit_code == EXIT_INVALID
     error = json.loads(result.stdout.strip().splitlines()[0])
     assert str(contests / "2.json") in error["location"] and error["field"] == "standings[0]"
+
+
+def test_csv_team_column_builds_team_entries(tmp_path: Path) -> None:
+    from stream.cli.publish import InvalidInput, read_rounds
+    from stream.contracts import Limits
+
+    source = tmp_path / "teams.csv"
+    source.write_text(
+        "round_id,ladder,player,rank,team,player_weight,occurred_at\n"
+        "r1,default,ann,1,red,,1700000000\n"
+        "r1,default,cy,2,blue,,1700000000\n"
+        "r1,default,bob,1,red,0.5,1700000000\n"
+        "r1,default,dee,2,blue,,1700000000\n"
+        "r1,default,eve,3,,0.25,1700000000\n"
+    )
+    [(round_, outcome_free)] = read_rounds(source, Limits(), now=0.0)
+    assert not outcome_free and round_.has_teams()
+    assert round_.to_dict()["standings"] == [
+        {"team": "red", "players": ["ann", {"player": "bob", "weight": 0.5}], "rank": 1},
+        {"team": "blue", "players": ["cy", "dee"], "rank": 2},
+        {"player": "eve", "weight": 0.25, "rank": 3},
+    ]
+    source.write_text("round_id,ladder,player,rank,team\nr1,default,ann,1,red\nr1,default,bob,2,red\n")
+    with pytest.raises(InvalidInput) as info:
+        read_rounds(source, Limits(), now=0.0)
+    assert f"{source}:3" in str(info.value) and "rank" in str(info.value)
+    source.write_text("round_id,ladder,player,rank,team,player_weight\nr1,default,ann,1,red,\nr1,default,bob,2,blue,1.5\n")
+    with pytest.raises(InvalidInput) as info:
+        read_rounds(source, Limits(), now=0.0)
+    assert (info.value.reason, info.value.location) == ("bad_player_weight", f"{source}:3")

@@ -7,6 +7,7 @@ import json
 import jsonschema
 import pytest
 
+from stream.contracts.schemas import SCHEMA_VERSIONS
 from stream.contracts import (
     SCHEMA_NAMES, DeadLetter, PlayerUpdate, RatingChange, RoundRejected, SchemaError, load_schema,
     validate,
@@ -17,7 +18,7 @@ from stream.contracts import (
 def test_schema_files_are_valid_draft_2020_12(name: str) -> None:
     schema = load_schema(name)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"].endswith(f"/{name}.v1.json")
+    assert schema["$id"].endswith(f"/{name}.{SCHEMA_VERSIONS.get(name, 'v1')}.json")
     jsonschema.Draft202012Validator.check_schema(schema)
 
 

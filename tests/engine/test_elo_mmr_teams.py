@@ -1,0 +1,109 @@
+"""Elo-MMR for teams (stream/engine/teams.py): the properties its docstring claims, and replay
+of team rounds through it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stream.batch import read_rounds, replay
+from stream.engine import PlayerBatch, preset, rate_round
+from stream.engine.teams import rate_team_round
+
+PARAMS = preset("mmr")
+TIME = 1.7e9
+
+
+@st.composite
+def batches(draw: st.DrawFn, n: int) -> PlayerBatch:
+    batch = PlayerBatch.new(n, PARAMS)
+    batch.mu = np.array(draw(st.lists(st.floats(500, 2500), min_size=n, max_size=n)))
+    batch.sigma = np.array(draw(st.lists(st.floats(40, 350), min_size=n, max_size=n)))
+    batch.mu0, batch.w0 = batch.mu.copy(), batch.sigma**-2.0  # a consistent prior: N(mu, sigma^2)
+    seen = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    batch.last_time = np.where(seen, TIME - 86_400.0 * np.array(draw(st.lists(st.integers(0, 400), min_size=n, max_size=n))),
+                               np.nan)
+    return batch
+
+
+@st.composite
+def team_rounds(draw: st.DrawFn) -> tuple[PlayerBatch, np.ndarray, np.ndarray, np.ndarray]:
+    sizes = draw(st.lists(st.integers(1, 4), min_size=2, max_size=6))
+    k = len(sizes)
+    ranks = np.array(draw(st.lists(st.integers(1, k), min_size=k, max_size=k)))
+    if (ranks == ranks[0]).all():
+        ranks[0] += 1
+    n = sum(sizes)
+    weights = np.array(draw(st.lists(st.sampled_from([1.0, 1.0, 0.5, 0.1]), min_size=n, max_size=n)))
+    return draw(batches(n)), np.repeat(np.arange(k), sizes), ranks, weights
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 12).flatmap(lambda n: st.tuples(batches(n), st.lists(st.integers(1, n), min_size=n, max_size=n))))
+def test_teams_of_one_equal_the_individual_path_exactly(case: tuple[PlayerBatch, list[int]]) -> None:
+    batch, rank_list = case
+    ranks = np.array(rank_list)
+    if (ranks == ranks[0]).all():
+        ranks[0] += 1
+    n = len(ranks)
+    alone = rate_round(batch, ranks, PARAMS, time=TIME)
+    teams = rate_team_round(batch, np.arange(n), ranks, np.ones(n), PARAMS, time=TIME)
+    assert np.array_equal(alone.performance, teams.performance)
+    for name in ("mu", "sigma", "rounds", "last_time"):
+        assert np.array_equal(getattr(alone.after, name), getattr(teams.after, name)), name
+    assert all(np.array_equal(a, b) for a, b in zip(alone.after.to_states(), teams.after.to_states()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(team_rounds(), st.data())
+def test_a_better_team_rank_never_lowers_a_members_rating(case: tuple[PlayerBatch, np.ndarray, np.ndarray, np.ndarray],
+                                                          data: st.DataObject) -> None:
+    batch, entry, ranks, weights = case
+    team = data.draw(st.integers(0, len(ranks) - 1))
+    better = ranks.copy()
+    better[team] = data.draw(st.integers(1, int(ranks[team])))
+    if (better == better[0]).all():
+        return
+    worse_after = rate_team_round(batch, entry, ranks, weights, PARAMS, time=TIME).after.mu
+    better_after = rate_team_round(batch, entry, better, weights, PARAMS, time=TIME).after.mu
+    members = entry == team
+    assert (better_after[members] >= worse_after[members] - 1e-9).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(team_rounds(), st.data())
+def test_a_small_share_of_the_match_moves_a_player_less(case: tuple[PlayerBatch, np.ndarray, np.ndarray, np.ndarray],
+                                                        data: st.DataObject) -> None:
+    batch, entry, ranks, weights = case
+    player = data.draw(st.integers(0, len(entry) - 1))
+    full, little = weights.copy(), weights.copy()
+    full[player], little[player] = 1.0, 1e-4
+    moved_full = rate_team_round(batch, entry, ranks, full, PARAMS, time=TIME).after
+    moved_little = rate_team_round(batch, entry, ranks, little, PARAMS, time=TIME).after
+    assert abs(moved_little.mu[player] - batch.mu[player]) <= abs(moved_full.mu[player] - batch.mu[player]) + 1e-9
+    assert abs(moved_little.sigma[player] - batch.sigma[player]) <= abs(moved_full.sigma[player] - batch.sigma[player]) + 1e-9
+
+
+def test_replay_rates_team_rounds_with_elo_mmr_teams(tmp_path: Path) -> None:
+    path = tmp_path / "teams.jsonl"
+    rounds = [
+        {"round_id": "r1", "ladder": "L", "occurred_at": TIME, "standings": [
+            {"team": "red", "players": ["a", {"player": "b", "weight": 0.5}], "rank": 1},
+            {"team": "blue", "players": ["c", "d"], "rank": 2}]},
+        {"round_id": "r2", "ladder": "L", "occurred_at": TIME + 86_400, "standings": [
+            {"team": "red", "players": ["a", "c"], "rank": 2}, {"player": "b", "rank": 1}]},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rounds))
+    result = replay(read_rounds(path), PARAMS)
+    assert len(result.rounds) == 2 and not result.skipped
+    a, b, c, d = (result.state("L", p) for p in "abcd")
+    assert a.rounds == 2 and b.rounds == 2 and d.rounds == 1
+    assert d.mu < PARAMS.mu_noob < b.mu
+    # the same two rounds, one at a time, through the team call
+    batch = PlayerBatch.new(4, PARAMS)
+    first = rate_team_round(batch, np.array([0, 0, 1, 1]), np.array([1, 2]), np.array([1, 0.5, 1, 1]), PARAMS, time=TIME)
+    assert [result.state("L", "d").mu] == [first.after.mu[3]]
