@@ -197,7 +197,7 @@ def test_directory_of_contest_files(env, local_stack, fresh_prefix: str, tmp_pat
 
 
 def test_csv_team_column_builds_team_entries(tmp_path: Path) -> None:
-    from stream.cli.publish import InvalidInput, read_rounds
+    from stream.cli.publish import InvalidFile, read_rounds
     from stream.contracts import Limits
 
     source = tmp_path / "teams.csv"
@@ -217,10 +217,12 @@ def test_csv_team_column_builds_team_entries(tmp_path: Path) -> None:
         {"player": "eve", "weight": 0.25, "rank": 3},
     ]
     source.write_text("round_id,ladder,player,rank,team\nr1,default,ann,1,red\nr1,default,bob,2,red\n")
-    with pytest.raises(InvalidInput) as info:
+    with pytest.raises(InvalidFile) as info:
         read_rounds(source, Limits(), now=0.0)
-    assert f"{source}:3" in str(info.value) and "rank" in str(info.value)
+    [error] = info.value.errors
+    assert f"{source}:3" in str(error) and "rank" in str(error)
     source.write_text("round_id,ladder,player,rank,team,player_weight\nr1,default,ann,1,red,\nr1,default,bob,2,blue,1.5\n")
-    with pytest.raises(InvalidInput) as info:
+    with pytest.raises(InvalidFile) as info:
         read_rounds(source, Limits(), now=0.0)
-    assert (info.value.reason, info.value.location) == ("bad_player_weight", f"{source}:3")
+    [error] = info.value.errors
+    assert (error.reason, error.location) == ("bad_player_weight", f"{source}:3")
