@@ -10,10 +10,12 @@
 -- KEYS[3] fan-out digests (set)  ems:round-digests:{L}:R  (SHA-1 hex of each stored message)
 -- ARGV[1..] SHA-1 hex of each incoming message
 -- Returns per message 1 if it is one of the stored messages, else 0 (also while the round has no
--- fan-out: unknown, "registered" or "no_outcome").
+-- fan-out: unknown, "registered" or "no_outcome"). A "failed" round's stored messages still verify:
+-- phase two must handle them (apply, or dead-letter and release their players) for the ladder to
+-- move on.
 local round_key, perf_key, digest_key = KEYS[1], KEYS[2], KEYS[3]
 local status = redis.call('HGET', round_key, 'status')
-if status ~= 'pending' and status ~= 'rated' then
+if status ~= 'pending' and status ~= 'rated' and status ~= 'failed' then
   local out = {}
   for i = 1, #ARGV do out[i] = 0 end
   return out
