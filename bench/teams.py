@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -122,39 +123,14 @@ class TrueSkillOurs:
         self.ratings.mu[rows], self.ratings.sigma[rows], self.ratings.rounds[rows] = after.mu, after.sigma, after.rounds
 
 
-class TrueSkillPackage:
-    name = "trueskill (package)"
+class PackageRater:
+    """A rating package's own objects (one per player), rated round by round through its
+    ``rate(groups, ranks=, weights=)``, as its users call it."""
 
-    def __init__(self, pool: int) -> None:
-        import trueskill
+    name = ""
 
-        self.env = trueskill.TrueSkill(backend="scipy")
-        self.ratings = [self.env.create_rating() for _ in range(pool)]
-        self.prior = self.env.mu
-
-    @property
-    def mu(self) -> np.ndarray:
-        return np.array([r.mu for r in self.ratings])
-
-    def rate(self, rnd: Round, index: int) -> None:
-        k = int(rnd.team.max()) + 1
-        groups = [[self.ratings[p] for p in rnd.players[rnd.team == j]] for j in range(k)]
-        weights = [rnd.weights[rnd.team == j].tolist() for j in range(k)]
-        out = self.env.rate(groups, ranks=rnd.ranks.tolist(), weights=weights)
-        for j in range(k):
-            for p, r in zip(rnd.players[rnd.team == j], out[j]):
-                self.ratings[p] = r
-
-
-class PlackettLuce:
-    name = "openskill PlackettLuce"
-
-    def __init__(self, pool: int) -> None:
-        from openskill.models import PlackettLuce as Model
-
-        self.model = Model()
-        self.ratings = [self.model.rating() for _ in range(pool)]
-        self.prior = self.model.mu
+    def __init__(self, model: Any, ratings: list[Any], prior: float) -> None:
+        self.model, self.ratings, self.prior = model, ratings, prior
 
     @property
     def mu(self) -> np.ndarray:
@@ -168,6 +144,26 @@ class PlackettLuce:
         for j in range(k):
             for p, r in zip(rnd.players[rnd.team == j], out[j]):
                 self.ratings[p] = r
+
+
+class TrueSkillPackage(PackageRater):
+    name = "trueskill (package)"
+
+    def __init__(self, pool: int) -> None:
+        import trueskill
+
+        env = trueskill.TrueSkill(backend="scipy")
+        super().__init__(env, [env.create_rating() for _ in range(pool)], env.mu)
+
+
+class PlackettLuce(PackageRater):
+    name = "openskill PlackettLuce"
+
+    def __init__(self, pool: int) -> None:
+        from openskill.models import PlackettLuce as Model
+
+        model = Model()
+        super().__init__(model, [model.rating() for _ in range(pool)], model.mu)
 
 
 def evaluate(model: EloMMRTeams | TrueSkillOurs | TrueSkillPackage | PlackettLuce,
