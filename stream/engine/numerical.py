@@ -76,14 +76,17 @@ def solve_bracketed(
     """Zero of each monotone equation on its bracket [lo, hi], starting from ``guess``.
 
     Safeguarded Newton (rtsafe): each evaluation's sign moves one end of the bracket to the
-    guess; a Newton point outside the new bracket is replaced by the bracket's midpoint.  An
-    equation stops after a Newton step shorter than ``NEWTON_STEP_TOL`` or when its bracket
-    reaches floating-point resolution.  Unlike :func:`solve_newton` (the reference's rule, kept
-    for the direct solver) this starts from a good guess and so needs only a few evaluations.
+    guess; a Newton point outside the new bracket, or a Newton step longer than half the step
+    before last (Newton cycling between the shoulders of a tanh), is replaced by the bracket's
+    midpoint.  An equation stops after a Newton step shorter than ``NEWTON_STEP_TOL`` or when its
+    bracket reaches floating-point resolution.  Unlike :func:`solve_newton` (the reference's
+    rule) this starts from a good guess and so needs only a few evaluations.
     """
     lo = np.array(lo, dtype=float, copy=True)
     hi = np.array(hi, dtype=float, copy=True)
     x: np.ndarray = np.clip(np.array(guess, dtype=float, copy=True), lo, hi)
+    last_step = hi - lo  # rtsafe's dx
+    older_step = hi - lo  # rtsafe's dxold
     active = np.arange(x.shape[0])
     for _ in range(MAX_NEWTON_ITER):
         if active.size == 0:
@@ -97,8 +100,11 @@ def solve_bracketed(
             step = s / sp
         converged = (s == 0.0) | (np.abs(step) <= NEWTON_STEP_TOL)  # False for nan
         nxt = xa - np.where(converged & (s == 0.0), 0.0, step)
-        newton_ok = (nxt > a) & (nxt < b)  # False for nan/inf too
+        newton_ok = (nxt > a) & (nxt < b) & (np.abs(step) <= 0.5 * np.abs(older_step[active]))
+        newton_ok |= converged
         nxt = np.where(converged, np.clip(nxt, a, b), np.where(newton_ok, nxt, 0.5 * (a + b)))
+        older_step[active] = last_step[active]
+        last_step[active] = np.where(newton_ok, step, 0.5 * (b - a))
         resolution = BRACKET_RTOL * np.maximum(1.0, np.abs(nxt))
         done = converged | (b - a <= resolution)
         lo[active], hi[active], x[active] = a, b, nxt

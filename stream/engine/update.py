@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerical import solve_newton
+from .numerical import solve_bracketed
 from .params import SOLVER_BOUNDS, Params
 from .state import TANH_MULTIPLIER, PlayerBatch, factor_weight
 
@@ -59,19 +59,54 @@ def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.
 
 
 def robust_average(batch: PlayerBatch) -> np.ndarray:
-    """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)."""
-    offset = -batch.mu0 * batch.w0
+    """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)
+    (Algorithm 3's second zero), by a bracketed Newton warm-started at the batch's ``mu`` (the
+    prior rating: the new one is close).  Each player stops on his own, and players are solved
+    in classes of similar history length so nobody's sums run over another's padding."""
+    out = np.empty(len(batch))
+    for rows, h in history_classes(batch.n_factors, batch.p.shape[1]):
+        out[rows] = _robust_average_rows(batch, rows, h)
+    return out
+
+
+PADDING_SLACK = 4096
+"""Padded factor slots tolerated before a batch is split into history-length classes."""
+
+
+def history_classes(n_factors: np.ndarray, width: int) -> list[tuple[np.ndarray, int]]:
+    """(rows, width) classes covering every row: one class when padding is cheap, else one per
+    power of two of the history length (each class padded to at most twice its rows' lengths)."""
+    n = n_factors.shape[0]
+    if n * width <= 2 * int(n_factors.sum()) + PADDING_SLACK:
+        return [(np.arange(n), width)]
+    level = np.ceil(np.log2(np.maximum(n_factors, 1))).astype(np.int64)
+    out = []
+    for lv in np.unique(level).tolist():
+        rows = np.flatnonzero(level == lv)
+        out.append((rows, int(n_factors[rows].max())))
+    return out
+
+
+def _robust_average_rows(batch: PlayerBatch, rows: np.ndarray, h: int) -> np.ndarray:
+    p, w_arg, w_out = batch.p[rows, :h], batch.w_arg[rows, :h], batch.w_out[rows, :h]
+    slope_w = w_arg * w_out
+    w0 = batch.w0[rows]
+    offset = -batch.mu0[rows] * w0
 
     def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        t = np.tanh((x[:, None] - batch.p[idx]) * batch.w_arg[idx])
-        w_out = batch.w_out[idx]
-        slope = batch.w0[idx]
-        value = offset[idx] + slope * x + (t * w_out).sum(axis=1)
-        deriv = slope + ((1.0 - t * t) * batch.w_arg[idx] * w_out).sum(axis=1)
-        return value, deriv
+        t = np.subtract(x[:, None], p[idx])
+        t *= w_arg[idx]
+        np.tanh(t, out=t)
+        slope = w0[idx]
+        value = offset[idx] + slope * x + (t * w_out[idx]).sum(axis=1)
+        np.square(t, out=t)
+        np.subtract(1.0, t, out=t)
+        t *= slope_w[idx]
+        return value, slope + t.sum(axis=1)
 
-    n = len(batch)
-    return solve_newton(f, np.full(n, SOLVER_BOUNDS[0]), np.full(n, SOLVER_BOUNDS[1]), increasing=True)
+    k = rows.shape[0]
+    return solve_bracketed(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), batch.mu[rows],
+                           increasing=True)
 
 
 def update_beliefs(
