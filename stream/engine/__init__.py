@@ -8,6 +8,7 @@ from .params import PRESETS, Params, preset
 from .performance import phase_one
 from .ranking import OutcomeFree
 from .round import RoundUpdate, phase_two, rate_round
+from .rounds import RoundSpec, RoundsUpdate, rate_rounds
 from .state import PlayerBatch, PlayerState
 
 __all__ = [
@@ -16,10 +17,13 @@ __all__ = [
     "Params",
     "PlayerBatch",
     "PlayerState",
+    "RoundSpec",
     "RoundUpdate",
+    "RoundsUpdate",
     "elapsed_days",
     "phase_one",
     "phase_two",
     "preset",
     "rate_round",
+    "rate_rounds",
 ]

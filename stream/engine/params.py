@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
+import numpy as np
+
 Variant = Literal["logistic", "gaussian"]
 
 MU_NOOB = 1500.0
@@ -70,8 +72,7 @@ class Params:
 
     def beta(self, weight: float = 1.0) -> float:
         """Performance noise ``sig_perf = sqrt(L^2 (1 + 1/w) + drift_per_day / w)``."""
-        w = self.round_weight(weight)
-        return math.sqrt((1.0 + 1.0 / w) * self.sig_limit**2 + self.drift_per_day / w)
+        return float(performance_noise(self, weight))
 
     def gamma(self, weight: float = 1.0, elapsed_days: float = 0.0) -> float:
         """Skill drift ``sig_drift = sqrt(w L^2 + drift_per_day * days)`` (Section 4, Eq. 9)."""
@@ -81,6 +82,13 @@ class Params:
     def with_(self, **changes: object) -> Params:
         """A copy with some fields changed."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def performance_noise(params: Params, weight: float | np.ndarray) -> np.ndarray:
+    """:meth:`Params.beta` for one weight or an array of them (the same floats)."""
+    w = params.round_weight(weight)  # type: ignore[arg-type]
+    out: np.ndarray = np.sqrt((1.0 + 1.0 / w) * params.sig_limit**2 + params.drift_per_day / w)
+    return out
 
 
 PRESETS: dict[str, Params] = {

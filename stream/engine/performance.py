@@ -24,7 +24,7 @@ import numpy as np
 
 from .diffusion import drifted_sigma, gammas
 from .numerical import Equations, solve_bracketed, solve_newton
-from .params import SOLVER_BOUNDS, Params
+from .params import SOLVER_BOUNDS, Params, performance_noise
 from .ranking import TieGroups
 from .state import TANH_MULTIPLIER
 from .terms import terms_for
@@ -36,12 +36,12 @@ DIRECT_MAX_PLAYERS = 256
 
 
 def opponent_deltas(
-    sigma: np.ndarray, days: np.ndarray, params: Params, weight: float
+    sigma: np.ndarray, days: np.ndarray, params: Params, weight: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(sigma', delta): the drifted uncertainty sqrt(sigma^2 + gamma^2) and the opponent-term
-    width delta = sqrt(sigma'^2 + beta^2) (Algorithm 1)."""
+    width delta = sqrt(sigma'^2 + beta^2) (Algorithm 1).  ``weight``: the round's, or per row."""
     sig_drifted = drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, weight, days))
-    return sig_drifted, np.hypot(sig_drifted, params.beta(weight))
+    return sig_drifted, np.hypot(sig_drifted, performance_noise(params, weight))
 
 
 class GroupEquations:
