@@ -4,7 +4,7 @@ See docs/contracts.md "Engine" for the API and the module docstrings for the equ
 """
 
 from .diffusion import elapsed_days
-from .params import PRESETS, Params, preset
+from .params import DEFAULT_PRESET, PRESETS, Params, preset
 from .performance import phase_one
 from .ranking import OutcomeFree
 from .round import RoundUpdate, phase_two, rate_round
@@ -12,6 +12,7 @@ from .rounds import RoundSpec, RoundsUpdate, rate_rounds
 from .state import PlayerBatch, PlayerState
 
 __all__ = [
+    "DEFAULT_PRESET",
     "PRESETS",
     "OutcomeFree",
     "Params",

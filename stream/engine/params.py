@@ -116,6 +116,10 @@ PRESETS: dict[str, Params] = {
 }
 
 
+DEFAULT_PRESET = "mmr"
+"""The service's preset when ``ENGINE_PRESET`` is not set (settings), and ``stream replay``'s."""
+
+
 def preset(name: str) -> Params:
     """The named preset (KeyError lists the known names)."""
     try:

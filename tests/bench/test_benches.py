@@ -38,3 +38,16 @@ def test_broker_growth_reports_each_chunk_against_the_first() -> None:
     rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "x |" in line]
     assert [int(cells[0].replace(",", "")) for cells in rows] == [200, 400, 600]  # log size after each chunk
     assert rows[0][3].strip() == "1.0x" and all(float(cells[2]) >= 0 for cells in rows)
+
+
+def test_engine_bench_reports_every_part_against_its_reference() -> None:
+    out = run_bench("engine.py", "--quick")
+    assert "(a) synthetic" in out and "single round n=2,000" in out
+    history = [line for line in out.splitlines() if line.startswith("  | paper-codeforces |") or line.startswith("  | mmr |")]
+    assert len(history) == 2
+    for line in history:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        assert float(cells[3].rstrip("x")) > 0 and 0 < float(cells[4]) <= 100  # speed ratio, pair-exp
+    matches = [line for line in out.splitlines() if line.startswith("  | 2 |") or line.startswith("  | 10 |")]
+    assert len(matches) == 2 and all(float(line.strip().strip("|").split("|")[-1].strip().rstrip("x")) > 0
+                                     for line in matches)
