@@ -26,7 +26,7 @@ from .diffusion import drifted_sigma, gammas
 from .numerical import Equations, solve_bracketed, solve_newton
 from .params import SOLVER_BOUNDS, Params, performance_noise
 from .ranking import TieGroups
-from .state import TANH_MULTIPLIER
+from .kernels import segment_roots
 from .terms import terms_for
 
 CHUNK_ELEMENTS = 1 << 21
@@ -127,9 +127,10 @@ def solve_segments(
     """Exact performances of several small rounds at once (Algorithm 3, phase one).
 
     Participants are concatenated; round r holds positions ``bounds[r]:bounds[r + 1]`` and none
-    may be outcome free.  One equation per (round, tie group), over its round's players padded to
-    the largest round (padding counts nothing); all are solved together by a bracketed Newton
-    from the group's mean mu.  Each equation only sees its own round, so the roots are those of
+    may be outcome free.  One equation per (round, tie group), over its round's players, solved by
+    a bracketed Newton from the group's mean mu: logistic by a compiled loop per equation
+    (``kernels.segment_roots``), Gaussian vectorised over all equations padded to the largest
+    round (padding counts nothing).  Each equation only sees its own round, so the roots are those of
     rating every round alone.  Returns performances aligned with the inputs (unclipped).
     """
     n = mu.shape[0]
@@ -142,6 +143,14 @@ def solve_segments(
     new_group[1:] = (seg_s[1:] != seg_s[:-1]) | (rank_s[1:] != rank_s[:-1])
     gid = np.cumsum(new_group) - 1
     eq_seg = seg_s[new_group]
+    sizes_g = np.diff(np.append(np.flatnonzero(new_group), n))
+    guess = np.bincount(gid, weights=mu[order]) / sizes_g
+    perf = np.empty(n)
+    if params.variant == "logistic":  # compiled: each equation sums its own round only
+        roots = segment_roots(mu[order], delta[order], gid, np.asarray(bounds, dtype=np.int64), eq_seg, guess,
+                              1.0 if params.split_ties else 2.0)
+        perf[order] = roots[gid]
+        return perf
     width = int(sizes.max())
     pos = np.arange(n) - bounds[seg_s]
     mu_m = np.zeros((n_rounds, width))
@@ -153,39 +162,17 @@ def solve_segments(
     rel = np.sign(group_m[eq_seg] - np.arange(gid[-1] + 1)[:, None])
     use = valid[eq_seg]
     opp_mu, opp_delta = mu_m[eq_seg], delta_m[eq_seg]
-    sizes_g = np.diff(np.append(np.flatnonzero(new_group), n))
-    guess = np.bincount(gid, weights=mu[order]) / sizes_g
-    if params.variant == "logistic":
-        c = TANH_MULTIPLIER / opp_delta
-        half_c = 0.5 * c
-        tie_mult = 1.0 if params.split_ties else 2.0
-        coef = np.where(rel == 0, -tie_mult * c, -c) * use  # loss = b - c, win = b + c, tie = mult b
-        constant = (rel * c * use).sum(axis=1)
-        slope_w = coef * half_c
+    terms = terms_for(params.variant)
 
-        def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            t = np.subtract(x[:, None], opp_mu[idx])
-            t *= half_c[idx]
-            np.tanh(t, out=t)
-            value = (coef[idx] * t).sum(axis=1) + constant[idx]
-            np.square(t, out=t)
-            np.subtract(1.0, t, out=t)  # sech^2; underflows to 0 far out, where the solver bisects
-            t *= slope_w[idx]
-            return value, t.sum(axis=1)
-
-    else:
-        terms = terms_for(params.variant)
-
-        def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            loss, win, tie, loss_p, win_p, tie_p = terms(x[:, None], opp_mu[idx], opp_delta[idx], params.split_ties)
-            r, u = rel[idx], use[idx]
-            value = (np.where(r < 0, loss, np.where(r > 0, win, tie)) * u).sum(axis=1)
-            deriv = (np.where(r < 0, loss_p, np.where(r > 0, win_p, tie_p)) * u).sum(axis=1)
-            return value, deriv
+    def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        loss, win, tie, loss_p, win_p, tie_p = terms(x[:, None], opp_mu[idx], opp_delta[idx], params.split_ties)
+        r, u = rel[idx], use[idx]
+        value = (np.where(r < 0, loss, np.where(r > 0, win, tie)) * u).sum(axis=1)
+        deriv = (np.where(r < 0, loss_p, np.where(r > 0, win_p, tie_p)) * u).sum(axis=1)
+        return value, deriv
 
     k = guess.shape[0]
     roots = solve_bracketed(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), guess, increasing=False)
-    perf = np.empty(n)
     perf[order] = roots[gid]
     return perf
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import subsampled_roots
 from .numerical import Equations, map_points, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
 from .state import TANH_MULTIPLIER
@@ -105,6 +106,10 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
     # players in (mu bucket, rank) order: windows advance monotonically, so within each window
     # column the (term, rank) search keys come sorted, which numpy's searchsorted exploits
     by_window = np.lexsort((rank_pos, bm))
+    if logistic:  # compiled, one player at a time on the calling thread
+        roots: np.ndarray = subsampled_roots(mu, rank_pos, bm, by_window, beg, end, term_mu, term_delta, term_size,
+                                             term_start, first_rank, keys, n_ranks, tie_mult)
+        return roots
 
     def solve_chunk(a: int) -> np.ndarray:
         rows = by_window[a : a + step]

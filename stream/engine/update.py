@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerical import solve_bracketed
-from .params import SOLVER_BOUNDS, Params
+from .kernels import robust_average_roots
+from .params import Params
 from .state import TANH_MULTIPLIER, PlayerBatch, factor_weight
 
 
@@ -61,52 +61,12 @@ def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.
 def robust_average(batch: PlayerBatch) -> np.ndarray:
     """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)
     (Algorithm 3's second zero), by a bracketed Newton warm-started at the batch's ``mu`` (the
-    prior rating: the new one is close).  Each player stops on his own, and players are solved
-    in classes of similar history length so nobody's sums run over another's padding."""
-    out = np.empty(len(batch))
-    for rows, h in history_classes(batch.n_factors, batch.p.shape[1]):
-        out[rows] = _robust_average_rows(batch, rows, h)
-    return out
-
-
-PADDING_SLACK = 4096
-"""Padded factor slots tolerated before a batch is split into history-length classes."""
-
-
-def history_classes(n_factors: np.ndarray, width: int) -> list[tuple[np.ndarray, int]]:
-    """(rows, width) classes covering every row: one class when padding is cheap, else one per
-    power of two of the history length (each class padded to at most twice its rows' lengths)."""
-    n = n_factors.shape[0]
-    if n * width <= 2 * int(n_factors.sum()) + PADDING_SLACK:
-        return [(np.arange(n), width)]
-    level = np.ceil(np.log2(np.maximum(n_factors, 1))).astype(np.int64)
-    out = []
-    for lv in np.unique(level).tolist():
-        rows = np.flatnonzero(level == lv)
-        out.append((rows, int(n_factors[rows].max())))
-    return out
-
-
-def _robust_average_rows(batch: PlayerBatch, rows: np.ndarray, h: int) -> np.ndarray:
-    p, w_arg, w_out = batch.p[rows, :h], batch.w_arg[rows, :h], batch.w_out[rows, :h]
-    slope_w = w_arg * w_out
-    w0 = batch.w0[rows]
-    offset = -batch.mu0[rows] * w0
-
-    def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        t = np.subtract(x[:, None], p[idx])
-        t *= w_arg[idx]
-        np.tanh(t, out=t)
-        slope = w0[idx]
-        value = offset[idx] + slope * x + (t * w_out[idx]).sum(axis=1)
-        np.square(t, out=t)
-        np.subtract(1.0, t, out=t)
-        t *= slope_w[idx]
-        return value, slope + t.sum(axis=1)
-
-    k = rows.shape[0]
-    return solve_bracketed(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), batch.mu[rows],
-                           increasing=True)
+    prior rating: the new one is close).  Compiled: each player stops on his own and sums only
+    his own factors (no padding to the longest history)."""
+    roots: np.ndarray = robust_average_roots(
+        np.ascontiguousarray(batch.p), np.ascontiguousarray(batch.w_arg), np.ascontiguousarray(batch.w_out),
+        np.asarray(batch.n_factors, dtype=np.int64), batch.w0, batch.mu0, batch.mu)
+    return roots
 
 
 def update_beliefs(
