@@ -63,7 +63,7 @@ def contest_history_rounds(scale: float = 1.0, seed: int = 0, *, ladder: str = "
         joined += int(newcomers[k])
         perf = skill[who] + rng.normal(0.0, PERF_SD, who.shape[0])
         order = np.argsort(-perf, kind="stable")
-        tie_up = rng.random(who.shape[0]) < TIE_PROBABILITY
+        tie_up: np.ndarray = np.asarray(rng.random(who.shape[0]) < TIE_PROBABILITY)
         tie_up[0] = False
         # competition ranking: a tie group takes the rank of its first member
         ranks = np.maximum.accumulate(np.where(tie_up, 0, np.arange(1, who.shape[0] + 1)))

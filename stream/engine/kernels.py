@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-import numba  # type: ignore[import-untyped]
+import numba
 import numpy as np
 
 from .numerical import BRACKET_RTOL, MAX_NEWTON_ITER, NEWTON_STEP_TOL
@@ -21,7 +21,7 @@ from .state import TANH_MULTIPLIER
 _LO, _HI = SOLVER_BOUNDS
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")  # type: ignore[misc]
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def newton_step(lo: float, hi: float, x: float, s: float, sp: float, last: float, older: float,
                 increasing: bool) -> tuple[float, float, float, float, float, bool]:
     """One step of :func:`numerical.solve_bracketed` for one equation: (lo, hi, next x, |last
@@ -38,11 +38,11 @@ def newton_step(lo: float, hi: float, x: float, s: float, sp: float, last: float
     if not ok:
         nxt = a + 0.5 * width
     nxt = min(max(nxt, a), b)
-    done = converged or width <= BRACKET_RTOL * max(1.0, abs(nxt))
+    done = bool(converged or width <= BRACKET_RTOL * max(1.0, abs(nxt)))
     return a, b, nxt, size if ok else 0.5 * width, last, done
 
 
-@numba.njit(cache=True, error_model="numpy")  # type: ignore[misc]
+@numba.njit(cache=True, error_model="numpy")
 def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.ndarray, eq_round: np.ndarray,
                   guess: np.ndarray, tie_mult: float) -> np.ndarray:
     """Logistic phase one of many small rounds: players sorted by (round, rank), ``gid`` their
@@ -79,7 +79,7 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")  # type: ignore[misc]
+@numba.njit(cache=True, error_model="numpy")
 def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_factors: np.ndarray,
                          w0: np.ndarray, mu0: np.ndarray, guess: np.ndarray) -> np.ndarray:
     """Each row's zero of w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k) over its own
@@ -105,7 +105,7 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")  # type: ignore[misc]
+@numba.njit(cache=True, error_model="numpy")
 def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray, by_window: np.ndarray,
                      beg: np.ndarray, end: np.ndarray, term_mu: np.ndarray, term_delta: np.ndarray,
                      term_size: np.ndarray, term_start: np.ndarray, first_rank: np.ndarray, keys: np.ndarray,

@@ -109,7 +109,8 @@ def solve_bracketed(
         done = converged | (width <= BRACKET_RTOL * np.maximum(1.0, np.abs(nxt)))
         state[:, active] = a, b, nxt, np.where(newton_ok, size, 0.5 * width), last
         active = active[~done]
-    return state[2].copy()
+    roots: np.ndarray = state[2].copy()
+    return roots
 
 
 MAX_THREADS = 4

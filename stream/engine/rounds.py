@@ -105,7 +105,8 @@ def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> np.ndar
     starts = np.minimum(offsets[:-1], n - 1)
     # a change of rank strictly inside the round: positions start+1 .. end-1
     inside = cum[offsets[1:]] - cum[np.minimum(starts + 1, n)]
-    return (sizes >= 2) & (inside > 0)
+    rated: np.ndarray = (sizes >= 2) & (inside > 0)
+    return rated
 
 
 def _waves(rows: np.ndarray, offsets: np.ndarray, rated: np.ndarray, n_players: int) -> np.ndarray:
