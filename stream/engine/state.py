@@ -175,13 +175,20 @@ class PlayerBatch:
         """The sub-batch of the given rows."""
         return PlayerBatch(*(getattr(self, f)[index] for f in self.__slots__))
 
+    def widen(self, h: int) -> None:
+        """Pad the factor arrays with zero factors to width ``h`` (in place)."""
+        for name in ("p", "w_arg", "w_out"):
+            old = getattr(self, name)
+            new = np.zeros((old.shape[0], h))
+            new[:, : old.shape[1]] = old
+            setattr(self, name, new)
+
     def put(self, index: np.ndarray, other: PlayerBatch) -> None:
         """Overwrite the given rows with ``other`` (aligned; in place), widening the factor
         arrays if ``other`` holds longer histories."""
         h = other.p.shape[1]
         if h > self.p.shape[1]:
-            pad = ((0, 0), (0, h - self.p.shape[1]))
-            self.p, self.w_arg, self.w_out = (np.pad(a, pad) for a in (self.p, self.w_arg, self.w_out))
+            self.widen(h)
         for name in ("mu", "sigma", "mu0", "w0", "n_factors", "rounds", "last_time"):
             getattr(self, name)[index] = getattr(other, name)
         for name in ("p", "w_arg", "w_out"):

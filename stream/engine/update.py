@@ -45,10 +45,7 @@ def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.
     n = len(batch)
     need = int(batch.n_factors.max(initial=0)) + 1
     if batch.p.shape[1] < need:
-        pad = need - batch.p.shape[1]
-        batch.p = np.pad(batch.p, ((0, 0), (0, pad)))
-        batch.w_arg = np.pad(batch.w_arg, ((0, 0), (0, pad)))
-        batch.w_out = np.pad(batch.w_out, ((0, 0), (0, pad)))
+        batch.widen(need)
     rows = np.arange(n)
     w = TANH_MULTIPLIER / beta
     batch.p[rows, batch.n_factors] = performance
