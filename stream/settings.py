@@ -38,7 +38,7 @@ class Settings:
     redis_cluster: bool = field(default=False, metadata={"env": "REDIS_CLUSTER", "doc": "Redis is a Cluster: REDIS_URL names any node (database 0), the worker, read API and CLI use a cluster client, and per-player scripts carry one player per call (one slot); otherwise up to 500 players per call"})
     topic_prefix: str = field(default="", metadata={"env": "TOPIC_PREFIX", "doc": "prefix put in front of every topic name"})
     partitions: int = field(default=4, metadata={"env": "PARTITIONS", "doc": "partitions of the player-updates and rating-changes topics"})
-    engine_preset: str = field(default="mmr", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr, mmr-fast, mmx, mmx-fast, paper-codeforces)"})
+    engine_preset: str = field(default="mmr-bounded", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr-bounded, mmr, mmr-fast, mmx, mmx-fast, paper-codeforces)"})
     app_id: str = field(default="elo-mmr-stream", metadata={"env": "APP_ID", "doc": "Faust application id (consumer group)"})
     web_port: int = field(default=6066, metadata={"env": "WEB_PORT", "doc": "HTTP port of the worker's read API and dashboard"})
     web_host: str = field(default="127.0.0.1", metadata={"env": "WEB_HOST", "doc": "bind address of the read API"})

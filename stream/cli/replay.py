@@ -23,7 +23,7 @@ from stream.batch import Metrics, SourceError, read_rounds, replay, synthetic_ro
 from stream.batch.profiles import contest_history_rounds, match_rounds
 from stream.batch.replay import ReplayResult
 from stream.contracts import Limits, RoundResult
-from stream.engine import PRESETS, preset
+from stream.engine import DEFAULT_PRESET, PRESETS, preset
 from stream.settings import Settings
 
 EXIT_BAD_INPUT = 2
@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
 def replay_command(
     input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files (0.json, 1.json, ...)")],
     output: Annotated[Path, typer.Option("--output", "-o", help="CSV to write: ladder,player,mu,sigma,rounds")],
-    preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = "mmr",
+    preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = DEFAULT_PRESET,
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
 ) -> None:

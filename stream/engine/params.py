@@ -91,11 +91,17 @@ def performance_noise(params: Params, weight: float | np.ndarray) -> np.ndarray:
     return out
 
 
+DEFAULT_HISTORY_LIMIT = 100
+"""Logistic factors kept per player by the default preset (older ones fold into the Gaussian)."""
+
 PRESETS: dict[str, Params] = {
     # The authors' EloMMR::default(): exact (usize::MAX subsample, 1e-5 bucket), rho = 1.
     "mmr": Params(name="mmr"),
     # EloMMR::default_fast(): 100 opponent terms, bucket 2; history bounded by the same 100.
     "mmr-fast": Params(name="mmr-fast", subsample_size=100, subsample_bucket=2.0, history_limit=100),
+    # The service's default: the authors' default maths with exact phase one, and a bounded history
+    # (state bytes per player at most 49 + 24 x DEFAULT_HISTORY_LIMIT; bound chosen in BENCHMARKS.md).
+    "mmr-bounded": Params(name="mmr-bounded", history_limit=DEFAULT_HISTORY_LIMIT),
     # EloMMR::default_gaussian() / default_gaussian_fast(): Elo-MMchi.
     "mmx": Params(name="mmx", variant="gaussian"),
     "mmx-fast": Params(
@@ -116,7 +122,7 @@ PRESETS: dict[str, Params] = {
 }
 
 
-DEFAULT_PRESET = "mmr"
+DEFAULT_PRESET = "mmr-bounded"
 """The service's preset when ``ENGINE_PRESET`` is not set (settings), and ``stream replay``'s."""
 
 
