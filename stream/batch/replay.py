@@ -121,9 +121,10 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
     rated rounds recorded in input order."""
     first = result.seen
     result.seen += len(chunk)
+    free = [rnd.is_outcome_free() for rnd in chunk]
     by_ladder: dict[str, list[int]] = {}
     for i, rnd in enumerate(chunk):
-        if not rnd.is_outcome_free():
+        if not free[i]:
             by_ladder.setdefault(rnd.ladder, []).append(i)
     observed: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
     rated: dict[int, RatedRound] = {}
@@ -131,30 +132,31 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
         table = result.ladders.get(ladder)
         if table is None:
             table = result.ladders[ladder] = LadderTable(result.params)
-        players = [chunk[i].players() for i in members]
-        ranks = [chunk[i].ranks() for i in members]
-        rows = [table.rows(p) for p in players]
-        touched, local = np.unique(np.concatenate(rows), return_inverse=True)
-        bounds = np.cumsum([0, *map(len, rows)])
-        specs = [RoundSpec(local[a:b], r, time=chunk[i].occurred_at, weight=chunk[i].weight,
+        standings = [chunk[i].standings for i in members]
+        bounds = np.zeros(len(members) + 1, dtype=np.int64)
+        np.cumsum([len(st) for st in standings], out=bounds[1:])
+        players = [s.player for st in standings for s in st]
+        ranks = np.fromiter((s.rank for st in standings for s in st), dtype=np.int64, count=len(players))
+        touched, local = np.unique(table.rows(players), return_inverse=True)
+        cuts = bounds.tolist()
+        specs = [RoundSpec(local[a:b], ranks[a:b], time=chunk[i].occurred_at, weight=chunk[i].weight,
                            perf_ceiling=chunk[i].perf_ceiling)
-                 for i, r, a, b in zip(members, ranks, bounds[:-1].tolist(), bounds[1:].tolist())]
+                 for i, a, b in zip(members, cuts[:-1], cuts[1:])]
         prior = table.gather(touched)
         update = rate_rounds(prior, specs, result.params)
         table.scatter(touched, update.after)
         if result.metrics is not None:
             mu_before, earlier = _before(prior, local, update)
-            observed += [(first + i, mu_before[a:b], r, earlier[a:b])
-                         for i, r, a, b in zip(members, ranks, bounds[:-1].tolist(), bounds[1:].tolist())]
+            observed += [(first + i, mu_before[a:b], ranks[a:b], earlier[a:b])
+                         for i, a, b in zip(members, cuts[:-1], cuts[1:])]
         if keep_rounds:
-            for k, i in enumerate(members):
-                a, b = int(update.offsets[k]), int(update.offsets[k + 1])
-                rated[i] = RatedRound(ladder, chunk[i].round_id, players[k], ranks[k], update.performance[a:b])
+            for i, a, b in zip(members, cuts[:-1], cuts[1:]):
+                rated[i] = RatedRound(ladder, chunk[i].round_id, players[a:b], ranks[a:b], update.performance[a:b])
     if result.metrics is not None:
         for index, mu, ranks_, earlier in sorted(observed, key=lambda o: o[0]):
             result.metrics.observe(index, mu, ranks_, earlier)
     for i, rnd in enumerate(chunk):
-        if rnd.is_outcome_free():
+        if free[i]:
             result.skipped.append((rnd.ladder, rnd.round_id))
         elif i in rated:
             result.rounds.append(rated[i])

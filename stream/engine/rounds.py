@@ -110,16 +110,20 @@ def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> np.ndar
 
 
 def _waves(rows: np.ndarray, offsets: np.ndarray, rated: np.ndarray, n_players: int) -> np.ndarray:
-    """Each round's wave: one after the last wave holding any of its players (-1: not rated)."""
-    last = np.full(n_players, -1, dtype=np.int64)
-    wave = np.full(rated.shape[0], -1, dtype=np.int64)
+    """Each round's wave: one after the last wave holding any of its players (-1: not rated).
+    Plain Python lists: for the small rounds this is made for, cheaper than numpy calls."""
+    last = [-1] * n_players
+    wave = [-1] * rated.shape[0]
+    players = rows.tolist()
     bounds = offsets.tolist()
+    get = last.__getitem__
     for k in np.flatnonzero(rated).tolist():
-        players = rows[bounds[k]:bounds[k + 1]]
-        w = int(last[players].max()) + 1
-        last[players] = w
+        members = players[bounds[k]:bounds[k + 1]]
+        w = max(map(get, members)) + 1
+        for p in members:
+            last[p] = w
         wave[k] = w
-    return wave
+    return np.array(wave, dtype=np.int64)
 
 
 def _previous(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
