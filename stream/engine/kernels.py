@@ -22,6 +22,14 @@ _LO, _HI = SOLVER_BOUNDS
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
+def fast_tanh(z: float) -> float:
+    """tanh from one exp of -2|z| (about twice as fast as libm's tanh; absolute error ~1e-16)."""
+    e = math.exp(-2.0 * abs(z))
+    t = (1.0 - e) / (1.0 + e)
+    return t if z >= 0.0 else -t
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def newton_step(lo: float, hi: float, x: float, s: float, sp: float, last: float, older: float,
                 increasing: bool) -> tuple[float, float, float, float, float, bool]:
     """One step of :func:`numerical.solve_bracketed` for one equation: (lo, hi, next x, |last
@@ -62,7 +70,7 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
             for j in range(start[r], start[r + 1]):
                 c = TANH_MULTIPLIER / delta[j]
                 half = 0.5 * c
-                t = math.tanh((x - mu[j]) * half)
+                t = fast_tanh((x - mu[j]) * half)
                 mult = 1.0
                 if gid[j] < g:
                     value -= c
@@ -95,7 +103,7 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
             value = offset + w0[i] * x
             slope = w0[i]
             for k in range(n_factors[i]):
-                t = math.tanh((x - p[i, k]) * w_arg[i, k])
+                t = fast_tanh((x - p[i, k]) * w_arg[i, k])
                 value += w_out[i, k] * t
                 slope += w_arg[i, k] * w_out[i, k] * (1.0 - t * t)
             lo, hi, x, last, older, done = newton_step(lo, hi, x, value, slope, last, older, True)
@@ -153,7 +161,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
             value = constant
             slope = 0.0
             for k in range(m):
-                th = math.tanh((x - t_mu[k]) * t_half[k])
+                th = fast_tanh((x - t_mu[k]) * t_half[k])
                 value += t_weight[k] * th
                 slope += t_weight[k] * t_half[k] * (1.0 - th * th)
             lo, hi, x, last, older, done = newton_step(lo, hi, x, value, slope, last, older, False)
