@@ -1,4 +1,4 @@
-"""Elo-MMR rating engine (Ebtekar & Liu, WWW 2021): pure numpy maths, no I/O.
+"""Elo-MMR rating engine (Ebtekar & Liu, WWW 2021): numpy maths and compiled root loops (numba), no I/O.
 
 See docs/contracts.md "Engine" for the API and the module docstrings for the equations.
 """
