@@ -19,8 +19,6 @@ from .params import SOLVER_BOUNDS
 from .state import TANH_MULTIPLIER
 
 _LO, _HI = SOLVER_BOUNDS
-PLAYER_BLOCK = 512
-"""Players per parallel block of the subsampled phase one (fixed: results do not depend on threads)."""
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
@@ -89,14 +87,14 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
     return out
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@numba.njit(cache=True, error_model="numpy")
 def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_factors: np.ndarray,
                          w0: np.ndarray, mu0: np.ndarray, guess: np.ndarray) -> np.ndarray:
     """Each row's zero of w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k) over its own
     ``n_factors`` factors (Algorithm 3's second zero), from ``guess``."""
     n = guess.shape[0]
     out = np.empty(n)
-    for i in numba.prange(n):  # rows are independent
+    for i in range(n):
         lo, hi = _LO, _HI
         x = min(max(guess[i], lo), hi)
         last = older = hi - lo
@@ -115,7 +113,7 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
     return out
 
 
-@numba.njit(cache=True, error_model="numpy", parallel=True)
+@numba.njit(cache=True, error_model="numpy")
 def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray, by_window: np.ndarray,
                      beg: np.ndarray, end: np.ndarray, term_mu: np.ndarray, term_delta: np.ndarray,
                      term_size: np.ndarray, term_start: np.ndarray, first_rank: np.ndarray, keys: np.ndarray,
@@ -124,54 +122,51 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
     i's equation sums the merged terms ``beg[i]:end[i]``, each counting its members ranked better
     (loss), tied (tie) and worse (win) than i.  Players are visited in ``by_window`` order (mu
     bucket, then rank): a player starts from the root of the previous one in his bucket (same
-    window, next rank: a close root), the first of a bucket or of a block of PLAYER_BLOCK players
-    from his own mu; blocks run in parallel."""
+    window, next rank: a close root), the first of a bucket from his own mu."""
     n = mu.shape[0]
     out = np.empty(n)
     width = 0
     for i in range(n):
         width = max(width, end[i] - beg[i])
-    n_blocks = (n + PLAYER_BLOCK - 1) // PLAYER_BLOCK
-    for block in numba.prange(n_blocks):  # fixed blocks: the floats do not depend on the threads
-        t_mu = np.empty(width)
-        t_half = np.empty(width)
-        t_weight = np.empty(width)
-        previous_bucket = np.iinfo(np.int64).min
-        previous_root = 0.0
-        for pos in range(block * PLAYER_BLOCK, min(n, (block + 1) * PLAYER_BLOCK)):
-            i = by_window[pos]
-            r = rank_pos[i]
-            constant = 0.0
-            m = 0
-            for t in range(beg[i], end[i]):
-                if term_size[t] == 1:
-                    less = 1 if first_rank[t] < r else 0
-                    leq = 1 if first_rank[t] <= r else 0
-                else:
-                    key = t * n_ranks + r
-                    less = np.searchsorted(keys, key, side="left") - term_start[t]
-                    leq = np.searchsorted(keys, key, side="right") - term_start[t]
-                n_win = term_size[t] - leq
-                c = TANH_MULTIPLIER / term_delta[t]
-                t_mu[m] = term_mu[t]
-                t_half[m] = 0.5 * c
-                t_weight[m] = -(less + n_win + tie_mult * (leq - less)) * c  # loss, win: b -/+ c; tie: mult b
-                constant += (n_win - less) * c
-                m += 1
-            lo, hi = _LO, _HI
-            x = previous_root if mu_bucket[i] == previous_bucket else mu[i]
-            x = min(max(x, lo), hi)
-            last = older = hi - lo
-            for _ in range(MAX_NEWTON_ITER):
-                value = constant
-                slope = 0.0
-                for k in range(m):
-                    th = fast_tanh((x - t_mu[k]) * t_half[k])
-                    value += t_weight[k] * th
-                    slope += t_weight[k] * t_half[k] * (1.0 - th * th)
-                lo, hi, x, last, older, done = newton_step(lo, hi, x, value, slope, last, older, False)
-                if done:
-                    break
-            out[i] = x
-            previous_bucket, previous_root = mu_bucket[i], x
+    t_mu = np.empty(width)
+    t_half = np.empty(width)
+    t_weight = np.empty(width)
+    previous_bucket = np.iinfo(np.int64).min
+    previous_root = 0.0
+    for pos in range(n):
+        i = by_window[pos]
+        r = rank_pos[i]
+        constant = 0.0
+        m = 0
+        for t in range(beg[i], end[i]):
+            if term_size[t] == 1:
+                less = 1 if first_rank[t] < r else 0
+                leq = 1 if first_rank[t] <= r else 0
+            else:
+                key = t * n_ranks + r
+                less = np.searchsorted(keys, key, side="left") - term_start[t]
+                leq = np.searchsorted(keys, key, side="right") - term_start[t]
+            n_win = term_size[t] - leq
+            c = TANH_MULTIPLIER / term_delta[t]
+            t_mu[m] = term_mu[t]
+            t_half[m] = 0.5 * c
+            t_weight[m] = -(less + n_win + tie_mult * (leq - less)) * c  # loss, win: b -/+ c; tie: mult b
+            constant += (n_win - less) * c
+            m += 1
+        lo, hi = _LO, _HI
+        x = previous_root if mu_bucket[i] == previous_bucket else mu[i]
+        x = min(max(x, lo), hi)
+        last = older = hi - lo
+        for _ in range(MAX_NEWTON_ITER):
+            value = constant
+            slope = 0.0
+            for k in range(m):
+                th = fast_tanh((x - t_mu[k]) * t_half[k])
+                value += t_weight[k] * th
+                slope += t_weight[k] * t_half[k] * (1.0 - th * th)
+            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, slope, last, older, False)
+            if done:
+                break
+        out[i] = x
+        previous_bucket, previous_root = mu_bucket[i], x
     return out
