@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from stream.batch import Metrics, replay, synthetic_rounds  # noqa: E402
 from stream.batch.profiles import contest_history_rounds, match_rounds  # noqa: E402
 from stream.contracts import RoundResult  # noqa: E402
-from stream.engine import DEFAULT_PRESET, PlayerBatch, preset, rate_round  # noqa: E402
+from stream.engine import DEFAULT_PRESET, PlayerBatch, preset, rate_round, warm_up  # noqa: E402
 
 PRESETS = ("mmr", "mmr-fast")
 SINGLE_ROUND_SIZES = (10_000, 100_000, 1_000_000)
@@ -233,6 +233,7 @@ def main() -> None:
     parser.add_argument("--history-scale", type=float, default=None, help="contest-history scale for (c)")
     args = parser.parse_args()
     parts = set(args.only.split(","))
+    warm_up()  # compiled loops loaded (or compiled, first run after installation) before any timing
     print(f"date {time.strftime('%Y-%m-%d %H:%M %Z')}  nproc {os.cpu_count()}  cpu {cpu_model()}")
     print(f"python {platform.python_version()}  numpy {np.__version__}  elo_mmr_py {elo_mmr_py.__version__}")
     if "a" in parts:

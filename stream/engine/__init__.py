@@ -4,6 +4,7 @@ See docs/contracts.md "Engine" for the API and the module docstrings for the equ
 """
 
 from .diffusion import elapsed_days
+from .kernels import warm_up
 from .params import DEFAULT_PRESET, PRESETS, Params, preset
 from .performance import phase_one
 from .ranking import OutcomeFree
@@ -27,4 +28,5 @@ __all__ = [
     "preset",
     "rate_round",
     "rate_rounds",
+    "warm_up",
 ]

@@ -170,3 +170,13 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
         out[i] = x
         previous_bucket, previous_root = mu_bucket[i], x
     return out
+
+
+def warm_up() -> None:
+    """Compile or load from the cache every kernel now (a first round otherwise pays it: seconds
+    on the first run after installation, a fraction of a second after; see BENCHMARKS.md)."""
+    one, two = np.ones(1), np.array([1500.0, 1400.0])
+    ints = np.zeros(1, dtype=np.int64)
+    segment_roots(two, np.full(2, 200.0), np.array([0, 1]), np.array([0, 2]), np.array([0, 0]), two, 2.0)
+    robust_average_roots(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), np.ones(1, dtype=np.int64), one, one, one)
+    subsampled_roots(one, ints, ints, ints, ints, ints + 1, one, one * 200.0, ints + 1, ints, ints, ints, 1, 2.0)
