@@ -91,7 +91,7 @@ def performance_noise(params: Params, weight: float | np.ndarray) -> np.ndarray:
     return out
 
 
-DEFAULT_HISTORY_LIMIT = 100
+DEFAULT_HISTORY_LIMIT = 30
 """Logistic factors kept per player by the default preset (older ones fold into the Gaussian)."""
 
 PRESETS: dict[str, Params] = {
