@@ -54,7 +54,7 @@ from redis_stats import redis_cpu_s  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
 from stream.contracts import RatingChange, RoundResult  # noqa: E402
-from stream.engine import preset  # noqa: E402
+from stream.engine import preset, warm_up  # noqa: E402
 from stream.pipeline.partitioner import group_by_partition  # noqa: E402
 from stream.pipeline.producer import ACKS, BATCH_BYTES  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -248,6 +248,7 @@ def measure(stack: LocalStack, size: int, run: int) -> Floor:
     rounds = list(synthetic_rounds(n_players=POOL[size], n_rounds=ROUNDS[size], round_size=size, seed=size,
                                    ladder=f"floor{size}"))
     participations = sum(r.field_size for r in rounds)
+    warm_up()  # the engine's compiled loops loaded before timing
     started = time.perf_counter()
     replay(rounds, preset("mmr"), keep_rounds=False)
     replay_s = time.perf_counter() - started

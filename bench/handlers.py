@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
-from stream.engine import preset  # noqa: E402
+from stream.engine import preset, warm_up  # noqa: E402
 from stream.pipeline.context import PipelineContext  # noqa: E402
 from stream.pipeline.phase_one import handle_round  # noqa: E402
 from stream.pipeline.phase_two import handle_updates  # noqa: E402
@@ -133,6 +133,7 @@ def main() -> None:
     rounds = list(synthetic_rounds(n_players=args.pool, n_rounds=args.rounds, round_size=args.size, seed=1,
                                    ladder="bench"))
     participations = sum(r.field_size for r in rounds)
+    warm_up()  # the engine's compiled loops loaded before timing
     started = time.perf_counter()
     replay(rounds, preset(Settings().engine_preset), keep_rounds=False)
     replay_s = time.perf_counter() - started

@@ -1,10 +1,11 @@
 """Batch replay: rate a sequence of rounds in process.  THE reference the streaming pipeline must
 equal (DESIGN.md, "The guarantee that matters most").
 
-Rounds of each ladder are rated in input order with :func:`stream.engine.rate_round`, one
-vectorised call per round; ladders are independent pools.  Outcome-free rounds (fewer than two
+Rounds of each ladder are rated in input order with :func:`stream.engine.rate_rounds`, many
+rounds per vectorised call (equal to rating them one by one); ladders are independent pools.  Outcome-free rounds (fewer than two
 players, everyone tied) rate nobody and are recorded in ``ReplayResult.skipped``.  Rounds with
-teams or partial play are rated by :func:`stream.engine.teams.rate_team_round` (Elo-MMR for teams).
+teams or partial play are rated one at a time by :func:`stream.engine.teams.rate_team_round`
+(Elo-MMR for teams), in their place in the sequence.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from stream.batch.metrics import Metrics
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
-from stream.engine import OutcomeFree, Params, PlayerState, rate_round
+from stream.engine import Params, PlayerBatch, PlayerState, RoundSpec, RoundsUpdate, rate_rounds
 from stream.engine.teams import rate_team_round
 
 
@@ -41,6 +42,8 @@ class ReplayResult:
     rounds: list[RatedRound] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     metrics: Metrics | None = None
+    seen: int = 0
+    """Input rounds handled so far, skipped ones included (the next round's metrics index)."""
 
     def state(self, ladder: str, player: str) -> PlayerState:
         """One player's final state (KeyError if the player never played in that ladder)."""
@@ -66,6 +69,12 @@ class ReplayResult:
         return sum(len(r.players) for r in self.rounds)
 
 
+CHUNK_ROUNDS = 8192
+"""Rounds handed to the engine per call at most (its waves grow with the chunk)."""
+CHUNK_PARTICIPATIONS = 1 << 17
+"""Participations per engine call at most (bounds the chunk's gathered states)."""
+
+
 def replay(
     rounds: Iterable[RoundResult],
     params: Params,
@@ -79,43 +88,128 @@ def replay(
     ``metrics``: if given, every round is scored before its update (see
     :mod:`stream.batch.metrics`; round indices count every input round, skipped ones too).
     ``keep_rounds=False`` drops per-round performances (saves memory on big replays).
-    ``on_round`` is called after each round (progress bars).
+    ``on_round`` is called after each round (progress bars; in batches, after the engine call
+    that rated it).
     """
     result = ReplayResult(params=params, metrics=metrics)
-    for index, rnd in enumerate(rounds):
-        _rate_one(result, index, rnd, keep_rounds)
-        if on_round is not None:
-            on_round(rnd)
+    rate_sequence(result, rounds, keep_rounds=keep_rounds, on_round=on_round)
     return result
 
 
-def _rate_one(result: ReplayResult, index: int, rnd: RoundResult, keep_rounds: bool) -> None:
+def rate_sequence(
+    result: ReplayResult,
+    rounds: Iterable[RoundResult],
+    *,
+    keep_rounds: bool = True,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> None:
+    """The rating loop of :func:`replay`: rate ``rounds`` (already accepted) in order into
+    ``result``, in chunks of consecutive rounds, one :func:`stream.engine.rate_rounds` call per
+    ladder and chunk.  Round indices (metrics) continue from the rounds ``result`` has seen."""
+    chunk: list[RoundResult] = []
+    size = 0
+    for rnd in rounds:
+        if rnd.has_teams() or rnd.is_partial():
+            if chunk:
+                _rate_chunk(result, chunk, keep_rounds, on_round)
+                chunk, size = [], 0
+            _rate_team_round(result, rnd, keep_rounds, on_round)
+            continue
+        chunk.append(rnd)
+        size += rnd.field_size
+        if len(chunk) >= CHUNK_ROUNDS or size >= CHUNK_PARTICIPATIONS:
+            _rate_chunk(result, chunk, keep_rounds, on_round)
+            chunk, size = [], 0
+    if chunk:
+        _rate_chunk(result, chunk, keep_rounds, on_round)
+
+
+def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: bool,
+                on_round: Callable[[RoundResult], None] | None) -> None:
+    """Rate consecutive rounds: per ladder one engine call; skipped rounds, metrics and the
+    rated rounds recorded in input order."""
+    first = result.seen
+    result.seen += len(chunk)
+    free = [rnd.is_outcome_free() for rnd in chunk]
+    by_ladder: dict[str, list[int]] = {}
+    for i, rnd in enumerate(chunk):
+        if not free[i]:
+            by_ladder.setdefault(rnd.ladder, []).append(i)
+    observed: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+    rated: dict[int, RatedRound] = {}
+    for ladder, members in by_ladder.items():
+        table = result.ladders.get(ladder)
+        if table is None:
+            table = result.ladders[ladder] = LadderTable(result.params)
+        standings = [chunk[i].standings for i in members]
+        bounds = np.zeros(len(members) + 1, dtype=np.int64)
+        np.cumsum([len(st) for st in standings], out=bounds[1:])
+        players = [s.player for st in standings for s in st]
+        ranks = np.fromiter((s.rank for st in standings for s in st), dtype=np.int64, count=len(players))
+        touched, local = np.unique(table.rows(players), return_inverse=True)
+        cuts = bounds.tolist()
+        specs = [RoundSpec(local[a:b], ranks[a:b], time=chunk[i].occurred_at, weight=chunk[i].weight,
+                           perf_ceiling=chunk[i].perf_ceiling)
+                 for i, a, b in zip(members, cuts[:-1], cuts[1:])]
+        prior = table.gather(touched)
+        update = rate_rounds(prior, specs, result.params)
+        table.scatter(touched, update.after)
+        if result.metrics is not None:
+            mu_before, earlier = _before(prior, local, update)
+            observed += [(first + i, mu_before[a:b], ranks[a:b], earlier[a:b])
+                         for i, a, b in zip(members, cuts[:-1], cuts[1:])]
+        if keep_rounds:
+            for i, a, b in zip(members, cuts[:-1], cuts[1:]):
+                rated[i] = RatedRound(ladder, chunk[i].round_id, players[a:b], ranks[a:b], update.performance[a:b])
+    if result.metrics is not None:
+        for index, mu, ranks_, earlier in sorted(observed, key=lambda o: o[0]):
+            result.metrics.observe(index, mu, ranks_, earlier)
+    for i, rnd in enumerate(chunk):
+        if free[i]:
+            result.skipped.append((rnd.ladder, rnd.round_id))
+        elif i in rated:
+            result.rounds.append(rated[i])
+        if on_round is not None:
+            on_round(rnd)
+
+
+def _rate_team_round(result: ReplayResult, rnd: RoundResult, keep_rounds: bool,
+                     on_round: Callable[[RoundResult], None] | None) -> None:
+    """Rate one round of teams or partial play (its own engine call), recorded as a chunk's are."""
+    index = result.seen
+    result.seen += 1
     if rnd.is_outcome_free():
         result.skipped.append((rnd.ladder, rnd.round_id))
-        return
-    table = result.ladders.get(rnd.ladder)
-    if table is None:
-        table = result.ladders[rnd.ladder] = LadderTable(result.params)
-    players = rnd.players()
-    ranks = rnd.ranks()
-    if result.metrics is not None:
-        known = table.lookup(players)
-        seen = known >= 0
-        earlier = np.where(seen, table.rounds[np.where(seen, known, 0)], 0)
-        mu = np.where(seen, table.mu[np.where(seen, known, 0)], 0.0)
-        result.metrics.observe(index, mu, ranks, earlier)
-    rows = table.rows(players)
-    try:
-        if rnd.has_teams() or rnd.is_partial():
-            entry, entry_ranks = rnd.entries()
-            update = rate_team_round(table.gather(rows), entry, entry_ranks, rnd.player_weights(), result.params,
-                                     weight=rnd.weight, perf_ceiling=rnd.perf_ceiling, time=rnd.occurred_at)
-        else:
-            update = rate_round(table.gather(rows), ranks, result.params, weight=rnd.weight,
-                                perf_ceiling=rnd.perf_ceiling, time=rnd.occurred_at)
-    except OutcomeFree:  # unreachable after is_outcome_free(); kept for engine-side definitions
-        result.skipped.append((rnd.ladder, rnd.round_id))
-        return
-    table.scatter(rows, update.after)
-    if keep_rounds:
-        result.rounds.append(RatedRound(rnd.ladder, rnd.round_id, players, ranks, update.performance))
+    else:
+        table = result.ladders.get(rnd.ladder)
+        if table is None:
+            table = result.ladders[rnd.ladder] = LadderTable(result.params)
+        players, ranks = rnd.players(), rnd.ranks()
+        if result.metrics is not None:
+            known = table.lookup(players)
+            seen = known >= 0
+            earlier = np.where(seen, table.rounds[np.where(seen, known, 0)], 0)
+            mu = np.where(seen, table.mu[np.where(seen, known, 0)], 0.0)
+            result.metrics.observe(index, mu, ranks, earlier)
+        rows = table.rows(players)
+        entry, entry_ranks = rnd.entries()
+        update = rate_team_round(table.gather(rows), entry, entry_ranks, rnd.player_weights(), result.params,
+                                 weight=rnd.weight, perf_ceiling=rnd.perf_ceiling, time=rnd.occurred_at)
+        table.scatter(rows, update.after)
+        if keep_rounds:
+            result.rounds.append(RatedRound(rnd.ladder, rnd.round_id, players, ranks, update.performance))
+    if on_round is not None:
+        on_round(rnd)
+
+
+def _before(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:
+    """Each participation's mu and number of rated rounds just before its round (metrics)."""
+    prev = update.previous
+    mu = np.where(prev >= 0, update.mu[np.maximum(prev, 0)], prior.mu[local])
+    by_player = np.argsort(local, kind="stable")  # participations of a player in round order
+    first = np.ones(local.shape[0], dtype=bool)
+    first[1:] = local[by_player[1:]] != local[by_player[:-1]]
+    starts = np.flatnonzero(first)
+    occurrence = np.empty(local.shape[0], dtype=np.int64)
+    occurrence[by_player] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
+    return mu, prior.rounds[local] + occurrence

@@ -61,16 +61,18 @@ class LadderTable:
         return np.fromiter((get(p, -1) for p in players), dtype=np.int64, count=len(players))
 
     def rows(self, players: list[str]) -> np.ndarray:
-        """Rows of ``players``, adding newcomers with the prior of :meth:`PlayerState.new`."""
+        """Rows of ``players`` (repeats allowed: the rows of several rounds), adding newcomers in
+        order of first appearance with the prior of :meth:`PlayerState.new`."""
         rows = self.lookup(players)
         new = np.flatnonzero(rows < 0)
         if new.size:
+            new_names = list(dict.fromkeys(players[i] for i in new.tolist()))
             start = self.size
-            self._reserve(start + new.size)
-            stop = start + new.size
-            rows[new] = np.arange(start, stop)
-            new_names = [players[i] for i in new.tolist()]
+            stop = start + len(new_names)
+            self._reserve(stop)
             self.index.update(zip(new_names, range(start, stop)))
+            get = self.index.__getitem__
+            rows[new] = np.fromiter((get(players[i]) for i in new.tolist()), dtype=np.int64, count=new.size)
             self.names.extend(new_names)
             prior = PlayerState.new(self.params)
             self.mu[start:stop] = prior.mu

@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -26,9 +27,10 @@ import typer
 from stream.batch import Metrics, SourceError, read_rounds, synthetic_rounds, write_jsonl
 from stream.batch.dedup import Deduplicated, first_copies
 from stream.batch.models import Replayed, model_names, replay_named, support
-from stream.contracts import Limits, RoundRejected
+from stream.batch.profiles import contest_history_rounds, match_rounds
+from stream.contracts import Limits, RoundRejected, RoundResult
 from stream.contracts.round import check_supported
-from stream.engine import PRESETS
+from stream.engine import DEFAULT_PRESET, PRESETS
 from stream.settings import Settings
 
 EXIT_BAD_INPUT = 2
@@ -45,7 +47,7 @@ def register(app: typer.Typer) -> None:
 def replay_command(
     input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files (0.json, 1.json, ...)")],
     output: Annotated[Path, typer.Option("--output", "-o", help="CSV to write: ladder,player,mu,sigma,rounds")],
-    preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = "mmr",
+    preset_name: Annotated[str, typer.Option("--preset", help=f"engine preset: {', '.join(PRESETS)}")] = DEFAULT_PRESET,
     model_name: Annotated[str | None, typer.Option("--model", help=f"rating model, overrides --preset (default: the --preset's Elo-MMR): {', '.join(model_names())}")] = None,
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
@@ -122,20 +124,39 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
         typer.echo(f"rejected: {error}", err=True)
     return unique
 
+PROFILES = ("paper", "contest-history", "matches")
+
+
 def generate_synthetic_command(
     output: Annotated[Path, typer.Argument(help="JSONL file to write (.gz to compress)")],
-    players: Annotated[int, typer.Option("--players", help="size of the player pool")] = 10_000,
-    rounds: Annotated[int, typer.Option("--rounds", help="number of rounds")] = 50,
-    round_size: Annotated[int, typer.Option("--round-size", help="players sampled per round")] = 2_500,
+    profile: Annotated[str, typer.Option("--profile", help="paper: §6.1 rounds; contest-history: a long real-shaped contest history (--scale); matches: duels/lobbies of --round-size from a pool of --players")] = "paper",
+    players: Annotated[int | None, typer.Option("--players", help="size of the player pool [paper: 10,000; matches: 2,000]")] = None,
+    rounds: Annotated[int | None, typer.Option("--rounds", help="number of rounds [paper: 50; matches: 10,000]")] = None,
+    round_size: Annotated[int | None, typer.Option("--round-size", help="players per round [paper: 2,500; matches: 2]")] = None,
     seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
-    tie_quantum: Annotated[float, typer.Option("--tie-quantum", help="round performances to this grid (creates ties); 0 = none")] = 0.0,
+    tie_quantum: Annotated[float, typer.Option("--tie-quantum", help="paper: round performances to this grid (creates ties); 0 = none")] = 0.0,
+    scale: Annotated[float, typer.Option("--scale", help="contest-history: shrink rounds and round sizes by this factor (0 < scale <= 1)")] = 1.0,
 ) -> None:
-    """Write the paper's §6.1 synthetic dataset (defaults: 10K players, 50 rounds of 2,500)."""
-    if not 2 <= round_size <= players:
-        _fail("need 2 <= --round-size <= --players")
+    """Write synthetic rounds: the paper's §6.1 dataset (default), a contest history or matches."""
+    if profile not in PROFILES:
+        _fail(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+    rows: Iterable[RoundResult]
+    if profile == "contest-history":
+        if not 0 < scale <= 1:
+            _fail("need 0 < --scale <= 1")
+        rows = contest_history_rounds(scale, seed)
+    else:
+        paper = profile == "paper"
+        n_players = players if players is not None else (10_000 if paper else 2_000)
+        size = round_size if round_size is not None else (2_500 if paper else 2)
+        n_rounds = rounds if rounds is not None else (50 if paper else 10_000)
+        if not 2 <= size <= n_players:
+            _fail("need 2 <= --round-size <= --players")
+        rows = (synthetic_rounds(n_players, n_rounds, size, seed, tie_quantum=tie_quantum) if paper
+                else match_rounds(n_players, n_rounds, size, seed))
     tmp = _temp_beside(output)
     try:
-        count = write_jsonl(synthetic_rounds(players, rounds, round_size, seed, tie_quantum=tie_quantum), tmp)
+        count = write_jsonl(rows, tmp)
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)

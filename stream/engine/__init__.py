@@ -1,25 +1,32 @@
-"""Elo-MMR rating engine (Ebtekar & Liu, WWW 2021): pure numpy maths, no I/O.
+"""Elo-MMR rating engine (Ebtekar & Liu, WWW 2021): numpy maths and compiled root loops (numba), no I/O.
 
 See docs/contracts.md "Engine" for the API and the module docstrings for the equations.
 """
 
 from .diffusion import elapsed_days
-from .params import PRESETS, Params, preset
+from .kernels import warm_up
+from .params import DEFAULT_PRESET, PRESETS, Params, preset
 from .performance import phase_one
 from .ranking import OutcomeFree
 from .round import RoundUpdate, phase_two, rate_round
+from .rounds import RoundSpec, RoundsUpdate, rate_rounds
 from .state import PlayerBatch, PlayerState
 
 __all__ = [
+    "DEFAULT_PRESET",
     "PRESETS",
     "OutcomeFree",
     "Params",
     "PlayerBatch",
     "PlayerState",
+    "RoundSpec",
     "RoundUpdate",
+    "RoundsUpdate",
     "elapsed_days",
     "phase_one",
     "phase_two",
     "preset",
     "rate_round",
+    "rate_rounds",
+    "warm_up",
 ]

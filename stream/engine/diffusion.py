@@ -25,9 +25,9 @@ def elapsed_days(last_time: np.ndarray, time: float | np.ndarray) -> np.ndarray:
     return np.where(np.isnan(last_time), 0.0, days)
 
 
-def gammas(params: Params, weight: float, days: np.ndarray) -> np.ndarray:
+def gammas(params: Params, weight: float | np.ndarray, days: np.ndarray) -> np.ndarray:
     """Per-player drift ``sqrt(w L^2 + drift_per_day * days)`` (``Params.gamma``, vectorised)."""
-    w = params.round_weight(weight)
+    w = params.round_weight(weight)  # type: ignore[arg-type]
     return np.sqrt(w * params.sig_limit**2 + params.drift_per_day * np.asarray(days, dtype=float))
 
 

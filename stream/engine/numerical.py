@@ -76,34 +76,41 @@ def solve_bracketed(
     """Zero of each monotone equation on its bracket [lo, hi], starting from ``guess``.
 
     Safeguarded Newton (rtsafe): each evaluation's sign moves one end of the bracket to the
-    guess; a Newton point outside the new bracket is replaced by the bracket's midpoint.  An
-    equation stops after a Newton step shorter than ``NEWTON_STEP_TOL`` or when its bracket
-    reaches floating-point resolution.  Unlike :func:`solve_newton` (the reference's rule, kept
-    for the direct solver) this starts from a good guess and so needs only a few evaluations.
+    guess; a Newton point outside the new bracket, or a Newton step longer than half the step
+    before last (Newton cycling between the shoulders of a tanh), is replaced by the bracket's
+    midpoint.  An equation stops after a Newton step shorter than ``NEWTON_STEP_TOL`` or when its
+    bracket reaches floating-point resolution.  Unlike :func:`solve_newton` (the reference's
+    rule) this starts from a good guess and so needs only a few evaluations.
     """
-    lo = np.array(lo, dtype=float, copy=True)
-    hi = np.array(hi, dtype=float, copy=True)
-    x: np.ndarray = np.clip(np.array(guess, dtype=float, copy=True), lo, hi)
-    active = np.arange(x.shape[0])
+    # rows: lower end, upper end, guess, |last step|, |step before| (one gather/scatter each)
+    state = np.empty((5, np.shape(guess)[0]))
+    state[0], state[1] = lo, hi
+    state[2] = np.minimum(np.maximum(guess, state[0]), state[1])
+    state[3] = state[4] = state[1] - state[0]
+    active = np.arange(state.shape[1])
     for _ in range(MAX_NEWTON_ITER):
         if active.size == 0:
             break
-        xa = x[active]
+        la, ha, xa, last, older = state[:, active]
         s, sp = f(xa, active)
         root_above = (s < 0) if increasing else (s > 0)
-        a = np.where(root_above, xa, lo[active])
-        b = np.where(root_above, hi[active], xa)
+        a = np.where(root_above, xa, la)
+        b = np.where(root_above, ha, xa)
         with np.errstate(divide="ignore", invalid="ignore"):
             step = s / sp
-        converged = (s == 0.0) | (np.abs(step) <= NEWTON_STEP_TOL)  # False for nan
-        nxt = xa - np.where(converged & (s == 0.0), 0.0, step)
-        newton_ok = (nxt > a) & (nxt < b)  # False for nan/inf too
-        nxt = np.where(converged, np.clip(nxt, a, b), np.where(newton_ok, nxt, 0.5 * (a + b)))
-        resolution = BRACKET_RTOL * np.maximum(1.0, np.abs(nxt))
-        done = converged | (b - a <= resolution)
-        lo[active], hi[active], x[active] = a, b, nxt
+        np.copyto(step, 0.0, where=s == 0.0)  # at the root (also when s' == 0 there)
+        size = np.abs(step)
+        converged = size <= NEWTON_STEP_TOL  # False for nan
+        nxt = xa - step
+        newton_ok = (nxt > a) & (nxt < b) & (size <= 0.5 * older)  # False for nan/inf too
+        newton_ok |= converged
+        width = b - a
+        nxt = np.minimum(np.maximum(np.where(newton_ok, nxt, a + 0.5 * width), a), b)
+        done = converged | (width <= BRACKET_RTOL * np.maximum(1.0, np.abs(nxt)))
+        state[:, active] = a, b, nxt, np.where(newton_ok, size, 0.5 * width), last
         active = active[~done]
-    return x
+    roots: np.ndarray = state[2].copy()
+    return roots
 
 
 MAX_THREADS = 4

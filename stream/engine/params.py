@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
+import numpy as np
+
 Variant = Literal["logistic", "gaussian"]
 
 MU_NOOB = 1500.0
@@ -70,8 +72,7 @@ class Params:
 
     def beta(self, weight: float = 1.0) -> float:
         """Performance noise ``sig_perf = sqrt(L^2 (1 + 1/w) + drift_per_day / w)``."""
-        w = self.round_weight(weight)
-        return math.sqrt((1.0 + 1.0 / w) * self.sig_limit**2 + self.drift_per_day / w)
+        return float(performance_noise(self, weight))
 
     def gamma(self, weight: float = 1.0, elapsed_days: float = 0.0) -> float:
         """Skill drift ``sig_drift = sqrt(w L^2 + drift_per_day * days)`` (Section 4, Eq. 9)."""
@@ -83,11 +84,24 @@ class Params:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+def performance_noise(params: Params, weight: float | np.ndarray) -> np.ndarray:
+    """:meth:`Params.beta` for one weight or an array of them (the same floats)."""
+    w = params.round_weight(weight)  # type: ignore[arg-type]
+    out: np.ndarray = np.sqrt((1.0 + 1.0 / w) * params.sig_limit**2 + params.drift_per_day / w)
+    return out
+
+
+DEFAULT_HISTORY_LIMIT = 30
+"""Logistic factors kept per player by the default preset (older ones fold into the Gaussian)."""
+
 PRESETS: dict[str, Params] = {
     # The authors' EloMMR::default(): exact (usize::MAX subsample, 1e-5 bucket), rho = 1.
     "mmr": Params(name="mmr"),
     # EloMMR::default_fast(): 100 opponent terms, bucket 2; history bounded by the same 100.
     "mmr-fast": Params(name="mmr-fast", subsample_size=100, subsample_bucket=2.0, history_limit=100),
+    # The service's default: the authors' default maths with exact phase one, and a bounded history
+    # (state bytes per player at most 49 + 24 x DEFAULT_HISTORY_LIMIT; bound chosen in BENCHMARKS.md).
+    "mmr-bounded": Params(name="mmr-bounded", history_limit=DEFAULT_HISTORY_LIMIT),
     # EloMMR::default_gaussian() / default_gaussian_fast(): Elo-MMchi.
     "mmx": Params(name="mmx", variant="gaussian"),
     "mmx-fast": Params(
@@ -106,6 +120,10 @@ PRESETS: dict[str, Params] = {
         history_limit=100,
     ),
 }
+
+
+DEFAULT_PRESET = "mmr-bounded"
+"""The service's preset when ``ENGINE_PRESET`` is not set (settings), and ``stream replay``'s."""
 
 
 def preset(name: str) -> Params:

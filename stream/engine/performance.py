@@ -5,9 +5,12 @@ its own tie group (itself included) of TIE terms (see ``terms``).  Every member 
 has the same equation, so one root is solved per group.  Roots are solved on the reference's
 bracket (-6000, 9000) with its safeguarded Newton.
 
-Two exact solvers:
+Three exact solvers:
+* ``segments`` (:func:`solve_segments`): small rounds, one or many at once (the rounds of a wave,
+  module ``rounds``): every (round, tie group) equation over its round's players, padded to the
+  largest round, solved together by a bracketed Newton started at the group's mean mu;
 * ``direct``: evaluates Q_g by summing over all N players (O(N) per evaluation, chunked);
-  used for small rounds, for the two extreme groups, and as the test oracle;
+  used for the two extreme groups of large rounds and as the test oracle;
 * ``chebyshev`` (module ``fastperf``): Chebyshev fits of the group equations, O(N x nodes) with
   ~100-600 N-sized passes, for large rounds (exact to ~1e-11 rating points).
 The ``-fast`` presets instead use the authors' opponent subsampling (module ``subsample``).
@@ -21,8 +24,9 @@ import numpy as np
 
 from .diffusion import drifted_sigma, gammas
 from .numerical import Equations, solve_bracketed, solve_newton
-from .params import SOLVER_BOUNDS, Params
+from .params import SOLVER_BOUNDS, Params, performance_noise
 from .ranking import TieGroups
+from .kernels import segment_roots
 from .terms import terms_for
 
 CHUNK_ELEMENTS = 1 << 21
@@ -32,12 +36,12 @@ DIRECT_MAX_PLAYERS = 256
 
 
 def opponent_deltas(
-    sigma: np.ndarray, days: np.ndarray, params: Params, weight: float
+    sigma: np.ndarray, days: np.ndarray, params: Params, weight: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(sigma', delta): the drifted uncertainty sqrt(sigma^2 + gamma^2) and the opponent-term
-    width delta = sqrt(sigma'^2 + beta^2) (Algorithm 1)."""
+    width delta = sqrt(sigma'^2 + beta^2) (Algorithm 1).  ``weight``: the round's, or per row."""
     sig_drifted = drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, weight, days))
-    return sig_drifted, np.hypot(sig_drifted, params.beta(weight))
+    return sig_drifted, np.hypot(sig_drifted, performance_noise(params, weight))
 
 
 class GroupEquations:
@@ -100,6 +104,8 @@ def phase_one(
         from .subsample import subsampled_performance
 
         perf = subsampled_performance(mu, delta, np.asarray(ranks), params)
+    elif mu.shape[0] <= DIRECT_MAX_PLAYERS:
+        perf = solve_segments(mu, delta, np.asarray(ranks), np.array([0, mu.shape[0]]), params)
     else:
         group_perf = solve_all_groups(mu, delta, groups, params)
         perf = group_perf[groups.group_of]
@@ -109,13 +115,66 @@ def phase_one(
 
 
 def solve_all_groups(mu: np.ndarray, delta: np.ndarray, groups: TieGroups, params: Params) -> np.ndarray:
-    """One exact root per tie group (best group first)."""
-    eq = GroupEquations(mu, delta, groups, params)
-    if mu.shape[0] <= DIRECT_MAX_PLAYERS:
-        return solve_groups_direct(eq, np.arange(groups.n_groups))
+    """One exact root per tie group (best group first) of a large round (Chebyshev fits)."""
     from .fastperf import solve_groups_chebyshev  # imports this module: deferred
 
-    return solve_groups_chebyshev(eq, groups)
+    return solve_groups_chebyshev(GroupEquations(mu, delta, groups, params), groups)
+
+
+def solve_segments(
+    mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, params: Params
+) -> np.ndarray:
+    """Exact performances of several small rounds at once (Algorithm 3, phase one).
+
+    Participants are concatenated; round r holds positions ``bounds[r]:bounds[r + 1]`` and none
+    may be outcome free.  One equation per (round, tie group), over its round's players, solved by
+    a bracketed Newton from the group's mean mu: logistic by a compiled loop per equation
+    (``kernels.segment_roots``), Gaussian vectorised over all equations padded to the largest
+    round (padding counts nothing).  Each equation only sees its own round, so the roots are those of
+    rating every round alone.  Returns performances aligned with the inputs (unclipped).
+    """
+    n = mu.shape[0]
+    n_rounds = bounds.shape[0] - 1
+    sizes = np.diff(bounds)
+    seg = np.repeat(np.arange(n_rounds), sizes)
+    order = np.lexsort((ranks, seg))
+    seg_s, rank_s = seg[order], ranks[order]
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = (seg_s[1:] != seg_s[:-1]) | (rank_s[1:] != rank_s[:-1])
+    gid = np.cumsum(new_group) - 1
+    eq_seg = seg_s[new_group]
+    sizes_g = np.diff(np.append(np.flatnonzero(new_group), n))
+    guess = np.bincount(gid, weights=mu[order]) / sizes_g
+    perf = np.empty(n)
+    if params.variant == "logistic":  # compiled: each equation sums its own round only
+        roots = segment_roots(mu[order], delta[order], gid, np.asarray(bounds, dtype=np.int64), eq_seg, guess,
+                              1.0 if params.split_ties else 2.0)
+        perf[order] = roots[gid]
+        return perf
+    width = int(sizes.max())
+    pos = np.arange(n) - bounds[seg_s]
+    mu_m = np.zeros((n_rounds, width))
+    delta_m = np.ones((n_rounds, width))
+    group_m = np.zeros((n_rounds, width), dtype=np.int64)
+    valid = np.zeros((n_rounds, width), dtype=bool)
+    mu_m[seg_s, pos], delta_m[seg_s, pos], group_m[seg_s, pos], valid[seg_s, pos] = mu[order], delta[order], gid, True
+    # each equation's opponents: -1 ranked better (loss), 0 tied (tie), +1 worse (win), padding 0
+    rel = np.sign(group_m[eq_seg] - np.arange(gid[-1] + 1)[:, None])
+    use = valid[eq_seg]
+    opp_mu, opp_delta = mu_m[eq_seg], delta_m[eq_seg]
+    terms = terms_for(params.variant)
+
+    def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        loss, win, tie, loss_p, win_p, tie_p = terms(x[:, None], opp_mu[idx], opp_delta[idx], params.split_ties)
+        r, u = rel[idx], use[idx]
+        value = (np.where(r < 0, loss, np.where(r > 0, win, tie)) * u).sum(axis=1)
+        deriv = (np.where(r < 0, loss_p, np.where(r > 0, win_p, tie_p)) * u).sum(axis=1)
+        return value, deriv
+
+    k = guess.shape[0]
+    roots = solve_bracketed(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), guess, increasing=False)
+    perf[order] = roots[gid]
+    return perf
 
 
 def solve_extreme_groups(f_ends: Equations, n_groups: int) -> tuple[np.ndarray, bool]:

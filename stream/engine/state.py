@@ -175,6 +175,27 @@ class PlayerBatch:
         """The sub-batch of the given rows."""
         return PlayerBatch(*(getattr(self, f)[index] for f in self.__slots__))
 
+    def widen(self, h: int) -> None:
+        """Pad the factor arrays with zero factors to width ``h`` (in place)."""
+        for name in ("p", "w_arg", "w_out"):
+            old = getattr(self, name)
+            new = np.zeros((old.shape[0], h))
+            new[:, : old.shape[1]] = old
+            setattr(self, name, new)
+
+    def put(self, index: np.ndarray, other: PlayerBatch) -> None:
+        """Overwrite the given rows with ``other`` (aligned; in place), widening the factor
+        arrays if ``other`` holds longer histories."""
+        h = other.p.shape[1]
+        if h > self.p.shape[1]:
+            self.widen(h)
+        for name in ("mu", "sigma", "mu0", "w0", "n_factors", "rounds", "last_time"):
+            getattr(self, name)[index] = getattr(other, name)
+        for name in ("p", "w_arg", "w_out"):
+            column = getattr(self, name)
+            column[index, :h] = getattr(other, name)
+            column[index, h:] = 0.0
+
 
 def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
     """``PlayerBatch.from_states([PlayerState.from_bytes(b) ...])`` without per-player objects.

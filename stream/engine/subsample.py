@@ -10,18 +10,19 @@
    the first term whose mu-bucket is >= bucket(mu_i): ``subsample_size // 2`` (rounded up) on
    each side, the window shifted inwards at the edges.  Each merged term counts
    (#better x loss + #tied x tie + #worse x win) against i's rank.
-Each player then has its own equation (the window depends on its mu), solved in chunks of
-players by a bracketed Newton started at the player's own mu (a few steps; the reference's rule
-from the middle of (-6000, 9000) takes ~100), to the same root.
+Each player then has its own equation (the window depends on its mu), solved by a bracketed
+Newton started near its root (a few steps; the reference's rule from the middle of (-6000, 9000)
+takes ~100), to the same root: logistic by a compiled loop per player (``kernels``), Gaussian
+vectorised over chunks of players.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .kernels import subsampled_roots
 from .numerical import Equations, map_points, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
-from .state import TANH_MULTIPLIER
 from .terms import gaussian_ratios
 
 PROBE_STRIDE = 8
@@ -98,13 +99,16 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
 
     beg, end = window_bounds(bm_s[term_start], bm, params.subsample_size)
     width_max = int((end - beg).max())
-    logistic = params.variant == "logistic"
     tie_mult = 1.0 if params.split_ties else 2.0
     first_rank = rank_pos[order][term_start]  # the rank of single-member terms
     step = max(1, CHUNK_ELEMENTS // width_max)
     # players in (mu bucket, rank) order: windows advance monotonically, so within each window
     # column the (term, rank) search keys come sorted, which numpy's searchsorted exploits
     by_window = np.lexsort((rank_pos, bm))
+    if params.variant == "logistic":  # compiled, one player at a time on the calling thread
+        roots: np.ndarray = subsampled_roots(mu, rank_pos, bm, by_window, beg, end, term_mu, term_delta, term_size,
+                                             term_start, first_rank, keys, n_ranks, tie_mult)
+        return roots
 
     def solve_chunk(a: int) -> np.ndarray:
         rows = by_window[a : a + step]
@@ -128,50 +132,31 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
         n_tie = (leq - less).astype(float)
         n_win = (term_size[cols] * valid - leq).astype(float)
         t_mu, t_delta = term_mu[cols], term_delta[cols]
-        if logistic:
-            # loss/win/tie = b -/+ c, tie_mult b (module terms): one weighted tanh sum per player
-            c = TANH_MULTIPLIER / t_delta
-            half_c = 0.5 * c
-            b_weight = -(n_loss + n_win + tie_mult * n_tie) * c
-            slope_weight = b_weight * half_c
-            constant = ((n_win - n_loss) * c).sum(axis=1)
-
-            def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                t = np.subtract(x[:, None], t_mu[idx])
-                t *= half_c[idx]
-                np.tanh(t, out=t)
-                value = (b_weight[idx] * t).sum(axis=1) + constant[idx]
-                # sech^2 = 1 - tanh^2: it may underflow to 0 far out; the bracketed solver then bisects
-                np.square(t, out=t)
-                np.subtract(1.0, t, out=t)
-                t *= slope_weight[idx]
-                return value, t.sum(axis=1)
-
+        # Gaussian (Elo-MMchi); the logistic variant took the compiled path above
+        # in z = (x - mu)/delta units (module terms): win = r_win/delta, loss = r_loss/delta,
+        # r' = -z r - r^2; tie = -z/delta (or the mean of win and loss with split ties)
+        inv_delta = 1.0 / t_delta
+        if params.split_ties:
+            w_win, w_loss, w_z = (n_win + 0.5 * n_tie) * inv_delta, (n_loss + 0.5 * n_tie) * inv_delta, None
         else:
-            # in z = (x - mu)/delta units (module terms): win = r_win/delta, loss = r_loss/delta,
-            # r' = -z r - r^2; tie = -z/delta (or the mean of win and loss with split ties)
-            inv_delta = 1.0 / t_delta
-            if params.split_ties:
-                w_win, w_loss, w_z = (n_win + 0.5 * n_tie) * inv_delta, (n_loss + 0.5 * n_tie) * inv_delta, None
-            else:
-                w_win, w_loss, w_z = n_win * inv_delta, n_loss * inv_delta, -n_tie * inv_delta
-            tie_slope = None if w_z is None else (w_z * inv_delta).sum(axis=1)
+            w_win, w_loss, w_z = n_win * inv_delta, n_loss * inv_delta, -n_tie * inv_delta
+        tie_slope = None if w_z is None else (w_z * inv_delta).sum(axis=1)
 
-            def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                inv = inv_delta[idx]
-                z = np.subtract(x[:, None], t_mu[idx])
-                z *= inv
-                r_win, r_loss = gaussian_ratios(z)
-                ww, wl = w_win[idx], w_loss[idx]
-                value = ww * r_win
-                value += wl * r_loss
-                slope = ww * (-z * r_win - r_win * r_win) + wl * (-z * r_loss - r_loss * r_loss)
-                slope *= inv
-                if w_z is None:
-                    return value.sum(axis=1), slope.sum(axis=1)
-                value += w_z[idx] * z
-                assert tie_slope is not None  # set whenever w_z is
-                return value.sum(axis=1), slope.sum(axis=1) + tie_slope[idx]
+        def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            inv = inv_delta[idx]
+            z = np.subtract(x[:, None], t_mu[idx])
+            z *= inv
+            r_win, r_loss = gaussian_ratios(z)
+            ww, wl = w_win[idx], w_loss[idx]
+            value = ww * r_win
+            value += wl * r_loss
+            slope = ww * (-z * r_win - r_win * r_win) + wl * (-z * r_loss - r_loss * r_loss)
+            slope *= inv
+            if w_z is None:
+                return value.sum(axis=1), slope.sum(axis=1)
+            value += w_z[idx] * z
+            assert tie_slope is not None  # set whenever w_z is
+            return value.sum(axis=1), slope.sum(axis=1) + tie_slope[idx]
 
         return _solve_with_probes(f, mu[rows], bm[rows], rank_pos[rows])
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerical import solve_newton
-from .params import SOLVER_BOUNDS, Params
+from .kernels import robust_average_roots
+from .params import Params
 from .state import TANH_MULTIPLIER, PlayerBatch, factor_weight
 
 
@@ -45,10 +45,7 @@ def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.
     n = len(batch)
     need = int(batch.n_factors.max(initial=0)) + 1
     if batch.p.shape[1] < need:
-        pad = need - batch.p.shape[1]
-        batch.p = np.pad(batch.p, ((0, 0), (0, pad)))
-        batch.w_arg = np.pad(batch.w_arg, ((0, 0), (0, pad)))
-        batch.w_out = np.pad(batch.w_out, ((0, 0), (0, pad)))
+        batch.widen(need)
     rows = np.arange(n)
     w = TANH_MULTIPLIER / beta
     batch.p[rows, batch.n_factors] = performance
@@ -59,19 +56,14 @@ def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.
 
 
 def robust_average(batch: PlayerBatch) -> np.ndarray:
-    """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)."""
-    offset = -batch.mu0 * batch.w0
-
-    def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        t = np.tanh((x[:, None] - batch.p[idx]) * batch.w_arg[idx])
-        w_out = batch.w_out[idx]
-        slope = batch.w0[idx]
-        value = offset[idx] + slope * x + (t * w_out).sum(axis=1)
-        deriv = slope + ((1.0 - t * t) * batch.w_arg[idx] * w_out).sum(axis=1)
-        return value, deriv
-
-    n = len(batch)
-    return solve_newton(f, np.full(n, SOLVER_BOUNDS[0]), np.full(n, SOLVER_BOUNDS[1]), increasing=True)
+    """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)
+    (Algorithm 3's second zero), by a bracketed Newton warm-started at the batch's ``mu`` (the
+    prior rating: the new one is close).  Compiled: each player stops on his own and sums only
+    his own factors (no padding to the longest history)."""
+    roots: np.ndarray = robust_average_roots(
+        np.ascontiguousarray(batch.p), np.ascontiguousarray(batch.w_arg), np.ascontiguousarray(batch.w_out),
+        np.asarray(batch.n_factors, dtype=np.int64), batch.w0, batch.mu0, batch.mu)
+    return roots
 
 
 def update_beliefs(

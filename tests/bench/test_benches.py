@@ -96,3 +96,16 @@ def test_teams_bench_scores_every_model_on_both_leagues() -> None:
     for row in rows:
         pair, rank = float(row[-3]), float(row[-2])
         assert 0.0 <= pair <= 100.0 and 0.0 <= rank <= 100.0
+
+
+def test_engine_bench_reports_every_part_against_its_reference() -> None:
+    out = run_bench("engine.py", "--quick")
+    assert "(a) synthetic" in out and "single round n=2,000" in out
+    history = [line for line in out.splitlines() if line.startswith("  | paper-codeforces |") or line.startswith("  | mmr |")]
+    assert len(history) == 2
+    for line in history:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        assert float(cells[3].rstrip("x")) > 0 and 0 < float(cells[4]) <= 100  # speed ratio, pair-exp
+    matches = [line for line in out.splitlines() if line.startswith("  | 2 |") or line.startswith("  | 10 |")]
+    assert len(matches) == 2 and all(float(line.strip().strip("|").split("|")[-1].strip().rstrip("x")) > 0
+                                     for line in matches)

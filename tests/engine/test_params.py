@@ -21,7 +21,7 @@ def test_weight_scales_weight_limit_and_drift_uses_days():
 
 
 def test_presets():
-    assert set(PRESETS) == {"mmr", "mmr-fast", "mmx", "mmx-fast", "paper-codeforces"}
+    assert set(PRESETS) == {"mmr", "mmr-bounded", "mmr-fast", "mmx", "mmx-fast", "paper-codeforces"}
     assert preset("mmr").subsample_size is None and preset("mmr").history_limit is None
     assert preset("mmr-fast").subsample_size == 100 and preset("mmr-fast").history_limit == 100
     assert preset("mmx").memoryless and not preset("mmr").memoryless
@@ -30,3 +30,26 @@ def test_presets():
         preset("nope")
     with pytest.raises(ValueError):
         Params(variant="cauchy")  # type: ignore[arg-type]
+
+
+def test_default_preset_is_the_services_and_bounds_the_state() -> None:
+    """The service default (ENGINE_PRESET's default) is exact and keeps at most
+    DEFAULT_HISTORY_LIMIT factors: a regular's packed state stops growing."""
+    import numpy as np
+
+    from stream.engine import DEFAULT_PRESET, PlayerBatch, rate_round
+    from stream.engine.params import DEFAULT_HISTORY_LIMIT
+    from stream.engine.state import pack_batch
+    from stream.settings import Settings
+
+    assert Settings().engine_preset == DEFAULT_PRESET
+    params = preset(DEFAULT_PRESET)
+    assert params.subsample_size is None and params.history_limit == DEFAULT_HISTORY_LIMIT
+    assert params.with_(history_limit=None, name="mmr") == preset("mmr")  # the authors' maths otherwise
+    batch = PlayerBatch.new(2, params)
+    sizes = []
+    for k in range(DEFAULT_HISTORY_LIMIT + 20):
+        batch = rate_round(batch, np.array([1 + k % 2, 2 - k % 2]), params, time=k * 3600.0).after
+        sizes.append(len(pack_batch(batch)[0]))
+    assert sizes[-1] == sizes[DEFAULT_HISTORY_LIMIT - 1] == 49 + 24 * DEFAULT_HISTORY_LIMIT
+    assert sizes[10] < sizes[-1]

@@ -103,7 +103,7 @@ def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str, 
         return perf | mu
 
     got = asyncio.run(scenario())
-    reference = replay(rounds, preset("mmr"))
+    reference = replay(rounds, preset(Settings().engine_preset))
     for rated in reference.rounds:
         for player, x in zip(rated.players, rated.performance):
             assert abs(got[f"{rated.round_id}/{player}"] - x) <= 1e-9
@@ -196,7 +196,7 @@ def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(r
         return mu
 
     got = asyncio.run(body())
-    reference = replay(rounds, preset("mmr"))
+    reference = replay(rounds, preset(Settings().engine_preset))
     for player in "abcd":
         assert abs(got[player] - reference.state("L", player).mu) <= 1e-9
 
@@ -228,7 +228,7 @@ def test_one_batch_of_several_rounds_ladders_and_weights_equals_replay(redis_url
         return out
 
     got = asyncio.run(body())
-    reference = replay(warmup + batch, preset("mmr"))
+    reference = replay(warmup + batch, preset(Settings().engine_preset))
     for (ladder, player), (mu, sigma) in got.items():
         state = reference.state(ladder, player)
         assert abs(mu - state.mu) <= 1e-9 and abs(sigma - state.sigma) <= 1e-9

@@ -1,0 +1,163 @@
+"""Many rounds of one ladder per engine call: :func:`rate_rounds`.
+
+Rounds are grouped into waves of player-disjoint rounds: a round joins the wave after the last
+wave holding any of its players, so every player's rounds keep their order and each wave's
+rounds depend only on earlier waves.  A wave is rated in one vectorised pass: phase one of its
+small exact rounds as one segmented solve (``performance.solve_segments``), its other rounds
+(large, or subsampled presets) one by one with :func:`phase_one`; then one :func:`phase_two`
+call for all of the wave's players.  The result equals rating the rounds one by one with
+:func:`rate_round` (to rounding: the same equations, solved to floating-point resolution).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .diffusion import elapsed_days
+from .params import Params
+from .performance import DIRECT_MAX_PLAYERS, opponent_deltas, phase_one, solve_segments
+from .round import phase_two
+from .state import PlayerBatch
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSpec:
+    """One round for :func:`rate_rounds`: ``players`` are row indices into the prior batch
+    (distinct), ``ranks[i]`` player i's rank (ties equal, only the order matters)."""
+
+    players: np.ndarray
+    ranks: np.ndarray
+    time: float
+    weight: float = 1.0
+    perf_ceiling: float = math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class RoundsUpdate:
+    """Result of :func:`rate_rounds`.
+
+    ``after``: the prior batch with every rated player's final state.  Per participation (round k
+    holds ``offsets[k]:offsets[k + 1]``, players in the round's order): ``performance`` and the
+    posterior ``mu``/``sigma`` right after that round, and ``previous``, the index of the same
+    player's previous participation in this call (-1 for none).  ``rated[k]`` is False for an
+    outcome-free round (fewer than two players or everyone tied): it rates nobody, and its
+    participations hold NaN."""
+
+    after: PlayerBatch
+    offsets: np.ndarray
+    performance: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    previous: np.ndarray
+    rated: np.ndarray
+
+
+def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params) -> RoundsUpdate:
+    """Rate ``rounds`` in order against ``prior`` (not modified); see the module docstring."""
+    n_rounds = len(rounds)
+    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
+    offsets = np.zeros(n_rounds + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    rows = np.concatenate([r.players for r in rounds]).astype(np.int64) if n_rounds else np.zeros(0, np.int64)
+    ranks = np.concatenate([r.ranks for r in rounds]) if n_rounds else np.zeros(0)
+    round_of = np.repeat(np.arange(n_rounds), sizes)
+    rated = _rated(ranks, offsets, sizes)
+
+    performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
+    previous = _previous(rows, rated[round_of])
+    after = prior.copy()
+    wave = _waves(rows, offsets, rated, len(prior))
+    times = np.array([r.time for r in rounds], dtype=float)
+    weights = np.array([r.weight for r in rounds], dtype=float)
+    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
+
+    live = np.flatnonzero(rated[round_of])
+    order = live[np.argsort(wave[round_of[live]], kind="stable")]  # by wave, then input order
+    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        part = order[a:b]
+        wave_rows = rows[part]
+        batch = after.take(wave_rows)
+        rnd = round_of[part]
+        perf = _wave_performances(batch, ranks[part], rnd, times, weights, params)
+        if params.variant == "logistic":
+            perf = np.minimum(perf, ceilings[rnd])
+        rated_batch = phase_two(batch, perf, params, weight=weights[rnd], time=times[rnd])
+        after.put(wave_rows, rated_batch)
+        performance[part], mu[part], sigma[part] = perf, rated_batch.mu, rated_batch.sigma
+    return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
+                        previous=previous, rated=rated)
+
+
+def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Rounds with at least two players and two distinct ranks."""
+    n = ranks.shape[0]
+    if n == 0:
+        return np.zeros(sizes.shape[0], dtype=bool)
+    differs = np.zeros(n, dtype=np.int64)
+    differs[1:] = ranks[1:] != ranks[:-1]
+    cum = np.concatenate(([0], np.cumsum(differs)))
+    starts = np.minimum(offsets[:-1], n - 1)
+    # a change of rank strictly inside the round: positions start+1 .. end-1
+    inside = cum[offsets[1:]] - cum[np.minimum(starts + 1, n)]
+    rated: np.ndarray = (sizes >= 2) & (inside > 0)
+    return rated
+
+
+def _waves(rows: np.ndarray, offsets: np.ndarray, rated: np.ndarray, n_players: int) -> np.ndarray:
+    """Each round's wave: one after the last wave holding any of its players (-1: not rated).
+    Plain Python lists: for the small rounds this is made for, cheaper than numpy calls."""
+    last = [-1] * n_players
+    wave = [-1] * rated.shape[0]
+    players = rows.tolist()
+    bounds = offsets.tolist()
+    get = last.__getitem__
+    for k in np.flatnonzero(rated).tolist():
+        members = players[bounds[k]:bounds[k + 1]]
+        w = max(map(get, members)) + 1
+        for p in members:
+            last[p] = w
+        wave[k] = w
+    return np.array(wave, dtype=np.int64)
+
+
+def _previous(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """Index of each participation's previous rated participation of the same player (-1)."""
+    previous = np.full(rows.shape[0], -1, dtype=np.int64)
+    idx = np.flatnonzero(live)
+    by_player = idx[np.argsort(rows[idx], kind="stable")]
+    same = rows[by_player[1:]] == rows[by_player[:-1]]
+    previous[by_player[1:][same]] = by_player[:-1][same]
+    return previous
+
+
+def _wave_performances(
+    batch: PlayerBatch, ranks: np.ndarray, rnd: np.ndarray, times: np.ndarray, weights: np.ndarray,
+    params: Params,
+) -> np.ndarray:
+    """Phase one of every round of a wave (participations grouped by round, input order)."""
+    n = len(batch)
+    starts = np.flatnonzero(np.diff(rnd, prepend=-1))
+    bounds = np.append(starts, n)
+    sizes = np.diff(bounds)
+    days = elapsed_days(batch.last_time, times[rnd])
+    perf = np.empty(n)
+    small = (sizes <= DIRECT_MAX_PLAYERS) if params.subsample_size is None else np.zeros(sizes.shape[0], bool)
+    if small.any():
+        part = np.repeat(small, sizes)
+        _, delta = opponent_deltas(batch.sigma[part], days[part], params, weights[rnd[part]])
+        small_sizes = sizes[small]
+        seg_bounds = np.zeros(small_sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(small_sizes, out=seg_bounds[1:])
+        perf[part] = solve_segments(batch.mu[part], delta, ranks[part], seg_bounds, params)
+    for k in np.flatnonzero(~small).tolist():
+        a, b = int(bounds[k]), int(bounds[k + 1])
+        r = int(rnd[a])
+        perf[a:b] = phase_one(batch.mu[a:b], batch.sigma[a:b], days[a:b], ranks[a:b], params,
+                              weight=float(weights[r]))
+    return perf

@@ -1,0 +1,135 @@
+"""rate_rounds (many rounds per call, in waves) equals rating the rounds one by one with rate_round."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stream.engine import OutcomeFree, PlayerBatch, RoundSpec, preset, rate_round, rate_rounds
+from stream.engine.performance import DIRECT_MAX_PLAYERS
+from stream.engine.rounds import _waves
+
+DAY = 86_400.0
+TOL = 1e-9
+PARAMS = {
+    "mmr": preset("mmr"),
+    "mmr-drift-split": preset("mmr").with_(drift_per_day=40.0, split_ties=True),
+    "mmr-bounded": preset("mmr").with_(history_limit=3),
+    "mmx": preset("mmx"),
+    "mmr-fast": preset("mmr-fast"),
+    "paper-codeforces": preset("paper-codeforces"),
+}
+
+
+@st.composite
+def sequences(draw: st.DrawFn) -> tuple[int, list[RoundSpec]]:
+    """A pool of players (some rated before the call) and a sequence of rounds over it."""
+    n_players = draw(st.integers(2, 30))
+    n_rounds = draw(st.integers(1, 25))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rounds = []
+    t = 0.0
+    for _ in range(n_rounds):
+        size = int(rng.integers(1, n_players + 1))
+        who = rng.choice(n_players, size, replace=False)
+        ranks = rng.integers(0, draw(st.integers(1, 6)), size)  # ties, sometimes all tied
+        t += float(rng.choice([0.0, 0.3, 2.0, 30.0])) * DAY
+        rounds.append(RoundSpec(who, ranks, time=t, weight=float(rng.choice([1.0, 0.5, 1.7])),
+                                perf_ceiling=float(rng.choice([math.inf, 1500.0, 1650.0]))))
+    return n_players, rounds
+
+
+def one_by_one(prior: PlayerBatch, rounds: list[RoundSpec], params):
+    """The reference: rate_round per round; per round (performance, mu, sigma) or None (skipped)."""
+    batch = prior.copy()
+    out = []
+    for r in rounds:
+        try:
+            update = rate_round(batch.take(r.players), r.ranks, params, weight=r.weight,
+                                perf_ceiling=r.perf_ceiling, time=r.time)
+        except OutcomeFree:
+            out.append(None)
+            continue
+        batch.put(r.players, update.after)
+        out.append((update.performance, update.after.mu, update.after.sigma))
+    return batch, out
+
+
+def warm_prior(n: int, params, rng: np.random.Generator) -> PlayerBatch:
+    """n players, about half of them rated in earlier rounds (histories of different lengths),
+    the others newcomers."""
+    batch = PlayerBatch.new(n, params)
+    for t in range(int(rng.integers(0, 4))):
+        who = rng.choice(n, max(2, n // 2), replace=False)
+        if len(np.unique(ranks := rng.integers(0, 5, who.shape[0]))) > 1:
+            batch.put(who, rate_round(batch.take(who), ranks, params, time=-(10 - t) * DAY).after)
+    return batch
+
+
+def assert_equal_to_one_by_one(prior: PlayerBatch, rounds: list[RoundSpec], params) -> None:
+    expected_batch, expected = one_by_one(prior, rounds, params)
+    got = rate_rounds(prior, rounds, params)
+    assert got.rated.tolist() == [e is not None for e in expected]
+    for k, e in enumerate(expected):
+        part = slice(int(got.offsets[k]), int(got.offsets[k + 1]))
+        if e is None:
+            assert np.isnan(got.mu[part]).all()
+            continue
+        for ours, theirs in zip((got.performance[part], got.mu[part], got.sigma[part]), e):
+            np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOL)
+    for name in ("mu", "sigma", "mu0", "n_factors", "rounds", "last_time"):
+        np.testing.assert_allclose(getattr(got.after, name), getattr(expected_batch, name), rtol=0, atol=TOL)
+    np.testing.assert_allclose(got.after.w0, expected_batch.w0, rtol=1e-12, atol=0)
+    h = min(got.after.p.shape[1], expected_batch.p.shape[1])
+    for name in ("p", "w_arg", "w_out"):
+        np.testing.assert_allclose(getattr(got.after, name)[:, :h], getattr(expected_batch, name)[:, :h],
+                                   rtol=1e-12, atol=TOL)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=sequences(), seed=st.integers(0, 2**32 - 1))
+def test_rate_rounds_equals_rating_one_by_one(name, case, seed):
+    n_players, rounds = case
+    params = PARAMS[name]
+    prior = warm_prior(n_players, params, np.random.default_rng(seed))
+    assert_equal_to_one_by_one(prior, rounds, params)
+
+
+@pytest.mark.parametrize("name", ["mmr", "mmx", "paper-codeforces"])
+def test_large_rounds_beside_small_ones_in_a_wave(name):
+    """A round above the segmented solver's size takes the single-round path inside its wave."""
+    params = PARAMS[name]
+    rng = np.random.default_rng(5)
+    n = DIRECT_MAX_PLAYERS + 120
+    prior = warm_prior(n, params, rng)
+    big = rng.choice(n, DIRECT_MAX_PLAYERS + 40, replace=False)
+    rest = np.setdiff1d(np.arange(n), big)
+    rounds = [RoundSpec(big, rng.integers(0, 50, big.shape[0]), time=DAY)]
+    rounds += [RoundSpec(rest[i:i + 4], rng.integers(0, 3, 4), time=DAY) for i in range(0, 76, 4)]
+    rounds += [RoundSpec(big[:3], np.array([1, 2, 3]), time=2 * DAY)]
+    assert _waves(np.concatenate([r.players for r in rounds]),
+                  np.cumsum([0, *(r.players.shape[0] for r in rounds)]),
+                  np.ones(len(rounds), bool), n).tolist() == [0] * 20 + [1]
+    assert_equal_to_one_by_one(prior, rounds, params)
+
+
+def test_waves_follow_the_last_wave_of_any_player():
+    rows = np.array([0, 1, 2, 3, 1, 2, 4, 5, 5, 0])
+    offsets = np.array([0, 2, 4, 6, 8, 10])
+    # rounds: {0,1} {2,3} {1,2} {4,5} {5,0}
+    assert _waves(rows, offsets, np.ones(5, bool), 6).tolist() == [0, 0, 1, 0, 1]
+    # a skipped round holds nobody back
+    assert _waves(rows, offsets, np.array([True, False, True, True, True]), 6).tolist() == [0, -1, 1, 0, 1]
+
+
+def test_previous_links_each_player_to_his_last_round_in_the_call():
+    params = preset("mmr")
+    rounds = [RoundSpec(np.array([0, 1]), np.array([1, 2]), time=0.0),
+              RoundSpec(np.array([2, 2 - 2]), np.array([1, 1]), time=0.0),  # all tied: skipped
+              RoundSpec(np.array([1, 2]), np.array([2, 1]), time=DAY)]
+    got = rate_rounds(PlayerBatch.new(3, params), rounds, params)
+    assert got.rated.tolist() == [True, False, True]
+    assert got.previous.tolist() == [-1, -1, -1, -1, 1, -1]
