@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import faust
 
 from stream.connections import faust_broker, faust_credentials
+from stream.engine import warm_up
 from stream.pipeline import agents, watchdog
 from stream.pipeline.compat import cap_fetch_wait, idle_fetch_wait
 from stream.pipeline.context import PipelineContext
@@ -34,7 +35,9 @@ class Pipeline:
 
 
 def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
-    """The worker's Faust app: topics declared, phase one and phase two agents registered."""
+    """The worker's Faust app: topics declared, phase one and phase two agents registered; the
+    engine's compiled loops loaded (or compiled) before any input, not by the first round."""
+    warm_up()
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     idle_fetch_wait(settings.consumer_fetch_max_wait_ms,
                     max(settings.consumer_idle_fetch_wait_ms, settings.consumer_fetch_max_wait_ms))
