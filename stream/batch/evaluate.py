@@ -13,6 +13,15 @@ from stream.batch.models import replay_named
 from stream.contracts import RoundResult
 
 
+class ModelFailed(ValueError):
+    """A model's maths broke down on the history (e.g. TrueSkill's factor graph on huge
+    free-for-alls of newcomers, as in the ``trueskill`` package)."""
+
+    def __init__(self, model: str, error: ArithmeticError) -> None:
+        super().__init__(f"model {model!r} cannot rate this history: {type(error).__name__}: {error}")
+        self.model = model
+
+
 @dataclass(frozen=True, slots=True)
 class Evaluation:
     """One model's row of the table."""
@@ -36,12 +45,16 @@ def evaluate(
     *,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> list[Evaluation]:
-    """One :class:`Evaluation` per model name, in the given order (KeyError for unknown names)."""
+    """One :class:`Evaluation` per model name, in the given order (KeyError for unknown names;
+    :class:`ModelFailed` when a model cannot rate the rounds)."""
     rows = []
     for name in names:
         metrics = Metrics(len(rounds))
         started = time.perf_counter()
-        result = replay_named(rounds, name, metrics=metrics, on_round=on_round)
+        try:
+            result = replay_named(rounds, name, metrics=metrics, on_round=on_round)
+        except ArithmeticError as exc:  # FloatingPointError, ZeroDivisionError, OverflowError
+            raise ModelFailed(name, exc) from exc
         seconds = time.perf_counter() - started
         summary = metrics.summary()
         rows.append(Evaluation(

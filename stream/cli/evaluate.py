@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from stream.batch.evaluate import Evaluation, evaluate
+from stream.batch.evaluate import Evaluation, ModelFailed, evaluate
 from stream.batch.models import model_names
 from stream.cli.replay import _fail, _progress, load_accepted
 from stream.settings import Settings
@@ -40,7 +40,10 @@ def evaluate_command(
         _fail("a model is listed twice")
     rounds = load_accepted(input, Settings.from_env(), None, names).rounds
     bar = _progress(len(rounds) * len(names))
-    table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+    try:
+        table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+    except ModelFailed as exc:
+        _fail(f"{exc}; leave it out of --models")
     if bar is not None:
         bar.close()
     if as_json:

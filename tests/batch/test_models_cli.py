@@ -135,3 +135,14 @@ def test_evaluate_json_has_null_where_nobody_was_scored(tmp_path: Path) -> None:
     rows = json.loads(result.stdout)["models"]
     assert all(row["pair_exp"] is None and row["rank_exp"] is None for row in rows)
     assert all(row["participations_exp"] == 0 and row["scored_rounds"] == 3 for row in rows)
+
+
+def test_evaluate_names_a_model_whose_maths_breaks_down(tmp_path: Path) -> None:
+    """TrueSkill's factor graph (as the trueskill package's) fails on a 300-player free-for-all of
+    newcomers: evaluate exits 2 naming the model, not with a traceback."""
+    source = tmp_path / "ffa.jsonl"
+    assert CliRunner().invoke(app, ["generate-synthetic", str(source), "--players", "300", "--rounds", "2",
+                                    "--round-size", "300"]).exit_code == 0
+    result = CliRunner().invoke(app, ["evaluate", str(source), "--models", "glicko,trueskill"])
+    assert result.exit_code == 2
+    assert "model 'trueskill' cannot rate this history" in result.output and "Traceback" not in result.output
