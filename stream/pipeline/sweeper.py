@@ -37,7 +37,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from stream.pipeline import metrics, retry
 from stream.logsafe import log_ids
@@ -72,9 +74,6 @@ async def sweep(ctx: PipelineContext) -> SweepReport:
     reports = await asyncio.gather(*(_sweep_ladder_within(ctx, ladder, rounds) for ladder, rounds in ladders.items()))
     resent = [r for report in reports for r in report.resent]
     completed = [r for report in reports for r in report.completed]
-    if resent or completed:
-        log.warning("sweeper re-drove %d round(s): fan-out re-sent for %r, phase one completed for %r",
-                    len(resent) + len(completed), resent[:5], completed[:5])
     await retention.trim(ctx.store, retention.policies(ctx.settings), now=now)  # RETAIN_*: old results, fan-outs
     return SweepReport(resent, completed)
 
@@ -84,7 +83,7 @@ async def _sweep_ladder_within(ctx: PipelineContext, ladder: str, rounds: list[D
     (``ems_handler_failures_total{handler="sweep"}``), never raised: the other ladders go on.
     The rounds not re-driven stay claimed until their next due time."""
     try:
-        return await asyncio.wait_for(sweep_ladder(ctx, ladder, rounds), timeout=ctx.settings.sweep_timeout_s)
+        return await _within(sweep_ladder(ctx, ladder, rounds), ctx.settings.sweep_timeout_s)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - one ladder's failure must not drop the rest of the sweep
@@ -94,6 +93,23 @@ async def _sweep_ladder_within(ctx: PipelineContext, ladder: str, rounds: list[D
                 "sweeping ladder %r failed (%s: %s); its rounds are re-driven at their next due time", ladder,
                 type(exc).__name__, exc)
         return SweepReport([], [])
+
+
+async def _within(work: Coroutine[Any, Any, SweepReport], timeout_s: float) -> SweepReport:
+    """``work``'s result if it ends within ``timeout_s``, else TimeoutError at once: the task is
+    cancelled but not waited for (``asyncio.wait_for`` waits until a cancelled Redis call has
+    unwound, which held the whole sweep for as long as that took)."""
+    task = asyncio.ensure_future(work)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no "never retrieved" log
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise TimeoutError(f"not done within {timeout_s:g}s")
+    return task.result()
 
 
 async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
