@@ -220,10 +220,12 @@ def stack(
     run = StackRun(LocalStack.on_ports(kafka_port, redis_port, detached=True))
     logs = state_file.parent / f"{state_file.stem}-logs"  # kept after exit, for post-mortems
     run.stack.broker.workdir = logs
-    stopping = threading.Event()
+    # A plain list, not a threading.Event: a handler that takes a lock can deadlock when the signal
+    # lands while the main thread holds that same lock inside Event.wait.
+    signals: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
+        signals.append(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -247,7 +249,8 @@ def stack(
                              name="demo-publisher", daemon=True).start()
         typer.echo(_banner(run.stack, name, str(state_file), shown_port))
         typer.echo(f"logs: {logs}")
-        while not stopping.wait(WATCH_INTERVAL_S):
+        while not signals:
+            time.sleep(WATCH_INTERVAL_S)
             if not run.stack.broker.alive():
                 typer.echo("the broker exited; stopping", err=True)
                 raise typer.Exit(1)
