@@ -420,8 +420,11 @@ class Store:
         return bool(int(done))
 
     async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
-        """Let later rounds' barriers past ``players`` queued for round ``seq``, which will not
-        apply to them (release_queued.lua, in chunks); their state is unchanged. Returns how many."""
+        """Let the ladder go on past round ``seq`` for ``players`` it marked queued, which it will
+        not rate (a failed round, or a dead-lettered section of its fan-out): their ``last_seq``
+        moves up to ``seq``, their state unchanged (release_queued.lua, in chunks), so later
+        rounds' barriers let them through and phase two applies the later rounds whose
+        ``previous_seq`` names this one. Returns how many."""
         player_keys = [keys.player(ladder, p) for p in players]
 
         def release(pipe: Pipeline) -> None:
@@ -500,6 +503,18 @@ class Store:
             return []
         stored = await self.client.hmget(keys.round_results(ladder, round_id), list(players))
         return [None if value is None else as_bytes(value) for value in stored]
+
+    async def load_results_of(self, rounds: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[bytes | None]]:
+        """:meth:`load_results` of several (ladder, round_id, players) in one round trip."""
+        asked = [(ladder, round_id, list(players)) for ladder, round_id, players in rounds if players]
+        if not asked:
+            return [[] for _ in rounds]
+        pipe = self.client.pipeline(transaction=False)
+        for ladder, round_id, players in asked:
+            pipe.hmget(keys.round_results(ladder, round_id), players)
+        replies = iter(await pipe.execute())
+        return [[None if value is None else as_bytes(value) for value in next(replies)] if players else []
+                for _, _, players in rounds]
 
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int) -> Priors:
