@@ -344,7 +344,8 @@ class _Texts:
         return cls(
             players=[rows.players[i] for i in index], ranks=[rows.ranks[i] for i in index],
             performance=number_texts("performance", rows.performance[rated.rows]),
-            mu_before=number_texts("mu_before", rated.mu_before), sigma_before=number_texts("sigma_before", rated.sigma_before),
+            mu_before=number_texts("mu_before", rated.mu_before),
+            sigma_before=number_texts("sigma_before", rated.sigma_before),
             mu=number_texts("mu_after", rated.mu), sigma=number_texts("sigma_after", rated.sigma),
             rounds=rated.rounds.tolist(), states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
