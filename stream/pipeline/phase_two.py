@@ -268,6 +268,8 @@ class _Rated:
     mu: np.ndarray
     sigma: np.ndarray
     rounds: np.ndarray
+    shown: np.ndarray
+    """Display rating (by the row's ladder's display config)."""
     states: np.ndarray
     tiers: np.ndarray
     newcomer: np.ndarray
@@ -276,7 +278,7 @@ class _Rated:
     def empty(cls, rows: np.ndarray) -> _Rated:
         n = len(rows)
         return cls(rows, mu_before=np.zeros(n), sigma_before=np.zeros(n), mu=np.zeros(n), sigma=np.zeros(n),
-                   rounds=np.zeros(n, dtype=np.int64), states=np.empty(n, dtype=object),
+                   rounds=np.zeros(n, dtype=np.int64), shown=np.zeros(n), states=np.empty(n, dtype=object),
                    tiers=np.empty(n, dtype=object), newcomer=np.zeros(n, dtype=bool))
 
 
@@ -294,7 +296,7 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
             _rate_wave(ctx, rows, wave, np.searchsorted(rated.rows, wave), current, tiers, fresh, rated)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
-    return [_round_writes(ctx, round_.update, rated, texts, slice(lo, hi))
+    return [_round_writes(round_.update, rated, texts, slice(lo, hi))
             for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
 
 
@@ -316,6 +318,7 @@ def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarr
     for index in np.unique(ladder).tolist():  # tiers move with every wave (hysteresis), by the ladder's config
         part = np.flatnonzero(ladder == index)
         cfg = ctx.display(rows.ladders[index])
+        rated.shown[at[part]] = display_rating(after.mu[part], after.sigma[part], cfg)
         new = tier_names(next_tier(tier_indices(tiers[players[part]].tolist(), cfg), after.mu[part],
                                    after.sigma[part], cfg), cfg)
         tiers[players[part]] = new
@@ -335,6 +338,7 @@ class _Texts:
     mu: list[str]
     sigma: list[str]
     rounds: list[int]
+    shown: list[str]
     states: list[bytes]
     tiers: list[str]
 
@@ -347,15 +351,14 @@ class _Texts:
             mu_before=number_texts("mu_before", rated.mu_before),
             sigma_before=number_texts("sigma_before", rated.sigma_before),
             mu=number_texts("mu_after", rated.mu), sigma=number_texts("sigma_after", rated.sigma),
-            rounds=rated.rounds.tolist(), states=rated.states.tolist(), tiers=rated.tiers.tolist())
+            rounds=rated.rounds.tolist(), shown=number_texts("display_rating", rated.shown),
+            states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
-def _round_writes(ctx: PipelineContext, update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice) -> ColumnWrites:
-    """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows
-    (display rating by its ladder's display config)."""
+def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice) -> ColumnWrites:
+    """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
     players = texts.players[cut]
-    shown = number_texts("display_rating", display_rating(rated.mu[cut], rated.sigma[cut], ctx.display(update.ladder)))
-    tiers, rounds = texts.tiers[cut], texts.rounds[cut]
+    shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
     changes = encode_changes(ChangeColumns(
         ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
         players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
