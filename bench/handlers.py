@@ -12,7 +12,8 @@ fan-out (a batched phase one's output, DESIGN15: one player in several rounds of
 entry's ``previous_seq``; seeded in Redis untimed by tests/stream/chain_fanout.py), every
 partition's sections joined into messages of at most MAX_MESSAGE_BYTES; with ``--before REF``
 also ``phase_two.handle_updates`` as it is at git ref REF, on the same sections as one-section
-messages (the same batches), alternating on fresh servers. Each run's largest |mu - replay|
+messages (the same batches) and with the Store and Lua scripts at REF, alternating on fresh
+servers. Each run's largest |mu - replay|
 shows whether it rated the chains right.
 
 Usage: python bench/handlers.py [--size 1000] [--rounds 40] [--pool 2000] [--partitions 4] [--profile]
@@ -136,25 +137,42 @@ Handler = Callable[..., Awaitable[object]]
 """A phase-two ``handle_updates(ctx, messages)``."""
 
 
-def handler_at(ref: str) -> Handler:
-    """``handle_updates`` of stream/pipeline/phase_two.py as it is at git ref ``ref`` (loaded as its
-    own module next to this tree's; it must work with this tree's store and encoding)."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:stream/pipeline/phase_two.py"],
-                            capture_output=True, text=True, check=True).stdout
-    name = f"phase_two_at_{ref.replace('/', '_')}"
+def file_at(ref: str, path: str) -> str:
+    """A file of this repository as it is at git ref ``ref``."""
+    return subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:{path}"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def module_at(ref: str, path: str) -> types.ModuleType:
+    """The module ``path`` as it is at ``ref``, loaded under its own name next to this tree's."""
+    name = f"{path.removesuffix('.py').replace('/', '_')}_at_{ref.replace('/', '_')}"
     module = types.ModuleType(name)
     sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
-    exec(compile(source, f"{ref}:stream/pipeline/phase_two.py", "exec"), module.__dict__)
-    return module.handle_updates  # type: ignore[no-any-return]
+    exec(compile(file_at(ref, path), f"{ref}:{path}", "exec"), module.__dict__)
+    return module
+
+
+def phase_two_at(ref: str) -> tuple[Handler, Callable[[str], object]]:
+    """``handle_updates`` of stream/pipeline/phase_two.py at ``ref``, and a factory of the Store of
+    that ref (stream/store/store.py and its Lua scripts at ``ref``) for a Redis URL."""
+    store = module_at(ref, "stream/store/store.py")
+    store.source = lambda name: file_at(ref, f"stream/store/scripts/{name}.lua")  # type: ignore[attr-defined]
+    settings = Settings()
+    return (module_at(ref, "stream/pipeline/phase_two.py").handle_updates,
+            lambda url: store.Store.from_url(url, history_length=settings.history_length))
 
 
 async def run_chained(url: str, rounds: list, partitions: int, batch_rounds: int,  # type: ignore[type-arg]
-                      handle: Handler, joined: bool) -> Figures:
+                      handle: Handler, joined: bool, store: Callable[[str], object] | None = None) -> Figures:
     """Seed the chained fan-out of ``rounds`` (untimed), then time phase two of it in batches of
-    ``batch_rounds`` rounds: every partition's sections joined (``joined``) or one message each."""
+    ``batch_rounds`` rounds: every partition's sections joined (``joined``) or one message each;
+    ``store``: the timed handler's Store (default: this tree's)."""
     settings = Settings(redis_url=url, partitions=partitions)
     ctx = PipelineContext.from_settings(settings)
     fanouts = await queue_chained(ctx.store, rounds, preset(settings.engine_preset), partitions)
+    if store is not None:
+        await ctx.store.close()
+        ctx = PipelineContext.from_settings(settings, store=store(url))  # type: ignore[arg-type]
     limit = value_limit(settings.max_message_bytes)
     batches = []
     for lo in range(0, len(fanouts), batch_rounds):
@@ -191,18 +209,19 @@ def chained(rounds: list, partitions: int, sizes: Sequence[int], before: str | N
     handler and, with ``before``, the one at that ref, alternating, best of ``repeat``."""
     from stream.pipeline.phase_two import handle_updates as after
 
-    handlers: dict[str, tuple[Handler, bool]] = {"this tree": (after, True)}
+    handlers: dict[str, tuple[Handler, bool, Callable[[str], object] | None]] = {"this tree": (after, True, None)}
     if before:
-        handlers[f"at {before}"] = (handler_at(before), False)
+        handle_before, store_before = phase_two_at(before)
+        handlers[f"at {before}"] = (handle_before, False, store_before)
     participations = sum(r.field_size for r in rounds)
     best: dict[tuple[int, str], Figures] = {}
     error: dict[tuple[int, str], float] = {}
     for _ in range(repeat):
         for size in sizes:
-            for name, (handle, joined) in handlers.items():
+            for name, (handle, joined, store) in handlers.items():
                 server = RedisServer().start()
                 try:
-                    figures = asyncio.run(run_chained(server.url, rounds, partitions, size, handle, joined))
+                    figures = asyncio.run(run_chained(server.url, rounds, partitions, size, handle, joined, store))
                     error[(size, name)] = mu_error(server.url, rounds)
                 finally:
                     server.stop()
