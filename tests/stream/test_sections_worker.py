@@ -16,7 +16,7 @@ import pytest
 import pipeline_harness as harness
 from chain_fanout import queue_chained
 from stream import engine
-from stream.contracts import UNVERIFIED_PLAYER_UPDATE, parse_round, validate
+from stream.contracts import UNVERIFIED_PLAYER_UPDATE, Limits, parse_round, validate
 from stream.contracts.round import BAD_PLAYER_UPDATE
 from stream.pipeline.messages import FanOutMessage, join_fanout, split_sections
 from stream.pipeline.topics import ensure
@@ -31,8 +31,8 @@ PARTITIONS = 4
 async def seed(redis_url: str, rounds: list[dict]) -> list[list[FanOutMessage]]:
     store = Store.from_url(redis_url, history_length=Settings().history_length)
     try:
-        return await queue_chained(store, [parse_round(json.dumps(r)) for r in rounds], engine.preset("mmr"),
-                                   PARTITIONS)
+        return await queue_chained(store, [parse_round(json.dumps(r), limits=Limits()) for r in rounds],
+                                   engine.preset("mmr"), PARTITIONS)
     finally:
         await store.close()
 
