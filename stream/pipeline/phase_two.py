@@ -292,8 +292,9 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
         current = unpack_batch(stored.states, ctx.params)  # per player; each wave moves its rows' players
         tiers = np.array(stored.tiers, dtype=object)
         fresh = np.fromiter((state is None for state in stored.states), dtype=bool, count=len(stored.states))
-        for wave in waves:
-            _rate_wave(ctx, rows, wave, np.searchsorted(rated.rows, wave), current, tiers, fresh, rated)
+        for k, wave in enumerate(waves):
+            _rate_wave(ctx, rows, wave, np.searchsorted(rated.rows, wave), current, tiers, fresh, rated,
+                       last=k == len(waves) - 1)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
     return [_round_writes(round_.update, rated, texts, slice(lo, hi))
@@ -301,22 +302,25 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
 
 
 def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarray, current: engine.PlayerBatch,
-               tiers: np.ndarray, fresh: np.ndarray, rated: _Rated) -> None:
+               tiers: np.ndarray, fresh: np.ndarray, rated: _Rated, *, last: bool) -> None:
     """Rate the rows ``wave`` (positions ``at`` in ``rated``) in one engine call from their
-    players' current states, and move those players' states, tiers and newcomer flags on."""
+    players' current states, and move those players' states (unless it is the ``last`` wave),
+    tiers and newcomer flags on."""
     players = rows.key[wave]
     before = current.take(players)
     after = engine.phase_two(before, rows.performance[wave], ctx.params, weight=rows.weight[wave],
                              time=rows.time[wave])
-    current.put(players, after)
+    if not last:
+        current.put(players, after)
     rated.mu_before[at], rated.sigma_before[at] = before.mu, before.sigma
     rated.mu[at], rated.sigma[at], rated.rounds[at] = after.mu, after.sigma, after.rounds
     rated.states[at] = pack_batch(after)
     rated.newcomer[at] = fresh[players]
     fresh[players] = False
     ladder = rows.ladder[wave]
-    for index in np.unique(ladder).tolist():  # tiers move with every wave (hysteresis), by the ladder's config
-        part = np.flatnonzero(ladder == index)
+    parts = [(0, slice(None))] if len(rows.ladders) == 1 else \
+        [(index, np.flatnonzero(ladder == index)) for index in np.unique(ladder).tolist()]
+    for index, part in parts:  # tiers move with every wave (hysteresis), by the ladder's display config
         cfg = ctx.display(rows.ladders[index])
         rated.shown[at[part]] = display_rating(after.mu[part], after.sigma[part], cfg)
         new = tier_names(next_tier(tier_indices(tiers[players[part]].tolist(), cfg), after.mu[part],
