@@ -259,8 +259,8 @@ def main() -> None:
     participations = sum(r.field_size for r in rounds)
     warm_up()  # the engine's compiled loops loaded before timing
     if args.batch_rounds:
-        print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} participations, "
-              f"{args.partitions} partitions\n")
+        print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} "
+              f"participations, {args.partitions} partitions\n")
         chained(rounds, args.partitions, [int(n) for n in args.batch_rounds.split(",")], args.before, args.repeat)
         return
     started = time.perf_counter()

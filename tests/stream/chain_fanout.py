@@ -34,7 +34,8 @@ def sections(round_: RoundResult, seq: int, performance: np.ndarray, previous: l
                               weight=round_.weight, field_size=round_.field_size,
                               players=[players[i] for i in index], ranks=ranks[index].tolist(),
                               performances=performance[index].tolist(), previous_seqs=[previous[i] for i in index])
-        out.append(FanOutMessage(partition, players[index[0]].encode(), encode_update(update, [texts[i] for i in index])))
+        value = encode_update(update, [texts[i] for i in index])
+        out.append(FanOutMessage(partition, players[index[0]].encode(), value))
     return out
 
 

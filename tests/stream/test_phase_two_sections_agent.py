@@ -68,8 +68,8 @@ def test_a_section_that_keeps_raising_is_dead_lettered_alone_and_the_rest_applie
         letters = [json.loads(m.value) for m in rejected]
         for letter in letters:
             validate("dead-letter", letter)
-        assert sorted((letter["reason"], base64.b64decode(letter["original"]), letter["offset"]) for letter in letters) \
-            == sorted([(INTERNAL_ERROR, one[0].value, 7), (BAD_PLAYER_UPDATE, events[1].value, 8)])
+        got = sorted((letter["reason"], base64.b64decode(letter["original"]), letter["offset"]) for letter in letters)
+        assert got == sorted([(INTERNAL_ERROR, one[0].value, 7), (BAD_PLAYER_UPDATE, events[1].value, 8)])
         assert "InjectedFault" in next(x for x in letters if x["reason"] == INTERNAL_ERROR)["message"]
         assert result.applied == 4 and result.gaps == 0  # s2: a, c; s3: a, b (a and b released past s1)
         assert (await ctx.store.round_record("S", "s1"))["status"] == "failed"
