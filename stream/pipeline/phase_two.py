@@ -260,7 +260,7 @@ async def _re_emit(ctx: PipelineContext, result: PhaseTwoResult, missing: list[t
 class _Rated:
     """The applied rows' new states as columns, aligned with ``rows`` (the applied row indices,
     ascending: each round's applied rows are one slice); floats kept as arrays and rendered to
-    their text once (:meth:`texts`) for the events and for Redis."""
+    their text once (:class:`_Texts`) for the events and for Redis."""
 
     rows: np.ndarray
     mu_before: np.ndarray
