@@ -1,0 +1,192 @@
+"""The read API's response cache (stream/api/cache.py): alone with a fake clock, and through the app
+over a real Redis (a cached answer is the fresh one as soon as the ladder's version moves)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis
+from aiohttp.test_utils import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apiclient import with_client
+from readside_data import LADDER, Seeded, seed
+from stream.api import app as api_app
+from stream.api.cache import ResponseCache
+from stream.store import keys
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(ttl_s: float = 1.0, max_bytes: int = 1000, max_entry_bytes: int = 100) -> tuple[ResponseCache, Clock]:
+    clock = Clock()
+    return ResponseCache(ttl_s=ttl_s, max_bytes=max_bytes, max_entry_bytes=max_entry_bytes, clock=clock), clock
+
+
+def test_hit_while_the_version_holds_and_the_ttl_lasts() -> None:
+    cache, clock = make()
+    calls: list[bytes] = []
+
+    async def compute(value: bytes) -> bytes:
+        calls.append(value)
+        return value
+
+    async def go() -> list[bytes]:
+        out = [await cache.get("k", 1, lambda: compute(b"a"))]
+        out.append(await cache.get("k", 1, lambda: compute(b"b")))  # same version: cached
+        out.append(await cache.get("k", 2, lambda: compute(b"c")))  # version moved
+        clock.now = 0.99
+        out.append(await cache.get("k", 2, lambda: compute(b"d")))
+        clock.now = 1.0  # computed at 0.0: too old now
+        out.append(await cache.get("k", 2, lambda: compute(b"e")))
+        out.append(await cache.get("other", 2, lambda: compute(b"f")))
+        return out
+
+    assert asyncio.run(go()) == [b"a", b"a", b"c", b"c", b"e", b"f"]
+    assert calls == [b"a", b"c", b"e", b"f"] and (cache.hits, cache.misses) == (2, 4)
+
+
+def test_concurrent_misses_share_one_computation_and_errors_are_not_kept() -> None:
+    cache, _ = make()
+    calls = 0
+
+    async def slow() -> bytes:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        return b"x"
+
+    async def failing() -> bytes:
+        await asyncio.sleep(0.01)
+        raise ValueError("boom")
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        shared = await asyncio.gather(*(cache.get("k", 1, slow) for _ in range(10)))
+        errors = await asyncio.gather(*(cache.get("e", 1, failing) for _ in range(3)), return_exceptions=True)
+        return shared, errors
+
+    shared, errors = asyncio.run(go())
+    assert shared == [b"x"] * 10 and calls == 1
+    assert all(isinstance(e, ValueError) for e in errors) and len(errors) == 3
+    assert "e" not in cache._entries  # noqa: SLF001 - nothing kept for a failure
+
+
+def test_size_bounds_least_recently_used_out() -> None:
+    cache, _ = make(max_bytes=250, max_entry_bytes=100)
+
+    async def put(key: str, size: int) -> bytes:
+        return await cache.get(key, 0, lambda: asyncio.sleep(0, b"x" * size))
+
+    async def go() -> None:
+        await put("a", 100)
+        await put("b", 100)
+        await put("a", 100)  # a hit: "a" is now the most recently used
+        await put("c", 100)  # 300 > 250: "b" goes
+        await put("big", 101)  # larger than an entry may be: answered, not kept
+
+    asyncio.run(go())
+    assert list(cache._entries) == ["a", "c"] and cache.size == 200  # noqa: SLF001
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["write", "write+version", "tick", "read"]),
+                          st.floats(min_value=0.0, max_value=0.6)), max_size=40))
+def test_an_answer_is_never_staler_than_the_ttl_nor_older_than_the_version(ops: list[tuple[str, float]]) -> None:
+    """Against a store that changes (with or without moving the version) as time passes, every read
+    returns a value the store held within the last ttl_s, and the current value whenever the
+    version moved since the answer was computed."""
+    cache, clock = make(ttl_s=1.0)
+    value, version = 0, 0
+    history: list[tuple[float, int]] = [(0.0, 0)]  # (from when, value)
+    at_version_move = 0  # the value when the version last moved
+
+    async def go() -> None:
+        nonlocal value, version, at_version_move
+        for op, dt in ops:
+            if op == "tick":
+                clock.now += dt
+            elif op.startswith("write"):
+                value += 1
+                history.append((clock.now, value))
+                if op == "write+version":
+                    version += 1
+                    at_version_move = value
+            else:
+                got = int(await cache.get("k", version, lambda: asyncio.sleep(0, str(value).encode())))
+                held_since = [v for t, v in history if t <= clock.now - 1.0]
+                oldest_allowed = max([held_since[-1]] if held_since else [0])
+                assert oldest_allowed <= got <= value
+                assert got >= at_version_move
+
+    asyncio.run(go())
+
+
+@pytest.fixture()
+def seeded(redis_url: str) -> Seeded:
+    return seed(redis_url)
+
+
+def test_the_app_answers_afresh_when_the_ladder_moves(redis_url: str, seeded: Seeded,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached leaderboard holds while nothing moved the ladder's version; a rated round (rounds_rated,
+    updated_at) brings the new answer at once; a change that moves no version shows after the TTL."""
+    monkeypatch.setattr(api_app, "CACHE_TTL_S", 0.5)
+    sync = redis.Redis.from_url(redis_url)
+    path = f"/api/ladders/{LADDER}/leaderboard?limit=3"
+
+    async def top(client: TestClient) -> str:
+        resp = await client.get(path)
+        assert resp.status == 200
+        return (await resp.json())["rows"][0]["player"]  # type: ignore[no-any-return]
+
+    async def body(client: TestClient) -> list[str]:
+        seen = [await top(client)]
+        sync.zadd(keys.leaderboard(LADDER), {"late": 9999.0})  # a player update before its round is rated
+        seen.append(await top(client))
+        await asyncio.sleep(0.6)
+        seen.append(await top(client))
+        sync.zadd(keys.leaderboard(LADDER), {"later": 10_000.0})
+        sync.hincrby(keys.ladder(LADDER), "rounds_rated", 1)  # the round is rated
+        seen.append(await top(client))
+        return seen
+
+    try:
+        seen = with_client(redis_url, body)
+    finally:
+        sync.close()
+    assert seen == [seeded.ranking()[0], seeded.ranking()[0], "late", "later"]
+
+
+def test_predictions_follow_the_players_ratings(redis_url: str, seeded: Seeded) -> None:
+    """A prediction is cached under its players' (mu, sigma): a rating change gives a new one at once
+    (no version or TTL involved), an unrelated change keeps it."""
+    sync = redis.Redis.from_url(redis_url)
+    path = f"/api/ladders/{LADDER}/predict?players=p01,p02"
+
+    async def favourite(client: TestClient) -> float:
+        resp = await client.get(path)
+        assert resp.status == 200
+        return (await resp.json())["players"][0]["win_probability"]  # type: ignore[no-any-return]
+
+    async def body(client: TestClient) -> list[float]:
+        seen = [await favourite(client)]
+        sync.hset(keys.player(LADDER, "p03"), "mu", "9999")
+        seen.append(await favourite(client))
+        sync.hset(keys.player(LADDER, "p01"), mapping={"mu": "9999", "sigma": "50"})
+        seen.append(await favourite(client))
+        return seen
+
+    try:
+        seen = with_client(redis_url, body)
+    finally:
+        sync.close()
+    assert seen[0] == seen[1] < 0.99 and seen[2] > 0.99
