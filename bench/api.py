@@ -6,9 +6,14 @@ concurrent HTTP clients (aiohttp, in this process: the load generator shares the
 call one endpoint at a time for ``--seconds`` each: requests per second and p50 / p95 latency, and
 each endpoint's throughput as a ratio to ``/health`` measured in the same run. Then the same again
 while a publisher keeps the pipeline busy with further rounds (``--busy-rate`` rounds per second):
-the ratio busy / idle per endpoint.
+the ratio busy / idle per endpoint. The busy phase's publisher runs in its own process, so it does
+not take the load generator's interpreter lock.
 
-Usage: python bench/api.py [--rounds 500] [--clients 32] [--seconds 5] [--busy-rate 20]
+``--api process`` serves the API from a ``stream api`` process of its own (the worker runs with
+``--no-web``) instead of the worker's thread: what a busy pipeline costs the API through the
+shared interpreter lock, apart from the shared cores.
+
+Usage: python bench/api.py [--rounds 500] [--clients 32] [--seconds 5] [--busy-rate 20] [--api worker|process]
 Prints a Markdown table (BENCHMARKS.md, "Read API").
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -24,6 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import redis
@@ -32,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
+from stream.contracts import RoundResult  # noqa: E402
 from stream.cli.stack import publish_paced  # noqa: E402
 from stream.pipeline.topics import partition_counts  # noqa: E402
 from stream.settings import Settings  # noqa: E402
@@ -116,6 +124,11 @@ def measure_all(base: str, paths: dict[str, str], clients: int, seconds: float) 
     return {name: asyncio.run(load(base, path, clients, seconds)) for name, path in paths.items()}
 
 
+def feed(settings: Settings, rounds: list[RoundResult], per_second: float, stop: Any) -> None:
+    """The busy phase's publisher (a process of its own; ``stop``: a multiprocessing Event)."""
+    publish_paced(settings, iter(rounds), per_second, stop)
+
+
 def wait_rated(r: redis.Redis, count: int) -> None:
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
     while int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0) < count:
@@ -130,6 +143,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=5.0, help="per endpoint and phase")
     parser.add_argument("--busy-rate", type=float, default=20.0, help="rounds/s published during the busy phase")
+    parser.add_argument("--api", choices=("worker", "process"), default="worker",
+                        help="serve the API from the worker's thread or from a `stream api` process")
     args = parser.parse_args()
 
     all_rounds = list(synthetic_rounds(PLAYERS, args.rounds * 10 + 10, FIELD, ladder=LADDER))
@@ -139,8 +154,10 @@ def main() -> None:
         settings = Settings.from_env(environ={**stack.env(), "WEB_PORT": str(port)})
         ensure_topics(stack.bootstrap, partition_counts(settings))
         env = {**os.environ, **stack.env(), "WEB_PORT": str(port), "LOG_LEVEL": "warning"}
-        worker = subprocess.Popen([sys.executable, "-m", "stream", "worker"], cwd=REPO, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        worker = subprocess.Popen([sys.executable, "-m", "stream", "worker"] + (["--no-web"] if args.api == "process" else []),
+                                  cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen([sys.executable, "-m", "stream", "api"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL) if args.api == "process" else None
         r = redis.Redis.from_url(stack.redis_url)
         try:
             wait_for_port(port, timeout_s=60)
@@ -150,16 +167,20 @@ def main() -> None:
             paths = endpoints(players, warm[-1].round_id)
             base = f"http://127.0.0.1:{port}"
             idle = measure_all(base, paths, args.clients, args.seconds)
-            stop = threading.Event()
-            feeder = threading.Thread(target=publish_paced, args=(settings, iter(busy_rounds), args.busy_rate, stop))
+            spawn = multiprocessing.get_context("spawn")
+            stop = spawn.Event()
+            feeder = spawn.Process(target=feed, args=(settings, busy_rounds, args.busy_rate, stop))
             before = int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0)
             feeder.start()
-            time.sleep(1.0)  # the pipeline is busy
+            time.sleep(3.0)  # the publisher has started (a new interpreter) and the pipeline is busy
             busy = measure_all(base, paths, args.clients, args.seconds)
             stop.set()
             feeder.join()
             rated_meanwhile = int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0) - before
         finally:
+            if server is not None:
+                server.terminate()
+                server.wait(30)
             worker.terminate()
             try:
                 worker.wait(30)
@@ -169,7 +190,8 @@ def main() -> None:
             r.close()
 
     health = idle["/health"].rate
-    print(f"Read API, {args.clients} concurrent clients, {args.seconds:g} s per endpoint; "
+    print(f"Read API served by {'the worker (a thread)' if args.api == 'worker' else 'a `stream api` process'}, "
+          f"{args.clients} concurrent clients, {args.seconds:g} s per endpoint; "
           f"{len(warm)} rounds of {FIELD} rated ({PLAYERS} players); busy: {rated_meanwhile} more rounds rated "
           f"while measuring (offered {args.busy_rate:g}/s)\n")
     print("| endpoint | req/s | p50 ms | p95 ms | / health | busy req/s | busy p50 ms | busy / idle | errors |")

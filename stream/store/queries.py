@@ -418,13 +418,13 @@ LADDER_VERSION_FIELDS = ("seq", "rounds_rated", "updated_at")
 
 async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
     """What changes whenever a round is registered or rated (``seq``, ``rounds_rated``,
-    ``updated_at`` of the ladder hash), or None for an unknown ladder: one round trip. The read API
-    keys its cached answers on it."""
-    pipe = r.pipeline(transaction=False)
-    pipe.sismember(keys.ladders(), ladder)
-    pipe.hmget(keys.ladder(ladder), LADDER_VERSION_FIELDS)
-    exists, fields = await pipe.execute()
-    return tuple(_text(f) or "" for f in fields) if exists else None
+    ``updated_at`` of the ladder hash), or None for an unknown ladder. The read API keys its cached
+    answers on it, so it is one command: a ladder hash with any of them is a ladder (the ladder's
+    first round put it in the ladder set and counted ``seq``); only without them is the set asked."""
+    fields = await r.hmget(keys.ladder(ladder), LADDER_VERSION_FIELDS)
+    if all(f is None for f in fields) and not await ladder_exists(r, ladder):
+        return None
+    return tuple(_text(f) or "" for f in fields)
 
 
 @dataclass
