@@ -101,6 +101,10 @@ def _max_id(request: web.Request) -> int:
     return request.app[SETTINGS_KEY].max_id_length
 
 
+def _ladder_name(request: web.Request) -> str:
+    return inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
+
+
 async def _ladder(request: web.Request) -> str:
     """The path's ladder, which must exist (404 otherwise)."""
     ladder = _ladder_name(request)
@@ -158,10 +162,6 @@ async def index(request: web.Request) -> web.FileResponse:
 
 def _json_body(body: bytes) -> web.Response:
     return web.Response(body=body, content_type="application/json")
-
-
-def _ladder_name(request: web.Request) -> str:
-    return inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
 
 
 LadderAnswer = Callable[[web.Request, str], Awaitable[dict[str, Any]]]

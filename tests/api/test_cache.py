@@ -4,6 +4,7 @@ over a real Redis (a cached answer is the fresh one as soon as the ladder's vers
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -135,58 +136,55 @@ def seeded(redis_url: str) -> Seeded:
     return seed(redis_url)
 
 
+Change = Callable[[redis.Redis], object]
+
+
+def answers_between(redis_url: str, path: str, changes: list[tuple[Change | None, float]]) -> list[Any]:
+    """GET ``path`` once, then once after each (change to Redis, seconds waited), in one server."""
+    sync = redis.Redis.from_url(redis_url)
+
+    async def get(client: TestClient) -> Any:
+        resp = await client.get(path)
+        assert resp.status == 200
+        return await resp.json()
+
+    async def body(client: TestClient) -> list[Any]:
+        seen = [await get(client)]
+        for change, wait_s in changes:
+            if change is not None:
+                change(sync)
+            await asyncio.sleep(wait_s)
+            seen.append(await get(client))
+        return seen
+
+    try:
+        return with_client(redis_url, body)  # type: ignore[no-any-return]
+    finally:
+        sync.close()
+
+
 def test_the_app_answers_afresh_when_the_ladder_moves(redis_url: str, seeded: Seeded,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A cached leaderboard holds while nothing moved the ladder's version; a rated round (rounds_rated,
     updated_at) brings the new answer at once; a change that moves no version shows after the TTL."""
     monkeypatch.setattr(api_app, "CACHE_TTL_S", 0.5)
-    sync = redis.Redis.from_url(redis_url)
-    path = f"/api/ladders/{LADDER}/leaderboard?limit=3"
 
-    async def top(client: TestClient) -> str:
-        resp = await client.get(path)
-        assert resp.status == 200
-        return (await resp.json())["rows"][0]["player"]  # type: ignore[no-any-return]
+    def rated(r: redis.Redis) -> None:
+        r.zadd(keys.leaderboard(LADDER), {"later": 10_000.0})
+        r.hincrby(keys.ladder(LADDER), "rounds_rated", 1)
 
-    async def body(client: TestClient) -> list[str]:
-        seen = [await top(client)]
-        sync.zadd(keys.leaderboard(LADDER), {"late": 9999.0})  # a player update before its round is rated
-        seen.append(await top(client))
-        await asyncio.sleep(0.6)
-        seen.append(await top(client))
-        sync.zadd(keys.leaderboard(LADDER), {"later": 10_000.0})
-        sync.hincrby(keys.ladder(LADDER), "rounds_rated", 1)  # the round is rated
-        seen.append(await top(client))
-        return seen
-
-    try:
-        seen = with_client(redis_url, body)
-    finally:
-        sync.close()
-    assert seen == [seeded.ranking()[0], seeded.ranking()[0], "late", "later"]
+    seen = answers_between(redis_url, f"/api/ladders/{LADDER}/leaderboard?limit=3", [
+        (lambda r: r.zadd(keys.leaderboard(LADDER), {"late": 9999.0}), 0.0),  # a player updated, round not rated yet
+        (None, 0.6),  # past the TTL
+        (rated, 0.0)])
+    assert [page["rows"][0]["player"] for page in seen] == [seeded.ranking()[0], seeded.ranking()[0], "late", "later"]
 
 
 def test_predictions_follow_the_players_ratings(redis_url: str, seeded: Seeded) -> None:
     """A prediction is cached under its players' (mu, sigma): a rating change gives a new one at once
     (no version or TTL involved), an unrelated change keeps it."""
-    sync = redis.Redis.from_url(redis_url)
-    path = f"/api/ladders/{LADDER}/predict?players=p01,p02"
-
-    async def favourite(client: TestClient) -> float:
-        resp = await client.get(path)
-        assert resp.status == 200
-        return (await resp.json())["players"][0]["win_probability"]  # type: ignore[no-any-return]
-
-    async def body(client: TestClient) -> list[float]:
-        seen = [await favourite(client)]
-        sync.hset(keys.player(LADDER, "p03"), "mu", "9999")
-        seen.append(await favourite(client))
-        sync.hset(keys.player(LADDER, "p01"), mapping={"mu": "9999", "sigma": "50"})
-        seen.append(await favourite(client))
-        return seen
-
-    try:
-        seen = with_client(redis_url, body)
-    finally:
-        sync.close()
-    assert seen[0] == seen[1] < 0.99 and seen[2] > 0.99
+    seen = answers_between(redis_url, f"/api/ladders/{LADDER}/predict?players=p01,p02", [
+        (lambda r: r.hset(keys.player(LADDER, "p03"), "mu", "9999"), 0.0),
+        (lambda r: r.hset(keys.player(LADDER, "p01"), mapping={"mu": "9999", "sigma": "50"}), 0.0)])
+    first = [answer["players"][0]["win_probability"] for answer in seen]
+    assert first[0] == first[1] < 0.99 and first[2] > 0.99

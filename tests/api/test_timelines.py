@@ -9,9 +9,8 @@ from urllib.parse import quote
 
 import pytest
 import redis
-from aiohttp.test_utils import TestClient
 
-from apiclient import with_client
+from apiclient import get_all
 from readside_data import DAY, LADDER, START, Seeded, seed
 from stream.engine.display import DisplayConfig
 from stream.store import keys
@@ -20,16 +19,6 @@ from stream.store import keys
 @pytest.fixture()
 def seeded(redis_url: str) -> Seeded:
     return seed(redis_url)
-
-
-def get_all(redis_url: str, paths: list[str]) -> list[tuple[int, Any]]:
-    async def body(client: TestClient) -> list[tuple[int, Any]]:
-        out = []
-        for path in paths:
-            resp = await client.get(path)
-            out.append((resp.status, await resp.json()))
-        return out
-    return with_client(redis_url, body)  # type: ignore[no-any-return]
 
 
 def test_rounds_over_time(redis_url: str, seeded: Seeded) -> None:
