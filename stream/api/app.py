@@ -67,6 +67,9 @@ CONCURRENT_DLQ_READS = 2
 """Dead-letter reads (/rejected) running at once; more wait."""
 CACHE_TTL_S = 1.0
 """A cached answer is served for at most this long, even while its ladder's version holds."""
+CACHE_FRESH_S = 0.1
+"""A cached answer younger than this is served without reading the ladder's version: answers lag
+Redis by at most this, and the events stream announces a change this long after seeing it."""
 CACHE_MAX_BYTES = 32 * 1024 * 1024
 CACHE_MAX_ENTRY_BYTES = 1024 * 1024
 """Larger answers (a big round's page) are computed for every request, never kept."""
@@ -169,9 +172,13 @@ LadderAnswer = Callable[[web.Request, str], Awaitable[dict[str, Any]]]
 
 def cached_by_ladder(answer: LadderAnswer) -> Callable[[web.Request], Awaitable[web.Response]]:
     """A GET handler serving ``answer(request, ladder)`` for the path's ladder (404 when unknown) as
-    JSON, from the response cache while the ladder's version holds (:mod:`stream.api.cache`): a
-    cached answer costs one Redis round trip."""
+    JSON, from the response cache (:mod:`stream.api.cache`): a fresh answer costs no Redis command,
+    one still under the ladder's version one."""
     async def handler(request: web.Request) -> web.Response:
+        cache = request.app[CACHE_KEY]
+        fresh = cache.fresh(request.raw_path)
+        if fresh is not None:
+            return _json_body(fresh)
         ladder = _ladder_name(request)
         version = await queries.ladder_version(_redis(request), ladder)
         if version is None:
@@ -180,7 +187,7 @@ def cached_by_ladder(answer: LadderAnswer) -> Callable[[web.Request], Awaitable[
         async def compute() -> bytes:
             return orjson.dumps(await answer(request, ladder))
 
-        return _json_body(await request.app[CACHE_KEY].get(request.raw_path, version, compute))
+        return _json_body(await cache.get(request.raw_path, version, compute))
 
     handler.__name__, handler.__doc__ = answer.__name__, answer.__doc__
     return handler
@@ -334,7 +341,8 @@ async def _prediction(params: Params, ladder: str, players: list[str], states: l
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes.
+    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes, sent
+    CACHE_FRESH_S after the change is seen, so what the event makes a page read shows the change.
 
     At most API_MAX_EVENT_STREAMS at once (503 with Retry-After beyond). A client that goes away
     ends its stream quietly: that is how every tab closes."""
@@ -358,6 +366,7 @@ async def events(request: web.Request) -> web.StreamResponse:
             now = time.monotonic()
             if updated_at != last:
                 last = updated_at
+                await asyncio.sleep(CACHE_FRESH_S)  # answers cached before the change have aged out
                 data = json.dumps({"ladder": ladder, "updated_at": updated_at})
                 await response.write(f"event: update\ndata: {data}\n\n".encode())
                 last_write = now
@@ -400,7 +409,8 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app[PROBE_KEY] = probe
     app[STREAMS_KEY] = [0]
     app[DLQ_READS_KEY] = asyncio.Semaphore(CONCURRENT_DLQ_READS)
-    app[CACHE_KEY] = ResponseCache(ttl_s=CACHE_TTL_S, max_bytes=CACHE_MAX_BYTES, max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
+    app[CACHE_KEY] = ResponseCache(ttl_s=CACHE_TTL_S, fresh_s=CACHE_FRESH_S, max_bytes=CACHE_MAX_BYTES,
+                                   max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
     app[PREDICTIONS_KEY] = ResponseCache(ttl_s=math.inf, max_bytes=PREDICTIONS_MAX_BYTES,
                                          max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
     app.router.add_get("/", index)

@@ -1,10 +1,13 @@
-"""Cached answers of the read API: the JSON bytes of an answer, kept while the version it was
-computed under still holds, for at most ``ttl_s``, least recently used first out.
+"""Cached answers of the read API: the JSON bytes of an answer, least recently used first out.
 
-A ladder's answers are versioned by :func:`stream.store.queries.ladder_version` (it changes when a
-round is registered or rated), so a cached answer costs one Redis round trip, as ``/health`` does;
-the TTL bounds what the version does not cover (a round's players updated before the round is
-rated, erasures, retention). Concurrent requests for an answer not cached share one computation.
+An answer younger than ``fresh_s`` is served as it is, without asking Redis anything (so answers
+lag Redis by at most ``fresh_s``: the live-update events wait that long before announcing a change,
+so the page they make a browser read shows it). An older one is served while the version it was
+computed under still holds, for at most ``ttl_s``: a ladder's answers are versioned by
+:func:`stream.store.queries.ladder_version` (it changes when a round is registered or rated), read
+in one Redis command; the TTL bounds what the version does not cover (a round's players updated
+before the round is rated, erasures, retention). Concurrent requests for an answer not cached share
+one computation.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ class Entry:
 class ResponseCache:
     """At most ``max_bytes`` of answers, none larger than ``max_entry_bytes`` (those are not kept)."""
 
-    def __init__(self, *, ttl_s: float, max_bytes: int, max_entry_bytes: int,
+    def __init__(self, *, ttl_s: float, max_bytes: int, max_entry_bytes: int, fresh_s: float = 0.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
+        self.fresh_s = fresh_s
         self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes
         self.clock = clock
@@ -40,6 +44,15 @@ class ResponseCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def fresh(self, key: Hashable) -> bytes | None:
+        """The answer for ``key`` if it is younger than ``fresh_s`` (no version needed), else None."""
+        entry = self._entries.get(key)
+        if entry is None or self.clock() - entry.made >= self.fresh_s:
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return entry.body
 
     async def get(self, key: Hashable, version: Hashable, compute: Callable[[], Awaitable[bytes]]) -> bytes:
         """The answer for ``key`` under ``version``: the cached bytes if still good, else

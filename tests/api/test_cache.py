@@ -28,9 +28,11 @@ class Clock:
         return self.now
 
 
-def make(ttl_s: float = 1.0, max_bytes: int = 1000, max_entry_bytes: int = 100) -> tuple[ResponseCache, Clock]:
+def make(ttl_s: float = 1.0, max_bytes: int = 1000, max_entry_bytes: int = 100,
+         fresh_s: float = 0.0) -> tuple[ResponseCache, Clock]:
     clock = Clock()
-    return ResponseCache(ttl_s=ttl_s, max_bytes=max_bytes, max_entry_bytes=max_entry_bytes, clock=clock), clock
+    return ResponseCache(ttl_s=ttl_s, fresh_s=fresh_s, max_bytes=max_bytes, max_entry_bytes=max_entry_bytes,
+                         clock=clock), clock
 
 
 def test_hit_while_the_version_holds_and_the_ttl_lasts() -> None:
@@ -54,6 +56,21 @@ def test_hit_while_the_version_holds_and_the_ttl_lasts() -> None:
 
     assert asyncio.run(go()) == [b"a", b"a", b"c", b"c", b"e", b"f"]
     assert calls == [b"a", b"c", b"e", b"f"] and (cache.hits, cache.misses) == (2, 4)
+
+
+def test_a_fresh_answer_needs_no_version() -> None:
+    cache, clock = make(fresh_s=0.1)
+
+    async def go() -> list[bytes | None]:
+        out: list[bytes | None] = [cache.fresh("k")]  # nothing cached
+        await cache.get("k", 1, lambda: asyncio.sleep(0, b"a"))
+        clock.now = 0.09
+        out.append(cache.fresh("k"))
+        clock.now = 0.1
+        out.append(cache.fresh("k"))
+        return out
+
+    assert asyncio.run(go()) == [None, b"a", None]
 
 
 def test_concurrent_misses_share_one_computation_and_errors_are_not_kept() -> None:
@@ -98,20 +115,20 @@ def test_size_bounds_least_recently_used_out() -> None:
     assert list(cache._entries) == ["a", "c"] and cache.size == 200  # noqa: SLF001
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["write", "write+version", "tick", "read"]),
                           st.floats(min_value=0.0, max_value=0.6)), max_size=40))
-def test_an_answer_is_never_staler_than_the_ttl_nor_older_than_the_version(ops: list[tuple[str, float]]) -> None:
+def test_an_answer_is_never_staler_than_the_ttl_nor_older_than_a_settled_version(ops: list[tuple[str, float]]) -> None:
     """Against a store that changes (with or without moving the version) as time passes, every read
-    returns a value the store held within the last ttl_s, and the current value whenever the
-    version moved since the answer was computed."""
-    cache, clock = make(ttl_s=1.0)
+    (a fresh answer, else one under the current version) returns a value the store held within the
+    last ttl_s, and at least the value of every version move older than fresh_s."""
+    cache, clock = make(ttl_s=1.0, fresh_s=0.25)
     value, version = 0, 0
     history: list[tuple[float, int]] = [(0.0, 0)]  # (from when, value)
-    at_version_move = 0  # the value when the version last moved
+    moves: list[tuple[float, int]] = []  # (when, value) of each version move
 
     async def go() -> None:
-        nonlocal value, version, at_version_move
+        nonlocal value, version
         for op, dt in ops:
             if op == "tick":
                 clock.now += dt
@@ -120,13 +137,13 @@ def test_an_answer_is_never_staler_than_the_ttl_nor_older_than_the_version(ops: 
                 history.append((clock.now, value))
                 if op == "write+version":
                     version += 1
-                    at_version_move = value
+                    moves.append((clock.now, value))
             else:
-                got = int(await cache.get("k", version, lambda: asyncio.sleep(0, str(value).encode())))
+                got = int(cache.fresh("k") or await cache.get("k", version, lambda: asyncio.sleep(0, str(value).encode())))
                 held_since = [v for t, v in history if t <= clock.now - 1.0]
                 oldest_allowed = max([held_since[-1]] if held_since else [0])
                 assert oldest_allowed <= got <= value
-                assert got >= at_version_move
+                assert all(got >= moved for when, moved in moves if when <= clock.now - 0.25)
 
     asyncio.run(go())
 
@@ -166,8 +183,9 @@ def answers_between(redis_url: str, path: str, changes: list[tuple[Change | None
 def test_the_app_answers_afresh_when_the_ladder_moves(redis_url: str, seeded: Seeded,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A cached leaderboard holds while nothing moved the ladder's version; a rated round (rounds_rated,
-    updated_at) brings the new answer at once; a change that moves no version shows after the TTL."""
-    monkeypatch.setattr(api_app, "CACHE_TTL_S", 0.5)
+    updated_at) brings the new answer once CACHE_FRESH_S passed; a change that moves no version
+    shows after the TTL."""
+    monkeypatch.setattr(api_app, "CACHE_TTL_S", 1.0)
 
     def rated(r: redis.Redis) -> None:
         r.zadd(keys.leaderboard(LADDER), {"later": 10_000.0})
@@ -175,8 +193,8 @@ def test_the_app_answers_afresh_when_the_ladder_moves(redis_url: str, seeded: Se
 
     seen = answers_between(redis_url, f"/api/ladders/{LADDER}/leaderboard?limit=3", [
         (lambda r: r.zadd(keys.leaderboard(LADDER), {"late": 9999.0}), 0.0),  # a player updated, round not rated yet
-        (None, 0.6),  # past the TTL
-        (rated, 0.0)])
+        (None, 1.1),  # past the TTL
+        (rated, api_app.CACHE_FRESH_S)])
     assert [page["rows"][0]["player"] for page in seen] == [seeded.ranking()[0], seeded.ranking()[0], "late", "later"]
 
 
