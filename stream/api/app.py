@@ -292,7 +292,7 @@ async def predict(request: web.Request) -> web.Response:
 
     Players without a rating yet are predicted with the preset's newcomer prior (``known: false``).
     A prediction is a function of the players' (mu, sigma) and the weight, so it is cached under
-    those: one Redis round trip while none of the players' ratings changed.
+    those: one Redis round trip while none of the players' ratings changed, none for CACHE_FRESH_S.
     """
     ladder = _ladder_name(request)
     if request.method == "POST":
@@ -307,6 +307,11 @@ async def predict(request: web.Request) -> web.Response:
         raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
     players = inputs.player_list(raw_players, _max_id(request))
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
+    key = (ladder, tuple(players), weight)
+    cache = request.app[PREDICTIONS_KEY]
+    fresh = cache.fresh(key)
+    if fresh is not None:
+        return _json_body(fresh)
     states = await queries.lobby_state(_redis(request), ladder, players)
     if states is None:
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
@@ -314,8 +319,7 @@ async def predict(request: web.Request) -> web.Response:
     async def compute() -> bytes:
         return orjson.dumps(await _prediction(request.app[PARAMS_KEY], ladder, players, states, weight))
 
-    key = (ladder, tuple(players), weight)
-    return _json_body(await request.app[PREDICTIONS_KEY].get(key, tuple(states), compute))
+    return _json_body(await cache.get(key, tuple(states), compute))
 
 
 async def _prediction(params: Params, ladder: str, players: list[str], states: list[tuple[float, float] | None],
@@ -411,7 +415,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app[DLQ_READS_KEY] = asyncio.Semaphore(CONCURRENT_DLQ_READS)
     app[CACHE_KEY] = ResponseCache(ttl_s=CACHE_TTL_S, fresh_s=CACHE_FRESH_S, max_bytes=CACHE_MAX_BYTES,
                                    max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
-    app[PREDICTIONS_KEY] = ResponseCache(ttl_s=math.inf, max_bytes=PREDICTIONS_MAX_BYTES,
+    app[PREDICTIONS_KEY] = ResponseCache(ttl_s=math.inf, fresh_s=CACHE_FRESH_S, max_bytes=PREDICTIONS_MAX_BYTES,
                                          max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
     app.router.add_get("/", index)
     app.router.add_static("/static", STATIC_DIR)

@@ -199,10 +199,10 @@ def test_the_app_answers_afresh_when_the_ladder_moves(redis_url: str, seeded: Se
 
 
 def test_predictions_follow_the_players_ratings(redis_url: str, seeded: Seeded) -> None:
-    """A prediction is cached under its players' (mu, sigma): a rating change gives a new one at once
-    (no version or TTL involved), an unrelated change keeps it."""
+    """A prediction is cached under its players' (mu, sigma): a rating change gives a new one once
+    CACHE_FRESH_S passed (no version or TTL involved), an unrelated change keeps it."""
     seen = answers_between(redis_url, f"/api/ladders/{LADDER}/predict?players=p01,p02", [
-        (lambda r: r.hset(keys.player(LADDER, "p03"), "mu", "9999"), 0.0),
-        (lambda r: r.hset(keys.player(LADDER, "p01"), mapping={"mu": "9999", "sigma": "50"}), 0.0)])
+        (lambda r: r.hset(keys.player(LADDER, "p03"), "mu", "9999"), api_app.CACHE_FRESH_S),
+        (lambda r: r.hset(keys.player(LADDER, "p01"), mapping={"mu": "9999", "sigma": "50"}), api_app.CACHE_FRESH_S)])
     first = [answer["players"][0]["win_probability"] for answer in seen]
     assert first[0] == first[1] < 0.99 and first[2] > 0.99
