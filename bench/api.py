@@ -124,7 +124,8 @@ def merged(measures: list[Measure]) -> Measure:
                    latencies=[x for m in measures for x in m.latencies], seconds=sum(m.seconds for m in measures))
 
 
-def measure_all(base: str, paths: dict[str, str], clients: int, seconds: float) -> tuple[dict[str, Measure], dict[str, float]]:
+def measure_all(base: str, paths: dict[str, str], clients: int,
+                seconds: float) -> tuple[dict[str, Measure], dict[str, float]]:
     """Each endpoint measured between two ``/health`` measurements: the measures, and each one's
     reference, the mean /health rate just before and just after it (others' load on the shared
     cores drifts within a run). ``/health``'s own row merges all of its measurements."""
@@ -176,7 +177,8 @@ def main() -> None:
         settings = Settings.from_env(environ={**stack.env(), "WEB_PORT": str(port)})
         ensure_topics(stack.bootstrap, partition_counts(settings))
         env = {**os.environ, **stack.env(), "WEB_PORT": str(port), "LOG_LEVEL": "warning"}
-        worker = subprocess.Popen([sys.executable, "-m", "stream", "worker"] + (["--no-web"] if args.api == "process" else []),
+        no_web = ["--no-web"] if args.api == "process" else []
+        worker = subprocess.Popen([sys.executable, "-m", "stream", "worker", *no_web],
                                   cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         server = subprocess.Popen([sys.executable, "-m", "stream", "api"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL) if args.api == "process" else None
@@ -217,7 +219,8 @@ def main() -> None:
           f"while measuring (offered {args.busy_rate:g}/s)\n")
     print("Each endpoint's '/ health' is its rate over the mean /health rate measured just before and after it "
           "(the same phase).\n")
-    print("| endpoint | req/s | p50 ms | p95 ms | / health | busy req/s | busy p50 ms | busy / health | busy / idle | errors |")
+    print("| endpoint | req/s | p50 ms | p95 ms | / health | busy req/s | busy p50 ms | busy / health | busy / idle "
+          "| errors |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in paths:
         i, b = idle[name], busy[name]

@@ -2,7 +2,8 @@
 
 Read-only JSON endpoints over :mod:`stream.store.queries` (documented in ``openapi.json``,
 served at ``/openapi.json``; answers cached by :mod:`stream.api.cache`), live updates by
-Server-Sent Events, Prometheus metrics, and the static dashboard at ``/``. Served standalone by ``stream api``; the worker mounts the same app.
+Server-Sent Events, Prometheus metrics, and the static dashboard at ``/``. Served standalone by
+``stream api``; the worker mounts the same app.
 
 Ladder, player and round ids in paths are percent-encoded segments (any id the input contract
 accepts: ``/``, ``%``, spaces, Unicode), decoded by :func:`stream.api.inputs.path_param`; a player

@@ -139,7 +139,8 @@ def test_an_answer_is_never_staler_than_the_ttl_nor_older_than_a_settled_version
                     version += 1
                     moves.append((clock.now, value))
             else:
-                got = int(cache.fresh("k") or await cache.get("k", version, lambda: asyncio.sleep(0, str(value).encode())))
+                current = str(value).encode()
+                got = int(cache.fresh("k") or await cache.get("k", version, lambda: asyncio.sleep(0, current)))
                 held_since = [v for t, v in history if t <= clock.now - 1.0]
                 oldest_allowed = max([held_since[-1]] if held_since else [0])
                 assert oldest_allowed <= got <= value

@@ -27,7 +27,8 @@ def test_rounds_over_time(redis_url: str, seeded: Seeded) -> None:
         f"/api/ladders/{LADDER}/activity?points=1", "/api/ladders/nope/activity"])
     assert (s3, s60, s1, missing) == (200, 200, 200, 404)
     assert three["rounds"] == 5 and three["rounds_rated"] == 5
-    assert [(p["rounds"], p["round_id"], p["seq"]) for p in three["points"]] == [(1, "r1", 1), (3, "r3", 3), (5, "r5", 5)]
+    assert [(p["rounds"], p["round_id"], p["seq"]) for p in three["points"]] == [(1, "r1", 1), (3, "r3", 3),
+                                                                                 (5, "r5", 5)]
     # the seeded round t (0-based) occurred at START + t days and was rated 2 s later
     assert [p["rated_at"] for p in three["points"]] == [START + 2, START + 2 * DAY + 2, START + 4 * DAY + 2]
     assert [p["round_id"] for p in every["points"]] == seeded.rounds  # fewer rounds than points: all of them
@@ -76,7 +77,8 @@ def test_rank_timeline_against_todays_leaderboard(redis_url: str, seeded: Seeded
 def test_rank_timeline_query_form_history_limit_and_errors(redis_url: str, seeded: Seeded) -> None:
     best = seeded.ranking()[0]
     (s2, two), (s0, none), (sq, by_id), (ghost, err), (bad, _) = get_all(redis_url, [
-        f"/api/ladders/{LADDER}/players/{best}/ranks?history=2", f"/api/ladders/{LADDER}/players/{best}/ranks?history=0",
+        f"/api/ladders/{LADDER}/players/{best}/ranks?history=2",
+        f"/api/ladders/{LADDER}/players/{best}/ranks?history=0",
         f"/api/ladders/{LADDER}/player/ranks?id={best}", f"/api/ladders/{LADDER}/players/ghost/ranks",
         f"/api/ladders/{LADDER}/players/{best}/ranks?history=-1"])
     assert (s2, s0, sq, ghost, bad) == (200, 200, 200, 404, 400)

@@ -341,7 +341,8 @@ def test_rounds_and_rank_over_time(redis_url: str, browser: webdriver.Chrome) ->
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rounds-chart circle.rounds-point")) == 8)
         drawn = browser.execute_script("""
             return Array.from(document.querySelectorAll('#rounds-chart circle.rounds-point'),
-                c => [Number(c.dataset.rounds), c.dataset.round, Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]);""")
+                c => [Number(c.dataset.rounds), c.dataset.round,
+                      Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]);""")
         activity = served(f"{server.url}/api/ladders/{LADDER}/activity?points=60")
         assert [(n, r) for n, r, _, _ in drawn] == [(p["rounds"], p["round_id"]) for p in activity["points"]]
         assert [r for _, r, _, _ in drawn] == seeded.rounds
