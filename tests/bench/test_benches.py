@@ -44,8 +44,9 @@ def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
     out = run_bench("api.py", "--rounds", "10", "--clients", "2", "--seconds", "0.3", "--busy-rate", "20")
     rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     table = {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows[1:]}
-    assert {"/health", "leaderboard page", "search, no match", "player (200 history)", "predict (3 players)"} <= set(table)
-    assert table["/health"][3] == "1.00"
+    assert {"/health", "leaderboard page", "search, no match", "player (200 history)", "predict (3 players)",
+            "distribution", "rounds over time", "player ranks (200)"} <= set(table)
+    assert table["/health"][3] == "1.00" and table["/health"][6] == "1.00"
     for name, cells in table.items():
         idle, busy, errors = float(cells[0].replace(",", "")), float(cells[4].replace(",", "")), int(cells[-1])
         assert idle > 0 and busy > 0 and errors == 0, (name, cells)
