@@ -37,6 +37,11 @@ STATUS_FAILED = "failed"
 OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
+OUTCOME_HELD = "held"
+"""A correction holds the ladder (re-rating it): nothing was registered; register again later."""
+STATUS_VOIDED = "voided"
+"""A round a correction removed from the ladder's history (its record and seq stay: re-publishing
+it is still a no-op)."""
 
 PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", "#queued_seq", "#last_seq")
 STATE_FIELDS = ("#last_seq", "state", "tier")
@@ -337,9 +342,14 @@ class Store:
     async def register_round(
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
         received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
-        due_at: float = NEVER_DUE, prefetch: Sequence[str] = (),
+        due_at: float = NEVER_DUE, prefetch: Sequence[str] = (), perf_ceiling: float = math.inf,
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
+
+        While a correction holds the ladder nothing is registered: the outcome is ``held``
+        (:data:`OUTCOME_HELD`, ``status`` = the correction's id) and the caller registers again
+        later (``stream.pipeline.hold``). A finite ``perf_ceiling`` is kept on the round record
+        (a re-rate needs it: the stored fan-out does not carry it).
 
         A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
         canonical ``body`` until its fan-out is stored, so a sweeper can finish its phase one.
@@ -354,10 +364,13 @@ class Store:
                        [keys.ladder(ladder), keys.round_record(ladder, round_id), keys.rounds(ladder),
                         keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)],
                        [round_id, content_hash, encode_float(occurred_at), encode_float(received_at),
-                        field_size, status, body, encode_due(due_at)])
+                        field_size, status, body, encode_due(due_at),
+                        encode_float(perf_ceiling) if math.isfinite(perf_ceiling) else ""])
             self._read_players_into(pipe, player_keys, PRIOR_FIELDS)
 
         _, (outcome, seq, stored_status, *earlier), *prior_rows = await self._run(build)
+        if outcome == OUTCOME_HELD.encode():
+            return Registration(OUTCOME_HELD, 0, stored_status.decode())
         priors = self._priors(prefetch, _columns(prior_rows, PRIOR_FIELDS), int(seq)) if prefetch else None
         return Registration(outcome.decode(), int(seq), stored_status.decode(), tuple(e.decode() for e in earlier),
                             priors)
