@@ -127,29 +127,33 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
         return CorrectionResult("no-op", ladder, cid, entry=entry | {"outcome": "no-op"})  # voided already
 
     started = time.perf_counter()
-    history, old_players = _histories(ctx, correction, target, stored)
+    history, target_players = _histories(correction, target, stored)
     rated = rerate(history, ctx.params, ctx.display(ladder))
+    affected, dirty = _affected(rated, target.seq, target_players)
     seconds["rerate"] = time.perf_counter() - started
 
     started = time.perf_counter()
     before = await ledger.read_plan(store, ladder, cid)
     if before is None:
-        touched = sorted(old_players | _suffix_players(rated, target.seq))
-        before = {p: list(mu_sigma) for p, mu_sigma in (await ledger.ratings(store, ladder, touched)).items()}
+        before = {p: list(mu_sigma) for p, mu_sigma in (await ledger.ratings(store, ladder, sorted(dirty))).items()}
         await ledger.write_plan(store, ladder, cid, before)
-    touched = sorted(set(before) | old_players | _suffix_players(rated, target.seq))
+    touched = sorted(set(before) | dirty)
     await _record_trail(ctx, correction, target)
-    events = await _write(ctx, correction, target, stored, rated, touched, before)
+    events = await _write(ctx, correction, target, stored, rated, affected, touched, before)
     seconds["write"] = time.perf_counter() - started
-    log.info("correction %s (%s of round %s/%s): %d rounds re-rated, %d written, %d players touched, %d events",
+    log.info("correction %s (%s of round %s/%s): %d rounds re-rated, %d affected, %d players touched, %d events",
              log_safe(cid), correction.kind, log_safe(ladder), log_safe(correction.round_id), len(history),
-             sum(1 for h in history if h.seq >= target.seq), len(touched), len(events))
+             len(affected), len(touched), len(events))
     return CorrectionResult("applied", ladder, cid, events=events, entry=entry | {"outcome": "applied"}, rerated=True,
                             seconds=seconds)
 
 
 async def finish_correction(ctx: PipelineContext, result: CorrectionResult) -> None:
-    """Once the result's events are sent: record the correction in the ledger, release the hold."""
+    """Once the result's events are sent: record the correction in the ledger and release the hold,
+    or, for a correction dead-lettered, record why (``stream void/amend --wait`` reports it)."""
+    if result.dead_letter is not None and result.ladder is not None and result.correction_id is not None:
+        await ledger.record_rejection(ctx.store, result.ladder, result.correction_id, result.dead_letter.reason,
+                                      result.dead_letter.message)
     if result.entry is not None and result.ladder is not None and result.correction_id is not None:
         await ledger.finish(ctx.store, result.ladder, result.correction_id, result.entry, rerated=result.rerated)
 
@@ -235,27 +239,39 @@ def _amended(body: str) -> RoundResult:
         return rejection.round
 
 
-def _histories(ctx: PipelineContext, correction: Correction, target: StoredRound,
+def _histories(correction: Correction, target: StoredRound,
                stored: list[StoredRound]) -> tuple[list[HistoryRound], set[str]]:
-    """The corrected history, and the players of the target round and later ones before the correction."""
+    """The corrected history, and the players of the target round before and after the correction."""
     history: list[HistoryRound] = []
-    old_players: set[str] = set()
+    target_players: set[str] = set()
     for r in stored:
         current = _stored_round(correction.ladder, r)
-        if r.seq >= target.seq and current is not None:
-            old_players.update(current.players())
         if r is target:
+            target_players.update(current.players() if current is not None else ())
             current = None if correction.kind == VOID else correction.round
+            target_players.update(current.players() if current is not None else ())
             if current is not None and current.is_outcome_free():
                 current = None
         if current is not None:
             history.append(HistoryRound(current, r.seq))
-    return history, old_players
+    return history, target_players
 
 
-def _suffix_players(rated: Rerated, seq: int) -> set[str]:
+def _affected(rated: Rerated, seq: int, target_players: set[str]) -> tuple[list[int], set[str]]:
+    """The rounds the correction changes (indices into ``rated.rounds``) and the players whose
+    state it changes: those of the corrected round, then of every later round holding one of them.
+    Any other round's inputs, hence results, are exactly what the stream stored: left as they are."""
+    dirty = set(target_players)
+    affected: list[int] = []
+    players = rated.players
     first = next((k for k, h in enumerate(rated.rounds) if h.seq >= seq), len(rated.rounds))
-    return set(rated.players[int(rated.offsets[first]):])
+    bounds = rated.offsets.tolist()
+    for k in range(first, len(rated.rounds)):
+        mine = players[bounds[k]:bounds[k + 1]]
+        if rated.rounds[k].seq == seq or not dirty.isdisjoint(mine):
+            affected.append(k)
+            dirty.update(mine)
+    return affected, dirty
 
 
 async def _record_trail(ctx: PipelineContext, correction: Correction, target: StoredRound) -> None:
@@ -279,7 +295,8 @@ async def _record_trail(ctx: PipelineContext, correction: Correction, target: St
 
 
 async def _write(ctx: PipelineContext, correction: Correction, target: StoredRound, stored: list[StoredRound],
-                 rated: Rerated, touched: list[str], before: dict[str, list[str]]) -> list[RatingChangeMessage]:
+                 rated: Rerated, affected: list[int], touched: list[str],
+                 before: dict[str, list[str]]) -> list[RatingChangeMessage]:
     """Write the re-rated part of the ladder (module docstring, step 5); returns the correction's events."""
     ladder, s = correction.ladder, target.seq
     cfg = ctx.display(ladder)
@@ -287,9 +304,9 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     partitions = await ctx.partitions()
     results_trimmed = int(await ctx.store.client.hget(keys.ladder(ladder), "results_trimmed_seq") or 0)
     round_of = rated.round_of()
-    suffix = np.flatnonzero([h.seq >= s for h in rated.rounds])
-    first = int(rated.offsets[suffix[0]]) if suffix.size else len(rated.players)
-    # participations written: every one of the suffix, and the history entries of touched players
+    is_affected = np.zeros(len(rated.rounds), dtype=bool)
+    is_affected[affected] = True
+    # participations written: every one of an affected round, and the history entries of touched players
     table = rated.table
     touched_rows = table.lookup(touched)
     present = touched_rows >= 0
@@ -298,7 +315,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     count = np.bincount(rated.rows, minlength=table.size)
     seen = _running_count(rated.rows, table.size)
     keep = is_touched[rated.rows] & (count[rated.rows] - seen < ctx.store.history_length)
-    keep[first:] = True
+    keep |= is_affected[round_of]
     at = np.flatnonzero(keep)
     texts = Texts.of(rated, cfg, at)
     entries: dict[str, list[bytes]] = {p: [] for p in touched}
@@ -312,7 +329,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
             if player in entries:
                 entries[player].append(change)
         h = rated.rounds[k]
-        if h.seq < s:
+        if not is_affected[k]:
             continue
         results_key, perf_key = keys.round_results(ladder, h.round.round_id), keys.round_perf(ladder, h.round.round_id)
         await writer.delete(results_key, perf_key, keys.round_digests(ladder, h.round.round_id))

@@ -71,6 +71,12 @@ async def release(store: Store, ladder: str, correction_id: str) -> bool:
     return bool(int(released))
 
 
+async def record_rejection(store: Store, ladder: str, correction_id: str, reason: str, message: str) -> None:
+    """Record why a correction was dead-lettered (read by ``stream void/amend --wait``)."""
+    await store.client.hset(keys.rejected_corrections(ladder), correction_id,
+                            json.dumps({"reason": reason, "message": message}, ensure_ascii=False))
+
+
 async def holder(store: Store, ladder: str) -> str | None:
     """The id of the correction holding the ladder, if any."""
     raw = await store.client.hget(keys.ladder(ladder), "hold")

@@ -96,3 +96,9 @@ def correction_plan(ladder_name: str, correction_id: str) -> str:
     """String (JSON), while a correction is applied: player → [mu, sigma] before it, written whole
     before the re-rate writes anything; a redelivered correction computes its events from it."""
     return f"{PREFIX}correction-plan:{{{ladder_name}}}:{correction_id}"
+
+
+def rejected_corrections(ladder_name: str) -> str:
+    """Hash: correction id → JSON ``{reason, message}`` of a correction the worker dead-lettered
+    (what ``stream void/amend --wait`` reports; not consulted for idempotency)."""
+    return f"{PREFIX}corrections-rejected:{{{ladder_name}}}"

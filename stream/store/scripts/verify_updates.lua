@@ -2,8 +2,11 @@
 -- messages phase one stored for it (its fan-out), so a forged or altered message on the internal
 -- player-updates topic (another seq, performance, player, weight...) is never applied.
 -- The fan-out is written once, with the round's move from "registered" to "pending" (save_fanout),
--- and never changed after; so is the digest set this script derives from it on first use. A
--- message verified here therefore still matches when phase two applies it (no race).
+-- and changed after only by a correction's re-rate, which holds the ladder and waits until its
+-- rounds are rated and their events confirmed (it deletes the digest set with the fan-out it
+-- rewrites); so a message verified here still matches when phase two applies it. A message of a
+-- re-rated round redelivered after the re-rate no longer verifies (and a "voided" round's never):
+-- stale, it is dead-lettered, not applied.
 -- One slot: keys of ladder {L}.
 -- KEYS[1] round record           ems:round:{L}:R
 -- KEYS[2] stored fan-out (hash)  ems:round-perf:{L}:R
