@@ -11,7 +11,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from stream.contracts.round import RoundRejected
@@ -65,7 +65,7 @@ class RatingChange:
 
     def to_dict(self) -> dict[str, Any]:
         """The event's JSON values; a round's change has neither ``kind`` nor ``correction_id`` (as in v1)."""
-        out = {"event_id": self.event_id, **asdict(self)}
+        out = {"event_id": self.event_id, **{name: getattr(self, name) for name in self.__slots__}}
         if self.kind == ROUND_CHANGE:
             del out["kind"], out["correction_id"]
         return out

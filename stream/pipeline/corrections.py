@@ -33,13 +33,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
-from stream.contracts import DeadLetter, PlayerUpdate, RatingChange, RoundRejected, RoundResult, Standing, parse_round
+from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResult, parse_round
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
 from stream.contracts.events import CORRECTION_CHANGE
 from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
@@ -54,11 +56,11 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
 from stream.pipeline.phase_one import Origin, build_fanout
-from stream.pipeline.rerate import HistoryRound, Rerated, Texts, rerate, round_changes
+from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate
 from stream.store import corrections as ledger
 from stream.store import keys
 from stream.store.bulk import BulkWriter
-from stream.store.corrections import StoredRound
+from stream.store.corrections import StoredRound, replace_hashes
 from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED, encode_float, fanout_fields
 
 log = logging.getLogger(__name__)
@@ -212,23 +214,22 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
     return None
 
 
-def _stored_round(ladder: str, stored: StoredRound) -> RoundResult | None:
+def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
     """The standings a stored round is rated with now (None: it rates nobody): its amendment, or
     its fan-out's entries (players in rank order; ties in fan-out order)."""
     if stored.status == STATUS_VOIDED:
         return None
     if "amended" in stored.record:
         amended = _amended(stored.record["amended"])
-        return None if amended.is_outcome_free() else amended
+        return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
     if stored.status != STATUS_RATED:
         return None
-    updates = [PlayerUpdate.from_json(m) for m in stored.fanout]
-    entries = sorted(((r, p) for u in updates for p, r in zip(u.players, u.ranks)), key=lambda e: e[0])
+    updates = [orjson.loads(m) for m in stored.fanout]
+    entries = sorted(((e["rank"], e["player"]) for u in updates for e in u["entries"]), key=lambda e: e[0])
     first = updates[0]
     ceiling = stored.record.get("perf_ceiling")
-    return RoundResult(round_id=stored.round_id, ladder=ladder, occurred_at=first.occurred_at,
-                       standings=[Standing(p, r) for r, p in entries], weight=first.weight,
-                       perf_ceiling=float(ceiling) if ceiling else float("inf"))
+    return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
+                        float(ceiling) if ceiling else math.inf, [p for _, p in entries], [r for r, _ in entries])
 
 
 def _amended(body: str) -> RoundResult:
@@ -245,15 +246,14 @@ def _histories(correction: Correction, target: StoredRound,
     history: list[HistoryRound] = []
     target_players: set[str] = set()
     for r in stored:
-        current = _stored_round(correction.ladder, r)
+        current = _stored_round(r.seq, r)
         if r is target:
-            target_players.update(current.players() if current is not None else ())
-            current = None if correction.kind == VOID else correction.round
-            target_players.update(current.players() if current is not None else ())
-            if current is not None and current.is_outcome_free():
-                current = None
+            target_players.update(current.players if current is not None else ())
+            amended = None if correction.kind == VOID else correction.round
+            target_players.update(amended.players() if amended is not None else ())
+            current = None if amended is None or amended.is_outcome_free() else HistoryRound.of(amended, r.seq)
         if current is not None:
-            history.append(HistoryRound(current, r.seq))
+            history.append(current)
     return history, target_players
 
 
@@ -317,28 +317,29 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     keep = is_touched[rated.rows] & (count[rated.rows] - seen < ctx.store.history_length)
     keep |= is_affected[round_of]
     at = np.flatnonzero(keep)
-    texts = Texts.of(rated, cfg, at)
+    changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at))
     entries: dict[str, list[bytes]] = {p: [] for p in touched}
-    bounds = np.searchsorted(round_of[at], np.arange(len(rated.rounds) + 1))
-    for k in np.unique(round_of[at]).tolist():
-        cut = slice(int(bounds[k]), int(bounds[k + 1]))
-        mine = at[cut]
-        changes = round_changes(rated, ladder, k, mine, texts, cut)
-        for i, change in zip(mine.tolist(), changes):
-            player = rated.players[i]
-            if player in entries:
-                entries[player].append(change)
+    results: dict[int, dict[str, bytes]] = {k: {} for k in affected}
+    for i, k, change in zip(at.tolist(), round_of[at].tolist(), changes):
+        player = rated.players[i]
+        if player in entries:
+            entries[player].append(change)
+        if k in results:
+            results[k][player] = change
+
+    def split(h: HistoryRound, performance: np.ndarray) -> list[tuple[int, bytes]]:
+        return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round(ladder), h.seq, performance, partitions)]
+
+    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split)
+    replaced: list[tuple[str, dict[Any, bytes]]] = []
+    derived: list[str] = []
+    for k, fanout in zip(affected, fanouts):
         h = rated.rounds[k]
-        if not is_affected[k]:
-            continue
-        results_key, perf_key = keys.round_results(ladder, h.round.round_id), keys.round_perf(ladder, h.round.round_id)
-        await writer.delete(results_key, perf_key, keys.round_digests(ladder, h.round.round_id))
-        if h.seq > results_trimmed:
-            await writer.hset(results_key, dict(zip(h.round.players(), changes)))
-        lo, hi = int(rated.offsets[k]), int(rated.offsets[k + 1])
-        fanout = build_fanout(ctx, h.round, h.seq, rated.performance[lo:hi], partitions)
-        await writer.hset(perf_key, dict(fanout_fields([(m.partition, m.value) for m in fanout])))
-    written = {h.round.round_id for h in rated.rounds}
+        replaced.append((keys.round_results(ladder, h.round_id), results[k] if h.seq > results_trimmed else {}))
+        replaced.append((keys.round_perf(ladder, h.round_id), dict(fanout_fields(fanout))))
+        derived.append(keys.round_digests(ladder, h.round_id))
+    await replace_hashes(ctx.store, replaced, derived)
+    written = {h.round_id for h in rated.rounds}
     for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)
         if r.seq >= s and r.round_id not in written:
             await writer.delete(*(key(ladder, r.round_id) for key in (keys.round_results, keys.round_perf,
@@ -357,7 +358,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     mu, sigma = number_texts("mu", batch.mu), number_texts("sigma", batch.sigma)
     shown = number_texts("display_rating", rated.shown[last])
     seqs = [rated.rounds[k].seq for k in round_of[last].tolist()]
-    columns = [seqs, seqs, mu, sigma, batch.rounds.tolist(), [rated.rounds[k].round.round_id for k in round_of[last].tolist()],
+    columns = [seqs, seqs, mu, sigma, batch.rounds.tolist(), [rated.rounds[k].round_id for k in round_of[last].tolist()],
                number_texts("last_time", batch.last_time), shown, tier_names(rated.final_tier[rows], cfg), pack_batch(batch)]
     if kept:
         await writer.hset_many([keys.player(ladder, p) for p in kept], PLAYER_FIELDS, list(zip(*columns)))
@@ -391,7 +392,7 @@ def _ladder_fields(rated: Rerated) -> dict[str, Any]:
     is set from the leaderboard's size once the players are written)."""
     fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
     if rated.rounds:
-        fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round.round_id}
+        fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
     return fields
 
 
@@ -412,9 +413,9 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
         if old == [mu[j], sigma[j]]:
             continue
         i = int(last[j])
-        h = rated.rounds[int(round_of[i])].round
+        h = rated.rounds[int(round_of[i])]
         change = RatingChange(ladder=ladder, round_id=correction.round_id, player=player, rank=int(rated.ranks[i]),
-                              field_size=h.field_size, performance=float(rated.performance[i]),
+                              field_size=len(h.players), performance=float(rated.performance[i]),
                               mu_before=float(old[0]), sigma_before=float(old[1]), mu_after=float(mu[j]),
                               sigma_after=float(sigma[j]), display_rating=float(shown[j]), tier=tiers[j] or None,
                               rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at,

@@ -11,25 +11,44 @@ then writes only the part of it that the correction changed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring  # C-accelerated, as json.dumps
 
 import numpy as np
 
 from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS
 from stream.batch.table import LadderTable
-from stream.contracts import RoundResult
+from stream.contracts import RoundResult, Standing
 from stream.engine import Params, RoundSpec, rate_rounds
 from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_tier, tier_names
-from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
+from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
+from stream.pipeline.messages import value_limit
+from stream.pipeline.partitioner import partition_for
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HistoryRound:
-    """A round of a ladder's (corrected) history and its ladder sequence number."""
+    """A round of a ladder's (corrected) history, with an outcome, and its ladder sequence number:
+    what the stored fan-out (or an amendment) holds of it, players in standings order."""
 
-    round: RoundResult
+    round_id: str
     seq: int
+    occurred_at: float
+    weight: float
+    perf_ceiling: float
+    players: list[str]
+    ranks: list[int]
+
+    @classmethod
+    def of(cls, round_: RoundResult, seq: int) -> "HistoryRound":
+        return cls(round_.round_id, seq, round_.occurred_at, round_.weight, round_.perf_ceiling, round_.players(),
+                   round_.ranks().tolist())
+
+    def to_round(self, ladder: str) -> RoundResult:
+        return RoundResult(round_id=self.round_id, ladder=ladder, occurred_at=self.occurred_at,
+                           standings=[Standing(p, r) for p, r in zip(self.players, self.ranks)], weight=self.weight,
+                           perf_ceiling=self.perf_ceiling)
 
 
 @dataclass
@@ -62,11 +81,11 @@ class Rerated:
 
 def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) -> Rerated:
     """Rate ``history`` (rounds with an outcome, in order) from newcomers; see the module docstring."""
-    sizes = np.fromiter((h.round.field_size for h in history), dtype=np.int64, count=len(history))
+    sizes = np.fromiter((len(h.players) for h in history), dtype=np.int64, count=len(history))
     offsets = np.zeros(len(history) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    players = [s.player for h in history for s in h.round.standings]
-    ranks = np.fromiter((s.rank for h in history for s in h.round.standings), dtype=np.int64, count=len(players))
+    players = [p for h in history for p in h.players]
+    ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
     table = LadderTable(params)
     rows = table.rows(players)
     n = len(players)
@@ -78,8 +97,8 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         lo, hi = int(offsets[a]), int(offsets[b])
         touched, local = np.unique(rows[lo:hi], return_inverse=True)
         specs = [RoundSpec(local[offsets[k] - lo:offsets[k + 1] - lo], ranks[offsets[k]:offsets[k + 1]],
-                           time=history[k].round.occurred_at, weight=history[k].round.weight,
-                           perf_ceiling=history[k].round.perf_ceiling) for k in range(a, b)]
+                           time=history[k].occurred_at, weight=history[k].weight,
+                           perf_ceiling=history[k].perf_ceiling) for k in range(a, b)]
         prior = table.gather(touched)
         update = rate_rounds(prior, specs, params)
         table.scatter(touched, update.after)
@@ -152,13 +171,53 @@ class Texts:
                    tier_names(r.tier[at], cfg))
 
 
-def round_changes(r: Rerated, ladder: str, k: int, at: np.ndarray, texts: Texts, cut: slice) -> list[bytes]:
-    """The RatingChange JSON of round ``k``'s participations ``at`` (global indices; their texts are
-    ``texts`` rows ``cut``), byte for byte what phase two writes."""
-    round_ = r.rounds[k].round
-    return encode_changes(ChangeColumns(
-        ladder=ladder, round_id=round_.round_id, field_size=round_.field_size, occurred_at=round_.occurred_at,
-        players=[r.players[i] for i in at.tolist()], ranks=r.ranks[at].tolist(), performance=texts.performance[cut],
-        mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu_after[cut],
-        sigma_after=texts.sigma_after[cut], display_rating=texts.shown[cut], tiers=texts.tiers[cut],
-        rounds_played=r.rounds_played[at].tolist()))
+def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts) -> list[bytes]:
+    """The RatingChange JSON of the participations ``at`` (in round order; ``texts`` aligned with
+    them), byte for byte what phase two writes for them."""
+    round_of = r.round_of()[at]
+    ks = np.unique(round_of)
+    local = np.searchsorted(ks, round_of).tolist()
+    rounds = [r.rounds[k] for k in ks.tolist()]
+    return encode_changes_of_rounds(
+        ladder, [h.round_id for h in rounds], [len(h.players) for h in rounds], [h.occurred_at for h in rounds], local,
+        ChangeColumns(ladder=ladder, round_id="", field_size=0, occurred_at=0.0,
+                      players=[r.players[i] for i in at.tolist()], ranks=r.ranks[at].tolist(),
+                      performance=texts.performance, mu_before=texts.mu_before, sigma_before=texts.sigma_before,
+                      mu_after=texts.mu_after, sigma_after=texts.sigma_after, display_rating=texts.shown,
+                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist()))
+
+
+Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]
+"""Phase one's fan-out of one round whose message for a partition exceeds MAX_MESSAGE_BYTES
+(``build_fanout``: it splits such messages)."""
+
+
+def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
+                   split: Split) -> list[list[tuple[int, bytes]]]:
+    """The stored fan-out of each round ``ks`` ((partition, PlayerUpdate JSON) pairs: the bytes of
+    phase one's ``build_fanout``, ``PlayerUpdate.to_json()``, tested equal), each player's partition
+    computed once for the ladder and the messages written without a call per message."""
+    partition_of = [partition_for(name, partitions) for name in r.table.names]
+    limit = value_limit(max_message_bytes)
+    ladder_json = encode_basestring(ladder)
+    bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
+    at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
+    texts = number_texts("performance", r.performance[at])
+    rows = r.rows.tolist()
+    out: list[list[tuple[int, bytes]]] = []
+    first = 0
+    for k, (lo, hi) in zip(ks, bounds):
+        h = r.rounds[k]
+        head = (f'{{"ladder":{ladder_json},"round_id":{encode_basestring(h.round_id)},"seq":{h.seq!r},'
+                f'"occurred_at":{h.occurred_at!r},"weight":{h.weight!r},"field_size":{hi - lo!r},"entries":[')
+        groups: dict[int, list[str]] = {}
+        for i in range(hi - lo):
+            player = h.players[i]
+            groups.setdefault(partition_of[rows[lo + i]], []).append(
+                f'{{"player":{encode_basestring(player)},"rank":{h.ranks[i]!r},"performance":{texts[first + i]}}}')
+        messages = [(partition, f'{head}{",".join(entries)}]}}'.encode()) for partition, entries in sorted(groups.items())]
+        if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
+            messages = split(h, r.performance[lo:hi])
+        out.append(messages)
+        first += hi - lo
+    return out

@@ -35,23 +35,35 @@ class StoredRound:
         return self.record.get("status", "")
 
 
+ROUNDS_PER_READ = 500
+"""Rounds per read_rounds.lua call (one reply each)."""
+
+
 async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
-    """Every round of the ladder in seq order, with its record fields and stored fan-out."""
+    """Every round of the ladder in seq order, with its record fields and stored fan-out
+    (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline)."""
     index = await store.client.zrange(keys.rounds(ladder), 0, -1, withscores=True)
     ids = [(as_text(member), int(score)) for member, score in index]
+    chunks = [ids[lo:lo + ROUNDS_PER_READ] for lo in range(0, len(ids), ROUNDS_PER_READ)]
     out: list[StoredRound] = []
-    step = FLUSH_COMMANDS // 2
-    for lo in range(0, len(ids), step):
-        pipe = store.client.pipeline(transaction=False)
-        for round_id, _ in ids[lo:lo + step]:
-            pipe.hmget(keys.round_record(ladder, round_id), list(RECORD_FIELDS))
-            pipe.hgetall(keys.round_perf(ladder, round_id))
-        replies = await pipe.execute()
-        for i, (round_id, seq) in enumerate(ids[lo:lo + step]):
-            values, fanout = replies[2 * i], replies[2 * i + 1]
-            record = {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
-            parts = sorted((tuple(int(x) for x in as_text(k).split(".")), as_bytes(v)) for k, v in fanout.items())
-            out.append(StoredRound(round_id, seq, record, [value for _, value in parts]))
+    for lo in range(0, len(chunks), 8):
+        group = chunks[lo:lo + 8]
+
+        def build(pipe: Any, group: list[list[tuple[str, int]]] = group) -> None:
+            for chunk in group:
+                names = [key for round_id, _ in chunk
+                         for key in (keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id))]
+                store._eval(pipe, "read_rounds", names, list(RECORD_FIELDS))
+
+        for chunk, flat in zip(group, await store._run(build)):
+            at = 0
+            for round_id, seq in chunk:
+                values = flat[at:at + len(RECORD_FIELDS)]
+                at += len(RECORD_FIELDS)
+                parts = int(flat[at])
+                record = {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
+                out.append(StoredRound(round_id, seq, record, [as_bytes(m) for m in flat[at + 1:at + 1 + parts]]))
+                at += 1 + parts
     return out
 
 
@@ -131,3 +143,34 @@ async def write_plan(store: Store, ladder: str, correction_id: str, before: dict
     """Record the ratings before the correction (one SET: a plan is whole or absent)."""
     await store.client.set(keys.correction_plan(ladder, correction_id),
                            json.dumps(before, separators=(",", ":"), ensure_ascii=False))
+
+
+REPLACE_ARGUMENTS = 20_000
+"""Arguments per replace_hashes.lua call (bounds how long one call blocks Redis)."""
+
+
+async def replace_hashes(store: Store, hashes: Sequence[tuple[str, dict[Any, bytes]]], derived: Sequence[str]) -> None:
+    """Replace each hash (key, fields; no fields: deleted) and delete the ``derived`` keys, keys of
+    one ladder, with replace_hashes.lua calls of about REPLACE_ARGUMENTS arguments, a few per
+    pipeline (one reply per call, not a few per hash)."""
+    calls: list[tuple[list[str], list[Any]]] = []
+    names: list[str] = []
+    args: list[Any] = []
+    for key, fields in hashes:
+        names.append(key)
+        args.append(len(fields))
+        for name, value in fields.items():
+            args += [name, value]
+        if len(args) >= REPLACE_ARGUMENTS:
+            calls.append((names, args))
+            names, args = [], []
+    if names:
+        calls.append((names, args))
+    for lo in range(0, len(calls), 8):
+        def build(pipe: Any, group: list[tuple[list[str], list[Any]]] = calls[lo:lo + 8]) -> None:
+            for call_names, call_args in group:
+                store._eval(pipe, "replace_hashes", call_names, [len(call_names), *call_args])
+
+        await store._run(build)
+    for lo in range(0, len(derived), FLUSH_COMMANDS):
+        await store.client.delete(*derived[lo:lo + FLUSH_COMMANDS])

@@ -15,18 +15,20 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
+import numpy as np
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.contracts import PlayerUpdate, validate
+from stream.contracts import PlayerUpdate, RatingChange, validate
 from stream.contracts.round import (BAD_CORRECTION, CONFLICT, HISTORY_TRIMMED, NOT_CORRECTABLE, TEAMS_UNSUPPORTED,
                                     UNKNOWN_ROUND)
 from stream.engine import PlayerState
+from stream.engine.display import tier_names
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections import CorrectionResult, finish_correction, handle_correction
-from stream.pipeline.phase_one import handle_round
+from stream.pipeline.phase_one import build_fanout, handle_round
+from stream.pipeline.rerate import HistoryRound, Texts, encode_changes, encode_fanouts, rerate
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
@@ -345,3 +347,44 @@ def test_rounds_wait_while_the_ladder_is_held(redis_url: str) -> None:
         await ctx.store.close()
 
     asyncio.run(body())
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), partitions=st.integers(1, 6), limit=st.sampled_from([400, 64 * 1024 * 1024]))
+def test_bulk_encoding_equals_the_handlers(seed: int, partitions: int, limit: int) -> None:
+    """The re-rate's bulk encoders write the bytes phase one (fan-out, split at MAX_MESSAGE_BYTES)
+    and phase two (RatingChange) write, round by round."""
+    rng = random.Random(seed)
+    names = ["ann", "bé", "c\"d", "雪", "e\\f", "g", "h", "i"]
+    history = []
+    for k in range(12):
+        chosen = rng.sample(names, rng.randint(2, len(names)))
+        ranks = sorted(rng.randint(1, 4) for _ in chosen)
+        ranks[-1] = max(ranks[-1], ranks[0] + 1)
+        history.append(HistoryRound(f"r{k}ü", 3 * k + 1, harness.BASE_TIME + k * 3600.5, rng.choice([1.0, 0.5]),
+                                    math.inf, chosen, ranks))
+    ctx = context("redis://127.0.0.1:1/0", max_message_bytes=limit)
+    cfg = ctx.display("lädder")
+    rated = rerate(history, ctx.params, cfg)
+    ks = list(range(len(history)))
+
+    def split(h: HistoryRound, performance: Any) -> list[tuple[int, bytes]]:
+        return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round("lädder"), h.seq, performance, partitions)]
+
+    bulk = encode_fanouts(rated, "lädder", ks, partitions, limit, split)
+    for k, messages in zip(ks, bulk):
+        lo, hi = int(rated.offsets[k]), int(rated.offsets[k + 1])
+        one = build_fanout(ctx, history[k].to_round("lädder"), history[k].seq, rated.performance[lo:hi], partitions)
+        assert messages == [(m.partition, m.value) for m in one]
+    at = np.arange(len(rated.players))
+    changes = encode_changes(rated, "lädder", at, Texts.of(rated, cfg, at))
+    for k, h in enumerate(history):
+        lo, hi = int(rated.offsets[k]), int(rated.offsets[k + 1])
+        for i in range(lo, hi):
+            want = RatingChange(ladder="lädder", round_id=h.round_id, player=h.players[i - lo], rank=h.ranks[i - lo],
+                                field_size=len(h.players), performance=float(rated.performance[i]),
+                                mu_before=float(rated.mu_before[i]), sigma_before=float(rated.sigma_before[i]),
+                                mu_after=float(rated.mu_after[i]), sigma_after=float(rated.sigma_after[i]),
+                                display_rating=float(rated.shown[i]), tier=tier_names([rated.tier[i]], cfg)[0] or None,
+                                rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at)
+            assert changes[i] == want.to_json().encode()
