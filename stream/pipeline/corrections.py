@@ -281,7 +281,7 @@ async def _record_trail(ctx: PipelineContext, correction: Correction, target: St
     if correction.correction_id not in [step["id"] for step in trail]:
         trail.append({"id": correction.correction_id, "kind": correction.kind, "at": time.time(),
                       **({"reason": correction.reason} if correction.reason else {})})
-    fields: dict[str, Any] = {"corrections": json.dumps(trail, separators=(",", ":"), ensure_ascii=False)}
+    fields: dict[Any, str | int] = {"corrections": json.dumps(trail, separators=(",", ":"), ensure_ascii=False)}
     if correction.kind == VOID:
         fields |= {"status": STATUS_VOIDED, "voided_by": correction.correction_id}
     else:

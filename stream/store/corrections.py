@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from stream.store import keys
 from stream.store.bulk import FLUSH_COMMANDS
@@ -42,7 +42,7 @@ ROUNDS_PER_READ = 500
 async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
     """Every round of the ladder in seq order, with its record fields and stored fan-out
     (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline)."""
-    index = await store.client.zrange(keys.rounds(ladder), 0, -1, withscores=True)
+    index = cast("list[tuple[bytes, float]]", await store.client.zrange(keys.rounds(ladder), 0, -1, withscores=True))
     ids = [(as_text(member), int(score)) for member, score in index]
     chunks = [ids[lo:lo + ROUNDS_PER_READ] for lo in range(0, len(ids), ROUNDS_PER_READ)]
     out: list[StoredRound] = []
@@ -139,7 +139,7 @@ async def read_plan(store: Store, ladder: str, correction_id: str) -> dict[str, 
     return None if raw is None else json.loads(raw)
 
 
-async def write_plan(store: Store, ladder: str, correction_id: str, before: dict[str, tuple[str, str]]) -> None:
+async def write_plan(store: Store, ladder: str, correction_id: str, before: dict[str, list[str]]) -> None:
     """Record the ratings before the correction (one SET: a plan is whole or absent)."""
     await store.client.set(keys.correction_plan(ladder, correction_id),
                            json.dumps(before, separators=(",", ":"), ensure_ascii=False))
