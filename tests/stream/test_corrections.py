@@ -27,13 +27,13 @@ from stream.engine import PlayerState
 from stream.engine.display import tier_names
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections import CorrectionResult, finish_correction, handle_correction
-from stream.pipeline.phase_one import build_fanout, handle_round
+from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.rerate import HistoryRound, Texts, encode_changes, encode_fanouts, rerate
-from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import keys
 from tests.stream import pipeline_harness as harness
+from tests.stream.test_backfill import stream_rounds
 
 PARTITIONS = 4
 TOLERANCE = harness.TOLERANCE
@@ -46,15 +46,6 @@ def other_db(url: str, db: int) -> str:
 def context(url: str, **extra: object) -> PipelineContext:
     return PipelineContext.from_settings(Settings(redis_url=url, partitions=PARTITIONS, hold_poll_s=0.01,
                                                   **extra))  # type: ignore[arg-type]
-
-
-async def stream_rounds(ctx: PipelineContext, rounds: Sequence[dict]) -> None:
-    """Each round through phase one, its fan-out through phase two, its events confirmed."""
-    for raw in rounds:
-        result = await handle_round(ctx, json.dumps(raw).encode())
-        if result.updates:
-            done = await handle_updates(ctx, [m.value for m in result.updates])
-            await ctx.store.confirm_emitted(done.emitted)
 
 
 async def correct(ctx: PipelineContext, correction: dict) -> CorrectionResult:
