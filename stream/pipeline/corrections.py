@@ -338,6 +338,9 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         replaced.append((keys.round_results(ladder, h.round_id), results[k] if h.seq > results_trimmed else {}))
         replaced.append((keys.round_perf(ladder, h.round_id), dict(fanout_fields(fanout))))
         derived.append(keys.round_digests(ladder, h.round_id))
+    for k in affected:  # marked before their results change: phase two re-emits none of them (results_to_reemit)
+        await writer.hset(keys.round_record(ladder, rated.rounds[k].round_id), {"rerated_by": correction.correction_id})
+    await writer.flush()
     await replace_hashes(ctx.store, replaced, derived)
     written = {h.round_id for h in rated.rounds}
     for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)

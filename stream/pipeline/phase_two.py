@@ -15,9 +15,9 @@ the same round trip that reads the players); any other is not applied and comes 
 Idempotency: a player whose stored ``last_seq`` already reached the round's ``seq`` is not
 recomputed (its state has moved on); the script re-checks atomically. Such players' events
 are re-emitted from the round's stored results, so a redelivered task re-sends the SAME
-RatingChange (same ``event_id`` and content) and consumers can deduplicate; unless every event
-of the round was already confirmed: then nothing is re-emitted (a correction may have re-rated
-the round's results since).
+RatingChange (same ``event_id`` and content) and consumers can deduplicate; unless a correction
+re-rated the round since (its results changed, the correction sent its own events): then nothing
+is re-emitted.
 """
 
 from __future__ import annotations
@@ -151,8 +151,8 @@ async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes], *, verify:
             replay_needed.append((writes, [p for p in group.players if p not in done], emitted[-1][2]))
     replayed = 0
     for writes, missing, emitted_players in replay_needed:
-        changes = await ctx.store.unconfirmed_results(writes.ladder, writes.round_id, missing)
-        if changes is None:  # every event of the round reached Kafka: a stale duplicate, nothing to re-emit
+        changes = await ctx.store.results_to_reemit(writes.ladder, writes.round_id, missing)
+        if changes is None:  # a correction re-rated the round after its events were sent: nothing to re-emit
             continue
         lost = [p for p, change in zip(missing, changes) if change is None]
         if lost:  # applied, but the round's bookkeeping never ran (a crash mid-pipeline): recover it

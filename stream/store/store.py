@@ -507,18 +507,20 @@ class Store:
         order = sorted((tuple(int(x) for x in as_text(k).split(".")), as_bytes(v)) for k, v in raw.items())
         return [(where[0], value) for where, value in order]
 
-    async def unconfirmed_results(self, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None] | None:
-        """The stored RatingChange JSON of ``players`` (None where absent) to re-emit, or None if every
-        event of the round was already confirmed (``emitted``): then a message of it is a stale
-        duplicate with nothing to re-emit, and its stored results may have been re-rated since by a
-        correction (re-emitting them would give an event_id a second content). One round trip."""
+    async def results_to_reemit(self, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None] | None:
+        """The stored RatingChange JSON of ``players`` (None where absent) to re-emit for a
+        redelivered update, or None if a correction re-rated the round since its events were sent
+        (``rerated_by`` on its record): its stored results are no longer the ones emitted, and
+        re-emitting them would give an ``event_id`` a second content (the correction sent its own
+        events). One round trip: the results read before the mark, which a re-rate sets before it
+        rewrites the results."""
         if not players:
             return []
         pipe = self.client.pipeline(transaction=False)
-        pipe.hget(keys.round_record(ladder, round_id), "emitted")
         pipe.hmget(keys.round_results(ladder, round_id), list(players))
-        emitted, stored = await pipe.execute()
-        if emitted == b"1":
+        pipe.hexists(keys.round_record(ladder, round_id), "rerated_by")
+        stored, rerated = await pipe.execute()
+        if rerated:
             return None
         return [None if value is None else as_bytes(value) for value in stored]
 
