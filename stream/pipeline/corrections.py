@@ -60,7 +60,7 @@ from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes,
 from stream.store import corrections as ledger
 from stream.store import keys
 from stream.store.bulk import BulkWriter
-from stream.store.corrections import StoredRound, replace_hashes
+from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
 from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED, encode_float, fanout_fields
 
 log = logging.getLogger(__name__)
@@ -331,17 +331,9 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round(ladder), h.seq, performance, partitions)]
 
     fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split)
-    replaced: list[tuple[str, dict[Any, bytes]]] = []
-    derived: list[str] = []
-    for k, fanout in zip(affected, fanouts):
-        h = rated.rounds[k]
-        replaced.append((keys.round_results(ladder, h.round_id), results[k] if h.seq > results_trimmed else {}))
-        replaced.append((keys.round_perf(ladder, h.round_id), dict(fanout_fields(fanout))))
-        derived.append(keys.round_digests(ladder, h.round_id))
-    for k in affected:  # marked before their results change: phase two re-emits none of them (results_to_reemit)
-        await writer.hset(keys.round_record(ladder, rated.rounds[k].round_id), {"rerated_by": correction.correction_id})
-    await writer.flush()
-    await replace_hashes(ctx.store, replaced, derived)
+    await rewrite_rounds(ctx.store, ladder, correction.correction_id, [
+        RoundRewrite(rated.rounds[k].round_id, results[k] if rated.rounds[k].seq > results_trimmed else {},
+                     dict(fanout_fields(fanout))) for k, fanout in zip(affected, fanouts)])
     written = {h.round_id for h in rated.rounds}
     for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)
         if r.seq >= s and r.round_id not in written:
@@ -373,6 +365,8 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         await writer.zrem(keys.leaderboard(ladder), removed)
         await writer.zrem(keys.player_names(ladder), removed)
     await writer.hset(keys.ladder(ladder), _ladder_fields(rated))
+    if not rated.rounds:  # every round voided: no last rated round
+        await writer.hdel(keys.ladder(ladder), "last_rated_seq", "last_round")
     await writer.close()
     players = await ctx.store.client.zcard(keys.leaderboard(ladder))  # = the counter (every writer keeps both)
     await ctx.store.client.hset(keys.ladder(ladder), "players", players)

@@ -123,6 +123,10 @@ class BulkWriter:
         self.pipe.delete(*names)
         await self._count(len(names))
 
+    async def hdel(self, key: str, *fields: str) -> None:
+        self.pipe.hdel(key, *fields)
+        await self._count(len(fields))
+
     async def zrem(self, key: str, members: Sequence[str]) -> None:
         """ZREM in chunks of :data:`ZADD_MEMBERS` members."""
         for lo in range(0, len(members), ZADD_MEMBERS):

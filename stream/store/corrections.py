@@ -145,32 +145,40 @@ async def write_plan(store: Store, ladder: str, correction_id: str, before: dict
                            json.dumps(before, separators=(",", ":"), ensure_ascii=False))
 
 
-REPLACE_ARGUMENTS = 20_000
-"""Arguments per replace_hashes.lua call (bounds how long one call blocks Redis)."""
+REWRITE_ARGUMENTS = 20_000
+"""Arguments per rewrite_rounds.lua call (bounds how long one call blocks Redis)."""
 
 
-async def replace_hashes(store: Store, hashes: Sequence[tuple[str, dict[Any, bytes]]], derived: Sequence[str]) -> None:
-    """Replace each hash (key, fields; no fields: deleted) and delete the ``derived`` keys, keys of
-    one ladder, with replace_hashes.lua calls of about REPLACE_ARGUMENTS arguments, a few per
-    pipeline (one reply per call, not a few per hash)."""
+@dataclass(frozen=True)
+class RoundRewrite:
+    """A re-rated round's new results (player → RatingChange JSON; empty: none kept) and fan-out."""
+
+    round_id: str
+    results: dict[str, bytes]
+    fanout: dict[Any, bytes]
+
+
+async def rewrite_rounds(store: Store, ladder: str, correction_id: str, rounds: Sequence[RoundRewrite]) -> None:
+    """Mark each round ``rerated_by`` the correction and replace its results and fan-out
+    (rewrite_rounds.lua: calls of about REWRITE_ARGUMENTS arguments, a few per pipeline)."""
     calls: list[tuple[list[str], list[Any]]] = []
     names: list[str] = []
-    args: list[Any] = []
-    for key, fields in hashes:
-        names.append(key)
-        args.append(len(fields))
-        for name, value in fields.items():
-            args += [name, value]
-        if len(args) >= REPLACE_ARGUMENTS:
+    args: list[Any] = [correction_id]
+    for r in rounds:
+        names += [keys.round_record(ladder, r.round_id), keys.round_results(ladder, r.round_id),
+                  keys.round_perf(ladder, r.round_id), keys.round_digests(ladder, r.round_id)]
+        for fields in (r.results, r.fanout):
+            args.append(len(fields))
+            for name, value in fields.items():
+                args += [name, value]
+        if len(args) >= REWRITE_ARGUMENTS:
             calls.append((names, args))
-            names, args = [], []
+            names, args = [], [correction_id]
     if names:
         calls.append((names, args))
     for lo in range(0, len(calls), 8):
         def build(pipe: Any, group: list[tuple[list[str], list[Any]]] = calls[lo:lo + 8]) -> None:
             for call_names, call_args in group:
-                store._eval(pipe, "replace_hashes", call_names, [len(call_names), *call_args])
+                store._eval(pipe, "rewrite_rounds", call_names, call_args)
 
         await store._run(build)
-    for lo in range(0, len(derived), FLUSH_COMMANDS):
-        await store.client.delete(*derived[lo:lo + FLUSH_COMMANDS])

@@ -512,8 +512,8 @@ class Store:
         redelivered update, or None if a correction re-rated the round since its events were sent
         (``rerated_by`` on its record): its stored results are no longer the ones emitted, and
         re-emitting them would give an ``event_id`` a second content (the correction sent its own
-        events). One round trip: the results read before the mark, which a re-rate sets before it
-        rewrites the results."""
+        events). One round trip: the results, then the mark, which a re-rate sets in the same script
+        that rewrites the results (rewrite_rounds.lua)."""
         if not players:
             return []
         pipe = self.client.pipeline(transaction=False)
