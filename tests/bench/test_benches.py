@@ -61,6 +61,16 @@ def test_backfill_bench_reports_both_commands_and_the_ratio() -> None:
     assert "backfill / replay:" in out and "bytes per participation" in out
 
 
+def test_corrections_bench_reports_both_voids_next_to_replay() -> None:
+    out = run_bench("corrections.py", "--rounds", "300", "--players", "40", "--depth", "0.2", "--shallow", "3")
+    assert "300 duels from 40 players" in out
+    assert "| `stream replay` of the ladder" in out and "| `stream.batch.replay` of the ladder" in out
+    voids = [line for line in out.splitlines() if line.startswith("| void of round")]
+    assert len(voids) == 2 and "round 61 (deep: 239 later rounds)" in voids[0] and "(shallow: 2 later" in voids[1]
+    assert all("rerate" in line and "write" in line for line in voids)
+    assert "Redis == replay of the corrected history for all 40 players" in out
+
+
 def test_memory_bench_reports_every_scenario() -> None:
     out = run_bench("memory.py", "--duels", "30", "--pool", "10", "--contests", "3", "--contest-size", "20",
                     "--contest-pool", "40")
