@@ -80,7 +80,9 @@ class PlayerUpdate:
     """Phase one's output for the round's players on one partition (topic ``player-updates``).
 
     Held as columns (``players``, ``ranks``, ``performances``, aligned) so phase two can work on
-    arrays; serialised as ``entries: [{player, rank, performance}]``.
+    arrays; serialised as ``entries: [{player, rank, performance, previous_seq}]``.
+    ``previous_seqs``: per entry, the ladder seq of the player's previous round whose posterior
+    phase one used as this round's prior (0: newcomer prior); None when absent (older messages).
     """
 
     ladder: str
@@ -92,6 +94,7 @@ class PlayerUpdate:
     players: list[str]
     ranks: list[int]
     performances: list[float]
+    previous_seqs: list[int] | None = None
 
     def entries(self) -> Iterator[UpdateEntry]:
         for p, r, x in zip(self.players, self.ranks, self.performances):
@@ -108,6 +111,9 @@ class PlayerUpdate:
             "entries": [
                 {"player": p, "rank": int(r), "performance": float(x)}
                 for p, r, x in zip(self.players, self.ranks, self.performances)
+            ] if self.previous_seqs is None else [
+                {"player": p, "rank": int(r), "performance": float(x), "previous_seq": int(s)}
+                for p, r, x, s in zip(self.players, self.ranks, self.performances, self.previous_seqs)
             ],
         }
 
@@ -124,6 +130,7 @@ class PlayerUpdate:
             players=[e["player"] for e in entries],
             ranks=[e["rank"] for e in entries],
             performances=[e["performance"] for e in entries],
+            previous_seqs=[e["previous_seq"] for e in entries] if all("previous_seq" in e for e in entries) else None,
         )
 
 
