@@ -3,6 +3,10 @@
 
 * A message may hold several sections (``sections.py``): each section is handled as one
   PlayerUpdate (verified, applied or dead-lettered alone, with its message's origin).
+* Phase one rates a batch's rounds as a chain (a player's later round uses the posterior of
+  the earlier one), so a batch may hold several rounds of one player: the sections are applied
+  in waves (:func:`waves`: wave k holds each player's k-th section, in order), each wave reading
+  what the previous one stored.
 * A section that is not a PlayerUpdate (only a rogue producer or a bug makes one) goes to
   ``rounds-dlq`` (reason ``bad_player_update``) as soon as its batch raises, the rest of the batch
   being handled; one that is not exactly a section of its round's stored fan-out (forged) is not
@@ -48,13 +52,14 @@ async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Seque
     settings = ctx.settings
     started = time.perf_counter()
     sections = sections_of(events)
+    result = PhaseTwoResult([], 0, 0)
     rejected: list[Outgoing] = []
-    try:
-        result = await retrying(lambda: handle_player_updates(ctx, names, sections, rejected), "phase two",
-                                max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
-                                attempts=settings.handler_attempts)
-    except GaveUp as gave_up:
-        result = await handle_one_by_one(ctx, names, sections, rejected, gave_up.error)
+    for wave in waves(sections):
+        part = await _handle_wave(ctx, names, wave, rejected)
+        result.events += part.events
+        result.applied += part.applied
+        result.replayed += part.replayed
+        result.emitted += part.emitted
     handled = time.perf_counter()
     faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
     _log_rejected(rejected)
@@ -69,6 +74,42 @@ async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Seque
     log.debug("phase two: %d message(s), %d section(s), %d applied, %d re-emitted, %.3fs (%.3fs sending)",
               len(events), len(sections), result.applied, result.replayed, time.perf_counter() - started,
               time.perf_counter() - handled)
+
+
+def waves(sections: Sequence[Incoming]) -> list[list[Incoming]]:
+    """The sections in waves in which no (ladder, player) appears twice: a section goes one wave
+    after the last wave holding any of its players (order kept within a wave). A section that
+    does not parse goes to the first wave (where it is dead-lettered)."""
+    depth: dict[tuple[str, str], int] = {}
+    out: list[list[Incoming]] = []
+    for section in sections:
+        try:
+            data = json.loads(section.value)
+            players = [(data["ladder"], entry["player"]) for entry in data["entries"]]
+        except Exception:  # noqa: BLE001 - malformed: phase two dead-letters it
+            players = []
+        wave = max((depth.get(key, 0) for key in players), default=0)
+        depth.update(dict.fromkeys(players, wave + 1))
+        if wave == len(out):
+            out.append([])
+        out[wave].append(section)
+    return out
+
+
+async def _handle_wave(ctx: PipelineContext, names: TopicNames, wave: Sequence[Incoming],
+                       rejected: list[Outgoing]) -> PhaseTwoResult:
+    """Phase two of one wave, retried; one section at a time if it keeps raising. Its dead
+    letters are added to ``rejected``."""
+    settings = ctx.settings
+    letters: list[Outgoing] = []
+    try:
+        result = await retrying(lambda: handle_player_updates(ctx, names, wave, letters), "phase two",
+                                max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                                attempts=settings.handler_attempts)
+    except GaveUp as gave_up:
+        result = await handle_one_by_one(ctx, names, wave, letters, gave_up.error)
+    rejected += letters
+    return result
 
 
 def _log_rejected(rejected: Sequence[Outgoing]) -> None:

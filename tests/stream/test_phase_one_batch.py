@@ -15,10 +15,12 @@ from stream.batch.replay import replay
 from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.engine import preset
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.messages import FanOutMessage, Incoming
+from stream.pipeline.messages import FanOutMessage, Incoming, Origin
+from stream.pipeline.outbox import Outgoing, TopicNames
 from stream.pipeline.phase_one import BatchResult, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.sections import split_sections
+from stream.pipeline.updates_batches import phase_two_batch, waves
 from stream.settings import Settings
 
 PARTITIONS = 4
@@ -50,9 +52,20 @@ def sections_by_round(messages: Sequence[FanOutMessage]) -> list[list[bytes]]:
     return [rounds[key] for key in sorted(rounds)]
 
 
-async def apply(ctx: PipelineContext, batch: BatchResult) -> None:
-    for sections in sections_by_round(batch.messages):
-        await handle_updates(ctx, sections)
+NAMES = TopicNames(player_updates="player-updates", rating_changes="rating-changes", rounds_dlq="rounds-dlq")
+
+
+async def apply(ctx: PipelineContext, batch: BatchResult) -> list[Outgoing]:
+    """Phase two of the batch's messages as the ``player-updates`` agent does it (sections
+    split, applied in waves); returns what it sent."""
+    sent: list[Outgoing] = []
+
+    async def send(records: list[Outgoing], what: str) -> None:
+        sent.extend(records)
+
+    await phase_two_batch(ctx, NAMES, [Incoming(m.value, m.key, Origin("player-updates", m.partition, i))
+                                       for i, m in enumerate(batch.messages)], send)
+    return sent
 
 
 async def stored_states(ctx: PipelineContext, players: dict[str, set[str]]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -110,12 +123,26 @@ def test_one_batch_of_many_small_rounds_of_two_ladders_equals_replay(redis_url: 
                 for section in sections:
                     update = PlayerUpdate.from_json(section)
                     last.update({(update.ladder, p): update.seq for p in update.players})
-            await apply(ctx, batch)
+            sent = await apply(ctx, batch)
+            changes = [r for r in sent if r.topic == "rating-changes"]
+            assert len(changes) == sum(r.field_size for r in rounds[start:start + 64]) and len(changes) == len(sent)
         got = await stored_states(ctx, players_of(rounds))
         await ctx.store.close()
         return got
 
     assert_equals_replay(rounds, asyncio.run(body()))
+
+
+def test_waves_hold_each_player_once_in_order() -> None:
+    def section(ladder: str, seq: int, players: str) -> Incoming:
+        update = PlayerUpdate(ladder=ladder, round_id=f"r{seq}", seq=seq, occurred_at=1.0, weight=1.0, field_size=2,
+                              players=list(players), ranks=[1] * len(players), performances=[1.0] * len(players))
+        return Incoming(update.to_json().encode())
+
+    a1, b1, a2, a3, bad = section("A", 1, "xy"), section("B", 1, "xy"), section("A", 2, "yz"), section("A", 3, "w"), \
+        Incoming(b"{oops")
+    assert waves([a1, b1, a2, a3, bad]) == [[a1, b1, a3, bad], [a2]]
+    assert waves([a1, a2, section("A", 4, "zx")]) == [[a1], [a2], [section("A", 4, "zx")]]
 
 
 @settings(max_examples=12, deadline=None)
