@@ -30,6 +30,7 @@ HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its roun
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -365,6 +366,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
         for item, _ in rated:
             faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, item.round_.round_id)
+        await crash_in_batch_store(ctx, queued)
         saved = await ctx.store.queue_batch(queued)
         faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         for (item, messages), stored_now in zip(rated, saved):
@@ -376,6 +378,20 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
             sections += kept
     out += join_sections(sections, value_limit(ctx.settings.max_message_bytes))
     return BatchResult(results, out, plan.deferred)
+
+
+async def crash_in_batch_store(ctx: PipelineContext, queued: list[QueuedRound]) -> None:
+    """TEST-ONLY (fault point IN_BATCH_STORE, batches of two rounds or more): write what a
+    worker killed in the middle of the batch's store pipeline leaves (its first half, then the
+    next round's queued marks), and exit as ``kill -9`` does."""
+    if len(queued) < 2 or ctx.settings.fault_point != faults.IN_BATCH_STORE:
+        return
+    if not faults.fires(ctx.settings, faults.IN_BATCH_STORE):
+        return
+    half = len(queued) // 2
+    await ctx.store.queue_batch(queued[:half])
+    await ctx.store.mark_queued(queued[half].ladder, queued[half].players, queued[half].seq)
+    os._exit(faults.CRASH_EXIT_CODE)
 
 
 def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult | tuple[RoundResult, str]:

@@ -6,7 +6,7 @@
 * Phase one rates a batch's rounds as a chain (a player's later round uses the posterior of
   the earlier one), so a batch may hold several rounds of one player: the sections are applied
   in waves (:func:`waves`: wave k holds each player's k-th section, in order), each wave reading
-  what the previous one stored.
+  what the previous one stored and emitting its events before the next one.
 * A section that is not a PlayerUpdate (only a rogue producer or a bug makes one) goes to
   ``rounds-dlq`` (reason ``bad_player_update``) as soon as its batch raises, the rest of the batch
   being handled; one that is not exactly a section of its round's stored fan-out (forged) is not
@@ -47,20 +47,32 @@ def sections_of(events: Sequence[Incoming]) -> list[Incoming]:
 
 
 async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming], send: Send) -> None:
-    """Phase two of a batch of ``player-updates`` messages: apply, send the events and dead
-    letters, confirm the emitted events (the sweeper's ledger)."""
-    settings = ctx.settings
+    """Phase two of a batch of ``player-updates`` messages, wave after wave (:func:`waves`):
+    apply, send the events and dead letters, confirm the emitted events (the sweeper's ledger)."""
     started = time.perf_counter()
     sections = sections_of(events)
-    result = PhaseTwoResult([], 0, 0)
-    rejected: list[Outgoing] = []
+    applied = replayed = 0
     for wave in waves(sections):
-        part = await _handle_wave(ctx, names, wave, rejected)
-        result.events += part.events
-        result.applied += part.applied
-        result.replayed += part.replayed
-        result.emitted += part.emitted
-    handled = time.perf_counter()
+        result = await _wave(ctx, names, wave, send)
+        applied, replayed = applied + result.applied, replayed + result.replayed
+    metrics.PLAYER_UPDATES.labels("applied").inc(applied)
+    metrics.PLAYER_UPDATES.labels("re-emitted").inc(replayed)
+    metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - started)
+    log.debug("phase two: %d message(s), %d section(s), %d applied, %d re-emitted, %.3fs", len(events),
+              len(sections), applied, replayed, time.perf_counter() - started)
+
+
+async def _wave(ctx: PipelineContext, names: TopicNames, wave: Sequence[Incoming], send: Send) -> PhaseTwoResult:
+    """One wave: applied in Redis (retried; section by section if it keeps raising), then its
+    events and dead letters sent, then the emitted events confirmed."""
+    settings = ctx.settings
+    rejected: list[Outgoing] = []
+    try:
+        result = await retrying(lambda: handle_player_updates(ctx, names, wave, rejected), "phase two",
+                                max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                                attempts=settings.handler_attempts)
+    except GaveUp as gave_up:
+        result = await handle_one_by_one(ctx, names, wave, rejected, gave_up.error)
     faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
     _log_rejected(rejected)
     await send(change_messages(names, result.events) + rejected, "rating changes")
@@ -68,12 +80,7 @@ async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Seque
     await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
                    max_delay_s=settings.retry_max_delay_s, handler=retry.CONFIRM)
     faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
-    metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
-    metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)
-    metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - started)
-    log.debug("phase two: %d message(s), %d section(s), %d applied, %d re-emitted, %.3fs (%.3fs sending)",
-              len(events), len(sections), result.applied, result.replayed, time.perf_counter() - started,
-              time.perf_counter() - handled)
+    return result
 
 
 def waves(sections: Sequence[Incoming]) -> list[list[Incoming]]:
@@ -94,22 +101,6 @@ def waves(sections: Sequence[Incoming]) -> list[list[Incoming]]:
             out.append([])
         out[wave].append(section)
     return out
-
-
-async def _handle_wave(ctx: PipelineContext, names: TopicNames, wave: Sequence[Incoming],
-                       rejected: list[Outgoing]) -> PhaseTwoResult:
-    """Phase two of one wave, retried; one section at a time if it keeps raising. Its dead
-    letters are added to ``rejected``."""
-    settings = ctx.settings
-    letters: list[Outgoing] = []
-    try:
-        result = await retrying(lambda: handle_player_updates(ctx, names, wave, letters), "phase two",
-                                max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
-                                attempts=settings.handler_attempts)
-    except GaveUp as gave_up:
-        result = await handle_one_by_one(ctx, names, wave, letters, gave_up.error)
-    rejected += letters
-    return result
 
 
 def _log_rejected(rejected: Sequence[Outgoing]) -> None:
