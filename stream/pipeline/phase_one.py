@@ -383,11 +383,14 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
 async def crash_in_batch_store(ctx: PipelineContext, queued: list[QueuedRound]) -> None:
     """TEST-ONLY (fault point IN_BATCH_STORE, batches of two rounds or more): write what a
     worker killed in the middle of the batch's store pipeline leaves (its first half, then the
-    next round's queued marks), and exit as ``kill -9`` does."""
+    next round's queued marks), and exit as ``kill -9`` does. The batch's ladders are appended
+    to FAULT_MARKER (a line ``ladders a,b``)."""
     if len(queued) < 2 or ctx.settings.fault_point != faults.IN_BATCH_STORE:
         return
     if not faults.fires(ctx.settings, faults.IN_BATCH_STORE):
         return
+    with open(ctx.settings.fault_marker, "a") as marker:  # the test checks the batch spans ladders
+        marker.write("\nladders " + ",".join(sorted({q.ladder for q in queued})))
     half = len(queued) // 2
     await ctx.store.queue_batch(queued[:half])
     await ctx.store.mark_queued(queued[half].ladder, queued[half].players, queued[half].seq)

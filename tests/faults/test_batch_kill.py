@@ -43,6 +43,10 @@ def test_kill_mid_batch_spanning_ladders_then_restart(point: str, local_stack, s
         crashes = faults_h.drain(stack_redis_url, harness.expected_rounds(rounds), workers, restart=True)
         assert (tmp_path / "fault.marker").exists(), "the fault point was never reached"
         assert crashes == 1, f"expected exactly one crash at {point}, saw {crashes}"
+        if point == faults.IN_BATCH_STORE:
+            marker = (tmp_path / "fault.marker").read_text()
+            ladders = marker.split("ladders ", 1)[1].split()[0].split(",")
+            assert len(ladders) >= 2, f"the killed batch held rounds of one ladder only: {marker!r}"
         harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
         faults_h.wait_ledgers_empty(stack_redis_url, sorted(harness.expected_rounds(rounds)))
         faults_h.assert_events_complete(local_stack.bootstrap, fresh_prefix, rounds)
