@@ -10,6 +10,7 @@ round's shared fields are encoded once.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # C-accelerated, as json.dumps
@@ -84,12 +85,19 @@ def encode_changes(c: ChangeColumns) -> list[bytes]:
     ]
 
 
+def _number(value: float) -> str:
+    """A JSON number as ``json.dumps`` writes it (``repr``), NaN and infinities refused."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+    return repr(value)
+
+
 def encode_update(update: PlayerUpdate, performance_texts: Sequence[str]) -> bytes:
     """``update.to_json().encode()`` with the entries written from columns, the performances
     given as their text (:func:`number_texts`) (tested byte-equal)."""
-    head = json.dumps({"ladder": update.ladder, "round_id": update.round_id, "seq": update.seq,
-                       "occurred_at": update.occurred_at, "weight": update.weight, "field_size": update.field_size},
-                      separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    head = (f'{{"ladder":{encode_basestring(update.ladder)},"round_id":{encode_basestring(update.round_id)},'
+            f'"seq":{int(update.seq)!r},"occurred_at":{_number(update.occurred_at)},'
+            f'"weight":{_number(update.weight)},"field_size":{int(update.field_size)!r}}}')
     if update.previous_seqs is None:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
                            for player, rank, perf in zip(update.players, update.ranks, performance_texts))

@@ -11,6 +11,7 @@ and last_time back bit for bit, so the stream equals the in-process replay.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -389,7 +390,9 @@ class Store:
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
                              fields: Sequence[str] = PRIOR_STATE_FIELDS,
                              ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
-        """Register ``rounds`` in order (register_round.lua each, see :meth:`register_round`) and
+        """Register ``rounds`` in order (register_round.lua each, see :meth:`register_round`), read
+        each ladder's rounds still ``registered`` once, after them (each registration's ``earlier``
+        is taken from it: the script's own list would repeat the batch's rounds for every round),
         then read ``fields`` of the (ladder, player) hashes (load_players.lua): ONE round trip.
         Returns the registrations (without priors) and the players' columns (:func:`_columns`)."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
@@ -403,14 +406,21 @@ class Store:
                            [keys.ladder(r.ladder), keys.round_record(r.ladder, r.round_id), keys.rounds(r.ladder),
                             keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder)],
                            [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
-                            r.field_size, r.status, r.body, encode_due(r.due_at)])
+                            r.field_size, r.status, r.body, encode_due(r.due_at), "0"])
+            for ladder in ladders:
+                pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
             self._read_players_into(pipe, player_keys, fields)
 
         replies = await self._run(build)
         first, end = len(ladders), len(ladders) + len(rounds)
-        registrations = [Registration(outcome.decode(), int(seq), status.decode(), tuple(e.decode() for e in earlier))
-                         for outcome, seq, status, *earlier in replies[first:end]]
-        return registrations, _columns(replies[end:], fields)
+        registered = {ladder: ([as_text(rid) for rid, _ in pairs], [int(seq) for _, seq in pairs])
+                      for ladder, pairs in zip(ladders, replies[end:end + len(ladders)])}
+        registrations = []
+        for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
+            ids, seqs = registered[r.ladder]
+            earlier = () if outcome == OUTCOME_CONFLICT.encode() else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
+            registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier))
+        return registrations, _columns(replies[end + len(ladders):], fields)
 
     async def round_body(self, ladder: str, round_id: str) -> bytes | None:
         """The canonical JSON of a round still ``registered`` (None once its fan-out is stored)."""

@@ -14,6 +14,8 @@
 -- ARGV[7] body                   canonical round JSON, kept while "registered" (the sweeper
 --                                re-runs phase one from it if the input is never redelivered)
 -- ARGV[8] due_at                 when the sweeper may re-drive the round ("+inf": never)
+-- ARGV[9] earlier                "0": leave out the earlier rounds (a batch reads the registered
+--                                rounds once, after registering all of its rounds); else "1"
 -- Returns {outcome, seq, status, earlier...}: outcome "new" | "existing" | "conflict"; status of
 -- the stored record; earlier = ids of this ladder's rounds still "registered" with a smaller seq
 -- (phase one must complete them first: their priors are only valid while no later round passed).
@@ -22,7 +24,7 @@ local round_id, content_hash = ARGV[1], ARGV[2]
 
 local function reply(outcome, seq, status)
   local out = {outcome, seq, status}
-  if outcome ~= 'conflict' then
+  if outcome ~= 'conflict' and ARGV[9] ~= '0' then
     for _, earlier in ipairs(redis.call('ZRANGEBYSCORE', registered_key, '-inf', '(' .. seq)) do
       out[#out + 1] = earlier
     end
