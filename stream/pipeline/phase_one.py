@@ -1,8 +1,10 @@
 """Phase one: validate a round, assign its ladder sequence, rate performances, fan out.
 
-Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_round` for each
-message, in publish order per ladder, and sends what it returns. Steps (paper Section 4,
-Algorithm 1, first half):
+Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_rounds` for each
+batch of messages (rated as a unit: see its docstring and the end of this module), and
+:func:`handle_round` for a message alone (the fallback when a batch keeps raising), in publish
+order per ladder, and sends what they return. Steps of a round (paper Section 4, Algorithm 1,
+first half):
 
 1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
    with status ``no_outcome`` and rates nobody.  A round with teams or partial play is
