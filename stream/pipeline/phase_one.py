@@ -46,7 +46,7 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import encode_update, number_texts
+from stream.pipeline.encoding import encode_entries, number_texts, update_head
 from stream.pipeline.messages import FanOutMessage, Incoming, Origin, value_limit
 from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
@@ -208,26 +208,25 @@ async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseExce
     return result
 
 
-def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray,
-                 partitions: int, previous_seqs: np.ndarray | None = None) -> list[FanOutMessage]:
+def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray | list[str],
+                 partitions: int, previous_seqs: list[int] | None = None) -> list[FanOutMessage]:
     """PlayerUpdates holding all of the round's players that map to each partition: one per
     partition, or several where one would exceed MAX_MESSAGE_BYTES (a huge round whose players
     hash to one partition), each then holding a contiguous part of that partition's players.
+    ``performance``: the values, or their texts (:func:`number_texts`, rendered once for a batch);
     ``previous_seqs``: per player, the seq of the round whose posterior was its prior (written
     as each entry's ``previous_seq``; the one-by-one path leaves it out)."""
     players = round_.players()
-    ranks = round_.ranks()
-    texts = number_texts("performance", performance)
+    ranks = round_.ranks().tolist()
+    texts = performance if isinstance(performance, list) else number_texts("performance", performance)
     limit = value_limit(ctx.settings.max_message_bytes)
+    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
 
     def encode(index: list[int]) -> list[tuple[int, bytes]]:
-        update = PlayerUpdate(
-            ladder=round_.ladder, round_id=round_.round_id, seq=seq, occurred_at=round_.occurred_at,
-            weight=round_.weight, field_size=round_.field_size,
-            players=[players[i] for i in index], ranks=ranks[index].tolist(),
-            performances=performance[index].tolist(),
-            previous_seqs=None if previous_seqs is None else previous_seqs[index].tolist())
-        value = encode_update(update, [texts[i] for i in index])  # = update.to_json().encode(), in bulk
+        # = PlayerUpdate(...).to_json().encode() of these entries, in bulk (tested byte-equal)
+        value = encode_entries(head, [players[i] for i in index], [ranks[i] for i in index],
+                               [texts[i] for i in index],
+                               None if previous_seqs is None else [previous_seqs[i] for i in index])
         if len(value) <= limit or len(index) == 1:
             return [(index[0], value)]
         half = len(index) // 2
@@ -522,5 +521,6 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     all_rows = np.concatenate(members)
     previous_seq = np.where(update.previous >= 0, seqs[np.maximum(update.previous, 0)], priors.last_seq[all_rows])
     bounds = update.offsets.tolist()
-    return [build_fanout(ctx, item.round_, item.seq, update.performance[a:b], partitions, previous_seq[a:b])
+    texts, previous = number_texts("performance", update.performance), previous_seq.tolist()
+    return [build_fanout(ctx, item.round_, item.seq, texts[a:b], partitions, previous[a:b])
             for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]
