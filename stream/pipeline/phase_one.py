@@ -136,7 +136,8 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
     performance = engine.phase_one(mu, sigma, elapsed, round_.ranks(), ctx.params,
                                    weight=round_.weight, perf_ceiling=round_.perf_ceiling)
-    messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions())
+    previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
+    messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
 
     faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
     faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, round_.round_id)
