@@ -16,8 +16,14 @@ messages (the same batches) and with the Store and Lua scripts at REF, alternati
 servers. Each run's largest |mu - replay|
 shows whether it rated the chains right.
 
+With ``--phase-one-batch N`` it compares phase one one round at a time (``handle_round``, each
+round's phase two right after it) with phase one of N rounds as a unit (``handle_rounds``, then
+the batch's phase two as the agent runs it), alternating on fresh servers in
+the same run (best of ``--repeat``): µs of phase one per round, and the whole per participation.
+
 Usage: python bench/handlers.py [--size 1000] [--rounds 40] [--pool 2000] [--partitions 4] [--profile]
                                 [--compare-verify] [--repeat 2] [--batch-rounds 1,100] [--before main]
+                                [--phase-one-batch 64]
 """
 
 from __future__ import annotations
@@ -44,8 +50,11 @@ from stream.batch.replay import replay  # noqa: E402
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
 from stream.engine import preset, warm_up  # noqa: E402
 from stream.pipeline.context import PipelineContext  # noqa: E402
-from stream.pipeline.phase_one import handle_round  # noqa: E402
+from stream.pipeline.messages import Incoming  # noqa: E402
+from stream.pipeline.outbox import TopicNames  # noqa: E402
+from stream.pipeline.phase_one import handle_round, handle_rounds  # noqa: E402
 from stream.pipeline.phase_two import handle_updates  # noqa: E402
+from stream.pipeline.updates_batches import phase_two_batch  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
 from stream.pipeline.messages import join_fanout, value_limit  # noqa: E402
@@ -62,6 +71,65 @@ async def run(url: str, rounds: list, partitions: int, verify: bool = True) -> N
         # phase two of the round's messages in one batch (a worker's batch holds ~1-10 messages)
         await handle_updates(ctx, [message.value for message in result.updates], verify=verify)
     await ctx.store.close()
+
+
+NAMES = TopicNames(player_updates="player-updates", rating_changes="rating-changes", rounds_dlq="rounds-dlq")
+
+
+async def run_phase_one(url: str, rounds: list, partitions: int, batch: int) -> tuple[float, float]:  # type: ignore[type-arg]
+    """Phase one and phase two of every round; ``batch`` 0: one round at a time (handle_round,
+    its phase two right after), else N rounds per ``handle_rounds`` then the batch's phase two
+    (``phase_two_batch``, as the agent). Returns (phase one seconds, phase one CPU seconds)."""
+    ctx = PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
+    raws = [r.to_json().encode() for r in rounds]
+    spent = cpu = 0.0
+
+    async def send(records: list, what: str) -> None:  # type: ignore[type-arg]
+        pass
+
+    for start in range(0, len(raws), max(1, batch)):
+        t, c = time.perf_counter(), time.process_time()
+        if batch:
+            messages = (await handle_rounds(ctx, [Incoming(raw) for raw in raws[start:start + batch]])).messages
+        else:
+            messages = (await handle_round(ctx, raws[start])).updates
+        spent, cpu = spent + time.perf_counter() - t, cpu + time.process_time() - c
+        await phase_two_batch(ctx, NAMES, [Incoming(m.value) for m in messages], send)
+    await ctx.store.close()
+    return spent, cpu
+
+
+def measure_phase_one(rounds: list, partitions: int, batch: int) -> tuple[float, float, float, float]:  # type: ignore[type-arg]
+    """(phase one wall s, phase one CPU s, whole wall s, redis-server CPU s) on a fresh server."""
+    server = RedisServer().start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        redis_before, started = redis_cpu_s(client), time.perf_counter()
+        phase_one_s, phase_one_cpu = asyncio.run(run_phase_one(server.url, rounds, partitions, batch))
+        figures = (phase_one_s, phase_one_cpu, time.perf_counter() - started, redis_cpu_s(client) - redis_before)
+        client.close()
+    finally:
+        server.stop()
+    return figures
+
+
+def compare_phase_one(rounds: list, partitions: int, batch: int, repeat: int, replay_s: float) -> None:  # type: ignore[type-arg]
+    """Print phase one one by one vs in batches of ``batch`` (alternating runs, best of ``repeat``)."""
+    best: dict[int, tuple[float, ...]] = {}
+    for _ in range(repeat):
+        for mode in (0, batch):
+            figures = measure_phase_one(rounds, partitions, mode)
+            best[mode] = tuple(min(a, b) for a, b in zip(best.get(mode, figures), figures))
+    n, parts = len(rounds), sum(r.field_size for r in rounds)
+    print(f"\nphase one one by one vs {batch} rounds per handle_rounds (best of {repeat}, alternating, same run)\n")
+    print("| mode | phase one µs/round (wall) | phase one µs/round (CPU) | whole µs/part. (wall) "
+          "| redis-server CPU µs/part. |\n|---|---:|---:|---:|---:|")
+    print(f"| replay (in process) | | | {replay_s * 1e6 / parts:.1f} | |")
+    for mode in (0, batch):
+        one_s, one_cpu, wall_s, redis_s = best[mode]
+        label = "one by one (handle_round)" if mode == 0 else f"batches of {batch} (handle_rounds)"
+        print(f"| {label} | {one_s * 1e6 / n:.0f} | {one_cpu * 1e6 / n:.0f} | {wall_s * 1e6 / parts:.1f} "
+              f"| {redis_s * 1e6 / parts:.1f} |")
 
 
 CHECK_BLOCKS = 20
@@ -253,6 +321,8 @@ def main() -> None:
     parser.add_argument("--batch-rounds", help="comma-separated rounds per phase-two batch: time phase two alone on "
                                                "chained batches (see the module docstring)")
     parser.add_argument("--before", help="with --batch-rounds: also time phase_two.handle_updates at this git ref")
+    parser.add_argument("--phase-one-batch", type=int, default=0,
+                        help="compare phase one one by one with N rounds per handle_rounds (and only that)")
     args = parser.parse_args()
     rounds = list(synthetic_rounds(n_players=args.pool, n_rounds=args.rounds, round_size=args.size, seed=1,
                                    ladder="bench"))
@@ -266,6 +336,10 @@ def main() -> None:
     started = time.perf_counter()
     replay(rounds, preset(Settings().engine_preset), keep_rounds=False)
     replay_s = time.perf_counter() - started
+    if args.phase_one_batch:
+        print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} participations")
+        compare_phase_one(rounds, args.partitions, args.phase_one_batch, args.repeat, replay_s)
+        return
 
     profiler = cProfile.Profile() if args.profile else None
     modes = (False, True) if args.compare_verify else (True,)

@@ -1,12 +1,16 @@
 """The streaming pipeline: Faust agents that rate rounds from Kafka into Redis.
 
-Layout: ``app.py`` (the faust.App from Settings), ``topics.py`` (topic declarations and
-creation), ``agents.py`` (thin agents), ``phase_one.py`` / ``phase_two.py`` (plain async
-handlers, testable without Kafka), ``chains.py`` (phase two's chain rule), ``barrier.py`` (per-player barrier), ``partitioner.py``
-(Kafka's murmur2), ``messages.py``, ``metrics.py`` (Prometheus), ``context.py`` (shared dependencies),
-``corrections.py`` (voids and amends: hold the ladder, re-rate it, write what changed), ``rerate.py``
-(a ladder's history rated again in process, per participation), ``hold.py`` (phase one waits
-while a correction holds its ladder), ``backfill.py``.
+Layout. The Faust runtime: ``app.py`` (the faust.App from Settings), ``topics.py`` (topic
+declarations and creation), ``agents.py`` (thin agents), ``watchdog.py``, ``producer.py``,
+``compat.py`` (every Faust/aiokafka patch and private-attribute access). Plain code, testable
+without Kafka: ``rounds_batches.py`` / ``updates_batches.py`` / ``corrections_batches.py`` (an
+agent's work on one batch: retries, one-by-one fallbacks, dead letters), ``phase_one.py`` /
+``phase_two.py`` (the handlers), ``chains.py`` (phase two's chain rule), ``barrier.py``
+(per-player barrier), ``outbox.py`` (records to send), ``partitioner.py`` (Kafka's murmur2),
+``messages.py`` (messages, sections of ``player-updates``), ``metrics.py`` (Prometheus),
+``context.py`` (shared dependencies), ``corrections.py`` (voids and amends: hold the ladder,
+re-rate it, write what changed), ``rerate.py`` (a ladder's history rated again in process, per
+participation), ``hold.py`` (phase one waits while a correction holds its ladder), ``backfill.py``.
 
 Design (the guarantee: after the stream drains, Redis equals ``stream.batch.replay`` of the
 same rounds within 1e-9, whatever the number of workers and partitions):
@@ -18,16 +22,21 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    duplicate; the same id with different content goes to ``rounds-dlq`` as ``conflict``.
    Unparseable or invalid input goes to ``rounds-dlq`` with its reason; outcome-free rounds
    are recorded (status ``no_outcome``) and rate nobody.
-3. Per-player barrier: before reading priors for round ``seq``, phase one waits until every
-   participant's ``queued_seq`` (set by the phase one of their previous round) equals their
-   ``last_seq`` (set by phase two). So round t+1 sees round t's posteriors for every shared
-   player, while rounds with disjoint players overlap freely. The wait backs off (bounded),
-   warns, and after SWEEP_TIMEOUT_S re-sends the stored fan-out of the rounds it waits on.
-4. Phase one runs ``engine.phase_one`` vectorised over the round, marks ``queued_seq = seq``,
-   STORES the fan-out (one PlayerUpdate per partition, Kafka's murmur2 partition of each
-   player id, sent to that partition explicitly) and marks the round ``pending``, then sends
-   the stored messages. A redelivered round re-sends the stored bytes, never recomputes from
-   priors that have moved on.
+3. Phase one takes a batch of rounds as a unit (``phase_one.handle_rounds``): one round trip
+   registers them and reads every participant's state. Per-player barrier: before rating a
+   player's first round of the batch, phase one waits until their ``queued_seq`` (set by the
+   phase one of their previous round) equals their ``last_seq`` (set by phase two). So it sees
+   the posteriors of every earlier batch, while rounds with disjoint players overlap freely.
+   The wait backs off (bounded), warns, and after SWEEP_TIMEOUT_S re-sends the stored fan-out
+   of the rounds it waits on.
+4. Per ladder, ONE ``engine.rate_rounds`` call rates the batch's rounds in seq order (waves of
+   player-disjoint rounds: a later round of the batch is rated from the posteriors of the
+   earlier ones, which phase two will compute and store identically); every entry names the
+   round whose posterior was its prior (``previous_seq``). One round trip marks the players
+   ``queued_seq``, STORES each round's fan-out (one PlayerUpdate section per partition, Kafka's
+   murmur2 partition of each player id) and marks the rounds ``pending``; then the batch's
+   sections go out joined per partition (``messages.join_fanout``). A redelivered round re-sends the
+   stored bytes, never recomputes from priors that have moved on.
 5. Phase two takes batches of ``player-updates`` messages, each one or more sections (one
    PlayerUpdate each), keeps only sections that are byte for byte in their round's stored
    fan-out (others are dead-lettered unapplied), loads every named player's packed state once

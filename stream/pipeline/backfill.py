@@ -62,9 +62,11 @@ class BackfillSummary:
 @dataclass
 class _PlayerColumns:
     """Per table row: the seq and index of the player's last round in the backfill (0 / -1: none),
-    display rating and tier index after it (grown with the table)."""
+    display rating and tier index after it, and the seq of the player's last round stored before
+    the backfill (0: none; an appending backfill) (grown with the table)."""
 
     last_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    stored_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     last_round: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     shown: np.ndarray = field(default_factory=lambda: np.zeros(0))
     tier: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -75,6 +77,7 @@ class _PlayerColumns:
             return
         grow = max(n, 2 * size) - size
         self.last_seq = np.concatenate([self.last_seq, np.zeros(grow, dtype=np.int64)])
+        self.stored_seq = np.concatenate([self.stored_seq, np.zeros(grow, dtype=np.int64)])
         self.last_round = np.concatenate([self.last_round, np.full(grow, -1, dtype=np.int64)])
         self.shown = np.concatenate([self.shown, np.zeros(grow)])
         self.tier = np.concatenate([self.tier, np.full(grow, UNPLACED, dtype=np.int64)])
@@ -178,6 +181,7 @@ async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundRes
         run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], ctx.params))
         run.columns.reserve(run.table.size)
         run.columns.tier[rows] = tier_indices([stored.tiers[i] for i in present], ctx.display(ladder))
+        run.columns.stored_seq[rows] = [stored.last_seqs[i] for i in present]
     return run
 
 
@@ -218,7 +222,9 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
         players=players, ranks=ranks.tolist(), performance=number_texts("performance", update.performance),
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
         mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist()))
-    fanout = build_fanout(ctx, round_, run.seq, update.performance, run.partitions)
+    last = run.columns.last_seq[rows]
+    previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
+    fanout = build_fanout(ctx, round_, run.seq, update.performance, run.partitions, previous)
 
     await writer.hset(keys.round_record(run.name, round_.round_id), _record(round_, run.seq, STATUS_RATED, now))
     await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})

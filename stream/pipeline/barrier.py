@@ -37,18 +37,22 @@ log = logging.getLogger(__name__)
 Redrive = Callable[[list[str]], Awaitable[None]]
 
 
-async def wait_for_priors(store: Store, settings: Settings, ladder: str, players: Sequence[str], seq: int,
-                          round_id: str, redrive: Redrive | None = None, first: Priors | None = None) -> Priors:
+async def wait_for_priors(store: Store, settings: Settings, ladder: str, players: Sequence[str], seq: int | np.ndarray,
+                          round_id: str, redrive: Redrive | None = None, first: Priors | None = None,
+                          states: bool = False) -> Priors:
     """Priors of ``players`` for round ``seq``, once the barrier lets every one of them through.
 
-    ``first``: the players' priors already read for this round (with its registration), used as
-    the first check instead of reading them again."""
+    ``seq``: the round's, or one per player (a batch: each player's first round in it);
+    ``round_id`` names the wait in logs. ``first``: the players' priors already read (with the
+    registration), used as the first check instead of reading them again. ``states``: read the
+    packed engine states too (``first`` must hold them then)."""
+    seqs = np.broadcast_to(np.asarray(seq, dtype=np.int64), (len(players),))
     started = time.monotonic()
     delay = settings.barrier_poll_s
     next_warning = started + settings.barrier_warn_s
     redrive_period = settings.sweep_timeout_s
     next_redrive = started + redrive_period
-    priors = first if first is not None else await store.load_priors(ladder, players, seq)
+    priors = first if first is not None else await store.load_priors(ladder, players, seqs, states=states)
     position = {player: i for i, player in enumerate(players)} if priors.blocked else {}
     blocked, rounds = priors.blocked, await _rounds_to_watch(store, settings, ladder, priors)
     next_full_check = started + settings.barrier_full_check_s
@@ -56,7 +60,8 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
         now = time.monotonic()
         if now >= next_warning:
             log.warning("round %s/%s (seq %d) still waits after %.1fs for earlier updates of %d player(s), e.g. %s",
-                        log_safe(ladder), log_safe(round_id), seq, now - started, len(blocked), log_ids(blocked))
+                        log_safe(ladder), log_safe(round_id), int(seqs.min(initial=0)), now - started, len(blocked),
+                        log_ids(blocked))
             next_warning = now + settings.barrier_warn_s
         if redrive is not None and now >= next_redrive:
             await redrive(blocked)
@@ -68,14 +73,19 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
         delay = min(delay * 2.0, settings.barrier_max_poll_s)
         if rounds and time.monotonic() < next_full_check and not await _all_rated(store, ladder, rounds):
             continue  # many players held: re-read them only once the rounds they wait on are rated
-        check = await store.load_priors(ladder, blocked, seq)  # re-check the blocked ones only
+        held = np.asarray([position[player] for player in blocked], dtype=np.int64)
+        check = await store.load_priors(ladder, blocked, seqs[held], states=states)  # re-check the blocked ones only
         # a player let through has its final prior in this read: no later round of the ladder can
         # be queued for it while this one waits (phase one of a ladder is sequential)
         still = set(check.blocked)
         released = [i for i, player in enumerate(blocked) if player not in still]
         rows = np.asarray([position[blocked[i]] for i in released], dtype=np.int64)
-        for name in ("mu", "sigma", "last_time", "known"):
-            getattr(priors, name)[rows] = getattr(check, name)[released]
+        for name in ("mu", "sigma", "last_time", "known", "last_seq"):
+            if getattr(priors, name) is not None:
+                getattr(priors, name)[rows] = getattr(check, name)[released]
+        if priors.states is not None and check.states is not None:
+            for row, i in zip(rows.tolist(), released):
+                priors.states[row] = check.states[i]
         blocked, rounds = check.blocked, await _rounds_to_watch(store, settings, ladder, check)
         next_full_check = time.monotonic() + settings.barrier_full_check_s
     priors.blocked, priors.waiting_on = [], []

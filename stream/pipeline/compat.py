@@ -4,16 +4,18 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
 
 * :func:`cap_fetch_wait`: Faust hard-codes aiokafka's ``fetch_max_wait_ms``; :func:`idle_fetch_wait`
   lengthens it while nothing arrives;
-* :func:`take_batches`: ``Stream.take_events`` without its idle timer.
-
-(stream/pipeline/watchdog.py reads the consumer's private offsets and subscription itself.)
+* :func:`take_batches`: ``Stream.take_events`` without its idle timer; :func:`incoming`: an
+  event as the handlers' plain input;
+* the watchdog's reach into the consumer (watchdog.py): :func:`in_consumer_thread`,
+  :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`,
+  :func:`disable_resume`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import time
 
@@ -21,6 +23,10 @@ import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from mode.utils.futures import notify
+
+from stream.pipeline.messages import Incoming, Origin
+
+T = TypeVar("T")
 
 
 def cap_fetch_wait(max_wait_ms: int) -> None:
@@ -152,3 +158,50 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
     finally:
         stream.enable_acks = enable_acks
         stream._processors.remove(add_to_buffer)
+
+
+def incoming(event: faust.EventT[bytes]) -> Incoming:
+    """A Faust event as the handlers' plain input (value, key, where it came from, its timestamp)."""
+    message = event.message
+    key = cast("bytes | None", event.key)
+    return Incoming(event.value, key, Origin(message.topic, message.partition, message.offset),
+                    message.timestamp)
+
+
+# --- the watchdog's reach into Faust's consumer and aiokafka (stream/pipeline/watchdog.py) ----------
+
+
+def in_consumer_thread(app: faust.App, fn: Callable[..., Awaitable[T]], *args: Any) -> Awaitable[T]:
+    """Run the coroutine function ``fn(aiokafka consumer, *args)`` in Faust's consumer thread
+    (aiokafka lives in that thread's event loop)."""
+    thread = cast(Any, app.consumer)._thread
+    return cast("Awaitable[T]", thread.call_thread(fn, thread._ensure_consumer(), *args))
+
+
+def fetch_positions(consumer: Any, tps: Sequence[Any]) -> dict[Any, int | None]:
+    """In the consumer thread: aiokafka's fetch position of each partition (None: no valid one),
+    from its subscription state (aiokafka 0.14)."""
+    subscription = consumer._subscription.subscription
+    assignment = subscription.assignment if subscription is not None else None
+    out: dict[Any, int | None] = {}
+    for tp in tps:
+        state = assignment.state_value(tp) if assignment is not None else None
+        out[tp] = state.position if state is not None and state.has_valid_position else None
+    return out
+
+
+def disable_resume(consumer: Any, tp: Any) -> None:
+    """In the consumer thread: make resuming the partition a no-op while this assignment lasts
+    (TEST-ONLY: a stall no self-heal can clear, FAULT_POINT stall_rounds_partition_forever)."""
+    consumer._subscription.subscription.assignment.state_value(tp).resume = lambda: None
+
+
+def committed_offsets(app: faust.App) -> Mapping[Any, int]:
+    """Faust's record of the offsets it committed, per Faust TP (no request)."""
+    return cast("Mapping[Any, int]", cast(Any, app.consumer)._committed_offset)
+
+
+def set_read_offset(app: faust.App, tp: Any, offset: int | None) -> None:
+    """Set Faust's read offset of a partition (after a seek, so the records fetched again are
+    not dropped as already read)."""
+    cast(Any, app.consumer)._read_offset[tp] = offset

@@ -55,7 +55,8 @@ from stream.pipeline.backfill import PLAYER_FIELDS
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
-from stream.pipeline.phase_one import Origin, build_fanout
+from stream.pipeline.messages import Origin
+from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate
 from stream.store import corrections as ledger
 from stream.store import keys

@@ -10,6 +10,7 @@ round's shared fields are encoded once.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # C-accelerated, as json.dumps
@@ -92,19 +93,36 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
     ]
 
 
+def _number(value: float) -> str:
+    """A JSON number as ``json.dumps`` writes it (``repr``), NaN and infinities refused."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+    return repr(value)
+
+
 def encode_update(update: PlayerUpdate, performance_texts: Sequence[str]) -> bytes:
     """``update.to_json().encode()`` with the entries written from columns, the performances
-    given as their text (:func:`number_texts`) (tested byte-equal); ``previous_seq`` written in
-    every entry when ``update.previous_seqs`` is set."""
-    head = json.dumps({"ladder": update.ladder, "round_id": update.round_id, "seq": update.seq,
-                       "occurred_at": update.occurred_at, "weight": update.weight, "field_size": update.field_size},
-                      separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    rows = zip(update.players, update.ranks, performance_texts)
-    if update.previous_seqs is None:
+    given as their text (:func:`number_texts`) (tested byte-equal)."""
+    head = update_head(update.ladder, update.round_id, update.seq, update.occurred_at, update.weight,
+                       update.field_size)
+    return encode_entries(head, update.players, update.ranks, performance_texts, update.previous_seqs)
+
+
+def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight: float, field_size: int) -> str:
+    """The round's fields of a PlayerUpdate's JSON, up to its entries (shared by a round's sections)."""
+    return (f'{{"ladder":{encode_basestring(ladder)},"round_id":{encode_basestring(round_id)},'
+            f'"seq":{int(seq)!r},"occurred_at":{_number(occurred_at)},'
+            f'"weight":{_number(weight)},"field_size":{int(field_size)!r},"entries":[')
+
+
+def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], performance_texts: Sequence[str],
+                   previous_seqs: Sequence[int] | None) -> bytes:
+    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns."""
+    if previous_seqs is None:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
-                           for player, rank, perf in rows)
+                           for player, rank, perf in zip(players, ranks, performance_texts))
     else:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
                            f'"previous_seq":{int(previous)!r}}}'
-                           for (player, rank, perf), previous in zip(rows, update.previous_seqs))
-    return f'{head[:-1]},"entries":[{entries}]}}'.encode()
+                           for player, rank, perf, previous in zip(players, ranks, performance_texts, previous_seqs))
+    return f'{head}{entries}]}}'.encode()

@@ -37,6 +37,11 @@ CORRECTION_MID_RERATE = "correction_mid_rerate"
 sent (``corrections._write``: every re-rated round's results and fan-out, no player yet), no
 event: the redelivered correction must finish it. Not in CRASH_POINTS (those a stream of rounds
 meets): tests/faults/test_corrections_kill.py."""
+IN_BATCH_STORE = "in_batch_store"
+"""Phase one of a batch with several rounds to rate dies while its store is half written (the
+store is one pipeline, not a transaction): the first half of the rounds' queued marks and
+fan-outs stored, the next round's queued marks only (``phase_one.crash_in_batch_store``)."""
+BATCH_CRASH_POINTS = (IN_BATCH_STORE,)
 CRASH_POINTS = (AFTER_REGISTER_BEFORE_FANOUT, AFTER_PRIORS_BEFORE_FANOUT_STORED, AFTER_FANOUT_STORED_BEFORE_SEND,
                 AFTER_FANOUT_SENT_BEFORE_ACK, PHASE_TWO_AFTER_REDIS_BEFORE_EMIT, PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
 
@@ -80,7 +85,7 @@ STALL_POINTS = (STALL_ROUNDS_PARTITION, STALL_ROUNDS_PARTITION_FOREVER)
 _RAISE_AT = {AFTER_PRIORS_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
 """Raise points placed where a crash point is (``crash_point`` checks both)."""
 
-ALL_POINTS = CRASH_POINTS + (CORRECTION_MID_RERATE,) + DROP_POINTS + RAISE_POINTS + STALL_POINTS
+ALL_POINTS = CRASH_POINTS + BATCH_CRASH_POINTS + (CORRECTION_MID_RERATE,) + DROP_POINTS + RAISE_POINTS + STALL_POINTS
 
 
 class InjectedFault(RuntimeError):

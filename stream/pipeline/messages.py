@@ -81,3 +81,23 @@ def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMes
 
 Resend = Callable[[list[FanOutMessage]], Awaitable[None]]
 """How the worker sends fan-out messages (set on the context by the agents)."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an input message came from (copied into a dead letter)."""
+
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """An input message as plain values (the agents build it from a Faust event), so the
+    handlers and their fallbacks run without Faust."""
+
+    value: bytes
+    key: bytes | None = None
+    origin: Origin = Origin()
+    timestamp: float | None = None

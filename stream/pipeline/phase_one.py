@@ -1,8 +1,10 @@
 """Phase one: validate a round, assign its ladder sequence, rate performances, fan out.
 
-Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_round` for each
-message, in publish order per ladder, and sends what it returns. Steps (paper Section 4,
-Algorithm 1, first half):
+Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_rounds` for each
+batch of messages (rated as a unit: see its docstring and the end of this module), and
+:func:`handle_round` for a message alone (the fallback when a batch keeps raising), in publish
+order per ladder, and sends what they return. Steps of a round (paper Section 4, Algorithm 1,
+first half):
 
 1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
    with status ``no_outcome`` and rates nobody.  A round with teams or partial play is
@@ -31,7 +33,9 @@ HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its roun
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,13 +47,15 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import encode_update, number_texts
+from stream.pipeline.encoding import encode_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
-from stream.pipeline.messages import FanOutMessage, value_limit
+from stream.pipeline.messages import FanOutMessage, Incoming, Origin, value_limit
 from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
-from stream.store.store import (OUTCOME_CONFLICT, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
-                                STATUS_REGISTERED, Priors)
+from stream.pipeline.messages import join_fanout
+from stream.engine.state import unpack_batch
+from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
+                                STATUS_REGISTERED, NewRound, Priors, QueuedRound, Registration, Store)
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +70,6 @@ class PhaseOneResult:
     seq: int | None = None
     updates: list[FanOutMessage] = field(default_factory=list)
     dead_letter: DeadLetter | None = None
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where the input message came from (copied into a dead letter)."""
-
-    topic: str | None = None
-    partition: int | None = None
-    offset: int | None = None
 
 
 async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> PhaseOneResult:
@@ -141,7 +138,8 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
     performance = engine.phase_one(mu, sigma, elapsed, round_.ranks(), ctx.params,
                                    weight=round_.weight, perf_ceiling=round_.perf_ceiling)
-    messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions())
+    previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
+    messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
 
     faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
     faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, round_.round_id)
@@ -213,23 +211,25 @@ async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseExce
     return result
 
 
-def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray,
-                 partitions: int) -> list[FanOutMessage]:
+def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray | list[str],
+                 partitions: int, previous_seqs: list[int] | None = None) -> list[FanOutMessage]:
     """PlayerUpdates holding all of the round's players that map to each partition: one per
     partition, or several where one would exceed MAX_MESSAGE_BYTES (a huge round whose players
-    hash to one partition), each then holding a contiguous part of that partition's players."""
+    hash to one partition), each then holding a contiguous part of that partition's players.
+    ``performance``: the values, or their texts (:func:`number_texts`, rendered once for a batch);
+    ``previous_seqs``: per player, the seq of the round whose posterior was its prior (written
+    as each entry's ``previous_seq``; the one-by-one path leaves it out)."""
     players = round_.players()
-    ranks = round_.ranks()
-    texts = number_texts("performance", performance)
+    ranks = round_.ranks().tolist()
+    texts = performance if isinstance(performance, list) else number_texts("performance", performance)
     limit = value_limit(ctx.settings.max_message_bytes)
+    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
 
     def encode(index: list[int]) -> list[tuple[int, bytes]]:
-        update = PlayerUpdate(
-            ladder=round_.ladder, round_id=round_.round_id, seq=seq, occurred_at=round_.occurred_at,
-            weight=round_.weight, field_size=round_.field_size,
-            players=[players[i] for i in index], ranks=ranks[index].tolist(),
-            performances=performance[index].tolist())
-        value = encode_update(update, [texts[i] for i in index])  # = update.to_json().encode(), in bulk
+        # = PlayerUpdate(...).to_json().encode() of these entries, in bulk (tested byte-equal)
+        value = encode_entries(head, [players[i] for i in index], [ranks[i] for i in index],
+                               [texts[i] for i in index],
+                               None if previous_seqs is None else [previous_seqs[i] for i in index])
         if len(value) <= limit or len(index) == 1:
             return [(index[0], value)]
         half = len(index) // 2
@@ -278,3 +278,260 @@ def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first
                                        partition=origin.partition, offset=origin.offset)
     return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
 
+
+
+# ---- a batch of rounds as a unit (DESIGN15 "Phase one per batch") ----------------------------
+
+
+@dataclass
+class BatchResult:
+    """Phase one of a batch of ``rounds`` messages.
+
+    ``results``: per message what happened (None for a deferred one); ``messages``: the batch's
+    fan-out, its sections joined per partition (``messages.join_fanout``), to send once;
+    ``deferred``: indices of messages to hand to :func:`handle_round` one by one AFTER the
+    messages are sent (the rounds of a ladder after one a test fault dropped)."""
+
+    results: list[PhaseOneResult | None]
+    messages: list[FanOutMessage] = field(default_factory=list)
+    deferred: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _ToRate:
+    """A registered round of the batch to rate: its message's index, the round, its seq."""
+
+    index: int
+    round_: RoundResult
+    seq: int
+
+
+@dataclass
+class _Plan:
+    """What registration decided for a batch: the rounds to rate per ladder, stored fan-outs to
+    re-send, earlier rounds left ``registered`` to complete first, messages deferred."""
+
+    to_rate: dict[str, list[_ToRate]] = field(default_factory=dict)
+    resend: list[tuple[str, str]] = field(default_factory=list)
+    earlier: dict[str, dict[str, None]] = field(default_factory=dict)
+    deferred: list[int] = field(default_factory=list)
+
+
+Columns = dict[str, np.ndarray | list[bytes | None]]
+
+
+async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> BatchResult:
+    """Phase one of a batch of ``rounds`` messages as a unit (paper Algorithm 1, first half, for
+    many rounds): per message the outcomes of :func:`handle_round`, with
+
+    1. ONE Redis round trip registering every round (register_round.lua each, in order) and
+       reading every participant's stored state (``Store.register_batch``);
+    2. earlier rounds left ``registered`` completed first; the per-player barrier for each
+       ladder's players at their first round of the batch;
+    3. per ladder ONE ``engine.rate_rounds`` call over its rounds in seq order (waves of
+       player-disjoint rounds: a later round of the batch uses the posteriors of the earlier
+       ones, as phase two will store them); each entry's ``previous_seq`` names its prior;
+    4. ONE round trip storing every round's queued marks, fan-out and pending mark
+       (``Store.queue_batch``); the fan-out sections joined per partition.
+    """
+    now = time.time()
+    results: list[PhaseOneResult | None] = [None] * len(events)
+    accepted: list[tuple[int, RoundResult, str]] = []
+    for i, event in enumerate(events):
+        verdict = _accept(ctx, event, now)
+        if isinstance(verdict, PhaseOneResult):
+            results[i] = verdict
+        else:
+            accepted.append((i, *verdict))
+    participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
+                                      for p in r.players()))
+    due_at = now + ctx.settings.sweep_timeout_s
+    registrations, columns = await ctx.store.register_batch(
+        [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
+                  events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
+                  NEVER_DUE, r.perf_ceiling) for i, r, status in accepted], participants)
+    plan = _plan(ctx, events, accepted, registrations, results)
+    if plan.to_rate:
+        faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
+    out = await _resend(ctx, plan.resend)
+    stale = await _complete_earlier(ctx, plan.earlier, out)
+    row = {key: i for i, key in enumerate(participants)}
+    sections, queued, rated = [], [], []
+    partitions = await ctx.partitions() if plan.to_rate else 0
+    for ladder, rounds in plan.to_rate.items():
+        rounds.sort(key=lambda r: r.seq)
+        first = None if ladder in stale else columns
+        for item, messages in zip(rounds, await _rate_ladder(ctx, ladder, rounds, first, row, partitions)):
+            queued.append(QueuedRound(ladder, item.round_.round_id, item.round_.players(), item.seq,
+                                      item.round_.field_size, [(m.partition, m.value) for m in messages],
+                                      time.time() + ctx.settings.sweep_timeout_s))
+            rated.append((item, messages))
+    if rated:
+        faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
+        for item, _ in rated:
+            faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, item.round_.round_id)
+        await crash_in_batch_store(ctx, queued)
+        saved = await ctx.store.queue_batch(queued)
+        faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
+        for (item, messages), stored_now in zip(rated, saved):
+            # another attempt (a redelivery, the sweeper) stored first: send what it stored
+            kept = messages if stored_now else await stored_fanout(ctx, item.round_.ladder, item.round_.round_id)
+            result = results[item.index]
+            if result is not None:
+                result.updates = kept
+            sections += kept
+    out += join_fanout(sections, value_limit(ctx.settings.max_message_bytes))
+    return BatchResult(results, out, plan.deferred)
+
+
+async def crash_in_batch_store(ctx: PipelineContext, queued: list[QueuedRound]) -> None:
+    """TEST-ONLY (fault point IN_BATCH_STORE, batches of two rounds or more): write what a
+    worker killed in the middle of the batch's store pipeline leaves (its first half, then the
+    next round's queued marks), and exit as ``kill -9`` does. The batch's ladders are appended
+    to FAULT_MARKER (a line ``ladders a,b``)."""
+    if len(queued) < 2 or ctx.settings.fault_point != faults.IN_BATCH_STORE:
+        return
+    if not faults.fires(ctx.settings, faults.IN_BATCH_STORE):
+        return
+    with open(ctx.settings.fault_marker, "a") as marker:  # the test checks the batch spans ladders
+        marker.write("\nladders " + ",".join(sorted({q.ladder for q in queued})))
+    half = len(queued) // 2
+    await ctx.store.queue_batch(queued[:half])
+    await ctx.store.mark_queued(queued[half].ladder, queued[half].players, queued[half].seq)
+    os._exit(faults.CRASH_EXIT_CODE)
+
+
+def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult | tuple[RoundResult, str]:
+    """Parse and accept one message: a dead-letter result, or the round with the status to
+    register it with (``registered`` to rate, ``no_outcome``)."""
+    origin = event.origin
+    try:
+        round_ = parse_round(event.value, limits=ctx.limits)
+        check_supported(round_, INDIVIDUALS_ONLY, "the stream")
+    except RoundRejected as rejection:
+        if rejection.reason == NO_OUTCOME and rejection.round is not None:
+            return rejection.round, STATUS_NO_OUTCOME
+        letter = DeadLetter.from_rejection(rejection, event.value, rejected_at=now, topic=origin.topic,
+                                           partition=origin.partition, offset=origin.offset)
+        return PhaseOneResult("rejected", dead_letter=letter)
+    return round_, STATUS_NO_OUTCOME if round_.is_outcome_free() else STATUS_REGISTERED
+
+
+def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
+          registrations: list[Registration], results: list[PhaseOneResult | None]) -> _Plan:
+    """Each registered message's outcome (as :func:`handle_round` decides it) and the batch's plan.
+
+    A round twice in the batch is rated once (its later copy is ``resent``: the same sections go
+    out with the batch). The first round to rate may be dropped by the test fault
+    DROP_ROUND_AFTER_REGISTER; its ladder's later rounds are then deferred to one-by-one handling,
+    which completes the dropped round first, as the ladder's next round does today. The rounds of
+    a ladder a correction holds (``held``: nothing registered) are deferred the same way."""
+    plan = _Plan()
+    rating: set[tuple[str, str]] = set()
+    cut: set[str] = set()
+    held: set[str] = set()
+    for (i, round_, status), reg in zip(accepted, registrations):
+        event = events[i]
+        if reg.outcome == OUTCOME_HELD or round_.ladder in held:
+            # a correction holds the ladder: this round and the ladder's later ones (held too:
+            # the hold outlasts the batch) wait for it one by one (``hold.register_unless_held``)
+            held.add(round_.ladder)
+            plan.deferred.append(i)
+            continue
+        if reg.outcome == OUTCOME_CONFLICT:
+            results[i] = _conflict(round_, event.value, time.time(), event.origin, reg.seq)
+            continue
+        if status == STATUS_NO_OUTCOME:
+            results[i] = PhaseOneResult(NO_OUTCOME if reg.outcome == OUTCOME_NEW else "duplicate",
+                                        round_.ladder, round_.round_id, reg.seq)
+            continue
+        key = (round_.ladder, round_.round_id)
+        if round_.ladder in cut:
+            plan.deferred.append(i)
+            continue
+        result = results[i] = PhaseOneResult("rated", round_.ladder, round_.round_id, reg.seq)
+        if key in rating:
+            result.outcome = "resent"
+        elif reg.outcome != OUTCOME_NEW and reg.status != STATUS_REGISTERED:
+            result.outcome = "resent" if reg.status == STATUS_PENDING else "duplicate"
+            if reg.status == STATUS_PENDING and key not in plan.resend:  # a round twice: re-sent once
+                plan.resend.append(key)
+        elif faults.fires(ctx.settings, faults.DROP_ROUND_AFTER_REGISTER):
+            result.outcome = "dropped"
+            cut.add(round_.ladder)
+        else:
+            rating.add(key)
+            plan.to_rate.setdefault(round_.ladder, []).append(_ToRate(i, round_, reg.seq))
+            plan.earlier.setdefault(round_.ladder, {}).update(dict.fromkeys(reg.earlier))
+    for ladder, earlier in plan.earlier.items():
+        for round_id in [r for r in earlier if (ladder, r) in rating]:
+            del earlier[round_id]
+    return plan
+
+
+async def _resend(ctx: PipelineContext, keys: list[tuple[str, str]]) -> list[FanOutMessage]:
+    """The stored fan-out of redelivered rounds already ``pending``: sent at once through
+    ``ctx.resend`` (the barrier of the batch's later rounds may wait on them), or returned."""
+    messages = [m for ladder, round_id in keys for m in await stored_fanout(ctx, ladder, round_id)]
+    if messages and ctx.resend is not None:
+        await ctx.resend(messages)
+        return []
+    return messages
+
+
+async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, None]],
+                            out: list[FanOutMessage]) -> set[str]:
+    """Complete the ladders' rounds left ``registered`` before the batch (in seq order); their
+    messages are sent at once (``ctx.resend``), else added to ``out``. Returns the ladders whose
+    players' state read with the registration is stale now (their barrier reads it again)."""
+    stale: set[str] = set()
+    for ladder, round_ids in earlier.items():
+        for round_id in round_ids:
+            messages = await complete_registered(ctx, ladder, round_id)
+            if ctx.resend is None:
+                out += messages
+            stale.add(ladder)
+    return stale
+
+
+def _take_columns(columns: Columns, rows: list[int]) -> Columns:
+    """The rows ``rows`` of load_players columns (see ``store._columns``)."""
+    index = np.asarray(rows, dtype=np.int64)
+    return {name: column[index] if isinstance(column, np.ndarray) else [column[i] for i in rows]
+            for name, column in columns.items()}
+
+
+async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate], columns: Columns | None,
+                       row: dict[tuple[str, str], int], partitions: int) -> list[list[FanOutMessage]]:
+    """Barrier, then ONE ``engine.rate_rounds`` call over a ladder's rounds of the batch (in seq
+    order); per round its fan-out sections, each entry with its ``previous_seq``. ``columns``:
+    the players' state read with the registration (None: read it again)."""
+    players = list(dict.fromkeys(p for item in rounds for p in item.round_.players()))
+    position = {p: i for i, p in enumerate(players)}
+    members = [np.fromiter((position[p] for p in item.round_.players()), dtype=np.int64,
+                           count=item.round_.field_size) for item in rounds]
+    first_seq = np.zeros(len(players), dtype=np.int64)
+    for item, rows in zip(reversed(rounds), reversed(members)):  # each player's first round wins
+        first_seq[rows] = item.seq
+    first = None if columns is None else Store.priors(
+        players, _take_columns(columns, [row[(ladder, p)] for p in players]), first_seq)
+
+    async def redrive(blocked: list[str]) -> None:
+        await redrive_rounds(ctx, ladder, blocked)
+
+    priors = await wait_for_priors(ctx.store, ctx.settings, ladder, players, first_seq, rounds[0].round_.round_id,
+                                   redrive=redrive, first=first, states=True)
+    assert priors.states is not None and priors.last_seq is not None
+    specs = [engine.RoundSpec(rows, item.round_.ranks(), item.round_.occurred_at, item.round_.weight,
+                              item.round_.perf_ceiling) for item, rows in zip(rounds, members)]
+    update = engine.rate_rounds(unpack_batch(priors.states, ctx.params), specs, ctx.params)
+    if not update.rated.all():
+        raise ValueError("an outcome-free round reached the engine")
+    seqs = np.repeat(np.fromiter((item.seq for item in rounds), dtype=np.int64, count=len(rounds)),
+                     np.diff(update.offsets))
+    all_rows = np.concatenate(members)
+    previous_seq = np.where(update.previous >= 0, seqs[np.maximum(update.previous, 0)], priors.last_seq[all_rows])
+    bounds = update.offsets.tolist()
+    texts, previous = number_texts("performance", update.performance), previous_seq.tolist()
+    return [build_fanout(ctx, item.round_, item.seq, texts[a:b], partitions, previous[a:b])
+            for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]

@@ -15,28 +15,18 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import mode
 from aiokafka import AIOKafkaProducer
 
 from stream.connections import aiokafka_config
+from stream.pipeline.outbox import Outgoing
 from stream.pipeline.partitioner import partition_for
 from stream.settings import Settings
 
 BATCH_BYTES = 1024 * 1024
 """Largest record batch sent at once (a bigger single message gets a batch of its own)."""
 ACKS = "all"
-
-
-@dataclass(frozen=True)
-class Outgoing:
-    """One message: topic, key, value, and a partition (None: the key's default partition)."""
-
-    topic: str
-    key: bytes | None
-    value: bytes
-    partition: int | None = None
 
 
 class BatchProducer(mode.Service):

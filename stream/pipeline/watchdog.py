@@ -31,8 +31,9 @@ later, with STALL_EXIT=true (default), the worker exits with status :data:`STALL
 supervisor restarts it: the new consumer fetches from the committed offset, the uncommitted input
 is redelivered, and the handlers' idempotency makes that harmless.
 
-aiokafka runs in Faust's consumer thread (``app.consumer._thread``, its own event loop): every
-aiokafka call here goes through ``call_thread``; Faust's structures are touched in the main loop.
+aiokafka runs in Faust's consumer thread (its own event loop): every aiokafka call here goes
+through ``compat.in_consumer_thread``; Faust's structures are touched in the main loop. Every
+private attribute of Faust or aiokafka read or written here is behind a ``compat`` function.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import faust
 from faust.types import TP as FaustTP
 
 from stream.pipeline import faults, metrics
+from stream.pipeline.compat import committed_offsets, disable_resume, fetch_positions, in_consumer_thread, set_read_offset
 from stream.pipeline.topics import PLAYER_UPDATES, ROUNDS
 from stream.settings import Settings
 
@@ -187,11 +189,6 @@ def _consumer(app: faust.App) -> Any:
     return app.consumer
 
 
-def _consumer_thread(app: faust.App) -> Any:
-    """Faust's aiokafka consumer thread (``call_thread`` runs a coroutine function in its loop)."""
-    return _consumer(app)._thread
-
-
 async def _snapshot(consumer: Any, topics: frozenset[str]) -> dict[TP, tuple[int | None, int | None]]:
     """In the consumer thread: (end offset, position) of every assigned partition of ``topics``,
     the end offsets in one ListOffsets request (per partition leader)."""
@@ -199,24 +196,17 @@ async def _snapshot(consumer: Any, topics: frozenset[str]) -> dict[TP, tuple[int
     if not assigned:
         return {}
     ends = await asyncio.wait_for(consumer.end_offsets(assigned), timeout=OBSERVE_TIMEOUT_S)
-    subscription = consumer._subscription.subscription
-    assignment = subscription.assignment if subscription is not None else None
-    out: dict[TP, tuple[int | None, int | None]] = {}
-    for tp in assigned:
-        state = assignment.state_value(tp) if assignment is not None else None
-        position = state.position if state is not None and state.has_valid_position else None
-        out[(tp.topic, tp.partition)] = (ends.get(tp), position)
-    return out
+    positions = fetch_positions(consumer, assigned)
+    return {(tp.topic, tp.partition): (ends.get(tp), positions[tp]) for tp in assigned}
 
 
 async def observe(app: faust.App, topics: frozenset[str]) -> dict[TP, Observation]:
     """Every assigned partition of ``topics``: end offset and position from aiokafka (consumer
     thread), committed offset and in-flight messages from Faust (this loop)."""
-    thread = _consumer_thread(app)
-    snapshot = await thread.call_thread(_snapshot, thread._ensure_consumer(), topics)
+    snapshot = await in_consumer_thread(app, _snapshot, topics)
     consumer = _consumer(app)
     in_flight = {(m.tp.topic, m.tp.partition) for m in list(consumer.unacked)}
-    committed = consumer._committed_offset
+    committed = committed_offsets(app)
     return {tp: Observation(end, committed.get(FaustTP(*tp)), position, tp in in_flight)
             for tp, (end, position) in snapshot.items()}
 
@@ -241,15 +231,14 @@ async def heal(app: faust.App, tps: Collection[TP], observed: Mapping[TP, Observ
     nothing is committed) and resume it, in aiokafka and in Faust; Faust's read offset follows
     the seek so the records fetched again are not dropped as already read."""
     offsets = {tp: observed[tp].done for tp in tps}
-    thread = _consumer_thread(app)
-    await thread.call_thread(_seek_and_resume, thread._ensure_consumer(), offsets)
+    await in_consumer_thread(app, _seek_and_resume, offsets)
     consumer = _consumer(app)
     assigned = consumer.assignment()  # a partition revoked meanwhile must not join Faust's active set
     faust_tps = [FaustTP(*tp) for tp in tps if FaustTP(*tp) in assigned]
     for tp in faust_tps:
         offset = offsets[(tp.topic, tp.partition)]
         if offset is not None:
-            consumer._read_offset[tp] = offset or None
+            set_read_offset(app, tp, offset or None)
     consumer.resume_partitions(faust_tps)
 
 
@@ -265,8 +254,7 @@ async def _pause(consumer: Any, topic: str, partition: int, forever: bool) -> No
     tp = TopicPartition(topic, partition)
     consumer.pause(tp)
     if forever:
-        state = consumer._subscription.subscription.assignment.state_value(tp)
-        state.resume = lambda: None
+        disable_resume(consumer, tp)
 
 
 async def inject_stall(app: faust.App, settings: Settings, observed: Mapping[TP, Observation]) -> TP | None:
@@ -281,8 +269,7 @@ async def inject_stall(app: faust.App, settings: Settings, observed: Mapping[TP,
     if point not in faults.STALL_POINTS or not candidates or not faults.fires(settings, point):
         return None
     tp = candidates[0]
-    thread = _consumer_thread(app)
-    await thread.call_thread(_pause, thread._ensure_consumer(), tp[0], tp[1], point == faults.STALL_ROUNDS_PARTITION_FOREVER)
+    await in_consumer_thread(app, _pause, tp[0], tp[1], point == faults.STALL_ROUNDS_PARTITION_FOREVER)
     with open(settings.fault_marker, "a") as marker:
         marker.write(f"\npartition {tp[1]}")
     log.warning("fault point %s: %s[%d] is no longer fetched", point, tp[0], tp[1])

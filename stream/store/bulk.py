@@ -47,6 +47,8 @@ class StoredPlayers:
 
     states: list[bytes | None]
     tiers: list[bytes | None]
+    last_seqs: list[int]
+    """The seq of each player's last applied round (0: none)."""
 
 
 @dataclass
@@ -166,14 +168,17 @@ async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) ->
 
 
 async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:
-    """Packed state and tier of ``players`` (None for players the ladder has not rated)."""
+    """Packed state, tier and last applied seq of ``players`` (None / 0 for players the ladder
+    has not rated)."""
     states: list[bytes | None] = []
     tiers: list[bytes | None] = []
+    last_seqs: list[int] = []
     for lo in range(0, len(players), FLUSH_COMMANDS):
         pipe = store.client.pipeline(transaction=False)
         for player in players[lo:lo + FLUSH_COMMANDS]:
-            pipe.hmget(keys.player(ladder, player), ["state", "tier"])
-        for state, tier in await pipe.execute():
+            pipe.hmget(keys.player(ladder, player), ["state", "tier", "last_seq"])
+        for state, tier, last_seq in await pipe.execute():
             states.append(None if state is None else as_bytes(state))
             tiers.append(None if tier is None else as_bytes(tier))
-    return StoredPlayers(states, tiers)
+            last_seqs.append(0 if last_seq is None else int(last_seq))
+    return StoredPlayers(states, tiers, last_seqs)

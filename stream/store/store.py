@@ -11,6 +11,7 @@ and last_time back bit for bit, so the stream equals the in-process replay.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -43,7 +44,9 @@ STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
 it is still a no-op)."""
 
-PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", "#queued_seq", "#last_seq")
+PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", "#queued_seq", "#last_seq", "#queued_prev")
+PRIOR_STATE_FIELDS = (*PRIOR_FIELDS, "state")
+"""The priors with the packed engine state (phase one of a batch carries the factor history forward)."""
 STATE_FIELDS = ("#last_seq", "state", "tier")
 """Player hash fields read by load_players.lua: ``#name`` a number (read as a float column, NaN where
 absent), ``name`` bytes (a list, None where absent)."""
@@ -131,6 +134,36 @@ class Registration:
 
 
 @dataclass(frozen=True)
+class NewRound:
+    """A round to register (:meth:`Store.register_batch`; register_round.lua's arguments)."""
+
+    ladder: str
+    round_id: str
+    content_hash: str
+    occurred_at: float
+    received_at: float
+    field_size: int
+    status: str = STATUS_REGISTERED
+    body: str | bytes = ""
+    due_at: float = NEVER_DUE
+    perf_ceiling: float = math.inf
+
+
+@dataclass(frozen=True)
+class QueuedRound:
+    """A rated round's last phase-one write (:meth:`Store.queue_batch`): its players marked
+    queued for ``seq``, its fan-out ((partition, section) pairs) stored, the round pending."""
+
+    ladder: str
+    round_id: str
+    players: Sequence[str]
+    seq: int
+    pending: int
+    messages: Sequence[tuple[int, bytes]]
+    due_at: float = NEVER_DUE
+
+
+@dataclass(frozen=True)
 class DueRound:
     """A round the sweeper claimed: incomplete past SWEEP_TIMEOUT_S (status ``registered`` or ``pending``)."""
 
@@ -159,6 +192,10 @@ class Priors:
     blocked: list[str] = field(default_factory=list)
     waiting_on: list[int] = field(default_factory=list)
     """Distinct ``seq`` of the rounds the blocked players wait for (their ``queued_seq``)."""
+    last_seq: np.ndarray | None = None
+    """Each player's last applied seq (0: none)."""
+    states: list[bytes | None] | None = None
+    """Each player's packed engine state (None: newcomer), when read (``load_priors(states=True)``)."""
 
     @property
     def ready(self) -> bool:
@@ -389,24 +426,50 @@ class Store:
         With ``prefetch`` (the participants), their priors are read in the same round trip,
         after the registration (as :meth:`load_priors` would right after it).
         """
-        player_keys = [keys.player(ladder, p) for p in prefetch]
+        round_ = NewRound(ladder, round_id, content_hash, occurred_at, received_at, field_size, status, body, due_at,
+                          perf_ceiling)
+        (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], PRIOR_FIELDS)
+        if registration.outcome == OUTCOME_HELD:
+            return registration
+        priors = self.priors(prefetch, columns, registration.seq) if prefetch else None
+        return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
+
+    async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
+                             fields: Sequence[str] = PRIOR_STATE_FIELDS,
+                             ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
+        """Register ``rounds`` in order (register_round.lua each, see :meth:`register_round`), read
+        each ladder's rounds still ``registered`` once, after them (each registration's ``earlier``
+        is taken from it: the script's own list would repeat the batch's rounds for every round),
+        then read ``fields`` of the (ladder, player) hashes (load_players.lua): ONE round trip.
+        Returns the registrations (without priors) and the players' columns (:func:`_columns`)."""
+        player_keys = [keys.player(ladder, p) for ladder, p in players]
+        ladders = list(dict.fromkeys(r.ladder for r in rounds))
 
         def build(pipe: Pipeline) -> None:
-            pipe.sadd(keys.ladders(), ladder)
-            self._eval(pipe, "register_round",
-                       [keys.ladder(ladder), keys.round_record(ladder, round_id), keys.rounds(ladder),
-                        keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)],
-                       [round_id, content_hash, encode_float(occurred_at), encode_float(received_at),
-                        field_size, status, body, encode_due(due_at),
-                        encode_float(perf_ceiling) if math.isfinite(perf_ceiling) else ""])
-            self._read_players_into(pipe, player_keys, PRIOR_FIELDS)
+            for ladder in ladders:
+                pipe.sadd(keys.ladders(), ladder)
+            for r in rounds:
+                self._eval(pipe, "register_round",
+                           [keys.ladder(r.ladder), keys.round_record(r.ladder, r.round_id), keys.rounds(r.ladder),
+                            keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder)],
+                           [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
+                            r.field_size, r.status, r.body, encode_due(r.due_at),
+                            encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0"])
+            for ladder in ladders:
+                pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
+            self._read_players_into(pipe, player_keys, fields)
 
-        _, (outcome, seq, stored_status, *earlier), *prior_rows = await self._run(build)
-        if outcome == OUTCOME_HELD.encode():
-            return Registration(OUTCOME_HELD, 0, stored_status.decode())
-        priors = self._priors(prefetch, _columns(prior_rows, PRIOR_FIELDS), int(seq)) if prefetch else None
-        return Registration(outcome.decode(), int(seq), stored_status.decode(), tuple(e.decode() for e in earlier),
-                            priors)
+        replies = await self._run(build)
+        first, end = len(ladders), len(ladders) + len(rounds)
+        registered = {ladder: ([as_text(rid) for rid, _ in pairs], [int(seq) for _, seq in pairs])
+                      for ladder, pairs in zip(ladders, replies[end:end + len(ladders)])}
+        registrations = []
+        for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
+            ids, seqs = registered[r.ladder]
+            earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode()) \
+                else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
+            registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier))
+        return registrations, _columns(replies[end + len(ladders):], fields)
 
     async def round_body(self, ladder: str, round_id: str) -> bytes | None:
         """The canonical JSON of a round still ``registered`` (None once its fan-out is stored)."""
@@ -507,12 +570,29 @@ class Store:
         Not a transaction: a worker killed mid-pipeline may leave the queued marks without the
         fan-out; the round is still ``registered`` then, and its next attempt (redelivery or
         sweeper) does both again (each script is idempotent). Returns save_fanout's answer."""
-        def build(pipe: Pipeline) -> None:
-            self._mark_queued_into(pipe, ladder, players, seq)
-            self._save_fanout_into(pipe, ladder, round_id, pending, messages, due_at)
+        (done,) = await self.queue_batch([QueuedRound(ladder, round_id, players, seq, pending, messages, due_at)])
+        return done
 
-        *_, done = await self._run(build)
-        return bool(done)
+    async def queue_batch(self, rounds: Sequence[QueuedRound]) -> list[bool]:
+        """:meth:`queue_round` of every round, in order, in ONE round trip (one pipeline, not a
+        transaction: a worker killed mid-pipeline leaves a prefix of it written, so at most one
+        round has marks without its fan-out; mark_queued.lua keeps what the barrier of its next
+        attempt needs). Returns, per round, whether its fan-out was stored now (else another
+        attempt stored it first: send the stored one)."""
+        saves: list[int] = []  # index in the replies of each round's save_fanout
+
+        def build(pipe: Pipeline) -> None:
+            saves.clear()
+            calls = 0
+            for r in rounds:
+                self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
+                calls += len(self._chunks(len(r.players)))
+                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
+                saves.append(calls)
+                calls += 1
+
+        replies = await self._run(build) if rounds else []
+        return [bool(replies[i]) for i in saves]
 
     async def confirm_emitted(self, emitted: Sequence[tuple[str, str, Sequence[str]]]) -> list[int]:
         """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;
@@ -575,25 +655,32 @@ class Store:
         return out
 
     # ---- phase one ----------------------------------------------------------------------
-    async def load_priors(self, ladder: str, players: Sequence[str], seq: int) -> Priors:
-        """Stored (mu, sigma, last_time) of each player, and which ones the barrier still holds.
+    async def load_priors(self, ladder: str, players: Sequence[str], seq: int | np.ndarray, *,
+                          states: bool = False) -> Priors:
+        """Stored (mu, sigma, last_time) of each player (and packed state, with ``states``), and
+        which ones the barrier still holds for round ``seq`` (or one seq per player: a batch's
+        players each wait for their first round of the batch). See :meth:`priors`."""
+        fields = PRIOR_STATE_FIELDS if states else PRIOR_FIELDS
+        return self.priors(players, await self._read_players([keys.player(ladder, p) for p in players], fields), seq)
+
+    @staticmethod
+    def priors(players: Sequence[str], columns: dict[str, np.ndarray | list[bytes | None]],
+               seq: int | np.ndarray) -> Priors:
+        """Priors from the PRIOR_FIELDS (or PRIOR_STATE_FIELDS) columns of ``players``.
 
         A player is held while an earlier round queued for them (``queued_seq``) is not yet
         applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
-        attempt that crashed after the barrier had passed, so their prior is final.
-        """
-        return self._priors(players, await self._read_players([keys.player(ladder, p) for p in players], PRIOR_FIELDS),
-                            seq)
-
-    @staticmethod
-    def _priors(players: Sequence[str], columns: dict[str, np.ndarray | list[bytes | None]], seq: int) -> Priors:
-        """Priors from the PRIOR_FIELDS columns of ``players`` (see :meth:`load_priors`)."""
+        attempt that crashed: their prior is final once the round that mark replaced is applied
+        (``queued_prev``, kept while it was not: mark_queued.lua; absent, 0, in the one-by-one
+        path, whose marks follow the barrier)."""
         mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
         queued, last = _seq_column(columns["queued_seq"]), _seq_column(columns["last_seq"])
-        held = np.flatnonzero((queued > last) & (queued != seq))
+        waits_for = np.where(queued == seq, _seq_column(columns["queued_prev"]), queued)
+        held = np.flatnonzero(waits_for > last)
         blocked = [players[i] for i in held.tolist()]
+        states = list(columns["state"]) if "state" in columns else None
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=~np.isnan(mu), blocked=blocked,
-                      waiting_on=np.unique(queued[held]).tolist())
+                      waiting_on=np.unique(waits_for[held]).tolist(), last_seq=last, states=states)
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""

@@ -187,8 +187,11 @@ def assert_equals_reference(redis_url: str, expected: dict[tuple[str, str], engi
         client.close()
 
 
-def consume_all(bootstrap: str, topic: str, *, at_least: int, timeout_s: float = 60.0) -> list[tuple[bytes | None, bytes]]:
-    """Every (key, value) on ``topic`` from the beginning, once at least ``at_least`` arrived."""
+def consume_all(bootstrap: str, topic: str, *, at_least: int, timeout_s: float = 60.0,
+                distinct: bool = False) -> list[tuple[bytes | None, bytes]]:
+    """Every (key, value) on ``topic`` from the beginning, once at least ``at_least`` arrived
+    (``distinct``: at least that many different ones; a re-emitted event repeats its bytes, so
+    after a crash duplicates must not end the wait before the last events are read)."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
@@ -202,7 +205,7 @@ def consume_all(bootstrap: str, topic: str, *, at_least: int, timeout_s: float =
         consumer.assign([TopicPartition(topic, p) for p in parts])
         consumer.seek_to_beginning()
         out: list[tuple[bytes | None, bytes]] = []
-        while len(out) < at_least and time.monotonic() < deadline:
+        while len(set(out) if distinct else out) < at_least and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=500).values():
                 out += [(r.key, r.value) for r in records]
         # a short extra poll picks up anything beyond the minimum (duplicates, re-emissions)

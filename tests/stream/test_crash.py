@@ -48,7 +48,8 @@ def test_killed_worker_is_replaced_and_the_result_is_unchanged(local_stack, stac
         replacement = harness.Worker(env, tmp_path / "worker2.log").start()
         harness.wait_drained(stack_redis_url, harness.expected_rounds(rounds), [workers[1], replacement])
         participations = sum(len(r["standings"]) for r in rounds)
-        events = harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rating-changes", at_least=participations)
+        events = harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rating-changes", at_least=participations,
+                                     distinct=True)
         workers.append(replacement)
     finally:
         client.close()

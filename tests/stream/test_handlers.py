@@ -151,6 +151,13 @@ def test_bulk_update_encoding_equals_the_contracts_json() -> None:
     assert value == update.to_json().encode()
     validate("player-update", value)
     assert PlayerUpdate.from_json(value) == update
+    assert b"previous_seq" not in value  # a message without the field is byte-identical to before
+
+    update.previous_seqs = [0, 6, 3, 0]
+    chained = encode_update(update, number_texts("performance", performance))
+    assert chained == update.to_json().encode()
+    validate("player-update", chained)
+    assert PlayerUpdate.from_json(chained) == update
 
 
 @settings(max_examples=300, deadline=None)

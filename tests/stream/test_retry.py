@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY, Gauge, generate_latest
 
 from stream.contracts import PlayerUpdate
 from stream.pipeline import faults, retry
-from stream.pipeline.agents import malformed_update
+from stream.pipeline.updates_batches import malformed_update
 from stream.pipeline.retry import FAILING, retrying
 from stream.settings import Settings
 
@@ -178,8 +178,8 @@ def test_settle_resends_after_any_acknowledgement_error() -> None:
     """A fan-out whose acknowledgement fails, transiently or not, is sent again (never acked past)."""
     from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
-    from stream.pipeline.agents import settle
-    from stream.pipeline.producer import Outgoing
+    from stream.pipeline.outbox import settle
+    from stream.pipeline.outbox import Outgoing
 
     async def body(error: BaseException | None) -> list[tuple[list[Outgoing], str]]:
         resent: list[tuple[list[Outgoing], str]] = []

@@ -15,6 +15,8 @@
 --                                re-runs phase one from it if the input is never redelivered)
 -- ARGV[8] due_at                 when the sweeper may re-drive the round ("+inf": never)
 -- ARGV[9] perf_ceiling           the round's performance ceiling ("" = none), kept for re-rates
+-- ARGV[10] earlier               "0": leave out the earlier rounds (a batch reads the registered
+--                                rounds once, after registering all of its rounds); else "1"
 -- Returns {"held", 0, correction id} while a correction re-rates the ladder (the ladder hash's
 -- field "hold": nothing is registered; the caller waits and registers again), else
 -- {outcome, seq, status, earlier...}: outcome "new" | "existing" | "conflict"; status of
@@ -25,7 +27,7 @@ local round_id, content_hash = ARGV[1], ARGV[2]
 
 local function reply(outcome, seq, status)
   local out = {outcome, seq, status}
-  if outcome ~= 'conflict' then
+  if outcome ~= 'conflict' and ARGV[10] ~= '0' then
     for _, earlier in ipairs(redis.call('ZRANGEBYSCORE', registered_key, '-inf', '(' .. seq)) do
       out[#out + 1] = earlier
     end

@@ -1,0 +1,82 @@
+"""What the workers send, as plain records: fan-outs, rating changes and dead letters.
+
+Built from plain values (topic names as strings, input messages as :class:`Incoming`), so the
+handlers that build them run and are tested without Faust; the agents hand the records to the
+producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from stream.contracts import DeadLetter
+from stream.pipeline.messages import FanOutMessage, Incoming, RatingChangeMessage, value_limit
+from stream.pipeline.retry import TRANSIENT_ERRORS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message: topic, key, value, and a partition (None: the key's default partition)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    partition: int | None = None
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    """The names of the topics the workers write (``topics.Topics`` holds the Faust topics)."""
+
+    player_updates: str
+    rating_changes: str
+    rounds_dlq: str
+
+
+Send = Callable[[list[Outgoing], str], Awaitable[None]]
+"""Sends records until the broker acknowledged them (retrying), ``what`` naming them in logs."""
+
+
+def letter_message(names: TopicNames, max_message_bytes: int, letter: DeadLetter, key: bytes | None,
+                   partition: int | None) -> Outgoing:
+    """A dead letter to ``rounds-dlq``, cut to fit MAX_MESSAGE_BYTES (its original's prefix)."""
+    value = letter.to_json(max_bytes=value_limit(max_message_bytes)).encode()
+    return Outgoing(names.rounds_dlq, key, value, partition)
+
+
+def update_letter(names: TopicNames, max_bytes: int, event: Incoming, reason: str, why: str,
+                  original: bytes | None = None) -> Outgoing:
+    """A dead letter (to ``rounds-dlq``, same partition, no key) of a ``player-updates`` message,
+    or of one of its sections (``original``)."""
+    origin = event.origin
+    letter = DeadLetter(reason, why, None, event.value if original is None else original, time.time(), origin.topic,
+                        origin.partition, origin.offset)
+    return letter_message(names, max_bytes, letter, None, origin.partition)
+
+
+def fanout_messages(names: TopicNames, messages: Sequence[FanOutMessage]) -> list[Outgoing]:
+    """PlayerUpdates to their explicit partitions."""
+    return [Outgoing(names.player_updates, m.key, m.value, m.partition) for m in messages]
+
+
+def change_messages(names: TopicNames, events: Sequence[RatingChangeMessage]) -> list[Outgoing]:
+    """RatingChanges keyed by player (Kafka's default partition of the key)."""
+    return [Outgoing(names.rating_changes, e.key, e.value) for e in events]
+
+
+async def settle(acks: Sequence[asyncio.Future[object]], sent: list[Outgoing], what: str, send: Send) -> None:
+    """Wait for the broker's acknowledgement of messages already in flight; if any failed
+    (broker unreachable, or any other error), send them all again through ``send``, which
+    retries until it works (every consumer is idempotent): the input is never acked past."""
+    try:
+        await asyncio.gather(*acks)
+    except Exception as exc:
+        level = logging.WARNING if isinstance(exc, TRANSIENT_ERRORS) else logging.ERROR
+        log.log(level, "%s failed (%s: %s); sending again", what, type(exc).__name__, exc)
+        await send(sent, what)

@@ -1,0 +1,184 @@
+"""The ``player-updates`` agent's work on one batch of messages, without Faust: phase two
+(``phase_two.handle_updates``), its fallbacks, dead letters, events and confirmations.
+
+* A message holds one or more sections (``messages.split_sections``), each one PlayerUpdate.
+  The whole batch goes to ``handle_updates`` at once: it applies a player's rows of several
+  rounds in seq order (the chain rule, ``chains.py``) in one round trip for the reads and one
+  for the writes; then the batch's events are sent and confirmed.
+* A message with a section that is not a PlayerUpdate (only a rogue producer or a bug makes one)
+  goes whole, as read, to ``rounds-dlq`` (reason ``bad_player_update``) as soon as its batch
+  raises, the rest of the batch being handled; a well-formed section that is not exactly one of
+  its round's stored fan-out (forged) is not applied and goes there alone
+  (``unverified_player_update``).
+* A batch that still gives up after HANDLER_ATTEMPTS is handled section by section, in order; a
+  section that keeps raising is dead-lettered alone (``internal_error``) and its players are
+  released from its round.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from stream.contracts import PlayerUpdate, validate
+from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR, UNVERIFIED_PLAYER_UPDATE
+from stream.pipeline import faults, metrics, retry
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.messages import Incoming, split_sections
+from stream.pipeline.outbox import Outgoing, Send, TopicNames, change_messages, update_letter
+from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
+from stream.pipeline.retry import TRANSIENT_ERRORS, GaveUp, retrying
+
+log = logging.getLogger(__name__)
+
+
+async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming], send: Send) -> None:
+    """Phase two of a batch of ``player-updates`` messages: apply (retried; section by section if
+    it keeps raising), send the events and dead letters, confirm the emitted events (the
+    sweeper's ledger)."""
+    settings = ctx.settings
+    started = time.perf_counter()
+    rejected: list[Outgoing] = []
+    try:
+        result = await retrying(lambda: handle_player_updates(ctx, names, events, rejected), "phase two",
+                                max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                                attempts=settings.handler_attempts)
+    except GaveUp as gave_up:
+        result = await handle_one_by_one(ctx, names, events, rejected, gave_up.error)
+    handled = time.perf_counter()
+    faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
+    _log_rejected(rejected)
+    await send(change_messages(names, result.events) + rejected, "rating changes")
+    emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
+    await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
+                   max_delay_s=settings.retry_max_delay_s, handler=retry.CONFIRM)
+    faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
+    metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
+    metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)
+    metrics.PLAYER_UPDATES.labels("gap").inc(result.gaps)
+    metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - started)
+    log.debug("phase two: %d message(s), %d applied, %d re-emitted, %d gap(s), %.3fs (%.3fs sending)", len(events),
+              result.applied, result.replayed, result.gaps, time.perf_counter() - started,
+              time.perf_counter() - handled)
+
+
+def _log_rejected(rejected: Sequence[Outgoing]) -> None:
+    """Count the dead letters by reason; log the unusual ones."""
+    if not rejected:
+        return
+    reasons = Counter(json.loads(m.value)["reason"] for m in rejected)
+    for reason, n in reasons.items():
+        metrics.ROUNDS_REJECTED.labels(reason).inc(n)
+    unverified = reasons.pop(UNVERIFIED_PLAYER_UPDATE, 0)
+    if unverified:
+        log.error("%d player-updates section(s) are not in their round's stored fan-out: not applied, "
+                  "sent to the DLQ (%s)", unverified, UNVERIFIED_PLAYER_UPDATE)
+    if reasons:
+        log.error("%d player-updates message(s) or section(s) are not PlayerUpdates or kept raising: sent to the DLQ",
+                  sum(reasons.values()))
+
+
+def malformed_update(raw: bytes) -> str | None:
+    """Why the message ``raw`` is not one or more PlayerUpdate sections (each JSON + schema
+    ``player-update``), or None if it is."""
+    sections = split_sections(raw)
+    for k, section in enumerate(sections):
+        try:
+            validate("player-update", section)
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON (or too deep), or SchemaError
+            where = f" (section {k + 1} of {len(sections)})" if len(sections) > 1 else ""
+            return f"not a PlayerUpdate: {type(exc).__name__}: {exc}{where}"
+    return None
+
+
+def dead_letters(names: TopicNames, events: Sequence[Incoming], max_bytes: int,
+                 values: Sequence[bytes] | None = None) -> dict[int, Outgoing]:
+    """Index in ``events`` → dead letter of every message that is not PlayerUpdate sections: a
+    message with any malformed section is not phase one's and is dead-lettered whole, as read.
+    ``values``: what was handled of each event (default: its value)."""
+    out: dict[int, Outgoing] = {}
+    for i, event in enumerate(events):
+        value = event.value if values is None else values[i]
+        why = malformed_update(value)
+        if why is not None:
+            out[i] = update_letter(names, max_bytes, event, BAD_PLAYER_UPDATE, why, value)
+    return out
+
+
+async def handle_player_updates(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming],
+                                rejected: list[Outgoing], values: Sequence[bytes] | None = None) -> PhaseTwoResult:
+    """``handle_updates`` of a phase-two batch. Only if it raises (other than a transient error)
+    are the messages parsed again, to find malformed ones: those are put in ``rejected`` (dead
+    letters, replacing its content) and the rest is handled; no malformed one: re-raise (the
+    caller retries). So the normal path parses each message once. ``values``: what to handle of
+    each event (default: its value; one section of it when handled section by section)."""
+    raws = [event.value for event in events] if values is None else list(values)
+    handled = list(events)
+    rejected.clear()  # this attempt's dead letters only
+    try:
+        result = await handle_updates(ctx, raws)
+    except TRANSIENT_ERRORS:
+        raise
+    except Exception:
+        letters = dead_letters(names, events, ctx.settings.max_message_bytes, raws)
+        if not letters:
+            raise
+        rejected[:] = letters.values()
+        handled = [event for i, event in enumerate(events) if i not in letters]
+        raws = [raw for i, raw in enumerate(raws) if i not in letters]
+        result = await handle_updates(ctx, raws) if handled else PhaseTwoResult([], 0, 0)
+    rejected += [update_letter(names, ctx.settings.max_message_bytes, handled[i], UNVERIFIED_PLAYER_UPDATE, why,
+                               section) for (i, why), section in zip(result.unverified, result.unverified_sections)]
+    faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
+    return result
+
+
+async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> None:
+    """The players of a dead-lettered PlayerUpdate section skip its round (state unchanged, their
+    ``last_seq`` moved up to it), so the ladder's later rounds go on for them (barrier, chain
+    rule); the round is marked ``failed`` (the sweeper no longer re-sends it)."""
+    update = PlayerUpdate.from_json(raw)
+    await ctx.store.release_queued(update.ladder, update.players, update.seq)
+    await ctx.store.fail_pending_round(update.ladder, update.round_id, seq=update.seq, reason=why)
+
+
+async def handle_one_by_one(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming],
+                            rejected: list[Outgoing], error: Exception) -> PhaseTwoResult:
+    """A phase-two batch that gave up: each message handled alone, section by section, in order
+    (HANDLER_ATTEMPTS attempts each); a message with a malformed section is dead-lettered whole
+    (``bad_player_update``), a section that still raises alone (``internal_error``, the letter
+    holds that section) and its players released."""
+    settings = ctx.settings
+    merged = PhaseTwoResult([], 0, 0)
+    rejected.clear()
+    malformed = dead_letters(names, events, settings.max_message_bytes)
+    rejected += malformed.values()
+    for event, section in ((e, section) for i, e in enumerate(events) if i not in malformed
+                           for section in split_sections(e.value)):
+        part: list[Outgoing] = []
+        try:
+            one = await retrying(lambda: handle_player_updates(ctx, names, [event], part, [section]),
+                                 "phase two of one section", max_delay_s=settings.retry_max_delay_s,
+                                 handler=retry.PHASE_TWO, attempts=settings.handler_attempts)
+        except GaveUp as gave_up:
+            why = f"handling the message kept raising {type(gave_up.error).__name__}: {gave_up.error}"[:600]
+            rejected.append(update_letter(names, settings.max_message_bytes, event, INTERNAL_ERROR, why, section))
+            try:
+                await retrying(lambda: release_update(ctx, section, why), "releasing a dead-lettered update",
+                               max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                               attempts=settings.handler_attempts)
+            except GaveUp:
+                pass  # logged by retrying(); the letter still goes out
+            log.error("a section of the player-updates message at offset %s dead-lettered (%s); the batch failed "
+                      "with %s", event.origin.offset, why, type(error).__name__)
+            continue
+        rejected += part
+        merged.events += one.events
+        merged.applied += one.applied
+        merged.replayed += one.replayed
+        merged.emitted += one.emitted
+        merged.gaps += one.gaps
+    return merged
