@@ -20,7 +20,7 @@ from stream.pipeline.outbox import Outgoing, TopicNames
 from stream.pipeline.phase_one import BatchResult, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.messages import split_sections
-from stream.pipeline.updates_batches import phase_two_batch, waves
+from stream.pipeline.updates_batches import phase_two_batch
 from stream.settings import Settings
 
 PARTITIONS = 4
@@ -57,7 +57,7 @@ NAMES = TopicNames(player_updates="player-updates", rating_changes="rating-chang
 
 async def apply(ctx: PipelineContext, batch: BatchResult) -> list[Outgoing]:
     """Phase two of the batch's messages as the ``player-updates`` agent does it (sections
-    split, applied in waves); returns what it sent."""
+    split, applied by the chain rule); returns what it sent."""
     sent: list[Outgoing] = []
 
     async def send(records: list[Outgoing], what: str) -> None:
@@ -131,18 +131,6 @@ def test_one_batch_of_many_small_rounds_of_two_ladders_equals_replay(redis_url: 
         return got
 
     assert_equals_replay(rounds, asyncio.run(body()))
-
-
-def test_waves_hold_each_player_once_in_order() -> None:
-    def section(ladder: str, seq: int, players: str) -> Incoming:
-        update = PlayerUpdate(ladder=ladder, round_id=f"r{seq}", seq=seq, occurred_at=1.0, weight=1.0, field_size=2,
-                              players=list(players), ranks=[1] * len(players), performances=[1.0] * len(players))
-        return Incoming(update.to_json().encode())
-
-    a1, b1, a2, a3, bad = section("A", 1, "xy"), section("B", 1, "xy"), section("A", 2, "yz"), section("A", 3, "w"), \
-        Incoming(b"{oops")
-    assert waves([a1, b1, a2, a3, bad]) == [[a1, b1, a3, bad], [a2]]
-    assert waves([a1, a2, section("A", 4, "zx")]) == [[a1], [a2], [section("A", 4, "zx")]]
 
 
 @settings(max_examples=12, deadline=None)

@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
-import faust
 import pytest
 
 from chain_fanout import queue_chained
@@ -19,28 +17,11 @@ from stream.contracts import RoundResult, Standing, validate
 from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
 from stream.engine import preset
 from stream.pipeline import faults
-from stream.pipeline.agents import handle_one_by_one
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.producer import Outgoing
-from stream.pipeline.topics import declare
+from stream.pipeline.messages import Incoming, Origin
+from stream.pipeline.outbox import Outgoing, TopicNames
+from stream.pipeline.updates_batches import handle_one_by_one
 from stream.settings import Settings
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where an event was read (what a dead letter copies from ``event.message``)."""
-
-    topic: str
-    partition: int
-    offset: int
-
-
-@dataclass(frozen=True)
-class Event:
-    """A ``player-updates`` event as the agent sees it: its value and where it was read."""
-
-    value: bytes
-    message: Where
 
 
 def game(round_id: str, players: str, day: int) -> RoundResult:
@@ -53,18 +34,17 @@ def test_a_section_that_keeps_raising_is_dead_lettered_alone_and_the_rest_applie
     monkeypatch.setattr(faults, "_poisoned", {})  # the poisoned round is chosen once per process
     settings = Settings(redis_url=redis_url, partitions=1, fault_point=faults.RAISE_ALWAYS_IN_PHASE_TWO,
                         fault_marker=str(tmp_path / "marker"), handler_attempts=2, retry_max_delay_s=0.1)
-    topics = declare(faust.App("sections-test", broker="kafka://127.0.0.1:9"), settings)
+    names = TopicNames(settings.topic("player-updates"), settings.topic("rating-changes"), settings.topic("rounds-dlq"))
     rounds = [game("s1", "ab", 0), game("s2", "ac", 1), game("s3", "ab", 2)]
 
     async def body() -> None:
         ctx = PipelineContext.from_settings(settings)
         one, two, three = await queue_chained(ctx.store, rounds, preset(settings.engine_preset), 1)
         joined = b"\n".join([one[0].value, two[0].value, three[0].value])  # s1 comes first: it is poisoned
-        where = Where(settings.topic("player-updates"), 0, 7)
-        events = [Event(joined, where), Event(b"[]\n" + two[0].value, Where(where.topic, 0, 8))]
+        where = Origin(settings.topic("player-updates"), 0, 7)
+        events = [Incoming(joined, None, where), Incoming(b"[]\n" + two[0].value, None, Origin(where.topic, 0, 8))]
         rejected: list[Outgoing] = []
-        result = await handle_one_by_one(ctx, topics, events, rejected,  # type: ignore[arg-type]
-                                         RuntimeError("the batch gave up"))
+        result = await handle_one_by_one(ctx, names, events, rejected, RuntimeError("the batch gave up"))
         letters = [json.loads(m.value) for m in rejected]
         for letter in letters:
             validate("dead-letter", letter)
