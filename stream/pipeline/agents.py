@@ -58,7 +58,8 @@ __all__ = ["BAD_PLAYER_UPDATE", "register"]
 def topic_names(topics: Topics) -> TopicNames:
     return TopicNames(player_updates=topics.player_updates.get_topic_name(),
                       rating_changes=topics.rating_changes.get_topic_name(),
-                      rounds_dlq=topics.rounds_dlq.get_topic_name())
+                      rounds_dlq=topics.rounds_dlq.get_topic_name(),
+                      corrections=topics.corrections.get_topic_name())
 
 
 def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:

@@ -62,7 +62,7 @@ from stream.store import corrections as ledger
 from stream.store import keys
 from stream.store.bulk import BulkWriter
 from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
-from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED, encode_float, fanout_fields
+from stream.store.store import STATUS_FAILED, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED, encode_float, fanout_fields
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     entry = await ledger.ledger_entry(store, ladder, cid)
     if entry is not None:
         if entry.get("content_hash") == correction.content_hash():
+            await ledger.release(store, ladder, cid)  # a repair re-published after its hold was set again
             return CorrectionResult("duplicate", ladder, cid)
         return _rejected(RoundRejected(CONFLICT, f"correction_id {cid!r} of ladder {ladder!r} was already used for "
                                        "another correction; the first one stands", "correction_id"), raw, origin,
@@ -200,7 +201,7 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
     ladder, round_id = correction.ladder, correction.round_id
     if target is None:
         return RoundRejected(UNKNOWN_ROUND, f"ladder {ladder!r} has no round {round_id!r}", "round_id")
-    if target.status not in CORRECTABLE:
+    if target.status not in CORRECTABLE and not (correction.kind == VOID and target.status == STATUS_FAILED):
         return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {ladder!r} is {target.status}, "
                              "not rated: it cannot be corrected", "round_id")
     if correction.kind == AMEND and target.status == STATUS_VOIDED and correction.correction_id not in _trail_ids(target):
@@ -233,6 +234,12 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
                         float(ceiling) if ceiling else math.inf, [p for _, p in entries], [r for r, _ in entries])
 
 
+def _fanout_players(stored: StoredRound) -> list[str]:
+    """The players of a round's stored fan-out (a round phase two gave up on still has it: its
+    repair re-rates the rounds that shared them)."""
+    return [e["player"] for m in stored.fanout for e in orjson.loads(m)["entries"]]
+
+
 def _amended(body: str) -> RoundResult:
     try:
         return parse_round(body, limits=STORED)
@@ -249,7 +256,7 @@ def _histories(correction: Correction, target: StoredRound,
     for r in stored:
         current = _stored_round(r.seq, r)
         if r is target:
-            target_players.update(current.players if current is not None else ())
+            target_players.update(current.players if current is not None else _fanout_players(r))
             amended = None if correction.kind == VOID else correction.round
             target_players.update(amended.players() if amended is not None else ())
             current = None if amended is None or amended.is_outcome_free() else HistoryRound.of(amended, r.seq)
@@ -283,8 +290,9 @@ async def _record_trail(ctx: PipelineContext, correction: Correction, target: St
         trail.append({"id": correction.correction_id, "kind": correction.kind, "at": time.time(),
                       **({"reason": correction.reason} if correction.reason else {})})
     fields: dict[Any, str | int] = {"corrections": json.dumps(trail, separators=(",", ":"), ensure_ascii=False)}
-    if correction.kind == VOID:
-        fields |= {"status": STATUS_VOIDED, "voided_by": correction.correction_id}
+    if correction.kind == VOID:  # a failed round (phase two's repair) stays failed
+        fields |= {"status": STATUS_FAILED if target.status == STATUS_FAILED else STATUS_VOIDED,
+                   "voided_by": correction.correction_id}
     else:
         assert correction.round is not None
         free = correction.round.is_outcome_free()

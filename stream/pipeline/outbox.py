@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from stream.contracts import DeadLetter
+from stream.contracts.correction import Correction
 from stream.pipeline.messages import FanOutMessage, Incoming, RatingChangeMessage, value_limit
 from stream.pipeline.retry import TRANSIENT_ERRORS
 
@@ -37,6 +38,7 @@ class TopicNames:
     player_updates: str
     rating_changes: str
     rounds_dlq: str
+    corrections: str = "corrections"
 
 
 Send = Callable[[list[Outgoing], str], Awaitable[None]]
@@ -63,6 +65,11 @@ def update_letter(names: TopicNames, max_bytes: int, event: Incoming, reason: st
 def fanout_messages(names: TopicNames, messages: Sequence[FanOutMessage]) -> list[Outgoing]:
     """PlayerUpdates to their explicit partitions."""
     return [Outgoing(names.player_updates, m.key, m.value, m.partition) for m in messages]
+
+
+def repair_messages(names: TopicNames, repairs: Sequence[Correction]) -> list[Outgoing]:
+    """Corrections the workers publish themselves (phase two's repairs), keyed by ladder."""
+    return [Outgoing(names.corrections, c.ladder.encode(), c.to_json().encode()) for c in repairs]
 
 
 def change_messages(names: TopicNames, events: Sequence[RatingChangeMessage]) -> list[Outgoing]:

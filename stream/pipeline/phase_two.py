@@ -40,6 +40,7 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import PlayerUpdate
+from stream.contracts.correction import Correction
 from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.logsafe import log_safe
@@ -92,6 +93,8 @@ class PhaseTwoResult:
     """The bytes of each ``unverified`` section (aligned): what its dead letter holds."""
     gaps: int = 0
     """Rows not applied because the player's earlier round (its ``previous_seq``) is not applied yet."""
+    repairs: list[Correction] = field(default_factory=list)
+    """Voids of the rounds phase two gave up on, to publish (``updates_batches.release_update``)."""
 
 
 def group_updates(updates: Sequence[PlayerUpdate]) -> list[_Round]:

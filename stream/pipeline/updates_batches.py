@@ -11,8 +11,9 @@
   its round's stored fan-out (forged) is not applied and goes there alone
   (``unverified_player_update``).
 * A batch that still gives up after HANDLER_ATTEMPTS is handled section by section, in order; a
-  section that keeps raising is dead-lettered alone (``internal_error``) and its players are
-  released from its round.
+  section that keeps raising is dead-lettered alone (``internal_error``), its players are
+  released from its round, and the round is voided by a correction the worker publishes (later
+  rounds phase one rated from its posteriors are re-rated without it: :func:`release_update`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from collections import Counter
 from collections.abc import Sequence
 
 from stream.contracts import PlayerUpdate, validate
+from stream.contracts.correction import VOID, Correction
 from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR, UNVERIFIED_PLAYER_UPDATE
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, split_sections
-from stream.pipeline.outbox import Outgoing, Send, TopicNames, change_messages, update_letter
+from stream.pipeline.outbox import Outgoing, Send, TopicNames, change_messages, repair_messages, update_letter
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.pipeline.retry import TRANSIENT_ERRORS, GaveUp, retrying
+from stream.store import corrections as ledger
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,8 @@ async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Seque
     handled = time.perf_counter()
     faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
     _log_rejected(rejected)
-    await send(change_messages(names, result.events) + rejected, "rating changes")
+    await send(change_messages(names, result.events) + rejected + repair_messages(names, result.repairs),
+               "rating changes")
     emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
     await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
                    max_delay_s=settings.retry_max_delay_s, handler=retry.CONFIRM)
@@ -136,13 +140,29 @@ async def handle_player_updates(ctx: PipelineContext, names: TopicNames, events:
     return result
 
 
-async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> None:
+async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> Correction:
     """The players of a dead-lettered PlayerUpdate section skip its round (state unchanged, their
     ``last_seq`` moved up to it), so the ladder's later rounds go on for them (barrier, chain
-    rule); the round is marked ``failed`` (the sweeper no longer re-sends it)."""
+    rule); the round is marked ``failed`` (the sweeper no longer re-sends it).
+
+    Phase one may already have rated the ladder's later rounds from this round's posteriors (a
+    batch's rounds are rated as a chain), so the failed round is also voided: the returned
+    correction (to publish) re-rates the ladder without it, as if it had never been published.
+    The ladder is held for it at once (its new rounds wait; nothing is rated on the state the
+    repair replaces), and stays held until the correction is handled."""
     update = PlayerUpdate.from_json(raw)
     await ctx.store.release_queued(update.ladder, update.players, update.seq)
     await ctx.store.fail_pending_round(update.ladder, update.round_id, seq=update.seq, reason=why)
+    repair = repair_of(update, why)
+    await ledger.hold(ctx.store, update.ladder, repair.correction_id, now=time.time())
+    return repair
+
+
+def repair_of(update: PlayerUpdate, why: str) -> Correction:
+    """The void of the round of ``update`` that phase two gave up on (its id names the round and
+    its seq: the same repair whichever section of the round failed)."""
+    return Correction(VOID, update.ladder, update.round_id, f"repair/{update.seq}/{update.round_id}"[:200],
+                      reason=f"phase two gave up: {why}"[:500])
 
 
 async def handle_one_by_one(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming],
@@ -167,9 +187,11 @@ async def handle_one_by_one(ctx: PipelineContext, names: TopicNames, events: Seq
             why = f"handling the message kept raising {type(gave_up.error).__name__}: {gave_up.error}"[:600]
             rejected.append(update_letter(names, settings.max_message_bytes, event, INTERNAL_ERROR, why, section))
             try:
-                await retrying(lambda: release_update(ctx, section, why), "releasing a dead-lettered update",
-                               max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
-                               attempts=settings.handler_attempts)
+                repair = await retrying(lambda: release_update(ctx, section, why), "releasing a dead-lettered update",
+                                        max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
+                                        attempts=settings.handler_attempts)
+                if repair not in merged.repairs:
+                    merged.repairs.append(repair)
             except GaveUp:
                 pass  # logged by retrying(); the letter still goes out
             log.error("a section of the player-updates message at offset %s dead-lettered (%s); the batch failed "

@@ -137,7 +137,9 @@ def redis_for(redis_url: str) -> redis.Redis | redis.RedisCluster:
 
 def wait_drained(redis_url: str, expected: dict[str, set[str]], workers: Sequence[Worker],
                  timeout_s: float = DRAIN_TIMEOUT_S) -> None:
-    """Until every expected round (ladder → round ids) is rated or no_outcome in Redis."""
+    """Until every expected round (ladder → round ids) is rated or no_outcome in Redis, and no
+    correction holds an expected ladder (phase two's repair of a round it gave up on re-rates
+    the ladder after its other rounds are rated)."""
     client = redis_for(redis_url)
     deadline = time.monotonic() + timeout_s
     try:
@@ -147,9 +149,15 @@ def wait_drained(redis_url: str, expected: dict[str, set[str]], workers: Sequenc
             order = [(ladder, rid) for ladder, ids in expected.items() for rid in sorted(ids)]
             for ladder, rid in order:
                 pipe.hget(keys.round_record(ladder, rid), "status")
-            for (ladder, rid), status in zip(order, pipe.execute()):
+            for ladder in expected:
+                pipe.hget(keys.ladder(ladder), "hold")
+            replies = pipe.execute()
+            for (ladder, rid), status in zip(order, replies):
                 if status not in (b"rated", b"no_outcome"):
                     missing.append((ladder, rid, status))
+            for ladder, holder in zip(expected, replies[len(order):]):
+                if holder is not None:
+                    missing.append((ladder, "held by", holder))
             if not missing:
                 return
             for w in workers:
