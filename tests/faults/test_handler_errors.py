@@ -64,6 +64,10 @@ def test_handler_raising_is_retried_and_the_stream_stays_in_order(point: str, lo
         harness.wait_drained(stack_redis_url, harness.expected_rounds(rounds), [worker])
         marker = tmp_path / "fault.marker"
         assert marker.exists(), "the fault point was never reached"
+        # phase two raises after its Redis writes: a batch holding the last rounds is rated in
+        # Redis before its retries are over
+        faults_h.wait_until(lambda: f"succeeded after {faults.RAISE_TIMES} failed" in worker.log_path.read_text(),
+                            "the retries to end", logs=worker.log)
         assert marker.read_text().count("raise ") == faults.RAISE_TIMES, marker.read_text()
         log = worker.log_path.read_text()
         assert "raised unexpectedly (InjectedFault" in log, log[-3000:]
