@@ -23,6 +23,7 @@ import numpy as np
 from .kernels import subsampled_roots
 from .numerical import Equations, map_points, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
+from .state import TANH_MULTIPLIER
 from .terms import gaussian_ratios
 
 PROBE_STRIDE = 8
@@ -106,8 +107,8 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
     # column the (term, rank) search keys come sorted, which numpy's searchsorted exploits
     by_window = np.lexsort((rank_pos, bm))
     if params.variant == "logistic":  # compiled, one player at a time on the calling thread
-        roots: np.ndarray = subsampled_roots(mu, rank_pos, bm, by_window, beg, end, term_mu, term_delta, term_size,
-                                             term_start, first_rank, keys, n_ranks, tie_mult)
+        roots: np.ndarray = subsampled_roots(mu, rank_pos, bm, by_window, beg, end, term_mu, TANH_MULTIPLIER / term_delta,
+                                             term_size, np.append(term_start, order.shape[0]), rank_pos[order], tie_mult)
         return roots
 
     def solve_chunk(a: int) -> np.ndarray:
