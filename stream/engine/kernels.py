@@ -199,6 +199,54 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
 
 
 @numba.njit(cache=True, error_model="numpy")
+def logistic_update_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray,
+                         w_out: np.ndarray, n_factors: np.ndarray, rows: np.ndarray, performance: np.ndarray,
+                         decay: np.ndarray, transfer: np.ndarray, beta: np.ndarray, history_limit: int) -> None:
+    """Phase two of the logistic model with finite rho on ``rows`` (distinct) of a batch, in
+    place, row q of ``performance``/``decay``/``transfer``/``beta`` for ``rows[q]``: the
+    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
+    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
+    each over the row's own factors only.  The factor arrays must hold the appended factor."""
+    for q in range(rows.shape[0]):
+        i = rows[q]
+        k = n_factors[i]
+        w_logistic = 0.0
+        for f in range(k):
+            w_logistic += w_arg[i, f] * w_out[i, f] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
+        w_from_norm = transfer[q] * w0[i]
+        w_from_transfers = (1.0 - transfer[q]) * (w0[i] + w_logistic)
+        w_total = w_from_norm + w_from_transfers
+        centre = (w_from_norm * mu0[i] + w_from_transfers * mu[i]) / w_total
+        precision = decay[q] * w_total
+        scale = transfer[q] * decay[q]
+        for f in range(k):
+            w_out[i, f] *= scale
+        if history_limit > 0 and k >= history_limit:
+            oldest = w_arg[i, 0] * w_out[i, 0] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
+            centre = (precision * centre + oldest * p[i, 0]) / (precision + oldest)
+            precision = precision + oldest
+            for f in range(k - 1):
+                p[i, f], w_arg[i, f], w_out[i, f] = p[i, f + 1], w_arg[i, f + 1], w_out[i, f + 1]
+            k -= 1
+        w = TANH_MULTIPLIER / beta[q]
+        p[i, k], w_arg[i, k], w_out[i, k] = performance[q], 0.5 * w, w
+        k += 1
+        n_factors[i], mu0[i], w0[i] = k, centre, precision
+        lo, hi = _LO, _HI
+        x = min(max(mu[i], lo), hi)
+        last = older = hi - lo
+        offset = -centre * precision
+        for _ in range(MAX_NEWTON_ITER):
+            value, slope, curve = tanh_sum(x, p[i], w_arg[i], w_out[i], k)
+            value += offset + precision * x
+            step = halley_step(value, precision + slope, curve)
+            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, step, last, older, True)
+            if done:
+                break
+        mu[i] = x
+
+
+@numba.njit(cache=True, error_model="numpy")
 def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray, by_window: np.ndarray,
                      beg: np.ndarray, end: np.ndarray, term_mu: np.ndarray, term_c: np.ndarray,
                      term_size: np.ndarray, term_start: np.ndarray, member_rank: np.ndarray,
@@ -287,3 +335,5 @@ def warm_up() -> None:
     segment_roots(two, np.full(2, 200.0), np.array([0, 1]), np.array([0, 2]), np.array([0, 0]), two, 2.0)
     robust_average_roots(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), np.ones(1, dtype=np.int64), one, one, one)
     subsampled_roots(one, ints, ints, ints, ints, ints + 1, one, one * 0.01, ints + 1, np.array([0, 1]), ints, 2.0)
+    logistic_update_rows(one.copy(), one.copy(), one.copy(), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)),
+                         ints.copy(), ints, one, one, one, one * 200.0, 1)

@@ -6,14 +6,17 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.engine import kernels, preset
+from stream.engine import Params, PlayerBatch, kernels, phase_two, preset, rate_round
+from stream.engine.diffusion import diffuse, elapsed_days, gammas
 from stream.engine.numerical import solve_bracketed
 from stream.engine.params import SOLVER_BOUNDS
 from stream.engine.subsample import bucket, subsampled_performance, window_bounds
 from stream.engine.terms import logistic_terms
+from stream.engine.update import update_beliefs
 
 SETTINGS = settings(max_examples=60, deadline=None)
 ROOT_TOL = 1e-9
+DAY = 86_400.0
 
 
 def subsampled_numpy(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray, size: int, width: float,
@@ -91,3 +94,44 @@ def test_tanh_sum_equals_numpy(seed, m):
     assert abs(value - (weight * th).sum()) <= 1e-14 * scale_of
     assert abs(slope - (weight * scale * (1 - th**2)).sum()) <= 1e-14 * scale_of * scale.max()
     assert abs(curve - (-2 * weight * scale**2 * th * (1 - th**2)).sum()) <= 1e-14 * scale_of * scale.max() ** 2
+
+
+def numpy_phase_two(batch: PlayerBatch, performance: np.ndarray, params: Params, weights: np.ndarray,
+                    times: np.ndarray) -> PlayerBatch:
+    """Phase two by the numpy functions: diffuse, then update_beliefs (fold, append, robust average)."""
+    days = elapsed_days(batch.last_time, times)
+    gamma = np.array([gammas(params, w, d) for w, d in zip(weights, days)]).reshape(-1)
+    beta = np.array([params.beta(w) for w in weights])
+    after = update_beliefs(diffuse(batch, gamma, params), performance, beta, params)
+    after.rounds = batch.rounds + 1
+    after.last_time = times.copy()
+    return after
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(1, 25), st.sampled_from([None, 1, 2, 5]),
+       st.sampled_from([1.0, 0.04, 0.5]), st.integers(0, 8))
+def test_phase_two_kernel_equals_the_numpy_functions(seed, n, limit, rho, rounds_before):
+    """The compiled phase two (diffusion, fold, append, robust average per row) as the numpy path,
+    on histories of various lengths (some beyond the bound), weights and elapsed times."""
+    rng = np.random.default_rng(seed)
+    params = preset("mmr").with_(history_limit=limit, rho=rho, drift_per_day=float(rng.choice([0.0, 30.0])))
+    batch = PlayerBatch.new(n, preset("mmr"))  # unbounded while building: histories may exceed the bound
+    for t in range(rounds_before):
+        who = np.flatnonzero(rng.random(n) < 0.7)
+        if who.shape[0] >= 2:
+            sub = rate_round(batch.take(who), rng.permutation(who.shape[0]) + 1, preset("mmr"), time=t * DAY).after
+            batch.put(who, sub)
+    performance = rng.normal(1500, 400, n)
+    weights = rng.choice([1.0, 0.5, 1.7], n)
+    times = np.full(n, (rounds_before + rng.uniform(0, 30)) * DAY)
+    ours = phase_two(batch, performance, params, weight=weights, time=times)
+    plain = numpy_phase_two(batch, performance, params, weights, times)
+    for field in ("mu", "sigma", "mu0", "w0"):
+        np.testing.assert_allclose(getattr(ours, field), getattr(plain, field), rtol=1e-13, atol=ROOT_TOL)
+    np.testing.assert_array_equal(ours.n_factors, plain.n_factors)
+    np.testing.assert_array_equal(ours.rounds, plain.rounds)
+    h = plain.p.shape[1]
+    assert ours.p.shape[1] == h
+    for field in ("p", "w_arg", "w_out"):
+        np.testing.assert_allclose(getattr(ours, field), getattr(plain, field), rtol=1e-13, atol=0)
