@@ -19,6 +19,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from .factor_rows import gather_factors
 from .numerical import BRACKET_RTOL, MAX_NEWTON_ITER, NEWTON_STEP_TOL
 from .params import SOLVER_BOUNDS
 from .state import TANH_MULTIPLIER
@@ -337,3 +338,4 @@ def warm_up() -> None:
     subsampled_roots(one, ints, ints, ints, ints, ints + 1, one, one * 0.01, ints + 1, np.array([0, 1]), ints, 2.0)
     logistic_update_rows(one.copy(), one.copy(), one.copy(), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)),
                          ints.copy(), ints, one, one, one, one * 200.0, 1)
+    gather_factors((np.ones((1, 1)),), ints, ints + 1, 1)
