@@ -63,7 +63,7 @@ def exp_nonpositive(y: float) -> float:
     p = p * r + 0.5
     p = p * r + 1.0
     p = p * r + 1.0
-    return p * _double_from_bits((np.int64(n) + 1023) << 52)
+    return p * _double_from_bits((np.int64(n) + 1023) << 52)  # type: ignore[call-arg]  # numba intrinsic
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
