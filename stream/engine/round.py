@@ -44,7 +44,7 @@ def phase_two(
     beside other rounds' rows, gives the same floats for its rows (each distinct weight's noise
     terms are computed once, as for a lone round, and spread over its rows)."""
     n = len(batch)
-    after = batch.copy()
+    after = batch.copy(width=0 if params.memoryless else history_width(batch.n_factors, params))
     update_rows(after, np.arange(n), performance, params, np.broadcast_to(np.asarray(weight, dtype=float), (n,)),
                 np.broadcast_to(np.asarray(time, dtype=float), (n,)))
     return after
@@ -65,9 +65,7 @@ def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, p
         after = update_beliefs(diffuse(sub, gamma, params), performance, beta, params)
         batch.put(rows, after)
     else:
-        n_factors = batch.n_factors[rows]
-        kept = n_factors if params.history_limit is None else np.minimum(n_factors, params.history_limit - 1)
-        need = int(kept.max(initial=-1)) + 1
+        need = history_width(batch.n_factors[rows], params)
         if need > batch.p.shape[1]:
             batch.widen(need)
         decay = (sigma / new_sigma) ** 2
@@ -78,6 +76,13 @@ def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, p
     batch.sigma[rows] = (new_sigma**-2 + beta**-2) ** -0.5
     batch.rounds[rows] += 1
     batch.last_time[rows] = times
+
+
+def history_width(n_factors: np.ndarray, params: Params) -> int:
+    """Factor entries the longest of these histories needs after one more round (the oldest
+    folded first at the bound)."""
+    kept = n_factors if params.history_limit is None else np.minimum(n_factors, params.history_limit - 1)
+    return int(kept.max(initial=-1)) + 1
 
 
 def _noise_per_row(params: Params, weights: np.ndarray, days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -168,11 +168,11 @@ class PlayerBatch:
             )
         return out
 
-    def copy(self) -> PlayerBatch:
-        """A deep copy (phase two never mutates its input); of the factor arrays only the used
-        entries are read (the padding is zeros)."""
+    def copy(self, width: int = 0) -> PlayerBatch:
+        """A deep copy (phase two never mutates its input), its factor arrays padded to at least
+        ``width``; of the factor arrays only the used entries are read (the padding is zeros)."""
         p, w_arg, w_out = gather_factors((self.p, self.w_arg, self.w_out), np.arange(len(self)), self.n_factors,
-                                         self.p.shape[1])
+                                         max(width, self.p.shape[1]))
         return PlayerBatch(mu=self.mu.copy(), sigma=self.sigma.copy(), mu0=self.mu0.copy(), w0=self.w0.copy(), p=p,
                            w_arg=w_arg, w_out=w_out, n_factors=self.n_factors.copy(), rounds=self.rounds.copy(),
                            last_time=self.last_time.copy())
