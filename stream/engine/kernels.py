@@ -135,6 +135,24 @@ def newton_step(lo: float, hi: float, x: float, s: float, step: float, last: flo
 
 
 @numba.njit(cache=True, error_model="numpy")
+def solve_tanh_equation(constant: float, linear: float, centre: np.ndarray, scale: np.ndarray, weight: np.ndarray,
+                        m: int, guess: float, increasing: bool) -> float:
+    """Root of constant + linear x + sum_k w_k tanh((x - c_k) a_k) (first ``m`` terms, monotone in
+    x) on the solver bracket, from ``guess``: :func:`newton_step` with :func:`halley_step`."""
+    lo, hi = _LO, _HI
+    x = min(max(guess, lo), hi)
+    last = older = hi - lo
+    for _ in range(MAX_NEWTON_ITER):
+        value, slope, curve = tanh_sum(x, centre, scale, weight, m)
+        value += constant + linear * x
+        step = halley_step(value, linear + slope, curve)
+        lo, hi, x, last, older, done = newton_step(lo, hi, x, value, step, last, older, increasing)
+        if done:
+            break
+    return x
+
+
+@numba.njit(cache=True, error_model="numpy")
 def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.ndarray, eq_round: np.ndarray,
                   guess: np.ndarray, tie_mult: float) -> np.ndarray:
     """Logistic phase one of many small rounds: players sorted by (round, rank), ``gid`` their
@@ -162,17 +180,7 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
             else:
                 mult = tie_mult
             weight[j - a] = -mult * c[j]
-        lo, hi = _LO, _HI
-        x = min(max(guess[g], lo), hi)
-        last = older = hi - lo
-        for _ in range(MAX_NEWTON_ITER):
-            value, slope, curve = tanh_sum(x, mu[a:], half[a:], weight, m)
-            value += constant
-            step = halley_step(value, slope, curve)
-            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, step, last, older, False)
-            if done:
-                break
-        out[g] = x
+        out[g] = solve_tanh_equation(constant, 0.0, mu[a:], half[a:], weight, m, guess[g], False)
     return out
 
 
@@ -184,18 +192,7 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
     n = guess.shape[0]
     out = np.empty(n)
     for i in range(n):
-        lo, hi = _LO, _HI
-        x = min(max(guess[i], lo), hi)
-        last = older = hi - lo
-        offset = -mu0[i] * w0[i]
-        for _ in range(MAX_NEWTON_ITER):
-            value, slope, curve = tanh_sum(x, p[i], w_arg[i], w_out[i], n_factors[i])
-            value += offset + w0[i] * x
-            step = halley_step(value, w0[i] + slope, curve)
-            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, step, last, older, True)
-            if done:
-                break
-        out[i] = x
+        out[i] = solve_tanh_equation(-mu0[i] * w0[i], w0[i], p[i], w_arg[i], w_out[i], n_factors[i], guess[i], True)
     return out
 
 
@@ -233,18 +230,7 @@ def logistic_update_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.
         p[i, k], w_arg[i, k], w_out[i, k] = performance[q], 0.5 * w, w
         k += 1
         n_factors[i], mu0[i], w0[i] = k, centre, precision
-        lo, hi = _LO, _HI
-        x = min(max(mu[i], lo), hi)
-        last = older = hi - lo
-        offset = -centre * precision
-        for _ in range(MAX_NEWTON_ITER):
-            value, slope, curve = tanh_sum(x, p[i], w_arg[i], w_out[i], k)
-            value += offset + precision * x
-            step = halley_step(value, precision + slope, curve)
-            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, step, last, older, True)
-            if done:
-                break
-        mu[i] = x
+        mu[i] = solve_tanh_equation(-centre * precision, precision, p[i], w_arg[i], w_out[i], k, mu[i], True)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -308,16 +294,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
                 if a <= t < b:
                     tied[t] += 1
                     weight[t - a] = -(term_size[t] + (tie_mult - 1.0) * tied[t]) * term_c[t]
-            lo, hi = _LO, _HI
-            x = min(max(x, lo), hi)
-            last = older = hi - lo
-            for _ in range(MAX_NEWTON_ITER):
-                value, slope, curve = tanh_sum(x, term_mu[a:], term_half[a:], weight, m)
-                value += constant
-                step = halley_step(value, slope, curve)
-                lo, hi, x, last, older, done = newton_step(lo, hi, x, value, step, last, older, False)
-                if done:
-                    break
+            x = solve_tanh_equation(constant, 0.0, term_mu[a:], term_half[a:], weight, m, x, False)
             out[i] = x
             for q in range(rank_start[r], rank_start[r + 1]):
                 t = term_by_rank[q]
