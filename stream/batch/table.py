@@ -8,10 +8,12 @@ id → row dictionary lookups.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
 from stream.engine import Params, PlayerBatch, PlayerState
+from stream.engine.factor_rows import gather_factors, scatter_factors
 
 INITIAL_CAPACITY = 1024
 """Rows allocated for a new ladder; capacity doubles when full."""
@@ -57,8 +59,7 @@ class LadderTable:
 
     def lookup(self, players: list[str]) -> np.ndarray:
         """Rows of ``players`` (-1 for players not seen yet), without adding anyone."""
-        get = self.index.get
-        return np.fromiter((get(p, -1) for p in players), dtype=np.int64, count=len(players))
+        return np.array(list(map(self.index.get, players, repeat(-1))), dtype=np.int64).reshape(len(players))
 
     def rows(self, players: list[str]) -> np.ndarray:
         """Rows of ``players`` (repeats allowed: the rows of several rounds), adding newcomers in
@@ -66,13 +67,13 @@ class LadderTable:
         rows = self.lookup(players)
         new = np.flatnonzero(rows < 0)
         if new.size:
-            new_names = list(dict.fromkeys(players[i] for i in new.tolist()))
+            new_names = list(dict.fromkeys(map(players.__getitem__, new.tolist())))
             start = self.size
             stop = start + len(new_names)
             self._reserve(stop)
             self.index.update(zip(new_names, range(start, stop)))
             get = self.index.__getitem__
-            rows[new] = np.fromiter((get(players[i]) for i in new.tolist()), dtype=np.int64, count=new.size)
+            rows[new] = list(map(get, map(players.__getitem__, new.tolist())))
             self.names.extend(new_names)
             prior = PlayerState.new(self.params)
             self.mu[start:stop] = prior.mu
@@ -84,11 +85,12 @@ class LadderTable:
     def gather(self, rows: np.ndarray) -> PlayerBatch:
         """The players at ``rows`` as a batch, factor arrays trimmed to their longest history
         (the same width :meth:`PlayerBatch.from_states` would give)."""
-        h = int(self.n_factors[rows].max(initial=0))
+        n_factors = self.n_factors[rows]
+        h = int(n_factors.max(initial=0))
+        p, w_arg, w_out = gather_factors((self.p, self.w_arg, self.w_out), rows, n_factors, h)
         return PlayerBatch(
             mu=self.mu[rows], sigma=self.sigma[rows], mu0=self.mu0[rows], w0=self.w0[rows],
-            p=self.p[rows, :h], w_arg=self.w_arg[rows, :h], w_out=self.w_out[rows, :h],
-            n_factors=self.n_factors[rows], rounds=self.rounds[rows], last_time=self.last_time[rows],
+            p=p, w_arg=w_arg, w_out=w_out, n_factors=n_factors, rounds=self.rounds[rows], last_time=self.last_time[rows],
         )
 
     def scatter(self, rows: np.ndarray, batch: PlayerBatch) -> None:
@@ -96,12 +98,11 @@ class LadderTable:
         h = batch.p.shape[1]
         if h > self.p.shape[1]:
             self._widen(h)
+        n_old = self.n_factors[rows]
         for name in _ROW_FIELDS:
             getattr(self, name)[rows] = getattr(batch, name)
-        for name in _FACTOR_FIELDS:
-            column = getattr(self, name)
-            column[rows, :h] = getattr(batch, name)
-            column[rows, h:] = 0.0
+        scatter_factors((self.p, self.w_arg, self.w_out), rows, n_old, (batch.p, batch.w_arg, batch.w_out),
+                        batch.n_factors)
 
     def state(self, player: str) -> PlayerState:
         """One player's full state."""

@@ -3,6 +3,8 @@
 Each equation is solved on its own by the same safeguarded Newton as
 :func:`numerical.solve_bracketed` (:func:`newton_step` is its rule for one equation), in a
 plain loop over its own terms: no Python cost per iteration, no padding to the longest equation.
+Every equation is a sum of tanh terms, evaluated by :func:`tanh_sum`: an exp of its own
+(:func:`exp_nonpositive`, no libm call) lets the compiler run the sum on SIMD lanes.
 Compiled on first use and cached on disk (numba ``cache=True``; see BENCHMARKS.md for the cold
 start).
 """
@@ -13,31 +15,113 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
+from .factor_rows import gather_factors
 from .numerical import BRACKET_RTOL, MAX_NEWTON_ITER, NEWTON_STEP_TOL
 from .params import SOLVER_BOUNDS
 from .state import TANH_MULTIPLIER
 
 _LO, _HI = SOLVER_BOUNDS
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+"""ln 2 in two parts (fdlibm's): n ln 2 exact in the first for |n| < 2^20."""
+EXP_FLOOR = -40.0
+"""exp below this is taken at it: tanh(20) is 1 to the last bit, and 1 - tanh^2 < 1e-17."""
+
+
+@intrinsic
+def _double_from_bits(typingctx, bits):  # type: ignore[no-untyped-def]
+    """The float64 whose IEEE bits are the int64 ``bits`` (an LLVM bitcast, no memory)."""
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def exp_nonpositive(y: float) -> float:
+    """exp(y) for y <= 0 (taken at ``EXP_FLOOR`` below it): y = n ln 2 + r, |r| <= ln 2 / 2,
+    exp(r) by its Taylor polynomial to r^13 (truncation < 1e-17 relative), times 2^n built from
+    its bits.  Within ~2 ulp of libm's exp, and no call: loops over it vectorise."""
+    y = max(y, EXP_FLOOR)
+    n = math.floor(y * _LOG2E + 0.5)
+    r = (y - n * _LN2_HI) - n * _LN2_LO
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p * _double_from_bits((np.int64(n) + 1023) << 52)  # type: ignore[call-arg]  # numba intrinsic
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def fast_tanh(z: float) -> float:
-    """tanh from one exp of -2|z| (about twice as fast as libm's tanh; absolute error ~1e-16)."""
-    e = math.exp(-2.0 * abs(z))
+    """tanh from one exp of -2|z| (absolute error ~2e-16; no libm call, so it vectorises)."""
+    e = exp_nonpositive(-2.0 * abs(z))
     t = (1.0 - e) / (1.0 + e)
     return t if z >= 0.0 else -t
 
 
+@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def tanh_sum(x: float, centre: np.ndarray, scale: np.ndarray, weight: np.ndarray, m: int) -> tuple[float, float, float]:
+    """(S, S', S'') of S(x) = sum_k w_k tanh((x - c_k) a_k) over the first ``m`` terms:
+    S' = sum_k w_k a_k (1 - t_k^2), S'' = -2 sum_k w_k a_k^2 t_k (1 - t_k^2).  The sums may be
+    reassociated (SIMD lanes): the same floats on every call, not necessarily those of a
+    left-to-right sum (differences ~1e-16 relative)."""
+    value = 0.0
+    slope = 0.0
+    curve = 0.0
+    for k in range(m):
+        th = fast_tanh((x - centre[k]) * scale[k])
+        d = weight[k] * scale[k] * (1.0 - th * th)
+        value += weight[k] * th
+        slope += d
+        curve += d * scale[k] * th
+    return value, slope, -2.0 * curve
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def signed_sum(rank: np.ndarray, weight: np.ndarray, a: int, b: int, r: int) -> float:
+    """sum over j in [a, b) of weight_j x sign(rank_j - r)."""
+    total = 0.0
+    for j in range(a, b):
+        total += weight[j] * ((1.0 if rank[j] > r else 0.0) - (1.0 if rank[j] < r else 0.0))
+    return total
+
+
 @numba.njit(cache=True, error_model="numpy", inline="always")
-def newton_step(lo: float, hi: float, x: float, s: float, sp: float, last: float, older: float,
+def halley_step(s: float, sp: float, spp: float) -> float:
+    """The step x - x' of Halley's method, s s' / (s'^2 - s s''/2) (cubic convergence), or
+    Newton's s / s' where the curvature would more than double it (far from the root)."""
+    if s == 0.0:
+        return 0.0
+    denominator = sp * sp - 0.5 * s * spp
+    if not denominator > 0.5 * sp * sp:
+        return s / sp
+    return s * sp / denominator
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def newton_step(lo: float, hi: float, x: float, s: float, step: float, last: float, older: float,
                 increasing: bool) -> tuple[float, float, float, float, float, bool]:
     """One step of :func:`numerical.solve_bracketed` for one equation: (lo, hi, next x, |last
-    step|, |step before|, done) after evaluating (s, s') at x."""
+    step|, |step before|, done) after evaluating s at x; ``step``: the proposed x - x' (Newton's
+    s / s', or :func:`halley_step`), 0 where s = 0."""
     root_above = s < 0.0 if increasing else s > 0.0
     a = x if root_above else lo
     b = hi if root_above else x
-    step = 0.0 if s == 0.0 else s / sp
     size = abs(step)
     converged = size <= NEWTON_STEP_TOL
     nxt = x - step
@@ -51,6 +135,24 @@ def newton_step(lo: float, hi: float, x: float, s: float, sp: float, last: float
 
 
 @numba.njit(cache=True, error_model="numpy")
+def solve_tanh_equation(constant: float, linear: float, centre: np.ndarray, scale: np.ndarray, weight: np.ndarray,
+                        m: int, guess: float, increasing: bool) -> float:
+    """Root of constant + linear x + sum_k w_k tanh((x - c_k) a_k) (first ``m`` terms, monotone in
+    x) on the solver bracket, from ``guess``: :func:`newton_step` with :func:`halley_step`."""
+    lo, hi = _LO, _HI
+    x = min(max(guess, lo), hi)
+    last = older = hi - lo
+    for _ in range(MAX_NEWTON_ITER):
+        value, slope, curve = tanh_sum(x, centre, scale, weight, m)
+        value += constant + linear * x
+        step = halley_step(value, linear + slope, curve)
+        lo, hi, x, last, older, done = newton_step(lo, hi, x, value, step, last, older, increasing)
+        if done:
+            break
+    return x
+
+
+@numba.njit(cache=True, error_model="numpy")
 def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.ndarray, eq_round: np.ndarray,
                   guess: np.ndarray, tie_mult: float) -> np.ndarray:
     """Logistic phase one of many small rounds: players sorted by (round, rank), ``gid`` their
@@ -59,31 +161,26 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
     times ``tie_mult`` for j tied (module ``terms``)."""
     n_eq = guess.shape[0]
     out = np.empty(n_eq)
+    c = TANH_MULTIPLIER / delta
+    half = 0.5 * c
+    width = 0
+    for r in range(start.shape[0] - 1):
+        width = max(width, start[r + 1] - start[r])
+    weight = np.empty(width)
     for g in range(n_eq):
         r = eq_round[g]
-        lo, hi = _LO, _HI
-        x = min(max(guess[g], lo), hi)
-        last = older = hi - lo
-        for _ in range(MAX_NEWTON_ITER):
-            value = 0.0
-            slope = 0.0
-            for j in range(start[r], start[r + 1]):
-                c = TANH_MULTIPLIER / delta[j]
-                half = 0.5 * c
-                t = fast_tanh((x - mu[j]) * half)
-                mult = 1.0
-                if gid[j] < g:
-                    value -= c
-                elif gid[j] > g:
-                    value += c
-                else:
-                    mult = tie_mult
-                value -= mult * c * t
-                slope -= mult * c * half * (1.0 - t * t)
-            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, slope, last, older, False)
-            if done:
-                break
-        out[g] = x
+        a, m = start[r], start[r + 1] - start[r]
+        constant = 0.0
+        for j in range(a, a + m):
+            mult = 1.0
+            if gid[j] < g:
+                constant -= c[j]
+            elif gid[j] > g:
+                constant += c[j]
+            else:
+                mult = tie_mult
+            weight[j - a] = -mult * c[j]
+        out[g] = solve_tanh_equation(constant, 0.0, mu[a:], half[a:], weight, m, guess[g], False)
     return out
 
 
@@ -95,80 +192,116 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
     n = guess.shape[0]
     out = np.empty(n)
     for i in range(n):
-        lo, hi = _LO, _HI
-        x = min(max(guess[i], lo), hi)
-        last = older = hi - lo
-        offset = -mu0[i] * w0[i]
-        for _ in range(MAX_NEWTON_ITER):
-            value = offset + w0[i] * x
-            slope = w0[i]
-            for k in range(n_factors[i]):
-                t = fast_tanh((x - p[i, k]) * w_arg[i, k])
-                value += w_out[i, k] * t
-                slope += w_arg[i, k] * w_out[i, k] * (1.0 - t * t)
-            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, slope, last, older, True)
-            if done:
-                break
-        out[i] = x
+        out[i] = solve_tanh_equation(-mu0[i] * w0[i], w0[i], p[i], w_arg[i], w_out[i], n_factors[i], guess[i], True)
     return out
 
 
 @numba.njit(cache=True, error_model="numpy")
+def logistic_update_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray,
+                         w_out: np.ndarray, n_factors: np.ndarray, rows: np.ndarray, performance: np.ndarray,
+                         decay: np.ndarray, transfer: np.ndarray, beta: np.ndarray, history_limit: int) -> None:
+    """Phase two of the logistic model with finite rho on ``rows`` (distinct) of a batch, in
+    place, row q of ``performance``/``decay``/``transfer``/``beta`` for ``rows[q]``: the
+    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
+    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
+    each over the row's own factors only.  The factor arrays must hold the appended factor."""
+    for q in range(rows.shape[0]):
+        i = rows[q]
+        k = n_factors[i]
+        w_logistic = 0.0
+        for f in range(k):
+            w_logistic += w_arg[i, f] * w_out[i, f] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
+        w_from_norm = transfer[q] * w0[i]
+        w_from_transfers = (1.0 - transfer[q]) * (w0[i] + w_logistic)
+        w_total = w_from_norm + w_from_transfers
+        centre = (w_from_norm * mu0[i] + w_from_transfers * mu[i]) / w_total
+        precision = decay[q] * w_total
+        scale = transfer[q] * decay[q]
+        for f in range(k):
+            w_out[i, f] *= scale
+        if history_limit > 0 and k >= history_limit:
+            oldest = w_arg[i, 0] * w_out[i, 0] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
+            centre = (precision * centre + oldest * p[i, 0]) / (precision + oldest)
+            precision = precision + oldest
+            for f in range(k - 1):
+                p[i, f], w_arg[i, f], w_out[i, f] = p[i, f + 1], w_arg[i, f + 1], w_out[i, f + 1]
+            k -= 1
+        w = TANH_MULTIPLIER / beta[q]
+        p[i, k], w_arg[i, k], w_out[i, k] = performance[q], 0.5 * w, w
+        k += 1
+        n_factors[i], mu0[i], w0[i] = k, centre, precision
+        mu[i] = solve_tanh_equation(-centre * precision, precision, p[i], w_arg[i], w_out[i], k, mu[i], True)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray, by_window: np.ndarray,
-                     beg: np.ndarray, end: np.ndarray, term_mu: np.ndarray, term_delta: np.ndarray,
-                     term_size: np.ndarray, term_start: np.ndarray, first_rank: np.ndarray, keys: np.ndarray,
-                     n_ranks: int, tie_mult: float) -> np.ndarray:
+                     beg: np.ndarray, end: np.ndarray, term_mu: np.ndarray, term_c: np.ndarray,
+                     term_size: np.ndarray, term_start: np.ndarray, member_rank: np.ndarray,
+                     tie_mult: float) -> np.ndarray:
     """Logistic phase one against subsampled, bucketed opponents (module ``subsample``): player
-    i's equation sums the merged terms ``beg[i]:end[i]``, each counting its members ranked better
-    (loss), tied (tie) and worse (win) than i.  Players are visited in ``by_window`` order (mu
-    bucket, then rank): a player starts from the root of the previous one in his bucket (same
-    window, next rank: a close root), the first of a bucket from his own mu."""
+    i's equation sums the merged terms ``beg[i]:end[i]`` (c = ``term_c``), each counting its
+    members ranked better (loss: b - c), tied (tie: ``tie_mult`` b) and worse (win: b + c) than
+    i.  Term t's members are ``term_start[t]:term_start[t + 1]`` (``term_start`` ends with the
+    number of members), their dense ranks ``member_rank`` (ascending within a term).
+
+    The equation is sum_t w_t tanh((x - mu_t) c_t / 2) + K with w_t = -(size_t + (tie_mult - 1)
+    x tied_t) c_t and K = sum over the window's members j of c_j sign(rank_j - rank_i).  Players
+    are visited in ``by_window`` order (mu bucket, then rank): a bucket's players share the
+    window, so only the terms holding one of the player's tie group change w_t.  A player starts
+    from the root of the previous one in his bucket (same window, next rank: a close root), the
+    first of a bucket from his own mu; Halley steps."""
     n = mu.shape[0]
+    n_terms = term_mu.shape[0]
     out = np.empty(n)
+    term_half = 0.5 * term_c
+    member_c = np.empty(member_rank.shape[0])
+    for t in range(n_terms):
+        member_c[term_start[t]:term_start[t + 1]] = term_c[t]
+    # the terms holding each rank's members (a tie group's terms), by counting sort
+    n_ranks = 0
+    for j in range(member_rank.shape[0]):
+        n_ranks = max(n_ranks, member_rank[j] + 1)
+    rank_start = np.zeros(n_ranks + 1, dtype=np.int64)
+    for j in range(member_rank.shape[0]):
+        rank_start[member_rank[j] + 1] += 1
+    for q in range(n_ranks):
+        rank_start[q + 1] += rank_start[q]
+    fill = rank_start[:-1].copy()
+    term_by_rank = np.empty(member_rank.shape[0], dtype=np.int64)
+    for t in range(n_terms):
+        for j in range(term_start[t], term_start[t + 1]):
+            term_by_rank[fill[member_rank[j]]] = t
+            fill[member_rank[j]] += 1
+    tied = np.zeros(n_terms, dtype=np.int64)
     width = 0
     for i in range(n):
         width = max(width, end[i] - beg[i])
-    t_mu = np.empty(width)
-    t_half = np.empty(width)
-    t_weight = np.empty(width)
-    previous_bucket = np.iinfo(np.int64).min
-    previous_root = 0.0
-    for pos in range(n):
-        i = by_window[pos]
-        r = rank_pos[i]
-        constant = 0.0
-        m = 0
-        for t in range(beg[i], end[i]):
-            if term_size[t] == 1:
-                less = 1 if first_rank[t] < r else 0
-                leq = 1 if first_rank[t] <= r else 0
-            else:
-                key = t * n_ranks + r
-                less = np.searchsorted(keys, key, side="left") - term_start[t]
-                leq = np.searchsorted(keys, key, side="right") - term_start[t]
-            n_win = term_size[t] - leq
-            c = TANH_MULTIPLIER / term_delta[t]
-            t_mu[m] = term_mu[t]
-            t_half[m] = 0.5 * c
-            t_weight[m] = -(less + n_win + tie_mult * (leq - less)) * c  # loss, win: b -/+ c; tie: mult b
-            constant += (n_win - less) * c
-            m += 1
-        lo, hi = _LO, _HI
-        x = previous_root if mu_bucket[i] == previous_bucket else mu[i]
-        x = min(max(x, lo), hi)
-        last = older = hi - lo
-        for _ in range(MAX_NEWTON_ITER):
-            value = constant
-            slope = 0.0
-            for k in range(m):
-                th = fast_tanh((x - t_mu[k]) * t_half[k])
-                value += t_weight[k] * th
-                slope += t_weight[k] * t_half[k] * (1.0 - th * th)
-            lo, hi, x, last, older, done = newton_step(lo, hi, x, value, slope, last, older, False)
-            if done:
-                break
-        out[i] = x
-        previous_bucket, previous_root = mu_bucket[i], x
+    weight = np.empty(width)
+    pos = 0
+    while pos < n:
+        first = by_window[pos]
+        a, b = beg[first], end[first]
+        m = b - a
+        for t in range(a, b):
+            weight[t - a] = -term_size[t] * term_c[t]
+        x = mu[first]
+        while pos < n and mu_bucket[by_window[pos]] == mu_bucket[first]:
+            i = by_window[pos]
+            r = rank_pos[i]
+            constant = signed_sum(member_rank, member_c, term_start[a], term_start[b], r)
+            for q in range(rank_start[r], rank_start[r + 1]):
+                t = term_by_rank[q]
+                if a <= t < b:
+                    tied[t] += 1
+                    weight[t - a] = -(term_size[t] + (tie_mult - 1.0) * tied[t]) * term_c[t]
+            x = solve_tanh_equation(constant, 0.0, term_mu[a:], term_half[a:], weight, m, x, False)
+            out[i] = x
+            for q in range(rank_start[r], rank_start[r + 1]):
+                t = term_by_rank[q]
+                if a <= t < b:
+                    tied[t] = 0
+                    weight[t - a] = -term_size[t] * term_c[t]
+            pos += 1
     return out
 
 
@@ -179,4 +312,7 @@ def warm_up() -> None:
     ints = np.zeros(1, dtype=np.int64)
     segment_roots(two, np.full(2, 200.0), np.array([0, 1]), np.array([0, 2]), np.array([0, 0]), two, 2.0)
     robust_average_roots(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), np.ones(1, dtype=np.int64), one, one, one)
-    subsampled_roots(one, ints, ints, ints, ints, ints + 1, one, one * 200.0, ints + 1, ints, ints, ints, 1, 2.0)
+    subsampled_roots(one, ints, ints, ints, ints, ints + 1, one, one * 0.01, ints + 1, np.array([0, 1]), ints, 2.0)
+    logistic_update_rows(one.copy(), one.copy(), one.copy(), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)),
+                         ints.copy(), ints, one, one, one, one * 200.0, 1)
+    gather_factors((np.ones((1, 1)),), ints, ints + 1, 1)

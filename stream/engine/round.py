@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diffusion import diffuse, elapsed_days, gammas
+from .diffusion import diffuse, drifted_sigma, elapsed_days, gammas
+from .kernels import logistic_update_rows
 from .params import Params
 from .performance import phase_one
 from .state import PlayerBatch
@@ -43,15 +44,45 @@ def phase_two(
     beside other rounds' rows, gives the same floats for its rows (each distinct weight's noise
     terms are computed once, as for a lone round, and spread over its rows)."""
     n = len(batch)
-    weights = np.broadcast_to(np.asarray(weight, dtype=float), (n,))
-    times = np.broadcast_to(np.asarray(time, dtype=float), (n,))
-    days = elapsed_days(batch.last_time, times)
-    gamma, beta = _noise_per_row(params, weights, days)
-    diffused = diffuse(batch, gamma, params)
-    after = update_beliefs(diffused, performance, beta, params)
-    after.rounds = batch.rounds + 1
-    after.last_time = times.copy()
+    after = batch.copy(width=0 if params.memoryless else history_width(batch.n_factors, params))
+    update_rows(after, np.arange(n), performance, params, np.broadcast_to(np.asarray(weight, dtype=float), (n,)),
+                np.broadcast_to(np.asarray(time, dtype=float), (n,)))
     return after
+
+
+def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, params: Params, weights: np.ndarray,
+                times: np.ndarray) -> None:
+    """:func:`phase_two` of ``rows`` (distinct) of ``batch`` in place, row q of ``performance``,
+    ``weights`` and ``times`` for ``rows[q]`` (the factor arrays are widened if a history grows
+    past them).  The logistic model with finite rho runs one compiled loop per row over its own
+    factors (``kernels.logistic_update_rows``); the memoryless ones the numpy functions."""
+    days = elapsed_days(batch.last_time[rows], times)
+    gamma, beta = _noise_per_row(params, weights, days)
+    sigma = batch.sigma[rows]
+    new_sigma = drifted_sigma(sigma, gamma)
+    if params.memoryless:
+        sub = batch.take(rows)
+        after = update_beliefs(diffuse(sub, gamma, params), performance, beta, params)
+        batch.put(rows, after)
+    else:
+        need = history_width(batch.n_factors[rows], params)
+        if need > batch.p.shape[1]:
+            batch.widen(need)
+        decay = (sigma / new_sigma) ** 2
+        transfer = decay**params.rho
+        logistic_update_rows(batch.mu, batch.mu0, batch.w0, batch.p, batch.w_arg, batch.w_out, batch.n_factors,
+                             np.asarray(rows, dtype=np.int64), np.asarray(performance, dtype=float), decay, transfer,
+                             np.asarray(beta, dtype=float), params.history_limit or 0)
+    batch.sigma[rows] = (new_sigma**-2 + beta**-2) ** -0.5
+    batch.rounds[rows] += 1
+    batch.last_time[rows] = times
+
+
+def history_width(n_factors: np.ndarray, params: Params) -> int:
+    """Factor entries the longest of these histories needs after one more round (the oldest
+    folded first at the bound)."""
+    kept = n_factors if params.history_limit is None else np.minimum(n_factors, params.history_limit - 1)
+    return int(kept.max(initial=-1)) + 1
 
 
 def _noise_per_row(params: Params, weights: np.ndarray, days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,9 +4,10 @@ Rounds are grouped into waves of player-disjoint rounds: a round joins the wave 
 wave holding any of its players, so every player's rounds keep their order and each wave's
 rounds depend only on earlier waves.  A wave is rated in one vectorised pass: phase one of its
 small exact rounds as one segmented solve (``performance.solve_segments``), its other rounds
-(large, or subsampled presets) one by one with :func:`phase_one`; then one :func:`phase_two`
-call for all of the wave's players.  The result equals rating the rounds one by one with
-:func:`rate_round` (to rounding: the same equations, solved to floating-point resolution).
+(large, or subsampled presets) one by one with :func:`phase_one`; then phase two of all of the
+wave's players in place (``round.update_rows``, what :func:`phase_two` runs on its copy).  The
+result equals rating the rounds one by one with :func:`rate_round` (to rounding: the same
+equations, solved to floating-point resolution).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from .diffusion import elapsed_days
 from .params import Params
 from .performance import DIRECT_MAX_PLAYERS, opponent_deltas, phase_one, solve_segments
-from .round import phase_two
+from .round import update_rows
 from .state import PlayerBatch
 
 
@@ -71,6 +72,7 @@ def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params)
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
     previous = _previous(rows, rated[round_of])
     after = prior.copy()
+    _widen_for(after, rows[rated[round_of]], params)
     wave = _waves(rows, offsets, rated, len(prior))
     times = np.array([r.time for r in rounds], dtype=float)
     weights = np.array([r.weight for r in rounds], dtype=float)
@@ -82,16 +84,29 @@ def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         part = order[a:b]
         wave_rows = rows[part]
-        batch = after.take(wave_rows)
         rnd = round_of[part]
-        perf = _wave_performances(batch, ranks[part], rnd, times, weights, params)
+        perf = _wave_performances(after.mu[wave_rows], after.sigma[wave_rows], after.last_time[wave_rows],
+                                  ranks[part], rnd, times, weights, params)
         if params.variant == "logistic":
             perf = np.minimum(perf, ceilings[rnd])
-        rated_batch = phase_two(batch, perf, params, weight=weights[rnd], time=times[rnd])
-        after.put(wave_rows, rated_batch)
-        performance[part], mu[part], sigma[part] = perf, rated_batch.mu, rated_batch.sigma
+        update_rows(after, wave_rows, perf, params, weights[rnd], times[rnd])  # phase two, in place
+        performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
     return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
                         previous=previous, rated=rated)
+
+
+def _widen_for(batch: PlayerBatch, rows: np.ndarray, params: Params) -> None:
+    """Widen the factor arrays once to the longest history the rated participations ``rows``
+    leave (not once per wave as the histories grow)."""
+    if params.memoryless or rows.shape[0] == 0:
+        return
+    played = np.bincount(rows, minlength=len(batch))
+    longest = batch.n_factors + played
+    if params.history_limit is not None:
+        longest = np.minimum(longest, np.maximum(batch.n_factors, params.history_limit))
+    need = int(longest[played > 0].max())
+    if need > batch.p.shape[1]:
+        batch.widen(need)
 
 
 def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -137,27 +152,28 @@ def _previous(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
 
 
 def _wave_performances(
-    batch: PlayerBatch, ranks: np.ndarray, rnd: np.ndarray, times: np.ndarray, weights: np.ndarray,
-    params: Params,
+    mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, times: np.ndarray,
+    weights: np.ndarray, params: Params,
 ) -> np.ndarray:
-    """Phase one of every round of a wave (participations grouped by round, input order)."""
-    n = len(batch)
+    """Phase one of every round of a wave (participations grouped by round, input order; the
+    players' ``mu``, ``sigma`` and ``last_time`` before it)."""
+    n = mu.shape[0]
     starts = np.flatnonzero(np.diff(rnd, prepend=-1))
     bounds = np.append(starts, n)
     sizes = np.diff(bounds)
-    days = elapsed_days(batch.last_time, times[rnd])
+    days = elapsed_days(last_time, times[rnd])
     perf = np.empty(n)
     small = (sizes <= DIRECT_MAX_PLAYERS) if params.subsample_size is None else np.zeros(sizes.shape[0], bool)
     if small.any():
         part = np.repeat(small, sizes)
-        _, delta = opponent_deltas(batch.sigma[part], days[part], params, weights[rnd[part]])
+        _, delta = opponent_deltas(sigma[part], days[part], params, weights[rnd[part]])
         small_sizes = sizes[small]
         seg_bounds = np.zeros(small_sizes.shape[0] + 1, dtype=np.int64)
         np.cumsum(small_sizes, out=seg_bounds[1:])
-        perf[part] = solve_segments(batch.mu[part], delta, ranks[part], seg_bounds, params)
+        perf[part] = solve_segments(mu[part], delta, ranks[part], seg_bounds, params)
     for k in np.flatnonzero(~small).tolist():
         a, b = int(bounds[k]), int(bounds[k + 1])
         r = int(rnd[a])
-        perf[a:b] = phase_one(batch.mu[a:b], batch.sigma[a:b], days[a:b], ranks[a:b], params,
+        perf[a:b] = phase_one(mu[a:b], sigma[a:b], days[a:b], ranks[a:b], params,
                               weight=float(weights[r]))
     return perf

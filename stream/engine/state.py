@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .factor_rows import gather_factors
 from .params import Params
 
 TANH_MULTIPLIER = math.pi / math.sqrt(3.0)
@@ -167,9 +168,14 @@ class PlayerBatch:
             )
         return out
 
-    def copy(self) -> PlayerBatch:
-        """A deep copy (phase two never mutates its input)."""
-        return PlayerBatch(*(np.array(getattr(self, f), copy=True) for f in self.__slots__))
+    def copy(self, width: int = 0) -> PlayerBatch:
+        """A deep copy (phase two never mutates its input), its factor arrays padded to at least
+        ``width``; of the factor arrays only the used entries are read (the padding is zeros)."""
+        p, w_arg, w_out = gather_factors((self.p, self.w_arg, self.w_out), np.arange(len(self)), self.n_factors,
+                                         max(width, self.p.shape[1]))
+        return PlayerBatch(mu=self.mu.copy(), sigma=self.sigma.copy(), mu0=self.mu0.copy(), w0=self.w0.copy(), p=p,
+                           w_arg=w_arg, w_out=w_out, n_factors=self.n_factors.copy(), rounds=self.rounds.copy(),
+                           last_time=self.last_time.copy())
 
     def take(self, index: np.ndarray) -> PlayerBatch:
         """The sub-batch of the given rows."""

@@ -12,8 +12,9 @@
    (#better x loss + #tied x tie + #worse x win) against i's rank.
 Each player then has its own equation (the window depends on its mu), solved by a bracketed
 Newton started near its root (a few steps; the reference's rule from the middle of (-6000, 9000)
-takes ~100), to the same root: logistic by a compiled loop per player (``kernels``), Gaussian
-vectorised over chunks of players.
+takes ~100), to the same root: logistic by a compiled loop per player (``kernels``: a bucket's
+players share their window, Halley steps, SIMD tanh sums), Gaussian vectorised over chunks of
+players.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 from .kernels import subsampled_roots
 from .numerical import Equations, map_points, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
+from .state import TANH_MULTIPLIER
 from .terms import gaussian_ratios
 
 PROBE_STRIDE = 8
@@ -94,21 +96,23 @@ def subsampled_performance(mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray,
     term_id = np.cumsum(new_term) - 1
     term_mu = np.bincount(term_id, weights=mu[order]) / term_size
     term_delta = np.bincount(term_id, weights=delta[order]) / term_size
-    n_ranks = int(rank_pos.max()) + 1
-    keys = term_id * n_ranks + rank_pos[order]  # sorted: by term, then rank
-
     beg, end = window_bounds(bm_s[term_start], bm, params.subsample_size)
-    width_max = int((end - beg).max())
     tie_mult = 1.0 if params.split_ties else 2.0
-    first_rank = rank_pos[order][term_start]  # the rank of single-member terms
-    step = max(1, CHUNK_ELEMENTS // width_max)
-    # players in (mu bucket, rank) order: windows advance monotonically, so within each window
-    # column the (term, rank) search keys come sorted, which numpy's searchsorted exploits
+    # players in (mu bucket, rank) order: a bucket's players share one window
     by_window = np.lexsort((rank_pos, bm))
     if params.variant == "logistic":  # compiled, one player at a time on the calling thread
-        roots: np.ndarray = subsampled_roots(mu, rank_pos, bm, by_window, beg, end, term_mu, term_delta, term_size,
-                                             term_start, first_rank, keys, n_ranks, tie_mult)
+        roots: np.ndarray = subsampled_roots(mu, rank_pos, bm, by_window, beg, end, term_mu,
+                                             TANH_MULTIPLIER / term_delta, term_size,
+                                             np.append(term_start, order.shape[0]), rank_pos[order], tie_mult)
         return roots
+
+    n_ranks = int(rank_pos.max()) + 1
+    keys = term_id * n_ranks + rank_pos[order]  # sorted: by term, then rank
+    width_max = int((end - beg).max())
+    first_rank = rank_pos[order][term_start]  # the rank of single-member terms
+    step = max(1, CHUNK_ELEMENTS // width_max)
+    # within each window column of the chunk the (term, rank) search keys come sorted (windows
+    # advance monotonically with the mu bucket), which numpy's searchsorted exploits
 
     def solve_chunk(a: int) -> np.ndarray:
         rows = by_window[a : a + step]
