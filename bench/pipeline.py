@@ -324,7 +324,8 @@ def main() -> None:
         for size in sizes:  # the floor first, on the fresh stack, with no worker running
             floors[size] = measure(stack, make_rounds(size, args.rounds or default_rounds(size), f"floor{size}",
                                                       seed=size, ladders=args.ladders), "pipeline")
-            print(f"floor of {size}-player rounds measured", file=sys.stderr)
+            print(f"floor of {size}-player rounds: {floors[size].participations / floors[size].floor_s:,.0f} part./s",
+                  file=sys.stderr)
         env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=prefix,
                    APP_ID=f"{prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL=args.log_level)
         ensure(Settings.from_env(env))
@@ -341,16 +342,19 @@ def main() -> None:
                     for size in sizes:
                         rounds = make_rounds(size, args.rounds or default_rounds(size), f"burst{size}-r{run}",
                                              seed=size, ladders=args.ladders)
-                        throughputs[size].append(bench.throughput(rounds))
-                        print(f"run {run + 1}: throughput of {size}-player rounds measured", file=sys.stderr)
+                        t = bench.throughput(rounds)
+                        throughputs[size].append(t)
+                        print(f"run {run + 1}, {size}-player rounds: {t.rounds_per_s:,.0f} rounds/s, "
+                              f"{t.part_per_s:,.0f} part./s (load {load_average()})", file=sys.stderr)
             if "latency" in modes:
                 for size in sizes:
                     rate = args.rate or (median_run(throughputs[size]).rounds_per_s / 2 if throughputs[size]
                                          else DEFAULT_RATE)
                     count = max(2, round(rate * args.latency_seconds))
                     rounds = make_rounds(size, count, f"paced{size}", seed=size + 1, ladders=args.ladders)
-                    latencies[size] = bench.latency(rounds, rate)
-                    print(f"latency of {size}-player rounds measured", file=sys.stderr)
+                    lat = latencies[size] = bench.latency(rounds, rate)
+                    print(f"latency of {size}-player rounds at {rate:,.1f} rounds/s: p50 {lat.percentile(50) * 1000:,.0f} ms, "
+                          f"p99 {lat.percentile(99) * 1000:,.0f} ms (load {load_average()})", file=sys.stderr)
         finally:
             if bench is not None:
                 bench.close()
