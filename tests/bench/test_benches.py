@@ -75,6 +75,16 @@ def test_pipeline_bench_latency_mode_at_a_fixed_rate() -> None:
     assert number(row[3]) > 0 and "Throughput:" not in out
 
 
+def test_soak_ceiling_mode_reports_each_stage_and_checks_equality() -> None:
+    out = run_bench("soak.py", "--rates", "2,4", "--stage", "3", "--large-every", "2", "--large-size", "20",
+                    "--workers", "1", "--stop-after", "2")
+    rows = table_rows(out, "| small rounds/s | large every |")
+    assert [row[0] for row in rows] == ["2", "4"]
+    for row in rows:
+        assert number(row[2]) > 0 and row[6] in ("yes", "NO")
+    assert "Ceiling (bounded" in out and "max diff" in out and out.rstrip().endswith("OK.")
+
+
 def test_broker_growth_reports_each_chunk_against_the_first_for_each_request_size() -> None:
     out = run_bench("broker_growth.py", "--chunks", "3", "--chunk", "200", "--per-request", "1,100")
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines()
