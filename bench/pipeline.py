@@ -220,8 +220,9 @@ class Bench:
         reader.join(timeout=TIMEOUT_S)
         if self.events.seen < target:
             raise TimeoutError(f"read {self.events.seen} of {target} rating-change events")
-        return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations, self.events.last_arrival - first, rated_s,
-                          process_cpu_s(self.worker_pids) - cpu[0], redis_cpu_s(self.client) - cpu[1],
+        return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations,
+                          self.events.last_arrival - first, rated_s, process_cpu_s(self.worker_pids) - cpu[0],
+                          redis_cpu_s(self.client) - cpu[1],
                           process_cpu_s([self.broker_pid]) - cpu[2], redis_commands(self.client))
 
     def latency(self, rounds: list[RoundResult], rate: float) -> Latency:
