@@ -100,7 +100,8 @@ def main() -> None:
         print("| log size (messages) | batches per partition | messages/s | broker CPU µs/message | CPU vs first chunk |")
         print("|---:|---:|---:|---:|---:|")
         for size, rate, cpu, batches in rows:
-            print(f"| {size:,} | {batches:,} | {rate:,.0f} | {cpu:.0f} | {cpu / first_cpu:.1f}x |")
+            ratio = f"{cpu / first_cpu:.1f}x" if first_cpu else "n/a"  # no CPU tick yet in a tiny first chunk
+            print(f"| {size:,} | {batches:,} | {rate:,.0f} | {cpu:.0f} | {ratio} |")
         print(f"\nlast chunk: {rows[-1][1] / first_rate:.2f}x the first chunk's rate")
 
 

@@ -88,12 +88,13 @@ def test_soak_ceiling_mode_reports_each_stage_and_checks_equality() -> None:
 def test_broker_growth_reports_each_chunk_against_the_first_for_each_request_size() -> None:
     out = run_bench("broker_growth.py", "--chunks", "3", "--chunk", "200", "--per-request", "1,100")
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines()
-            if line.startswith("| ") and "x |" in line]
+            if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 6  # 3 chunks per request size
     one, hundred = rows[:3], rows[3:]
     for table in (one, hundred):
         assert [int(number(cells[0])) for cells in table] == [200, 400, 600]  # log size after each chunk
-        assert table[0][4] == "1.0x" and all(number(cells[3]) >= 0 for cells in table)
+        # the first chunk is the reference (n/a when the broker used no CPU tick in it)
+        assert table[0][4] in ("1.0x", "n/a") and all(number(cells[3]) >= 0 for cells in table)
     # one message per request: one batch per message, 150 per partition after 600 messages; 100 per request:
     # at most 4 batches per request (one per partition), 6 requests
     assert int(number(one[-1][1])) == 150 and 1 <= int(number(hundred[-1][1])) <= 6
