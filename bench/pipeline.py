@@ -285,7 +285,7 @@ def latency_rows(results: list[tuple[Latency, Floor]]) -> list[str]:
                     f"| {offered / (floor.participations / floor.floor_s):.1%} | {lat.rounds:,} "
                     f"| {lat.percentile(50) * 1000:,.0f} ms | {lat.percentile(99) * 1000:,.0f} ms "
                     f"| {max(lat.latencies_s) * 1000:,.0f} ms "
-                    f"| {lat.backlog_at_end} rounds{'' if bounded else ' (NOT bounded)'} |")
+                    f"| {lat.backlog_at_end} round{'' if lat.backlog_at_end == 1 else 's'}{'' if bounded else ' (NOT bounded)'} |")
     return rows
 
 
