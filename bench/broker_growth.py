@@ -76,7 +76,8 @@ async def run(stack: LocalStack, chunks: int, chunk: int, per_request: int) -> l
                 records = await consumer.getmany(timeout_ms=200, max_records=100_000)
                 got += sum(len(batch) for batch in records.values())
             elapsed = time.perf_counter() - started
-            out.append(((index + 1) * got, got / elapsed, (process_cpu_s(pid) - cpu) / got * 1e6, batches // PARTITIONS))
+            cpu_us = (process_cpu_s(pid) - cpu) / got * 1e6
+            out.append(((index + 1) * got, got / elapsed, cpu_us, batches // PARTITIONS))
             print(f"chunk {index + 1}/{chunks} done", file=sys.stderr)
     finally:
         await producer.stop()
@@ -96,8 +97,10 @@ def main() -> None:
             ensure_topics(stack.bootstrap, {TOPIC: PARTITIONS})
             rows = asyncio.run(run(stack, args.chunks, args.chunk, per_request))
         first_rate, first_cpu = rows[0][1], rows[0][2]
-        print(f"\n{per_request} message(s) per request, load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-        print("| log size (messages) | batches per partition | messages/s | broker CPU µs/message | CPU vs first chunk |")
+        load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"\n{per_request} message(s) per request, load average {load}\n")
+        print("| log size (messages) | batches per partition | messages/s | broker CPU µs/message "
+              "| CPU vs first chunk |")
         print("|---:|---:|---:|---:|---:|")
         for size, rate, cpu, batches in rows:
             ratio = f"{cpu / first_cpu:.1f}x" if first_cpu else "n/a"  # no CPU tick yet in a tiny first chunk

@@ -272,13 +272,15 @@ def measure(stack: LocalStack, rounds: list[RoundResult], tag: str) -> Floor:
     redis_s, redis_cpu = asyncio.run(redis_floor(stack.redis_url, rounds, messages, f"-floor-{tag}"))
     server_cpu = redis_cpu_s(admin) - server_before
     admin.close()
-    return Floor(size, len(rounds), participations, messages.count, replay_s, kafka_s, kafka_cpu, broker_cpu, c_kafka_s, redis_s,
+    return Floor(size, len(rounds), participations, messages.count, replay_s, kafka_s, kafka_cpu, broker_cpu,
+                 c_kafka_s, redis_s,
                  server_cpu, redis_cpu)
 
 
 def median(runs: list[Floor]) -> Floor:
     """Field-wise medians of repeated runs of one size."""
-    fields = [name for name in Floor.__dataclass_fields__ if name not in ("size", "rounds", "participations", "messages")]
+    fields = [name for name in Floor.__dataclass_fields__
+              if name not in ("size", "rounds", "participations", "messages")]
     first = runs[0]
     return Floor(first.size, first.rounds, first.participations, first.messages,
                  *(statistics.median(getattr(r, name) for r in runs) for name in fields))
@@ -301,7 +303,8 @@ def table(floors: list[Floor]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="2,10,1000,10000", help="round sizes (rounds as bench/workloads.py draws them)")
+    parser.add_argument("--sizes", default="2,10,1000,10000",
+                        help="round sizes (rounds as bench/workloads.py draws them)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size (interleaved; medians shown)")
     parser.add_argument("--rounds", type=int, default=0, help="rounds per size instead of the defaults (smoke runs)")
     args = parser.parse_args()

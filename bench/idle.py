@@ -97,7 +97,8 @@ def main() -> None:
         kafka = producer(stack.bootstrap)
         try:
             time.sleep(STARTUP_S)
-            rounds = {w.name: make_rounds(10, WARMUP_ROUNDS + args.samples, w.ladder, seed=7, ladders=1) for w in workers}
+            rounds = {w.name: make_rounds(10, WARMUP_ROUNDS + args.samples, w.ladder, seed=7, ladders=1)
+                      for w in workers}
             for w in workers:
                 w.publish(kafka, rounds[w.name][:WARMUP_ROUNDS])
             for w in workers:

@@ -285,7 +285,8 @@ def latency_rows(results: list[tuple[Latency, Floor]]) -> list[str]:
                     f"| {offered / (floor.participations / floor.floor_s):.1%} | {lat.rounds:,} "
                     f"| {lat.percentile(50) * 1000:,.0f} ms | {lat.percentile(99) * 1000:,.0f} ms "
                     f"| {max(lat.latencies_s) * 1000:,.0f} ms "
-                    f"| {lat.backlog_at_end} round{'' if lat.backlog_at_end == 1 else 's'}{'' if bounded else ' (NOT bounded)'} |")
+                    f"| {lat.backlog_at_end} round{'' if lat.backlog_at_end == 1 else 's'}"
+                    f"{'' if bounded else ' (NOT bounded)'} |")
     return rows
 
 
@@ -297,7 +298,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="2,10", help="players per round, comma-separated (2: duels, 10: lobbies)")
     parser.add_argument("--mode", default="throughput,latency", help=f"comma-separated among {', '.join(MODES)}")
-    parser.add_argument("--rounds", type=int, default=0, help="rounds of a throughput run [bench/workloads.py's per size]")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="rounds of a throughput run [bench/workloads.py's per size]")
     parser.add_argument("--ladders", type=int, default=LADDERS, help="ladders the small rounds are spread over")
     parser.add_argument("--rate", type=float, default=0.0,
                         help="latency mode: offered rounds/s [half this run's throughput, else %g]" % DEFAULT_RATE)
@@ -354,7 +356,8 @@ def main() -> None:
                     count = max(2, round(rate * args.latency_seconds))
                     rounds = make_rounds(size, count, f"paced{size}", seed=size + 1, ladders=args.ladders)
                     lat = latencies[size] = bench.latency(rounds, rate)
-                    print(f"latency of {size}-player rounds at {rate:,.1f} rounds/s: p50 {lat.percentile(50) * 1000:,.0f} ms, "
+                    print(f"latency of {size}-player rounds at {rate:,.1f} rounds/s: "
+                          f"p50 {lat.percentile(50) * 1000:,.0f} ms, "
                           f"p99 {lat.percentile(99) * 1000:,.0f} ms (load {load_average()})", file=sys.stderr)
         finally:
             if bench is not None:
