@@ -7,8 +7,17 @@ redis-server's CPU) and, with ``--profile``, the handlers' top functions (cProfi
 ``--compare-verify`` it also runs phase two without its fan-out check (``verify=False``), the
 two modes alternating on fresh servers in the same run, and prints both (best of ``--repeat``).
 
+With ``--batch-rounds N[,N...]`` it times phase two alone on batches of N rounds of a chained
+fan-out (a batched phase one's output, DESIGN15: one player in several rounds of a batch, each
+entry's ``previous_seq``; seeded in Redis untimed by tests/stream/chain_fanout.py), every
+partition's sections joined into messages of at most MAX_MESSAGE_BYTES; with ``--before REF``
+also ``phase_two.handle_updates`` as it is at git ref REF, on the same sections as one-section
+messages (the same batches) and with the Store and Lua scripts at REF, alternating on fresh
+servers. Each run's largest |mu - replay|
+shows whether it rated the chains right.
+
 Usage: python bench/handlers.py [--size 1000] [--rounds 40] [--pool 2000] [--partitions 4] [--profile]
-                                [--compare-verify] [--repeat 2]
+                                [--compare-verify] [--repeat 2] [--batch-rounds 1,100] [--before main]
 """
 
 from __future__ import annotations
@@ -17,14 +26,18 @@ import argparse
 import asyncio
 import cProfile
 import pstats
+import subprocess
 import sys
 import time
+import types
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import redis
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "stream"))  # chain_fanout: a batched phase one's fan-out, made in process
 
 from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
@@ -35,6 +48,8 @@ from stream.pipeline.phase_one import handle_round  # noqa: E402
 from stream.pipeline.phase_two import handle_updates  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
+from stream.pipeline.messages import join_fanout, value_limit  # noqa: E402
+from chain_fanout import queue_chained  # noqa: E402
 
 PROFILE_ROWS = 30
 REDIS_COMMANDS_SHOWN = 8
@@ -118,6 +133,112 @@ def measure(rounds: list, partitions: int, verify: bool,  # type: ignore[type-ar
     return figures, commands
 
 
+Handler = Callable[..., Awaitable[object]]
+"""A phase-two ``handle_updates(ctx, messages)``."""
+
+
+def file_at(ref: str, path: str) -> str:
+    """A file of this repository as it is at git ref ``ref``."""
+    return subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:{path}"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def module_at(ref: str, path: str) -> types.ModuleType:
+    """The module ``path`` as it is at ``ref``, loaded under its own name next to this tree's."""
+    name = f"{path.removesuffix('.py').replace('/', '_')}_at_{ref.replace('/', '_')}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
+    exec(compile(file_at(ref, path), f"{ref}:{path}", "exec"), module.__dict__)
+    return module
+
+
+def phase_two_at(ref: str) -> tuple[Handler, Callable[[str], object]]:
+    """``handle_updates`` of stream/pipeline/phase_two.py at ``ref``, and a factory of the Store of
+    that ref (stream/store/store.py and its Lua scripts at ``ref``) for a Redis URL."""
+    store = module_at(ref, "stream/store/store.py")
+    store.source = lambda name: file_at(ref, f"stream/store/scripts/{name}.lua")  # type: ignore[attr-defined]
+    settings = Settings()
+    return (module_at(ref, "stream/pipeline/phase_two.py").handle_updates,
+            lambda url: store.Store.from_url(url, history_length=settings.history_length))
+
+
+async def run_chained(url: str, rounds: list, partitions: int, batch_rounds: int,  # type: ignore[type-arg]
+                      handle: Handler, joined: bool, store: Callable[[str], object] | None = None) -> Figures:
+    """Seed the chained fan-out of ``rounds`` (untimed), then time phase two of it in batches of
+    ``batch_rounds`` rounds: every partition's sections joined (``joined``) or one message each;
+    ``store``: the timed handler's Store (default: this tree's)."""
+    settings = Settings(redis_url=url, partitions=partitions)
+    ctx = PipelineContext.from_settings(settings)
+    fanouts = await queue_chained(ctx.store, rounds, preset(settings.engine_preset), partitions)
+    if store is not None:
+        await ctx.store.close()
+        ctx = PipelineContext.from_settings(settings, store=store(url))  # type: ignore[arg-type]
+    limit = value_limit(settings.max_message_bytes)
+    batches = []
+    for lo in range(0, len(fanouts), batch_rounds):
+        sections = [m for messages in fanouts[lo:lo + batch_rounds] for m in messages]
+        batches.append([m.value for m in (join_fanout(sections, limit) if joined else sections)])
+    client = redis.Redis.from_url(url)
+    redis_before, cpu_before, started = redis_cpu_s(client), time.process_time(), time.perf_counter()
+    for batch in batches:
+        await handle(ctx, batch)
+    figures = (time.perf_counter() - started, time.process_time() - cpu_before, redis_cpu_s(client) - redis_before)
+    client.close()
+    await ctx.store.close()
+    return figures
+
+
+def mu_error(url: str, rounds: list) -> float:  # type: ignore[type-arg]
+    """Largest |mu in Redis - mu of replay| over the rounds' players (inf if one is missing)."""
+    from stream.store import keys
+
+    expected = replay(rounds, preset(Settings().engine_preset)).states()
+    client = redis.Redis.from_url(url)
+    pipe = client.pipeline(transaction=False)
+    for ladder, player in expected:
+        pipe.hget(keys.player(ladder, player), "mu")
+    stored = pipe.execute()
+    client.close()
+    return max((abs(float(mu) - state.mu) if mu is not None else float("inf")
+                for mu, state in zip(stored, expected.values())), default=0.0)
+
+
+def chained(rounds: list, partitions: int, sizes: Sequence[int], before: str | None,  # type: ignore[type-arg]
+            repeat: int) -> None:
+    """Print phase two of chained batches per participation (``--batch-rounds``), this tree's
+    handler and, with ``before``, the one at that ref, alternating, best of ``repeat``."""
+    from stream.pipeline.phase_two import handle_updates as after
+
+    handlers: dict[str, tuple[Handler, bool, Callable[[str], object] | None]] = {"this tree": (after, True, None)}
+    if before:
+        handle_before, store_before = phase_two_at(before)
+        handlers[f"at {before}"] = (handle_before, False, store_before)
+    participations = sum(r.field_size for r in rounds)
+    best: dict[tuple[int, str], Figures] = {}
+    error: dict[tuple[int, str], float] = {}
+    for _ in range(repeat):
+        for size in sizes:
+            for name, (handle, joined, store) in handlers.items():
+                server = RedisServer().start()
+                try:
+                    figures = asyncio.run(run_chained(server.url, rounds, partitions, size, handle, joined, store))
+                    error[(size, name)] = mu_error(server.url, rounds)
+                finally:
+                    server.stop()
+                old = best.get((size, name), figures)
+                best[(size, name)] = (min(old[0], figures[0]), min(old[1], figures[1]), min(old[2], figures[2]))
+    per = 1e6 / participations
+    print(f"phase two of chained batches, µs per participation (best of {repeat}; handlers alternating on fresh "
+          f"servers, same run)\n")
+    print("| rounds per batch | handler | wall | process CPU | redis-server CPU | max abs(mu - replay) |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for size in sizes:
+        for name in handlers:
+            wall_s, cpu_s, redis_s = best[(size, name)]
+            print(f"| {size:,} | {name} | {wall_s * per:.1f} | {cpu_s * per:.1f} | {redis_s * per:.1f} | "
+                  f"{error[(size, name)]:.1e} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=1000)
@@ -129,11 +250,19 @@ def main() -> None:
     parser.add_argument("--compare-verify", action="store_true",
                         help="also run phase two without its fan-out check, alternating, and print both")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each mode with --compare-verify (best kept)")
+    parser.add_argument("--batch-rounds", help="comma-separated rounds per phase-two batch: time phase two alone on "
+                                               "chained batches (see the module docstring)")
+    parser.add_argument("--before", help="with --batch-rounds: also time phase_two.handle_updates at this git ref")
     args = parser.parse_args()
     rounds = list(synthetic_rounds(n_players=args.pool, n_rounds=args.rounds, round_size=args.size, seed=1,
                                    ladder="bench"))
     participations = sum(r.field_size for r in rounds)
     warm_up()  # the engine's compiled loops loaded before timing
+    if args.batch_rounds:
+        print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} "
+              f"participations, {args.partitions} partitions\n")
+        chained(rounds, args.partitions, [int(n) for n in args.batch_rounds.split(",")], args.before, args.repeat)
+        return
     started = time.perf_counter()
     replay(rounds, preset(Settings().engine_preset), keep_rounds=False)
     replay_s = time.perf_counter() - started

@@ -6,7 +6,6 @@ Unknown ladder, player or round: a message on stderr and exit code :data:`EXIT_N
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
@@ -14,14 +13,11 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from stream.connections import redis_client, redis_connection_errors, redis_error_message
+from stream.cli.store_command import EXIT_NOT_FOUND, run_on_redis
 from stream.settings import Settings
 from stream.store import queries
 from stream.store.client import AsyncRedis
 
-EXIT_NOT_FOUND = 1
-EXIT_UNREACHABLE = 4
-"""Redis unreachable, credentials refused or TLS failed (the same code as ``stream publish`` for Kafka)."""
 DEFAULT_TOP = 20
 RECENT_HISTORY = 10
 
@@ -36,20 +32,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _run(query: Callable[[AsyncRedis], Awaitable[T]]) -> T:
-    settings = Settings.from_env()
-
-    async def go() -> T:
-        client = redis_client(settings)
-        try:
-            return await query(client)
-        finally:
-            await client.aclose()
-
-    try:
-        return asyncio.run(go())
-    except redis_connection_errors() as exc:  # a clear one-liner, never the URL's password
-        typer.echo(f"error: {redis_error_message(settings, exc)}", err=True)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
+    return run_on_redis(Settings.from_env(), query)
 
 
 def _fail(message: str) -> typer.Exit:

@@ -1,5 +1,5 @@
-"""What the commands that write Redis directly share (backfill, export, import, erase): running a
-coroutine on a :class:`Store`, and their exit codes."""
+"""What the commands that talk to Redis directly share (read commands, backfill, export, import,
+erase): running a coroutine on a client or a :class:`Store`, and their exit codes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import typer
 
 from stream.connections import redis_client, redis_connection_errors, redis_error_message
 from stream.settings import Settings
+from stream.store.client import AsyncRedis
 from stream.store.store import Store
 
 EXIT_NOT_FOUND = 1
@@ -29,17 +30,26 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
-    """Run ``work`` on a store over REDIS_URL; Redis unreachable is exit 4 with a one-line message."""
+def run_on_redis(settings: Settings, work: Callable[[AsyncRedis], Awaitable[T]], *,
+                 socket_timeout: float | None = None) -> T:
+    """Run ``work`` on a client of REDIS_URL (closed after); Redis unreachable is exit 4 with a
+    one-line message (never the URL's password)."""
     async def go() -> T:
-        store = Store(redis_client(settings, socket_timeout=BULK_SOCKET_TIMEOUT_S), history_length=settings.history_length,
-                      cluster=settings.redis_cluster)
+        client = redis_client(settings) if socket_timeout is None else redis_client(settings, socket_timeout=socket_timeout)
         try:
-            return await work(store)
+            return await work(client)
         finally:
-            await store.close()
+            await client.aclose()
 
     try:
         return asyncio.run(go())
-    except redis_connection_errors() as exc:  # a clear one-liner, never the URL's password
+    except redis_connection_errors() as exc:
         fail(redis_error_message(settings, exc), EXIT_UNREACHABLE)
+
+
+def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
+    """Run ``work`` on a :class:`Store` over REDIS_URL (bulk socket timeout), as :func:`run_on_redis`."""
+    def on_store(client: AsyncRedis) -> Awaitable[T]:
+        return work(Store(client, history_length=settings.history_length, cluster=settings.redis_cluster))
+
+    return run_on_redis(settings, on_store, socket_timeout=BULK_SOCKET_TIMEOUT_S)

@@ -68,19 +68,25 @@ class RatingChange:
 
 @dataclass(slots=True)
 class UpdateEntry:
-    """One player of a :class:`PlayerUpdate`: rank in the round and phase one's performance."""
+    """One player of a :class:`PlayerUpdate`: rank in the round, phase one's performance and the
+    seq of the round whose posterior was its prior (None where the message does not say)."""
 
     player: str
     rank: int
     performance: float
+    previous_seq: int | None = None
 
 
 @dataclass(slots=True)
 class PlayerUpdate:
     """Phase one's output for the round's players on one partition (topic ``player-updates``).
 
-    Held as columns (``players``, ``ranks``, ``performances``, aligned) so phase two can work on
-    arrays; serialised as ``entries: [{player, rank, performance}]``.
+    Held as columns (``players``, ``ranks``, ``performances``, ``previous_seqs``, aligned) so
+    phase two can work on arrays; serialised as ``entries: [{player, rank, performance,
+    previous_seq}]``. ``previous_seqs`` is the ladder seq of each player's previous round whose
+    posterior phase one used as the prior (0: none, the newcomer prior); phase two applies an
+    entry only once the player's stored ``last_seq`` reached it (the chain rule). None when
+    any entry lacks the field (a message of a phase one that did not write it).
     """
 
     ladder: str
@@ -92,12 +98,21 @@ class PlayerUpdate:
     players: list[str]
     ranks: list[int]
     performances: list[float]
+    previous_seqs: list[int] | None = None
 
     def entries(self) -> Iterator[UpdateEntry]:
-        for p, r, x in zip(self.players, self.ranks, self.performances):
-            yield UpdateEntry(p, r, x)
+        previous: list[int | None] = [None] * len(self.players) if self.previous_seqs is None else [*self.previous_seqs]
+        for p, r, x, q in zip(self.players, self.ranks, self.performances, previous):
+            yield UpdateEntry(p, r, x, q)
 
     def to_dict(self) -> dict[str, Any]:
+        entries: list[dict[str, Any]] = [
+            {"player": p, "rank": int(r), "performance": float(x)}
+            for p, r, x in zip(self.players, self.ranks, self.performances)
+        ]
+        if self.previous_seqs is not None:
+            for entry, q in zip(entries, self.previous_seqs):
+                entry["previous_seq"] = int(q)
         return {
             "ladder": self.ladder,
             "round_id": self.round_id,
@@ -105,10 +120,7 @@ class PlayerUpdate:
             "occurred_at": self.occurred_at,
             "weight": self.weight,
             "field_size": self.field_size,
-            "entries": [
-                {"player": p, "rank": int(r), "performance": float(x)}
-                for p, r, x in zip(self.players, self.ranks, self.performances)
-            ],
+            "entries": entries,
         }
 
     def to_json(self) -> str:
@@ -118,12 +130,14 @@ class PlayerUpdate:
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> PlayerUpdate:
         data = _loads(raw)
         entries = data["entries"]
+        previous = [e.get("previous_seq") for e in entries]
         return cls(
             ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
             occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
             players=[e["player"] for e in entries],
             ranks=[e["rank"] for e in entries],
             performances=[e["performance"] for e in entries],
+            previous_seqs=None if None in previous else previous,
         )
 
 

@@ -2,7 +2,7 @@
 
 Layout: ``app.py`` (the faust.App from Settings), ``topics.py`` (topic declarations and
 creation), ``agents.py`` (thin agents), ``phase_one.py`` / ``phase_two.py`` (plain async
-handlers, testable without Kafka), ``barrier.py`` (per-player barrier), ``partitioner.py``
+handlers, testable without Kafka), ``chains.py`` (phase two's chain rule), ``barrier.py`` (per-player barrier), ``partitioner.py``
 (Kafka's murmur2), ``messages.py``, ``metrics.py`` (Prometheus), ``context.py`` (shared dependencies).
 
 Design (the guarantee: after the stream drains, Redis equals ``stream.batch.replay`` of the
@@ -25,14 +25,17 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    player id, sent to that partition explicitly) and marks the round ``pending``, then sends
    the stored messages. A redelivered round re-sends the stored bytes, never recomputes from
    priors that have moved on.
-5. Phase two takes batches of ``player-updates``, keeps only messages that are byte for byte
-   in their round's stored fan-out (others are dead-lettered unapplied), loads the players'
-   packed states (same round trip), runs ``engine.phase_two`` per round vectorised, and
-   writes everything in ONE Redis round trip: per-player Lua (skip if ``last_seq >= seq``;
-   state, history) and per-round Lua (results with HSETNX, leaderboard, pending count,
-   status ``rated``). Then it emits RatingChange
-   events (key = player); an already-applied player's event is re-emitted from the stored
-   round results, so duplicates carry the same ``event_id`` and content.
+5. Phase two takes batches of ``player-updates`` messages, each one or more sections (one
+   PlayerUpdate each), keeps only sections that are byte for byte in their round's stored
+   fan-out (others are dead-lettered unapplied), loads every named player's packed state once
+   (same round trip), applies each (player, round) row by the chain rule (``chains.py``: a
+   row whose ``previous_seq`` the player has not reached is a gap, left for later), a
+   player's rows in seq order in waves (one ``engine.phase_two`` call per wave), and writes
+   everything in ONE Redis round trip: per-player Lua (skip if ``last_seq >= seq``; state,
+   history) and per-round Lua (results with HSETNX, leaderboard, pending count, status
+   ``rated``). Then it emits RatingChange events (key = player); an already-applied player's
+   event is re-emitted from the stored round results, so duplicates carry the same
+   ``event_id`` and content.
 6. Every send is awaited to the broker's acknowledgement before the input event is acked:
    a crash redelivers input, which the idempotent steps above absorb.
 """

@@ -11,13 +11,15 @@
 Faust acks an event once the agent moves on, even if the handler raised; so every handler
 call and send is retried (``retry.py``): forever while Redis or Kafka is unreachable, and up to
 HANDLER_ATTEMPTS times for any other exception, after which the message that keeps raising is
-dead-lettered (``internal_error``) and the stream moves on. A ``player-updates`` message that
-is not a PlayerUpdate (only a rogue producer or a bug makes one) goes to ``rounds-dlq`` (reason
+dead-lettered (``internal_error``) and the stream moves on. A ``player-updates`` message is
+one or more PlayerUpdate sections (``messages.split_sections``); one with a section that is not
+a PlayerUpdate (only a rogue producer or a bug makes one) goes whole to ``rounds-dlq`` (reason
 ``bad_player_update``) as soon as its batch raises, the rest of the batch being handled; a
-batch that still gives up is handled message by message, dead-lettering those that raise.
-Dead letters are cut to fit MAX_MESSAGE_BYTES (``DeadLetter.to_json``). A well-formed one that is not
-exactly a message of its round's stored fan-out (forged: ``phase_two``) is not applied and goes
-there too (reason ``unverified_player_update``).
+batch that still gives up is handled section by section, dead-lettering (and releasing) the
+sections that raise.
+Dead letters are cut to fit MAX_MESSAGE_BYTES (``DeadLetter.to_json``). A well-formed section that is
+not exactly one of its round's stored fan-out (forged: ``phase_two``) is not applied and goes
+there alone (reason ``unverified_player_update``).
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
@@ -46,7 +48,7 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.compat import take_batches
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.messages import FanOutMessage, RatingChangeMessage, value_limit
+from stream.pipeline.messages import FanOutMessage, RatingChangeMessage, split_sections, value_limit
 from stream.pipeline.phase_one import Origin, fail, handle_round
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.pipeline.producer import BatchProducer, Outgoing
@@ -79,38 +81,49 @@ def change_messages(topics: Topics, events: Sequence[RatingChangeMessage]) -> li
 
 
 def malformed_update(raw: bytes) -> str | None:
-    """Why ``raw`` is not a PlayerUpdate (JSON + schema ``player-update``), or None if it is one."""
-    try:
-        validate("player-update", raw)
-    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON (or too deep), or SchemaError
-        return f"not a PlayerUpdate: {type(exc).__name__}: {exc}"
+    """Why the message ``raw`` is not one or more PlayerUpdate sections (each JSON + schema
+    ``player-update``), or None if it is."""
+    sections = split_sections(raw)
+    for k, section in enumerate(sections):
+        try:
+            validate("player-update", section)
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON (or too deep), or SchemaError
+            where = f" (section {k + 1} of {len(sections)})" if len(sections) > 1 else ""
+            return f"not a PlayerUpdate: {type(exc).__name__}: {exc}{where}"
     return None
 
 
-def update_letter(topics: Topics, max_bytes: int, event: faust.EventT[bytes], reason: str, why: str) -> Outgoing:
-    """A dead letter (to ``rounds-dlq``, same partition, no key) of a ``player-updates`` message."""
+def update_letter(topics: Topics, max_bytes: int, event: faust.EventT[bytes], reason: str, why: str,
+                  original: bytes | None = None) -> Outgoing:
+    """A dead letter (to ``rounds-dlq``, same partition, no key) of a ``player-updates`` message,
+    or of one of its sections (``original``)."""
     message = event.message
-    letter = DeadLetter(reason, why, None, event.value, time.time(), message.topic, message.partition, message.offset)
+    letter = DeadLetter(reason, why, None, event.value if original is None else original, time.time(), message.topic,
+                        message.partition, message.offset)
     return letter_message(topics, max_bytes, letter, None, message.partition)
 
 
-def dead_letters(topics: Topics, events: Sequence[faust.EventT[bytes]], max_bytes: int) -> dict[int, Outgoing]:
-    """Index in ``events`` → dead letter of every message that is not a PlayerUpdate."""
+def dead_letters(topics: Topics, events: Sequence[faust.EventT[bytes]], max_bytes: int,
+                 values: Sequence[bytes] | None = None) -> dict[int, Outgoing]:
+    """Index in ``events`` → dead letter of every message that is not PlayerUpdate sections: a
+    message with any malformed section is not phase one's and is dead-lettered whole, as read."""
     out: dict[int, Outgoing] = {}
     for i, event in enumerate(events):
-        why = malformed_update(event.value)
+        value = event.value if values is None else values[i]
+        why = malformed_update(value)
         if why is not None:
-            out[i] = update_letter(topics, max_bytes, event, BAD_PLAYER_UPDATE, why)
+            out[i] = update_letter(topics, max_bytes, event, BAD_PLAYER_UPDATE, why, value)
     return out
 
 
 async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Sequence[faust.EventT[bytes]],
-                                rejected: list[Outgoing]) -> PhaseTwoResult:
+                                rejected: list[Outgoing], values: Sequence[bytes] | None = None) -> PhaseTwoResult:
     """``handle_updates`` of a phase-two batch. Only if it raises (other than a transient error)
     are the messages parsed again, to find malformed ones: those are put in ``rejected`` (dead
     letters, replacing its content) and the rest is handled; no malformed one: re-raise (the
-    caller retries). So the normal path parses each message once."""
-    raws = [event.value for event in events]
+    caller retries). So the normal path parses each message once. ``values``: what to handle of
+    each event (default: its value; one section of it when handled section by section)."""
+    raws = [event.value for event in events] if values is None else list(values)
     handled = list(events)
     rejected.clear()  # this attempt's dead letters only
     try:
@@ -118,22 +131,23 @@ async def handle_player_updates(ctx: PipelineContext, topics: Topics, events: Se
     except TRANSIENT_ERRORS:
         raise
     except Exception:
-        letters = dead_letters(topics, events, ctx.settings.max_message_bytes)
+        letters = dead_letters(topics, events, ctx.settings.max_message_bytes, raws)
         if not letters:
             raise
         rejected[:] = letters.values()
         handled = [event for i, event in enumerate(events) if i not in letters]
-        result = await handle_updates(ctx, [event.value for event in handled]) if handled else PhaseTwoResult([], 0, 0)
-    rejected += [update_letter(topics, ctx.settings.max_message_bytes, handled[i], UNVERIFIED_PLAYER_UPDATE, why)
-                 for i, why in result.unverified]
+        raws = [raw for i, raw in enumerate(raws) if i not in letters]
+        result = await handle_updates(ctx, raws) if handled else PhaseTwoResult([], 0, 0)
+    rejected += [update_letter(topics, ctx.settings.max_message_bytes, handled[i], UNVERIFIED_PLAYER_UPDATE, why,
+                               section) for (i, why), section in zip(result.unverified, result.unverified_sections)]
     faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
     return result
 
 
 async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> None:
-    """The players of a dead-lettered PlayerUpdate skip its round (state unchanged), so the
-    barrier of the ladder's later rounds lets them through: the ladder moves on; the round is
-    marked ``failed`` (the sweeper no longer re-sends it)."""
+    """The players of a dead-lettered PlayerUpdate section skip its round (state unchanged, their
+    ``last_seq`` moved up to it), so the ladder's later rounds go on for them (barrier, chain
+    rule); the round is marked ``failed`` (the sweeper no longer re-sends it)."""
     update = PlayerUpdate.from_json(raw)
     await ctx.store.release_queued(update.ladder, update.players, update.seq)
     await ctx.store.fail_pending_round(update.ladder, update.round_id, seq=update.seq, reason=why)
@@ -141,34 +155,40 @@ async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> None:
 
 async def handle_one_by_one(ctx: PipelineContext, topics: Topics, events: Sequence[faust.EventT[bytes]],
                             rejected: list[Outgoing], error: Exception) -> PhaseTwoResult:
-    """A phase-two batch that gave up: each message handled alone (HANDLER_ATTEMPTS attempts
-    each); those that still raise are dead-lettered (``internal_error``) into ``rejected``."""
+    """A phase-two batch that gave up: each message handled alone, section by section, in order
+    (HANDLER_ATTEMPTS attempts each); a message with a malformed section is dead-lettered whole
+    (``bad_player_update``), a section that still raises alone (``internal_error``, the letter
+    holds that section) and its players released."""
     settings = ctx.settings
     merged = PhaseTwoResult([], 0, 0)
     rejected.clear()
-    for event in events:
+    malformed = dead_letters(topics, events, settings.max_message_bytes)
+    rejected += malformed.values()
+    for event, section in ((e, section) for i, e in enumerate(events) if i not in malformed
+                           for section in split_sections(e.value)):
         part: list[Outgoing] = []
         try:
-            one = await retrying(lambda: handle_player_updates(ctx, topics, [event], part), "phase two of one message",
-                                 max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
-                                 attempts=settings.handler_attempts)
+            one = await retrying(lambda: handle_player_updates(ctx, topics, [event], part, [section]),
+                                 "phase two of one section", max_delay_s=settings.retry_max_delay_s,
+                                 handler=retry.PHASE_TWO, attempts=settings.handler_attempts)
         except GaveUp as gave_up:
             why = f"handling the message kept raising {type(gave_up.error).__name__}: {gave_up.error}"[:600]
-            rejected.append(update_letter(topics, settings.max_message_bytes, event, INTERNAL_ERROR, why))
+            rejected.append(update_letter(topics, settings.max_message_bytes, event, INTERNAL_ERROR, why, section))
             try:
-                await retrying(lambda: release_update(ctx, event.value, why), "releasing a dead-lettered update",
+                await retrying(lambda: release_update(ctx, section, why), "releasing a dead-lettered update",
                                max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_TWO,
                                attempts=settings.handler_attempts)
             except GaveUp:
                 pass  # logged by retrying(); the letter still goes out
-            log.error("player-updates message at offset %s dead-lettered (%s); the batch failed with %s",
-                      event.message.offset, why, type(error).__name__)
+            log.error("a section of the player-updates message at offset %s dead-lettered (%s); the batch failed "
+                      "with %s", event.message.offset, why, type(error).__name__)
             continue
         rejected += part
         merged.events += one.events
         merged.applied += one.applied
         merged.replayed += one.replayed
         merged.emitted += one.emitted
+        merged.gaps += one.gaps
     return merged
 
 
@@ -294,6 +314,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
             metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
             metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)
+            metrics.PLAYER_UPDATES.labels("gap").inc(result.gaps)
             metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - started)
             log.debug("phase two: %d message(s), %d applied, %d re-emitted, %.3fs (%.3fs sending)", len(batch),
                       result.applied, result.replayed, time.perf_counter() - started, time.perf_counter() - handled)

@@ -86,10 +86,17 @@ def encode_changes(c: ChangeColumns) -> list[bytes]:
 
 def encode_update(update: PlayerUpdate, performance_texts: Sequence[str]) -> bytes:
     """``update.to_json().encode()`` with the entries written from columns, the performances
-    given as their text (:func:`number_texts`) (tested byte-equal)."""
+    given as their text (:func:`number_texts`) (tested byte-equal); ``previous_seq`` written in
+    every entry when ``update.previous_seqs`` is set."""
     head = json.dumps({"ladder": update.ladder, "round_id": update.round_id, "seq": update.seq,
                        "occurred_at": update.occurred_at, "weight": update.weight, "field_size": update.field_size},
                       separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
-                       for player, rank, perf in zip(update.players, update.ranks, performance_texts))
+    rows = zip(update.players, update.ranks, performance_texts)
+    if update.previous_seqs is None:
+        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
+                           for player, rank, perf in rows)
+    else:
+        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
+                           f'"previous_seq":{int(previous)!r}}}'
+                           for (player, rank, perf), previous in zip(rows, update.previous_seqs))
     return f'{head[:-1]},"entries":[{entries}]}}'.encode()

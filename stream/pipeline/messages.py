@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -31,6 +31,52 @@ def value_limit(max_message_bytes: int) -> int:
     """Largest value the worker produces (a fan-out part, a dead letter): MAX_MESSAGE_BYTES less
     room for the record around it (a quarter of it when MAX_MESSAGE_BYTES is small)."""
     return max(1, max_message_bytes - min(RECORD_OVERHEAD_BYTES, max_message_bytes // 4))
+
+
+SECTION_SEPARATOR = b"\n"
+"""Joins the sections of a ``player-updates`` message: each section is one PlayerUpdate JSON
+document (compact JSON never holds a raw newline), so a one-section message is exactly the
+document."""
+
+
+def split_sections(value: bytes) -> list[bytes]:
+    """The sections of a ``player-updates`` message value, in order."""
+    return value.split(SECTION_SEPARATOR)
+
+
+def join_sections(sections: Sequence[bytes], limit: int) -> list[bytes]:
+    """The sections, in order, concatenated into as few message values of at most ``limit`` bytes
+    as fit (``limit``: :func:`value_limit` of MAX_MESSAGE_BYTES); a section is never split (one
+    larger than ``limit`` goes alone: phase one splits a round's players into parts before)."""
+    out: list[bytes] = []
+    current: list[bytes] = []
+    size = 0
+    for section in sections:
+        added = len(section) + (len(SECTION_SEPARATOR) if current else 0)
+        if current and size + added > limit:
+            out.append(SECTION_SEPARATOR.join(current))
+            current, size, added = [], 0, len(section)
+        current.append(section)
+        size += added
+    if current:
+        out.append(SECTION_SEPARATOR.join(current))
+    return out
+
+
+def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMessage]:
+    """One-section fan-out messages (several rounds', in seq order per ladder) joined per
+    partition into as few messages as fit ``limit`` (:func:`join_sections`), partitions in
+    ascending order; each message keyed by its first section's key."""
+    by_partition: dict[int, list[FanOutMessage]] = {}
+    for message in messages:
+        by_partition.setdefault(message.partition, []).append(message)
+    out: list[FanOutMessage] = []
+    for partition, group in sorted(by_partition.items()):
+        first = 0
+        for value in join_sections([m.value for m in group], limit):
+            out.append(FanOutMessage(partition, group[first].key, value))
+            first += value.count(SECTION_SEPARATOR) + 1
+    return out
 
 
 Resend = Callable[[list[FanOutMessage]], Awaitable[None]]

@@ -13,7 +13,8 @@ ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Messages sent to the dea
                           "internal_error: a "
                           "message whose handling kept raising)", ["reason"])
 PLAYER_UPDATES = Counter("ems_player_updates_total", "Player updates of phase two, by result "
-                         "(applied now, or re-emitted from stored results)", ["result"])
+                         "(applied now, re-emitted from stored results, or gap: not applied, the player's earlier round "
+                         "not applied yet)", ["result"])
 PHASE_ONE_SECONDS = Histogram("ems_phase_one_seconds", "Phase one time per round (barrier wait included)",
                               buckets=LATENCY_BUCKETS_S)
 PHASE_TWO_SECONDS = Histogram("ems_phase_two_seconds", "Phase two time per batch", buckets=LATENCY_BUCKETS_S)

@@ -1,26 +1,35 @@
-"""Phase two: apply a batch of PlayerUpdates to the players' stored beliefs, then emit events.
+"""Phase two: apply a batch of ``player-updates`` messages to the players' stored beliefs, then emit events.
 
-Plain async function (no Kafka): the ``player-updates`` agent hands it a batch of messages.
-``engine.phase_two`` runs once, vectorised over the players of every round in the batch (paper
-Algorithm 2 diffusion + Algorithm 3 update, Eq. 8 sigma; per-row weight and time); then the
-whole batch is written in ONE Redis round trip (``Store.apply``: a script per chunk of players,
-one per round).
+Plain async function (no Kafka): the ``player-updates`` agent hands it a batch of messages. A
+message is one or more *sections* (``messages.split_sections``), each one PlayerUpdate: one
+round's players on the partition. Every player's stored state is read ONCE for the whole batch
+(one Redis round trip, with the fan-out check); the rows (player, round) to apply follow the
+chain rule (``chains.py``): a player with several rounds in the batch is rated in seq order,
+one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 2 diffusion +
+Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
+the previous one left; then the whole batch is written in ONE round trip (``Store.apply``:
+rounds in seq order per ladder, so a player's writes land in order) and its events encoded in
+bulk per round.
 
 Trust: ``player-updates`` is an internal topic, but whoever can write to it could forge an
-update (any seq, performance or player). Every message must be byte for byte one of the
-messages phase one stored for its round (``Store.load_states`` checks their SHA-1 digests in
+update (any seq, performance or player). Every section must be byte for byte one of the
+sections phase one stored for its round (``Store.load_states`` checks their SHA-1 digests in
 the same round trip that reads the players); any other is not applied and comes back in
-``PhaseTwoResult.unverified`` (the agent dead-letters it, reason ``unverified_player_update``).
+``PhaseTwoResult.unverified`` (the agent dead-letters that section alone, reason
+``unverified_player_update``).
 
-Idempotency: a player whose stored ``last_seq`` already reached the round's ``seq`` is not
-recomputed (its state has moved on); the script re-checks atomically. Such players' events
-are re-emitted from the round's stored results, so a redelivered task re-sends the SAME
-RatingChange (same ``event_id`` and content) and consumers can deduplicate.
+Idempotency: a row whose player's stored ``last_seq`` already reached the round's ``seq`` is
+not recomputed; the script re-checks atomically. Such rows' events are re-emitted from the
+round's stored results, so a redelivered task re-sends the SAME RatingChange (same
+``event_id`` and content) and consumers can deduplicate. A row whose player has not reached
+its ``previous_seq`` (a gap: an earlier round's section not applied yet) is neither applied
+nor confirmed: its round stays pending and the sweeper re-sends it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,31 +40,38 @@ from stream import engine
 from stream.contracts import PlayerUpdate
 from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
-from stream.pipeline import faults
 from stream.logsafe import log_safe
+from stream.pipeline import faults
+from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
-from stream.pipeline.messages import RatingChangeMessage
+from stream.pipeline.messages import RatingChangeMessage, split_sections
 from stream.store.store import ColumnWrites, FanOutCheck, StoredStates
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
-class _RoundGroup:
-    """The players of one round met in a batch (deduplicated), with the round's parameters."""
+class _Round:
+    """One round met in a batch: the players of its verified sections (each once, in order)."""
 
     update: PlayerUpdate
     players: list[str] = field(default_factory=list)
     ranks: list[int] = field(default_factory=list)
     performances: list[float] = field(default_factory=list)
+    previous: list[int] = field(default_factory=list)
+    """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
     seen: set[str] = field(default_factory=set)
 
     def add(self, update: PlayerUpdate) -> None:
-        for player, rank, performance in zip(update.players, update.ranks, update.performances):
+        previous = update.previous_seqs or [NO_PREVIOUS] * len(update.players)
+        for player, rank, performance, before in zip(update.players, update.ranks, update.performances, previous):
             if player not in self.seen:
                 self.seen.add(player)
                 self.players.append(player)
                 self.ranks.append(rank)
                 self.performances.append(performance)
+                self.previous.append(before)
 
 
 @dataclass
@@ -68,24 +84,29 @@ class PhaseTwoResult:
     emitted: list[tuple[str, str, list[str]]] = field(default_factory=list)
     """(ladder, round_id, players) whose events are in ``events``, per round of the batch."""
     unverified: list[tuple[int, str]] = field(default_factory=list)
-    """(index in the batch, why) of the messages that are not in their round's stored fan-out
-    (nothing of them was applied)."""
+    """(index in the batch of its message, why) of every section that is not in its round's
+    stored fan-out (nothing of it was applied), in batch order."""
+    unverified_sections: list[bytes] = field(default_factory=list)
+    """The bytes of each ``unverified`` section (aligned): what its dead letter holds."""
+    gaps: int = 0
+    """Rows not applied because the player's earlier round (its ``previous_seq``) is not applied yet."""
 
 
-def group_updates(updates: Sequence[PlayerUpdate]) -> list[_RoundGroup]:
-    """Merge PlayerUpdates per (ladder, round_id), each player once."""
-    groups: dict[tuple[str, str], _RoundGroup] = {}
+def group_updates(updates: Sequence[PlayerUpdate]) -> list[_Round]:
+    """Merge PlayerUpdates per (ladder, round_id), each player once; rounds in (ladder, seq)
+    order, the order a player's rounds must be written in."""
+    rounds: dict[tuple[str, str], _Round] = {}
     for update in updates:
         key = (update.ladder, update.round_id)
-        if key not in groups:
-            groups[key] = _RoundGroup(update)
-        groups[key].add(update)
-    return list(groups.values())
+        if key not in rounds:
+            rounds[key] = _Round(update)
+        rounds[key].add(update)
+    return sorted(rounds.values(), key=lambda r: (r.update.ladder, r.update.seq))
 
 
 def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tuple[list[FanOutCheck], list[list[int]]]:
-    """One check per round of the batch (the SHA-1 of each of its messages), and the batch
-    indices of each check's digests."""
+    """One check per round of the batch (the SHA-1 of each of its sections), and the indices
+    (in ``raws``) of each check's digests."""
     by_round: dict[tuple[str, str], list[int]] = {}
     for i, update in enumerate(updates):
         by_round.setdefault((update.ladder, update.round_id), []).append(i)
@@ -94,80 +115,225 @@ def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tup
     return checks, list(by_round.values())
 
 
-def _unverified(updates: Sequence[PlayerUpdate], stored: StoredStates,
-                where: list[list[int]]) -> list[tuple[int, str]]:
-    """(batch index, why) of every message its check did not find in the stored fan-out."""
-    out = []
-    for flags, index in zip(stored.verified, where):
-        for flag, i in zip(flags, index):
-            if not flag:
-                update = updates[i]
-                out.append((i, f"not a message of the stored fan-out of round {log_safe(update.round_id)} of ladder "
-                               f"{log_safe(update.ladder)} (claims seq {update.seq}): not applied"))
-    return sorted(out)
+@dataclass(frozen=True)
+class _Sections:
+    """A batch's messages cut into sections: each one's bytes, PlayerUpdate and message index."""
 
+    raws: list[bytes]
+    updates: list[PlayerUpdate]
+    message: list[int]
 
-async def _load_verified(ctx: PipelineContext, raws: Sequence[bytes],
-                         verify: bool) -> tuple[list[_RoundGroup], StoredStates, list[tuple[int, str]]]:
-    """The batch's rounds (verified messages only), their players' stored states aligned with
-    them, and the unverified messages; one Redis round trip."""
-    updates = [PlayerUpdate.from_json(raw) for raw in raws]
-    groups = group_updates(updates)
-    checks, where = fanout_checks(updates, raws) if verify else ([], [])
-    stored = await ctx.store.load_states([(g.update.ladder, p) for g in groups for p in g.players], checks)
-    unverified = _unverified(updates, stored, where)
-    if unverified:  # rare: regroup without them (a forged message may have come first for a player)
-        row = {(g.update.ladder, g.update.round_id, p): i
-               for i, (g, p) in enumerate((g, p) for g in groups for p in g.players)}
-        dropped = {i for i, _ in unverified}
-        groups = group_updates([u for i, u in enumerate(updates) if i not in dropped])
-        stored = stored.take([row[(g.update.ladder, g.update.round_id, p)] for g in groups for p in g.players])
-    return groups, stored, unverified
+    @classmethod
+    def parse(cls, messages: Sequence[bytes]) -> _Sections:
+        cut = [(i, section) for i, value in enumerate(messages) for section in split_sections(value)]
+        raws = [section for _, section in cut]
+        return cls(raws, [PlayerUpdate.from_json(raw) for raw in raws], [i for i, _ in cut])
 
+    def unverified(self, stored: StoredStates, where: list[list[int]]) -> list[int]:
+        """Indices of the sections their check did not find in the stored fan-out, ascending."""
+        return sorted(i for flags, index in zip(stored.verified, where) for flag, i in zip(flags, index) if not flag)
 
-async def handle_updates(ctx: PipelineContext, raws: Sequence[bytes], *, verify: bool = True) -> PhaseTwoResult:
-    """Phase two of a batch of ``player-updates`` messages (see the module docstring).
-    ``verify=False`` skips the fan-out check (bench/handlers.py measures its cost)."""
-    groups, stored, unverified = await _load_verified(ctx, raws, verify)
-    for group in groups:
-        faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_TWO, group.update.round_id)
-    now = time.time()
-    round_writes = _rate(ctx, groups, stored)
-    applied = await ctx.store.apply(round_writes, now=now) if round_writes else []
-
-    events: list[RatingChangeMessage] = []
-    replay_needed: list[tuple[ColumnWrites, list[str], list[str]]] = []
-    emitted: list[tuple[str, str, list[str]]] = []
-    applied_count = 0
-    for group, writes, flags in zip(groups, round_writes, applied):
-        done_now = [(player, change) for player, change, ok in zip(writes.players, writes.changes, flags) if ok]
-        applied_count += len(done_now)
-        events += [RatingChangeMessage(player.encode(), change) for player, change in done_now]
-        emitted.append((writes.ladder, writes.round_id, [player for player, _ in done_now]))
-        if len(done_now) < len(group.players):
-            done = {player for player, _ in done_now}
-            replay_needed.append((writes, [p for p in group.players if p not in done], emitted[-1][2]))
-    replayed = 0
-    for writes, missing, emitted_players in replay_needed:
-        changes = await ctx.store.load_results(writes.ladder, writes.round_id, missing)
-        lost = [p for p, change in zip(missing, changes) if change is None]
-        if lost:  # applied, but the round's bookkeeping never ran (a crash mid-pipeline): recover it
-            recovered = dict(zip(lost, await ctx.store.recover_results(writes.ladder, writes.round_id, lost, now=now)))
-            changes = [recovered[p] if change is None else change for p, change in zip(missing, changes)]
-        for player, change in zip(missing, changes):
-            if change is not None:
-                events.append(RatingChangeMessage(player.encode(), change))
-                emitted_players.append(player)
-                replayed += 1
-    return PhaseTwoResult(events, applied_count, replayed, emitted, unverified)
+    def why(self, i: int) -> str:
+        update = self.updates[i]
+        return (f"not a section of the stored fan-out of round {log_safe(update.round_id)} of ladder "
+                f"{log_safe(update.ladder)} (claims seq {update.seq}): not applied")
 
 
 @dataclass(frozen=True)
-class _Rated:
-    """The batch's rated rows (every group's players not yet past its round, group after group)
-    as columns; the floats already rendered to their text, once, for the events and for Redis."""
+class _Rows:
+    """Every (player, round) row of the batch's verified rounds as columns, round after round;
+    ``key`` indexes the loaded states (one per distinct (ladder, player))."""
 
-    after: engine.PlayerBatch
+    rounds: list[_Round]
+    starts: np.ndarray
+    """Row offset of each round (and the total at the end)."""
+    key: np.ndarray
+    seq: np.ndarray
+    previous: np.ndarray
+    performance: np.ndarray
+    weight: np.ndarray
+    time: np.ndarray
+    players: list[str]
+    ranks: list[int]
+    ladder: np.ndarray
+    """Index of the row's ladder in ``ladders``."""
+    ladders: list[str]
+
+    @classmethod
+    def of(cls, rounds: list[_Round], key_of: dict[tuple[str, str], int]) -> _Rows:
+        sizes = [len(r.players) for r in rounds]
+        ladders = list(dict.fromkeys(r.update.ladder for r in rounds))
+        index = {name: i for i, name in enumerate(ladders)}
+        players = [p for r in rounds for p in r.players]
+        key = np.fromiter((key_of[(r.update.ladder, p)] for r in rounds for p in r.players), dtype=np.int64,
+                          count=len(players))
+        return cls(
+            rounds=rounds, starts=np.cumsum([0, *sizes]), key=key,
+            seq=np.repeat(np.array([r.update.seq for r in rounds], dtype=np.int64), sizes),
+            previous=np.fromiter((q for r in rounds for q in r.previous), dtype=np.int64, count=len(players)),
+            performance=np.fromiter((x for r in rounds for x in r.performances), dtype=np.float64, count=len(players)),
+            weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes),
+            time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
+            players=players, ranks=[rank for r in rounds for rank in r.ranks],
+            ladder=np.repeat(np.array([index[r.update.ladder] for r in rounds], dtype=np.int64), sizes),
+            ladders=ladders)
+
+
+async def _load(ctx: PipelineContext, messages: Sequence[bytes],
+                verify: bool) -> tuple[_Rows, StoredStates, _Sections, list[int]]:
+    """The batch's verified rounds as rows, the stored state of every player it names (one
+    round trip, with the fan-out check), its sections and the unverified ones."""
+    sections = _Sections.parse(messages)
+    key_of: dict[tuple[str, str], int] = {}
+    for update in sections.updates:
+        ladder = update.ladder
+        for player in update.players:
+            key_of.setdefault((ladder, player), len(key_of))
+    checks, where = fanout_checks(sections.updates, sections.raws) if verify else ([], [])
+    stored = await ctx.store.load_states(list(key_of), checks)
+    unverified = sections.unverified(stored, where)
+    dropped = set(unverified)
+    rounds = group_updates([u for i, u in enumerate(sections.updates) if i not in dropped])
+    return _Rows.of(rounds, key_of), stored, sections, unverified
+
+
+async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, verify: bool = True) -> PhaseTwoResult:
+    """Phase two of a batch of ``player-updates`` messages (see the module docstring).
+    ``verify=False`` skips the fan-out check (bench/handlers.py measures its cost)."""
+    rows, stored, sections, unverified = await _load(ctx, messages, verify)
+    for round_ in rows.rounds:
+        faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_TWO, round_.update.round_id)
+    plan = plan_chains(rows.key, rows.seq, rows.previous, stored.last_seq)
+    now = time.time()
+    writes = _rate(ctx, rows, plan, stored)
+    applied = await ctx.store.apply(writes, now=now) if writes else []
+    result = PhaseTwoResult([], 0, 0, unverified=[(sections.message[i], sections.why(i)) for i in unverified],
+                            unverified_sections=[sections.raws[i] for i in unverified])
+    missing = _collect_applied(result, rows, plan, writes, applied)
+    await _re_emit(ctx, result, missing, now)
+    result.gaps = int(np.count_nonzero(plan.status == GAP))
+    if result.gaps:
+        log.info("phase two: %d row(s) wait for an earlier round of their player (gap): not applied, their "
+                 "round(s) stay pending", result.gaps)
+    return result
+
+
+def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, writes: Sequence[ColumnWrites],
+                     applied: Sequence[Sequence[bool]]) -> list[tuple[str, str, list[str]]]:
+    """Put the events of the rows applied now into ``result``; return, per round, the players
+    whose stored result must be re-emitted (already applied, or applied by someone else since)."""
+    missing: list[tuple[str, str, list[str]]] = []
+    for i, (round_, written, flags) in enumerate(zip(rows.rounds, writes, applied)):
+        lo, hi = int(rows.starts[i]), int(rows.starts[i + 1])
+        done_now = [(player, change) for player, change, ok in zip(written.players, written.changes, flags) if ok]
+        result.applied += len(done_now)
+        result.events += [RatingChangeMessage(player.encode(), change) for player, change in done_now]
+        result.emitted.append((written.ladder, written.round_id, [player for player, _ in done_now]))
+        again = [player for player, ok in zip(written.players, flags) if not ok]
+        status = plan.status[lo:hi]
+        if (status == DONE).any():
+            again += [rows.players[lo + j] for j in np.flatnonzero(status == DONE).tolist()]
+        missing.append((round_.update.ladder, round_.update.round_id, again))
+    return missing
+
+
+async def _re_emit(ctx: PipelineContext, result: PhaseTwoResult, missing: list[tuple[str, str, list[str]]],
+                   now: float) -> None:
+    """Re-emit the stored results of rows already applied (one round trip for the batch); a
+    result lost by a crash mid-pipeline is recovered from the player's history."""
+    if not any(players for _, _, players in missing):
+        return
+    for (ladder, round_id, players), changes, emitted in zip(
+            missing, await ctx.store.load_results_of(missing), result.emitted):
+        lost = [p for p, change in zip(players, changes) if change is None]
+        if lost:  # applied, but the round's bookkeeping never ran (a crash mid-pipeline): recover it
+            recovered = dict(zip(lost, await ctx.store.recover_results(ladder, round_id, lost, now=now)))
+            changes = [recovered[p] if change is None else change for p, change in zip(players, changes)]
+        for player, change in zip(players, changes):
+            if change is not None:
+                result.events.append(RatingChangeMessage(player.encode(), change))
+                emitted[2].append(player)
+                result.replayed += 1
+
+
+@dataclass
+class _Rated:
+    """The applied rows' new states as columns, aligned with ``rows`` (the applied row indices,
+    ascending: each round's applied rows are one slice); floats kept as arrays and rendered to
+    their text once (:class:`_Texts`) for the events and for Redis."""
+
+    rows: np.ndarray
+    mu_before: np.ndarray
+    sigma_before: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    rounds: np.ndarray
+    shown: np.ndarray
+    """Display rating (by the row's ladder's display config)."""
+    states: np.ndarray
+    tiers: np.ndarray
+    newcomer: np.ndarray
+
+    @classmethod
+    def empty(cls, rows: np.ndarray) -> _Rated:
+        n = len(rows)
+        return cls(rows, mu_before=np.zeros(n), sigma_before=np.zeros(n), mu=np.zeros(n), sigma=np.zeros(n),
+                   rounds=np.zeros(n, dtype=np.int64), shown=np.zeros(n), states=np.empty(n, dtype=object),
+                   tiers=np.empty(n, dtype=object), newcomer=np.zeros(n, dtype=bool))
+
+
+def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> list[ColumnWrites]:
+    """New states of every row to apply, one engine call per wave (a player's k-th row of the
+    batch in wave k, reading the posterior its (k-1)-th left), then one :class:`ColumnWrites`
+    per round (empty for a round with no row to apply: its bookkeeping still runs)."""
+    waves = plan.waves()
+    rated = _Rated.empty(np.flatnonzero(plan.status == APPLY))
+    if len(rated.rows):
+        current = unpack_batch(stored.states, ctx.params)  # per player; each wave moves its rows' players
+        tiers = np.array(stored.tiers, dtype=object)
+        fresh = np.fromiter((state is None for state in stored.states), dtype=bool, count=len(stored.states))
+        for k, wave in enumerate(waves):
+            _rate_wave(ctx, rows, wave, np.searchsorted(rated.rows, wave), current, tiers, fresh, rated,
+                       last=k == len(waves) - 1)
+    cuts = np.searchsorted(rated.rows, rows.starts).tolist()
+    texts = _Texts.of(rated, rows)
+    return [_round_writes(round_.update, rated, texts, slice(lo, hi))
+            for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
+
+
+def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarray, current: engine.PlayerBatch,
+               tiers: np.ndarray, fresh: np.ndarray, rated: _Rated, *, last: bool) -> None:
+    """Rate the rows ``wave`` (positions ``at`` in ``rated``) in one engine call from their
+    players' current states, and move those players' states (unless it is the ``last`` wave),
+    tiers and newcomer flags on."""
+    players = rows.key[wave]
+    before = current.take(players)
+    after = engine.phase_two(before, rows.performance[wave], ctx.params, weight=rows.weight[wave],
+                             time=rows.time[wave])
+    if not last:
+        current.put(players, after)
+    rated.mu_before[at], rated.sigma_before[at] = before.mu, before.sigma
+    rated.mu[at], rated.sigma[at], rated.rounds[at] = after.mu, after.sigma, after.rounds
+    rated.states[at] = pack_batch(after)
+    rated.newcomer[at] = fresh[players]
+    fresh[players] = False
+    ladder = rows.ladder[wave]
+    parts = [(0, slice(None))] if len(rows.ladders) == 1 else \
+        [(index, np.flatnonzero(ladder == index)) for index in np.unique(ladder).tolist()]
+    for index, part in parts:  # tiers move with every wave (hysteresis), by the ladder's display config
+        cfg = ctx.display(rows.ladders[index])
+        rated.shown[at[part]] = display_rating(after.mu[part], after.sigma[part], cfg)
+        new = tier_names(next_tier(tier_indices(tiers[players[part]].tolist(), cfg), after.mu[part],
+                                   after.sigma[part], cfg), cfg)
+        tiers[players[part]] = new
+        rated.tiers[at[part]] = new
+
+
+@dataclass(frozen=True)
+class _Texts:
+    """The applied rows' floats as the exact text stored and emitted (:func:`number_texts`),
+    their players and ranks: one list per column, aligned with ``_Rated.rows``."""
+
     players: list[str]
     ranks: list[int]
     performance: list[str]
@@ -176,73 +342,33 @@ class _Rated:
     mu: list[str]
     sigma: list[str]
     rounds: list[int]
+    shown: list[str]
     states: list[bytes]
-    stored_tiers: list[bytes | None]
-    newcomer: np.ndarray
+    tiers: list[str]
+
+    @classmethod
+    def of(cls, rated: _Rated, rows: _Rows) -> _Texts:
+        index = rated.rows.tolist()
+        return cls(
+            players=[rows.players[i] for i in index], ranks=[rows.ranks[i] for i in index],
+            performance=number_texts("performance", rows.performance[rated.rows]),
+            mu_before=number_texts("mu_before", rated.mu_before),
+            sigma_before=number_texts("sigma_before", rated.sigma_before),
+            mu=number_texts("mu_after", rated.mu), sigma=number_texts("sigma_after", rated.sigma),
+            rounds=rated.rounds.tolist(), shown=number_texts("display_rating", rated.shown),
+            states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
-def _rate(ctx: PipelineContext, groups: Sequence[_RoundGroup], stored: StoredStates) -> list[ColumnWrites]:
-    """New states of every group's players not yet past its round, in ONE vectorised engine call
-    for the whole batch (per-row weight and time: the engine's per-call cost, not the players,
-    dominated batches of small rounds), then one :class:`ColumnWrites` per group (empty for a
-    round whose players are all past it). ``stored`` is aligned with the groups' players, group
-    after group."""
-    starts = np.cumsum([0, *[len(g.players) for g in groups]])
-    todo = [start + np.flatnonzero(stored.last_seq[start:start + len(g.players)] < g.update.seq)
-            for g, start in zip(groups, starts)]  # rows of `stored` to rate, per group
-    counts = [len(rows) for rows in todo]
-    if not sum(counts):
-        return [_nothing(group.update) for group in groups]
-    rated = _rate_rows(ctx, groups, stored, todo, starts)
-    writes: list[ColumnWrites] = []
-    lo = 0
-    for group, count in zip(groups, counts):
-        writes.append(_group_writes(ctx, group.update, rated, slice(lo, lo + count)) if count else _nothing(group.update))
-        lo += count
-    return writes
-
-
-def _rate_rows(ctx: PipelineContext, groups: Sequence[_RoundGroup], stored: StoredStates, todo: list[np.ndarray],
-               starts: np.ndarray) -> _Rated:
-    """One engine call for the rows ``todo`` of every group; columns without per-player objects."""
-    rows = np.concatenate(todo).tolist()
-    local = [(g, rows_ - start) for g, rows_, start in zip(groups, todo, starts)]  # row indices within each group
-    before = unpack_batch([stored.states[i] for i in rows], ctx.params)
-    performance = np.concatenate([np.asarray(g.performances, dtype=np.float64)[i] for g, i in local])
-    counts = [len(i) for _, i in local]
-    after = engine.phase_two(before, performance, ctx.params, weight=np.repeat([g.update.weight for g in groups], counts),
-                             time=np.repeat([g.update.occurred_at for g in groups], counts))
-    return _Rated(
-        after=after, players=[g.players[j] for g, i in local for j in i.tolist()],
-        ranks=np.concatenate([np.asarray(g.ranks, dtype=np.int64)[i] for g, i in local]).tolist(),
-        performance=number_texts("performance", performance), mu_before=number_texts("mu_before", before.mu),
-        sigma_before=number_texts("sigma_before", before.sigma), mu=number_texts("mu_after", after.mu),
-        sigma=number_texts("sigma_after", after.sigma), rounds=after.rounds.tolist(), states=pack_batch(after),
-        stored_tiers=[stored.tiers[i] for i in rows],
-        newcomer=np.fromiter((stored.states[i] is None for i in rows), dtype=bool, count=len(rows)))
-
-
-def _group_writes(ctx: PipelineContext, update: PlayerUpdate, rated: _Rated, cut: slice) -> ColumnWrites:
-    """One round's writes and RatingChange events, from its rows ``cut`` of the batch's columns
-    (display rating and tier by its ladder's display config)."""
-    mu, sigma = rated.after.mu[cut], rated.after.sigma[cut]
-    cfg = ctx.display(update.ladder)
-    shown = number_texts("display_rating", display_rating(mu, sigma, cfg))
-    tiers = tier_names(next_tier(tier_indices(rated.stored_tiers[cut], cfg), mu, sigma, cfg), cfg)
-    players, rounds = rated.players[cut], rated.rounds[cut]
+def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice) -> ColumnWrites:
+    """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
+    players = texts.players[cut]
+    shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
     changes = encode_changes(ChangeColumns(
         ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
-        players=players, ranks=rated.ranks[cut], performance=rated.performance[cut],
-        mu_before=rated.mu_before[cut], sigma_before=rated.sigma_before[cut], mu_after=rated.mu[cut],
-        sigma_after=rated.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds))
+        players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
+        mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu[cut],
+        sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds)) if players else []
     return ColumnWrites(
         ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-        players=players, mu=rated.mu[cut], sigma=rated.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,
-        states=rated.states[cut], changes=changes, newcomer=rated.newcomer[cut])
-
-
-def _nothing(update: PlayerUpdate) -> ColumnWrites:
-    """No player of the round left to apply (the round's bookkeeping still runs)."""
-    return ColumnWrites(ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-                        players=[], mu=[], sigma=[], rounds=[], display_rating=[], tiers=[], states=[], changes=[],
-                        newcomer=np.zeros(0, dtype=bool))
+        players=players, mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,
+        states=texts.states[cut], changes=changes, newcomer=rated.newcomer[cut])

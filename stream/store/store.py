@@ -57,6 +57,39 @@ def _round_chunks(n: int) -> list[range]:
     return [range(i, min(i + ROUND_PLAYERS_PER_CALL, n)) for i in range(0, max(n, 1), ROUND_PLAYERS_PER_CALL)]
 
 
+ROUNDS_PER_CALL = 1_000
+"""Rounds per verify_updates.lua call (one call per ladder of a phase-two batch otherwise)."""
+
+RoundResults = tuple[str, str, Sequence[str], Sequence[bytes], Sequence[str], Sequence[bool]]
+"""A round's results to record: ladder, round_id, players, RatingChange JSON, display ratings
+(text), newcomer flags (aligned)."""
+
+
+def _record_calls(rounds: Sequence[RoundResults]) -> list[list[RoundResults]]:
+    """record_round_results.lua calls: consecutive rounds of one ladder together up to
+    ROUND_PLAYERS_PER_CALL players a call, a bigger round cut in parts over several calls."""
+    calls: list[list[RoundResults]] = []
+    size = 0
+    for ladder, round_id, players, changes, shown, newcomer in rounds:
+        for chunk in _round_chunks(len(players)):
+            part = (ladder, round_id, players[chunk.start:chunk.stop], changes[chunk.start:chunk.stop],
+                    shown[chunk.start:chunk.stop], newcomer[chunk.start:chunk.stop])
+            if not calls or calls[-1][0][0] != ladder or size + len(chunk) > ROUND_PLAYERS_PER_CALL:
+                calls.append([])
+                size = 0
+            calls[-1].append(part)
+            size += len(chunk)
+    return calls
+
+
+def _by_ladder(checks: Sequence[FanOutCheck], limit: int) -> list[list[int]]:
+    """Indices of the checks of each verify_updates.lua call: one ladder's, up to ``limit`` a call."""
+    by_ladder: dict[str, list[int]] = {}
+    for i, check in enumerate(checks):
+        by_ladder.setdefault(check.ladder, []).append(i)
+    return [index[k:k + limit] for index in by_ladder.values() for k in range(0, len(index), limit)]
+
+
 def encode_float(value: float) -> str:
     """Exact text form of a float (``repr`` round-trips bit for bit)."""
     return repr(float(value))
@@ -420,8 +453,11 @@ class Store:
         return bool(int(done))
 
     async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
-        """Let later rounds' barriers past ``players`` queued for round ``seq``, which will not
-        apply to them (release_queued.lua, in chunks); their state is unchanged. Returns how many."""
+        """Let the ladder go on past round ``seq`` for ``players`` it marked queued, which it will
+        not rate (a failed round, or a dead-lettered section of its fan-out): their ``last_seq``
+        moves up to ``seq``, their state unchanged (release_queued.lua, in chunks), so later
+        rounds' barriers let them through and phase two applies the later rounds whose
+        ``previous_seq`` names this one. Returns how many."""
         player_keys = [keys.player(ladder, p) for p in players]
 
         def release(pipe: Pipeline) -> None:
@@ -501,6 +537,18 @@ class Store:
         stored = await self.client.hmget(keys.round_results(ladder, round_id), list(players))
         return [None if value is None else as_bytes(value) for value in stored]
 
+    async def load_results_of(self, rounds: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[bytes | None]]:
+        """:meth:`load_results` of several (ladder, round_id, players) in one round trip."""
+        asked = [(ladder, round_id, list(players)) for ladder, round_id, players in rounds if players]
+        if not asked:
+            return [[] for _ in rounds]
+        pipe = self.client.pipeline(transaction=False)
+        for ladder, round_id, players in asked:
+            pipe.hmget(keys.round_results(ladder, round_id), players)
+        replies = iter(await pipe.execute())
+        return [[None if value is None else as_bytes(value) for value in next(replies)] if players else []
+                for _, _, players in rounds]
+
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int) -> Priors:
         """Stored (mu, sigma, last_time) of each player, and which ones the barrier still holds.
@@ -560,64 +608,90 @@ class Store:
     async def load_states(self, players: Sequence[tuple[str, str]],
                           verify: Sequence[FanOutCheck] = ()) -> StoredStates:
         """Last applied seq, packed state and tier of (ladder, player) pairs and, for each of
-        ``verify``, which messages are exactly ones of the round's stored fan-out: one round trip.
+        ``verify``, which sections are exactly ones of the round's stored fan-out: one round trip
+        (verify_updates.lua: one call per ladder for up to ROUNDS_PER_CALL rounds).
 
         The check may run before the writes it guards: a round's fan-out (and the digest set
         verify_updates.lua derives from it) never changes once stored, so its answer still holds."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
+        calls = _by_ladder(verify, ROUNDS_PER_CALL)
 
         def build(pipe: Pipeline) -> None:
             self._read_players_into(pipe, player_keys, STATE_FIELDS)
-            for check in verify:
-                self._eval(pipe, "verify_updates",
-                           [keys.round_record(check.ladder, check.round_id), keys.round_perf(check.ladder, check.round_id),
-                            keys.round_digests(check.ladder, check.round_id)], list(check.digests))
+            for call in calls:
+                keys_: list[str] = []
+                args: list[Any] = []
+                for check in (verify[i] for i in call):
+                    keys_ += [keys.round_record(check.ladder, check.round_id),
+                              keys.round_perf(check.ladder, check.round_id),
+                              keys.round_digests(check.ladder, check.round_id)]
+                    args += [len(check.digests), *check.digests]
+                self._eval(pipe, "verify_updates", keys_, args)
 
         replies = await self._run(build)
-        split = len(replies) - len(verify)
+        split = len(replies) - len(calls)
         columns = _columns(replies[:split], STATE_FIELDS)
-        return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]),
-                            [[bool(flag) for flag in reply] for reply in replies[split:]])
+        verified: list[list[bool]] = [[] for _ in verify]
+        for call, reply in zip(calls, replies[split:]):
+            flags = iter(reply)
+            for i in call:
+                verified[i] = [bool(next(flags)) for _ in verify[i].digests]
+        return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]), verified)
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
         """Apply the player updates of a batch of rounds in ONE round trip, idempotently.
 
-        Per chunk of players one apply_player_update.lua (one player per call on Redis
-        Cluster: its own slot); per round one record_round_results.lua (the ladder's slot). A
-        player already applied is skipped by its script, and its round result, already
-        recorded, is kept (HSETNX). Returns, per round, which writes were applied now.
+        apply_player_update.lua per chunk of players, the rounds' players one after the other
+        (several small rounds share a call; one player per call on Redis Cluster: its own slot),
+        so a player's writes land in the order of ``rounds`` (phase two gives a player's rounds
+        in seq order); then record_round_results.lua per run of rounds of one ladder (the
+        ladder's slot), up to ROUND_PLAYERS_PER_CALL players a call. A player already applied
+        is skipped by its script, and its round result, already recorded, is kept. Returns, per
+        round, which writes were applied now.
         """
         columns = [r.columns() if isinstance(r, RoundWrites) else r for r in rounds]
+        calls: list[int] = []
 
         def build(pipe: Pipeline) -> None:
-            for r in columns:
-                for chunk in self._chunks(len(r)):
-                    lo, hi = chunk.start, chunk.stop
-                    player_keys: list[str] = []
-                    for player in r.players[lo:hi]:
-                        player_keys += [keys.player(r.ladder, player), keys.history(r.ladder, player)]
-                    self._eval(pipe, "apply_player_update", player_keys, [
-                        self.history_length, r.seq, r.round_id, encode_float(r.last_time),
-                        *_interleave(r.mu[lo:hi], r.sigma[lo:hi], r.rounds[lo:hi], r.display_rating[lo:hi],
-                                     r.tiers[lo:hi], r.states[lo:hi], r.changes[lo:hi])])
-                self._record_results(pipe, r.ladder, r.round_id, now, r.players, r.changes, r.display_rating,
-                                     r.newcomer.tolist())
+            calls[:] = [self._apply_into(pipe, columns)]
+            self._record_into(pipe, [(r.ladder, r.round_id, r.players, r.changes, r.display_rating,
+                                      r.newcomer.tolist()) for r in columns], now)
 
-        results = iter(await self._run(build))
-        applied = []
-        for r in columns:
-            flags = [bool(flag) for _ in self._chunks(len(r)) for flag in next(results)]
-            for _ in _round_chunks(len(r)):
-                next(results)
-            applied.append(flags)
-        return applied
+        replies = await self._run(build)
+        flags = iter([bool(flag) for reply in replies[:calls[0]] for flag in reply])
+        return [[next(flags) for _ in range(len(r))] for r in columns]
+
+    def _apply_into(self, pipe: Pipeline, rounds: Sequence[ColumnWrites]) -> int:
+        """Queue apply_player_update.lua calls of every round's players, in order, up to
+        ``players_per_call`` players a call (a segment per round); returns how many calls."""
+        calls = 0
+        keys_: list[str] = []
+        args: list[Any] = [self.history_length]
+        for r in rounds:
+            lo = 0
+            while lo < len(r):
+                hi = min(len(r), lo + self.players_per_call - len(keys_) // 2)
+                for player in r.players[lo:hi]:
+                    keys_ += [keys.player(r.ladder, player), keys.history(r.ladder, player)]
+                args += [hi - lo, r.seq, r.round_id, encode_float(r.last_time),
+                         *_interleave(r.mu[lo:hi], r.sigma[lo:hi], r.rounds[lo:hi], r.display_rating[lo:hi],
+                                      r.tiers[lo:hi], r.states[lo:hi], r.changes[lo:hi])]
+                lo = hi
+                if len(keys_) // 2 == self.players_per_call:
+                    self._eval(pipe, "apply_player_update", keys_, args)
+                    calls += 1
+                    keys_, args = [], [self.history_length]
+        if keys_:
+            self._eval(pipe, "apply_player_update", keys_, args)
+            calls += 1
+        return calls
 
     async def recover_results(self, ladder: str, round_id: str, players: Sequence[str], *,
                               now: float) -> list[bytes | None]:
         """Record the round results of players applied without them (their RatingChange JSON
         taken from their history) and return those changes (None where not found).
 
-        ``apply`` sends each player's script and then the round's bookkeeping in one pipeline,
+        ``apply`` sends the players' scripts and then the rounds' bookkeeping in one pipeline,
         but a pipeline is not a transaction: a worker killed mid-pipeline (seen with a 20,000
         -player round) leaves players applied (state + history, atomically) whose result is
         missing, so the round never reaches ``rated`` and their events could not be re-emitted.
@@ -639,23 +713,26 @@ class Store:
             if change is not None and shown is not None:
                 rows.append((player, change, float(shown), json.loads(change).get("rounds_played") == 1))
         if rows:
-            await self._run(lambda pipe: self._record_results(
-                pipe, ladder, round_id, now, [row[0] for row in rows], [row[1] for row in rows],
-                [encode_float(row[2]) for row in rows], [row[3] for row in rows]))
+            await self._run(lambda pipe: self._record_into(pipe, [(
+                ladder, round_id, [row[0] for row in rows], [row[1] for row in rows],
+                [encode_float(row[2]) for row in rows], [row[3] for row in rows])], now))
         return found
 
-    def _record_results(self, pipe: Pipeline, ladder: str, round_id: str, now: float, players: Sequence[str],
-                        changes: Sequence[bytes], shown: Sequence[str], newcomer: Sequence[bool]) -> None:
-        """Queue record_round_results.lua: players' results, leaderboard scores, the round's status
-        (one call per ROUND_PLAYERS_PER_CALL players; the last one sees them all recorded)."""
-        for chunk in _round_chunks(len(players)):
-            lo, hi = chunk.start, chunk.stop
-            self._eval(pipe, "record_round_results",
-                       [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id),
-                        keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder),
-                        keys.player_names(ladder)],
-                       [encode_float(now), "".join("1" if flag else "0" for flag in newcomer[lo:hi]),
-                        *_interleave(players[lo:hi], changes[lo:hi], shown[lo:hi])])
+    def _record_into(self, pipe: Pipeline, rounds: Sequence[RoundResults], now: float) -> None:
+        """Queue record_round_results.lua for rounds' players: results, leaderboard scores, each
+        round's status. One call per run of rounds of one ladder holding up to
+        ROUND_PLAYERS_PER_CALL players (a bigger round spans calls; the last one sees them all
+        recorded); a round without players still gets its segment (its status is re-checked)."""
+        for call in _record_calls(rounds):
+            ladder = call[0][0]
+            keys_ = [keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder),
+                     keys.player_names(ladder)]
+            args: list[Any] = [encode_float(now)]
+            for _, round_id, players, changes, shown, newcomer in call:
+                keys_ += [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id)]
+                args += [len(players), "".join("1" if flag else "0" for flag in newcomer),
+                         *_interleave(players, changes, shown)]
+            self._eval(pipe, "record_round_results", keys_, args)
 
     # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:

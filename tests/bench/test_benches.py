@@ -169,3 +169,16 @@ def test_engine_bench_reports_every_part_against_its_reference() -> None:
     matches = [line for line in out.splitlines() if line.startswith("  | 2 |") or line.startswith("  | 10 |")]
     assert len(matches) == 2 and all(float(line.strip().strip("|").split("|")[-1].strip().rstrip("x")) > 0
                                      for line in matches)
+
+
+def test_handlers_bench_times_chained_batches_next_to_a_git_ref() -> None:
+    out = run_bench("handlers.py", "--size", "2", "--rounds", "12", "--pool", "6", "--batch-rounds", "1,12",
+                    "--before", "HEAD", "--repeat", "1")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| 1") and "|---" not in line]
+    assert [(row[0], row[1]) for row in rows] == [("1", "this tree"), ("1", "at HEAD"), ("12", "this tree"),
+                                                  ("12", "at HEAD")]
+    for row in rows:
+        assert all(float(cell) > 0 for cell in row[2:5]), row
+    # this tree rates the chains of a 12-round batch of 6 players as replay does
+    assert float(rows[2][5]) <= 1e-9 and float(rows[0][5]) <= 1e-9

@@ -1,32 +1,48 @@
--- verify_updates: which of phase two's incoming PlayerUpdate messages of one round are exactly
--- messages phase one stored for it (its fan-out), so a forged or altered message on the internal
--- player-updates topic (another seq, performance, player, weight...) is never applied.
+-- verify_updates: which of phase two's incoming PlayerUpdate sections of one or more rounds of one
+-- ladder are exactly sections phase one stored for their round (its fan-out), so a forged or
+-- altered one on the internal player-updates topic (another seq, performance, player, weight...)
+-- is never applied.
 -- The fan-out is written once, with the round's move from "registered" to "pending" (save_fanout),
 -- and never changed after; so is the digest set this script derives from it on first use. A
--- message verified here therefore still matches when phase two applies it (no race).
+-- section verified here therefore still matches when phase two applies it (no race).
 -- One slot: keys of ladder {L}.
--- KEYS[1] round record           ems:round:{L}:R
--- KEYS[2] stored fan-out (hash)  ems:round-perf:{L}:R
--- KEYS[3] fan-out digests (set)  ems:round-digests:{L}:R  (SHA-1 hex of each stored message)
--- ARGV[1..] SHA-1 hex of each incoming message
--- Returns per message 1 if it is one of the stored messages, else 0 (also while the round has no
--- fan-out: unknown, "registered" or "no_outcome"). A "failed" round's stored messages still verify:
--- phase two must handle them (apply, or dead-letter and release their players) for the ladder to
--- move on.
-local round_key, perf_key, digest_key = KEYS[1], KEYS[2], KEYS[3]
-local status = redis.call('HGET', round_key, 'status')
-if status ~= 'pending' and status ~= 'rated' and status ~= 'failed' then
-  local out = {}
-  for i = 1, #ARGV do out[i] = 0 end
-  return out
-end
-if redis.call('EXISTS', digest_key) == 0 then
-  local digests = {}
-  for _, message in ipairs(redis.call('HVALS', perf_key)) do
-    digests[#digests + 1] = redis.sha1hex(message)
+-- Per round r (r = 1, 2, ...):
+-- KEYS[3r - 2] round record           ems:round:{L}:R
+-- KEYS[3r - 1] stored fan-out (hash)  ems:round-perf:{L}:R
+-- KEYS[3r]     fan-out digests (set)  ems:round-digests:{L}:R  (SHA-1 hex of each stored section)
+-- ARGV: per round, in KEYS order: count, then count SHA-1 hex digests of incoming sections
+-- Returns per digest (ARGV order) 1 if it is one of the round's stored sections, else 0 (also while
+-- the round has no fan-out: unknown, "registered" or "no_outcome"). A "failed" round's stored
+-- sections still verify: phase two must handle them (apply, or dead-letter and release their
+-- players) for the ladder to move on.
+
+-- Flags of the round's digests ARGV[first .. first + count - 1].
+local function verify(round_key, perf_key, digest_key, first, count)
+  local status = redis.call('HGET', round_key, 'status')
+  if status ~= 'pending' and status ~= 'rated' and status ~= 'failed' then
+    local out = {}
+    for i = 1, count do out[i] = 0 end
+    return out
   end
-  for i = 1, #digests, 5000 do
-    redis.call('SADD', digest_key, unpack(digests, i, math.min(i + 4999, #digests)))
+  if redis.call('EXISTS', digest_key) == 0 then
+    local digests = {}
+    for _, message in ipairs(redis.call('HVALS', perf_key)) do
+      digests[#digests + 1] = redis.sha1hex(message)
+    end
+    for i = 1, #digests, 5000 do
+      redis.call('SADD', digest_key, unpack(digests, i, math.min(i + 4999, #digests)))
+    end
   end
+  return redis.call('SMISMEMBER', digest_key, unpack(ARGV, first, first + count - 1))
 end
-return redis.call('SMISMEMBER', digest_key, unpack(ARGV))
+
+local out = {}
+local a = 1
+for r = 1, #KEYS / 3 do
+  local count = tonumber(ARGV[a])
+  for _, flag in ipairs(verify(KEYS[3 * r - 2], KEYS[3 * r - 1], KEYS[3 * r], a + 1, count)) do
+    out[#out + 1] = flag
+  end
+  a = a + 1 + count
+end
+return out

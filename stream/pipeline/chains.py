@@ -1,0 +1,72 @@
+"""Phase two's chain rule: which (player, round) rows of a batch to apply, in which wave.
+
+Phase one rates a batch of rounds at once, so one ``player-updates`` batch may hold several
+rounds of one player, each entry naming the round whose posterior was its prior
+(``previous_seq``). Per row, against the player's stored ``last_seq`` (docs/contracts.md,
+"Chains"):
+
+* ``last_seq >= seq``: already applied (:data:`DONE`: its stored result is re-emitted);
+* no ``previous_seq``: applied (:data:`APPLY`) as long as ``last_seq < seq``;
+* the player's state (stored, or moved by the batch's earlier rows of that player) has not
+  reached ``previous_seq``: a :data:`GAP` (an earlier round's section is still on its way):
+  not applied, never on stale state;
+* otherwise :data:`APPLY`.
+
+A player's rows are applied in seq order: wave k holds every player's k-th row, and each wave
+reads the posterior the previous one left (one engine call per wave).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+APPLY = 0
+DONE = 1
+GAP = 2
+NO_PREVIOUS = -1
+"""``previous`` of a row whose entry has no ``previous_seq`` (a message without the field)."""
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    """Per row: :data:`APPLY`, :data:`DONE` or :data:`GAP`, and the wave of an applied row."""
+
+    status: np.ndarray
+    wave: np.ndarray
+
+    def waves(self) -> list[np.ndarray]:
+        """The applied rows of each wave, in wave order (row indices ascending within a wave)."""
+        rows = np.flatnonzero(self.status == APPLY)
+        waves = self.wave[rows]
+        return [rows[waves == k] for k in np.unique(waves).tolist()]
+
+
+def plan_chains(key: np.ndarray, seq: np.ndarray, previous: np.ndarray, last_seq: np.ndarray) -> ChainPlan:
+    """The chain rule (module docstring) for rows of players ``key`` (indices into ``last_seq``,
+    the players' stored ``last_seq``) in rounds ``seq``, with ``previous`` their ``previous_seq``
+    (:data:`NO_PREVIOUS` where absent). A player has at most one row per round.
+
+    Vectorised per occurrence: the k-th rows (by seq) of every player are decided together,
+    each player's cursor (the seq its state has reached) moved by its applied rows."""
+    n = len(key)
+    order = np.lexsort((seq, key))
+    sorted_key = key[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = sorted_key[1:] != sorted_key[:-1]
+    occurrence = np.arange(n) - np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    status = np.full(n, GAP, dtype=np.int8)
+    wave = np.zeros(n, dtype=np.int64)
+    wave[order] = occurrence
+    cursor = np.asarray(last_seq, dtype=np.int64).copy()
+    for k in range(int(occurrence.max(initial=-1)) + 1):
+        rows = order[occurrence == k]
+        players, seqs, before = key[rows], seq[rows], previous[rows]
+        reached = cursor[players]
+        done = last_seq[players] >= seqs
+        apply = ~done & (reached < seqs) & ((before == NO_PREVIOUS) | (reached >= before))
+        status[rows[done]] = DONE
+        status[rows[apply]] = APPLY
+        cursor[players[apply]] = seqs[apply]
+    return ChainPlan(status, wave)

@@ -1,0 +1,304 @@
+"""Phase two of multi-section ``player-updates`` messages with chains (DESIGN15), in process against
+the session's private redis-server: a batch holding several rounds of one player equals applying
+the rounds one by one; a row whose earlier round is missing (a gap) is not applied until that
+round arrives; a forged section among good ones is set aside alone; a redelivered batch re-emits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import numpy as np
+import pytest
+import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chain_fanout import queue_chained
+from stream.batch.replay import replay
+from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
+from stream.engine import preset
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.messages import FanOutMessage, join_fanout, join_sections, split_sections
+from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
+from stream.settings import Settings
+from stream.stack.redis_server import RedisServer
+
+TOLERANCE = 1e-9
+PARAMS = preset("mmr")
+
+
+def game(round_id: str, players: str, day: int, *, ladder: str = "C", weight: float = 1.0) -> RoundResult:
+    return RoundResult(round_id=round_id, ladder=ladder, occurred_at=1.7e9 + 86_400.0 * day, weight=weight,
+                       standings=[Standing(p, i + 1) for i, p in enumerate(players)])
+
+
+def context(url: str, partitions: int = 1) -> PipelineContext:
+    return PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
+
+
+def snapshot(url: str) -> dict[bytes, object]:
+    """Every key's content but wall-clock fields (``*_at`` of hashes) and the digest cache."""
+    client = redis.Redis.from_url(url)
+    try:
+        out: dict[bytes, object] = {}
+        for key in client.keys("*"):
+            kind = client.type(key)
+            if key.startswith(b"ems:round-digests:"):
+                continue
+            if kind == b"hash":
+                out[key] = {k: v for k, v in client.hgetall(key).items() if not k.endswith(b"_at")}
+            elif kind == b"list":
+                out[key] = client.lrange(key, 0, -1)
+            elif kind == b"set":
+                out[key] = client.smembers(key)
+            elif kind == b"zset":
+                out[key] = client.zrange(key, 0, -1, withscores=True)
+            else:
+                out[key] = client.get(key)
+        return out
+    finally:
+        client.close()
+
+
+def flush(url: str) -> None:
+    client = redis.Redis.from_url(url)
+    client.flushall()
+    client.close()
+
+
+def mu_of(url: str, ladder: str, player: str) -> float | None:
+    client = redis.Redis.from_url(url)
+    try:
+        raw = client.hget(f"ems:player:{{{ladder}|{player}}}", "mu")
+        return None if raw is None else float(raw)
+    finally:
+        client.close()
+
+
+def events(result: PhaseTwoResult) -> set[tuple[bytes, bytes]]:
+    return {(e.key, e.value) for e in result.events}
+
+
+# ---- the contract ------------------------------------------------------------------------------
+
+def test_previous_seq_is_written_read_and_valid() -> None:
+    from stream.pipeline.encoding import encode_update, number_texts
+
+    performance = np.array([1501.25, -3.5])
+    update = PlayerUpdate(ladder="L", round_id="r", seq=9, occurred_at=1.7e9, weight=1.0, field_size=2,
+                          players=["a", 'q"\n'], ranks=[1, 2], performances=performance.tolist(), previous_seqs=[0, 7])
+    value = encode_update(update, number_texts("performance", performance))
+    assert value == update.to_json().encode() and b"\n" not in value
+    validate("player-update", value)
+    assert PlayerUpdate.from_json(value) == update
+    assert [e.previous_seq for e in update.entries()] == [0, 7]
+    data = json.loads(value)
+    del data["entries"][1]["previous_seq"]  # absent in any entry: no chain information
+    assert PlayerUpdate.from_json(data).previous_seqs is None
+    data["entries"][0]["previous_seq"] = -1
+    with pytest.raises(ValueError):
+        validate("player-update", data)
+    old = PlayerUpdate("L", "r", 9, 1.7e9, 1.0, 2, ["a"], [1], [1.0])
+    assert "previous_seq" not in old.to_json() and encode_update(old, ["1.0"]) == old.to_json().encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b" ")), max_size=30),
+       st.integers(min_value=1, max_value=120))
+def test_join_sections_fits_the_limit_keeps_order_and_splits_back(sections: list[bytes], limit: int) -> None:
+    messages = join_sections(sections, limit)
+    assert [s for m in messages for s in split_sections(m)] == sections
+    for message in messages:
+        assert len(message) <= limit or b"\n" not in message  # only a lone section may exceed it
+    for a, b in zip(messages, messages[1:]):  # as few as fit: the next one's first section did not fit
+        assert len(a) + 1 + len(split_sections(b)[0]) > limit
+
+
+def test_join_fanout_groups_partitions_and_keys_by_first_section() -> None:
+    parts = [FanOutMessage(1, b"a", b"s1"), FanOutMessage(0, b"b", b"s2"), FanOutMessage(1, b"c", b"s3"),
+             FanOutMessage(1, b"d", b"s4")]
+    assert join_fanout(parts, 5) == [FanOutMessage(0, b"b", b"s2"), FanOutMessage(1, b"a", b"s1\ns3"),
+                                     FanOutMessage(1, b"d", b"s4")]
+
+
+# ---- chains ------------------------------------------------------------------------------------
+
+async def one_by_one(url: str, rounds: list[RoundResult], partitions: int) -> set[tuple[bytes, bytes]]:
+    ctx = context(url, partitions)
+    out: set[tuple[bytes, bytes]] = set()
+    for messages in await queue_chained(ctx.store, rounds, PARAMS, partitions):
+        result = await handle_updates(ctx, [m.value for m in messages])
+        assert result.gaps == 0 and result.unverified == []
+        out |= events(result)
+    await ctx.store.close()
+    return out
+
+
+async def batched(url: str, rounds: list[RoundResult], partitions: int, limit: int, batches: int,
+                  rng: random.Random) -> set[tuple[bytes, bytes]]:
+    """Every round's sections joined per partition (at most ``limit`` bytes a message), the
+    partitions' messages interleaved (each partition in order) and cut into ``batches`` batches."""
+    ctx = context(url, partitions)
+    joined = join_fanout([m for messages in await queue_chained(ctx.store, rounds, PARAMS, partitions)
+                          for m in messages], limit)
+    queues = [[m.value for m in joined if m.partition == p] for p in range(partitions)]
+    order: list[bytes] = []
+    while any(queues):
+        order.append(rng.choice([q for q in queues if q]).pop(0))
+    cuts = sorted(rng.sample(range(1, len(order)), min(batches, len(order)) - 1)) if len(order) > 1 else []
+    out: set[tuple[bytes, bytes]] = set()
+    for lo, hi in zip([0, *cuts], [*cuts, len(order)]):
+        result = await handle_updates(ctx, order[lo:hi])
+        assert result.gaps == 0 and result.unverified == []
+        out |= events(result)
+    await ctx.store.close()
+    return out
+
+
+@st.composite
+def round_lists(draw: st.DrawFn) -> list[RoundResult]:
+    pool = draw(st.integers(min_value=2, max_value=6))
+    players = [f"p{i}" for i in range(pool)]
+    out = []
+    for i in range(draw(st.integers(min_value=1, max_value=8))):
+        chosen = draw(st.permutations(players).map(lambda ps: ps[:draw(st.integers(min_value=2, max_value=len(ps)))]))
+        ranks = draw(st.lists(st.integers(min_value=1, max_value=3), min_size=len(chosen), max_size=len(chosen)))
+        if len(set(ranks)) == 1:
+            ranks[-1] += 1
+        out.append(RoundResult(round_id=f"r{i}", ladder=draw(st.sampled_from(["A", "B"])),
+                               occurred_at=1.7e9 + 3_600.0 * draw(st.integers(min_value=0, max_value=48)) + i,
+                               weight=draw(st.sampled_from([1.0, 0.5, 2.0])),
+                               standings=[Standing(p, r) for p, r in zip(chosen, sorted(ranks))]))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(round_lists(), st.integers(min_value=1, max_value=3), st.integers(min_value=1, max_value=600),
+       st.integers(min_value=1, max_value=4), st.randoms(use_true_random=False))
+def test_a_batch_of_chained_rounds_equals_applying_them_one_by_one(
+        redis_server: RedisServer, rounds: list[RoundResult], partitions: int, limit: int, batches: int,
+        rng: random.Random) -> None:
+    """Rounds of the same players in one batch (several sections a message, messages split at
+    ``limit``, a partition's messages in order, cut into batches anyhow): Redis and the events
+    are exactly those of applying each round alone, in order; and equal replay."""
+    url = redis_server.url
+    flush(url)
+    alone = asyncio.run(one_by_one(url, rounds, partitions))
+    expected = snapshot(url)
+    flush(url)
+    together = asyncio.run(batched(url, rounds, partitions, limit, batches, rng))
+    assert snapshot(url) == expected
+    assert together == alone
+    for (ladder, player), state in replay(rounds, PARAMS).states().items():
+        assert abs(mu_of(url, ladder, player) - state.mu) <= TOLERANCE  # type: ignore[operator]
+
+
+def test_a_gap_is_not_applied_until_the_earlier_round_arrives(redis_url: str) -> None:
+    """r2 and r3 arrive before r1 (lost, re-sent later): the rows of a and b that need r1 are gaps
+    (not applied, not confirmed, counted), c's row of r2 (its first round) is applied; once r1
+    arrives and r2, r3 are re-sent, every player ends as in replay."""
+    rounds = [game("r1", "ab", 0), game("r2", "ac", 1), game("r3", "ab", 2)]
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        one, two, three = await queue_chained(ctx.store, rounds, PARAMS, 1)
+        later = join_sections([m.value for m in two + three], 10_000)
+        assert len(later) == 1 and len(split_sections(later[0])) == 2
+        early = await handle_updates(ctx, later)
+        assert early.gaps == 3 and early.applied == 1 and [e.key for e in early.events] == [b"c"]
+        assert [(r, p) for _, r, p in early.emitted if p] == [("r2", ["c"])]  # only c's row is confirmed
+        assert "mu" not in await ctx.store.player("C", "a") and "mu" not in await ctx.store.player("C", "b")
+        assert (await ctx.store.round_record("C", "r2"))["status"] == "pending"
+        first = await handle_updates(ctx, [m.value for m in one])
+        assert first.applied == 2 and first.gaps == 0
+        again = await handle_updates(ctx, later)  # the sweeper re-sends the pending rounds
+        assert again.gaps == 0 and again.applied == 3 and again.replayed == 1
+        for r in ("r1", "r2", "r3"):
+            assert (await ctx.store.round_record("C", r))["status"] == "rated"
+        await ctx.store.close()
+
+    asyncio.run(body())
+    for (ladder, player), state in replay(rounds, PARAMS).states().items():
+        assert abs(mu_of(redis_url, ladder, player) - state.mu) <= TOLERANCE  # type: ignore[operator]
+
+
+def test_a_forged_section_among_good_ones_is_set_aside_alone(redis_url: str) -> None:
+    """One message of three sections, the middle one altered: it alone comes back unverified (its
+    bytes, its message's index); the others are applied, except the row that needed it (a gap).
+    The real section later completes the chain."""
+    rounds = [game("r1", "ab", 0), game("r2", "cd", 1), game("r3", "ac", 2)]
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        one, two, three = await queue_chained(ctx.store, rounds, PARAMS, 1)
+        real = two[0].value
+        data = json.loads(real)
+        data["entries"][0]["performance"] = 9_999.0
+        fake = json.dumps(data, separators=(",", ":")).encode()
+        message = b"\n".join([one[0].value, fake, three[0].value])
+        c_before = await ctx.store.player("C", "c")
+        result = await handle_updates(ctx, [message])
+        assert [i for i, _ in result.unverified] == [0] and result.unverified_sections == [fake]
+        assert "not applied" in result.unverified[0][1]
+        assert result.applied == 3 and result.gaps == 1  # a, b of r1 and a of r3; c of r3 waits for r2
+        assert await ctx.store.player("C", "c") == c_before and "mu" not in c_before
+        assert "mu" not in await ctx.store.player("C", "d")
+        done = await handle_updates(ctx, [real, three[0].value])
+        assert done.unverified == [] and done.applied == 3 and done.gaps == 0
+        await ctx.store.close()
+
+    asyncio.run(body())
+    for (ladder, player), state in replay(rounds, PARAMS).states().items():
+        assert abs(mu_of(redis_url, ladder, player) - state.mu) <= TOLERANCE  # type: ignore[operator]
+
+
+def test_a_redelivered_batch_re_emits_the_same_events(redis_url: str) -> None:
+    """The same multi-section batch twice: nothing is applied the second time, every row's event
+    is re-emitted with the same bytes, and Redis does not change."""
+    rounds = [game("r1", "abc", 0), game("r2", "ab", 1), game("r3", "bca", 2), game("r4", "cd", 3)]
+
+    async def body() -> None:
+        ctx = context(redis_url, partitions=2)
+        messages = join_fanout([m for ms in await queue_chained(ctx.store, rounds, PARAMS, 2) for m in ms], 10_000)
+        assert any(len(split_sections(m.value)) > 1 for m in messages)
+        first = await handle_updates(ctx, [m.value for m in messages])
+        assert first.applied == 10 and first.replayed == 0
+        before = snapshot(redis_url)
+        second = await handle_updates(ctx, [m.value for m in messages])
+        assert second.applied == 0 and second.replayed == 10 and second.gaps == 0
+        assert events(second) == events(first) and len(second.events) == 10
+        def confirmed(result: PhaseTwoResult) -> list[tuple[str, list[str]]]:
+            return sorted((r, sorted(p)) for _, r, p in result.emitted)
+
+        assert confirmed(second) == confirmed(first)
+        assert snapshot(redis_url) == before
+        await ctx.store.close()
+
+    asyncio.run(body())
+
+
+def test_a_player_released_from_a_failed_round_goes_on_with_the_next(redis_url: str) -> None:
+    """r2's section is dead-lettered (its handling kept raising): release_queued moves its
+    players' last_seq to r2's seq though r3 queued them since (state unchanged), so r3, whose
+    previous_seq names r2, is applied on their state after r1 (not a gap forever)."""
+    rounds = [game("r1", "ab", 0), game("r2", "ab", 1), game("r3", "ab", 2)]
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        one, two, three = await queue_chained(ctx.store, rounds, PARAMS, 1)
+        await handle_updates(ctx, [m.value for m in one])
+        state = await ctx.store.player("C", "a")
+        assert state["queued_seq"] == b"3" and state["last_seq"] == b"1"
+        assert await ctx.store.release_queued("C", ["a", "b"], 2) == 2
+        released = await ctx.store.player("C", "a")
+        assert released == {**state, "last_seq": b"2"}
+        assert await ctx.store.release_queued("C", ["a", "b"], 2) == 0  # once
+        result = await handle_updates(ctx, [m.value for m in three])
+        assert result.applied == 2 and result.gaps == 0
+        after = await ctx.store.player("C", "a")
+        assert after["last_seq"] == b"3" and after["rounds"] == b"2" and after["mu"] != state["mu"]
+        await ctx.store.close()
+
+    asyncio.run(body())

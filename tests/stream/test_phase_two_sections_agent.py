@@ -1,0 +1,82 @@
+"""The phase-two agent's fallback on multi-section messages, in process (no broker): a batch that
+gives up is handled section by section; the section that keeps raising is dead-lettered alone
+(``internal_error``, the letter holds that section) and its players released, so the later
+sections of the same message, whose ``previous_seq`` names its round, are applied."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import faust
+import pytest
+
+from chain_fanout import queue_chained
+from stream.contracts import RoundResult, Standing, validate
+from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
+from stream.engine import preset
+from stream.pipeline import faults
+from stream.pipeline.agents import handle_one_by_one
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.producer import Outgoing
+from stream.pipeline.topics import declare
+from stream.settings import Settings
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an event was read (what a dead letter copies from ``event.message``)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Event:
+    """A ``player-updates`` event as the agent sees it: its value and where it was read."""
+
+    value: bytes
+    message: Where
+
+
+def game(round_id: str, players: str, day: int) -> RoundResult:
+    return RoundResult(round_id=round_id, ladder="S", occurred_at=1.7e9 + 86_400.0 * day,
+                       standings=[Standing(p, i + 1) for i, p in enumerate(players)])
+
+
+def test_a_section_that_keeps_raising_is_dead_lettered_alone_and_the_rest_applied(
+        redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(faults, "_poisoned", {})  # the poisoned round is chosen once per process
+    settings = Settings(redis_url=redis_url, partitions=1, fault_point=faults.RAISE_ALWAYS_IN_PHASE_TWO,
+                        fault_marker=str(tmp_path / "marker"), handler_attempts=2, retry_max_delay_s=0.1)
+    topics = declare(faust.App("sections-test", broker="kafka://127.0.0.1:9"), settings)
+    rounds = [game("s1", "ab", 0), game("s2", "ac", 1), game("s3", "ab", 2)]
+
+    async def body() -> None:
+        ctx = PipelineContext.from_settings(settings)
+        one, two, three = await queue_chained(ctx.store, rounds, preset(settings.engine_preset), 1)
+        joined = b"\n".join([one[0].value, two[0].value, three[0].value])  # s1 comes first: it is poisoned
+        where = Where(settings.topic("player-updates"), 0, 7)
+        events = [Event(joined, where), Event(b"[]\n" + two[0].value, Where(where.topic, 0, 8))]
+        rejected: list[Outgoing] = []
+        result = await handle_one_by_one(ctx, topics, events, rejected,  # type: ignore[arg-type]
+                                         RuntimeError("the batch gave up"))
+        letters = [json.loads(m.value) for m in rejected]
+        for letter in letters:
+            validate("dead-letter", letter)
+        got = sorted((letter["reason"], base64.b64decode(letter["original"]), letter["offset"]) for letter in letters)
+        assert got == sorted([(INTERNAL_ERROR, one[0].value, 7), (BAD_PLAYER_UPDATE, events[1].value, 8)])
+        assert "InjectedFault" in next(x for x in letters if x["reason"] == INTERNAL_ERROR)["message"]
+        assert result.applied == 4 and result.gaps == 0  # s2: a, c; s3: a, b (a and b released past s1)
+        assert (await ctx.store.round_record("S", "s1"))["status"] == "failed"
+        for r in ("s2", "s3"):
+            assert (await ctx.store.round_record("S", r))["status"] == "rated"
+        a = await ctx.store.player("S", "a")
+        assert a["last_seq"] == b"3" and a["rounds"] == b"2"
+        await ctx.store.close()
+
+    asyncio.run(body())
