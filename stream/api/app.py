@@ -1,8 +1,9 @@
 """The read API and dashboard: ``create_app(redis_client, settings) -> aiohttp.web.Application``.
 
 Read-only JSON endpoints over :mod:`stream.store.queries` (documented in ``openapi.json``,
-served at ``/openapi.json``), live updates by Server-Sent Events, Prometheus metrics, and the
-static dashboard at ``/``. Served standalone by ``stream api``; the worker mounts the same app.
+served at ``/openapi.json``; answers cached by :mod:`stream.api.cache`), live updates by
+Server-Sent Events, Prometheus metrics, and the static dashboard at ``/``. Served standalone by
+``stream api``; the worker mounts the same app.
 
 Ladder, player and round ids in paths are percent-encoded segments (any id the input contract
 accepts: ``/``, ``%``, spaces, Unicode), decoded by :func:`stream.api.inputs.path_param`; a player
@@ -14,18 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 from aiohttp import web
 from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
 from stream.api import inputs
+from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
 from stream.engine.display import DisplayConfig, config_for, display_rating, league_division, parse_display_configs
@@ -47,6 +51,8 @@ DISPLAY_KEY: web.AppKey[Mapping[str, DisplayConfig]] = web.AppKey("display")
 PROBE_KEY: web.AppKey[KafkaProbe | None] = web.AppKey("kafka_probe")
 STREAMS_KEY: web.AppKey[list[int]] = web.AppKey("event_streams")  # [open event streams]
 DLQ_READS_KEY = web.AppKey("dlq_reads", asyncio.Semaphore)
+CACHE_KEY = web.AppKey("response_cache", ResponseCache)
+PREDICTIONS_KEY = web.AppKey("prediction_cache", ResponseCache)
 
 DEFAULT_PAGE = 50
 DEFAULT_HISTORY = 100
@@ -54,10 +60,21 @@ DEFAULT_ROUNDS_PAGE = 20
 DEFAULT_LADDERS_PAGE = 100
 DEFAULT_BINS = 30
 MAX_BINS = 200
+DEFAULT_ACTIVITY_POINTS = 60
+MAX_ACTIVITY_POINTS = 500
 DEFAULT_REJECTED = 50
 MAX_REJECTED = 500
 CONCURRENT_DLQ_READS = 2
 """Dead-letter reads (/rejected) running at once; more wait."""
+CACHE_TTL_S = 1.0
+"""A cached answer is served for at most this long, even while its ladder's version holds."""
+CACHE_FRESH_S = 0.1
+"""A cached answer younger than this is served without reading the ladder's version: answers lag
+Redis by at most this, and the events stream announces a change this long after seeing it."""
+CACHE_MAX_BYTES = 32 * 1024 * 1024
+CACHE_MAX_ENTRY_BYTES = 1024 * 1024
+"""Larger answers (a big round's page) are computed for every request, never kept."""
+PREDICTIONS_MAX_BYTES = 8 * 1024 * 1024
 STREAMS_RETRY_AFTER_S = 30
 """Retry-After of an events request refused because API_MAX_EVENT_STREAMS are open."""
 PREDICT_SAMPLES = 20_000
@@ -88,9 +105,13 @@ def _max_id(request: web.Request) -> int:
     return request.app[SETTINGS_KEY].max_id_length
 
 
+def _ladder_name(request: web.Request) -> str:
+    return inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
+
+
 async def _ladder(request: web.Request) -> str:
     """The path's ladder, which must exist (404 otherwise)."""
-    ladder = inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
+    ladder = _ladder_name(request)
     if not await queries.ladder_exists(_redis(request), ladder):
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
     return ladder
@@ -143,25 +164,60 @@ async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "index.html")
 
 
+def _json_body(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type="application/json")
+
+
+LadderAnswer = Callable[[web.Request, str], Awaitable[dict[str, Any]]]
+
+
+def cached_by_ladder(answer: LadderAnswer) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A GET handler serving ``answer(request, ladder)`` for the path's ladder (404 when unknown) as
+    JSON, from the response cache (:mod:`stream.api.cache`): a fresh answer costs no Redis command,
+    one still under the ladder's version one."""
+    async def handler(request: web.Request) -> web.Response:
+        cache = request.app[CACHE_KEY]
+        fresh = cache.fresh(request.raw_path)
+        if fresh is not None:
+            return _json_body(fresh)
+        ladder = _ladder_name(request)
+        version = await queries.ladder_version(_redis(request), ladder)
+        if version is None:
+            raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+
+        async def compute() -> bytes:
+            return orjson.dumps(await answer(request, ladder))
+
+        return _json_body(await cache.get(request.raw_path, version, compute))
+
+    handler.__name__, handler.__doc__ = answer.__name__, answer.__doc__
+    return handler
+
+
 async def list_ladders(request: web.Request) -> web.Response:
-    """A page of the ladders, by name; their summaries in one Redis round trip."""
+    """A page of the ladders, by name; their summaries in one Redis round trip. Cached for
+    CACHE_TTL_S (no one version covers every ladder)."""
     offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
     limit = inputs.int_query(request, "limit", DEFAULT_LADDERS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
-    page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
-    return web.json_response({"total": page.total, "offset": offset, "limit": limit,
-                              "ladders": [s.to_dict() for s in page.ladders]})
+
+    async def compute() -> bytes:
+        page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
+        return orjson.dumps({"total": page.total, "offset": offset, "limit": limit,
+                             "ladders": [s.to_dict() for s in page.ladders]})
+
+    return _json_body(await request.app[CACHE_KEY].get(("ladders", offset, limit), None, compute))
 
 
-async def get_ladder(request: web.Request) -> web.Response:
-    ladder = await _ladder(request)
+@cached_by_ladder
+async def get_ladder(request: web.Request, ladder: str) -> dict[str, Any]:
     summary = await queries.ladder_summary(_redis(request), ladder)
     if summary is None:
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
-    return web.json_response({**summary.to_dict(), "display": _display(request, ladder).to_dict()})
+    return {**summary.to_dict(), "display": _display(request, ladder).to_dict()}
 
 
-async def get_leaderboard(request: web.Request) -> web.Response:
-    ladder = await _ladder(request)
+@cached_by_ladder
+async def get_leaderboard(request: web.Request, ladder: str) -> dict[str, Any]:
     offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
     limit = inputs.int_query(request, "limit", DEFAULT_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
     search = request.query.get("search", "")
@@ -170,56 +226,76 @@ async def get_leaderboard(request: web.Request) -> web.Response:
         page = await queries.search_leaderboard(_redis(request), ladder, search, offset=offset, limit=limit)
     else:
         page = await queries.leaderboard(_redis(request), ladder, offset=offset, limit=limit)
-    return web.json_response(page.to_dict())
+    return page.to_dict()
 
 
-async def get_distribution(request: web.Request) -> web.Response:
+@cached_by_ladder
+async def get_distribution(request: web.Request, ladder: str) -> dict[str, Any]:
     """The ladder's rating distribution (players per equal slice of the display ratings) and where
     each tier starts on the display scale (its promotion threshold shown as a rating)."""
-    ladder = await _ladder(request)
     bins = inputs.int_query(request, "bins", DEFAULT_BINS, low=1, high=MAX_BINS)
     dist = await queries.rating_distribution(_redis(request), ladder, bins)
     cfg = _display(request, ladder)
     starts = display_rating([threshold for _, threshold in cfg.tiers], 0.0, cfg).tolist()
     tiers = [{"tier": name, "from": None if i == 0 else starts[i]} for i, (name, _) in enumerate(cfg.tiers)]
-    return web.json_response({**dist.to_dict(), "tiers": tiers})
+    return {**dist.to_dict(), "tiers": tiers}
 
 
-async def get_player(request: web.Request) -> web.Response:
-    ladder = await _ladder(request)
+@cached_by_ladder
+async def get_activity(request: web.Request, ladder: str) -> dict[str, Any]:
+    """How the ladder's rounds accumulated over time: evenly spaced samples of its rounds index."""
+    points = inputs.int_query(request, "points", DEFAULT_ACTIVITY_POINTS, low=1, high=MAX_ACTIVITY_POINTS)
+    return (await queries.rounds_over_time(_redis(request), ladder, points)).to_dict()
+
+
+@cached_by_ladder
+async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
     player = _item_id(request, "player", "player")
     history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
     view = await queries.player(_redis(request), ladder, player, history_limit=history)
     if view is None:
         raise not_found(f"unknown player {player!r} in ladder {ladder!r}", code="unknown_player")
     league, division = league_division(view.tier, _display(request, ladder))
-    return web.json_response({**view.to_dict(), "league": league, "division": division})
+    return {**view.to_dict(), "league": league, "division": division}
 
 
-async def list_rounds(request: web.Request) -> web.Response:
-    ladder = await _ladder(request)
+@cached_by_ladder
+async def get_player_ranks(request: web.Request, ladder: str) -> dict[str, Any]:
+    """A player's leaderboard place and tier after each rated round (the place measured against
+    today's leaderboard: see :func:`stream.store.queries.rank_timeline`), and the ladder's tiers."""
+    player = _item_id(request, "player", "player")
+    history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
+    timeline = await queries.rank_timeline(_redis(request), ladder, player, history_limit=history)
+    if timeline is None:
+        raise not_found(f"unknown player {player!r} in ladder {ladder!r}", code="unknown_player")
+    return {**timeline.to_dict(), "tiers": list(_display(request, ladder).tier_names)}
+
+
+@cached_by_ladder
+async def list_rounds(request: web.Request, ladder: str) -> dict[str, Any]:
     offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
     limit = inputs.int_query(request, "limit", DEFAULT_ROUNDS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
     rounds = await queries.recent_rounds(_redis(request), ladder, offset=offset, limit=limit)
-    return web.json_response({"ladder": ladder, "offset": offset, "limit": limit,
-                              "rounds": [s.to_dict() for s in rounds]})
+    return {"ladder": ladder, "offset": offset, "limit": limit, "rounds": [s.to_dict() for s in rounds]}
 
 
-async def get_round(request: web.Request) -> web.Response:
-    ladder = await _ladder(request)
+@cached_by_ladder
+async def get_round(request: web.Request, ladder: str) -> dict[str, Any]:
     round_id = _item_id(request, "round_id", "round")
     view = await queries.round_view(_redis(request), ladder, round_id)
     if view is None:
         raise not_found(f"unknown round {round_id!r} in ladder {ladder!r}", code="unknown_round")
-    return web.json_response(view.to_dict())
+    return view.to_dict()
 
 
 async def predict(request: web.Request) -> web.Response:
     """Win probabilities, expected order, rank distribution and match quality for a lobby.
 
     Players without a rating yet are predicted with the preset's newcomer prior (``known: false``).
+    A prediction is a function of the players' (mu, sigma) and the weight, so it is cached under
+    those: one Redis round trip while none of the players' ratings changed, none for CACHE_FRESH_S.
     """
-    ladder = await _ladder(request)
+    ladder = _ladder_name(request)
     if request.method == "POST":
         try:
             body = await request.json()
@@ -232,13 +308,28 @@ async def predict(request: web.Request) -> web.Response:
         raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
     players = inputs.player_list(raw_players, _max_id(request))
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
-    params = request.app[PARAMS_KEY]
-    states = await queries.players_state(_redis(request), ladder, players)
+    key = (ladder, tuple(players), weight)
+    cache = request.app[PREDICTIONS_KEY]
+    fresh = cache.fresh(key)
+    if fresh is not None:
+        return _json_body(fresh)
+    states = await queries.lobby_state(_redis(request), ladder, players)
+    if states is None:
+        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+
+    async def compute() -> bytes:
+        return orjson.dumps(await _prediction(request.app[PARAMS_KEY], ladder, players, states, weight))
+
+    return _json_body(await cache.get(key, tuple(states), compute))
+
+
+async def _prediction(params: Params, ladder: str, players: list[str], states: list[tuple[float, float] | None],
+                      weight: float) -> dict[str, Any]:
     mu = np.array([s[0] if s else params.mu_noob for s in states])
     sigma = np.array([s[1] if s else params.sig_noob for s in states])
     model = PerformanceModel.from_params(params, weight)
     pred = await asyncio.to_thread(predict_lobby, mu, sigma, model, samples=PREDICT_SAMPLES, seed=PREDICT_SEED)
-    return web.json_response({
+    return {
         "ladder": ladder,
         "model": {"kind": model.kind, "beta": model.beta, "gamma": model.gamma, "weight": weight},
         "players": [
@@ -251,11 +342,12 @@ async def predict(request: web.Request) -> web.Response:
         "pairwise": pred.pairwise.tolist(),
         "first_ahead_of_second": float(pred.pairwise[0, 1]),
         "quality": pred.quality,
-    })
+    }
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes.
+    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes, sent
+    CACHE_FRESH_S after the change is seen, so what the event makes a page read shows the change.
 
     At most API_MAX_EVENT_STREAMS at once (503 with Retry-After beyond). A client that goes away
     ends its stream quietly: that is how every tab closes."""
@@ -279,6 +371,7 @@ async def events(request: web.Request) -> web.StreamResponse:
             now = time.monotonic()
             if updated_at != last:
                 last = updated_at
+                await asyncio.sleep(CACHE_FRESH_S)  # answers cached before the change have aged out
                 data = json.dumps({"ladder": ladder, "updated_at": updated_at})
                 await response.write(f"event: update\ndata: {data}\n\n".encode())
                 last_write = now
@@ -297,7 +390,7 @@ async def rejected(request: web.Request) -> web.Response:
     """The ladder's most recent dead letters (from ``rounds-dlq``): reason, field, message, when.
 
     The ladder need not exist in Redis (a ladder whose every round was rejected never does)."""
-    ladder = inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
+    ladder = _ladder_name(request)
     limit = inputs.int_query(request, "limit", DEFAULT_REJECTED, low=1, high=MAX_REJECTED)
     settings = request.app[SETTINGS_KEY]
     try:
@@ -321,6 +414,10 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app[PROBE_KEY] = probe
     app[STREAMS_KEY] = [0]
     app[DLQ_READS_KEY] = asyncio.Semaphore(CONCURRENT_DLQ_READS)
+    app[CACHE_KEY] = ResponseCache(ttl_s=CACHE_TTL_S, fresh_s=CACHE_FRESH_S, max_bytes=CACHE_MAX_BYTES,
+                                   max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
+    app[PREDICTIONS_KEY] = ResponseCache(ttl_s=math.inf, fresh_s=CACHE_FRESH_S, max_bytes=PREDICTIONS_MAX_BYTES,
+                                         max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
     app.router.add_get("/", index)
     app.router.add_static("/static", STATIC_DIR)
     app.router.add_get("/health", health)
@@ -330,8 +427,11 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders/{ladder}", get_ladder)
     app.router.add_get("/api/ladders/{ladder}/leaderboard", get_leaderboard)
     app.router.add_get("/api/ladders/{ladder}/distribution", get_distribution)
+    app.router.add_get("/api/ladders/{ladder}/activity", get_activity)
     app.router.add_get("/api/ladders/{ladder}/players/{player}", get_player)
     app.router.add_get("/api/ladders/{ladder}/player", get_player)  # ?id=: any id, "." and ".." too
+    app.router.add_get("/api/ladders/{ladder}/players/{player}/ranks", get_player_ranks)
+    app.router.add_get("/api/ladders/{ladder}/player/ranks", get_player_ranks)  # ?id=
     app.router.add_get("/api/ladders/{ladder}/rounds", list_rounds)
     app.router.add_get("/api/ladders/{ladder}/rounds/{round_id}", get_round)
     app.router.add_get("/api/ladders/{ladder}/round", get_round)  # ?id=

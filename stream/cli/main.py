@@ -23,6 +23,7 @@ from stream.cli import rejected as rejected_cmd
 from stream.cli import backfill as backfill_cmd
 from stream.cli import snapshot as snapshot_cmd
 from stream.cli import erase as erase_cmd
+from stream.cli import correct as correct_cmd
 
 def _hide_flag_types() -> None:
     """``--help`` without ``<bool>`` after each flag: typer (0.2x) shows every option's type, and a
@@ -73,6 +74,7 @@ rejected_cmd.register(app)
 backfill_cmd.register(app)
 snapshot_cmd.register(app)
 erase_cmd.register(app)
+correct_cmd.register(app)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from stream.contracts.round import RoundRejected
@@ -25,21 +25,29 @@ def _loads(raw: bytes | str | dict[str, Any]) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else json.loads(raw)
 
 
-def event_id(ladder: str, round_id: str, player: str) -> str:
-    """The unique id of a rating change: ``ladder/round_id/player``."""
-    return f"{ladder}/{round_id}/{player}"
+def event_id(ladder: str, round_id: str, player: str, correction_id: str | None = None) -> str:
+    """The unique id of a rating change: ``ladder/round_id/player``, and ``/correction_id`` for
+    the change a correction of round ``round_id`` made."""
+    base = f"{ladder}/{round_id}/{player}"
+    return base if correction_id is None else f"{base}/{correction_id}"
+
+
+ROUND_CHANGE = "round"
+CORRECTION_CHANGE = "correction"
 
 
 @dataclass(slots=True)
 class RatingChange:
-    """One player's rating change in one round (topic ``rating-changes``, key = player)."""
+    """One player's rating change (topic ``rating-changes``, key = player): in one round, or
+    (``kind`` "correction") by a correction of round ``round_id`` (schema rating-change v2: then
+    rank, field size and performance are those of his last round after it, None if none is left)."""
 
     ladder: str
     round_id: str
     player: str
-    rank: int
-    field_size: int
-    performance: float
+    rank: int | None
+    field_size: int | None
+    performance: float | None
     mu_before: float
     sigma_before: float
     mu_after: float
@@ -48,13 +56,19 @@ class RatingChange:
     tier: str | None
     rounds_played: int
     occurred_at: float
+    kind: str = ROUND_CHANGE
+    correction_id: str | None = None
 
     @property
     def event_id(self) -> str:
-        return event_id(self.ladder, self.round_id, self.player)
+        return event_id(self.ladder, self.round_id, self.player, self.correction_id)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event_id": self.event_id, **asdict(self)}
+        """The event's JSON values; a round's change has neither ``kind`` nor ``correction_id`` (as in v1)."""
+        out = {"event_id": self.event_id, **{name: getattr(self, name) for name in self.__slots__}}
+        if self.kind == ROUND_CHANGE:
+            del out["kind"], out["correction_id"]
+        return out
 
     def to_json(self) -> str:
         return _dumps(self.to_dict())

@@ -59,6 +59,17 @@ TEAMS_UNSUPPORTED = "teams_unsupported"
 BAD_PLAYER_UPDATE = "bad_player_update"
 UNVERIFIED_PLAYER_UPDATE = "unverified_player_update"
 INTERNAL_ERROR = "internal_error"
+BAD_CORRECTION = "bad_correction"
+UNKNOWN_ROUND = "unknown_round"
+NOT_CORRECTABLE = "not_correctable"
+HISTORY_TRIMMED = "history_trimmed"
+CORRECTION_REASONS = (BAD_CORRECTION, UNKNOWN_ROUND, NOT_CORRECTABLE, HISTORY_TRIMMED)
+"""The reason codes of a rejected correction (topic ``corrections``, ``stream.contracts.correction``)
+besides the round reasons of an amended round and ``conflict``: ``bad_correction`` (not a
+correction: schema, an amended round of another id or ladder), ``unknown_round`` (the ladder has
+no such round), ``not_correctable`` (the round is not rated or outcome-free, e.g. ``failed``, or an
+amend of a voided round), ``history_trimmed`` (a stored fan-out the re-rate needs was dropped by
+retention: docs/history.md, "How far back corrections reach")."""
 ROUND_REASONS = (
     NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
     BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, BAD_NUMBER, CONFLICT,
@@ -69,12 +80,12 @@ content) is detected against the rounds already accepted (Redis in the stream, t
 ledger in ``stream replay``), not by :func:`parse_round`; ``teams_unsupported`` (teams or
 partial play for a rater that cannot rate them) and ``mixed_standings`` (teams and individuals
 in one round for a rater that rates teams but not that) by :func:`check_supported`."""
-REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR)
+REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR, *CORRECTION_REASONS)
 """Every machine reason code of a dead letter: the round reasons, ``bad_player_update`` (a
 ``player-updates`` message that is not a PlayerUpdate), ``unverified_player_update`` (one that is
 not exactly a message of its round's stored fan-out) and ``internal_error`` (a message whose
 handling kept raising an unexpected exception, named in the letter's message, HANDLER_ATTEMPTS
-times: it is set aside so the stream moves on)."""
+times: it is set aside so the stream moves on) and the :data:`CORRECTION_REASONS`."""
 
 MIN_TIME = -62_135_596_800.0
 MAX_TIME = 253_402_300_799.0

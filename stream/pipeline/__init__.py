@@ -3,7 +3,10 @@
 Layout: ``app.py`` (the faust.App from Settings), ``topics.py`` (topic declarations and
 creation), ``agents.py`` (thin agents), ``phase_one.py`` / ``phase_two.py`` (plain async
 handlers, testable without Kafka), ``chains.py`` (phase two's chain rule), ``barrier.py`` (per-player barrier), ``partitioner.py``
-(Kafka's murmur2), ``messages.py``, ``metrics.py`` (Prometheus), ``context.py`` (shared dependencies).
+(Kafka's murmur2), ``messages.py``, ``metrics.py`` (Prometheus), ``context.py`` (shared dependencies),
+``corrections.py`` (voids and amends: hold the ladder, re-rate it, write what changed), ``rerate.py``
+(a ladder's history rated again in process, per participation), ``hold.py`` (phase one waits
+while a correction holds its ladder), ``backfill.py``.
 
 Design (the guarantee: after the stream drains, Redis equals ``stream.batch.replay`` of the
 same rounds within 1e-9, whatever the number of workers and partitions):
@@ -38,4 +41,8 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    ``event_id`` and content.
 6. Every send is awaited to the broker's acknowledgement before the input event is acked:
    a crash redelivers input, which the idempotent steps above absorb.
+7. A correction (``corrections`` topic) holds its ladder (registration answers ``held``: its new
+   rounds wait), waits for the ladder's rounds in flight, re-rates the corrected history and
+   rewrites the affected rounds and players, emits a RatingChange (kind ``correction``) per
+   player whose rating moved, then releases the hold (docs/history.md "Corrections").
 """

@@ -5,6 +5,9 @@
   different partitions proceed in parallel while each ladder stays sequential.
 * ``phase-two`` on ``player-updates``, in batches (``stream.take``); re-emits to
   ``rating-changes``.
+* ``corrections`` on ``corrections`` (key = ladder): one correction at a time
+  (``corrections.py``): it holds its ladder, waits for the ladder's rounds in flight, re-rates,
+  sends its events (or its dead letter), then records itself and releases the hold.
 * ``sweeper``: a timer (every SWEEP_INTERVAL_S) re-driving rounds still incomplete after
   SWEEP_TIMEOUT_S (``sweeper.py``).
 
@@ -49,6 +52,7 @@ from stream.pipeline import faults, metrics, retry
 from stream.pipeline.compat import take_batches
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, RatingChangeMessage, split_sections, value_limit
+from stream.pipeline.corrections import fail_correction, finish_correction, handle_correction
 from stream.pipeline.phase_one import Origin, fail, handle_round
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.pipeline.producer import BatchProducer, Outgoing
@@ -318,6 +322,38 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
             metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - started)
             log.debug("phase two: %d message(s), %d applied, %d re-emitted, %.3fs (%.3fs sending)", len(batch),
                       result.applied, result.replayed, time.perf_counter() - started, time.perf_counter() - handled)
+
+    @app.agent(topics.corrections, name="corrections")
+    async def corrections(stream: faust.StreamT[bytes]) -> None:
+        # One correction at a time; its event is acked only once its events are sent and the
+        # correction is recorded (a crash before: redelivered, and it resumes under its hold).
+        async for events in take_batches(stream, 1, 0.0):
+            for event in events:
+                message = event.message
+                origin = Origin(message.topic, message.partition, message.offset)
+                what = f"correction at offset {message.offset}"
+                try:
+                    result = await retrying(lambda: handle_correction(ctx, event.value, origin), what,
+                                            max_delay_s=settings.retry_max_delay_s, handler=retry.CORRECTION,
+                                            attempts=settings.handler_attempts)
+                except GaveUp as gave_up:
+                    error = gave_up.error
+                    result = await retrying(lambda: fail_correction(ctx, event.value, origin, error),
+                                            f"setting aside {what}", max_delay_s=settings.retry_max_delay_s,
+                                            handler=retry.CORRECTION)
+                out = change_messages(topics, result.events)
+                if result.dead_letter is not None:
+                    letter = result.dead_letter
+                    out.append(letter_message(topics, settings.max_message_bytes, letter, event.key, None))
+                    metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
+                    log.warning("correction rejected to the DLQ: %s (%s)", letter.reason,
+                                log_safe(letter.message, quote=False))
+                await send(out, "correction events")
+                await retrying(lambda: finish_correction(ctx, result), f"recording {what}",
+                               max_delay_s=settings.retry_max_delay_s, handler=retry.CORRECTION)
+                log.info("correction %s of ladder %s: %s, %d event(s) %s", log_safe(result.correction_id),
+                         log_safe(result.ladder), result.outcome, len(result.events),
+                         " ".join(f"{k} {v:.3f}s" for k, v in result.seconds.items()))
 
     @app.timer(interval=settings.sweep_interval_s, name="sweeper")  # type: ignore[untyped-decorator]  # faust: untyped
     async def sweeper() -> None:

@@ -16,6 +16,7 @@ round in flight (no worker rating it) and continues from its stored states, seq 
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -186,6 +187,8 @@ def _record(round_: RoundResult, seq: int, status: str, now: float) -> dict[str 
         "round_id": round_.round_id, "seq": seq, "status": status, "field_size": round_.field_size,
         "occurred_at": encode_float(round_.occurred_at), "received_at": encode_float(now),
         "content_hash": round_.content_hash()}
+    if math.isfinite(round_.perf_ceiling):  # kept for re-rates, as register_round.lua keeps it
+        record["perf_ceiling"] = encode_float(round_.perf_ceiling)
     if status == STATUS_RATED:
         record.update({"pending": 0, "rated_at": encode_float(now), "emitted": "1"})
     return record

@@ -68,19 +68,27 @@ class ChangeColumns:
 
 def encode_changes(c: ChangeColumns) -> list[bytes]:
     """``RatingChange(...).to_json().encode()`` for every row of ``c`` (tested byte-equal)."""
-    ladder, round_id = encode_basestring(c.ladder), encode_basestring(c.round_id)
-    head = f',"ladder":{ladder},"round_id":{round_id},"player":'
-    tail = f',"occurred_at":{json.dumps(c.occurred_at, allow_nan=False)}}}'
-    field_size = int(c.field_size)
+    return encode_changes_of_rounds(c.ladder, [c.round_id], [c.field_size], [c.occurred_at], [0] * len(c.players), c)
+
+
+def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes: Sequence[int],
+                             occurred_at: Sequence[float], round_of: Sequence[int], c: ChangeColumns) -> list[bytes]:
+    """:func:`encode_changes` of rows from many rounds of one ladder (row i from round
+    ``round_of[i]``; ``c``'s own round fields unused): a re-rate encodes a long history's changes
+    without a call per round."""
+    ladder_json = encode_basestring(ladder)
+    heads = [f',"ladder":{ladder_json},"round_id":{encode_basestring(r)},"player":' for r in round_ids]
+    tails = [f',"occurred_at":{json.dumps(t, allow_nan=False)}}}' for t in occurred_at]
+    sizes = [repr(int(n)) for n in field_sizes]
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
-    rows = zip(c.players, c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
+    rows = zip(round_of, c.players, c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
                c.display_rating, c.tiers, c.rounds_played)
     return [
-        (f'{{"event_id":{encode_basestring(event_id(c.ladder, c.round_id, player))}{head}'
-         f'{encode_basestring(player)},"rank":{int(rank)!r},"field_size":{field_size!r},"performance":{perf},'
+        (f'{{"event_id":{encode_basestring(event_id(ladder, round_ids[k], player))}{heads[k]}'
+         f'{encode_basestring(player)},"rank":{int(rank)!r},"field_size":{sizes[k]},"performance":{perf},'
          f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
-         f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tail}').encode()
-        for player, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played in rows
+         f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}').encode()
+        for k, player, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played in rows
     ]
 
 

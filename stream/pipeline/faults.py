@@ -32,6 +32,11 @@ AFTER_FANOUT_STORED_BEFORE_SEND = "after_fanout_stored_before_send"
 AFTER_FANOUT_SENT_BEFORE_ACK = "after_fanout_sent_before_ack"
 PHASE_TWO_AFTER_REDIS_BEFORE_EMIT = "phase_two_after_redis_before_emit"
 PHASE_TWO_AFTER_EMIT_BEFORE_ACK = "phase_two_after_emit_before_ack"
+CORRECTION_MID_RERATE = "correction_mid_rerate"
+"""A correction holds its ladder, its plan and trail are stored, half of its re-rate's writes are
+sent (``corrections._write``: every re-rated round's results and fan-out, no player yet), no
+event: the redelivered correction must finish it. Not in CRASH_POINTS (those a stream of rounds
+meets): tests/faults/test_corrections_kill.py."""
 CRASH_POINTS = (AFTER_REGISTER_BEFORE_FANOUT, AFTER_PRIORS_BEFORE_FANOUT_STORED, AFTER_FANOUT_STORED_BEFORE_SEND,
                 AFTER_FANOUT_SENT_BEFORE_ACK, PHASE_TWO_AFTER_REDIS_BEFORE_EMIT, PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
 
@@ -75,7 +80,7 @@ STALL_POINTS = (STALL_ROUNDS_PARTITION, STALL_ROUNDS_PARTITION_FOREVER)
 _RAISE_AT = {AFTER_PRIORS_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
 """Raise points placed where a crash point is (``crash_point`` checks both)."""
 
-ALL_POINTS = CRASH_POINTS + DROP_POINTS + RAISE_POINTS + STALL_POINTS
+ALL_POINTS = CRASH_POINTS + (CORRECTION_MID_RERATE,) + DROP_POINTS + RAISE_POINTS + STALL_POINTS
 
 
 class InjectedFault(RuntimeError):

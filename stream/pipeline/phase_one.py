@@ -8,7 +8,8 @@ Algorithm 1, first half):
    with status ``no_outcome`` and rates nobody.  A round with teams or partial play is
    dead-lettered ``teams_unsupported`` (``check_supported``): the stream rates individual
    full-time rounds only, for now (``stream replay --model trueskill`` rates teams).
-2. Register the round id (Lua, once): a new id gets the ladder's next ``seq``; the same id
+2. Register the round id (Lua, once; while a correction holds the ladder, registration answers
+   ``held`` and the round waits: ``hold.py``): a new id gets the ladder's next ``seq``; the same id
    with the same content is a duplicate (its stored fan-out is re-sent if it is still
    pending, since the first attempt may have crashed mid-send); different content is a
    ``conflict`` dead letter, the first round stands. Registration also enters the round in
@@ -43,6 +44,7 @@ from stream.pipeline import faults
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import encode_update, number_texts
+from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FanOutMessage, value_limit
 from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
@@ -89,10 +91,10 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         return await _record_no_outcome(ctx, round_, raw, now, origin)
 
     store = ctx.store
-    registration = await store.register_round(
+    registration = await register_unless_held(ctx.settings, round_.ladder, lambda: store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
         received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
-        due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players())
+        due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players(), perf_ceiling=round_.perf_ceiling))
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
     result = PhaseOneResult("rated", round_.ladder, round_.round_id, registration.seq)
@@ -261,9 +263,9 @@ async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: lis
 
 async def _record_no_outcome(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float,
                              origin: Origin) -> PhaseOneResult:
-    registration = await ctx.store.register_round(
+    registration = await register_unless_held(ctx.settings, round_.ladder, lambda: ctx.store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
-        received_at=now, field_size=round_.field_size, status=STATUS_NO_OUTCOME)
+        received_at=now, field_size=round_.field_size, status=STATUS_NO_OUTCOME))
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
     return PhaseOneResult(NO_OUTCOME if registration.outcome == OUTCOME_NEW else "duplicate",

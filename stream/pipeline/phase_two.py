@@ -21,7 +21,9 @@ the same round trip that reads the players); any other is not applied and comes 
 Idempotency: a row whose player's stored ``last_seq`` already reached the round's ``seq`` is
 not recomputed; the script re-checks atomically. Such rows' events are re-emitted from the
 round's stored results, so a redelivered task re-sends the SAME RatingChange (same
-``event_id`` and content) and consumers can deduplicate. A row whose player has not reached
+``event_id`` and content) and consumers can deduplicate; unless a correction re-rated the round
+since (its results changed, the correction sent its own events): then nothing is re-emitted.
+A row whose player has not reached
 its ``previous_seq`` (a gap: an earlier round's section not applied yet) is neither applied
 nor confirmed: its round stays pending and the sweeper re-sends it.
 """
@@ -245,6 +247,8 @@ async def _re_emit(ctx: PipelineContext, result: PhaseTwoResult, missing: list[t
         return
     for (ladder, round_id, players), changes, emitted in zip(
             missing, await ctx.store.load_results_of(missing), result.emitted):
+        if changes is None:  # a correction re-rated the round after its events were sent: nothing to re-emit
+            continue
         lost = [p for p, change in zip(players, changes) if change is None]
         if lost:  # applied, but the round's bookkeeping never ran (a crash mid-pipeline): recover it
             recovered = dict(zip(lost, await ctx.store.recover_results(ladder, round_id, lost, now=now)))

@@ -67,8 +67,9 @@ PHASE_TWO = "phase_two"
 SEND = "send"
 CONFIRM = "confirm_emitted"
 SWEEP = "sweep"
+CORRECTION = "correction"
 OTHER = "other"
-HANDLERS = (PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, OTHER)
+HANDLERS = (PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, CORRECTION, OTHER)
 
 
 class GaveUp(Exception):

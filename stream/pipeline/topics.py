@@ -13,7 +13,8 @@ ROUNDS = "rounds"
 PLAYER_UPDATES = "player-updates"
 RATING_CHANGES = "rating-changes"
 ROUNDS_DLQ = "rounds-dlq"
-ALL = (ROUNDS, PLAYER_UPDATES, RATING_CHANGES, ROUNDS_DLQ)
+CORRECTIONS = "corrections"
+ALL = (ROUNDS, PLAYER_UPDATES, RATING_CHANGES, ROUNDS_DLQ, CORRECTIONS)
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Topics:
     player_updates: faust.TopicT
     rating_changes: faust.TopicT
     rounds_dlq: faust.TopicT
+    corrections: faust.TopicT
 
 
 def partition_counts(settings: Settings) -> dict[str, int]:
@@ -36,7 +38,7 @@ def declare(app: faust.App, settings: Settings) -> Topics:
         return app.topic(settings.topic(name), key_type=bytes, value_type=bytes, key_serializer="raw",
                          value_serializer="raw", partitions=settings.partitions)
 
-    return Topics(topic(ROUNDS), topic(PLAYER_UPDATES), topic(RATING_CHANGES), topic(ROUNDS_DLQ))
+    return Topics(topic(ROUNDS), topic(PLAYER_UPDATES), topic(RATING_CHANGES), topic(ROUNDS_DLQ), topic(CORRECTIONS))
 
 
 def ensure(settings: Settings) -> dict[str, int]:

@@ -119,6 +119,20 @@ class BulkWriter:
             self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # str scores are sent as they are
             await self._count(2 * min(ZADD_MEMBERS, len(items) - lo))
 
+    async def delete(self, *names: str) -> None:
+        self.pipe.delete(*names)
+        await self._count(len(names))
+
+    async def hdel(self, key: str, *fields: str) -> None:
+        self.pipe.hdel(key, *fields)
+        await self._count(len(fields))
+
+    async def zrem(self, key: str, members: Sequence[str]) -> None:
+        """ZREM in chunks of :data:`ZADD_MEMBERS` members."""
+        for lo in range(0, len(members), ZADD_MEMBERS):
+            self.pipe.zrem(key, *members[lo:lo + ZADD_MEMBERS])
+            await self._count(min(ZADD_MEMBERS, len(members) - lo))
+
     async def sadd(self, key: str, member: str) -> None:
         self.pipe.sadd(key, member)
         await self._count(1)

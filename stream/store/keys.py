@@ -85,3 +85,20 @@ def player(ladder_name: str, player_id: str) -> str:
 def history(ladder_name: str, player_id: str) -> str:
     """List, newest last, bounded: one RatingChange JSON per rated round."""
     return f"{PREFIX}history:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
+
+
+def corrections(ladder_name: str) -> str:
+    """Hash: correction id → JSON of each correction applied to the ladder (its ledger: idempotency)."""
+    return f"{PREFIX}corrections:{{{ladder_name}}}"
+
+
+def correction_plan(ladder_name: str, correction_id: str) -> str:
+    """String (JSON), while a correction is applied: player → [mu, sigma] before it, written whole
+    before the re-rate writes anything; a redelivered correction computes its events from it."""
+    return f"{PREFIX}correction-plan:{{{ladder_name}}}:{correction_id}"
+
+
+def rejected_corrections(ladder_name: str) -> str:
+    """Hash: correction id → JSON ``{reason, message}`` of a correction the worker dead-lettered
+    (what ``stream void/amend --wait`` reports; not consulted for idempotency)."""
+    return f"{PREFIX}corrections-rejected:{{{ladder_name}}}"

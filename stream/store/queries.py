@@ -353,6 +353,18 @@ async def players_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> li
     return [None if mu is None else (float(mu), float(sigma)) for mu, sigma in rows]
 
 
+async def lobby_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> list[tuple[float, float] | None] | None:
+    """:func:`players_state` and whether the ladder exists (None: unknown ladder), one round trip."""
+    pipe = r.pipeline(transaction=False)
+    pipe.sismember(keys.ladders(), ladder)
+    for p in player_ids:
+        pipe.hmget(keys.player(ladder, p), ("mu", "sigma"))
+    exists, *rows = await pipe.execute()
+    if not exists:
+        return None
+    return [None if mu is None else (float(mu), float(sigma)) for mu, sigma in rows]
+
+
 def _round_record(raw: list[Any]) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for name, value in zip(ROUND_FIELDS, raw):
@@ -398,3 +410,108 @@ async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: i
     return [RoundSummary(round_id=_text(rid) or "", seq=int(seq), status=_text(status), field_size=_int(size),
                          occurred_at=_float(occurred), rated_at=_float(rated))
             for (rid, seq), (status, size, occurred, rated) in zip(ids, records)]
+
+
+# ---- the ladder's version, and pictures over time -----------------------------------------------
+LADDER_VERSION_FIELDS = ("seq", "rounds_rated", "updated_at")
+
+
+async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
+    """What changes whenever a round is registered or rated (``seq``, ``rounds_rated``,
+    ``updated_at`` of the ladder hash), or None for an unknown ladder. The read API keys its cached
+    answers on it, so it is one command: a ladder hash with any of them is a ladder (the ladder's
+    first round put it in the ladder set and counted ``seq``); only without them is the set asked."""
+    fields = await r.hmget(keys.ladder(ladder), LADDER_VERSION_FIELDS)
+    if all(f is None for f in fields) and not await ladder_exists(r, ladder):
+        return None
+    return tuple(_text(f) or "" for f in fields)
+
+
+@dataclass
+class RoundsOverTime:
+    ladder: str
+    rounds: int  # rounds in the ladder's index (any status)
+    rounds_rated: int
+    points: list[dict[str, Any]]  # {"rounds", "round_id", "seq", "status", "occurred_at", "rated_at"}, by seq
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+def _spread(n: int, points: int) -> list[int]:
+    """``points`` indices spread evenly over 0..n-1, first and last included (fewer when n < points)."""
+    if points <= 1 or n <= 1:
+        return [n - 1]
+    return sorted({round(i * (n - 1) / (points - 1)) for i in range(points)})
+
+
+async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOverTime:
+    """How the ladder's rounds accumulated: ``points`` rounds spread evenly over its rounds index (by
+    sequence number), each with its place in the index (``rounds``: how many rounds were registered
+    up to it, the last one's is the total) and its times. Three round trips whatever the ladder's
+    size; the index and round records are never trimmed (retention keeps them). A place counts the
+    rounds not rated too (``rounds`` - ``rounds_rated`` of all, failed or still pending)."""
+    pipe = r.pipeline(transaction=False)
+    pipe.zcard(keys.rounds(ladder))
+    pipe.hget(keys.ladder(ladder), "rounds_rated")
+    total, rated = await pipe.execute()
+    total = int(total)
+    if total == 0:
+        return RoundsOverTime(ladder, 0, _int(rated) or 0, [])
+    where = _spread(total, points)
+    pipe = r.pipeline(transaction=False)
+    for i in where:
+        pipe.zrange(keys.rounds(ladder), i, i, withscores=True)
+    found = [(i, _text(hit[0][0]) or "", int(hit[0][1])) for i, hit in zip(where, await pipe.execute()) if hit]
+    pipe = r.pipeline(transaction=False)
+    for _, round_id, _ in found:
+        pipe.hmget(keys.round_record(ladder, round_id), ("status", "occurred_at", "rated_at"))
+    records = await pipe.execute() if found else []
+    return RoundsOverTime(ladder, total, _int(rated) or 0, [
+        {"rounds": i + 1, "round_id": round_id, "seq": seq, "status": _text(status),
+         "occurred_at": _float(occurred), "rated_at": _float(rated_at)}
+        for (i, round_id, seq), (status, occurred, rated_at) in zip(found, records)])
+
+
+@dataclass
+class RankTimeline:
+    ladder: str
+    player: str
+    position: int | None  # the player's place on today's leaderboard
+    leaderboard_size: int
+    points: list[dict[str, Any]]  # per rated round, oldest first (see rank_timeline)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> RankTimeline | None:
+    """A player's tier and leaderboard place after each of the last ``history_limit`` rated rounds,
+    from the history entries: two round trips.
+
+    Redis keeps no past leaderboards, so the place is the one the rating of then holds on today's
+    leaderboard (1 + the players now rated above it, the player itself left out): exact for the
+    newest entry, an estimate for older ones that drifts as the other players' ratings move. The
+    tier is the one the entry recorded."""
+    lb = keys.leaderboard(ladder)
+    pipe = r.pipeline(transaction=False)
+    pipe.hget(keys.player(ladder, player_id), "mu")
+    pipe.zscore(lb, player_id)
+    pipe.zrevrank(lb, player_id)
+    pipe.zcard(lb)
+    pipe.lrange(keys.history(ladder, player_id), -history_limit, -1) if history_limit > 0 else pipe.echo("")
+    mu, score, rank, lb_size, history = await pipe.execute()
+    if mu is None:
+        return None
+    entries = [_json(h) for h in history] if isinstance(history, list) else []
+    pipe = r.pipeline(transaction=False)
+    for entry in entries:
+        pipe.zcount(lb, f"({float(entry['display_rating'])!r}", "+inf")
+    above = await pipe.execute() if entries else []
+    now = None if score is None else float(score)
+    points = [{"round_id": e["round_id"], "occurred_at": e["occurred_at"], "display_rating": e["display_rating"],
+               "tier": e.get("tier") or None, "rank": e["rank"], "field_size": e["field_size"],
+               "position": int(n) + 1 - (1 if now is not None and now > float(e["display_rating"]) else 0)}
+              for e, n in zip(entries, above)]
+    return RankTimeline(ladder=ladder, player=player_id, position=None if rank is None else int(rank) + 1,
+                        leaderboard_size=int(lb_size), points=points)

@@ -37,6 +37,11 @@ STATUS_FAILED = "failed"
 OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
+OUTCOME_HELD = "held"
+"""A correction holds the ladder (re-rating it): nothing was registered; register again later."""
+STATUS_VOIDED = "voided"
+"""A round a correction removed from the ladder's history (its record and seq stay: re-publishing
+it is still a no-op)."""
 
 PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", "#queued_seq", "#last_seq")
 STATE_FIELDS = ("#last_seq", "state", "tier")
@@ -370,9 +375,14 @@ class Store:
     async def register_round(
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
         received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
-        due_at: float = NEVER_DUE, prefetch: Sequence[str] = (),
+        due_at: float = NEVER_DUE, prefetch: Sequence[str] = (), perf_ceiling: float = math.inf,
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
+
+        While a correction holds the ladder nothing is registered: the outcome is ``held``
+        (:data:`OUTCOME_HELD`, ``status`` = the correction's id) and the caller registers again
+        later (``stream.pipeline.hold``). A finite ``perf_ceiling`` is kept on the round record
+        (a re-rate needs it: the stored fan-out does not carry it).
 
         A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
         canonical ``body`` until its fan-out is stored, so a sweeper can finish its phase one.
@@ -387,10 +397,13 @@ class Store:
                        [keys.ladder(ladder), keys.round_record(ladder, round_id), keys.rounds(ladder),
                         keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)],
                        [round_id, content_hash, encode_float(occurred_at), encode_float(received_at),
-                        field_size, status, body, encode_due(due_at)])
+                        field_size, status, body, encode_due(due_at),
+                        encode_float(perf_ceiling) if math.isfinite(perf_ceiling) else ""])
             self._read_players_into(pipe, player_keys, PRIOR_FIELDS)
 
         _, (outcome, seq, stored_status, *earlier), *prior_rows = await self._run(build)
+        if outcome == OUTCOME_HELD.encode():
+            return Registration(OUTCOME_HELD, 0, stored_status.decode())
         priors = self._priors(prefetch, _columns(prior_rows, PRIOR_FIELDS), int(seq)) if prefetch else None
         return Registration(outcome.decode(), int(seq), stored_status.decode(), tuple(e.decode() for e in earlier),
                             priors)
@@ -537,17 +550,29 @@ class Store:
         stored = await self.client.hmget(keys.round_results(ladder, round_id), list(players))
         return [None if value is None else as_bytes(value) for value in stored]
 
-    async def load_results_of(self, rounds: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[bytes | None]]:
-        """:meth:`load_results` of several (ladder, round_id, players) in one round trip."""
+    async def load_results_of(self, rounds: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[bytes | None] | None]:
+        """:meth:`load_results` of several (ladder, round_id, players) in one round trip; None for a
+        round a correction re-rated since its events were sent (``rerated_by`` on its record): its
+        stored results are no longer the ones emitted, and re-emitting them would give an
+        ``event_id`` a second content (the correction sent its own events). Each round's results
+        are read before its mark, which a re-rate sets in the script that rewrites the results
+        (rewrite_rounds.lua)."""
         asked = [(ladder, round_id, list(players)) for ladder, round_id, players in rounds if players]
         if not asked:
             return [[] for _ in rounds]
         pipe = self.client.pipeline(transaction=False)
         for ladder, round_id, players in asked:
             pipe.hmget(keys.round_results(ladder, round_id), players)
+            pipe.hexists(keys.round_record(ladder, round_id), "rerated_by")
         replies = iter(await pipe.execute())
-        return [[None if value is None else as_bytes(value) for value in next(replies)] if players else []
-                for _, _, players in rounds]
+        out: list[list[bytes | None] | None] = []
+        for _, _, wanted in rounds:
+            if not wanted:
+                out.append([])
+                continue
+            stored, rerated = next(replies), next(replies)
+            out.append(None if rerated else [None if value is None else as_bytes(value) for value in stored])
+        return out
 
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int) -> Priors:

@@ -26,3 +26,14 @@ def with_client(redis_url: str, body: Callable[[TestClient], Awaitable[Any]], *,
             await client.close()
             await r.aclose()
     return asyncio.run(go())
+
+
+def get_all(redis_url: str, paths: list[str], **settings: Any) -> list[tuple[int, Any]]:
+    """GET every path in one server (status, JSON body)."""
+    async def body(client: TestClient) -> list[tuple[int, Any]]:
+        out = []
+        for path in paths:
+            resp = await client.get(path)
+            out.append((resp.status, await resp.json()))
+        return out
+    return with_client(redis_url, body, **settings)  # type: ignore[no-any-return]

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from aiohttp.test_utils import TestClient
 
-from apiclient import with_client
+from apiclient import get_all, with_client
 from readside_data import Seeded, seed
 
 LADDER = "cup:2026.a-b_c"
@@ -29,17 +29,6 @@ def enc(value: str) -> str:
 @pytest.fixture()
 def seeded(redis_url: str) -> Seeded:
     return seed(redis_url, ladder=LADDER, players=PLAYERS + DOT_PLAYERS, round_ids=ROUNDS)
-
-
-def get_all(redis_url: str, paths: list[str]) -> list[tuple[int, Any]]:
-    """GET every path in one server (status, JSON body)."""
-    async def body(client: TestClient) -> list[tuple[int, Any]]:
-        out = []
-        for path in paths:
-            resp = await client.get(path)
-            out.append((resp.status, await resp.json()))
-        return out
-    return with_client(redis_url, body)  # type: ignore[no-any-return]
 
 
 def test_every_player_by_its_encoded_path_segment(redis_url: str, seeded: Seeded) -> None:

@@ -104,8 +104,9 @@ def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
     out = run_bench("api.py", "--rounds", "10", "--clients", "2", "--seconds", "0.3", "--busy-rate", "20")
     rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     table = {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows[1:]}
-    assert {"/health", "leaderboard page", "search, no match", "player (200 history)", "predict (3 players)"} <= set(table)
-    assert table["/health"][3] == "1.00"
+    assert {"/health", "leaderboard page", "search, no match", "player (200 history)", "predict (3 players)",
+            "distribution", "rounds over time", "player ranks (200)"} <= set(table)
+    assert table["/health"][3] == "1.00" and table["/health"][6] == "1.00"
     for name, cells in table.items():
         idle, busy, errors = float(cells[0].replace(",", "")), float(cells[4].replace(",", "")), int(cells[-1])
         assert idle > 0 and busy > 0 and errors == 0, (name, cells)
@@ -118,6 +119,16 @@ def test_backfill_bench_reports_both_commands_and_the_ratio() -> None:
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| stream ")}
     assert set(rows) == {"stream replay", "stream backfill"}
     assert "backfill / replay:" in out and "bytes per participation" in out
+
+
+def test_corrections_bench_reports_both_voids_next_to_replay() -> None:
+    out = run_bench("corrections.py", "--rounds", "300", "--players", "40", "--depth", "0.2", "--shallow", "3")
+    assert "300 duels from 40 players" in out
+    assert "| `stream replay` of the ladder" in out and "| `stream.batch.replay` of the ladder" in out
+    voids = [line for line in out.splitlines() if line.startswith("| void of round")]
+    assert len(voids) == 2 and "round 61 (deep: 239 later rounds)" in voids[0] and "(shallow: 2 later" in voids[1]
+    assert all("rerate" in line and "write" in line for line in voids)
+    assert "Redis == replay of the corrected history for all 40 players" in out
 
 
 def test_memory_bench_reports_every_scenario() -> None:

@@ -323,3 +323,62 @@ def test_matchup_page(redis_url: str, browser: webdriver.Chrome) -> None:
         browser.save_screenshot(str(OUTPUT / "dashboard-matchup.png"))
         browser.find_elements(By.CSS_SELECTOR, "#matchup-players button.remove")[0].click()
         wait.until(lambda d: set(drawn(d)) == set(picked[1:] + ["newbie"]))
+
+
+def test_rounds_and_rank_over_time(redis_url: str, browser: webdriver.Chrome) -> None:
+    """The ladder's rounds-rated-over-time chart and a player's place-and-tier chart draw the API's
+    figures: one point per sample, higher counts and better places drawn higher, tiers in the strip."""
+    seeded = seed(redis_url, rounds=8)
+    OUTPUT.mkdir(exist_ok=True)
+    wait = WebDriverWait(browser, WAIT_S)
+
+    def served(url: str) -> dict:
+        with urllib.request.urlopen(url) as resp:
+            return json.loads(resp.read())  # type: ignore[no-any-return]
+
+    with ApiServer(redis_url) as server:
+        browser.get(f"{server.url}/?live=off#/l/{LADDER}")
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rounds-chart circle.rounds-point")) == 8)
+        drawn = browser.execute_script("""
+            return Array.from(document.querySelectorAll('#rounds-chart circle.rounds-point'),
+                c => [Number(c.dataset.rounds), c.dataset.round,
+                      Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]);""")
+        activity = served(f"{server.url}/api/ladders/{LADDER}/activity?points=60")
+        assert [(n, r) for n, r, _, _ in drawn] == [(p["rounds"], p["round_id"]) for p in activity["points"]]
+        assert [r for _, r, _, _ in drawn] == seeded.rounds
+        xs, ys = [x for *_, x, _ in drawn], [y for *_, y in drawn]
+        assert xs == sorted(xs) and xs[0] < xs[-1]  # rated one day apart: later to the right
+        assert ys == sorted(ys, reverse=True) and ys[0] > ys[-1]  # more rounds: higher
+        line = browser.find_element(By.ID, "rounds-line").get_attribute("points")
+        assert line is not None and len(line.split()) == 8
+        browser.execute_script("document.getElementById('rounds-chart').scrollIntoView()")
+        browser.save_screenshot(str(OUTPUT / "dashboard-rounds-over-time.png"))
+
+        # the player who played most rounds and moved most on the leaderboard
+        def moves(p: str) -> tuple[int, int]:
+            places = [q["position"] for q in served(f"{server.url}/api/ladders/{LADDER}/players/{p}/ranks")["points"]]
+            return len(places), len(set(places))
+        player = max(sorted(seeded.display)[:12], key=moves)  # ids without URL-special characters
+        timeline = served(f"{server.url}/api/ladders/{LADDER}/players/{player}/ranks?history=200")
+        assert len(set(p["position"] for p in timeline["points"])) > 1  # the picture has something to show
+        browser.get(f"{server.url}/?live=off#/l/{LADDER}/p/{player}")
+        n = len(timeline["points"])
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rank-chart circle.rank-point")) == n)
+        points = browser.execute_script("""
+            return Array.from(document.querySelectorAll('#rank-chart circle.rank-point'),
+                c => [Number(c.dataset.position), c.dataset.tier, Number(c.getAttribute('cy'))]);""")
+        strip = browser.execute_script("""
+            return Array.from(document.querySelectorAll('#rank-chart rect.tier-seg'),
+                r => [r.dataset.tier, r.getAttribute('class'), Number(r.getAttribute('width'))]);""")
+        assert [pos for pos, _, _ in points] == [p["position"] for p in timeline["points"]]
+        assert [tier for _, tier, _ in points] == [p["tier"] or "" for p in timeline["points"]]
+        best = min(range(n), key=lambda i: points[i][0])
+        worst = max(range(n), key=lambda i: points[i][0])
+        assert points[best][2] == min(cy for *_, cy in points) < points[worst][2]  # a better place is drawn higher
+        assert [t for t, _, _ in strip] == [p["tier"] or "" for p in timeline["points"]]
+        for tier, cls, width in strip:
+            level = timeline["tiers"].index(tier) % 4 if tier else "none"
+            assert f"tier-level-{level}" in cls and width > 0
+        assert len(browser.find_element(By.ID, "rank-line").get_attribute("points").split()) == n
+        browser.execute_script("document.getElementById('rank-chart').scrollIntoView()")
+        browser.save_screenshot(str(OUTPUT / "dashboard-rank-over-time.png"))

@@ -180,3 +180,16 @@ def test_rating_distribution_counts_every_player_once(redis_url: str, seeded: Se
     assert dist.counts == expected and sum(dist.counts) == len(shown)
     empty = run(redis_url, lambda r: queries.rating_distribution(r, "nope", 3))
     assert (empty.total, empty.counts) == (0, [0, 0, 0])
+
+
+def test_ladder_version(redis_url: str, seeded: Seeded) -> None:
+    """The fields a rated round moves; a ladder only in the ladder set still exists; None for unknown."""
+    version = run(redis_url, lambda r: queries.ladder_version(r, LADDER))
+    assert version == ("5", "5", repr(1_700_000_000.0 + 5 * 86_400.0))
+    sync = redis.Redis.from_url(redis_url)
+    sync.hincrby(keys.ladder(LADDER), "rounds_rated", 1)
+    sync.sadd(keys.ladders(), "empty")
+    sync.close()
+    assert run(redis_url, lambda r: queries.ladder_version(r, LADDER)) == ("5", "6", version[2])
+    assert run(redis_url, lambda r: queries.ladder_version(r, "empty")) == ("", "", "")
+    assert run(redis_url, lambda r: queries.ladder_version(r, "nope")) is None

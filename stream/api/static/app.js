@@ -1,5 +1,7 @@
-// Dashboard of the read API: leaderboard (search, pagination), player page (rating chart with the
-// ±sigma band and performances), round page, rejected rounds, live updates through Server-Sent Events.
+// Dashboard of the read API: leaderboard (search, pagination, rating histogram with tier bands, rounds
+// rated over time), player page (rating chart with the ±sigma band and performances, leaderboard
+// place and tier over time), round page, match-up page, rejected rounds, live updates through
+// Server-Sent Events.
 // Plain JS, no build step. Routes live in the URL hash: #/l/LADDER, #/l/LADDER/p/PLAYER,
 // #/l/LADDER/r/ROUND, #/l/LADDER/rejected.
 //
@@ -17,6 +19,8 @@ const SEARCH_DEBOUNCE_MS = 250;
 const CHART = { width: 880, height: 320, pad: { left: 56, right: 16, top: 16, bottom: 32 } };
 const MATCHUP = { width: 880, height: 200, pad: { left: 160, right: 16, top: 8, bottom: 8 } };
 const HISTOGRAM = { width: 880, height: 180, bins: 30, pad: { left: 40, right: 16, top: 18, bottom: 24 } };
+const ROUNDS_CHART = { width: 880, height: 160, points: 60, pad: { left: 56, right: 16, top: 12, bottom: 24 } };
+const RANK_CHART = { width: 880, height: 220, strip: 22, pad: { left: 56, right: 16, top: 12, bottom: 24 } };
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 // ?live=off starts paused without an event stream (headless screenshots: nothing keeps loading)
@@ -62,10 +66,11 @@ const matchupHash = (ladder, players) => [`#/l/${enc(ladder)}/matchup`, ...playe
 // API URL of a player ("player") or round ("round"): the id is one percent-encoded path segment, so
 // it may hold "/", "%", spaces, any Unicode. "." and ".." cannot be path segments (URL parsers drop
 // them, %2E too): those two go through the query form /player?id= (or /round?id=).
-function itemUrl(ladder, kind, id, query = "") {
+// ``suffix``: a sub-resource ("/ranks").
+function itemUrl(ladder, kind, id, query = "", suffix = "") {
   const base = `/api/ladders/${enc(ladder)}`;
-  if (id === "." || id === "..") return `${base}/${kind}?id=${enc(id)}` + (query ? `&${query}` : "");
-  return `${base}/${kind}s/${enc(id)}` + (query ? `?${query}` : "");
+  if (id === "." || id === "..") return `${base}/${kind}${suffix}?id=${enc(id)}` + (query ? `&${query}` : "");
+  return `${base}/${kind}s/${enc(id)}${suffix}` + (query ? `?${query}` : "");
 }
 
 // Cards: label -> value node, patched in place.
@@ -144,6 +149,9 @@ function leaderboardView(ladder) {
   const histogram = svg("svg", { class: "chart", id: "rating-histogram", role: "img",
     viewBox: `0 0 ${HISTOGRAM.width} ${HISTOGRAM.height}`, "aria-label": `rating distribution of ${ladder}` });
   let drawnHistogram = "";
+  const roundsChart = svg("svg", { class: "chart", id: "rounds-chart", role: "img",
+    viewBox: `0 0 ${ROUNDS_CHART.width} ${ROUNDS_CHART.height}`, "aria-label": `rounds rated over time in ${ladder}` });
+  let drawnRounds = "";
   const recent = el("ul", { id: "recent-rounds" });
   const view = {};
   view.nodes = [
@@ -151,20 +159,23 @@ function leaderboardView(ladder) {
     el("div", { class: "toolbar" }, search, prev, next, info,
       el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
-    lb.root, el("h2", { text: "Recent rounds" }), recent];
+    lb.root, el("h2", { text: "Rounds rated over time" }), roundsChart, el("h2", { text: "Recent rounds" }), recent];
   view.load = async () => {
     const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
-    const [summary, page, rounds, distribution] = await Promise.all([
+    const [summary, page, rounds, distribution, activity] = await Promise.all([
       api(`/api/ladders/${enc(ladder)}`),
       api(`/api/ladders/${enc(ladder)}/leaderboard?${q}`),
       api(`/api/ladders/${enc(ladder)}/rounds?limit=10`),
       api(`/api/ladders/${enc(ladder)}/distribution?bins=${HISTOGRAM.bins}`),
+      api(`/api/ladders/${enc(ladder)}/activity?points=${ROUNDS_CHART.points}`),
     ]);
-    return { summary, page, rounds, distribution };
+    return { summary, page, rounds, distribution, activity };
   };
-  view.patch = ({ summary, page, rounds, distribution }) => {
+  view.patch = ({ summary, page, rounds, distribution, activity }) => {
     const signature = JSON.stringify([distribution.low, distribution.high, distribution.counts]);
     if (signature !== drawnHistogram) { drawnHistogram = signature; histogram.replaceChildren(...histogramShapes(distribution)); }
+    const roundsSignature = JSON.stringify(activity.points);
+    if (roundsSignature !== drawnRounds) { drawnRounds = roundsSignature; roundsChart.replaceChildren(...roundsShapes(activity)); }
     board.set("players", String(summary.leaderboard_size));
     board.set("rounds rated", String(summary.rounds_rated));
     board.set("last update", when(summary.updated_at));
@@ -227,6 +238,75 @@ function histogramShapes(d) {
   return out;
 }
 
+// Rounds rated by each moment: the sampled rounds of /activity (their place in the ladder's rounds
+// index) against when each was rated; rounds not rated yet are left out.
+function roundsShapes(activity) {
+  const { width, height, pad } = ROUNDS_CHART;
+  const pts = activity.points.filter((p) => p.rated_at !== null);
+  if (pts.length === 0) return [];
+  const out = [];
+  const t0 = pts[0].rated_at, t1 = pts[pts.length - 1].rated_at;
+  const top = Math.max(...pts.map((p) => p.rounds));
+  const x = (t, i) => pad.left + (t1 > t0 ? (t - t0) / (t1 - t0) : pts.length > 1 ? i / (pts.length - 1) : 0.5) * (width - pad.left - pad.right);
+  const y = (n) => height - pad.bottom - (n / top) * (height - pad.top - pad.bottom);
+  for (const v of [0, top]) {
+    out.push(svg("line", { class: "axis", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }));
+    const label = svg("text", { x: 4, y: y(v) + 4 }); label.textContent = String(v); out.push(label);
+  }
+  out.push(svg("polyline", { class: "line", id: "rounds-line", points: pts.map((p, i) => `${x(p.rated_at, i)},${y(p.rounds)}`).join(" ") }));
+  pts.forEach((p, i) => {
+    const c = svg("circle", { class: "rounds-point", "data-rounds": p.rounds, "data-round": p.round_id, cx: x(p.rated_at, i), cy: y(p.rounds), r: 3 });
+    const tip = svg("title"); tip.textContent = `${p.rounds} rounds by ${when(p.rated_at)} (round ${p.round_id})`; c.append(tip);
+    out.push(c);
+  });
+  for (const [i, anchor] of [[0, "start"], [pts.length - 1, "end"]]) {
+    const label = svg("text", { x: x(pts[i].rated_at, i), y: height - 6, "text-anchor": anchor });
+    label.textContent = when(pts[i].rated_at); out.push(label);
+  }
+  return out;
+}
+
+// Leaderboard place after each round (1 at the top) and, in a strip below, the tier then.
+function rankShapes(timeline) {
+  const { width, height, strip, pad } = RANK_CHART;
+  const pts = timeline.points;
+  if (pts.length === 0) return [];
+  const out = [];
+  const bottom = height - pad.bottom - strip - 6;  // the place line's lowest y
+  const worst = Math.max(...pts.map((p) => p.position), 2);
+  const t0 = pts[0].occurred_at, t1 = pts[pts.length - 1].occurred_at;
+  const x = (t, i) => pad.left + (t1 > t0 ? (t - t0) / (t1 - t0) : pts.length > 1 ? i / (pts.length - 1) : 0.5) * (width - pad.left - pad.right);
+  const y = (place) => pad.top + ((place - 1) / (worst - 1)) * (bottom - pad.top);
+  for (const v of [1, worst]) {
+    out.push(svg("line", { class: "axis", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }));
+    const label = svg("text", { x: 4, y: y(v) + 4 }); label.textContent = `#${v}`; out.push(label);
+  }
+  out.push(svg("polyline", { class: "line", id: "rank-line", points: pts.map((p, i) => `${x(p.occurred_at, i)},${y(p.position)}`).join(" ") }));
+  const stripTop = height - pad.bottom - strip;
+  pts.forEach((p, i) => {  // tier strip: from this point to the next one
+    const from = i === 0 ? pad.left : (x(pts[i - 1].occurred_at, i - 1) + x(p.occurred_at, i)) / 2;
+    const to = i === pts.length - 1 ? width - pad.right : (x(p.occurred_at, i) + x(pts[i + 1].occurred_at, i + 1)) / 2;
+    const level = p.tier === null ? -1 : timeline.tiers.indexOf(p.tier);
+    const seg = svg("rect", { class: `tier-seg tier-level-${level < 0 ? "none" : level % 4}`, "data-tier": p.tier ?? "",
+      x: from, y: stripTop, width: Math.max(to - from, 0), height: strip });
+    const tip = svg("title"); tip.textContent = `${p.tier ?? "not placed"} after ${p.round_id}`; seg.append(tip); out.push(seg);
+  });
+  pts.forEach((p, i) => {
+    const c = svg("circle", { class: "rank-point", "data-position": p.position, "data-tier": p.tier ?? "",
+      cx: x(p.occurred_at, i), cy: y(p.position), r: 4 });
+    const tip = svg("title"); tip.textContent = `#${p.position} (${p.tier ?? "not placed"}) after ${p.round_id}, ${when(p.occurred_at)}`;
+    c.append(tip); out.push(c);
+  });
+  let shown = null;  // a tier's name where the strip changes to it
+  pts.forEach((p, i) => {
+    if (p.tier === shown) return;
+    shown = p.tier;
+    const label = svg("text", { class: "tier-label", x: (i === 0 ? pad.left : x(p.occurred_at, i)) + 3, y: stripTop + strip - 7 });
+    label.textContent = p.tier ?? "–"; out.push(label);
+  });
+  return out;
+}
+
 function chart(playerId) {
   const { width, height } = CHART;
   const root = svg("svg", { class: "chart", id: "rating-chart", viewBox: `0 0 ${width} ${height}`, role: "img",
@@ -277,14 +357,25 @@ function playerView(ladder, playerId) {
   const board = cards(["rating", "μ ± σ", "tier", "position", "rounds"]);
   const name = el("h1", { id: "player-name" });
   const plot = chart(playerId);
+  const ranks = svg("svg", { class: "chart", id: "rank-chart", role: "img", viewBox: `0 0 ${RANK_CHART.width} ${RANK_CHART.height}`,
+    "aria-label": `leaderboard place and tier of ${playerId} over time` });
+  let drawnRanks = "";
   const hist = table("history", ["round", "when", "rank", "performance", "μ", "change"], [2, 3, 4, 5]);
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
     el("div", { class: "legend muted" }, el("span", { text: "— μ after each round" }),
       el("span", { text: "▒ μ ± σ" }), el("span", { text: "● performance" })),
-    plot, el("h2", { text: "History" }), hist.root];
-  view.load = () => api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`));
+    plot, el("h2", { text: "Place and tier over time" }),
+    el("p", { class: "muted", text: "each round's rating placed on today's leaderboard (past leaderboards are not kept)" }),
+    ranks, el("h2", { text: "History" }), hist.root];
+  view.load = async () => {
+    const [p, timeline] = await Promise.all([api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`)),
+      api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`, "/ranks"))]);
+    return { ...p, timeline };
+  };
   view.patch = (p) => {
+    const signature = JSON.stringify([p.timeline.points, p.timeline.tiers]);
+    if (signature !== drawnRanks) { drawnRanks = signature; ranks.replaceChildren(...rankShapes(p.timeline)); }
     setText(name, p.player);
     board.set("rating", fmt(p.display_rating)); board.set("μ ± σ", `${fmt(p.mu)} ± ${fmt(p.sigma)}`);
     board.set("tier", p.tier || "–"); board.set("position", p.position ? `${p.position} / ${p.leaderboard_size}` : "–");

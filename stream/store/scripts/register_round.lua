@@ -14,7 +14,10 @@
 -- ARGV[7] body                   canonical round JSON, kept while "registered" (the sweeper
 --                                re-runs phase one from it if the input is never redelivered)
 -- ARGV[8] due_at                 when the sweeper may re-drive the round ("+inf": never)
--- Returns {outcome, seq, status, earlier...}: outcome "new" | "existing" | "conflict"; status of
+-- ARGV[9] perf_ceiling           the round's performance ceiling ("" = none), kept for re-rates
+-- Returns {"held", 0, correction id} while a correction re-rates the ladder (the ladder hash's
+-- field "hold": nothing is registered; the caller waits and registers again), else
+-- {outcome, seq, status, earlier...}: outcome "new" | "existing" | "conflict"; status of
 -- the stored record; earlier = ids of this ladder's rounds still "registered" with a smaller seq
 -- (phase one must complete them first: their priors are only valid while no later round passed).
 local ladder_key, round_key, index_key, registered_key, incomplete_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -30,6 +33,11 @@ local function reply(outcome, seq, status)
   return out
 end
 
+local hold = redis.call('HGET', ladder_key, 'hold')
+if hold then
+  return {'held', 0, hold}
+end
+
 local existing = redis.call('HMGET', round_key, 'content_hash', 'seq', 'status')
 if existing[1] then
   if existing[1] ~= content_hash then
@@ -43,6 +51,9 @@ redis.call('HSET', round_key,
   'round_id', round_id, 'seq', seq, 'status', ARGV[6], 'field_size', ARGV[5],
   'occurred_at', ARGV[3], 'received_at', ARGV[4], 'content_hash', content_hash)
 redis.call('ZADD', index_key, seq, round_id)
+if ARGV[9] and ARGV[9] ~= '' then
+  redis.call('HSET', round_key, 'perf_ceiling', ARGV[9])
+end
 if ARGV[6] == 'registered' then
   redis.call('HSET', round_key, 'body', ARGV[7])
   redis.call('ZADD', registered_key, seq, round_id)

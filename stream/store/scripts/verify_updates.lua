@@ -3,8 +3,11 @@
 -- altered one on the internal player-updates topic (another seq, performance, player, weight...)
 -- is never applied.
 -- The fan-out is written once, with the round's move from "registered" to "pending" (save_fanout),
--- and never changed after; so is the digest set this script derives from it on first use. A
--- section verified here therefore still matches when phase two applies it (no race).
+-- and changed after only by a correction's re-rate, which holds the ladder and waits until its
+-- rounds are rated and their events confirmed (it deletes the digest set with the fan-out it
+-- rewrites); so a section verified here still matches when phase two applies it. A section of a
+-- re-rated round redelivered after the re-rate no longer verifies (and a "voided" round's never):
+-- stale, it is dead-lettered, not applied.
 -- One slot: keys of ladder {L}.
 -- Per round r (r = 1, 2, ...):
 -- KEYS[3r - 2] round record           ems:round:{L}:R

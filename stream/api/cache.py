@@ -1,0 +1,96 @@
+"""Cached answers of the read API: the JSON bytes of an answer, least recently used first out.
+
+An answer younger than ``fresh_s`` is served as it is, without asking Redis anything (so answers
+lag Redis by at most ``fresh_s``: the live-update events wait that long before announcing a change,
+so the page they make a browser read shows it). An older one is served while the version it was
+computed under still holds, for at most ``ttl_s``: a ladder's answers are versioned by
+:func:`stream.store.queries.ladder_version` (it changes when a round is registered or rated), read
+in one Redis command; the TTL bounds what the version does not cover (a round's players updated
+before the round is rated, erasures, retention). Concurrent requests for an answer not cached share
+one computation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Entry:
+    version: Hashable
+    body: bytes
+    made: float  # clock reading when its computation started
+
+
+class ResponseCache:
+    """At most ``max_bytes`` of answers, none larger than ``max_entry_bytes`` (those are not kept)."""
+
+    def __init__(self, *, ttl_s: float, max_bytes: int, max_entry_bytes: int, fresh_s: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self.fresh_s = fresh_s
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
+        self.clock = clock
+        self.size = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[Hashable, Entry] = OrderedDict()
+        self._running: dict[tuple[Hashable, Hashable], asyncio.Task[bytes]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def fresh(self, key: Hashable) -> bytes | None:
+        """The answer for ``key`` if it is younger than ``fresh_s`` (no version needed), else None."""
+        entry = self._entries.get(key)
+        if entry is None or self.clock() - entry.made >= self.fresh_s:
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return entry.body
+
+    async def get(self, key: Hashable, version: Hashable, compute: Callable[[], Awaitable[bytes]]) -> bytes:
+        """The answer for ``key`` under ``version``: the cached bytes if still good, else
+        ``compute()``'s (its exceptions reach every request waiting on it and nothing is kept)."""
+        entry = self._entries.get(key)
+        now = self.clock()
+        if entry is not None and entry.version == version and now - entry.made < self.ttl_s:
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry.body
+        self.misses += 1
+        running = self._running.get((key, version))
+        if running is None:
+            running = asyncio.ensure_future(self._compute(key, version, now, compute))
+            self._running[(key, version)] = running
+            running.add_done_callback(lambda task: self._done(key, version, task))
+        # shielded: a request that goes away does not cancel the others' computation
+        return await asyncio.shield(running)
+
+    def _done(self, key: Hashable, version: Hashable, task: asyncio.Task[bytes]) -> None:
+        self._running.pop((key, version), None)
+        if not task.cancelled():
+            task.exception()  # retrieved here: every waiter may have gone away
+
+    async def _compute(self, key: Hashable, version: Hashable, started: float,
+                       compute: Callable[[], Awaitable[bytes]]) -> bytes:
+        body = await compute()
+        self._put(key, Entry(version, body, started))
+        return body
+
+    def _put(self, key: Hashable, entry: Entry) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.size -= len(old.body)
+        if len(entry.body) > self.max_entry_bytes:
+            return
+        self._entries[key] = entry
+        self.size += len(entry.body)
+        while self.size > self.max_bytes:
+            _, dropped = self._entries.popitem(last=False)
+            self.size -= len(dropped.body)

@@ -1,0 +1,95 @@
+"""``Correction``: a void or an amendment of a rated round (topic ``corrections``), and
+:func:`parse_correction`, its validator (schema ``schemas/correction.v1.json``)::
+
+    {"kind": "void", "ladder": "blitz", "round_id": "r-17", "reason": "cheater"}
+    {"kind": "amend", "round": {"round_id": "r-17", "ladder": "blitz", "occurred_at": ..., "standings": [...]}}
+
+An amended round is validated exactly as a round on ``rounds`` (:func:`parse_round`; its
+rejections keep their reason, with the field under ``round.``); it may be outcome-free (then the
+round rates nobody). ``correction_id`` is the idempotency key; when absent it is derived from the
+content, so publishing the same correction twice is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from stream.contracts.round import (BAD_CORRECTION, DEFAULT_LADDER, LADDER_PATTERN, NO_OUTCOME, SCHEMA, Limits,
+                                    RoundRejected, RoundResult, _decode, parse_round)
+from stream.contracts.schemas import CORRECTION, SchemaError, validator
+
+VOID = "void"
+AMEND = "amend"
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A validated correction; ``round`` is the amended round (None for a void)."""
+
+    kind: str
+    ladder: str
+    round_id: str
+    correction_id: str
+    reason: str = ""
+    round: RoundResult | None = None
+
+    def content_hash(self) -> str:
+        """sha256 (hex) of what the correction does (kind, ladder, round, amended content)."""
+        canonical = [self.kind, self.ladder, self.round_id, None if self.round is None else self.round.content_hash()]
+        return hashlib.sha256(json.dumps(canonical, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "ladder": self.ladder, "round_id": self.round_id,
+                               "correction_id": self.correction_id}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.round is not None:
+            out["round"] = self.round.to_dict()
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_correction(raw: bytes | str | dict[str, Any], *, limits: Limits) -> Correction:
+    """Validate one ``corrections`` message; raise :class:`RoundRejected` (reason ``bad_correction``,
+    or the amended round's own reason with its field under ``round.``)."""
+    data = _decode(raw, limits)
+    if not isinstance(data, dict):
+        raise RoundRejected(SCHEMA, "a correction must be a JSON object", None)
+    try:
+        validator(CORRECTION)(data)
+    except SchemaError as exc:
+        where = ".".join(str(p) for p in exc.path[1:]) or None
+        raise RoundRejected(BAD_CORRECTION, f"not a correction: {exc.message}", where) from None
+    kind = data["kind"]
+    amended: RoundResult | None = None
+    if kind == AMEND:
+        if "round" not in data:
+            raise RoundRejected(BAD_CORRECTION, "an amend carries the amended round", "round")
+        try:
+            amended = parse_round(data["round"], limits=limits)
+        except RoundRejected as rejection:
+            if rejection.reason != NO_OUTCOME or rejection.round is None:
+                raise RoundRejected(rejection.reason, rejection.message,
+                                    "round" + (f".{rejection.field}" if rejection.field else "")) from None
+            amended = rejection.round  # an outcome-free amendment: the round then rates nobody
+    elif "round" in data:
+        raise RoundRejected(BAD_CORRECTION, "a void carries no round", "round")
+    ladder = data.get("ladder", amended.ladder if amended is not None else DEFAULT_LADDER)
+    round_id = data.get("round_id", amended.round_id if amended is not None else None)
+    if round_id is None:
+        raise RoundRejected(BAD_CORRECTION, "a void names the round to void (round_id)", "round_id")
+    if not LADDER_PATTERN.match(ladder):
+        raise RoundRejected(BAD_CORRECTION, f"ladder name {ladder!r} must match {LADDER_PATTERN.pattern}", "ladder")
+    if amended is not None and (amended.round_id, amended.ladder) != (round_id, ladder):
+        raise RoundRejected(BAD_CORRECTION, f"the amended round is {amended.round_id!r} of ladder {amended.ladder!r}, "
+                            f"the correction names {round_id!r} of ladder {ladder!r}", "round.round_id")
+    correction = Correction(kind, ladder, round_id, data.get("correction_id", ""), data.get("reason", ""), amended)
+    if not correction.correction_id:
+        correction = Correction(kind, ladder, round_id, "auto-" + correction.content_hash()[:24], correction.reason,
+                                amended)
+    return correction

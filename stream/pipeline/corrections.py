@@ -1,0 +1,432 @@
+"""Corrections: void a round or amend its standings, and re-rate the ladder from there.
+
+Plain async functions (no Kafka): the ``corrections`` agent calls :func:`handle_correction` per
+message, sends its dead letter or its events, then calls :func:`finish_correction`. Steps:
+
+1. ``parse_correction``; a bad message is dead-lettered. A correction id already in the ladder's
+   ledger (``ems:corrections:{L}``) is a no-op with the same content, a ``conflict`` otherwise.
+2. Hold the ladder (``hold_ladder.lua``: the ladder hash's ``hold`` = the correction id). Phase one
+   then registers none of the ladder's rounds (``hold.py``); the correction waits until the rounds
+   registered before are done (none ``registered``, none in the sweeper's ledger), so nothing is
+   rated on the state being replaced and the re-rate sees every round.
+3. Read the ladder's stored rounds (records and fan-outs: ``stream.store.corrections``) and build
+   the corrected history: the voided round left out, the amended one's standings in its place,
+   earlier corrections kept (a voided round stays out, an amended one keeps its amendment).
+   A round whose fan-out retention dropped makes the correction ``history_trimmed``.
+4. Re-rate the whole history in process (``rerate.py``: the replay's engine path); the states just
+   before the corrected round are not stored, so the prefix is rated again but not written.
+5. Record the ratings of the players it touches (those of the corrected round and every later
+   one, before and after the correction) in the correction's plan, and the correction's trail on
+   the round record; then write what changed, as the stream would have written it for the
+   corrected history: the results and fan-outs of the corrected round and every later one, the
+   touched players' states, histories and leaderboard entries (players left without a round are
+   removed), the ladder's counters.
+6. The caller sends a ``RatingChange`` (kind ``correction``) for every touched player whose
+   rating moved, then :func:`finish_correction` records the correction in the ledger and releases
+   the hold (one script). A worker killed anywhere in between leaves the hold naming the
+   correction; its redelivery resumes it: the stored standings do not change under a re-rate and
+   the plan keeps the ratings from before, so it writes and sends the same again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResult, parse_round
+from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
+from stream.contracts.events import CORRECTION_CHANGE
+from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
+                                    STORED, UNKNOWN_ROUND, check_supported)
+from stream.engine import PlayerState
+from stream.engine.display import display_rating, tier_names
+from stream.engine.state import pack_batch
+from stream.logsafe import log_safe
+from stream.pipeline import faults
+from stream.pipeline.backfill import PLAYER_FIELDS
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.encoding import number_texts
+from stream.pipeline.messages import RatingChangeMessage
+from stream.pipeline.phase_one import Origin, build_fanout
+from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate
+from stream.store import corrections as ledger
+from stream.store import keys
+from stream.store.bulk import BulkWriter
+from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
+from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED, encode_float, fanout_fields
+
+log = logging.getLogger(__name__)
+
+CORRECTABLE = (STATUS_RATED, STATUS_NO_OUTCOME, STATUS_VOIDED)
+"""Statuses of a round a correction may target (after the ladder drained)."""
+
+
+@dataclass
+class CorrectionResult:
+    """What to send for one ``corrections`` message, and what happened."""
+
+    outcome: str  # applied | duplicate | no-op | rejected
+    ladder: str | None = None
+    correction_id: str | None = None
+    events: list[RatingChangeMessage] = field(default_factory=list)
+    dead_letter: DeadLetter | None = None
+    entry: dict[str, Any] | None = None
+    """The ledger entry :func:`finish_correction` records (None: nothing to record)."""
+    rerated: bool = False
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Time spent per step (logs and bench/corrections.py)."""
+
+
+def _rejected(rejection: RoundRejected, raw: bytes, origin: Origin, correction: Correction | None = None) -> CorrectionResult:
+    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=time.time(), topic=origin.topic,
+                                       partition=origin.partition, offset=origin.offset)
+    return CorrectionResult("rejected", None if correction is None else correction.ladder,
+                            None if correction is None else correction.correction_id, dead_letter=letter)
+
+
+async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> CorrectionResult:
+    """Steps 1-5 of the module docstring; the caller sends the result, then calls :func:`finish_correction`."""
+    try:
+        correction = parse_correction(raw, limits=ctx.limits)
+        if correction.round is not None:
+            check_supported(correction.round, INDIVIDUALS_ONLY, "the stream")
+    except RoundRejected as rejection:
+        return _rejected(rejection, raw, origin)
+    store, ladder, cid = ctx.store, correction.ladder, correction.correction_id
+    entry = await ledger.ledger_entry(store, ladder, cid)
+    if entry is not None:
+        if entry.get("content_hash") == correction.content_hash():
+            return CorrectionResult("duplicate", ladder, cid)
+        return _rejected(RoundRejected(CONFLICT, f"correction_id {cid!r} of ladder {ladder!r} was already used for "
+                                       "another correction; the first one stands", "correction_id"), raw, origin,
+                         correction)
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    await _hold(ctx, correction)
+    await _drain(ctx, ladder)
+    seconds["hold"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    stored = await ledger.ladder_rounds(store, ladder)
+    seconds["read"] = time.perf_counter() - started
+    target = next((r for r in stored if r.round_id == correction.round_id), None)
+    problem = _check(correction, target, stored)
+    if problem is not None:
+        await ledger.release(store, ladder, cid)
+        return _rejected(problem, raw, origin, correction)
+    assert target is not None
+    entry = {"kind": correction.kind, "round_id": correction.round_id, "content_hash": correction.content_hash(),
+             "at": time.time(), "reason": correction.reason}
+    if correction.kind == VOID and target.status == STATUS_VOIDED and cid not in _trail_ids(target):
+        return CorrectionResult("no-op", ladder, cid, entry=entry | {"outcome": "no-op"})  # voided already
+
+    started = time.perf_counter()
+    history, target_players = _histories(correction, target, stored)
+    rated = rerate(history, ctx.params, ctx.display(ladder))
+    affected, dirty = _affected(rated, target.seq, target_players)
+    seconds["rerate"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    before = await ledger.read_plan(store, ladder, cid)
+    if before is None:
+        before = {p: list(mu_sigma) for p, mu_sigma in (await ledger.ratings(store, ladder, sorted(dirty))).items()}
+        await ledger.write_plan(store, ladder, cid, before)
+    touched = sorted(set(before) | dirty)
+    await _record_trail(ctx, correction, target)
+    events = await _write(ctx, correction, target, stored, rated, affected, touched, before)
+    seconds["write"] = time.perf_counter() - started
+    log.info("correction %s (%s of round %s/%s): %d rounds re-rated, %d affected, %d players touched, %d events",
+             log_safe(cid), correction.kind, log_safe(ladder), log_safe(correction.round_id), len(history),
+             len(affected), len(touched), len(events))
+    return CorrectionResult("applied", ladder, cid, events=events, entry=entry | {"outcome": "applied"}, rerated=True,
+                            seconds=seconds)
+
+
+async def finish_correction(ctx: PipelineContext, result: CorrectionResult) -> None:
+    """Once the result's events are sent: record the correction in the ledger and release the hold,
+    or, for a correction dead-lettered, record why (``stream void/amend --wait`` reports it)."""
+    if result.dead_letter is not None and result.ladder is not None and result.correction_id is not None:
+        await ledger.record_rejection(ctx.store, result.ladder, result.correction_id, result.dead_letter.reason,
+                                      result.dead_letter.message)
+    if result.entry is not None and result.ladder is not None and result.correction_id is not None:
+        await ledger.finish(ctx.store, result.ladder, result.correction_id, result.entry, rerated=result.rerated)
+
+
+async def fail_correction(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseException) -> CorrectionResult:
+    """Set aside a correction whose handling kept raising: an ``internal_error`` dead letter, and
+    its hold released (the ladder's rounds must not wait for ever)."""
+    text = f"{type(error).__name__}: {error}"
+    result = _rejected(RoundRejected(INTERNAL_ERROR, f"handling the correction kept raising {text[:500]}"), raw, origin)
+    try:
+        correction = parse_correction(raw, limits=ctx.limits)
+    except Exception:  # noqa: BLE001 - what makes it raise may be its parsing: it holds nothing then
+        return result
+    if await ledger.release(ctx.store, correction.ladder, correction.correction_id):
+        log.error("correction %s of ladder %s failed and set aside (%s); the ladder's hold is released",
+                  log_safe(correction.correction_id), log_safe(correction.ladder), text[:200])
+    return result
+
+
+async def _hold(ctx: PipelineContext, correction: Correction) -> None:
+    """Hold the ladder; wait while another correction holds it (a takeover's brief overlap)."""
+    while (holder := await ledger.hold(ctx.store, correction.ladder, correction.correction_id, now=time.time())) \
+            != correction.correction_id:
+        log.info("ladder %s is held by correction %s; correction %s waits", log_safe(correction.ladder),
+                 log_safe(holder), log_safe(correction.correction_id))
+        await asyncio.sleep(ctx.settings.hold_poll_s)
+
+
+async def _drain(ctx: PipelineContext, ladder: str) -> None:
+    """Wait until the ladder's rounds registered before the hold are done (events confirmed)."""
+    while await ledger.in_flight(ctx.store, ladder):
+        await asyncio.sleep(ctx.settings.hold_poll_s)
+
+
+def _trail_ids(round_: StoredRound) -> list[str]:
+    return [step["id"] for step in json.loads(round_.record.get("corrections", "[]"))]
+
+
+def _check(correction: Correction, target: StoredRound | None, stored: list[StoredRound]) -> RoundRejected | None:
+    """Why the correction cannot be applied to the stored history (None: it can)."""
+    ladder, round_id = correction.ladder, correction.round_id
+    if target is None:
+        return RoundRejected(UNKNOWN_ROUND, f"ladder {ladder!r} has no round {round_id!r}", "round_id")
+    if target.status not in CORRECTABLE:
+        return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {ladder!r} is {target.status}, "
+                             "not rated: it cannot be corrected", "round_id")
+    if correction.kind == AMEND and target.status == STATUS_VOIDED and correction.correction_id not in _trail_ids(target):
+        return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {ladder!r} was voided; a voided round "
+                             "cannot be amended", "round_id")
+    missing = next((r for r in stored if r.status == STATUS_RATED and not r.fanout and "amended" not in r.record), None)
+    if missing is not None:
+        return RoundRejected(HISTORY_TRIMMED, f"the stored fan-out of round {missing.round_id!r} (seq {missing.seq}) of "
+                             f"ladder {ladder!r} was dropped by retention: a correction re-rates the ladder from its "
+                             "first round, so corrections reach a ladder only while every fan-out is kept "
+                             "(RETAIN_FANOUTS=0, RETAIN_FANOUTS_DAYS=0; docs/history.md)", "round_id")
+    return None
+
+
+def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
+    """The standings a stored round is rated with now (None: it rates nobody): its amendment, or
+    its fan-out's entries (players in rank order; ties in fan-out order)."""
+    if stored.status == STATUS_VOIDED:
+        return None
+    if "amended" in stored.record:
+        amended = _amended(stored.record["amended"])
+        return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
+    if stored.status != STATUS_RATED:
+        return None
+    updates = [orjson.loads(m) for m in stored.fanout]
+    entries = sorted(((e["rank"], e["player"]) for u in updates for e in u["entries"]), key=lambda e: e[0])
+    first = updates[0]
+    ceiling = stored.record.get("perf_ceiling")
+    return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
+                        float(ceiling) if ceiling else math.inf, [p for _, p in entries], [r for r, _ in entries])
+
+
+def _amended(body: str) -> RoundResult:
+    try:
+        return parse_round(body, limits=STORED)
+    except RoundRejected as rejection:  # an outcome-free amendment
+        assert rejection.round is not None, rejection
+        return rejection.round
+
+
+def _histories(correction: Correction, target: StoredRound,
+               stored: list[StoredRound]) -> tuple[list[HistoryRound], set[str]]:
+    """The corrected history, and the players of the target round before and after the correction."""
+    history: list[HistoryRound] = []
+    target_players: set[str] = set()
+    for r in stored:
+        current = _stored_round(r.seq, r)
+        if r is target:
+            target_players.update(current.players if current is not None else ())
+            amended = None if correction.kind == VOID else correction.round
+            target_players.update(amended.players() if amended is not None else ())
+            current = None if amended is None or amended.is_outcome_free() else HistoryRound.of(amended, r.seq)
+        if current is not None:
+            history.append(current)
+    return history, target_players
+
+
+def _affected(rated: Rerated, seq: int, target_players: set[str]) -> tuple[list[int], set[str]]:
+    """The rounds the correction changes (indices into ``rated.rounds``) and the players whose
+    state it changes: those of the corrected round, then of every later round holding one of them.
+    Any other round's inputs, hence results, are exactly what the stream stored: left as they are."""
+    dirty = set(target_players)
+    affected: list[int] = []
+    players = rated.players
+    first = next((k for k, h in enumerate(rated.rounds) if h.seq >= seq), len(rated.rounds))
+    bounds = rated.offsets.tolist()
+    for k in range(first, len(rated.rounds)):
+        mine = players[bounds[k]:bounds[k + 1]]
+        if rated.rounds[k].seq == seq or not dirty.isdisjoint(mine):
+            affected.append(k)
+            dirty.update(mine)
+    return affected, dirty
+
+
+async def _record_trail(ctx: PipelineContext, correction: Correction, target: StoredRound) -> None:
+    """The correction on the round record, before anything it re-rates is written: the round's
+    new status (``voided``) or standings (``amended``), and its trail (``corrections``, JSON)."""
+    trail = json.loads(target.record.get("corrections", "[]"))
+    if correction.correction_id not in [step["id"] for step in trail]:
+        trail.append({"id": correction.correction_id, "kind": correction.kind, "at": time.time(),
+                      **({"reason": correction.reason} if correction.reason else {})})
+    fields: dict[Any, str | int] = {"corrections": json.dumps(trail, separators=(",", ":"), ensure_ascii=False)}
+    if correction.kind == VOID:
+        fields |= {"status": STATUS_VOIDED, "voided_by": correction.correction_id}
+    else:
+        assert correction.round is not None
+        free = correction.round.is_outcome_free()
+        fields |= {"amended": correction.round.to_json(), "amended_by": correction.correction_id,
+                   "field_size": correction.round.field_size, "status": STATUS_NO_OUTCOME if free else STATUS_RATED}
+        if not free:
+            fields |= {"pending": 0, "emitted": "1", "rated_at": encode_float(time.time())}
+    await ctx.store.client.hset(keys.round_record(correction.ladder, target.round_id), mapping=fields)
+
+
+async def _write(ctx: PipelineContext, correction: Correction, target: StoredRound, stored: list[StoredRound],
+                 rated: Rerated, affected: list[int], touched: list[str],
+                 before: dict[str, list[str]]) -> list[RatingChangeMessage]:
+    """Write the re-rated part of the ladder (module docstring, step 5); returns the correction's events."""
+    ladder, s = correction.ladder, target.seq
+    cfg = ctx.display(ladder)
+    writer = BulkWriter(ctx.store)
+    partitions = await ctx.partitions()
+    results_trimmed = int(await ctx.store.client.hget(keys.ladder(ladder), "results_trimmed_seq") or 0)
+    round_of = rated.round_of()
+    is_affected = np.zeros(len(rated.rounds), dtype=bool)
+    is_affected[affected] = True
+    # participations written: every one of an affected round, and the history entries of touched players
+    table = rated.table
+    touched_rows = table.lookup(touched)
+    present = touched_rows >= 0
+    is_touched = np.zeros(table.size, dtype=bool)
+    is_touched[touched_rows[present]] = True
+    count = np.bincount(rated.rows, minlength=table.size)
+    seen = _running_count(rated.rows, table.size)
+    keep = is_touched[rated.rows] & (count[rated.rows] - seen < ctx.store.history_length)
+    keep |= is_affected[round_of]
+    at = np.flatnonzero(keep)
+    changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at))
+    entries: dict[str, list[bytes]] = {p: [] for p in touched}
+    results: dict[int, dict[str, bytes]] = {k: {} for k in affected}
+    for i, k, change in zip(at.tolist(), round_of[at].tolist(), changes):
+        player = rated.players[i]
+        if player in entries:
+            entries[player].append(change)
+        if k in results:
+            results[k][player] = change
+
+    def split(h: HistoryRound, performance: np.ndarray) -> list[tuple[int, bytes]]:
+        return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round(ladder), h.seq, performance, partitions)]
+
+    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split)
+    await rewrite_rounds(ctx.store, ladder, correction.correction_id, [
+        RoundRewrite(rated.rounds[k].round_id, results[k] if rated.rounds[k].seq > results_trimmed else {},
+                     dict(fanout_fields(fanout))) for k, fanout in zip(affected, fanouts)])
+    written = {h.round_id for h in rated.rounds}
+    for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)
+        if r.seq >= s and r.round_id not in written:
+            await writer.delete(*(key(ladder, r.round_id) for key in (keys.round_results, keys.round_perf,
+                                                                       keys.round_digests, keys.round_emitted)))
+    await writer.flush()
+    faults.crash_point(ctx.settings, faults.CORRECTION_MID_RERATE)
+    for player in touched:
+        await writer.delete(keys.history(ladder, player))
+    await writer.push_history({keys.history(ladder, p): e for p, e in entries.items() if e}, ctx.store.history_length)
+
+    kept = [p for p, row in zip(touched, touched_rows.tolist()) if row >= 0]
+    removed = [p for p, row in zip(touched, touched_rows.tolist()) if row < 0]
+    rows = table.lookup(kept)
+    last = rated.last[rows]
+    batch = table.gather(rows)
+    mu, sigma = number_texts("mu", batch.mu), number_texts("sigma", batch.sigma)
+    shown = number_texts("display_rating", rated.shown[last])
+    seqs = [rated.rounds[k].seq for k in round_of[last].tolist()]
+    columns = [seqs, seqs, mu, sigma, batch.rounds.tolist(), [rated.rounds[k].round_id for k in round_of[last].tolist()],
+               number_texts("last_time", batch.last_time), shown, tier_names(rated.final_tier[rows], cfg), pack_batch(batch)]
+    if kept:
+        await writer.hset_many([keys.player(ladder, p) for p in kept], PLAYER_FIELDS, list(zip(*columns)))
+        await writer.zadd(keys.leaderboard(ladder), dict(zip(kept, shown)))
+        await writer.zadd(keys.player_names(ladder), dict.fromkeys(kept, 0))
+    for player in removed:
+        await writer.delete(keys.player(ladder, player), keys.history(ladder, player))
+    if removed:
+        await writer.zrem(keys.leaderboard(ladder), removed)
+        await writer.zrem(keys.player_names(ladder), removed)
+    await writer.hset(keys.ladder(ladder), _ladder_fields(rated))
+    if not rated.rounds:  # every round voided: no last rated round
+        await writer.hdel(keys.ladder(ladder), "last_rated_seq", "last_round")
+    await writer.close()
+    players = await ctx.store.client.zcard(keys.leaderboard(ladder))  # = the counter (every writer keeps both)
+    await ctx.store.client.hset(keys.ladder(ladder), "players", players)
+    occurred_at = float(target.record.get("occurred_at", 0.0))
+    return _events(ctx, correction, rated, before, kept, rows, last, mu, sigma, shown, removed, occurred_at)
+
+
+def _running_count(rows: np.ndarray, size: int) -> np.ndarray:
+    """Per participation, how many participations of the same row come before it, plus one."""
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    starts = np.searchsorted(sorted_rows, sorted_rows, side="left")
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    out[order] = np.arange(rows.shape[0]) - starts + 1
+    return out
+
+
+def _ladder_fields(rated: Rerated) -> dict[str, Any]:
+    """The ladder hash's counters after the correction: rated rounds, last rated round (``players``
+    is set from the leaderboard's size once the players are written)."""
+    fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
+    if rated.rounds:
+        fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
+    return fields
+
+
+def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before: dict[str, list[str]],
+            kept: list[str], rows: np.ndarray, last: np.ndarray, mu: list[str], sigma: list[str], shown: list[str],
+            removed: list[str], occurred_at: float) -> list[RatingChangeMessage]:
+    """A RatingChange (kind ``correction``) for every touched player whose rating moved (a player
+    left without a round: rating back to the newcomer prior, ``rounds_played`` 0, the corrected
+    round's ``occurred_at``)."""
+    ladder, cfg = correction.ladder, ctx.display(correction.ladder)
+    newcomer = PlayerState.new(ctx.params)
+    prior_mu, prior_sigma = encode_float(newcomer.mu), encode_float(newcomer.sigma)
+    round_of = rated.round_of()
+    tiers = tier_names(rated.final_tier[rows], cfg)
+    out: list[RatingChangeMessage] = []
+    for j, player in enumerate(kept):
+        old = before.get(player, [prior_mu, prior_sigma])
+        if old == [mu[j], sigma[j]]:
+            continue
+        i = int(last[j])
+        h = rated.rounds[int(round_of[i])]
+        change = RatingChange(ladder=ladder, round_id=correction.round_id, player=player, rank=int(rated.ranks[i]),
+                              field_size=len(h.players), performance=float(rated.performance[i]),
+                              mu_before=float(old[0]), sigma_before=float(old[1]), mu_after=float(mu[j]),
+                              sigma_after=float(sigma[j]), display_rating=float(shown[j]), tier=tiers[j] or None,
+                              rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at,
+                              kind=CORRECTION_CHANGE, correction_id=correction.correction_id)
+        out.append(RatingChangeMessage(player.encode(), change.to_json().encode()))
+    prior_shown = float(display_rating(np.array([newcomer.mu]), np.array([newcomer.sigma]), cfg)[0])
+    for player in removed:
+        if player not in before:
+            continue
+        old = before[player]
+        change = RatingChange(ladder=ladder, round_id=correction.round_id, player=player, rank=None, field_size=None,
+                              performance=None, mu_before=float(old[0]), sigma_before=float(old[1]),
+                              mu_after=newcomer.mu, sigma_after=newcomer.sigma, display_rating=prior_shown, tier=None,
+                              rounds_played=0, occurred_at=occurred_at, kind=CORRECTION_CHANGE,
+                              correction_id=correction.correction_id)
+        out.append(RatingChangeMessage(player.encode(), change.to_json().encode()))
+    return out

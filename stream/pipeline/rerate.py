@@ -1,0 +1,223 @@
+"""Re-rate a ladder's whole history in process, keeping what every participation produced.
+
+A correction (``corrections.py``) replaces part of a ladder's history; the players' states just
+before the corrected round are not stored, so the ladder is rated again from its first round
+with the replay's engine path (:func:`stream.engine.rate_rounds` on a :class:`LadderTable`, in
+the chunks of :mod:`stream.batch.replay`, the reference the stream equals), keeping per
+participation what the stream writes: performance, rating before and after, rounds played,
+display rating and tier (the tier's hysteresis follows each player's rounds in order). The caller
+then writes only the part of it that the correction changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from json.encoder import encode_basestring  # C-accelerated, as json.dumps
+
+import numpy as np
+
+from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS
+from stream.batch.table import LadderTable
+from stream.contracts import RoundResult, Standing
+from stream.engine import Params, RoundSpec, rate_rounds
+from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_tier, tier_names
+from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
+from stream.pipeline.messages import value_limit
+from stream.pipeline.partitioner import partition_for
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRound:
+    """A round of a ladder's (corrected) history, with an outcome, and its ladder sequence number:
+    what the stored fan-out (or an amendment) holds of it, players in standings order."""
+
+    round_id: str
+    seq: int
+    occurred_at: float
+    weight: float
+    perf_ceiling: float
+    players: list[str]
+    ranks: list[int]
+
+    @classmethod
+    def of(cls, round_: RoundResult, seq: int) -> "HistoryRound":
+        return cls(round_.round_id, seq, round_.occurred_at, round_.weight, round_.perf_ceiling, round_.players(),
+                   round_.ranks().tolist())
+
+    def to_round(self, ladder: str) -> RoundResult:
+        return RoundResult(round_id=self.round_id, ladder=ladder, occurred_at=self.occurred_at,
+                           standings=[Standing(p, r) for p, r in zip(self.players, self.ranks)], weight=self.weight,
+                           perf_ceiling=self.perf_ceiling)
+
+
+@dataclass
+class Rerated:
+    """The rated history: per participation (round k holds ``offsets[k]:offsets[k + 1]``, players
+    in standings order) its table row and what it produced; per table row the final tier."""
+
+    table: LadderTable
+    rounds: Sequence[HistoryRound]
+    offsets: np.ndarray
+    players: list[str]
+    rows: np.ndarray
+    ranks: np.ndarray
+    performance: np.ndarray
+    mu_before: np.ndarray
+    sigma_before: np.ndarray
+    mu_after: np.ndarray
+    sigma_after: np.ndarray
+    rounds_played: np.ndarray
+    shown: np.ndarray
+    tier: np.ndarray
+    final_tier: np.ndarray
+    last: np.ndarray
+    """Per table row: index of the player's last participation."""
+
+    def round_of(self) -> np.ndarray:
+        """Per participation: its round's index in ``rounds``."""
+        return np.repeat(np.arange(len(self.rounds)), np.diff(self.offsets))
+
+
+def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) -> Rerated:
+    """Rate ``history`` (rounds with an outcome, in order) from newcomers; see the module docstring."""
+    sizes = np.fromiter((len(h.players) for h in history), dtype=np.int64, count=len(history))
+    offsets = np.zeros(len(history) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    players = [p for h in history for p in h.players]
+    ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
+    table = LadderTable(params)
+    rows = table.rows(players)
+    n = len(players)
+    performance, mu_b, sigma_b, mu_a, sigma_a = (np.empty(n) for _ in range(5))
+    played = np.empty(n, dtype=np.int64)
+    tier = np.empty(n, dtype=np.int64)
+    row_tier = np.full(table.size, UNPLACED, dtype=np.int64)
+    for a, b in _chunks(sizes):
+        lo, hi = int(offsets[a]), int(offsets[b])
+        touched, local = np.unique(rows[lo:hi], return_inverse=True)
+        specs = [RoundSpec(local[offsets[k] - lo:offsets[k + 1] - lo], ranks[offsets[k]:offsets[k + 1]],
+                           time=history[k].occurred_at, weight=history[k].weight,
+                           perf_ceiling=history[k].perf_ceiling) for k in range(a, b)]
+        prior = table.gather(touched)
+        update = rate_rounds(prior, specs, params)
+        table.scatter(touched, update.after)
+        prev = update.previous
+        has_prev = prev >= 0
+        performance[lo:hi] = update.performance
+        mu_a[lo:hi], sigma_a[lo:hi] = update.mu, update.sigma
+        mu_b[lo:hi] = np.where(has_prev, update.mu[np.maximum(prev, 0)], prior.mu[local])
+        sigma_b[lo:hi] = np.where(has_prev, update.sigma[np.maximum(prev, 0)], prior.sigma[local])
+        occurrence = _occurrence(local)
+        played[lo:hi] = prior.rounds[local] + occurrence + 1
+        chunk_rows = rows[lo:hi]
+        for k in range(int(occurrence.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
+            at = np.flatnonzero(occurrence == k)
+            moved = next_tier(row_tier[chunk_rows[at]], update.mu[at], update.sigma[at], cfg)
+            tier[lo + at] = moved
+            row_tier[chunk_rows[at]] = moved
+    last = np.full(table.size, -1, dtype=np.int64)
+    last[rows] = np.arange(n)  # the last assignment of a repeated index wins: the latest participation
+    return Rerated(table=table, rounds=history, offsets=offsets, players=players, rows=rows, ranks=ranks,
+                   performance=performance, mu_before=mu_b, sigma_before=sigma_b, mu_after=mu_a, sigma_after=sigma_a,
+                   rounds_played=played, shown=display_rating(mu_a, sigma_a, cfg), tier=tier, final_tier=row_tier,
+                   last=last)
+
+
+def _chunks(sizes: np.ndarray) -> list[tuple[int, int]]:
+    """Round index ranges of the engine calls (at most CHUNK_ROUNDS rounds, CHUNK_PARTICIPATIONS
+    participations unless a single round is larger), as ``stream.batch.replay`` cuts them."""
+    out: list[tuple[int, int]] = []
+    a = total = 0
+    for k, size in enumerate(sizes.tolist()):
+        total += size
+        if k + 1 - a >= CHUNK_ROUNDS or total >= CHUNK_PARTICIPATIONS:
+            out.append((a, k + 1))
+            a, total = k + 1, 0
+    if a < len(sizes):
+        out.append((a, len(sizes)))
+    return out
+
+
+def _occurrence(local: np.ndarray) -> np.ndarray:
+    """For each participation, how many earlier participations of the same player the chunk holds."""
+    order = np.argsort(local, kind="stable")
+    first = np.ones(local.shape[0], dtype=bool)
+    first[1:] = local[order[1:]] != local[order[:-1]]
+    starts = np.flatnonzero(first)
+    out = np.empty(local.shape[0], dtype=np.int64)
+    out[order] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
+    return out
+
+
+@dataclass(frozen=True)
+class Texts:
+    """Every participation's floats as their stored text (rendered once, :func:`number_texts`)."""
+
+    performance: list[str]
+    mu_before: list[str]
+    sigma_before: list[str]
+    mu_after: list[str]
+    sigma_after: list[str]
+    shown: list[str]
+    tiers: list[str]
+
+    @classmethod
+    def of(cls, r: Rerated, cfg: DisplayConfig, at: np.ndarray) -> "Texts":
+        """The texts of the participations ``at`` (in that order)."""
+        return cls(number_texts("performance", r.performance[at]), number_texts("mu_before", r.mu_before[at]),
+                   number_texts("sigma_before", r.sigma_before[at]), number_texts("mu_after", r.mu_after[at]),
+                   number_texts("sigma_after", r.sigma_after[at]), number_texts("display_rating", r.shown[at]),
+                   tier_names(r.tier[at], cfg))
+
+
+def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts) -> list[bytes]:
+    """The RatingChange JSON of the participations ``at`` (in round order; ``texts`` aligned with
+    them), byte for byte what phase two writes for them."""
+    round_of = r.round_of()[at]
+    ks = np.unique(round_of)
+    local = np.searchsorted(ks, round_of).tolist()
+    rounds = [r.rounds[k] for k in ks.tolist()]
+    return encode_changes_of_rounds(
+        ladder, [h.round_id for h in rounds], [len(h.players) for h in rounds], [h.occurred_at for h in rounds], local,
+        ChangeColumns(ladder=ladder, round_id="", field_size=0, occurred_at=0.0,
+                      players=[r.players[i] for i in at.tolist()], ranks=r.ranks[at].tolist(),
+                      performance=texts.performance, mu_before=texts.mu_before, sigma_before=texts.sigma_before,
+                      mu_after=texts.mu_after, sigma_after=texts.sigma_after, display_rating=texts.shown,
+                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist()))
+
+
+Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]
+"""Phase one's fan-out of one round whose message for a partition exceeds MAX_MESSAGE_BYTES
+(``build_fanout``: it splits such messages)."""
+
+
+def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
+                   split: Split) -> list[list[tuple[int, bytes]]]:
+    """The stored fan-out of each round ``ks`` ((partition, PlayerUpdate JSON) pairs: the bytes of
+    phase one's ``build_fanout``, ``PlayerUpdate.to_json()``, tested equal), each player's partition
+    computed once for the ladder and the messages written without a call per message."""
+    partition_of = [partition_for(name, partitions) for name in r.table.names]
+    limit = value_limit(max_message_bytes)
+    ladder_json = encode_basestring(ladder)
+    bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
+    at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
+    texts = number_texts("performance", r.performance[at])
+    rows = r.rows.tolist()
+    out: list[list[tuple[int, bytes]]] = []
+    first = 0
+    for k, (lo, hi) in zip(ks, bounds):
+        h = r.rounds[k]
+        head = (f'{{"ladder":{ladder_json},"round_id":{encode_basestring(h.round_id)},"seq":{h.seq!r},'
+                f'"occurred_at":{h.occurred_at!r},"weight":{h.weight!r},"field_size":{hi - lo!r},"entries":[')
+        groups: dict[int, list[str]] = {}
+        for i in range(hi - lo):
+            player = h.players[i]
+            groups.setdefault(partition_of[rows[lo + i]], []).append(
+                f'{{"player":{encode_basestring(player)},"rank":{h.ranks[i]!r},"performance":{texts[first + i]}}}')
+        messages = [(partition, f'{head}{",".join(entries)}]}}'.encode()) for partition, entries in sorted(groups.items())]
+        if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
+            messages = split(h, r.performance[lo:hi])
+        out.append(messages)
+        first += hi - lo
+    return out

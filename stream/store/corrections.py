@@ -1,0 +1,184 @@
+"""What a correction reads and records in Redis: the ladder's stored rounds, its hold, its
+ledger and the ratings before a re-rate (``stream.pipeline.corrections`` is the handler).
+
+All of it is on the ladder's slot ``{L}`` except the players' ratings (read in chunked pipelines).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from stream.store import keys
+from stream.store.bulk import FLUSH_COMMANDS
+from stream.store.client import as_bytes, as_text
+from stream.store.store import Store
+
+RECORD_FIELDS = ("status", "occurred_at", "perf_ceiling", "field_size", "amended", "corrections")
+"""The round record fields a re-rate reads (``amended``: the canonical JSON of the standings a
+correction put in place of the published ones; ``corrections``: the round's trail, JSON)."""
+
+
+@dataclass(frozen=True)
+class StoredRound:
+    """One round of a ladder as Redis holds it: record fields and stored fan-out messages."""
+
+    round_id: str
+    seq: int
+    record: dict[str, str]
+    fanout: list[bytes] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.record.get("status", "")
+
+
+ROUNDS_PER_READ = 500
+"""Rounds per read_rounds.lua call (one reply each)."""
+
+
+async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
+    """Every round of the ladder in seq order, with its record fields and stored fan-out
+    (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline)."""
+    index = cast("list[tuple[bytes, float]]", await store.client.zrange(keys.rounds(ladder), 0, -1, withscores=True))
+    ids = [(as_text(member), int(score)) for member, score in index]
+    chunks = [ids[lo:lo + ROUNDS_PER_READ] for lo in range(0, len(ids), ROUNDS_PER_READ)]
+    out: list[StoredRound] = []
+    for lo in range(0, len(chunks), 8):
+        group = chunks[lo:lo + 8]
+
+        def build(pipe: Any, group: list[list[tuple[str, int]]] = group) -> None:
+            for chunk in group:
+                names = [key for round_id, _ in chunk
+                         for key in (keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id))]
+                store._eval(pipe, "read_rounds", names, list(RECORD_FIELDS))
+
+        for chunk, flat in zip(group, await store._run(build)):
+            at = 0
+            for round_id, seq in chunk:
+                values = flat[at:at + len(RECORD_FIELDS)]
+                at += len(RECORD_FIELDS)
+                parts = int(flat[at])
+                record = {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
+                out.append(StoredRound(round_id, seq, record, [as_bytes(m) for m in flat[at + 1:at + 1 + parts]]))
+                at += 1 + parts
+    return out
+
+
+async def hold(store: Store, ladder: str, correction_id: str, *, now: float) -> str:
+    """Hold the ladder for ``correction_id``; returns the id that holds it (another one: wait)."""
+    (holder,) = await store._run(lambda pipe: store._eval(pipe, "hold_ladder", [keys.ladder(ladder)],
+                                                          [correction_id, repr(now)]))
+    return as_text(holder)
+
+
+async def release(store: Store, ladder: str, correction_id: str) -> bool:
+    """Release the ladder's hold if ``correction_id`` has it (nothing recorded in the ledger)."""
+    (released,) = await store._run(lambda pipe: store._eval(
+        pipe, "finish_correction",
+        [keys.ladder(ladder), keys.corrections(ladder), keys.correction_plan(ladder, correction_id)],
+        [correction_id, "", "0"]))
+    return bool(int(released))
+
+
+async def record_rejection(store: Store, ladder: str, correction_id: str, reason: str, message: str) -> None:
+    """Record why a correction was dead-lettered (read by ``stream void/amend --wait``)."""
+    await store.client.hset(keys.rejected_corrections(ladder), correction_id,
+                            json.dumps({"reason": reason, "message": message}, ensure_ascii=False))
+
+
+async def holder(store: Store, ladder: str) -> str | None:
+    """The id of the correction holding the ladder, if any."""
+    raw = await store.client.hget(keys.ladder(ladder), "hold")
+    return None if raw is None else as_text(raw)
+
+
+async def in_flight(store: Store, ladder: str) -> int:
+    """The ladder's rounds not yet done: registered, or in the sweeper's ledger (events unconfirmed)."""
+    pipe = store.client.pipeline(transaction=False)
+    pipe.zcard(keys.registered_rounds(ladder))
+    pipe.zcard(keys.incomplete_rounds(ladder))
+    registered, incomplete = await pipe.execute()
+    return int(registered) + int(incomplete)
+
+
+async def ledger_entry(store: Store, ladder: str, correction_id: str) -> dict[str, Any] | None:
+    """The ladder's ledger entry of a correction already applied (None if it is not)."""
+    raw = await store.client.hget(keys.corrections(ladder), correction_id)
+    return None if raw is None else json.loads(raw)
+
+
+async def finish(store: Store, ladder: str, correction_id: str, entry: dict[str, Any], *, rerated: bool) -> bool:
+    """Record the correction in the ledger, drop its plan, release its hold (finish_correction.lua)."""
+    (released,) = await store._run(lambda pipe: store._eval(
+        pipe, "finish_correction",
+        [keys.ladder(ladder), keys.corrections(ladder), keys.correction_plan(ladder, correction_id)],
+        [correction_id, json.dumps(entry, separators=(",", ":"), ensure_ascii=False), "1" if rerated else "0"]))
+    return bool(int(released))
+
+
+async def ratings(store: Store, ladder: str, players: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """The stored (mu, sigma) text of each of ``players`` that has a state."""
+    out: dict[str, tuple[str, str]] = {}
+    for lo in range(0, len(players), FLUSH_COMMANDS):
+        pipe = store.client.pipeline(transaction=False)
+        chunk = players[lo:lo + FLUSH_COMMANDS]
+        for player in chunk:
+            pipe.hmget(keys.player(ladder, player), ["mu", "sigma"])
+        for player, (mu, sigma) in zip(chunk, await pipe.execute()):
+            if mu is not None and sigma is not None:
+                out[player] = (as_text(mu), as_text(sigma))
+    return out
+
+
+async def read_plan(store: Store, ladder: str, correction_id: str) -> dict[str, list[str]] | None:
+    """The ratings before the correction as its plan recorded them (player → [mu, sigma] text), or None."""
+    raw = await store.client.get(keys.correction_plan(ladder, correction_id))
+    return None if raw is None else json.loads(raw)
+
+
+async def write_plan(store: Store, ladder: str, correction_id: str, before: dict[str, list[str]]) -> None:
+    """Record the ratings before the correction (one SET: a plan is whole or absent)."""
+    await store.client.set(keys.correction_plan(ladder, correction_id),
+                           json.dumps(before, separators=(",", ":"), ensure_ascii=False))
+
+
+REWRITE_ARGUMENTS = 20_000
+"""Arguments per rewrite_rounds.lua call (bounds how long one call blocks Redis)."""
+
+
+@dataclass(frozen=True)
+class RoundRewrite:
+    """A re-rated round's new results (player → RatingChange JSON; empty: none kept) and fan-out."""
+
+    round_id: str
+    results: dict[str, bytes]
+    fanout: dict[Any, bytes]
+
+
+async def rewrite_rounds(store: Store, ladder: str, correction_id: str, rounds: Sequence[RoundRewrite]) -> None:
+    """Mark each round ``rerated_by`` the correction and replace its results and fan-out
+    (rewrite_rounds.lua: calls of about REWRITE_ARGUMENTS arguments, a few per pipeline)."""
+    calls: list[tuple[list[str], list[Any]]] = []
+    names: list[str] = []
+    args: list[Any] = [correction_id]
+    for r in rounds:
+        names += [keys.round_record(ladder, r.round_id), keys.round_results(ladder, r.round_id),
+                  keys.round_perf(ladder, r.round_id), keys.round_digests(ladder, r.round_id)]
+        for fields in (r.results, r.fanout):
+            args.append(len(fields))
+            for name, value in fields.items():
+                args += [name, value]
+        if len(args) >= REWRITE_ARGUMENTS:
+            calls.append((names, args))
+            names, args = [], [correction_id]
+    if names:
+        calls.append((names, args))
+    for lo in range(0, len(calls), 8):
+        def build(pipe: Any, group: list[tuple[list[str], list[Any]]] = calls[lo:lo + 8]) -> None:
+            for call_names, call_args in group:
+                store._eval(pipe, "rewrite_rounds", call_names, call_args)
+
+        await store._run(build)
