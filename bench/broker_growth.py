@@ -1,12 +1,18 @@
 """The embedded broker's cost per message as its log grows (why throughput falls past the ceiling).
 
-Sends small acknowledged produce requests (``--per-request`` messages of 300 bytes, awaited, as
-the workers send a small round's events) to one 4-partition topic of a fresh embedded Tansu broker
-and reads them back, in chunks of ``--chunk`` messages; per chunk it prints the rate and the
-broker's CPU per message against the log's size. The first chunk is the reference: a broker
-whose cost does not depend on the log would show flat figures.
+Sends acknowledged produce requests (``--per-request`` messages of 300 bytes with distinct keys,
+awaited, as the workers send a small round's events) to one 4-partition topic of a fresh embedded
+Tansu broker and reads them back, in chunks of ``--chunk`` messages; per chunk it prints the rate,
+the broker's CPU per message and the record batches it stores per partition (each request leaves
+one batch per partition its keys hash to) against the log's size. The first chunk is the
+reference: a broker whose cost does not depend on the log would show flat figures.
 
-Usage: python bench/broker_growth.py [--chunks 10] [--chunk 10000] [--per-request 5]
+Several ``--per-request`` values (``5,100``) are measured one after the other, each on a fresh
+broker, in the same run: the broker's memory storage lists every stored batch of a partition on
+each fetch that returns data, so its cost grows with the batches stored, not the messages, and
+fewer, larger batches keep it flat for longer (BENCHMARKS.md, Soak).
+
+Usage: python bench/broker_growth.py [--chunks 10] [--chunk 10000] [--per-request 5[,100]]
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import time
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from kafka.partitioner.default import murmur2
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -38,8 +45,13 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run(stack: LocalStack, chunks: int, chunk: int, per_request: int) -> list[tuple[int, float, float]]:
-    """(log size after the chunk, messages/s, broker CPU µs per message) per chunk."""
+def partition_of(key: bytes) -> int:
+    """The partition the producer's default partitioner gives ``key`` (murmur2, as Kafka's)."""
+    return int(murmur2(key) & 0x7FFFFFFF) % PARTITIONS
+
+
+async def run(stack: LocalStack, chunks: int, chunk: int, per_request: int) -> list[tuple[int, float, float, int]]:
+    """(log size after the chunk, messages/s, broker CPU µs per message, batches stored per partition) per chunk."""
     assert stack.broker.process is not None
     pid = stack.broker.process.pid
     producer = AIOKafkaProducer(bootstrap_servers=stack.bootstrap, acks="all")
@@ -48,13 +60,15 @@ async def run(stack: LocalStack, chunks: int, chunk: int, per_request: int) -> l
     await producer.start()
     await consumer.start()
     out = []
+    batches = 0
     try:
         for index in range(chunks):
             started, cpu = time.perf_counter(), process_cpu_s(pid)
             for request in range(chunk // per_request):
-                sends = [await producer.send(TOPIC, VALUE, key=b"k%d" % (request * per_request + i))
-                         for i in range(per_request)]
+                request_keys = [b"k%d" % (request * per_request + i) for i in range(per_request)]
+                sends = [await producer.send(TOPIC, VALUE, key=key) for key in request_keys]
                 await asyncio.gather(*sends)
+                batches += len({partition_of(key) for key in request_keys})
             got, deadline = 0, time.monotonic() + READ_TIMEOUT_S
             while got < chunk // per_request * per_request:
                 if time.monotonic() > deadline:
@@ -62,7 +76,8 @@ async def run(stack: LocalStack, chunks: int, chunk: int, per_request: int) -> l
                 records = await consumer.getmany(timeout_ms=200, max_records=100_000)
                 got += sum(len(batch) for batch in records.values())
             elapsed = time.perf_counter() - started
-            out.append(((index + 1) * got, got / elapsed, (process_cpu_s(pid) - cpu) / got * 1e6))
+            cpu_us = (process_cpu_s(pid) - cpu) / got * 1e6
+            out.append(((index + 1) * got, got / elapsed, cpu_us, batches // PARTITIONS))
             print(f"chunk {index + 1}/{chunks} done", file=sys.stderr)
     finally:
         await producer.stop()
@@ -74,17 +89,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=10)
     parser.add_argument("--chunk", type=int, default=10_000, help="messages per chunk")
-    parser.add_argument("--per-request", type=int, default=5, help="messages per awaited produce request")
+    parser.add_argument("--per-request", default="5",
+                        help="messages per awaited produce request; several (5,100): one fresh broker each")
     args = parser.parse_args()
-    with LocalStack() as stack:
-        ensure_topics(stack.bootstrap, {TOPIC: PARTITIONS})
-        rows = asyncio.run(run(stack, args.chunks, args.chunk, args.per_request))
-    first_rate, first_cpu = rows[0][1], rows[0][2]
-    print("\n| log size (messages) | messages/s | broker CPU µs/message | CPU vs first chunk |")
-    print("|---:|---:|---:|---:|")
-    for size, rate, cpu in rows:
-        print(f"| {size:,} | {rate:,.0f} | {cpu:.0f} | {cpu / first_cpu:.1f}x |")
-    print(f"\nlast chunk: {rows[-1][1] / first_rate:.2f}x the first chunk's rate")
+    for per_request in (int(n) for n in args.per_request.split(",")):
+        with LocalStack() as stack:
+            ensure_topics(stack.bootstrap, {TOPIC: PARTITIONS})
+            rows = asyncio.run(run(stack, args.chunks, args.chunk, per_request))
+        first_rate, first_cpu = rows[0][1], rows[0][2]
+        load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"\n{per_request} message(s) per request, load average {load}\n")
+        print("| log size (messages) | batches per partition | messages/s | broker CPU µs/message "
+              "| CPU vs first chunk |")
+        print("|---:|---:|---:|---:|---:|")
+        for size, rate, cpu, batches in rows:
+            ratio = f"{cpu / first_cpu:.1f}x" if first_cpu else "n/a"  # no CPU tick yet in a tiny first chunk
+            print(f"| {size:,} | {batches:,} | {rate:,.0f} | {cpu:.0f} | {ratio} |")
+        print(f"\nlast chunk: {rows[-1][1] / first_rate:.2f}x the first chunk's rate")
 
 
 if __name__ == "__main__":

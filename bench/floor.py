@@ -23,7 +23,10 @@ same rounds, and times ``stream.batch.replay`` of them in the same run:
   and its ratio to replay: above 2 means no implementation on this stack and machine can be within
   2x of replay. **Redis server CPU / replay** alone is the bound no Kafka client can lower.
 
-Usage: python bench/floor.py [--sizes 10,1000,10000] [--repeat 1]
+The rounds are bench/workloads.py's (those of bench/pipeline.py, which also measures this floor
+for its own rounds in its own run, next to the pipeline's figures).
+
+Usage: python bench/floor.py [--sizes 2,10,1000,10000] [--repeat 1] [--rounds N]
 Prints Markdown tables (BENCHMARKS.md, Pipeline, "Floor").
 """
 
@@ -48,22 +51,20 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pipeline import POOL  # noqa: E402
-from pipeline import ROUNDS as PIPELINE_ROUNDS  # noqa: E402
 from redis_stats import redis_cpu_s  # noqa: E402
+from workloads import default_rounds, make_rounds  # noqa: E402
+
 from stream.batch.replay import replay  # noqa: E402
-from stream.batch.synthetic import synthetic_rounds  # noqa: E402
 from stream.contracts import RatingChange, RoundResult  # noqa: E402
 from stream.engine import preset, warm_up  # noqa: E402
 from stream.pipeline.partitioner import group_by_partition  # noqa: E402
 from stream.pipeline.producer import ACKS, BATCH_BYTES  # noqa: E402
+from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
 from stream.stack.topics import ensure_topics  # noqa: E402
 from stream.store import keys  # noqa: E402
 from stream.store.packing import use_hiredis_packing  # noqa: E402
 
-ROUNDS = {size: burst for size, (burst, _) in PIPELINE_ROUNDS.items()}
-"""Rounds per size: those of bench/pipeline.py's throughput run (with its player pools, POOL)."""
 PARTITIONS = 4
 LINGER_MS = 5
 PLAYERS_PER_PIPELINE = 1_000
@@ -89,6 +90,7 @@ class Messages:
 @dataclass
 class Floor:
     size: int
+    rounds: int
     participations: int
     messages: int
     replay_s: float
@@ -244,17 +246,18 @@ def c_kafka_floor(bootstrap: str, prefix: str, messages: Messages) -> float:
         consumer.close()
 
 
-def measure(stack: LocalStack, size: int, run: int) -> Floor:
-    rounds = list(synthetic_rounds(n_players=POOL[size], n_rounds=ROUNDS[size], round_size=size, seed=size,
-                                   ladder=f"floor{size}"))
+def measure(stack: LocalStack, rounds: list[RoundResult], tag: str) -> Floor:
+    """The floor of ``rounds`` (all of one size) on ``stack``; ``tag`` keeps this run's topics and Redis keys
+    apart from any other's on the same stack."""
+    size = rounds[0].field_size
     participations = sum(r.field_size for r in rounds)
     warm_up()  # the engine's compiled loops loaded before timing
     started = time.perf_counter()
-    replay(rounds, preset("mmr"), keep_rounds=False)
+    replay(rounds, preset(Settings.from_env().engine_preset), keep_rounds=False)
     replay_s = time.perf_counter() - started
 
     messages = encode(rounds)
-    prefix = f"floor{size}-{run}-"
+    prefix = f"floor{size}-{tag}-"
     ensure_topics(stack.bootstrap, {f"{prefix}{name}": PARTITIONS for name in ("rounds", "player-updates", "rating-changes")})
     assert stack.broker.process is not None
     broker_before = process_cpu_s(stack.broker.process.pid)
@@ -266,18 +269,20 @@ def measure(stack: LocalStack, size: int, run: int) -> Floor:
 
     admin = redis.Redis.from_url(stack.redis_url)
     server_before = redis_cpu_s(admin)
-    redis_s, redis_cpu = asyncio.run(redis_floor(stack.redis_url, rounds, messages, f"-{run}"))
+    redis_s, redis_cpu = asyncio.run(redis_floor(stack.redis_url, rounds, messages, f"-floor-{tag}"))
     server_cpu = redis_cpu_s(admin) - server_before
     admin.close()
-    return Floor(size, participations, messages.count, replay_s, kafka_s, kafka_cpu, broker_cpu, c_kafka_s, redis_s,
+    return Floor(size, len(rounds), participations, messages.count, replay_s, kafka_s, kafka_cpu, broker_cpu,
+                 c_kafka_s, redis_s,
                  server_cpu, redis_cpu)
 
 
 def median(runs: list[Floor]) -> Floor:
     """Field-wise medians of repeated runs of one size."""
-    fields = [name for name in Floor.__dataclass_fields__ if name not in ("size", "participations", "messages")]
+    fields = [name for name in Floor.__dataclass_fields__
+              if name not in ("size", "rounds", "participations", "messages")]
     first = runs[0]
-    return Floor(first.size, first.participations, first.messages,
+    return Floor(first.size, first.rounds, first.participations, first.messages,
                  *(statistics.median(getattr(r, name) for r in runs) for name in fields))
 
 
@@ -288,7 +293,7 @@ def table(floors: list[Floor]) -> list[str]:
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in floors:
         p = f.per_part
-        rows.append(f"| {f.size:,} | {ROUNDS[f.size]:,} | {f.participations:,} | {f.messages:,} | {p(f.replay_s):.1f} | "
+        rows.append(f"| {f.size:,} | {f.rounds:,} | {f.participations:,} | {f.messages:,} | {p(f.replay_s):.1f} | "
                     f"{p(f.kafka_s):.1f} | {p(f.broker_cpu_s):.1f} | {p(f.kafka_client_cpu_s):.1f} | {p(f.c_kafka_s):.1f} | "
                     f"{p(f.redis_server_cpu_s):.1f} | {p(f.redis_s):.1f} | {p(f.redis_client_cpu_s):.1f} | "
                     f"{p(f.floor_s):.1f} | **{f.floor_s / f.replay_s:.1f}x** | "
@@ -298,21 +303,20 @@ def table(floors: list[Floor]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10,1000,10000", help="round sizes among 10, 1000, 10000")
+    parser.add_argument("--sizes", default="2,10,1000,10000",
+                        help="round sizes (rounds as bench/workloads.py draws them)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size (interleaved; medians shown)")
     parser.add_argument("--rounds", type=int, default=0, help="rounds per size instead of the defaults (smoke runs)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    unknown = [s for s in sizes if s not in ROUNDS]
-    if unknown:
-        parser.error(f"--sizes: {unknown} not among {sorted(ROUNDS)}")
-    if args.rounds:
-        ROUNDS.update({s: args.rounds for s in sizes})
+    if any(s < 2 for s in sizes):
+        parser.error("--sizes: rounds need at least 2 players")
+    workload = {s: make_rounds(s, args.rounds or default_rounds(s), f"floor{s}", seed=s) for s in sizes}
     runs: dict[int, list[Floor]] = {s: [] for s in sizes}
     with LocalStack() as stack:
         for run in range(args.repeat):
             for size in sizes:
-                runs[size].append(measure(stack, size, run))
+                runs[size].append(measure(stack, workload[size], str(run)))
                 print(f"run {run + 1}, {size}-player rounds done", file=sys.stderr)
     print(f"\nµs per participation; {args.repeat} run(s) per size, medians; 2 x replay is the issue's aim\n")
     print("\n".join(table([median(runs[s]) for s in sizes])))

@@ -34,7 +34,9 @@ import redis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pipeline import STARTUP_S, make_rounds, process_cpu_s, producer, wait_rated  # noqa: E402
+from pipeline import STARTUP_S, process_cpu_s, producer, wait_rated  # noqa: E402
+from workloads import make_rounds  # noqa: E402
+
 from stream.pipeline.topics import ensure  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -95,11 +97,12 @@ def main() -> None:
         kafka = producer(stack.bootstrap)
         try:
             time.sleep(STARTUP_S)
-            rounds = {w.name: make_rounds(10, WARMUP_ROUNDS + args.samples, w.ladder, seed=7) for w in workers}
+            rounds = {w.name: make_rounds(10, WARMUP_ROUNDS + args.samples, w.ladder, seed=7, ladders=1)
+                      for w in workers}
             for w in workers:
                 w.publish(kafka, rounds[w.name][:WARMUP_ROUNDS])
             for w in workers:
-                wait_rated(client, w.ladder, WARMUP_ROUNDS, 0.05)
+                wait_rated(client, [w.ladder], WARMUP_ROUNDS, 0.05)
             time.sleep(SETTLE_S)
             for sample in range(args.samples):
                 pids = [w.process.pid for w in workers if w.process]
@@ -113,7 +116,7 @@ def main() -> None:
                 for w in workers:  # one round each, one after the other
                     sent = time.perf_counter()
                     w.publish(kafka, [rounds[w.name][WARMUP_ROUNDS + sample]])
-                    wait_rated(client, w.ladder, WARMUP_ROUNDS + sample + 1, LATENCY_POLL_S)
+                    wait_rated(client, [w.ladder], WARMUP_ROUNDS + sample + 1, LATENCY_POLL_S)
                     w.latencies_s.append(time.perf_counter() - sent)
         finally:
             kafka.close()

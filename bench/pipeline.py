@@ -1,21 +1,26 @@
-"""End-to-end pipeline benchmark on the embedded local stack (Tansu broker + redis-server).
+"""End-to-end pipeline benchmark on the embedded local stack (Tansu broker + redis-server), next to its floor.
 
-For rounds of 10, 1,000 and 10,000 players (one ladder per size; players drawn from a pool of
-:data:`POOL` players: 2,000 for 10-player lobbies, so consecutive lobbies rarely share players
-and rounds pipeline; twice the round size for the big rounds, so every round shares about half
-its players with the previous one and waits for it at the per-player barrier), it measures:
+Rounds of ``--size`` players as bench/workloads.py draws them (duels and lobbies: ``stream
+generate-synthetic --profile matches`` from a pool of 2,000 players over ``--ladders`` ladders;
+rounds above 100 players: one sequential ladder), through ``--workers`` ``stream worker``
+processes. Two modes:
 
-* throughput: participations per second from the first publish (all rounds sent at once) to
-  the last rating-change event read back from Kafka (and, "all rated", to the moment Redis
-  counts every round rated);
-* latency: for rounds published one at a time (the next once the previous is rated), the time
-  from publish to the round's status ``rated`` in Redis, p50 and p99;
-* next to it, ``stream.batch.replay`` of the same rounds in process (the reference);
-* CPU spent during the throughput run per participation, by the workers (both processes) and
-  by redis-server: less sensitive than wall time to the other load on a shared machine.
+* **throughput**: ``--rounds`` rounds published at once; rounds/s and participations/s from the
+  first publish to the last ``rating-changes`` event read back (end to end), and to the moment
+  Redis counts every round rated ("all rated"); CPU per participation of the workers (together),
+  redis-server and the broker during the run.
+* **latency**: rounds published at a fixed offered rate (``--rate`` rounds/s, default half the
+  throughput measured in this run) for ``--latency-seconds``; publish -> ``rated`` per round (the
+  publish wall time against the round record's ``rated_at``, read once everything is rated),
+  p50 / p99 / max, and whether the backlog stayed bounded.
 
-Usage: python bench/pipeline.py [--workers 2] [--partitions 4] [--sizes 10,1000,10000] [--repeat 3]
-Prints a Markdown table (paste it into BENCHMARKS.md, pipeline section).
+Reference, same run and same stack: bench/floor.py's floor for the same rounds (the mandated
+Kafka and Redis I/O alone, measured before the workers start), and the ratio pipeline / floor
+(issue 15's target: within 2x). The machine's load average is printed with the figures.
+
+Usage: python bench/pipeline.py --size 2,10 [--mode throughput,latency] [--rounds N] [--ladders 2]
+       [--rate R] [--latency-seconds 20] [--workers 2] [--partitions 4] [--repeat 1]
+Prints Markdown tables (BENCHMARKS.md, pipeline section).
 """
 
 from __future__ import annotations
@@ -37,45 +42,69 @@ import redis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from floor import Floor, measure  # noqa: E402
+from floor import table as floor_table  # noqa: E402
 from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
-from stream.batch.replay import replay  # noqa: E402
-from stream.batch.synthetic import synthetic_rounds  # noqa: E402
+from workloads import LADDERS, default_rounds, ladder_names, make_rounds, pool  # noqa: E402
+
 from stream.contracts import RoundResult  # noqa: E402
-from stream.engine import preset, warm_up  # noqa: E402
 from stream.pipeline.topics import ensure  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
 from stream.store import keys  # noqa: E402
 
-#: rounds per size in the throughput run and in the latency run
-ROUNDS = {10: (400, 40), 1_000: (40, 20), 10_000: (8, 6)}
-if os.environ.get("BENCH_QUICK"):
-    ROUNDS = {10: (200, 20), 1_000: (10, 5), 10_000: (3, 2)}
-POOL = {10: 2_000, 1_000: 2_000, 10_000: 20_000}
-POLL_S = 0.002
-"""Poll period of a paced round's status (latency resolution)."""
+MODES = ("throughput", "latency")
 BURST_POLL_S = 0.05
-REDIS_COMMANDS_SHOWN = 8
+"""Poll period of the ladders' rated counters while a burst is rated."""
+REDIS_COMMANDS_SHOWN = 6
 """Rows of the per-command Redis table printed per round size."""
 TIMEOUT_S = 900.0
 STARTUP_S = 8.0
-"""Seconds given to the workers to join the consumer group before publishing."""
+"""Seconds given to the workers to join the consumer group before the warm-up rounds."""
+WARM_UP_LADDERS = 8
+"""Ladders of one warm-up duel each (over the rounds topic's partitions), rated before timing."""
+DEFAULT_RATE = 20.0
+"""Offered rounds/s of the latency mode when neither --rate nor a throughput run of the size gives one."""
+BOUNDED_BACKLOG_S = 1.0
+"""The latency run is bounded when, at the end of publishing, at most this many seconds of input are unrated."""
 
 
 @dataclass
-class Figures:
+class Throughput:
     size: int
+    ladders: int
     rounds: int
     participations: int
     stream_s: float
-    replay_s: float
-    latency_p50_s: float
-    latency_p99_s: float
+    """First publish -> last rating-change event read back."""
+    rated_s: float
+    """First publish -> every round counted rated in Redis."""
     worker_cpu_s: float
     redis_cpu_s: float
-    rated_s: float
+    broker_cpu_s: float
     redis_commands: dict[str, tuple[int, int]]
-    """Redis commands run during the throughput run (scripts' inner calls included): name -> (calls, µs)."""
+
+    @property
+    def rounds_per_s(self) -> float:
+        return self.rounds / self.stream_s
+
+    @property
+    def part_per_s(self) -> float:
+        return self.participations / self.stream_s
+
+
+@dataclass
+class Latency:
+    size: int
+    rate: float
+    """Offered rounds per second."""
+    rounds: int
+    latencies_s: list[float]
+    backlog_at_end: int
+    """Rounds published but not rated when publishing ended."""
+
+    def percentile(self, q: float) -> float:
+        return float(np.percentile(self.latencies_s, q))
 
 
 def process_cpu_s(pids: list[int]) -> float:
@@ -87,133 +116,252 @@ def process_cpu_s(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def make_rounds(size: int, count: int, ladder: str, seed: int) -> list[RoundResult]:
-    return list(synthetic_rounds(n_players=POOL[size], n_rounds=count, round_size=size, seed=seed,
-                                 ladder=ladder))
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def producer(bootstrap: str):  # type: ignore[no-untyped-def]
+    """A kafka-python producer of rounds (linger 5 ms: a burst goes out in batches)."""
     from kafka import KafkaProducer
 
     return KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_request_size=64 * 1024 * 1024)
 
 
-def count_events(bootstrap: str, topic: str, expected: int, done: threading.Event, out: dict[str, float]) -> None:
-    """Read ``topic`` from the start until ``expected`` events arrived; record the last arrival time."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    # check_crcs=False: kafka-python verifies CRC-32C in pure Python (no crc32c module here),
-    # which made this reader, not the service, the bottleneck of the 10,000-player run
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
-                             check_crcs=False,
-                             max_partition_fetch_bytes=16 * 1024 * 1024)
-    while not consumer.partitions_for_topic(topic):
-        time.sleep(0.05)
-    consumer.assign([TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)])
-    consumer.seek_to_beginning()
-    seen = 0
-    while seen < expected and not done.is_set():
-        for records in consumer.poll(timeout_ms=200).values():
-            seen += len(records)
-            out["last"] = time.time()
-    out["count"] = seen
-    consumer.close()
+def rated(client: redis.Redis, ladders: list[str]) -> int:
+    """Rounds rated so far over ``ladders`` (each bench ladder is fresh), one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for ladder in ladders:
+        pipe.hget(keys.ladder(ladder), "rounds_rated")
+    return sum(int(v or 0) for v in pipe.execute())
 
 
-def wait_rated(client: redis.Redis, ladder: str, count: int, poll_s: float) -> None:
-    """Until ``count`` rounds of ``ladder`` are rated: one counter read per poll (each bench
-    ladder is fresh), so the poll does not compete with the workers for the CPU."""
+def wait_rated(client: redis.Redis, ladders: list[str], count: int, poll_s: float = BURST_POLL_S) -> None:
+    """Until ``count`` rounds of ``ladders`` are rated, polling their counters every ``poll_s``."""
     deadline = time.monotonic() + TIMEOUT_S
-    while int(client.hget(keys.ladder(ladder), "rounds_rated") or 0) < count:
+    while rated(client, ladders) < count:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"rounds of {ladder} not rated after {TIMEOUT_S}s")
+            raise TimeoutError(f"rounds of {ladders} not rated after {TIMEOUT_S:.0f} s")
         time.sleep(poll_s)
 
 
-def run_size(stack: LocalStack, prefix: str, size: int, worker_pids: list[int], run: int = 0) -> Figures:
-    """One throughput run and one latency run of ``size``-player rounds (fresh ladders per ``run``)."""
-    n_burst, n_latency = ROUNDS[size]
-    burst = make_rounds(size, n_burst, f"burst{size}-{run}", seed=size)
-    paced = make_rounds(size, n_latency, f"paced{size}-{run}", seed=size + 1)
-    participations = sum(r.field_size for r in burst)
+class EventReader:
+    """Reads ``rating-changes`` from the start for the whole bench, counting events; one consumer, so a
+    run's reader starts where the previous one stopped (the broker's ListOffsets(LATEST) is approximate)."""
 
-    warm_up()  # the engine's compiled loops loaded before timing
-    started = time.perf_counter()
-    replay(burst, preset(Settings.from_env().engine_preset), keep_rounds=False)
-    replay_s = time.perf_counter() - started
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from kafka import KafkaConsumer, TopicPartition
 
-    client = redis.Redis.from_url(stack.redis_url)
-    topic = f"{prefix}rounds"
-    out: dict[str, float] = {}
-    done = threading.Event()
-    base = int(client.get(f"bench:{prefix}events") or 0)
-    reader = threading.Thread(target=count_events, args=(stack.bootstrap, f"{prefix}rating-changes",
-                                                         base + participations, done, out), daemon=True)
-    reader.start()
-    kafka = producer(stack.bootstrap)
-    client.config_resetstat()
-    cpu_before, redis_before = process_cpu_s(worker_pids), redis_cpu_s(client)
-    first = time.time()
-    for r in burst:
-        kafka.send(topic, key=r.ladder.encode(), value=r.to_json().encode())
-    kafka.flush()
-    wait_rated(client, burst[0].ladder, len(burst), BURST_POLL_S)
-    rated_s = time.time() - first
-    reader.join(timeout=TIMEOUT_S)
-    done.set()
-    client.set(f"bench:{prefix}events", base + participations)
-    stream_s = out["last"] - first
-    worker_cpu, redis_cpu = process_cpu_s(worker_pids) - cpu_before, redis_cpu_s(client) - redis_before
-    commands = redis_commands(client)
+        # check_crcs=False: kafka-python verifies CRC-32C in pure Python (no crc32c module here),
+        # which would make this reader, not the service, the bottleneck of big rounds
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
+                                      check_crcs=False, max_partition_fetch_bytes=16 * 1024 * 1024)
+        while not self.consumer.partitions_for_topic(topic):
+            time.sleep(0.05)
+        self.consumer.assign([TopicPartition(topic, p) for p in self.consumer.partitions_for_topic(topic)])
+        self.consumer.seek_to_beginning()
+        self.seen = 0
+        self.last_arrival = 0.0
 
-    latencies = []
-    for rated, r in enumerate(paced, start=1):
-        sent = time.perf_counter()
-        kafka.send(topic, key=r.ladder.encode(), value=r.to_json().encode())
-        kafka.flush()
-        wait_rated(client, r.ladder, rated, POLL_S)
-        latencies.append(time.perf_counter() - sent)
-    client.set(f"bench:{prefix}events", base + participations + sum(r.field_size for r in paced))
-    kafka.close()
-    client.close()
-    return Figures(size, n_burst, participations, stream_s, replay_s,
-                   float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99)), worker_cpu, redis_cpu,
-                   rated_s, commands)
+    def read_until(self, total: int, timeout_s: float = TIMEOUT_S) -> None:
+        """Poll until ``total`` events were read since the start; ``last_arrival``: wall time of the last."""
+        deadline = time.monotonic() + timeout_s
+        while self.seen < total:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read {self.seen} of {total} rating-change events")
+            for records in self.consumer.poll(timeout_ms=200).values():
+                self.seen += len(records)
+                self.last_arrival = time.time()
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
-def median_run(runs: list[Figures]) -> Figures:
-    """The run of median stream throughput (the lower middle one for an even count)."""
-    ordered = sorted(runs, key=lambda f: f.participations / f.stream_s)
+class Bench:
+    """The stack, the workers, a producer of rounds and the event reader of one bench run."""
+
+    def __init__(self, stack: LocalStack, prefix: str, worker_pids: list[int]) -> None:
+        self.stack, self.prefix, self.worker_pids = stack, prefix, worker_pids
+        assert stack.broker.process is not None
+        self.broker_pid = stack.broker.process.pid
+        self.client = redis.Redis.from_url(stack.redis_url)
+        self.kafka = producer(stack.bootstrap)
+        self.events = EventReader(stack.bootstrap, f"{prefix}rating-changes")
+        self.published = 0
+        """Participations published so far (= rating-change events expected so far)."""
+
+    def publish(self, r: RoundResult) -> None:
+        self.kafka.send(f"{self.prefix}rounds", key=r.ladder.encode(), value=r.to_json().encode())
+        self.published += r.field_size
+
+    def warm_up(self) -> None:
+        """One duel per warm-up ladder, rated: the group has formed and every worker has rated something."""
+        rounds = make_rounds(2, WARM_UP_LADDERS, "warm", seed=0, ladders=WARM_UP_LADDERS)
+        for r in rounds:
+            self.publish(r)
+        self.kafka.flush()
+        wait_rated(self.client, ladder_names(rounds), len(rounds))
+        self.events.read_until(self.published)
+
+    def throughput(self, rounds: list[RoundResult]) -> Throughput:
+        """Publish every round at once; time to the last event read back and to all rated."""
+        ladders = ladder_names(rounds)
+        participations = sum(r.field_size for r in rounds)
+        self.client.config_resetstat()
+        cpu = process_cpu_s(self.worker_pids), redis_cpu_s(self.client), process_cpu_s([self.broker_pid])
+        target = self.published + participations
+        reader = threading.Thread(target=self.events.read_until, args=(target,), daemon=True)
+        first = time.time()
+        reader.start()
+        for r in rounds:
+            self.publish(r)
+        self.kafka.flush()
+        wait_rated(self.client, ladders, len(rounds))
+        rated_s = time.time() - first
+        reader.join(timeout=TIMEOUT_S)
+        if self.events.seen < target:
+            raise TimeoutError(f"read {self.events.seen} of {target} rating-change events")
+        return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations,
+                          self.events.last_arrival - first, rated_s, process_cpu_s(self.worker_pids) - cpu[0],
+                          redis_cpu_s(self.client) - cpu[1],
+                          process_cpu_s([self.broker_pid]) - cpu[2], redis_commands(self.client))
+
+    def latency(self, rounds: list[RoundResult], rate: float) -> Latency:
+        """Publish ``rounds`` at ``rate`` rounds/s; publish -> rated_at per round once all are rated."""
+        ladders = ladder_names(rounds)
+        sent: list[float] = []
+        start = time.perf_counter()
+        for i, r in enumerate(rounds):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            self.publish(r)
+            sent.append(time.time())
+        self.kafka.flush()
+        backlog = len(rounds) - rated(self.client, ladders)
+        wait_rated(self.client, ladders, len(rounds))
+        self.events.read_until(self.published)
+        pipe = self.client.pipeline(transaction=False)
+        for r in rounds:
+            pipe.hget(keys.round_record(r.ladder, r.round_id), "rated_at")
+        rated_at = [float(v) for v in pipe.execute()]
+        return Latency(rounds[0].field_size, rate, len(rounds), [t - s for t, s in zip(rated_at, sent)], backlog)
+
+    def close(self) -> None:
+        self.kafka.close()
+        self.events.close()
+        self.client.close()
+
+
+def median_run(runs: list[Throughput]) -> Throughput:
+    """The run of median throughput (the lower middle one for an even count)."""
+    ordered = sorted(runs, key=lambda f: f.part_per_s)
     return ordered[(len(ordered) - 1) // 2]
+
+
+def throughput_rows(results: list[tuple[Throughput, Floor, list[Throughput]]]) -> list[str]:
+    rows = ["| players/round | ladders | pool | rounds | participations | rounds/s | part./s | all rated: part./s "
+            "| floor part./s (same run) | pipeline / floor | worker CPU µs/part. | Redis CPU µs/part. "
+            "| broker CPU µs/part. | runs: part./s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for t, floor, runs in results:
+        floor_rate = floor.participations / floor.floor_s
+        p = t.participations
+        rows.append(f"| {t.size:,} | {t.ladders} | {pool(t.size):,} | {t.rounds:,} | {p:,} "
+                    f"| {t.rounds_per_s:,.0f} | {t.part_per_s:,.0f} | {p / t.rated_s:,.0f} | {floor_rate:,.0f} "
+                    f"| **{floor_rate / t.part_per_s:.1f}x** | {t.worker_cpu_s / p * 1e6:,.0f} "
+                    f"| {t.redis_cpu_s / p * 1e6:,.0f} | {t.broker_cpu_s / p * 1e6:,.0f} "
+                    f"| {' / '.join(f'{r.part_per_s:,.0f}' for r in runs)} |")
+    return rows
+
+
+def latency_rows(results: list[tuple[Latency, Floor]]) -> list[str]:
+    rows = ["| players/round | offered rounds/s | offered part./s | offered / floor part./s | rounds "
+            "| latency p50 | p99 | max | unrated at end of publishing |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for lat, floor in results:
+        offered = lat.rate * lat.size
+        bounded = lat.backlog_at_end <= max(1.0, lat.rate * BOUNDED_BACKLOG_S)
+        rows.append(f"| {lat.size:,} | {lat.rate:,.1f} | {offered:,.0f} "
+                    f"| {offered / (floor.participations / floor.floor_s):.1%} | {lat.rounds:,} "
+                    f"| {lat.percentile(50) * 1000:,.0f} ms | {lat.percentile(99) * 1000:,.0f} ms "
+                    f"| {max(lat.latencies_s) * 1000:,.0f} ms "
+                    f"| {lat.backlog_at_end} round{'' if lat.backlog_at_end == 1 else 's'}"
+                    f"{'' if bounded else ' (NOT bounded)'} |")
+    return rows
+
+
+def parse_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default="2,10", help="players per round, comma-separated (2: duels, 10: lobbies)")
+    parser.add_argument("--mode", default="throughput,latency", help=f"comma-separated among {', '.join(MODES)}")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="rounds of a throughput run [bench/workloads.py's per size]")
+    parser.add_argument("--ladders", type=int, default=LADDERS, help="ladders the small rounds are spread over")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="latency mode: offered rounds/s [half this run's throughput, else %g]" % DEFAULT_RATE)
+    parser.add_argument("--latency-seconds", type=float, default=20.0, help="latency mode: seconds of publishing")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--startup-s", type=float, default=STARTUP_S, help="seconds for the workers to join")
     parser.add_argument("--log-level", default="warning", help="the workers' LOG_LEVEL")
     parser.add_argument("--keep-logs", type=Path, default=None, help="copy the workers' logs into this directory")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="runs per size, interleaved; the row shown is the run of median throughput "
-                             "(this machine's speed drifts by tens of percent within minutes)")
+                        help="throughput runs per size, interleaved; the median one is shown (this machine's "
+                             "speed drifts by tens of percent within minutes)")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes, modes = [int(s) for s in parse_list(args.size)], parse_list(args.mode)
+    if bad := [m for m in modes if m not in MODES]:
+        parser.error(f"--mode: {bad} not among {MODES}")
+    if any(s < 2 for s in sizes):
+        parser.error("--size: rounds need at least 2 players")
     prefix = "bench-"
+    loads = [load_average()]
+    floors: dict[int, Floor] = {}
+    throughputs: dict[int, list[Throughput]] = {s: [] for s in sizes}
+    latencies: dict[int, Latency] = {}
     with LocalStack.on_ports() as stack, tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:  # the floor first, on the fresh stack, with no worker running
+            floors[size] = measure(stack, make_rounds(size, args.rounds or default_rounds(size), f"floor{size}",
+                                                      seed=size, ladders=args.ladders), "pipeline")
+            print(f"floor of {size}-player rounds: {floors[size].participations / floors[size].floor_s:,.0f} part./s",
+                  file=sys.stderr)
         env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=prefix,
                    APP_ID=f"{prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL=args.log_level)
         ensure(Settings.from_env(env))
         workers = [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO, env=env,
                                     stdout=open(Path(tmp) / f"w{i}.log", "wb"), stderr=subprocess.STDOUT)
                    for i in range(args.workers)]
+        bench = None
         try:
-            time.sleep(STARTUP_S)
-            runs: dict[int, list[Figures]] = {size: [] for size in sizes}
-            for run in range(args.repeat):
+            time.sleep(args.startup_s)
+            bench = Bench(stack, prefix, [w.pid for w in workers])
+            bench.warm_up()
+            if "throughput" in modes:
+                for run in range(args.repeat):
+                    for size in sizes:
+                        rounds = make_rounds(size, args.rounds or default_rounds(size), f"burst{size}-r{run}",
+                                             seed=size, ladders=args.ladders)
+                        t = bench.throughput(rounds)
+                        throughputs[size].append(t)
+                        print(f"run {run + 1}, {size}-player rounds: {t.rounds_per_s:,.0f} rounds/s, "
+                              f"{t.part_per_s:,.0f} part./s (load {load_average()})", file=sys.stderr)
+            if "latency" in modes:
                 for size in sizes:
-                    runs[size].append(run_size(stack, prefix, size, [w.pid for w in workers], run))
+                    rate = args.rate or (median_run(throughputs[size]).rounds_per_s / 2 if throughputs[size]
+                                         else DEFAULT_RATE)
+                    count = max(2, round(rate * args.latency_seconds))
+                    rounds = make_rounds(size, count, f"paced{size}", seed=size + 1, ladders=args.ladders)
+                    lat = latencies[size] = bench.latency(rounds, rate)
+                    print(f"latency of {size}-player rounds at {rate:,.1f} rounds/s: "
+                          f"p50 {lat.percentile(50) * 1000:,.0f} ms, "
+                          f"p99 {lat.percentile(99) * 1000:,.0f} ms (load {load_average()})", file=sys.stderr)
         finally:
+            if bench is not None:
+                bench.close()
             for w in workers:
                 w.terminate()
             for w in workers:
@@ -222,25 +370,27 @@ def main() -> None:
                 args.keep_logs.mkdir(parents=True, exist_ok=True)
                 for log in Path(tmp).glob("w*.log"):
                     shutil.copy(log, args.keep_logs / log.name)
-    rows = [median_run(runs[size]) for size in sizes]
-    print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}, "
-          f"{args.repeat} run(s) per size (the median run shown)\n")
-    print("| players/round | player pool | rounds | participations | stream: part./s | replay: part./s "
-          "| all rated: part./s | latency p50 | latency p99 | worker CPU µs/part. | Redis CPU µs/part. | runs: stream part./s |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for f in rows:
-        every = " / ".join(f"{r.participations / r.stream_s:,.0f}" for r in runs[f.size])
-        print(f"| {f.size:,} | {POOL[f.size]:,} | {f.rounds} | {f.participations:,} | {f.participations / f.stream_s:,.0f} "
-              f"| {f.participations / f.replay_s:,.0f} | {f.participations / f.rated_s:,.0f} "
-              f"| {f.latency_p50_s * 1000:,.0f} ms | {f.latency_p99_s * 1000:,.0f} ms "
-              f"| {f.worker_cpu_s / f.participations * 1e6:,.0f} | {f.redis_cpu_s / f.participations * 1e6:,.0f} "
-              f"| {every} |")
-    print("\nRedis commands per participation during the throughput runs (INFO commandstats; a script's own time "
-          "includes its inner commands'):\n")
-    print("| players/round | command | calls/part. | µs/part. |")
-    print("|---:|---|---:|---:|")
-    for f in rows:
-        print("\n".join(command_rows(f"{f.size:,}", f.redis_commands, f.participations, REDIS_COMMANDS_SHOWN)))
+    loads.append(load_average())
+    print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}; "
+          f"load average (1/5/15 min) at start {loads[0]}, at end {loads[1]}; "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC\n")
+    print("Floor (bench/floor.py) of the same rounds, measured first in this run, µs per participation:\n")
+    print("\n".join(floor_table([floors[s] for s in sizes])))
+    if throughputs[sizes[0]]:
+        print(f"\nThroughput: every round published at once; {args.repeat} run(s) per size, the median shown; "
+              "pipeline / floor = the floor's part./s over the pipeline's\n")
+        print("\n".join(throughput_rows([(median_run(throughputs[s]), floors[s], throughputs[s]) for s in sizes])))
+        print("\nRedis commands per participation during the throughput runs (INFO commandstats; a script's "
+              "own time includes its inner commands'):\n")
+        print("| players/round | command | calls/part. | µs/part. |")
+        print("|---:|---|---:|---:|")
+        for s in sizes:
+            t = median_run(throughputs[s])
+            print("\n".join(command_rows(f"{s:,}", t.redis_commands, t.participations, REDIS_COMMANDS_SHOWN)))
+    if latencies:
+        print(f"\nLatency: publish -> rated at a fixed offered rate for {args.latency_seconds:g} s "
+              f"(default: half the throughput above); offered / floor = offered part./s as a share of the floor's\n")
+        print("\n".join(latency_rows([(latencies[s], floors[s]) for s in sizes])))
 
 
 if __name__ == "__main__":

@@ -33,11 +33,71 @@ def test_floor_bench_moves_every_mandated_message_and_reports_ratios() -> None:
     assert all(value >= 0 for value in figures) and figures[-1] > 0
 
 
-def test_broker_growth_reports_each_chunk_against_the_first() -> None:
-    out = run_bench("broker_growth.py", "--chunks", "3", "--chunk", "200")
-    rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "x |" in line]
-    assert [int(cells[0].replace(",", "")) for cells in rows] == [200, 400, 600]  # log size after each chunk
-    assert rows[0][3].strip() == "1.0x" and all(float(cells[2]) >= 0 for cells in rows)
+def table_rows(out: str, header_start: str) -> list[list[str]]:
+    """The cells of the Markdown table whose header row starts with ``header_start`` (header and rule left out)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip().strip("*") for cell in line.strip("|").split("|")])
+    return rows
+
+
+def number(cell: str) -> float:
+    return float(cell.replace(",", "").removesuffix(" ms").rstrip("x%"))
+
+
+def test_pipeline_bench_throughput_mode_rates_every_round_next_to_its_floor() -> None:
+    out = run_bench("pipeline.py", "--size", "2,10", "--mode", "throughput", "--rounds", "12", "--workers", "1",
+                    "--startup-s", "2")
+    floor = {row[0]: row for row in table_rows(out, "| players/round | rounds | participations | messages |")}
+    assert set(floor) == {"2", "10"} and floor["2"][1:3] == ["12", "24"] and floor["10"][1:3] == ["12", "120"]
+    rows = {row[0]: row for row in table_rows(out, "| players/round | ladders | pool |")}
+    assert set(rows) == {"2", "10"}
+    for size, row in rows.items():
+        ladders, pool, rounds, participations = (int(number(c)) for c in row[1:5])
+        assert (ladders, pool, rounds, participations) == (2, 2_000, 12, 12 * int(size))
+        rounds_per_s, part_per_s, floor_rate, ratio = number(row[5]), number(row[6]), number(row[8]), number(row[9])
+        assert rounds_per_s > 0 and part_per_s > 0 and floor_rate > 0
+        assert abs(ratio - floor_rate / part_per_s) <= 0.05 * ratio + 0.05  # the ratio printed is the ratio of the two
+    assert "load average" in out and "Latency:" not in out
+
+
+def test_pipeline_bench_latency_mode_at_a_fixed_rate() -> None:
+    out = run_bench("pipeline.py", "--size", "2", "--mode", "latency", "--rate", "10", "--latency-seconds", "1.5",
+                    "--workers", "1", "--startup-s", "2")
+    [row] = table_rows(out, "| players/round | offered rounds/s |")
+    assert row[0] == "2" and number(row[1]) == 10.0 and number(row[2]) == 20.0 and row[4] == "15"
+    p50, p99, worst = number(row[5]), number(row[6]), number(row[7])
+    assert 0 < p50 <= p99 <= worst
+    assert number(row[3]) > 0 and "Throughput:" not in out
+
+
+def test_soak_ceiling_mode_reports_each_stage_and_checks_equality() -> None:
+    out = run_bench("soak.py", "--rates", "2,4", "--stage", "3", "--large-every", "2", "--large-size", "20",
+                    "--workers", "1", "--stop-after", "2")
+    rows = table_rows(out, "| small rounds/s | large every |")
+    assert [row[0] for row in rows] == ["2", "4"]
+    for row in rows:
+        assert number(row[2]) > 0 and row[6] in ("yes", "NO")
+    assert "Ceiling (bounded" in out and "max diff" in out and out.rstrip().endswith("OK.")
+
+
+def test_broker_growth_reports_each_chunk_against_the_first_for_each_request_size() -> None:
+    out = run_bench("broker_growth.py", "--chunks", "3", "--chunk", "200", "--per-request", "1,100")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == 6  # 3 chunks per request size
+    one, hundred = rows[:3], rows[3:]
+    for table in (one, hundred):
+        assert [int(number(cells[0])) for cells in table] == [200, 400, 600]  # log size after each chunk
+        # the first chunk is the reference (n/a when the broker used no CPU tick in it)
+        assert table[0][4] in ("1.0x", "n/a") and all(number(cells[3]) >= 0 for cells in table)
+    # one message per request: one batch per message, 150 per partition after 600 messages; 100 per request:
+    # at most 4 batches per request (one per partition), 6 requests
+    assert int(number(one[-1][1])) == 150 and 1 <= int(number(hundred[-1][1])) <= 6
 
 
 def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
