@@ -14,7 +14,7 @@ from pathlib import Path
 import redis
 
 import pipeline_harness as harness
-from stream.pipeline.faults import CRASH_EXIT_CODE
+from stream.pipeline.faults import BATCH_CRASH_POINTS, CRASH_EXIT_CODE, CRASH_POINTS
 from stream.store import keys
 
 FAST_SWEEP = {"SWEEP_TIMEOUT_S": "2", "SWEEP_INTERVAL_S": "0.5", "BARRIER_WARN_S": "5", "RETRY_MAX_DELAY_S": "0.5"}
@@ -45,7 +45,9 @@ def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = harn
 
 def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.Worker], *,
           restart: bool, timeout_s: float = harness.DRAIN_TIMEOUT_S) -> int:
-    """Wait until every expected round is rated or no_outcome.
+    """Wait until every expected round is rated or no_outcome, and, once a crash point fired
+    (its marker file exists), until the crashed worker is seen: phase two crashes after its
+    Redis writes, so a batch holding the last rounds is rated before its worker exits.
 
     A worker that exits with the fault status is restarted (``restart``) or left dead (another
     worker must take over); any other exit fails the test. Returns how many workers crashed.
@@ -53,11 +55,13 @@ def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.W
     client = redis.Redis.from_url(redis_url)
     deadline = time.monotonic() + timeout_s
     crashes = 0
+    env = workers[0].env if workers else {}
+    crash_marker = Path(env["FAULT_MARKER"]) if env.get("FAULT_POINT") in CRASH_POINTS + BATCH_CRASH_POINTS else None
     try:
         while True:
             done = statuses(client, expected)
             missing = [k for k, s in done.items() if s not in (b"rated", b"no_outcome")]
-            if not missing:
+            if not missing and not (crash_marker is not None and crash_marker.exists() and crashes == 0):
                 return crashes
             for i, w in enumerate(list(workers)):
                 assert w.process is not None
