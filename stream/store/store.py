@@ -25,6 +25,7 @@ from redis.exceptions import NoScriptError
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
+from stream.redis_cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
 
@@ -347,6 +348,7 @@ class Store:
         on whatever server ``client`` reaches; a ``RedisCluster`` client always gets that layout."""
         self.client = client
         self.cluster = cluster or is_cluster(client)
+        make_cancel_safe(client)
         if isinstance(client, aioredis.Redis):  # a cluster client's node connections keep redis-py's packer
             use_hiredis_packing(client)
         self.history_length = history_length
