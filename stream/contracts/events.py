@@ -101,6 +101,8 @@ class PlayerUpdate:
     posterior phase one used as the prior (0: none, the newcomer prior); phase two applies an
     entry only once the player's stored ``last_seq`` reached it (the chain rule). None when
     any entry lacks the field (a message of a phase one that did not write it).
+    ``mu_after``/``sigma_after``: each player's new rating, computed by phase one for a ladder
+    rated by a rating-only model (``stream.pipeline.rating_models``); None for Elo-MMR rounds.
     """
 
     ladder: str
@@ -113,6 +115,8 @@ class PlayerUpdate:
     ranks: list[int]
     performances: list[float]
     previous_seqs: list[int] | None = None
+    mu_after: list[float] | None = None
+    sigma_after: list[float] | None = None
 
     def entries(self) -> Iterator[UpdateEntry]:
         previous: list[int | None] = [None] * len(self.players) if self.previous_seqs is None else [*self.previous_seqs]
@@ -127,6 +131,9 @@ class PlayerUpdate:
         if self.previous_seqs is not None:
             for entry, q in zip(entries, self.previous_seqs):
                 entry["previous_seq"] = int(q)
+        if self.mu_after is not None and self.sigma_after is not None:
+            for entry, mu, sigma in zip(entries, self.mu_after, self.sigma_after):
+                entry["mu_after"], entry["sigma_after"] = float(mu), float(sigma)
         return {
             "ladder": self.ladder,
             "round_id": self.round_id,
@@ -145,6 +152,8 @@ class PlayerUpdate:
         data = _loads(raw)
         entries = data["entries"]
         previous = [e.get("previous_seq") for e in entries]
+        mu_after = [e.get("mu_after") for e in entries]
+        sigma_after = [e.get("sigma_after") for e in entries]
         return cls(
             ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
             occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
@@ -152,6 +161,8 @@ class PlayerUpdate:
             ranks=[e["rank"] for e in entries],
             performances=[e["performance"] for e in entries],
             previous_seqs=None if None in previous else previous,
+            mu_after=None if None in mu_after else mu_after,
+            sigma_after=None if None in sigma_after else sigma_after,
         )
 
 

@@ -102,6 +102,11 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     except RoundRejected as rejection:
         return _rejected(rejection, raw, origin)
     store, ladder, cid = ctx.store, correction.ladder, correction.correction_id
+    model = ctx.ladder(ladder).model
+    if ctx.ladder(ladder).rating_model is not None:
+        return _rejected(RoundRejected(NOT_CORRECTABLE, f"ladder {ladder!r} is rated by model {model!r}: the stream "
+                                       "corrects Elo-MMR ladders only (re-rate the corrected history into a fresh "
+                                       "ladder: stream backfill)", "ladder"), raw, origin, correction)
     entry = await ledger.ledger_entry(store, ladder, cid)
     if entry is not None:
         if entry.get("content_hash") == correction.content_hash():
@@ -132,7 +137,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
 
     started = time.perf_counter()
     history, target_players = _histories(correction, target, stored)
-    rated = rerate(history, ctx.params, ctx.display(ladder))
+    rated = rerate(history, ctx.ladder(ladder).elo_mmr, ctx.display(ladder))
     affected, dirty = _affected(rated, target.seq, target_players)
     seconds["rerate"] = time.perf_counter() - started
 
@@ -409,7 +414,7 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
     left without a round: rating back to the newcomer prior, ``rounds_played`` 0, the corrected
     round's ``occurred_at``)."""
     ladder, cfg = correction.ladder, ctx.display(correction.ladder)
-    newcomer = PlayerState.new(ctx.params)
+    newcomer = PlayerState.new(ctx.ladder(correction.ladder).elo_mmr)
     prior_mu, prior_sigma = encode_float(newcomer.mu), encode_float(newcomer.sigma)
     round_of = rated.round_of()
     tiers = tier_names(rated.final_tier[rows], cfg)

@@ -116,9 +116,18 @@ def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight
 
 
 def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], performance_texts: Sequence[str],
-                   previous_seqs: Sequence[int] | None) -> bytes:
-    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns."""
-    if previous_seqs is None:
+                   previous_seqs: Sequence[int] | None,
+                   ratings: tuple[Sequence[str], Sequence[str]] | None = None) -> bytes:
+    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns;
+    ``ratings``: the texts of each entry's ``mu_after`` and ``sigma_after`` (a rating-only
+    model's round, which sets ``previous_seqs`` too)."""
+    if ratings is not None and previous_seqs is not None:
+        mu_texts, sigma_texts = ratings
+        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
+                           f'"previous_seq":{int(previous)!r},"mu_after":{mu},"sigma_after":{sigma}}}'
+                           for player, rank, perf, previous, mu, sigma
+                           in zip(players, ranks, performance_texts, previous_seqs, mu_texts, sigma_texts))
+    elif previous_seqs is None:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
                            for player, rank, perf in zip(players, ranks, performance_texts))
     else:
