@@ -40,7 +40,8 @@ CORRECTION_CHANGE = "correction"
 class RatingChange:
     """One player's rating change (topic ``rating-changes``, key = player): in one round, or
     (``kind`` "correction") by a correction of round ``round_id`` (schema rating-change v2: then
-    rank, field size and performance are those of his last round after it, None if none is left)."""
+    rank, field size and performance are those of his last round after it, None if none is left;
+    schema v3: ``league``/``division``, and ``performance`` None for a model without one)."""
 
     ladder: str
     round_id: str
@@ -58,6 +59,11 @@ class RatingChange:
     occurred_at: float
     kind: str = ROUND_CHANGE
     correction_id: str | None = None
+    league: str | None = None
+    division: int | None = None
+    """The player's league and division after the change (schema v3; ``tier`` is their label:
+    league "Gold", division 2 for tier "Gold 2"; division None for an undivided league; both None
+    when unplaced)."""
 
     @property
     def event_id(self) -> str:

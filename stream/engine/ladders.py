@@ -116,6 +116,8 @@ def model_params(model: str, overrides: Mapping[str, Any], where: str) -> Params
     for name, value in overrides.items():
         if isinstance(value, bool) or not isinstance(value, (int, float, str, type(None))):
             raise LaddersError(f"{where}: parameter {name!r} must be a number, got {value!r}")
+    if not overrides:
+        return base
     try:
         return dataclasses.replace(base, **overrides)
     except (TypeError, ValueError) as exc:

@@ -229,7 +229,8 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
         ladder=run.name, round_id=round_.round_id, field_size=round_.field_size, occurred_at=round_.occurred_at,
         players=players, ranks=ranks.tolist(), performance=number_texts("performance", update.performance),
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
-        mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist()))
+        mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist(),
+        display=cfg))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
     fanout = build_fanout(ctx, round_, run.seq, update.performance, run.partitions, previous)

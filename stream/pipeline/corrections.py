@@ -47,7 +47,7 @@ from stream.contracts.events import CORRECTION_CHANGE
 from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
                                     STORED, UNKNOWN_ROUND, check_supported)
 from stream.engine import PlayerState
-from stream.engine.display import display_rating, tier_names
+from stream.engine.display import display_rating, league_division, tier_names
 from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults
@@ -331,7 +331,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     keep = is_touched[rated.rows] & (count[rated.rows] - seen < ctx.store.history_length)
     keep |= is_affected[round_of]
     at = np.flatnonzero(keep)
-    changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at))
+    changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at), cfg)
     entries: dict[str, list[bytes]] = {p: [] for p in touched}
     results: dict[int, dict[str, bytes]] = {k: {} for k in affected}
     for i, k, change in zip(at.tolist(), round_of[at].tolist(), changes):
@@ -431,6 +431,7 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
                               sigma_after=float(sigma[j]), display_rating=float(shown[j]), tier=tiers[j] or None,
                               rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at,
                               kind=CORRECTION_CHANGE, correction_id=correction.correction_id)
+        change.league, change.division = league_division(change.tier, cfg)
         out.append(RatingChangeMessage(player.encode(), change.to_json().encode()))
     prior_shown = float(display_rating(np.array([newcomer.mu]), np.array([newcomer.sigma]), cfg)[0])
     for player in removed:

@@ -41,7 +41,7 @@ import numpy as np
 from stream import engine
 from stream.contracts import PlayerUpdate
 from stream.contracts.correction import Correction
-from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
+from stream.engine.display import DisplayConfig, display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
@@ -323,7 +323,7 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
                        last=k == len(waves) - 1)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
-    return [_round_writes(round_.update, rated, texts, slice(lo, hi))
+    return [_round_writes(round_.update, rated, texts, slice(lo, hi), ctx.display(round_.update.ladder))
             for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
 
 
@@ -435,7 +435,8 @@ class _Texts:
             states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
-def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice) -> ColumnWrites:
+def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice,
+                  display: DisplayConfig) -> ColumnWrites:
     """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
     players = texts.players[cut]
     shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
@@ -443,7 +444,8 @@ def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice
         ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
         players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
         mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu[cut],
-        sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds)) if players else []
+        sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds,
+        display=display)) if players else []
     return ColumnWrites(
         ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
         players=players, mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,
