@@ -29,9 +29,10 @@ from stream.batch.dedup import Deduplicated, first_copies
 from stream.batch.models import LaddersReplay, Replayed, model_names, replay_ladders, replay_named, support
 from stream.batch.profiles import contest_history_rounds, match_rounds
 from stream.contracts import Limits, RoundRejected, RoundResult
-from stream.contracts.round import INDIVIDUALS_ONLY, check_supported
+from stream.contracts.round import check_supported
 from stream.engine import DEFAULT_PRESET, PRESETS
 from stream.engine.ladders import Ladders, LaddersError, parse_ladders
+from stream.pipeline.rating_models import support as ladder_support
 from stream.settings import Settings
 
 EXIT_BAD_INPUT = 2
@@ -53,7 +54,7 @@ def replay_command(
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
     skip_rejected: Annotated[bool, typer.Option("--skip-rejected", help="leave rejected rounds out (each reported on stderr), as the stream dead-letters them, instead of failing")] = False,
-    ladders_option: Annotated[str | None, typer.Option("--ladders", help="a LADDERS configuration (JSON text or a file holding it): each ladder with its own model and parameters, as the stream rates it (--preset: the \"*\" model when it names none); rounds the stream rejects (teams) are rejected")] = None,
+    ladders_option: Annotated[str | None, typer.Option("--ladders", help="a LADDERS configuration (JSON text or a file holding it): each ladder with its own model and parameters, as the stream rates it (--preset: the \"*\" model when it names none); rounds the stream rejects on a ladder (teams, except on a trueskill ladder) are rejected")] = None,
 ) -> None:
     """Replay rounds through the engine in process and write every player's final rating."""
     if preset_name not in PRESETS:
@@ -67,7 +68,7 @@ def replay_command(
     settings = Settings.from_env()
     started = time.perf_counter()
     rejected: list[SourceError] | None = [] if skip_rejected else None
-    unique = load_accepted(input, settings, rejected, None if ladders is not None else [name])
+    unique = load_accepted(input, settings, rejected, ladders if ladders is not None else [name])
     rounds = unique.rounds
     loaded = time.perf_counter()
     tracker = Metrics(len(rounds)) if metrics else None
@@ -117,10 +118,10 @@ def _ladders(option: str, preset_name: str, model_name: str | None, metrics: boo
 
 
 def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None,
-                  models: list[str] | None) -> Deduplicated:
+                  models: list[str] | Ladders) -> Deduplicated:
     """The rounds of ``input`` the stream would rate: its acceptance and registration rule
     (``first_copies``), and rounds every one of ``models`` can rate (``check_supported``: teams,
-    partial play; None: what the stream rates, individual full-time rounds). A rejected round
+    partial play; ``Ladders``: what the stream rates on each round's ladder). A rejected round
     exits with code 2, or, if ``rejected`` is a list, is appended to it and reported on stderr
     (left out, as the stream dead-letters it)."""
     try:
@@ -131,9 +132,9 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
     kept = []
     for position, round_ in enumerate(unique.rounds):
         try:
-            if models is None:
-                check_supported(round_, INDIVIDUALS_ONLY, "the stream")
-            for name in models or []:
+            if isinstance(models, Ladders):
+                check_supported(round_, ladder_support(models.of(round_.ladder)), "the stream")
+            for name in models if isinstance(models, list) else []:
                 check_supported(round_, support(name), f"model {name!r}")
             kept.append(round_)
         except RoundRejected as exc:

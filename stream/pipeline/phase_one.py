@@ -8,8 +8,8 @@ first half):
 
 1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
    with status ``no_outcome`` and rates nobody.  A round with teams or partial play is
-   dead-lettered ``teams_unsupported`` (``check_supported``): the stream rates individual
-   full-time rounds only, for now (``stream replay --model trueskill`` rates teams).
+   dead-lettered ``teams_unsupported`` (``check_supported``) unless its ladder's model rates
+   them (``rating_models.support``: TrueSkill); Elo-MMR ladders rate individual full-time rounds.
 2. Register the round id (Lua, once; while a correction holds the ladder, registration answers
    ``held`` and the round waits: ``hold.py``): a new id gets the ladder's next ``seq``; the same id
    with the same content is a duplicate (its stored fan-out is re-sent if it is still
@@ -42,7 +42,7 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import (INDIVIDUALS_ONLY, INTERNAL_ERROR, NO_OUTCOME, STORED, check_supported, conflict,
+from stream.contracts.round import (INTERNAL_ERROR, NO_OUTCOME, STORED, check_supported, conflict,
                                     model_changed)
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
@@ -79,7 +79,7 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     now = time.time()
     try:
         round_ = parse_round(raw, limits=ctx.limits)
-        check_supported(round_, INDIVIDUALS_ONLY, "the stream")
+        check_supported(round_, rating_models.support(ctx.ladder(round_.ladder)), "the stream")
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return await _record_no_outcome(ctx, rejection.round, raw, now, origin)
@@ -441,7 +441,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
     origin = event.origin
     try:
         round_ = parse_round(event.value, limits=ctx.limits)
-        check_supported(round_, INDIVIDUALS_ONLY, "the stream")
+        check_supported(round_, rating_models.support(ctx.ladder(round_.ladder)), "the stream")
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return rejection.round, STATUS_NO_OUTCOME

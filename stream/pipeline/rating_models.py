@@ -8,7 +8,9 @@ later round of the batch from the ratings the earlier ones left, as phase two wi
 and every fan-out entry carries the player's new rating (``mu_after``, ``sigma_after``) beside
 the round's performance (the new mu when the model has none). Phase two then applies the
 carried rating as the new state without an engine call (:func:`apply`), writes and emits as for
-Elo-MMR, so rounds keep their publish order and barrier exactly as Elo-MMR rounds do.
+Elo-MMR, so rounds keep their publish order and barrier exactly as Elo-MMR rounds do. A model
+with a team call (TrueSkill) rates team rounds and partial play this way too (:func:`support`):
+each member's entry carries his team's rank and his own new rating.
 
 The player's packed ``state`` keeps the engine's layout (``stream.engine.state``) with no
 logistic factor: Gaussian term (mu, sigma^-2), published (mu, sigma), rounds played, time of
@@ -25,9 +27,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from stream.contracts import RoundResult
+from stream.contracts.round import INDIVIDUALS_ONLY, Support
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.engine.state import PlayerBatch, unpack_batch
+
+
+TEAMS = Support(teams=True, mixed=True, partial=True)
+"""What a ladder whose model has a team call (TrueSkill) rates: teams, teams with individuals,
+partial play."""
+
+
+def support(cfg: LadderConfig) -> Support:
+    """What the stream rates on a ladder beyond individual full-time rounds: team rounds and
+    partial play where the ladder's model has a team call (``Model.teams``), else nothing."""
+    model = cfg.rating_model
+    return TEAMS if model is not None and model.teams is not None else INDIVIDUALS_ONLY
 
 
 @dataclass(frozen=True)
@@ -62,8 +77,13 @@ def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequ
     previous = np.empty(total, dtype=np.int64)
     for k, (rows, round_) in enumerate(zip(members, rounds)):
         lo, hi = int(offsets[k]), int(offsets[k + 1])
-        update = model.rate_round(Ratings(mu[rows], sigma[rows], played[rows]), round_.ranks(), cfg.model_params,
-                                  weight=round_.weight, perf_ceiling=round_.perf_ceiling)
+        before = Ratings(mu[rows], sigma[rows], played[rows])
+        if model.teams is not None and (round_.has_teams() or round_.is_partial()):  # as replay_model
+            entry, entry_ranks = round_.entries()
+            update = model.rate_teams(before, entry, entry_ranks, round_.player_weights(), cfg.model_params)
+        else:
+            update = model.rate_round(before, round_.ranks(), cfg.model_params, weight=round_.weight,
+                                      perf_ceiling=round_.perf_ceiling)
         after = update.after
         mu[rows], sigma[rows], played[rows] = after.mu, after.sigma, after.rounds
         new_mu[lo:hi], new_sigma[lo:hi] = after.mu, after.sigma

@@ -17,6 +17,7 @@ from stream.batch.models import replay_ladders
 from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.contracts.round import MODEL_CHANGED
 from stream.engine.display import league_division
+from stream.engine.ladders import parse_ladders
 from stream.engine.state import PlayerState
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, split_sections
@@ -27,7 +28,7 @@ from test_phase_one_batch import apply
 
 PARTITIONS = 4
 TOLERANCE = 1e-9
-LADDERS = json.dumps({"a": {"model": "mmr"}, "b": {"model": "glicko"}, "c": {"model": "trueskill"},
+LADDERS = json.dumps({"a": {"model": "mmr", "params": {"weight_limit": 0.31, "sig_limit": 60.0}}, "b": {"model": "glicko"}, "c": {"model": "trueskill"},
                       "t": {"model": "topcoder", "params": {"weight_noob": 0.5}},
                       "*": {"model": "mmr-bounded", "display": {
                           "k": 0.0, "divisions": 2, "tiers": [["Low", None], ["Mid", 1450.0], ["High", 1550.0], ["Top", 1700.0]]}}})
@@ -93,7 +94,11 @@ def test_batches_mixing_ladder_models_equal_replay_ladders(redis_url: str) -> No
                     modelled = ctx.ladder(update.ladder).rating_model is not None
                     assert (update.mu_after is not None) == modelled
             events += [json.loads(e.value) for e in await apply(ctx, batch) if e.topic == "rating-changes"]
-        assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
+        got = await stored(ctx, rounds)
+        assert_equals_replay(ctx, rounds, got)
+        # each ladder had its own parameters: the "*" preset's replay of ladder "a" differs
+        fallback = {(ladder, p): mu for ladder, p, mu, _, _ in replay_ladders(rounds, parse_ladders("")).ratings()}
+        assert max(abs(got[key][0] - fallback[key]) for key in got if key[0] == "a") > 1.0
         assert len(events) == sum(r.field_size for r in rounds)
         for event in events:
             validate("rating-change", event)
@@ -158,5 +163,47 @@ def test_a_ladders_model_is_fixed_once_it_rated_a_round(redis_url: str, caplog: 
 
         batch = await handle_rounds(ctx, [Incoming(later[0].to_json().encode())])  # glicko again: rated
         assert batch.results[0] is not None and batch.results[0].outcome == "rated"
+
+    asyncio.run(body())
+
+
+def team_rounds(seed: int, count: int, ladder: str) -> list[RoundResult]:
+    """Team rounds (two or three teams of 1-3, some partial play, sometimes an individual entry)."""
+    rng = random.Random(seed)
+    names = [f"p{i}" for i in range(10)]
+    out = []
+    for k in range(count):
+        chosen = rng.sample(names, rng.randint(4, 8))
+        teams = rng.randint(2, 3)
+        standings = []
+        for i, player in enumerate(chosen):
+            team = i % teams
+            individual = team == 2 and rng.random() < 0.5
+            standings.append(Standing(player, rank=team + 1, team=None if individual else f"t{team}",
+                                      weight=rng.choice([1.0, 1.0, 0.5])))
+        if len({s.team for s in standings if s.team is not None}) + sum(s.team is None for s in standings) < 2:
+            continue
+        out.append(RoundResult(round_id=f"{ladder}{k}", ladder=ladder, occurred_at=1.7e9 + 1000.0 * k,
+                               standings=standings))
+    return out
+
+
+def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -> None:
+    """On a trueskill ladder, rounds of teams (with partial play, with individuals) are rated in
+    phase one by TrueSkill's team call, in batches, and Redis equals the replay; the same team
+    round on an Elo-MMR ladder is still ``teams_unsupported``."""
+    rounds = team_rounds(seed=5, count=30, ladder="c") + mixed_rounds(seed=6, count=10, ladders=("c", "a"))
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        for lo in range(0, len(rounds), 8):
+            batch = await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in rounds[lo:lo + 8]])
+            assert all(result is not None and result.outcome == "rated" for result in batch.results), batch.results
+            await apply(ctx, batch)
+        assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
+        elsewhere = RoundResult(round_id="x", ladder="a", occurred_at=1.8e9, standings=rounds[0].standings)
+        batch = await handle_rounds(ctx, [Incoming(elsewhere.to_json().encode())])
+        result = batch.results[0]
+        assert result is not None and result.dead_letter is not None and result.dead_letter.reason == "teams_unsupported"
 
     asyncio.run(body())

@@ -22,7 +22,7 @@ from stream.store import keys
 
 pytestmark = pytest.mark.integration
 
-LADDERS = {"a": {"model": "mmr"}, "b": {"model": "glicko"}, "c": {"model": "trueskill"},
+LADDERS = {"a": {"model": "mmx"}, "b": {"model": "glicko"}, "c": {"model": "trueskill"},
            "*": {"model": "mmr-bounded"}}
 ROUNDS = 160
 
@@ -35,7 +35,7 @@ def replay_csv(rounds: list[dict], tmp_path: Path, ladders: dict[str, object]) -
                                       "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.strip().splitlines()[-1])["ladders"] == {
-        "a": "mmr", "b": "glicko", "c": "trueskill", "d": "mmr-bounded"}
+        "a": "mmx", "b": "glicko", "c": "trueskill", "d": "mmr-bounded"}
     with output.open() as fh:
         return {(row["ladder"], row["player"]): (float(row["mu"]), float(row["sigma"]), int(row["rounds"]))
                 for row in csv.DictReader(fh)}
@@ -81,7 +81,7 @@ def test_workers_with_ladders_equal_replay_ladders(local_stack, stack_redis_url:
         validate("rating-change", value)
     client = redis.Redis.from_url(stack_redis_url)
     assert {ladder: client.hget(keys.ladder(ladder), "model") for ladder in "abcd"} == {
-        "a": b"mmr", "b": b"glicko", "c": b"trueskill", "d": b"mmr-bounded"}
+        "a": b"mmx", "b": b"glicko", "c": b"trueskill", "d": b"mmr-bounded"}
     client.close()
 
     # the same ladders under another model for "b": its new rounds are dead-lettered, "a" is rated
