@@ -1,5 +1,5 @@
 """Per-ladder models through the real pipeline: workers configured with LADDERS (an Elo-MMR
-preset, glicko, trueskill and the "*" fallback) rate a multi-ladder stream on the real broker and
+preset, glicko, trueskill with team rounds, and the "*" fallback) rate a multi-ladder stream on the real broker and
 Redis, and Redis equals ``stream replay --ladders`` of the same rounds within 1e-9; restarted
 with another model for a ladder that has rated rounds, the worker dead-letters its new rounds
 ``model_changed`` and keeps rating the other ladders."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,15 @@ def stored(redis_url: str, ladders: set[str]) -> dict[tuple[str, str], tuple[flo
 def test_workers_with_ladders_equal_replay_ladders(local_stack, stack_redis_url: str, fresh_prefix: str,
                                                    tmp_path: Path) -> None:
     rounds = harness.synthetic_rounds(seed=11, count=ROUNDS, ladders=("a", "b", "c", "d"), pool=25, max_size=8)
+    individual = sum(len(r["standings"]) for r in rounds)
+    rng = random.Random(11)
+    for k in range(20):  # TrueSkill team rounds (partial play, an individual entry) on ladder "c"
+        players = rng.sample([f"p{i:03d}" for i in range(25)], 5)
+        rounds.insert(rng.randint(0, len(rounds)), {
+            "round_id": f"team{k}", "ladder": "c", "occurred_at": harness.BASE_TIME + k,
+            "standings": [{"team": "red", "players": players[:2], "rank": rng.randint(1, 2)},
+                          {"team": "blue", "players": [players[2], {"player": players[3], "weight": 0.5}], "rank": 2},
+                          {"player": players[4], "rank": 3}]})
     env = harness.worker_env(local_stack.bootstrap, stack_redis_url, fresh_prefix, partitions=4,
                              LADDERS=json.dumps(LADDERS), PHASE_ONE_BATCH="16")
     from stream.pipeline.topics import ensure
@@ -67,7 +77,7 @@ def test_workers_with_ladders_equal_replay_ladders(local_stack, stack_redis_url:
         harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", rounds)
         harness.wait_drained(stack_redis_url, harness.expected_rounds(rounds), workers)
         events = harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rating-changes",
-                                     at_least=sum(len(r["standings"]) for r in rounds))
+                                     at_least=individual + 20 * 5)
     finally:
         for w in workers:
             w.stop()
