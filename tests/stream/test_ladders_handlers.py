@@ -207,3 +207,59 @@ def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -
         assert result is not None and result.dead_letter is not None and result.dead_letter.reason == "teams_unsupported"
 
     asyncio.run(body())
+
+
+def test_corrections_and_backfill_refuse_what_they_cannot_rate(redis_url: str, tmp_path) -> None:
+    """A void on a rating-only ladder is ``not_correctable`` (the re-rate replays Elo-MMR
+    performances); backfill refuses a rating-only ladder and a ladder whose recorded model is
+    not the configured one, and records the model of the Elo-MMR ladders it writes."""
+    from stream.pipeline.backfill import BackfillRefused, backfill
+    from stream.pipeline.corrections import handle_correction
+
+    first = RoundResult(round_id="r1", ladder="b", occurred_at=1.7e9, standings=[Standing("x", 1), Standing("y", 2)])
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        await apply(ctx, await handle_rounds(ctx, [Incoming(first.to_json().encode())]))
+        void = json.dumps({"kind": "void", "ladder": "b", "round_id": "r1"}).encode()
+        result = await handle_correction(ctx, void)
+        assert result.dead_letter is not None and result.dead_letter.reason == "not_correctable"
+        assert "'glicko'" in result.dead_letter.message
+        assert (await ctx.store.round_record("b", "r1"))["status"] == "rated"  # untouched
+
+        with pytest.raises(BackfillRefused, match="model 'trueskill'"):
+            await backfill(ctx, [RoundResult(round_id="n1", ladder="c", occurred_at=1.7e9,
+                                             standings=[Standing("x", 1), Standing("y", 2)])])
+        as_mmr = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}))
+        with pytest.raises(BackfillRefused, match="re-rate"):
+            await backfill(as_mmr, [RoundResult(round_id="r2", ladder="b", occurred_at=1.8e9,
+                                                standings=[Standing("x", 1), Standing("y", 2)])], append=True)
+        summary = await backfill(ctx, [RoundResult(round_id="n1", ladder="fresh", occurred_at=1.7e9,
+                                                   standings=[Standing("x", 1), Standing("y", 2)])])
+        assert summary.rated == 1
+        assert await ctx.store.client.hget(keys.ladder("fresh"), "model") == b"mmr-bounded"
+
+    asyncio.run(body())
+
+
+def test_replay_ladders_option_errors(tmp_path) -> None:
+    """``stream replay --ladders``: a bad configuration or a clashing option is exit 2, naming it."""
+    from typer.testing import CliRunner
+
+    from stream.cli.main import app
+
+    source = tmp_path / "rounds.jsonl"
+    source.write_text(mixed_rounds(seed=1, count=1)[0].to_json() + "\n")
+    runner = CliRunner()
+    out = str(tmp_path / "out.csv")
+    result = runner.invoke(app, ["replay", str(source), "--output", out, "--ladders", '{"b": {"model": "glikco"}}'])
+    assert result.exit_code == 2 and "LADDERS['b']: unknown model 'glikco'" in result.output
+    result = runner.invoke(app, ["replay", str(source), "--output", out, "--ladders", '{}', "--model", "glicko"])
+    assert result.exit_code == 2 and "--ladders" in result.output
+    result = runner.invoke(app, ["replay", str(source), "--output", out, "--ladders", str(tmp_path / "missing.json")])
+    assert result.exit_code == 2 and "cannot read" in result.output
+    config = tmp_path / "ladders.json"
+    config.write_text(json.dumps({"*": {"model": "bar"}}))
+    result = runner.invoke(app, ["replay", str(source), "--output", out, "--ladders", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.output.strip().splitlines()[-1])["ladders"].values()) == {"bar"}
