@@ -18,6 +18,7 @@ I/O, the setting's text comes in as a string.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -76,13 +77,14 @@ class LadderConfig:
             return self.params
         return Params(name=self.model, mu_noob=self.params.mu_noob, sig_noob=self.params.sig_noob)
 
-    def params_digest(self) -> str:
-        """A short digest of the parameters (recorded on the ladder with its model)."""
+    @functools.cached_property
+    def digest(self) -> str:
+        """A short digest of the parameters (recorded on the ladder with its model), computed once."""
         return hashlib.sha1(repr(self.params).encode()).hexdigest()[:16]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The entry as JSON values (model, every parameter, display)."""
-        return {"model": self.model, "params": dataclasses.asdict(self.params), "display": self.display.to_dict()}
+    def params_digest(self) -> str:
+        """:attr:`digest`."""
+        return self.digest
 
 
 @dataclass(frozen=True)
@@ -95,10 +97,6 @@ class Ladders:
     def of(self, ladder: str) -> LadderConfig:
         """The ladder's configuration, else the fallback."""
         return self.entries.get(ladder) or self.fallback
-
-    def displays(self) -> dict[str, DisplayConfig]:
-        """Ladder -> display config, ``"*"`` the fallback (as ``DISPLAY_CONFIG`` parses)."""
-        return {**{name: cfg.display for name, cfg in self.entries.items()}, DEFAULT_LADDER_KEY: self.fallback.display}
 
 
 def model_params(model: str, overrides: Mapping[str, Any], where: str) -> Params | ModelParams:
