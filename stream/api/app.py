@@ -14,6 +14,7 @@ and ``..``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import time
@@ -213,7 +214,9 @@ async def get_ladder(request: web.Request, ladder: str) -> dict[str, Any]:
     summary = await queries.ladder_summary(_redis(request), ladder)
     if summary is None:
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
-    return {**summary.to_dict(), "display": _display(request, ladder).to_dict()}
+    cfg = request.app[LADDERS_KEY].of(ladder)
+    return {**summary.to_dict(), "display": cfg.display.to_dict(),
+            "model": {"name": cfg.model, "params": dataclasses.asdict(cfg.params)}}
 
 
 @cached_by_ladder
