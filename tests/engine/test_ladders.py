@@ -86,14 +86,15 @@ def test_invalid_shorthands_name_their_setting() -> None:
         parse_ladders("", display_config="[1]")
 
 
-def test_worker_refuses_to_start_on_a_bad_ladders_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_and_api_refuse_to_start_on_a_bad_ladders_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     """Checked before anything is connected: exit code 2 and the key at fault."""
     monkeypatch.setenv("LADDERS", '{"b": {"model": "glikco"}}')
     monkeypatch.setenv("KAFKA_BOOTSTRAP", "127.0.0.1:1")
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
-    result = CliRunner().invoke(app, ["worker", "--no-web"])
-    assert result.exit_code == 2
-    assert "LADDERS['b']: unknown model 'glikco'" in result.output
+    for command in (["worker", "--no-web"], ["api"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, command
+        assert "LADDERS['b']: unknown model 'glikco'" in result.output
 
 
 def test_the_entry_stream_tune_prints_is_accepted() -> None:
