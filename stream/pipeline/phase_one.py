@@ -170,12 +170,18 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
     The body is re-read under the contract's fixed rules only (``STORED``): limits tightened
     since it was accepted do not apply to it. If completing it raises unexpectedly a
     HANDLER_ATTEMPTS-th time in this worker, the round is failed and dead-lettered
-    (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds."""
+    (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds. A
+    round registered before ``LADDERS`` changed the ladder's model is failed and dead-lettered
+    ``model_changed`` (it was accepted under the recorded model, which the stream no longer runs)."""
     body = await ctx.store.round_body(ladder, round_id)
     if body is None:
         return []
     try:
         round_ = parse_round(body, limits=STORED)
+        stored_model = await ctx.store.ladder_model(ladder)
+        if stored_model is not None and stored_model != ctx.ladder(ladder).model:
+            await _fail_model_changed(ctx, round_, body, stored_model)
+            return []
         record = await ctx.store.round_record(ladder, round_id)
         log.warning("completing phase one of round %s/%s (seq %s), left registered", log_safe(ladder),
                     log_safe(round_id), record.get("seq"))
@@ -298,6 +304,17 @@ def _model_changed(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: f
     letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
                                        partition=origin.partition, offset=origin.offset)
     return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
+
+
+async def _fail_model_changed(ctx: PipelineContext, round_: RoundResult, body: bytes, stored: str) -> None:
+    """Set aside a round left ``registered`` whose ladder's configured model is no longer the
+    recorded one: ``failed`` (rates nobody) and dead-lettered ``model_changed``."""
+    result = _model_changed(ctx, round_, body, time.time(), Origin(), stored)
+    assert result.dead_letter is not None
+    await ctx.store.fail_round(round_.ladder, round_.round_id, content_hash=round_.content_hash(),
+                               reason=result.dead_letter.message[:500], players=round_.players())
+    if ctx.reject is not None:
+        await ctx.reject(result.dead_letter)
 
 
 def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:

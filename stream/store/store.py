@@ -482,6 +482,11 @@ class Store:
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier))
         return registrations, _columns(replies[end + len(ladders):], fields)
 
+    async def ladder_model(self, ladder: str) -> str | None:
+        """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
+        raw = await self.client.hget(keys.ladder(ladder), "model")
+        return None if raw is None else as_text(raw)
+
     async def round_body(self, ladder: str, round_id: str) -> bytes | None:
         """The canonical JSON of a round still ``registered`` (None once its fan-out is stored)."""
         body = await self.client.hget(keys.round_record(ladder, round_id), "body")

@@ -263,3 +263,38 @@ def test_replay_ladders_option_errors(tmp_path) -> None:
     result = runner.invoke(app, ["replay", str(source), "--output", out, "--ladders", str(config), "--json"])
     assert result.exit_code == 0, result.output
     assert set(json.loads(result.output.strip().splitlines()[-1])["ladders"].values()) == {"bar"}
+
+
+def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: str) -> None:
+    """A round registered under the ladder's recorded model whose phase one never finished, then
+    completed (sweeper, or the ladder's next round) by a worker configured with another model:
+    failed and dead-lettered ``model_changed``, not rated with the wrong model."""
+    from stream.pipeline.phase_one import complete_registered
+
+    round_ = RoundResult(round_id="r1", ladder="b", occurred_at=1.7e9, standings=[Standing("x", 1), Standing("y", 2)])
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        cfg = ctx.ladder("b")
+        registration = await ctx.store.register_round(
+            "b", "r1", content_hash=round_.content_hash(), occurred_at=round_.occurred_at, received_at=1.7e9,
+            field_size=2, body=round_.to_json().encode(), due_at=1.7e9, model=cfg.model,
+            model_params=cfg.params_digest())
+        assert registration.outcome == "new"
+        changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}))
+        letters = []
+
+        async def reject(letter) -> None:  # type: ignore[no-untyped-def]
+            letters.append(letter)
+
+        changed.reject = reject
+        assert await complete_registered(changed, "b", "r1") == []
+        assert (await ctx.store.round_record("b", "r1"))["status"] == "failed"
+        assert [letter.reason for letter in letters] == [MODEL_CHANGED]
+        assert await ctx.store.player("b", "x") == {}  # nobody rated
+        # the unchanged configuration would have completed it
+        again = RoundResult(round_id="r2", ladder="b", occurred_at=1.7e9, standings=round_.standings)
+        batch = await handle_rounds(ctx, [Incoming(again.to_json().encode())])
+        assert batch.results[0] is not None and batch.results[0].outcome == "rated"
+
+    asyncio.run(body())
