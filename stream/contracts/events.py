@@ -40,7 +40,8 @@ CORRECTION_CHANGE = "correction"
 class RatingChange:
     """One player's rating change (topic ``rating-changes``, key = player): in one round, or
     (``kind`` "correction") by a correction of round ``round_id`` (schema rating-change v2: then
-    rank, field size and performance are those of his last round after it, None if none is left)."""
+    rank, field size and performance are those of his last round after it, None if none is left;
+    schema v3: ``league``/``division``, and ``performance`` None for a model without one)."""
 
     ladder: str
     round_id: str
@@ -58,6 +59,11 @@ class RatingChange:
     occurred_at: float
     kind: str = ROUND_CHANGE
     correction_id: str | None = None
+    league: str | None = None
+    division: int | None = None
+    """The player's league and division after the change (schema v3; ``tier`` is their label:
+    league "Gold", division 2 for tier "Gold 2"; division None for an undivided league; both None
+    when unplaced)."""
 
     @property
     def event_id(self) -> str:
@@ -101,6 +107,8 @@ class PlayerUpdate:
     posterior phase one used as the prior (0: none, the newcomer prior); phase two applies an
     entry only once the player's stored ``last_seq`` reached it (the chain rule). None when
     any entry lacks the field (a message of a phase one that did not write it).
+    ``mu_after``/``sigma_after``: each player's new rating, computed by phase one for a ladder
+    rated by a rating-only model (``stream.pipeline.rating_models``); None for Elo-MMR rounds.
     """
 
     ladder: str
@@ -113,6 +121,8 @@ class PlayerUpdate:
     ranks: list[int]
     performances: list[float]
     previous_seqs: list[int] | None = None
+    mu_after: list[float] | None = None
+    sigma_after: list[float] | None = None
 
     def entries(self) -> Iterator[UpdateEntry]:
         previous: list[int | None] = [None] * len(self.players) if self.previous_seqs is None else [*self.previous_seqs]
@@ -127,6 +137,9 @@ class PlayerUpdate:
         if self.previous_seqs is not None:
             for entry, q in zip(entries, self.previous_seqs):
                 entry["previous_seq"] = int(q)
+        if self.mu_after is not None and self.sigma_after is not None:
+            for entry, mu, sigma in zip(entries, self.mu_after, self.sigma_after):
+                entry["mu_after"], entry["sigma_after"] = float(mu), float(sigma)
         return {
             "ladder": self.ladder,
             "round_id": self.round_id,
@@ -145,6 +158,8 @@ class PlayerUpdate:
         data = _loads(raw)
         entries = data["entries"]
         previous = [e.get("previous_seq") for e in entries]
+        mu_after = [e.get("mu_after") for e in entries]
+        sigma_after = [e.get("sigma_after") for e in entries]
         return cls(
             ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
             occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
@@ -152,6 +167,8 @@ class PlayerUpdate:
             ranks=[e["rank"] for e in entries],
             performances=[e["performance"] for e in entries],
             previous_seqs=None if None in previous else previous,
+            mu_after=None if None in mu_after else mu_after,
+            sigma_after=None if None in sigma_after else sigma_after,
         )
 
 

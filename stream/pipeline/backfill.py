@@ -119,6 +119,14 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
     keep: set[tuple[str, str]] = set()
     for ladder, ladder_rounds in by_ladder.items():
         info = await ladder_info(ctx.store, ladder)
+        cfg = ctx.ladder(ladder)
+        if cfg.rating_model is not None:
+            raise BackfillRefused(f"ladder {ladder!r} is rated by model {cfg.model!r} (LADDERS): stream backfill "
+                                  "writes Elo-MMR ladders only; publish its rounds to the stream instead")
+        stored_model = info.fields.get("model")
+        if stored_model and stored_model != cfg.model:
+            raise BackfillRefused(f"ladder {ladder!r} rates with model {stored_model!r} but LADDERS gives "
+                                  f"{cfg.model!r}: changing a ladder's model is a re-rate; backfill into a fresh ladder")
         if info.rounds and not append:
             raise BackfillRefused(f"ladder {ladder!r} already has {info.rounds} rounds (use --append to add to it)")
         if info.in_flight:
@@ -169,7 +177,7 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
 async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundResult]) -> _LadderRun:
     """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
     info = await ladder_info(ctx.store, ladder)
-    run = _LadderRun(ladder, LadderTable(ctx.params), info.seq, await ctx.partitions(), info.fields)
+    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).elo_mmr), info.seq, await ctx.partitions(), info.fields)
     if not info.rounds:
         return run
     players = sorted({p for r in ladder_rounds for p in r.players()})
@@ -178,7 +186,7 @@ async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundRes
     if present:
         names = [players[i] for i in present]
         rows = run.table.rows(names)
-        run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], ctx.params))
+        run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], run.table.params))
         run.columns.reserve(run.table.size)
         run.columns.tier[rows] = tier_indices([stored.tiers[i] for i in present], ctx.display(ladder))
         run.columns.stored_seq[rows] = [stored.last_seqs[i] for i in present]
@@ -207,7 +215,7 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     run.new_players += run.table.size - known
     run.columns.reserve(run.table.size)
     before = run.table.gather(rows)
-    update = rate_round(before, ranks, ctx.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
+    update = rate_round(before, ranks, run.table.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
                         time=round_.occurred_at)
     after = update.after
     run.table.scatter(rows, after)
@@ -221,7 +229,8 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
         ladder=run.name, round_id=round_.round_id, field_size=round_.field_size, occurred_at=round_.occurred_at,
         players=players, ranks=ranks.tolist(), performance=number_texts("performance", update.performance),
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
-        mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist()))
+        mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist(),
+        display=cfg))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
     fanout = build_fanout(ctx, round_, run.seq, update.performance, run.partitions, previous)
@@ -275,6 +284,9 @@ async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now
         await writer.zadd(keys.leaderboard(run.name), dict(zip(names, shown)))
         await writer.zadd(keys.player_names(run.name), dict.fromkeys(names, 0))
     fields: dict[str | bytes, str | int] = {"seq": run.seq}
+    if run.rated and not run.stored_fields.get("model"):  # fixed from its first rated round, as register_round.lua
+        cfg = ctx.ladder(run.name)
+        fields.update({"model": cfg.model, "model_params": cfg.params_digest()})
     if run.new_players:
         fields["players"] = int(run.stored_fields.get("players", 0)) + run.new_players
     if run.last_rated is not None:  # what record_round_results.lua sets when a round becomes rated

@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 
 from stream.contracts.events import PlayerUpdate, event_id
+from stream.engine.display import DisplayConfig, league_division
 
 NULL = "null"
 
@@ -65,6 +66,18 @@ class ChangeColumns:
     tiers: Sequence[str]
     """Tier names; "" (unplaced) is written as ``null`` like ``RatingChange.tier = None``."""
     rounds_played: Sequence[int]
+    display: DisplayConfig | None = None
+    """The ladder's display config: each tier label's league and division (None: both null)."""
+
+
+def placement_json(tiers: Sequence[str], display: DisplayConfig | None) -> dict[str, str]:
+    """``,"league":L,"division":D`` of each distinct tier label (RatingChange v3)."""
+    out = {}
+    for tier in set(tiers):
+        league, division = league_division(tier or None, display) if display is not None else (None, None)
+        out[tier] = (f',"league":{NULL if league is None else encode_basestring(league)},'
+                     f'"division":{NULL if division is None else repr(int(division))}')
+    return out
 
 
 def encode_changes(c: ChangeColumns) -> list[bytes]:
@@ -79,16 +92,18 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
     without a call per round."""
     ladder_json = encode_basestring(ladder)
     heads = [f',"ladder":{ladder_json},"round_id":{encode_basestring(r)},"player":' for r in round_ids]
-    tails = [f',"occurred_at":{json.dumps(t, allow_nan=False)}}}' for t in occurred_at]
+    tails = [f',"occurred_at":{json.dumps(t, allow_nan=False)}' for t in occurred_at]
     sizes = [repr(int(n)) for n in field_sizes]
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
+    placed = placement_json(c.tiers, c.display)
     rows = zip(round_of, c.players, c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
                c.display_rating, c.tiers, c.rounds_played)
     return [
         (f'{{"event_id":{encode_basestring(event_id(ladder, round_ids[k], player))}{heads[k]}'
          f'{encode_basestring(player)},"rank":{int(rank)!r},"field_size":{sizes[k]},"performance":{perf},'
          f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
-         f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}').encode()
+         f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}'
+         f'{placed[tier]}}}').encode()
         for k, player, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played in rows
     ]
 
@@ -116,9 +131,18 @@ def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight
 
 
 def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], performance_texts: Sequence[str],
-                   previous_seqs: Sequence[int] | None) -> bytes:
-    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns."""
-    if previous_seqs is None:
+                   previous_seqs: Sequence[int] | None,
+                   ratings: tuple[Sequence[str], Sequence[str]] | None = None) -> bytes:
+    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns;
+    ``ratings``: the texts of each entry's ``mu_after`` and ``sigma_after`` (a rating-only
+    model's round, which sets ``previous_seqs`` too)."""
+    if ratings is not None and previous_seqs is not None:
+        mu_texts, sigma_texts = ratings
+        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
+                           f'"previous_seq":{int(previous)!r},"mu_after":{mu},"sigma_after":{sigma}}}'
+                           for player, rank, perf, previous, mu, sigma
+                           in zip(players, ranks, performance_texts, previous_seqs, mu_texts, sigma_texts))
+    elif previous_seqs is None:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
                            for player, rank, perf in zip(players, ranks, performance_texts))
     else:
