@@ -34,9 +34,9 @@ from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
 from stream.engine.display import DisplayConfig, display_rating, league_division
-from stream.engine.ladders import Ladders, parse_ladders
-from stream.engine.params import Params, preset
-from stream.engine.predict import PerformanceModel, predict_lobby
+from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
+from stream.engine.params import preset
+from stream.engine.predict import outcome_model, predict_lobby
 from stream.pipeline import deadletters
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -294,7 +294,8 @@ async def get_round(request: web.Request, ladder: str) -> dict[str, Any]:
 async def predict(request: web.Request) -> web.Response:
     """Win probabilities, expected order, rank distribution and match quality for a lobby.
 
-    Players without a rating yet are predicted with the preset's newcomer prior (``known: false``).
+    Predicted by the ladder's model (its rating-only model, or Elo-MMR); players without a rating yet
+    with the model's newcomer prior (``known: false``).
     A prediction is a function of the players' (mu, sigma) and the weight, so it is cached under
     those: one Redis round trip while none of the players' ratings changed, none for CACHE_FRESH_S.
     """
@@ -321,20 +322,22 @@ async def predict(request: web.Request) -> web.Response:
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
 
     async def compute() -> bytes:
-        return orjson.dumps(await _prediction(request.app[LADDERS_KEY].of(ladder).newcomer, ladder, players, states, weight))
+        return orjson.dumps(await _prediction(request.app[LADDERS_KEY].of(ladder), ladder, players, states, weight))
 
     return _json_body(await cache.get(key, tuple(states), compute))
 
 
-async def _prediction(params: Params, ladder: str, players: list[str], states: list[tuple[float, float] | None],
+async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states: list[tuple[float, float] | None],
                       weight: float) -> dict[str, Any]:
+    """The prediction by the ladder's model (``outcome_model``: its rating-only model, or Elo-MMR)."""
+    params = cfg.newcomer
     mu = np.array([s[0] if s else params.mu_noob for s in states])
     sigma = np.array([s[1] if s else params.sig_noob for s in states])
-    model = PerformanceModel.from_params(params, weight)
+    model = outcome_model(cfg, weight)
     pred = await asyncio.to_thread(predict_lobby, mu, sigma, model, samples=PREDICT_SAMPLES, seed=PREDICT_SEED)
     return {
         "ladder": ladder,
-        "model": {"kind": model.kind, "beta": model.beta, "gamma": model.gamma, "weight": weight},
+        "model": model.describe(cfg.model, weight),
         "players": [
             {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
              "win_probability": float(pred.rank_distribution[i][0]),
@@ -343,6 +346,7 @@ async def _prediction(params: Params, ladder: str, players: list[str], states: l
         ],
         "expected_order": [players[i] for i in pred.expected_order.tolist()],
         "pairwise": pred.pairwise.tolist(),
+        "pairwise_tie": None if pred.tie is None else pred.tie.tolist(),
         "first_ahead_of_second": float(pred.pairwise[0, 1]),
         "quality": pred.quality,
     }

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from stream.engine.ratings import (
-    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, Ratings, by_rows, tie_spans,
+    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans,
 )
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/bar.rs (f6f83bb); Weng & Lin, JMLR 12 (2011), Algorithm 1"
@@ -76,3 +76,24 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: BarParams, *, weight:
     new_sigma = sigma * np.sqrt(np.maximum(params.kappa, 1.0 - info))
     new_mu = mu + update * var
     return ModelRound(Ratings(new_mu, new_sigma, before.rounds + 1), None)
+
+
+def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: BarParams,
+              *, weight: float = 1.0) -> PairOdds:
+    """BAR's (Bradley-Terry-Full) probability that a finishes ahead of b, no draws:
+    P_ab = logistic((mu_a - mu_b) / c_ab), c_ab = sqrt(sigma_a^2 + sigma_b^2 + 2 beta^2 / weight)
+    (Weng & Lin 2011, eq. (43) as :func:`rate_round` uses it), sigmas after the round's drift."""
+    spread = np.sqrt(np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.sig_drift**2 + 2.0 * params.beta**2 / weight)
+    ahead: np.ndarray = expit(TANH_MULTIPLIER * (np.asarray(mu_a, dtype=float) - mu_b) / spread)
+    return ahead, np.zeros_like(ahead)
+
+
+def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: BarParams, *, weight: float,
+                        rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Skill ~ N(mu, sigma^2) (after drift) plus Gumbel noise whose pair difference is logistic
+    with the sd of two performances (sqrt 2 beta / sqrt weight): BAR's P_ab up to the logistic-normal
+    approximation its c_ab makes."""
+    sd = np.hypot(sigma, params.sig_drift)
+    scale = math.sqrt(2.0) * params.beta / math.sqrt(weight) / TANH_MULTIPLIER
+    draws: np.ndarray = mu + sd * rng.standard_normal((samples, len(mu))) + rng.gumbel(0.0, scale, (samples, len(mu)))
+    return draws

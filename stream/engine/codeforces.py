@@ -25,7 +25,7 @@ from scipy.special import expit
 
 from stream.engine.numerical import solve_bracketed
 from stream.engine.ratings import (
-    DEFAULT_BETA, SOLVER_BOUNDS, TANH_MULTIPLIER, ModelParams, ModelRound, Ratings, by_rows, tie_spans,
+    DEFAULT_BETA, SOLVER_BOUNDS, TANH_MULTIPLIER, ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans,
 )
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/codeforces_sys.rs (f6f83bb); codeforces.com/blog/entry/20762"
@@ -104,3 +104,23 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: CodeforcesParams, *, 
     w = weight * params.weight
     new_mu = (mu + w * performance) / (1.0 + w)
     return ModelRound(Ratings(new_mu, before.sigma.copy(), before.rounds + 1), performance)
+
+
+def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: CodeforcesParams,
+              *, weight: float = 1.0) -> PairOdds:
+    """The Codeforces expected score of a against b, no draws: logistic((mu_a - mu_b) / sig_perf)
+    (= 1 / (1 + 10^((r_b - r_a)/400)) at the default beta), the term of the expected rank
+    ex_i = 1/2 + sum_j logistic((mu_j - mu_i) / sig_perf) of :func:`rate_round`; sigma plays no part."""
+    sig_perf = params.beta / math.sqrt(weight)
+    ahead: np.ndarray = expit(TANH_MULTIPLIER * (np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)) / sig_perf)
+    ahead = ahead + 0.0 * (np.asarray(sigma_a) + np.asarray(sigma_b))  # broadcast to the sigmas' shape too
+    return ahead, np.zeros_like(ahead)
+
+
+def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: CodeforcesParams, *, weight: float,
+                        rng: np.random.Generator, samples: int) -> np.ndarray:
+    """mu plus Gumbel noise of scale sig_perf / TM: every pair's difference is exactly the logistic
+    of :func:`pair_odds` (the rankings are Plackett-Luce)."""
+    scale = params.beta / math.sqrt(weight) / TANH_MULTIPLIER
+    draws: np.ndarray = mu + rng.gumbel(0.0, scale, (samples, len(mu)))
+    return draws

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from stream.engine.ratings import ModelParams, ModelRound, Ratings, by_rows, tie_spans
+from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans
 
 SOURCE = "seed 002: Kreimeier, 'Rising from the Ranks: Rating for Multiplayer Games' (Gamasutra, 2000)"
 
@@ -65,3 +65,20 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: EloMultiplayerParams,
     expected = by_rows(block, n, n) - 0.5  # oneself: E_ii = 1/2
     new_mu = mu + weight * params.max_gain / (n - 1) * (score - expected)
     return ModelRound(Ratings(new_mu, before.sigma.copy(), before.rounds + 1), None)
+
+
+def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray,
+              params: EloMultiplayerParams, *, weight: float = 1.0) -> PairOdds:
+    """The seed's expectancy E_ab = Fermi(mu_a - mu_b) (:func:`expectancy`), no draws; sigma and
+    the round's weight (which scales the gain only) play no part."""
+    delta = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float) + 0.0 * (np.asarray(sigma_a) + np.asarray(sigma_b))
+    ahead = expectancy(delta, params.temperature)
+    return ahead, np.zeros_like(ahead)
+
+
+def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: EloMultiplayerParams, *, weight: float,
+                        rng: np.random.Generator, samples: int) -> np.ndarray:
+    """mu plus Gumbel noise of scale T: every pair's difference is exactly the Fermi function of
+    :func:`pair_odds` (the rankings are Plackett-Luce)."""
+    draws: np.ndarray = mu + rng.gumbel(0.0, params.temperature, (samples, len(mu)))
+    return draws

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from stream.engine.ratings import (
-    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, Ratings, by_rows, signed_sums, tie_spans,
+    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, PairOdds, Ratings, by_rows, signed_sums, tie_spans,
 )
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/glicko.rs (f6f83bb); Glickman's Glicko"
@@ -67,3 +67,27 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: GlickoParams, *, weig
     new_sigma = 1.0 / np.sqrt(sigma**-2 + info)
     new_mu = mu + q * new_sigma * new_sigma * update
     return ModelRound(Ratings(new_mu, new_sigma, before.rounds + 1), None)
+
+
+def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: GlickoParams,
+              *, weight: float = 1.0) -> PairOdds:
+    """Glicko's expected score of a against b in the next round, no draws (Glickman, "The Glicko
+    system", step 3's E with g of the combined deviation, the two-player prediction):
+    E = 1 / (1 + 10^(-g(sqrt(RD_a^2 + RD_b^2)) (r_a - r_b) / 400)), g(RD) = 1 / sqrt(1 + 3 q^2 RD^2 / pi^2),
+    q = ln 10 / 400.  With S = pi / (sqrt 3 q) (= DEFAULT_BETA) this is
+    logistic(TM (r_a - r_b) / sqrt(S^2 + RD_a^2 + RD_b^2)); the model's ``sig_perf`` stands for S
+    and each RD is the deviation after the round's drift, as :func:`rate_round` applies it."""
+    sig_perf = params.beta / math.sqrt(weight)
+    spread = np.sqrt(sig_perf**2 + np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.sig_drift**2)
+    ahead: np.ndarray = expit(TANH_MULTIPLIER * (np.asarray(mu_a, dtype=float) - mu_b) / spread)
+    return ahead, np.zeros_like(ahead)
+
+
+def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: GlickoParams, *, weight: float,
+                        rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Skill ~ N(mu, RD^2) (RD after drift) plus Gumbel noise of scale sig_perf / TM: a pair's
+    difference of noises is logistic, so a pair's marginal is Glicko's E up to its g approximation."""
+    sd = np.hypot(sigma, params.sig_drift)
+    scale = params.beta / math.sqrt(weight) / TANH_MULTIPLIER
+    draws: np.ndarray = mu + sd * rng.standard_normal((samples, len(mu))) + rng.gumbel(0.0, scale, (samples, len(mu)))
+    return draws

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from stream.engine import bar, codeforces, elo_multiplayer, glicko, topcoder, trueskill
-from stream.engine.ratings import ModelParams, ModelRound, Ratings
+from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
 RateRound = Callable[..., ModelRound]
 RateTeams = Callable[..., ModelRound]
@@ -24,7 +24,10 @@ class Model:
     """A model: name, default parameters, round call, maths source, the elo_mmr_py system it
     reproduces (None when the authors' code has no counterpart), its team round call (None:
     the model rates individual full-time rounds only), and whether its round call returns
-    performances (``performs``; the stream's RatingChange carries ``performance: null`` otherwise)."""
+    performances (``performs``; the stream's RatingChange carries ``performance: null`` otherwise).
+    For predictions (:mod:`stream.engine.predict`): the model's pair odds and performance sampler
+    (``odds``, ``sample``, in its own module) and its own match quality where it has one
+    (``quality``: TrueSkill's; None: the mean pairwise outcome entropy)."""
 
     name: str
     params: ModelParams
@@ -33,6 +36,9 @@ class Model:
     oracle: str | None
     teams: RateTeams | None = None
     performs: bool = False
+    odds: OddsCall | None = None
+    sample: SampleCall | None = None
+    quality: QualityCall | None = None
 
     def rate_round(self, before: Ratings, ranks: np.ndarray, params: ModelParams | None = None, *,
                    weight: float = 1.0, perf_ceiling: float = math.inf) -> ModelRound:
@@ -50,16 +56,21 @@ class Model:
 
 
 MODELS: dict[str, Model] = {
-    "glicko": Model("glicko", glicko.GlickoParams(), glicko.rate_round, glicko.SOURCE, "glicko"),
+    "glicko": Model("glicko", glicko.GlickoParams(), glicko.rate_round, glicko.SOURCE, "glicko",
+                    odds=glicko.pair_odds, sample=glicko.sample_performances),
     "codeforces": Model("codeforces", codeforces.CodeforcesParams(), codeforces.rate_round,
-                        codeforces.SOURCE, "cfsys", performs=True),
+                        codeforces.SOURCE, "cfsys", performs=True,
+                        odds=codeforces.pair_odds, sample=codeforces.sample_performances),
     "topcoder": Model("topcoder", topcoder.TopcoderParams(), topcoder.rate_round, topcoder.SOURCE, "tcsys",
-                      performs=True),
-    "bar": Model("bar", bar.BarParams(), bar.rate_round, bar.SOURCE, "bar"),
+                      performs=True, odds=topcoder.pair_odds, sample=topcoder.sample_performances),
+    "bar": Model("bar", bar.BarParams(), bar.rate_round, bar.SOURCE, "bar",
+                 odds=bar.pair_odds, sample=bar.sample_performances),
     "elo-multiplayer": Model("elo-multiplayer", elo_multiplayer.EloMultiplayerParams(),
-                             elo_multiplayer.rate_round, elo_multiplayer.SOURCE, None),
+                             elo_multiplayer.rate_round, elo_multiplayer.SOURCE, None,
+                             odds=elo_multiplayer.pair_odds, sample=elo_multiplayer.sample_performances),
     "trueskill": Model("trueskill", trueskill.TrueSkillParams(), trueskill.rate_round, trueskill.SOURCE, None,
-                       trueskill.rate_teams),
+                       trueskill.rate_teams, odds=trueskill.pair_odds, sample=trueskill.sample_performances,
+                       quality=trueskill.quality),
 }
 
 

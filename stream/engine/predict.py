@@ -25,16 +25,31 @@ Match quality (:func:`match_quality`): the mean over pairs of the binary entropy
 "who finishes ahead"; 1 when every pair is a coin flip, towards 0 when the order is foregone.
 It is TrueSkill's idea (a good match is one whose outcome is least predictable) without its
 draw margin, which Elo-MMR does not model.
+
+A ladder rated by a rating-only model (``LADDERS``: glicko, codeforces, topcoder, bar,
+elo-multiplayer, trueskill) is predicted with that model's own maths (:class:`RatedModel`,
+chosen by :func:`outcome_model` from the ladder's configuration): every function here dispatches
+on the model. Each model's module gives ``pair_odds`` (P(a ahead of b) and P(tie): its expected
+score, e.g. Glicko's E with g of the combined deviation, TrueSkill's win and draw probabilities
+with its draw margin) and ``sample_performances`` (its generative reading, for the Monte Carlo
+rank distribution). Expected rank = 1 + sum_j (P(j ahead of i) + P(tie)/2), a tie counting half
+as in every model's score S = 1/2. Quality is the model's own where it has one (TrueSkill's, as
+the ``trueskill`` package computes it), else the mean pairwise entropy above.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from stream.engine.ladders import LadderConfig
+from stream.engine.models import Model
+from stream.engine.ratings import ModelParams
 
 NoiseKind = Literal["logistic", "gaussian"]
 
@@ -76,6 +91,50 @@ class PerformanceModel:
         variant = str(getattr(params, "variant", getattr(params, "kind", "logistic"))).lower()
         kind: NoiseKind = "gaussian" if ("gauss" in variant or "mmx" in variant) else "logistic"
         return cls(beta=float(params.beta(weight)), gamma=float(params.gamma(weight, elapsed_days)), kind=kind)
+
+    def describe(self, name: str, weight: float) -> dict[str, Any]:
+        """What the API says about the model it predicted with."""
+        return {"name": name, "kind": self.kind, "beta": self.beta, "gamma": self.gamma, "weight": weight}
+
+
+@dataclass(frozen=True)
+class RatedModel:
+    """A rating-only model (:mod:`stream.engine.models`) with its parameters, for a round of ``weight``."""
+
+    model: Model
+    params: ModelParams
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.model.odds is None or self.model.sample is None:
+            raise ValueError(f"model {self.model.name!r} has no predictions")
+        if not (self.weight > 0 and math.isfinite(self.weight)):
+            raise ValueError(f"weight must be finite and > 0, got {self.weight}")
+
+    def odds(self, mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike,
+             sigma_b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(P(a ahead of b), P(tie)) by the model's own ``pair_odds``, clipped to [0, 1]."""
+        assert self.model.odds is not None
+        arrays = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (mu_a, sigma_a, mu_b, sigma_b)))
+        ahead, tie = self.model.odds(*arrays, self.params, weight=self.weight)
+        return np.clip(ahead, 0.0, 1.0), np.clip(tie, 0.0, 1.0)
+
+    def describe(self, name: str, weight: float) -> dict[str, Any]:
+        """What the API says about the model it predicted with."""
+        return {"name": name, "weight": weight, "params": dataclasses.asdict(self.params)}
+
+
+OutcomeModel = Union[PerformanceModel, RatedModel]
+"""What the prediction functions take: Elo-MMR's performance model or a rating-only model."""
+
+
+def outcome_model(cfg: LadderConfig, weight: float = 1.0) -> OutcomeModel:
+    """The model to predict a ladder's next round of ``weight`` with: its rating-only model, or
+    the performance model of its Elo-MMR parameters."""
+    rating = cfg.rating_model
+    if rating is None:
+        return PerformanceModel.from_params(cfg.elo_mmr, weight)
+    return RatedModel(rating, cfg.model_params, weight)
 
 
 def _erfc(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -129,8 +188,10 @@ _LOGDIFF_W = _trapezoid_weights(LOGDIFF_GRID) * logistic_difference_pdf(LOGDIFF_
 
 
 def win_probability(mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike, sigma_b: ArrayLike,
-                    model: PerformanceModel) -> NDArray[np.float64]:
+                    model: OutcomeModel) -> NDArray[np.float64]:
     """P(A finishes ahead of B) in the next round, elementwise over broadcast arrays."""
+    if isinstance(model, RatedModel):
+        return model.odds(mu_a, sigma_a, mu_b, sigma_b)[0]
     mu_a, sigma_a, mu_b, sigma_b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
                                                          for v in (mu_a, sigma_a, mu_b, sigma_b)))
     m = mu_a - mu_b
@@ -149,22 +210,39 @@ def win_probability(mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike, sigma_
     return np.clip(out, 0.0, 1.0)
 
 
-def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel) -> NDArray[np.float64]:
-    """``P[i, j]`` = P(i finishes ahead of j); the diagonal is 0 (nobody beats themselves)."""
+def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie) (zero but
+    for models with draws: TrueSkill); both diagonals 0."""
     mu = np.asarray(mu, dtype=np.float64)
     sigma = np.asarray(sigma, dtype=np.float64)
-    p = win_probability(mu[:, None], sigma[:, None], mu[None, :], sigma[None, :], model)
-    np.fill_diagonal(p, 0.0)
-    return p
+    if isinstance(model, RatedModel):
+        ahead, tie = model.odds(mu[:, None], sigma[:, None], mu[None, :], sigma[None, :])
+        ahead, tie = ahead.copy(), tie.copy()
+        np.fill_diagonal(tie, 0.0)
+    else:
+        ahead = win_probability(mu[:, None], sigma[:, None], mu[None, :], sigma[None, :], model)
+        tie = np.zeros_like(ahead)
+    np.fill_diagonal(ahead, 0.0)
+    return ahead, tie
 
 
-def expected_ranks(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel) -> NDArray[np.float64]:
-    """Exact expected 1-based finishing position of every player: 1 + sum_j P(j ahead of i)."""
-    ranks: NDArray[np.float64] = 1.0 + pairwise_matrix(mu, sigma, model).sum(axis=0)
+def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
+    """``P[i, j]`` = P(i finishes ahead of j); the diagonal is 0 (nobody beats themselves)."""
+    return pair_matrices(mu, sigma, model)[0]
+
+
+def _ranks(ahead: NDArray[np.float64], tie: NDArray[np.float64]) -> NDArray[np.float64]:
+    ranks: NDArray[np.float64] = 1.0 + ahead.sum(axis=0) + 0.5 * tie.sum(axis=0)
     return ranks
 
 
-def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel, *,
+def expected_ranks(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
+    """Exact expected 1-based finishing position of every player: 1 + sum_j P(j ahead of i)
+    (+ half of P(tie) for models with draws)."""
+    return _ranks(*pair_matrices(mu, sigma, model))
+
+
+def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
                       samples: int = DEFAULT_SAMPLES, seed: int = 0) -> NDArray[np.float64]:
     """``R[i, r]`` = P(player i finishes at position r + 1), by seeded Monte Carlo from the model."""
     mu = np.asarray(mu, dtype=np.float64)
@@ -172,12 +250,17 @@ def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel, 
     n = mu.size
     samples = max(1, min(samples, MAX_SAMPLE_CELLS // max(n, 1)))
     rng = np.random.default_rng(seed)
-    skill = mu + np.sqrt(sigma**2 + model.gamma**2) * rng.standard_normal((samples, n))
-    if model.kind == "gaussian":
-        noise = model.beta * rng.standard_normal((samples, n))
+    if isinstance(model, RatedModel):
+        assert model.model.sample is not None
+        performance = model.model.sample(mu, sigma, model.params, weight=model.weight, rng=rng, samples=samples)
     else:
-        noise = rng.logistic(0.0, model.beta * LOGISTIC_SCALE_PER_SD, (samples, n))
-    order = np.argsort(-(skill + noise), axis=1)  # order[s, r] = player at position r
+        skill = mu + np.sqrt(sigma**2 + model.gamma**2) * rng.standard_normal((samples, n))
+        if model.kind == "gaussian":
+            noise = model.beta * rng.standard_normal((samples, n))
+        else:
+            noise = rng.logistic(0.0, model.beta * LOGISTIC_SCALE_PER_SD, (samples, n))
+        performance = skill + noise
+    order = np.argsort(-performance, axis=1)  # order[s, r] = player at position r
     counts = np.zeros((n, n), dtype=np.int64)
     np.add.at(counts, (order, np.broadcast_to(np.arange(n), order.shape)), 1)
     return counts / samples
@@ -191,14 +274,21 @@ def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
     return bits
 
 
-def match_quality(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel) -> float:
-    """Mean pairwise outcome entropy in [0, 1] (module docstring); 1 = perfectly even lobby."""
+def _quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, ahead: NDArray[np.float64]) -> float:
+    if isinstance(model, RatedModel) and model.model.quality is not None:
+        return model.model.quality(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
+                                   model.params)
+    i, j = np.triu_indices(ahead.shape[0], k=1)
+    return float(binary_entropy(ahead[i, j]).mean())
+
+
+def match_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> float:
+    """The model's own match quality (TrueSkill's), else the mean pairwise outcome entropy in
+    [0, 1] (module docstring); 1 = perfectly even lobby."""
     p = pairwise_matrix(mu, sigma, model)
-    n = p.shape[0]
-    if n < 2:
+    if p.shape[0] < 2:
         raise ValueError("match quality needs at least 2 players")
-    i, j = np.triu_indices(n, k=1)
-    return float(binary_entropy(p[i, j]).mean())
+    return _quality(mu, sigma, model, p)
 
 
 @dataclass(frozen=True)
@@ -210,20 +300,22 @@ class LobbyPrediction:
     pairwise: NDArray[np.float64]
     rank_distribution: NDArray[np.float64]
     quality: float
+    tie: NDArray[np.float64] | None = None
+    """P(i and j tie), for models with draws (TrueSkill); None otherwise."""
 
 
-def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: PerformanceModel, *,
+def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
                   samples: int = DEFAULT_SAMPLES, seed: int = 0) -> LobbyPrediction:
     """Expected ranks and order (exact), rank distribution (Monte Carlo) and match quality."""
-    pairwise = pairwise_matrix(mu, sigma, model)
+    pairwise, tie = pair_matrices(mu, sigma, model)
     if pairwise.shape[0] < 2:
         raise ValueError("a lobby needs at least 2 players")
-    ranks = 1.0 + pairwise.sum(axis=0)
-    i, j = np.triu_indices(pairwise.shape[0], k=1)
+    ranks = _ranks(pairwise, tie)
     return LobbyPrediction(
         expected_rank=ranks,
         expected_order=np.argsort(ranks, kind="stable"),
         pairwise=pairwise,
         rank_distribution=rank_distribution(mu, sigma, model, samples=samples, seed=seed),
-        quality=float(binary_entropy(pairwise[i, j]).mean()),
+        quality=_quality(mu, sigma, model, pairwise),
+        tie=tie if tie.any() else None,
     )

@@ -6,6 +6,11 @@ Each model module defines ``<Model>Params(ModelParams)`` and
 holds the round's participants (aligned with ``ranks``, 1-based, equal ranks tie), ``after`` is
 their new state, ``performance`` their performance in this round where the system has one.
 Pure numpy, no I/O; the caller skips outcome-free rounds (fewer than two players, all tied).
+
+For predictions (``stream.engine.predict``) each module also defines
+``pair_odds(mu_a, sigma_a, mu_b, sigma_b, params, *, weight=1.0) -> PairOdds``, the model's own
+expected score of a pair, and ``sample_performances(mu, sigma, params, *, weight, rng, samples)``,
+performances drawn from the model's generative reading (rank distributions by Monte Carlo).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ SOLVER_BOUNDS = (-6000.0, 9000.0)
 """Bracket of the authors' root solves (``robust_average``)."""
 DEFAULT_BETA = 400.0 * TANH_MULTIPLIER / math.log(10.0)
 """~315.1: the logistic noise whose win probabilities are chess Elo's 1/(1 + 10^(-d/400))."""
+PairOdds = tuple[np.ndarray, np.ndarray]
+"""What each model's ``pair_odds(mu_a, sigma_a, mu_b, sigma_b, params, *, weight)`` returns,
+elementwise over broadcast arrays: (P(a finishes ahead of b), P(a and b tie)) in the next round."""
 BLOCK_ELEMENTS = 1 << 16
 """Pairwise (row x opponent) sums are evaluated in row blocks of at most this many elements."""
 

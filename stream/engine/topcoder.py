@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erfc, erfcinv
 
-from stream.engine.ratings import ModelParams, ModelRound, Ratings, by_rows, tie_spans
+from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/topcoder_sys.rs (f6f83bb); Topcoder's published algorithm"
 
@@ -79,3 +79,19 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TopcoderParams, *, we
     new_mu = np.clip(trial, mu - cap, mu + cap)
     new_sigma = np.sqrt((trial - mu) ** 2 / w + var / (1.0 + w))
     return ModelRound(Ratings(new_mu, new_sigma, before.rounds + 1), performance)
+
+
+def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: TopcoderParams,
+              *, weight: float = 1.0) -> PairOdds:
+    """Topcoder's win probability of a against b, no draws: Phi(sqrt(W) (mu_a - mu_b) /
+    sqrt(sigma_a^2 + sigma_b^2)), the term of the expected rank of :func:`rate_round`."""
+    z = math.sqrt(weight) * (np.asarray(mu_a, dtype=float) - mu_b) / np.sqrt(np.square(sigma_a) + np.square(sigma_b))
+    ahead: np.ndarray = 0.5 * erfc(-z / math.sqrt(2.0))
+    return ahead, np.zeros_like(ahead)
+
+
+def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: TopcoderParams, *, weight: float,
+                        rng: np.random.Generator, samples: int) -> np.ndarray:
+    """mu plus N(0, sigma^2 / W): every pair's difference is exactly :func:`pair_odds`'s normal."""
+    draws: np.ndarray = mu + sigma / math.sqrt(weight) * rng.standard_normal((samples, len(mu)))
+    return draws

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+from scipy.special import ndtr
 
-from stream.engine.ratings import ModelParams, ModelRound, Ratings
+from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
 SOURCE = "Herbrich, Minka & Graepel, TrueSkill (NIPS 2006); the `trueskill` PyPI package's factor graph and schedule"
 MU = 25.0
@@ -251,3 +252,57 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TrueSkillParams, *, w
     """An individual round: every player a team of one, full time."""
     n = ranks.shape[0]
     return rate_teams(before, np.arange(n), ranks, np.ones(n), params)
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi, vectorised (scipy's ndtr)."""
+    out: np.ndarray = ndtr(x)
+    return out
+
+
+def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: TrueSkillParams,
+              *, weight: float = 1.0) -> PairOdds:
+    """TrueSkill's outcome probabilities of a 1-vs-1 in the next round (Herbrich et al. 2006,
+    eq. (1)-(2)): with c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2 + 2 tau^2 (the dynamics added before
+    the round) and the draw margin eps of two players, P(a wins) = Phi((mu_a - mu_b - eps) / c),
+    P(draw) = Phi((eps - d) / c) - Phi((-eps - d) / c), d = mu_a - mu_b.  No round weight."""
+    d = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
+    c = np.sqrt(2.0 * params.beta**2 + np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.tau**2)
+    eps = draw_margin(params, 2)
+    ahead = _normal_cdf((d - eps) / c)
+    draw = np.clip(_normal_cdf((eps - d) / c) - _normal_cdf((-eps - d) / c), 0.0, 1.0)
+    return ahead, draw
+
+
+def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams, *, weight: float,
+                        rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Performances N(mu, sigma^2 + tau^2 + beta^2) (the factor graph's prior and likelihood);
+    draws within the margin are not drawn: a rank distribution orders them arbitrarily."""
+    sd = np.sqrt(np.square(sigma) + params.tau**2 + params.beta**2)
+    draws: np.ndarray = mu + sd * rng.standard_normal((samples, len(mu)))
+    return draws
+
+
+def quality(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> float:
+    """Match quality of a free-for-all of single players, as the ``trueskill`` package's
+    ``quality`` computes it (Herbrich et al. 2006, Section 4): with A the (n, n-1) matrix of
+    neighbouring differences, S = diag(sigma^2 + tau^2) and B = beta^2 A^T A,
+    q = sqrt(det B / det(B + A^T S A)) exp(-mu^T A (B + A^T S A)^-1 A^T mu / 2): the likelihood of a
+    draw relative to that of equally skilled players.  (The package takes sigma as given; here tau is
+    added first, the next round's prior, as in :func:`pair_odds`.)"""
+    mu = np.asarray(mu, dtype=float)
+    n = mu.shape[0]
+    if n < 2:
+        raise ValueError("match quality needs at least 2 players")
+    a = np.zeros((n, n - 1))
+    a[np.arange(n - 1), np.arange(n - 1)] = 1.0
+    a[np.arange(1, n), np.arange(n - 1)] = -1.0
+    variance = np.square(np.asarray(sigma, dtype=float)) + params.tau**2
+    base = params.beta**2 * (a.T @ a)
+    full = base + a.T @ (variance[:, None] * a)
+    diff = a.T @ mu
+    _, logdet_base = np.linalg.slogdet(base)
+    _, logdet_full = np.linalg.slogdet(full)
+    exponent = -0.5 * float(diff @ np.linalg.solve(full, diff))
+    return float(math.exp(0.5 * (logdet_base - logdet_full) + exponent))
+

@@ -146,3 +146,30 @@ def test_dashboard_is_served(redis_url: str) -> None:
         return index.status, await index.text(), js.status
     status, html, js_status = with_client(redis_url, body)
     assert status == 200 and "<script" in html and js_status == 200
+
+
+def test_predict_uses_the_ladders_model(redis_url: str, seeded: Seeded) -> None:
+    """A rating-only ladder is predicted with its model (named in the answer): a newcomer at the
+    model's prior, Glicko's E for the pair, TrueSkill's ties and quality."""
+    from stream.engine.glicko import GlickoParams
+    from stream.engine.models import MODELS
+    from stream.engine.predict import RatedModel
+
+    best, worst = seeded.ranking()[0], seeded.ranking()[-1]
+
+    async def body(client: TestClient) -> Any:
+        return await (await client.get(f"/api/ladders/{LADDER}/predict?players={best},{worst},newbie")).json()
+
+    glicko = with_client(redis_url, body, ladders=json.dumps({LADDER: {"model": "glicko", "params": {"beta": 200.0}}}))
+    assert glicko["model"]["name"] == "glicko" and glicko["model"]["params"]["beta"] == 200.0
+    assert glicko["pairwise_tie"] is None and glicko["expected_order"][0] == best
+    first, second = glicko["players"][0], glicko["players"][1]
+    expected = RatedModel(MODELS["glicko"], GlickoParams(beta=200.0)).odds(first["mu"], first["sigma"], second["mu"], second["sigma"])[0]
+    assert glicko["first_ahead_of_second"] == pytest.approx(float(expected), abs=1e-12)
+    assert sum(p["expected_rank"] for p in glicko["players"]) == pytest.approx(6.0)
+
+    trueskill = with_client(redis_url, body, ladders=json.dumps({LADDER: {"model": "trueskill"}}))
+    assert trueskill["model"]["name"] == "trueskill" and trueskill["players"][2]["mu"] == 25.0
+    assert trueskill["pairwise_tie"] is not None and 0 <= trueskill["quality"] <= 1
+    mmr = with_client(redis_url, body)
+    assert mmr["model"]["name"] == "mmr-bounded" and mmr["model"]["kind"] == "logistic"
