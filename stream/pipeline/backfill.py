@@ -10,7 +10,11 @@ the stream's acceptance (``parse_round``, by the input readers) and registration
 player hash with ``last_seq = queued_seq`` = the player's last round, leaderboard, ladder
 counters and ``seq``), so the stream continues the ladder's sequence exactly.
 
-A ladder that already has rounds is refused unless ``append``; appending needs a ladder with no
+Every ladder's model is the stream's (``LADDERS``): an Elo-MMR preset's rounds are rated as
+above, a rating-only model's (glicko, trueskill, ...) by the stream's own calls for them
+(``rating_models.rate_one`` as phase one, ``rating_models.apply`` as phase two, the fan-out
+carrying the new ratings); a round the ladder's model cannot rate (teams on a ladder whose model
+has no team call) is refused. A ladder that already has rounds is refused unless ``append``; appending needs a ladder with no
 round in flight (no worker rating it) and continues from its stored states, seq and tiers.
 """
 
@@ -27,9 +31,12 @@ import numpy as np
 from stream.batch.dedup import first_copies
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
+from stream.contracts.round import RoundRejected, check_supported
 from stream.engine import rate_round
+from stream.engine.ratings import Ratings
 from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
+from stream.pipeline import rating_models
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.phase_one import build_fanout
@@ -120,9 +127,12 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
     for ladder, ladder_rounds in by_ladder.items():
         info = await ladder_info(ctx.store, ladder)
         cfg = ctx.ladder(ladder)
-        if cfg.rating_model is not None:
-            raise BackfillRefused(f"ladder {ladder!r} is rated by model {cfg.model!r} (LADDERS): stream backfill "
-                                  "writes Elo-MMR ladders only; publish its rounds to the stream instead")
+        support = rating_models.support(cfg)
+        for round_ in ladder_rounds:  # what the stream would dead-letter (teams_unsupported) is refused
+            try:
+                check_supported(round_, support, f"model {cfg.model!r} of ladder {ladder!r}")
+            except RoundRejected as exc:
+                raise BackfillRefused(f"round {round_.round_id!r}: {exc.message}") from None
         stored_model = info.fields.get("model")
         if stored_model and stored_model != cfg.model:
             raise BackfillRefused(f"ladder {ladder!r} rates with model {stored_model!r} but LADDERS gives "
@@ -177,7 +187,7 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
 async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundResult]) -> _LadderRun:
     """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
     info = await ladder_info(ctx.store, ladder)
-    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).elo_mmr), info.seq, await ctx.partitions(), info.fields)
+    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).newcomer), info.seq, await ctx.partitions(), info.fields)
     if not info.rounds:
         return run
     players = sorted({p for r in ladder_rounds for p in r.players()})
@@ -215,9 +225,21 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     run.new_players += run.table.size - known
     run.columns.reserve(run.table.size)
     before = run.table.gather(rows)
-    update = rate_round(before, ranks, run.table.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
-                        time=round_.occurred_at)
-    after = update.after
+    rating = ctx.ladder(run.name)
+    ratings: tuple[list[str], list[str]] | None = None
+    if rating.rating_model is None:
+        update = rate_round(before, ranks, run.table.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
+                            time=round_.occurred_at)
+        after, performance = update.after, update.performance
+        performance_texts = number_texts("performance", performance)
+    else:  # phase one's call and phase two's state (rating_models), as the stream rates the round
+        modelled = rating_models.rate_one(rating, Ratings(before.mu, before.sigma, before.rounds), round_)
+        after = rating_models.apply(before, modelled.after.mu, modelled.after.sigma,
+                                    np.full(len(players), round_.occurred_at))
+        performance = after.mu if modelled.performance is None else modelled.performance
+        ratings = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
+        performance_texts = number_texts("performance", performance) if rating.rating_model.performs \
+            else ["null"] * len(players)
     run.table.scatter(rows, after)
     cfg = ctx.display(run.name)
     mu, sigma = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
@@ -227,13 +249,13 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     tiers = tier_names(tier, cfg)
     changes = encode_changes(ChangeColumns(
         ladder=run.name, round_id=round_.round_id, field_size=round_.field_size, occurred_at=round_.occurred_at,
-        players=players, ranks=ranks.tolist(), performance=number_texts("performance", update.performance),
+        players=players, ranks=ranks.tolist(), performance=performance_texts,
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
         mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist(),
         display=cfg))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
-    fanout = build_fanout(ctx, round_, run.seq, update.performance, run.partitions, previous)
+    fanout = build_fanout(ctx, round_, run.seq, performance, run.partitions, previous, ratings)
 
     await writer.hset(keys.round_record(run.name, round_.round_id), _record(round_, run.seq, STATUS_RATED, now))
     await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})

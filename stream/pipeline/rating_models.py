@@ -16,7 +16,7 @@ The player's packed ``state`` keeps the engine's layout (``stream.engine.state``
 logistic factor: Gaussian term (mu, sigma^-2), published (mu, sigma), rounds played, time of
 the last round; the newcomer is the model's prior (mu_noob, sig_noob). ``stream replay
 --ladders`` (``stream.batch.models.replay_model``) applies the same calls to the same floats, so
-Redis equals it.
+Redis equals it; ``stream backfill`` rates through :func:`rate_one` and :func:`apply` too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 from stream.contracts import RoundResult
 from stream.contracts.round import INDIVIDUALS_ONLY, Support
 from stream.engine.ladders import LadderConfig
-from stream.engine.ratings import Ratings
+from stream.engine.ratings import ModelRound, Ratings
 from stream.engine.state import PlayerBatch, unpack_batch
 
 
@@ -60,6 +60,20 @@ class ModelRated:
     """Row offset of each round (and the total at the end)."""
 
 
+def rate_one(cfg: LadderConfig, before: Ratings, round_: RoundResult) -> ModelRound:
+    """One round by the ladder's model from its players' priors ``before`` (in the standings'
+    order): the team call for team rounds and partial play where the model has one (as
+    ``replay_model``), else the round call.  The one engine path of phase one and backfill."""
+    model = cfg.rating_model
+    if model is None:
+        raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
+    if model.teams is not None and (round_.has_teams() or round_.is_partial()):
+        entry, entry_ranks = round_.entries()
+        return model.rate_teams(before, entry, entry_ranks, round_.player_weights(), cfg.model_params)
+    return model.rate_round(before, round_.ranks(), cfg.model_params, weight=round_.weight,
+                            perf_ceiling=round_.perf_ceiling)
+
+
 def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequence[np.ndarray],
                 rounds: Sequence[RoundResult]) -> ModelRated:
     """Rate ``rounds`` in order with the ladder's model from the players' packed ``states``
@@ -77,13 +91,7 @@ def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequ
     previous = np.empty(total, dtype=np.int64)
     for k, (rows, round_) in enumerate(zip(members, rounds)):
         lo, hi = int(offsets[k]), int(offsets[k + 1])
-        before = Ratings(mu[rows], sigma[rows], played[rows])
-        if model.teams is not None and (round_.has_teams() or round_.is_partial()):  # as replay_model
-            entry, entry_ranks = round_.entries()
-            update = model.rate_teams(before, entry, entry_ranks, round_.player_weights(), cfg.model_params)
-        else:
-            update = model.rate_round(before, round_.ranks(), cfg.model_params, weight=round_.weight,
-                                      perf_ceiling=round_.perf_ceiling)
+        update = rate_one(cfg, Ratings(mu[rows], sigma[rows], played[rows]), round_)
         after = update.after
         mu[rows], sigma[rows], played[rows] = after.mu, after.sigma, after.rounds
         new_mu[lo:hi], new_sigma[lo:hi] = after.mu, after.sigma

@@ -23,6 +23,7 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.phase_one import handle_round
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
+from stream.store import keys
 from tests.stream import pipeline_harness as harness
 from tests.stream.redis_dump import differences, dump
 
@@ -140,3 +141,66 @@ def test_cli_backfill(redis_url: str, tmp_path: Path, monkeypatch: pytest.Monkey
     bad.write_text('{"round_id": "x", "standings": [{"player": "a", "rank": 0}]}\n')
     result = runner.invoke(app, ["backfill", str(bad)])
     assert result.exit_code == 2 and "bad.jsonl:1" in result.output
+
+
+RATING_ONLY = json.dumps({"alpha": {"model": "glicko"}, "beta": {"model": "trueskill"}})
+"""A glicko and a trueskill ladder (rating-only models: phase one rates, phase two stores)."""
+
+
+def rating_only_history(seed: int) -> list[dict]:
+    """``history`` on the two rating-only ladders, with team rounds and partial play on the trueskill one."""
+    rounds = history(seed=seed, count=80)
+    for k, at in enumerate((20, 45, 60)):
+        standings = [{"team": "t0", "rank": 1, "players": [f"p00{k}", f"p01{k}"]},
+                     {"team": "t1", "rank": 2, "players": [f"p02{k}", {"player": f"p03{k}", "weight": 0.5}]},
+                     {"player": f"p04{k}", "rank": 2 + k % 2}]
+        rounds.insert(at, {"round_id": f"team{k}", "ladder": "beta", "occurred_at": harness.BASE_TIME + 3 + k,
+                           "standings": standings})
+    return rounds
+
+
+def test_backfill_rates_rating_only_ladders_as_the_stream(redis_url: str) -> None:
+    """A glicko and a trueskill ladder: backfill writes what the stream writes; backfill the first
+    half then stream the rest equals streaming it all (then ``--append`` continues the same way);
+    the ratings are the models' (TrueSkill on its 25-point scale, no performance for glicko)."""
+    rounds = rating_only_history(seed=7)
+    half, three_quarters = len(rounds) // 2, 3 * len(rounds) // 4
+
+    async def body() -> None:
+        streamed = context(redis_url, ladders=RATING_ONLY)
+        filled = context(other_db(redis_url, 1), ladders=RATING_ONLY)
+        mixed = context(other_db(redis_url, 2), ladders=RATING_ONLY)
+        await stream_rounds(streamed, rounds)
+        await backfill(filled, parsed(rounds))
+        await backfill(mixed, parsed(rounds[:half]))
+        await stream_rounds(mixed, rounds[half:three_quarters])
+        await backfill(mixed, parsed(rounds[half - 5:]), append=True)
+        for ctx in (streamed, filled, mixed):
+            await ctx.store.close()
+
+    asyncio.run(body())
+    a = dump(redis.Redis.from_url(redis_url))
+    assert differences(a, dump(redis.Redis.from_url(other_db(redis_url, 1)))) == []
+    assert differences(a, dump(redis.Redis.from_url(other_db(redis_url, 2)))) == []
+    r = redis.Redis.from_url(other_db(redis_url, 2))
+    assert r.hget(keys.ladder("beta"), "model") == b"trueskill" and r.hget(keys.ladder("alpha"), "model") == b"glicko"
+    beta_mu = [float(r.hget(keys.player("beta", p), "mu") or "nan") for p in ("p001", "p002", "p010")]
+    assert all(0.0 < mu < 50.0 for mu in beta_mu)  # TrueSkill's 25-point scale
+    glicko_round = next(x["round_id"] for x in rounds[:half] if x["ladder"] == "alpha" and len(x["standings"]) > 1)
+    changes = [json.loads(v) for v in r.hgetall(keys.round_results("alpha", glicko_round)).values()]
+    assert changes and all(c["performance"] is None for c in changes)
+    assert r.hget(keys.round_record("beta", "team1"), "status") == b"rated"
+
+
+def test_backfill_refuses_team_rounds_the_ladders_model_cannot_rate(redis_url: str) -> None:
+    """Teams on a glicko ladder: refused (exit 2 from the CLI), as the stream dead-letters them."""
+    team = {"round_id": "tm", "ladder": "alpha", "occurred_at": harness.BASE_TIME,
+            "standings": [{"team": "x", "rank": 1, "players": ["a", "c"]}, {"team": "y", "rank": 2, "players": ["b"]}]}
+
+    async def body() -> None:
+        ctx = context(redis_url, ladders=RATING_ONLY)
+        with pytest.raises(BackfillRefused, match="round 'tm'.*team rounds"):
+            await backfill(ctx, parsed([team]))
+        await ctx.store.close()
+
+    asyncio.run(body())

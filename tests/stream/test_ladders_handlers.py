@@ -211,8 +211,9 @@ def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -
 
 def test_corrections_and_backfill_refuse_what_they_cannot_rate(redis_url: str, tmp_path) -> None:
     """A void on a rating-only ladder is ``not_correctable`` (the re-rate replays Elo-MMR
-    performances); backfill refuses a rating-only ladder and a ladder whose recorded model is
-    not the configured one, and records the model of the Elo-MMR ladders it writes."""
+    performances); backfill refuses team rounds on a ladder whose model has no team call and a
+    ladder whose recorded model is not the configured one, and records the model of the ladders
+    it writes (rating-only ladders: tests/stream/test_backfill.py)."""
     from stream.pipeline.backfill import BackfillRefused, backfill
     from stream.pipeline.corrections import handle_correction
 
@@ -227,9 +228,10 @@ def test_corrections_and_backfill_refuse_what_they_cannot_rate(redis_url: str, t
         assert "'glicko'" in result.dead_letter.message
         assert (await ctx.store.round_record("b", "r1"))["status"] == "rated"  # untouched
 
-        with pytest.raises(BackfillRefused, match="model 'trueskill'"):
-            await backfill(ctx, [RoundResult(round_id="n1", ladder="c", occurred_at=1.7e9,
-                                             standings=[Standing("x", 1), Standing("y", 2)])])
+        with pytest.raises(BackfillRefused, match="model 'glicko' of ladder 'b' does not rate team rounds"):
+            await backfill(ctx, [RoundResult(round_id="n1", ladder="b", occurred_at=1.8e9,
+                                             standings=[Standing("x", 1, team="t"), Standing("y", 2, team="u")])],
+                           append=True)
         as_mmr = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}))
         with pytest.raises(BackfillRefused, match="re-rate"):
             await backfill(as_mmr, [RoundResult(round_id="r2", ladder="b", occurred_at=1.8e9,
