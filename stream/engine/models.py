@@ -17,6 +17,12 @@ RateRound = Callable[..., ModelRound]
 RateTeams = Callable[..., ModelRound]
 """``rate_teams(before, entry, entry_ranks, weights, params) -> ModelRound``: a round of teams
 (``entry[i]`` player i's team, an index into ``entry_ranks``) with per-player shares of the match."""
+OddsCall = Callable[..., PairOdds]
+"""``pair_odds(mu_a, sigma_a, mu_b, sigma_b, params, *, weight) -> (P(a ahead of b), P(tie))``."""
+SampleCall = Callable[..., np.ndarray]
+"""``sample_performances(mu, sigma, params, *, weight, rng, samples) -> (samples, n)`` performances."""
+QualityCall = Callable[[np.ndarray, np.ndarray, Any], float]
+"""``quality(mu, sigma, params)``: a model's own match quality of a lobby."""
 
 
 @dataclass(frozen=True, slots=True)
