@@ -478,7 +478,8 @@ function matchupView(ladder, chosen) {
       return el("li", {}, el("span"), remove);
     }, (li, p) => setText(li.firstChild, p));
     if (!pred) { setText(note, "Pick at least two players."); bars.replaceChildren(); patchRows(odds.body, [], () => "", () => el("tr"), () => {}); return; }
-    setText(note, `match quality ${pred.quality.toFixed(2)} (1: every pair a coin flip); ${pred.players[0].player} ahead of ` +
+    const meaning = pred.model.name === "trueskill" ? "TrueSkill's: the chance of a draw relative to equal players" : "1: every pair a coin flip";
+    setText(note, `${pred.model.name}: match quality ${pred.quality.toFixed(2)} (${meaning}); ${pred.players[0].player} ahead of ` +
       `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %`);
     bars.replaceChildren(...matchupShapes(pred));
     patchRows(odds.body, pred.players, (p) => p.player, () => cells(el("tr", { class: "matchup-row" }), 4, [1, 2, 3]), (tr, p) => {
