@@ -179,3 +179,24 @@ def test_outcome_model_dispatch_by_ladder() -> None:
     assert pred.expected_rank.sum() == pytest.approx(6.0)  # 1 + 2 + 3: ties count half each way
     assert pred.quality == pytest.approx(match_quality(mu, sigma, ts_model))
     assert pred.expected_order.tolist() == [0, 1, 2]
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(sorted(MODELS)), lobby=st.lists(ratings, min_size=2, max_size=6),
+       weight=st.floats(0.1, 4.0))
+def test_lobby_matrices_equal_the_pairs_one_by_one(name: str, lobby: list[tuple[float, float]], weight: float) -> None:
+    """The lobby's vectorised matrices = each pair's odds computed alone; the expected ranks add
+    up to 1 + ... + n (every pair's outcomes sum to one)."""
+    model = MODELS[name]
+    scale = 25.0 / 1500.0 if name == "trueskill" else 1.0
+    mu = np.array([m for m, _ in lobby]) * scale
+    sigma = np.array([s for _, s in lobby]) * scale + 1e-3
+    rated = RatedModel(model, model.params, weight)
+    ahead, tie = pair_matrices(mu, sigma, rated)
+    n = len(lobby)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                one, draw = rated.odds(float(mu[i]), float(sigma[i]), float(mu[j]), float(sigma[j]))
+                assert ahead[i, j] == pytest.approx(float(one), abs=1e-12) and tie[i, j] == pytest.approx(float(draw), abs=1e-12)
+    assert expected_ranks(mu, sigma, rated).sum() == pytest.approx(n * (n + 1) / 2, abs=1e-9)
