@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from stream.connections import redis_client
 from stream.contracts import DeadLetter, Limits
+from stream.contracts.ordering import LadderOrder
 from stream.engine import Params, preset
 from stream.engine.display import DisplayConfig, config_for, parse_display_configs
 from stream.pipeline.messages import Resend
@@ -30,6 +31,8 @@ class PipelineContext:
     partition_count: Callable[[], Awaitable[int]] | None = None
     """The ``player-updates`` topic's partition count from the broker's metadata (the worker
     sets it; None: the PARTITIONS setting)."""
+    ladder_order: LadderOrder = field(default_factory=LadderOrder)
+    """Which ladders are rated in occurred_at order (``LADDER_ORDER``)."""
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     """Unexpected failures so far of completing each stored round, in this worker."""
 
@@ -41,6 +44,7 @@ class PipelineContext:
             params=preset(settings.engine_preset),
             limits=Limits.from_settings(settings),
             display_configs=parse_display_configs(settings.display_config),
+            ladder_order=LadderOrder.parse(settings.ladder_order),
         )
 
     async def partitions(self) -> int:

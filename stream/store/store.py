@@ -39,6 +39,10 @@ OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 OUTCOME_HELD = "held"
+OUTCOME_LATE = "late"
+"""A round of a ladder rated by occurred_at, older than the ladder's newest round: registered with
+status ``late`` and the ladder held for its insert correction (``status`` = the correction's id)."""
+STATUS_LATE = "late"
 """A correction holds the ladder (re-rating it): nothing was registered; register again later."""
 STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
@@ -147,6 +151,8 @@ class NewRound:
     body: str | bytes = ""
     due_at: float = NEVER_DUE
     perf_ceiling: float = math.inf
+    by_time: bool = False
+    """The ladder is rated in occurred_at order: an older round than its newest is ``late``."""
 
 
 @dataclass(frozen=True)
@@ -413,12 +419,15 @@ class Store:
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
         received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
         due_at: float = NEVER_DUE, prefetch: Sequence[str] = (), perf_ceiling: float = math.inf,
+        by_time: bool = False,
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
 
         While a correction holds the ladder nothing is registered: the outcome is ``held``
         (:data:`OUTCOME_HELD`, ``status`` = the correction's id) and the caller registers again
-        later (``stream.pipeline.hold``). A finite ``perf_ceiling`` is kept on the round record
+        later (``stream.pipeline.hold``). With ``by_time`` (the ladder is rated in occurred_at order)
+        a round older than the ladder's newest is registered ``late`` (:data:`OUTCOME_LATE`, ``status``
+        = the id of the insert correction now holding the ladder). A finite ``perf_ceiling`` is kept on the round record
         (a re-rate needs it: the stored fan-out does not carry it).
 
         A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
@@ -427,9 +436,9 @@ class Store:
         after the registration (as :meth:`load_priors` would right after it).
         """
         round_ = NewRound(ladder, round_id, content_hash, occurred_at, received_at, field_size, status, body, due_at,
-                          perf_ceiling)
+                          perf_ceiling, by_time)
         (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], PRIOR_FIELDS)
-        if registration.outcome == OUTCOME_HELD:
+        if registration.outcome in (OUTCOME_HELD, OUTCOME_LATE):
             return registration
         priors = self.priors(prefetch, columns, registration.seq) if prefetch else None
         return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
@@ -454,7 +463,8 @@ class Store:
                             keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder)],
                            [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
                             r.field_size, r.status, r.body, encode_due(r.due_at),
-                            encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0"])
+                            encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0",
+                            "1" if r.by_time else "0"])
             for ladder in ladders:
                 pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
             self._read_players_into(pipe, player_keys, fields)
@@ -466,7 +476,7 @@ class Store:
         registrations = []
         for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
             ids, seqs = registered[r.ladder]
-            earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode()) \
+            earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(), OUTCOME_LATE.encode()) \
                 else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier))
         return registrations, _columns(replies[end + len(ladders):], fields)
