@@ -14,12 +14,16 @@ import asyncio
 import json
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
+import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from stream.batch.dedup import first_copies
+from stream.cli.main import app
 from stream.contracts import Limits, parse_round
 from stream.contracts.ordering import LadderOrder, in_ladder_order, order_of
 from stream.pipeline.context import PipelineContext
@@ -189,3 +193,58 @@ def test_random_late_rounds_in_batches(redis_server: RedisServer, case: tuple[in
     if share == 0.0:
         assert inserts == 0
     check(url, rounds, 4)
+
+
+def test_erase_backfill_and_export_refuse_a_held_ladder(redis_url: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a correction holds a ladder (here a late round's insert, not yet applied), ``stream
+    erase``, ``stream backfill --append`` and ``stream export`` exit non-zero naming the hold; once the
+    insert is applied they work; a backfill into an occurred_at ladder refuses rounds older than
+    its newest."""
+    rounds = [r for r in late_history(seed=5, count=30, late_share=0.0) if r["ladder"] == "timed"]
+    late = dict(rounds[3], round_id="late-one", occurred_at=rounds[0]["occurred_at"] - 1.0)
+
+    async def publish(rs: list[dict]) -> PhaseOneResult | None:
+        ctx = context(redis_url, ladder_order=ORDER)
+        result = None
+        for r in rs:
+            result = await handle_round(ctx, json.dumps(r).encode())
+            if result.updates:
+                done = await handle_updates(ctx, [m.value for m in result.updates])
+                await ctx.store.confirm_emitted(done.emitted)
+        await ctx.store.close()
+        return result
+
+    assert asyncio.run(publish(rounds)) is not None
+    result = asyncio.run(publish([late]))
+    assert result is not None and result.outcome == "late" and result.insert is not None
+    holder = redis.Redis.from_url(redis_url).hget(keys.ladder("timed"), "hold")
+    assert holder == result.insert.correction_id.encode()
+
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("ERASURE_SECRET", "s3cret")
+    monkeypatch.setenv("LADDER_ORDER", ORDER)
+    more = tmp_path / "more.jsonl"
+    newer = dict(rounds[-1], round_id="newer", occurred_at=rounds[-1]["occurred_at"] + 10.0)
+    more.write_text(json.dumps(newer) + "\n")
+    runner = CliRunner()
+    player = rounds[0]["standings"][0]["player"]
+    commands = (["erase", "timed", player], ["backfill", str(more), "--append"],
+                ["export", "timed", "--output", str(tmp_path / "snap.jsonl")])
+    for command in commands:
+        refused = runner.invoke(app, command)
+        assert refused.exit_code != 0 and "held by correction" in refused.output, (command, refused.output)
+
+    async def insert() -> None:
+        ctx = context(redis_url, ladder_order=ORDER)
+        await settle(ctx, result)
+        await ctx.store.close()
+
+    asyncio.run(insert())
+    older = tmp_path / "older.jsonl"
+    older.write_text(json.dumps(dict(newer, round_id="older", occurred_at=rounds[0]["occurred_at"])) + "\n")
+    refused = runner.invoke(app, ["backfill", str(older), "--append"])
+    assert refused.exit_code == 2 and "older than its newest round" in refused.output, refused.output
+    for command in reversed(commands):  # export, backfill, erase
+        done = runner.invoke(app, command)
+        assert done.exit_code == 0, (command, done.output)
