@@ -15,6 +15,9 @@ have written). Then, in the same run:
 
 Afterwards every player's mu and sigma in Redis are checked against the replay of the corrected
 history (within 1e-9): the figures are of a correct re-rate.
+
+Besides wall time, each correction's CPU time is printed: this process's (``time.process_time``)
+and the redis-server's (``INFO cpu``), which a shared machine's load does not inflate as much.
 """
 
 from __future__ import annotations
@@ -73,23 +76,25 @@ async def run_bench(args: argparse.Namespace, server: RedisServer) -> None:
         replay_cli = time.perf_counter() - started
         if run.returncode != 0:
             raise SystemExit(f"stream replay failed:\n{run.stderr}")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     replay(rounds, ctx.params, keep_rounds=False)
-    replay_in_process = time.perf_counter() - started
+    replay_in_process, replay_cpu = time.perf_counter() - started, time.process_time() - cpu
     started = time.perf_counter()
     await backfill(ctx, rounds)
     backfill_s = time.perf_counter() - started
 
     deep = rounds[int(args.depth * len(rounds))]
     shallow = rounds[-args.shallow]
-    results: list[tuple[str, float, CorrectionResult]] = []
+    results: list[tuple[str, float, float, float, CorrectionResult]] = []
     voided = set()
     for name, target in (("deep", deep), ("shallow", shallow)):
         message = json.dumps({"kind": "void", "ladder": LADDER, "round_id": target.round_id}).encode()
+        cpu, redis_cpu = time.process_time(), await server_cpu(ctx)
         started = time.perf_counter()
         result = await handle_correction(ctx, message)
         await finish_correction(ctx, result)
-        results.append((name, time.perf_counter() - started, result))
+        wall = time.perf_counter() - started
+        results.append((name, wall, time.process_time() - cpu, await server_cpu(ctx) - redis_cpu, result))
         assert result.outcome == "applied", result
         voided.add(target.round_id)
     checked = await check(ctx, [r for r in rounds if r.round_id not in voided])
@@ -97,18 +102,24 @@ async def run_bench(args: argparse.Namespace, server: RedisServer) -> None:
 
     load = open("/proc/loadavg").read().split()[:3]
     print(f"{args.rounds:,} duels from {args.players:,} players, preset {args.preset}; load average {' '.join(load)}")
-    print("| what | wall s |")
-    print("|---|---|")
-    print(f"| `stream replay` of the ladder (subprocess, start-up included) | {replay_cli:.2f} |")
-    print(f"| `stream.batch.replay` of the ladder (in process) | {replay_in_process:.2f} |")
-    print(f"| backfill of the ladder (setup) | {backfill_s:.2f} |")
-    for name, wall, result in results:
+    print("| what | wall s | CPU s (this process + redis-server) |")
+    print("|---|---|---|")
+    print(f"| `stream replay` of the ladder (subprocess, start-up included) | {replay_cli:.2f} | |")
+    print(f"| `stream.batch.replay` of the ladder (in process) | {replay_in_process:.2f} | {replay_cpu:.2f} |")
+    print(f"| backfill of the ladder (setup) | {backfill_s:.2f} | |")
+    for name, wall, cpu, redis_cpu, result in results:
         position = deep if name == "deep" else shallow
         index = rounds.index(position)
         steps = ", ".join(f"{k} {v:.2f}" for k, v in result.seconds.items())
         print(f"| void of round {index + 1:,} ({name}: {len(rounds) - index - 1:,} later rounds), "
-              f"{len(result.events):,} events | {wall:.2f} ({steps}) |")
+              f"{len(result.events):,} events | {wall:.2f} ({steps}) | {cpu:.2f} + {redis_cpu:.2f} |")
     print(f"Redis == replay of the corrected history for all {checked:,} players (1e-9)")
+
+
+async def server_cpu(ctx: PipelineContext) -> float:
+    """CPU seconds the redis-server has used (user + system, ``INFO cpu``)."""
+    info = await ctx.store.client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 async def check(ctx: PipelineContext, corrected: list) -> int:
