@@ -36,6 +36,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -231,19 +232,26 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
 def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
     """The standings a stored round is rated with now (None: it rates nobody): its amendment, or
     its fan-out's entries (players in rank order; ties in fan-out order)."""
-    if stored.status == STATUS_VOIDED:
+    status = stored.status
+    if status == STATUS_VOIDED:
         return None
-    if "amended" in stored.record:
-        amended = _amended(stored.record["amended"])
+    record = stored.record
+    if "amended" in record:
+        amended = _amended(record["amended"])
         return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
-    if stored.status != STATUS_RATED:
+    if status != STATUS_RATED:
         return None
     updates = [orjson.loads(m) for m in stored.fanout]
-    entries = sorted(((e["rank"], e["player"]) for u in updates for e in u["entries"]), key=lambda e: e[0])
     first = updates[0]
-    ceiling = stored.record.get("perf_ceiling")
+    entries = first["entries"] if len(updates) == 1 else [e for u in updates for e in u["entries"]]
+    entries.sort(key=_RANK)  # stable: ties keep fan-out order
+    ceiling = record.get("perf_ceiling")
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
-                        float(ceiling) if ceiling else math.inf, [p for _, p in entries], [r for r, _ in entries])
+                        float(ceiling) if ceiling else math.inf, [e["player"] for e in entries],
+                        [e["rank"] for e in entries])
+
+
+_RANK = itemgetter("rank")
 
 
 def _fanout_players(stored: StoredRound) -> list[str]:

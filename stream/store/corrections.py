@@ -6,6 +6,7 @@ All of it is on the ladder's slot ``{L}`` except the players' ratings (read in c
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,29 +43,46 @@ ROUNDS_PER_READ = 500
 
 async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
     """Every round of the ladder in seq order, with its record fields and stored fan-out
-    (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline)."""
-    index = cast("list[tuple[bytes, float]]", await store.client.zrange(keys.rounds(ladder), 0, -1, withscores=True))
-    ids = [(as_text(member), int(score)) for member, score in index]
+    (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline, the next
+    pipeline sent before the last one's reply is decoded; the seq is read from the record, which
+    holds it as the index does)."""
+    ids = [as_text(member) for member in cast("list[bytes]", await store.client.zrange(keys.rounds(ladder), 0, -1))]
     chunks = [ids[lo:lo + ROUNDS_PER_READ] for lo in range(0, len(ids), ROUNDS_PER_READ)]
+    fields = [*RECORD_FIELDS, "seq"]
+    width = len(fields)
     out: list[StoredRound] = []
-    for lo in range(0, len(chunks), 8):
-        group = chunks[lo:lo + 8]
+    groups = [chunks[lo:lo + 8] for lo in range(0, len(chunks), 8)]
 
-        def build(pipe: Any, group: list[list[tuple[str, int]]] = group) -> None:
+    def read(group: list[list[str]]) -> asyncio.Future[list[Any]]:
+        def build(pipe: Any) -> None:
             for chunk in group:
-                names = [key for round_id, _ in chunk
+                names = [key for round_id in chunk
                          for key in (keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id))]
-                store._eval(pipe, "read_rounds", names, list(RECORD_FIELDS))
+                store._eval(pipe, "read_rounds", names, fields)
 
-        for chunk, flat in zip(group, await store._run(build)):
-            at = 0
-            for round_id, seq in chunk:
-                values = flat[at:at + len(RECORD_FIELDS)]
-                at += len(RECORD_FIELDS)
-                parts = int(flat[at])
-                record = {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
-                out.append(StoredRound(round_id, seq, record, [as_bytes(m) for m in flat[at + 1:at + 1 + parts]]))
-                at += 1 + parts
+        return asyncio.ensure_future(store._run(build))
+
+    pending = read(groups[0]) if groups else None
+    try:
+        for i, group in enumerate(groups):
+            assert pending is not None
+            replies = await pending
+            # the next group's read runs in Redis while this one is decoded here
+            pending = read(groups[i + 1]) if i + 1 < len(groups) else None
+            for chunk, flat in zip(group, replies):
+                at = 0
+                for round_id in chunk:  # per round: its fields (the last one its seq), the fan-out's size, messages
+                    values = flat[at:at + width]
+                    parts = int(flat[at + width])
+                    record = {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
+                    fanout = flat[at + width + 1:at + width + 1 + parts]
+                    out.append(StoredRound(round_id, int(values[-1]), record,
+                                           fanout if not fanout or isinstance(fanout[0], bytes) else
+                                           [as_bytes(m) for m in fanout]))
+                    at += width + 1 + parts
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
     return out
 
 

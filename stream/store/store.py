@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, cast
 
 import numpy as np
@@ -334,12 +335,18 @@ def _interleave(*columns: Sequence[Any]) -> list[Any]:
     return [value for row in zip(*columns) for value in row]
 
 
+_partition_of = itemgetter(0)
+
+
 def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str, bytes]]:
     """The stored fan-out's hash fields: ``partition`` for a partition's message, ``partition.k``
     for the k-th further part of a split one (in partition order)."""
+    ordered = sorted(messages, key=_partition_of)
+    if len({partition for partition, _ in ordered}) == len(ordered):  # no split message: the partitions
+        return list(ordered)
     out: list[tuple[int | str, bytes]] = []
     parts: dict[int, int] = {}
-    for partition, message in sorted(messages, key=lambda m: m[0]):
+    for partition, message in ordered:
         n = parts[partition] = parts.get(partition, -1) + 1
         out.append((partition if n == 0 else f"{partition}.{n}", message))
     return out
