@@ -62,28 +62,44 @@ async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
 
         return asyncio.ensure_future(store._run(build))
 
-    pending = read(groups[0]) if groups else None
+    pending = [read(group) for group in groups[:2]]
     try:
         for i, group in enumerate(groups):
-            assert pending is not None
-            replies = await pending
-            # the next group's read runs in Redis while this one is decoded here
-            pending = read(groups[i + 1]) if i + 1 < len(groups) else None
+            replies = await pending.pop(0)
+            # the next groups' reads run in Redis while this one is decoded here
+            if i + 2 < len(groups):
+                pending.append(read(groups[i + 2]))
             for chunk, flat in zip(group, replies):
                 at = 0
                 for round_id in chunk:  # per round: its fields (the last one its seq), the fan-out's size, messages
                     values = flat[at:at + width]
                     parts = int(flat[at + width])
-                    record = {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
+                    record = _record(values)
                     fanout = flat[at + width + 1:at + width + 1 + parts]
                     out.append(StoredRound(round_id, int(values[-1]), record,
                                            fanout if not fanout or isinstance(fanout[0], bytes) else
                                            [as_bytes(m) for m in fanout]))
                     at += width + 1 + parts
     finally:
-        if pending is not None and not pending.done():
-            pending.cancel()
+        for future in pending:
+            future.cancel()
     return out
+
+
+_PLAIN = (RECORD_FIELDS.index("perf_ceiling"), RECORD_FIELDS.index("amended"), RECORD_FIELDS.index("corrections"),
+          RECORD_FIELDS.index("body"))
+_STATUS, _OCCURRED, _SIZE = (RECORD_FIELDS.index(name) for name in ("status", "occurred_at", "field_size"))
+
+
+def _record(values: list[Any]) -> dict[str, str]:
+    """A round record's fields read (``RECORD_FIELDS`` order; None where absent) as text; the
+    common round (no ceiling, amendment, trail or body) without a loop over the fields."""
+    a, b, c, d = _PLAIN
+    status, occurred, size = values[_STATUS], values[_OCCURRED], values[_SIZE]
+    if values[a] is None and values[b] is None and values[c] is None and values[d] is None \
+            and isinstance(status, bytes) and isinstance(occurred, bytes) and isinstance(size, bytes):
+        return {"status": status.decode(), "occurred_at": occurred.decode(), "field_size": size.decode()}
+    return {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
 
 
 async def hold(store: Store, ladder: str, correction_id: str, *, now: float) -> str:
