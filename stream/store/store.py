@@ -341,14 +341,12 @@ _partition_of = itemgetter(0)
 def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str, bytes]]:
     """The stored fan-out's hash fields: ``partition`` for a partition's message, ``partition.k``
     for the k-th further part of a split one (in partition order)."""
-    ordered = sorted(messages, key=_partition_of)
-    if len({partition for partition, _ in ordered}) == len(ordered):  # no split message: the partitions
-        return list(ordered)
     out: list[tuple[int | str, bytes]] = []
-    parts: dict[int, int] = {}
-    for partition, message in ordered:
-        n = parts[partition] = parts.get(partition, -1) + 1
+    previous, n = -1, 0
+    for partition, message in sorted(messages, key=_partition_of):  # stable: a split message's parts in order
+        n = n + 1 if partition == previous else 0
         out.append((partition if n == 0 else f"{partition}.{n}", message))
+        previous = partition
     return out
 
 
