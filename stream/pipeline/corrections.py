@@ -303,7 +303,7 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
             if current is not None:
                 target_players.update(current.players)
                 starts.append(sort_key(current, by_time))
-        elif r is target:
+        elif r is target and correction.kind != INSERT:
             target_players.update(current.players if current is not None else _fanout_players(r))
             starts.append((float(r.record.get("occurred_at", 0.0)) if by_time else 0.0, r.seq))
             amended = None if correction.kind == VOID else correction.round
