@@ -63,8 +63,8 @@ from stream.store import corrections as ledger
 from stream.store import keys
 from stream.store.bulk import BulkWriter
 from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
-from stream.store.store import (STATUS_FAILED, STATUS_LATE, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED, encode_float,
-                                fanout_fields)
+from stream.store.store import (STATUS_FAILED, STATUS_LATE, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED,
+                                encode_float, fanout_fields)
 
 log = logging.getLogger(__name__)
 

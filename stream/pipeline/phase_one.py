@@ -59,7 +59,8 @@ from stream.pipeline.messages import join_fanout
 from stream.engine.state import unpack_batch
 from stream.contracts.correction import INSERT, Correction
 from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_NEW,
-                                STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound, Registration, Store)
+                                STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound,
+                                Registration, Store)
 
 log = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from stream import engine
 from stream.batch.dedup import first_copies
 from stream.cli.main import app
 from stream.contracts import Limits, parse_round
@@ -248,3 +249,31 @@ def test_erase_backfill_and_export_refuse_a_held_ladder(redis_url: str, tmp_path
     for command in reversed(commands):  # export, backfill, erase
         done = runner.invoke(app, command)
         assert done.exit_code == 0, (command, done.output)
+
+
+def test_stream_replay_orders_by_ladder_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stream replay`` rates an occurred_at ladder's rounds in (occurred_at, input order), through
+    the same ``first_copies`` as the stream's reference; without LADDER_ORDER in input order."""
+    rounds = late_history(seed=8, count=50, late_share=0.4)
+    path = tmp_path / "rounds.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rounds))
+    params = engine.preset("mmr")
+
+    def replayed(env: str) -> dict[tuple[str, str], tuple[float, float]]:
+        monkeypatch.setenv("LADDER_ORDER", env)
+        out = tmp_path / "out.csv"
+        result = CliRunner().invoke(app, ["replay", str(path), "--output", str(out), "--preset", "mmr"])
+        assert result.exit_code == 0, result.output
+        lines = out.read_text().splitlines()[1:]
+        return {(f[0], f[1]): (float(f[2]), float(f[3])) for f in (line.split(",") for line in lines)}
+
+    def expected(order: str) -> dict[tuple[str, str], tuple[float, float]]:
+        states = harness.reference(rounds, params, ladder_order=order)
+        return {k: (s.mu, s.sigma) for k, s in states.items()}
+
+    timed, plain = replayed(ORDER), replayed("")
+    for got, want in ((timed, expected(ORDER)), (plain, expected(""))):
+        assert got.keys() == want.keys()
+        assert all(abs(got[k][0] - want[k][0]) <= 1e-9 and abs(got[k][1] - want[k][1]) <= 1e-9 for k in got)
+    assert any(abs(timed[k][0] - plain[k][0]) > 1e-6 for k in timed if k[0] == "timed"), "the order matters"
+    assert all(timed[k] == plain[k] for k in timed if k[0] == "pub")
