@@ -1,4 +1,9 @@
-"""Corrections: void a round or amend its standings, and re-rate the ladder from there.
+"""Corrections: void a round, amend its standings or insert a late one, and re-rate the ladder from there.
+
+An ``insert`` is what phase one publishes for a late round of a ladder rated by occurred_at
+(``LADDER_ORDER``): register_round.lua registered it ``late`` and held the ladder for it; the
+insert rates every ``late`` round of the ladder in its place. On such a ladder every re-rate
+orders the history by (occurred_at, seq), the replay's order (``stream.contracts.ordering``).
 
 Plain async functions (no Kafka): the ``corrections`` agent calls :func:`handle_correction` per
 message, sends its dead letter or its events, then calls :func:`finish_correction`. Steps:
@@ -459,7 +464,7 @@ def _ladder_fields(rated: Rerated) -> dict[str, Any]:
     """The ladder hash's counters after the correction: rated rounds, last rated round (``players``
     is set from the leaderboard's size once the players are written)."""
     fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
-    if rated.rounds:  # the last in rating order (by occurred_at: an inserted round never is, as the stream keeps it)
+    if rated.rounds:  # the last in rating order (on a ladder rated by occurred_at, not always the largest seq)
         fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
     return fields
 
