@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import fault_harness as faults_harness
 import pipeline_harness as harness
 from stream import engine
+from stream.pipeline.faults import CORRECTION_MID_RERATE, CRASH_EXIT_CODE
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.store import keys
@@ -50,18 +51,44 @@ def stream_of(seed: int, count: int, share: float) -> list[dict]:
        bursts=st.integers(2, 5))
 def test_late_rounds_through_two_workers(local_stack, tmp_path: Path, seed: int, count: int, share: float,
                                          bursts: int) -> None:
+    run(local_stack, tmp_path, seed, count, share, bursts)
+
+
+def test_late_rounds_with_a_kill_mid_insert(local_stack, tmp_path: Path) -> None:
+    """A worker killed (exit 137) in the middle of an insert's writes: restarted, the redelivered
+    insert resumes under its hold, and Redis still equals the replay."""
+    assert run(local_stack, tmp_path, seed=21, count=80, share=0.2, bursts=3, fault=CORRECTION_MID_RERATE) == 1
+    assert (tmp_path / "fault.marker").exists()
+
+
+def run(local_stack, tmp_path: Path, seed: int, count: int, share: float, bursts: int, fault: str = "") -> int:
+    """Publish a stream of ``stream_of(seed, count, share)`` in ``bursts`` to two workers, wait until it
+    drained (restarting a worker the fault point killed), check; returns how many workers crashed."""
     url = local_stack.redis_url
     redis.Redis.from_url(url).flushall()
     prefix = f"t{uuid.uuid4().hex[:10]}-"
     rounds = stream_of(seed, count, share)
-    env = faults_harness.fault_env(local_stack.bootstrap, url, prefix, tmp_path, HOLD_POLL_S="0.05",
+    env = faults_harness.fault_env(local_stack.bootstrap, url, prefix, tmp_path, fault, HOLD_POLL_S="0.05",
                                    LADDER_ORDER=ORDER)
     ensure(Settings.from_env(env))
     workers = [harness.Worker(env, tmp_path / f"{prefix}worker{i}.log").start() for i in range(2)]
     client = redis.Redis.from_url(url)
+    crashes = 0
 
     def logs() -> str:
         return "\n".join(w.log() for w in workers)
+
+    def restart_crashed() -> int:
+        crashed = 0
+        for i, w in enumerate(list(workers)):
+            assert w.process is not None
+            code = w.process.poll()
+            if code is None:
+                continue
+            assert fault and code == CRASH_EXIT_CODE, f"a worker exited with {code}:\n{logs()}"
+            crashed += 1
+            workers[i] = harness.Worker(w.env, w.log_path.with_suffix(".restarted.log")).start()
+        return crashed
 
     try:
         cuts = sorted(random.Random(seed).sample(range(1, count), bursts - 1))
@@ -76,8 +103,7 @@ def test_late_rounds_through_two_workers(local_stack, tmp_path: Path, seed: int,
             held = [client.hget(keys.ladder(ladder), "hold") for ladder in LADDERS]
             if all(s in (b"rated", b"no_outcome") for s in statuses.values()) and held == [None, None]:
                 break
-            for w in workers:
-                assert w.process is not None and w.process.poll() is None, f"a worker exited:\n{logs()}"
+            crashes += restart_crashed()
             assert time.monotonic() < deadline, f"not drained: holds {held}\n{logs()}"
             time.sleep(harness.POLL_S)
         faults_harness.wait_ledgers_empty(url, LADDERS, logs)
@@ -110,3 +136,4 @@ def test_late_rounds_through_two_workers(local_stack, tmp_path: Path, seed: int,
     assert all((c["mu_before"], c["sigma_before"]) != (c["mu_after"], c["sigma_after"]) for c in corrections)
     assert not any(c["ladder"] == "timed" and c["round_id"] in inserted and c.get("kind") != "correction"
                    for c in changes), "an inserted round is rated by its insert only"
+    return crashes
