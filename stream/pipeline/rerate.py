@@ -195,10 +195,12 @@ Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]
 
 
 def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
-                   split: Split) -> list[list[tuple[int, bytes]]]:
+                   split: Split, split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
     """The stored fan-out of each round ``ks`` ((partition, PlayerUpdate JSON) pairs: the bytes of
     phase one's ``build_fanout``, ``PlayerUpdate.to_json()``, tested equal), each player's partition
-    computed once for the ladder and the messages written without a call per message."""
+    computed once for the ladder and the messages written without a call per message. A round's
+    messages are in partition order, one per partition, unless the round was split (a message over
+    the limit): ``split_at`` (if given) receives the positions in ``ks`` of such rounds."""
     partition_of = [partition_for(name, partitions) for name in r.table.names]
     name_json = [encode_basestring(name) for name in r.table.names]  # each player's once, not per participation
     limit = value_limit(max_message_bytes)
@@ -221,6 +223,8 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
         messages = [(partition, f'{head}{",".join(entries)}]}}'.encode()) for partition, entries in sorted(groups.items())]
         if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
             messages = split(h, r.performance[lo:hi])
+            if split_at is not None:
+                split_at.add(len(out))
         out.append(messages)
         first += hi - lo
     return out

@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, cast
 
 from stream.store import keys
@@ -204,8 +205,7 @@ async def rewrite_rounds(store: Store, ladder: str, correction_id: str, rounds: 
                   keys.round_perf(ladder, r.round_id), keys.round_digests(ladder, r.round_id)]
         for fields in (r.results, r.fanout):
             args.append(len(fields))
-            for name, value in fields.items():
-                args += [name, value]
+            args.extend(chain.from_iterable(fields.items()))  # name, value, name, value, ...
         if len(args) >= REWRITE_ARGUMENTS:
             calls.append((names, args))
             names, args = [], [correction_id]
