@@ -113,7 +113,7 @@ def check(url: str, rounds: list[dict], history_length: int) -> None:
 
     asyncio.run(body())
     assert_same_ladders(url, fresh, LADDERS)
-    params = context(url).params
+    params = context(url).ladders.fallback.elo_mmr
     harness.assert_equals_reference(url, harness.reference(rounds, params, ladder_order=ORDER))
     client = redis.Redis.from_url(url)
     for ladder in LADDERS:
