@@ -4,15 +4,18 @@ The stream registers each (ladder, round_id) once (register_round.lua): a re-pub
 with the same content (``content_hash``) is a no-op, one with different content is rejected as
 ``conflict`` (``stream.contracts.round.conflict``: the first round stands), outcome-free rounds
 included. :func:`first_copies` does the same in process, before rating, so that replaying the
-messages the stream read gives what the stream stored ("Redis equals replay").
+messages the stream read gives what the stream stored ("Redis equals replay"). The first copies
+are then put in each ladder's rating order (``stream.contracts.ordering.in_ladder_order``:
+by ``occurred_at`` on the ladders ``LADDER_ORDER`` says, as the stream rates them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from stream.contracts import RoundRejected, RoundResult
+from stream.contracts.ordering import in_ladder_order
 from stream.contracts.round import conflict
 
 
@@ -21,15 +24,17 @@ class Deduplicated:
     """The rounds to rate (first copies, in order), and what was left out."""
 
     rounds: list[RoundResult] = field(default_factory=list)
+    """First copies, in rating order (publish order, or ``occurred_at`` order where ``by_time``)."""
     duplicates: list[tuple[int, RoundResult]] = field(default_factory=list)
     """(input position, round): re-published with the same content, a no-op."""
     conflicts: list[tuple[int, RoundRejected]] = field(default_factory=list)
     """(input position, ``conflict`` rejection): an id re-used with different content."""
 
 
-def first_copies(rounds: Iterable[RoundResult]) -> Deduplicated:
+def first_copies(rounds: Iterable[RoundResult], by_time: Callable[[str], bool] | None = None) -> Deduplicated:
     """Each (ladder, round_id) once, as the stream registers it (see the module docstring);
-    a ladder's seq counts its distinct rounds, as the stream's does."""
+    a ladder's seq counts its distinct rounds, as the stream's does. ``by_time(ladder)``: whether
+    the ladder is rated in ``occurred_at`` order (``LadderOrder.by_time``; None: none is)."""
     out = Deduplicated()
     seen: dict[tuple[str, str], tuple[str, int]] = {}
     seqs: dict[str, int] = {}
@@ -44,4 +49,6 @@ def first_copies(rounds: Iterable[RoundResult]) -> Deduplicated:
             out.duplicates.append((position, round_))
         else:
             out.conflicts.append((position, conflict(round_, first[1])))
+    if by_time is not None:
+        out.rounds = in_ladder_order(out.rounds, by_time)
     return out

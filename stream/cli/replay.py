@@ -27,6 +27,7 @@ import typer
 from stream.batch import Metrics, SourceError, read_rounds, synthetic_rounds, write_jsonl
 from stream.batch.dedup import Deduplicated, first_copies
 from stream.batch.models import LaddersReplay, Replayed, model_names, replay_ladders, replay_named, support
+from stream.contracts.ordering import LadderOrder
 from stream.batch.profiles import contest_history_rounds, match_rounds
 from stream.contracts import Limits, RoundRejected, RoundResult
 from stream.contracts.round import check_supported
@@ -125,7 +126,8 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
     exits with code 2, or, if ``rejected`` is a list, is appended to it and reported on stderr
     (left out, as the stream dead-letters it)."""
     try:
-        unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected))
+        unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected),
+                              LadderOrder.parse(settings.ladder_order).by_time)
     except SourceError as exc:
         _fail(f"bad input: {exc}")
     unsupported: list[tuple[int, RoundRejected]] = []

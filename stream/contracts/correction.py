@@ -3,6 +3,9 @@
 
     {"kind": "void", "ladder": "blitz", "round_id": "r-17", "reason": "cheater"}
     {"kind": "amend", "round": {"round_id": "r-17", "ladder": "blitz", "occurred_at": ..., "standings": [...]}}
+    {"kind": "insert", "ladder": "blitz", "round_id": "r-12", "correction_id": "late/18/r-12"}
+
+(``insert`` is what phase one publishes for a late round of a ladder rated by occurred_at.)
 
 An amended round is validated exactly as a round on ``rounds`` (:func:`parse_round`; its
 rejections keep their reason, with the field under ``round.``); it may be outcome-free (then the
@@ -23,6 +26,10 @@ from stream.contracts.schemas import CORRECTION, SchemaError, validator
 
 VOID = "void"
 AMEND = "amend"
+INSERT = "insert"
+"""Rate the ladder's ``late`` rounds in their place (a ladder rated by occurred_at: phase one
+registers a round older than the ladder's newest one as ``late`` and publishes this correction,
+``round_id`` naming it; ``stream.pipeline.corrections`` inserts every late round of the ladder)."""
 
 
 @dataclass(frozen=True)
@@ -78,11 +85,12 @@ def parse_correction(raw: bytes | str | dict[str, Any], *, limits: Limits) -> Co
                                     "round" + (f".{rejection.field}" if rejection.field else "")) from None
             amended = rejection.round  # an outcome-free amendment: the round then rates nobody
     elif "round" in data:
-        raise RoundRejected(BAD_CORRECTION, "a void carries no round", "round")
+        raise RoundRejected(BAD_CORRECTION, f"a{'n' if kind == INSERT else ''} {kind} carries no round", "round")
     ladder = data.get("ladder", amended.ladder if amended is not None else DEFAULT_LADDER)
     round_id = data.get("round_id", amended.round_id if amended is not None else None)
     if round_id is None:
-        raise RoundRejected(BAD_CORRECTION, "a void names the round to void (round_id)", "round_id")
+        raise RoundRejected(BAD_CORRECTION, f"a{'n' if kind == INSERT else ''} {kind} names its round (round_id)",
+                            "round_id")
     if not LADDER_PATTERN.match(ladder):
         raise RoundRejected(BAD_CORRECTION, f"ladder name {ladder!r} must match {LADDER_PATTERN.pattern}", "ladder")
     if amended is not None and (amended.round_id, amended.ladder) != (round_id, ladder):

@@ -9,7 +9,7 @@ from .params import DEFAULT_PRESET, PRESETS, Params, preset
 from .performance import phase_one
 from .ranking import OutcomeFree
 from .round import RoundUpdate, phase_two, rate_round
-from .rounds import RoundSpec, RoundsUpdate, rate_rounds
+from .rounds import RoundSpec, RoundsUpdate, rate_flat, rate_rounds
 from .state import PlayerBatch, PlayerState
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "phase_two",
     "preset",
     "rate_round",
+    "rate_flat",
     "rate_rounds",
     "warm_up",
 ]

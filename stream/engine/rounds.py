@@ -63,9 +63,23 @@ def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params)
     sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
     offsets = np.zeros(n_rounds + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    total = int(offsets[-1])
     rows = np.concatenate([r.players for r in rounds]).astype(np.int64) if n_rounds else np.zeros(0, np.int64)
     ranks = np.concatenate([r.ranks for r in rounds]) if n_rounds else np.zeros(0)
+    times = np.array([r.time for r in rounds], dtype=float)
+    weights = np.array([r.weight for r in rounds], dtype=float)
+    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
+    return rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params)
+
+
+def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: np.ndarray, times: np.ndarray,
+              weights: np.ndarray, ceilings: np.ndarray, params: Params) -> RoundsUpdate:
+    """:func:`rate_rounds` of rounds given as flat arrays (no :class:`RoundSpec` per round): round k
+    holds participations ``offsets[k]:offsets[k + 1]`` of ``rows`` (int64 row indices into
+    ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round. Callers that hold a
+    long history as arrays (a correction's re-rate) skip building a spec per round."""
+    n_rounds = offsets.shape[0] - 1
+    sizes = np.diff(offsets)
+    total = int(offsets[-1])
     round_of = np.repeat(np.arange(n_rounds), sizes)
     rated = _rated(ranks, offsets, sizes)
 
@@ -74,9 +88,6 @@ def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params)
     after = prior.copy()
     _widen_for(after, rows[rated[round_of]], params)
     wave = _waves(rows, offsets, rated, len(prior))
-    times = np.array([r.time for r in rounds], dtype=float)
-    weights = np.array([r.weight for r in rounds], dtype=float)
-    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
 
     live = np.flatnonzero(rated[round_of])
     order = live[np.argsort(wave[round_of[live]], kind="stable")]  # by wave, then input order

@@ -8,7 +8,7 @@ agent's work on one batch: retries, one-by-one fallbacks, dead letters), ``phase
 ``phase_two.py`` (the handlers), ``chains.py`` (phase two's chain rule), ``barrier.py``
 (per-player barrier), ``outbox.py`` (records to send), ``partitioner.py`` (Kafka's murmur2),
 ``messages.py`` (messages, sections of ``player-updates``), ``metrics.py`` (Prometheus),
-``context.py`` (shared dependencies), ``corrections.py`` (voids and amends: hold the ladder,
+``context.py`` (shared dependencies), ``corrections.py`` (voids, amends, inserts of late rounds: hold the ladder,
 re-rate it, write what changed), ``rerate.py`` (a ladder's history rated again in process, per
 participation), ``hold.py`` (phase one waits while a correction holds its ladder), ``backfill.py``.
 
@@ -54,4 +54,7 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    rounds wait), waits for the ladder's rounds in flight, re-rates the corrected history and
    rewrites the affected rounds and players, emits a RatingChange (kind ``correction``) per
    player whose rating moved, then releases the hold (docs/history.md "Corrections").
+8. On a ladder rated by occurred_at (``LADDER_ORDER``), a round older than the ladder's newest is
+   registered ``late`` with the ladder held at once; phase one publishes its ``insert``
+   correction, which rates it in its place as step 7 does (docs/history.md "Late rounds").
 """

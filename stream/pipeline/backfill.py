@@ -14,8 +14,9 @@ Every ladder's model is the stream's (``LADDERS``): an Elo-MMR preset's rounds a
 above, a rating-only model's (glicko, trueskill, ...) by the stream's own calls for them
 (``rating_models.rate_one`` as phase one, ``rating_models.apply`` as phase two, the fan-out
 carrying the new ratings); a round the ladder's model cannot rate (teams on a ladder whose model
-has no team call) is refused. A ladder that already has rounds is refused unless ``append``; appending needs a ladder with no
-round in flight (no worker rating it) and continues from its stored states, seq and tiers.
+has no team call) is refused. A ladder that already has rounds is refused unless ``append``;
+appending needs a ladder with no round in flight (no worker rating it) and continues from its
+stored states, seq and tiers.
 """
 
 from __future__ import annotations
@@ -110,13 +111,16 @@ class _LadderRun:
     new_players: int = 0
     rated: int = 0
     last_rated: tuple[int, str] | None = None
+    occurred_max: float | None = None
+    """The newest rated round's occurred_at (kept only on a ladder rated by occurred_at)."""
 
 
 async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: bool) -> tuple[list[RoundResult], int]:
     """The rounds to write (first copies, without those already stored) and how many were duplicates;
     raises :class:`BackfillRefused` for a ladder with rounds (without ``append``), a ladder with rounds
     in flight, or a round id the ladder already holds with other content."""
-    deduplicated = first_copies(rounds)
+    by_time = ctx.ladder_order.by_time
+    deduplicated = first_copies(rounds, by_time)
     if deduplicated.conflicts:
         position, rejection = deduplicated.conflicts[0]
         raise BackfillRefused(f"round {position + 1} of the input: {rejection.message}")
@@ -139,6 +143,14 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
                                   f"{cfg.model!r}: changing a ladder's model is a re-rate; backfill into a fresh ladder")
         if info.rounds and not append:
             raise BackfillRefused(f"ladder {ladder!r} already has {info.rounds} rounds (use --append to add to it)")
+        if "hold" in info.fields:
+            raise BackfillRefused(f"ladder {ladder!r} is held by correction {info.fields['hold']!r} (a re-rate in "
+                                  "progress): try again once it is done")
+        newest = info.fields.get("occurred_max")
+        if by_time(ladder) and newest is not None and any(r.occurred_at < float(newest) for r in ladder_rounds):
+            raise BackfillRefused(f"ladder {ladder!r} is rated in occurred_at order and the input has rounds older "
+                                  f"than its newest round ({newest}): publish them to the stream, which inserts "
+                                  "late rounds in their place")
         if info.in_flight:
             raise BackfillRefused(f"ladder {ladder!r} has {info.in_flight} rounds being rated: stop its workers "
                                   "and let them drain before appending")
@@ -173,6 +185,8 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
             summary.no_outcome += 1
         else:
             await _rate(ctx, writer, run, round_, now)
+            if ctx.ladder_order.by_time(run.name):
+                run.occurred_max = max(run.occurred_max or -math.inf, round_.occurred_at)
             summary.rated += 1
             summary.participations += round_.field_size
         summary.ladders[run.name] = summary.ladders.get(run.name, 0) + 1
@@ -311,6 +325,8 @@ async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now
         fields.update({"model": cfg.model, "model_params": cfg.params_digest()})
     if run.new_players:
         fields["players"] = int(run.stored_fields.get("players", 0)) + run.new_players
+    if run.occurred_max is not None:  # what register_round.lua keeps on a ladder rated by occurred_at
+        fields["occurred_max"] = encode_float(run.occurred_max)
     if run.last_rated is not None:  # what record_round_results.lua sets when a round becomes rated
         fields.update({"rounds_rated": int(run.stored_fields.get("rounds_rated", 0)) + run.rated,
                        "last_rated_seq": run.last_rated[0], "last_round": run.last_rated[1],

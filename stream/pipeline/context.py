@@ -9,6 +9,7 @@ from stream.connections import redis_client
 from stream.contracts import DeadLetter, Limits
 from stream.engine.display import DisplayConfig
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
+from stream.contracts.ordering import LadderOrder
 from stream.pipeline.messages import Resend
 from stream.settings import Settings
 from stream.store.store import Store
@@ -30,6 +31,8 @@ class PipelineContext:
     partition_count: Callable[[], Awaitable[int]] | None = None
     """The ``player-updates`` topic's partition count from the broker's metadata (the worker
     sets it; None: the PARTITIONS setting)."""
+    ladder_order: LadderOrder = field(default_factory=LadderOrder)
+    """Which ladders are rated in occurred_at order (``LADDER_ORDER``)."""
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     """Unexpected failures so far of completing each stored round, in this worker."""
     model_conflicts: set[tuple[str, str]] = field(default_factory=set)
@@ -42,6 +45,7 @@ class PipelineContext:
             store=store or Store(redis_client(settings), history_length=settings.history_length),
             ladders=load_ladders(settings),
             limits=Limits.from_settings(settings),
+            ladder_order=LadderOrder.parse(settings.ladder_order),
         )
 
     async def partitions(self) -> int:

@@ -1,4 +1,9 @@
-"""Corrections: void a round or amend its standings, and re-rate the ladder from there.
+"""Corrections: void a round, amend its standings or insert a late one, and re-rate the ladder from there.
+
+An ``insert`` is what phase one publishes for a late round of a ladder rated by occurred_at
+(``LADDER_ORDER``): register_round.lua registered it ``late`` and held the ladder for it; the
+insert rates every ``late`` round of the ladder in its place. On such a ladder every re-rate
+orders the history by (occurred_at, seq), the replay's order (``stream.contracts.ordering``).
 
 Plain async functions (no Kafka): the ``corrections`` agent calls :func:`handle_correction` per
 message, sends its dead letter or its events, then calls :func:`finish_correction`. Steps:
@@ -36,13 +41,14 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import orjson
 
 from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResult, parse_round
-from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
+from stream.contracts.correction import AMEND, INSERT, VOID, Correction, parse_correction
 from stream.contracts.events import CORRECTION_CHANGE
 from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
                                     STORED, UNKNOWN_ROUND, check_supported)
@@ -62,7 +68,8 @@ from stream.store import corrections as ledger
 from stream.store import keys
 from stream.store.bulk import BulkWriter
 from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
-from stream.store.store import STATUS_FAILED, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED, encode_float, fanout_fields
+from stream.store.store import (STATUS_FAILED, STATUS_LATE, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED,
+                                encode_float, fanout_fields)
 
 log = logging.getLogger(__name__)
 
@@ -134,11 +141,16 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
              "at": time.time(), "reason": correction.reason}
     if correction.kind == VOID and target.status == STATUS_VOIDED and cid not in _trail_ids(target):
         return CorrectionResult("no-op", ladder, cid, entry=entry | {"outcome": "no-op"})  # voided already
+    inserted = _inserted(correction, stored)
+    if correction.kind == INSERT and not inserted:  # an earlier insert rated the ladder's late rounds
+        return CorrectionResult("no-op", ladder, cid, entry=entry | {"outcome": "no-op"})
 
     started = time.perf_counter()
-    history, target_players = _histories(correction, target, stored)
+    by_time = ctx.ladder_order.by_time(ladder)
+    history, target_players, start = _histories(correction, target, stored, inserted, by_time)
     rated = rerate(history, ctx.ladder(ladder).elo_mmr, ctx.display(ladder))
-    affected, dirty = _affected(rated, target.seq, target_players)
+    affected, dirty = _affected(rated, start, {r.round_id for r in inserted} | {target.round_id}, target_players,
+                                by_time)
     seconds["rerate"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -147,7 +159,8 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
         before = {p: list(mu_sigma) for p, mu_sigma in (await ledger.ratings(store, ladder, sorted(dirty))).items()}
         await ledger.write_plan(store, ladder, cid, before)
     touched = sorted(set(before) | dirty)
-    await _record_trail(ctx, correction, target)
+    for round_ in inserted or [target]:
+        await _record_trail(ctx, correction, round_)
     events = await _write(ctx, correction, target, stored, rated, affected, touched, before)
     seconds["write"] = time.perf_counter() - started
     log.info("correction %s (%s of round %s/%s): %d rounds re-rated, %d affected, %d players touched, %d events",
@@ -206,7 +219,12 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
     ladder, round_id = correction.ladder, correction.round_id
     if target is None:
         return RoundRejected(UNKNOWN_ROUND, f"ladder {ladder!r} has no round {round_id!r}", "round_id")
-    if target.status not in CORRECTABLE and not (correction.kind == VOID and target.status == STATUS_FAILED):
+    if correction.kind == INSERT:
+        if target.status != STATUS_LATE and correction.correction_id not in _trail_ids(target) \
+                and not any(r.status == STATUS_LATE for r in stored):
+            return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {ladder!r} is {target.status}, not "
+                                 "late: it cannot be inserted", "round_id")
+    elif target.status not in CORRECTABLE and not (correction.kind == VOID and target.status == STATUS_FAILED):
         return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {ladder!r} is {target.status}, "
                              "not rated: it cannot be corrected", "round_id")
     if correction.kind == AMEND and target.status == STATUS_VOIDED and correction.correction_id not in _trail_ids(target):
@@ -224,19 +242,26 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
 def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
     """The standings a stored round is rated with now (None: it rates nobody): its amendment, or
     its fan-out's entries (players in rank order; ties in fan-out order)."""
-    if stored.status == STATUS_VOIDED:
+    status = stored.status
+    if status == STATUS_VOIDED:
         return None
-    if "amended" in stored.record:
-        amended = _amended(stored.record["amended"])
+    record = stored.record
+    if "amended" in record:
+        amended = _amended(record["amended"])
         return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
-    if stored.status != STATUS_RATED:
+    if status != STATUS_RATED:
         return None
     updates = [orjson.loads(m) for m in stored.fanout]
-    entries = sorted(((e["rank"], e["player"]) for u in updates for e in u["entries"]), key=lambda e: e[0])
     first = updates[0]
-    ceiling = stored.record.get("perf_ceiling")
+    entries = first["entries"] if len(updates) == 1 else [e for u in updates for e in u["entries"]]
+    entries.sort(key=_RANK)  # stable: ties keep fan-out order
+    ceiling = record.get("perf_ceiling")
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
-                        float(ceiling) if ceiling else math.inf, [p for _, p in entries], [r for r, _ in entries])
+                        float(ceiling) if ceiling else math.inf, [e["player"] for e in entries],
+                        [e["rank"] for e in entries])
+
+
+_RANK = itemgetter("rank")
 
 
 def _fanout_players(stored: StoredRound) -> list[str]:
@@ -253,35 +278,70 @@ def _amended(body: str) -> RoundResult:
         return rejection.round
 
 
-def _histories(correction: Correction, target: StoredRound,
-               stored: list[StoredRound]) -> tuple[list[HistoryRound], set[str]]:
-    """The corrected history, and the players of the target round before and after the correction."""
+def _late_round(stored: StoredRound) -> HistoryRound | None:
+    """A ``late`` round's standings, from the body its registration kept."""
+    round_ = _amended(stored.record["body"])
+    return None if round_.is_outcome_free() else HistoryRound.of(round_, stored.seq)
+
+
+def _inserted(correction: Correction, stored: list[StoredRound]) -> list[StoredRound]:
+    """The rounds an insert rates in their place: the ladder's ``late`` rounds, and those it
+    already marked (a redelivered insert resumes). Empty for a void or an amend."""
+    if correction.kind != INSERT:
+        return []
+    return [r for r in stored if r.status == STATUS_LATE or correction.correction_id in _trail_ids(r)]
+
+
+def sort_key(h: HistoryRound, by_time: bool) -> tuple[float, int]:
+    """A round's place in its ladder's rating order: (occurred_at, seq) on a ladder rated by
+    occurred_at, else seq (``stream.contracts.ordering``: the replay's order, seq = publish order)."""
+    return (h.occurred_at, h.seq) if by_time else (0.0, h.seq)
+
+
+def _histories(correction: Correction, target: StoredRound, stored: list[StoredRound], inserted: list[StoredRound],
+               by_time: bool) -> tuple[list[HistoryRound], set[str], tuple[float, int]]:
+    """The corrected history in rating order, the players of the corrected rounds (the target
+    before and after the correction; an insert's rounds), and where in that order the correction
+    starts to change anything (the smallest :func:`sort_key` of the corrected rounds, before and after)."""
     history: list[HistoryRound] = []
     target_players: set[str] = set()
+    starts: list[tuple[float, int]] = []
+    late = {r.round_id for r in inserted}
     for r in stored:
-        current = _stored_round(r.seq, r)
-        if r is target:
+        current = _late_round(r) if r.status == STATUS_LATE else _stored_round(r.seq, r)
+        if r.round_id in late:
+            if current is not None:
+                target_players.update(current.players)
+                starts.append(sort_key(current, by_time))
+        elif r is target and correction.kind != INSERT:
             target_players.update(current.players if current is not None else _fanout_players(r))
+            starts.append((float(r.record.get("occurred_at", 0.0)) if by_time else 0.0, r.seq))
             amended = None if correction.kind == VOID else correction.round
             target_players.update(amended.players() if amended is not None else ())
             current = None if amended is None or amended.is_outcome_free() else HistoryRound.of(amended, r.seq)
+            if current is not None:
+                starts.append(sort_key(current, by_time))
         if current is not None:
             history.append(current)
-    return history, target_players
+    if by_time:
+        history.sort(key=lambda h: sort_key(h, True))
+    return history, target_players, min(starts, default=(0.0, target.seq))
 
 
-def _affected(rated: Rerated, seq: int, target_players: set[str]) -> tuple[list[int], set[str]]:
+def _affected(rated: Rerated, start: tuple[float, int], targets: set[str], target_players: set[str],
+              by_time: bool) -> tuple[list[int], set[str]]:
     """The rounds the correction changes (indices into ``rated.rounds``) and the players whose
-    state it changes: those of the corrected round, then of every later round holding one of them.
-    Any other round's inputs, hence results, are exactly what the stream stored: left as they are."""
+    state it changes: those of the corrected rounds, then of every later round (in rating order,
+    from ``start`` on) holding one of them. Any other round's inputs, hence results, are exactly
+    what the stream stored: left as they are."""
     dirty = set(target_players)
     affected: list[int] = []
     players = rated.players
-    first = next((k for k, h in enumerate(rated.rounds) if h.seq >= seq), len(rated.rounds))
+    first = next((k for k, h in enumerate(rated.rounds) if sort_key(h, by_time) >= start), len(rated.rounds))
     bounds = rated.offsets.tolist()
     for k in range(first, len(rated.rounds)):
         mine = players[bounds[k]:bounds[k + 1]]
-        if rated.rounds[k].seq == seq or not dirty.isdisjoint(mine):
+        if rated.rounds[k].round_id in targets or not dirty.isdisjoint(mine):
             affected.append(k)
             dirty.update(mine)
     return affected, dirty
@@ -298,6 +358,10 @@ async def _record_trail(ctx: PipelineContext, correction: Correction, target: St
     if correction.kind == VOID:  # a failed round (phase two's repair) stays failed
         fields |= {"status": STATUS_FAILED if target.status == STATUS_FAILED else STATUS_VOIDED,
                    "voided_by": correction.correction_id}
+    elif correction.kind == INSERT:
+        if target.status == STATUS_LATE:  # its standings kept as an amendment's are (re-rates read them there)
+            fields |= {"amended": _amended(target.record["body"]).to_json(), "inserted_by": correction.correction_id,
+                       "status": STATUS_RATED, "pending": 0, "emitted": "1", "rated_at": encode_float(time.time())}
     else:
         assert correction.round is not None
         free = correction.round.is_outcome_free()
@@ -305,7 +369,10 @@ async def _record_trail(ctx: PipelineContext, correction: Correction, target: St
                    "field_size": correction.round.field_size, "status": STATUS_NO_OUTCOME if free else STATUS_RATED}
         if not free:
             fields |= {"pending": 0, "emitted": "1", "rated_at": encode_float(time.time())}
-    await ctx.store.client.hset(keys.round_record(correction.ladder, target.round_id), mapping=fields)
+    record = keys.round_record(correction.ladder, target.round_id)
+    await ctx.store.client.hset(record, mapping=fields)
+    if correction.kind == INSERT:
+        await ctx.store.client.hdel(record, "body")
 
 
 async def _write(ctx: PipelineContext, correction: Correction, target: StoredRound, stored: list[StoredRound],
@@ -344,10 +411,12 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     def split(h: HistoryRound, performance: np.ndarray) -> list[tuple[int, bytes]]:
         return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round(ladder), h.seq, performance, partitions)]
 
-    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split)
-    await rewrite_rounds(ctx.store, ladder, correction.correction_id, [
+    split_at: set[int] = set()
+    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split, split_at)
+    await rewrite_rounds(ctx.store, ladder, correction.correction_id, [  # fields: partition, or partition.k if split
         RoundRewrite(rated.rounds[k].round_id, results[k] if rated.rounds[k].seq > results_trimmed else {},
-                     dict(fanout_fields(fanout))) for k, fanout in zip(affected, fanouts)])
+                     dict(fanout_fields(fanout)) if j in split_at else dict(fanout))
+        for j, (k, fanout) in enumerate(zip(affected, fanouts))])
     written = {h.round_id for h in rated.rounds}
     for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)
         if r.seq >= s and r.round_id not in written:
@@ -402,7 +471,7 @@ def _ladder_fields(rated: Rerated) -> dict[str, Any]:
     """The ladder hash's counters after the correction: rated rounds, last rated round (``players``
     is set from the leaderboard's size once the players are written)."""
     fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
-    if rated.rounds:
+    if rated.rounds:  # the last in rating order (on a ladder rated by occurred_at, not always the largest seq)
         fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
     return fields
 

@@ -92,7 +92,7 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
     without a call per round."""
     ladder_json = encode_basestring(ladder)
     heads = [f',"ladder":{ladder_json},"round_id":{encode_basestring(r)},"player":' for r in round_ids]
-    tails = [f',"occurred_at":{json.dumps(t, allow_nan=False)}' for t in occurred_at]
+    tails = [f',"occurred_at":{_number(t)}' for t in occurred_at]  # = json.dumps(t, allow_nan=False)
     sizes = [repr(int(n)) for n in field_sizes]
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
     placed = placement_json(c.tiers, c.display)

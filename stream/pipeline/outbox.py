@@ -68,7 +68,8 @@ def fanout_messages(names: TopicNames, messages: Sequence[FanOutMessage]) -> lis
 
 
 def repair_messages(names: TopicNames, repairs: Sequence[Correction]) -> list[Outgoing]:
-    """Corrections the workers publish themselves (phase two's repairs), keyed by ladder."""
+    """Corrections the workers publish themselves (phase two's repairs, phase one's inserts of
+    late rounds), keyed by ladder."""
     return [Outgoing(names.corrections, c.ladder.encode(), c.to_json().encode()) for c in repairs]
 
 

@@ -18,6 +18,9 @@ first half):
    the sweeper's ledger (``sweeper.py``) with its canonical body, and reports the ladder's
    earlier rounds still ``registered`` (their phase one crashed or was lost): those are
    completed first, so a ``registered`` round's priors stay valid until it is completed.
+   On a ladder rated by occurred_at (``LADDER_ORDER``), a round older than the ladder's newest
+   one is registered ``late`` instead, holding the ladder at once: phase one publishes its
+   ``insert`` correction (``corrections.py`` rates it in its place and re-rates what follows).
 3. Per-player barrier (``barrier.py``), then priors: stored (mu, sigma, last_time), the
    engine's newcomer prior for unseen players.
 4. ``engine.phase_one``: every participant's performance (drift applied inside).
@@ -55,7 +58,9 @@ from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import unpack_batch
-from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_NEW,
+from stream.contracts.correction import INSERT, Correction
+from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
+                                OUTCOME_NEW,
                                 STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound,
                                 Registration, Store)
 
@@ -72,6 +77,16 @@ class PhaseOneResult:
     seq: int | None = None
     updates: list[FanOutMessage] = field(default_factory=list)
     dead_letter: DeadLetter | None = None
+    insert: Correction | None = None
+    """For a ``late`` round: the insert correction to publish (the ladder is held for it)."""
+
+
+def insert_of(round_: RoundResult, registration: Registration) -> PhaseOneResult:
+    """A late round (a ladder rated by occurred_at; register_round.lua registered it ``late`` and
+    held the ladder for the correction ``registration.status``): its insert correction, which the
+    ``corrections`` agent applies (the round rated in its place, the rounds after it re-rated)."""
+    insert = Correction(INSERT, round_.ladder, round_.round_id, registration.status)
+    return PhaseOneResult("late", round_.ladder, round_.round_id, registration.seq, insert=insert)
 
 
 async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> PhaseOneResult:
@@ -95,11 +110,13 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
         received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
         due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players(), perf_ceiling=round_.perf_ceiling,
-        model=cfg.model, model_params=cfg.params_digest()))
+        model=cfg.model, model_params=cfg.params_digest(), by_time=ctx.ladder_order.by_time(round_.ladder)))
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
     if registration.outcome == OUTCOME_MODEL_CHANGED:
         return _model_changed(ctx, round_, raw, now, origin, registration.status)
+    if registration.outcome == OUTCOME_LATE:
+        return insert_of(round_, registration)
     result = PhaseOneResult("rated", round_.ladder, round_.round_id, registration.seq)
     for earlier in registration.earlier:  # an earlier round whose phase one never finished goes first
         await complete_registered(ctx, round_.ladder, earlier)
@@ -394,7 +411,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
-                  NEVER_DUE, r.perf_ceiling, *_model_of(ctx, r.ladder)) for i, r, status in accepted], participants)
+                  NEVER_DUE, r.perf_ceiling, *_model_of(ctx, r.ladder), ctx.ladder_order.by_time(r.ladder))
+         for i, r, status in accepted], participants)
     plan = _plan(ctx, events, accepted, registrations, results)
     if plan.to_rate:
         faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
@@ -476,7 +494,8 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
     out with the batch). The first round to rate may be dropped by the test fault
     DROP_ROUND_AFTER_REGISTER; its ladder's later rounds are then deferred to one-by-one handling,
     which completes the dropped round first, as the ladder's next round does today. The rounds of
-    a ladder a correction holds (``held``: nothing registered) are deferred the same way."""
+    a ladder a correction holds (``held``: nothing registered) are deferred the same way, as are
+    those after a ``late`` round (its registration held the ladder for its insert correction)."""
     plan = _Plan()
     rating: set[tuple[str, str]] = set()
     cut: set[str] = set()
@@ -494,6 +513,10 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
             continue
         if reg.outcome == OUTCOME_MODEL_CHANGED:
             results[i] = _model_changed(ctx, round_, event.value, time.time(), event.origin, reg.status)
+            continue
+        if reg.outcome == OUTCOME_LATE:  # the ladder is held for its insert from now on
+            results[i] = insert_of(round_, reg)
+            held.add(round_.ladder)
             continue
         if status == STATUS_NO_OUTCOME:
             results[i] = PhaseOneResult(NO_OUTCOME if reg.outcome == OUTCOME_NEW else "duplicate",

@@ -3,7 +3,8 @@
 A correction (``corrections.py``) replaces part of a ladder's history; the players' states just
 before the corrected round are not stored, so the ladder is rated again from its first round
 with the replay's engine path (:func:`stream.engine.rate_rounds` on a :class:`LadderTable`, in
-the chunks of :mod:`stream.batch.replay`, the reference the stream equals), keeping per
+the chunks of :mod:`stream.batch.replay`, the reference the stream equals; called as
+:func:`stream.engine.rate_flat` on the history's arrays, without a spec per round), keeping per
 participation what the stream writes: performance, rating before and after, rounds played,
 display rating and tier (the tier's hysteresis follows each player's rounds in order). The caller
 then writes only the part of it that the correction changed.
@@ -20,7 +21,7 @@ import numpy as np
 from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
-from stream.engine import Params, RoundSpec, rate_rounds
+from stream.engine import Params, rate_flat
 from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_tier, tier_names
 from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import value_limit
@@ -86,6 +87,9 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
     np.cumsum(sizes, out=offsets[1:])
     players = [p for h in history for p in h.players]
     ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
+    times = np.fromiter((h.occurred_at for h in history), dtype=float, count=len(history))
+    weights = np.fromiter((h.weight for h in history), dtype=float, count=len(history))
+    ceilings = np.fromiter((h.perf_ceiling for h in history), dtype=float, count=len(history))
     table = LadderTable(params)
     rows = table.rows(players)
     n = len(players)
@@ -96,11 +100,9 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
     for a, b in _chunks(sizes):
         lo, hi = int(offsets[a]), int(offsets[b])
         touched, local = np.unique(rows[lo:hi], return_inverse=True)
-        specs = [RoundSpec(local[offsets[k] - lo:offsets[k + 1] - lo], ranks[offsets[k]:offsets[k + 1]],
-                           time=history[k].occurred_at, weight=history[k].weight,
-                           perf_ceiling=history[k].perf_ceiling) for k in range(a, b)]
         prior = table.gather(touched)
-        update = rate_rounds(prior, specs, params)
+        update = rate_flat(prior, local.astype(np.int64, copy=False), ranks[lo:hi], offsets[a:b + 1] - lo,
+                           times[a:b], weights[a:b], ceilings[a:b], params)  # = rate_rounds of the chunk's rounds
         table.scatter(touched, update.after)
         prev = update.previous
         has_prev = prev >= 0
@@ -195,11 +197,14 @@ Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]
 
 
 def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
-                   split: Split) -> list[list[tuple[int, bytes]]]:
+                   split: Split, split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
     """The stored fan-out of each round ``ks`` ((partition, PlayerUpdate JSON) pairs: the bytes of
     phase one's ``build_fanout``, ``PlayerUpdate.to_json()``, tested equal), each player's partition
-    computed once for the ladder and the messages written without a call per message."""
+    computed once for the ladder and the messages written without a call per message. A round's
+    messages are in partition order, one per partition, unless the round was split (a message over
+    the limit): ``split_at`` (if given) receives the positions in ``ks`` of such rounds."""
     partition_of = [partition_for(name, partitions) for name in r.table.names]
+    name_json = [encode_basestring(name) for name in r.table.names]  # each player's once, not per participation
     limit = value_limit(max_message_bytes)
     ladder_json = encode_basestring(ladder)
     bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
@@ -214,12 +219,14 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
                 f'"occurred_at":{h.occurred_at!r},"weight":{h.weight!r},"field_size":{hi - lo!r},"entries":[')
         groups: dict[int, list[str]] = {}
         for i in range(hi - lo):
-            player = h.players[i]
-            groups.setdefault(partition_of[rows[lo + i]], []).append(
-                f'{{"player":{encode_basestring(player)},"rank":{h.ranks[i]!r},"performance":{texts[first + i]}}}')
+            row = rows[lo + i]
+            groups.setdefault(partition_of[row], []).append(
+                f'{{"player":{name_json[row]},"rank":{h.ranks[i]!r},"performance":{texts[first + i]}}}')
         messages = [(partition, f'{head}{",".join(entries)}]}}'.encode()) for partition, entries in sorted(groups.items())]
         if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
             messages = split(h, r.performance[lo:hi])
+            if split_at is not None:
+                split_at.add(len(out))
         out.append(messages)
         first += hi - lo
     return out

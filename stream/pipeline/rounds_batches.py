@@ -6,7 +6,8 @@ as a unit (``phase_one.handle_rounds``), its fallbacks, dead letters and metrics
   handled one by one (``phase_one.handle_round``, HANDLER_ATTEMPTS each), so a message that
   cannot be digested fails alone: it is set aside (``phase_one.fail``: dead letter
   ``internal_error``, its round ``failed``) and the others are rated.
-* The batch's records (dead letters, the fan-out joined per partition) go to ``enqueue`` at
+* The batch's records (dead letters, the fan-out joined per partition, the insert corrections of
+  late rounds to ``corrections``) go to ``enqueue`` at
   once; the messages left to one-by-one handling follow, each one's records enqueued before the
   next is handled (its barrier may wait on them).
 """
@@ -21,7 +22,7 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, Incoming
-from stream.pipeline.outbox import Outgoing, TopicNames, fanout_messages, letter_message
+from stream.pipeline.outbox import Outgoing, TopicNames, fanout_messages, letter_message, repair_messages
 from stream.pipeline.phase_one import BatchResult, PhaseOneResult, fail, handle_round, handle_rounds
 from stream.pipeline.retry import GaveUp, retrying
 
@@ -50,7 +51,8 @@ async def phase_one_batch(ctx: PipelineContext, names: TopicNames, events: Seque
         batch = BatchResult([None] * len(events), deferred=list(range(len(events))))
     out = [_letter(names, settings.max_message_bytes, event, result)
            for event, result in zip(events, batch.results) if result is not None and result.dead_letter is not None]
-    await enqueue(out + fanout_messages(names, _maybe_drop(ctx, batch.messages)))
+    inserts = [result.insert for result in batch.results if result is not None and result.insert is not None]
+    await enqueue(out + fanout_messages(names, _maybe_drop(ctx, batch.messages)) + repair_messages(names, inserts))
     done = [result for result in batch.results if result is not None]
     _count(done, (time.perf_counter() - started) / max(1, len(done)))
     for i in batch.deferred:
@@ -73,7 +75,8 @@ async def one_round(ctx: PipelineContext, names: TopicNames, event: Incoming, en
         result = await retrying(lambda: fail(ctx, event.value, event.origin, error), f"setting aside {what}",
                                 max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_ONE)
     out = [] if result.dead_letter is None else [_letter(names, settings.max_message_bytes, event, result)]
-    await enqueue(out + fanout_messages(names, _maybe_drop(ctx, result.updates)))
+    inserts = [] if result.insert is None else [result.insert]
+    await enqueue(out + fanout_messages(names, _maybe_drop(ctx, result.updates)) + repair_messages(names, inserts))
     _count([result], time.perf_counter() - started)
     return result
 

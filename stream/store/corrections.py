@@ -6,9 +6,11 @@ All of it is on the ladder's slot ``{L}`` except the players' ratings (read in c
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, cast
 
 from stream.store import keys
@@ -16,9 +18,10 @@ from stream.store.bulk import FLUSH_COMMANDS
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
-RECORD_FIELDS = ("status", "occurred_at", "perf_ceiling", "field_size", "amended", "corrections")
+RECORD_FIELDS = ("status", "occurred_at", "perf_ceiling", "field_size", "amended", "corrections", "body")
 """The round record fields a re-rate reads (``amended``: the canonical JSON of the standings a
-correction put in place of the published ones; ``corrections``: the round's trail, JSON)."""
+correction put in place of the published ones, or of an inserted late round; ``corrections``: the
+round's trail, JSON; ``body``: a ``late`` round's canonical JSON, until its insert)."""
 
 
 @dataclass(frozen=True)
@@ -41,30 +44,63 @@ ROUNDS_PER_READ = 500
 
 async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
     """Every round of the ladder in seq order, with its record fields and stored fan-out
-    (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline)."""
-    index = cast("list[tuple[bytes, float]]", await store.client.zrange(keys.rounds(ladder), 0, -1, withscores=True))
-    ids = [(as_text(member), int(score)) for member, score in index]
+    (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline, the next
+    pipeline sent before the last one's reply is decoded; the seq is read from the record, which
+    holds it as the index does)."""
+    ids = [as_text(member) for member in cast("list[bytes]", await store.client.zrange(keys.rounds(ladder), 0, -1))]
     chunks = [ids[lo:lo + ROUNDS_PER_READ] for lo in range(0, len(ids), ROUNDS_PER_READ)]
+    fields = [*RECORD_FIELDS, "seq"]
+    width = len(fields)
     out: list[StoredRound] = []
-    for lo in range(0, len(chunks), 8):
-        group = chunks[lo:lo + 8]
+    groups = [chunks[lo:lo + 8] for lo in range(0, len(chunks), 8)]
 
-        def build(pipe: Any, group: list[list[tuple[str, int]]] = group) -> None:
+    def read(group: list[list[str]]) -> asyncio.Future[list[Any]]:
+        def build(pipe: Any) -> None:
             for chunk in group:
-                names = [key for round_id, _ in chunk
+                names = [key for round_id in chunk
                          for key in (keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id))]
-                store._eval(pipe, "read_rounds", names, list(RECORD_FIELDS))
+                store._eval(pipe, "read_rounds", names, fields)
 
-        for chunk, flat in zip(group, await store._run(build)):
-            at = 0
-            for round_id, seq in chunk:
-                values = flat[at:at + len(RECORD_FIELDS)]
-                at += len(RECORD_FIELDS)
-                parts = int(flat[at])
-                record = {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
-                out.append(StoredRound(round_id, seq, record, [as_bytes(m) for m in flat[at + 1:at + 1 + parts]]))
-                at += 1 + parts
+        return asyncio.ensure_future(store._run(build))
+
+    pending = [read(group) for group in groups[:2]]
+    try:
+        for i, group in enumerate(groups):
+            replies = await pending.pop(0)
+            # the next groups' reads run in Redis while this one is decoded here
+            if i + 2 < len(groups):
+                pending.append(read(groups[i + 2]))
+            for chunk, flat in zip(group, replies):
+                at = 0
+                for round_id in chunk:  # per round: its fields (the last one its seq), the fan-out's size, messages
+                    values = flat[at:at + width]
+                    parts = int(flat[at + width])
+                    record = _record(values)
+                    fanout = flat[at + width + 1:at + width + 1 + parts]
+                    out.append(StoredRound(round_id, int(values[-1]), record,
+                                           fanout if not fanout or isinstance(fanout[0], bytes) else
+                                           [as_bytes(m) for m in fanout]))
+                    at += width + 1 + parts
+    finally:
+        for future in pending:
+            future.cancel()
     return out
+
+
+_PLAIN = (RECORD_FIELDS.index("perf_ceiling"), RECORD_FIELDS.index("amended"), RECORD_FIELDS.index("corrections"),
+          RECORD_FIELDS.index("body"))
+_STATUS, _OCCURRED, _SIZE = (RECORD_FIELDS.index(name) for name in ("status", "occurred_at", "field_size"))
+
+
+def _record(values: list[Any]) -> dict[str, str]:
+    """A round record's fields read (``RECORD_FIELDS`` order; None where absent) as text; the
+    common round (no ceiling, amendment, trail or body) without a loop over the fields."""
+    a, b, c, d = _PLAIN
+    status, occurred, size = values[_STATUS], values[_OCCURRED], values[_SIZE]
+    if values[a] is None and values[b] is None and values[c] is None and values[d] is None \
+            and isinstance(status, bytes) and isinstance(occurred, bytes) and isinstance(size, bytes):
+        return {"status": status.decode(), "occurred_at": occurred.decode(), "field_size": size.decode()}
+    return {name: as_text(v) for name, v in zip(RECORD_FIELDS, values) if v is not None}
 
 
 async def hold(store: Store, ladder: str, correction_id: str, *, now: float) -> str:
@@ -169,8 +205,7 @@ async def rewrite_rounds(store: Store, ladder: str, correction_id: str, rounds: 
                   keys.round_perf(ladder, r.round_id), keys.round_digests(ladder, r.round_id)]
         for fields in (r.results, r.fanout):
             args.append(len(fields))
-            for name, value in fields.items():
-                args += [name, value]
+            args.extend(chain.from_iterable(fields.items()))  # name, value, name, value, ...
         if len(args) >= REWRITE_ARGUMENTS:
             calls.append((names, args))
             names, args = [], [correction_id]

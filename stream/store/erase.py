@@ -77,6 +77,9 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
     info = await ladder_info(store, ladder)
     if not info.fields:
         raise ErasureRefused(f"no ladder {ladder!r}")
+    if "hold" in info.fields:
+        raise ErasureRefused(f"ladder {ladder!r} is held by correction {info.fields['hold']!r} (a re-rate in "
+                             "progress): erase once it is done")
     alias = pseudonym(secret, ladder, player)
     state = await store.client.hmget(keys.player(ladder, player), ["last_seq", "queued_seq"])
     if state[0] is None:

@@ -64,6 +64,9 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
     info = await ladder_info(store, ladder)
     if not info.fields:
         raise SnapshotError(f"no ladder {ladder!r}")
+    if "hold" in info.fields:
+        raise SnapshotError(f"ladder {ladder!r} is held by correction {info.fields['hold']!r} (a re-rate in progress): "
+                            "export it once it is done")
     if info.in_flight:
         raise SnapshotError(f"ladder {ladder!r} has {info.in_flight} rounds in flight: export it once they are rated")
     yield Record("snapshot", ladder, {"version": VERSION, "exported_at": repr(now)})

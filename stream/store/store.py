@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, cast
 
 import numpy as np
@@ -40,10 +41,14 @@ OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 OUTCOME_HELD = "held"
+"""A correction holds the ladder (re-rating it): nothing was registered; register again later."""
 OUTCOME_MODEL_CHANGED = "model_changed"
 """The ladder has recorded another model than the round's registration names: nothing was
 registered; ``Registration.status`` is the stored model."""
-"""A correction holds the ladder (re-rating it): nothing was registered; register again later."""
+OUTCOME_LATE = "late"
+"""A round of a ladder rated by occurred_at, older than the ladder's newest round: registered with
+status ``late`` and the ladder held for its insert correction (``status`` = the correction's id)."""
+STATUS_LATE = "late"
 STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
 it is still a no-op)."""
@@ -156,6 +161,8 @@ class NewRound:
     ones (``model_changed``); "" = not checked."""
     model_params: str = ""
     """A digest of the model's parameters, recorded with it."""
+    by_time: bool = False
+    """The ladder is rated in occurred_at order: an older round than its newest is ``late``."""
 
 
 @dataclass(frozen=True)
@@ -337,14 +344,18 @@ def _interleave(*columns: Sequence[Any]) -> list[Any]:
     return [value for row in zip(*columns) for value in row]
 
 
+_partition_of = itemgetter(0)
+
+
 def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str, bytes]]:
     """The stored fan-out's hash fields: ``partition`` for a partition's message, ``partition.k``
     for the k-th further part of a split one (in partition order)."""
     out: list[tuple[int | str, bytes]] = []
-    parts: dict[int, int] = {}
-    for partition, message in sorted(messages, key=lambda m: m[0]):
-        n = parts[partition] = parts.get(partition, -1) + 1
+    previous, n = -1, 0
+    for partition, message in sorted(messages, key=_partition_of):  # stable: a split message's parts in order
+        n = n + 1 if partition == previous else 0
         out.append((partition if n == 0 else f"{partition}.{n}", message))
+        previous = partition
     return out
 
 
@@ -423,13 +434,15 @@ class Store:
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
         received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
         due_at: float = NEVER_DUE, prefetch: Sequence[str] = (), perf_ceiling: float = math.inf,
-        model: str = "", model_params: str = "",
+        model: str = "", model_params: str = "", by_time: bool = False,
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
 
         While a correction holds the ladder nothing is registered: the outcome is ``held``
         (:data:`OUTCOME_HELD`, ``status`` = the correction's id) and the caller registers again
-        later (``stream.pipeline.hold``). A finite ``perf_ceiling`` is kept on the round record
+        later (``stream.pipeline.hold``). With ``by_time`` (the ladder is rated in occurred_at order)
+        a round older than the ladder's newest is registered ``late`` (:data:`OUTCOME_LATE`, ``status``
+        = the id of the insert correction now holding the ladder). A finite ``perf_ceiling`` is kept on the round record
         (a re-rate needs it: the stored fan-out does not carry it).
 
         A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
@@ -438,9 +451,9 @@ class Store:
         after the registration (as :meth:`load_priors` would right after it).
         """
         round_ = NewRound(ladder, round_id, content_hash, occurred_at, received_at, field_size, status, body, due_at,
-                          perf_ceiling, model, model_params)
+                          perf_ceiling, model, model_params, by_time)
         (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], PRIOR_FIELDS)
-        if registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED):
+        if registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_LATE):
             return registration
         priors = self.priors(prefetch, columns, registration.seq) if prefetch else None
         return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
@@ -466,7 +479,7 @@ class Store:
                            [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
                             r.field_size, r.status, r.body, encode_due(r.due_at),
                             encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0",
-                            r.model, r.model_params])
+                            r.model, r.model_params, "1" if r.by_time else "0"])
             for ladder in ladders:
                 pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
             self._read_players_into(pipe, player_keys, fields)
@@ -479,7 +492,7 @@ class Store:
         for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
             ids, seqs = registered[r.ladder]
             earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(),
-                                        OUTCOME_MODEL_CHANGED.encode()) \
+                                        OUTCOME_MODEL_CHANGED.encode(), OUTCOME_LATE.encode()) \
                 else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier))
         return registrations, _columns(replies[end + len(ladders):], fields)

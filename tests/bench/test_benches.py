@@ -130,6 +130,9 @@ def test_corrections_bench_reports_both_voids_next_to_replay() -> None:
     voids = [line for line in out.splitlines() if line.startswith("| void of round")]
     assert len(voids) == 2 and "round 61 (deep: 239 later rounds)" in voids[0] and "(shallow: 2 later" in voids[1]
     assert all("rerate" in line and "write" in line for line in voids)
+    assert all(line.count(" + ") == 1 for line in voids), "CPU time: this process + redis-server"
+    inserts = [line for line in out.splitlines() if line.startswith("| insert of a late duel")]
+    assert len(inserts) == 1 and "before round 61 (240 later rounds)" in inserts[0], inserts
     assert "Redis == replay of the corrected history for all 40 players" in out
 
 

@@ -25,6 +25,7 @@ from stream import engine
 from stream.batch.dedup import first_copies
 from stream.batch.replay import replay
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round, validate
+from stream.contracts.ordering import LadderOrder
 from stream.store import keys
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,11 +56,12 @@ def synthetic_rounds(seed: int, count: int, *, ladders: Sequence[str] = ("alpha"
     return rounds
 
 
-def reference(rounds: Iterable[dict | bytes], params: engine.Params,
-              limits: Limits = Limits()) -> dict[tuple[str, str], engine.PlayerState]:
+def reference(rounds: Iterable[dict | bytes], params: engine.Params, limits: Limits = Limits(),
+              ladder_order: str = "") -> dict[tuple[str, str], engine.PlayerState]:
     """The oracle: ``stream.batch.replay`` of the messages (dicts as JSON, or raw bytes) as
     ``stream replay --skip-rejected`` takes them: the stream's acceptance, each (ladder,
-    round_id) once (``first_copies``: the first wins)."""
+    round_id) once (``first_copies``: the first wins), in each ladder's rating order
+    (``ladder_order``: the LADDER_ORDER setting)."""
     accepted: list[RoundResult] = []
     for raw in rounds:
         try:
@@ -67,7 +69,8 @@ def reference(rounds: Iterable[dict | bytes], params: engine.Params,
         except RoundRejected as rejection:
             if rejection.round is not None:  # no_outcome: registered, rates nobody
                 accepted.append(rejection.round)
-    return replay(first_copies(accepted).rounds, params, keep_rounds=False).states()
+    by_time = LadderOrder.parse(ladder_order).by_time
+    return replay(first_copies(accepted, by_time).rounds, params, keep_rounds=False).states()
 
 
 @dataclass

@@ -388,3 +388,26 @@ def test_bulk_encoding_equals_the_handlers(seed: int, partitions: int, limit: in
                                 display_rating=float(rated.shown[i]), tier=tier_names([rated.tier[i]], cfg)[0] or None,
                                 rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at)
             assert changes[i] == want.to_json().encode()
+
+
+def test_a_correction_rewrites_split_fanouts(redis_url: str) -> None:
+    """Rounds whose fan-out message exceeds MAX_MESSAGE_BYTES are stored split (``partition.k``
+    fields); a correction rewrites them split the same way and Redis equals the corrected stream."""
+    limit = 1200
+    history = History()
+    history.rounds = harness.synthetic_rounds(seed=9, count=24, ladders=("alpha",), pool=30, min_size=14, max_size=18)
+
+    async def body() -> None:
+        ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=1, hold_poll_s=0.01,
+                                                     max_message_bytes=limit))
+        await stream_rounds(ctx, history.rounds)
+        assert (await correct(ctx, history.void("alpha", history.rounds[4]["round_id"]))).outcome == "applied"
+        await ctx.store.close()
+
+    asyncio.run(body())
+    client = redis.Redis.from_url(redis_url)
+    fields = {f for r in history.rounds[5:] for f in client.hkeys(keys.round_perf("alpha", r["round_id"]))}
+    assert any(b"." in f for f in fields), f"no split fan-out: {sorted(fields)[:5]}"
+    rerated = [r for r in history.rounds[5:] if client.hget(keys.round_record("alpha", r["round_id"]), "rerated_by")]
+    assert rerated, "nothing re-rated"
+    equals_corrected_stream(redis_url, history, max_message_bytes=limit)

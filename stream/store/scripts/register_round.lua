@@ -21,9 +21,16 @@
 --                                rate ("registered") of a ladder that has recorded another model
 --                                is not registered; the first such round records it (field "model")
 -- ARGV[12] params digest         recorded with the model (field "model_params", informational)
--- Returns {"model_changed", 0, stored model} for such a round;
+-- ARGV[13] by time               "1": the ladder is rated in occurred_at order (LADDER_ORDER): a new
+--                                round to rate older than the ladder's newest one (the ladder
+--                                hash's "occurred_max") is registered "late" instead (see below)
+-- Returns {"model_changed", 0, stored model} for a round of a ladder whose model changed;
 -- {"held", 0, correction id} while a correction re-rates the ladder (the ladder hash's
 -- field "hold": nothing is registered; the caller waits and registers again), else
+-- {"late", seq, insert id} for a late round (by time only): its record "late" (body kept, neither in
+-- the registered rounds nor in the sweeper's ledger) and the ladder held at once by the insert
+-- correction "late/<seq>/<round_id>" that phase one publishes (a redelivered late round answers
+-- the same again, held or not, so the correction is published again: it is idempotent), else
 -- {outcome, seq, status, earlier...}: outcome "new" | "existing" | "conflict"; status of
 -- the stored record; earlier = ids of this ladder's rounds still "registered" with a smaller seq
 -- (phase one must complete them first: their priors are only valid while no later round passed).
@@ -40,12 +47,20 @@ local function reply(outcome, seq, status)
   return out
 end
 
-local hold = redis.call('HGET', ladder_key, 'hold')
-if hold then
-  return {'held', 0, hold}
+local function insert_id(seq)
+  return string.sub('late/' .. seq .. '/' .. round_id, 1, 256)
 end
 
 local existing = redis.call('HMGET', round_key, 'content_hash', 'seq', 'status')
+local late = existing[3] == 'late' and existing[1] == content_hash
+local hold = redis.call('HGET', ladder_key, 'hold')
+if hold and not late then
+  return {'held', 0, hold}
+end
+if late then
+  return {'late', tonumber(existing[2]), insert_id(existing[2])}
+end
+
 if existing[1] then
   if existing[1] ~= content_hash then
     return reply('conflict', tonumber(existing[2]), existing[3])
@@ -70,6 +85,16 @@ redis.call('HSET', round_key,
 redis.call('ZADD', index_key, seq, round_id)
 if ARGV[9] and ARGV[9] ~= '' then
   redis.call('HSET', round_key, 'perf_ceiling', ARGV[9])
+end
+if ARGV[6] == 'registered' and ARGV[13] == '1' then
+  local newest = redis.call('HGET', ladder_key, 'occurred_max')
+  if newest and tonumber(ARGV[3]) < tonumber(newest) then
+    local id = insert_id(seq)
+    redis.call('HSET', round_key, 'status', 'late', 'body', ARGV[7])
+    redis.call('HSET', ladder_key, 'hold', id, 'hold_since', ARGV[4])
+    return {'late', seq, id}
+  end
+  redis.call('HSET', ladder_key, 'occurred_max', ARGV[3])
 end
 if ARGV[6] == 'registered' then
   redis.call('HSET', round_key, 'body', ARGV[7])
