@@ -83,7 +83,8 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
     """BAR's (Bradley-Terry-Full) probability that a finishes ahead of b, no draws:
     P_ab = logistic((mu_a - mu_b) / c_ab), c_ab = sqrt(sigma_a^2 + sigma_b^2 + 2 beta^2 / weight)
     (Weng & Lin 2011, eq. (43) as :func:`rate_round` uses it), sigmas after the round's drift."""
-    spread = np.sqrt(np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.sig_drift**2 + 2.0 * params.beta**2 / weight)
+    drift_and_noise = 2.0 * params.sig_drift**2 + 2.0 * params.beta**2 / weight
+    spread = np.sqrt(np.square(sigma_a) + np.square(sigma_b) + drift_and_noise)
     ahead: np.ndarray = expit(TANH_MULTIPLIER * (np.asarray(mu_a, dtype=float) - mu_b) / spread)
     return ahead, np.zeros_like(ahead)
 

@@ -112,7 +112,8 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
     (= 1 / (1 + 10^((r_b - r_a)/400)) at the default beta), the term of the expected rank
     ex_i = 1/2 + sum_j logistic((mu_j - mu_i) / sig_perf) of :func:`rate_round`; sigma plays no part."""
     sig_perf = params.beta / math.sqrt(weight)
-    ahead: np.ndarray = expit(TANH_MULTIPLIER * (np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)) / sig_perf)
+    delta = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
+    ahead: np.ndarray = expit(TANH_MULTIPLIER * delta / sig_perf)
     ahead = ahead + 0.0 * (np.asarray(sigma_a) + np.asarray(sigma_b))  # broadcast to the sigmas' shape too
     return ahead, np.zeros_like(ahead)
 

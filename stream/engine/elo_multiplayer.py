@@ -71,7 +71,8 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
               params: EloMultiplayerParams, *, weight: float = 1.0) -> PairOdds:
     """The seed's expectancy E_ab = Fermi(mu_a - mu_b) (:func:`expectancy`), no draws; sigma and
     the round's weight (which scales the gain only) play no part."""
-    delta = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float) + 0.0 * (np.asarray(sigma_a) + np.asarray(sigma_b))
+    delta = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
+    delta = delta + 0.0 * (np.asarray(sigma_a) + np.asarray(sigma_b))  # broadcast to the sigmas' shape too
     ahead = expectancy(delta, params.temperature)
     return ahead, np.zeros_like(ahead)
 

@@ -210,7 +210,8 @@ def win_probability(mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike, sigma_
     return np.clip(out, 0.0, 1.0)
 
 
-def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def pair_matrices(mu: ArrayLike, sigma: ArrayLike,
+                  model: OutcomeModel) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie) (zero but
     for models with draws: TrueSkill); both diagonals 0."""
     mu = np.asarray(mu, dtype=np.float64)
