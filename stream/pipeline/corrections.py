@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -53,7 +54,8 @@ from stream.contracts.events import CORRECTION_CHANGE
 from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
                                     STORED, UNKNOWN_ROUND, check_supported)
 from stream.engine import PlayerState
-from stream.engine.display import display_rating, league_division, tier_names
+from stream.engine.ladders import LadderConfig
+from stream.engine.display import DisplayConfig, display_rating, league_division, tier_names
 from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults
@@ -63,7 +65,7 @@ from stream.pipeline.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
 from stream.pipeline.messages import Origin
 from stream.pipeline.phase_one import build_fanout
-from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate
+from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate, rerate_model
 from stream.store import corrections as ledger
 from stream.store import keys
 from stream.store.bulk import BulkWriter
@@ -109,11 +111,6 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     except RoundRejected as rejection:
         return _rejected(rejection, raw, origin)
     store, ladder, cid = ctx.store, correction.ladder, correction.correction_id
-    model = ctx.ladder(ladder).model
-    if ctx.ladder(ladder).rating_model is not None:
-        return _rejected(RoundRejected(NOT_CORRECTABLE, f"ladder {ladder!r} is rated by model {model!r}: the stream "
-                                       "corrects Elo-MMR ladders only (re-rate the corrected history into a fresh "
-                                       "ladder: stream backfill)", "ladder"), raw, origin, correction)
     entry = await ledger.ledger_entry(store, ladder, cid)
     if entry is not None:
         if entry.get("content_hash") == correction.content_hash():
@@ -147,11 +144,25 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
 
     started = time.perf_counter()
     by_time = ctx.ladder_order.by_time(ladder)
+    cfg = ctx.ladder(ladder)
     history, target_players, start = _histories(correction, target, stored, inserted, by_time)
-    rated = rerate(history, ctx.ladder(ladder).elo_mmr, ctx.display(ladder))
+    resumed = await ledger.read_plan(store, ladder, cid) is not None  # checked before its plan was written
+    if cfg.rating_model is None:
+        rated = rerate(history, cfg.elo_mmr, ctx.display(ladder))
+    else:
+        problem = None if resumed else _unrepresented_teams(correction, cfg, stored, inserted, by_time)
+        if problem is not None:
+            await ledger.release(store, ladder, cid)
+            return _rejected(problem, raw, origin, correction)
+        rated = rerate_model(history, cfg, ctx.display(ladder))
     affected, dirty = _affected(rated, start, {r.round_id for r in inserted} | {target.round_id}, target_players,
                                 by_time)
     seconds["rerate"] = time.perf_counter() - started
+    if cfg.rating_model is not None and cfg.rating_model.teams is not None and not resumed:
+        unordered = next((rated.rounds[k].round_id for k in affected if not rated.rounds[k].ordered), None)
+        if unordered is not None:
+            await ledger.release(store, ladder, cid)
+            return _rejected(_tie_rejection(correction, cfg, unordered), raw, origin, correction)
 
     started = time.perf_counter()
     before = await ledger.read_plan(store, ladder, cid)
@@ -256,9 +267,10 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
     entries = first["entries"] if len(updates) == 1 else [e for u in updates for e in u["entries"]]
     entries.sort(key=_RANK)  # stable: ties keep fan-out order
     ceiling = record.get("perf_ceiling")
+    messages_of_rank = Counter(rank for u in updates for rank in {e["rank"] for e in u["entries"]})
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
                         float(ceiling) if ceiling else math.inf, [e["player"] for e in entries],
-                        [e["rank"] for e in entries])
+                        [e["rank"] for e in entries], ordered=max(messages_of_rank.values(), default=0) <= 1)
 
 
 _RANK = itemgetter("rank")
@@ -290,6 +302,63 @@ def _inserted(correction: Correction, stored: list[StoredRound]) -> list[StoredR
     if correction.kind != INSERT:
         return []
     return [r for r in stored if r.status == STATUS_LATE or correction.correction_id in _trail_ids(r)]
+
+
+TEAMS_MATCH = 1e-9
+"""How far a stored rating-only round's new ratings may be from the same round re-rated as
+individuals before :func:`_unrepresented_teams` calls it a team round (they are bit-equal)."""
+
+
+def _unrepresented_teams(correction: Correction, cfg: LadderConfig, stored: list[StoredRound],
+                         inserted: list[StoredRound], by_time: bool) -> RoundRejected | None:
+    """Why a ladder whose model has a team call (TrueSkill) cannot be re-rated (None: it can).
+
+    A stored fan-out keeps each player's rank, not his team nor his share of the match, nor the
+    standings' order within a tie split across its messages (TrueSkill's ratings depend on all
+    three), so a re-rate reads every stored round as individuals in the fan-out's order. That is
+    the stream's rating exactly when the ladder's current history re-rated so reproduces every
+    stored fan-out's ``mu_after``/``sigma_after``; and the late rounds an insert rates must be
+    individual full-time ones. Else ``not_correctable``. (The rounds the correction re-rates must
+    moreover keep their order within ties: ``HistoryRound.ordered``, checked by the caller.)"""
+    model = cfg.rating_model
+    if model is None or model.teams is None:
+        return None  # a model without a team call rated individual full-time rounds only
+    for r in inserted:
+        if r.status == STATUS_LATE:
+            late = _amended(r.record["body"])
+            if late.has_teams() or late.is_partial():
+                return _team_rejection(correction, r.round_id)
+    current = [h for r in stored if r.status != STATUS_LATE and (h := _stored_round(r.seq, r)) is not None]
+    if by_time:
+        current.sort(key=lambda h: sort_key(h, True))
+    rated = rerate_model(current, cfg, DisplayConfig())
+    by_id = {r.round_id: r for r in stored}
+    bounds = rated.offsets.tolist()
+    for k, h in enumerate(current):
+        carried = {e["player"]: (e.get("mu_after"), e.get("sigma_after"))
+                   for m in by_id[h.round_id].fanout for e in orjson.loads(m)["entries"]}
+        for i in range(bounds[k], bounds[k + 1]):
+            mu, sigma = carried.get(rated.players[i], (None, None))
+            if mu is None or sigma is None:
+                continue  # an amendment not yet written: nothing stored to compare
+            if abs(mu - rated.mu_after[i]) > TEAMS_MATCH or abs(sigma - rated.sigma_after[i]) > TEAMS_MATCH:
+                return _team_rejection(correction, h.round_id)
+    return None
+
+
+def _team_rejection(correction: Correction, round_id: str) -> RoundRejected:
+    return RoundRejected(NOT_CORRECTABLE, f"ladder {correction.ladder!r} holds a round ({round_id!r}) of teams, "
+                         "partial play or a tie split across fan-out messages, which its stored fan-out does not "
+                         "keep (teams, shares, the standings' order within a tie): its re-rate does not reproduce "
+                         "the stored ratings (re-rate the corrected history into a fresh ladder: stream backfill)",
+                         "ladder")
+
+
+def _tie_rejection(correction: Correction, cfg: LadderConfig, round_id: str) -> RoundRejected:
+    return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {correction.ladder!r}, which the correction "
+                         f"re-rates, has a tie split across fan-out messages: their standings' order within the tie, "
+                         f"on which model {cfg.model!r} depends, is not stored (re-rate the corrected history into a "
+                         "fresh ladder: stream backfill)", "round_id")
 
 
 def sort_key(h: HistoryRound, by_time: bool) -> tuple[float, int]:
@@ -412,7 +481,10 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round(ladder), h.seq, performance, partitions)]
 
     split_at: set[int] = set()
-    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split, split_at)
+    if rated.previous is None:
+        fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split, split_at)
+    else:
+        fanouts = _model_fanouts(ctx, rated, ladder, affected, partitions, split_at)
     await rewrite_rounds(ctx.store, ladder, correction.correction_id, [  # fields: partition, or partition.k if split
         RoundRewrite(rated.rounds[k].round_id, results[k] if rated.rounds[k].seq > results_trimmed else {},
                      dict(fanout_fields(fanout)) if j in split_at else dict(fanout))
@@ -457,6 +529,28 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     return _events(ctx, correction, rated, before, kept, rows, last, mu, sigma, shown, removed, occurred_at)
 
 
+def _model_fanouts(ctx: PipelineContext, rated: Rerated, ladder: str, ks: list[int], partitions: int,
+                   split_at: set[int]) -> list[list[tuple[int, bytes]]]:
+    """The stored fan-out of each round ``ks`` of a rating-only ladder: phase one's ``build_fanout``
+    with each entry's ``previous_seq`` (0: a newcomer) and new rating (``mu_after``, ``sigma_after``);
+    ``split_at`` receives the positions in ``ks`` of rounds whose message for a partition was split."""
+    assert rated.previous is not None
+    out: list[list[tuple[int, bytes]]] = []
+    seq_of = np.fromiter((h.seq for h in rated.rounds), dtype=np.int64, count=len(rated.rounds))
+    round_of = rated.round_of()
+    for j, k in enumerate(ks):
+        lo, hi = int(rated.offsets[k]), int(rated.offsets[k + 1])
+        previous = rated.previous[lo:hi]
+        seqs = np.where(previous >= 0, seq_of[round_of[np.maximum(previous, 0)]], 0).tolist()
+        ratings = number_texts("mu_after", rated.mu_after[lo:hi]), number_texts("sigma_after", rated.sigma_after[lo:hi])
+        messages = build_fanout(ctx, rated.rounds[k].to_round(ladder), rated.rounds[k].seq,
+                                rated.performance[lo:hi], partitions, seqs, ratings)
+        if len({m.partition for m in messages}) < len(messages):
+            split_at.add(j)
+        out.append([(m.partition, m.value) for m in messages])
+    return out
+
+
 def _running_count(rows: np.ndarray, size: int) -> np.ndarray:
     """Per participation, how many participations of the same row come before it, plus one."""
     order = np.argsort(rows, kind="stable")
@@ -483,7 +577,7 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
     left without a round: rating back to the newcomer prior, ``rounds_played`` 0, the corrected
     round's ``occurred_at``)."""
     ladder, cfg = correction.ladder, ctx.display(correction.ladder)
-    newcomer = PlayerState.new(ctx.ladder(correction.ladder).elo_mmr)
+    newcomer = PlayerState.new(ctx.ladder(correction.ladder).newcomer)
     prior_mu, prior_sigma = encode_float(newcomer.mu), encode_float(newcomer.sigma)
     round_of = rated.round_of()
     tiers = tier_names(rated.final_tier[rows], cfg)
@@ -495,7 +589,8 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
         i = int(last[j])
         h = rated.rounds[int(round_of[i])]
         change = RatingChange(ladder=ladder, round_id=correction.round_id, player=player, rank=int(rated.ranks[i]),
-                              field_size=len(h.players), performance=float(rated.performance[i]),
+                              field_size=len(h.players),
+                              performance=None if rated.no_performance else float(rated.performance[i]),
                               mu_before=float(old[0]), sigma_before=float(old[1]), mu_after=float(mu[j]),
                               sigma_after=float(sigma[j]), display_rating=float(shown[j]), tier=tiers[j] or None,
                               rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at,

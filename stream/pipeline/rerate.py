@@ -8,6 +8,13 @@ the chunks of :mod:`stream.batch.replay`, the reference the stream equals; calle
 participation what the stream writes: performance, rating before and after, rounds played,
 display rating and tier (the tier's hysteresis follows each player's rounds in order). The caller
 then writes only the part of it that the correction changed.
+
+A ladder rated by a rating-only model (``LADDERS``: glicko, trueskill, ...) is re-rated by
+:func:`rerate_model`: one round at a time, with phase one's call
+(:func:`stream.pipeline.rating_models.rate_one`) and phase two's state
+(:func:`~stream.pipeline.rating_models.apply`), as ``stream backfill`` rates, so the packed
+states are the stream's; it keeps the same per participation, the performance being the new mu
+where the model has none (the fan-out's value; ``RatingChange`` says null).
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
 from stream.engine import Params, rate_flat
 from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_tier, tier_names
+from stream.engine.ladders import LadderConfig
+from stream.engine.ratings import Ratings
+from stream.pipeline import rating_models
 from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import value_limit
 from stream.pipeline.partitioner import partition_for
@@ -40,6 +50,10 @@ class HistoryRound:
     perf_ceiling: float
     players: list[str]
     ranks: list[int]
+    ordered: bool = True
+    """False when the players' order within a tie may differ from the round's standings (read from
+    a fan-out whose messages split a tie: each partition's message keeps its own order only). The
+    Elo-MMR and most models' ratings do not depend on it; TrueSkill's do (``corrections.py``)."""
 
     @classmethod
     def of(cls, round_: RoundResult, seq: int) -> "HistoryRound":
@@ -74,6 +88,11 @@ class Rerated:
     final_tier: np.ndarray
     last: np.ndarray
     """Per table row: index of the player's last participation."""
+    no_performance: bool = False
+    """A rating-only model without a performance: ``performance`` holds the new mu (the fan-out's
+    value) and the RatingChange texts say null."""
+    previous: np.ndarray | None = None
+    """Rating-only models: per participation, the player's previous participation (-1: none)."""
 
     def round_of(self) -> np.ndarray:
         """Per participation: its round's index in ``rounds``."""
@@ -126,6 +145,48 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
                    last=last)
 
 
+def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: DisplayConfig) -> Rerated:
+    """Rate ``history`` from newcomers with the ladder's rating-only model, one round at a time
+    (module docstring): what phase one and phase two of the stream compute for each round."""
+    model = cfg.rating_model
+    if model is None:
+        raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
+    sizes = np.fromiter((len(h.players) for h in history), dtype=np.int64, count=len(history))
+    offsets = np.zeros(len(history) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    players = [p for h in history for p in h.players]
+    ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
+    table = LadderTable(cfg.newcomer)
+    rows = table.rows(players)
+    n = len(players)
+    performance, mu_b, sigma_b, mu_a, sigma_a = (np.empty(n) for _ in range(5))
+    played = np.empty(n, dtype=np.int64)
+    tier = np.empty(n, dtype=np.int64)
+    previous = np.empty(n, dtype=np.int64)
+    row_tier = np.full(table.size, UNPLACED, dtype=np.int64)
+    last = np.full(table.size, -1, dtype=np.int64)
+    for k, h in enumerate(history):
+        lo, hi = int(offsets[k]), int(offsets[k + 1])
+        at = rows[lo:hi]
+        before = table.gather(at)
+        update = rating_models.rate_one(cfg, Ratings(before.mu, before.sigma, before.rounds), h.to_round(""))
+        after = rating_models.apply(before, update.after.mu, update.after.sigma, np.full(hi - lo, h.occurred_at))
+        table.scatter(at, after)
+        mu_b[lo:hi], sigma_b[lo:hi] = before.mu, before.sigma
+        mu_a[lo:hi], sigma_a[lo:hi] = after.mu, after.sigma
+        performance[lo:hi] = after.mu if update.performance is None else update.performance
+        played[lo:hi] = after.rounds
+        moved = next_tier(row_tier[at], after.mu, after.sigma, display)
+        tier[lo:hi] = moved
+        row_tier[at] = moved
+        previous[lo:hi] = last[at]
+        last[at] = np.arange(lo, hi)
+    return Rerated(table=table, rounds=history, offsets=offsets, players=players, rows=rows, ranks=ranks,
+                   performance=performance, mu_before=mu_b, sigma_before=sigma_b, mu_after=mu_a, sigma_after=sigma_a,
+                   rounds_played=played, shown=display_rating(mu_a, sigma_a, display), tier=tier,
+                   final_tier=row_tier, last=last, no_performance=not model.performs, previous=previous)
+
+
 def _chunks(sizes: np.ndarray) -> list[tuple[int, int]]:
     """Round index ranges of the engine calls (at most CHUNK_ROUNDS rounds, CHUNK_PARTICIPATIONS
     participations unless a single round is larger), as ``stream.batch.replay`` cuts them."""
@@ -167,7 +228,8 @@ class Texts:
     @classmethod
     def of(cls, r: Rerated, cfg: DisplayConfig, at: np.ndarray) -> "Texts":
         """The texts of the participations ``at`` (in that order)."""
-        return cls(number_texts("performance", r.performance[at]), number_texts("mu_before", r.mu_before[at]),
+        performance = ["null"] * len(at) if r.no_performance else number_texts("performance", r.performance[at])
+        return cls(performance, number_texts("mu_before", r.mu_before[at]),
                    number_texts("sigma_before", r.sigma_before[at]), number_texts("mu_after", r.mu_after[at]),
                    number_texts("sigma_after", r.sigma_after[at]), number_texts("display_rating", r.shown[at]),
                    tier_names(r.tier[at], cfg))

@@ -1,0 +1,197 @@
+"""Corrections on ladders rated by a rating-only model (glicko, trueskill; ``LADDERS``) through
+the handlers on a real redis-server: after voids, amends and late rounds' inserts, Redis equals
+what the stream writes for the corrected history (database 1: a fresh stream of it) and
+``replay_ladders`` of it, within 1e-9; events; a trueskill ladder holding team rounds (which
+its stored fan-outs do not keep) is ``not_correctable``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+
+import redis
+
+from stream.batch.models import replay_ladders
+from stream.contracts import Limits, PlayerUpdate, RoundResult, parse_round
+from stream.contracts.round import NOT_CORRECTABLE
+from stream.engine.state import PlayerState
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.phase_one import handle_round
+from stream.store import keys
+from tests.stream import pipeline_harness as harness
+from tests.stream.test_backfill import stream_rounds
+from tests.stream.test_corrections import History, assert_same_ladders, context, correct, other_db
+from tests.stream.test_ladders_handlers import team_rounds
+from tests.stream.test_late_rounds import late_history, settle, sorted_history
+
+LADDERS = json.dumps({"g": {"model": "glicko"}, "t": {"model": "trueskill"}, "*": {"model": "mmr"}})
+TOLERANCE = 1e-9
+
+
+def untied(rounds: list[dict], ladder: str = "t") -> list[dict]:
+    """The rounds, those of ``ladder`` (trueskill) without ties: TrueSkill depends on the order of
+    tied players, which a fan-out split across partitions does not keep (its own test below)."""
+    for r in rounds:
+        if r["ladder"] == ladder:
+            r["standings"] = [dict(s, rank=i + 1) for i, s in enumerate(r["standings"])]
+    return rounds
+
+
+def ctx_of(url: str, **extra: object) -> PipelineContext:
+    return context(url, ladders=LADDERS, **extra)
+
+
+def assert_equals_replay(url: str, rounds: Sequence[dict], ladders_of: PipelineContext) -> None:
+    """Every player's stored rating (and packed state) equals ``replay_ladders`` of ``rounds``."""
+    parsed: list[RoundResult] = [parse_round(json.dumps(r), limits=Limits()) for r in rounds]
+    reference = {(ladder, player): (mu, sigma, n)
+                 for ladder, player, mu, sigma, n in replay_ladders(parsed, ladders_of.ladders).ratings()}
+    client = redis.Redis.from_url(url)
+    stored = {(ladder, m.decode()) for ladder in {r["ladder"] for r in rounds}
+              for m in client.zrange(keys.leaderboard(ladder), 0, -1)}
+    assert stored == set(reference)
+    for (ladder, player), (mu, sigma, n) in reference.items():
+        row = client.hgetall(keys.player(ladder, player))
+        assert abs(float(row[b"mu"]) - mu) <= TOLERANCE and abs(float(row[b"sigma"]) - sigma) <= TOLERANCE
+        assert int(row[b"rounds"]) == n
+        state = PlayerState.from_bytes(row[b"state"])
+        assert (state.mu, state.sigma, state.rounds) == (float(row[b"mu"]), float(row[b"sigma"]), n)
+    client.close()
+
+
+def equals_corrected_stream(url: str, rounds: Sequence[dict], ladders: Sequence[str], **extra: object) -> None:
+    """Redis at ``url`` holds what a fresh stream of ``rounds`` writes (database 1) and their replay."""
+    fresh = other_db(url, 1)
+    redis.Redis.from_url(fresh).flushdb()
+
+    async def body() -> None:
+        ctx = ctx_of(fresh, **extra)
+        await stream_rounds(ctx, rounds)
+        await ctx.store.close()
+
+    asyncio.run(body())
+    assert_same_ladders(url, fresh, ladders)
+    assert_equals_replay(url, rounds, ctx_of(url))
+
+
+def test_void_and_amend_on_glicko_and_trueskill_ladders(redis_url: str) -> None:
+    history = History()
+    history.rounds = untied(harness.synthetic_rounds(seed=17, count=60, ladders=("g", "t"), pool=14, max_size=7))
+    results = []
+
+    async def body() -> None:
+        ctx = ctx_of(redis_url, history_length=5)
+        await stream_rounds(ctx, history.rounds[:45])
+        for ladder in ("g", "t"):
+            mine = [r for r in history.rounds[:45] if r["ladder"] == ladder]
+            results.append(await correct(ctx, history.void(ladder, mine[2]["round_id"])))
+            rnd = mine[8]
+            ranks = [s["rank"] for s in rnd["standings"]]  # the finishing order reversed, and a newcomer
+            upset = [{"player": s["player"], "rank": r} for s, r in zip(reversed(rnd["standings"]), ranks)]
+            upset.append({"player": f"new-{ladder}", "rank": ranks[-1] + 1})
+            results.append(await correct(ctx, history.amend(ladder, rnd["round_id"], upset)))
+        await stream_rounds(ctx, history.rounds[45:])
+        last = [r for r in history.rounds if r["ladder"] == "t"][-1]
+        results.append(await correct(ctx, history.void("t", last["round_id"])))  # the ladder's last round
+        first = next(r for r in history.rounds if r["ladder"] == "g")  # the ladder's first round
+        results.append(await correct(ctx, history.void("g", first["round_id"])))
+        await ctx.store.close()
+
+    asyncio.run(body())
+    assert [r.outcome for r in results] == ["applied"] * 6, [(r.outcome, r.dead_letter) for r in results]
+    equals_corrected_stream(redis_url, history.corrected(), ("g", "t"), history_length=5)
+    client = redis.Redis.from_url(redis_url)
+    for result in results:
+        assert result.events
+        for event in result.events:
+            change = json.loads(event.value)
+            assert change["kind"] == "correction" and change["correction_id"] == result.correction_id
+            assert change["performance"] is None  # neither glicko nor trueskill has a performance
+            assert (change["mu_before"], change["sigma_before"]) != (change["mu_after"], change["sigma_after"])
+            row = client.hgetall(keys.player(change["ladder"], event.key.decode()))
+            if result is results[-1] and row:  # the last correction's new ratings are the stored ones
+                assert (float(row[b"mu"]), float(row[b"sigma"])) == (change["mu_after"], change["sigma_after"])
+    # the rewritten fan-outs carry each player's new rating, as phase one's do
+    amended = results[1].entry["round_id"]  # type: ignore[index]
+    updates = [PlayerUpdate.from_json(v) for v in client.hvals(keys.round_perf("g", amended))]
+    assert updates and all(u.mu_after is not None and u.sigma_after is not None for u in updates)
+    assert "new-g" in {p for u in updates for p in u.players}
+    client.close()
+
+
+def test_inserts_of_late_rounds_on_a_glicko_ladder(redis_url: str) -> None:
+    """LADDER_ORDER rates ladder ``timed`` (glicko) by occurred_at: a late round is inserted in its
+    place by the corrections handler; Redis equals the sorted history streamed and replayed."""
+    rounds = late_history(seed=23, count=40, late_share=0.25)
+    ladders = json.dumps({"timed": {"model": "glicko"}, "pub": {"model": "trueskill"}, "*": {"model": "mmr"}})
+    order = '{"timed": "occurred_at"}'
+
+    async def body() -> int:
+        ctx = context(redis_url, ladders=ladders, ladder_order=order, history_length=5)
+        inserts = 0
+        for r in rounds:
+            inserts += await settle(ctx, await handle_round(ctx, json.dumps(r).encode()))
+        await ctx.store.close()
+        return inserts
+
+    assert asyncio.run(body()) > 2
+    fresh = other_db(redis_url, 1)
+    redis.Redis.from_url(fresh).flushdb()
+    ordered = sorted_history(rounds)
+
+    async def stream_fresh() -> None:
+        ctx = context(fresh, ladders=ladders, ladder_order=order, history_length=5)
+        await stream_rounds(ctx, ordered)
+        await ctx.store.close()
+
+    asyncio.run(stream_fresh())
+    assert_same_ladders(redis_url, fresh, ("timed", "pub"))
+    assert_equals_replay(redis_url, ordered, context(redis_url, ladders=ladders))
+
+
+def test_a_trueskill_ladder_with_team_rounds_is_not_correctable(redis_url: str) -> None:
+    """Stored fan-outs keep no teams: a trueskill ladder whose history holds a team round refuses
+    corrections, untouched and released; its other ladders' corrections apply."""
+    teams = [json.loads(r.to_json()) for r in team_rounds(4, 3, "t")]
+    solo = untied(harness.synthetic_rounds(seed=3, count=12, ladders=("t", "g"), pool=8, max_size=5))
+
+    async def body() -> None:
+        ctx = ctx_of(redis_url)
+        await stream_rounds(ctx, solo + teams)
+        target = next(r for r in solo if r["ladder"] == "t")["round_id"]
+        before = await ctx.store.client.hgetall(keys.player("t", solo[0]["standings"][0]["player"]))
+        result = await correct(ctx, {"kind": "void", "ladder": "t", "round_id": target})
+        assert result.dead_letter is not None and result.dead_letter.reason == NOT_CORRECTABLE
+        assert "of teams" in result.dead_letter.message and teams[0]["round_id"] in result.dead_letter.message
+        assert await ctx.store.client.hget(keys.ladder("t"), "hold") is None
+        assert (await ctx.store.round_record("t", target))["status"] == "rated"
+        assert await ctx.store.client.hgetall(keys.player("t", solo[0]["standings"][0]["player"])) == before
+        glicko = next(r for r in solo if r["ladder"] == "g")["round_id"]
+        assert (await correct(ctx, {"kind": "void", "ladder": "g", "round_id": glicko})).outcome == "applied"
+        await ctx.store.close()
+
+    asyncio.run(body())
+
+
+def test_a_trueskill_tie_split_across_partitions_is_not_re_rated(redis_url: str) -> None:
+    """A trueskill round whose tie spans several partitions' messages, when the correction would
+    re-rate it (it shares a player with the voided round): ``not_correctable``, nothing written."""
+    names = [f"q{i}" for i in range(12)]
+    first = {"round_id": "a", "ladder": "t", "occurred_at": harness.BASE_TIME,
+             "standings": [{"player": names[0], "rank": 1}, {"player": names[1], "rank": 2}]}
+    tied = {"round_id": "b", "ladder": "t", "occurred_at": harness.BASE_TIME + 60.0,
+            "standings": [{"player": names[0], "rank": 1}] + [{"player": p, "rank": 2} for p in names[2:]]}
+
+    async def body() -> None:
+        ctx = ctx_of(redis_url)
+        await stream_rounds(ctx, [first, tied])
+        assert len(await ctx.store.client.hkeys(keys.round_perf("t", "b"))) > 1  # the tie spans partitions
+        result = await correct(ctx, {"kind": "void", "ladder": "t", "round_id": "a"})
+        assert result.dead_letter is not None and result.dead_letter.reason == NOT_CORRECTABLE
+        assert "'b'" in result.dead_letter.message and "tie" in result.dead_letter.message
+        assert (await ctx.store.round_record("t", "a"))["status"] == "rated"
+        assert await ctx.store.client.hget(keys.ladder("t"), "hold") is None
+        await ctx.store.close()
+
+    asyncio.run(body())
