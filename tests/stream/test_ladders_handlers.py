@@ -210,23 +210,26 @@ def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -
 
 
 def test_corrections_and_backfill_refuse_what_they_cannot_rate(redis_url: str, tmp_path) -> None:
-    """A void on a rating-only ladder is ``not_correctable`` (the re-rate replays Elo-MMR
-    performances); backfill refuses team rounds on a ladder whose model has no team call and a
+    """A void on a trueskill ladder holding a team round is ``not_correctable`` (its stored
+    fan-out keeps no teams; corrections of rating-only ladders: test_corrections_models.py); backfill refuses team rounds on a ladder whose model has no team call and a
     ladder whose recorded model is not the configured one, and records the model of the ladders
     it writes (rating-only ladders: tests/stream/test_backfill.py)."""
     from stream.pipeline.backfill import BackfillRefused, backfill
     from stream.pipeline.corrections import handle_correction
 
     first = RoundResult(round_id="r1", ladder="b", occurred_at=1.7e9, standings=[Standing("x", 1), Standing("y", 2)])
+    team = RoundResult(round_id="r1", ladder="c", occurred_at=1.7e9,
+                       standings=[Standing("x", 1, team="t"), Standing("z", 1, team="t"), Standing("y", 2)])
 
     async def body() -> None:
         ctx = context(redis_url)
-        await apply(ctx, await handle_rounds(ctx, [Incoming(first.to_json().encode())]))
-        void = json.dumps({"kind": "void", "ladder": "b", "round_id": "r1"}).encode()
+        await apply(ctx, await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in (first, team)]))
+        void = json.dumps({"kind": "void", "ladder": "c", "round_id": "r1"}).encode()
         result = await handle_correction(ctx, void)
         assert result.dead_letter is not None and result.dead_letter.reason == "not_correctable"
-        assert "'glicko'" in result.dead_letter.message
-        assert (await ctx.store.round_record("b", "r1"))["status"] == "rated"  # untouched
+        assert "of teams" in result.dead_letter.message
+        assert (await ctx.store.round_record("c", "r1"))["status"] == "rated"  # untouched
+        assert await ctx.store.client.hget(keys.ladder("c"), "hold") is None
 
         with pytest.raises(BackfillRefused, match="model 'glicko' of ladder 'b' does not rate team rounds"):
             await backfill(ctx, [RoundResult(round_id="n1", ladder="b", occurred_at=1.8e9,
