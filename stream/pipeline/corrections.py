@@ -18,8 +18,12 @@ message, sends its dead letter or its events, then calls :func:`finish_correctio
    the corrected history: the voided round left out, the amended one's standings in its place,
    earlier corrections kept (a voided round stays out, an amended one keeps its amendment).
    A round whose fan-out retention dropped makes the correction ``history_trimmed``.
-4. Re-rate the whole history in process (``rerate.py``: the replay's engine path); the states just
-   before the corrected round are not stored, so the prefix is rated again but not written.
+4. Re-rate the whole history in process (``rerate.py``: the replay's engine path; a ladder of a
+   rating-only model: ``rerate_model``, phase one's ``rate_one`` and phase two's ``apply`` per
+   round); the states just before the corrected round are not stored, so the prefix is rated
+   again but not written. A TrueSkill ladder whose stored fan-outs lose what its ratings depend
+   on (teams, shares, the order within a tie split across messages) is ``not_correctable``
+   (:func:`_unrepresented_teams`, ``HistoryRound.ordered``).
 5. Record the ratings of the players it touches (those of the corrected round and every later
    one, before and after the correction) in the correction's plan, and the correction's trail on
    the round record; then write what changed, as the stream would have written it for the
@@ -146,7 +150,8 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     by_time = ctx.ladder_order.by_time(ladder)
     cfg = ctx.ladder(ladder)
     history, target_players, start = _histories(correction, target, stored, inserted, by_time)
-    resumed = await ledger.read_plan(store, ladder, cid) is not None  # checked before its plan was written
+    plan = await ledger.read_plan(store, ladder, cid)
+    resumed = plan is not None  # a redelivery resuming: checked before its plan was written
     if cfg.rating_model is None:
         rated = rerate(history, cfg.elo_mmr, ctx.display(ladder))
     else:
@@ -165,7 +170,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
             return _rejected(_tie_rejection(correction, cfg, unordered), raw, origin, correction)
 
     started = time.perf_counter()
-    before = await ledger.read_plan(store, ladder, cid)
+    before = plan
     if before is None:
         before = {p: list(mu_sigma) for p, mu_sigma in (await ledger.ratings(store, ladder, sorted(dirty))).items()}
         await ledger.write_plan(store, ladder, cid, before)

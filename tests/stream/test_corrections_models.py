@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import Sequence
 
 import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from stream.batch.models import replay_ladders
 from stream.contracts import Limits, PlayerUpdate, RoundResult, parse_round
@@ -18,6 +21,7 @@ from stream.contracts.round import NOT_CORRECTABLE
 from stream.engine.state import PlayerState
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.phase_one import handle_round
+from stream.stack.redis_server import RedisServer
 from stream.store import keys
 from tests.stream import pipeline_harness as harness
 from tests.stream.test_backfill import stream_rounds
@@ -25,7 +29,8 @@ from tests.stream.test_corrections import History, assert_same_ladders, context,
 from tests.stream.test_ladders_handlers import team_rounds
 from tests.stream.test_late_rounds import late_history, settle, sorted_history
 
-LADDERS = json.dumps({"g": {"model": "glicko"}, "t": {"model": "trueskill"}, "*": {"model": "mmr"}})
+LADDERS = json.dumps({"g": {"model": "glicko"}, "t": {"model": "trueskill"},
+                      "k": {"model": "topcoder", "params": {"weight_noob": 0.5}}, "*": {"model": "mmr"}})
 TOLERANCE = 1e-9
 
 
@@ -195,3 +200,61 @@ def test_a_trueskill_tie_split_across_partitions_is_not_re_rated(redis_url: str)
         await ctx.store.close()
 
     asyncio.run(body())
+
+
+@st.composite
+def scripts(draw: st.DrawFn) -> list[tuple[str, int]]:
+    """Operations: ("round", n) publishes the next n rounds; ("void"/"amend", k) corrects a
+    published round chosen by k."""
+    ops = [("round", draw(st.integers(3, 12)))]
+    for _ in range(draw(st.integers(1, 5))):
+        ops.append((draw(st.sampled_from(["round", "void", "amend", "amend"])), draw(st.integers(0, 10**6))))
+    return ops
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=scripts(), seed=st.integers(0, 10**6))
+def test_random_corrections_on_rating_only_ladders(redis_server: RedisServer, ops: list[tuple[str, int]],
+                                                   seed: int) -> None:
+    """Property: any interleaving of rounds, voids and amends on glicko, trueskill (individual
+    rounds, no ties) and topcoder (a model with performances) ladders leaves Redis equal to the
+    stream and ``replay_ladders`` of the corrected history; every correction applies."""
+    url = redis_server.url
+    redis.Redis.from_url(url).flushall()
+    rng = random.Random(seed)
+    pool = untied(harness.synthetic_rounds(seed=seed, count=50, ladders=("g", "t", "k"), pool=12, max_size=7))
+    history = History()
+
+    async def body() -> None:
+        ctx = ctx_of(url, history_length=4)
+        for op, n in ops:
+            if op == "round":
+                batch, pool[:n] = pool[:n], []
+                history.rounds += batch
+                await stream_rounds(ctx, batch)
+                continue
+            live = [r for r in history.rounds if (r["ladder"], r["round_id"]) not in history.voided]
+            if not live:
+                continue
+            target = live[n % len(live)]
+            if op == "void":
+                correction = history.void(target["ladder"], target["round_id"])
+            else:
+                standings = [dict(s) for s in target["standings"]]
+                rng.shuffle(standings)
+                for i, s in enumerate(standings):
+                    s["rank"] = i + 1
+                if rng.random() < 0.3 and not any(s["player"].startswith("new") for s in standings):
+                    standings.append({"player": f"new{n}", "rank": len(standings) + 1})
+                correction = history.amend(target["ladder"], target["round_id"], standings)
+            result = await correct(ctx, correction)
+            assert result.outcome == "applied", result.dead_letter
+            for event in result.events:
+                change = json.loads(event.value)
+                if change["rank"] is not None:  # (a player left without a round: no performance)
+                    assert (change["performance"] is None) == (change["ladder"] != "k"), change
+        await ctx.store.close()
+
+    asyncio.run(body())
+    equals_corrected_stream(url, history.corrected(), sorted({r["ladder"] for r in history.rounds}),
+                            history_length=4)
