@@ -20,6 +20,7 @@ from stream.contracts import Limits, PlayerUpdate, RoundResult, parse_round
 from stream.contracts.round import NOT_CORRECTABLE
 from stream.engine.state import PlayerState
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.corrections import finish_correction, handle_correction
 from stream.pipeline.phase_one import handle_round
 from stream.stack.redis_server import RedisServer
 from stream.store import keys
@@ -258,3 +259,28 @@ def test_random_corrections_on_rating_only_ladders(redis_server: RedisServer, op
     asyncio.run(body())
     equals_corrected_stream(url, history.corrected(), sorted({r["ladder"] for r in history.rounds}),
                             history_length=4)
+
+
+def test_a_redelivered_correction_resumes_to_the_same_result(redis_url: str) -> None:
+    """A correction handled twice before it is finished (a worker killed after its writes, the
+    message redelivered): the second pass re-reads the rewritten fan-outs and the amendment,
+    writes the same and sends the same events; Redis equals the corrected stream."""
+    history = History()
+    history.rounds = untied(harness.synthetic_rounds(seed=29, count=30, ladders=("g", "t"), pool=10, max_size=6))
+
+    async def body() -> None:
+        ctx = ctx_of(redis_url)
+        await stream_rounds(ctx, history.rounds)
+        for ladder in ("t", "g"):
+            rnd = [r for r in history.rounds if r["ladder"] == ladder][3]
+            upset = [dict(s, rank=len(rnd["standings"]) - i) for i, s in enumerate(rnd["standings"])]
+            raw = json.dumps(history.amend(ladder, rnd["round_id"], upset)).encode()
+            first = await handle_correction(ctx, raw)  # its events sent, then the worker dies
+            again = await handle_correction(ctx, raw)
+            assert first.outcome == again.outcome == "applied", (first.dead_letter, again.dead_letter)
+            assert first.events and [(e.key, e.value) for e in first.events] == [(e.key, e.value) for e in again.events]
+            await finish_correction(ctx, again)
+        await ctx.store.close()
+
+    asyncio.run(body())
+    equals_corrected_stream(redis_url, history.corrected(), ("g", "t"))
