@@ -173,7 +173,10 @@ class Support:
 
 
 INDIVIDUALS_ONLY = Support()
-"""A rater of individual, full-time rounds only (the stream today, the rating-only models)."""
+"""A rater of individual, full-time rounds only (the rating-only models)."""
+TEAMS = Support(teams=True, mixed=True, partial=True)
+"""A rater of teams, rounds mixing teams and individuals, and partial play (Elo-MMR for teams,
+``stream.engine.teams``, in the stream and the batch commands; TrueSkill in the batch commands)."""
 
 
 def check_supported(round_: RoundResult, support: Support, rater: str) -> None:

@@ -70,7 +70,7 @@ def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params)
     rated = _rated(ranks, offsets, sizes)
 
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
-    previous = _previous(rows, rated[round_of])
+    previous = previous_participations(rows, rated[round_of])
     after = prior.copy()
     _widen_for(after, rows[rated[round_of]], params)
     wave = _waves(rows, offsets, rated, len(prior))
@@ -141,7 +141,7 @@ def _waves(rows: np.ndarray, offsets: np.ndarray, rated: np.ndarray, n_players: 
     return np.array(wave, dtype=np.int64)
 
 
-def _previous(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
+def previous_participations(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
     """Index of each participation's previous rated participation of the same player (-1)."""
     previous = np.full(rows.shape[0], -1, dtype=np.int64)
     idx = np.flatnonzero(live)

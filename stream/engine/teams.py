@@ -37,6 +37,8 @@ used), so a round of individuals equals :func:`stream.engine.rate_round` to the 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +46,7 @@ from .diffusion import elapsed_days
 from .params import Params
 from .performance import phase_one
 from .round import RoundUpdate, phase_two
+from .rounds import RoundSpec, RoundsUpdate, previous_participations, rate_rounds
 from .state import PlayerBatch
 
 
@@ -60,8 +63,25 @@ def team_performances(
 ) -> np.ndarray:
     """Phase one: each member's performance p_i (aligned with ``batch``; see the module docstring).
     ``entry[i]`` is player i's team (index into ``entry_ranks``), ``weights`` the shares played."""
+    return member_performances(batch.mu, batch.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
+                               weights, params, weight=weight, perf_ceiling=perf_ceiling)
+
+
+def member_performances(
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    days: np.ndarray,
+    entry: np.ndarray,
+    entry_ranks: np.ndarray,
+    weights: np.ndarray,
+    params: Params,
+    *,
+    weight: float = 1.0,
+    perf_ceiling: float = math.inf,
+) -> np.ndarray:
+    """:func:`team_performances` from the members' ``mu``, ``sigma`` and days since their last
+    round (what the pipeline's phase one holds: columns, not a :class:`PlayerBatch`)."""
     k = entry_ranks.shape[0]
-    days = elapsed_days(batch.last_time, time)
     total = np.bincount(entry, weights=weights, minlength=k)
     size = np.bincount(entry, minlength=k)
     single = size == 1
@@ -78,11 +98,11 @@ def team_performances(
         mean = np.bincount(entry, weights=weights * values, minlength=k) / total
         return np.where(single, own(values), mean)
 
-    mu_team = average(batch.mu)
-    sigma_team = np.where(single, own(batch.sigma), np.sqrt(average(batch.sigma**2)))
+    mu_team = average(mu)
+    sigma_team = np.where(single, own(sigma), np.sqrt(average(sigma**2)))
     perf_team = phase_one(mu_team, sigma_team, average(days), entry_ranks, params, weight=weight,
                           perf_ceiling=perf_ceiling)
-    surprise = np.where(single[entry], 0.0, batch.mu - mu_team[entry])
+    surprise = np.where(single[entry], 0.0, mu - mu_team[entry])
     out: np.ndarray = perf_team[entry] + surprise
     return out
 
@@ -104,3 +124,65 @@ def rate_team_round(
                              perf_ceiling=perf_ceiling, time=time)
     after = phase_two(batch, perf, params, weight=weight * weights, time=time)
     return RoundUpdate(after=after, performance=perf)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamRoundSpec:
+    """A round of teams or partial play for :func:`rate_rounds_with_teams`: ``players`` are row
+    indices into the prior batch (distinct), ``ranks[i]`` player i's entry's rank, ``entry[i]`` his
+    entry (index into ``entry_ranks``; individuals are entries of one) and ``weights[i]`` the share
+    of the match he played."""
+
+    players: np.ndarray
+    ranks: np.ndarray
+    entry: np.ndarray
+    entry_ranks: np.ndarray
+    weights: np.ndarray
+    time: float
+    weight: float = 1.0
+    perf_ceiling: float = math.inf
+
+
+def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | TeamRoundSpec],
+                           params: Params) -> RoundsUpdate:
+    """:func:`stream.engine.rate_rounds` over rounds of which some are :class:`TeamRoundSpec`:
+    each maximal run of individual rounds is one ``rate_rounds`` call (its waves), each team round
+    is rated alone by :func:`rate_team_round` in its place, every call from the posteriors the
+    previous ones left; the result has ``rate_rounds``' layout (``previous`` links a player's
+    participations across the calls).  Without team rounds it is exactly ``rate_rounds``."""
+    if not any(isinstance(r, TeamRoundSpec) for r in rounds):
+        return rate_rounds(prior, rounds, params)
+    n_rounds = len(rounds)
+    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
+    offsets = np.zeros(n_rounds + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
+    rated = np.zeros(n_rounds, dtype=bool)
+    current = prior.copy()
+    k = 0
+    while k < n_rounds:
+        spec = rounds[k]
+        if isinstance(spec, TeamRoundSpec):
+            a, b = int(offsets[k]), int(offsets[k + 1])
+            if spec.entry_ranks.shape[0] >= 2 and (spec.entry_ranks != spec.entry_ranks[0]).any():
+                update = rate_team_round(current.take(spec.players), spec.entry, spec.entry_ranks, spec.weights,
+                                         params, weight=spec.weight, perf_ceiling=spec.perf_ceiling, time=spec.time)
+                current.put(spec.players, update.after)
+                performance[a:b], mu[a:b], sigma[a:b] = update.performance, update.after.mu, update.after.sigma
+                rated[k] = True
+            k += 1
+            continue
+        end = k
+        while end < n_rounds and not isinstance(rounds[end], TeamRoundSpec):
+            end += 1
+        run = rate_rounds(current, rounds[k:end], params)
+        current = run.after
+        a, b = int(offsets[k]), int(offsets[end])
+        performance[a:b], mu[a:b], sigma[a:b] = run.performance, run.mu, run.sigma
+        rated[k:end] = run.rated
+        k = end
+    rows = np.concatenate([r.players for r in rounds]).astype(np.int64)
+    round_of = np.repeat(np.arange(n_rounds), sizes)
+    return RoundsUpdate(after=current, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
+                        previous=previous_participations(rows, rated[round_of]), rated=rated)

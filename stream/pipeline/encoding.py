@@ -65,6 +65,11 @@ class ChangeColumns:
     tiers: Sequence[str]
     """Tier names; "" (unplaced) is written as ``null`` like ``RatingChange.tier = None``."""
     rounds_played: Sequence[int]
+    teams: Sequence[str | None] | None = None
+    """Per row the player's team (None: an individual entry), or None for no row."""
+    weights: Sequence[str | None] | None = None
+    """Per row the text of the share of the match played, None for a row of a plain round (its
+    event has neither ``team`` nor ``weight``, as ``RatingChange.weight = None``); None: every row."""
 
 
 def encode_changes(c: ChangeColumns) -> list[bytes]:
@@ -82,6 +87,21 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
     tails = [f',"occurred_at":{json.dumps(t, allow_nan=False)}}}' for t in occurred_at]
     sizes = [repr(int(n)) for n in field_sizes]
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
+    if c.weights is not None:  # rounds with teams or partial play: "team" and "weight" before the closing brace
+        teams = c.teams if c.teams is not None else [None] * len(c.weights)
+        team_json = {t: NULL if t is None else encode_basestring(t) for t in set(teams)}
+        tails = [t[:-1] for t in tails]
+        extras = ["}" if w is None else f',"team":{team_json[t]},"weight":{w}}}' for t, w in zip(teams, c.weights)]
+        rows_x = zip(round_of, c.players, c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after,
+                     c.sigma_after, c.display_rating, c.tiers, c.rounds_played, extras)
+        return [
+            (f'{{"event_id":{encode_basestring(event_id(ladder, round_ids[k], player))}{heads[k]}'
+             f'{encode_basestring(player)},"rank":{int(rank)!r},"field_size":{sizes[k]},"performance":{perf},'
+             f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
+             f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}{extra}'
+             ).encode()
+            for k, player, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, extra in rows_x
+        ]
     rows = zip(round_of, c.players, c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
                c.display_rating, c.tiers, c.rounds_played)
     return [
@@ -105,7 +125,9 @@ def encode_update(update: PlayerUpdate, performance_texts: Sequence[str]) -> byt
     given as their text (:func:`number_texts`) (tested byte-equal)."""
     head = update_head(update.ladder, update.round_id, update.seq, update.occurred_at, update.weight,
                        update.field_size)
-    return encode_entries(head, update.players, update.ranks, performance_texts, update.previous_seqs)
+    weights = None if update.weights is None else number_texts("weight", np.asarray(update.weights, dtype=float))
+    return encode_entries(head, update.players, update.ranks, performance_texts, update.previous_seqs, update.teams,
+                          weights)
 
 
 def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight: float, field_size: int) -> str:
@@ -116,9 +138,20 @@ def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight
 
 
 def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], performance_texts: Sequence[str],
-                   previous_seqs: Sequence[int] | None) -> bytes:
-    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns."""
-    if previous_seqs is None:
+                   previous_seqs: Sequence[int] | None, teams: Sequence[str | None] | None = None,
+                   weight_texts: Sequence[str] | None = None) -> bytes:
+    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns; with
+    ``weight_texts`` (a round with teams or partial play) each entry ends with its ``team`` (if
+    any) and ``weight``, as ``PlayerUpdate.to_json()`` writes them."""
+    if weight_texts is not None:
+        names = [None] * len(players) if teams is None else teams
+        extras = [(f',"weight":{w}}}' if t is None else f',"team":{encode_basestring(t)},"weight":{w}}}')
+                  for t, w in zip(names, weight_texts)]
+        previous = [""] * len(players) if previous_seqs is None else [f',"previous_seq":{int(q)!r}'
+                                                                        for q in previous_seqs]
+        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}{q}{extra}'
+                           for player, rank, perf, q, extra in zip(players, ranks, performance_texts, previous, extras))
+    elif previous_seqs is None:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
                            for player, rank, perf in zip(players, ranks, performance_texts))
     else:

@@ -64,17 +64,26 @@ class _Round:
     performances: list[float] = field(default_factory=list)
     previous: list[int] = field(default_factory=list)
     """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
+    teams: list[str | None] = field(default_factory=list)
+    shares: list[float | None] = field(default_factory=list)
+    """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
     seen: set[str] = field(default_factory=set)
 
     def add(self, update: PlayerUpdate) -> None:
-        previous = update.previous_seqs or [NO_PREVIOUS] * len(update.players)
-        for player, rank, performance, before in zip(update.players, update.ranks, update.performances, previous):
+        n = len(update.players)
+        previous = update.previous_seqs or [NO_PREVIOUS] * n
+        teams: list[str | None] = update.teams or [None] * n
+        shares: list[float | None] = [None] * n if update.weights is None else [*update.weights]
+        for player, rank, performance, before, team, share in zip(update.players, update.ranks, update.performances,
+                                                                  previous, teams, shares):
             if player not in self.seen:
                 self.seen.add(player)
                 self.players.append(player)
                 self.ranks.append(rank)
                 self.performances.append(performance)
                 self.previous.append(before)
+                self.teams.append(team)
+                self.shares.append(share)
 
 
 @dataclass
@@ -157,9 +166,14 @@ class _Rows:
     previous: np.ndarray
     performance: np.ndarray
     weight: np.ndarray
+    """The weight of the row's update: its round's weight times the player's share of the match
+    played (Elo-MMR for teams, ``stream.engine.teams``: the round's weight for a plain round)."""
     time: np.ndarray
     players: list[str]
     ranks: list[int]
+    teams: list[str | None]
+    shares: list[float | None]
+    """Each row's team and share played as its entry gave them (None: a plain round's entry)."""
     ladder: np.ndarray
     """Index of the row's ladder in ``ladders``."""
     ladders: list[str]
@@ -170,6 +184,8 @@ class _Rows:
         ladders = list(dict.fromkeys(r.update.ladder for r in rounds))
         index = {name: i for i, name in enumerate(ladders)}
         players = [p for r in rounds for p in r.players]
+        shares = [w for r in rounds for w in r.shares]
+        share = np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=len(players))
         key = np.fromiter((key_of[(r.update.ladder, p)] for r in rounds for p in r.players), dtype=np.int64,
                           count=len(players))
         return cls(
@@ -177,9 +193,10 @@ class _Rows:
             seq=np.repeat(np.array([r.update.seq for r in rounds], dtype=np.int64), sizes),
             previous=np.fromiter((q for r in rounds for q in r.previous), dtype=np.int64, count=len(players)),
             performance=np.fromiter((x for r in rounds for x in r.performances), dtype=np.float64, count=len(players)),
-            weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes),
+            weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for r in rounds for rank in r.ranks],
+            teams=[t for r in rounds for t in r.teams], shares=shares,
             ladder=np.repeat(np.array([index[r.update.ladder] for r in rounds], dtype=np.int64), sizes),
             ladders=ladders)
 
@@ -352,11 +369,19 @@ class _Texts:
     shown: list[str]
     states: list[bytes]
     tiers: list[str]
+    teams: list[str | None]
+    weights: list[str | None]
+    """The share played as text, None for a plain round's row (its event has no team nor weight)."""
 
     @classmethod
     def of(cls, rated: _Rated, rows: _Rows) -> _Texts:
         index = rated.rows.tolist()
+        shares = [rows.shares[i] for i in index]
+        texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
+                                                   count=len(shares)))
         return cls(
+            teams=[rows.teams[i] for i in index],
+            weights=[None if w is None else text for w, text in zip(shares, texts)],
             players=[rows.players[i] for i in index], ranks=[rows.ranks[i] for i in index],
             performance=number_texts("performance", rows.performance[rated.rows]),
             mu_before=number_texts("mu_before", rated.mu_before),
@@ -370,11 +395,14 @@ def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice
     """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
     players = texts.players[cut]
     shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
+    weights = texts.weights[cut]
+    teamed = any(w is not None for w in weights)  # a round with teams or partial play
     changes = encode_changes(ChangeColumns(
         ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
         players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
         mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu[cut],
-        sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds)) if players else []
+        sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds,
+        teams=texts.teams[cut] if teamed else None, weights=weights if teamed else None)) if players else []
     return ColumnWrites(
         ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
         players=players, mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,
