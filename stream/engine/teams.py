@@ -37,7 +37,7 @@ used), so a round of individuals equals :func:`stream.engine.rate_round` to the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,29 +82,41 @@ def member_performances(
     """:func:`team_performances` from the members' ``mu``, ``sigma`` and days since their last
     round (what the pipeline's phase one holds: columns, not a :class:`PlayerBatch`)."""
     k = entry_ranks.shape[0]
-    total = np.bincount(entry, weights=weights, minlength=k)
-    size = np.bincount(entry, minlength=k)
-    single = size == 1
-
-    members = np.flatnonzero(single[entry])  # players who are a team of one
-
-    def own(values: np.ndarray) -> np.ndarray:
-        """Each team of one's member's value (the average of one, exactly)."""
-        out = np.zeros(k)
-        out[entry[members]] = values[members]
-        return out
-
-    def average(values: np.ndarray) -> np.ndarray:
-        mean = np.bincount(entry, weights=weights * values, minlength=k) / total
-        return np.where(single, own(values), mean)
-
-    mu_team = average(mu)
-    sigma_team = np.where(single, own(sigma), np.sqrt(average(sigma**2)))
+    average = _averager(entry, weights, k)
+    mu_team, sigma_team = team_beliefs(mu, sigma, entry, weights, k)
     perf_team = phase_one(mu_team, sigma_team, average(days), entry_ranks, params, weight=weight,
                           perf_ceiling=perf_ceiling)
+    single = np.bincount(entry, minlength=k) == 1
     surprise = np.where(single[entry], 0.0, mu - mu_team[entry])
     out: np.ndarray = perf_team[entry] + surprise
     return out
+
+
+def _averager(entry: np.ndarray, weights: np.ndarray, k: int) -> Callable[[np.ndarray], np.ndarray]:
+    """The weighted average over each of the ``k`` teams of a per-player value; a team of one
+    takes its member's own value (exactly, not x w / w)."""
+    total = np.bincount(entry, weights=weights, minlength=k)
+    single = np.bincount(entry, minlength=k) == 1
+    members = np.flatnonzero(single[entry])  # players who are a team of one
+
+    def average(values: np.ndarray) -> np.ndarray:
+        own = np.zeros(k)
+        own[entry[members]] = values[members]
+        mean = np.bincount(entry, weights=weights * values, minlength=k) / total
+        out: np.ndarray = np.where(single, own, mean)
+        return out
+
+    return average
+
+
+def team_beliefs(mu: np.ndarray, sigma: np.ndarray, entry: np.ndarray, weights: np.ndarray,
+                 k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each of the ``k`` teams' belief, that of its weighted-average member (module docstring):
+    ``mu_T = sum w_i mu_i / W_T``, ``sigma_T = sqrt(sum w_i sigma_i^2 / W_T)``; phase one rates a
+    team with it, and predictions (``stream.engine.predict.predict_teams``) use it too."""
+    average = _averager(entry, weights, k)
+    single = np.bincount(entry, minlength=k) == 1
+    return average(mu), np.where(single, average(sigma), np.sqrt(average(sigma**2)))
 
 
 def rate_team_round(

@@ -343,7 +343,7 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
 def test_team_and_partial_play_rounds_are_rated(redis_url: str, standings: list[object]) -> None:
     """The stream rates teams, teams beside individuals and partial play on an Elo-MMR ladder
     (``stream.pipeline.teams``): the round is rated, its fan-out carries every player's share
-    played, and the ladder's next round is rated after it."""
+    played, and the ladder's next round is rated from its posteriors."""
     ladder = f"teams{len(json.dumps(standings))}"  # one ladder per case
     raw = json.dumps({"round_id": "t1", "ladder": ladder, "occurred_at": 1.7e9, "standings": standings}).encode()
 
@@ -354,6 +354,7 @@ def test_team_and_partial_play_rounds_are_rated(redis_url: str, standings: list[
         entries = [e for m in result.updates for e in PlayerUpdate.from_json(m.value).entries()]
         assert sorted(e.player for e in entries) == sorted(RoundResult.from_json(raw).players())
         assert all(e.weight is not None for e in entries)
+        await handle_updates(ctx, [m.value for m in result.updates])  # t2's barrier waits for t1's players
         after = await handle_round(ctx, RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
                                                     standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode())
         assert after.outcome == "rated" and after.seq == 2
