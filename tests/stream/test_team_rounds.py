@@ -184,3 +184,25 @@ def test_one_by_one_path_rates_team_rounds_as_replay(redis_url: str) -> None:
         return got
 
     assert_equals_replay(rounds, asyncio.run(body()))
+
+
+def test_round_api_shows_teams_and_shares(redis_url: str) -> None:
+    """The read API's round page (what the dashboard's round view shows) gives every player's
+    team and share of the match played for a team round, and neither for a plain round."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+    from apiclient import with_client
+
+    teams = team_round("tr", "A", [["a", "b"], ["c", "d"]], [1, 2], 0.0, {"b": 0.5})
+    plain = solo_round("pr", "A", ["e", "f"], 0.0)
+    run_batches(redis_url, [teams, plain], [2])
+
+    async def body(client):  # type: ignore[no-untyped-def]
+        return [await (await client.get(f"/api/ladders/A/rounds/{rid}")).json() for rid in ("tr", "pr")]
+
+    team_page, plain_page = with_client(redis_url, body)
+    shown = {c["player"]: (c["team"], c["weight"], c["rank"]) for c in team_page["results"]}
+    assert shown == {"a": ("t0", 1.0, 1), "b": ("t0", 0.5, 1), "c": ("t1", 1.0, 2), "d": ("t1", 1.0, 2)}
+    assert all("team" not in c and "weight" not in c for c in plain_page["results"])
