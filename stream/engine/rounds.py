@@ -157,11 +157,19 @@ def _wave_performances(
 ) -> np.ndarray:
     """Phase one of every round of a wave (participations grouped by round, input order; the
     players' ``mu``, ``sigma`` and ``last_time`` before it)."""
+    return wave_performances(mu, sigma, elapsed_days(last_time, times[rnd]), ranks, rnd, weights, params)
+
+
+def wave_performances(
+    mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, weights: np.ndarray,
+    params: Params,
+) -> np.ndarray:
+    """:func:`_wave_performances` from each participant's days since his last round (the teams
+    of ``stream.engine.teams`` have an average of their members' days, no ``last_time``)."""
     n = mu.shape[0]
     starts = np.flatnonzero(np.diff(rnd, prepend=-1))
     bounds = np.append(starts, n)
     sizes = np.diff(bounds)
-    days = elapsed_days(last_time, times[rnd])
     perf = np.empty(n)
     small = (sizes <= DIRECT_MAX_PLAYERS) if params.subsample_size is None else np.zeros(sizes.shape[0], bool)
     if small.any():

@@ -45,8 +45,9 @@ import numpy as np
 from .diffusion import elapsed_days
 from .params import Params
 from .performance import phase_one
-from .round import RoundUpdate, phase_two
-from .rounds import RoundSpec, RoundsUpdate, previous_participations, rate_rounds
+from .round import RoundUpdate, phase_two, update_rows
+from .rounds import (RoundSpec, RoundsUpdate, _rated, _waves, _widen_for, previous_participations, rate_rounds,
+                     wave_performances)
 from .state import PlayerBatch
 
 
@@ -157,11 +158,15 @@ class TeamRoundSpec:
 
 def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | TeamRoundSpec],
                            params: Params) -> RoundsUpdate:
-    """:func:`stream.engine.rate_rounds` over rounds of which some are :class:`TeamRoundSpec`:
-    each maximal run of individual rounds is one ``rate_rounds`` call (its waves), each team round
-    is rated alone by :func:`rate_team_round` in its place, every call from the posteriors the
-    previous ones left; the result has ``rate_rounds``' layout (``previous`` links a player's
-    participations across the calls).  Without team rounds it is exactly ``rate_rounds``."""
+    """:func:`stream.engine.rate_rounds` over rounds of which some are :class:`TeamRoundSpec`,
+    in the same waves of player-disjoint rounds and with its layout (``previous`` links a
+    player's participations).  Per wave, phase one solves every round's entries together (a
+    team is the belief of its weighted-average member, an individual his own:
+    :func:`team_beliefs`; ``rounds.wave_performances``, the solve ``rate_rounds`` runs), each
+    member is credited his team's surprise, and phase two updates every member in one call with
+    the weight of a round of weight ``round weight x share played`` (``round.update_rows``).
+    The result equals rating the rounds one by one with :func:`rate_team_round` (and
+    ``rate_round`` for individual rounds) to rounding; without team rounds it is ``rate_rounds``."""
     if not any(isinstance(r, TeamRoundSpec) for r in rounds):
         return rate_rounds(prior, rounds, params)
     n_rounds = len(rounds)
@@ -169,32 +174,50 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     offsets = np.zeros(n_rounds + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     total = int(offsets[-1])
-    performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
-    rated = np.zeros(n_rounds, dtype=bool)
-    current = prior.copy()
-    k = 0
-    while k < n_rounds:
-        spec = rounds[k]
-        if isinstance(spec, TeamRoundSpec):
-            a, b = int(offsets[k]), int(offsets[k + 1])
-            if spec.entry_ranks.shape[0] >= 2 and (spec.entry_ranks != spec.entry_ranks[0]).any():
-                update = rate_team_round(current.take(spec.players), spec.entry, spec.entry_ranks, spec.weights,
-                                         params, weight=spec.weight, perf_ceiling=spec.perf_ceiling, time=spec.time)
-                current.put(spec.players, update.after)
-                performance[a:b], mu[a:b], sigma[a:b] = update.performance, update.after.mu, update.after.sigma
-                rated[k] = True
-            k += 1
-            continue
-        end = k
-        while end < n_rounds and not isinstance(rounds[end], TeamRoundSpec):
-            end += 1
-        run = rate_rounds(current, rounds[k:end], params)
-        current = run.after
-        a, b = int(offsets[k]), int(offsets[end])
-        performance[a:b], mu[a:b], sigma[a:b] = run.performance, run.mu, run.sigma
-        rated[k:end] = run.rated
-        k = end
     rows = np.concatenate([r.players for r in rounds]).astype(np.int64)
+    ranks = np.concatenate([r.ranks for r in rounds])
     round_of = np.repeat(np.arange(n_rounds), sizes)
-    return RoundsUpdate(after=current, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
-                        previous=previous_participations(rows, rated[round_of]), rated=rated)
+    # every round as entries (an individual round's players are entries of one), numbered globally
+    local = [r.entry if isinstance(r, TeamRoundSpec) else np.arange(r.players.shape[0]) for r in rounds]
+    entry_ranks = [r.entry_ranks if isinstance(r, TeamRoundSpec) else r.ranks for r in rounds]
+    n_entries = np.fromiter((e.shape[0] for e in entry_ranks), dtype=np.int64, count=n_rounds)
+    entry_start = np.concatenate(([0], np.cumsum(n_entries)[:-1]))
+    entry = np.concatenate(local).astype(np.int64) + entry_start[round_of]
+    all_entry_ranks = np.concatenate(entry_ranks)
+    entry_round = np.repeat(np.arange(n_rounds), n_entries)
+    share = np.concatenate([r.weights if isinstance(r, TeamRoundSpec) else np.ones(r.players.shape[0])
+                            for r in rounds]).astype(np.float64)
+    rated = _rated(ranks, offsets, sizes)
+
+    performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
+    previous = previous_participations(rows, rated[round_of])
+    after = prior.copy()
+    _widen_for(after, rows[rated[round_of]], params)
+    wave = _waves(rows, offsets, rated, len(prior))
+    times = np.array([r.time for r in rounds], dtype=float)
+    weights = np.array([r.weight for r in rounds], dtype=float)
+    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
+
+    live = np.flatnonzero(rated[round_of])
+    order = live[np.argsort(wave[round_of[live]], kind="stable")]  # by wave, then input order
+    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        part = order[a:b]
+        wave_rows = rows[part]
+        rnd = round_of[part]
+        entries, at = np.unique(entry[part], return_inverse=True)  # the wave's entries, grouped by round
+        k = entries.shape[0]
+        member_mu, member_sigma = after.mu[wave_rows], after.sigma[wave_rows]
+        days = elapsed_days(after.last_time[wave_rows], times[rnd])
+        mu_team, sigma_team = team_beliefs(member_mu, member_sigma, at, share[part], k)
+        team_round = entry_round[entries]
+        perf_team = wave_performances(mu_team, sigma_team, _averager(at, share[part], k)(days),
+                                      all_entry_ranks[entries], team_round, weights, params)
+        if params.variant == "logistic":
+            perf_team = np.minimum(perf_team, ceilings[team_round])
+        single = np.bincount(at, minlength=k) == 1
+        perf = perf_team[at] + np.where(single[at], 0.0, member_mu - mu_team[at])
+        update_rows(after, wave_rows, perf, params, weights[rnd] * share[part], times[rnd])  # phase two, in place
+        performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
+    return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
+                        previous=previous, rated=rated)
