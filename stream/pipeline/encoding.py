@@ -144,13 +144,17 @@ def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], perf
     ``weight_texts`` (a round with teams or partial play) each entry ends with its ``team`` (if
     any) and ``weight``, as ``PlayerUpdate.to_json()`` writes them."""
     if weight_texts is not None:
-        names = [None] * len(players) if teams is None else teams
-        extras = [(f',"weight":{w}}}' if t is None else f',"team":{encode_basestring(t)},"weight":{w}}}')
-                  for t, w in zip(names, weight_texts)]
-        previous = [""] * len(players) if previous_seqs is None else [f',"previous_seq":{int(q)!r}'
-                                                                        for q in previous_seqs]
-        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}{q}{extra}'
-                           for player, rank, perf, q, extra in zip(players, ranks, performance_texts, previous, extras))
+        names: Sequence[str | None] = [None] * len(players) if teams is None else teams
+        team_json = {t: "" if t is None else f',"team":{encode_basestring(t)}' for t in set(names)}
+        if previous_seqs is None:
+            entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}'
+                               f'{team_json[t]},"weight":{w}}}'
+                               for player, rank, perf, t, w in zip(players, ranks, performance_texts, names, weight_texts))
+        else:
+            entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
+                               f'"previous_seq":{int(previous)!r}{team_json[t]},"weight":{w}}}'
+                               for player, rank, perf, previous, t, w in zip(players, ranks, performance_texts,
+                                                                             previous_seqs, names, weight_texts))
     elif previous_seqs is None:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
                            for player, rank, perf in zip(players, ranks, performance_texts))
