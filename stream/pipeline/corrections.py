@@ -45,7 +45,7 @@ from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResul
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
 from stream.contracts.events import CORRECTION_CHANGE
 from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
-                                    STORED, UNKNOWN_ROUND, check_supported)
+                                    STORED, TEAMS_UNSUPPORTED, UNKNOWN_ROUND, check_supported)
 from stream.engine import PlayerState
 from stream.engine.display import display_rating, tier_names
 from stream.engine.state import pack_batch
@@ -213,6 +213,10 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
                              f"ladder {ladder!r} was dropped by retention: a correction re-rates the ladder from its "
                              "first round, so corrections reach a ladder only while every fan-out is kept "
                              "(RETAIN_FANOUTS=0, RETAIN_FANOUTS_DAYS=0; docs/history.md)", "round_id")
+    teamed = next((r for r in stored if any(b'"weight":' in m.split(b'"entries":', 1)[-1] for m in r.fanout)), None)
+    if teamed is not None:  # a fan-out entry with a share played: a round of teams or partial play
+        return RoundRejected(TEAMS_UNSUPPORTED, f"round {teamed.round_id!r} (seq {teamed.seq}) of ladder {ladder!r} has "
+                             "teams or partial play: corrections re-rate individual rounds only, for now", "round_id")
     return None
 
 
