@@ -167,8 +167,9 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     the weight of a round of weight ``round weight x share played`` (``round.update_rows``).
     The result equals rating the rounds one by one with :func:`rate_team_round` (and
     ``rate_round`` for individual rounds) to rounding; without team rounds it is ``rate_rounds``."""
-    if not any(isinstance(r, TeamRoundSpec) for r in rounds):
-        return rate_rounds(prior, rounds, params)
+    individual = [r for r in rounds if isinstance(r, RoundSpec)]
+    if len(individual) == len(rounds):
+        return rate_rounds(prior, individual, params)
     n_rounds = len(rounds)
     sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
     offsets = np.zeros(n_rounds + 1, dtype=np.int64)
