@@ -44,8 +44,8 @@ import orjson
 from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResult, parse_round
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
 from stream.contracts.events import CORRECTION_CHANGE
-from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
-                                    STORED, TEAMS_UNSUPPORTED, UNKNOWN_ROUND, check_supported)
+from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INTERNAL_ERROR, NOT_CORRECTABLE, STORED, UNKNOWN_ROUND,
+                                    check_supported)
 from stream.engine import PlayerState
 from stream.engine.display import display_rating, tier_names
 from stream.engine.state import pack_batch
@@ -57,6 +57,7 @@ from stream.pipeline.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
 from stream.pipeline.messages import Origin
 from stream.pipeline.phase_one import build_fanout
+from stream.pipeline.teams import support
 from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate
 from stream.store import corrections as ledger
 from stream.store import keys
@@ -98,7 +99,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     try:
         correction = parse_correction(raw, limits=ctx.limits)
         if correction.round is not None:
-            check_supported(correction.round, INDIVIDUALS_ONLY, "the stream")
+            check_supported(correction.round, support(ctx.params), "the stream")
     except RoundRejected as rejection:
         return _rejected(rejection, raw, origin)
     store, ladder, cid = ctx.store, correction.ladder, correction.correction_id
@@ -213,10 +214,6 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
                              f"ladder {ladder!r} was dropped by retention: a correction re-rates the ladder from its "
                              "first round, so corrections reach a ladder only while every fan-out is kept "
                              "(RETAIN_FANOUTS=0, RETAIN_FANOUTS_DAYS=0; docs/history.md)", "round_id")
-    teamed = next((r for r in stored if any(b'"weight":' in m.split(b'"entries":', 1)[-1] for m in r.fanout)), None)
-    if teamed is not None:  # a fan-out entry with a share played: a round of teams or partial play
-        return RoundRejected(TEAMS_UNSUPPORTED, f"round {teamed.round_id!r} (seq {teamed.seq}) of ladder {ladder!r} has "
-                             "teams or partial play: corrections re-rate individual rounds only, for now", "round_id")
     return None
 
 
@@ -231,11 +228,15 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
     if stored.status != STATUS_RATED:
         return None
     updates = [orjson.loads(m) for m in stored.fanout]
-    entries = sorted(((e["rank"], e["player"]) for u in updates for e in u["entries"]), key=lambda e: e[0])
+    entries = sorted(((e["rank"], e["player"], e.get("team"), e.get("weight")) for u in updates for e in u["entries"]),
+                     key=lambda e: e[0])
     first = updates[0]
     ceiling = stored.record.get("perf_ceiling")
+    teamed = any(e[3] is not None for e in entries)  # a round with teams or partial play
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
-                        float(ceiling) if ceiling else math.inf, [p for _, p in entries], [r for r, _ in entries])
+                        float(ceiling) if ceiling else math.inf, [e[1] for e in entries], [e[0] for e in entries],
+                        [e[2] for e in entries] if teamed else None,
+                        [1.0 if e[3] is None else e[3] for e in entries] if teamed else None)
 
 
 def _fanout_players(stored: StoredRound) -> list[str]:

@@ -206,25 +206,3 @@ def test_round_api_shows_teams_and_shares(redis_url: str) -> None:
     shown = {c["player"]: (c["team"], c["weight"], c["rank"]) for c in team_page["results"]}
     assert shown == {"a": ("t0", 1.0, 1), "b": ("t0", 0.5, 1), "c": ("t1", 1.0, 2), "d": ("t1", 1.0, 2)}
     assert all("team" not in c and "weight" not in c for c in plain_page["results"])
-
-
-def test_corrections_of_a_ladder_with_team_rounds_are_refused_not_misrated(redis_url: str) -> None:
-    """A correction re-rates the ladder from its stored fan-outs as individual rounds: on a
-    ladder holding a round of teams or partial play it is dead-lettered ``teams_unsupported``
-    (and releases the ladder) rather than re-rating that round as individuals."""
-    from stream.pipeline.corrections import finish_correction, handle_correction
-    from stream.store import keys
-
-    rounds = [solo_round("s1", "C", ["a", "b", "c"], 0.0), team_round("t1", "C", [["a", "b"], ["c", "d"]], [1, 2], 1.0),
-              solo_round("s2", "C", ["d", "a"], 2.0)]
-    run_batches(redis_url, rounds, [3])
-
-    async def body() -> tuple[str | None, object]:
-        ctx = context(redis_url)
-        result = await handle_correction(ctx, json.dumps({"kind": "void", "ladder": "C", "round_id": "s2"}).encode())
-        await finish_correction(ctx, result)
-        held = await ctx.store.client.hget(keys.ladder("C"), "hold")
-        await ctx.store.close()
-        return None if result.dead_letter is None else result.dead_letter.reason, held
-
-    assert asyncio.run(body()) == ("teams_unsupported", None)
