@@ -194,6 +194,7 @@ def test_round_api_shows_teams_and_shares(redis_url: str) -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
     from apiclient import with_client
+    from test_openapi import check
 
     teams = team_round("tr", "A", [["a", "b"], ["c", "d"]], [1, 2], 0.0, {"b": 0.5})
     plain = solo_round("pr", "A", ["e", "f"], 0.0)
@@ -203,6 +204,8 @@ def test_round_api_shows_teams_and_shares(redis_url: str) -> None:
         return [await (await client.get(f"/api/ladders/A/rounds/{rid}")).json() for rid in ("tr", "pr")]
 
     team_page, plain_page = with_client(redis_url, body)
+    for page in (team_page, plain_page):
+        check("/api/ladders/{ladder}/rounds/{round_id}", "get", 200, page)  # the OpenAPI document's Round
     shown = {c["player"]: (c["team"], c["weight"], c["rank"]) for c in team_page["results"]}
     assert shown == {"a": ("t0", 1.0, 1), "b": ("t0", 0.5, 1), "c": ("t1", 1.0, 2), "d": ("t1", 1.0, 2)}
     assert all("team" not in c and "weight" not in c for c in plain_page["results"])
