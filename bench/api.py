@@ -11,9 +11,12 @@ not take the load generator's interpreter lock.
 
 ``--api process`` serves the API from a ``stream api`` process of its own (the worker runs with
 ``--no-web``) instead of the worker's thread: what a busy pipeline costs the API through the
-shared interpreter lock, apart from the shared cores.
+shared interpreter lock, apart from the shared cores. ``--pipeline-nice N`` (with ``--api
+process``) runs the pipeline's processes (worker, broker, busy publisher) at CPU niceness N: the
+deployment where the API has cores of its own, or the first claim on shared ones.
 
 Usage: python bench/api.py [--rounds 500] [--clients 32] [--seconds 5] [--busy-rate 20] [--api worker|process]
+                           [--pipeline-nice N]
 Prints a Markdown table (BENCHMARKS.md, "Read API").
 """
 
@@ -147,9 +150,17 @@ def measure_all(base: str, paths: dict[str, str], clients: int,
     return out, reference
 
 
-def feed(settings: Settings, rounds: list[RoundResult], per_second: float, stop: Any) -> None:
-    """The busy phase's publisher (a process of its own; ``stop``: a multiprocessing Event)."""
+def feed(settings: Settings, rounds: list[RoundResult], per_second: float, stop: Any, nice: int = 0) -> None:
+    """The busy phase's publisher (a process of its own; ``stop``: a multiprocessing Event), at
+    CPU niceness ``nice``."""
+    os.nice(nice)
     publish_paced(settings, iter(rounds), per_second, stop)
+
+
+def renice(pid: int, nice: int) -> None:
+    """Lower the CPU priority of a running process (``nice`` > 0)."""
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
 
 
 def wait_rated(r: redis.Redis, count: int) -> None:
@@ -168,7 +179,11 @@ def main() -> None:
     parser.add_argument("--busy-rate", type=float, default=20.0, help="rounds/s published during the busy phase")
     parser.add_argument("--api", choices=("worker", "process"), default="worker",
                         help="serve the API from the worker's thread or from a `stream api` process")
+    parser.add_argument("--pipeline-nice", type=int, default=0,
+                        help="CPU niceness of the worker, broker and busy publisher (with --api process)")
     args = parser.parse_args()
+    if args.pipeline_nice and args.api != "process":
+        parser.error("--pipeline-nice needs --api process (with --api worker the API is the worker)")
 
     all_rounds = list(synthetic_rounds(PLAYERS, args.rounds * 10 + 10, FIELD, ladder=LADDER))
     warm, busy_rounds = all_rounds[:args.rounds], all_rounds[args.rounds:]
@@ -182,6 +197,9 @@ def main() -> None:
                                   cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         server = subprocess.Popen([sys.executable, "-m", "stream", "api"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL) if args.api == "process" else None
+        renice(worker.pid, args.pipeline_nice)
+        if stack.broker.process is not None:
+            renice(stack.broker.process.pid, args.pipeline_nice)
         r = redis.Redis.from_url(stack.redis_url)
         try:
             wait_for_port(port, timeout_s=60)
@@ -193,7 +211,7 @@ def main() -> None:
             idle, idle_ref = measure_all(base, paths, args.clients, args.seconds)
             spawn = multiprocessing.get_context("spawn")
             stop = spawn.Event()
-            feeder = spawn.Process(target=feed, args=(settings, busy_rounds, args.busy_rate, stop))
+            feeder = spawn.Process(target=feed, args=(settings, busy_rounds, args.busy_rate, stop, args.pipeline_nice))
             before = int(r.hget(keys.ladder(LADDER), "rounds_rated") or 0)
             feeder.start()
             time.sleep(3.0)  # the publisher has started (a new interpreter) and the pipeline is busy
@@ -213,7 +231,8 @@ def main() -> None:
                 worker.wait()
             r.close()
 
-    print(f"Read API served by {'the worker (a thread)' if args.api == 'worker' else 'a `stream api` process'}, "
+    nice = f" (pipeline at niceness {args.pipeline_nice})" if args.pipeline_nice else ""
+    print(f"Read API served by {'the worker (a thread)' if args.api == 'worker' else 'a `stream api` process'}{nice}, "
           f"{args.clients} concurrent clients, {args.seconds:g} s per endpoint; "
           f"{len(warm)} rounds of {FIELD} rated ({PLAYERS} players); busy: {rated_meanwhile} more rounds rated "
           f"while measuring (offered {args.busy_rate:g}/s)\n")

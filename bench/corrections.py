@@ -74,7 +74,7 @@ async def run_bench(args: argparse.Namespace, server: RedisServer) -> None:
         if run.returncode != 0:
             raise SystemExit(f"stream replay failed:\n{run.stderr}")
     started = time.perf_counter()
-    replay(rounds, ctx.params, keep_rounds=False)
+    replay(rounds, ctx.ladders.fallback.elo_mmr, keep_rounds=False)
     replay_in_process = time.perf_counter() - started
     started = time.perf_counter()
     await backfill(ctx, rounds)
@@ -113,7 +113,7 @@ async def run_bench(args: argparse.Namespace, server: RedisServer) -> None:
 
 async def check(ctx: PipelineContext, corrected: list) -> int:
     """Every player's stored mu and sigma equal the replay of the corrected history (TOLERANCE)."""
-    states = replay(corrected, ctx.params, keep_rounds=False).states()
+    states = replay(corrected, ctx.ladders.fallback.elo_mmr, keep_rounds=False).states()
     pipe = ctx.store.client.pipeline(transaction=False)
     order = sorted(states)
     for ladder, player in order:

@@ -19,6 +19,7 @@ import ssl
 from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import urlsplit
 
+from stream.redis_cancel import make_cancel_safe
 from stream.settings import Settings, _redact
 
 if TYPE_CHECKING:
@@ -213,7 +214,8 @@ def redis_client(settings: Settings, *, asyncio: Literal[False], decode_response
 def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: bool = False,
                  **extra: Any) -> "AsyncRedis | SyncRedis":
     """A redis-py client for ``REDIS_URL`` with :func:`redis_options` (``extra`` goes to ``from_url``,
-    e.g. timeouts): ``redis.asyncio`` by default, the blocking client with ``asyncio=False``.
+    e.g. timeouts): ``redis.asyncio`` by default (its connections :mod:`cancel-safe
+    <stream.redis_cancel>`), the blocking client with ``asyncio=False``.
 
     With ``REDIS_CLUSTER`` it is a cluster client (``RedisCluster``): ``REDIS_URL`` names any node,
     the others are discovered, and each command goes to the node serving its key's slot. A Cluster
@@ -226,14 +228,18 @@ def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: 
                                         "a Redis Cluster has database 0 only")
         if asyncio:
             from redis.asyncio.cluster import RedisCluster as AsyncCluster
-            return AsyncCluster.from_url(settings.redis_url, decode_responses=decode_responses, **options)
+            cluster = AsyncCluster.from_url(settings.redis_url, decode_responses=decode_responses, **options)
+            make_cancel_safe(cluster)
+            return cluster
         from redis.cluster import RedisCluster
         return RedisCluster.from_url(settings.redis_url, decode_responses=decode_responses, **options)
     if asyncio:
-        import redis.asyncio as module
-    else:
-        import redis as module  # type: ignore[no-redef]
-    return module.Redis.from_url(settings.redis_url, decode_responses=decode_responses, **options)
+        import redis.asyncio as aioredis
+        client = aioredis.Redis.from_url(settings.redis_url, decode_responses=decode_responses, **options)
+        make_cancel_safe(client)
+        return client
+    import redis
+    return redis.Redis.from_url(settings.redis_url, decode_responses=decode_responses, **options)
 
 
 def describe_redis(settings: Settings) -> str:

@@ -14,6 +14,7 @@ and ``..``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import time
@@ -32,7 +33,8 @@ from stream.api import inputs
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
-from stream.engine.display import DisplayConfig, config_for, display_rating, league_division, parse_display_configs
+from stream.engine.display import DisplayConfig, display_rating, league_division
+from stream.engine.ladders import Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, predict_lobby, predict_teams
 from stream.pipeline import deadletters
@@ -46,8 +48,7 @@ OPENAPI_PATH = Path(str(resources.files("stream.api"))) / "openapi.json"
 
 REDIS_KEY: web.AppKey[AsyncRedis] = web.AppKey("redis")
 SETTINGS_KEY = web.AppKey("settings", Settings)
-PARAMS_KEY = web.AppKey("params", Params)
-DISPLAY_KEY: web.AppKey[Mapping[str, DisplayConfig]] = web.AppKey("display")
+LADDERS_KEY = web.AppKey("ladders", Ladders)
 PROBE_KEY: web.AppKey[KafkaProbe | None] = web.AppKey("kafka_probe")
 STREAMS_KEY: web.AppKey[list[int]] = web.AppKey("event_streams")  # [open event streams]
 DLQ_READS_KEY = web.AppKey("dlq_reads", asyncio.Semaphore)
@@ -131,7 +132,7 @@ def _item_id(request: web.Request, param: str, what: str) -> str:
 
 
 def _display(request: web.Request, ladder: str) -> DisplayConfig:
-    return config_for(ladder, request.app[DISPLAY_KEY])
+    return request.app[LADDERS_KEY].of(ladder).display
 
 
 # ---- handlers ---------------------------------------------------------------------------
@@ -213,7 +214,9 @@ async def get_ladder(request: web.Request, ladder: str) -> dict[str, Any]:
     summary = await queries.ladder_summary(_redis(request), ladder)
     if summary is None:
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
-    return {**summary.to_dict(), "display": _display(request, ladder).to_dict()}
+    cfg = request.app[LADDERS_KEY].of(ladder)
+    return {**summary.to_dict(), "display": cfg.display.to_dict(),
+            "model": {"name": cfg.model, "params": dataclasses.asdict(cfg.params)}}
 
 
 @cached_by_ladder
@@ -322,7 +325,7 @@ async def predict(request: web.Request) -> web.Response:
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
 
     async def compute() -> bytes:
-        return orjson.dumps(await _prediction(request.app[PARAMS_KEY], ladder, players, states, weight))
+        return orjson.dumps(await _prediction(request.app[LADDERS_KEY].of(ladder).newcomer, ladder, players, states, weight))
 
     return _json_body(await cache.get(key, tuple(states), compute))
 
@@ -473,8 +476,8 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app = web.Application(middlewares=[count_requests, json_errors], client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client
     app[SETTINGS_KEY] = settings
-    app[PARAMS_KEY] = preset(settings.engine_preset)
-    app[DISPLAY_KEY] = parse_display_configs(settings.display_config)
+    app[LADDERS_KEY] = parse_ladders(settings.ladders, engine_preset=settings.engine_preset,
+                                     display_config=settings.display_config)
     app[PROBE_KEY] = probe
     app[STREAMS_KEY] = [0]
     app[DLQ_READS_KEY] = asyncio.Semaphore(CONCURRENT_DLQ_READS)

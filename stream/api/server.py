@@ -14,6 +14,7 @@ from aiohttp import web
 from stream.api.app import create_app
 from stream.api.health import KafkaProbe
 from stream.connections import redis_client, redis_options
+from stream.redis_cancel import make_cancel_safe
 from stream.settings import Settings
 from stream.store.client import AsyncRedis
 
@@ -39,6 +40,7 @@ def api_redis_client(settings: Settings) -> AsyncRedis:
         **redis_options(settings))
     client = aioredis.Redis(connection_pool=pool)
     client.auto_close_connection_pool = True
+    make_cancel_safe(client)
     return client
 
 

@@ -21,6 +21,7 @@ from stream.batch.replay import replay
 from stream.contracts import RoundResult
 from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine import PRESETS
+from stream.engine.ladders import Ladders
 from stream.engine.models import MODELS, Model
 from stream.engine.ratings import ModelParams, Ratings
 
@@ -178,3 +179,42 @@ def replay_named(
         return replay_model(rounds, model, dataclasses.replace(model.params, **changes), metrics=metrics,
                             on_round=on_round)
     raise KeyError(f"unknown model {name!r}; known: {', '.join(model_names())}")
+
+
+@dataclass
+class LaddersReplay:
+    """A replay under a ``LADDERS`` configuration: each ladder's own replay, in first-seen order."""
+
+    parts: dict[str, Replayed] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)
+    """Ladder -> the model that rated it."""
+
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def ratings(self) -> Iterator[tuple[str, str, float, float, int]]:
+        for part in self.parts.values():
+            yield from part.ratings()
+
+
+def replay_ladders(
+    rounds: Sequence[RoundResult],
+    ladders: Ladders,
+    *,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> LaddersReplay:
+    """Replay every ladder with the model and parameters ``ladders`` gives it (``LADDERS``, as the
+    stream resolves it): ladders are independent, so each ladder's rounds (in input order) are
+    replayed apart, an Elo-MMR preset by :func:`stream.batch.replay.replay`, a rating-only model
+    by :func:`replay_model`."""
+    by_ladder: dict[str, list[RoundResult]] = {}
+    for rnd in rounds:
+        by_ladder.setdefault(rnd.ladder, []).append(rnd)
+    result = LaddersReplay()
+    for ladder, part in by_ladder.items():
+        cfg = ladders.of(ladder)
+        model = cfg.rating_model
+        result.models[ladder] = cfg.model
+        result.parts[ladder] = (replay(part, cfg.elo_mmr, keep_rounds=False, on_round=on_round) if model is None
+                                else replay_model(part, model, cfg.model_params, on_round=on_round))
+        result.skipped += result.parts[ladder].skipped
+    return result

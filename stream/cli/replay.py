@@ -26,11 +26,13 @@ import typer
 
 from stream.batch import Metrics, SourceError, read_rounds, synthetic_rounds, write_jsonl
 from stream.batch.dedup import Deduplicated, first_copies
-from stream.batch.models import Replayed, model_names, replay_named, support
+from stream.batch.models import LaddersReplay, Replayed, model_names, replay_ladders, replay_named, support
 from stream.batch.profiles import contest_history_rounds, match_rounds
 from stream.contracts import Limits, RoundRejected, RoundResult
 from stream.contracts.round import check_supported
 from stream.engine import DEFAULT_PRESET, PRESETS
+from stream.engine.ladders import Ladders, LaddersError, parse_ladders
+from stream.pipeline.rating_models import support as ladder_support
 from stream.settings import Settings
 
 EXIT_BAD_INPUT = 2
@@ -52,6 +54,7 @@ def replay_command(
     metrics: Annotated[bool, typer.Option("--metrics", help="score every round before its update (pair / rank metrics)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")] = False,
     skip_rejected: Annotated[bool, typer.Option("--skip-rejected", help="leave rejected rounds out (each reported on stderr), as the stream dead-letters them, instead of failing")] = False,
+    ladders_option: Annotated[str | None, typer.Option("--ladders", help="a LADDERS configuration (JSON text or a file holding it): each ladder with its own model and parameters, as the stream rates it (--preset: the \"*\" model when it names none); rounds the stream rejects on a ladder (teams, except on a trueskill ladder) are rejected")] = None,
 ) -> None:
     """Replay rounds through the engine in process and write every player's final rating."""
     if preset_name not in PRESETS:
@@ -59,24 +62,28 @@ def replay_command(
     if model_name is not None and model_name not in model_names():
         _fail(f"unknown model {model_name!r}; known: {', '.join(model_names())}")
     name = preset_name if model_name is None else model_name
+    ladders = None if ladders_option is None else _ladders(ladders_option, preset_name, model_name, metrics)
     if not output.parent.is_dir() or output.is_dir():
         _fail(f"cannot write {output}: parent directory missing or output is a directory")
     settings = Settings.from_env()
     started = time.perf_counter()
     rejected: list[SourceError] | None = [] if skip_rejected else None
-    unique = load_accepted(input, settings, rejected, [name])
+    unique = load_accepted(input, settings, rejected, ladders if ladders is not None else [name])
     rounds = unique.rounds
     loaded = time.perf_counter()
     tracker = Metrics(len(rounds)) if metrics else None
     bar = _progress(len(rounds))
-    result = replay_named(rounds, name, metrics=tracker,
-                          on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+    tick = (lambda _r: bar.update(1)) if bar is not None else None
+    result: Replayed = replay_named(rounds, name, metrics=tracker, on_round=tick) if ladders is None \
+        else replay_ladders(rounds, ladders, on_round=tick)
     if bar is not None:
         bar.close()
     rated = time.perf_counter()
     players = _write_csv(result, output)
     summary: dict[str, Any] = {
-        "input": str(input), "output": str(output), "preset" if model_name is None else "model": name,
+        "input": str(input), "output": str(output),
+        **({"ladders": result.models} if isinstance(result, LaddersReplay) else
+           {"preset" if model_name is None else "model": name}),
         "rounds": len(rounds), "rated": len(rounds) - len(result.skipped), "skipped": len(result.skipped),
         "participations": sum(len(r.standings) for r in rounds if not r.is_outcome_free()),
         "players": players, "load_s": round(loaded - started, 3), "rate_s": round(rated - loaded, 3),
@@ -94,12 +101,29 @@ def replay_command(
 
 
 
+def _ladders(option: str, preset_name: str, model_name: str | None, metrics: bool) -> Ladders:
+    """``--ladders``: JSON text, or the file holding it, resolved as the stream resolves LADDERS."""
+    if model_name is not None or metrics:
+        _fail("--ladders gives every ladder its model: it goes with neither --model nor --metrics")
+    text = option if option.lstrip().startswith("{") else None
+    if text is None:
+        try:
+            text = Path(option).read_text(encoding="utf-8")
+        except OSError as exc:
+            _fail(f"--ladders: cannot read {option}: {exc.strerror}")
+    try:
+        return parse_ladders(text, engine_preset=preset_name)
+    except LaddersError as exc:
+        _fail(str(exc))
+
+
 def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None,
-                  models: list[str]) -> Deduplicated:
+                  models: list[str] | Ladders) -> Deduplicated:
     """The rounds of ``input`` the stream would rate: its acceptance and registration rule
     (``first_copies``), and rounds every one of ``models`` can rate (``check_supported``: teams,
-    partial play). A rejected round exits with code 2, or, if ``rejected`` is a list, is
-    appended to it and reported on stderr (left out, as the stream dead-letters it)."""
+    partial play; ``Ladders``: what the stream rates on each round's ladder). A rejected round
+    exits with code 2, or, if ``rejected`` is a list, is appended to it and reported on stderr
+    (left out, as the stream dead-letters it)."""
     try:
         unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected))
     except SourceError as exc:
@@ -108,7 +132,9 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
     kept = []
     for position, round_ in enumerate(unique.rounds):
         try:
-            for name in models:
+            if isinstance(models, Ladders):
+                check_supported(round_, ladder_support(models.of(round_.ladder)), "the stream")
+            for name in models if isinstance(models, list) else []:
                 check_supported(round_, support(name), f"model {name!r}")
             kept.append(round_)
         except RoundRejected as exc:

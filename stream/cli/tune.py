@@ -19,8 +19,8 @@ from stream.contracts import Limits, RoundResult
 from stream.settings import Settings
 
 METRIC_COLUMNS = ("pair_all", "pair_exp", "rank_all", "rank_exp")
-LADDERS_NOTE = ("LADDERS entry (the stream honours LADDERS in a later release; today it rates every "
-                "ladder with ENGINE_PRESET's Elo-MMR):")
+LADDERS_NOTE = ("LADDERS entry (set it in the workers' LADDERS: a ladder that has rated rounds keeps its "
+                "model; stream replay --ladders rates the same way):")
 
 
 def register(app: typer.Typer) -> None:

@@ -40,7 +40,8 @@ CORRECTION_CHANGE = "correction"
 class RatingChange:
     """One player's rating change (topic ``rating-changes``, key = player): in one round, or
     (``kind`` "correction") by a correction of round ``round_id`` (schema rating-change v2: then
-    rank, field size and performance are those of his last round after it, None if none is left)."""
+    rank, field size and performance are those of his last round after it, None if none is left;
+    schema v3: ``league``/``division``, and ``performance`` None for a model without one)."""
 
     ladder: str
     round_id: str
@@ -58,11 +59,16 @@ class RatingChange:
     occurred_at: float
     kind: str = ROUND_CHANGE
     correction_id: str | None = None
+    league: str | None = None
+    division: int | None = None
+    """The player's league and division after the change (schema v3; ``tier`` is their label:
+    league "Gold", division 2 for tier "Gold 2"; division None for an undivided league; both None
+    when unplaced)."""
     team: str | None = None
     """The player's team in a round with teams or partial play (None: an individual entry)."""
     weight: float | None = None
     """The share of the match the player played, in a round with teams or partial play (schema
-    v3); None for a plain round's change, which then has neither ``team`` nor ``weight`` (as in v2)."""
+    v4); None for a plain round's change, which then has neither ``team`` nor ``weight`` (as in v3)."""
 
     @property
     def event_id(self) -> str:
@@ -70,7 +76,7 @@ class RatingChange:
 
     def to_dict(self) -> dict[str, Any]:
         """The event's JSON values; a round's change has neither ``kind`` nor ``correction_id`` (as in v1),
-        a change of a plain round (``weight`` None) neither ``team`` nor ``weight`` (as in v2)."""
+        a change of a plain round (``weight`` None) neither ``team`` nor ``weight`` (as in v3)."""
         out = {"event_id": self.event_id, **{name: getattr(self, name) for name in self.__slots__}}
         if self.kind == ROUND_CHANGE:
             del out["kind"], out["correction_id"]
@@ -113,6 +119,8 @@ class PlayerUpdate:
     posterior phase one used as the prior (0: none, the newcomer prior); phase two applies an
     entry only once the player's stored ``last_seq`` reached it (the chain rule). None when
     any entry lacks the field (a message of a phase one that did not write it).
+    ``mu_after``/``sigma_after``: each player's new rating, computed by phase one for a ladder
+    rated by a rating-only model (``stream.pipeline.rating_models``); None for Elo-MMR rounds.
     """
 
     ladder: str
@@ -125,6 +133,8 @@ class PlayerUpdate:
     ranks: list[int]
     performances: list[float]
     previous_seqs: list[int] | None = None
+    mu_after: list[float] | None = None
+    sigma_after: list[float] | None = None
     teams: list[str | None] | None = None
     """Each entry's team (schema v2; None for an individual entry); None: no entry names one."""
     weights: list[float] | None = None
@@ -148,6 +158,9 @@ class PlayerUpdate:
         if self.previous_seqs is not None:
             for entry, q in zip(entries, self.previous_seqs):
                 entry["previous_seq"] = int(q)
+        if self.mu_after is not None and self.sigma_after is not None:
+            for entry, mu, sigma in zip(entries, self.mu_after, self.sigma_after):
+                entry["mu_after"], entry["sigma_after"] = float(mu), float(sigma)
         if self.weights is not None:
             teams: list[str | None] = [None] * len(entries) if self.teams is None else self.teams
             for entry, t, w in zip(entries, teams, self.weights):
@@ -172,6 +185,8 @@ class PlayerUpdate:
         data = _loads(raw)
         entries = data["entries"]
         previous = [e.get("previous_seq") for e in entries]
+        mu_after = [e.get("mu_after") for e in entries]
+        sigma_after = [e.get("sigma_after") for e in entries]
         weights = [e.get("weight") for e in entries]
         teams = [e.get("team") for e in entries]
         return cls(
@@ -181,6 +196,8 @@ class PlayerUpdate:
             ranks=[e["rank"] for e in entries],
             performances=[e["performance"] for e in entries],
             previous_seqs=None if None in previous else previous,
+            mu_after=None if None in mu_after else mu_after,
+            sigma_after=None if None in sigma_after else sigma_after,
             teams=None if all(t is None for t in teams) else teams,
             weights=None if all(w is None for w in weights) else [1.0 if w is None else w for w in weights],
         )

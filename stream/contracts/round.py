@@ -51,6 +51,7 @@ MESSAGE_TOO_LARGE = "message_too_large"
 BAD_LADDER = "bad_ladder"
 BAD_NUMBER = "bad_number"
 CONFLICT = "conflict"
+MODEL_CHANGED = "model_changed"
 EMPTY_TEAM = "empty_team"
 DUPLICATE_TEAM = "duplicate_team"
 BAD_PLAYER_WEIGHT = "bad_player_weight"
@@ -73,13 +74,15 @@ retention: docs/history.md, "How far back corrections reach")."""
 ROUND_REASONS = (
     NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
     BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, BAD_NUMBER, CONFLICT,
-    EMPTY_TEAM, DUPLICATE_TEAM, BAD_PLAYER_WEIGHT, MIXED_STANDINGS, TEAMS_UNSUPPORTED,
+    EMPTY_TEAM, DUPLICATE_TEAM, BAD_PLAYER_WEIGHT, MIXED_STANDINGS, TEAMS_UNSUPPORTED, MODEL_CHANGED,
 )
 """The reason codes of a rejected round.  ``conflict`` (a round_id reused with different
 content) is detected against the rounds already accepted (Redis in the stream, the replay's
 ledger in ``stream replay``), not by :func:`parse_round`; ``teams_unsupported`` (teams or
 partial play for a rater that cannot rate them) and ``mixed_standings`` (teams and individuals
-in one round for a rater that rates teams but not that) by :func:`check_supported`."""
+in one round for a rater that rates teams but not that) by :func:`check_supported`;
+``model_changed`` (the ladder's configured model is not the one it has rated with: changing it
+is a re-rate) by the stream's registration (:func:`model_changed`)."""
 REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR, *CORRECTION_REASONS)
 """Every machine reason code of a dead letter: the round reasons, ``bad_player_update`` (a
 ``player-updates`` message that is not a PlayerUpdate), ``unverified_player_update`` (one that is
@@ -309,6 +312,15 @@ def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
     round ``first_seq``, with different content: the first round stands (stream and replay)."""
     return RoundRejected(CONFLICT, f"round_id {round_.round_id!r} of ladder {round_.ladder!r} was already used "
                          f"(seq {first_seq}) for different content; the first round stands", "round_id")
+
+
+def model_changed(round_: RoundResult, stored: str, configured: str) -> RoundRejected:
+    """The rejection of a round of a ladder whose model is fixed (it has rated rounds with
+    ``stored``) while the configuration (``LADDERS``) now names ``configured``."""
+    return RoundRejected(MODEL_CHANGED, f"ladder {round_.ladder!r} rates with model {stored!r} (fixed once it "
+                         f"has rated a round) but LADDERS now gives {configured!r}: changing a ladder's model is a "
+                         f"re-rate; rate its history into a fresh ladder (stream backfill / stream replay "
+                         f"--ladders) or restore {stored!r} in LADDERS", "ladder")
 
 
 def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:

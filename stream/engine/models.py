@@ -22,8 +22,9 @@ RateTeams = Callable[..., ModelRound]
 @dataclass(frozen=True, slots=True)
 class Model:
     """A model: name, default parameters, round call, maths source, the elo_mmr_py system it
-    reproduces (None when the authors' code has no counterpart), and its team round call (None:
-    the model rates individual full-time rounds only)."""
+    reproduces (None when the authors' code has no counterpart), its team round call (None:
+    the model rates individual full-time rounds only), and whether its round call returns
+    performances (``performs``; the stream's RatingChange carries ``performance: null`` otherwise)."""
 
     name: str
     params: ModelParams
@@ -31,6 +32,7 @@ class Model:
     source: str
     oracle: str | None
     teams: RateTeams | None = None
+    performs: bool = False
 
     def rate_round(self, before: Ratings, ranks: np.ndarray, params: ModelParams | None = None, *,
                    weight: float = 1.0, perf_ceiling: float = math.inf) -> ModelRound:
@@ -50,8 +52,9 @@ class Model:
 MODELS: dict[str, Model] = {
     "glicko": Model("glicko", glicko.GlickoParams(), glicko.rate_round, glicko.SOURCE, "glicko"),
     "codeforces": Model("codeforces", codeforces.CodeforcesParams(), codeforces.rate_round,
-                        codeforces.SOURCE, "cfsys"),
-    "topcoder": Model("topcoder", topcoder.TopcoderParams(), topcoder.rate_round, topcoder.SOURCE, "tcsys"),
+                        codeforces.SOURCE, "cfsys", performs=True),
+    "topcoder": Model("topcoder", topcoder.TopcoderParams(), topcoder.rate_round, topcoder.SOURCE, "tcsys",
+                      performs=True),
     "bar": Model("bar", bar.BarParams(), bar.rate_round, bar.SOURCE, "bar"),
     "elo-multiplayer": Model("elo-multiplayer", elo_multiplayer.EloMultiplayerParams(),
                              elo_multiplayer.rate_round, elo_multiplayer.SOURCE, None),

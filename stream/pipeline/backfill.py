@@ -122,6 +122,14 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
     keep: set[tuple[str, str]] = set()
     for ladder, ladder_rounds in by_ladder.items():
         info = await ladder_info(ctx.store, ladder)
+        cfg = ctx.ladder(ladder)
+        if cfg.rating_model is not None:
+            raise BackfillRefused(f"ladder {ladder!r} is rated by model {cfg.model!r} (LADDERS): stream backfill "
+                                  "writes Elo-MMR ladders only; publish its rounds to the stream instead")
+        stored_model = info.fields.get("model")
+        if stored_model and stored_model != cfg.model:
+            raise BackfillRefused(f"ladder {ladder!r} rates with model {stored_model!r} but LADDERS gives "
+                                  f"{cfg.model!r}: changing a ladder's model is a re-rate; backfill into a fresh ladder")
         if info.rounds and not append:
             raise BackfillRefused(f"ladder {ladder!r} already has {info.rounds} rounds (use --append to add to it)")
         if info.in_flight:
@@ -172,7 +180,7 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
 async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundResult]) -> _LadderRun:
     """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
     info = await ladder_info(ctx.store, ladder)
-    run = _LadderRun(ladder, LadderTable(ctx.params), info.seq, await ctx.partitions(), info.fields)
+    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).elo_mmr), info.seq, await ctx.partitions(), info.fields)
     if not info.rounds:
         return run
     players = sorted({p for r in ladder_rounds for p in r.players()})
@@ -181,7 +189,7 @@ async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundRes
     if present:
         names = [players[i] for i in present]
         rows = run.table.rows(names)
-        run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], ctx.params))
+        run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], run.table.params))
         run.columns.reserve(run.table.size)
         run.columns.tier[rows] = tier_indices([stored.tiers[i] for i in present], ctx.display(ladder))
         run.columns.stored_seq[rows] = [stored.last_seqs[i] for i in present]
@@ -212,11 +220,11 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     before = run.table.gather(rows)
     teams, shares = fanout_columns(round_)  # None, None for a plain round
     if shares is None:
-        update = rate_round(before, ranks, ctx.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
+        update = rate_round(before, ranks, run.table.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
                             time=round_.occurred_at)
     else:  # teams or partial play: Elo-MMR for teams, as the stream rates them
         entry, entry_ranks = round_.entries()
-        update = rate_team_round(before, entry, entry_ranks, round_.player_weights(), ctx.params,
+        update = rate_team_round(before, entry, entry_ranks, round_.player_weights(), run.table.params,
                                  weight=round_.weight, perf_ceiling=round_.perf_ceiling, time=round_.occurred_at)
     after = update.after
     run.table.scatter(rows, after)
@@ -231,7 +239,7 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
         players=players, ranks=ranks.tolist(), performance=number_texts("performance", update.performance),
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
         mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist(),
-        teams=teams, weights=None if shares is None else number_texts("weight", np.asarray(shares))))
+        display=cfg, teams=teams, weights=None if shares is None else number_texts("weight", np.asarray(shares))))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
     fanout = build_fanout(ctx, round_, run.seq, update.performance, run.partitions, previous)
@@ -285,6 +293,9 @@ async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now
         await writer.zadd(keys.leaderboard(run.name), dict(zip(names, shown)))
         await writer.zadd(keys.player_names(run.name), dict.fromkeys(names, 0))
     fields: dict[str | bytes, str | int] = {"seq": run.seq}
+    if run.rated and not run.stored_fields.get("model"):  # fixed from its first rated round, as register_round.lua
+        cfg = ctx.ladder(run.name)
+        fields.update({"model": cfg.model, "model_params": cfg.params_digest()})
     if run.new_players:
         fields["players"] = int(run.stored_fields.get("players", 0)) + run.new_players
     if run.last_rated is not None:  # what record_round_results.lua sets when a round becomes rated

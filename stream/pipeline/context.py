@@ -1,4 +1,4 @@
-"""What the pipeline's handlers share: settings, the store, engine parameters, display configs."""
+"""What the pipeline's handlers share: settings, the store, each ladder's model and display config."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from stream.connections import redis_client
 from stream.contracts import DeadLetter, Limits
-from stream.engine import Params, preset
-from stream.engine.display import DisplayConfig, config_for, parse_display_configs
+from stream.engine.display import DisplayConfig
+from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.pipeline.messages import Resend
 from stream.settings import Settings
 from stream.store.store import Store
@@ -20,9 +20,9 @@ class PipelineContext:
 
     settings: Settings
     store: Store
-    params: Params
+    ladders: Ladders
+    """Each ladder's model, parameters and display (``LADDERS``, with its shorthands)."""
     limits: Limits
-    display_configs: dict[str, DisplayConfig]
     resend: Resend | None = None
     """Sends re-driven fan-out messages (the worker sets it; None: the caller sends them)."""
     reject: Callable[[DeadLetter], Awaitable[None]] | None = None
@@ -32,15 +32,16 @@ class PipelineContext:
     sets it; None: the PARTITIONS setting)."""
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     """Unexpected failures so far of completing each stored round, in this worker."""
+    model_conflicts: set[tuple[str, str]] = field(default_factory=set)
+    """(ladder, stored model) pairs whose model-change rejection was logged (logged once each)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
         return cls(
             settings=settings,
             store=store or Store(redis_client(settings), history_length=settings.history_length),
-            params=preset(settings.engine_preset),
+            ladders=load_ladders(settings),
             limits=Limits.from_settings(settings),
-            display_configs=parse_display_configs(settings.display_config),
         )
 
     async def partitions(self) -> int:
@@ -58,5 +59,15 @@ class PipelineContext:
     def succeeded(self, key: tuple[str, str]) -> None:
         self.failures.pop(key, None)
 
+    def ladder(self, ladder: str) -> LadderConfig:
+        """The ladder's resolved configuration (model, parameters, display)."""
+        return self.ladders.of(ladder)
+
     def display(self, ladder: str) -> DisplayConfig:
-        return config_for(ladder, self.display_configs)
+        return self.ladders.of(ladder).display
+
+
+def load_ladders(settings: Settings) -> Ladders:
+    """``LADDERS`` with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``, resolved
+    (``LaddersError`` naming the bad key: the worker refuses to start)."""
+    return parse_ladders(settings.ladders, engine_preset=settings.engine_preset, display_config=settings.display_config)

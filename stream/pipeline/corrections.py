@@ -47,17 +47,16 @@ from stream.contracts.events import CORRECTION_CHANGE
 from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INTERNAL_ERROR, NOT_CORRECTABLE, STORED, UNKNOWN_ROUND,
                                     check_supported)
 from stream.engine import PlayerState
-from stream.engine.display import display_rating, tier_names
+from stream.engine.display import display_rating, league_division, tier_names
 from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
-from stream.pipeline import faults
+from stream.pipeline import faults, rating_models
 from stream.pipeline.backfill import PLAYER_FIELDS
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
 from stream.pipeline.messages import Origin
 from stream.pipeline.phase_one import build_fanout
-from stream.pipeline.teams import support
 from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate
 from stream.store import corrections as ledger
 from stream.store import keys
@@ -99,10 +98,15 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     try:
         correction = parse_correction(raw, limits=ctx.limits)
         if correction.round is not None:
-            check_supported(correction.round, support(ctx.params), "the stream")
+            check_supported(correction.round, rating_models.support(ctx.ladder(correction.ladder)), "the stream")
     except RoundRejected as rejection:
         return _rejected(rejection, raw, origin)
     store, ladder, cid = ctx.store, correction.ladder, correction.correction_id
+    model = ctx.ladder(ladder).model
+    if ctx.ladder(ladder).rating_model is not None:
+        return _rejected(RoundRejected(NOT_CORRECTABLE, f"ladder {ladder!r} is rated by model {model!r}: the stream "
+                                       "corrects Elo-MMR ladders only (re-rate the corrected history into a fresh "
+                                       "ladder: stream backfill)", "ladder"), raw, origin, correction)
     entry = await ledger.ledger_entry(store, ladder, cid)
     if entry is not None:
         if entry.get("content_hash") == correction.content_hash():
@@ -133,7 +137,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
 
     started = time.perf_counter()
     history, target_players = _histories(correction, target, stored)
-    rated = rerate(history, ctx.params, ctx.display(ladder))
+    rated = rerate(history, ctx.ladder(ladder).elo_mmr, ctx.display(ladder))
     affected, dirty = _affected(rated, target.seq, target_players)
     seconds["rerate"] = time.perf_counter() - started
 
@@ -331,7 +335,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     keep = is_touched[rated.rows] & (count[rated.rows] - seen < ctx.store.history_length)
     keep |= is_affected[round_of]
     at = np.flatnonzero(keep)
-    changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at))
+    changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at), cfg)
     entries: dict[str, list[bytes]] = {p: [] for p in touched}
     results: dict[int, dict[str, bytes]] = {k: {} for k in affected}
     for i, k, change in zip(at.tolist(), round_of[at].tolist(), changes):
@@ -414,7 +418,7 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
     left without a round: rating back to the newcomer prior, ``rounds_played`` 0, the corrected
     round's ``occurred_at``)."""
     ladder, cfg = correction.ladder, ctx.display(correction.ladder)
-    newcomer = PlayerState.new(ctx.params)
+    newcomer = PlayerState.new(ctx.ladder(correction.ladder).elo_mmr)
     prior_mu, prior_sigma = encode_float(newcomer.mu), encode_float(newcomer.sigma)
     round_of = rated.round_of()
     tiers = tier_names(rated.final_tier[rows], cfg)
@@ -431,6 +435,7 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
                               sigma_after=float(sigma[j]), display_rating=float(shown[j]), tier=tiers[j] or None,
                               rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at,
                               kind=CORRECTION_CHANGE, correction_id=correction.correction_id)
+        change.league, change.division = league_division(change.tier, cfg)
         out.append(RatingChangeMessage(player.encode(), change.to_json().encode()))
     prior_shown = float(display_rating(np.array([newcomer.mu]), np.array([newcomer.sigma]), cfg)[0])
     for player in removed:

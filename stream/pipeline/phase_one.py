@@ -7,9 +7,10 @@ order per ladder, and sends what they return. Steps of a round (paper Section 4,
 first half):
 
 1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
-   with status ``no_outcome`` and rates nobody.  Rounds with teams or partial play are rated
-   with Elo-MMR for teams (``teams.py``); ``check_supported`` dead-letters what the ladder's
-   model cannot rate (``teams_unsupported``, ``mixed_standings``).
+   with status ``no_outcome`` and rates nobody.  A round with teams or partial play is rated
+   when its ladder's model rates them (``rating_models.support``: Elo-MMR for teams on Elo-MMR
+   ladders, ``teams.py``; TrueSkill), else dead-lettered ``teams_unsupported`` or
+   ``mixed_standings`` (``check_supported``).
 2. Register the round id (Lua, once; while a correction holds the ladder, registration answers
    ``held`` and the round waits: ``hold.py``): a new id gets the ladder's next ``seq``; the same id
    with the same content is a duplicate (its stored fan-out is re-sent if it is still
@@ -43,9 +44,10 @@ import numpy as np
 
 from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import INTERNAL_ERROR, NO_OUTCOME, STORED, check_supported, conflict
+from stream.contracts.round import (INTERNAL_ERROR, NO_OUTCOME, STORED, check_supported, conflict,
+                                    model_changed)
 from stream.logsafe import log_safe
-from stream.pipeline import faults
+from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import encode_entries, number_texts, update_head
@@ -53,11 +55,12 @@ from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FanOutMessage, Incoming, Origin, value_limit
 from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
-from stream.pipeline.teams import fanout_columns, rate_ladder_rounds, round_performances, support
+from stream.pipeline.teams import fanout_columns, rate_ladder_rounds, round_performances
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import unpack_batch
-from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_NEW, STATUS_NO_OUTCOME, STATUS_PENDING,
-                                STATUS_REGISTERED, NewRound, Priors, QueuedRound, Registration, Store)
+from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_NEW,
+                                STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound,
+                                Registration, Store)
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     now = time.time()
     try:
         round_ = parse_round(raw, limits=ctx.limits)
-        check_supported(round_, support(ctx.params), "the stream")
+        check_supported(round_, rating_models.support(ctx.ladder(round_.ladder)), "the stream")
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return await _record_no_outcome(ctx, rejection.round, raw, now, origin)
@@ -90,12 +93,16 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         return await _record_no_outcome(ctx, round_, raw, now, origin)
 
     store = ctx.store
+    cfg = ctx.ladder(round_.ladder)
     registration = await register_unless_held(ctx.settings, round_.ladder, lambda: store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
         received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
-        due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players(), perf_ceiling=round_.perf_ceiling))
+        due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players(), perf_ceiling=round_.perf_ceiling,
+        model=cfg.model, model_params=cfg.params_digest()))
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
+    if registration.outcome == OUTCOME_MODEL_CHANGED:
+        return _model_changed(ctx, round_, raw, now, origin, registration.status)
     result = PhaseOneResult("rated", round_.ladder, round_.round_id, registration.seq)
     for earlier in registration.earlier:  # an earlier round whose phase one never finished goes first
         await complete_registered(ctx, round_.ladder, earlier)
@@ -128,19 +135,24 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     """
     store = ctx.store
     players = round_.players()
+    cfg = ctx.ladder(round_.ladder)
+    if cfg.rating_model is not None:  # the model rates the round whole: as a batch of one round
+        messages = (await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq)], None, {},
+                                       await ctx.partitions()))[0]
+    else:
+        async def redrive(blocked: list[str]) -> None:
+            await redrive_rounds(ctx, round_.ladder, blocked)
 
-    async def redrive(blocked: list[str]) -> None:
-        await redrive_rounds(ctx, round_.ladder, blocked)
-
-    priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, seq,
-                                   round_.round_id, redrive=redrive, first=first)
-    newcomer = engine.PlayerState.new(ctx.params)
-    mu = np.where(priors.known, priors.mu, newcomer.mu)
-    sigma = np.where(priors.known, priors.sigma, newcomer.sigma)
-    elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
-    performance = round_performances(mu, sigma, elapsed, round_, ctx.params)
-    previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
-    messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
+        priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, seq,
+                                       round_.round_id, redrive=redrive, first=first)
+        params = cfg.elo_mmr
+        newcomer = engine.PlayerState.new(params)
+        mu = np.where(priors.known, priors.mu, newcomer.mu)
+        sigma = np.where(priors.known, priors.sigma, newcomer.sigma)
+        elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
+        performance = round_performances(mu, sigma, elapsed, round_, params)
+        previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
+        messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
 
     faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
     faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, round_.round_id)
@@ -160,12 +172,18 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
     The body is re-read under the contract's fixed rules only (``STORED``): limits tightened
     since it was accepted do not apply to it. If completing it raises unexpectedly a
     HANDLER_ATTEMPTS-th time in this worker, the round is failed and dead-lettered
-    (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds."""
+    (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds. A
+    round registered before ``LADDERS`` changed the ladder's model is failed and dead-lettered
+    ``model_changed`` (it was accepted under the recorded model, which the stream no longer runs)."""
     body = await ctx.store.round_body(ladder, round_id)
     if body is None:
         return []
     try:
         round_ = parse_round(body, limits=STORED)
+        stored_model = await ctx.store.ladder_model(ladder)
+        if stored_model is not None and stored_model != ctx.ladder(ladder).model:
+            await _fail_model_changed(ctx, round_, body, stored_model)
+            return []
         record = await ctx.store.round_record(ladder, round_id)
         log.warning("completing phase one of round %s/%s (seq %s), left registered", log_safe(ladder),
                     log_safe(round_id), record.get("seq"))
@@ -213,13 +231,15 @@ async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseExce
 
 
 def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray | list[str],
-                 partitions: int, previous_seqs: list[int] | None = None) -> list[FanOutMessage]:
+                 partitions: int, previous_seqs: list[int] | None = None,
+                 ratings: tuple[list[str], list[str]] | None = None) -> list[FanOutMessage]:
     """PlayerUpdates holding all of the round's players that map to each partition: one per
     partition, or several where one would exceed MAX_MESSAGE_BYTES (a huge round whose players
     hash to one partition), each then holding a contiguous part of that partition's players.
     ``performance``: the values, or their texts (:func:`number_texts`, rendered once for a batch);
     ``previous_seqs``: per player, the seq of the round whose posterior was its prior (written
-    as each entry's ``previous_seq``; the one-by-one path leaves it out)."""
+    as each entry's ``previous_seq``; the one-by-one path leaves it out); ``ratings``: the texts
+    of each player's new (mu, sigma), for a rating-only model's round (``rating_models``)."""
     players = round_.players()
     ranks = round_.ranks().tolist()
     texts = performance if isinstance(performance, list) else number_texts("performance", performance)
@@ -233,6 +253,8 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
         value = encode_entries(head, [players[i] for i in index], [ranks[i] for i in index],
                                [texts[i] for i in index],
                                None if previous_seqs is None else [previous_seqs[i] for i in index],
+                               None if ratings is None else ([ratings[0][i] for i in index],
+                                                             [ratings[1][i] for i in index]),
                                None if teams is None else [teams[i] for i in index],
                                None if weight_texts is None else [weight_texts[i] for i in index])
         if len(value) <= limit or len(index) == 1:
@@ -275,6 +297,30 @@ async def _record_no_outcome(ctx: PipelineContext, round_: RoundResult, raw: byt
         return _conflict(round_, raw, now, origin, registration.seq)
     return PhaseOneResult(NO_OUTCOME if registration.outcome == OUTCOME_NEW else "duplicate",
                           round_.ladder, round_.round_id, registration.seq)
+
+
+def _model_changed(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float, origin: Origin,
+                   stored: str) -> PhaseOneResult:
+    """The dead letter of a round of a ladder whose recorded model is not the configured one
+    (logged once per ladder and stored model in this worker)."""
+    rejection = model_changed(round_, stored, ctx.ladder(round_.ladder).model)
+    if (round_.ladder, stored) not in ctx.model_conflicts:
+        ctx.model_conflicts.add((round_.ladder, stored))
+        log.error("%s: its rounds are dead-lettered (reason %s)", rejection.message, rejection.reason)
+    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
+                                       partition=origin.partition, offset=origin.offset)
+    return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
+
+
+async def _fail_model_changed(ctx: PipelineContext, round_: RoundResult, body: bytes, stored: str) -> None:
+    """Set aside a round left ``registered`` whose ladder's configured model is no longer the
+    recorded one: ``failed`` (rates nobody) and dead-lettered ``model_changed``."""
+    result = _model_changed(ctx, round_, body, time.time(), Origin(), stored)
+    assert result.dead_letter is not None
+    await ctx.store.fail_round(round_.ladder, round_.round_id, content_hash=round_.content_hash(),
+                               reason=result.dead_letter.message[:500], players=round_.players())
+    if ctx.reject is not None:
+        await ctx.reject(result.dead_letter)
 
 
 def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:
@@ -355,7 +401,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
-                  NEVER_DUE, r.perf_ceiling) for i, r, status in accepted], participants)
+                  NEVER_DUE, r.perf_ceiling, *_model_of(ctx, r.ladder)) for i, r, status in accepted], participants)
     plan = _plan(ctx, events, accepted, registrations, results)
     if plan.to_rate:
         faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
@@ -390,6 +436,12 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     return BatchResult(results, out, plan.deferred)
 
 
+def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
+    """The ladder's configured model and its parameters' digest (recorded and checked at registration)."""
+    cfg = ctx.ladder(ladder)
+    return cfg.model, cfg.params_digest()
+
+
 async def crash_in_batch_store(ctx: PipelineContext, queued: list[QueuedRound]) -> None:
     """TEST-ONLY (fault point IN_BATCH_STORE, batches of two rounds or more): write what a
     worker killed in the middle of the batch's store pipeline leaves (its first half, then the
@@ -413,7 +465,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
     origin = event.origin
     try:
         round_ = parse_round(event.value, limits=ctx.limits)
-        check_supported(round_, support(ctx.params), "the stream")
+        check_supported(round_, rating_models.support(ctx.ladder(round_.ladder)), "the stream")
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return rejection.round, STATUS_NO_OUTCOME
@@ -446,6 +498,9 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
             continue
         if reg.outcome == OUTCOME_CONFLICT:
             results[i] = _conflict(round_, event.value, time.time(), event.origin, reg.seq)
+            continue
+        if reg.outcome == OUTCOME_MODEL_CHANGED:
+            results[i] = _model_changed(ctx, round_, event.value, time.time(), event.origin, reg.status)
             continue
         if status == STATUS_NO_OUTCOME:
             results[i] = PhaseOneResult(NO_OUTCOME if reg.outcome == OUTCOME_NEW else "duplicate",
@@ -528,15 +583,24 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     priors = await wait_for_priors(ctx.store, ctx.settings, ladder, players, first_seq, rounds[0].round_.round_id,
                                    redrive=redrive, first=first, states=True)
     assert priors.states is not None and priors.last_seq is not None
-    update = rate_ladder_rounds(unpack_batch(priors.states, ctx.params), [item.round_ for item in rounds], members,
-                                ctx.params)
-    if not update.rated.all():
-        raise ValueError("an outcome-free round reached the engine")
+    cfg = ctx.ladder(ladder)
+    ratings: tuple[list[str], list[str]] | None = None
+    if cfg.rating_model is not None:
+        modelled = rating_models.rate_rounds(cfg, priors.states, members, [item.round_ for item in rounds])
+        offsets, performance, previous_row = modelled.offsets, modelled.performance, modelled.previous
+        ratings = number_texts("mu_after", modelled.mu), number_texts("sigma_after", modelled.sigma)
+    else:
+        update = rate_ladder_rounds(unpack_batch(priors.states, cfg.elo_mmr), [item.round_ for item in rounds], members,
+                                    cfg.elo_mmr)
+        if not update.rated.all():
+            raise ValueError("an outcome-free round reached the engine")
+        offsets, performance, previous_row = update.offsets, update.performance, update.previous
     seqs = np.repeat(np.fromiter((item.seq for item in rounds), dtype=np.int64, count=len(rounds)),
-                     np.diff(update.offsets))
+                     np.diff(offsets))
     all_rows = np.concatenate(members)
-    previous_seq = np.where(update.previous >= 0, seqs[np.maximum(update.previous, 0)], priors.last_seq[all_rows])
-    bounds = update.offsets.tolist()
-    texts, previous = number_texts("performance", update.performance), previous_seq.tolist()
-    return [build_fanout(ctx, item.round_, item.seq, texts[a:b], partitions, previous[a:b])
+    previous_seq = np.where(previous_row >= 0, seqs[np.maximum(previous_row, 0)], priors.last_seq[all_rows])
+    bounds = offsets.tolist()
+    texts, previous = number_texts("performance", performance), previous_seq.tolist()
+    return [build_fanout(ctx, item.round_, item.seq, texts[a:b], partitions, previous[a:b],
+                         None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))
             for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]

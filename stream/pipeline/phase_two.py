@@ -41,11 +41,12 @@ import numpy as np
 from stream import engine
 from stream.contracts import PlayerUpdate
 from stream.contracts.correction import Correction
-from stream.engine.display import display_rating, next_tier, tier_indices, tier_names
+from stream.engine.display import DisplayConfig, display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.logsafe import log_safe
-from stream.pipeline import faults
+from stream.pipeline import faults, rating_models
 from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
+from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
@@ -64,6 +65,9 @@ class _Round:
     performances: list[float] = field(default_factory=list)
     previous: list[int] = field(default_factory=list)
     """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
+    mu_after: list[float] = field(default_factory=list)
+    sigma_after: list[float] = field(default_factory=list)
+    """Each entry's new rating for a rating-only model's round (``rating_models``), else NaN."""
     teams: list[str | None] = field(default_factory=list)
     shares: list[float | None] = field(default_factory=list)
     """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
@@ -72,16 +76,20 @@ class _Round:
     def add(self, update: PlayerUpdate) -> None:
         n = len(update.players)
         previous = update.previous_seqs or [NO_PREVIOUS] * n
+        nan = [float("nan")] * n
+        mu_after, sigma_after = update.mu_after or nan, update.sigma_after or nan
         teams: list[str | None] = update.teams or [None] * n
         shares: list[float | None] = [None] * n if update.weights is None else [*update.weights]
-        for player, rank, performance, before, team, share in zip(update.players, update.ranks, update.performances,
-                                                                  previous, teams, shares):
+        for player, rank, performance, before, mu, sigma, team, share in zip(
+                update.players, update.ranks, update.performances, previous, mu_after, sigma_after, teams, shares):
             if player not in self.seen:
                 self.seen.add(player)
                 self.players.append(player)
                 self.ranks.append(rank)
                 self.performances.append(performance)
                 self.previous.append(before)
+                self.mu_after.append(mu)
+                self.sigma_after.append(sigma)
                 self.teams.append(team)
                 self.shares.append(share)
 
@@ -165,6 +173,9 @@ class _Rows:
     seq: np.ndarray
     previous: np.ndarray
     performance: np.ndarray
+    mu_after: np.ndarray
+    sigma_after: np.ndarray
+    """A rating-only model's new rating carried by the fan-out (NaN for Elo-MMR rows)."""
     weight: np.ndarray
     """The weight of the row's update: its round's weight times the player's share of the match
     played (Elo-MMR for teams, ``stream.engine.teams``: the round's weight for a plain round)."""
@@ -193,6 +204,8 @@ class _Rows:
             seq=np.repeat(np.array([r.update.seq for r in rounds], dtype=np.int64), sizes),
             previous=np.fromiter((q for r in rounds for q in r.previous), dtype=np.int64, count=len(players)),
             performance=np.fromiter((x for r in rounds for x in r.performances), dtype=np.float64, count=len(players)),
+            mu_after=np.fromiter((x for r in rounds for x in r.mu_after), dtype=np.float64, count=len(players)),
+            sigma_after=np.fromiter((x for r in rounds for x in r.sigma_after), dtype=np.float64, count=len(players)),
             weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for r in rounds for rank in r.ranks],
@@ -297,13 +310,16 @@ class _Rated:
     states: np.ndarray
     tiers: np.ndarray
     newcomer: np.ndarray
+    no_performance: np.ndarray
+    """Rows of a model without a performance (their RatingChange says ``performance: null``)."""
 
     @classmethod
     def empty(cls, rows: np.ndarray) -> _Rated:
         n = len(rows)
         return cls(rows, mu_before=np.zeros(n), sigma_before=np.zeros(n), mu=np.zeros(n), sigma=np.zeros(n),
                    rounds=np.zeros(n, dtype=np.int64), shown=np.zeros(n), states=np.empty(n, dtype=object),
-                   tiers=np.empty(n, dtype=object), newcomer=np.zeros(n, dtype=bool))
+                   tiers=np.empty(n, dtype=object), newcomer=np.zeros(n, dtype=bool),
+                   no_performance=np.zeros(n, dtype=bool))
 
 
 def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> list[ColumnWrites]:
@@ -313,7 +329,9 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
     waves = plan.waves()
     rated = _Rated.empty(np.flatnonzero(plan.status == APPLY))
     if len(rated.rows):
-        current = unpack_batch(stored.states, ctx.params)  # per player; each wave moves its rows' players
+        # per player (a newcomer: his ladder model's prior); each wave moves its rows' players
+        current = unpack_batch(stored.states, _newcomer_params(ctx, rows, len(stored.states)))
+        _newcomers(ctx, rows, stored.states, current)
         tiers = np.array(stored.tiers, dtype=object)
         fresh = np.fromiter((state is None for state in stored.states), dtype=bool, count=len(stored.states))
         for k, wave in enumerate(waves):
@@ -321,36 +339,86 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
                        last=k == len(waves) - 1)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
-    return [_round_writes(round_.update, rated, texts, slice(lo, hi))
+    return [_round_writes(round_.update, rated, texts, slice(lo, hi), ctx.display(round_.update.ladder))
             for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
 
 
 def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarray, current: engine.PlayerBatch,
                tiers: np.ndarray, fresh: np.ndarray, rated: _Rated, *, last: bool) -> None:
-    """Rate the rows ``wave`` (positions ``at`` in ``rated``) in one engine call from their
-    players' current states, and move those players' states (unless it is the ``last`` wave),
+    """Rate the rows ``wave`` (positions ``at`` in ``rated``) from their players' current states,
+    one engine call per ladder model in the wave (a rating-only model's rows take the rating
+    their fan-out carries: ``rating_models.apply``), and move those players' states (unless it is the ``last`` wave),
     tiers and newcomer flags on."""
+    ladder = rows.ladder[wave]
+    for config, group in _by_model(ctx, rows, ladder):  # one call per model (and parameters) in the wave
+        players, row, to = rows.key[wave[group]], wave[group], at[group]
+        before = current.take(players)
+        if config.rating_model is not None:  # phase one rated the round: store the rating it carries
+            after = rating_models.apply(before, rows.mu_after[row], rows.sigma_after[row], rows.time[row])
+            if not config.rating_model.performs:
+                rated.no_performance[to] = True
+        else:
+            after = engine.phase_two(before, rows.performance[row], config.elo_mmr, weight=rows.weight[row],
+                                     time=rows.time[row])
+        if not last:
+            current.put(players, after)
+        rated.mu_before[to], rated.sigma_before[to] = before.mu, before.sigma
+        rated.mu[to], rated.sigma[to], rated.rounds[to] = after.mu, after.sigma, after.rounds
+        rated.states[to] = pack_batch(after)
     players = rows.key[wave]
-    before = current.take(players)
-    after = engine.phase_two(before, rows.performance[wave], ctx.params, weight=rows.weight[wave],
-                             time=rows.time[wave])
-    if not last:
-        current.put(players, after)
-    rated.mu_before[at], rated.sigma_before[at] = before.mu, before.sigma
-    rated.mu[at], rated.sigma[at], rated.rounds[at] = after.mu, after.sigma, after.rounds
-    rated.states[at] = pack_batch(after)
     rated.newcomer[at] = fresh[players]
     fresh[players] = False
-    ladder = rows.ladder[wave]
     parts = [(0, slice(None))] if len(rows.ladders) == 1 else \
         [(index, np.flatnonzero(ladder == index)) for index in np.unique(ladder).tolist()]
     for index, part in parts:  # tiers move with every wave (hysteresis), by the ladder's display config
         cfg = ctx.display(rows.ladders[index])
-        rated.shown[at[part]] = display_rating(after.mu[part], after.sigma[part], cfg)
-        new = tier_names(next_tier(tier_indices(tiers[players[part]].tolist(), cfg), after.mu[part],
-                                   after.sigma[part], cfg), cfg)
+        mu, sigma = rated.mu[at[part]], rated.sigma[at[part]]
+        rated.shown[at[part]] = display_rating(mu, sigma, cfg)
+        new = tier_names(next_tier(tier_indices(tiers[players[part]].tolist(), cfg), mu, sigma, cfg), cfg)
         tiers[players[part]] = new
         rated.tiers[at[part]] = new
+
+
+def _by_model(ctx: PipelineContext, rows: _Rows, ladder: np.ndarray) -> list[tuple[LadderConfig, np.ndarray]]:
+    """The wave's rows (positions in it) grouped by their ladder's model and parameters."""
+    if len(rows.ladders) == 1:
+        return [(ctx.ladder(rows.ladders[0]), np.arange(len(ladder)))]
+    groups: dict[object, tuple[LadderConfig, list[np.ndarray]]] = {}
+    for index in np.unique(ladder).tolist():
+        cfg = ctx.ladder(rows.ladders[index])
+        groups.setdefault((cfg.model, cfg.params), (cfg, []))[1].append(np.flatnonzero(ladder == index))
+    return [(cfg, np.sort(np.concatenate(parts))) for cfg, parts in groups.values()]
+
+
+def _newcomer_params(ctx: PipelineContext, rows: _Rows, n: int) -> engine.Params:
+    """The newcomer prior to unpack the batch's states with: the first ladder's model's (other
+    ladders' newcomers are reset to their own by :func:`_newcomers`)."""
+    return ctx.ladder(rows.ladders[0]).newcomer if rows.ladders else engine.preset(engine.DEFAULT_PRESET)
+
+
+def _newcomers(ctx: PipelineContext, rows: _Rows, states: Sequence[bytes | None], current: engine.PlayerBatch) -> None:
+    """Give every newcomer of a ladder whose model's prior differs from the first ladder's that prior."""
+    if len(rows.ladders) < 2:
+        return
+    first = ctx.ladder(rows.ladders[0]).newcomer
+    for index, name in enumerate(rows.ladders[1:], start=1):
+        prior = ctx.ladder(name).newcomer
+        if (prior.mu_noob, prior.sig_noob) == (first.mu_noob, first.sig_noob):
+            continue
+        keys = np.unique(rows.key[rows.ladder == index])
+        keys = keys[[states[k] is None for k in keys.tolist()]]
+        if len(keys):
+            current.put(keys, unpack_batch([None] * len(keys), prior))
+
+
+def _performance_texts(values: np.ndarray, missing: np.ndarray) -> list[str]:
+    """The performances' texts, ``null`` for rows whose model has no performance."""
+    if not missing.any():
+        return number_texts("performance", values)
+    texts = number_texts("performance", np.where(missing, 0.0, values))
+    for i in np.flatnonzero(missing).tolist():
+        texts[i] = "null"
+    return texts
 
 
 @dataclass(frozen=True)
@@ -383,7 +451,7 @@ class _Texts:
             teams=[rows.teams[i] for i in index],
             weights=[None if w is None else text for w, text in zip(shares, texts)],
             players=[rows.players[i] for i in index], ranks=[rows.ranks[i] for i in index],
-            performance=number_texts("performance", rows.performance[rated.rows]),
+            performance=_performance_texts(rows.performance[rated.rows], rated.no_performance),
             mu_before=number_texts("mu_before", rated.mu_before),
             sigma_before=number_texts("sigma_before", rated.sigma_before),
             mu=number_texts("mu_after", rated.mu), sigma=number_texts("sigma_after", rated.sigma),
@@ -391,7 +459,8 @@ class _Texts:
             states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
-def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice) -> ColumnWrites:
+def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice,
+                  display: DisplayConfig) -> ColumnWrites:
     """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
     players = texts.players[cut]
     shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
@@ -402,7 +471,8 @@ def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice
         players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
         mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu[cut],
         sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds,
-        teams=texts.teams[cut] if teamed else None, weights=weights if teamed else None)) if players else []
+        display=display, teams=texts.teams[cut] if teamed else None,
+        weights=weights if teamed else None)) if players else []
     return ColumnWrites(
         ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
         players=players, mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,

@@ -187,9 +187,11 @@ class Texts:
                    tier_names(r.tier[at], cfg))
 
 
-def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts) -> list[bytes]:
+def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
+                   display: DisplayConfig | None = None) -> list[bytes]:
     """The RatingChange JSON of the participations ``at`` (in round order; ``texts`` aligned with
-    them), byte for byte what phase two writes for them."""
+    them), byte for byte what phase two writes for them (``display``: the ladder's, for each
+    change's league and division)."""
     round_of = r.round_of()[at]
     ks = np.unique(round_of)
     local = np.searchsorted(ks, round_of).tolist()
@@ -211,7 +213,8 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts) -> lis
                       players=[r.players[i] for i in at.tolist()], ranks=r.ranks[at].tolist(),
                       performance=texts.performance, mu_before=texts.mu_before, sigma_before=texts.sigma_before,
                       mu_after=texts.mu_after, sigma_after=texts.sigma_after, display_rating=texts.shown,
-                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist(), teams=teams, weights=weights))
+                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist(), display=display, teams=teams,
+                      weights=weights))
 
 
 Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]

@@ -25,6 +25,7 @@ from redis.exceptions import NoScriptError
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
+from stream.redis_cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
 
@@ -39,6 +40,9 @@ OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 OUTCOME_HELD = "held"
+OUTCOME_MODEL_CHANGED = "model_changed"
+"""The ladder has recorded another model than the round's registration names: nothing was
+registered; ``Registration.status`` is the stored model."""
 """A correction holds the ladder (re-rating it): nothing was registered; register again later."""
 STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
@@ -147,6 +151,11 @@ class NewRound:
     body: str | bytes = ""
     due_at: float = NEVER_DUE
     perf_ceiling: float = math.inf
+    model: str = ""
+    """The ladder's configured model: recorded with the first round to rate, checked by later
+    ones (``model_changed``); "" = not checked."""
+    model_params: str = ""
+    """A digest of the model's parameters, recorded with it."""
 
 
 @dataclass(frozen=True)
@@ -347,6 +356,7 @@ class Store:
         on whatever server ``client`` reaches; a ``RedisCluster`` client always gets that layout."""
         self.client = client
         self.cluster = cluster or is_cluster(client)
+        make_cancel_safe(client)
         if isinstance(client, aioredis.Redis):  # a cluster client's node connections keep redis-py's packer
             use_hiredis_packing(client)
         self.history_length = history_length
@@ -413,6 +423,7 @@ class Store:
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
         received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
         due_at: float = NEVER_DUE, prefetch: Sequence[str] = (), perf_ceiling: float = math.inf,
+        model: str = "", model_params: str = "",
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
 
@@ -427,9 +438,9 @@ class Store:
         after the registration (as :meth:`load_priors` would right after it).
         """
         round_ = NewRound(ladder, round_id, content_hash, occurred_at, received_at, field_size, status, body, due_at,
-                          perf_ceiling)
+                          perf_ceiling, model, model_params)
         (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], PRIOR_FIELDS)
-        if registration.outcome == OUTCOME_HELD:
+        if registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED):
             return registration
         priors = self.priors(prefetch, columns, registration.seq) if prefetch else None
         return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
@@ -454,7 +465,8 @@ class Store:
                             keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder)],
                            [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
                             r.field_size, r.status, r.body, encode_due(r.due_at),
-                            encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0"])
+                            encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0",
+                            r.model, r.model_params])
             for ladder in ladders:
                 pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
             self._read_players_into(pipe, player_keys, fields)
@@ -466,10 +478,16 @@ class Store:
         registrations = []
         for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
             ids, seqs = registered[r.ladder]
-            earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode()) \
+            earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(),
+                                        OUTCOME_MODEL_CHANGED.encode()) \
                 else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier))
         return registrations, _columns(replies[end + len(ladders):], fields)
+
+    async def ladder_model(self, ladder: str) -> str | None:
+        """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
+        raw = await self.client.hget(keys.ladder(ladder), "model")
+        return None if raw is None else as_text(raw)
 
     async def round_body(self, ladder: str, round_id: str) -> bytes | None:
         """The canonical JSON of a round still ``registered`` (None once its fan-out is stored)."""

@@ -32,6 +32,12 @@ def test_health_and_ladders(redis_url: str, seeded: Seeded) -> None:
     assert status == 200 and ladder["rounds_rated"] == 5 and ladder["display"]["mode"] == "conservative"
     disp = json.dumps({"*": {"mode": "fixed-range"}})
     assert get_json(redis_url, f"/api/ladders/{LADDER}", display_config=disp)[1]["display"]["mode"] == "fixed-range"
+    assert ladder["model"] == {"name": "mmr-bounded", "params": ladder["model"]["params"]}
+    assert ladder["model"]["params"]["history_limit"] == 30
+    ladders = json.dumps({LADDER: {"model": "glicko", "params": {"beta": 200.0}, "display": {"mode": "mu"}}})
+    _, configured = get_json(redis_url, f"/api/ladders/{LADDER}", ladders=ladders, display_config=disp)
+    assert configured["model"]["name"] == "glicko" and configured["model"]["params"]["beta"] == 200.0
+    assert configured["display"]["mode"] == "mu"  # LADDERS' display wins over DISPLAY_CONFIG
 
 
 def test_leaderboard_pagination_and_search(redis_url: str, seeded: Seeded) -> None:

@@ -138,10 +138,12 @@ def test_tune_command_text(history_file: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"{history_file}: 30 rounds; tuned glicko on the first 21")
     assert [line.split()[0] for line in lines[2:5]] == ["defaults", "tuned", "compare"]
-    assert "later release" in lines[5]
+    assert "LADDERS" in lines[5] and "keeps its model" in lines[5]
     entry = json.loads(lines[6])
     assert list(entry) == ["default"] and entry["default"]["model"] == "glicko"
     assert set(entry["default"]["params"]) == {"beta", "sig_drift"}
+    from stream.engine.ladders import parse_ladders  # the stream takes the entry as printed
+    assert parse_ladders(lines[6]).of("default").model_params.beta == entry["default"]["params"]["beta"]  # type: ignore[attr-defined]
 
 
 def test_tune_command_json(history_file: Path, history: list[RoundResult]) -> None:

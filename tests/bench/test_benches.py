@@ -100,8 +100,9 @@ def test_broker_growth_reports_each_chunk_against_the_first_for_each_request_siz
     assert int(number(one[-1][1])) == 150 and 1 <= int(number(hundred[-1][1])) <= 6
 
 
-def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
-    out = run_bench("api.py", "--rounds", "10", "--clients", "2", "--seconds", "0.3", "--busy-rate", "20")
+@pytest.mark.parametrize("placement", [(), ("--api", "process", "--pipeline-nice", "10")], ids=["worker", "niced"])
+def test_api_bench_measures_every_endpoint_idle_and_busy(placement: tuple[str, ...]) -> None:
+    out = run_bench("api.py", "--rounds", "10", "--clients", "2", "--seconds", "0.3", "--busy-rate", "20", *placement)
     rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     table = {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows[1:]}
     assert {"/health", "leaderboard page", "search, no match", "player (200 history)", "predict (3 players)",
@@ -111,6 +112,7 @@ def test_api_bench_measures_every_endpoint_idle_and_busy() -> None:
         idle, busy, errors = float(cells[0].replace(",", "")), float(cells[4].replace(",", "")), int(cells[-1])
         assert idle > 0 and busy > 0 and errors == 0, (name, cells)
     assert "more rounds rated while measuring" in out and " 0 more rounds" not in out
+    assert ("niceness 10" in out) == bool(placement)
 
 
 def test_backfill_bench_reports_both_commands_and_the_ratio() -> None:

@@ -81,16 +81,15 @@ def test_dead_letter_round_trip_and_schema() -> None:
         validate("dead-letter", {**letter.to_dict(), "reason": "whatever"})
 
 
-def test_rating_change_v3_team_and_weight() -> None:
+def test_rating_change_v4_team_and_weight() -> None:
     """A change of a round with teams or partial play carries ``team`` (null for an individual
-    entry) and ``weight``, both or neither; a plain round's change is a v2 event (and v1, v2
-    events are valid v3 events)."""
+    entry) and ``weight``, both or neither; a plain round's change is a v3 event."""
     from stream.contracts.schemas import schema_path
 
-    v2 = json.loads(schema_path("rating-change", "v2").read_text())
+    v3 = json.loads(schema_path("rating-change", "v3").read_text())
     plain = rating_change()
     assert "team" not in plain.to_dict() and "weight" not in plain.to_dict()
-    jsonschema.validate(plain.to_dict(), v2)
+    jsonschema.validate(plain.to_dict(), v3)
     for team in ("red", None):
         change = rating_change(team=team, weight=0.25)
         data = json.loads(change.to_json())

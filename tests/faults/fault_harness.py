@@ -110,7 +110,10 @@ def expected_event_ids(rounds: Sequence[dict]) -> set[str]:
 
 
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[tuple[bytes | None, bytes]]:
-    """Every (key, value) on ``topic`` up to its current end offsets (duplicates included)."""
+    """Every (key, value) on ``topic`` up to its end (duplicates included): past the end offsets
+    the broker reports, until a poll returns nothing (the embedded broker's ListOffsets(LATEST)
+    is the base offset of a partition's last batch + 1, short of the end when that batch holds
+    many records: stream/stack/broker.py)."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
@@ -122,10 +125,13 @@ def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[tup
         end = consumer.end_offsets(parts)
         out: list[tuple[bytes | None, bytes]] = []
         deadline = time.monotonic() + timeout_s
-        while any(consumer.position(tp) < end[tp] for tp in parts):
+        empty_polls = 0  # in a row, once past the reported ends (a slow fetch can come back empty once)
+        while empty_polls < 2:
             assert time.monotonic() < deadline, f"could not read {topic} to its end"
-            for records in consumer.poll(timeout_ms=500).values():
-                out += [(r.key, r.value) for r in records]
+            fetched = [(r.key, r.value) for records in consumer.poll(timeout_ms=500).values() for r in records]
+            out += fetched
+            past_ends = all(consumer.position(tp) >= end[tp] for tp in parts)
+            empty_polls = empty_polls + 1 if not fetched and past_ends else 0
         return out
     finally:
         consumer.close()

@@ -107,7 +107,7 @@ def test_backfill_then_stream_equals_stream_of_all(redis_url: str) -> None:
     asyncio.run(body())
     a, b = redis.Redis.from_url(redis_url), redis.Redis.from_url(other_db(redis_url, 1))
     assert differences(dump(a), dump(b)) == []
-    harness.assert_equals_reference(other_db(redis_url, 1), harness.reference(rounds, context(redis_url).params))
+    harness.assert_equals_reference(other_db(redis_url, 1), harness.reference(rounds, context(redis_url).ladders.fallback.elo_mmr))
 
 
 def test_append_refuses_a_stored_round_with_other_content(redis_url: str) -> None:

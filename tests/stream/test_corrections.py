@@ -150,7 +150,7 @@ def equals_corrected_stream(url: str, history: History, **extra: object) -> None
 
     asyncio.run(body())
     assert_same_ladders(url, fresh, sorted({r["ladder"] for r in history.rounds}))
-    harness.assert_equals_reference(url, harness.reference(history.corrected(), context(url).params))
+    harness.assert_equals_reference(url, harness.reference(history.corrected(), context(url).ladders.fallback.elo_mmr))
 
 
 def test_void_and_amend_equal_the_corrected_stream(redis_url: str) -> None:
@@ -365,7 +365,7 @@ def test_bulk_encoding_equals_the_handlers(seed: int, partitions: int, limit: in
                                     math.inf, chosen, ranks))
     ctx = context("redis://127.0.0.1:1/0", max_message_bytes=limit)
     cfg = ctx.display("lädder")
-    rated = rerate(history, ctx.params, cfg)
+    rated = rerate(history, ctx.ladders.fallback.elo_mmr, cfg)
     ks = list(range(len(history)))
 
     def split(h: HistoryRound, performance: Any) -> list[tuple[int, bytes]]:

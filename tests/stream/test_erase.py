@@ -74,8 +74,8 @@ def test_erase_removes_the_player_and_keeps_everyone_else(redis_url: str, monkey
             assert {k: v for k, v in old.items() if k not in ("player", "event_id")} == new
 
     # a re-rate of the stored rounds gives everyone else exactly the rating they have
-    rerated = replay(rounds_from_fanouts(client, "cup"), context(redis_url).params, keep_rounds=False)
-    stored = {k: v for k, v in harness.reference(rounds, context(redis_url).params).items() if k[1] != VICTIM}
+    rerated = replay(rounds_from_fanouts(client, "cup"), context(redis_url).ladders.fallback.elo_mmr, keep_rounds=False)
+    stored = {k: v for k, v in harness.reference(rounds, context(redis_url).ladders.fallback.elo_mmr).items() if k[1] != VICTIM}
     for (ladder, player), state in stored.items():
         again = rerated.state(ladder, player)
         assert abs(again.mu - state.mu) <= 1e-9 and abs(again.sigma - state.sigma) <= 1e-9, player

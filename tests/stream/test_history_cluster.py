@@ -25,7 +25,7 @@ def test_backfill_export_import_erase_on_a_cluster(redis_cluster_url: str, tmp_p
         await ctx.store.close()
 
     asyncio.run(body())
-    reference = harness.reference(rounds, context(redis_cluster_url).params)
+    reference = harness.reference(rounds, context(redis_cluster_url).ladders.fallback.elo_mmr)
     harness.assert_equals_reference(redis_cluster_url, reference)
 
     monkeypatch.setenv("REDIS_URL", redis_cluster_url)

@@ -66,7 +66,7 @@ def test_export_flush_import_is_the_same_state_and_the_stream_continues(
     stream(redis_url, later)
     stream(reference_url, later)
     assert differences(dump(client), dump(redis.Redis.from_url(reference_url))) == []
-    harness.assert_equals_reference(redis_url, harness.reference(rounds, context(redis_url).params))
+    harness.assert_equals_reference(redis_url, harness.reference(rounds, context(redis_url).ladders.fallback.elo_mmr))
 
 
 def test_export_of_an_unknown_ladder_and_import_of_a_bad_file(redis_url: str, tmp_path: Path,

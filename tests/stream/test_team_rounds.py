@@ -102,7 +102,7 @@ def check_sections(messages: Sequence[bytes], rounds: dict[tuple[str, str], Roun
 def check_events(values: Sequence[bytes], rounds: dict[tuple[str, str], RoundResult]) -> int:
     """Every RatingChange validates (v3); a team or partial-play round's carry ``team`` and
     ``weight`` as given, a plain round's neither (and validate against v2). Returns how many."""
-    old = fastjsonschema.compile(json.loads(schema_path("rating-change", "v2").read_text()))
+    old = fastjsonschema.compile(json.loads(schema_path("rating-change", "v3").read_text()))
     for value in values:
         validate("rating-change", value)
         change = RatingChange.from_json(value)
@@ -115,7 +115,7 @@ def check_events(values: Sequence[bytes], rounds: dict[tuple[str, str], RoundRes
         else:
             assert change.team is None and change.weight is None
             assert b'"team"' not in value and b'"weight"' not in value
-            old(json.loads(value))  # a plain round's event is a v2 event
+            old(json.loads(value))  # a plain round's event is a v3 event
     return len(values)
 
 

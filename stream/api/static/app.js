@@ -327,7 +327,8 @@ function chartShapes(history) {
   const pts = history.map((h) => ({ t: h.occurred_at, mu: h.mu_after, s: h.sigma_after, p: h.performance }));
   if (pts.length === 0) return [];
   const out = [];
-  const ys = pts.flatMap((d) => [d.mu - d.s, d.mu + d.s, d.p]);
+  // a model without performances (LADDERS: glicko, trueskill, ...) has performance null: no point
+  const ys = pts.flatMap((d) => (d.p === null || d.p === undefined ? [d.mu - d.s, d.mu + d.s] : [d.mu - d.s, d.mu + d.s, d.p]));
   let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
   if (y1 - y0 < 1) { y0 -= 50; y1 += 50; }
   const t0 = pts[0].t, t1 = pts[pts.length - 1].t;
@@ -342,6 +343,7 @@ function chartShapes(history) {
   out.push(svg("polygon", { class: "band", id: "sigma-band", points: upper.concat(lower).join(" ") }));
   out.push(svg("polyline", { class: "line", id: "rating-line", points: pts.map((d, i) => `${x(d.t, i)},${y(d.mu)}`).join(" ") }));
   pts.forEach((d, i) => {
+    if (d.p === null || d.p === undefined) return;
     const c = svg("circle", { class: "perf-point", cx: x(d.t, i), cy: y(d.p), r: 4 });
     const tip = svg("title"); tip.textContent = `performance ${d.p.toFixed(0)} (${when(d.t)})`; c.append(tip);
     out.push(c);

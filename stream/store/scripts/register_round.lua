@@ -17,7 +17,12 @@
 -- ARGV[9] perf_ceiling           the round's performance ceiling ("" = none), kept for re-rates
 -- ARGV[10] earlier               "0": leave out the earlier rounds (a batch reads the registered
 --                                rounds once, after registering all of its rounds); else "1"
--- Returns {"held", 0, correction id} while a correction re-rates the ladder (the ladder hash's
+-- ARGV[11] model                the ladder's configured model ("" = not checked): a new round to
+--                                rate ("registered") of a ladder that has recorded another model
+--                                is not registered; the first such round records it (field "model")
+-- ARGV[12] params digest         recorded with the model (field "model_params", informational)
+-- Returns {"model_changed", 0, stored model} for such a round;
+-- {"held", 0, correction id} while a correction re-rates the ladder (the ladder hash's
 -- field "hold": nothing is registered; the caller waits and registers again), else
 -- {outcome, seq, status, earlier...}: outcome "new" | "existing" | "conflict"; status of
 -- the stored record; earlier = ids of this ladder's rounds still "registered" with a smaller seq
@@ -46,6 +51,16 @@ if existing[1] then
     return reply('conflict', tonumber(existing[2]), existing[3])
   end
   return reply('existing', tonumber(existing[2]), existing[3])
+end
+
+if ARGV[11] and ARGV[11] ~= '' and ARGV[6] == 'registered' then
+  local model = redis.call('HGET', ladder_key, 'model')
+  if model and model ~= ARGV[11] then
+    return {'model_changed', 0, model}
+  end
+  if not model then
+    redis.call('HSET', ladder_key, 'model', ARGV[11], 'model_params', ARGV[12])
+  end
 end
 
 local seq = redis.call('HINCRBY', ladder_key, 'seq', 1)

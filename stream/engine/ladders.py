@@ -1,0 +1,185 @@
+"""Which model rates each ladder: the ``LADDERS`` configuration, resolved per ladder.
+
+``LADDERS`` is a JSON object ladder -> ``{"model": NAME, "params": {...}, "display": {...}}``;
+the key ``"*"`` is the fallback for ladders not listed. ``model`` is an Elo-MMR preset
+(:data:`~stream.engine.params.PRESETS`) or a rating-only model (:data:`~stream.engine.models.MODELS`);
+``params`` replaces fields of that model's defaults (``stream tune`` prints such an entry);
+``display`` is a display config (:class:`~stream.engine.display.DisplayConfig`). An entry without
+``model`` takes the ``"*"`` entry's model and params; without ``display``, ``DISPLAY_CONFIG``'s
+entry for the ladder, else the ``"*"`` display. The two older settings are shorthands:
+``ENGINE_PRESET`` is the ``"*"`` model when ``LADDERS`` names none, ``DISPLAY_CONFIG`` the display
+of ladders whose ``LADDERS`` entry gives none.
+
+One resolution (:func:`parse_ladders`, :meth:`Ladders.of`) serves the worker, ``stream replay
+--ladders``, the read API and the CLI, so they rate and show every ladder alike. Engine layer: no
+I/O, the setting's text comes in as a string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .display import DEFAULT_LADDER_KEY, DisplayConfig, parse_display_configs
+from .models import MODELS, Model
+from .params import DEFAULT_PRESET, PRESETS, Params
+from .ratings import ModelParams
+
+ENTRY_KEYS = ("model", "params", "display")
+"""The keys a ``LADDERS`` entry may have."""
+LADDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+"""A ladder name (RoundResult's ``ladder`` pattern)."""
+
+
+class LaddersError(ValueError):
+    """The ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) setting is invalid; the
+    message names the setting, the ladder key and what is wrong."""
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    """One ladder's resolved configuration: model name, its parameters, display config."""
+
+    model: str
+    params: Params | ModelParams
+    display: DisplayConfig = field(default_factory=DisplayConfig)
+
+    @property
+    def rating_model(self) -> Model | None:
+        """The rating-only model (None for an Elo-MMR preset)."""
+        return None if isinstance(self.params, Params) else MODELS[self.model]
+
+    @property
+    def elo_mmr(self) -> Params:
+        """The Elo-MMR parameters (TypeError for a rating-only model)."""
+        if not isinstance(self.params, Params):
+            raise TypeError(f"model {self.model!r} is not an Elo-MMR preset")
+        return self.params
+
+    @property
+    def model_params(self) -> ModelParams:
+        """The rating-only model's parameters (TypeError for an Elo-MMR preset)."""
+        if isinstance(self.params, Params):
+            raise TypeError(f"model {self.model!r} is an Elo-MMR preset")
+        return self.params
+
+    @property
+    def newcomer(self) -> Params:
+        """Parameters whose newcomer prior (:meth:`PlayerState.new`) is the model's (mu_noob, sig_noob):
+        the packed player state of every model starts from it."""
+        if isinstance(self.params, Params):
+            return self.params
+        return Params(name=self.model, mu_noob=self.params.mu_noob, sig_noob=self.params.sig_noob)
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A short digest of the parameters (recorded on the ladder with its model), computed once."""
+        return hashlib.sha1(repr(self.params).encode()).hexdigest()[:16]
+
+    def params_digest(self) -> str:
+        """:attr:`digest`."""
+        return self.digest
+
+
+@dataclass(frozen=True)
+class Ladders:
+    """Every configured ladder's :class:`LadderConfig` and the fallback (``"*"``)."""
+
+    entries: Mapping[str, LadderConfig]
+    fallback: LadderConfig
+
+    def of(self, ladder: str) -> LadderConfig:
+        """The ladder's configuration, else the fallback."""
+        return self.entries.get(ladder) or self.fallback
+
+
+def model_params(model: str, overrides: Mapping[str, Any], where: str) -> Params | ModelParams:
+    """The named model's defaults with ``overrides``; :class:`LaddersError` naming ``where``."""
+    if model in PRESETS:
+        base: Params | ModelParams = PRESETS[model]
+    elif model in MODELS:
+        base = MODELS[model].params
+    else:
+        raise LaddersError(f"{where}: unknown model {model!r}; known: {', '.join([*PRESETS, *MODELS])}")
+    known = {f.name for f in dataclasses.fields(base)} - {"name"}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise LaddersError(f"{where}: model {model!r} has no parameter {unknown[0]!r}; known: {', '.join(sorted(known))}")
+    for name, value in overrides.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str, type(None))):
+            raise LaddersError(f"{where}: parameter {name!r} must be a number, got {value!r}")
+    if not overrides:
+        return base
+    try:
+        return dataclasses.replace(base, **overrides)
+    except (TypeError, ValueError) as exc:
+        raise LaddersError(f"{where}: {exc}") from None
+
+
+def _entry(key: str, raw: object) -> dict[str, Any]:
+    where = f"LADDERS[{key!r}]"
+    if key != DEFAULT_LADDER_KEY and not LADDER_NAME.match(key):
+        raise LaddersError(f"{where}: not a ladder name (pattern {LADDER_NAME.pattern}) nor \"*\"")
+    if not isinstance(raw, dict):
+        raise LaddersError(f"{where}: must be an object with keys {', '.join(ENTRY_KEYS)}")
+    unknown = sorted(set(raw) - set(ENTRY_KEYS))
+    if unknown:
+        raise LaddersError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(ENTRY_KEYS)}")
+    if "model" in raw and not isinstance(raw["model"], str):
+        raise LaddersError(f"{where}.model: must be a model name")
+    if "params" in raw and not isinstance(raw["params"], dict):
+        raise LaddersError(f"{where}.params: must be an object of parameter -> value")
+    if "params" in raw and "model" not in raw:
+        raise LaddersError(f"{where}.params: give the model they are for (\"model\")")
+    return raw
+
+
+def _display(key: str, raw: object) -> DisplayConfig:
+    if not isinstance(raw, dict):
+        raise LaddersError(f"LADDERS[{key!r}].display: must be an object")
+    try:
+        return DisplayConfig.from_dict(raw)
+    except (TypeError, ValueError) as exc:
+        raise LaddersError(f"LADDERS[{key!r}].display: {exc}") from None
+
+
+def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_config: str = "") -> Ladders:
+    """Resolve ``LADDERS`` (with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``; module
+    docstring). Raises :class:`LaddersError` naming the setting and key at fault."""
+    if engine_preset not in PRESETS:
+        raise LaddersError(f"ENGINE_PRESET: unknown preset {engine_preset!r}; known: {', '.join(PRESETS)}")
+    try:
+        displays = parse_display_configs(display_config)
+    except (TypeError, ValueError) as exc:
+        raise LaddersError(f"DISPLAY_CONFIG: {exc}") from None
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise LaddersError(f"LADDERS: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise LaddersError("LADDERS: must be a JSON object mapping ladder (or \"*\") -> {model, params, display}")
+    entries = {str(key): _entry(str(key), value) for key, value in data.items()}
+    star = entries.get(DEFAULT_LADDER_KEY, {})
+    star_model = star.get("model", engine_preset)
+    star_params = model_params(star_model, star.get("params", {}), f"LADDERS[{DEFAULT_LADDER_KEY!r}]")
+    star_display = _display(DEFAULT_LADDER_KEY, star["display"]) if "display" in star else \
+        displays.get(DEFAULT_LADDER_KEY, DisplayConfig())
+    fallback = LadderConfig(star_model, star_params, star_display)
+    resolved: dict[str, LadderConfig] = {}
+    for name in dict.fromkeys([*displays, *entries]):
+        if name == DEFAULT_LADDER_KEY:
+            continue
+        entry = entries.get(name, {})
+        if "model" in entry:
+            model, params = entry["model"], model_params(entry["model"], entry.get("params", {}), f"LADDERS[{name!r}]")
+        else:
+            model, params = fallback.model, fallback.params
+        display = _display(name, entry["display"]) if "display" in entry else displays.get(name, fallback.display)
+        resolved[name] = LadderConfig(model, params, display)
+    return Ladders(resolved, fallback)

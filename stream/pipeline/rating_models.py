@@ -1,0 +1,104 @@
+"""Ladders rated by a rating-only model (``LADDERS``: glicko, codeforces, topcoder, bar,
+elo-multiplayer, trueskill) through the same pipeline as Elo-MMR ladders.
+
+Such a model's round call maps the participants' prior ratings to their new ones in one step
+(:mod:`stream.engine.models`), so phase one rates the round completely: after the same
+registration and per-player barrier as an Elo-MMR round, it calls the model on the priors (a
+later round of the batch from the ratings the earlier ones left, as phase two will store them)
+and every fan-out entry carries the player's new rating (``mu_after``, ``sigma_after``) beside
+the round's performance (the new mu when the model has none). Phase two then applies the
+carried rating as the new state without an engine call (:func:`apply`), writes and emits as for
+Elo-MMR, so rounds keep their publish order and barrier exactly as Elo-MMR rounds do. A model
+with a team call (TrueSkill) rates team rounds and partial play this way too (:func:`support`):
+each member's entry carries his team's rank and his own new rating.
+
+The player's packed ``state`` keeps the engine's layout (``stream.engine.state``) with no
+logistic factor: Gaussian term (mu, sigma^-2), published (mu, sigma), rounds played, time of
+the last round; the newcomer is the model's prior (mu_noob, sig_noob). ``stream replay
+--ladders`` (``stream.batch.models.replay_model``) applies the same calls to the same floats, so
+Redis equals it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stream.contracts import RoundResult
+from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
+from stream.engine.ladders import LadderConfig
+from stream.engine.ratings import Ratings
+from stream.engine.state import PlayerBatch, unpack_batch
+from stream.pipeline import teams
+
+
+
+
+def support(cfg: LadderConfig) -> Support:
+    """What the stream rates on a ladder beyond individual full-time rounds: team rounds and
+    partial play on an Elo-MMR ladder (Elo-MMR for teams, ``teams.support``) or where the
+    ladder's model has a team call (``Model.teams``), else nothing."""
+    model = cfg.rating_model
+    if model is None:
+        return teams.support(cfg.elo_mmr)
+    return TEAMS if model.teams is not None else INDIVIDUALS_ONLY
+
+
+@dataclass(frozen=True)
+class ModelRated:
+    """A ladder's rounds of a batch rated by its model: one row per (round, player), rounds
+    concatenated in the order given, players in each round's order."""
+
+    performance: np.ndarray
+    """The model's performance, or the new mu where it has none (RatingChange then says null)."""
+    mu: np.ndarray
+    sigma: np.ndarray
+    previous: np.ndarray
+    """Row of the player's previous round in these rows (-1: his prior is the stored state)."""
+    offsets: np.ndarray
+    """Row offset of each round (and the total at the end)."""
+
+
+def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequence[np.ndarray],
+                rounds: Sequence[RoundResult]) -> ModelRated:
+    """Rate ``rounds`` in order with the ladder's model from the players' packed ``states``
+    (``members[k]``: rows into ``states`` of round k's players, in its standings' order)."""
+    model = cfg.rating_model
+    if model is None:
+        raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
+    current = unpack_batch(list(states), cfg.newcomer)
+    mu, sigma, played = current.mu.copy(), current.sigma.copy(), current.rounds.copy()
+    last_row = np.full(len(states), -1, dtype=np.int64)
+    sizes = [len(rows) for rows in members]
+    offsets = np.cumsum([0, *sizes])
+    total = int(offsets[-1])
+    performance, new_mu, new_sigma = np.empty(total), np.empty(total), np.empty(total)
+    previous = np.empty(total, dtype=np.int64)
+    for k, (rows, round_) in enumerate(zip(members, rounds)):
+        lo, hi = int(offsets[k]), int(offsets[k + 1])
+        before = Ratings(mu[rows], sigma[rows], played[rows])
+        if model.teams is not None and (round_.has_teams() or round_.is_partial()):  # as replay_model
+            entry, entry_ranks = round_.entries()
+            update = model.rate_teams(before, entry, entry_ranks, round_.player_weights(), cfg.model_params)
+        else:
+            update = model.rate_round(before, round_.ranks(), cfg.model_params, weight=round_.weight,
+                                      perf_ceiling=round_.perf_ceiling)
+        after = update.after
+        mu[rows], sigma[rows], played[rows] = after.mu, after.sigma, after.rounds
+        new_mu[lo:hi], new_sigma[lo:hi] = after.mu, after.sigma
+        performance[lo:hi] = after.mu if update.performance is None else update.performance
+        previous[lo:hi] = last_row[rows]
+        last_row[rows] = np.arange(lo, hi)
+    return ModelRated(performance, new_mu, new_sigma, previous, offsets)
+
+
+def apply(before: PlayerBatch, mu: np.ndarray, sigma: np.ndarray, time: np.ndarray) -> PlayerBatch:
+    """Phase two of rows of a rating-only ladder: the state holding the rating phase one carried
+    (module docstring), one more round played, ``time`` its last round."""
+    n = len(before)
+    return PlayerBatch(mu=mu.copy(), sigma=sigma.copy(), mu0=mu.copy(), w0=sigma**-2.0,
+                       p=np.zeros((n, 0)), w_arg=np.zeros((n, 0)), w_out=np.zeros((n, 0)),
+                       n_factors=np.zeros(n, dtype=np.int64), rounds=before.rounds + 1,
+                       last_time=np.asarray(time, dtype=float).copy())
