@@ -348,8 +348,8 @@ async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, r
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
 
     async def compute() -> bytes:
-        return orjson.dumps(await _team_prediction(request.app[PARAMS_KEY], ladder, players, entry, shares, states,
-                                                   weight, margin))
+        newcomer = request.app[LADDERS_KEY].of(ladder).newcomer
+        return orjson.dumps(await _team_prediction(newcomer, ladder, players, entry, shares, states, weight, margin))
 
     return _json_body(await cache.get(key, tuple(states), compute))
 

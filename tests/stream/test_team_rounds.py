@@ -2,7 +2,7 @@
 by one, phase two), without Kafka, against the session's private redis-server: Redis equals
 ``stream replay`` (Elo-MMR for teams, ``stream.engine.teams``) within 1e-9, whatever the batching;
 every fan-out section and RatingChange carries each player's team and share played and validates
-against its schema; a plain round's events stay v2 events (no team, no weight)."""
+against its schema; a plain round's events stay v3 events (no team, no weight)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def check_sections(messages: Sequence[bytes], rounds: dict[tuple[str, str], Roun
 
 def check_events(values: Sequence[bytes], rounds: dict[tuple[str, str], RoundResult]) -> int:
     """Every RatingChange validates (v3); a team or partial-play round's carry ``team`` and
-    ``weight`` as given, a plain round's neither (and validate against v2). Returns how many."""
+    ``weight`` as given, a plain round's neither (and validate against v3). Returns how many."""
     old = fastjsonschema.compile(json.loads(schema_path("rating-change", "v3").read_text()))
     for value in values:
         validate("rating-change", value)
