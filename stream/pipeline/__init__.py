@@ -31,7 +31,8 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    of the rounds it waits on.
 4. Per ladder, ONE ``engine.rate_rounds`` call rates the batch's rounds in seq order (waves of
    player-disjoint rounds: a later round of the batch is rated from the posteriors of the
-   earlier ones, which phase two will compute and store identically); every entry names the
+   earlier ones, which phase two will compute and store identically; rounds with teams or
+   partial play are rated in the same waves by Elo-MMR for teams, ``teams.py``); every entry names the
    round whose posterior was its prior (``previous_seq``). One round trip marks the players
    ``queued_seq``, STORES each round's fan-out (one PlayerUpdate section per partition, Kafka's
    murmur2 partition of each player id) and marks the rounds ``pending``; then the batch's

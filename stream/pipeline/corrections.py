@@ -50,13 +50,13 @@ import orjson
 from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResult, parse_round
 from stream.contracts.correction import AMEND, INSERT, VOID, Correction, parse_correction
 from stream.contracts.events import CORRECTION_CHANGE
-from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
-                                    STORED, UNKNOWN_ROUND, check_supported)
+from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INTERNAL_ERROR, NOT_CORRECTABLE, STORED, UNKNOWN_ROUND,
+                                    check_supported)
 from stream.engine import PlayerState
 from stream.engine.display import display_rating, league_division, tier_names
 from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
-from stream.pipeline import faults
+from stream.pipeline import faults, rating_models
 from stream.pipeline.backfill import PLAYER_FIELDS
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import number_texts
@@ -105,7 +105,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     try:
         correction = parse_correction(raw, limits=ctx.limits)
         if correction.round is not None:
-            check_supported(correction.round, INDIVIDUALS_ONLY, "the stream")
+            check_supported(correction.round, rating_models.support(ctx.ladder(correction.ladder)), "the stream")
     except RoundRejected as rejection:
         return _rejected(rejection, raw, origin)
     store, ladder, cid = ctx.store, correction.ladder, correction.correction_id
@@ -252,16 +252,15 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
     if status != STATUS_RATED:
         return None
     updates = [orjson.loads(m) for m in stored.fanout]
+    entries = sorted(((e["rank"], e["player"], e.get("team"), e.get("weight")) for u in updates for e in u["entries"]),
+                     key=lambda e: e[0])
     first = updates[0]
-    entries = first["entries"] if len(updates) == 1 else [e for u in updates for e in u["entries"]]
-    entries.sort(key=_RANK)  # stable: ties keep fan-out order
     ceiling = record.get("perf_ceiling")
+    teamed = any(e[3] is not None for e in entries)  # a round with teams or partial play
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
-                        float(ceiling) if ceiling else math.inf, [e["player"] for e in entries],
-                        [e["rank"] for e in entries])
-
-
-_RANK = itemgetter("rank")
+                        float(ceiling) if ceiling else math.inf, [e[1] for e in entries], [e[0] for e in entries],
+                        [e[2] for e in entries] if teamed else None,
+                        [1.0 if e[3] is None else e[3] for e in entries] if teamed else None)
 
 
 def _fanout_players(stored: StoredRound) -> list[str]:

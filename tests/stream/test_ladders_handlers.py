@@ -191,7 +191,8 @@ def team_rounds(seed: int, count: int, ladder: str) -> list[RoundResult]:
 def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -> None:
     """On a trueskill ladder, rounds of teams (with partial play, with individuals) are rated in
     phase one by TrueSkill's team call, in batches, and Redis equals the replay; the same team
-    round on an Elo-MMR ladder is still ``teams_unsupported``."""
+    round on a glicko ladder (a model without a team call) is ``teams_unsupported`` (an Elo-MMR
+    ladder rates it: tests/stream/test_team_rounds.py)."""
     rounds = team_rounds(seed=5, count=30, ladder="c") + mixed_rounds(seed=6, count=10, ladders=("c", "a"))
 
     async def body() -> None:
@@ -201,7 +202,7 @@ def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -
             assert all(result is not None and result.outcome == "rated" for result in batch.results), batch.results
             await apply(ctx, batch)
         assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
-        elsewhere = RoundResult(round_id="x", ladder="a", occurred_at=1.8e9, standings=rounds[0].standings)
+        elsewhere = RoundResult(round_id="x", ladder="b", occurred_at=1.8e9, standings=rounds[0].standings)
         batch = await handle_rounds(ctx, [Incoming(elsewhere.to_json().encode())])
         result = batch.results[0]
         assert result is not None and result.dead_letter is not None and result.dead_letter.reason == "teams_unsupported"
