@@ -195,6 +195,27 @@ def test_on_a_real_cluster_the_keys_spread_over_the_nodes(redis_cluster_url: str
     assert sum(size > 0 for size in sizes) == len(redis_cluster.nodes), sizes  # 80 player keys: every node holds some
 
 
+def test_a_skipped_write_records_no_result(target: Target) -> None:
+    """A write its script skips (a later round of the player already applied, e.g. by another
+    worker around a rebalance) records no result of this round: the leaderboard keeps the later
+    rating (phase two re-emits the stored result, recovering it from the history: recover_results)."""
+    async def body(store: Store) -> tuple[list[bool], list[bytes | None], float | None]:
+        for seq in (1, 2):
+            await store.register_round("L", f"r{seq}", content_hash=f"h{seq}", occurred_at=0.0, received_at=0.0,
+                                       field_size=1)
+            await store.save_fanout("L", f"r{seq}", pending=1, messages=[(0, b"m")])
+        await apply_one(store, "r1", [write("a", 1, 1600.0)], now=1.0)
+        await store.client.delete(keys.round_results("L", "r1"))  # r1's result lost (a crash between the writes)
+        await apply_one(store, "r2", [write("a", 2, 1700.0, round_id="r2")], now=2.0)
+        skipped = await apply_one(store, "r1", [write("a", 1, 1600.0)], now=3.0)  # r1's update again
+        return (skipped, await store.load_results("L", "r1", ["a"]),
+                await store.client.zscore(keys.leaderboard("L"), "a"))
+
+    skipped, results, score = run(target, body)
+    assert skipped == [False] and results == [None]
+    assert score == 1600.0  # r2's display rating (mu - 100), not r1's
+
+
 def test_a_round_is_re_driven_less_and_less_often(target: Target) -> None:
     async def body(store: Store) -> list[tuple[float, list[str], float | None]]:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2,
