@@ -578,7 +578,23 @@ class Store:
         transaction: a worker killed mid-pipeline leaves a prefix of it written, so at most one
         round has marks without its fan-out; mark_queued.lua keeps what the barrier of its next
         attempt needs). Returns, per round, whether its fan-out was stored now (else another
-        attempt stored it first: send the stored one)."""
+        attempt stored it first: send the stored one).
+
+        On Redis Cluster in TWO round trips, every mark first: a cluster pipeline runs as
+        concurrent per-node pipelines, so a node failing would leave any subset written, e.g. a
+        round's fan-out stored (the round ``pending``: its next attempt only re-sends it) without
+        a player's mark (a later round of his would read his prior without this round's update)."""
+        if self.cluster and rounds:
+            def marks(pipe: Pipeline) -> None:
+                for r in rounds:
+                    self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
+
+            def fanouts(pipe: Pipeline) -> None:
+                for r in rounds:
+                    self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
+
+            await self._run(marks)
+            return [bool(done) for done in await self._run(fanouts)]
         saves: list[int] = []  # index in the replies of each round's save_fanout
 
         def build(pipe: Pipeline) -> None:

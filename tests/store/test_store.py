@@ -216,6 +216,45 @@ def test_a_skipped_write_records_no_result(target: Target) -> None:
     assert score == 1600.0  # r2's display rating (mu - 100), not r1's
 
 
+def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
+        redis_cluster_url: str, redis_cluster: RedisClusterStack) -> None:
+    """A node refusing writes (out of memory) while phase one queues a round: the round stays
+    ``registered`` with no fan-out, so its next attempt writes the missing marks too (a cluster
+    pipeline's per-node parts run concurrently: the fan-out used to be stored without them)."""
+    players = [f"p{i:02d}" for i in range(30)]
+    home = redis.RedisCluster.from_url(redis_cluster_url)
+    ladder_node = home.get_node_from_key(keys.round_record("L", "r1"))
+    others = [redis.Redis.from_url(node.url) for node in redis_cluster.nodes if node.port != ladder_node.port]
+    home.close()
+    assert others
+
+    async def body(store: Store) -> tuple[str, list[tuple[int, bytes]], str, list[bytes | None]]:
+        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
+                                   field_size=len(players))
+        for client in others:
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", 1)
+        try:
+            with pytest.raises(redis.ResponseError, match="maxmemory"):
+                await store.queue_round("L", "r1", players, 1, pending=len(players), messages=[(0, b"m")])
+        finally:
+            for client in others:
+                client.config_set("maxmemory", 0)
+        status = (await store.round_record("L", "r1"))["status"]
+        fanout = await store.load_fanout("L", "r1")
+        assert await store.queue_round("L", "r1", players, 1, pending=len(players), messages=[(0, b"m")])
+        marks = [(await store.player("L", p)).get("queued_seq") for p in players]
+        return status, fanout, (await store.round_record("L", "r1"))["status"], marks
+
+    try:
+        status, fanout, after, marks = run(Target(redis_cluster_url, True, True), body)
+    finally:
+        for client in others:
+            client.close()
+    assert (status, fanout) == ("registered", [])
+    assert after == "pending" and marks == [b"1"] * len(players)
+
+
 def test_a_round_is_re_driven_less_and_less_often(target: Target) -> None:
     async def body(store: Store) -> list[tuple[float, list[str], float | None]]:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2,
