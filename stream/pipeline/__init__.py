@@ -17,6 +17,7 @@ same rounds within 1e-9, whatever the number of workers and partitions):
 
 1. ``rounds`` is keyed by ladder, so a ladder is one partition, read in publish order by the
    phase-one agent (one actor per partition: ladders on different partitions run in parallel).
+   A round read under another key is forwarded, keyed by its ladder (``messages.misrouted``).
 2. Phase one registers the round id once per ladder (Lua): the first registration assigns the
    ladder's next sequence number ``seq``; a re-published round (same content hash) is a
    duplicate; the same id with different content goes to ``rounds-dlq`` as ``conflict``.
