@@ -226,18 +226,20 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
         return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
     if stored.status != STATUS_RATED:
         return None
-    updates = [orjson.loads(m) for m in stored.fanout]
-    entries = sorted(((e["rank"], e["player"]) for u in updates for e in u["entries"]), key=lambda e: e[0])
-    first = updates[0]
+    first, entries = _fanout_entries(stored)
+    entries.sort(key=lambda e: e[0])  # stable: ties stay in fan-out order
     ceiling = stored.record.get("perf_ceiling")
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
                         float(ceiling) if ceiling else math.inf, [p for _, p in entries], [r for r, _ in entries])
 
 
-def _fanout_players(stored: StoredRound) -> list[str]:
-    """The players of a round's stored fan-out (a round phase two gave up on still has it: its
-    repair re-rates the rounds that shared them)."""
-    return [e["player"] for m in stored.fanout for e in orjson.loads(m)["entries"]]
+def _fanout_entries(stored: StoredRound) -> tuple[dict[str, Any], list[tuple[int, str]]]:
+    """A round's stored fan-out parsed: its first message (the round's ``occurred_at`` and
+    ``weight``, as every message of it) and every entry as (rank, player), in fan-out order.
+    Read with orjson, not ``PlayerUpdate.from_json``: the service wrote these messages itself
+    (phase one), and a re-rate reads every round of the ladder."""
+    updates = [orjson.loads(m) for m in stored.fanout]
+    return (updates[0] if updates else {}), [(e["rank"], e["player"]) for u in updates for e in u["entries"]]
 
 
 def _amended(body: str) -> RoundResult:
@@ -256,7 +258,8 @@ def _histories(correction: Correction, target: StoredRound,
     for r in stored:
         current = _stored_round(r.seq, r)
         if r is target:
-            target_players.update(current.players if current is not None else _fanout_players(r))
+            # a round phase two gave up on still has its fan-out: its repair re-rates the rounds sharing its players
+            target_players.update(current.players if current is not None else [p for _, p in _fanout_entries(r)[1]])
             amended = None if correction.kind == VOID else correction.round
             target_players.update(amended.players() if amended is not None else ())
             current = None if amended is None or amended.is_outcome_free() else HistoryRound.of(amended, r.seq)
