@@ -9,7 +9,7 @@ two modes alternating on fresh servers in the same run, and prints both (best of
 
 With ``--batch-rounds N[,N...]`` it times phase two alone on batches of N rounds of a chained
 fan-out (a batched phase one's output, DESIGN15: one player in several rounds of a batch, each
-entry's ``previous_seq``; seeded in Redis untimed by tests/stream/chain_fanout.py), every
+entry's ``previous_seq``; seeded in Redis untimed by ``phase_one.handle_rounds``, all rounds one batch), every
 partition's sections joined into messages of at most MAX_MESSAGE_BYTES; with ``--before REF``
 also ``phase_two.handle_updates`` as it is at git ref REF, on the same sections as one-section
 messages (the same batches) and with the Store and Lua scripts at REF, alternating on fresh
@@ -50,7 +50,6 @@ import redis
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "stream"))  # chain_fanout: a batched phase one's fan-out, made in process
 
 from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
@@ -65,7 +64,6 @@ from stream.pipeline.updates_batches import phase_two_batch  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
 from stream.pipeline.messages import join_fanout, value_limit  # noqa: E402
-from chain_fanout import queue_chained  # noqa: E402
 
 PROFILE_ROWS = 30
 REDIS_COMMANDS_SHOWN = 8
@@ -302,7 +300,8 @@ async def run_chained(url: str, rounds: list, partitions: int, batch_rounds: int
     ``store``: the timed handler's Store (default: this tree's)."""
     settings = Settings(redis_url=url, partitions=partitions)
     ctx = PipelineContext.from_settings(settings)
-    fanouts = await queue_chained(ctx.store, rounds, preset(settings.engine_preset), partitions)
+    batch = await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in rounds])  # phase one, untimed
+    fanouts = [result.updates for result in batch.results if result is not None]
     if store is not None:
         await ctx.store.close()
         ctx = PipelineContext.from_settings(settings, store=store(url))  # type: ignore[arg-type]

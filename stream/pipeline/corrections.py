@@ -41,7 +41,6 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -251,10 +250,8 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
         return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
     if status != STATUS_RATED:
         return None
-    updates = [orjson.loads(m) for m in stored.fanout]
-    entries = sorted(((e["rank"], e["player"], e.get("team"), e.get("weight")) for u in updates for e in u["entries"]),
-                     key=lambda e: e[0])
-    first = updates[0]
+    first, entries = _fanout_entries(stored)
+    entries.sort(key=lambda e: e[0])  # stable: ties stay in fan-out order
     ceiling = record.get("perf_ceiling")
     teamed = any(e[3] is not None for e in entries)  # a round with teams or partial play
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
@@ -263,10 +260,15 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
                         [1.0 if e[3] is None else e[3] for e in entries] if teamed else None)
 
 
-def _fanout_players(stored: StoredRound) -> list[str]:
-    """The players of a round's stored fan-out (a round phase two gave up on still has it: its
-    repair re-rates the rounds that shared them)."""
-    return [e["player"] for m in stored.fanout for e in orjson.loads(m)["entries"]]
+def _fanout_entries(stored: StoredRound) -> tuple[dict[str, Any], list[tuple[int, str, str | None, float | None]]]:
+    """A round's stored fan-out parsed: its first message (the round's ``occurred_at`` and
+    ``weight``, as every message of it) and every entry as (rank, player, team, share played;
+    None where absent), in fan-out order.
+    Read with orjson, not ``PlayerUpdate.from_json``: the service wrote these messages itself
+    (phase one), and a re-rate reads every round of the ladder."""
+    updates = [orjson.loads(m) for m in stored.fanout]
+    return (updates[0] if updates else {}), [(e["rank"], e["player"], e.get("team"), e.get("weight"))
+                                             for u in updates for e in u["entries"]]
 
 
 def _amended(body: str) -> RoundResult:
@@ -313,7 +315,8 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
                 target_players.update(current.players)
                 starts.append(sort_key(current, by_time))
         elif r is target and correction.kind != INSERT:
-            target_players.update(current.players if current is not None else _fanout_players(r))
+            # a round phase two gave up on still has its fan-out: its repair re-rates the rounds sharing its players
+            target_players.update(current.players if current is not None else [e[1] for e in _fanout_entries(r)[1]])
             starts.append((float(r.record.get("occurred_at", 0.0)) if by_time else 0.0, r.seq))
             amended = None if correction.kind == VOID else correction.round
             target_players.update(amended.players() if amended is not None else ())

@@ -55,7 +55,7 @@ from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import encode_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
-from stream.pipeline.messages import FanOutMessage, Incoming, Origin, value_limit
+from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
 from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, rate_ladder_rounds, round_performances
@@ -74,7 +74,7 @@ log = logging.getLogger(__name__)
 class PhaseOneResult:
     """What to send for one input message, and what happened (for logs and metrics)."""
 
-    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | dropped (test fault)
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | forwarded | dropped (test fault)
     ladder: str | None = None
     round_id: str | None = None
     seq: int | None = None
@@ -410,6 +410,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         verdict = _accept(ctx, event, now)
         if isinstance(verdict, PhaseOneResult):
             results[i] = verdict
+        elif misrouted(event, verdict[0].ladder):  # the rounds_batches agent forwards it to its ladder's key
+            results[i] = PhaseOneResult(FORWARDED, verdict[0].ladder, verdict[0].round_id)
         else:
             accepted.append((i, *verdict))
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED

@@ -7,8 +7,8 @@ round's players on the partition. Every player's stored state is read ONCE for t
 chain rule (``chains.py``): a player with several rounds in the batch is rated in seq order,
 one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 2 diffusion +
 Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
-the previous one left; then the whole batch is written in ONE round trip (``Store.apply``:
-rounds in seq order per ladder, so a player's writes land in order) and its events encoded in
+the previous one left; then the whole batch is written in two round trips (``Store.apply``:
+rounds in seq order per ladder, so a player's writes land in order; then the applied rows' results) and its events encoded in
 bulk per round.
 
 Trust: ``player-updates`` is an internal topic, but whoever can write to it could forge an
