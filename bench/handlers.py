@@ -9,7 +9,7 @@ two modes alternating on fresh servers in the same run, and prints both (best of
 
 With ``--batch-rounds N[,N...]`` it times phase two alone on batches of N rounds of a chained
 fan-out (a batched phase one's output, DESIGN15: one player in several rounds of a batch, each
-entry's ``previous_seq``; seeded in Redis untimed by tests/stream/chain_fanout.py), every
+entry's ``previous_seq``; seeded in Redis untimed by ``phase_one.handle_rounds``, all rounds one batch), every
 partition's sections joined into messages of at most MAX_MESSAGE_BYTES; with ``--before REF``
 also ``phase_two.handle_updates`` as it is at git ref REF, on the same sections as one-section
 messages (the same batches) and with the Store and Lua scripts at REF, alternating on fresh
@@ -21,9 +21,16 @@ round's phase two right after it) with phase one of N rounds as a unit (``handle
 the batch's phase two as the agent runs it), alternating on fresh servers in
 the same run (best of ``--repeat``): µs of phase one per round, and the whole per participation.
 
+With ``--teams N`` it compares team rounds with individual rounds of the same size through
+the handlers (``handle_rounds`` in batches of N, then the batch's phase two as the agent runs
+it): rounds of 2 teams of 5 and of 10 squads of 3 (20 % of players playing a share U(0.2, 1) of
+the match), each next to individual rounds of the same players, size, times and pool, alternating
+on fresh servers in the same run (best of ``--repeat``): µs per participation (wall, the
+process's CPU, redis-server's CPU) and the ratio team / individual.
+
 Usage: python bench/handlers.py [--size 1000] [--rounds 40] [--pool 2000] [--partitions 4] [--profile]
                                 [--compare-verify] [--repeat 2] [--batch-rounds 1,100] [--before main]
-                                [--phase-one-batch 64]
+                                [--phase-one-batch 64] [--teams 64]
 """
 
 from __future__ import annotations
@@ -43,7 +50,6 @@ import redis
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "stream"))  # chain_fanout: a batched phase one's fan-out, made in process
 
 from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
@@ -58,7 +64,6 @@ from stream.pipeline.updates_batches import phase_two_batch  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
 from stream.pipeline.messages import join_fanout, value_limit  # noqa: E402
-from chain_fanout import queue_chained  # noqa: E402
 
 PROFILE_ROWS = 30
 REDIS_COMMANDS_SHOWN = 8
@@ -130,6 +135,64 @@ def compare_phase_one(rounds: list, partitions: int, batch: int, repeat: int, re
         label = "one by one (handle_round)" if mode == 0 else f"batches of {batch} (handle_rounds)"
         print(f"| {label} | {one_s * 1e6 / n:.0f} | {one_cpu * 1e6 / n:.0f} | {wall_s * 1e6 / parts:.1f} "
               f"| {redis_s * 1e6 / parts:.1f} |")
+
+
+def team_rounds(teams: int, size: int, count: int, pool: int, seed: int) -> tuple[list, list]:  # type: ignore[type-arg]
+    """``count`` rounds of ``teams`` teams of ``size`` from a pool (20 % of players play a share
+    U(0.2, 1)), and the individual rounds of the same players in the same order and times."""
+    import numpy as np
+
+    from stream.contracts import RoundResult, Standing
+
+    rng = np.random.default_rng(seed)
+    team_out, solo_out = [], []
+    n = teams * size
+    for k in range(count):
+        players = [f"q{i}" for i in rng.choice(pool, n, replace=False).tolist()]
+        shares = np.where(rng.random(n) < 0.2, rng.uniform(0.2, 1.0, n), 1.0).tolist()
+        order = rng.permutation(teams).tolist()
+        when = 1.7e9 + 3600.0 * k
+        team_out.append(RoundResult(round_id=f"t{k}", ladder="bench", occurred_at=when, standings=[
+            Standing(p, order[i // size] + 1, f"team{i // size}", w) for i, (p, w) in enumerate(zip(players, shares))]))
+        solo_out.append(RoundResult(round_id=f"t{k}", ladder="bench", occurred_at=when,
+                                    standings=[Standing(p, i + 1) for i, p in enumerate(players)]))
+    return team_out, solo_out
+
+
+def measure_whole(rounds: list, partitions: int, batch: int) -> tuple[float, float, float]:  # type: ignore[type-arg]
+    """(wall s, process CPU s, redis-server CPU s) of phase one in batches + phase two, fresh server."""
+    server = RedisServer().start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        redis_before, started, cpu = redis_cpu_s(client), time.perf_counter(), time.process_time()
+        asyncio.run(run_phase_one(server.url, rounds, partitions, batch))
+        figures = (time.perf_counter() - started, time.process_time() - cpu, redis_cpu_s(client) - redis_before)
+        client.close()
+    finally:
+        server.stop()
+    return figures
+
+
+def compare_teams(partitions: int, batch: int, repeat: int, count: int, pool: int) -> None:
+    """Print team rounds vs individual rounds of the same size (see the module docstring)."""
+    print(f"\nteam rounds vs individual rounds of the same size: {count} rounds each, pool {pool:,}, "
+          f"{batch} rounds per handle_rounds, {partitions} partitions (best of {repeat}, alternating, same run)\n")
+    print("| rounds | µs/part. wall | µs/part. process CPU | µs/part. redis-server CPU | team / individual (wall, CPU) |")
+    print("|---|---:|---:|---:|---:|")
+    for teams, size in ((2, 5), (10, 3)):
+        team, solo = team_rounds(teams, size, count, pool, seed=teams)
+        parts = sum(r.field_size for r in team)
+        best: dict[str, tuple[float, ...]] = {}
+        for _ in range(repeat):
+            for name, rounds in (("individual", solo), ("team", team)):
+                figures = measure_whole(rounds, partitions, batch)
+                best[name] = tuple(min(a, b) for a, b in zip(best.get(name, figures), figures))
+        for name in ("individual", "team"):
+            wall, cpu, red = (x * 1e6 / parts for x in best[name])
+            label = f"{teams} teams of {size}" if name == "team" else f"individual, {teams * size} players"
+            ratio = (f"{best['team'][0] / best['individual'][0]:.2f}, {best['team'][1] / best['individual'][1]:.2f}"
+                     if name == "team" else "")
+            print(f"| {label} | {wall:.1f} | {cpu:.1f} | {red:.1f} | {ratio} |")
 
 
 CHECK_BLOCKS = 20
@@ -237,7 +300,8 @@ async def run_chained(url: str, rounds: list, partitions: int, batch_rounds: int
     ``store``: the timed handler's Store (default: this tree's)."""
     settings = Settings(redis_url=url, partitions=partitions)
     ctx = PipelineContext.from_settings(settings)
-    fanouts = await queue_chained(ctx.store, rounds, preset(settings.engine_preset), partitions)
+    batch = await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in rounds])  # phase one, untimed
+    fanouts = [result.updates for result in batch.results if result is not None]
     if store is not None:
         await ctx.store.close()
         ctx = PipelineContext.from_settings(settings, store=store(url))  # type: ignore[arg-type]
@@ -323,7 +387,13 @@ def main() -> None:
     parser.add_argument("--before", help="with --batch-rounds: also time phase_two.handle_updates at this git ref")
     parser.add_argument("--phase-one-batch", type=int, default=0,
                         help="compare phase one one by one with N rounds per handle_rounds (and only that)")
+    parser.add_argument("--teams", type=int, default=0,
+                        help="compare team rounds with individual rounds of the same size, N rounds per handle_rounds")
     args = parser.parse_args()
+    if args.teams:
+        warm_up()
+        compare_teams(args.partitions, args.teams, args.repeat, args.rounds, args.pool)
+        return
     rounds = list(synthetic_rounds(n_players=args.pool, n_rounds=args.rounds, round_size=args.size, seed=1,
                                    ladder="bench"))
     participations = sum(r.field_size for r in rounds)

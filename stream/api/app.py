@@ -35,8 +35,8 @@ from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
 from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
-from stream.engine.params import preset
-from stream.engine.predict import outcome_model, predict_lobby
+from stream.engine.params import Params, preset
+from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
 from stream.pipeline import deadletters
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -308,8 +308,12 @@ async def predict(request: web.Request) -> web.Response:
         if not isinstance(body, dict):
             raise bad_request("body must be a JSON object", code="not_json")
         raw_players, raw_weight = body.get("players"), body.get("weight")
+        raw_teams, raw_margin = body.get("teams"), body.get("draw_margin")
     else:
         raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
+        raw_teams, raw_margin = request.query.get("teams"), request.query.get("draw_margin")
+    if raw_teams is not None:
+        return await _predict_teams(request, ladder, raw_teams, raw_weight, raw_margin)
     players = inputs.player_list(raw_players, _max_id(request))
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
     key = (ladder, tuple(players), weight)
@@ -325,6 +329,71 @@ async def predict(request: web.Request) -> web.Response:
         return orjson.dumps(await _prediction(request.app[LADDERS_KEY].of(ladder), ladder, players, states, weight))
 
     return _json_body(await cache.get(key, tuple(states), compute))
+
+
+async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, raw_weight: object,
+                         raw_margin: object) -> web.Response:
+    """``predict`` of a match of teams (``teams=a,b;c,d`` or the POST form's ``teams``): cached
+    as a lobby's, under the players' (mu, sigma), their teams and shares, weight and margin."""
+    players, entry, shares = inputs.team_list(raw_teams, _max_id(request))
+    weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
+    margin = 0.0 if raw_margin in (None, "", 0, "0") else inputs.float_query(raw_margin, "draw_margin", 0.0, low=0.0,
+                                                                            high=inputs.MAX_DRAW_MARGIN)
+    key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
+    cache = request.app[PREDICTIONS_KEY]
+    fresh = cache.fresh(key)
+    if fresh is not None:
+        return _json_body(fresh)
+    states = await queries.lobby_state(_redis(request), ladder, players)
+    if states is None:
+        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+
+    cfg = request.app[LADDERS_KEY].of(ladder)
+    if cfg.rating_model is not None:
+        raise bad_request(f"team predictions use Elo-MMR for teams; ladder {ladder!r} is rated by "
+                          f"{cfg.model!r}", code="teams_unsupported")
+
+    async def compute() -> bytes:
+        newcomer = cfg.newcomer
+        return orjson.dumps(await _team_prediction(newcomer, ladder, players, entry, shares, states, weight, margin))
+
+    return _json_body(await cache.get(key, tuple(states), compute))
+
+
+async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
+                           states: list[tuple[float, float] | None], weight: float, margin: float) -> dict[str, Any]:
+    """The answer of a team prediction (``engine.predict.predict_teams``): per team its players,
+    belief, probability of finishing first, expected rank; per pair of teams the probabilities
+    of a win and a draw; the match quality; for two teams the three outcomes."""
+    mu = np.array([s[0] if s else params.mu_noob for s in states])
+    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    model = PerformanceModel.from_params(params, weight)
+    teams = np.asarray(entry, dtype=np.int64)
+    pred = await asyncio.to_thread(predict_teams, mu, sigma, teams, np.asarray(shares), model, draw_margin=margin,
+                                   samples=PREDICT_SAMPLES, seed=PREDICT_SEED)
+    lobby = pred.lobby
+    out: dict[str, Any] = {
+        "ladder": ladder,
+        "model": {"kind": model.kind, "beta": model.beta, "gamma": model.gamma, "weight": weight,
+                  "draw_margin": margin, "team": "weighted-average member (Elo-MMR for teams)"},
+        "teams": [
+            {"team": k, "mu": float(pred.mu[k]), "sigma": float(pred.sigma[k]),
+             "win_probability": float(lobby.rank_distribution[k][0]), "expected_rank": float(lobby.expected_rank[k]),
+             "rank_distribution": lobby.rank_distribution[k].tolist(),
+             "players": [{"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
+                          "weight": shares[i]}
+                         for i, (p, s) in enumerate(zip(players, states)) if entry[i] == k]}
+            for k in range(len(pred.mu))
+        ],
+        "expected_order": lobby.expected_order.tolist(),
+        "pairwise": pred.win.tolist(),
+        "draw": pred.draw.tolist(),
+        "quality": lobby.quality,
+    }
+    if len(pred.mu) == 2:
+        out.update(first_wins=float(pred.win[0, 1]), draw_probability=float(pred.draw[0, 1]),
+                   second_wins=float(pred.win[1, 0]))
+    return out
 
 
 async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states: list[tuple[float, float] | None],

@@ -19,6 +19,8 @@ MAX_LOBBY = 64
 MAX_BODY_BYTES = 64 * 1024
 """Request bodies larger than this are refused with 413 (aiohttp's client_max_size)."""
 MAX_WEIGHT = 1000.0
+MAX_DRAW_MARGIN = 10_000.0
+"""Largest draw margin (rating points) a team prediction may ask for."""
 
 
 def int_query(request: web.Request, name: str, default: int, *, low: int, high: int) -> int:
@@ -92,3 +94,41 @@ def player_list(raw: object, max_length: int) -> list[str]:
     if len(set(players)) != len(players):
         raise bad_request("players must be distinct", code="duplicate_player")
     return players
+
+
+def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[float]]:
+    """The teams of a prediction: 2..MAX_LOBBY teams, each of at least one player, no player in
+    two teams, at most MAX_LOBBY players in all.  ``raw`` is the query form ``a,b;c,d`` (teams
+    separated by ``;``, players by ``,``) or the POST form, a list of teams, each a list of
+    player ids or ``{"player": P, "weight": w}`` (w in (0, 1], the share of the match he will
+    play; default 1).  Returns the players, each one's team index and share."""
+    if isinstance(raw, str):
+        raw = [[p for p in team.split(",") if p != ""] for team in raw.split(";") if team.strip(",") != ""]
+    if not isinstance(raw, list) or not all(isinstance(team, list) for team in raw):
+        raise bad_request("teams must be a list of teams, each a list of players (or a;b-separated string "
+                          "'a,b;c,d')", code="bad_teams")
+    players: list[str] = []
+    entry: list[int] = []
+    weights: list[float] = []
+    for k, team in enumerate(raw):
+        if not team:
+            raise bad_request(f"team {k} has no players", code="empty_team")
+        for member in team:
+            if isinstance(member, dict) and isinstance(member.get("player"), str):
+                name, share = member["player"], member.get("weight", 1.0)
+            elif isinstance(member, str):
+                name, share = member, 1.0
+            else:
+                raise bad_request("a team member is a player id or {player, weight}", code="bad_teams")
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+                raise bad_request(f"a player's weight (share of the match) must be in (0, 1], got {share!r}",
+                                  code="bad_player_weight")
+            players.append(ident(name, "player", max_length))
+            entry.append(k)
+            weights.append(float(share))
+    if not 2 <= len(raw) <= MAX_LOBBY or len(players) > MAX_LOBBY:
+        raise bad_request(f"a prediction needs 2 to {MAX_LOBBY} teams and at most {MAX_LOBBY} players, got "
+                          f"{len(raw)} teams of {len(players)} players", code="bad_teams")
+    if len(set(players)) != len(players):
+        raise bad_request("a player may be in one team only", code="duplicate_player")
+    return players, entry, weights

@@ -19,7 +19,7 @@ import numpy as np
 from stream.batch.metrics import Metrics
 from stream.batch.replay import replay
 from stream.contracts import RoundResult
-from stream.contracts.round import INDIVIDUALS_ONLY, Support
+from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine import PRESETS
 from stream.engine.ladders import Ladders
 from stream.engine.models import MODELS, Model
@@ -40,10 +40,6 @@ class Replayed(Protocol):
 def model_names() -> list[str]:
     """Every name ``--model`` accepts: the Elo-MMR presets, then the rating-only models."""
     return [*PRESETS, *MODELS]
-
-
-TEAMS = Support(teams=True, mixed=True, partial=True)
-"""What a model with a team call rates: teams, teams with individuals, partial play."""
 
 
 def support(name: str) -> Support:

@@ -4,8 +4,9 @@ equal (DESIGN.md, "The guarantee that matters most").
 Rounds of each ladder are rated in input order with :func:`stream.engine.rate_rounds`, many
 rounds per vectorised call (equal to rating them one by one); ladders are independent pools.  Outcome-free rounds (fewer than two
 players, everyone tied) rate nobody and are recorded in ``ReplayResult.skipped``.  Rounds with
-teams or partial play are rated one at a time by :func:`stream.engine.teams.rate_team_round`
-(Elo-MMR for teams), in their place in the sequence.
+teams or partial play are rated by Elo-MMR for teams in the same calls and waves
+(:func:`stream.engine.teams.rate_rounds_with_teams`, what the stream's phase one calls; equal
+to :func:`stream.engine.teams.rate_team_round` one round at a time).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 from stream.batch.metrics import Metrics
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
-from stream.engine import Params, PlayerBatch, PlayerState, RoundSpec, RoundsUpdate, rate_rounds
-from stream.engine.teams import rate_team_round
+from stream.engine import Params, PlayerBatch, PlayerState, RoundSpec, RoundsUpdate
+from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
 
 
 @dataclass(slots=True)
@@ -109,12 +110,6 @@ def rate_sequence(
     chunk: list[RoundResult] = []
     size = 0
     for rnd in rounds:
-        if rnd.has_teams() or rnd.is_partial():
-            if chunk:
-                _rate_chunk(result, chunk, keep_rounds, on_round)
-                chunk, size = [], 0
-            _rate_team_round(result, rnd, keep_rounds, on_round)
-            continue
         chunk.append(rnd)
         size += rnd.field_size
         if len(chunk) >= CHUNK_ROUNDS or size >= CHUNK_PARTICIPATIONS:
@@ -148,11 +143,9 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
         ranks = np.fromiter((s.rank for st in standings for s in st), dtype=np.int64, count=len(players))
         touched, local = np.unique(table.rows(players), return_inverse=True)
         cuts = bounds.tolist()
-        specs = [RoundSpec(local[a:b], ranks[a:b], time=chunk[i].occurred_at, weight=chunk[i].weight,
-                           perf_ceiling=chunk[i].perf_ceiling)
-                 for i, a, b in zip(members, cuts[:-1], cuts[1:])]
+        specs = [_spec(chunk[i], local[a:b], ranks[a:b]) for i, a, b in zip(members, cuts[:-1], cuts[1:])]
         prior = table.gather(touched)
-        update = rate_rounds(prior, specs, result.params)
+        update = rate_rounds_with_teams(prior, specs, result.params)
         table.scatter(touched, update.after)
         if result.metrics is not None:
             mu_before, earlier = _before(prior, local, update)
@@ -173,33 +166,14 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
             on_round(rnd)
 
 
-def _rate_team_round(result: ReplayResult, rnd: RoundResult, keep_rounds: bool,
-                     on_round: Callable[[RoundResult], None] | None) -> None:
-    """Rate one round of teams or partial play (its own engine call), recorded as a chunk's are."""
-    index = result.seen
-    result.seen += 1
-    if rnd.is_outcome_free():
-        result.skipped.append((rnd.ladder, rnd.round_id))
-    else:
-        table = result.ladders.get(rnd.ladder)
-        if table is None:
-            table = result.ladders[rnd.ladder] = LadderTable(result.params)
-        players, ranks = rnd.players(), rnd.ranks()
-        if result.metrics is not None:
-            known = table.lookup(players)
-            seen = known >= 0
-            earlier = np.where(seen, table.rounds[np.where(seen, known, 0)], 0)
-            mu = np.where(seen, table.mu[np.where(seen, known, 0)], 0.0)
-            result.metrics.observe(index, mu, ranks, earlier)
-        rows = table.rows(players)
-        entry, entry_ranks = rnd.entries()
-        update = rate_team_round(table.gather(rows), entry, entry_ranks, rnd.player_weights(), result.params,
-                                 weight=rnd.weight, perf_ceiling=rnd.perf_ceiling, time=rnd.occurred_at)
-        table.scatter(rows, update.after)
-        if keep_rounds:
-            result.rounds.append(RatedRound(rnd.ladder, rnd.round_id, players, ranks, update.performance))
-    if on_round is not None:
-        on_round(rnd)
+def _spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray) -> RoundSpec | TeamRoundSpec:
+    """The engine's spec of a round, its players at ``rows`` of the chunk's prior: a round with
+    teams or partial play is a :class:`TeamRoundSpec` (Elo-MMR for teams)."""
+    if not (rnd.has_teams() or rnd.is_partial()):
+        return RoundSpec(rows, ranks, time=rnd.occurred_at, weight=rnd.weight, perf_ceiling=rnd.perf_ceiling)
+    entry, entry_ranks = rnd.entries()
+    return TeamRoundSpec(rows, ranks, entry, entry_ranks, rnd.player_weights(), rnd.occurred_at, rnd.weight,
+                         rnd.perf_ceiling)
 
 
 def _before(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:

@@ -64,16 +64,24 @@ class RatingChange:
     """The player's league and division after the change (schema v3; ``tier`` is their label:
     league "Gold", division 2 for tier "Gold 2"; division None for an undivided league; both None
     when unplaced)."""
+    team: str | None = None
+    """The player's team in a round with teams or partial play (None: an individual entry)."""
+    weight: float | None = None
+    """The share of the match the player played, in a round with teams or partial play (schema
+    v4); None for a plain round's change, which then has neither ``team`` nor ``weight`` (as in v3)."""
 
     @property
     def event_id(self) -> str:
         return event_id(self.ladder, self.round_id, self.player, self.correction_id)
 
     def to_dict(self) -> dict[str, Any]:
-        """The event's JSON values; a round's change has neither ``kind`` nor ``correction_id`` (as in v1)."""
+        """The event's JSON values; a round's change has neither ``kind`` nor ``correction_id`` (as in v1),
+        a change of a plain round (``weight`` None) neither ``team`` nor ``weight`` (as in v3)."""
         out = {"event_id": self.event_id, **{name: getattr(self, name) for name in self.__slots__}}
         if self.kind == ROUND_CHANGE:
             del out["kind"], out["correction_id"]
+        if self.weight is None:
+            del out["team"], out["weight"]
         return out
 
     def to_json(self) -> str:
@@ -89,12 +97,16 @@ class RatingChange:
 @dataclass(slots=True)
 class UpdateEntry:
     """One player of a :class:`PlayerUpdate`: rank in the round, phase one's performance and the
-    seq of the round whose posterior was its prior (None where the message does not say)."""
+    seq of the round whose posterior was its prior (None where the message does not say); in a
+    round with teams or partial play his team (None: an individual entry) and share of the match
+    played (``weight``; None in a plain round: 1)."""
 
     player: str
     rank: int
     performance: float
     previous_seq: int | None = None
+    team: str | None = None
+    weight: float | None = None
 
 
 @dataclass(slots=True)
@@ -123,11 +135,20 @@ class PlayerUpdate:
     previous_seqs: list[int] | None = None
     mu_after: list[float] | None = None
     sigma_after: list[float] | None = None
+    teams: list[str | None] | None = None
+    """Each entry's team (schema v2; None for an individual entry); None: no entry names one."""
+    weights: list[float] | None = None
+    """Each entry's share of the match played (schema v2), written for every entry of a round
+    with teams or partial play (phase two weighs the update by it, ``stream.engine.teams``);
+    None: a plain round, every weight 1 (v1 messages)."""
 
     def entries(self) -> Iterator[UpdateEntry]:
-        previous: list[int | None] = [None] * len(self.players) if self.previous_seqs is None else [*self.previous_seqs]
-        for p, r, x, q in zip(self.players, self.ranks, self.performances, previous):
-            yield UpdateEntry(p, r, x, q)
+        n = len(self.players)
+        previous: list[int | None] = [None] * n if self.previous_seqs is None else [*self.previous_seqs]
+        teams: list[str | None] = [None] * n if self.teams is None else self.teams
+        weights: list[float | None] = [None] * n if self.weights is None else [*self.weights]
+        for p, r, x, q, t, w in zip(self.players, self.ranks, self.performances, previous, teams, weights):
+            yield UpdateEntry(p, r, x, q, t, w)
 
     def to_dict(self) -> dict[str, Any]:
         entries: list[dict[str, Any]] = [
@@ -140,6 +161,12 @@ class PlayerUpdate:
         if self.mu_after is not None and self.sigma_after is not None:
             for entry, mu, sigma in zip(entries, self.mu_after, self.sigma_after):
                 entry["mu_after"], entry["sigma_after"] = float(mu), float(sigma)
+        if self.weights is not None:
+            teams: list[str | None] = [None] * len(entries) if self.teams is None else self.teams
+            for entry, t, w in zip(entries, teams, self.weights):
+                if t is not None:
+                    entry["team"] = t
+                entry["weight"] = float(w)
         return {
             "ladder": self.ladder,
             "round_id": self.round_id,
@@ -160,6 +187,8 @@ class PlayerUpdate:
         previous = [e.get("previous_seq") for e in entries]
         mu_after = [e.get("mu_after") for e in entries]
         sigma_after = [e.get("sigma_after") for e in entries]
+        weights = [e.get("weight") for e in entries]
+        teams = [e.get("team") for e in entries]
         return cls(
             ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
             occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
@@ -169,6 +198,8 @@ class PlayerUpdate:
             previous_seqs=None if None in previous else previous,
             mu_after=None if None in mu_after else mu_after,
             sigma_after=None if None in sigma_after else sigma_after,
+            teams=None if all(t is None for t in teams) else teams,
+            weights=None if all(w is None for w in weights) else [1.0 if w is None else w for w in weights],
         )
 
 

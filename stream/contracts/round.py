@@ -176,7 +176,10 @@ class Support:
 
 
 INDIVIDUALS_ONLY = Support()
-"""A rater of individual, full-time rounds only (the stream today, the rating-only models)."""
+"""A rater of individual, full-time rounds only (the rating-only models)."""
+TEAMS = Support(teams=True, mixed=True, partial=True)
+"""A rater of teams, rounds mixing teams and individuals, and partial play (Elo-MMR for teams,
+``stream.engine.teams``, in the stream and the batch commands; TrueSkill in the batch commands)."""
 
 
 def check_supported(round_: RoundResult, support: Support, rater: str) -> None:
@@ -411,20 +414,48 @@ MAX_RANK = 2**53 - 1
 
 
 def _plain_standings(items: list[Any]) -> bool:
-    """True if every item matches the schema's standing definitions with exact types."""
+    """True if every item matches the schema's standing definitions with exact types: ``{player,
+    rank}`` objects, or those and team entries (:func:`_plain_team`), or player ids / arrays."""
     if not items:
         return True
     if type(items[0]) is dict:
         if not all(type(d) is dict for d in items):
             return False
         if not all(type(p) is str and p for p in [d.get("player") for d in items]):
-            return False
+            return all(_plain_team(d) if "player" not in d else _plain_standing(d) for d in items)
         ranks = [d.get("rank") for d in items]
         return all(type(r) is int for r in ranks) and min(ranks) >= 1 and max(ranks) <= MAX_RANK
     return all(
         (type(x) is str and x) or (type(x) is list and x and all(type(p) is str and p for p in x))
         for x in items
     )
+
+
+def _plain_standing(item: dict[str, Any]) -> bool:
+    """An individual entry ``{player, rank}`` of exact types beside team entries (its ``weight`` is
+    checked by ``_entries``; one with team fields too goes through the validator)."""
+    player, rank = item.get("player"), item.get("rank")
+    return (type(player) is str and bool(player) and type(rank) is int and 1 <= rank <= MAX_RANK
+            and "team" not in item and "players" not in item)
+
+
+def _plain_team(item: dict[str, Any]) -> bool:
+    """A team entry ``{team, players, rank}`` that the schema's ``team`` definition accepts, with
+    exact types: a non-empty name, at least one member (a player id, or ``{player, weight}`` with
+    a weight in (0, 1]), an integer rank in range.  Anything else (an empty team, a bad member or
+    weight) goes through the compiled validator for its precise reason."""
+    team, members, rank = item.get("team"), item.get("players"), item.get("rank")
+    if not (type(team) is str and team and type(members) is list and members and type(rank) is int
+            and 1 <= rank <= MAX_RANK):
+        return False
+    for member in members:
+        if type(member) is dict:
+            player = member.get("player")
+            if not (type(player) is str and player) or ("weight" in member and not _good_weight(member["weight"])):
+                return False
+        elif not (type(member) is str and member):
+            return False
+    return True
 
 
 def _decode(raw: bytes | str | dict[str, Any], limits: Limits) -> Any:

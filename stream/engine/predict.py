@@ -50,6 +50,7 @@ from numpy.typing import ArrayLike, NDArray
 from stream.engine.ladders import LadderConfig
 from stream.engine.models import Model
 from stream.engine.ratings import ModelParams
+from .teams import team_beliefs
 
 NoiseKind = Literal["logistic", "gaussian"]
 
@@ -320,3 +321,46 @@ def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
         quality=_quality(mu, sigma, model, pairwise),
         tie=tie if tie.any() else None,
     )
+
+
+@dataclass(frozen=True)
+class TeamPrediction:
+    """A proposed match of teams (aligned with the teams): each team's belief (its
+    weighted-average member, as Elo-MMR for teams rates it), the lobby prediction over the teams,
+    and per pair of teams the probabilities that the first wins (finishes ahead by more than the
+    draw margin) and that they draw (performances within the margin)."""
+
+    mu: NDArray[np.float64]
+    sigma: NDArray[np.float64]
+    lobby: LobbyPrediction
+    win: NDArray[np.float64]
+    draw: NDArray[np.float64]
+
+
+def predict_teams(mu: ArrayLike, sigma: ArrayLike, entry: NDArray[np.int64], weights: ArrayLike,
+                  model: PerformanceModel, *, draw_margin: float = 0.0, samples: int = DEFAULT_SAMPLES,
+                  seed: int = 0) -> TeamPrediction:
+    """Predict a match of teams from the players' ``mu``, ``sigma``, their team ``entry[i]``
+    (0..k-1) and shares of the match ``weights``.
+
+    A team is one participant with the belief of its weighted-average member
+    (``stream.engine.teams.team_beliefs``, what phase one rates it with), so every lobby figure
+    (:func:`predict_lobby`: first-place probabilities, expected ranks, match quality) is that of
+    the teams.  Elo-MMR's performances are continuous, so an exact draw has probability 0: with a
+    ``draw_margin`` d >= 0 (rating points) a pair draws when its performances differ by at most
+    d, ``P(win_a) = P(P_a - P_b > d)`` (:func:`win_probability` with mu_a shifted by -d, exact as
+    it is) and ``P(draw) = 1 - P(win_a) - P(win_b)``."""
+    if not (draw_margin >= 0 and math.isfinite(draw_margin)):
+        raise ValueError(f"draw_margin must be finite and >= 0, got {draw_margin}")
+    k = int(np.max(entry)) + 1
+    mu_t, sigma_t = team_beliefs(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
+                                 entry, np.asarray(weights, dtype=np.float64), k)
+    lobby = predict_lobby(mu_t, sigma_t, model, samples=samples, seed=seed)
+    if draw_margin == 0.0:
+        win = lobby.pairwise
+    else:
+        win = win_probability(mu_t[:, None] - draw_margin, sigma_t[:, None], mu_t[None, :], sigma_t[None, :], model)
+        np.fill_diagonal(win, 0.0)
+    draw = np.clip(1.0 - win - win.T, 0.0, 1.0)
+    np.fill_diagonal(draw, 0.0)
+    return TeamPrediction(mu=mu_t, sigma=sigma_t, lobby=lobby, win=win, draw=draw)

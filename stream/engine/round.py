@@ -14,7 +14,7 @@ import numpy as np
 
 from .diffusion import diffuse, drifted_sigma, elapsed_days, gammas
 from .kernels import logistic_update_rows
-from .params import Params
+from .params import Params, performance_noise
 from .performance import phase_one
 from .state import PlayerBatch
 from .update import update_beliefs
@@ -90,12 +90,9 @@ def _noise_per_row(params: Params, weights: np.ndarray, days: np.ndarray) -> tup
     first = float(weights[0]) if len(weights) else 1.0
     if (weights == first).all():  # one round (or rounds of one weight): no per-weight split
         return gammas(params, first, days), np.full(len(weights), params.beta(first))
-    gamma, beta = np.empty(len(weights)), np.empty(len(weights))
-    for w in np.unique(weights).tolist():
-        rows = weights == w
-        gamma[rows] = gammas(params, w, days[rows])
-        beta[rows] = params.beta(w)
-    return gamma, beta
+    # rows of several weights (rounds of different weights, players' shares of a team round):
+    # the same elementwise formulas on arrays, the same floats as per weight
+    return gammas(params, weights, days), performance_noise(params, weights)
 
 
 def rate_round(

@@ -84,7 +84,7 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
     rated = _rated(ranks, offsets, sizes)
 
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
-    previous = _previous(rows, rated[round_of])
+    previous = previous_participations(rows, rated[round_of])
     after = prior.copy()
     _widen_for(after, rows[rated[round_of]], params)
     wave = _waves(rows, offsets, rated, len(prior))
@@ -152,7 +152,7 @@ def _waves(rows: np.ndarray, offsets: np.ndarray, rated: np.ndarray, n_players: 
     return np.array(wave, dtype=np.int64)
 
 
-def _previous(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
+def previous_participations(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
     """Index of each participation's previous rated participation of the same player (-1)."""
     previous = np.full(rows.shape[0], -1, dtype=np.int64)
     idx = np.flatnonzero(live)
@@ -168,11 +168,19 @@ def _wave_performances(
 ) -> np.ndarray:
     """Phase one of every round of a wave (participations grouped by round, input order; the
     players' ``mu``, ``sigma`` and ``last_time`` before it)."""
+    return wave_performances(mu, sigma, elapsed_days(last_time, times[rnd]), ranks, rnd, weights, params)
+
+
+def wave_performances(
+    mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, weights: np.ndarray,
+    params: Params,
+) -> np.ndarray:
+    """:func:`_wave_performances` from each participant's days since his last round (the teams
+    of ``stream.engine.teams`` have an average of their members' days, no ``last_time``)."""
     n = mu.shape[0]
     starts = np.flatnonzero(np.diff(rnd, prepend=-1))
     bounds = np.append(starts, n)
     sizes = np.diff(bounds)
-    days = elapsed_days(last_time, times[rnd])
     perf = np.empty(n)
     small = (sizes <= DIRECT_MAX_PLAYERS) if params.subsample_size is None else np.zeros(sizes.shape[0], bool)
     if small.any():

@@ -37,13 +37,17 @@ used), so a round of individuals equals :func:`stream.engine.rate_round` to the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .diffusion import elapsed_days
 from .params import Params
 from .performance import phase_one
-from .round import RoundUpdate, phase_two
+from .round import RoundUpdate, phase_two, update_rows
+from .rounds import (RoundSpec, RoundsUpdate, _rated, _waves, _widen_for, previous_participations, rate_rounds,
+                     wave_performances)
 from .state import PlayerBatch
 
 
@@ -60,31 +64,60 @@ def team_performances(
 ) -> np.ndarray:
     """Phase one: each member's performance p_i (aligned with ``batch``; see the module docstring).
     ``entry[i]`` is player i's team (index into ``entry_ranks``), ``weights`` the shares played."""
+    return member_performances(batch.mu, batch.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
+                               weights, params, weight=weight, perf_ceiling=perf_ceiling)
+
+
+def member_performances(
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    days: np.ndarray,
+    entry: np.ndarray,
+    entry_ranks: np.ndarray,
+    weights: np.ndarray,
+    params: Params,
+    *,
+    weight: float = 1.0,
+    perf_ceiling: float = math.inf,
+) -> np.ndarray:
+    """:func:`team_performances` from the members' ``mu``, ``sigma`` and days since their last
+    round (what the pipeline's phase one holds: columns, not a :class:`PlayerBatch`)."""
     k = entry_ranks.shape[0]
-    days = elapsed_days(batch.last_time, time)
-    total = np.bincount(entry, weights=weights, minlength=k)
-    size = np.bincount(entry, minlength=k)
-    single = size == 1
-
-    members = np.flatnonzero(single[entry])  # players who are a team of one
-
-    def own(values: np.ndarray) -> np.ndarray:
-        """Each team of one's member's value (the average of one, exactly)."""
-        out = np.zeros(k)
-        out[entry[members]] = values[members]
-        return out
-
-    def average(values: np.ndarray) -> np.ndarray:
-        mean = np.bincount(entry, weights=weights * values, minlength=k) / total
-        return np.where(single, own(values), mean)
-
-    mu_team = average(batch.mu)
-    sigma_team = np.where(single, own(batch.sigma), np.sqrt(average(batch.sigma**2)))
+    average = _averager(entry, weights, k)
+    mu_team, sigma_team = team_beliefs(mu, sigma, entry, weights, k)
     perf_team = phase_one(mu_team, sigma_team, average(days), entry_ranks, params, weight=weight,
                           perf_ceiling=perf_ceiling)
-    surprise = np.where(single[entry], 0.0, batch.mu - mu_team[entry])
+    single = np.bincount(entry, minlength=k) == 1
+    surprise = np.where(single[entry], 0.0, mu - mu_team[entry])
     out: np.ndarray = perf_team[entry] + surprise
     return out
+
+
+def _averager(entry: np.ndarray, weights: np.ndarray, k: int) -> Callable[[np.ndarray], np.ndarray]:
+    """The weighted average over each of the ``k`` teams of a per-player value; a team of one
+    takes its member's own value (exactly, not x w / w)."""
+    total = np.bincount(entry, weights=weights, minlength=k)
+    single = np.bincount(entry, minlength=k) == 1
+    members = np.flatnonzero(single[entry])  # players who are a team of one
+
+    def average(values: np.ndarray) -> np.ndarray:
+        own = np.zeros(k)
+        own[entry[members]] = values[members]
+        mean = np.bincount(entry, weights=weights * values, minlength=k) / total
+        out: np.ndarray = np.where(single, own, mean)
+        return out
+
+    return average
+
+
+def team_beliefs(mu: np.ndarray, sigma: np.ndarray, entry: np.ndarray, weights: np.ndarray,
+                 k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each of the ``k`` teams' belief, that of its weighted-average member (module docstring):
+    ``mu_T = sum w_i mu_i / W_T``, ``sigma_T = sqrt(sum w_i sigma_i^2 / W_T)``; phase one rates a
+    team with it, and predictions (``stream.engine.predict.predict_teams``) use it too."""
+    average = _averager(entry, weights, k)
+    single = np.bincount(entry, minlength=k) == 1
+    return average(mu), np.where(single, average(sigma), np.sqrt(average(sigma**2)))
 
 
 def rate_team_round(
@@ -104,3 +137,88 @@ def rate_team_round(
                              perf_ceiling=perf_ceiling, time=time)
     after = phase_two(batch, perf, params, weight=weight * weights, time=time)
     return RoundUpdate(after=after, performance=perf)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamRoundSpec:
+    """A round of teams or partial play for :func:`rate_rounds_with_teams`: ``players`` are row
+    indices into the prior batch (distinct), ``ranks[i]`` player i's entry's rank, ``entry[i]`` his
+    entry (index into ``entry_ranks``; individuals are entries of one) and ``weights[i]`` the share
+    of the match he played."""
+
+    players: np.ndarray
+    ranks: np.ndarray
+    entry: np.ndarray
+    entry_ranks: np.ndarray
+    weights: np.ndarray
+    time: float
+    weight: float = 1.0
+    perf_ceiling: float = math.inf
+
+
+def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | TeamRoundSpec],
+                           params: Params) -> RoundsUpdate:
+    """:func:`stream.engine.rate_rounds` over rounds of which some are :class:`TeamRoundSpec`,
+    in the same waves of player-disjoint rounds and with its layout (``previous`` links a
+    player's participations).  Per wave, phase one solves every round's entries together (a
+    team is the belief of its weighted-average member, an individual his own:
+    :func:`team_beliefs`; ``rounds.wave_performances``, the solve ``rate_rounds`` runs), each
+    member is credited his team's surprise, and phase two updates every member in one call with
+    the weight of a round of weight ``round weight x share played`` (``round.update_rows``).
+    The result equals rating the rounds one by one with :func:`rate_team_round` (and
+    ``rate_round`` for individual rounds) to rounding; without team rounds it is ``rate_rounds``."""
+    individual = [r for r in rounds if isinstance(r, RoundSpec)]
+    if len(individual) == len(rounds):
+        return rate_rounds(prior, individual, params)
+    n_rounds = len(rounds)
+    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
+    offsets = np.zeros(n_rounds + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    rows = np.concatenate([r.players for r in rounds]).astype(np.int64)
+    ranks = np.concatenate([r.ranks for r in rounds])
+    round_of = np.repeat(np.arange(n_rounds), sizes)
+    # every round as entries (an individual round's players are entries of one), numbered globally
+    local = [r.entry if isinstance(r, TeamRoundSpec) else np.arange(r.players.shape[0]) for r in rounds]
+    entry_ranks = [r.entry_ranks if isinstance(r, TeamRoundSpec) else r.ranks for r in rounds]
+    n_entries = np.fromiter((e.shape[0] for e in entry_ranks), dtype=np.int64, count=n_rounds)
+    entry_start = np.concatenate(([0], np.cumsum(n_entries)[:-1]))
+    entry = np.concatenate(local).astype(np.int64) + entry_start[round_of]
+    all_entry_ranks = np.concatenate(entry_ranks)
+    entry_round = np.repeat(np.arange(n_rounds), n_entries)
+    share = np.concatenate([r.weights if isinstance(r, TeamRoundSpec) else np.ones(r.players.shape[0])
+                            for r in rounds]).astype(np.float64)
+    rated = _rated(ranks, offsets, sizes)
+
+    performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
+    previous = previous_participations(rows, rated[round_of])
+    after = prior.copy()
+    _widen_for(after, rows[rated[round_of]], params)
+    wave = _waves(rows, offsets, rated, len(prior))
+    times = np.array([r.time for r in rounds], dtype=float)
+    weights = np.array([r.weight for r in rounds], dtype=float)
+    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
+
+    live = np.flatnonzero(rated[round_of])
+    order = live[np.argsort(wave[round_of[live]], kind="stable")]  # by wave, then input order
+    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        part = order[a:b]
+        wave_rows = rows[part]
+        rnd = round_of[part]
+        entries, at = np.unique(entry[part], return_inverse=True)  # the wave's entries, grouped by round
+        k = entries.shape[0]
+        member_mu, member_sigma = after.mu[wave_rows], after.sigma[wave_rows]
+        days = elapsed_days(after.last_time[wave_rows], times[rnd])
+        mu_team, sigma_team = team_beliefs(member_mu, member_sigma, at, share[part], k)
+        team_round = entry_round[entries]
+        perf_team = wave_performances(mu_team, sigma_team, _averager(at, share[part], k)(days),
+                                      all_entry_ranks[entries], team_round, weights, params)
+        if params.variant == "logistic":
+            perf_team = np.minimum(perf_team, ceilings[team_round])
+        single = np.bincount(at, minlength=k) == 1
+        perf = perf_team[at] + np.where(single[at], 0.0, member_mu - mu_team[at])
+        update_rows(after, wave_rows, perf, params, weights[rnd] * share[part], times[rnd])  # phase two, in place
+        performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
+    return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
+                        previous=previous, rated=rated)

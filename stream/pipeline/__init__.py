@@ -17,6 +17,7 @@ same rounds within 1e-9, whatever the number of workers and partitions):
 
 1. ``rounds`` is keyed by ladder, so a ladder is one partition, read in publish order by the
    phase-one agent (one actor per partition: ladders on different partitions run in parallel).
+   A round read under another key is forwarded, keyed by its ladder (``messages.misrouted``).
 2. Phase one registers the round id once per ladder (Lua): the first registration assigns the
    ladder's next sequence number ``seq``; a re-published round (same content hash) is a
    duplicate; the same id with different content goes to ``rounds-dlq`` as ``conflict``.
@@ -31,7 +32,8 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    of the rounds it waits on.
 4. Per ladder, ONE ``engine.rate_rounds`` call rates the batch's rounds in seq order (waves of
    player-disjoint rounds: a later round of the batch is rated from the posteriors of the
-   earlier ones, which phase two will compute and store identically); every entry names the
+   earlier ones, which phase two will compute and store identically; rounds with teams or
+   partial play are rated in the same waves by Elo-MMR for teams, ``teams.py``); every entry names the
    round whose posterior was its prior (``previous_seq``). One round trip marks the players
    ``queued_seq``, STORES each round's fan-out (one PlayerUpdate section per partition, Kafka's
    murmur2 partition of each player id) and marks the rounds ``pending``; then the batch's
@@ -43,9 +45,9 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    (same round trip), applies each (player, round) row by the chain rule (``chains.py``: a
    row whose ``previous_seq`` the player has not reached is a gap, left for later), a
    player's rows in seq order in waves (one ``engine.phase_two`` call per wave), and writes
-   everything in ONE Redis round trip: per-player Lua (skip if ``last_seq >= seq``; state,
-   history) and per-round Lua (results with HSETNX, leaderboard, pending count, status
-   ``rated``). Then it emits RatingChange events (key = player); an already-applied player's
+   everything in two Redis round trips: per-player Lua (skip if ``last_seq >= seq``; state,
+   history), then per-round Lua for the rows applied now (results with HSETNX, leaderboard,
+   pending count, status ``rated``). Then it emits RatingChange events (key = player); an already-applied player's
    event is re-emitted from the stored round results, so duplicates carry the same
    ``event_id`` and content.
 6. Every send is awaited to the broker's acknowledgement before the input event is acked:

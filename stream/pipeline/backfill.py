@@ -4,7 +4,8 @@
 the stream's acceptance (``parse_round``, by the input readers) and registration rule
 (``first_copies``: a re-published round is a no-op, an id re-used with other content is a
 ``conflict``); each ladder's rounds are then rated in order with the replay's engine path
-(``rate_round`` on a :class:`LadderTable`, the reference the stream equals) and written with
+(``rate_round`` on a :class:`LadderTable`, the reference the stream equals; ``rate_team_round``
+for a round with teams or partial play) and written with
 :class:`stream.store.bulk.BulkWriter`: the same keys, fields and bytes as phase one and phase two
 (round record ``rated`` with its events marked emitted, results, stored fan-out, history,
 player hash with ``last_seq = queued_seq`` = the player's last round, leaderboard, ladder
@@ -37,10 +38,12 @@ from stream.engine import rate_round
 from stream.engine.ratings import Ratings
 from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
+from stream.engine.teams import rate_team_round
 from stream.pipeline import rating_models
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.phase_one import build_fanout
+from stream.pipeline.teams import fanout_columns
 from stream.store import keys
 from stream.store.bulk import BulkWriter, content_hashes, ladder_info, stored_players
 from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, encode_float, fanout_fields
@@ -241,9 +244,15 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     before = run.table.gather(rows)
     rating = ctx.ladder(run.name)
     ratings: tuple[list[str], list[str]] | None = None
+    teams, shares = fanout_columns(round_)  # None, None for a plain round
     if rating.rating_model is None:
-        update = rate_round(before, ranks, run.table.params, weight=round_.weight, perf_ceiling=round_.perf_ceiling,
-                            time=round_.occurred_at)
+        if shares is None:
+            update = rate_round(before, ranks, run.table.params, weight=round_.weight,
+                                perf_ceiling=round_.perf_ceiling, time=round_.occurred_at)
+        else:  # teams or partial play: Elo-MMR for teams, as the stream rates them
+            entry, entry_ranks = round_.entries()
+            update = rate_team_round(before, entry, entry_ranks, round_.player_weights(), run.table.params,
+                                     weight=round_.weight, perf_ceiling=round_.perf_ceiling, time=round_.occurred_at)
         after, performance = update.after, update.performance
         performance_texts = number_texts("performance", performance)
     else:  # phase one's call and phase two's state (rating_models), as the stream rates the round
@@ -266,7 +275,7 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
         players=players, ranks=ranks.tolist(), performance=performance_texts,
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
         mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist(),
-        display=cfg))
+        display=cfg, teams=teams, weights=None if shares is None else number_texts("weight", np.asarray(shares))))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
     fanout = build_fanout(ctx, round_, run.seq, performance, run.partitions, previous, ratings)

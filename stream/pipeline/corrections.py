@@ -22,8 +22,8 @@ message, sends its dead letter or its events, then calls :func:`finish_correctio
    rating-only model: ``rerate_model``, phase one's ``rate_one`` and phase two's ``apply`` per
    round); the states just before the corrected round are not stored, so the prefix is rated
    again but not written. A TrueSkill ladder whose stored fan-outs lose what its ratings depend
-   on (teams, shares, the order within a tie split across messages) is ``not_correctable``
-   (:func:`_unrepresented_teams`, ``HistoryRound.ordered``).
+   on (the standings' order within a tie split across messages) is ``not_correctable`` where
+   that matters (:func:`_unreproduced`, ``HistoryRound.ordered``).
 5. Record the ratings of the players it touches (those of the corrected round and every later
    one, before and after the correction) in the correction's plan, and the correction's trail on
    the round record; then write what changed, as the stream would have written it for the
@@ -44,9 +44,7 @@ import json
 import logging
 import math
 import time
-from collections import Counter
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -55,14 +53,14 @@ import orjson
 from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResult, parse_round
 from stream.contracts.correction import AMEND, INSERT, VOID, Correction, parse_correction
 from stream.contracts.events import CORRECTION_CHANGE
-from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INDIVIDUALS_ONLY, INTERNAL_ERROR, NOT_CORRECTABLE,
-                                    STORED, UNKNOWN_ROUND, check_supported)
+from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INTERNAL_ERROR, NOT_CORRECTABLE, STORED, UNKNOWN_ROUND,
+                                    check_supported)
 from stream.engine import PlayerState
 from stream.engine.ladders import LadderConfig
 from stream.engine.display import DisplayConfig, display_rating, league_division, tier_names
 from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
-from stream.pipeline import faults
+from stream.pipeline import faults, rating_models
 from stream.pipeline.backfill import PLAYER_FIELDS
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import number_texts
@@ -111,7 +109,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     try:
         correction = parse_correction(raw, limits=ctx.limits)
         if correction.round is not None:
-            check_supported(correction.round, INDIVIDUALS_ONLY, "the stream")
+            check_supported(correction.round, rating_models.support(ctx.ladder(correction.ladder)), "the stream")
     except RoundRejected as rejection:
         return _rejected(rejection, raw, origin)
     store, ladder, cid = ctx.store, correction.ladder, correction.correction_id
@@ -155,7 +153,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     if cfg.rating_model is None:
         rated = rerate(history, cfg.elo_mmr, ctx.display(ladder))
     else:
-        problem = None if resumed else _unrepresented_teams(correction, cfg, stored, inserted, by_time)
+        problem = None if resumed else _unreproduced(correction, cfg, stored, by_time)
         if problem is not None:
             await ledger.release(store, ladder, cid)
             return _rejected(problem, raw, origin, correction)
@@ -267,24 +265,41 @@ def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
         return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
     if status != STATUS_RATED:
         return None
-    updates = [orjson.loads(m) for m in stored.fanout]
-    first = updates[0]
-    entries = first["entries"] if len(updates) == 1 else [e for u in updates for e in u["entries"]]
-    entries.sort(key=_RANK)  # stable: ties keep fan-out order
+    first, entries = _fanout_entries(stored)
+    entries.sort(key=lambda e: e[0])  # stable: ties stay in fan-out order
     ceiling = record.get("perf_ceiling")
-    messages_of_rank = Counter(rank for u in updates for rank in {e["rank"] for e in u["entries"]})
+    teamed = any(e[3] is not None for e in entries)  # a round with teams or partial play
     return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
-                        float(ceiling) if ceiling else math.inf, [e["player"] for e in entries],
-                        [e["rank"] for e in entries], ordered=max(messages_of_rank.values(), default=0) <= 1)
+                        float(ceiling) if ceiling else math.inf, [e[1] for e in entries], [e[0] for e in entries],
+                        [e[2] for e in entries] if teamed else None,
+                        [1.0 if e[3] is None else e[3] for e in entries] if teamed else None,
+                        ordered=_ties_in_one_message(stored))
 
 
-_RANK = itemgetter("rank")
+def _ties_in_one_message(stored: StoredRound) -> bool:
+    """Whether the fan-out keeps the standings' order within every tie: no rank shared by several
+    entries (teams; individuals as teams of one) is split across messages (each message keeps
+    the standings' order of its own players only)."""
+    if len(stored.fanout) <= 1:
+        return True
+    messages: dict[int, set[int]] = {}
+    entries: dict[int, set[str]] = {}
+    for k, m in enumerate(stored.fanout):
+        for e in orjson.loads(m)["entries"]:
+            messages.setdefault(e["rank"], set()).add(k)
+            entries.setdefault(e["rank"], set()).add(e["player"] if e.get("team") is None else "\0" + e["team"])
+    return all(len(messages[rank]) <= 1 or len(entries[rank]) <= 1 for rank in messages)
 
 
-def _fanout_players(stored: StoredRound) -> list[str]:
-    """The players of a round's stored fan-out (a round phase two gave up on still has it: its
-    repair re-rates the rounds that shared them)."""
-    return [e["player"] for m in stored.fanout for e in orjson.loads(m)["entries"]]
+def _fanout_entries(stored: StoredRound) -> tuple[dict[str, Any], list[tuple[int, str, str | None, float | None]]]:
+    """A round's stored fan-out parsed: its first message (the round's ``occurred_at`` and
+    ``weight``, as every message of it) and every entry as (rank, player, team, share played;
+    None where absent), in fan-out order.
+    Read with orjson, not ``PlayerUpdate.from_json``: the service wrote these messages itself
+    (phase one), and a re-rate reads every round of the ladder."""
+    updates = [orjson.loads(m) for m in stored.fanout]
+    return (updates[0] if updates else {}), [(e["rank"], e["player"], e.get("team"), e.get("weight"))
+                                             for u in updates for e in u["entries"]]
 
 
 def _amended(body: str) -> RoundResult:
@@ -309,61 +324,52 @@ def _inserted(correction: Correction, stored: list[StoredRound]) -> list[StoredR
     return [r for r in stored if r.status == STATUS_LATE or correction.correction_id in _trail_ids(r)]
 
 
-TEAMS_MATCH = 1e-9
-"""How far a stored rating-only round's new ratings may be from the same round re-rated as
-individuals before :func:`_unrepresented_teams` calls it a team round (they are bit-equal)."""
+REPRODUCED = 1e-9
+"""How far a stored rating-only round's new ratings may be from the same round re-rated as its
+fan-out reads before :func:`_unreproduced` refuses the ladder (they are bit-equal)."""
 
 
-def _unrepresented_teams(correction: Correction, cfg: LadderConfig, stored: list[StoredRound],
-                         inserted: list[StoredRound], by_time: bool) -> RoundRejected | None:
+def _unreproduced(correction: Correction, cfg: LadderConfig, stored: list[StoredRound],
+                  by_time: bool) -> RoundRejected | None:
     """Why a ladder whose model has a team call (TrueSkill) cannot be re-rated (None: it can).
 
-    A stored fan-out keeps each player's rank, not his team nor his share of the match, nor the
-    standings' order within a tie split across its messages (TrueSkill's ratings depend on all
-    three), so a re-rate reads every stored round as individuals in the fan-out's order. That is
-    the stream's rating exactly when the ladder's current history re-rated so reproduces every
-    stored fan-out's ``mu_after``/``sigma_after``; and the late rounds an insert rates must be
-    individual full-time ones. Else ``not_correctable``. (The rounds the correction re-rates must
-    moreover keep their order within ties: ``HistoryRound.ordered``, checked by the caller.)"""
+    A stored fan-out keeps each player's rank, team and share of the match, but the standings'
+    order within a tie only where the tie lies in one message (each partition's message keeps its
+    own players' order; ``HistoryRound.ordered``), and TrueSkill's ratings depend on that order.
+    So the ladder's current history re-rated as its fan-outs read must reproduce the stored
+    ``mu_after``/``sigma_after`` of every round read out of order (else the re-rated prefix would
+    not be the stream's), and the rounds the correction re-rates must keep their order within
+    ties (checked by the caller). Else ``not_correctable``."""
     model = cfg.rating_model
     if model is None or model.teams is None:
-        return None  # a model without a team call rated individual full-time rounds only
-    for r in inserted:
-        if r.status == STATUS_LATE:
-            late = _amended(r.record["body"])
-            if late.has_teams() or late.is_partial():
-                return _team_rejection(correction, r.round_id)
+        return None  # the other models' ratings do not depend on the order within a tie
     current = [h for r in stored if r.status != STATUS_LATE and (h := _stored_round(r.seq, r)) is not None]
+    if all(h.ordered for h in current):
+        return None
     if by_time:
         current.sort(key=lambda h: sort_key(h, True))
     rated = rerate_model(current, cfg, DisplayConfig())
     by_id = {r.round_id: r for r in stored}
     bounds = rated.offsets.tolist()
     for k, h in enumerate(current):
+        if h.ordered:
+            continue  # read in its standings' order: its ratings follow from its priors
         carried = {e["player"]: (e.get("mu_after"), e.get("sigma_after"))
                    for m in by_id[h.round_id].fanout for e in orjson.loads(m)["entries"]}
         for i in range(bounds[k], bounds[k + 1]):
             mu, sigma = carried.get(rated.players[i], (None, None))
             if mu is None or sigma is None:
                 continue  # an amendment not yet written: nothing stored to compare
-            if abs(mu - rated.mu_after[i]) > TEAMS_MATCH or abs(sigma - rated.sigma_after[i]) > TEAMS_MATCH:
-                return _team_rejection(correction, h.round_id)
+            if abs(mu - rated.mu_after[i]) > REPRODUCED or abs(sigma - rated.sigma_after[i]) > REPRODUCED:
+                return _tie_rejection(correction, cfg, h.round_id)
     return None
 
 
-def _team_rejection(correction: Correction, round_id: str) -> RoundRejected:
-    return RoundRejected(NOT_CORRECTABLE, f"ladder {correction.ladder!r} holds a round ({round_id!r}) of teams, "
-                         "partial play or a tie split across fan-out messages, which its stored fan-out does not "
-                         "keep (teams, shares, the standings' order within a tie): its re-rate does not reproduce "
-                         "the stored ratings (re-rate the corrected history into a fresh ladder: stream backfill)",
-                         "ladder")
-
-
 def _tie_rejection(correction: Correction, cfg: LadderConfig, round_id: str) -> RoundRejected:
-    return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {correction.ladder!r}, which the correction "
-                         f"re-rates, has a tie split across fan-out messages: their standings' order within the tie, "
-                         f"on which model {cfg.model!r} depends, is not stored (re-rate the corrected history into a "
-                         "fresh ladder: stream backfill)", "round_id")
+    return RoundRejected(NOT_CORRECTABLE, f"round {round_id!r} of ladder {correction.ladder!r} has a tie split across "
+                         "fan-out messages: its standings' order within the tie, on which model "
+                         f"{cfg.model!r} depends, is not stored (re-rate the corrected history into a fresh ladder: "
+                         "stream backfill)", "round_id")
 
 
 def sort_key(h: HistoryRound, by_time: bool) -> tuple[float, int]:
@@ -388,7 +394,8 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
                 target_players.update(current.players)
                 starts.append(sort_key(current, by_time))
         elif r is target and correction.kind != INSERT:
-            target_players.update(current.players if current is not None else _fanout_players(r))
+            # a round phase two gave up on still has its fan-out: its repair re-rates the rounds sharing its players
+            target_players.update(current.players if current is not None else [e[1] for e in _fanout_entries(r)[1]])
             starts.append((float(r.record.get("occurred_at", 0.0)) if by_time else 0.0, r.seq))
             amended = None if correction.kind == VOID else correction.round
             target_players.update(amended.players() if amended is not None else ())

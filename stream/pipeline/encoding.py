@@ -66,6 +66,11 @@ class ChangeColumns:
     tiers: Sequence[str]
     """Tier names; "" (unplaced) is written as ``null`` like ``RatingChange.tier = None``."""
     rounds_played: Sequence[int]
+    teams: Sequence[str | None] | None = None
+    """Per row the player's team (None: an individual entry), or None for no row."""
+    weights: Sequence[str | None] | None = None
+    """Per row the text of the share of the match played, None for a row of a plain round (its
+    event has neither ``team`` nor ``weight``, as ``RatingChange.weight = None``); None: every row."""
     display: DisplayConfig | None = None
     """The ladder's display config: each tier label's league and division (None: both null)."""
 
@@ -96,15 +101,20 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
     sizes = [repr(int(n)) for n in field_sizes]
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
     placed = placement_json(c.tiers, c.display)
+    extras = [""] * len(c.players)
+    if c.weights is not None:  # rounds with teams or partial play: "team" and "weight" last (RatingChange v4)
+        teams = c.teams if c.teams is not None else [None] * len(c.weights)
+        team_json = {t: NULL if t is None else encode_basestring(t) for t in set(teams)}
+        extras = ["" if w is None else f',"team":{team_json[t]},"weight":{w}' for t, w in zip(teams, c.weights)]
     rows = zip(round_of, c.players, c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
-               c.display_rating, c.tiers, c.rounds_played)
+               c.display_rating, c.tiers, c.rounds_played, extras)
     return [
         (f'{{"event_id":{encode_basestring(event_id(ladder, round_ids[k], player))}{heads[k]}'
          f'{encode_basestring(player)},"rank":{int(rank)!r},"field_size":{sizes[k]},"performance":{perf},'
          f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
          f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}'
-         f'{placed[tier]}}}').encode()
-        for k, player, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played in rows
+         f'{placed[tier]}{extra}}}').encode()
+        for k, player, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, extra in rows
     ]
 
 
@@ -120,7 +130,12 @@ def encode_update(update: PlayerUpdate, performance_texts: Sequence[str]) -> byt
     given as their text (:func:`number_texts`) (tested byte-equal)."""
     head = update_head(update.ladder, update.round_id, update.seq, update.occurred_at, update.weight,
                        update.field_size)
-    return encode_entries(head, update.players, update.ranks, performance_texts, update.previous_seqs)
+    weights = None if update.weights is None else number_texts("weight", np.asarray(update.weights, dtype=float))
+    ratings = None if update.mu_after is None or update.sigma_after is None else (
+        number_texts("mu_after", np.asarray(update.mu_after, dtype=float)),
+        number_texts("sigma_after", np.asarray(update.sigma_after, dtype=float)))
+    return encode_entries(head, update.players, update.ranks, performance_texts, update.previous_seqs, ratings,
+                          update.teams, weights)
 
 
 def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight: float, field_size: int) -> str:
@@ -132,16 +147,27 @@ def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight
 
 def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], performance_texts: Sequence[str],
                    previous_seqs: Sequence[int] | None,
-                   ratings: tuple[Sequence[str], Sequence[str]] | None = None) -> bytes:
+                   ratings: tuple[Sequence[str], Sequence[str]] | None = None,
+                   teams: Sequence[str | None] | None = None, weight_texts: Sequence[str] | None = None) -> bytes:
     """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns;
     ``ratings``: the texts of each entry's ``mu_after`` and ``sigma_after`` (a rating-only
-    model's round, which sets ``previous_seqs`` too)."""
-    if ratings is not None and previous_seqs is not None:
-        mu_texts, sigma_texts = ratings
-        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
-                           f'"previous_seq":{int(previous)!r},"mu_after":{mu},"sigma_after":{sigma}}}'
-                           for player, rank, perf, previous, mu, sigma
-                           in zip(players, ranks, performance_texts, previous_seqs, mu_texts, sigma_texts))
+    model's round, which sets ``previous_seqs`` too); ``weight_texts`` (a round with teams or
+    partial play): each entry then ends with its ``team`` (if any) and ``weight``, as
+    ``PlayerUpdate.to_json()`` writes them."""
+    if ratings is not None or weight_texts is not None:
+        n = len(players)
+        previous = [""] * n if previous_seqs is None else [f',"previous_seq":{int(q)!r}' for q in previous_seqs]
+        rated = [""] * n if ratings is None else [f',"mu_after":{mu},"sigma_after":{sigma}'
+                                                  for mu, sigma in zip(*ratings)]
+        if weight_texts is None:
+            shared = [""] * n
+        else:
+            names: Sequence[str | None] = [None] * n if teams is None else teams
+            team_json = {t: "" if t is None else f',"team":{encode_basestring(t)}' for t in set(names)}
+            shared = [f'{team_json[t]},"weight":{w}' for t, w in zip(names, weight_texts)]
+        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}{q}{r}{x}}}'
+                           for player, rank, perf, q, r, x in zip(players, ranks, performance_texts, previous, rated,
+                                                                   shared))
     elif previous_seqs is None:
         entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
                            for player, rank, perf in zip(players, ranks, performance_texts))

@@ -101,3 +101,16 @@ class Incoming:
     key: bytes | None = None
     origin: Origin = Origin()
     timestamp: float | None = None
+
+
+FORWARDED = "forwarded"
+"""Phase one's outcome for a round read under another key than its ladder (:func:`misrouted`)."""
+
+
+def misrouted(event: Incoming, ladder: str) -> bool:
+    """Whether a round read from a partition was published under another key than its ladder
+    (or none). A ladder's rounds are rated in their order on ONE partition, the one its key
+    picks, by the one actor reading it: a round elsewhere would be rated concurrently with its
+    ladder's others, in no defined order. So it is not rated where it is read but forwarded to
+    its topic keyed by its ladder (``rounds_batches``), and rated when it arrives there."""
+    return event.origin.topic is not None and event.origin.partition is not None and event.key != ladder.encode()

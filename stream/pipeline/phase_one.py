@@ -7,9 +7,10 @@ order per ladder, and sends what they return. Steps of a round (paper Section 4,
 first half):
 
 1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
-   with status ``no_outcome`` and rates nobody.  A round with teams or partial play is
-   dead-lettered ``teams_unsupported`` (``check_supported``) unless its ladder's model rates
-   them (``rating_models.support``: TrueSkill); Elo-MMR ladders rate individual full-time rounds.
+   with status ``no_outcome`` and rates nobody.  A round with teams or partial play is rated
+   when its ladder's model rates them (``rating_models.support``: Elo-MMR for teams on Elo-MMR
+   ladders, ``teams.py``; TrueSkill), else dead-lettered ``teams_unsupported`` or
+   ``mixed_standings`` (``check_supported``).
 2. Register the round id (Lua, once; while a correction holds the ladder, registration answers
    ``held`` and the round waits: ``hold.py``): a new id gets the ladder's next ``seq``; the same id
    with the same content is a duplicate (its stored fan-out is re-sent if it is still
@@ -23,7 +24,8 @@ first half):
    ``insert`` correction (``corrections.py`` rates it in its place and re-rates what follows).
 3. Per-player barrier (``barrier.py``), then priors: stored (mu, sigma, last_time), the
    engine's newcomer prior for unseen players.
-4. ``engine.phase_one``: every participant's performance (drift applied inside).
+4. ``engine.phase_one``: every participant's performance (drift applied inside); for a round
+   with teams or partial play, each team's and then each member's (``teams.round_performances``).
 5. Mark the participants ``queued_seq = seq``, store the fan-out (one PlayerUpdate per
    partition of the ``player-updates`` topic, as its metadata counts them, by Kafka's murmur2
    partition of each player id; split in parts of at most MAX_MESSAGE_BYTES) and mark the round
@@ -53,9 +55,10 @@ from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import encode_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
-from stream.pipeline.messages import FanOutMessage, Incoming, Origin, value_limit
+from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
 from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
+from stream.pipeline.teams import fanout_columns, rate_ladder_rounds, round_performances
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import unpack_batch
 from stream.contracts.correction import INSERT, Correction
@@ -71,7 +74,7 @@ log = logging.getLogger(__name__)
 class PhaseOneResult:
     """What to send for one input message, and what happened (for logs and metrics)."""
 
-    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | dropped (test fault)
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | forwarded | dropped (test fault)
     ladder: str | None = None
     round_id: str | None = None
     seq: int | None = None
@@ -164,8 +167,7 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
         mu = np.where(priors.known, priors.mu, newcomer.mu)
         sigma = np.where(priors.known, priors.sigma, newcomer.sigma)
         elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
-        performance = engine.phase_one(mu, sigma, elapsed, round_.ranks(), params,
-                                       weight=round_.weight, perf_ceiling=round_.perf_ceiling)
+        performance = round_performances(mu, sigma, elapsed, round_, params)
         previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
         messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
 
@@ -260,6 +262,8 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     texts = performance if isinstance(performance, list) else number_texts("performance", performance)
     limit = value_limit(ctx.settings.max_message_bytes)
     head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
+    teams, weights = fanout_columns(round_)  # None, None for a plain round
+    weight_texts = None if weights is None else number_texts("weight", np.asarray(weights))
 
     def encode(index: list[int]) -> list[tuple[int, bytes]]:
         # = PlayerUpdate(...).to_json().encode() of these entries, in bulk (tested byte-equal)
@@ -267,7 +271,9 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
                                [texts[i] for i in index],
                                None if previous_seqs is None else [previous_seqs[i] for i in index],
                                None if ratings is None else ([ratings[0][i] for i in index],
-                                                             [ratings[1][i] for i in index]))
+                                                             [ratings[1][i] for i in index]),
+                               None if teams is None else [teams[i] for i in index],
+                               None if weight_texts is None else [weight_texts[i] for i in index])
         if len(value) <= limit or len(index) == 1:
             return [(index[0], value)]
         half = len(index) // 2
@@ -392,7 +398,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
        ladder's players at their first round of the batch;
     3. per ladder ONE ``engine.rate_rounds`` call over its rounds in seq order (waves of
        player-disjoint rounds: a later round of the batch uses the posteriors of the earlier
-       ones, as phase two will store them); each entry's ``previous_seq`` names its prior;
+       ones, as phase two will store them; a round with teams or partial play is rated alone in
+       its place, ``teams.rate_ladder_rounds``); each entry's ``previous_seq`` names its prior;
     4. ONE round trip storing every round's queued marks, fan-out and pending mark
        (``Store.queue_batch``); the fan-out sections joined per partition.
     """
@@ -403,6 +410,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         verdict = _accept(ctx, event, now)
         if isinstance(verdict, PhaseOneResult):
             results[i] = verdict
+        elif misrouted(event, verdict[0].ladder):  # the rounds_batches agent forwards it to its ladder's key
+            results[i] = PhaseOneResult(FORWARDED, verdict[0].ladder, verdict[0].round_id)
         else:
             accepted.append((i, *verdict))
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
@@ -606,9 +615,8 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
         offsets, performance, previous_row = modelled.offsets, modelled.performance, modelled.previous
         ratings = number_texts("mu_after", modelled.mu), number_texts("sigma_after", modelled.sigma)
     else:
-        specs = [engine.RoundSpec(rows, item.round_.ranks(), item.round_.occurred_at, item.round_.weight,
-                                  item.round_.perf_ceiling) for item, rows in zip(rounds, members)]
-        update = engine.rate_rounds(unpack_batch(priors.states, cfg.elo_mmr), specs, cfg.elo_mmr)
+        update = rate_ladder_rounds(unpack_batch(priors.states, cfg.elo_mmr), [item.round_ for item in rounds], members,
+                                    cfg.elo_mmr)
         if not update.rated.all():
             raise ValueError("an outcome-free round reached the engine")
         offsets, performance, previous_row = update.offsets, update.performance, update.previous

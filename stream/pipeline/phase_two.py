@@ -7,8 +7,8 @@ round's players on the partition. Every player's stored state is read ONCE for t
 chain rule (``chains.py``): a player with several rounds in the batch is rated in seq order,
 one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 2 diffusion +
 Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
-the previous one left; then the whole batch is written in ONE round trip (``Store.apply``:
-rounds in seq order per ladder, so a player's writes land in order) and its events encoded in
+the previous one left; then the whole batch is written in two round trips (``Store.apply``:
+rounds in seq order per ladder, so a player's writes land in order; then the applied rows' results) and its events encoded in
 bulk per round.
 
 Trust: ``player-updates`` is an internal topic, but whoever can write to it could forge an
@@ -68,14 +68,20 @@ class _Round:
     mu_after: list[float] = field(default_factory=list)
     sigma_after: list[float] = field(default_factory=list)
     """Each entry's new rating for a rating-only model's round (``rating_models``), else NaN."""
+    teams: list[str | None] = field(default_factory=list)
+    shares: list[float | None] = field(default_factory=list)
+    """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
     seen: set[str] = field(default_factory=set)
 
     def add(self, update: PlayerUpdate) -> None:
-        previous = update.previous_seqs or [NO_PREVIOUS] * len(update.players)
-        nan = [float("nan")] * len(update.players)
+        n = len(update.players)
+        previous = update.previous_seqs or [NO_PREVIOUS] * n
+        nan = [float("nan")] * n
         mu_after, sigma_after = update.mu_after or nan, update.sigma_after or nan
-        for player, rank, performance, before, mu, sigma in zip(update.players, update.ranks, update.performances,
-                                                                previous, mu_after, sigma_after):
+        teams: list[str | None] = update.teams or [None] * n
+        shares: list[float | None] = [None] * n if update.weights is None else [*update.weights]
+        for player, rank, performance, before, mu, sigma, team, share in zip(
+                update.players, update.ranks, update.performances, previous, mu_after, sigma_after, teams, shares):
             if player not in self.seen:
                 self.seen.add(player)
                 self.players.append(player)
@@ -84,6 +90,8 @@ class _Round:
                 self.previous.append(before)
                 self.mu_after.append(mu)
                 self.sigma_after.append(sigma)
+                self.teams.append(team)
+                self.shares.append(share)
 
 
 @dataclass
@@ -169,9 +177,14 @@ class _Rows:
     sigma_after: np.ndarray
     """A rating-only model's new rating carried by the fan-out (NaN for Elo-MMR rows)."""
     weight: np.ndarray
+    """The weight of the row's update: its round's weight times the player's share of the match
+    played (Elo-MMR for teams, ``stream.engine.teams``: the round's weight for a plain round)."""
     time: np.ndarray
     players: list[str]
     ranks: list[int]
+    teams: list[str | None]
+    shares: list[float | None]
+    """Each row's team and share played as its entry gave them (None: a plain round's entry)."""
     ladder: np.ndarray
     """Index of the row's ladder in ``ladders``."""
     ladders: list[str]
@@ -182,6 +195,8 @@ class _Rows:
         ladders = list(dict.fromkeys(r.update.ladder for r in rounds))
         index = {name: i for i, name in enumerate(ladders)}
         players = [p for r in rounds for p in r.players]
+        shares = [w for r in rounds for w in r.shares]
+        share = np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=len(players))
         key = np.fromiter((key_of[(r.update.ladder, p)] for r in rounds for p in r.players), dtype=np.int64,
                           count=len(players))
         return cls(
@@ -191,9 +206,10 @@ class _Rows:
             performance=np.fromiter((x for r in rounds for x in r.performances), dtype=np.float64, count=len(players)),
             mu_after=np.fromiter((x for r in rounds for x in r.mu_after), dtype=np.float64, count=len(players)),
             sigma_after=np.fromiter((x for r in rounds for x in r.sigma_after), dtype=np.float64, count=len(players)),
-            weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes),
+            weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for r in rounds for rank in r.ranks],
+            teams=[t for r in rounds for t in r.teams], shares=shares,
             ladder=np.repeat(np.array([index[r.update.ladder] for r in rounds], dtype=np.int64), sizes),
             ladders=ladders)
 
@@ -421,11 +437,19 @@ class _Texts:
     shown: list[str]
     states: list[bytes]
     tiers: list[str]
+    teams: list[str | None]
+    weights: list[str | None]
+    """The share played as text, None for a plain round's row (its event has no team nor weight)."""
 
     @classmethod
     def of(cls, rated: _Rated, rows: _Rows) -> _Texts:
         index = rated.rows.tolist()
+        shares = [rows.shares[i] for i in index]
+        texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
+                                                   count=len(shares)))
         return cls(
+            teams=[rows.teams[i] for i in index],
+            weights=[None if w is None else text for w, text in zip(shares, texts)],
             players=[rows.players[i] for i in index], ranks=[rows.ranks[i] for i in index],
             performance=_performance_texts(rows.performance[rated.rows], rated.no_performance),
             mu_before=number_texts("mu_before", rated.mu_before),
@@ -440,12 +464,15 @@ def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice
     """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
     players = texts.players[cut]
     shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
+    weights = texts.weights[cut]
+    teamed = any(w is not None for w in weights)  # a round with teams or partial play
     changes = encode_changes(ChangeColumns(
         ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
         players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
         mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu[cut],
         sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds,
-        display=display)) if players else []
+        display=display, teams=texts.teams[cut] if teamed else None,
+        weights=weights if teamed else None)) if players else []
     return ColumnWrites(
         ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
         players=players, mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,

@@ -27,22 +27,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from stream.contracts import RoundResult
-from stream.contracts.round import INDIVIDUALS_ONLY, Support
+from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import ModelRound, Ratings
 from stream.engine.state import PlayerBatch, unpack_batch
+from stream.pipeline import teams
 
 
-TEAMS = Support(teams=True, mixed=True, partial=True)
-"""What a ladder whose model has a team call (TrueSkill) rates: teams, teams with individuals,
-partial play."""
 
 
 def support(cfg: LadderConfig) -> Support:
     """What the stream rates on a ladder beyond individual full-time rounds: team rounds and
-    partial play where the ladder's model has a team call (``Model.teams``), else nothing."""
+    partial play on an Elo-MMR ladder (Elo-MMR for teams, ``teams.support``) or where the
+    ladder's model has a team call (``Model.teams``), else nothing."""
     model = cfg.rating_model
-    return TEAMS if model is not None and model.teams is not None else INDIVIDUALS_ONLY
+    if model is None:
+        return teams.support(cfg.elo_mmr)
+    return TEAMS if model.teams is not None else INDIVIDUALS_ONLY
 
 
 @dataclass(frozen=True)

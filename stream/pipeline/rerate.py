@@ -28,7 +28,8 @@ import numpy as np
 from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
-from stream.engine import Params, rate_flat
+from stream.engine import Params, RoundSpec, rate_flat
+from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
 from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_tier, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
@@ -36,6 +37,7 @@ from stream.pipeline import rating_models
 from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import value_limit
 from stream.pipeline.partitioner import partition_for
+from stream.pipeline.teams import fanout_columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,10 @@ class HistoryRound:
     perf_ceiling: float
     players: list[str]
     ranks: list[int]
+    teams: list[str | None] | None = None
+    shares: list[float] | None = None
+    """A round with teams or partial play: each player's team (None: an individual entry) and
+    share of the match played; None, None for a plain round."""
     ordered: bool = True
     """False when the players' order within a tie may differ from the round's standings (read from
     a fan-out whose messages split a tie: each partition's message keeps its own order only). The
@@ -57,13 +63,25 @@ class HistoryRound:
 
     @classmethod
     def of(cls, round_: RoundResult, seq: int) -> "HistoryRound":
+        teams, shares = fanout_columns(round_)
         return cls(round_.round_id, seq, round_.occurred_at, round_.weight, round_.perf_ceiling, round_.players(),
-                   round_.ranks().tolist())
+                   round_.ranks().tolist(), teams, shares)
 
     def to_round(self, ladder: str) -> RoundResult:
+        teams = self.teams or [None] * len(self.players)
+        shares = self.shares or [1.0] * len(self.players)
         return RoundResult(round_id=self.round_id, ladder=ladder, occurred_at=self.occurred_at,
-                           standings=[Standing(p, r) for p, r in zip(self.players, self.ranks)], weight=self.weight,
-                           perf_ceiling=self.perf_ceiling)
+                           standings=[Standing(p, r, t, w) for p, r, t, w in zip(self.players, self.ranks, teams, shares)],
+                           weight=self.weight, perf_ceiling=self.perf_ceiling)
+
+    def spec(self, rows: np.ndarray) -> RoundSpec | TeamRoundSpec:
+        """The engine's spec of the round, its players at ``rows`` of the prior batch."""
+        ranks = np.asarray(self.ranks, dtype=np.int64)
+        if self.shares is None:
+            return RoundSpec(rows, ranks, time=self.occurred_at, weight=self.weight, perf_ceiling=self.perf_ceiling)
+        entry, entry_ranks = self.to_round("-").entries()
+        return TeamRoundSpec(rows, ranks, entry, entry_ranks, np.asarray(self.shares, dtype=np.float64),
+                             self.occurred_at, self.weight, self.perf_ceiling)
 
 
 @dataclass
@@ -120,8 +138,12 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         lo, hi = int(offsets[a]), int(offsets[b])
         touched, local = np.unique(rows[lo:hi], return_inverse=True)
         prior = table.gather(touched)
-        update = rate_flat(prior, local.astype(np.int64, copy=False), ranks[lo:hi], offsets[a:b + 1] - lo,
-                           times[a:b], weights[a:b], ceilings[a:b], params)  # = rate_rounds of the chunk's rounds
+        if any(history[k].shares is not None for k in range(a, b)):  # teams or partial play in the chunk
+            specs = [history[k].spec(local[offsets[k] - lo:offsets[k + 1] - lo]) for k in range(a, b)]
+            update = rate_rounds_with_teams(prior, specs, params)
+        else:
+            update = rate_flat(prior, local.astype(np.int64, copy=False), ranks[lo:hi], offsets[a:b + 1] - lo,
+                               times[a:b], weights[a:b], ceilings[a:b], params)  # = rate_rounds of the chunk's rounds
         table.scatter(touched, update.after)
         prev = update.previous
         has_prev = prev >= 0
@@ -244,13 +266,25 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
     ks = np.unique(round_of)
     local = np.searchsorted(ks, round_of).tolist()
     rounds = [r.rounds[k] for k in ks.tolist()]
+    teams: list[str | None] | None = None
+    weights: list[str | None] | None = None
+    if any(h.shares is not None for h in rounds):  # rounds with teams or partial play: team and weight
+        offsets, index = r.offsets.tolist(), at.tolist()
+        by_k = r.round_of()[at].tolist()
+        teams = [None if r.rounds[k].teams is None else r.rounds[k].teams[i - offsets[k]]
+                 for k, i in zip(by_k, index)]
+        shares = [None if r.rounds[k].shares is None else r.rounds[k].shares[i - offsets[k]]
+                  for k, i in zip(by_k, index)]
+        texts_w = number_texts("weight", np.array([1.0 if w is None else w for w in shares]))
+        weights = [None if w is None else t for w, t in zip(shares, texts_w)]
     return encode_changes_of_rounds(
         ladder, [h.round_id for h in rounds], [len(h.players) for h in rounds], [h.occurred_at for h in rounds], local,
         ChangeColumns(ladder=ladder, round_id="", field_size=0, occurred_at=0.0,
                       players=[r.players[i] for i in at.tolist()], ranks=r.ranks[at].tolist(),
                       performance=texts.performance, mu_before=texts.mu_before, sigma_before=texts.sigma_before,
                       mu_after=texts.mu_after, sigma_after=texts.sigma_after, display_rating=texts.shown,
-                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist(), display=display))
+                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist(), display=display, teams=teams,
+                      weights=weights))
 
 
 Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]
@@ -280,10 +314,13 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
         head = (f'{{"ladder":{ladder_json},"round_id":{encode_basestring(h.round_id)},"seq":{h.seq!r},'
                 f'"occurred_at":{h.occurred_at!r},"weight":{h.weight!r},"field_size":{hi - lo!r},"entries":[')
         groups: dict[int, list[str]] = {}
+        extras = [""] * (hi - lo) if h.shares is None else [  # a round with teams or partial play
+            ("" if t is None else f',"team":{encode_basestring(t)}') + f',"weight":{w}'
+            for t, w in zip(h.teams or [None] * (hi - lo), number_texts("weight", np.asarray(h.shares)))]
         for i in range(hi - lo):
             row = rows[lo + i]
             groups.setdefault(partition_of[row], []).append(
-                f'{{"player":{name_json[row]},"rank":{h.ranks[i]!r},"performance":{texts[first + i]}}}')
+                f'{{"player":{name_json[row]},"rank":{h.ranks[i]!r},"performance":{texts[first + i]}{extras[i]}}}')
         messages = [(partition, f'{head}{",".join(entries)}]}}'.encode()) for partition, entries in sorted(groups.items())]
         if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
             messages = split(h, r.performance[lo:hi])

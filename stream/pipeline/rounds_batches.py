@@ -10,6 +10,9 @@ as a unit (``phase_one.handle_rounds``), its fallbacks, dead letters and metrics
   late rounds to ``corrections``) go to ``enqueue`` at
   once; the messages left to one-by-one handling follow, each one's records enqueued before the
   next is handled (its barrier may wait on them).
+* A round published under another key than its ladder (``messages.misrouted``) is not rated
+  here: it is forwarded, unchanged, to its topic keyed by its ladder, with the batch's records
+  (acknowledged before the input is), and rated when it arrives on its ladder's partition.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from stream.logsafe import log_safe
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.messages import FanOutMessage, Incoming
+from stream.contracts import RoundRejected, RoundResult, parse_round
+from stream.contracts.round import NO_OUTCOME
+from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, misrouted
 from stream.pipeline.outbox import Outgoing, TopicNames, fanout_messages, letter_message, repair_messages
 from stream.pipeline.phase_one import BatchResult, PhaseOneResult, fail, handle_round, handle_rounds
 from stream.pipeline.retry import GaveUp, retrying
@@ -51,6 +56,8 @@ async def phase_one_batch(ctx: PipelineContext, names: TopicNames, events: Seque
         batch = BatchResult([None] * len(events), deferred=list(range(len(events))))
     out = [_letter(names, settings.max_message_bytes, event, result)
            for event, result in zip(events, batch.results) if result is not None and result.dead_letter is not None]
+    out += [_forward(event, result) for event, result in zip(events, batch.results)
+            if result is not None and result.outcome == FORWARDED]
     inserts = [result.insert for result in batch.results if result is not None and result.insert is not None]
     await enqueue(out + fanout_messages(names, _maybe_drop(ctx, batch.messages)) + repair_messages(names, inserts))
     done = [result for result in batch.results if result is not None]
@@ -65,6 +72,11 @@ async def one_round(ctx: PipelineContext, names: TopicNames, event: Incoming, en
     enqueued."""
     settings = ctx.settings
     started = time.perf_counter()
+    forwarded = _misrouted_round(ctx, event)
+    if forwarded is not None:
+        await enqueue([_forward(event, forwarded)])
+        _count([forwarded], time.perf_counter() - started)
+        return forwarded
     what = f"phase one of offset {event.origin.offset}"
     try:
         result = await retrying(lambda: handle_round(ctx, event.value, event.origin), what,
@@ -87,6 +99,28 @@ def _letter(names: TopicNames, max_message_bytes: int, event: Incoming, result: 
     assert letter is not None
     log.info("round rejected to the DLQ: %s (%s)", letter.reason, log_safe(letter.message, quote=False))
     return letter_message(names, max_message_bytes, letter, event.key, event.origin.partition)
+
+
+def _misrouted_round(ctx: PipelineContext, event: Incoming) -> PhaseOneResult | None:
+    """The ``forwarded`` outcome if ``event`` is a round read under another key than its ladder
+    (what ``handle_rounds`` decides for a batch; here for a message handled alone)."""
+    try:
+        round_: RoundResult | None = parse_round(event.value, limits=ctx.limits)
+    except RoundRejected as rejection:  # an outcome-free round is registered (seq): it is forwarded too
+        round_ = rejection.round if rejection.reason == NO_OUTCOME else None
+    except Exception:  # noqa: BLE001 - a message whose parsing raises is handle_round's to set aside
+        return None
+    if round_ is None or not misrouted(event, round_.ladder):
+        return None
+    return PhaseOneResult(FORWARDED, round_.ladder, round_.round_id)
+
+
+def _forward(event: Incoming, result: PhaseOneResult) -> Outgoing:
+    """A round read under another key than its ladder, unchanged, to its topic keyed by its ladder."""
+    assert result.ladder is not None and event.origin.topic is not None
+    log.info("round %s/%s was published under another key than its ladder: forwarded to its ladder's partition",
+             log_safe(result.ladder), log_safe(result.round_id))
+    return Outgoing(event.origin.topic, result.ladder.encode(), event.value)
 
 
 def _maybe_drop(ctx: PipelineContext, messages: list[FanOutMessage]) -> list[FanOutMessage]:

@@ -609,7 +609,23 @@ class Store:
         transaction: a worker killed mid-pipeline leaves a prefix of it written, so at most one
         round has marks without its fan-out; mark_queued.lua keeps what the barrier of its next
         attempt needs). Returns, per round, whether its fan-out was stored now (else another
-        attempt stored it first: send the stored one)."""
+        attempt stored it first: send the stored one).
+
+        On Redis Cluster in TWO round trips, every mark first: a cluster pipeline runs as
+        concurrent per-node pipelines, so a node failing would leave any subset written, e.g. a
+        round's fan-out stored (the round ``pending``: its next attempt only re-sends it) without
+        a player's mark (a later round of his would read his prior without this round's update)."""
+        if self.cluster and rounds:
+            def marks(pipe: Pipeline) -> None:
+                for r in rounds:
+                    self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
+
+            def fanouts(pipe: Pipeline) -> None:
+                for r in rounds:
+                    self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
+
+            await self._run(marks)
+            return [bool(done) for done in await self._run(fanouts)]
         saves: list[int] = []  # index in the replies of each round's save_fanout
 
         def build(pipe: Pipeline) -> None:
@@ -782,27 +798,39 @@ class Store:
         return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]), verified)
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
-        """Apply the player updates of a batch of rounds in ONE round trip, idempotently.
+        """Apply the player updates of a batch of rounds in TWO round trips, idempotently.
 
-        apply_player_update.lua per chunk of players, the rounds' players one after the other
-        (several small rounds share a call; one player per call on Redis Cluster: its own slot),
-        so a player's writes land in the order of ``rounds`` (phase two gives a player's rounds
-        in seq order); then record_round_results.lua per run of rounds of one ladder (the
-        ladder's slot), up to ROUND_PLAYERS_PER_CALL players a call. A player already applied
-        is skipped by its script, and its round result, already recorded, is kept. Returns, per
-        round, which writes were applied now.
+        First apply_player_update.lua per chunk of players, the rounds' players one after the
+        other (several small rounds share a call; one player per call on Redis Cluster: its own
+        slot), so a player's writes land in the order of ``rounds`` (phase two gives a player's
+        rounds in seq order). Then record_round_results.lua per run of rounds of one ladder (the
+        ladder's slot), up to ROUND_PLAYERS_PER_CALL players a call, for the players applied now
+        only: a player whose script skipped the write (this or a later round already applied,
+        e.g. by another worker around a rebalance) gets no result from these writes, which would
+        put this round's rating back on the leaderboard over a later one's (the caller re-emits
+        his stored result, recovered from his history if it is missing: ``recover_results``).
+        Recording after the writes also means a round is never ``rated`` while one of its
+        players' writes failed (on Redis Cluster a pipeline's per-node parts fail independently).
+        Returns, per round, which writes were applied now.
         """
         columns = [r.columns() if isinstance(r, RoundWrites) else r for r in rounds]
-        calls: list[int] = []
 
-        def build(pipe: Pipeline) -> None:
-            calls[:] = [self._apply_into(pipe, columns)]
-            self._record_into(pipe, [(r.ladder, r.round_id, r.players, r.changes, r.display_rating,
-                                      r.newcomer.tolist()) for r in columns], now)
+        def writes(pipe: Pipeline) -> None:
+            self._apply_into(pipe, columns)
 
-        replies = await self._run(build)
-        flags = iter([bool(flag) for reply in replies[:calls[0]] for flag in reply])
-        return [[next(flags) for _ in range(len(r))] for r in columns]
+        replies = await self._run(writes)
+        flags = iter([bool(flag) for reply in replies for flag in reply])
+        applied = [[next(flags) for _ in range(len(r))] for r in columns]
+        results: list[RoundResults] = []
+        for r, ok in zip(columns, applied):
+            rows = [i for i, flag in enumerate(ok) if flag]
+            everyone = len(rows) == len(r)
+            results.append((r.ladder, r.round_id, r.players if everyone else [r.players[i] for i in rows],
+                            r.changes if everyone else [r.changes[i] for i in rows],
+                            r.display_rating if everyone else [r.display_rating[i] for i in rows],
+                            r.newcomer[np.asarray(rows, dtype=np.int64)].tolist()))
+        await self._run(lambda pipe: self._record_into(pipe, results, now))
+        return applied
 
     def _apply_into(self, pipe: Pipeline, rounds: Sequence[ColumnWrites]) -> int:
         """Queue apply_player_update.lua calls of every round's players, in order, up to

@@ -173,3 +173,42 @@ def test_predict_uses_the_ladders_model(redis_url: str, seeded: Seeded) -> None:
     assert trueskill["pairwise_tie"] is not None and 0 <= trueskill["quality"] <= 1
     mmr = with_client(redis_url, body)
     assert mmr["model"]["name"] == "mmr-bounded" and mmr["model"]["kind"] == "logistic"
+
+
+def test_predict_teams_get_and_post(redis_url: str, seeded: Seeded) -> None:
+    """``/predict`` of teams (``teams=a,b;c,d`` or the POST form, shares played): win and draw
+    probabilities per pair, for two teams the three outcomes summing to 1, match quality; each
+    team's belief is its weighted-average member (Elo-MMR for teams)."""
+    ranking = seeded.ranking()
+    strong, weak = ranking[:2], ranking[-2:]
+
+    async def body(client: TestClient) -> tuple[Any, Any, Any]:
+        a = await (await client.get(f"/api/ladders/{LADDER}/predict?teams={','.join(strong)};{','.join(weak)}"
+                                    "&draw_margin=25")).json()
+        b = await (await client.post(f"/api/ladders/{LADDER}/predict", json={
+            "teams": [[strong[0], {"player": weak[0], "weight": 0.5}], [weak[1], "newbie"], [strong[1]]]})).json()
+        c = await (await client.get(f"/api/ladders/{LADDER}/predict?teams={','.join(strong)};{','.join(weak)}")).json()
+        return a, b, c
+    duel, three, no_margin = with_client(redis_url, body)
+    assert duel["first_wins"] > duel["second_wins"] and duel["draw_probability"] > 0
+    assert duel["first_wins"] + duel["draw_probability"] + duel["second_wins"] == pytest.approx(1.0, abs=1e-9)
+    assert no_margin["draw_probability"] == 0.0 and no_margin["first_wins"] > duel["first_wins"]
+    assert [p["player"] for p in duel["teams"][0]["players"]] == strong
+    assert duel["teams"][0]["mu"] == pytest.approx((seeded.mu[strong[0]] + seeded.mu[strong[1]]) / 2)
+    assert duel["expected_order"] == [0, 1] and 0 < duel["quality"] <= 1
+    first = three["teams"][0]
+    assert first["mu"] == pytest.approx((seeded.mu[strong[0]] + 0.5 * seeded.mu[weak[0]]) / 1.5)
+    assert [p["weight"] for p in first["players"]] == [1.0, 0.5]
+    assert [p["known"] for p in three["teams"][1]["players"]] == [True, False]
+    assert sum(t["win_probability"] for t in three["teams"]) == pytest.approx(1.0, abs=1e-6)
+    assert "first_wins" not in three and len(three["draw"]) == 3
+
+
+@pytest.mark.parametrize("query, code", [
+    ("teams=p01,p02", "bad_teams"),
+    ("teams=p01;p01", "duplicate_player"),
+    ("teams=p01,p02;p03&draw_margin=-1", "bad_request"),
+])
+def test_predict_teams_errors(redis_url: str, seeded: Seeded, query: str, code: str) -> None:
+    status, body = get_json(redis_url, f"/api/ladders/{LADDER}/predict?{query}")
+    assert status == 400 and body["error"] == code

@@ -88,6 +88,11 @@ REQUESTS = [
     ("/api/ladders/{ladder}/predict", "get", f"/api/ladders/{LADDER}/predict?players=p01,p02,p03", None, 200),
     ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict", {"players": ["p01", "new"]}, 200),
     ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict", {"players": ["p01"]}, 400),
+    ("/api/ladders/{ladder}/predict", "get", f"/api/ladders/{LADDER}/predict?teams=p01,p02;p03&draw_margin=10", None,
+     200),
+    ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict",
+     {"teams": [["p01", {"player": "p02", "weight": 0.5}], ["new"]]}, 200),
+    ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict", {"teams": [["p01"], []]}, 400),
 ]
 
 

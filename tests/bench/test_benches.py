@@ -198,3 +198,13 @@ def test_handlers_bench_times_chained_batches_next_to_a_git_ref() -> None:
         assert all(float(cell) > 0 for cell in row[2:5]), row
     # this tree rates the chains of a 12-round batch of 6 players as replay does
     assert float(rows[2][5]) <= 1e-9 and float(rows[0][5]) <= 1e-9
+
+
+def test_handlers_bench_compares_team_rounds_with_individual_rounds_of_the_same_size() -> None:
+    out = run_bench("handlers.py", "--teams", "8", "--rounds", "16", "--pool", "60", "--repeat", "1")
+    rows = {line.split("|")[1].strip(): line.split("|") for line in out.splitlines() if line.startswith("| ")}
+    for label in ("individual, 10 players", "2 teams of 5", "individual, 30 players", "10 teams of 3"):
+        assert float(rows[label][2]) > 0 and float(rows[label][3]) > 0, label
+    for label in ("2 teams of 5", "10 teams of 3"):
+        wall, cpu = (float(x) for x in rows[label][5].split(","))
+        assert wall > 0 and cpu > 0

@@ -226,3 +226,18 @@ def test_csv_team_column_builds_team_entries(tmp_path: Path) -> None:
         read_rounds(source, Limits(), now=0.0)
     [error] = info.value.errors
     assert (error.reason, error.location) == ("bad_player_weight", f"{source}:3")
+
+
+def test_jsonl_team_rounds_are_read_as_published(tmp_path: Path) -> None:
+    """``stream publish`` reads team entries and shares played from JSONL unchanged (the stream
+    rates them: tests/stream/test_team_pipeline.py)."""
+    from stream.cli.publish import read_rounds
+    from stream.contracts import Limits
+
+    standings = [{"team": "red", "players": ["ann", {"player": "bob", "weight": 0.5}], "rank": 1},
+                 {"team": "blue", "players": ["cy", "dee"], "rank": 2}, {"player": "eve", "weight": 0.25, "rank": 3}]
+    source = tmp_path / "teams.jsonl"
+    source.write_text(json.dumps({"round_id": "r1", "occurred_at": 1.7e9, "standings": standings}) + "\n")
+    [(round_, outcome_free)] = read_rounds(source, Limits(), now=0.0)
+    assert not outcome_free and round_.has_teams() and round_.is_partial()
+    assert round_.to_dict()["standings"] == standings

@@ -79,3 +79,46 @@ def test_dead_letter_round_trip_and_schema() -> None:
     validate("dead-letter", DeadLetter("schema", "m", "standings[0]", b"x", 1.0).to_json())
     with pytest.raises(SchemaError):
         validate("dead-letter", {**letter.to_dict(), "reason": "whatever"})
+
+
+def test_rating_change_v4_team_and_weight() -> None:
+    """A change of a round with teams or partial play carries ``team`` (null for an individual
+    entry) and ``weight``, both or neither; a plain round's change is a v3 event."""
+    from stream.contracts.schemas import schema_path
+
+    v3 = json.loads(schema_path("rating-change", "v3").read_text())
+    plain = rating_change()
+    assert "team" not in plain.to_dict() and "weight" not in plain.to_dict()
+    jsonschema.validate(plain.to_dict(), v3)
+    for team in ("red", None):
+        change = rating_change(team=team, weight=0.25)
+        data = json.loads(change.to_json())
+        assert (data["team"], data["weight"]) == (team, 0.25) and list(data)[-2:] == ["team", "weight"]
+        validate("rating-change", change.to_json())
+        assert RatingChange.from_json(change.to_json()) == change
+        for missing in ("team", "weight"):
+            with pytest.raises(SchemaError):
+                validate("rating-change", {k: v for k, v in data.items() if k != missing})
+    with pytest.raises(SchemaError):
+        validate("rating-change", json.loads(rating_change(team="red", weight=1.5).to_json()))
+
+
+def test_player_update_v2_team_and_weight_and_v1_messages() -> None:
+    """PlayerUpdate v2 entries carry ``team`` (only in a team) and ``weight``; a v1 message (no
+    such field) parses with ``weights`` None, every weight 1."""
+    update = PlayerUpdate(ladder="L", round_id="r", seq=3, occurred_at=1.7e9, weight=1.0, field_size=3,
+                          players=["a", "b", "c"], ranks=[1, 1, 2], performances=[1.5, 1.5, 0.5],
+                          previous_seqs=[0, 2, 1], teams=["x", "x", None], weights=[1.0, 0.5, 1.0])
+    text = update.to_json()
+    validate("player-update", text)
+    entries = json.loads(text)["entries"]
+    assert entries[0] == {"player": "a", "rank": 1, "performance": 1.5, "previous_seq": 0, "team": "x", "weight": 1.0}
+    assert entries[2] == {"player": "c", "rank": 2, "performance": 0.5, "previous_seq": 1, "weight": 1.0}
+    assert PlayerUpdate.from_json(text) == update
+    v1 = {"ladder": "L", "round_id": "r", "seq": 1, "occurred_at": 1.0, "weight": 1.0, "field_size": 2,
+          "entries": [{"player": "a", "rank": 1, "performance": 1.0}, {"player": "b", "rank": 2, "performance": 0.0}]}
+    validate("player-update", v1)
+    old = PlayerUpdate.from_json(v1)
+    assert old.weights is None and old.teams is None and [e.weight for e in old.entries()] == [None, None]
+    with pytest.raises(SchemaError):
+        validate("player-update", dict(v1, entries=[dict(v1["entries"][0], weight=0)]))

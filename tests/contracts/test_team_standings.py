@@ -7,6 +7,8 @@ import json
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stream.contracts import REASONS, Limits, RoundRejected, load_schema, parse_round, validate
 from stream.contracts.round import INDIVIDUALS_ONLY, Support, check_supported
@@ -148,3 +150,40 @@ def test_an_entry_with_player_is_an_individual_whatever_else_it_has() -> None:
     assert (exc.reason, exc.field) == ("unknown_field", "standings[0].players")
     exc = rejected([{"player": "a", "rank": 1, "players": ["x"], "weight": 1}, {"player": "a", "rank": 2}])
     assert (exc.reason, exc.field) == ("duplicate_player", "standings[1].player")
+
+
+_ids = st.sampled_from(["a", "b", "c", "d", ""])
+_weights = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-1, 2), st.booleans(),
+                     st.just("0.5"), st.just(None), st.sampled_from([0.5, 1.0, 1e-3]))
+_members = st.one_of(_ids, st.integers(0, 1), st.fixed_dictionaries({"player": _ids}, optional={"weight": _weights}))
+_entries = st.one_of(
+    st.fixed_dictionaries({"player": _ids, "rank": st.one_of(st.integers(0, 3), st.just(1.0), st.just("1"))},
+                          optional={"weight": _weights}),
+    st.fixed_dictionaries({"team": st.one_of(_ids, st.integers(0, 1)), "players": st.one_of(st.lists(_members, max_size=3),
+                                                                                           st.just("a")),
+                           "rank": st.one_of(st.integers(0, 3), st.just(True))}),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_entries, min_size=1, max_size=4))
+def test_team_fast_path_gives_the_validators_verdict(entries: list[object]) -> None:
+    """Standings of teams of exact types skip the compiled validator (``_plain_team``): on any
+    mix of entries, good and bad, parsing gives the same round or the same reason and field as
+    with every standings list validated by the schema."""
+    import stream.contracts.round as round_module
+
+    def verdict() -> object:
+        try:
+            return parse_round(raw(entries), limits=LIMITS).to_dict()
+        except RoundRejected as rejection:
+            return rejection.reason, rejection.field, None if rejection.round is None else rejection.round.to_dict()
+
+    fast = verdict()
+    original = round_module._plain_standings
+    round_module._plain_standings = lambda items: False  # type: ignore[assignment]
+    try:
+        slow = verdict()
+    finally:
+        round_module._plain_standings = original
+    assert fast == slow

@@ -382,3 +382,29 @@ def test_rounds_and_rank_over_time(redis_url: str, browser: webdriver.Chrome) ->
         assert len(browser.find_element(By.ID, "rank-line").get_attribute("points").split()) == n
         browser.execute_script("document.getElementById('rank-chart').scrollIntoView()")
         browser.save_screenshot(str(OUTPUT / "dashboard-rank-over-time.png"))
+
+
+def test_round_page_shows_teams_and_shares(redis_url: str, browser: webdriver.Chrome) -> None:
+    """A round of teams with partial play (its results as phase two stores them): the round page
+    lists every player with his team, members of a team together, and a share below 1 beside
+    the player's name."""
+    from stream.contracts import RatingChange
+
+    seed(redis_url)
+    r = redis.Redis.from_url(redis_url)
+    given = [("ann", "red", 1.0, 1), ("cy", "blue", 1.0, 2), ("bob", "red", 0.5, 1), ("dee", "blue", 1.0, 2)]
+    r.hset(keys.round_record(LADDER, "team-round"), mapping={"status": "rated", "field_size": 4, "seq": 99,
+                                                               "occurred_at": "1700000000.0"})
+    r.hset(keys.round_results(LADDER, "team-round"), mapping={player: RatingChange(
+        LADDER, "team-round", player, rank, 4, 1500.0, 1500.0, 300.0, 1510.0, 290.0, 930.0, None, 1, 1.7e9,
+        team=team, weight=share).to_json() for player, team, share, rank in given})
+    wait = WebDriverWait(browser, WAIT_S)
+    with ApiServer(redis_url) as server:
+        browser.get(f"{server.url}/?live=off#/l/{LADDER}/r/team-round")
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.round-row")) == 4)
+        shown = browser.execute_script(
+            "return Array.from(document.querySelectorAll('tr.round-row'), "
+            "r => Array.from(r.children, td => td.textContent).slice(0, 3))")
+        OUTPUT.mkdir(exist_ok=True)
+        browser.save_screenshot(str(OUTPUT / "dashboard-team-round.png"))
+    assert shown == [["1", "red", "ann"], ["1", "red", "bob (played 50%)"], ["2", "blue", "cy"], ["2", "blue", "dee"]]

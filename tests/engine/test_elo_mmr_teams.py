@@ -107,3 +107,52 @@ def test_replay_rates_team_rounds_with_elo_mmr_teams(tmp_path: Path) -> None:
     batch = PlayerBatch.new(4, PARAMS)
     first = rate_team_round(batch, np.array([0, 0, 1, 1]), np.array([1, 2]), np.array([1, 0.5, 1, 1]), PARAMS, time=TIME)
     assert [result.state("L", "d").mu] == [first.after.mu[3]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 12), st.integers(1, 14), st.sampled_from(["mmr", "mmr-bounded", "mmx"]))
+def test_rounds_with_teams_in_waves_equal_one_by_one(seed: int, pool: int, count: int, name: str) -> None:
+    """``rate_rounds_with_teams`` (waves of player-disjoint rounds, teams and individuals solved
+    together) equals rating the rounds one by one with ``rate_team_round`` / ``rate_round``,
+    posterior by posterior, with the previous-participation links of ``rate_rounds``."""
+    from stream.engine import RoundSpec
+    from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
+
+    params = preset(name)
+    rng = np.random.default_rng(seed)
+    prior = PlayerBatch.new(pool, params)
+    specs: list[RoundSpec | TeamRoundSpec] = []
+    for k in range(count):
+        n = int(rng.integers(2, pool + 1))
+        rows = rng.choice(pool, n, replace=False)
+        when = TIME + 3_600.0 * k
+        if rng.random() < 0.6:
+            entry = rng.integers(0, max(2, n // 2), n)
+            _, entry = np.unique(entry, return_inverse=True)
+            entry_ranks = rng.integers(1, 4, int(entry.max()) + 1)
+            shares = np.where(rng.random(n) < 0.4, rng.uniform(0.05, 1.0, n), 1.0)
+            specs.append(TeamRoundSpec(rows, entry_ranks[entry], entry, entry_ranks, shares, when,
+                                       weight=float(rng.choice([1.0, 0.5, 2.0]))))
+        else:
+            specs.append(RoundSpec(rows, rng.integers(1, 4, n), when))
+    update = rate_rounds_with_teams(prior, specs, params)
+    current = prior.copy()
+    for k, spec in enumerate(specs):
+        a, b = int(update.offsets[k]), int(update.offsets[k + 1])
+        ranks = spec.entry_ranks if isinstance(spec, TeamRoundSpec) else spec.ranks
+        if (ranks == ranks[0]).all():
+            assert not update.rated[k] and np.isnan(update.performance[a:b]).all()
+            continue
+        assert update.rated[k]
+        before = current.take(spec.players)
+        if isinstance(spec, TeamRoundSpec):
+            one = rate_team_round(before, spec.entry, spec.entry_ranks, spec.weights, params, weight=spec.weight,
+                                  time=spec.time)
+        else:
+            one = rate_round(before, spec.ranks, params, time=spec.time)
+        current.put(spec.players, one.after)
+        assert np.allclose(update.performance[a:b], one.performance, rtol=0, atol=1e-9)
+        assert np.allclose(update.mu[a:b], one.after.mu, rtol=0, atol=1e-9)
+        assert np.allclose(update.sigma[a:b], one.after.sigma, rtol=0, atol=1e-9)
+    assert np.allclose(update.after.mu, current.mu, rtol=0, atol=1e-9)
+    assert (update.after.rounds == current.rounds).all()

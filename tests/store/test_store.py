@@ -195,6 +195,66 @@ def test_on_a_real_cluster_the_keys_spread_over_the_nodes(redis_cluster_url: str
     assert sum(size > 0 for size in sizes) == len(redis_cluster.nodes), sizes  # 80 player keys: every node holds some
 
 
+def test_a_skipped_write_records_no_result(target: Target) -> None:
+    """A write its script skips (a later round of the player already applied, e.g. by another
+    worker around a rebalance) records no result of this round: the leaderboard keeps the later
+    rating (phase two re-emits the stored result, recovering it from the history: recover_results)."""
+    async def body(store: Store) -> tuple[list[bool], list[bytes | None], float | None]:
+        for seq in (1, 2):
+            await store.register_round("L", f"r{seq}", content_hash=f"h{seq}", occurred_at=0.0, received_at=0.0,
+                                       field_size=1)
+            await store.save_fanout("L", f"r{seq}", pending=1, messages=[(0, b"m")])
+        await apply_one(store, "r1", [write("a", 1, 1600.0)], now=1.0)
+        await store.client.delete(keys.round_results("L", "r1"))  # r1's result lost (a crash between the writes)
+        await apply_one(store, "r2", [write("a", 2, 1700.0, round_id="r2")], now=2.0)
+        skipped = await apply_one(store, "r1", [write("a", 1, 1600.0)], now=3.0)  # r1's update again
+        return (skipped, await store.load_results("L", "r1", ["a"]),
+                await store.client.zscore(keys.leaderboard("L"), "a"))
+
+    skipped, results, score = run(target, body)
+    assert skipped == [False] and results == [None]
+    assert score == 1600.0  # r2's display rating (mu - 100), not r1's
+
+
+def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
+        redis_cluster_url: str, redis_cluster: RedisClusterStack) -> None:
+    """A node refusing writes (out of memory) while phase one queues a round: the round stays
+    ``registered`` with no fan-out, so its next attempt writes the missing marks too (a cluster
+    pipeline's per-node parts run concurrently: the fan-out used to be stored without them)."""
+    players = [f"p{i:02d}" for i in range(30)]
+    home = redis.RedisCluster.from_url(redis_cluster_url)
+    ladder_node = home.get_node_from_key(keys.round_record("L", "r1"))
+    others = [redis.Redis.from_url(node.url) for node in redis_cluster.nodes if node.port != ladder_node.port]
+    home.close()
+    assert others
+
+    async def body(store: Store) -> tuple[str, list[tuple[int, bytes]], str, list[bytes | None]]:
+        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
+                                   field_size=len(players))
+        for client in others:
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", 1)
+        try:
+            with pytest.raises(redis.ResponseError, match="maxmemory"):
+                await store.queue_round("L", "r1", players, 1, pending=len(players), messages=[(0, b"m")])
+        finally:
+            for client in others:
+                client.config_set("maxmemory", 0)
+        status = (await store.round_record("L", "r1"))["status"]
+        fanout = await store.load_fanout("L", "r1")
+        assert await store.queue_round("L", "r1", players, 1, pending=len(players), messages=[(0, b"m")])
+        marks = [(await store.player("L", p)).get("queued_seq") for p in players]
+        return status, fanout, (await store.round_record("L", "r1"))["status"], marks
+
+    try:
+        status, fanout, after, marks = run(Target(redis_cluster_url, True, True), body)
+    finally:
+        for client in others:
+            client.close()
+    assert (status, fanout) == ("registered", [])
+    assert after == "pending" and marks == [b"1"] * len(players)
+
+
 def test_a_round_is_re_driven_less_and_less_often(target: Target) -> None:
     async def body(store: Store) -> list[tuple[float, list[str], float | None]]:
         await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2,

@@ -204,3 +204,29 @@ def test_backfill_refuses_team_rounds_the_ladders_model_cannot_rate(redis_url: s
         await ctx.store.close()
 
     asyncio.run(body())
+
+
+def test_backfill_of_team_rounds_writes_what_the_stream_writes(redis_url: str) -> None:
+    """Rounds of teams and partial play beside individual ones: backfill rates them with Elo-MMR
+    for teams and writes the stream's bytes (fan-outs and events with team and weight)."""
+    rounds = history(seed=9, count=40)
+    for k in range(0, 40, 3):
+        names = [f"p{i:03d}" for i in range(k % 7, k % 7 + 6)]
+        rounds.insert(k, {"round_id": f"team{k}", "ladder": "alpha", "occurred_at": harness.BASE_TIME + k * 600,
+                          "standings": [{"team": "red", "players": names[:3], "rank": 1 + k % 2},
+                                        {"team": "blue", "players": [names[3], {"player": names[4], "weight": 0.5}],
+                                         "rank": 2 - k % 2},
+                                        {"player": names[5], "rank": 3, "weight": 0.25}]})
+
+    async def body() -> None:
+        streamed, filled = context(redis_url), context(other_db(redis_url, 1))
+        await stream_rounds(streamed, rounds)
+        await backfill(filled, parsed(rounds))
+        await streamed.store.close()
+        await filled.store.close()
+
+    asyncio.run(body())
+    a, b = redis.Redis.from_url(redis_url), redis.Redis.from_url(other_db(redis_url, 1))
+    stream_state, backfill_state = dump(a), dump(b)
+    assert '"team":"blue","weight":0.5' in repr(stream_state), "the team rounds' events carry team and weight"
+    assert differences(stream_state, backfill_state) == []

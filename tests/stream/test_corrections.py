@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stream.contracts import PlayerUpdate, RatingChange, validate
-from stream.contracts.round import (BAD_CORRECTION, CONFLICT, HISTORY_TRIMMED, NOT_CORRECTABLE, TEAMS_UNSUPPORTED,
+from stream.contracts.round import (BAD_CORRECTION, CONFLICT, HISTORY_TRIMMED, NOT_CORRECTABLE,
                                     UNKNOWN_ROUND)
 from stream.engine import PlayerState
 from stream.engine.display import tier_names
@@ -41,9 +41,9 @@ TOLERANCE = harness.TOLERANCE
 
 
 def _standings(update: PlayerUpdate) -> list[dict[str, object]]:
-    """A stored fan-out message's entries without ``previous_seq``."""
-    return [{"player": p, "rank": r, "performance": x}
-            for p, r, x in zip(update.players, update.ranks, update.performances)]
+    """A stored fan-out message's entries without ``previous_seq`` (with team and share played)."""
+    return [{"player": e.player, "rank": e.rank, "performance": e.performance, "team": e.team, "weight": e.weight}
+            for e in update.entries()]
 
 def other_db(url: str, db: int) -> str:
     return url.rsplit("/", 1)[0] + f"/{db}"
@@ -283,8 +283,8 @@ def test_bad_corrections_are_dead_lettered(redis_url: str) -> None:
                                                "round": first}).encode(),
             "bad amended round": json.dumps({"kind": "amend", "round": dict(first, standings=[
                 {"player": "a", "rank": 0}, {"player": "b", "rank": 1}])}).encode(),
-            "teams": json.dumps({"kind": "amend", "round": dict(first, standings=[
-                {"team": "x", "players": ["a", "b"], "rank": 1}, {"team": "y", "players": ["c"], "rank": 2}])}).encode(),
+            "empty team": json.dumps({"kind": "amend", "round": dict(first, standings=[
+                {"team": "x", "players": [], "rank": 1}, {"team": "y", "players": ["c"], "rank": 2}])}).encode(),
             "unknown round": b'{"kind": "void", "ladder": "alpha", "round_id": "nope"}',
         }
         for name, raw in cases.items():
@@ -307,7 +307,7 @@ def test_bad_corrections_are_dead_lettered(redis_url: str) -> None:
     reasons = asyncio.run(body())
     assert reasons == {"not json": "not_json", "unknown kind": BAD_CORRECTION, "void with round": BAD_CORRECTION,
                        "amend of another id": BAD_CORRECTION, "bad amended round": "bad_rank",
-                       "teams": TEAMS_UNSUPPORTED, "unknown round": UNKNOWN_ROUND, "id reused": CONFLICT,
+                       "empty team": "empty_team", "unknown round": UNKNOWN_ROUND, "id reused": CONFLICT,
                        "amend voided": NOT_CORRECTABLE}
 
 
@@ -411,3 +411,36 @@ def test_a_correction_rewrites_split_fanouts(redis_url: str) -> None:
     rerated = [r for r in history.rounds[5:] if client.hget(keys.round_record("alpha", r["round_id"]), "rerated_by")]
     assert rerated, "nothing re-rated"
     equals_corrected_stream(redis_url, history, max_message_bytes=limit)
+
+
+def test_corrections_of_ladders_with_team_rounds_equal_the_corrected_stream(redis_url: str) -> None:
+    """Voids and amends on ladders holding rounds of 2 teams of 5, 10 squads of 3 and partial
+    play: the re-rate rates them as the stream does (Elo-MMR for teams, the shares played read
+    back from the stored fan-outs), so Redis equals a fresh stream and the replay of the
+    corrected history; an individual round amended into a team round too."""
+    from test_team_pipeline import team_stream
+
+    history = History()
+    history.rounds = team_stream(seed=4, count=48, pool=36)
+    events: list[CorrectionResult] = []
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        await stream_rounds(ctx, history.rounds[:40])
+        alpha = [r for r in history.rounds[:40] if r["ladder"] == "alpha"]
+        teamed = [r for r in alpha if "team" in r["standings"][0]]
+        events.append(await correct(ctx, history.void("alpha", teamed[1]["round_id"])))
+        squads = teamed[2]["standings"]
+        upset = [dict(e, rank=len(squads) + 1 - e["rank"]) for e in squads]  # the ranking reversed
+        events.append(await correct(ctx, history.amend("alpha", teamed[2]["round_id"], upset)))
+        solo = next(r for r in alpha if "player" in r["standings"][0] and len(r["standings"]) >= 4)
+        names = [e["player"] for e in solo["standings"]]
+        as_teams = [{"team": "x", "players": [names[0], {"player": names[1], "weight": 0.5}], "rank": 2},
+                    {"team": "y", "players": names[2:], "rank": 1}]
+        events.append(await correct(ctx, history.amend("alpha", solo["round_id"], as_teams)))
+        await stream_rounds(ctx, history.rounds[40:])
+        await ctx.store.close()
+
+    asyncio.run(body())
+    equals_corrected_stream(redis_url, history)
+    assert [e.outcome for e in events] == ["applied"] * 3

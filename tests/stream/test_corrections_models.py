@@ -1,8 +1,8 @@
 """Corrections on ladders rated by a rating-only model (glicko, trueskill; ``LADDERS``) through
 the handlers on a real redis-server: after voids, amends and late rounds' inserts, Redis equals
 what the stream writes for the corrected history (database 1: a fresh stream of it) and
-``replay_ladders`` of it, within 1e-9; events; a trueskill ladder holding team rounds (which
-its stored fan-outs do not keep) is ``not_correctable``."""
+``replay_ladders`` of it, within 1e-9; events; team rounds on a trueskill ladder; a trueskill
+tie split across fan-out messages (its order not stored) is ``not_correctable``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ from stream.store import keys
 from tests.stream import pipeline_harness as harness
 from tests.stream.test_backfill import stream_rounds
 from tests.stream.test_corrections import History, assert_same_ladders, context, correct, other_db
-from tests.stream.test_ladders_handlers import team_rounds
 from tests.stream.test_late_rounds import late_history, settle, sorted_history
 
 LADDERS = json.dumps({"g": {"model": "glicko"}, "t": {"model": "trueskill"},
@@ -156,28 +155,50 @@ def test_inserts_of_late_rounds_on_a_glicko_ladder(redis_url: str) -> None:
     assert_equals_replay(redis_url, ordered, context(redis_url, ladders=ladders))
 
 
-def test_a_trueskill_ladder_with_team_rounds_is_not_correctable(redis_url: str) -> None:
-    """Stored fan-outs keep no teams: a trueskill ladder whose history holds a team round refuses
-    corrections, untouched and released; its other ladders' corrections apply."""
-    teams = [json.loads(r.to_json()) for r in team_rounds(4, 3, "t")]
-    solo = untied(harness.synthetic_rounds(seed=3, count=12, ladders=("t", "g"), pool=8, max_size=5))
+def trueskill_team_rounds(seed: int, count: int) -> list[dict]:
+    """Rounds of ladder ``t``: two or three teams of 1-3 (some partial play), or an individual
+    entry, each entry at its own rank (no tie between entries)."""
+    rng = random.Random(seed)
+    names = [f"p{i:03d}" for i in range(10)]
+    out = []
+    for k in range(count):
+        chosen = rng.sample(names, rng.randint(3, 7))
+        entries: list[list[str]] = [[] for _ in range(rng.randint(2, 3))]
+        for i, player in enumerate(chosen):
+            entries[i % len(entries)].append(player)
+        standings: list[dict] = []
+        for rank, members in enumerate(rng.sample(entries, len(entries)), start=1):
+            if len(members) == 1 and rng.random() < 0.5:
+                standings.append({"player": members[0], "rank": rank})
+            else:
+                standings.append({"team": f"u{rank}", "rank": rank, "players": [
+                    p if rng.random() < 0.7 else {"player": p, "weight": 0.5} for p in members]})
+        out.append({"round_id": f"team{seed}-{k}", "ladder": "t", "occurred_at": harness.BASE_TIME + 7200.0 * k,
+                    "standings": standings})
+    return out
+
+
+def test_team_rounds_on_a_trueskill_ladder(redis_url: str) -> None:
+    """Rounds of teams and partial play on a trueskill ladder (the fan-out keeps teams and shares):
+    a void, and an amend reversing a team round's order, equal the corrected stream and replay."""
+    history = History()
+    history.rounds = trueskill_team_rounds(seed=4, count=24)
+    results = []
 
     async def body() -> None:
         ctx = ctx_of(redis_url)
-        await stream_rounds(ctx, solo + teams)
-        target = next(r for r in solo if r["ladder"] == "t")["round_id"]
-        before = await ctx.store.client.hgetall(keys.player("t", solo[0]["standings"][0]["player"]))
-        result = await correct(ctx, {"kind": "void", "ladder": "t", "round_id": target})
-        assert result.dead_letter is not None and result.dead_letter.reason == NOT_CORRECTABLE
-        assert "of teams" in result.dead_letter.message and teams[0]["round_id"] in result.dead_letter.message
-        assert await ctx.store.client.hget(keys.ladder("t"), "hold") is None
-        assert (await ctx.store.round_record("t", target))["status"] == "rated"
-        assert await ctx.store.client.hgetall(keys.player("t", solo[0]["standings"][0]["player"])) == before
-        glicko = next(r for r in solo if r["ladder"] == "g")["round_id"]
-        assert (await correct(ctx, {"kind": "void", "ladder": "g", "round_id": glicko})).outcome == "applied"
+        await stream_rounds(ctx, history.rounds)
+        results.append(await correct(ctx, history.void("t", history.rounds[3]["round_id"])))
+        target = history.rounds[6]
+        last = len(target["standings"])
+        reversed_ = [dict(s, rank=last + 1 - s["rank"]) for s in target["standings"]]
+        results.append(await correct(ctx, history.amend("t", target["round_id"], reversed_)))
         await ctx.store.close()
 
     asyncio.run(body())
+    assert [r.outcome for r in results] == ["applied", "applied"], [r.dead_letter for r in results]
+    assert all(r.events for r in results)
+    equals_corrected_stream(redis_url, history.corrected(), ("t",))
 
 
 def test_a_trueskill_tie_split_across_partitions_is_not_re_rated(redis_url: str) -> None:

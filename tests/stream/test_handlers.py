@@ -17,7 +17,8 @@ from stream.engine import preset
 from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.partitioner import partition_for
-from stream.pipeline.phase_one import handle_round
+from stream.pipeline.messages import Incoming
+from stream.pipeline.phase_one import handle_round, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 
@@ -339,19 +340,58 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
     [{"team": "red", "players": ["a", "b"], "rank": 1}, {"player": "c", "rank": 2}],
     [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "weight": 0.5}],
 ])
-def test_team_and_partial_play_rounds_are_dead_lettered_not_rated(redis_url: str, standings: list[object]) -> None:
-    """The stream does not rate teams or partial play yet: such a round becomes a
-    ``teams_unsupported`` dead letter, registers nothing, and the ladder's next round is rated."""
+def test_team_and_partial_play_rounds_are_rated(redis_url: str, standings: list[object]) -> None:
+    """The stream rates teams, teams beside individuals and partial play on an Elo-MMR ladder
+    (``stream.pipeline.teams``): the round is rated, its fan-out carries every player's share
+    played, and the ladder's next round is rated from its posteriors."""
     ladder = f"teams{len(json.dumps(standings))}"  # one ladder per case
     raw = json.dumps({"round_id": "t1", "ladder": ladder, "occurred_at": 1.7e9, "standings": standings}).encode()
 
     async def body() -> None:
         ctx = context(redis_url)
         result = await handle_round(ctx, raw)
+        assert result.outcome == "rated" and result.dead_letter is None and result.seq == 1
+        entries = [e for m in result.updates for e in PlayerUpdate.from_json(m.value).entries()]
+        assert sorted(e.player for e in entries) == sorted(RoundResult.from_json(raw).players())
+        assert all(e.weight is not None for e in entries)
+        await handle_updates(ctx, [m.value for m in result.updates])  # t2's barrier waits for t1's players
+        after = await handle_round(ctx, RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
+                                                    standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode())
+        assert after.outcome == "rated" and after.seq == 2
+        await ctx.store.close()
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize(("standings", "reason"), [
+    ([{"team": "red", "players": ["a", "b"], "rank": 1}, {"team": "blue", "players": ["b", "c"], "rank": 2}],
+     "duplicate_player"),
+    ([{"team": "red", "players": ["a"], "rank": 1}, {"player": "a", "rank": 2}], "duplicate_player"),
+    ([{"team": "red", "players": [], "rank": 1}, {"team": "blue", "players": ["c"], "rank": 2}], "empty_team"),
+    ([{"team": "red", "players": ["a"], "rank": 1}, {"team": "red", "players": ["c"], "rank": 2}], "duplicate_team"),
+    ([{"team": "red", "players": [{"player": "a", "weight": 0}], "rank": 1}, {"player": "c", "rank": 2}],
+     "bad_player_weight"),
+    ([{"team": "red", "players": [{"player": "a", "weight": 1.5}], "rank": 1}, {"player": "c", "rank": 2}],
+     "bad_player_weight"),
+    ([{"player": "a", "rank": 1, "weight": -0.5}, {"player": "c", "rank": 2}], "bad_player_weight"),
+])
+def test_bad_team_rounds_are_dead_lettered_with_their_reason(redis_url: str, standings: list[object],
+                                                            reason: str) -> None:
+    """A player in two entries, an empty team, a team name twice, a share played outside (0, 1]:
+    a dead letter with its reason code, nothing registered, the ladder's next round rated."""
+    ladder = "bad" + str(abs(hash(json.dumps(standings))) % 10**8)
+    raw = json.dumps({"round_id": "t1", "ladder": ladder, "occurred_at": 1.7e9, "standings": standings}).encode()
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        result = await handle_round(ctx, raw)
         assert result.outcome == "rejected" and result.updates == []
-        assert result.dead_letter is not None and result.dead_letter.reason == "teams_unsupported"
+        assert result.dead_letter is not None and result.dead_letter.reason == reason
         validate("dead-letter", result.dead_letter.to_json())
         assert await ctx.store.round_statuses(ladder, ["t1"]) == [None]
+        batch = await handle_rounds(ctx, [Incoming(raw)])
+        assert batch.results[0] is not None and batch.results[0].dead_letter is not None
+        assert batch.results[0].dead_letter.reason == reason
         after = await handle_round(ctx, RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
                                                     standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode())
         assert after.outcome == "rated" and after.seq == 1

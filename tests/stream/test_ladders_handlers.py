@@ -191,7 +191,8 @@ def team_rounds(seed: int, count: int, ladder: str) -> list[RoundResult]:
 def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -> None:
     """On a trueskill ladder, rounds of teams (with partial play, with individuals) are rated in
     phase one by TrueSkill's team call, in batches, and Redis equals the replay; the same team
-    round on an Elo-MMR ladder is still ``teams_unsupported``."""
+    round on a glicko ladder (a model without a team call) is ``teams_unsupported`` (an Elo-MMR
+    ladder rates it: tests/stream/test_team_rounds.py)."""
     rounds = team_rounds(seed=5, count=30, ladder="c") + mixed_rounds(seed=6, count=10, ladders=("c", "a"))
 
     async def body() -> None:
@@ -201,7 +202,7 @@ def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -
             assert all(result is not None and result.outcome == "rated" for result in batch.results), batch.results
             await apply(ctx, batch)
         assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
-        elsewhere = RoundResult(round_id="x", ladder="a", occurred_at=1.8e9, standings=rounds[0].standings)
+        elsewhere = RoundResult(round_id="x", ladder="b", occurred_at=1.8e9, standings=rounds[0].standings)
         batch = await handle_rounds(ctx, [Incoming(elsewhere.to_json().encode())])
         result = batch.results[0]
         assert result is not None and result.dead_letter is not None and result.dead_letter.reason == "teams_unsupported"
@@ -209,27 +210,18 @@ def test_trueskill_ladders_rate_team_rounds_through_the_stream(redis_url: str) -
     asyncio.run(body())
 
 
-def test_corrections_and_backfill_refuse_what_they_cannot_rate(redis_url: str, tmp_path) -> None:
-    """A void on a trueskill ladder holding a team round is ``not_correctable`` (its stored
-    fan-out keeps no teams; corrections of rating-only ladders: test_corrections_models.py); backfill refuses team rounds on a ladder whose model has no team call and a
-    ladder whose recorded model is not the configured one, and records the model of the ladders
-    it writes (rating-only ladders: tests/stream/test_backfill.py)."""
+def test_backfill_refuses_what_it_cannot_rate(redis_url: str, tmp_path) -> None:
+    """Backfill refuses team rounds on a ladder whose model has no team call and a ladder whose
+    recorded model is not the configured one, and records the model of the ladders it writes
+    (rating-only ladders: tests/stream/test_backfill.py; their corrections:
+    tests/stream/test_corrections_models.py)."""
     from stream.pipeline.backfill import BackfillRefused, backfill
-    from stream.pipeline.corrections import handle_correction
 
     first = RoundResult(round_id="r1", ladder="b", occurred_at=1.7e9, standings=[Standing("x", 1), Standing("y", 2)])
-    team = RoundResult(round_id="r1", ladder="c", occurred_at=1.7e9,
-                       standings=[Standing("x", 1, team="t"), Standing("z", 1, team="t"), Standing("y", 2)])
 
     async def body() -> None:
         ctx = context(redis_url)
-        await apply(ctx, await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in (first, team)]))
-        void = json.dumps({"kind": "void", "ladder": "c", "round_id": "r1"}).encode()
-        result = await handle_correction(ctx, void)
-        assert result.dead_letter is not None and result.dead_letter.reason == "not_correctable"
-        assert "of teams" in result.dead_letter.message
-        assert (await ctx.store.round_record("c", "r1"))["status"] == "rated"  # untouched
-        assert await ctx.store.client.hget(keys.ladder("c"), "hold") is None
+        await apply(ctx, await handle_rounds(ctx, [Incoming(first.to_json().encode())]))
 
         with pytest.raises(BackfillRefused, match="model 'glicko' of ladder 'b' does not rate team rounds"):
             await backfill(ctx, [RoundResult(round_id="n1", ladder="b", occurred_at=1.8e9,

@@ -15,12 +15,12 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chain_fanout import queue_chained
 from stream.batch.replay import replay
 from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.engine import preset
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.messages import FanOutMessage, join_fanout, join_sections, split_sections
+from stream.pipeline.messages import FanOutMessage, Incoming, join_fanout, join_sections, split_sections
+from stream.pipeline.phase_one import handle_rounds
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
@@ -35,11 +35,20 @@ def game(round_id: str, players: str, day: int, *, ladder: str = "C", weight: fl
 
 
 def context(url: str, partitions: int = 1) -> PipelineContext:
-    return PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
+    return PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions, engine_preset="mmr"))
+
+
+async def phase_one(ctx: PipelineContext, rounds: list[RoundResult]) -> list[list[FanOutMessage]]:
+    """Phase one of ``rounds`` (a fresh ladder history) as ONE batch, as the rounds agent runs it
+    (``handle_rounds``: registered, fan-outs stored with each entry's ``previous_seq``): each
+    round's sections, one per partition of its players, in order."""
+    batch = await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in rounds])
+    return [result.updates for result in batch.results if result is not None]
 
 
 def snapshot(url: str) -> dict[bytes, object]:
-    """Every key's content but wall-clock fields (``*_at`` of hashes) and the digest cache."""
+    """Every key's content but wall-clock fields (``*_at`` of hashes, the sweeper ledger's due
+    times) and the digest cache."""
     client = redis.Redis.from_url(url)
     try:
         out: dict[bytes, object] = {}
@@ -53,6 +62,8 @@ def snapshot(url: str) -> dict[bytes, object]:
                 out[key] = client.lrange(key, 0, -1)
             elif kind == b"set":
                 out[key] = client.smembers(key)
+            elif kind == b"zset" and key.startswith(b"ems:incomplete:"):
+                out[key] = client.zrange(key, 0, -1)
             elif kind == b"zset":
                 out[key] = client.zrange(key, 0, -1, withscores=True)
             else:
@@ -128,7 +139,7 @@ def test_join_fanout_groups_partitions_and_keys_by_first_section() -> None:
 async def one_by_one(url: str, rounds: list[RoundResult], partitions: int) -> set[tuple[bytes, bytes]]:
     ctx = context(url, partitions)
     out: set[tuple[bytes, bytes]] = set()
-    for messages in await queue_chained(ctx.store, rounds, PARAMS, partitions):
+    for messages in await phase_one(ctx, rounds):
         result = await handle_updates(ctx, [m.value for m in messages])
         assert result.gaps == 0 and result.unverified == []
         out |= events(result)
@@ -141,7 +152,7 @@ async def batched(url: str, rounds: list[RoundResult], partitions: int, limit: i
     """Every round's sections joined per partition (at most ``limit`` bytes a message), the
     partitions' messages interleaved (each partition in order) and cut into ``batches`` batches."""
     ctx = context(url, partitions)
-    joined = join_fanout([m for messages in await queue_chained(ctx.store, rounds, PARAMS, partitions)
+    joined = join_fanout([m for messages in await phase_one(ctx, rounds)
                           for m in messages], limit)
     queues = [[m.value for m in joined if m.partition == p] for p in range(partitions)]
     order: list[bytes] = []
@@ -203,7 +214,7 @@ def test_a_gap_is_not_applied_until_the_earlier_round_arrives(redis_url: str) ->
 
     async def body() -> None:
         ctx = context(redis_url)
-        one, two, three = await queue_chained(ctx.store, rounds, PARAMS, 1)
+        one, two, three = await phase_one(ctx, rounds)
         later = join_sections([m.value for m in two + three], 10_000)
         assert len(later) == 1 and len(split_sections(later[0])) == 2
         early = await handle_updates(ctx, later)
@@ -232,7 +243,7 @@ def test_a_forged_section_among_good_ones_is_set_aside_alone(redis_url: str) -> 
 
     async def body() -> None:
         ctx = context(redis_url)
-        one, two, three = await queue_chained(ctx.store, rounds, PARAMS, 1)
+        one, two, three = await phase_one(ctx, rounds)
         real = two[0].value
         data = json.loads(real)
         data["entries"][0]["performance"] = 9_999.0
@@ -261,7 +272,7 @@ def test_a_redelivered_batch_re_emits_the_same_events(redis_url: str) -> None:
 
     async def body() -> None:
         ctx = context(redis_url, partitions=2)
-        messages = join_fanout([m for ms in await queue_chained(ctx.store, rounds, PARAMS, 2) for m in ms], 10_000)
+        messages = join_fanout([m for ms in await phase_one(ctx, rounds) for m in ms], 10_000)
         assert any(len(split_sections(m.value)) > 1 for m in messages)
         first = await handle_updates(ctx, [m.value for m in messages])
         assert first.applied == 10 and first.replayed == 0
@@ -287,7 +298,7 @@ def test_a_player_released_from_a_failed_round_goes_on_with_the_next(redis_url: 
 
     async def body() -> None:
         ctx = context(redis_url)
-        one, two, three = await queue_chained(ctx.store, rounds, PARAMS, 1)
+        one, two, three = await phase_one(ctx, rounds)
         await handle_updates(ctx, [m.value for m in one])
         state = await ctx.store.player("C", "a")
         assert state["queued_seq"] == b"3" and state["last_seq"] == b"1"

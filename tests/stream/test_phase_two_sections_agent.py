@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from chain_fanout import queue_chained
 from stream.contracts import RoundResult, Standing, validate
 from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
-from stream.engine import preset
 from stream.pipeline import faults
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, Origin
+from stream.pipeline.phase_one import handle_rounds
 from stream.pipeline.outbox import Outgoing, TopicNames
 from stream.pipeline.updates_batches import handle_one_by_one
 from stream.settings import Settings
@@ -39,7 +38,8 @@ def test_a_section_that_keeps_raising_is_dead_lettered_alone_and_the_rest_applie
 
     async def body() -> None:
         ctx = PipelineContext.from_settings(settings)
-        one, two, three = await queue_chained(ctx.store, rounds, preset(settings.engine_preset), 1)
+        batch = await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in rounds])  # phase one, one batch
+        one, two, three = [result.updates for result in batch.results if result is not None]
         joined = b"\n".join([one[0].value, two[0].value, three[0].value])  # s1 comes first: it is poisoned
         where = Origin(settings.topic("player-updates"), 0, 7)
         events = [Incoming(joined, None, where), Incoming(b"[]\n" + two[0].value, None, Origin(where.topic, 0, 8))]

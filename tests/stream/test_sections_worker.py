@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 import pipeline_harness as harness
-from chain_fanout import queue_chained
 from stream import engine
-from stream.contracts import UNVERIFIED_PLAYER_UPDATE, Limits, parse_round, validate
+from stream.contracts import UNVERIFIED_PLAYER_UPDATE, validate
 from stream.contracts.round import BAD_PLAYER_UPDATE
-from stream.pipeline.messages import FanOutMessage, join_fanout, split_sections
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.messages import FanOutMessage, Incoming, join_fanout, split_sections
+from stream.pipeline.phase_one import handle_rounds
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
-from stream.store.store import Store
 
 pytestmark = pytest.mark.integration
 
@@ -29,12 +29,13 @@ PARTITIONS = 4
 
 
 async def seed(redis_url: str, rounds: list[dict]) -> list[list[FanOutMessage]]:
-    store = Store.from_url(redis_url, history_length=Settings().history_length)
+    """Phase one of ``rounds`` as one batch (``handle_rounds``), without Kafka: each round's sections."""
+    ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=PARTITIONS, engine_preset="mmr"))
     try:
-        return await queue_chained(store, [parse_round(json.dumps(r), limits=Limits()) for r in rounds],
-                                   engine.preset("mmr"), PARTITIONS)
+        batch = await handle_rounds(ctx, [Incoming(json.dumps(r).encode()) for r in rounds])
+        return [result.updates for result in batch.results if result is not None]
     finally:
-        await store.close()
+        await ctx.store.close()
 
 
 def test_a_worker_applies_joined_sections_and_sets_bad_ones_aside(local_stack, stack_redis_url: str,

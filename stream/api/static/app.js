@@ -398,7 +398,8 @@ function roundView(ladder, roundId) {
   const board = cards(["status", "players", "occurred", "rated"]);
   const name = el("h1", { id: "round-name" });
   const partial = el("p", { class: "muted", hidden: "" });
-  const results = table("round-results", ["rank", "player", "performance", "μ", "change", "rating"], [0, 2, 3, 4, 5]);
+  const results = table("round-results", ["rank", "team", "player", "performance", "μ", "change", "rating"],
+    [0, 3, 4, 5, 6]);
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
     partial, results.root];
@@ -409,12 +410,21 @@ function roundView(ladder, roundId) {
     board.set("occurred", when(r.record.occurred_at)); board.set("rated", when(r.record.rated_at));
     partial.hidden = r.complete;
     setText(partial, r.complete ? "" : `showing the first ${r.results.length} results`);
-    patchRows(results.body, r.results, (c) => c.player,
-      () => cells(el("tr", { class: "round-row" }), 6, [0, 2, 3, 4, 5]), (tr, c) => {
+    // team rounds: results grouped by rank then team (each team's members together); a share of
+    // the match below 1 (partial play) is shown beside the player
+    const rows = r.results.slice().sort((a, b) => (a.rank - b.rank) || String(a.team ?? "").localeCompare(String(b.team ?? "")));
+    patchRows(results.body, rows, (c) => c.player,
+      () => cells(el("tr", { class: "round-row" }), 7, [0, 3, 4, 5, 6]), (tr, c) => {
         const td = tr.children;
-        setText(td[0], String(c.rank)); setLink(td[1], c.player, playerHash(ladder, c.player));
-        setText(td[2], fmt(c.performance)); setText(td[3], `${fmt(c.mu_before)} → ${fmt(c.mu_after)}`);
-        setDelta(td[4], c.mu_before, c.mu_after); setText(td[5], fmt(c.display_rating));
+        setText(td[0], String(c.rank)); setText(td[1], c.team ?? "");
+        setLink(td[2], c.player, playerHash(ladder, c.player));
+        if (c.weight !== undefined && c.weight !== null && c.weight < 1) {
+          let share = td[2].querySelector(".share");
+          if (!share) { share = el("span", { class: "share muted" }); td[2].append(share); }
+          setText(share, ` (played ${Math.round(c.weight * 100)}%)`);
+        } else td[2].querySelector(".share")?.remove();
+        setText(td[3], fmt(c.performance)); setText(td[4], `${fmt(c.mu_before)} → ${fmt(c.mu_after)}`);
+        setDelta(td[5], c.mu_before, c.mu_after); setText(td[6], fmt(c.display_rating));
       });
   };
   return view;

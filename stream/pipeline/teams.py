@@ -1,0 +1,79 @@
+"""Team rounds and partial play in the pipeline: what the stream's model rates, and phase one's
+engine call for a ladder's rounds (:func:`rate_ladder_rounds`) or one round
+(:func:`round_performances`), teams included.
+
+Elo-MMR for teams (``stream.engine.teams``, the maths in its docstring) rates a round of teams
+or partial play: phase one estimates each team's performance from its members' weighted-average
+belief and credits every member the team's surprise (``member_performances``); the fan-out then
+carries, per player, his performance, his team and his share of the match played (PlayerUpdate
+v2 ``team``/``weight``), and phase two applies each row's update with the weight of a round of
+weight ``round weight x share`` (``engine.phase_two`` takes per-row weights).  A round of
+individuals at full time keeps the individual path to the bit (``engine.rate_rounds``; a team
+round inside a batch is rated alone in its place: ``engine.teams.rate_rounds_with_teams``).
+
+Every function takes the ladder's engine ``Params``: a per-ladder model dispatch picks the
+rater here (:func:`support`: what the ladder's model rates; a model that cannot rate teams
+dead-letters their rounds ``teams_unsupported``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stream import engine
+from stream.contracts import RoundResult
+from stream.contracts.round import TEAMS, Support
+from stream.engine.teams import TeamRoundSpec, member_performances, rate_rounds_with_teams
+
+
+def support(params: engine.Params) -> Support:
+    """What a ladder rated with ``params`` can rate beyond individual full-time rounds: every
+    Elo-MMR preset rates teams, teams beside individuals and partial play (``engine.teams``)."""
+    return TEAMS
+
+
+def is_team_round(round_: RoundResult) -> bool:
+    """True when the round has teams or partial play: rated by Elo-MMR for teams, and its
+    fan-out entries carry ``team`` and ``weight``."""
+    return round_.has_teams() or round_.is_partial()
+
+
+def round_spec(round_: RoundResult, rows: np.ndarray) -> engine.RoundSpec | TeamRoundSpec:
+    """The engine's spec of ``round_``, its players at rows ``rows`` of the prior batch."""
+    if not is_team_round(round_):
+        return engine.RoundSpec(rows, round_.ranks(), round_.occurred_at, round_.weight, round_.perf_ceiling)
+    entry, entry_ranks = round_.entries()
+    return TeamRoundSpec(rows, round_.ranks(), entry, entry_ranks, round_.player_weights(), round_.occurred_at,
+                         round_.weight, round_.perf_ceiling)
+
+
+def rate_ladder_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], members: Sequence[np.ndarray],
+                       params: engine.Params) -> engine.RoundsUpdate:
+    """Phase one's engine call for a ladder's rounds of a batch, in seq order (``members[k]``:
+    the rows of round k's players in ``prior``): ``engine.rate_rounds`` over runs of individual
+    rounds, a team round alone in its place, each from the posteriors the earlier ones left."""
+    specs = [round_spec(round_, rows) for round_, rows in zip(rounds, members)]
+    return rate_rounds_with_teams(prior, specs, params)
+
+
+def round_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, round_: RoundResult,
+                       params: engine.Params) -> np.ndarray:
+    """Phase one of one round (players in standings order, their prior ``mu``, ``sigma`` and
+    days since their last round): ``engine.phase_one``, or for a round with teams or partial play
+    each member's performance of Elo-MMR for teams."""
+    if not is_team_round(round_):
+        return engine.phase_one(mu, sigma, days, round_.ranks(), params, weight=round_.weight,
+                                perf_ceiling=round_.perf_ceiling)
+    entry, entry_ranks = round_.entries()
+    return member_performances(mu, sigma, days, entry, entry_ranks, round_.player_weights(), params,
+                               weight=round_.weight, perf_ceiling=round_.perf_ceiling)
+
+
+def fanout_columns(round_: RoundResult) -> tuple[list[str | None] | None, list[float] | None]:
+    """Each player's team and share played, as the fan-out writes them: both None for a plain
+    round (v1 entries), else the teams (None for an individual entry) and every weight."""
+    if not is_team_round(round_):
+        return None, None
+    return [s.team for s in round_.standings], [s.weight for s in round_.standings]
