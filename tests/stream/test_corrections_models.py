@@ -199,6 +199,12 @@ def test_team_rounds_on_a_trueskill_ladder(redis_url: str) -> None:
     assert [r.outcome for r in results] == ["applied", "applied"], [r.dead_letter for r in results]
     assert all(r.events for r in results)
     equals_corrected_stream(redis_url, history.corrected(), ("t",))
+    client = redis.Redis.from_url(redis_url)  # the amended round's rewritten fan-out keeps its teams and shares
+    entries = [e for v in client.hvals(keys.round_perf("t", history.rounds[6]["round_id"]))
+               for e in json.loads(v)["entries"]]
+    teams = {s["team"] for s in history.rounds[6]["standings"] if "team" in s}
+    assert teams and {e.get("team") for e in entries} - {None} == teams and all("mu_after" in e for e in entries)
+    client.close()
 
 
 def test_a_trueskill_tie_split_across_partitions_is_not_re_rated(redis_url: str) -> None:
