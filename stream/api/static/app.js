@@ -3,7 +3,7 @@
 // place and tier over time), round page, match-up page, rejected rounds, live updates through
 // Server-Sent Events.
 // Plain JS, no build step. Routes live in the URL hash: #/l/LADDER, #/l/LADDER/p/PLAYER,
-// #/l/LADDER/r/ROUND, #/l/LADDER/rejected.
+// #/l/LADDER/r/ROUND, #/l/LADDER/rejected, #/l/LADDER/matchup/PICK/... (parseMatchup).
 //
 // A view is built once per route; a live update only re-reads its data and patches what changed
 // (cell texts, rows added, moved or removed, card values, the chart's shapes), so the search box
