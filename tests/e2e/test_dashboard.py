@@ -10,7 +10,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -36,9 +36,10 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):  # scripts/setup.sh instal
                 pytrace=False)
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
 def ApiServer(redis_url: str) -> ApiThread:
@@ -408,3 +409,112 @@ def test_round_page_shows_teams_and_shares(redis_url: str, browser: webdriver.Ch
         OUTPUT.mkdir(exist_ok=True)
         browser.save_screenshot(str(OUTPUT / "dashboard-team-round.png"))
     assert shown == [["1", "red", "ann"], ["1", "red", "bob (played 50%)"], ["2", "blue", "cy"], ["2", "blue", "dee"]]
+
+
+def test_matchup_page_teams(redis_url: str, browser: webdriver.Chrome) -> None:
+    """Build two teams on the match-up page (switch to teams, move players between teams, a share
+    played, a draw margin): the bars and the outcome bar draw the API's team prediction and the
+    table its expected ranks; on a ladder rated by a rating-only model the page shows the API's
+    ``teams_unsupported`` message."""
+    from readside_data import OTHER_LADDER
+
+    seeded = seed(redis_url)
+    seed(redis_url, ladder=OTHER_LADDER)
+    ranking = seeded.ranking()
+    strong, weak = ranking[:2], ranking[-2:]
+    settings = Settings(redis_url=redis_url, ladders=json.dumps({OTHER_LADDER: {"model": "glicko"}}))
+
+    def drawn(d: webdriver.Chrome) -> dict:
+        return d.execute_script("""
+            const svg = document.getElementById('matchup-chart');
+            if (!svg) return {bars: {}, outcomes: [], rows: []};
+            return {bars: Object.fromEntries(Array.from(svg.querySelectorAll('rect.win-bar'),
+                        b => [b.dataset.team, Number(b.dataset.p)])),
+                    outcomes: Array.from(svg.querySelectorAll('rect.outcome'),
+                        r => [r.dataset.outcome, Number(r.dataset.p), Number(r.getAttribute('width'))]),
+                    rows: Array.from(document.querySelectorAll('tr.matchup-row'),
+                        r => Array.from(r.children, td => td.textContent))};""")
+
+    def predicted(url: str, ladder: str, body: dict) -> tuple[int, dict]:
+        request = urllib.request.Request(f"{url}/api/ladders/{ladder}/predict", method="POST",
+                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    def picks(d: webdriver.Chrome) -> dict:
+        """player -> [team, share] as the picked list shows them."""
+        return d.execute_script("""return Object.fromEntries(Array.from(
+            document.querySelectorAll('#matchup-players li'), li => [li.firstChild.textContent,
+                [li.querySelector('select.team')?.value, li.querySelector('input.share')?.value]]));""")
+
+    def rebuilt(d: webdriver.Chrome, expected: dict) -> bool:
+        """The view built for the new URL (not the old one, unmarked) shows ``expected`` and its bars."""
+        return (not d.find_element(By.ID, "matchup-players").get_attribute("data-old") and picks(d) == expected
+                and len(drawn(d)["bars"]) > 0)
+
+    def change(d: webdriver.Chrome, act: Callable[[], object], expected: dict) -> None:
+        """``act`` (it changes the URL, so the view is rebuilt), then wait for the new view."""
+        d.execute_script("document.getElementById('matchup-players').dataset.old = '1'")
+        act()
+        wait.until(lambda d: rebuilt(d, expected))
+
+    def pick(d: webdriver.Chrome, player: str) -> webdriver.remote.webelement.WebElement:
+        return d.find_element(By.CSS_SELECTOR, f"#matchup-players li[data-key='{player}']")
+
+    wait = WebDriverWait(browser, WAIT_S, ignored_exceptions=[StaleElementReferenceException])  # a pick rebuilds the view
+    with ApiThread(settings, host="127.0.0.1", port=free_port(), probe=False) as server:
+        players = [strong[0], weak[0], strong[1], weak[1]]
+        browser.get(f"{server.url}/?live=off#/l/{LADDER}/matchup/" + "/".join(players))
+        wait.until(lambda d: len(drawn(d)["rows"]) == 4)  # players mode first
+        browser.find_element(By.ID, "matchup-teams-mode").click()  # teams, alternating: A = strong[0], strong[1]
+        wait.until(lambda d: set(drawn(d)["bars"]) == {"A", "B"})
+        assert picks(browser) == {strong[0]: ["A", "1"], weak[0]: ["B", "1"], strong[1]: ["A", "1"], weak[1]: ["B", "1"]}
+        teams = {strong[0]: ["A", "1"], weak[0]: ["B", "1"], strong[1]: ["A", "1"], weak[1]: ["B", "1"]}
+        team = Select(pick(browser, strong[1]).find_element(By.CSS_SELECTOR, "select.team"))
+        change(browser, lambda: team.select_by_value("B"), {**teams, strong[1]: ["B", "1"]})
+        team = Select(pick(browser, strong[1]).find_element(By.CSS_SELECTOR, "select.team"))
+        change(browser, lambda: team.select_by_value("A"), teams)
+        share = pick(browser, weak[1]).find_element(By.CSS_SELECTOR, "input.share")
+        share.clear()
+        change(browser, lambda: share.send_keys("0.5\t"), {**teams, weak[1]: ["B", "0.5"]})
+        margin = browser.find_element(By.ID, "matchup-margin")
+        margin.clear()
+        change(browser, lambda: margin.send_keys("50\t"), {**teams, weak[1]: ["B", "0.5"]})
+        wait.until(lambda d: len(drawn(d)["outcomes"]) == 3 and "draw=50" in d.current_url)
+
+        status, served = predicted(server.url, LADDER, {
+            "teams": [strong, [weak[0], {"player": weak[1], "weight": 0.5}]], "draw_margin": 50})
+        assert status == 200
+        shown = drawn(browser)
+        assert shown["bars"] == pytest.approx({"A": served["teams"][0]["win_probability"],
+                                               "B": served["teams"][1]["win_probability"]})
+        outcomes = {o: p for o, p, _ in shown["outcomes"]}
+        assert outcomes == pytest.approx({"first": served["first_wins"], "draw": served["draw_probability"],
+                                          "second": served["second_wins"]})
+        assert outcomes["draw"] > 0 and outcomes["first"] > outcomes["second"]  # the strong team is the favourite
+        widths = {o: w for o, _, w in shown["outcomes"]}
+        assert sum(widths.values()) == pytest.approx(880 - 160 - 16, abs=1e-3)
+        assert widths["first"] > widths["second"]
+        assert [row[0] for row in shown["rows"]] == ["A", "B"]
+        assert [row[4] for row in shown["rows"]] == [f"{t['expected_rank']:.2f}" for t in served["teams"]]
+        assert shown["rows"][1][1] == f"{weak[0]}, {weak[1]} (50%)"
+        info = browser.find_element(By.ID, "matchup-info").text
+        assert f"draw {100 * served['draw_probability']:.1f} %" in info
+        OUTPUT.mkdir(exist_ok=True)
+        browser.save_screenshot(str(OUTPUT / "dashboard-matchup-teams.png"))
+
+        # back to players: the players' own prediction
+        browser.find_element(By.ID, "matchup-teams-mode").click()
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#matchup-chart rect.outcome")
+                   and len(drawn(d)["rows"]) == 4 and len(drawn(d)["rows"][0]) == 4)
+
+        # a rating-only ladder answers teams with teams_unsupported: the page says so
+        status, refused = predicted(server.url, OTHER_LADDER, {"teams": [["p00"], ["p01"]]})
+        assert status == 400 and refused["error"] == "teams_unsupported"
+        browser.get(f"{server.url}/?live=off#/l/{OTHER_LADDER}/matchup/p00;A;1/p01;B;1")
+        wait.until(lambda d: d.find_element(By.ID, "matchup-name").text == f"Match-up in {OTHER_LADDER}"
+                   and d.find_element(By.ID, "matchup-info").text == refused["message"])
+        assert not browser.find_elements(By.CSS_SELECTOR, "#matchup-chart rect")

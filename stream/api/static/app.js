@@ -3,7 +3,7 @@
 // place and tier over time), round page, match-up page, rejected rounds, live updates through
 // Server-Sent Events.
 // Plain JS, no build step. Routes live in the URL hash: #/l/LADDER, #/l/LADDER/p/PLAYER,
-// #/l/LADDER/r/ROUND, #/l/LADDER/rejected.
+// #/l/LADDER/r/ROUND, #/l/LADDER/rejected, #/l/LADDER/matchup/PICK/... (parseMatchup).
 //
 // A view is built once per route; a live update only re-reads its data and patches what changed
 // (cell texts, rows added, moved or removed, card values, the chart's shapes), so the search box
@@ -62,7 +62,24 @@ function link(text, hash) { return el("a", { href: hash, text }); }
 const ladderHash = (ladder) => `#/l/${enc(ladder)}`;
 const playerHash = (ladder, p) => `#/l/${enc(ladder)}/p/${enc(p)}`;
 const roundHash = (ladder, r) => `#/l/${enc(ladder)}/r/${enc(r)}`;
-const matchupHash = (ladder, players) => [`#/l/${enc(ladder)}/matchup`, ...players.map(enc)].join("/");
+const decode = (part) => { try { return decodeURIComponent(part); } catch { return part; } };  // a typed bare "%"
+// A match-up in the URL: one segment per pick, "PLAYER" (players) or "PLAYER;TEAM;SHARE" (teams: the
+// team's letter and the share played), each part percent-encoded (so ";" and "=" never occur in one),
+// and in teams mode "draw=MARGIN" (rating points within which two teams' performances draw).
+const TEAM_NAMES = "ABCDEFGH";
+function parseMatchup(segments) {
+  const m = { picks: [], teams: false, margin: 0 };
+  for (const s of segments) {
+    if (s.startsWith("draw=")) { m.margin = Math.max(Number(s.slice(5)) || 0, 0); continue; }
+    const [player, team, share] = s.split(";").map(decode);
+    if (team !== undefined) m.teams = true;
+    if (!m.picks.some((p) => p.player === player)) m.picks.push({ player, team: team || "A", share: Number(share) || 1 });
+  }
+  return m;
+}
+const matchupHash = (ladder, m) => [`#/l/${enc(ladder)}/matchup`,
+  ...m.picks.map((p) => (m.teams ? [p.player, p.team, p.share].map(enc).join(";") : enc(p.player))),
+  ...(m.teams && m.margin > 0 ? [`draw=${m.margin}`] : [])].join("/");
 // API URL of a player ("player") or round ("round"): the id is one percent-encoded path segment, so
 // it may hold "/", "%", spaces, any Unicode. "." and ".." cannot be path segments (URL parsers drop
 // them, %2E too): those two go through the query form /player?id= (or /round?id=).
@@ -452,81 +469,155 @@ function rejectedView(ladder) {
   return view;
 }
 
-function matchupView(ladder, chosen) {
-  const players = chosen.slice();
+// Players mode: each player's probability of finishing first and expected rank (the ladder's model).
+// Teams mode (Elo-MMR ladders): each picked player in a team with a share played; per team the same
+// figures, and for two teams the three outcomes (first wins, draw, second wins).
+function matchupView(ladder, segments) {
+  const m = parseMatchup(segments);
   const input = el("input", { id: "matchup-player", type: "search", placeholder: "player id", autocomplete: "off" });
   const add = el("button", { id: "matchup-add", text: "add player" });
+  const mode = el("input", { id: "matchup-teams-mode", type: "checkbox" });
+  mode.checked = m.teams;
+  const margin = el("input", { id: "matchup-margin", type: "number", min: "0", step: "10", value: String(m.margin),
+    title: "draw margin: rating points within which two teams' performances count as a draw" });
   const picked = el("ul", { id: "matchup-players", class: "picked" });
   const note = el("p", { id: "matchup-info", class: "muted" });
   const bars = svg("svg", { class: "chart", id: "matchup-chart", role: "img", viewBox: `0 0 ${MATCHUP.width} ${MATCHUP.height}`,
     "aria-label": "probability of finishing first" });
-  const odds = table("matchup", ["player", "μ ± σ", "P(first)", "expected rank"], [1, 2, 3]);
+  const odds = m.teams ? table("matchup", ["team", "players (share played)", "μ ± σ", "P(first)", "expected rank"], [2, 3, 4])
+    : table("matchup", ["player", "μ ± σ", "P(first)", "expected rank"], [1, 2, 3]);
   const view = {};
-  const go = () => { location.hash = matchupHash(ladder, players); };
+  const go = () => { location.hash = matchupHash(ladder, m); };
   const addPlayer = () => {
     const id = input.value.trim();
-    if (id && !players.includes(id)) { players.push(id); go(); }
+    if (!id || m.picks.some((p) => p.player === id)) return;
+    m.picks.push({ player: id, team: TEAM_NAMES[m.picks.length % 2], share: 1 }); go();
   };
   add.addEventListener("click", addPlayer);
-  if (players.length) setTimeout(() => input.focus());  // the view is rebuilt after each pick: keep typing
+  if (m.picks.length) setTimeout(() => input.focus());  // the view is rebuilt after each pick: keep typing
   input.addEventListener("keydown", (e) => { if (e.key === "Enter") addPlayer(); });
+  mode.addEventListener("change", () => {
+    m.teams = mode.checked;
+    m.picks.forEach((p, i) => { p.team = TEAM_NAMES[i % 2]; p.share = 1; });  // alternate A, B to start with
+    go();
+  });
+  margin.addEventListener("change", () => { m.margin = Math.max(Number(margin.value) || 0, 0); go(); });
+  const options = m.teams ? [el("label", {}, mode, " teams"), el("label", {}, " draw margin ", margin)] : [el("label", {}, mode, " teams")];
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))),
     el("h1", { id: "matchup-name", text: `Match-up in ${ladder}` }),
-    el("div", { class: "toolbar" }, input, add), picked, note, bars, odds.root];
+    el("div", { class: "toolbar" }, input, add, ...options), picked, note, bars, odds.root];
+
+  // the teams present, in letter order, each with its picks
+  const teams = () => Array.from(TEAM_NAMES).map((name) => ({ name, picks: m.picks.filter((p) => p.team === name) }))
+    .filter((t) => t.picks.length > 0);
   view.load = async () => {
-    if (players.length < 2) return null;
+    const body = m.teams ? { teams: teams().map((t) => t.picks.map((p) => ({ player: p.player, weight: p.share }))), draw_margin: m.margin }
+      : { players: m.picks.map((p) => p.player) };
+    if ((m.teams ? body.teams : body.players).length < 2) return null;
     const resp = await fetch(`/api/ladders/${enc(ladder)}/predict`, { method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify({ players }) });
-    const body = await resp.json();
-    if (!resp.ok) throw new Error(body.message || resp.statusText);
-    return body;
+      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body) });
+    const answer = await resp.json();
+    if (answer.error === "teams_unsupported") return { unsupported: answer.message };
+    if (!resp.ok) throw new Error(answer.message || resp.statusText);
+    return answer;
   };
   view.patch = (pred) => {
-    patchRows(picked, players, (p) => p, (p) => {
+    patchRows(picked, m.picks, (p) => p.player, (p) => {
       const remove = el("button", { class: "remove", text: "×", title: "remove" });
-      remove.addEventListener("click", () => { players.splice(players.indexOf(p), 1); go(); });
-      return el("li", {}, el("span"), remove);
-    }, (li, p) => setText(li.firstChild, p));
-    if (!pred) { setText(note, "Pick at least two players."); bars.replaceChildren(); patchRows(odds.body, [], () => "", () => el("tr"), () => {}); return; }
+      remove.addEventListener("click", () => { m.picks.splice(m.picks.indexOf(p), 1); go(); });
+      if (!m.teams) return el("li", {}, el("span"), remove);
+      const team = el("select", { class: "team", title: "team" },
+        ...Array.from(TEAM_NAMES.slice(0, Math.max(2, m.picks.length)), (t) => el("option", { value: t, text: t })));
+      team.value = p.team;
+      team.addEventListener("change", () => { p.team = team.value; go(); });
+      const share = el("input", { class: "share", type: "number", min: "0.05", max: "1", step: "0.05", value: String(p.share),
+        title: "share of the match played" });
+      share.addEventListener("change", () => { p.share = Math.min(Math.max(Number(share.value) || 1, 0.05), 1); go(); });
+      return el("li", {}, el("span"), team, share, remove);
+    }, (li, p) => setText(li.firstChild, p.player));
+    const clear = (text) => { setText(note, text); bars.replaceChildren(); patchRows(odds.body, [], () => "", () => el("tr"), () => {}); };
+    if (!pred) { clear(m.teams ? "Put players in at least two teams." : "Pick at least two players."); return; }
+    if (pred.unsupported) { clear(pred.unsupported); return; }
+    if (m.teams) { patchTeams(pred); return; }
     const meaning = pred.model.name === "trueskill" ? "TrueSkill's: the chance of a draw relative to equal players" : "1: every pair a coin flip";
     setText(note, `${pred.model.name}: match quality ${pred.quality.toFixed(2)} (${meaning}); ${pred.players[0].player} ahead of ` +
       `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %`);
-    bars.replaceChildren(...matchupShapes(pred));
+    bars.replaceChildren(...matchupShapes(pred.players.map((p) => ({ label: p.player, key: { player: p.player }, p: p.win_probability }))));
     patchRows(odds.body, pred.players, (p) => p.player, () => cells(el("tr", { class: "matchup-row" }), 4, [1, 2, 3]), (tr, p) => {
       const td = tr.children;
       setLink(td[0], p.player + (p.known ? "" : " (unrated)"), playerHash(ladder, p.player));
-      setText(td[1], `${fmt(p.mu)} ± ${fmt(p.sigma)}`); setText(td[2], `${(100 * p.win_probability).toFixed(1)} %`);
+      setText(td[1], `${fmt(p.mu)} ± ${fmt(p.sigma)}`); setText(td[2], pct(p.win_probability));
       setText(td[3], p.expected_rank.toFixed(2));
+    });
+  };
+  const patchTeams = (pred) => {
+    const names = teams().map((t) => t.name);  // pred.teams[k] is the k-th team sent
+    const outcomes = pred.teams.length === 2 ? `; ${names[0]} wins ${pct(pred.first_wins)}, draw ${pct(pred.draw_probability)}, ` +
+      `${names[1]} wins ${pct(pred.second_wins)}` : "";
+    setText(note, `Elo-MMR for teams (a team is its share-weighted average member): match quality ${pred.quality.toFixed(2)}${outcomes}`);
+    const rows = pred.teams.map((t) => ({ label: `team ${names[t.team]}`, key: { team: names[t.team] }, p: t.win_probability }));
+    const shapes = matchupShapes(rows);
+    if (pred.teams.length === 2) shapes.push(...outcomeShapes(names, [pred.first_wins, pred.draw_probability, pred.second_wins]));
+    bars.replaceChildren(...shapes);
+    patchRows(odds.body, pred.teams, (t) => names[t.team], () => cells(el("tr", { class: "matchup-row" }), 5, [2, 3, 4]), (tr, t) => {
+      const td = tr.children;
+      setText(td[0], names[t.team]);
+      setText(td[1], t.players.map((p) => p.player + (p.known ? "" : " (unrated)") + (p.weight < 1 ? ` (${fmt(100 * p.weight)}%)` : "")).join(", "));
+      setText(td[2], `${fmt(t.mu)} ± ${fmt(t.sigma)}`); setText(td[3], pct(t.win_probability));
+      setText(td[4], t.expected_rank.toFixed(2));
     });
   };
   return view;
 }
+const pct = (x) => `${(100 * x).toFixed(1)} %`;
 
-function matchupShapes(pred) {
+// One bar per row ({label, key: data-* attributes, p}): its probability of finishing first. With two
+// teams, the last line leaves room for the outcome bar.
+function matchupShapes(rows) {
   const { width, height, pad } = MATCHUP;
-  const n = pred.players.length;
-  const step = (height - pad.top - pad.bottom) / n;
+  const step = (height - pad.top - pad.bottom) / (rows.length === 2 && rows[0].key.team ? 3 : rows.length);
   const out = [];
-  pred.players.forEach((p, i) => {
+  rows.forEach((r, i) => {
     const y = pad.top + i * step;
-    const label = svg("text", { x: pad.left - 6, y: y + step / 2 + 4, "text-anchor": "end" }); label.textContent = p.player; out.push(label);
-    const bar = svg("rect", { class: "win-bar", "data-player": p.player, "data-p": p.win_probability, x: pad.left, y: y + 2,
-      width: p.win_probability * (width - pad.left - pad.right), height: Math.max(step - 4, 1) });
-    const tip = svg("title"); tip.textContent = `${p.player}: ${(100 * p.win_probability).toFixed(1)} % to finish first`; bar.append(tip);
+    const label = svg("text", { x: pad.left - 6, y: y + step / 2 + 4, "text-anchor": "end" }); label.textContent = r.label; out.push(label);
+    const data = Object.fromEntries(Object.entries(r.key).map(([k, v]) => [`data-${k}`, v]));
+    const bar = svg("rect", { class: "win-bar", ...data, "data-p": r.p, x: pad.left, y: y + 2,
+      width: r.p * (width - pad.left - pad.right), height: Math.max(step - 4, 1) });
+    const tip = svg("title"); tip.textContent = `${r.label}: ${pct(r.p)} to finish first`; bar.append(tip);
     out.push(bar);
+  });
+  return out;
+}
+
+// Two teams: one bar split into "first wins", "draw", "second wins", widths in proportion.
+function outcomeShapes(names, probs) {
+  const { width, height, pad } = MATCHUP;
+  const step = (height - pad.top - pad.bottom) / 3;
+  const y = pad.top + 2 * step;
+  const label = svg("text", { x: pad.left - 6, y: y + step / 2 + 4, "text-anchor": "end" }); label.textContent = "outcome";
+  const out = [label];
+  const what = [`${names[0]} wins`, "draw", `${names[1]} wins`];
+  let x = pad.left;
+  ["first", "draw", "second"].forEach((outcome, i) => {
+    const w = probs[i] * (width - pad.left - pad.right);
+    const rect = svg("rect", { class: `outcome outcome-${outcome}`, "data-outcome": outcome, "data-p": probs[i], x, y: y + 2,
+      width: w, height: Math.max(step - 4, 1) });
+    const tip = svg("title"); tip.textContent = `${what[i]}: ${pct(probs[i])}`; rect.append(tip);
+    out.push(rect);
+    x += w;
   });
   return out;
 }
 
 // ---- routing, refresh and live updates ------------------------------------------------
 function parseRoute() {
-  const decode = (part) => { try { return decodeURIComponent(part); } catch { return part; } };  // a typed bare "%"
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decode);
+  const raw = location.hash.replace(/^#\/?/, "").split("/");
+  const parts = raw.map(decode);
   if (parts[0] !== "l" || !parts[1]) return { kind: "home" };
   if (parts[2] === "p" && parts[3] !== undefined) return { kind: "player", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "r" && parts[3] !== undefined) return { kind: "round", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "rejected" && parts.length === 3) return { kind: "rejected", ladder: parts[1] };
-  if (parts[2] === "matchup") return { kind: "matchup", ladder: parts[1], id: parts.slice(3).filter((p) => p !== "") };
+  if (parts[2] === "matchup") return { kind: "matchup", ladder: parts[1], id: raw.slice(3).filter((p) => p !== "") };
   return { kind: "ladder", ladder: parts[1] };
 }
 
