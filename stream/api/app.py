@@ -316,7 +316,19 @@ async def predict(request: web.Request) -> web.Response:
         return await _predict_teams(request, ladder, raw_teams, raw_weight, raw_margin)
     players = inputs.player_list(raw_players, _max_id(request))
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
-    key = (ladder, tuple(players), weight)
+    cfg = request.app[LADDERS_KEY].of(ladder)
+    return await _cached_prediction(request, ladder, (ladder, tuple(players), weight), players,
+                                    lambda states: _prediction(cfg, ladder, players, states, weight))
+
+
+States = list[tuple[float, float] | None]
+"""Each player's stored (mu, sigma), None for a player the ladder has not rated."""
+
+
+async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, ...], players: list[str],
+                             answer: Callable[[States], Awaitable[dict[str, Any]]]) -> web.Response:
+    """A prediction's answer, cached under ``key`` and the players' current states (computed
+    once for concurrent requests, served without Redis while fresh)."""
     cache = request.app[PREDICTIONS_KEY]
     fresh = cache.fresh(key)
     if fresh is not None:
@@ -326,7 +338,7 @@ async def predict(request: web.Request) -> web.Response:
         raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
 
     async def compute() -> bytes:
-        return orjson.dumps(await _prediction(request.app[LADDERS_KEY].of(ladder), ladder, players, states, weight))
+        return orjson.dumps(await answer(states))
 
     return _json_body(await cache.get(key, tuple(states), compute))
 
@@ -339,25 +351,14 @@ async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, r
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
     margin = 0.0 if raw_margin in (None, "", 0, "0") else inputs.float_query(raw_margin, "draw_margin", 0.0, low=0.0,
                                                                             high=inputs.MAX_DRAW_MARGIN)
-    key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
-    cache = request.app[PREDICTIONS_KEY]
-    fresh = cache.fresh(key)
-    if fresh is not None:
-        return _json_body(fresh)
-    states = await queries.lobby_state(_redis(request), ladder, players)
-    if states is None:
-        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
-
     cfg = request.app[LADDERS_KEY].of(ladder)
     if cfg.rating_model is not None:
         raise bad_request(f"team predictions use Elo-MMR for teams; ladder {ladder!r} is rated by "
                           f"{cfg.model!r}", code="teams_unsupported")
-
-    async def compute() -> bytes:
-        newcomer = cfg.newcomer
-        return orjson.dumps(await _team_prediction(newcomer, ladder, players, entry, shares, states, weight, margin))
-
-    return _json_body(await cache.get(key, tuple(states), compute))
+    key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
+    return await _cached_prediction(
+        request, ladder, key, players,
+        lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin))
 
 
 async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
