@@ -10,6 +10,7 @@ from stream.contracts import DeadLetter, Limits
 from stream.engine import Params, preset
 from stream.engine.display import DisplayConfig, config_for, parse_display_configs
 from stream.pipeline.messages import Resend
+from stream.pipeline.posteriors import PosteriorCache
 from stream.settings import Settings
 from stream.store.store import Store
 
@@ -32,6 +33,9 @@ class PipelineContext:
     sets it; None: the PARTITIONS setting)."""
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     """Unexpected failures so far of completing each stored round, in this worker."""
+    posteriors: PosteriorCache = field(default_factory=lambda: PosteriorCache(0))
+    """Phase one's posteriors kept across batches (``posteriors.py``; sized by
+    PHASE_ONE_CACHE_PLAYERS in :meth:`from_settings`, off when built directly)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
@@ -41,6 +45,7 @@ class PipelineContext:
             params=preset(settings.engine_preset),
             limits=Limits.from_settings(settings),
             display_configs=parse_display_configs(settings.display_config),
+            posteriors=PosteriorCache(settings.phase_one_cache_players),
         )
 
     async def partitions(self) -> int:
