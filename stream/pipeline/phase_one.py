@@ -328,12 +328,15 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     1. ONE Redis round trip registering every round (register_round.lua each, in order) and
        reading every participant's stored state (``Store.register_batch``);
     2. earlier rounds left ``registered`` completed first; the per-player barrier for each
-       ladder's players at their first round of the batch;
+       ladder's players at their first round of the batch, a player it holds going through with
+       the posterior this worker computed in an earlier batch for the round it waits for
+       (``posteriors.py``: kept across batches, checked by sequence number);
     3. per ladder ONE ``engine.rate_rounds`` call over its rounds in seq order (waves of
        player-disjoint rounds: a later round of the batch uses the posteriors of the earlier
        ones, as phase two will store them); each entry's ``previous_seq`` names its prior;
     4. ONE round trip storing every round's queued marks, fan-out and pending mark
-       (``Store.queue_batch``); the fan-out sections joined per partition.
+       (``Store.queue_batch``); then the batch's posteriors are kept for the next batches; the
+       fan-out sections joined per partition.
     """
     now = time.time()
     results: list[PhaseOneResult | None] = [None] * len(events)
