@@ -513,7 +513,8 @@ def _take_columns(columns: Columns, rows: list[int]) -> Columns:
 @dataclass(frozen=True)
 class _Posteriors:
     """A ladder's players after its rounds of the batch: each one's packed state after its last
-    round of the batch (``states``, empty with the cache off) and that round's seq."""
+    round of the batch (``states``, empty when not kept: ``PosteriorCache.worth_keeping``) and
+    that round's seq."""
 
     ladder: str
     players: list[str]
@@ -593,5 +594,5 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
                for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]
     last = np.zeros(len(players), dtype=np.int64)
     np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch
-    states = pack_batch(update.after) if ctx.posteriors.capacity > 0 else []
+    states = pack_batch(update.after) if ctx.posteriors.worth_keeping(len(players)) else []
     return fanouts, _Posteriors(ladder, players, last, states)

@@ -33,7 +33,8 @@ Why a matching seq is enough:
 Memory is bounded: at most ``capacity`` (player, ladder) entries (PHASE_ONE_CACHE_PLAYERS), the
 least recently stored evicted first; an entry holds one packed engine state (``state.pack_batch``:
 41 bytes plus 24 per factor of history). Only players whose last round is still in flight use
-their entry, so a few batches' worth of players is enough. 0 turns the cache off.
+their entry, so a few batches' worth of players is enough. A ladder's batch with more players
+than half the capacity keeps nothing (:meth:`PosteriorCache.worth_keeping`). 0 turns the cache off.
 """
 
 from __future__ import annotations
@@ -114,6 +115,12 @@ class PosteriorCache:
             rows = np.fromiter((position[p] for p in still), dtype=np.int64, count=len(still))
             priors.blocked = still
             priors.waiting_on = np.unique(priors.waits_for[rows]).tolist()
+
+    def worth_keeping(self, players: int) -> bool:
+        """Whether to keep a ladder's batch of ``players`` players: not when they would fill more
+        than half the cache (a large round: it would evict every other entry, and packing its
+        states costs the batch time; its players then wait at the barrier as before)."""
+        return 0 < players <= self.capacity // 2
 
     def entry(self, ladder: str, player: str) -> tuple[int, bytes] | None:
         """The live entry of a player of a ladder: (seq, packed state), or None."""
