@@ -28,9 +28,17 @@ the match), each next to individual rounds of the same players, size, times and 
 on fresh servers in the same run (best of ``--repeat``): µs per participation (wall, the
 process's CPU, redis-server's CPU) and the ratio team / individual.
 
+With ``--phase-one-batch N --compare-cache`` phase one (N rounds per ``handle_rounds``) and phase
+two run concurrently in one event loop, as a worker's two agents do: phase two takes what phase
+one sent, up to PHASE_TWO_BATCH messages at a time, while phase one goes on with the next batch;
+the runs alternate phase one's cross-batch posterior cache on (PHASE_ONE_CACHE_PLAYERS, its
+default) and off (0: every held player waits at the per-player barrier, as before the cache), on
+fresh servers, best of ``--repeat``: whole wall, process CPU and redis-server CPU per
+participation, players the barrier held and players the cache let through.
+
 Usage: python bench/handlers.py [--size 1000] [--rounds 40] [--pool 2000] [--partitions 4] [--profile]
                                 [--compare-verify] [--repeat 2] [--batch-rounds 1,100] [--before main]
-                                [--phase-one-batch 64] [--teams 64]
+                                [--phase-one-batch 64 [--compare-cache]] [--teams 64]
 """
 
 from __future__ import annotations
@@ -193,6 +201,88 @@ def compare_teams(partitions: int, batch: int, repeat: int, count: int, pool: in
             ratio = (f"{best['team'][0] / best['individual'][0]:.2f}, {best['team'][1] / best['individual'][1]:.2f}"
                      if name == "team" else "")
             print(f"| {label} | {wall:.1f} | {cpu:.1f} | {red:.1f} | {ratio} |")
+
+
+async def run_concurrent(url: str, rounds: list, partitions: int, batch: int,  # type: ignore[type-arg]
+                         cache_players: int) -> tuple[int, int]:
+    """Phase one in batches of ``batch`` and phase two as a concurrent task (the worker's two
+    agents in one loop), the cache sized ``cache_players``. Returns (players the barrier held at
+    their first check, players the cache let through)."""
+    import stream.pipeline.phase_one as phase_one
+
+    settings = Settings(redis_url=url, partitions=partitions, phase_one_cache_players=cache_players)
+    ctx = PipelineContext.from_settings(settings)
+    raws = [r.to_json().encode() for r in rounds]
+    queue: asyncio.Queue[list[Incoming] | None] = asyncio.Queue()
+    held = [0]
+    original = phase_one.wait_for_priors
+
+    async def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        first = kwargs.get("first")
+        held[0] += len(first.blocked) if first is not None else 0
+        return await original(*args, **kwargs)
+
+    async def send(records: list, what: str) -> None:  # type: ignore[type-arg]
+        pass
+
+    async def phase_two() -> None:
+        done = False
+        while not done:
+            events = [] if (first := await queue.get()) is None else first
+            done = first is None
+            while not done and not queue.empty() and len(events) < settings.phase_two_batch:
+                more = queue.get_nowait()
+                done = more is None
+                events += more or []
+            if events:
+                await phase_two_batch(ctx, NAMES, events, send)
+
+    phase_one.wait_for_priors = counting  # type: ignore[assignment]
+    try:
+        applier = asyncio.ensure_future(phase_two())
+        for start in range(0, len(raws), batch):
+            messages = (await handle_rounds(ctx, [Incoming(raw) for raw in raws[start:start + batch]])).messages
+            queue.put_nowait([Incoming(m.value) for m in messages])
+            await asyncio.sleep(0)  # the send's await: phase two's task may run
+        queue.put_nowait(None)
+        await applier
+    finally:
+        phase_one.wait_for_priors = original  # type: ignore[assignment]
+    hits = ctx.posteriors.hits
+    await ctx.store.close()
+    return held[0], hits
+
+
+def compare_cache(rounds: list, partitions: int, batch: int, repeat: int, replay_s: float) -> None:  # type: ignore[type-arg]
+    """Print the concurrent phases with the posterior cache off and on (alternating, best of ``repeat``)."""
+    default = Settings().phase_one_cache_players
+    best: dict[int, tuple[float, ...]] = {}
+    counts: dict[int, tuple[int, int]] = {}
+    for _ in range(repeat):
+        for players in (0, default):
+            server = RedisServer().start()
+            try:
+                client = redis.Redis.from_url(server.url)
+                redis_before, started, cpu = redis_cpu_s(client), time.perf_counter(), time.process_time()
+                counts[players] = asyncio.run(run_concurrent(server.url, rounds, partitions, batch, players))
+                figures = (time.perf_counter() - started, time.process_time() - cpu, redis_cpu_s(client) - redis_before)
+                error = mu_error(server.url, rounds)
+                assert error <= 1e-9, f"|mu - replay| {error:.1e}"
+                client.close()
+            finally:
+                server.stop()
+            best[players] = tuple(min(a, b) for a, b in zip(best.get(players, figures), figures))
+    parts = sum(r.field_size for r in rounds)
+    per = 1e6 / parts
+    print(f"\nphase one ({batch} rounds per handle_rounds) and phase two concurrently, posterior cache off / on "
+          f"(best of {repeat}, alternating, same run; Redis equals replay within 1e-9 in every run)\n")
+    print("| cache | whole µs/part. (wall) | process CPU µs/part. | redis-server CPU µs/part. "
+          "| players held at the barrier | players through the cache |\n|---|---:|---:|---:|---:|---:|")
+    print(f"| replay (in process) | {replay_s * per:.1f} | | | | |")
+    for players in (0, default):
+        wall_s, cpu_s, redis_s = best[players]
+        print(f"| {'off (0)' if players == 0 else f'on ({players:,})'} | {wall_s * per:.1f} | {cpu_s * per:.1f} "
+              f"| {redis_s * per:.1f} | {counts[players][0]:,} | {counts[players][1]:,} |")
 
 
 CHECK_BLOCKS = 20
@@ -389,6 +479,8 @@ def main() -> None:
                         help="compare phase one one by one with N rounds per handle_rounds (and only that)")
     parser.add_argument("--teams", type=int, default=0,
                         help="compare team rounds with individual rounds of the same size, N rounds per handle_rounds")
+    parser.add_argument("--compare-cache", action="store_true",
+                        help="with --phase-one-batch: the two phases concurrently, posterior cache off / on")
     args = parser.parse_args()
     if args.teams:
         warm_up()
@@ -406,6 +498,10 @@ def main() -> None:
     started = time.perf_counter()
     replay(rounds, preset(Settings().engine_preset), keep_rounds=False)
     replay_s = time.perf_counter() - started
+    if args.phase_one_batch and args.compare_cache:
+        print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} participations")
+        compare_cache(rounds, args.partitions, args.phase_one_batch, args.repeat, replay_s)
+        return
     if args.phase_one_batch:
         print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} participations")
         compare_phase_one(rounds, args.partitions, args.phase_one_batch, args.repeat, replay_s)

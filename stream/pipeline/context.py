@@ -11,6 +11,7 @@ from stream.engine.display import DisplayConfig
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.contracts.ordering import LadderOrder
 from stream.pipeline.messages import Resend
+from stream.pipeline.posteriors import PosteriorCache
 from stream.settings import Settings
 from stream.store.store import Store
 
@@ -37,6 +38,9 @@ class PipelineContext:
     """Unexpected failures so far of completing each stored round, in this worker."""
     model_conflicts: set[tuple[str, str]] = field(default_factory=set)
     """(ladder, stored model) pairs whose model-change rejection was logged (logged once each)."""
+    posteriors: PosteriorCache = field(default_factory=lambda: PosteriorCache(0))
+    """Phase one's posteriors kept across batches (``posteriors.py``; sized by
+    PHASE_ONE_CACHE_PLAYERS in :meth:`from_settings`, off when built directly)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
@@ -46,6 +50,7 @@ class PipelineContext:
             ladders=load_ladders(settings),
             limits=Limits.from_settings(settings),
             ladder_order=LadderOrder.parse(settings.ladder_order),
+            posteriors=PosteriorCache(settings.phase_one_cache_players),
         )
 
     async def partitions(self) -> int:

@@ -60,7 +60,7 @@ from stream.pipeline.partitioner import group_by_partition
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, rate_ladder_rounds, round_performances
 from stream.pipeline.messages import join_fanout
-from stream.engine.state import unpack_batch
+from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
 from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
                                 OUTCOME_NEW,
@@ -154,8 +154,9 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     players = round_.players()
     cfg = ctx.ladder(round_.ladder)
     if cfg.rating_model is not None:  # the model rates the round whole: as a batch of one round
-        messages = (await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq)], None, {},
-                                       await ctx.partitions()))[0]
+        fanouts, _ = await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq)], None, {},
+                                        await ctx.partitions())
+        messages = fanouts[0]
     else:
         async def redrive(blocked: list[str]) -> None:
             await redrive_rounds(ctx, round_.ladder, blocked)
@@ -383,6 +384,7 @@ class _Plan:
     resend: list[tuple[str, str]] = field(default_factory=list)
     earlier: dict[str, dict[str, None]] = field(default_factory=dict)
     deferred: list[int] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)
 
 
 Columns = dict[str, np.ndarray | list[bytes | None]]
@@ -395,13 +397,16 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     1. ONE Redis round trip registering every round (register_round.lua each, in order) and
        reading every participant's stored state (``Store.register_batch``);
     2. earlier rounds left ``registered`` completed first; the per-player barrier for each
-       ladder's players at their first round of the batch;
+       ladder's players at their first round of the batch, a player it holds going through with
+       the posterior this worker computed in an earlier batch for the round it waits for
+       (``posteriors.py``: kept across batches, checked by sequence number);
     3. per ladder ONE ``engine.rate_rounds`` call over its rounds in seq order (waves of
        player-disjoint rounds: a later round of the batch uses the posteriors of the earlier
        ones, as phase two will store them; a round with teams or partial play is rated alone in
        its place, ``teams.rate_ladder_rounds``); each entry's ``previous_seq`` names its prior;
     4. ONE round trip storing every round's queued marks, fan-out and pending mark
-       (``Store.queue_batch``); the fan-out sections joined per partition.
+       (``Store.queue_batch``); then the batch's posteriors are kept for the next batches; the
+       fan-out sections joined per partition.
     """
     now = time.time()
     results: list[PhaseOneResult | None] = [None] * len(events)
@@ -423,17 +428,21 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
                   NEVER_DUE, r.perf_ceiling, *_model_of(ctx, r.ladder), ctx.ladder_order.by_time(r.ladder))
          for i, r, status in accepted], participants)
     plan = _plan(ctx, events, accepted, registrations, results)
+    _observe(ctx, accepted, registrations, plan.held)
     if plan.to_rate:
         faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
     out = await _resend(ctx, plan.resend)
     stale = await _complete_earlier(ctx, plan.earlier, out)
     row = {key: i for i, key in enumerate(participants)}
     sections, queued, rated = [], [], []
+    posteriors: list[_Posteriors] = []
     partitions = await ctx.partitions() if plan.to_rate else 0
     for ladder, rounds in plan.to_rate.items():
         rounds.sort(key=lambda r: r.seq)
         first = None if ladder in stale else columns
-        for item, messages in zip(rounds, await _rate_ladder(ctx, ladder, rounds, first, row, partitions)):
+        fanouts, after = await _rate_ladder(ctx, ladder, rounds, first, row, partitions)
+        posteriors.append(after)
+        for item, messages in zip(rounds, fanouts):
             queued.append(QueuedRound(ladder, item.round_.round_id, item.round_.players(), item.seq,
                                       item.round_.field_size, [(m.partition, m.value) for m in messages],
                                       time.time() + ctx.settings.sweep_timeout_s))
@@ -444,6 +453,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
             faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, item.round_.round_id)
         await crash_in_batch_store(ctx, queued)
         saved = await ctx.store.queue_batch(queued)
+        _keep(ctx, posteriors, {item.round_.ladder for (item, _), now in zip(rated, saved) if not now})
         faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         for (item, messages), stored_now in zip(rated, saved):
             # another attempt (a redelivery, the sweeper) stored first: send what it stored
@@ -508,7 +518,7 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
     plan = _Plan()
     rating: set[tuple[str, str]] = set()
     cut: set[str] = set()
-    held: set[str] = set()
+    held = plan.held
     for (i, round_, status), reg in zip(accepted, registrations):
         event = events[i]
         if reg.outcome == OUTCOME_HELD or round_.ladder in held:
@@ -587,11 +597,56 @@ def _take_columns(columns: Columns, rows: list[int]) -> Columns:
             for name, column in columns.items()}
 
 
+@dataclass(frozen=True)
+class _Posteriors:
+    """A ladder's players after its rounds of the batch: each one's packed state after its last
+    round of the batch (``states``, empty when not kept: ``PosteriorCache.worth_keeping``) and
+    that round's seq."""
+
+    ladder: str
+    players: list[str]
+    last: np.ndarray
+    states: list[bytes]
+
+
+def _observe(ctx: PipelineContext, accepted: list[tuple[int, RoundResult, str]], registrations: list[Registration],
+             held: set[str]) -> None:
+    """Tell the posterior cache what the registration saw of each ladder (``posteriors.py``:
+    a hold, a moved corrections counter or a seq handed out again drop the ladder's entries)."""
+    ladders: dict[str, list[int]] = {}
+    counters: dict[str, int] = {}
+    for (_, round_, _), reg in zip(accepted, registrations):
+        new = ladders.setdefault(round_.ladder, [])
+        if reg.outcome == OUTCOME_NEW:
+            new.append(reg.seq)
+        if reg.outcome != OUTCOME_HELD:
+            counters[round_.ladder] = reg.corrections
+    for ladder, new in ladders.items():
+        if ladder in held or ladder not in counters:
+            ctx.posteriors.drop(ladder)
+        else:
+            ctx.posteriors.observe(ladder, corrections=counters[ladder], new_seqs=new)
+
+
+def _keep(ctx: PipelineContext, posteriors: list[_Posteriors], unsaved: set[str]) -> None:
+    """Keep the batch's posteriors for the next batches (``posteriors.py``), once its fan-out is
+    stored. A ladder with a round whose fan-out another attempt stored first (a redelivery, the
+    sweeper) keeps nothing: its entries are dropped."""
+    for after in posteriors:
+        if after.ladder in unsaved:
+            ctx.posteriors.drop(after.ladder)
+        elif after.states:
+            ctx.posteriors.keep(after.ladder, after.players, after.last, after.states)
+
+
 async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate], columns: Columns | None,
-                       row: dict[tuple[str, str], int], partitions: int) -> list[list[FanOutMessage]]:
+                       row: dict[tuple[str, str], int], partitions: int,
+                       ) -> tuple[list[list[FanOutMessage]], _Posteriors]:
     """Barrier, then ONE ``engine.rate_rounds`` call over a ladder's rounds of the batch (in seq
-    order); per round its fan-out sections, each entry with its ``previous_seq``. ``columns``:
-    the players' state read with the registration (None: read it again)."""
+    order); per round its fan-out sections, each entry with its ``previous_seq``, and the
+    players' posteriors (for the cache: ``posteriors.py``). ``columns``: the players' state read
+    with the registration (None: read it again). A player the barrier holds goes through with
+    its cached posterior when that is of the round it waits for."""
     players = list(dict.fromkeys(p for item in rounds for p in item.round_.players()))
     position = {p: i for i, p in enumerate(players)}
     members = [np.fromiter((position[p] for p in item.round_.players()), dtype=np.int64,
@@ -599,8 +654,11 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     first_seq = np.zeros(len(players), dtype=np.int64)
     for item, rows in zip(reversed(rounds), reversed(members)):  # each player's first round wins
         first_seq[rows] = item.seq
-    first = None if columns is None else Store.priors(
-        players, _take_columns(columns, [row[(ladder, p)] for p in players]), first_seq)
+    if columns is None:
+        first = await ctx.store.load_priors(ladder, players, first_seq, states=True)
+    else:
+        first = Store.priors(players, _take_columns(columns, [row[(ladder, p)] for p in players]), first_seq)
+    ctx.posteriors.fill(ladder, players, first)
 
     async def redrive(blocked: list[str]) -> None:
         await redrive_rounds(ctx, ladder, blocked)
@@ -626,6 +684,13 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     previous_seq = np.where(previous_row >= 0, seqs[np.maximum(previous_row, 0)], priors.last_seq[all_rows])
     bounds = offsets.tolist()
     texts, previous = number_texts("performance", performance), previous_seq.tolist()
-    return [build_fanout(ctx, item.round_, item.seq, texts[a:b], partitions, previous[a:b],
-                         None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))
-            for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]
+    fanouts = [build_fanout(ctx, item.round_, item.seq, texts[a:b], partitions, previous[a:b],
+                            None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))
+               for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]
+    last = np.zeros(len(players), dtype=np.int64)
+    np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch
+    # Elo-MMR ladders keep their posteriors (the states phase two will store); a rating-only
+    # model's ladder keeps none: its players wait at the barrier
+    keep = cfg.rating_model is None and ctx.posteriors.worth_keeping(len(players))
+    states = pack_batch(update.after) if keep else []
+    return fanouts, _Posteriors(ladder, players, last, states)

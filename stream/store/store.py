@@ -140,6 +140,10 @@ class Registration:
     priors: Priors | None = None
     """The participants' priors read in the same round trip, right after registering (when asked
     for with ``prefetch``); the first read of the barrier, saving phase one a round trip."""
+    corrections: int = 0
+    """The ladder's ``corrections`` counter (re-rates so far: finish_correction.lua), read after
+    the batch's registrations (:meth:`Store.register_batch`): phase one's cached posteriors of
+    the ladder are stale once it moves (``pipeline/posteriors.py``)."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,10 @@ class Priors:
     """Distinct ``seq`` of the rounds the blocked players wait for (their ``queued_seq``)."""
     last_seq: np.ndarray | None = None
     """Each player's last applied seq (0: none)."""
+    waits_for: np.ndarray | None = None
+    """Per player, the seq of the round the barrier waits for (its ``queued_seq``, or
+    ``queued_prev`` when the round being rated marked it itself); a player is held while this
+    is above ``last_seq``."""
     states: list[bytes | None] | None = None
     """Each player's packed engine state (None: newcomer), when read (``load_priors(states=True)``)."""
 
@@ -464,8 +472,9 @@ class Store:
         """Register ``rounds`` in order (register_round.lua each, see :meth:`register_round`), read
         each ladder's rounds still ``registered`` once, after them (each registration's ``earlier``
         is taken from it: the script's own list would repeat the batch's rounds for every round),
-        then read ``fields`` of the (ladder, player) hashes (load_players.lua): ONE round trip.
-        Returns the registrations (without priors) and the players' columns (:func:`_columns`)."""
+        and each ladder's ``corrections`` counter, then read ``fields`` of the (ladder, player)
+        hashes (load_players.lua): ONE round trip. Returns the registrations (without priors,
+        with their ladder's counter) and the players' columns (:func:`_columns`)."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
         ladders = list(dict.fromkeys(r.ladder for r in rounds))
 
@@ -482,20 +491,24 @@ class Store:
                             r.model, r.model_params, "1" if r.by_time else "0"])
             for ladder in ladders:
                 pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
+            for ladder in ladders:
+                pipe.hget(keys.ladder(ladder), "corrections")
             self._read_players_into(pipe, player_keys, fields)
 
         replies = await self._run(build)
         first, end = len(ladders), len(ladders) + len(rounds)
         registered = {ladder: ([as_text(rid) for rid, _ in pairs], [int(seq) for _, seq in pairs])
                       for ladder, pairs in zip(ladders, replies[end:end + len(ladders)])}
+        counters = {ladder: _int(raw) for ladder, raw in zip(ladders, replies[end + len(ladders):end + 2 * len(ladders)])}
         registrations = []
         for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
             ids, seqs = registered[r.ladder]
             earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(),
                                         OUTCOME_MODEL_CHANGED.encode(), OUTCOME_LATE.encode()) \
                 else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
-            registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier))
-        return registrations, _columns(replies[end + len(ladders):], fields)
+            registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier,
+                                              corrections=counters[r.ladder]))
+        return registrations, _columns(replies[end + 2 * len(ladders):], fields)
 
     async def ladder_model(self, ladder: str) -> str | None:
         """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
@@ -727,7 +740,8 @@ class Store:
         blocked = [players[i] for i in held.tolist()]
         states = list(columns["state"]) if "state" in columns else None
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=~np.isnan(mu), blocked=blocked,
-                      waiting_on=np.unique(waits_for[held]).tolist(), last_seq=last, states=states)
+                      waiting_on=np.unique(waits_for[held]).tolist(), last_seq=last, waits_for=waits_for,
+                      states=states)
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
