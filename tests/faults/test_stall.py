@@ -182,8 +182,11 @@ def test_watchdog_exits_when_the_heal_does_not_help_and_a_restart_rates_everythi
 
 def test_handlers_waiting_on_redis_are_no_stall(local_stack, fresh_prefix: str, tmp_path: Path) -> None:
     server = RedisServer(appendonly=True, workdir=tmp_path / "redis").start()
-    rounds = harness.synthetic_rounds(seed=33, count=120, ladders=LADDERS, pool=24)
-    env = {**stall_env(local_stack, server.url, fresh_prefix, tmp_path, ""), "STALL_TIMEOUT_S": "1.5"}
+    rounds = harness.synthetic_rounds(seed=33, count=600, ladders=LADDERS, pool=24)
+    # small batches: the stream must still be running when Redis goes down (batched phase one
+    # with its posterior cache drains a few hundred rounds in well under a second)
+    env = {**stall_env(local_stack, server.url, fresh_prefix, tmp_path, ""), "STALL_TIMEOUT_S": "1.5",
+           "PHASE_ONE_BATCH": "4"}
     ensure(Settings.from_env(env))
     worker = harness.Worker(env, tmp_path / "worker.log").start()
     try:

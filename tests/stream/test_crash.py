@@ -19,7 +19,8 @@ from stream.store import keys
 
 pytestmark = pytest.mark.integration
 
-ROUNDS = 200
+ROUNDS = 1000
+"""Enough that the kill lands mid-stream: batched phase one with its posterior cache rates a few hundred small rounds a second."""
 KILL_AFTER_RATED = 60
 
 
@@ -40,7 +41,7 @@ def test_killed_worker_is_replaced_and_the_result_is_unchanged(local_stack, stac
         deadline = time.monotonic() + harness.DRAIN_TIMEOUT_S
         while rated_count(client, ladders) < KILL_AFTER_RATED:
             assert time.monotonic() < deadline, workers[0].log()
-            time.sleep(0.05)
+            time.sleep(0.01)
         assert workers[0].process is not None
         workers[0].process.kill()
         workers[0].process.wait()
