@@ -126,8 +126,11 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
     exits with code 2, or, if ``rejected`` is a list, is appended to it and reported on stderr
     (left out, as the stream dead-letters it)."""
     try:
-        unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected),
-                              LadderOrder.parse(settings.ladder_order).by_time)
+        by_time = LadderOrder.parse(settings.ladder_order).by_time
+    except ValueError as exc:
+        _fail(f"configuration: {exc}")
+    try:
+        unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected), by_time)
     except SourceError as exc:
         _fail(f"bad input: {exc}")
     unsupported: list[tuple[int, RoundRejected]] = []

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from stream.connections import redis_client
 from stream.contracts import DeadLetter, Limits
 from stream.engine.display import DisplayConfig
-from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
+from stream.engine.ladders import LadderConfig, Ladders, LaddersError, parse_ladders
 from stream.contracts.ordering import LadderOrder
 from stream.pipeline.messages import Resend
 from stream.pipeline.posteriors import PosteriorCache
@@ -77,6 +77,11 @@ class PipelineContext:
 
 
 def load_ladders(settings: Settings) -> Ladders:
-    """``LADDERS`` with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``, resolved
-    (``LaddersError`` naming the bad key: the worker refuses to start)."""
+    """``LADDERS`` with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``, resolved, and
+    ``LADDER_ORDER`` checked (``LaddersError`` naming the bad setting and key: the worker and
+    ``stream backfill`` refuse to start)."""
+    try:
+        LadderOrder.parse(settings.ladder_order)
+    except ValueError as exc:
+        raise LaddersError(str(exc)) from None
     return parse_ladders(settings.ladders, engine_preset=settings.engine_preset, display_config=settings.display_config)

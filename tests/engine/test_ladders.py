@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -95,6 +96,21 @@ def test_worker_and_api_refuse_to_start_on_a_bad_ladders_setting(monkeypatch: py
         result = CliRunner().invoke(app, command)
         assert result.exit_code == 2, command
         assert "LADDERS['b']: unknown model 'glikco'" in result.output
+
+
+def test_worker_and_replay_refuse_to_start_on_a_bad_ladder_order(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """LADDER_ORDER is checked with LADDERS: exit code 2 and the setting named, no traceback."""
+    monkeypatch.setenv("LADDER_ORDER", '{"a": "bogus"}')
+    monkeypatch.setenv("KAFKA_BOOTSTRAP", "127.0.0.1:1")
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    empty = tmp_path / "rounds.jsonl"
+    empty.write_text("")
+    for command in (["worker", "--no-web"], ["replay", str(empty), "--output", str(tmp_path / "out.csv")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert "LADDER_ORDER: unknown order(s) {'a': 'bogus'}" in result.output
+        assert "Traceback" not in result.output
 
 
 def test_the_entry_stream_tune_prints_is_accepted() -> None:
