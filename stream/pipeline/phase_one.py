@@ -473,11 +473,11 @@ def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
 
 
 async def crash_in_batch_store(ctx: PipelineContext, queued: list[QueuedRound]) -> None:
-    """TEST-ONLY (fault point IN_BATCH_STORE, batches of two rounds or more): write what a
+    """TEST-ONLY (fault point IN_BATCH_STORE, batches spanning two ladders or more): write what a
     worker killed in the middle of the batch's store pipeline leaves (its first half, then the
     next round's queued marks), and exit as ``kill -9`` does. The batch's ladders are appended
     to FAULT_MARKER (a line ``ladders a,b``)."""
-    if len(queued) < 2 or ctx.settings.fault_point != faults.IN_BATCH_STORE:
+    if len({q.ladder for q in queued}) < 2 or ctx.settings.fault_point != faults.IN_BATCH_STORE:
         return
     if not faults.fires(ctx.settings, faults.IN_BATCH_STORE):
         return
