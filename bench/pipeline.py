@@ -48,6 +48,7 @@ from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from workloads import LADDERS, default_rounds, ladder_names, make_rounds, pool  # noqa: E402
 
 from stream.contracts import RoundResult  # noqa: E402
+from stream.pipeline.partitioner import partition_for  # noqa: E402
 from stream.pipeline.topics import ensure  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -83,6 +84,11 @@ class Throughput:
     redis_cpu_s: float
     broker_cpu_s: float
     redis_commands: dict[str, tuple[int, int]]
+    worker_cpu_each_s: list[float]
+    """Each worker's share of ``worker_cpu_s``: a ladder's phase one runs on the worker owning its
+    partition, so two ladders on one worker's partitions load it more than the other."""
+    partitions: list[int]
+    """The partition of each ladder (``rounds`` is keyed by ladder)."""
 
     @property
     def rounds_per_s(self) -> float:
@@ -179,8 +185,8 @@ class EventReader:
 class Bench:
     """The stack, the workers, a producer of rounds and the event reader of one bench run."""
 
-    def __init__(self, stack: LocalStack, prefix: str, worker_pids: list[int]) -> None:
-        self.stack, self.prefix, self.worker_pids = stack, prefix, worker_pids
+    def __init__(self, stack: LocalStack, prefix: str, worker_pids: list[int], partitions: int) -> None:
+        self.stack, self.prefix, self.worker_pids, self.partitions = stack, prefix, worker_pids, partitions
         assert stack.broker.process is not None
         self.broker_pid = stack.broker.process.pid
         self.client = redis.Redis.from_url(stack.redis_url)
@@ -208,6 +214,7 @@ class Bench:
         participations = sum(r.field_size for r in rounds)
         self.client.config_resetstat()
         cpu = process_cpu_s(self.worker_pids), redis_cpu_s(self.client), process_cpu_s([self.broker_pid])
+        each = [process_cpu_s([pid]) for pid in self.worker_pids]
         target = self.published + participations
         reader = threading.Thread(target=self.events.read_until, args=(target,), daemon=True)
         first = time.time()
@@ -223,7 +230,9 @@ class Bench:
         return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations,
                           self.events.last_arrival - first, rated_s, process_cpu_s(self.worker_pids) - cpu[0],
                           redis_cpu_s(self.client) - cpu[1],
-                          process_cpu_s([self.broker_pid]) - cpu[2], redis_commands(self.client))
+                          process_cpu_s([self.broker_pid]) - cpu[2], redis_commands(self.client),
+                          [process_cpu_s([pid]) - before for pid, before in zip(self.worker_pids, each)],
+                          [partition_for(ladder, self.partitions) for ladder in ladders])
 
     def latency(self, rounds: list[RoundResult], rate: float) -> Latency:
         """Publish ``rounds`` at ``rate`` rounds/s; publish -> rated_at per round once all are rated."""
@@ -261,8 +270,8 @@ def median_run(runs: list[Throughput]) -> Throughput:
 def throughput_rows(results: list[tuple[Throughput, Floor, list[Throughput]]]) -> list[str]:
     rows = ["| players/round | ladders | pool | rounds | participations | rounds/s | part./s | all rated: part./s "
             "| floor part./s (same run) | pipeline / floor | worker CPU µs/part. | Redis CPU µs/part. "
-            "| broker CPU µs/part. | runs: part./s |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "| broker CPU µs/part. | workers' CPU shares | ladders' partitions | runs: part./s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for t, floor, runs in results:
         floor_rate = floor.participations / floor.floor_s
         p = t.participations
@@ -270,6 +279,8 @@ def throughput_rows(results: list[tuple[Throughput, Floor, list[Throughput]]]) -
                     f"| {t.rounds_per_s:,.0f} | {t.part_per_s:,.0f} | {p / t.rated_s:,.0f} | {floor_rate:,.0f} "
                     f"| **{floor_rate / t.part_per_s:.1f}x** | {t.worker_cpu_s / p * 1e6:,.0f} "
                     f"| {t.redis_cpu_s / p * 1e6:,.0f} | {t.broker_cpu_s / p * 1e6:,.0f} "
+                    f"| {' / '.join(f'{share / max(t.worker_cpu_s, 1e-9):.0%}' for share in t.worker_cpu_each_s)} "
+                    f"| {', '.join(map(str, t.partitions))} "
                     f"| {' / '.join(f'{r.part_per_s:,.0f}' for r in runs)} |")
     return rows
 
@@ -338,7 +349,7 @@ def main() -> None:
         bench = None
         try:
             time.sleep(args.startup_s)
-            bench = Bench(stack, prefix, [w.pid for w in workers])
+            bench = Bench(stack, prefix, [w.pid for w in workers], args.partitions)
             bench.warm_up()
             if "throughput" in modes:
                 for run in range(args.repeat):
