@@ -16,15 +16,16 @@ seconds; now the stream drains and equals replay.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
 import pytest
+from mode.utils.queues import FlowControlEvent
 
 import pipeline_harness as harness
 from stream import engine
-
-pytestmark = pytest.mark.integration
+from stream.pipeline.compat import DeliveryQueue
 
 ROUNDS = 1200
 PLAYERS = 4
@@ -44,6 +45,31 @@ def duels(seed: int, count: int) -> list[dict]:
     return rounds
 
 
+def test_delivery_queue_takes_records_beyond_maxsize_and_pauses_at_high_pressure() -> None:
+    """Faust's conductor never waits on a :class:`DeliveryQueue`: records beyond ``maxsize`` are
+    taken at once, in order; the partition is still paused at high pressure (maxsize / 1.25) and
+    resumed once the stream drained the buffer."""
+
+    async def scenario() -> None:
+        flow = FlowControlEvent()
+        flow.resume()
+        queue = DeliveryQueue(maxsize=8, flow_control=flow)
+        paused: list[str] = []
+        for i in range(20):
+            assert not queue.full()
+            if queue.full():  # what the conductor checks before putting without waiting
+                raise AssertionError("the conductor would wait")
+            queue.put_nowait_enhanced(i, on_pressure_high=lambda: paused.append("high"),
+                                      on_pressure_drop=lambda: paused.append("drop"))
+        await asyncio.wait_for(queue.put(20), 1.0)  # Channel.put does not wait either
+        assert paused and paused[0] == "high"
+        assert [queue.get_nowait() for _ in range(21)] == list(range(21))
+        assert paused[-1] == "drop"
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.integration
 def test_barrier_wait_never_blocks_player_updates(local_stack, stack_redis_url: str, fresh_prefix: str,
                                                    tmp_path: Path) -> None:
     rounds = duels(15, ROUNDS)
