@@ -104,10 +104,10 @@ class DeliveryQueue(ThrowableQueue[Any]):
 
     What still bounds the buffer is Faust's pressure flow control, which this keeps as is: at
     ``maxsize / 1.25`` events the partition leaves the consumer's active set (fetched no more),
-    and re-enters it once the stream has drained the buffer. Beyond ``maxsize`` the buffer only
-    takes what was already fetched for that partition (at most one fetch response:
-    ``max_partition_fetch_bytes``). Nothing is dropped or reordered; acknowledgements are
-    unchanged."""
+    and re-enters it once the stream has drained the buffer. Beyond that the buffer only takes
+    the rest of the records the consumer already returned for that partition (at most one fetch
+    response, ``max_partition_fetch_bytes``: in memory before as well, waiting in the blocked
+    loop). Nothing is dropped or reordered; acknowledgements and commits are unchanged."""
 
     def full(self) -> bool:
         return False
