@@ -15,7 +15,7 @@ import faust
 from stream.connections import faust_broker, faust_credentials
 from stream.engine import warm_up
 from stream.pipeline import agents, watchdog
-from stream.pipeline.compat import cap_fetch_wait, idle_fetch_wait
+from stream.pipeline.compat import cap_fetch_wait, deliver_without_blocking, idle_fetch_wait
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
@@ -64,7 +64,9 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
         # accepts more; with the default 16 KiB a 10,000-event round waited on ~200 round trips.
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
         consumer_max_fetch_size=settings.max_message_bytes,
+        stream_buffer_maxsize=settings.stream_buffer_maxsize,
     )
+    deliver_without_blocking(app)  # a full stream buffer never blocks another stream's input (compat.py)
     topics = declare(app, settings)
     ctx = PipelineContext.from_settings(settings)
     agents.register(app, topics, ctx)

@@ -6,6 +6,9 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
   lengthens it while nothing arrives;
 * :func:`take_batches`: ``Stream.take_events`` without its idle timer; :func:`incoming`: an
   event as the handlers' plain input;
+* :func:`deliver_without_blocking`: a full stream buffer pauses its partition but never blocks
+  the delivery of the consumer's other partitions (phase one waiting at its barrier would
+  otherwise hold back the ``player-updates`` records it waits for);
 * the watchdog's reach into the consumer (watchdog.py): :func:`in_consumer_thread`,
   :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`,
   :func:`disable_resume`.
@@ -23,6 +26,7 @@ import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from mode.utils.futures import notify
+from mode.utils.queues import ThrowableQueue
 
 from stream.pipeline.messages import Incoming, Origin
 
@@ -83,6 +87,41 @@ def idle_fetch_wait(busy_ms: int, idle_ms: int) -> None:
 
     setattr(fetcher_class, "_ems_original_proc", original)
     setattr(fetcher_class, "_proc_fetch_request", proc_fetch_request)
+
+
+class DeliveryQueue(ThrowableQueue[Any]):
+    """A stream buffer that is never *full* to its producer, Faust's conductor: a record is
+    always delivered at once; the buffer's size is bounded by flow control instead.
+
+    The conductor (``faust/transport/conductor.py`` and its Cython twin, faust-streaming 0.15.3)
+    hands the consumer's records over one by one, in ONE loop for every partition of the
+    worker (``Consumer._drain_messages`` awaits each delivery). A record whose stream buffer is
+    full was delivered with an awaited ``put``, so the whole loop waited for that stream to take
+    an event. Phase one, waiting at its per-player barrier for ``player-updates`` records (and
+    taking no ``rounds`` meanwhile: ``take_batches`` holds its stream while a batch is handled),
+    then never received them: the worker stalled (seen with the posterior cache off, 30,000
+    duels; the watchdog exited the worker).
+
+    What still bounds the buffer is Faust's pressure flow control, which this keeps as is: at
+    ``maxsize / 1.25`` events the partition leaves the consumer's active set (fetched no more),
+    and re-enters it once the stream has drained the buffer. Beyond that the buffer only takes
+    the rest of the records the consumer already returned for that partition (at most one fetch
+    response, ``max_partition_fetch_bytes``: in memory before as well, waiting in the blocked
+    loop). Nothing is dropped or reordered; acknowledgements and commits are unchanged."""
+
+    def full(self) -> bool:
+        return False
+
+
+def deliver_without_blocking(app: faust.App) -> None:
+    """Make every stream buffer ``app`` creates from now on a :class:`DeliveryQueue` (call it
+    before the agents start: Faust creates a channel's buffer when its stream first reads)."""
+
+    def flow_control_queue(maxsize: int | None = None, *, clear_on_resume: bool = False) -> ThrowableQueue[Any]:
+        return DeliveryQueue(maxsize=maxsize or 0, flow_control=app.flow_control, clear_on_resume=clear_on_resume)
+
+    # setattr: App.FlowControlQueue is a method; this app's own factory replaces it (no global patch)
+    setattr(app, "FlowControlQueue", flow_control_queue)
 
 
 def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> AsyncIterator[list[faust.EventT[bytes]]]:
