@@ -402,11 +402,35 @@ def _check_schema(data: dict[str, Any], plain: bool) -> None:
     ``{player: str, rank: int}`` object, or every item a player id / array of ids: ``plain``, as
     :func:`_plain_standings` found, same rules, ~50x faster on a million players) are left out of
     the compiled validator; anything else goes through it in full for a precise diagnosis."""
+    if plain and _plain_top_level(data):
+        return  # what the compiled validator accepts of it, checked directly
     target = {**data, "standings": []} if plain else data
     try:
         validator(ROUND_RESULT)(target)
     except SchemaError as exc:
         raise _schema_rejection(exc, data) from None
+
+
+def _plain_top_level(data: dict[str, Any]) -> bool:
+    """True if the compiled validator surely accepts the round's fields besides its standings:
+    a non-empty string ``round_id``, ``occurred_at`` a number (int or float: a date-time string
+    goes through the validator, which checks its format), ``standings`` present, ``ladder``
+    absent or a string the schema's pattern matches whole (its ``$`` would also match before a
+    final newline, which the validator refuses), ``weight`` absent or a number > 0,
+    ``perf_ceiling`` absent, null or a number (other fields are not the schema's). False sends
+    the round through the validator, which gives the verdict and its precise reason."""
+    round_id, when = data.get("round_id"), data.get("occurred_at")
+    if not (type(round_id) is str and round_id and (type(when) is float or type(when) is int)
+            and "standings" in data):
+        return False
+    ladder = data.get("ladder", DEFAULT_LADDER)
+    if not (type(ladder) is str and LADDER_PATTERN.fullmatch(ladder)):
+        return False
+    weight = data.get("weight", 1.0)
+    if not ((type(weight) is float or type(weight) is int) and weight > 0):
+        return False
+    ceiling = data.get("perf_ceiling")
+    return ceiling is None or type(ceiling) is float or type(ceiling) is int
 
 
 MAX_RANK = 2**53 - 1

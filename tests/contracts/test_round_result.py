@@ -258,3 +258,45 @@ def test_nesting_is_bounded_whoever_parses() -> None:
     assert parse_round(with_extra(MAX_NESTING), limits=LIMITS).round_id == "r1"
     for depth in (MAX_NESTING + 1, 900, 5_000):
         assert rejection(with_extra(depth)).reason == "not_json"
+
+
+_TOP_VALUES = [None, True, False, 0, 1, -1, 2.5, 0.0, -0.0, 1e308, 10**400, float("nan"), float("inf"), "", "r1",
+               "blitz", "bad ladder", "a\n", "2024-05-01T12:00:00Z", "yesterday", [], {}, [1], {"a": 1}]
+
+
+def _top_level_cases() -> list[dict[str, object]]:
+    """Round dicts varying each top-level field (absent, or each value of _TOP_VALUES)."""
+    cases = [round_dict()]
+    for name in ("round_id", "ladder", "occurred_at", "standings", "weight", "perf_ceiling", "extra"):
+        without = round_dict()
+        without.pop(name, None)
+        cases.append(without)
+        cases += [round_dict(**{name: value}) for value in _TOP_VALUES]
+    return cases
+
+
+@pytest.mark.parametrize("data", _top_level_cases())
+@pytest.mark.parametrize("strict", [False, True])
+def test_top_level_fast_path_gives_the_validators_verdict(data: dict[str, object], strict: bool) -> None:
+    """Plain rounds whose top-level fields are of exact types skip the compiled validator
+    (``_plain_top_level``): the same round, or the same reason, field and message, as with the
+    validator run on every round."""
+    import stream.contracts.round as round_module
+
+    raw = json.dumps(data, allow_nan=True)
+    limits = Limits(strict=strict)
+
+    def verdict() -> object:
+        try:
+            return parse_round(raw, limits=limits).to_dict()
+        except RoundRejected as rejected:
+            return rejected.reason, rejected.field, rejected.message, None if rejected.round is None else rejected.round.to_dict()
+
+    fast = verdict()
+    original = round_module._plain_top_level
+    round_module._plain_top_level = lambda data: False  # type: ignore[assignment]
+    try:
+        slow = verdict()
+    finally:
+        round_module._plain_top_level = original
+    assert repr(fast) == repr(slow)
