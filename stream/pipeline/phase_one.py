@@ -56,7 +56,7 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
-from stream.pipeline.partitioner import group_by_partition
+from stream.pipeline.partitioner import group_by_partition, partition_for
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds, round_performances
 from stream.pipeline.messages import join_fanout
@@ -273,11 +273,20 @@ def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequ
                        weight_texts)
 
 
-def round_messages(round_: RoundResult, seq: int, entries: Sequence[str], partitions: int,
-                   limit: int) -> list[FanOutMessage]:
+def round_messages(round_: RoundResult, seq: int, entries: Sequence[str], partitions: int, limit: int,
+                   players: Sequence[str] | None = None, partition_of: Sequence[int] | None = None,
+                   ) -> list[FanOutMessage]:
     """:func:`build_fanout`'s messages from the texts of the round's entries (:func:`round_entries`):
-    per partition its players' entries joined, split in halves while a part exceeds ``limit``."""
-    players = round_.players()
+    per partition its players' entries joined, split in halves while a part exceeds ``limit``.
+    ``players``, ``partition_of``: the round's players and each one's partition, if known."""
+    if players is None:
+        players = round_.players()
+    if partition_of is None:
+        groups = group_by_partition(players, partitions)
+    else:
+        groups = {}
+        for i, partition in enumerate(partition_of):
+            groups.setdefault(partition, []).append(i)
     head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
 
     def encode(index: list[int]) -> list[tuple[int, bytes]]:
@@ -289,7 +298,7 @@ def round_messages(round_: RoundResult, seq: int, entries: Sequence[str], partit
         return encode(index[:half]) + encode(index[half:])
 
     return [FanOutMessage(partition, players[first].encode(), value)
-            for partition, index in sorted(group_by_partition(players, partitions).items())
+            for partition, index in sorted(groups.items())
             for first, value in encode(index)]
 
 
@@ -701,7 +710,9 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
                    for entry in round_entries(item.round_, texts[a:b], previous[a:b],
                                               None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))]
     limit = value_limit(ctx.settings.max_message_bytes)
-    fanouts = [round_messages(item.round_, item.seq, entries[a:b], partitions, limit)
+    partition = {p: partition_for(p, partitions) for p in players}
+    partition_of = [partition[p] for p in flat]
+    fanouts = [round_messages(item.round_, item.seq, entries[a:b], partitions, limit, flat[a:b], partition_of[a:b])
                for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]
     last = np.zeros(len(players), dtype=np.int64)
     np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch
