@@ -388,7 +388,8 @@ worker, ``stream replay``, a test)."""
 
 def _check_nesting(data: dict[str, Any], plain: bool) -> None:
     """Reject nesting deeper than MAX_NESTING; plain standings (``plain``: 3 levels) are not walked."""
-    todo: list[tuple[Any, int]] = [(v, 2) for k, v in data.items() if not (plain and k == "standings")]
+    todo: list[tuple[Any, int]] = [(v, 2) for k, v in data.items()
+                                   if isinstance(v, (list, dict)) and not (plain and k == "standings")]
     while todo:
         value, depth = todo.pop()
         if isinstance(value, (list, dict)):
@@ -443,12 +444,18 @@ def _plain_standings(items: list[Any]) -> bool:
     if not items:
         return True
     if type(items[0]) is dict:
-        if not all(type(d) is dict for d in items):
-            return False
-        if not all(type(p) is str and p for p in [d.get("player") for d in items]):
+        players_ok = ranks_ok = True  # one pass: a duel's standings cost a few checks, not five passes
+        for d in items:
+            if type(d) is not dict:
+                return False
+            player, rank = d.get("player"), d.get("rank")
+            if not (type(player) is str and player):
+                players_ok = False
+            elif not (type(rank) is int and 1 <= rank <= MAX_RANK):
+                ranks_ok = False
+        if not players_ok:
             return all(_plain_team(d) if "player" not in d else _plain_standing(d) for d in items)
-        ranks = [d.get("rank") for d in items]
-        return all(type(r) is int for r in ranks) and min(ranks) >= 1 and max(ranks) <= MAX_RANK
+        return ranks_ok
     return all(
         (type(x) is str and x) or (type(x) is list and x and all(type(p) is str and p for p in x))
         for x in items
