@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, parse_round, validate
+from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, Standing, parse_round, validate
 
 LIMITS = Limits()
 
@@ -300,3 +300,30 @@ def test_top_level_fast_path_gives_the_validators_verdict(data: dict[str, object
     finally:
         round_module._plain_top_level = original
     assert repr(fast) == repr(slow)
+
+
+@pytest.mark.parametrize("round_", [
+    RoundResult(round_id="r1", ladder="blitz", occurred_at=1.7e9, standings=[Standing("ann", 1), Standing("bob", 2)]),
+    RoundResult(round_id='q"\\\u00e9\u2028\n', ladder="x", occurred_at=-0.0, weight=0.5, perf_ceiling=3000.25,
+                standings=[Standing("\u00fcml\u00e4ut", 2), Standing("\x00\x1f", 1), Standing("\U0001F600", 2)]),
+    RoundResult(round_id="r", occurred_at=1e-7, weight=1e300, perf_ceiling=-1e-300, standings=[]),
+    RoundResult(round_id="r", occurred_at=1600000000, standings=[Standing("a", 1), Standing("b", 2)]),  # int time
+    RoundResult(round_id="r", occurred_at=1.0, weight=1, standings=[Standing("a", 1)]),  # int weight
+    RoundResult(round_id="r", occurred_at=1.0, standings=[Standing("a", True), Standing("b", 2)]),  # bool rank
+    RoundResult(round_id="r", occurred_at=1.0, standings=[Standing("a", 1, "t"), Standing("b", 2, None, 0.5)]),
+])
+def test_plain_canonical_text_is_what_json_dumps_writes(round_: RoundResult) -> None:
+    """content_hash writes a plain round's canonical text directly: the very text json.dumps
+    writes (other rounds go through json.dumps)."""
+    fast = round_._plain_canonical_text()
+    assert fast is None or fast == round_._canonical_text()
+    assert (fast is not None) == (type(round_.occurred_at) is float and type(round_.weight) is float
+                                  and all(type(s.rank) is int and s.team is None and s.weight == 1.0
+                                          for s in round_.standings))
+    try:
+        parsed = parse_round(round_.to_json(), limits=LIMITS)
+    except RoundRejected as rejected:
+        parsed = rejected.round
+    if parsed is not None:
+        again = parsed._plain_canonical_text()
+        assert again is None or again == parsed._canonical_text()
