@@ -752,6 +752,9 @@ class Store:
 
     def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> None:
         player_keys = [keys.player(ladder, p) for p in players]
+        if 0 < len(player_keys) <= self.players_per_call:  # one call (a small round): no chunking
+            self._eval(pipe, "mark_queued", player_keys, [seq])
+            return
         for chunk in self._chunks(len(player_keys)):
             self._eval(pipe, "mark_queued", [player_keys[i] for i in chunk], [seq])
 
