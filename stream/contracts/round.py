@@ -30,6 +30,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from json.encoder import encode_basestring  # C-accelerated, as json.dumps(ensure_ascii=False)
 from typing import Any
 
 import numpy as np
@@ -296,15 +297,39 @@ class RoundResult:
     def content_hash(self) -> str:
         """sha256 (hex) of the canonical content, to detect a round_id reused for another round."""
         if self._hash is None:
-            canonical = [
-                self.ladder, self.round_id, self.occurred_at,
-                [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
-                 for s in self.standings],
-                self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
-            ]
-            text = json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
+            text = self._plain_canonical_text()
+            if text is None:
+                text = self._canonical_text()
             self._hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return self._hash
+
+    def _canonical_text(self) -> str:
+        """The JSON text :meth:`content_hash` hashes."""
+        canonical = [
+            self.ladder, self.round_id, self.occurred_at,
+            [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
+             for s in self.standings],
+            self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
+        ]
+        return json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
+
+    def _plain_canonical_text(self) -> str | None:
+        """:meth:`_canonical_text` of a round of individuals at full time with fields of exact
+        types (str ids, int ranks, finite float time and weight, float ceiling), written directly
+        (what ``json.dumps`` writes: strings by the same encoder, numbers by ``repr``; tested
+        equal); None for any other round."""
+        when, weight, ceiling = self.occurred_at, self.weight, self.perf_ceiling
+        if not (type(when) is float and type(weight) is float and type(ceiling) is float
+                and type(self.ladder) is str and type(self.round_id) is str
+                and math.isfinite(when) and math.isfinite(weight)):
+            return None
+        rows = []
+        for s in self.standings:
+            if not (type(s.player) is str and type(s.rank) is int and s.team is None and s.weight == 1.0):
+                return None
+            rows.append(f"[{encode_basestring(s.player)},{s.rank!r}]")
+        return (f"[{encode_basestring(self.ladder)},{encode_basestring(self.round_id)},{when!r},"
+                f"[{','.join(rows)}],{weight!r},{repr(ceiling) if math.isfinite(ceiling) else 'null'}]")
 
 
 def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
@@ -388,7 +413,8 @@ worker, ``stream replay``, a test)."""
 
 def _check_nesting(data: dict[str, Any], plain: bool) -> None:
     """Reject nesting deeper than MAX_NESTING; plain standings (``plain``: 3 levels) are not walked."""
-    todo: list[tuple[Any, int]] = [(v, 2) for k, v in data.items() if not (plain and k == "standings")]
+    todo: list[tuple[Any, int]] = [(v, 2) for k, v in data.items()
+                                   if isinstance(v, (list, dict)) and not (plain and k == "standings")]
     while todo:
         value, depth = todo.pop()
         if isinstance(value, (list, dict)):
@@ -402,11 +428,35 @@ def _check_schema(data: dict[str, Any], plain: bool) -> None:
     ``{player: str, rank: int}`` object, or every item a player id / array of ids: ``plain``, as
     :func:`_plain_standings` found, same rules, ~50x faster on a million players) are left out of
     the compiled validator; anything else goes through it in full for a precise diagnosis."""
+    if plain and _plain_top_level(data):
+        return  # what the compiled validator accepts of it, checked directly
     target = {**data, "standings": []} if plain else data
     try:
         validator(ROUND_RESULT)(target)
     except SchemaError as exc:
         raise _schema_rejection(exc, data) from None
+
+
+def _plain_top_level(data: dict[str, Any]) -> bool:
+    """True if the compiled validator surely accepts the round's fields besides its standings:
+    a non-empty string ``round_id``, ``occurred_at`` a number (int or float: a date-time string
+    goes through the validator, which checks its format), ``standings`` present, ``ladder``
+    absent or a string the schema's pattern matches whole (its ``$`` would also match before a
+    final newline, which the validator refuses), ``weight`` absent or a number > 0,
+    ``perf_ceiling`` absent, null or a number (other fields are not the schema's). False sends
+    the round through the validator, which gives the verdict and its precise reason."""
+    round_id, when = data.get("round_id"), data.get("occurred_at")
+    if not (type(round_id) is str and round_id and (type(when) is float or type(when) is int)
+            and "standings" in data):
+        return False
+    ladder = data.get("ladder", DEFAULT_LADDER)
+    if not (type(ladder) is str and LADDER_PATTERN.fullmatch(ladder)):
+        return False
+    weight = data.get("weight", 1.0)
+    if not ((type(weight) is float or type(weight) is int) and weight > 0):
+        return False
+    ceiling = data.get("perf_ceiling")
+    return ceiling is None or type(ceiling) is float or type(ceiling) is int
 
 
 MAX_RANK = 2**53 - 1
@@ -419,12 +469,18 @@ def _plain_standings(items: list[Any]) -> bool:
     if not items:
         return True
     if type(items[0]) is dict:
-        if not all(type(d) is dict for d in items):
-            return False
-        if not all(type(p) is str and p for p in [d.get("player") for d in items]):
+        players_ok = ranks_ok = True  # one pass: a duel's standings cost a few checks, not five passes
+        for d in items:
+            if type(d) is not dict:
+                return False
+            player, rank = d.get("player"), d.get("rank")
+            if not (type(player) is str and player):
+                players_ok = False
+            elif not (type(rank) is int and 1 <= rank <= MAX_RANK):
+                ranks_ok = False
+        if not players_ok:
             return all(_plain_team(d) if "player" not in d else _plain_standing(d) for d in items)
-        ranks = [d.get("rank") for d in items]
-        return all(type(r) is int for r in ranks) and min(ranks) >= 1 and max(ranks) <= MAX_RANK
+        return ranks_ok
     return all(
         (type(x) is str and x) or (type(x) is list and x and all(type(p) is str and p for p in x))
         for x in items

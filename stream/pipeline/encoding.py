@@ -154,6 +154,23 @@ def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], perf
     model's round, which sets ``previous_seqs`` too); ``weight_texts`` (a round with teams or
     partial play): each entry then ends with its ``team`` (if any) and ``weight``, as
     ``PlayerUpdate.to_json()`` writes them."""
+    entries = entry_texts(players, ranks, performance_texts, previous_seqs, ratings, teams, weight_texts)
+    return join_entries(head, entries)
+
+
+def join_entries(head: str, entries: Sequence[str]) -> bytes:
+    """A PlayerUpdate's JSON from its :func:`update_head` and its entries' texts
+    (:func:`entry_texts`): what :func:`encode_entries` writes of those entries."""
+    return f'{head}{",".join(entries)}]}}'.encode()
+
+
+def entry_texts(players: Sequence[str], ranks: Sequence[int], performance_texts: Sequence[str],
+                previous_seqs: Sequence[int] | None,
+                ratings: tuple[Sequence[str], Sequence[str]] | None = None,
+                teams: Sequence[str | None] | None = None, weight_texts: Sequence[str] | None = None) -> list[str]:
+    """The JSON text of each entry of a PlayerUpdate (arguments as :func:`encode_entries`):
+    rendered once per participation, then joined per message (:func:`join_entries`), so a
+    batch's rounds are written in one pass and a split message's parts re-use the texts."""
     if ratings is not None or weight_texts is not None:
         n = len(players)
         previous = [""] * n if previous_seqs is None else [f',"previous_seq":{int(q)!r}' for q in previous_seqs]
@@ -165,14 +182,11 @@ def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], perf
             names: Sequence[str | None] = [None] * n if teams is None else teams
             team_json = {t: "" if t is None else f',"team":{encode_basestring(t)}' for t in set(names)}
             shared = [f'{team_json[t]},"weight":{w}' for t, w in zip(names, weight_texts)]
-        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}{q}{r}{x}}}'
-                           for player, rank, perf, q, r, x in zip(players, ranks, performance_texts, previous, rated,
-                                                                   shared))
-    elif previous_seqs is None:
-        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
-                           for player, rank, perf in zip(players, ranks, performance_texts))
-    else:
-        entries = ",".join(f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
-                           f'"previous_seq":{int(previous)!r}}}'
-                           for player, rank, perf, previous in zip(players, ranks, performance_texts, previous_seqs))
-    return f'{head}{entries}]}}'.encode()
+        return [f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}{q}{r}{x}}}'
+                for player, rank, perf, q, r, x in zip(players, ranks, performance_texts, previous, rated, shared)]
+    if previous_seqs is None:
+        return [f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf}}}'
+                for player, rank, perf in zip(players, ranks, performance_texts)]
+    return [f'{{"player":{encode_basestring(player)},"rank":{int(rank)!r},"performance":{perf},'
+            f'"previous_seq":{int(previous)!r}}}'
+            for player, rank, perf, previous in zip(players, ranks, performance_texts, previous_seqs)]

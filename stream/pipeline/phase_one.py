@@ -53,12 +53,12 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import wait_for_priors
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import encode_entries, number_texts, update_head
+from stream.pipeline.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
-from stream.pipeline.partitioner import group_by_partition
+from stream.pipeline.partitioner import group_by_partition, partition_for
 from stream.pipeline.retry import TRANSIENT_ERRORS
-from stream.pipeline.teams import fanout_columns, rate_ladder_rounds, round_performances
+from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds, round_performances
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
@@ -258,30 +258,47 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     ``previous_seqs``: per player, the seq of the round whose posterior was its prior (written
     as each entry's ``previous_seq``; the one-by-one path leaves it out); ``ratings``: the texts
     of each player's new (mu, sigma), for a rating-only model's round (``rating_models``)."""
-    players = round_.players()
-    ranks = round_.ranks().tolist()
     texts = performance if isinstance(performance, list) else number_texts("performance", performance)
-    limit = value_limit(ctx.settings.max_message_bytes)
-    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
+    return round_messages(round_, seq, round_entries(round_, texts, previous_seqs, ratings), partitions,
+                          value_limit(ctx.settings.max_message_bytes))
+
+
+def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequence[int] | None,
+                  ratings: tuple[Sequence[str], Sequence[str]] | None) -> list[str]:
+    """The JSON text of each of the round's fan-out entries, in standings order (arguments as
+    :func:`build_fanout`, the performances as their texts)."""
     teams, weights = fanout_columns(round_)  # None, None for a plain round
     weight_texts = None if weights is None else number_texts("weight", np.asarray(weights))
+    return entry_texts(round_.players(), [s.rank for s in round_.standings], texts, previous_seqs, ratings, teams,
+                       weight_texts)
+
+
+def round_messages(round_: RoundResult, seq: int, entries: Sequence[str], partitions: int, limit: int,
+                   players: Sequence[str] | None = None, partition_of: Sequence[int] | None = None,
+                   ) -> list[FanOutMessage]:
+    """:func:`build_fanout`'s messages from the texts of the round's entries (:func:`round_entries`):
+    per partition its players' entries joined, split in halves while a part exceeds ``limit``.
+    ``players``, ``partition_of``: the round's players and each one's partition, if known."""
+    if players is None:
+        players = round_.players()
+    if partition_of is None:
+        groups = group_by_partition(players, partitions)
+    else:
+        groups = {}
+        for i, partition in enumerate(partition_of):
+            groups.setdefault(partition, []).append(i)
+    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
 
     def encode(index: list[int]) -> list[tuple[int, bytes]]:
-        # = PlayerUpdate(...).to_json().encode() of these entries, in bulk (tested byte-equal)
-        value = encode_entries(head, [players[i] for i in index], [ranks[i] for i in index],
-                               [texts[i] for i in index],
-                               None if previous_seqs is None else [previous_seqs[i] for i in index],
-                               None if ratings is None else ([ratings[0][i] for i in index],
-                                                             [ratings[1][i] for i in index]),
-                               None if teams is None else [teams[i] for i in index],
-                               None if weight_texts is None else [weight_texts[i] for i in index])
+        # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
+        value = join_entries(head, [entries[i] for i in index])
         if len(value) <= limit or len(index) == 1:
             return [(index[0], value)]
         half = len(index) // 2
         return encode(index[:half]) + encode(index[half:])
 
     return [FanOutMessage(partition, players[first].encode(), value)
-            for partition, index in sorted(group_by_partition(players, partitions).items())
+            for partition, index in sorted(groups.items())
             for first, value in encode(index)]
 
 
@@ -647,13 +664,18 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     players' posteriors (for the cache: ``posteriors.py``). ``columns``: the players' state read
     with the registration (None: read it again). A player the barrier holds goes through with
     its cached posterior when that is of the round it waits for."""
-    players = list(dict.fromkeys(p for item in rounds for p in item.round_.players()))
+    flat = [p for item in rounds for p in item.round_.players()]  # every participation, round by round
+    players = list(dict.fromkeys(flat))
     position = {p: i for i, p in enumerate(players)}
-    members = [np.fromiter((position[p] for p in item.round_.players()), dtype=np.int64,
-                           count=item.round_.field_size) for item in rounds]
-    first_seq = np.zeros(len(players), dtype=np.int64)
-    for item, rows in zip(reversed(rounds), reversed(members)):  # each player's first round wins
-        first_seq[rows] = item.seq
+    sizes = np.fromiter((item.round_.field_size for item in rounds), dtype=np.int64, count=len(rounds))
+    offsets = np.zeros(len(rounds) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    bounds = offsets.tolist()
+    all_rows = np.fromiter(map(position.__getitem__, flat), dtype=np.int64, count=len(flat))
+    members = [all_rows[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    seqs = np.repeat(np.fromiter((item.seq for item in rounds), dtype=np.int64, count=len(rounds)), sizes)
+    # each player's first round of the batch (rows are numbered by first participation)
+    first_seq = seqs[np.unique(all_rows, return_index=True)[1]]
     if columns is None:
         first = await ctx.store.load_priors(ladder, players, first_seq, states=True)
     else:
@@ -668,24 +690,29 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     assert priors.states is not None and priors.last_seq is not None
     cfg = ctx.ladder(ladder)
     ratings: tuple[list[str], list[str]] | None = None
+    plain = not any(is_team_round(item.round_) for item in rounds)  # no teams, no partial play
     if cfg.rating_model is not None:
         modelled = rating_models.rate_rounds(cfg, priors.states, members, [item.round_ for item in rounds])
-        offsets, performance, previous_row = modelled.offsets, modelled.performance, modelled.previous
+        performance, previous_row = modelled.performance, modelled.previous  # offsets: the batch's
         ratings = number_texts("mu_after", modelled.mu), number_texts("sigma_after", modelled.sigma)
     else:
         update = rate_ladder_rounds(unpack_batch(priors.states, cfg.elo_mmr), [item.round_ for item in rounds], members,
-                                    cfg.elo_mmr)
+                                    cfg.elo_mmr, plain=plain)
         if not update.rated.all():
             raise ValueError("an outcome-free round reached the engine")
-        offsets, performance, previous_row = update.offsets, update.performance, update.previous
-    seqs = np.repeat(np.fromiter((item.seq for item in rounds), dtype=np.int64, count=len(rounds)),
-                     np.diff(offsets))
-    all_rows = np.concatenate(members)
+        performance, previous_row = update.performance, update.previous
     previous_seq = np.where(previous_row >= 0, seqs[np.maximum(previous_row, 0)], priors.last_seq[all_rows])
-    bounds = offsets.tolist()
     texts, previous = number_texts("performance", performance), previous_seq.tolist()
-    fanouts = [build_fanout(ctx, item.round_, item.seq, texts[a:b], partitions, previous[a:b],
-                            None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))
+    if ratings is None and plain:  # every entry of the batch rendered in one pass
+        entries = entry_texts(flat, [s.rank for item in rounds for s in item.round_.standings], texts, previous)
+    else:
+        entries = [entry for item, a, b in zip(rounds, bounds[:-1], bounds[1:])
+                   for entry in round_entries(item.round_, texts[a:b], previous[a:b],
+                                              None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))]
+    limit = value_limit(ctx.settings.max_message_bytes)
+    partition = {p: partition_for(p, partitions) for p in players}
+    partition_of = [partition[p] for p in flat]
+    fanouts = [round_messages(item.round_, item.seq, entries[a:b], partitions, limit, flat[a:b], partition_of[a:b])
                for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]
     last = np.zeros(len(players), dtype=np.int64)
     np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch

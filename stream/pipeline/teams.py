@@ -50,12 +50,35 @@ def round_spec(round_: RoundResult, rows: np.ndarray) -> engine.RoundSpec | Team
 
 
 def rate_ladder_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], members: Sequence[np.ndarray],
-                       params: engine.Params) -> engine.RoundsUpdate:
+                       params: engine.Params, *, plain: bool | None = None) -> engine.RoundsUpdate:
     """Phase one's engine call for a ladder's rounds of a batch, in seq order (``members[k]``:
     the rows of round k's players in ``prior``): ``engine.rate_rounds`` over runs of individual
-    rounds, a team round alone in its place, each from the posteriors the earlier ones left."""
+    rounds, a team round alone in its place, each from the posteriors the earlier ones left.
+    ``plain``: the caller knows whether no round has teams or partial play (None: checked here)."""
+    if plain is None:
+        plain = not any(is_team_round(round_) for round_ in rounds)
+    if plain:
+        return rate_plain_rounds(prior, rounds, members, params)
     specs = [round_spec(round_, rows) for round_, rows in zip(rounds, members)]
     return rate_rounds_with_teams(prior, specs, params)
+
+
+def rate_plain_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], members: Sequence[np.ndarray],
+                      params: engine.Params) -> engine.RoundsUpdate:
+    """:func:`rate_ladder_rounds` of rounds without teams or partial play: ``engine.rate_rounds``
+    given the flat arrays it would build from a ``RoundSpec`` per round (``engine.rate_flat``),
+    gathered in one pass over the batch (a duel's spec and its arrays cost more than its solve)."""
+    n = len(rounds)
+    sizes = np.fromiter((round_.field_size for round_ in rounds), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    rows = np.concatenate(members).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    ranks = np.fromiter((s.rank for round_ in rounds for s in round_.standings), dtype=np.int64,
+                        count=int(offsets[-1]))
+    times = np.fromiter((round_.occurred_at for round_ in rounds), dtype=float, count=n)
+    weights = np.fromiter((round_.weight for round_ in rounds), dtype=float, count=n)
+    ceilings = np.fromiter((round_.perf_ceiling for round_ in rounds), dtype=float, count=n)
+    return engine.rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params)
 
 
 def round_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, round_: RoundResult,

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, parse_round, validate
+from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, Standing, parse_round, validate
 
 LIMITS = Limits()
 
@@ -258,3 +258,72 @@ def test_nesting_is_bounded_whoever_parses() -> None:
     assert parse_round(with_extra(MAX_NESTING), limits=LIMITS).round_id == "r1"
     for depth in (MAX_NESTING + 1, 900, 5_000):
         assert rejection(with_extra(depth)).reason == "not_json"
+
+
+_TOP_VALUES = [None, True, False, 0, 1, -1, 2.5, 0.0, -0.0, 1e308, 10**400, float("nan"), float("inf"), "", "r1",
+               "blitz", "bad ladder", "a\n", "2024-05-01T12:00:00Z", "yesterday", [], {}, [1], {"a": 1}]
+
+
+def _top_level_cases() -> list[dict[str, object]]:
+    """Round dicts varying each top-level field (absent, or each value of _TOP_VALUES)."""
+    cases = [round_dict()]
+    for name in ("round_id", "ladder", "occurred_at", "standings", "weight", "perf_ceiling", "extra"):
+        without = round_dict()
+        without.pop(name, None)
+        cases.append(without)
+        cases += [round_dict(**{name: value}) for value in _TOP_VALUES]
+    return cases
+
+
+@pytest.mark.parametrize("data", _top_level_cases())
+@pytest.mark.parametrize("strict", [False, True])
+def test_top_level_fast_path_gives_the_validators_verdict(data: dict[str, object], strict: bool) -> None:
+    """Plain rounds whose top-level fields are of exact types skip the compiled validator
+    (``_plain_top_level``): the same round, or the same reason, field and message, as with the
+    validator run on every round."""
+    import stream.contracts.round as round_module
+
+    raw = json.dumps(data, allow_nan=True)
+    limits = Limits(strict=strict)
+
+    def verdict() -> object:
+        try:
+            return parse_round(raw, limits=limits).to_dict()
+        except RoundRejected as rejected:
+            return rejected.reason, rejected.field, rejected.message, None if rejected.round is None else rejected.round.to_dict()
+
+    fast = verdict()
+    original = round_module._plain_top_level
+    round_module._plain_top_level = lambda data: False  # type: ignore[assignment]
+    try:
+        slow = verdict()
+    finally:
+        round_module._plain_top_level = original
+    assert repr(fast) == repr(slow)
+
+
+@pytest.mark.parametrize("round_", [
+    RoundResult(round_id="r1", ladder="blitz", occurred_at=1.7e9, standings=[Standing("ann", 1), Standing("bob", 2)]),
+    RoundResult(round_id='q"\\\u00e9\u2028\n', ladder="x", occurred_at=-0.0, weight=0.5, perf_ceiling=3000.25,
+                standings=[Standing("\u00fcml\u00e4ut", 2), Standing("\x00\x1f", 1), Standing("\U0001F600", 2)]),
+    RoundResult(round_id="r", occurred_at=1e-7, weight=1e300, perf_ceiling=-1e-300, standings=[]),
+    RoundResult(round_id="r", occurred_at=1600000000, standings=[Standing("a", 1), Standing("b", 2)]),  # int time
+    RoundResult(round_id="r", occurred_at=1.0, weight=1, standings=[Standing("a", 1)]),  # int weight
+    RoundResult(round_id="r", occurred_at=1.0, standings=[Standing("a", True), Standing("b", 2)]),  # bool rank
+    RoundResult(round_id="r", occurred_at=1.0, standings=[Standing("a", 1, "t"), Standing("b", 2, None, 0.5)]),
+])
+def test_plain_canonical_text_is_what_json_dumps_writes(round_: RoundResult) -> None:
+    """content_hash writes a plain round's canonical text directly: the very text json.dumps
+    writes (other rounds go through json.dumps)."""
+    fast = round_._plain_canonical_text()
+    assert fast is None or fast == round_._canonical_text()
+    assert (fast is not None) == (type(round_.occurred_at) is float and type(round_.weight) is float
+                                  and all(type(s.rank) is int and s.team is None and s.weight == 1.0
+                                          for s in round_.standings))
+    try:
+        parsed = parse_round(round_.to_json(), limits=LIMITS)
+    except RoundRejected as rejected:
+        parsed = rejected.round
+    if parsed is not None:
+        again = parsed._plain_canonical_text()
+        assert again is None or again == parsed._canonical_text()
