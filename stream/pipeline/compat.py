@@ -231,7 +231,8 @@ def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> Asyn
 
     ``take_events`` wakes up every ``within`` seconds whether events came or not (a 2-5 ms
     timer per actor: most of an idle worker's CPU). Here an empty buffer waits for its first
-    event without a timer, and only then for the batch to fill within ``within``. The body is
+    event without a timer, and only then for the batch to fill within ``within`` (on one future
+    and one timer, not ``wait_for_stopped``'s three tasks). The body is
     ``take_events`` of faust-streaming 0.15.3 with that change (its processor, passive drain,
     manual acks and generator tracking)."""
     faust_stream = cast("faust.Stream[bytes]", stream)
@@ -244,7 +245,7 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
                         within: float) -> AsyncGenerator[list[faust.EventT[bytes]], None]:
     events: list[faust.EventT[bytes]] = []
     has_events = asyncio.Event()
-    full = asyncio.Event()
+    full: asyncio.Future[None] | None = None  # the main loop waiting for the batch to fill
     consumed = asyncio.Event()
     consuming: asyncio.Future[None] | None = None
     enable_acks = stream.enable_acks
@@ -264,7 +265,7 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
             events.append(event)
             has_events.set()
             if len(events) >= max_:
-                full.set()
+                _resolve(full)
                 consumed.clear()
                 await stream.wait(consumed)  # type: ignore[arg-type]  # mode accepts any awaitable .wait()
         except asyncio.CancelledError:
@@ -279,8 +280,16 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
     stream._enable_passive(cast("faust.ChannelT[bytes]", channel))
     try:
         while not stream.should_stop:
-            await stream.wait_for_stopped(has_events)  # type: ignore[arg-type]  # idle: no timer
-            await stream.wait_for_stopped(full, timeout=within)  # type: ignore[arg-type]
+            if not has_events.is_set():
+                await stream.wait_for_stopped(has_events)  # type: ignore[arg-type]  # idle: no timer
+            if len(events) < max_ and within > 0:  # one future and one timer, not wait_for_stopped's
+                full = stream.loop.create_future()     # three tasks: stop is seen at most `within` late
+                timer = stream.loop.call_later(within, _resolve, full)
+                try:
+                    await full
+                finally:
+                    timer.cancel()
+                    full = None
             if events:
                 consuming = stream.loop.create_future()
                 batch = list(events)
@@ -292,11 +301,15 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
                     for event in batch:
                         await stream.ack(event)
                     notify(consuming)
-                    full.clear()
                     consumed.set()
     finally:
         stream.enable_acks = enable_acks
         stream._processors.remove(add_to_buffer)
+
+
+def _resolve(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
 
 
 def incoming(event: faust.EventT[bytes]) -> Incoming:
