@@ -41,15 +41,15 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     idle_fetch_wait(settings.consumer_fetch_max_wait_ms,
                     max(settings.consumer_idle_fetch_wait_ms, settings.consumer_fetch_max_wait_ms))
-    eager_delivery()
+    eager_delivery()  # no tasks per fetched message (compat.eager_delivery)
     app = faust.App(
         settings.app_id,
         broker=faust_broker(settings),
         broker_credentials=faust_credentials(settings),
         store="memory://",
         datadir=datadir or tempfile.mkdtemp(prefix="ems-faust-"),
-        web_enabled=False,
-        monitor=QuietMonitor(),  # Faust's per-event statistics: read by nothing (compat.QuietMonitor)  # the read API is served by stream.api.server (its own thread) instead
+        web_enabled=False,  # the read API is served by stream.api.server (its own thread) instead
+        monitor=QuietMonitor(),  # no per-event Faust statistics: nothing reads them (compat.QuietMonitor)
         topic_partitions=settings.partitions,
         topic_replication_factor=1,
         topic_allow_declare=True,
