@@ -6,9 +6,7 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
   lengthens it while nothing arrives;
 * :func:`take_batches`: ``Stream.take_events`` without its idle timer; :func:`incoming`: an
   event as the handlers' plain input;
-* :func:`eager_delivery`: the consumer hands a fetched message to the streams without the four
-  tasks per message of Faust's ``_drain_messages``; :class:`QuietMonitor`: Faust's monitor
-  without its per-event statistics (nothing reads them);
+* :class:`QuietMonitor`: Faust's monitor without its per-event statistics (nothing reads them);
 * the watchdog's reach into the consumer (watchdog.py): :func:`in_consumer_thread`,
   :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`,
   :func:`disable_resume`.
@@ -17,8 +15,7 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
 from __future__ import annotations
 
 import asyncio
-import types
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import time
@@ -26,7 +23,6 @@ import time
 import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from faust.sensors.monitor import Monitor
-from faust.transport import consumer as faust_consumer
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from mode.utils.futures import notify
 
@@ -89,116 +85,6 @@ def idle_fetch_wait(busy_ms: int, idle_ms: int) -> None:
 
     setattr(fetcher_class, "_ems_original_proc", original)
     setattr(fetcher_class, "_proc_fetch_request", proc_fetch_request)
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any, Any]:
-    """The rest of ``coro``, already stepped once and now waiting on ``pending`` (what it
-    yielded), as an awaitable a task can drive: every resumption and exception (cancellation)
-    is passed through to ``coro``."""
-    while True:
-        try:
-            value = yield pending
-        except BaseException as exc:  # noqa: BLE001  # forwarded to the coroutine, as a task does
-            try:
-                pending = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                pending = coro.send(value)
-            except StopIteration as stop:
-                return stop.value
-
-
-async def _deliver(consumer: Any, callback: Callable[[Any], Coroutine[Any, Any, Any]], message: Any) -> None:
-    """Run ``callback(message)`` (the conductor's ``on_message``: decode, put on the streams'
-    queues) in place; only if it has to wait (flow control during a rebalance, a full stream
-    buffer) race the rest of it against the consumer's flow suspension, as Faust always does.
-
-    Faust's ``wait_first(callback(message), suspend_flow.wait())`` creates four tasks and an
-    ``asyncio.wait`` per message (≈37 µs of CPU, measured), though the callback almost never
-    waits."""
-    coro = callback(message)
-    try:
-        pending = coro.send(None)
-    except StopIteration:
-        return
-    except BaseException:
-        coro.close()
-        raise
-    task = asyncio.ensure_future(_resume(coro, pending))
-    await consumer.wait_first(task, consumer.suspend_flow.wait())
-
-
-def eager_delivery() -> None:
-    """Make Faust's consumers deliver fetched messages with :func:`_deliver`.
-
-    Replaces ``Consumer._drain_messages`` (faust-streaming 0.15.3, the loop that moves fetched
-    records to the streams) by the same loop with :func:`_deliver` in place of its per-message
-    ``wait_first``; gap tracking, commit-every, read offsets and the periodic yield are
-    unchanged. Idempotent."""
-    consumer_class = faust_consumer.Consumer
-    setattr(consumer_class, "_drain_messages", _drain_messages)
-
-
-async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover  # the body of Faust's, see eager_delivery
-    callback = self.callback
-    getmany = self.getmany
-    consumer_should_stop = self._stopped.is_set
-    fetcher_should_stop = fetcher._stopped.is_set
-    get_read_offset = self._read_offset.__getitem__
-    set_read_offset = self._read_offset.__setitem__
-    flag_consumer_fetching = faust_consumer.CONSUMER_FETCHING
-    set_flag = self.diag.set_flag
-    unset_flag = self.diag.unset_flag
-    commit_every = self._commit_every
-    acks_enabled_for = self.app.topics.acks_enabled_for
-    yield_every = 100
-    num_since_yield = 0
-    sleep = asyncio.sleep
-    try:
-        while not (consumer_should_stop() or fetcher_should_stop()):
-            set_flag(flag_consumer_fetching)
-            ait = cast(AsyncIterator[Any], getmany(timeout=1.0))
-            await self.sleep(0)
-            if not self.should_stop:
-                async for tp, message in ait:
-                    num_since_yield += 1
-                    if num_since_yield > yield_every:
-                        await sleep(0)
-                        num_since_yield = 0
-                    offset = message.offset
-                    r_offset = get_read_offset(tp)
-                    if r_offset is None or offset >= r_offset:
-                        gap = offset - (r_offset or 0)
-                        if gap > 1 and r_offset:
-                            if acks_enabled_for(message.topic):
-                                await self._add_gap(tp, r_offset + 1, offset)
-                        if commit_every is not None:
-                            if self._n_acked >= commit_every:
-                                self._n_acked = 0
-                                await self.commit()
-                        await _deliver(self, callback, message)
-                        set_read_offset(tp, offset)
-                    else:
-                        self.log.dev("DROPPED MESSAGE ROFF %r: k=%r v=%r", offset, message.key, message.value)
-                unset_flag(flag_consumer_fetching)
-    except self.consumer_stopped_errors:
-        if self.transport.app.should_stop:
-            self.log.info("Broker stopped consumer, shutting down...")
-            return
-        raise
-    except asyncio.CancelledError:
-        if self.transport.app.should_stop:
-            self.log.info("Consumer shutting down for user cancel.")
-            return
-        raise
-    except Exception as exc:
-        self.log.exception("Drain messages raised: %r", exc)
-        raise
-    finally:
-        unset_flag(flag_consumer_fetching)
 
 
 class QuietMonitor(Monitor):
