@@ -15,7 +15,7 @@ import faust
 from stream.connections import faust_broker, faust_credentials
 from stream.engine import warm_up
 from stream.pipeline import agents, watchdog
-from stream.pipeline.compat import cap_fetch_wait, deliver_without_blocking, idle_fetch_wait
+from stream.pipeline.compat import QuietMonitor, cap_fetch_wait, deliver_without_blocking, idle_fetch_wait
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
@@ -48,6 +48,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
         store="memory://",
         datadir=datadir or tempfile.mkdtemp(prefix="ems-faust-"),
         web_enabled=False,  # the read API is served by stream.api.server (its own thread) instead
+        monitor=QuietMonitor(),  # no per-event Faust statistics: nothing reads them (compat.QuietMonitor)
         topic_partitions=settings.partitions,
         topic_replication_factor=1,
         topic_allow_declare=True,

@@ -9,6 +9,7 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
 * :func:`deliver_without_blocking`: a full stream buffer pauses its partition but never blocks
   the delivery of the consumer's other partitions (phase one waiting at its barrier would
   otherwise hold back the ``player-updates`` records it waits for);
+* :class:`QuietMonitor`: Faust's monitor without its per-event statistics (nothing reads them);
 * the watchdog's reach into the consumer (watchdog.py): :func:`in_consumer_thread`,
   :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`,
   :func:`disable_resume`.
@@ -24,6 +25,7 @@ import time
 
 import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
+from faust.sensors.monitor import Monitor
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from mode.utils.futures import notify
 from mode.utils.queues import ThrowableQueue
@@ -122,6 +124,27 @@ def deliver_without_blocking(app: faust.App) -> None:
 
     # setattr: App.FlowControlQueue is a method; this app's own factory replaces it (no global patch)
     setattr(app, "FlowControlQueue", flow_control_queue)
+class QuietMonitor(Monitor):
+    """Faust's monitor without its per-event bookkeeping (counters, timings and lookups per
+    message and event, the end offset per fetched record): nothing reads them (the Faust web
+    views are off; the pipeline's own metrics are metrics.py). Commit, send, rebalance and
+    assignment statistics are kept."""
+
+    def on_message_in(self, tp: Any, offset: int, message: Any) -> None:
+        pass
+
+    def on_stream_event_in(self, tp: Any, offset: int, stream: Any, event: Any) -> dict[Any, Any] | None:
+        return None
+
+    def on_stream_event_out(self, tp: Any, offset: int, stream: Any, event: Any,
+                            state: dict[Any, Any] | None = None) -> None:
+        pass
+
+    def on_message_out(self, tp: Any, offset: int, message: Any) -> None:
+        pass
+
+    def track_tp_end_offset(self, tp: Any, offset: int) -> None:
+        pass
 
 
 def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> AsyncIterator[list[faust.EventT[bytes]]]:
@@ -131,7 +154,8 @@ def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> Asyn
 
     ``take_events`` wakes up every ``within`` seconds whether events came or not (a 2-5 ms
     timer per actor: most of an idle worker's CPU). Here an empty buffer waits for its first
-    event without a timer, and only then for the batch to fill within ``within``. The body is
+    event without a timer, and only then for the batch to fill within ``within`` (on one future
+    and one timer, not ``wait_for_stopped``'s three tasks). The body is
     ``take_events`` of faust-streaming 0.15.3 with that change (its processor, passive drain,
     manual acks and generator tracking)."""
     faust_stream = cast("faust.Stream[bytes]", stream)
@@ -144,7 +168,7 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
                         within: float) -> AsyncGenerator[list[faust.EventT[bytes]], None]:
     events: list[faust.EventT[bytes]] = []
     has_events = asyncio.Event()
-    full = asyncio.Event()
+    full: asyncio.Future[None] | None = None  # the main loop waiting for the batch to fill
     consumed = asyncio.Event()
     consuming: asyncio.Future[None] | None = None
     enable_acks = stream.enable_acks
@@ -164,7 +188,7 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
             events.append(event)
             has_events.set()
             if len(events) >= max_:
-                full.set()
+                _resolve(full)
                 consumed.clear()
                 await stream.wait(consumed)  # type: ignore[arg-type]  # mode accepts any awaitable .wait()
         except asyncio.CancelledError:
@@ -179,8 +203,16 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
     stream._enable_passive(cast("faust.ChannelT[bytes]", channel))
     try:
         while not stream.should_stop:
-            await stream.wait_for_stopped(has_events)  # type: ignore[arg-type]  # idle: no timer
-            await stream.wait_for_stopped(full, timeout=within)  # type: ignore[arg-type]
+            if not has_events.is_set():
+                await stream.wait_for_stopped(has_events)  # type: ignore[arg-type]  # idle: no timer
+            if len(events) < max_ and within > 0:  # one future and one timer, not wait_for_stopped's
+                full = stream.loop.create_future()     # three tasks: stop is seen at most `within` late
+                timer = stream.loop.call_later(within, _resolve, full)
+                try:
+                    await full
+                finally:
+                    timer.cancel()
+                    full = None
             if events:
                 consuming = stream.loop.create_future()
                 batch = list(events)
@@ -192,11 +224,15 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
                     for event in batch:
                         await stream.ack(event)
                     notify(consuming)
-                    full.clear()
                     consumed.set()
     finally:
         stream.enable_acks = enable_acks
         stream._processors.remove(add_to_buffer)
+
+
+def _resolve(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
 
 
 def incoming(event: faust.EventT[bytes]) -> Incoming:

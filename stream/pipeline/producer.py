@@ -65,10 +65,17 @@ class BatchProducer(mode.Service):
             return []
         assert self.producer is not None, "BatchProducer not started"
         groups: dict[tuple[str, int], list[Outgoing]] = defaultdict(list)
+        counts = self._partitions  # read once per topic, not awaited per message
         for m in messages:
             partition = m.partition
             if partition is None:
-                partition = partition_for(m.key.decode(), await self.partition_count(m.topic)) if m.key else 0
+                if not m.key:
+                    partition = 0
+                else:
+                    count = counts.get(m.topic)
+                    if count is None:
+                        count = await self.partition_count(m.topic)
+                    partition = partition_for(m.key.decode(), count)
             groups[(m.topic, partition)].append(m)
         pending = []
         for (topic, partition), group in groups.items():
