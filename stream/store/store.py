@@ -26,6 +26,7 @@ from redis.exceptions import NoScriptError
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
+from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
 from stream.redis_cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
@@ -381,6 +382,9 @@ class Store:
         self.history_length = history_length
         self.players_per_call = 1 if self.cluster else PLAYERS_PER_CALL
         self._sha: dict[str, str] = {}
+        self._lean = response_callbacks(client) if isinstance(client, aioredis.Redis) and lean_capable(client) else None
+        """The response callbacks of :class:`LeanPipeline` when ``client`` can run it (one server,
+        hiredis, RESP2), else None (redis-py's pipelines)."""
 
     @classmethod
     def from_url(cls, url: str, *, history_length: int, cluster: bool = False) -> "Store":
@@ -399,6 +403,8 @@ class Store:
 
     async def _run(self, build: Callable[[Pipeline], None]) -> list[Any]:
         """Build and execute one pipeline (EVALSHAs and plain commands): one round trip.
+        On a single Redis a :class:`~stream.store.lean.LeanPipeline` (redis-py's pipeline costs
+        more CPU than the commands: see its module), on a Cluster redis-py's cluster pipeline.
 
         If Redis lost its script cache (restart), reload the scripts and run it again; every
         script is idempotent, so a partial first run is harmless.
@@ -406,7 +412,8 @@ class Store:
         if not self._sha:
             await self.load_scripts()
         for attempt in range(2):
-            pipe = self.client.pipeline(transaction=False)
+            pipe: Pipeline = (self.client.pipeline(transaction=False) if self._lean is None
+                              else LeanPipeline(cast(aioredis.Redis, self.client), self._lean))
             build(pipe)
             try:
                 return await pipe.execute()
