@@ -12,11 +12,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 
-from stream.store.lean import LeanPipeline
-
 AsyncRedis: TypeAlias = aioredis.Redis | RedisCluster
-AsyncPipeline: TypeAlias = Pipeline | ClusterPipeline | LeanPipeline
-"""What a Store batch is built on: ``LeanPipeline`` on a single Redis (``Store._run``)."""
+AsyncPipeline: TypeAlias = Pipeline | ClusterPipeline
 
 
 def is_cluster(client: AsyncRedis) -> bool:

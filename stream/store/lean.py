@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hiredis
 import redis.asyncio as aioredis
@@ -64,21 +64,30 @@ def lean_capable(client: object) -> bool:
             and kwargs.get("protocol") in (None, 2, "2"))
 
 
-class LeanPipeline(AsyncCoreCommands):  # type: ignore[misc]
+if TYPE_CHECKING:  # typed as what it stands in for (redis-py's command methods are typed for its clients)
+    from redis.asyncio.client import Pipeline as _Base
+else:
+    _Base = AsyncCoreCommands
+
+
+class LeanPipeline(_Base):
     """Commands queued by redis-py's command methods (``sadd``, ``zrange``, ``execute_command``...)
-    and sent as one round trip by :meth:`execute` (see the module docstring)."""
+    and sent as one round trip by :meth:`execute` (see the module docstring). Not a redis-py
+    ``Pipeline`` at run time: only those command methods, ``execute`` and ``len``."""
 
     def __init__(self, client: aioredis.Redis, callbacks: dict[str, Callback]) -> None:
         """``callbacks``: :func:`response_callbacks` of ``client`` (taken once per client: a copy
         per pipeline would cost more than the lookups it saves)."""
-        self.client = client
+        self.redis = client
         self.callbacks = callbacks
         self.commands: list[Queued] = []
 
-    def execute_command(self, *args: Any, **options: Any) -> "LeanPipeline":
+    def execute_command(self, *args: Any, **options: Any) -> "LeanPipeline":  # type: ignore[override]
         """Queue one command (redis-py's command methods call this)."""
         name = args[0]
-        callback = self.callbacks.get(name if isinstance(name, str) and name.isupper() else safe_str(name).upper())
+        if not (isinstance(name, str) and name.isupper()):  # redis-py's methods send upper-case names
+            name = str(safe_str(name)).upper()  # type: ignore[no-untyped-call]
+        callback = self.callbacks.get(name)
         if callback is None:
             self.commands.append((args, None, {}))
         else:
@@ -91,14 +100,15 @@ class LeanPipeline(AsyncCoreCommands):  # type: ignore[misc]
     def __len__(self) -> int:
         return len(self.commands)
 
-    async def execute(self) -> list[Any]:
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Send every queued command in one write and read their replies (one per command, in
-        order); raise the first error reply (after reading them all) as redis-py's pipeline does."""
+        order); raise the first error reply (after reading them all) as redis-py's pipeline does,
+        or with ``raise_on_error=False`` leave every error reply in its place."""
         commands = self.commands
         if not commands:
             return []
-        pool = self.client.connection_pool
-        conn = await pool.get_connection()
+        pool = self.redis.connection_pool
+        conn: Any = await pool.get_connection()  # type: ignore[no-untyped-call]
         try:
             packed = _pack(conn, commands)
 
@@ -109,7 +119,7 @@ class LeanPipeline(AsyncCoreCommands):  # type: ignore[misc]
                 lambda: _round_trip(conn, packed, len(commands)), failed)
         finally:
             await pool.release(conn)
-        return await _finish(commands, replies)
+        return await _finish(commands, replies, raise_on_error)
 
 
 def _pack(conn: Any, commands: list[Queued]) -> bytes:
@@ -124,11 +134,11 @@ def _pack(conn: Any, commands: list[Queued]) -> bytes:
 async def _round_trip(conn: Any, packed: bytes, n: int) -> list[Any]:
     """Write ``packed`` and read ``n`` replies with the connection's hiredis reader."""
     await conn.send_packed_command(packed)  # connects if needed; CancelSafeSend
-    parser = conn._parser
+    parser: Any = conn._parser
     if not isinstance(parser, _AsyncHiredisParser) or not parser._connected:
         raise ConnectionError(SERVER_CLOSED)
-    reader = parser._reader
-    stream = parser._stream
+    reader: Any = parser._reader
+    stream: Any = parser._stream
     size = parser._read_size
     timeout = conn.socket_timeout
     replies: list[Any] = []
@@ -163,7 +173,7 @@ async def _round_trip(conn: Any, packed: bytes, n: int) -> list[Any]:
         raise
 
 
-async def _finish(commands: list[Queued], replies: list[Any]) -> list[Any]:
+async def _finish(commands: list[Queued], replies: list[Any], raise_on_error: bool) -> list[Any]:
     """Apply the commands' response callbacks and raise the first error reply (annotated)."""
     for i, (args, callback, options) in enumerate(commands):
         reply = replies[i]
@@ -171,8 +181,11 @@ async def _finish(commands: list[Queued], replies: list[Any]) -> list[Any]:
             if "EMPTY_RESPONSE" in options:
                 replies[i] = options["EMPTY_RESPONSE"]
                 continue
+            if not raise_on_error:
+                continue
             cmd = " ".join(map(safe_str, args))
-            reply.args = (f"Command # {i + 1} ({truncate_text(cmd)}) of pipeline caused error: {reply.args}",
+            text: str = truncate_text(cmd)  # type: ignore[no-untyped-call]
+            reply.args = (f"Command # {i + 1} ({text}) of pipeline caused error: {reply.args}",
                           *reply.args[1:])
             raise reply
         if callback is not None:
