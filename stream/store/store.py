@@ -26,6 +26,7 @@ from redis.exceptions import NoScriptError
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
+from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
 from stream.redis_cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
@@ -339,6 +340,8 @@ def _columns(replies: list[Any], fields: Sequence[str]) -> dict[str, np.ndarray 
         if field_.startswith("#"):
             texts = b" ".join(reply[j] for reply in replies)
             out[field_[1:]] = np.array(texts.split(), dtype=np.float64)
+        elif len(replies) == 1:  # one call (up to PLAYERS_PER_CALL players): its list as it is
+            out[field_] = replies[0][j]
         else:
             out[field_] = [value for reply in replies for value in reply[j]]
     return out
@@ -384,6 +387,9 @@ class Store:
         self.history_length = history_length
         self.players_per_call = 1 if self.cluster else PLAYERS_PER_CALL
         self._sha: dict[str, str] = {}
+        self._lean = response_callbacks(client) if isinstance(client, aioredis.Redis) and lean_capable(client) else None
+        """The response callbacks of :class:`LeanPipeline` when ``client`` can run it (one server,
+        hiredis, RESP2), else None (redis-py's pipelines)."""
 
     @classmethod
     def from_url(cls, url: str, *, history_length: int, cluster: bool = False) -> "Store":
@@ -402,6 +408,8 @@ class Store:
 
     async def _run(self, build: Callable[[Pipeline], None]) -> list[Any]:
         """Build and execute one pipeline (EVALSHAs and plain commands): one round trip.
+        On a single Redis a :class:`~stream.store.lean.LeanPipeline` (redis-py's pipeline costs
+        more CPU than the commands: see its module), on a Cluster redis-py's cluster pipeline.
 
         If Redis lost its script cache (restart), reload the scripts and run it again; every
         script is idempotent, so a partial first run is harmless.
@@ -409,7 +417,7 @@ class Store:
         if not self._sha:
             await self.load_scripts()
         for attempt in range(2):
-            pipe = self.client.pipeline(transaction=False)
+            pipe = self._pipeline()
             build(pipe)
             try:
                 return await pipe.execute()
@@ -418,6 +426,13 @@ class Store:
                     raise
                 await self.load_scripts()
         raise AssertionError("unreachable")
+
+    def _pipeline(self) -> Pipeline:
+        """A non-transactional pipeline: :class:`~stream.store.lean.LeanPipeline` on a single Redis,
+        redis-py's (cluster) pipeline otherwise."""
+        if self._lean is None:
+            return self.client.pipeline(transaction=False)
+        return LeanPipeline(cast(aioredis.Redis, self.client), self._lean)
 
     def _eval(self, pipe: Pipeline, name: str, keys_: list[str], args: list[Any]) -> None:
         # execute_command, not pipe.evalsha: redis-py's cluster pipeline refuses the evalsha method,
@@ -534,7 +549,7 @@ class Store:
         ladders = sorted(as_text(m) for m in await self.client.smembers(keys.ladders()))
         if not ladders:
             return []
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self._pipeline()
         for ladder in ladders:
             pipe.zrangebyscore(keys.incomplete_rounds(ladder), "-inf", encode_float(now), start=0, num=limit)
         candidates = [(ladder, [r.decode() for r in ids]) for ladder, ids in zip(ladders, await pipe.execute()) if ids]
@@ -703,7 +718,7 @@ class Store:
         asked = [(ladder, round_id, list(players)) for ladder, round_id, players in rounds if players]
         if not asked:
             return [[] for _ in rounds]
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self._pipeline()
         for ladder, round_id, players in asked:
             pipe.hmget(keys.round_results(ladder, round_id), players)
             pipe.hexists(keys.round_record(ladder, round_id), "rerated_by")
@@ -760,25 +775,25 @@ class Store:
 
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self._pipeline()
         for player in players:
             pipe.hget(keys.player(ladder, player), "queued_seq")
         seqs = sorted({_int(raw) for raw in await pipe.execute()} - {0})
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self._pipeline()
         for seq in seqs:
             pipe.zrangebyscore(keys.rounds(ladder), seq, seq)
         return [rid.decode() for ids in await pipe.execute() for rid in ids]
 
     async def round_ids(self, ladder: str, seqs: Sequence[int]) -> list[str]:
         """Ids of the ladder's rounds with these sequence numbers (in order; unknown ones skipped)."""
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self._pipeline()
         for seq in seqs:
             pipe.zrangebyscore(keys.rounds(ladder), seq, seq)
         return [rid.decode() for ids in await pipe.execute() for rid in ids]
 
     async def round_statuses(self, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
         """The ``status`` of each round (None if unknown), in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self._pipeline()
         for round_id in round_ids:
             pipe.hget(keys.round_record(ladder, round_id), "status")
         return [None if raw is None else raw.decode() for raw in await pipe.execute()]
@@ -888,7 +903,7 @@ class Store:
         missing, so the round never reaches ``rated`` and their events could not be re-emitted.
         The leaderboard gets the player's current display rating (a later round may have moved it).
         """
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self._pipeline()
         for player in players:
             pipe.lrange(keys.history(ladder, player), 0, -1)
             pipe.hget(keys.player(ladder, player), "display_rating")
