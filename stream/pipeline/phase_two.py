@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import orjson
 
 from stream import engine
 from stream.contracts import PlayerUpdate
@@ -48,7 +49,7 @@ from stream.pipeline import faults, rating_models
 from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
 from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
+from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
 from stream.store.store import ColumnWrites, FanOutCheck, StoredStates
 
@@ -80,6 +81,18 @@ class _Round:
         mu_after, sigma_after = update.mu_after or nan, update.sigma_after or nan
         teams: list[str | None] = update.teams or [None] * n
         shares: list[float | None] = [None] * n if update.weights is None else [*update.weights]
+        fresh = set(update.players)
+        if len(fresh) == n and self.seen.isdisjoint(fresh):  # the usual section: new players, each once
+            self.seen |= fresh
+            self.players += update.players
+            self.ranks += update.ranks
+            self.performances += update.performances
+            self.previous += previous
+            self.mu_after += mu_after
+            self.sigma_after += sigma_after
+            self.teams += teams
+            self.shares += shares
+            return
         for player, rank, performance, before, mu, sigma, team, share in zip(
                 update.players, update.ranks, update.performances, previous, mu_after, sigma_after, teams, shares):
             if player not in self.seen:
@@ -137,6 +150,20 @@ def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tup
     return checks, list(by_round.values())
 
 
+def _parse_update(raw: bytes) -> PlayerUpdate:
+    """``PlayerUpdate.from_json(raw)``, the JSON parsed by orjson (several times faster than
+    ``json.loads``; the same values for every document it accepts); anything it refuses (NaN,
+    huge integers, lone surrogates, UTF-16...) parsed by ``json.loads`` as before, so a section
+    parses, or fails, exactly as with ``from_json``."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return PlayerUpdate.from_json(raw)
+    if not isinstance(data, dict):
+        return PlayerUpdate.from_json(raw)
+    return PlayerUpdate.from_json(data)
+
+
 @dataclass(frozen=True)
 class _Sections:
     """A batch's messages cut into sections: each one's bytes, PlayerUpdate and message index."""
@@ -149,7 +176,7 @@ class _Sections:
     def parse(cls, messages: Sequence[bytes]) -> _Sections:
         cut = [(i, section) for i, value in enumerate(messages) for section in split_sections(value)]
         raws = [section for _, section in cut]
-        return cls(raws, [PlayerUpdate.from_json(raw) for raw in raws], [i for i, _ in cut])
+        return cls(raws, [_parse_update(raw) for raw in raws], [i for i, _ in cut])
 
     def unverified(self, stored: StoredStates, where: list[list[int]]) -> list[int]:
         """Indices of the sections their check did not find in the stored fan-out, ascending."""
@@ -339,7 +366,8 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
                        last=k == len(waves) - 1)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
-    return [_round_writes(round_.update, rated, texts, slice(lo, hi), ctx.display(round_.update.ladder))
+    changes = _changes(ctx, rows.rounds, texts, cuts)
+    return [_round_writes(round_.update, rated, texts, slice(lo, hi), changes[lo:hi])
             for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
 
 
@@ -459,21 +487,45 @@ class _Texts:
             states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
-def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice,
-                  display: DisplayConfig) -> ColumnWrites:
-    """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
-    players = texts.players[cut]
-    shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
-    weights = texts.weights[cut]
-    teamed = any(w is not None for w in weights)  # a round with teams or partial play
-    changes = encode_changes(ChangeColumns(
-        ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
-        players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
-        mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu[cut],
-        sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds,
-        display=display, teams=texts.teams[cut] if teamed else None,
-        weights=weights if teamed else None)) if players else []
+def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts: Sequence[int]) -> list[bytes]:
+    """The RatingChange JSON of every applied row (aligned with ``texts``; round ``i``'s rows are
+    ``cuts[i]:cuts[i + 1]``), encoded in one call per ladder of the batch (its rounds are
+    contiguous: ``group_updates`` orders them by ladder), not one per round: the same bytes
+    as :func:`encode_changes` per round (a plain round's rows have no weight text, so no
+    ``team``/``weight`` either way)."""
+    out: list[bytes] = []
+    first = 0
+    while first < len(rounds):
+        ladder = rounds[first].update.ladder
+        last = first
+        while last + 1 < len(rounds) and rounds[last + 1].update.ladder == ladder:
+            last += 1
+        lo, hi = cuts[first], cuts[last + 1]
+        if hi > lo:
+            sizes = np.diff(np.asarray(cuts[first:last + 2], dtype=np.int64))
+            run = [r.update for r, size in zip(rounds[first:last + 1], sizes.tolist()) if size]  # rounds with rows
+            sizes = sizes[sizes > 0]
+            weights = texts.weights[lo:hi]
+            teamed = any(w is not None for w in weights)  # a round with teams or partial play
+            out += encode_changes_of_rounds(
+                ladder, [u.round_id for u in run], [u.field_size for u in run], [u.occurred_at for u in run],
+                np.repeat(np.arange(len(run)), sizes).tolist(), ChangeColumns(
+                    ladder=ladder, round_id=run[0].round_id, field_size=run[0].field_size,
+                    occurred_at=run[0].occurred_at, players=texts.players[lo:hi], ranks=texts.ranks[lo:hi],
+                    performance=texts.performance[lo:hi], mu_before=texts.mu_before[lo:hi],
+                    sigma_before=texts.sigma_before[lo:hi], mu_after=texts.mu[lo:hi], sigma_after=texts.sigma[lo:hi],
+                    display_rating=texts.shown[lo:hi], tiers=texts.tiers[lo:hi], rounds_played=texts.rounds[lo:hi],
+                    display=ctx.display(ladder), teams=texts.teams[lo:hi] if teamed else None,
+                    weights=weights if teamed else None))
+        first = last + 1
+    return out
+
+
+def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice, changes: list[bytes]) -> ColumnWrites:
+    """One round's writes, from its slice ``cut`` of the applied rows and their RatingChange
+    events ``changes`` (:func:`_changes`)."""
     return ColumnWrites(
         ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-        players=players, mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,
-        states=texts.states[cut], changes=changes, newcomer=rated.newcomer[cut])
+        players=texts.players[cut], mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=texts.rounds[cut],
+        display_rating=texts.shown[cut], tiers=texts.tiers[cut], states=texts.states[cut], changes=changes,
+        newcomer=rated.newcomer[cut])
