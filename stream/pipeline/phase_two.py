@@ -56,23 +56,29 @@ from stream.store.store import ColumnWrites, FanOutCheck, StoredStates
 log = logging.getLogger(__name__)
 
 
-@dataclass
 class _Round:
-    """One round met in a batch: the players of its verified sections (each once, in order)."""
+    """One round met in a batch: the players of its verified sections (each once, in order).
 
-    update: PlayerUpdate
-    players: list[str] = field(default_factory=list)
-    ranks: list[int] = field(default_factory=list)
-    performances: list[float] = field(default_factory=list)
-    previous: list[int] = field(default_factory=list)
-    """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
-    mu_after: list[float] = field(default_factory=list)
-    sigma_after: list[float] = field(default_factory=list)
-    """Each entry's new rating for a rating-only model's round (``rating_models``), else NaN."""
-    teams: list[str | None] = field(default_factory=list)
-    shares: list[float | None] = field(default_factory=list)
-    """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
-    seen: set[str] = field(default_factory=set)
+    A plain class with slots, not a dataclass: one is built per round of every batch (the
+    dataclass's per-field default factories cost more than the rest of a duel's grouping)."""
+
+    __slots__ = ("update", "players", "ranks", "performances", "previous", "mu_after", "sigma_after", "teams",
+                 "shares", "seen")
+
+    def __init__(self, update: PlayerUpdate) -> None:
+        self.update = update
+        self.players: list[str] = []
+        self.ranks: list[int] = []
+        self.performances: list[float] = []
+        self.previous: list[int] = []
+        """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
+        self.mu_after: list[float] = []
+        self.sigma_after: list[float] = []
+        """Each entry's new rating for a rating-only model's round (``rating_models``), else NaN."""
+        self.teams: list[str | None] = []
+        self.shares: list[float | None] = []
+        """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
+        self.seen: set[str] = set()
 
     def add(self, update: PlayerUpdate) -> None:
         n = len(update.players)
@@ -285,16 +291,25 @@ def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, write
     """Put the events of the rows applied now into ``result``; return, per round, the players
     whose stored result must be re-emitted (already applied, or applied by someone else since)."""
     missing: list[tuple[str, str, list[str]]] = []
+    done = np.flatnonzero(plan.status == DONE)
+    done_of: dict[int, list[int]] = {}  # round -> its rows already applied before this batch
+    for i, row in zip((np.searchsorted(rows.starts, done, side="right") - 1).tolist(), done.tolist()):
+        done_of.setdefault(i, []).append(row)
+    events = result.events
     for i, (round_, written, flags) in enumerate(zip(rows.rounds, writes, applied)):
-        lo, hi = int(rows.starts[i]), int(rows.starts[i + 1])
-        done_now = [(player, change) for player, change, ok in zip(written.players, written.changes, flags) if ok]
-        result.applied += len(done_now)
-        result.events += [RatingChangeMessage(player.encode(), change) for player, change in done_now]
-        result.emitted.append((written.ladder, written.round_id, [player for player, _ in done_now]))
-        again = [player for player, ok in zip(written.players, flags) if not ok]
-        status = plan.status[lo:hi]
-        if (status == DONE).any():
-            again += [rows.players[lo + j] for j in np.flatnonzero(status == DONE).tolist()]
+        if all(flags):  # the usual round: every write applied now
+            players = list(written.players)
+            changes = written.changes
+            again: list[str] = []
+        else:
+            players = [player for player, ok in zip(written.players, flags) if ok]
+            changes = [change for change, ok in zip(written.changes, flags) if ok]
+            again = [player for player, ok in zip(written.players, flags) if not ok]
+        result.applied += len(players)
+        events += [RatingChangeMessage(player.encode(), change) for player, change in zip(players, changes)]
+        result.emitted.append((written.ladder, written.round_id, players))
+        if i in done_of:
+            again += [rows.players[j] for j in done_of[i]]
         missing.append((round_.update.ladder, round_.update.round_id, again))
     return missing
 
@@ -471,14 +486,20 @@ class _Texts:
 
     @classmethod
     def of(cls, rated: _Rated, rows: _Rows) -> _Texts:
-        index = rated.rows.tolist()
-        shares = [rows.shares[i] for i in index]
-        texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
-                                                   count=len(shares)))
+        if len(rated.rows) == len(rows.players):  # every row applied (the usual batch): the columns as they are
+            players, ranks, teams, shares = rows.players, rows.ranks, rows.teams, rows.shares
+        else:
+            index = rated.rows.tolist()
+            players, ranks = [rows.players[i] for i in index], [rows.ranks[i] for i in index]
+            teams, shares = [rows.teams[i] for i in index], [rows.shares[i] for i in index]
+        if shares.count(None) == len(shares):  # plain rounds only: no weight to write
+            weights: list[str | None] = [None] * len(shares)
+        else:
+            texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
+                                                       count=len(shares)))
+            weights = [None if w is None else text for w, text in zip(shares, texts)]
         return cls(
-            teams=[rows.teams[i] for i in index],
-            weights=[None if w is None else text for w, text in zip(shares, texts)],
-            players=[rows.players[i] for i in index], ranks=[rows.ranks[i] for i in index],
+            teams=teams, weights=weights, players=players, ranks=ranks,
             performance=_performance_texts(rows.performance[rated.rows], rated.no_performance),
             mu_before=number_texts("mu_before", rated.mu_before),
             sigma_before=number_texts("sigma_before", rated.sigma_before),
