@@ -225,20 +225,22 @@ class _Rows:
     @classmethod
     def of(cls, rounds: list[_Round], key_of: dict[tuple[str, str], int]) -> _Rows:
         sizes = [len(r.players) for r in rounds]
+        n = sum(sizes)
         ladders = list(dict.fromkeys(r.update.ladder for r in rounds))
         index = {name: i for i, name in enumerate(ladders)}
         players = [p for r in rounds for p in r.players]
         shares = [w for r in rounds for w in r.shares]
-        share = np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=len(players))
-        key = np.fromiter((key_of[(r.update.ladder, p)] for r in rounds for p in r.players), dtype=np.int64,
-                          count=len(players))
+        share = np.ones(n) if shares.count(None) == n else \
+            np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=n)
+        ladder_of = [r.update.ladder for r, size in zip(rounds, sizes) for _ in range(size)]
+        key = np.fromiter(map(key_of.__getitem__, zip(ladder_of, players)), dtype=np.int64, count=n)
         return cls(
             rounds=rounds, starts=np.cumsum([0, *sizes]), key=key,
             seq=np.repeat(np.array([r.update.seq for r in rounds], dtype=np.int64), sizes),
-            previous=np.fromiter((q for r in rounds for q in r.previous), dtype=np.int64, count=len(players)),
-            performance=np.fromiter((x for r in rounds for x in r.performances), dtype=np.float64, count=len(players)),
-            mu_after=np.fromiter((x for r in rounds for x in r.mu_after), dtype=np.float64, count=len(players)),
-            sigma_after=np.fromiter((x for r in rounds for x in r.sigma_after), dtype=np.float64, count=len(players)),
+            previous=np.fromiter([q for r in rounds for q in r.previous], dtype=np.int64, count=n),
+            performance=np.fromiter([x for r in rounds for x in r.performances], dtype=np.float64, count=n),
+            mu_after=np.fromiter([x for r in rounds for x in r.mu_after], dtype=np.float64, count=n),
+            sigma_after=np.fromiter([x for r in rounds for x in r.sigma_after], dtype=np.float64, count=n),
             weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for r in rounds for rank in r.ranks],

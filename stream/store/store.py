@@ -874,8 +874,8 @@ class Store:
             lo = 0
             while lo < len(r):
                 hi = min(len(r), lo + self.players_per_call - len(keys_) // 2)
-                for player in r.players[lo:hi]:
-                    keys_ += [keys.player(r.ladder, player), keys.history(r.ladder, player)]
+                keys_ += [key for player in r.players[lo:hi]
+                          for key in (keys.player(r.ladder, player), keys.history(r.ladder, player))]
                 args += [hi - lo, r.seq, r.round_id, encode_float(r.last_time),
                          *_interleave(r.mu[lo:hi], r.sigma[lo:hi], r.rounds[lo:hi], r.display_rating[lo:hi],
                                       r.tiers[lo:hi], r.states[lo:hi], r.changes[lo:hi])]
