@@ -525,9 +525,9 @@ def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts
             last += 1
         lo, hi = cuts[first], cuts[last + 1]
         if hi > lo:
-            sizes = np.diff(np.asarray(cuts[first:last + 2], dtype=np.int64))
-            run = [r.update for r, size in zip(rounds[first:last + 1], sizes.tolist()) if size]  # rounds with rows
-            sizes = sizes[sizes > 0]
+            counts = [b - a for a, b in zip(cuts[first:last + 1], cuts[first + 1:last + 2])]
+            run = [r.update for r, size in zip(rounds[first:last + 1], counts) if size]  # rounds with rows
+            sizes = [size for size in counts if size]
             weights = texts.weights[lo:hi]
             teamed = any(w is not None for w in weights)  # a round with teams or partial play
             out += encode_changes_of_rounds(
