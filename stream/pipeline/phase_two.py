@@ -9,7 +9,7 @@ one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 
 Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
 the previous one left; then the whole batch is written in two round trips (``Store.apply``:
 rounds in seq order per ladder, so a player's writes land in order; then the applied rows' results) and its events encoded in
-bulk per round.
+bulk, one call per ladder of the batch (a batch of duels holds tens of rounds).
 
 Trust: ``player-updates`` is an internal topic, but whoever can write to it could forge an
 update (any seq, performance or player). Every section must be byte for byte one of the
