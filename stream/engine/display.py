@@ -40,6 +40,7 @@ run on the leagues alone: divisions never change league placement.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -254,22 +255,37 @@ def tier_names(indices: ArrayLike, cfg: DisplayConfig) -> list[str]:
 
 
 def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDArray[np.int64]:
-    """Inverse of :func:`tier_names`: stored names back to indices; unknown or empty -> UNPLACED."""
+    """Inverse of :func:`tier_names`: stored names back to indices; unknown or empty -> UNPLACED.
+
+    A dict lookup per name (the labels' index cached per config): phase two maps every applied
+    row's stored tier, and numpy string arrays cost more than the lookups for a batch's rows."""
     if len(names) == 0:
         return np.empty(0, dtype=np.int64)
-    wanted = np.array([n.decode() if isinstance(n, bytes) else (n or "") for n in names], dtype=str)
-    known = np.array(cfg.tier_names, dtype=str)
-    order = np.argsort(known)
-    pos = np.clip(np.searchsorted(known[order], wanted), 0, len(known) - 1)
-    found = known[order][pos] == wanted
-    out = np.where(found, order[pos], UNPLACED).astype(np.int64)
-    legacy = np.flatnonzero(~found & (wanted != ""))
-    if legacy.size:  # a label stored before ``divisions`` changed: its league's lowest step
-        lowest = _lowest_step_of_league(cfg)
-        for i in legacy.tolist():
-            name = str(wanted[i])
+    wanted = [n.decode() if isinstance(n, bytes) else (n or "") for n in names]
+    index = _label_index(cfg)
+    out = np.fromiter(map(index.get, wanted, [_UNKNOWN] * len(wanted)), dtype=np.int64, count=len(wanted))
+    unknown = np.flatnonzero(out == _UNKNOWN)
+    if unknown.size:
+        lowest: dict[str, int] | None = None
+        for i in unknown.tolist():
+            name = wanted[i]
+            if not name:
+                out[i] = UNPLACED
+                continue
+            if lowest is None:  # a label stored before ``divisions`` changed: its league's lowest step
+                lowest = _lowest_step_of_league(cfg)
             out[i] = lowest[name] if name in lowest else lowest.get(name.rsplit(" ", 1)[0], UNPLACED)
     return out
+
+
+_UNKNOWN = -(1 << 40)
+""":func:`tier_indices`' marker of a name that is no label of the config (never an index)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _label_index(cfg: DisplayConfig) -> dict[str, int]:
+    """Label of each placement step -> its index (labels are unique: ``DisplayConfig`` checks)."""
+    return {label: i for i, label in enumerate(cfg.tier_names)}
 
 
 def _lowest_step_of_league(cfg: DisplayConfig) -> dict[str, int]:

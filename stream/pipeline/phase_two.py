@@ -9,7 +9,7 @@ one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 
 Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
 the previous one left; then the whole batch is written in two round trips (``Store.apply``:
 rounds in seq order per ladder, so a player's writes land in order; then the applied rows' results) and its events encoded in
-bulk per round.
+bulk, one call per ladder of the batch (a batch of duels holds tens of rounds).
 
 Trust: ``player-updates`` is an internal topic, but whoever can write to it could forge an
 update (any seq, performance or player). Every section must be byte for byte one of the
@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import orjson
 
 from stream import engine
 from stream.contracts import PlayerUpdate
@@ -48,30 +49,36 @@ from stream.pipeline import faults, rating_models
 from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
 from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
+from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
 from stream.store.store import ColumnWrites, FanOutCheck, StoredStates
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
 class _Round:
-    """One round met in a batch: the players of its verified sections (each once, in order)."""
+    """One round met in a batch: the players of its verified sections (each once, in order).
 
-    update: PlayerUpdate
-    players: list[str] = field(default_factory=list)
-    ranks: list[int] = field(default_factory=list)
-    performances: list[float] = field(default_factory=list)
-    previous: list[int] = field(default_factory=list)
-    """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
-    mu_after: list[float] = field(default_factory=list)
-    sigma_after: list[float] = field(default_factory=list)
-    """Each entry's new rating for a rating-only model's round (``rating_models``), else NaN."""
-    teams: list[str | None] = field(default_factory=list)
-    shares: list[float | None] = field(default_factory=list)
-    """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
-    seen: set[str] = field(default_factory=set)
+    A plain class with slots, not a dataclass: one is built per round of every batch (the
+    dataclass's per-field default factories cost more than the rest of a duel's grouping)."""
+
+    __slots__ = ("update", "players", "ranks", "performances", "previous", "mu_after", "sigma_after", "teams",
+                 "shares", "seen")
+
+    def __init__(self, update: PlayerUpdate) -> None:
+        self.update = update
+        self.players: list[str] = []
+        self.ranks: list[int] = []
+        self.performances: list[float] = []
+        self.previous: list[int] = []
+        """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
+        self.mu_after: list[float] = []
+        self.sigma_after: list[float] = []
+        """Each entry's new rating for a rating-only model's round (``rating_models``), else NaN."""
+        self.teams: list[str | None] = []
+        self.shares: list[float | None] = []
+        """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
+        self.seen: set[str] = set()
 
     def add(self, update: PlayerUpdate) -> None:
         n = len(update.players)
@@ -80,6 +87,18 @@ class _Round:
         mu_after, sigma_after = update.mu_after or nan, update.sigma_after or nan
         teams: list[str | None] = update.teams or [None] * n
         shares: list[float | None] = [None] * n if update.weights is None else [*update.weights]
+        fresh = set(update.players)
+        if len(fresh) == n and self.seen.isdisjoint(fresh):  # the usual section: new players, each once
+            self.seen |= fresh
+            self.players += update.players
+            self.ranks += update.ranks
+            self.performances += update.performances
+            self.previous += previous
+            self.mu_after += mu_after
+            self.sigma_after += sigma_after
+            self.teams += teams
+            self.shares += shares
+            return
         for player, rank, performance, before, mu, sigma, team, share in zip(
                 update.players, update.ranks, update.performances, previous, mu_after, sigma_after, teams, shares):
             if player not in self.seen:
@@ -137,6 +156,20 @@ def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tup
     return checks, list(by_round.values())
 
 
+def _parse_update(raw: bytes) -> PlayerUpdate:
+    """``PlayerUpdate.from_json(raw)``, the JSON parsed by orjson (several times faster than
+    ``json.loads``; the same values for every document it accepts); anything it refuses (NaN,
+    huge integers, lone surrogates, UTF-16...) parsed by ``json.loads`` as before, so a section
+    parses, or fails, exactly as with ``from_json``."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return PlayerUpdate.from_json(raw)
+    if not isinstance(data, dict):
+        return PlayerUpdate.from_json(raw)
+    return PlayerUpdate.from_json(data)
+
+
 @dataclass(frozen=True)
 class _Sections:
     """A batch's messages cut into sections: each one's bytes, PlayerUpdate and message index."""
@@ -149,7 +182,7 @@ class _Sections:
     def parse(cls, messages: Sequence[bytes]) -> _Sections:
         cut = [(i, section) for i, value in enumerate(messages) for section in split_sections(value)]
         raws = [section for _, section in cut]
-        return cls(raws, [PlayerUpdate.from_json(raw) for raw in raws], [i for i, _ in cut])
+        return cls(raws, [_parse_update(raw) for raw in raws], [i for i, _ in cut])
 
     def unverified(self, stored: StoredStates, where: list[list[int]]) -> list[int]:
         """Indices of the sections their check did not find in the stored fan-out, ascending."""
@@ -192,20 +225,22 @@ class _Rows:
     @classmethod
     def of(cls, rounds: list[_Round], key_of: dict[tuple[str, str], int]) -> _Rows:
         sizes = [len(r.players) for r in rounds]
+        n = sum(sizes)
         ladders = list(dict.fromkeys(r.update.ladder for r in rounds))
         index = {name: i for i, name in enumerate(ladders)}
         players = [p for r in rounds for p in r.players]
         shares = [w for r in rounds for w in r.shares]
-        share = np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=len(players))
-        key = np.fromiter((key_of[(r.update.ladder, p)] for r in rounds for p in r.players), dtype=np.int64,
-                          count=len(players))
+        share = np.ones(n) if shares.count(None) == n else \
+            np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=n)
+        ladder_of = [r.update.ladder for r, size in zip(rounds, sizes) for _ in range(size)]
+        key = np.fromiter(map(key_of.__getitem__, zip(ladder_of, players)), dtype=np.int64, count=n)
         return cls(
             rounds=rounds, starts=np.cumsum([0, *sizes]), key=key,
             seq=np.repeat(np.array([r.update.seq for r in rounds], dtype=np.int64), sizes),
-            previous=np.fromiter((q for r in rounds for q in r.previous), dtype=np.int64, count=len(players)),
-            performance=np.fromiter((x for r in rounds for x in r.performances), dtype=np.float64, count=len(players)),
-            mu_after=np.fromiter((x for r in rounds for x in r.mu_after), dtype=np.float64, count=len(players)),
-            sigma_after=np.fromiter((x for r in rounds for x in r.sigma_after), dtype=np.float64, count=len(players)),
+            previous=np.fromiter([q for r in rounds for q in r.previous], dtype=np.int64, count=n),
+            performance=np.fromiter([x for r in rounds for x in r.performances], dtype=np.float64, count=n),
+            mu_after=np.fromiter([x for r in rounds for x in r.mu_after], dtype=np.float64, count=n),
+            sigma_after=np.fromiter([x for r in rounds for x in r.sigma_after], dtype=np.float64, count=n),
             weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for r in rounds for rank in r.ranks],
@@ -258,16 +293,25 @@ def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, write
     """Put the events of the rows applied now into ``result``; return, per round, the players
     whose stored result must be re-emitted (already applied, or applied by someone else since)."""
     missing: list[tuple[str, str, list[str]]] = []
+    done = np.flatnonzero(plan.status == DONE)
+    done_of: dict[int, list[int]] = {}  # round -> its rows already applied before this batch
+    for i, row in zip((np.searchsorted(rows.starts, done, side="right") - 1).tolist(), done.tolist()):
+        done_of.setdefault(i, []).append(row)
+    events = result.events
     for i, (round_, written, flags) in enumerate(zip(rows.rounds, writes, applied)):
-        lo, hi = int(rows.starts[i]), int(rows.starts[i + 1])
-        done_now = [(player, change) for player, change, ok in zip(written.players, written.changes, flags) if ok]
-        result.applied += len(done_now)
-        result.events += [RatingChangeMessage(player.encode(), change) for player, change in done_now]
-        result.emitted.append((written.ladder, written.round_id, [player for player, _ in done_now]))
-        again = [player for player, ok in zip(written.players, flags) if not ok]
-        status = plan.status[lo:hi]
-        if (status == DONE).any():
-            again += [rows.players[lo + j] for j in np.flatnonzero(status == DONE).tolist()]
+        if all(flags):  # the usual round: every write applied now
+            players = list(written.players)
+            changes = written.changes
+            again: list[str] = []
+        else:
+            players = [player for player, ok in zip(written.players, flags) if ok]
+            changes = [change for change, ok in zip(written.changes, flags) if ok]
+            again = [player for player, ok in zip(written.players, flags) if not ok]
+        result.applied += len(players)
+        events += [RatingChangeMessage(player.encode(), change) for player, change in zip(players, changes)]
+        result.emitted.append((written.ladder, written.round_id, players))
+        if i in done_of:
+            again += [rows.players[j] for j in done_of[i]]
         missing.append((round_.update.ladder, round_.update.round_id, again))
     return missing
 
@@ -339,7 +383,8 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
                        last=k == len(waves) - 1)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
-    return [_round_writes(round_.update, rated, texts, slice(lo, hi), ctx.display(round_.update.ladder))
+    changes = _changes(ctx, rows.rounds, texts, cuts)
+    return [_round_writes(round_.update, rated, texts, slice(lo, hi), changes[lo:hi])
             for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
 
 
@@ -443,14 +488,20 @@ class _Texts:
 
     @classmethod
     def of(cls, rated: _Rated, rows: _Rows) -> _Texts:
-        index = rated.rows.tolist()
-        shares = [rows.shares[i] for i in index]
-        texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
-                                                   count=len(shares)))
+        if len(rated.rows) == len(rows.players):  # every row applied (the usual batch): the columns as they are
+            players, ranks, teams, shares = rows.players, rows.ranks, rows.teams, rows.shares
+        else:
+            index = rated.rows.tolist()
+            players, ranks = [rows.players[i] for i in index], [rows.ranks[i] for i in index]
+            teams, shares = [rows.teams[i] for i in index], [rows.shares[i] for i in index]
+        if shares.count(None) == len(shares):  # plain rounds only: no weight to write
+            weights: list[str | None] = [None] * len(shares)
+        else:
+            texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
+                                                       count=len(shares)))
+            weights = [None if w is None else text for w, text in zip(shares, texts)]
         return cls(
-            teams=[rows.teams[i] for i in index],
-            weights=[None if w is None else text for w, text in zip(shares, texts)],
-            players=[rows.players[i] for i in index], ranks=[rows.ranks[i] for i in index],
+            teams=teams, weights=weights, players=players, ranks=ranks,
             performance=_performance_texts(rows.performance[rated.rows], rated.no_performance),
             mu_before=number_texts("mu_before", rated.mu_before),
             sigma_before=number_texts("sigma_before", rated.sigma_before),
@@ -459,21 +510,45 @@ class _Texts:
             states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
-def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice,
-                  display: DisplayConfig) -> ColumnWrites:
-    """One round's writes and RatingChange events, from its slice ``cut`` of the applied rows."""
-    players = texts.players[cut]
-    shown, tiers, rounds = texts.shown[cut], texts.tiers[cut], texts.rounds[cut]
-    weights = texts.weights[cut]
-    teamed = any(w is not None for w in weights)  # a round with teams or partial play
-    changes = encode_changes(ChangeColumns(
-        ladder=update.ladder, round_id=update.round_id, field_size=update.field_size, occurred_at=update.occurred_at,
-        players=players, ranks=texts.ranks[cut], performance=texts.performance[cut],
-        mu_before=texts.mu_before[cut], sigma_before=texts.sigma_before[cut], mu_after=texts.mu[cut],
-        sigma_after=texts.sigma[cut], display_rating=shown, tiers=tiers, rounds_played=rounds,
-        display=display, teams=texts.teams[cut] if teamed else None,
-        weights=weights if teamed else None)) if players else []
+def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts: Sequence[int]) -> list[bytes]:
+    """The RatingChange JSON of every applied row (aligned with ``texts``; round ``i``'s rows are
+    ``cuts[i]:cuts[i + 1]``), encoded in one call per ladder of the batch (its rounds are
+    contiguous: ``group_updates`` orders them by ladder), not one per round: the same bytes
+    as :func:`encode_changes` per round (a plain round's rows have no weight text, so no
+    ``team``/``weight`` either way)."""
+    out: list[bytes] = []
+    first = 0
+    while first < len(rounds):
+        ladder = rounds[first].update.ladder
+        last = first
+        while last + 1 < len(rounds) and rounds[last + 1].update.ladder == ladder:
+            last += 1
+        lo, hi = cuts[first], cuts[last + 1]
+        if hi > lo:
+            counts = [b - a for a, b in zip(cuts[first:last + 1], cuts[first + 1:last + 2])]
+            run = [r.update for r, size in zip(rounds[first:last + 1], counts) if size]  # rounds with rows
+            sizes = [size for size in counts if size]
+            weights = texts.weights[lo:hi]
+            teamed = any(w is not None for w in weights)  # a round with teams or partial play
+            out += encode_changes_of_rounds(
+                ladder, [u.round_id for u in run], [u.field_size for u in run], [u.occurred_at for u in run],
+                np.repeat(np.arange(len(run)), sizes).tolist(), ChangeColumns(
+                    ladder=ladder, round_id=run[0].round_id, field_size=run[0].field_size,
+                    occurred_at=run[0].occurred_at, players=texts.players[lo:hi], ranks=texts.ranks[lo:hi],
+                    performance=texts.performance[lo:hi], mu_before=texts.mu_before[lo:hi],
+                    sigma_before=texts.sigma_before[lo:hi], mu_after=texts.mu[lo:hi], sigma_after=texts.sigma[lo:hi],
+                    display_rating=texts.shown[lo:hi], tiers=texts.tiers[lo:hi], rounds_played=texts.rounds[lo:hi],
+                    display=ctx.display(ladder), teams=texts.teams[lo:hi] if teamed else None,
+                    weights=weights if teamed else None))
+        first = last + 1
+    return out
+
+
+def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice, changes: list[bytes]) -> ColumnWrites:
+    """One round's writes, from its slice ``cut`` of the applied rows and their RatingChange
+    events ``changes`` (:func:`_changes`)."""
     return ColumnWrites(
         ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-        players=players, mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=rounds, display_rating=shown, tiers=tiers,
-        states=texts.states[cut], changes=changes, newcomer=rated.newcomer[cut])
+        players=texts.players[cut], mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=texts.rounds[cut],
+        display_rating=texts.shown[cut], tiers=texts.tiers[cut], states=texts.states[cut], changes=changes,
+        newcomer=rated.newcomer[cut])

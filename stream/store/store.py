@@ -83,6 +83,11 @@ RoundResults = tuple[str, str, Sequence[str], Sequence[bytes], Sequence[str], Se
 (text), newcomer flags (aligned)."""
 
 
+def _with_last(chunks: Sequence[range]) -> list[tuple[range, bool]]:
+    """Each chunk and whether it is the last one."""
+    return [(chunk, i == len(chunks) - 1) for i, chunk in enumerate(chunks)]
+
+
 def _record_calls(rounds: Sequence[RoundResults]) -> list[list[RoundResults]]:
     """record_round_results.lua calls: consecutive rounds of one ladder together up to
     ROUND_PLAYERS_PER_CALL players a call, a bigger round cut in parts over several calls."""
@@ -675,25 +680,38 @@ class Store:
     async def confirm_emitted(self, emitted: Sequence[tuple[str, str, Sequence[str]]]) -> list[int]:
         """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;
         a round whose every event is confirmed leaves the sweeper's ledger. Returns, per round
-        with players, how many players are still unconfirmed."""
-        calls: list[int] = []  # script calls per round with players
+        with players, how many players are still unconfirmed.
+
+        confirm_emitted.lua takes consecutive rounds of one ladder together, up to
+        ROUND_PLAYERS_PER_CALL players a call (a bigger round cut in parts over several calls):
+        a batch of duels is one call, not one per round."""
+        segments = [(ladder, round_id, players[chunk.start:chunk.stop], last)
+                    for ladder, round_id, players in emitted if players
+                    for chunk, last in _with_last(_round_chunks(len(players)))]
+        calls: list[list[tuple[str, str, Sequence[str], bool]]] = []
+        size = 0
+        for segment in segments:
+            n = len(segment[2])
+            if not calls or calls[-1][0][0] != segment[0] or size + n > ROUND_PLAYERS_PER_CALL:
+                calls.append([])
+                size = 0
+            calls[-1].append(segment)
+            size += n
 
         def build(pipe: Pipeline) -> None:
-            calls.clear()
-            for ladder, round_id, players in emitted:
-                if not players:
-                    continue
-                chunks = _round_chunks(len(players))
-                calls.append(len(chunks))
-                for chunk in chunks:
-                    self._eval(pipe, "confirm_emitted",
-                               [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id),
-                                keys.incomplete_rounds(ladder)], list(players[chunk.start:chunk.stop]))
+            for call in calls:
+                ladder = call[0][0]
+                keys_ = [keys.incomplete_rounds(ladder)]
+                args: list[Any] = []
+                for _, round_id, players, _ in call:
+                    keys_ += [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id)]
+                    args += [len(players), *players]
+                self._eval(pipe, "confirm_emitted", keys_, args)
 
-        if not any(players for _, _, players in emitted):
+        if not segments:
             return []
-        replies = iter(await self._run(build))
-        return [int([next(replies) for _ in range(n)][-1]) for n in calls]  # the round's last call tells
+        replies = [int(n) for reply in await self._run(build) for n in reply]
+        return [n for n, (_, _, _, last) in zip(replies, segments) if last]  # a round's last segment tells
 
     async def load_fanout(self, ladder: str, round_id: str) -> list[tuple[int, bytes]]:
         """The stored fan-out: (partition, PlayerUpdate JSON), by partition and part."""
@@ -877,8 +895,8 @@ class Store:
             lo = 0
             while lo < len(r):
                 hi = min(len(r), lo + self.players_per_call - len(keys_) // 2)
-                for player in r.players[lo:hi]:
-                    keys_ += [keys.player(r.ladder, player), keys.history(r.ladder, player)]
+                keys_ += [key for player in r.players[lo:hi]
+                          for key in (keys.player(r.ladder, player), keys.history(r.ladder, player))]
                 args += [hi - lo, r.seq, r.round_id, encode_float(r.last_time),
                          *_interleave(r.mu[lo:hi], r.sigma[lo:hi], r.rounds[lo:hi], r.display_rating[lo:hi],
                                       r.tiers[lo:hi], r.states[lo:hi], r.changes[lo:hi])]

@@ -283,7 +283,8 @@ def test_no_script_call_carries_a_whole_big_round(target: Target, monkeypatch: p
     real_eval = Store._eval
 
     def eval_(self: Store, pipe: object, name: str, keys_: list[str], args: list[object]) -> None:
-        players_in_call = {"record_round_results": (len(args) - 2) // 3, "confirm_emitted": len(args)}.get(name)
+        players_in_call = {"record_round_results": (len(args) - 2) // 3,
+                           "confirm_emitted": len(args) - (len(keys_) - 1) // 2}.get(name)  # less a count per round
         if players_in_call is not None:
             largest[name] = max(largest.get(name, 0), players_in_call)
         real_eval(self, pipe, name, keys_, args)  # type: ignore[arg-type]
@@ -304,6 +305,40 @@ def test_no_script_call_carries_a_whole_big_round(target: Target, monkeypatch: p
     assert record["status"] == "rated" and record["pending"] == "0" and record["emitted"] == "1"
     assert missing == [10, 0]
     assert largest == {"record_round_results": 7, "confirm_emitted": 7}
+
+
+def test_confirm_emitted_confirms_a_batch_of_rounds_per_ladder_in_one_call(
+        target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A phase-two batch's rounds of one ladder are confirmed by one confirm_emitted.lua call
+    (one per ladder), each round as if alone: per round the players still unconfirmed, a fully
+    confirmed round marked emitted and out of the ladder's incomplete rounds."""
+    calls: list[int] = []
+    real_eval = Store._eval
+
+    def eval_(self: Store, pipe: object, name: str, keys_: list[str], args: list[object]) -> None:
+        if name == "confirm_emitted":
+            calls.append((len(keys_) - 1) // 2)
+        real_eval(self, pipe, name, keys_, args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "_eval", eval_)
+
+    async def body(store: Store) -> tuple[list[int], list[str | None], list[list[bytes]]]:
+        for ladder, round_id in (("L", "r1"), ("L", "r2"), ("M", "r1")):
+            await store.register_round(ladder, round_id, content_hash="h" + round_id, occurred_at=0.0,
+                                       received_at=0.0, field_size=2)
+            await store.save_fanout(ladder, round_id, pending=2, messages=[(0, b"m")])
+        missing = await store.confirm_emitted([("L", "r1", ["a", "b"]), ("L", "r2", ["a"]), ("M", "r1", ["c"]),
+                                               ("L", "r2", []), ("M", "r1", ["d"])])
+        records = [(await store.round_record(ladder, round_id)).get("emitted")
+                   for ladder, round_id in (("L", "r1"), ("L", "r2"), ("M", "r1"))]
+        incomplete = [await store.client.zrange(keys.incomplete_rounds(ladder), 0, -1) for ladder in ("L", "M")]
+        return missing, records, incomplete
+
+    missing, records, incomplete = run(target, body)
+    assert missing == [0, 1, 1, 0]  # rounds with players, in order; M/r1 completed by its second entry
+    assert records == ["1", None, "1"]
+    assert incomplete == [[b"r2"], []]
+    assert calls == [2, 2]  # one call per ladder: L's two rounds, M's round twice
 
 
 def test_a_failed_round_leaves_the_ledger_and_releases_its_queued_players(target: Target) -> None:
