@@ -4,7 +4,6 @@ task cancelled anywhere in it never leaves a half-read connection in the pool.""
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -16,6 +15,7 @@ from stream.connections import redis_client
 from stream.settings import Settings
 from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
 from stream.store.store import Store
+from test_redis_cancel import count_dropped_cancels
 
 T = TypeVar("T")
 
@@ -130,8 +130,6 @@ def test_a_cancelled_store_call_never_leaves_a_half_read_connection(redis_url: s
         await store.load_scripts()
         players = [f"{{L|p{i}}}" for i in range(400)]
         fields = ["#mu", "state"]
-        rng = random.Random(3)
-        dropped = 0
 
         async def work() -> str:
             while True:
@@ -141,19 +139,12 @@ def test_a_cancelled_store_call_never_leaves_a_half_read_connection(redis_url: s
                 if asyncio.current_task().cancelling() > requested:  # type: ignore[union-attr]
                     return "the cancel was dropped"
 
-        for k in range(cancels):
-            task = asyncio.ensure_future(work())
-            await asyncio.sleep(rng.random() * 0.003)
-            task.cancel()
-            try:
-                await task
-                dropped += 1
-            except asyncio.CancelledError:
-                pass
+        async def probe(k: int) -> None:
             # whichever connection the pool hands out next answers this call, not an old one
             (echo,) = await store._run(lambda pipe: pipe.execute_command("ECHO", f"probe{k}"))
             assert echo == f"probe{k}".encode()
-        return cancels, dropped
+
+        return await count_dropped_cancels(work, cancels, 3, after=probe)
 
     cancelled, dropped = run(redis_url, body, socket_timeout=10.0)
     assert dropped == 0, f"{dropped} of {cancelled} cancellations dropped"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 
 from stream.connections import redis_client
 from stream.redis_cancel import CancelSafeSend
@@ -18,11 +19,30 @@ from stream.store.store import Store
 CANCELS = 300
 
 
+async def count_dropped_cancels(work: Callable[[], Awaitable[str]], cancels: int, seed: int,
+                                after: Callable[[int], Awaitable[None]] | None = None) -> tuple[int, int]:
+    """(cancelled, dropped): ``cancels`` tasks running ``work`` (which loops until cancelled and
+    returns only when it saw its own cancel dropped), each cancelled after a random delay of up to
+    3 ms; ``after(k)`` runs after the k-th task ended. A task that returns dropped its cancel."""
+    rng = random.Random(seed)
+    dropped = 0
+    for k in range(cancels):
+        task = asyncio.ensure_future(work())
+        await asyncio.sleep(rng.random() * 0.003)
+        task.cancel()
+        try:
+            await task
+            dropped += 1
+        except asyncio.CancelledError:
+            pass
+        if after is not None:
+            await after(k)
+    return cancels, dropped
+
+
 async def cancel_at_random(client: object, seed: int) -> tuple[int, int]:
     """(cancelled, dropped): tasks running pipelines through ``client``, each cancelled after a
     random delay; a task that returns instead of raising CancelledError dropped its cancel."""
-    rng = random.Random(seed)
-    dropped = 0
 
     async def work() -> str:
         while True:
@@ -34,16 +54,7 @@ async def cancel_at_random(client: object, seed: int) -> tuple[int, int]:
             if asyncio.current_task().cancelling() > requested:  # type: ignore[union-attr]
                 return "the cancel was dropped"
 
-    for _ in range(CANCELS):
-        task = asyncio.ensure_future(work())
-        await asyncio.sleep(rng.random() * 0.003)
-        task.cancel()
-        try:
-            await task
-            dropped += 1
-        except asyncio.CancelledError:
-            pass
-    return CANCELS, dropped
+    return await count_dropped_cancels(work, CANCELS, seed)
 
 
 def test_service_clients_never_drop_a_cancel(redis_url: str) -> None:
