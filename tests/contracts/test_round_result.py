@@ -8,6 +8,7 @@ import math
 import pytest
 
 from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, Standing, parse_round, validate
+from tests.contracts.verdicts import with_and_without
 
 LIMITS = Limits()
 
@@ -281,25 +282,8 @@ def test_top_level_fast_path_gives_the_validators_verdict(data: dict[str, object
     """Plain rounds whose top-level fields are of exact types skip the compiled validator
     (``_plain_top_level``): the same round, or the same reason, field and message, as with the
     validator run on every round."""
-    import stream.contracts.round as round_module
-
-    raw = json.dumps(data, allow_nan=True)
-    limits = Limits(strict=strict)
-
-    def verdict() -> object:
-        try:
-            return parse_round(raw, limits=limits).to_dict()
-        except RoundRejected as rejected:
-            return rejected.reason, rejected.field, rejected.message, None if rejected.round is None else rejected.round.to_dict()
-
-    fast = verdict()
-    original = round_module._plain_top_level
-    round_module._plain_top_level = lambda data: False  # type: ignore[assignment]
-    try:
-        slow = verdict()
-    finally:
-        round_module._plain_top_level = original
-    assert repr(fast) == repr(slow)
+    fast, slow = with_and_without("_plain_top_level", json.dumps(data, allow_nan=True), Limits(strict=strict))
+    assert fast == slow
 
 
 @pytest.mark.parametrize("round_", [

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from stream.contracts import REASONS, Limits, RoundRejected, load_schema, parse_round, validate
 from stream.contracts.round import INDIVIDUALS_ONLY, Support, check_supported
 from stream.contracts.schemas import SCHEMA_DIR
+from tests.contracts.verdicts import with_and_without
 
 LIMITS = Limits()
 TEAMS = [
@@ -171,19 +172,5 @@ def test_team_fast_path_gives_the_validators_verdict(entries: list[object]) -> N
     """Standings of teams of exact types skip the compiled validator (``_plain_team``): on any
     mix of entries, good and bad, parsing gives the same round or the same reason and field as
     with every standings list validated by the schema."""
-    import stream.contracts.round as round_module
-
-    def verdict() -> object:
-        try:
-            return parse_round(raw(entries), limits=LIMITS).to_dict()
-        except RoundRejected as rejection:
-            return rejection.reason, rejection.field, None if rejection.round is None else rejection.round.to_dict()
-
-    fast = verdict()
-    original = round_module._plain_standings
-    round_module._plain_standings = lambda items: False  # type: ignore[assignment]
-    try:
-        slow = verdict()
-    finally:
-        round_module._plain_standings = original
+    fast, slow = with_and_without("_plain_standings", raw(entries), LIMITS)
     assert fast == slow
