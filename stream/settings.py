@@ -7,11 +7,13 @@ The README's configuration table is generated from :data:`ENV_VARS`' docs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 
 def _env(name: str, default: str) -> str:
@@ -37,58 +39,58 @@ class Settings:
     redis_tls_cert: str = field(default="", metadata={"env": "REDIS_TLS_CERT", "doc": "client certificate (PEM) for Redis mutual TLS (rediss:// only)"})
     redis_tls_key: str = field(default="", metadata={"env": "REDIS_TLS_KEY", "doc": "private key (PEM) of REDIS_TLS_CERT"})
     redis_cluster: bool = field(default=False, metadata={"env": "REDIS_CLUSTER", "doc": "Redis is a Cluster: REDIS_URL names any node (database 0), the worker, read API and CLI use a cluster client, and per-player scripts carry one player per call (one slot); otherwise up to 500 players per call"})
-    redis_socket_timeout_s: float = field(default=30.0, metadata={"env": "REDIS_SOCKET_TIMEOUT_S", "doc": "longest wait for a Redis reply: a call to a hung Redis then fails with a timeout and the worker retries it (its scripts are idempotent); 0: wait for ever"})
-    redis_connect_timeout_s: float = field(default=5.0, metadata={"env": "REDIS_CONNECT_TIMEOUT_S", "doc": "longest wait to open a Redis connection; 0: wait for ever"})
-    redis_keepalive_s: int = field(default=30, metadata={"env": "REDIS_KEEPALIVE_S", "doc": "TCP keepalive of Redis connections: first probe after this many idle seconds, then every third of it, 3 probes (a silently dead peer is found within 2x this); 0: off"})
+    redis_socket_timeout_s: float = field(default=30.0, metadata={"env": "REDIS_SOCKET_TIMEOUT_S", "doc": "longest wait for a Redis reply: a call to a hung Redis then fails with a timeout and the worker retries it (its scripts are idempotent); 0: wait for ever", "min": 0})
+    redis_connect_timeout_s: float = field(default=5.0, metadata={"env": "REDIS_CONNECT_TIMEOUT_S", "doc": "longest wait to open a Redis connection; 0: wait for ever", "min": 0})
+    redis_keepalive_s: int = field(default=30, metadata={"env": "REDIS_KEEPALIVE_S", "doc": "TCP keepalive of Redis connections: first probe after this many idle seconds, then every third of it, 3 probes (a silently dead peer is found within 2x this); 0: off", "min": 0})
     topic_prefix: str = field(default="", metadata={"env": "TOPIC_PREFIX", "doc": "prefix put in front of every topic name"})
-    partitions: int = field(default=4, metadata={"env": "PARTITIONS", "doc": "partitions of the player-updates and rating-changes topics"})
+    partitions: int = field(default=4, metadata={"env": "PARTITIONS", "doc": "partitions of the player-updates and rating-changes topics", "min": 1})
     engine_preset: str = field(default="mmr-bounded", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr-bounded, mmr, mmr-fast, mmx, mmx-fast, paper-codeforces): the model of ladders LADDERS gives none (shorthand for its \"*\" entry)"})
     app_id: str = field(default="elo-mmr-stream", metadata={"env": "APP_ID", "doc": "Faust application id (consumer group)"})
-    web_port: int = field(default=6066, metadata={"env": "WEB_PORT", "doc": "HTTP port of the worker's read API and dashboard"})
+    web_port: int = field(default=6066, metadata={"env": "WEB_PORT", "doc": "HTTP port of the worker's read API and dashboard", "min": 1, "max": 65535})
     web_host: str = field(default="127.0.0.1", metadata={"env": "WEB_HOST", "doc": "bind address of the read API"})
-    api_max_event_streams: int = field(default=100, metadata={"env": "API_MAX_EVENT_STREAMS", "doc": "most live-update (Server-Sent Events) connections the read API keeps open at once; more are answered 503 with Retry-After"})
-    api_redis_max_connections: int = field(default=32, metadata={"env": "API_REDIS_MAX_CONNECTIONS", "doc": "the read API's Redis connection pool size (a request waits for a free connection rather than opening more)"})
-    max_round_size: int = field(default=1_000_000, metadata={"env": "MAX_ROUND_SIZE", "doc": "rounds with more players are rejected to the DLQ"})
-    max_message_bytes: int = field(default=64 * 1024 * 1024, metadata={"env": "MAX_MESSAGE_BYTES", "doc": "largest accepted round message"})
-    max_id_length: int = field(default=128, metadata={"env": "MAX_ID_LENGTH", "doc": "longest accepted player id, round id or ladder name"})
+    api_max_event_streams: int = field(default=100, metadata={"env": "API_MAX_EVENT_STREAMS", "doc": "most live-update (Server-Sent Events) connections the read API keeps open at once; more are answered 503 with Retry-After", "min": 0})
+    api_redis_max_connections: int = field(default=32, metadata={"env": "API_REDIS_MAX_CONNECTIONS", "doc": "the read API's Redis connection pool size (a request waits for a free connection rather than opening more)", "min": 1})
+    max_round_size: int = field(default=1_000_000, metadata={"env": "MAX_ROUND_SIZE", "doc": "rounds with more players are rejected to the DLQ", "min": 1})
+    max_message_bytes: int = field(default=64 * 1024 * 1024, metadata={"env": "MAX_MESSAGE_BYTES", "doc": "largest accepted round message", "min": 1})
+    max_id_length: int = field(default=128, metadata={"env": "MAX_ID_LENGTH", "doc": "longest accepted player id, round id or ladder name", "min": 1})
     strict_schema: bool = field(default=False, metadata={"env": "STRICT_SCHEMA", "doc": "reject unknown fields in RoundResult"})
-    min_weight: float = field(default=1e-6, metadata={"env": "MIN_WEIGHT", "doc": "smallest accepted round weight (> 0; a smaller one is rejected as bad_weight: below ~1e-3 a round barely moves ratings, and 5e-324 divided by zero in the engine)"})
-    max_weight: float = field(default=100.0, metadata={"env": "MAX_WEIGHT", "doc": "largest accepted round weight (a larger one is rejected as bad_weight: at 1000 one round moves a newcomer ~700 points, from ~1e6 mu hits the solver's bounds, from 1e306 every player resets to the prior)"})
-    history_length: int = field(default=100, metadata={"env": "HISTORY_LENGTH", "doc": "rating-history entries kept per player"})
-    retain_round_results: int = field(default=0, metadata={"env": "RETAIN_ROUND_RESULTS", "doc": "keep the stored results (RatingChange per player: the round page, event re-emission) of each ladder's last this many rated rounds; older ones are deleted by the sweeper; 0: keep all"})
-    retain_round_results_days: float = field(default=0.0, metadata={"env": "RETAIN_ROUND_RESULTS_DAYS", "doc": "also delete the stored results of rounds that occurred more than this many days ago; 0: no age limit"})
-    retain_fanouts: int = field(default=0, metadata={"env": "RETAIN_FANOUTS", "doc": "keep the stored fan-outs (standings and performances: what a re-rate replays) of each ladder's last this many rated rounds; 0: keep all (a correction re-rates its ladder from the first round: once a ladder's fan-out is dropped it takes no more corrections, docs/history.md)"})
-    retain_fanouts_days: float = field(default=0.0, metadata={"env": "RETAIN_FANOUTS_DAYS", "doc": "also delete the stored fan-outs of rounds that occurred more than this many days ago; 0: no age limit"})
-    retain_history_days: float = field(default=0.0, metadata={"env": "RETAIN_HISTORY_DAYS", "doc": "drop rating-history entries of rounds that occurred more than this many days ago (applied by the sweeper to the players of rounds passing the age; HISTORY_LENGTH bounds the count); 0: no age limit"})
+    min_weight: float = field(default=1e-6, metadata={"env": "MIN_WEIGHT", "doc": "smallest accepted round weight (> 0; a smaller one is rejected as bad_weight: below ~1e-3 a round barely moves ratings, and 5e-324 divided by zero in the engine)", "above": 0})
+    max_weight: float = field(default=100.0, metadata={"env": "MAX_WEIGHT", "doc": "largest accepted round weight (a larger one is rejected as bad_weight: at 1000 one round moves a newcomer ~700 points, from ~1e6 mu hits the solver's bounds, from 1e306 every player resets to the prior)", "above": 0})
+    history_length: int = field(default=100, metadata={"env": "HISTORY_LENGTH", "doc": "rating-history entries kept per player", "min": 1})
+    retain_round_results: int = field(default=0, metadata={"env": "RETAIN_ROUND_RESULTS", "doc": "keep the stored results (RatingChange per player: the round page, event re-emission) of each ladder's last this many rated rounds; older ones are deleted by the sweeper; 0: keep all", "min": 0})
+    retain_round_results_days: float = field(default=0.0, metadata={"env": "RETAIN_ROUND_RESULTS_DAYS", "doc": "also delete the stored results of rounds that occurred more than this many days ago; 0: no age limit", "min": 0})
+    retain_fanouts: int = field(default=0, metadata={"env": "RETAIN_FANOUTS", "doc": "keep the stored fan-outs (standings and performances: what a re-rate replays) of each ladder's last this many rated rounds; 0: keep all (a correction re-rates its ladder from the first round: once a ladder's fan-out is dropped it takes no more corrections, docs/history.md)", "min": 0})
+    retain_fanouts_days: float = field(default=0.0, metadata={"env": "RETAIN_FANOUTS_DAYS", "doc": "also delete the stored fan-outs of rounds that occurred more than this many days ago; 0: no age limit", "min": 0})
+    retain_history_days: float = field(default=0.0, metadata={"env": "RETAIN_HISTORY_DAYS", "doc": "drop rating-history entries of rounds that occurred more than this many days ago (applied by the sweeper to the players of rounds passing the age; HISTORY_LENGTH bounds the count); 0: no age limit", "min": 0})
     erasure_secret: str = field(default="", metadata={"env": "ERASURE_SECRET", "doc": "key of the HMAC that makes an erased player's pseudonym (stream erase); required by stream erase; never logged", "secret": True})
-    sweep_timeout_s: float = field(default=30.0, metadata={"env": "SWEEP_TIMEOUT_S", "doc": "re-drive a round whose player updates are incomplete after this many seconds"})
-    sweep_backoff_doublings: int = field(default=5, metadata={"env": "SWEEP_BACKOFF_DOUBLINGS", "doc": "each further re-drive of the same round (sweeper) or by the same waiting round (barrier) waits twice as long as the previous one, up to SWEEP_TIMEOUT_S x 2^this: under overload, late rounds are not re-sent every period"})
-    sweep_interval_s: float = field(default=5.0, metadata={"env": "SWEEP_INTERVAL_S", "doc": "how often each worker's sweeper looks for rounds still incomplete SWEEP_TIMEOUT_S after registration (or after their last re-drive) and re-drives them"})
-    retry_max_delay_s: float = field(default=2.0, metadata={"env": "RETRY_MAX_DELAY_S", "doc": "longest wait between two attempts while Redis or Kafka is unreachable (the worker retries forever and never acks input whose effects are not stored)"})
-    hold_poll_s: float = field(default=0.2, metadata={"env": "HOLD_POLL_S", "doc": "while a correction re-rates a ladder, phase one tries to register the ladder's next round again every this many seconds, and the correction checks as often whether the ladder's rounds in flight are done"})
-    handler_attempts: int = field(default=5, metadata={"env": "HANDLER_ATTEMPTS", "doc": "attempts at handling a message that keeps raising an unexpected exception (not Redis or Kafka unreachable) before it is dead-lettered as internal_error and the stream moves on"})
+    sweep_timeout_s: float = field(default=30.0, metadata={"env": "SWEEP_TIMEOUT_S", "doc": "re-drive a round whose player updates are incomplete after this many seconds", "above": 0})
+    sweep_backoff_doublings: int = field(default=5, metadata={"env": "SWEEP_BACKOFF_DOUBLINGS", "doc": "each further re-drive of the same round (sweeper) or by the same waiting round (barrier) waits twice as long as the previous one, up to SWEEP_TIMEOUT_S x 2^this: under overload, late rounds are not re-sent every period", "min": 0})
+    sweep_interval_s: float = field(default=5.0, metadata={"env": "SWEEP_INTERVAL_S", "doc": "how often each worker's sweeper looks for rounds still incomplete SWEEP_TIMEOUT_S after registration (or after their last re-drive) and re-drives them", "above": 0})
+    retry_max_delay_s: float = field(default=2.0, metadata={"env": "RETRY_MAX_DELAY_S", "doc": "longest wait between two attempts while Redis or Kafka is unreachable (the worker retries forever and never acks input whose effects are not stored)", "above": 0})
+    hold_poll_s: float = field(default=0.2, metadata={"env": "HOLD_POLL_S", "doc": "while a correction re-rates a ladder, phase one tries to register the ladder's next round again every this many seconds, and the correction checks as often whether the ladder's rounds in flight are done", "above": 0})
+    handler_attempts: int = field(default=5, metadata={"env": "HANDLER_ATTEMPTS", "doc": "attempts at handling a message that keeps raising an unexpected exception (not Redis or Kafka unreachable) before it is dead-lettered as internal_error and the stream moves on", "min": 1})
     fault_point: str = field(default="", metadata={"env": "FAULT_POINT", "doc": "TEST-ONLY fault injection (stream/pipeline/faults.py): the worker crashes (os._exit(137)), drops a message, raises (raise_* points, a few times in a row) or stops fetching a rounds partition (stall_* points) the first time it reaches this point; empty: off"})
     fault_marker: str = field(default="", metadata={"env": "FAULT_MARKER", "doc": "TEST-ONLY file created when FAULT_POINT fires, so it fires once across restarts and workers"})
-    broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout"})
-    broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval"})
+    broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout", "above": 0})
+    broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval", "above": 0})
     display_config: str = field(default="", metadata={"env": "DISPLAY_CONFIG", "doc": "JSON object ladder -> display config (mode mu/conservative/fixed-range, k, center, scale, tiers (leagues) [[name, mu threshold]], demotion_margin, divisions per league); key \"*\" is the fallback; empty: conservative mu - 2 sigma with the default tiers (stream/engine/display.py)"})
     ladders: str = field(default="", metadata={"env": "LADDERS", "doc": "JSON object ladder -> {\"model\": an ENGINE_PRESET preset or glicko/codeforces/topcoder/bar/elo-multiplayer/trueskill, \"params\": {field: value} replacing the model's defaults, \"display\": a DISPLAY_CONFIG entry}; key \"*\" is the fallback (stream/engine/ladders.py). ENGINE_PRESET and DISPLAY_CONFIG are shorthands: the \"*\" model when LADDERS names none, the display of ladders whose entry gives none. A ladder's model is fixed once it has rated a round (another one is a re-rate: its rounds are dead-lettered model_changed). Validated at startup (the error names the key); empty: every ladder with ENGINE_PRESET"})
     ladder_order: str = field(default="", metadata={"env": "LADDER_ORDER", "doc": "JSON object ladder -> \"published\" (rate rounds in the order they are published, the default) or \"occurred_at\" (by the round's occurred_at, ties in publish order: a round older than the ladder's newest one is inserted in its place and the rounds after it re-rated, as a correction does); key \"*\" is the fallback; empty: every ladder published (stream/contracts/ordering.py)"})
-    barrier_poll_s: float = field(default=0.001, metadata={"env": "BARRIER_POLL_S", "doc": "first wait of phase one's per-player barrier (doubles up to BARRIER_MAX_POLL_S)"})
-    barrier_max_poll_s: float = field(default=0.005, metadata={"env": "BARRIER_MAX_POLL_S", "doc": "longest single wait between two checks of the per-player barrier"})
-    barrier_direct_players: int = field(default=256, metadata={"env": "BARRIER_DIRECT_PLAYERS", "doc": "up to this many held players, the barrier re-reads them at every check; above, it polls the status of the rounds they wait on and re-reads the players once those are rated"})
-    barrier_full_check_s: float = field(default=1.0, metadata={"env": "BARRIER_FULL_CHECK_S", "doc": "with many held players, re-read them at least this often even if the rounds they wait on are not rated yet"})
-    barrier_warn_s: float = field(default=10.0, metadata={"env": "BARRIER_WARN_S", "doc": "log a warning (and again every such interval) while phase one waits on earlier rounds' updates"})
-    consumer_fetch_max_wait_ms: int = field(default=20, metadata={"env": "CONSUMER_FETCH_MAX_WAIT_MS", "doc": "longest time the worker's Kafka fetch waits for data (Faust hard-codes 1500 ms; the embedded broker answers such a fetch only at its deadline, which would add that much latency per hop)"})
-    consumer_idle_fetch_wait_ms: int = field(default=60, metadata={"env": "CONSUMER_IDLE_FETCH_WAIT_MS", "doc": "the worker's Kafka fetch wait once nothing has arrived for a second (CONSUMER_FETCH_MAX_WAIT_MS again from the next record): an idle worker sends fewer empty fetches to a broker that answers them only at their deadline (the embedded one), at the cost of up to this much latency for the first round after a quiet spell"})
-    phase_one_batch: int = field(default=64, metadata={"env": "PHASE_ONE_BATCH", "doc": "rounds phase one takes per batch (rated as a unit: one engine call per ladder, two Redis round trips, one message per partition)"})
-    phase_one_within_s: float = field(default=0.005, metadata={"env": "PHASE_ONE_WITHIN_S", "doc": "longest wait to fill a phase-one batch (added latency of a lone round)"})
-    phase_one_cache_players: int = field(default=20_000, metadata={"env": "PHASE_ONE_CACHE_PLAYERS", "doc": "posteriors phase one keeps across batches (per ladder and player, least recently stored evicted; up to ~0.8 kB each with the default engine): the next batch takes a player's from it instead of waiting for phase two to apply the round it computed it for, when that round is still the player's latest queued one (stream/pipeline/posteriors.py); a ladder's batch of more than half this many players keeps none; 0: off, every held player waits at the barrier"})
-    phase_two_batch: int = field(default=256, metadata={"env": "PHASE_TWO_BATCH", "doc": "player-updates messages phase two takes per batch"})
-    phase_two_within_s: float = field(default=0.002, metadata={"env": "PHASE_TWO_WITHIN_S", "doc": "longest wait to fill a phase-two batch"})
-    stream_buffer_maxsize: int = field(default=4096, metadata={"env": "STREAM_BUFFER_MAXSIZE", "doc": "events Faust buffers per agent stream before it stops fetching that partition (its stream_buffer_maxsize); a full buffer never blocks the delivery of the worker's other partitions (stream/pipeline/compat.py)"})
-    watchdog_interval_s: float = field(default=5.0, metadata={"env": "WATCHDOG_INTERVAL_S", "doc": "how often each worker's watchdog compares the end offsets of its assigned rounds and player-updates partitions with its committed offsets (one ListOffsets request)"})
-    stall_timeout_s: float = field(default=60.0, metadata={"env": "STALL_TIMEOUT_S", "doc": "a partition whose end offset stays ahead of the committed offset, with nothing fetched and no progress, this long is stalled: ERROR, gauge ems_stalled_partitions, self-heal (seek + resume); still stalled this long after the heal: see STALL_EXIT"})
+    barrier_poll_s: float = field(default=0.001, metadata={"env": "BARRIER_POLL_S", "doc": "first wait of phase one's per-player barrier (doubles up to BARRIER_MAX_POLL_S)", "above": 0})
+    barrier_max_poll_s: float = field(default=0.005, metadata={"env": "BARRIER_MAX_POLL_S", "doc": "longest single wait between two checks of the per-player barrier", "above": 0})
+    barrier_direct_players: int = field(default=256, metadata={"env": "BARRIER_DIRECT_PLAYERS", "doc": "up to this many held players, the barrier re-reads them at every check; above, it polls the status of the rounds they wait on and re-reads the players once those are rated", "min": 0})
+    barrier_full_check_s: float = field(default=1.0, metadata={"env": "BARRIER_FULL_CHECK_S", "doc": "with many held players, re-read them at least this often even if the rounds they wait on are not rated yet", "above": 0})
+    barrier_warn_s: float = field(default=10.0, metadata={"env": "BARRIER_WARN_S", "doc": "log a warning (and again every such interval) while phase one waits on earlier rounds' updates", "min": 0})
+    consumer_fetch_max_wait_ms: int = field(default=20, metadata={"env": "CONSUMER_FETCH_MAX_WAIT_MS", "doc": "longest time the worker's Kafka fetch waits for data (Faust hard-codes 1500 ms; the embedded broker answers such a fetch only at its deadline, which would add that much latency per hop)", "min": 0})
+    consumer_idle_fetch_wait_ms: int = field(default=60, metadata={"env": "CONSUMER_IDLE_FETCH_WAIT_MS", "doc": "the worker's Kafka fetch wait once nothing has arrived for a second (CONSUMER_FETCH_MAX_WAIT_MS again from the next record): an idle worker sends fewer empty fetches to a broker that answers them only at their deadline (the embedded one), at the cost of up to this much latency for the first round after a quiet spell", "min": 0})
+    phase_one_batch: int = field(default=64, metadata={"env": "PHASE_ONE_BATCH", "doc": "rounds phase one takes per batch (rated as a unit: one engine call per ladder, two Redis round trips, one message per partition)", "min": 1})
+    phase_one_within_s: float = field(default=0.005, metadata={"env": "PHASE_ONE_WITHIN_S", "doc": "longest wait to fill a phase-one batch (added latency of a lone round)", "min": 0})
+    phase_one_cache_players: int = field(default=20_000, metadata={"env": "PHASE_ONE_CACHE_PLAYERS", "doc": "posteriors phase one keeps across batches (per ladder and player, least recently stored evicted; up to ~0.8 kB each with the default engine): the next batch takes a player's from it instead of waiting for phase two to apply the round it computed it for, when that round is still the player's latest queued one (stream/pipeline/posteriors.py); a ladder's batch of more than half this many players keeps none; 0: off, every held player waits at the barrier", "min": 0})
+    phase_two_batch: int = field(default=256, metadata={"env": "PHASE_TWO_BATCH", "doc": "player-updates messages phase two takes per batch", "min": 1})
+    phase_two_within_s: float = field(default=0.002, metadata={"env": "PHASE_TWO_WITHIN_S", "doc": "longest wait to fill a phase-two batch", "min": 0})
+    stream_buffer_maxsize: int = field(default=4096, metadata={"env": "STREAM_BUFFER_MAXSIZE", "doc": "events Faust buffers per agent stream before it stops fetching that partition (its stream_buffer_maxsize); a full buffer never blocks the delivery of the worker's other partitions (stream/pipeline/compat.py)", "min": 1})
+    watchdog_interval_s: float = field(default=5.0, metadata={"env": "WATCHDOG_INTERVAL_S", "doc": "how often each worker's watchdog compares the end offsets of its assigned rounds and player-updates partitions with its committed offsets (one ListOffsets request)", "above": 0})
+    stall_timeout_s: float = field(default=60.0, metadata={"env": "STALL_TIMEOUT_S", "doc": "a partition whose end offset stays ahead of the committed offset, with nothing fetched and no progress, this long is stalled: ERROR, gauge ems_stalled_partitions, self-heal (seek + resume); still stalled this long after the heal: see STALL_EXIT", "above": 0})
     stall_exit: bool = field(default=True, metadata={"env": "STALL_EXIT", "doc": "exit the worker with status 70 when a partition is still stalled STALL_TIMEOUT_S after the self-heal (its supervisor restarts it; uncommitted input is redelivered); false: keep alerting and healing"})
     stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: one file per stack, $XDG_CACHE_HOME/elo-mmr-stream/stacks/NAME.json (~/.cache/...), its logs in NAME-logs beside it. Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})
     stack_name: str = field(default="", metadata={"env": "STACK_NAME", "doc": "which running embedded stack other commands use when several run (`stream stack --name`, or k<kafka port>-r<redis port>); empty: the only one running"})
@@ -96,24 +98,26 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
-        """Read every field from its environment variable, falling back to the default."""
+        """Read every field from its environment variable, falling back to the default.
+
+        Raises :class:`SettingsError` listing every variable whose value is not what its field
+        accepts (a number, a boolean, or out of the bounds in the field's metadata)."""
         env: dict[str, str] = dict(os.environ) if environ is None else environ
         if environ is None and not all(env.get(name) for name in STACK_ENV_VARS):
             # only the real process environment falls back to a running `stream stack`
             env = {**running_stack_env(env), **env}
         values: dict[str, object] = {}
+        problems: list[str] = []
         for f in fields(cls):
             raw = env.get(f.metadata["env"])
             if raw is None:
                 continue
-            if f.type in ("bool", bool):
-                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
-            elif f.type in ("int", int):
-                values[f.name] = int(raw)
-            elif f.type in ("float", float):
-                values[f.name] = float(raw)
-            else:
-                values[f.name] = raw
+            try:
+                values[f.name] = _parse(f, raw)
+            except ValueError:
+                problems.append(f"{f.metadata['env']}={raw!r}: expected {accepted(f)}")
+        if problems:
+            raise SettingsError(*problems)
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
 
@@ -140,7 +144,66 @@ class Settings:
 STACK_ENV_VARS = ("KAFKA_BOOTSTRAP", "REDIS_URL")
 
 
-class StackChoiceError(ValueError):
+class SettingsError(ValueError):
+    """The configuration is invalid: ``problems`` has one line per bad setting, naming the
+    variable (and its value, or the key at fault) and what is expected. Every command exits
+    with code 2 on it, printing each line (stream/cli/main.py)."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+#: Values of a boolean setting (any case, surrounding blanks ignored).
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def _kind(f: Field[Any]) -> str:
+    """``bool``, ``int``, ``float`` or ``str``: the type of field ``f`` (annotations are strings here)."""
+    return f.type if isinstance(f.type, str) else f.type.__name__
+
+
+def _parse(f: Field[Any], raw: str) -> object:
+    """``raw`` as the value of field ``f``; ValueError when it is not one that ``f`` accepts."""
+    kind = _kind(f)
+    if kind == "bool":
+        word = raw.strip().lower()
+        if word not in TRUE_WORDS + FALSE_WORDS:
+            raise ValueError(raw)
+        return word in TRUE_WORDS
+    if kind not in ("int", "float"):
+        return raw
+    number: int | float = int(raw) if kind == "int" else float(raw)
+    if not math.isfinite(number):
+        raise ValueError(raw)
+    low, above, high = f.metadata.get("min"), f.metadata.get("above"), f.metadata.get("max")
+    if (low is not None and number < low) or (above is not None and number <= above) or (
+            high is not None and number > high):
+        raise ValueError(raw)
+    return number
+
+
+def accepted(f: Field[Any]) -> str:
+    """What field ``f`` accepts, from its type and its metadata's bounds: ``min`` and ``max``
+    (inclusive), ``above`` (exclusive)."""
+    kind = _kind(f)
+    if kind == "bool":
+        return f"one of {', '.join(TRUE_WORDS)} (true) or {', '.join(FALSE_WORDS)} (false)"
+    if kind == "str":
+        return "any text"
+    noun = "a whole number" if kind == "int" else "a number"
+    low, above, high = f.metadata.get("min"), f.metadata.get("above"), f.metadata.get("max")
+    if low is not None and high is not None:
+        return f"{noun} from {low} to {high}"
+    if above is not None:
+        return f"{noun} > {above}"
+    if low is not None:
+        return f"{noun} >= {low}"
+    return noun
+
+
+class StackChoiceError(SettingsError):
     """Several embedded stacks run and nothing says which one to use."""
 
 
@@ -205,8 +268,9 @@ def _redact(value: str) -> str:
 
 
 def env_table() -> str:
-    """Markdown table of every environment variable, its default and meaning."""
-    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    """Markdown table of every environment variable, its default, meaning and accepted values."""
+    rows = ["| variable | default | meaning | accepted |", "|---|---|---|---|"]
     for f in fields(Settings):
-        rows.append(f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} |")
+        shown = "" if _kind(f) == "str" else accepted(f)
+        rows.append(f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} | {shown} |")
     return "\n".join(rows)

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.engine.ladders import LaddersError
 from stream.cli.publish import MAX_REPORTED_ERRORS, InvalidFile, InvalidInput, read_rounds
 from stream.cli.replay import _progress
 from stream.cli.store_command import EXIT_BAD_INPUT, fail, run_with_store
@@ -60,8 +59,6 @@ def backfill_command(
         summary = run_with_store(settings, go)
     except BackfillRefused as exc:
         fail(f"refused: {exc}", EXIT_BAD_INPUT)
-    except LaddersError as exc:
-        fail(f"configuration: {exc}", EXIT_BAD_INPUT)
     finally:
         if bar is not None:
             bar.close()

@@ -6,9 +6,14 @@ command touches this file by one import and one call.
 
 from __future__ import annotations
 
-import typer
+from typing import Any
 
-from stream.settings import StackChoiceError
+import click
+import typer
+from typer.core import TyperGroup
+
+from stream.engine.ladders import LaddersError
+from stream.settings import SettingsError
 
 from stream.cli import replay as replay_cmd
 from stream.cli import evaluate as evaluate_cmd
@@ -43,11 +48,28 @@ def _hide_flag_types() -> None:
 
 _hide_flag_types()
 
-#: Exit code of a configuration that does not say which Kafka / Redis to use.
+#: Exit code of an invalid configuration: a bad setting, LADDERS, or no clear Kafka / Redis to use.
 EXIT_CONFIG = 2
+
+
+class Commands(TyperGroup):
+    """The command group: the one place that turns an invalid configuration into ``error: ...``
+    lines and exit code 2 for every command (a bad setting from ``Settings.from_env``, a bad
+    ``LADDERS``, several running stacks), never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (SettingsError, LaddersError) as exc:
+            problems = exc.problems if isinstance(exc, SettingsError) else (str(exc),)
+            for problem in problems:
+                typer.echo(f"error: configuration: {problem}", err=True)
+            raise typer.Exit(EXIT_CONFIG) from None
+
 
 app = typer.Typer(
     name="stream",
+    cls=Commands,
     help="Streaming Elo-MMR rating service: replay, generate data, run the stack.",
     no_args_is_help=True,
     add_completion=False,
@@ -79,8 +101,4 @@ correct_cmd.register(app)
 
 def main() -> None:
     """Console entry point (``stream`` in pyproject.toml, ``python -m stream``)."""
-    try:
-        app()
-    except StackChoiceError as exc:  # several `stream stack`s run and nothing says which: a clear line
-        typer.echo(f"error: {exc}", err=True)
-        raise SystemExit(EXIT_CONFIG) from None
+    app()

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from stream.api.health import KafkaProbe
 from stream.api.server import api_redis_client, build_app
-from stream.engine.ladders import LaddersError, parse_ladders
+from stream.engine.ladders import parse_ladders
 from stream.settings import Settings
 
 
@@ -23,10 +23,7 @@ def api_command(
 ) -> None:
     """Serve the read API and the dashboard over Redis (REDIS_URL)."""
     settings = Settings.from_env()
-    try:  # the display and model of every ladder: a bad LADDERS refuses to start, naming the key
-        parse_ladders(settings.ladders, engine_preset=settings.engine_preset, display_config=settings.display_config)
-    except LaddersError as exc:
-        typer.echo(f"error: configuration: {exc}", err=True)
-        raise typer.Exit(2) from None
+    # the display and model of every ladder: a bad LADDERS refuses to start (exit 2, naming the key)
+    parse_ladders(settings.ladders, engine_preset=settings.engine_preset, display_config=settings.display_config)
     app = build_app(settings, api_redis_client(settings), KafkaProbe(settings).start())
     web.run_app(app, host=host or settings.web_host, port=port or settings.web_port, print=typer.echo)

@@ -206,6 +206,7 @@ def stack(
     demo_rate: float = typer.Option(DEMO_ROUNDS_PER_S, help="--demo: rounds per second"),
 ) -> None:
     """Run a private Kafka-protocol broker and redis-server (and with --demo a worker + demo stream)."""
+    Settings.from_env(environ=dict(os.environ))  # a bad setting stops here, before anything starts
     kafka_port, redis_port = kafka_port or free_port(), redis_port or free_port()
     name = name or f"k{kafka_port}-r{redis_port}"
     if not NAME_PATTERN.fullmatch(name):

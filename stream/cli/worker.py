@@ -44,17 +44,13 @@ def make_worker(app: faust.App, log_level: str) -> faust.Worker:
 def run_worker(settings: Settings, *, web: bool = True) -> None:
     """Check the configuration, create topics, build the app and run the Faust worker (blocks
     until stopped). An invalid ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) exits with
-    code 2 and names the bad key, before anything is connected."""
-    from stream.engine.ladders import LaddersError
+    code 2 and names the bad key, before anything is connected (its ``LaddersError`` is reported
+    by the command group, stream/cli/main.py)."""
     from stream.pipeline import topics
     from stream.pipeline.app import create_app
     from stream.pipeline.context import load_ladders
 
-    try:
-        load_ladders(settings)
-    except LaddersError as exc:
-        typer.echo(f"error: configuration: {exc}", err=True)
-        raise typer.Exit(2) from None
+    load_ladders(settings)
     topics.ensure(settings)
     pipeline = create_app(settings)
     worker = make_worker(pipeline.app, settings.log_level)
