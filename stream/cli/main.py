@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -57,7 +56,7 @@ class Commands(TyperGroup):
     lines and exit code 2 for every command (a bad setting from ``Settings.from_env``, a bad
     ``LADDERS``, several running stacks), never a traceback."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # Any: click's Context, which typer >= 0.2x vendors as its own class
         try:
             return super().invoke(ctx)
         except (SettingsError, LaddersError) as exc:
