@@ -12,9 +12,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 import pipeline_harness as harness
 from stream.pipeline.faults import BATCH_CRASH_POINTS, CRASH_EXIT_CODE, CRASH_POINTS
+from stream.stack.redis_server import RedisServer
 from stream.store import keys
 
 FAST_SWEEP = {"SWEEP_TIMEOUT_S": "2", "SWEEP_INTERVAL_S": "0.5", "BARRIER_WARN_S": "5", "RETRY_MAX_DELAY_S": "0.5"}
@@ -41,6 +44,32 @@ def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = harn
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}\n{logs()}"
         time.sleep(harness.POLL_S / 4)
+
+
+def restart_redis(server: RedisServer, down_s: float) -> None:
+    """Kill ``server`` (as a crash would), leave it down ``down_s`` seconds, start it again and wait
+    until it has replayed its append-only file: it listens at once but answers commands with
+    LOADING (redis-py's BusyLoadingError) until then, which a test's own client must not see."""
+    server.stop(kill=True)
+    time.sleep(down_s)
+    server.start()
+    wait_loaded(server.url)
+
+
+def wait_loaded(redis_url: str, timeout_s: float = harness.DRAIN_TIMEOUT_S) -> None:
+    """Wait until the Redis at ``redis_url`` answers a PING instead of LOADING."""
+    client = redis.Redis.from_url(redis_url, retry=Retry(NoBackoff(), 0))  # each LOADING comes back here
+
+    def loaded() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.exceptions.BusyLoadingError:
+            return False
+
+    try:
+        wait_until(loaded, "redis-server to load its append-only file", timeout_s)
+    finally:
+        client.close()
 
 
 def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.Worker], *,

@@ -4,7 +4,6 @@ and Redis ends equal to replay with every event present."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -37,9 +36,7 @@ def test_worker_survives_a_redis_restart(local_stack, fresh_prefix: str, tmp_pat
         rated = lambda: sum(int(client.hget(keys.ladder(l), "rounds_rated") or 0) for l in ("alpha", "beta"))  # noqa: E731
         faults_h.wait_until(lambda: rated() >= CRASH_AFTER_RATED, "the first rounds", logs=worker.log)
         client.close()
-        server.stop(kill=True)
-        time.sleep(DOWN_S)
-        server.start()
+        faults_h.restart_redis(server, DOWN_S)
         client = redis.Redis.from_url(server.url)
         assert rated() < ROUNDS, "the stream drained before the crash: nothing was tested"
         client.close()

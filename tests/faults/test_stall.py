@@ -195,9 +195,7 @@ def test_handlers_waiting_on_redis_are_no_stall(local_stack, fresh_prefix: str, 
         rated = lambda: sum(int(client.hget(keys.ladder(lad), "rounds_rated") or 0) for lad in LADDERS)  # noqa: E731
         faults_h.wait_until(lambda: rated() >= 10, "the first rounds", logs=worker.log)
         client.close()
-        server.stop(kill=True)
-        time.sleep(6.0)  # four STALL_TIMEOUT_S: a stall would be healed, then exited on
-        server.start()
+        faults_h.restart_redis(server, 6.0)  # down four STALL_TIMEOUT_S: a stall would be healed, then exited on
         client = redis.Redis.from_url(server.url)
         assert rated() < len(rounds), "the stream drained before Redis went down: nothing was tested"
         client.close()

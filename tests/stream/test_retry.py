@@ -204,11 +204,12 @@ def test_settle_resends_after_any_acknowledgement_error() -> None:
 
 def test_unexpected_errors_give_up_after_the_attempts_transient_ones_never() -> None:
     handler = "test_give_up"
-    errors: list[BaseException] = [redis.exceptions.ConnectionError("down")] * 7 + [OverflowError("int too large")] * 3
+    errors: list[BaseException] = [redis.exceptions.ConnectionError("down")] * 4 + [
+        redis.exceptions.BusyLoadingError("Redis is loading the dataset in memory")] * 3 + [OverflowError("int too large")] * 3
     attempt = Flaky(handler, *errors)
     with pytest.raises(retry.GaveUp) as info:
         asyncio.run(retrying(attempt, "phase one of offset 9", max_delay_s=0.001, handler=handler, attempts=3))
-    assert attempt.calls == 10, "transient failures do not count towards the attempts"
+    assert attempt.calls == 10, "transient failures (Redis down, or reloading its AOF) do not count towards the attempts"
     assert isinstance(info.value.error, OverflowError) and info.value.attempts == 3
     assert failures(handler, "unexpected") == 3 and failures(handler, "transient") == 7
     assert stuck(handler) == 0.0, "a call that gave up is no longer failing"
