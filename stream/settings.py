@@ -186,21 +186,18 @@ def _parse(f: Field[Any], raw: str) -> object:
 
 def accepted(f: Field[Any]) -> str:
     """What field ``f`` accepts, from its type and its metadata's bounds: ``min`` and ``max``
-    (inclusive), ``above`` (exclusive)."""
+    (inclusive), ``above`` (exclusive); empty for a text setting (any text)."""
     kind = _kind(f)
     if kind == "bool":
         return f"one of {', '.join(TRUE_WORDS)} (true) or {', '.join(FALSE_WORDS)} (false)"
-    if kind == "str":
-        return "any text"
+    if kind not in ("int", "float"):
+        return ""  # any text
     noun = "a whole number" if kind == "int" else "a number"
     low, above, high = f.metadata.get("min"), f.metadata.get("above"), f.metadata.get("max")
     if low is not None and high is not None:
         return f"{noun} from {low} to {high}"
-    if above is not None:
-        return f"{noun} > {above}"
-    if low is not None:
-        return f"{noun} >= {low}"
-    return noun
+    bounds = [f"{op} {v}" for op, v in ((">=", low), (">", above), ("<=", high)) if v is not None]
+    return " ".join([noun, " and ".join(bounds)]).strip()
 
 
 class StackChoiceError(SettingsError):
@@ -271,6 +268,5 @@ def env_table() -> str:
     """Markdown table of every environment variable, its default, meaning and accepted values."""
     rows = ["| variable | default | meaning | accepted |", "|---|---|---|---|"]
     for f in fields(Settings):
-        shown = "" if _kind(f) == "str" else accepted(f)
-        rows.append(f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} | {shown} |")
+        rows.append(f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} | {accepted(f)} |")
     return "\n".join(rows)
