@@ -9,8 +9,7 @@
   goes whole, as read, to ``rounds-dlq`` (reason ``bad_player_update``) as soon as its batch
   raises, the rest of the batch being handled; a well-formed section that is not exactly one of
   its round's stored fan-out (forged) is not applied and goes there alone
-  (``unverified_player_update``), unless it is a copy of a section of a round phase two set
-  aside (below): that one is only logged (:func:`set_aside_copies`).
+  (``unverified_player_update``).
 * A batch that still gives up after HANDLER_ATTEMPTS is handled section by section, in order; a
   section that keeps raising is dead-lettered alone (``internal_error``), its players are
   released from its round, and the round is voided by a correction the worker publishes (later
@@ -35,7 +34,6 @@ from stream.pipeline.outbox import Outgoing, Send, TopicNames, change_messages, 
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.pipeline.retry import TRANSIENT_ERRORS, GaveUp, retrying
 from stream.store import corrections as ledger
-from stream.store.store import STATUS_FAILED
 
 log = logging.getLogger(__name__)
 
@@ -136,37 +134,10 @@ async def handle_player_updates(ctx: PipelineContext, names: TopicNames, events:
         handled = [event for i, event in enumerate(events) if i not in letters]
         raws = [raw for i, raw in enumerate(raws) if i not in letters]
         result = await handle_updates(ctx, raws) if handled else PhaseTwoResult([], 0, 0)
-    stale = await set_aside_copies(ctx, result.unverified_sections) if result.unverified else set()
     rejected += [update_letter(names, ctx.settings.max_message_bytes, handled[i], UNVERIFIED_PLAYER_UPDATE, why,
-                               section) for (i, why), section in zip(result.unverified, result.unverified_sections)
-                 if section not in stale]
+                               section) for (i, why), section in zip(result.unverified, result.unverified_sections)]
     faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
     return result
-
-
-async def set_aside_copies(ctx: PipelineContext, sections: Sequence[bytes]) -> set[bytes]:
-    """Of sections that are not in their round's stored fan-out, the copies of sections of a round
-    phase two set aside: not applied and not dead-lettered (again), only logged.
-
-    A round phase two gave up on is ``failed`` (one section dead-lettered ``internal_error``, its
-    players released) and voided by the repair correction, whose re-rate deletes its fan-out. The
-    sweeper may have re-sent that fan-out while the failing section was being retried (handling
-    it outlasted SWEEP_TIMEOUT_S); such a copy handled after the void is not forged: a second,
-    ``unverified_player_update`` letter (and its forgery alert) for the same failure would be
-    wrong. A copy handled before the void still verifies and is handled as the original was."""
-    updates = {section: PlayerUpdate.from_json(section) for section in sections}  # parsed once already: valid
-    by_ladder: dict[str, list[str]] = {}
-    for update in updates.values():
-        by_ladder.setdefault(update.ladder, []).append(update.round_id)
-    failed: set[tuple[str, str]] = set()
-    for ladder, round_ids in by_ladder.items():
-        statuses = await ctx.store.round_statuses(ladder, round_ids)
-        failed.update((ladder, r) for r, status in zip(round_ids, statuses) if status == STATUS_FAILED)
-    stale = {section for section, u in updates.items() if (u.ladder, u.round_id) in failed}
-    if stale:
-        log.info("%d player-updates section(s) of rounds phase two set aside (failed, then voided) arrived again "
-                 "(re-sent by the sweeper while they were retried): not applied, already dead-lettered", len(stale))
-    return stale
 
 
 async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> Correction:

@@ -1,8 +1,7 @@
 """The phase-two agent's fallback on multi-section messages, in process (no broker): a batch that
 gives up is handled section by section; the section that keeps raising is dead-lettered alone
 (``internal_error``, the letter holds that section) and its players released, so the later
-sections of the same message, whose ``previous_seq`` names its round, are applied; a copy of that
-section handled after the round's repair is not dead-lettered again."""
+sections of the same message, whose ``previous_seq`` names its round, are applied."""
 
 from __future__ import annotations
 
@@ -14,16 +13,14 @@ from pathlib import Path
 import pytest
 
 from stream.contracts import RoundResult, Standing, validate
-from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR, UNVERIFIED_PLAYER_UPDATE
+from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
 from stream.pipeline import faults
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.corrections import finish_correction, handle_correction
 from stream.pipeline.messages import Incoming, Origin
 from stream.pipeline.phase_one import handle_rounds
 from stream.pipeline.outbox import Outgoing, TopicNames
-from stream.pipeline.updates_batches import handle_one_by_one, handle_player_updates, phase_two_batch
+from stream.pipeline.updates_batches import handle_one_by_one
 from stream.settings import Settings
-from stream.store import keys
 
 
 def game(round_id: str, players: str, day: int) -> RoundResult:
@@ -60,59 +57,6 @@ def test_a_section_that_keeps_raising_is_dead_lettered_alone_and_the_rest_applie
             assert (await ctx.store.round_record("S", r))["status"] == "rated"
         a = await ctx.store.player("S", "a")
         assert a["last_seq"] == b"3" and a["rounds"] == b"2"
-        await ctx.store.close()
-
-    asyncio.run(body())
-
-
-def test_a_copy_of_a_set_aside_section_handled_after_its_repair_is_not_dead_lettered_again(
-        redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Phase two retried s1's poisoned section longer than SWEEP_TIMEOUT_S, so the sweeper re-sent
-    s1's fan-out; the copy is handled after the repair (the void of s1) deleted that fan-out. It is
-    not forged: not applied, and no second letter (``unverified_player_update``) for the failure
-    already dead-lettered ``internal_error`` (tests/faults/test_poison.py saw one). A forged
-    section, and a copy of a section of a round a user voided, still get one."""
-    monkeypatch.setattr(faults, "_poisoned", {})  # the poisoned round is chosen once per process
-    settings = Settings(redis_url=redis_url, partitions=1, fault_point=faults.RAISE_ALWAYS_IN_PHASE_TWO,
-                        fault_marker=str(tmp_path / "marker"), handler_attempts=2, retry_max_delay_s=0.1,
-                        hold_poll_s=0.01)
-    names = TopicNames(settings.topic("player-updates"), settings.topic("rating-changes"), settings.topic("rounds-dlq"))
-    rounds = [game("s1", "ab", 0), game("s2", "ac", 1), game("s3", "bc", 2)]
-
-    async def sent(records: list[Outgoing], what: str) -> None:
-        pass
-
-    async def correct(ctx: PipelineContext, correction: bytes) -> None:
-        result = await handle_correction(ctx, correction)
-        assert result.outcome == "applied", result
-        await finish_correction(ctx, result)
-
-    async def body() -> None:
-        ctx = PipelineContext.from_settings(settings)
-        batch = await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in rounds])
-        one, two, three = [result.updates[0].value for result in batch.results if result is not None]
-        where = Origin(settings.topic("player-updates"), 0, 1)
-        rejected: list[Outgoing] = []
-        gave_up = await handle_one_by_one(ctx, names, [Incoming(one, None, where)], rejected, RuntimeError("gave up"))
-        assert [json.loads(m.value)["reason"] for m in rejected] == [INTERNAL_ERROR]
-        await phase_two_batch(ctx, names, [Incoming(two, None, Origin(where.topic, 0, 2)),
-                                           Incoming(three, None, Origin(where.topic, 0, 3))], sent)
-        (repair,) = gave_up.repairs
-        await correct(ctx, repair.to_json().encode())
-        await correct(ctx, json.dumps({"kind": "void", "ladder": "S", "round_id": "s3"}).encode())
-        for r, status in (("s1", "failed"), ("s3", "voided")):
-            assert (await ctx.store.round_record("S", r))["status"] == status
-            assert not await ctx.store.client.exists(keys.round_perf("S", r)), "the fan-out is kept: nothing tested"
-        before = await ctx.store.player("S", "a")
-        forged = one.replace(b'"round_id":"s1"', b'"round_id":"s2"')
-        assert forged != one
-        copies = [Incoming(raw, None, Origin(where.topic, 0, 4 + i)) for i, raw in enumerate([one, forged, three])]
-        rejected = []
-        result = await handle_player_updates(ctx, names, copies, rejected)
-        assert result.applied == 0 and result.events == []
-        got = [(json.loads(m.value)["reason"], json.loads(m.value)["offset"]) for m in rejected]
-        assert got == [(UNVERIFIED_PLAYER_UPDATE, 5), (UNVERIFIED_PLAYER_UPDATE, 6)]  # not s1's copy (offset 4)
-        assert await ctx.store.player("S", "a") == before
         await ctx.store.close()
 
     asyncio.run(body())
