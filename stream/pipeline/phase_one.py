@@ -154,7 +154,7 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     players = round_.players()
     cfg = ctx.ladder(round_.ladder)
     if cfg.rating_model is not None:  # the model rates the round whole: as a batch of one round
-        fanouts, _ = await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq)], None, {},
+        fanouts, _ = await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq, players)], None, {},
                                         await ctx.partitions())
         messages = fanouts[0]
     else:
@@ -383,13 +383,15 @@ class BatchResult:
     deferred: list[int] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _ToRate:
-    """A registered round of the batch to rate: its message's index, the round, its seq."""
+    """A registered round of the batch to rate: its message's index, the round, its seq, and its
+    players (``round_.players()``, listed once)."""
 
     index: int
     round_: RoundResult
     seq: int
+    players: list[str]
 
 
 @dataclass
@@ -439,10 +441,11 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
                                       for p in r.players()))
     due_at = now + ctx.settings.sweep_timeout_s
+    ladders = {r.ladder: (*_model_of(ctx, r.ladder), ctx.ladder_order.by_time(r.ladder)) for _, r, _ in accepted}
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
-                  NEVER_DUE, r.perf_ceiling, *_model_of(ctx, r.ladder), ctx.ladder_order.by_time(r.ladder))
+                  NEVER_DUE, r.perf_ceiling, *ladders[r.ladder])
          for i, r, status in accepted], participants)
     plan = _plan(ctx, events, accepted, registrations, results)
     _observe(ctx, accepted, registrations, plan.held)
@@ -459,10 +462,10 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         first = None if ladder in stale else columns
         fanouts, after = await _rate_ladder(ctx, ladder, rounds, first, row, partitions)
         posteriors.append(after)
+        due_at = time.time() + ctx.settings.sweep_timeout_s
         for item, messages in zip(rounds, fanouts):
-            queued.append(QueuedRound(ladder, item.round_.round_id, item.round_.players(), item.seq,
-                                      item.round_.field_size, [(m.partition, m.value) for m in messages],
-                                      time.time() + ctx.settings.sweep_timeout_s))
+            queued.append(QueuedRound(ladder, item.round_.round_id, item.players, item.seq, len(item.players),
+                                      [(m.partition, m.value) for m in messages], due_at))
             rated.append((item, messages))
     if rated:
         faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
@@ -519,7 +522,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
         letter = DeadLetter.from_rejection(rejection, event.value, rejected_at=now, topic=origin.topic,
                                            partition=origin.partition, offset=origin.offset)
         return PhaseOneResult("rejected", dead_letter=letter)
-    return round_, STATUS_NO_OUTCOME if round_.is_outcome_free() else STATUS_REGISTERED
+    return round_, STATUS_REGISTERED  # parse_round rejects an outcome-free round (``no_outcome``, above)
 
 
 def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
@@ -534,6 +537,7 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
     those after a ``late`` round (its registration held the ladder for its insert correction)."""
     plan = _Plan()
     rating: set[tuple[str, str]] = set()
+    earlier: dict[str, tuple[str, ...]] = {}  # per ladder the longest ``earlier`` of its rounds to rate
     cut: set[str] = set()
     held = plan.held
     for (i, round_, status), reg in zip(accepted, registrations):
@@ -574,11 +578,13 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
             cut.add(round_.ladder)
         else:
             rating.add(key)
-            plan.to_rate.setdefault(round_.ladder, []).append(_ToRate(i, round_, reg.seq))
-            plan.earlier.setdefault(round_.ladder, {}).update(dict.fromkeys(reg.earlier))
-    for ladder, earlier in plan.earlier.items():
-        for round_id in [r for r in earlier if (ladder, r) in rating]:
-            del earlier[round_id]
+            plan.to_rate.setdefault(round_.ladder, []).append(_ToRate(i, round_, reg.seq, round_.players()))
+            if len(reg.earlier) >= len(earlier.get(round_.ladder, ())):
+                earlier[round_.ladder] = reg.earlier
+    # a ladder's registrations list its rounds still registered below their seq, read once after
+    # the batch's registrations (``Store.register_batch``): each list is a prefix of the longest
+    for ladder, ids in earlier.items():
+        plan.earlier[ladder] = {r: None for r in ids if (ladder, r) not in rating}
     return plan
 
 
@@ -664,10 +670,10 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     players' posteriors (for the cache: ``posteriors.py``). ``columns``: the players' state read
     with the registration (None: read it again). A player the barrier holds goes through with
     its cached posterior when that is of the round it waits for."""
-    flat = [p for item in rounds for p in item.round_.players()]  # every participation, round by round
+    flat = [p for item in rounds for p in item.players]  # every participation, round by round
     players = list(dict.fromkeys(flat))
     position = {p: i for i, p in enumerate(players)}
-    sizes = np.fromiter((item.round_.field_size for item in rounds), dtype=np.int64, count=len(rounds))
+    sizes = np.fromiter((len(item.players) for item in rounds), dtype=np.int64, count=len(rounds))
     offsets = np.zeros(len(rounds) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     bounds = offsets.tolist()
