@@ -164,6 +164,8 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
         priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, seq,
                                        round_.round_id, redrive=redrive, first=first)
         params = cfg.elo_mmr
+        assert priors.known is not None and priors.mu is not None and priors.sigma is not None \
+            and priors.last_time is not None  # read without states
         newcomer = engine.PlayerState.new(params)
         mu = np.where(priors.known, priors.mu, newcomer.mu)
         sigma = np.where(priors.known, priors.sigma, newcomer.sigma)

@@ -54,9 +54,12 @@ STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
 it is still a no-op)."""
 
-PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", "#queued_seq", "#last_seq", "#queued_prev")
-PRIOR_STATE_FIELDS = (*PRIOR_FIELDS, "state")
-"""The priors with the packed engine state (phase one of a batch carries the factor history forward)."""
+BARRIER_FIELDS = ("#queued_seq", "#last_seq", "#queued_prev")
+"""What the per-player barrier reads (:meth:`Store.priors`)."""
+PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", *BARRIER_FIELDS)
+PRIOR_STATE_FIELDS = (*BARRIER_FIELDS, "state")
+"""The priors as the packed engine states (phase one of a batch carries the factor history forward;
+the states hold mu, sigma and last_time, so those fields are not read again)."""
 STATE_FIELDS = ("#last_seq", "state", "tier")
 """Player hash fields read by load_players.lua: ``#name`` a number (read as a float column, NaN where
 absent), ``name`` bytes (a list, None where absent)."""
@@ -214,10 +217,12 @@ class Priors:
     applied (the per-player barrier): priors are only final when it is empty.
     """
 
-    mu: np.ndarray
-    sigma: np.ndarray
-    last_time: np.ndarray
-    known: np.ndarray
+    mu: np.ndarray | None
+    sigma: np.ndarray | None
+    last_time: np.ndarray | None
+    known: np.ndarray | None
+    """(``mu``, ``sigma``, ``last_time``, ``known``): None when read with the packed ``states``
+    (PRIOR_STATE_FIELDS), which hold them."""
     blocked: list[str] = field(default_factory=list)
     waiting_on: list[int] = field(default_factory=list)
     """Distinct ``seq`` of the rounds the blocked players wait for (their ``queued_seq``)."""
@@ -424,7 +429,7 @@ class Store:
         loaded = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
         self._sha = loaded
 
-    async def _run(self, build: Callable[[Pipeline], None]) -> list[Any]:
+    async def _run(self, build: Callable[[Pipeline], object]) -> list[Any]:
         """Build and execute one pipeline (EVALSHAs and plain commands): one round trip.
         On a single Redis a :class:`~stream.store.lean.LeanPipeline` (redis-py's pipeline costs
         more CPU than the commands: see its module), on a Cluster redis-py's cluster pipeline.
@@ -779,7 +784,7 @@ class Store:
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int | np.ndarray, *,
                           states: bool = False) -> Priors:
-        """Stored (mu, sigma, last_time) of each player (and packed state, with ``states``), and
+        """Stored (mu, sigma, last_time) of each player (or its packed state, with ``states``), and
         which ones the barrier still holds for round ``seq`` (or one seq per player: a batch's
         players each wait for their first round of the batch). See :meth:`priors`."""
         fields = PRIOR_STATE_FIELDS if states else PRIOR_FIELDS
@@ -795,15 +800,18 @@ class Store:
         attempt that crashed: their prior is final once the round that mark replaced is applied
         (``queued_prev``, kept while it was not: mark_queued.lua; absent, 0, in the one-by-one
         path, whose marks follow the barrier)."""
-        mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
+        mu, sigma, last_time, known = None, None, None, None
+        if "mu" in columns:
+            mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
+            known = ~np.isnan(mu)
         queued, last = _seq_column(columns["queued_seq"]), _seq_column(columns["last_seq"])
         waits_for = np.where(queued == seq, _seq_column(columns["queued_prev"]), queued)
         held = np.flatnonzero(waits_for > last)
         blocked = [players[i] for i in held.tolist()]
         states = list(columns["state"]) if "state" in columns else None
-        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=~np.isnan(mu), blocked=blocked,
-                      waiting_on=np.unique(waits_for[held]).tolist(), last_seq=last, waits_for=waits_for,
-                      states=states)
+        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
+                      waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,
+                      waits_for=waits_for, states=states)
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
