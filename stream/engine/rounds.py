@@ -182,8 +182,9 @@ def wave_performances(
     """:func:`_wave_performances` from each participant's days since his last round (the teams
     of ``stream.engine.teams`` have an average of their members' days, no ``last_time``)."""
     n = mu.shape[0]
-    starts = np.flatnonzero(np.diff(rnd, prepend=-1))
-    bounds = np.append(starts, n)
+    first = np.ones(n, dtype=bool)  # a participation that starts its round (rounds are contiguous)
+    np.not_equal(rnd[1:], rnd[:-1], out=first[1:])
+    bounds = np.append(np.flatnonzero(first), n)
     sizes = np.diff(bounds)
     perf = np.empty(n)
     small = (sizes <= DIRECT_MAX_PLAYERS) if params.subsample_size is None else np.zeros(sizes.shape[0], bool)
