@@ -134,9 +134,10 @@ def encode_due(due_at: float) -> str:
     return "+inf" if math.isinf(due_at) else encode_float(due_at)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Registration:
     """Outcome of registering a round id: ``new``, ``existing`` or ``conflict``; its seq and status.
+    Not frozen: a batch builds one per round (as :class:`NewRound`).
 
     ``earlier``: ids of the ladder's rounds with a smaller seq whose phase one never finished
     (still ``registered``); phase one completes them before this round reads its priors.
