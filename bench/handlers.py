@@ -19,7 +19,8 @@ shows whether it rated the chains right.
 With ``--phase-one-batch N`` it compares phase one one round at a time (``handle_round``, each
 round's phase two right after it) with phase one of N rounds as a unit (``handle_rounds``, then
 the batch's phase two as the agent runs it), alternating on fresh servers in
-the same run (best of ``--repeat``): µs of phase one per round, and the whole per participation.
+the same run (best of ``--repeat``): µs of phase one per round, and the whole per participation;
+with ``--profile`` the top functions of the batches' phase one alone (cProfile).
 
 With ``--teams N`` it compares team rounds with individual rounds of the same size through
 the handlers (``handle_rounds`` in batches of N, then the batch's phase two as the agent runs
@@ -92,10 +93,12 @@ PHASE_TWO_CPU_S = 0.0
 NAMES = TopicNames(player_updates="player-updates", rating_changes="rating-changes", rounds_dlq="rounds-dlq")
 
 
-async def run_phase_one(url: str, rounds: list, partitions: int, batch: int) -> tuple[float, float]:  # type: ignore[type-arg]
+async def run_phase_one(url: str, rounds: list, partitions: int, batch: int,  # type: ignore[type-arg]
+                        profiler: cProfile.Profile | None = None) -> tuple[float, float]:
     """Phase one and phase two of every round; ``batch`` 0: one round at a time (handle_round,
     its phase two right after), else N rounds per ``handle_rounds`` then the batch's phase two
-    (``phase_two_batch``, as the agent). Returns (phase one seconds, phase one CPU seconds)."""
+    (``phase_two_batch``, as the agent). Returns (phase one seconds, phase one CPU seconds).
+    ``profiler``: enabled around phase one only."""
     ctx = PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
     raws = [r.to_json().encode() for r in rounds]
     spent = cpu = 0.0
@@ -107,10 +110,14 @@ async def run_phase_one(url: str, rounds: list, partitions: int, batch: int) -> 
 
     for start in range(0, len(raws), max(1, batch)):
         t, c = time.perf_counter(), time.process_time()
+        if profiler:
+            profiler.enable()
         if batch:
             messages = (await handle_rounds(ctx, [Incoming(raw) for raw in raws[start:start + batch]])).messages
         else:
             messages = (await handle_round(ctx, raws[start])).updates
+        if profiler:
+            profiler.disable()
         spent, cpu = spent + time.perf_counter() - t, cpu + time.process_time() - c
         c = time.process_time()
         await phase_two_batch(ctx, NAMES, [Incoming(m.value) for m in messages], send)
@@ -119,14 +126,15 @@ async def run_phase_one(url: str, rounds: list, partitions: int, batch: int) -> 
     return spent, cpu
 
 
-def measure_phase_one(rounds: list, partitions: int, batch: int) -> tuple[float, float, float, float, float]:  # type: ignore[type-arg]
+def measure_phase_one(rounds: list, partitions: int, batch: int,  # type: ignore[type-arg]
+                      profiler: cProfile.Profile | None = None) -> tuple[float, float, float, float, float]:
     """(phase one wall s, phase one CPU s, whole wall s, redis-server CPU s, phase two CPU s) on a
-    fresh server."""
+    fresh server; ``profiler``: enabled around phase one."""
     server = RedisServer().start()
     try:
         client = redis.Redis.from_url(server.url)
         redis_before, started = redis_cpu_s(client), time.perf_counter()
-        phase_one_s, phase_one_cpu = asyncio.run(run_phase_one(server.url, rounds, partitions, batch))
+        phase_one_s, phase_one_cpu = asyncio.run(run_phase_one(server.url, rounds, partitions, batch, profiler))
         figures = (phase_one_s, phase_one_cpu, time.perf_counter() - started, redis_cpu_s(client) - redis_before,
                    PHASE_TWO_CPU_S)
         client.close()
@@ -135,12 +143,14 @@ def measure_phase_one(rounds: list, partitions: int, batch: int) -> tuple[float,
     return figures
 
 
-def compare_phase_one(rounds: list, partitions: int, batch: int, repeat: int, replay_s: float) -> None:  # type: ignore[type-arg]
-    """Print phase one one by one vs in batches of ``batch`` (alternating runs, best of ``repeat``)."""
+def compare_phase_one(rounds: list, partitions: int, batch: int, repeat: int, replay_s: float,  # type: ignore[type-arg]
+                      profiler: cProfile.Profile | None = None) -> None:
+    """Print phase one one by one vs in batches of ``batch`` (alternating runs, best of ``repeat``);
+    ``profiler``: enabled around the batches' phase one (``handle_rounds``)."""
     best: dict[int, tuple[float, ...]] = {}
     for _ in range(repeat):
         for mode in (0, batch):
-            figures = measure_phase_one(rounds, partitions, mode)
+            figures = measure_phase_one(rounds, partitions, mode, profiler if mode else None)
             best[mode] = tuple(min(a, b) for a, b in zip(best.get(mode, figures), figures))
     n, parts = len(rounds), sum(r.field_size for r in rounds)
     print(f"\nphase one one by one vs {batch} rounds per handle_rounds (best of {repeat}, alternating, same run)\n")
@@ -513,7 +523,10 @@ def main() -> None:
         return
     if args.phase_one_batch:
         print(f"\n{args.rounds} rounds of {args.size:,} players (pool {args.pool:,}), {participations:,} participations")
-        compare_phase_one(rounds, args.partitions, args.phase_one_batch, args.repeat, replay_s)
+        profiler = cProfile.Profile() if args.profile else None
+        compare_phase_one(rounds, args.partitions, args.phase_one_batch, args.repeat, replay_s, profiler)
+        if profiler:
+            pstats.Stats(profiler).sort_stats(args.sort).print_stats(PROFILE_ROWS)
         return
 
     profiler = cProfile.Profile() if args.profile else None

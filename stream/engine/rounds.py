@@ -85,8 +85,7 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
 
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
     previous = previous_participations(rows, rated[round_of])
-    after = prior.copy()
-    _widen_for(after, rows[rated[round_of]], params)
+    after = prior.copy(_history_need(prior, rows[rated[round_of]], params))  # copied at its final width at once
     wave = _waves(rows, offsets, rated, len(prior))
 
     live = np.flatnonzero(rated[round_of])
@@ -109,15 +108,20 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
 def _widen_for(batch: PlayerBatch, rows: np.ndarray, params: Params) -> None:
     """Widen the factor arrays once to the longest history the rated participations ``rows``
     leave (not once per wave as the histories grow)."""
+    need = _history_need(batch, rows, params)
+    if need > batch.p.shape[1]:
+        batch.widen(need)
+
+
+def _history_need(batch: PlayerBatch, rows: np.ndarray, params: Params) -> int:
+    """The longest history the rated participations ``rows`` leave (0 for a memoryless model)."""
     if params.memoryless or rows.shape[0] == 0:
-        return
+        return 0
     played = np.bincount(rows, minlength=len(batch))
     longest = batch.n_factors + played
     if params.history_limit is not None:
         longest = np.minimum(longest, np.maximum(batch.n_factors, params.history_limit))
-    need = int(longest[played > 0].max())
-    if need > batch.p.shape[1]:
-        batch.widen(need)
+    return int(longest[played > 0].max())
 
 
 def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -178,8 +182,9 @@ def wave_performances(
     """:func:`_wave_performances` from each participant's days since his last round (the teams
     of ``stream.engine.teams`` have an average of their members' days, no ``last_time``)."""
     n = mu.shape[0]
-    starts = np.flatnonzero(np.diff(rnd, prepend=-1))
-    bounds = np.append(starts, n)
+    first = np.ones(n, dtype=bool)  # a participation that starts its round (rounds are contiguous)
+    np.not_equal(rnd[1:], rnd[:-1], out=first[1:])
+    bounds = np.append(np.flatnonzero(first), n)
     sizes = np.diff(bounds)
     perf = np.empty(n)
     small = (sizes <= DIRECT_MAX_PLAYERS) if params.subsample_size is None else np.zeros(sizes.shape[0], bool)

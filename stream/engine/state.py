@@ -22,6 +22,7 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -203,6 +204,12 @@ class PlayerBatch:
             column[index, h:] = 0.0
 
 
+@lru_cache(maxsize=64)
+def _newcomer_blob(params: Params) -> bytes:
+    """The packed state of a newcomer under ``params`` (:meth:`PlayerState.new`), built once."""
+    return PlayerState.new(params).to_bytes()
+
+
 def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
     """``PlayerBatch.from_states([PlayerState.from_bytes(b) ...])`` without per-player objects.
 
@@ -211,7 +218,7 @@ def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
     loads thousands of states per batch). Raises ValueError like :meth:`PlayerState.from_bytes`.
     """
     n = len(blobs)
-    newcomer = PlayerState.new(params).to_bytes()
+    newcomer = _newcomer_blob(params)
     joined = [newcomer if b is None else b for b in blobs]
     lengths = np.fromiter(map(len, joined), dtype=np.int64, count=n)
     if n and lengths.min() < _HEADER.size:
@@ -219,18 +226,21 @@ def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
     buf = np.frombuffer(b"".join(joined), dtype=np.uint8)
     starts = np.zeros(n, dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
+    versions = buf[starts]
+    if np.any(versions != PACK_VERSION):
+        raise ValueError(f"unknown packed state version {int(versions[versions != PACK_VERSION][0])}")
     head = buf[starts[:, None] + np.arange(_HEADER.size)].view(_HEADER_DTYPE).reshape(n)
-    if np.any(head["version"] != PACK_VERSION):
-        raise ValueError(f"unknown packed state version {int(head['version'][head['version'] != PACK_VERSION][0])}")
     k = head["k"].astype(np.int64)
     if np.any(lengths != _HEADER.size + _FACTOR_BYTES * k):
         raise ValueError("packed player state has the wrong length")
     h = int(k.max(initial=0))
-    offsets = np.arange(h * _FACTOR_BYTES)
-    present = offsets < (_FACTOR_BYTES * k)[:, None]
-    raw = np.zeros((n, h * _FACTOR_BYTES), dtype=np.uint8)
-    raw[present] = buf[(starts[:, None] + _HEADER.size + offsets)[present]]
-    fac = raw.view(_FACTOR_DTYPE).reshape(n, h, 3).astype(float)
+    if h:  # every row's h factors' bytes (past a shorter history: the next blob's, zero-padded), then zeroed
+        padded = np.concatenate((buf, np.zeros(h * _FACTOR_BYTES, dtype=np.uint8)))
+        raw = padded[(starts + _HEADER.size)[:, None] + np.arange(h * _FACTOR_BYTES)]
+        fac = raw.view(_FACTOR_DTYPE).reshape(n, h, 3).astype(float)
+        fac[np.arange(h) >= k[:, None]] = 0.0
+    else:
+        fac = np.zeros((n, 0, 3))
     return PlayerBatch(
         mu=head["mu"].astype(float), sigma=head["sigma"].astype(float), mu0=head["mu0"].astype(float),
         w0=head["w0"].astype(float),

@@ -6,9 +6,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class FanOutMessage:
-    """One PlayerUpdate for ``player-updates``: explicit partition, key = first entry's player."""
+    """One PlayerUpdate for ``player-updates``: explicit partition, key = first entry's player.
+    Not frozen: phase one builds one per round and partition (a frozen dataclass's ``__init__``
+    costs a ``object.__setattr__`` per field)."""
 
     partition: int
     key: bytes

@@ -154,7 +154,7 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     players = round_.players()
     cfg = ctx.ladder(round_.ladder)
     if cfg.rating_model is not None:  # the model rates the round whole: as a batch of one round
-        fanouts, _ = await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq)], None, {},
+        fanouts, _ = await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq, players)], None, {},
                                         await ctx.partitions())
         messages = fanouts[0]
     else:
@@ -164,6 +164,8 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
         priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, seq,
                                        round_.round_id, redrive=redrive, first=first)
         params = cfg.elo_mmr
+        assert priors.known is not None and priors.mu is not None and priors.sigma is not None \
+            and priors.last_time is not None  # read without states
         newcomer = engine.PlayerState.new(params)
         mu = np.where(priors.known, priors.mu, newcomer.mu)
         sigma = np.where(priors.known, priors.sigma, newcomer.sigma)
@@ -302,6 +304,36 @@ def round_messages(round_: RoundResult, seq: int, entries: Sequence[str], partit
             for first, value in encode(index)]
 
 
+def _ladder_messages(rounds: Sequence[_ToRate], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
+                     partitions: int, limit: int) -> list[list[FanOutMessage]]:
+    """:func:`round_messages` of each of a ladder's rounds of a batch (round k: entries and players
+    ``bounds[k]:bounds[k + 1]`` of ``entries`` and ``flat``) in one pass: the same messages, without a
+    call and slices per round (a round one of whose messages would exceed ``limit`` goes through
+    :func:`round_messages`, which splits it)."""
+    out: list[list[FanOutMessage]] = []
+    partition_of = [partition_for(p, partitions) for p in flat]
+    for item, a, b in zip(rounds, bounds[:-1], bounds[1:]):
+        round_ = item.round_
+        groups: dict[int, list[int]] = {}
+        for i in range(a, b):
+            group = groups.get(partition_of[i])
+            if group is None:
+                groups[partition_of[i]] = [i]
+            else:
+                group.append(i)
+        head = update_head(round_.ladder, round_.round_id, item.seq, round_.occurred_at, round_.weight, b - a)
+        messages = []
+        for partition in sorted(groups):
+            index = groups[partition]
+            value = join_entries(head, [entries[i] for i in index])
+            if len(value) > limit and len(index) > 1:
+                messages = round_messages(round_, item.seq, entries[a:b], partitions, limit, flat[a:b], partition_of[a:b])
+                break
+            messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+        out.append(messages)
+    return out
+
+
 def _first_player(value: bytes) -> bytes:
     """The key of a stored fan-out message: its first entry's player id."""
     return PlayerUpdate.from_json(value).players[0].encode()
@@ -383,13 +415,15 @@ class BatchResult:
     deferred: list[int] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _ToRate:
-    """A registered round of the batch to rate: its message's index, the round, its seq."""
+    """A registered round of the batch to rate: its message's index, the round, its seq, and its
+    players (``round_.players()``, listed once)."""
 
     index: int
     round_: RoundResult
     seq: int
+    players: list[str]
 
 
 @dataclass
@@ -439,10 +473,11 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
                                       for p in r.players()))
     due_at = now + ctx.settings.sweep_timeout_s
+    ladders = {r.ladder: (*_model_of(ctx, r.ladder), ctx.ladder_order.by_time(r.ladder)) for _, r, _ in accepted}
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
-                  NEVER_DUE, r.perf_ceiling, *_model_of(ctx, r.ladder), ctx.ladder_order.by_time(r.ladder))
+                  NEVER_DUE, r.perf_ceiling, *ladders[r.ladder])
          for i, r, status in accepted], participants)
     plan = _plan(ctx, events, accepted, registrations, results)
     _observe(ctx, accepted, registrations, plan.held)
@@ -459,10 +494,10 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         first = None if ladder in stale else columns
         fanouts, after = await _rate_ladder(ctx, ladder, rounds, first, row, partitions)
         posteriors.append(after)
+        due_at = time.time() + ctx.settings.sweep_timeout_s
         for item, messages in zip(rounds, fanouts):
-            queued.append(QueuedRound(ladder, item.round_.round_id, item.round_.players(), item.seq,
-                                      item.round_.field_size, [(m.partition, m.value) for m in messages],
-                                      time.time() + ctx.settings.sweep_timeout_s))
+            queued.append(QueuedRound(ladder, item.round_.round_id, item.players, item.seq, len(item.players),
+                                      [(m.partition, m.value) for m in messages], due_at))
             rated.append((item, messages))
     if rated:
         faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
@@ -519,7 +554,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
         letter = DeadLetter.from_rejection(rejection, event.value, rejected_at=now, topic=origin.topic,
                                            partition=origin.partition, offset=origin.offset)
         return PhaseOneResult("rejected", dead_letter=letter)
-    return round_, STATUS_NO_OUTCOME if round_.is_outcome_free() else STATUS_REGISTERED
+    return round_, STATUS_REGISTERED  # parse_round rejects an outcome-free round (``no_outcome``, above)
 
 
 def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
@@ -534,6 +569,7 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
     those after a ``late`` round (its registration held the ladder for its insert correction)."""
     plan = _Plan()
     rating: set[tuple[str, str]] = set()
+    earlier: dict[str, tuple[str, ...]] = {}  # per ladder the longest ``earlier`` of its rounds to rate
     cut: set[str] = set()
     held = plan.held
     for (i, round_, status), reg in zip(accepted, registrations):
@@ -574,11 +610,13 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
             cut.add(round_.ladder)
         else:
             rating.add(key)
-            plan.to_rate.setdefault(round_.ladder, []).append(_ToRate(i, round_, reg.seq))
-            plan.earlier.setdefault(round_.ladder, {}).update(dict.fromkeys(reg.earlier))
-    for ladder, earlier in plan.earlier.items():
-        for round_id in [r for r in earlier if (ladder, r) in rating]:
-            del earlier[round_id]
+            plan.to_rate.setdefault(round_.ladder, []).append(_ToRate(i, round_, reg.seq, round_.players()))
+            if len(reg.earlier) >= len(earlier.get(round_.ladder, ())):
+                earlier[round_.ladder] = reg.earlier
+    # a ladder's registrations list its rounds still registered below their seq, read once after
+    # the batch's registrations (``Store.register_batch``): each list is a prefix of the longest
+    for ladder, ids in earlier.items():
+        plan.earlier[ladder] = {r: None for r in ids if (ladder, r) not in rating}
     return plan
 
 
@@ -664,10 +702,10 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     players' posteriors (for the cache: ``posteriors.py``). ``columns``: the players' state read
     with the registration (None: read it again). A player the barrier holds goes through with
     its cached posterior when that is of the round it waits for."""
-    flat = [p for item in rounds for p in item.round_.players()]  # every participation, round by round
+    flat = [p for item in rounds for p in item.players]  # every participation, round by round
     players = list(dict.fromkeys(flat))
     position = {p: i for i, p in enumerate(players)}
-    sizes = np.fromiter((item.round_.field_size for item in rounds), dtype=np.int64, count=len(rounds))
+    sizes = np.fromiter((len(item.players) for item in rounds), dtype=np.int64, count=len(rounds))
     offsets = np.zeros(len(rounds) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     bounds = offsets.tolist()
@@ -709,11 +747,7 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
         entries = [entry for item, a, b in zip(rounds, bounds[:-1], bounds[1:])
                    for entry in round_entries(item.round_, texts[a:b], previous[a:b],
                                               None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))]
-    limit = value_limit(ctx.settings.max_message_bytes)
-    partition = {p: partition_for(p, partitions) for p in players}
-    partition_of = [partition[p] for p in flat]
-    fanouts = [round_messages(item.round_, item.seq, entries[a:b], partitions, limit, flat[a:b], partition_of[a:b])
-               for item, a, b in zip(rounds, bounds[:-1], bounds[1:])]
+    fanouts = _ladder_messages(rounds, entries, flat, bounds, partitions, value_limit(ctx.settings.max_message_bytes))
     last = np.zeros(len(players), dtype=np.int64)
     np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch
     # Elo-MMR ladders keep their posteriors (the states phase two will store); a rating-only

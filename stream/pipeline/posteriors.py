@@ -93,8 +93,9 @@ class PosteriorCache:
         """Let through the barrier each held player of ``priors`` (read for ``players``, with
         states) whose entry's seq is the one it waits for: its state becomes the cached
         posterior and its ``last_seq`` that round's seq (the ``previous_seq`` its fan-out entry
-        names): what the batch path reads (``mu``, ``sigma``, ``last_time`` and ``known`` stay as
-        Redis has them). ``blocked`` and ``waiting_on`` then list the others only."""
+        names): what the batch path reads (a read with states has no ``mu``, ``sigma``,
+        ``last_time`` or ``known``: the states hold them). ``blocked`` and ``waiting_on`` then list
+        the others only."""
         state = self._ladders.get(ladder)
         if not priors.blocked or state is None or not self._entries:
             return

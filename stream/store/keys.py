@@ -8,6 +8,8 @@ history) share the slot of ``{L|P}``. Scripts touch keys of one slot only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 PREFIX = "ems:"
 PLAYER_TAG_SEPARATOR = "|"
 
@@ -80,6 +82,12 @@ def round_digests(ladder_name: str, round_id: str) -> str:
 def player(ladder_name: str, player_id: str) -> str:
     """Hash: mu, sigma, rounds, last_round, last_seq, queued_seq, last_time, display_rating, tier, state."""
     return f"{PREFIX}player:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
+
+
+def players(ladder_name: str, player_ids: Iterable[str]) -> list[str]:
+    """:func:`player` of each id (the ladder's part written once)."""
+    head = f"{PREFIX}player:{{{ladder_name}{PLAYER_TAG_SEPARATOR}"
+    return [f"{head}{player_id}}}" for player_id in player_ids]
 
 
 def history(ladder_name: str, player_id: str) -> str:

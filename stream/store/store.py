@@ -54,9 +54,12 @@ STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
 it is still a no-op)."""
 
-PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", "#queued_seq", "#last_seq", "#queued_prev")
-PRIOR_STATE_FIELDS = (*PRIOR_FIELDS, "state")
-"""The priors with the packed engine state (phase one of a batch carries the factor history forward)."""
+BARRIER_FIELDS = ("#queued_seq", "#last_seq", "#queued_prev")
+"""What the per-player barrier reads (:meth:`Store.priors`)."""
+PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", *BARRIER_FIELDS)
+PRIOR_STATE_FIELDS = (*BARRIER_FIELDS, "state")
+"""The priors as the packed engine states (phase one of a batch carries the factor history forward;
+the states hold mu, sigma and last_time, so those fields are not read again)."""
 STATE_FIELDS = ("#last_seq", "state", "tier")
 """Player hash fields read by load_players.lua: ``#name`` a number (read as a float column, NaN where
 absent), ``name`` bytes (a list, None where absent)."""
@@ -131,9 +134,10 @@ def encode_due(due_at: float) -> str:
     return "+inf" if math.isinf(due_at) else encode_float(due_at)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Registration:
     """Outcome of registering a round id: ``new``, ``existing`` or ``conflict``; its seq and status.
+    Not frozen: a batch builds one per round (as :class:`NewRound`).
 
     ``earlier``: ids of the ladder's rounds with a smaller seq whose phase one never finished
     (still ``registered``); phase one completes them before this round reads its priors.
@@ -214,10 +218,12 @@ class Priors:
     applied (the per-player barrier): priors are only final when it is empty.
     """
 
-    mu: np.ndarray
-    sigma: np.ndarray
-    last_time: np.ndarray
-    known: np.ndarray
+    mu: np.ndarray | None
+    sigma: np.ndarray | None
+    last_time: np.ndarray | None
+    known: np.ndarray | None
+    """(``mu``, ``sigma``, ``last_time``, ``known``): None when read with the packed ``states``
+    (PRIOR_STATE_FIELDS), which hold them."""
     blocked: list[str] = field(default_factory=list)
     waiting_on: list[int] = field(default_factory=list)
     """Distinct ``seq`` of the rounds the blocked players wait for (their ``queued_seq``)."""
@@ -352,6 +358,19 @@ def _columns(replies: list[Any], fields: Sequence[str]) -> dict[str, np.ndarray 
     return out
 
 
+def _memo(encode: Callable[[float], str]) -> Callable[[float], str]:
+    """``encode`` remembering its texts (a batch's rounds share their received and due times)."""
+    texts: dict[float, str] = {}
+
+    def text(value: float) -> str:
+        found = texts.get(value)
+        if found is None:
+            found = texts[value] = encode(value)
+        return found
+
+    return text
+
+
 def _seq_column(column: np.ndarray | list[bytes | None]) -> np.ndarray:
     """A numeric column of sequence numbers (``queued_seq``, ``last_seq``) as int64, 0 where absent."""
     return np.nan_to_num(np.asarray(column, dtype=np.float64)).astype(np.int64)
@@ -411,7 +430,7 @@ class Store:
         loaded = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
         self._sha = loaded
 
-    async def _run(self, build: Callable[[Pipeline], None]) -> list[Any]:
+    async def _run(self, build: Callable[[Pipeline], object]) -> list[Any]:
         """Build and execute one pipeline (EVALSHAs and plain commands): one round trip.
         On a single Redis a :class:`~stream.store.lean.LeanPipeline` (redis-py's pipeline costs
         more CPU than the commands: see its module), on a Cluster redis-py's cluster pipeline.
@@ -500,18 +519,24 @@ class Store:
         with their ladder's counter) and the players' columns (:func:`_columns`)."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
         ladders = list(dict.fromkeys(r.ladder for r in rounds))
+        # the keys of each ladder and the texts of times every round of a batch shares, built once
+        ladder_keys = {ladder: (keys.ladder(ladder), keys.rounds(ladder), keys.registered_rounds(ladder),
+                                keys.incomplete_rounds(ladder)) for ladder in ladders}
+        received = _memo(encode_float)
+        due = _memo(encode_due)
 
         def build(pipe: Pipeline) -> None:
+            sha = self._sha["register_round"]
             for ladder in ladders:
                 pipe.sadd(keys.ladders(), ladder)
             for r in rounds:
-                self._eval(pipe, "register_round",
-                           [keys.ladder(r.ladder), keys.round_record(r.ladder, r.round_id), keys.rounds(r.ladder),
-                            keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder)],
-                           [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
-                            r.field_size, r.status, r.body, encode_due(r.due_at),
-                            encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0",
-                            r.model, r.model_params, "1" if r.by_time else "0"])
+                ladder_key, rounds_key, registered_key, incomplete_key = ladder_keys[r.ladder]
+                pipe.execute_command(
+                    "EVALSHA", sha, 5, ladder_key, keys.round_record(r.ladder, r.round_id), rounds_key, registered_key,
+                    incomplete_key, r.round_id, r.content_hash, encode_float(r.occurred_at), received(r.received_at),
+                    r.field_size, r.status, r.body, due(r.due_at),
+                    encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0",
+                    r.model, r.model_params, "1" if r.by_time else "0")
             for ladder in ladders:
                 pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
             for ladder in ladders:
@@ -623,12 +648,16 @@ class Store:
         return bool(done)
 
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float) -> None:
-        args: list[Any] = [pending, encode_due(due_at)]
+                          messages: Sequence[tuple[int, bytes]], due_at: float, *, due_text: str | None = None,
+                          ledger: tuple[str, str] | None = None) -> None:
+        """Queue save_fanout.lua for a round; ``due_text`` (``encode_due(due_at)``) and ``ledger``
+        (the ladder's registered and incomplete rounds keys) when the caller has them already."""
+        registered_key, incomplete_key = ledger or (keys.registered_rounds(ladder), keys.incomplete_rounds(ladder))
+        args: list[Any] = [pending, encode_due(due_at) if due_text is None else due_text]
         for name, message in fanout_fields(messages):
-            args += [name, message]
-        self._eval(pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
-                                         keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args)
+            args += (name, message)
+        pipe.execute_command("EVALSHA", self._sha["save_fanout"], 4, keys.round_record(ladder, round_id),
+                             keys.round_perf(ladder, round_id), registered_key, incomplete_key, *args)
 
     async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
                           messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
@@ -663,14 +692,17 @@ class Store:
             await self._run(marks)
             return [bool(done) for done in await self._run(fanouts)]
         saves: list[int] = []  # index in the replies of each round's save_fanout
+        due = _memo(encode_due)
+        ledgers = {ladder: (keys.registered_rounds(ladder), keys.incomplete_rounds(ladder))
+                   for ladder in {r.ladder for r in rounds}}
 
         def build(pipe: Pipeline) -> None:
             saves.clear()
             calls = 0
             for r in rounds:
-                self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                calls += len(self._chunks(len(r.players)))
-                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
+                calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
+                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at,
+                                       due_text=due(r.due_at), ledger=ledgers[r.ladder])
                 saves.append(calls)
                 calls += 1
 
@@ -753,7 +785,7 @@ class Store:
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int | np.ndarray, *,
                           states: bool = False) -> Priors:
-        """Stored (mu, sigma, last_time) of each player (and packed state, with ``states``), and
+        """Stored (mu, sigma, last_time) of each player (or its packed state, with ``states``), and
         which ones the barrier still holds for round ``seq`` (or one seq per player: a batch's
         players each wait for their first round of the batch). See :meth:`priors`."""
         fields = PRIOR_STATE_FIELDS if states else PRIOR_FIELDS
@@ -769,27 +801,33 @@ class Store:
         attempt that crashed: their prior is final once the round that mark replaced is applied
         (``queued_prev``, kept while it was not: mark_queued.lua; absent, 0, in the one-by-one
         path, whose marks follow the barrier)."""
-        mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
+        mu, sigma, last_time, known = None, None, None, None
+        if "mu" in columns:
+            mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
+            known = ~np.isnan(mu)
         queued, last = _seq_column(columns["queued_seq"]), _seq_column(columns["last_seq"])
         waits_for = np.where(queued == seq, _seq_column(columns["queued_prev"]), queued)
         held = np.flatnonzero(waits_for > last)
         blocked = [players[i] for i in held.tolist()]
         states = list(columns["state"]) if "state" in columns else None
-        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=~np.isnan(mu), blocked=blocked,
-                      waiting_on=np.unique(waits_for[held]).tolist(), last_seq=last, waits_for=waits_for,
-                      states=states)
+        return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
+                      waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,
+                      waits_for=waits_for, states=states)
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
         await self._run(lambda pipe: self._mark_queued_into(pipe, ladder, players, seq))
 
-    def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> None:
-        player_keys = [keys.player(ladder, p) for p in players]
+    def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> int:
+        """Queue mark_queued.lua for the players (in chunks); returns how many calls."""
+        player_keys = keys.players(ladder, players)
         if 0 < len(player_keys) <= self.players_per_call:  # one call (a small round): no chunking
-            self._eval(pipe, "mark_queued", player_keys, [seq])
-            return
-        for chunk in self._chunks(len(player_keys)):
-            self._eval(pipe, "mark_queued", [player_keys[i] for i in chunk], [seq])
+            pipe.execute_command("EVALSHA", self._sha["mark_queued"], len(player_keys), *player_keys, seq)
+            return 1
+        chunks = self._chunks(len(player_keys))
+        for chunk in chunks:
+            self._eval(pipe, "mark_queued", player_keys[chunk.start:chunk.stop], [seq])
+        return len(chunks)
 
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""

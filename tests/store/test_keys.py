@@ -1,5 +1,7 @@
 """Key builders follow docs/contracts.md, and one player's / one ladder's keys share a slot."""
 
+from hypothesis import given
+from hypothesis import strategies as st
 from redis.crc import key_slot
 
 from stream.store import keys
@@ -23,3 +25,8 @@ def test_one_players_keys_share_a_slot_and_one_ladders_keys_too() -> None:
         keys.ladder("L"), keys.leaderboard("L"), keys.rounds("L"), keys.round_record("L", "r1"),
         keys.round_results("L", "r1"), keys.round_perf("L", "r1"))}
     assert len(ladder_slots) == 1
+
+
+@given(st.text(min_size=1, max_size=8), st.lists(st.text(max_size=8), max_size=5))
+def test_players_equals_player_one_by_one(ladder: str, ids: list[str]) -> None:
+    assert keys.players(ladder, ids) == [keys.player(ladder, p) for p in ids]

@@ -1,0 +1,41 @@
+"""Phase one's fan-out of a ladder's rounds built in one pass equals it built round by round."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stream.contracts import RoundResult, Standing
+from stream.pipeline.encoding import entry_texts, number_texts
+from stream.pipeline.phase_one import _ladder_messages, _ToRate, round_messages
+
+import numpy as np
+
+
+@st.composite
+def ladder_rounds(draw: st.DrawFn) -> list[RoundResult]:
+    """Rounds of one ladder from a small pool (players recur across rounds), ids of any text."""
+    pool = draw(st.lists(st.text(min_size=1, max_size=6), min_size=2, max_size=12, unique=True))
+    rounds = []
+    for k in range(draw(st.integers(1, 6))):
+        players = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=len(pool), unique=True))
+        ranks = draw(st.lists(st.integers(1, 3), min_size=len(players), max_size=len(players)))
+        rounds.append(RoundResult(round_id=f"r{k}", ladder="lädder", occurred_at=1.7e9 + k,
+                                  standings=[Standing(p, r) for p, r in zip(players, ranks)]))
+    return rounds
+
+
+@settings(max_examples=200, deadline=None)
+@given(ladder_rounds(), st.integers(1, 5), st.integers(1, 400), st.data())
+def test_ladder_messages_equal_round_messages_one_by_one(rounds: list[RoundResult], partitions: int, limit: int,
+                                                         data: st.DataObject) -> None:
+    items = [_ToRate(k, r, 10 + k, r.players()) for k, r in enumerate(rounds)]
+    flat = [p for item in items for p in item.players]
+    bounds = np.concatenate(([0], np.cumsum([len(item.players) for item in items]))).tolist()
+    performance = np.asarray(data.draw(st.lists(st.floats(-5e3, 5e3), min_size=len(flat), max_size=len(flat))))
+    previous = data.draw(st.lists(st.integers(0, 50), min_size=len(flat), max_size=len(flat)))
+    entries = entry_texts(flat, [s.rank for r in rounds for s in r.standings], number_texts("performance", performance),
+                          previous)
+    one_by_one = [round_messages(item.round_, item.seq, entries[a:b], partitions, limit)
+                  for item, a, b in zip(items, bounds[:-1], bounds[1:])]
+    assert _ladder_messages(items, entries, flat, bounds, partitions, limit) == one_by_one
