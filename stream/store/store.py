@@ -76,7 +76,7 @@ def _round_chunks(n: int) -> list[range]:
 
 
 ROUNDS_PER_CALL = 1_000
-"""Rounds per verify_updates.lua call (one call per ladder of a phase-two batch otherwise)."""
+"""Rounds per register_round.lua and verify_updates.lua call (one call per ladder of a batch otherwise)."""
 
 RoundResults = tuple[str, str, Sequence[str], Sequence[bytes], Sequence[str], Sequence[bool]]
 """A round's results to record: ladder, round_id, players, RatingChange JSON, display ratings
@@ -113,6 +113,17 @@ def _by_ladder(checks: Sequence[FanOutCheck], limit: int) -> list[list[int]]:
     return [index[k:k + limit] for index in by_ladder.values() for k in range(0, len(index), limit)]
 
 
+def _register_calls(rounds: Sequence[NewRound]) -> list[list[NewRound]]:
+    """register_round.lua calls: runs of consecutive rounds of one ladder, up to ROUNDS_PER_CALL a
+    call (in order: a round's registration sees those before it)."""
+    calls: list[list[NewRound]] = []
+    for r in rounds:
+        if not calls or calls[-1][0].ladder != r.ladder or len(calls[-1]) == ROUNDS_PER_CALL:
+            calls.append([])
+        calls[-1].append(r)
+    return calls
+
+
 def encode_float(value: float) -> str:
     """Exact text form of a float (``repr`` round-trips bit for bit)."""
     return repr(float(value))
@@ -127,8 +138,12 @@ NEVER_DUE = math.inf
 
 
 def encode_due(due_at: float) -> str:
-    """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`)."""
-    return "+inf" if math.isinf(due_at) else encode_float(due_at)
+    """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`), rounded up to whole
+    seconds: a re-drive is at most a second later than asked, and the ledger's scores are integers,
+    which Redis keeps in a small sorted set's listpack as integers (a float score is parsed back
+    with strtod at each entry an insert walks past: most of what registering a round cost Redis);
+    a round registered and queued within the same second keeps its score (no re-insert)."""
+    return "+inf" if math.isinf(due_at) else str(math.ceil(due_at))
 
 
 @dataclass(frozen=True)
@@ -492,9 +507,9 @@ class Store:
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
                              fields: Sequence[str] = PRIOR_STATE_FIELDS,
                              ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
-        """Register ``rounds`` in order (register_round.lua each, see :meth:`register_round`), read
-        each ladder's rounds still ``registered`` once, after them (each registration's ``earlier``
-        is taken from it: the script's own list would repeat the batch's rounds for every round),
+        """Register ``rounds`` in order (register_round.lua, one call per run of rounds of a ladder,
+        see :meth:`register_round`), read each ladder's rounds still ``registered`` once, after them
+        (each registration's ``earlier`` is taken from it),
         and each ladder's ``corrections`` counter, then read ``fields`` of the (ladder, player)
         hashes (load_players.lua): ONE round trip. Returns the registrations (without priors,
         with their ladder's counter) and the players' columns (:func:`_columns`)."""
@@ -504,27 +519,21 @@ class Store:
         def build(pipe: Pipeline) -> None:
             for ladder in ladders:
                 pipe.sadd(keys.ladders(), ladder)
-            for r in rounds:
-                self._eval(pipe, "register_round",
-                           [keys.ladder(r.ladder), keys.round_record(r.ladder, r.round_id), keys.rounds(r.ladder),
-                            keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder)],
-                           [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
-                            r.field_size, r.status, r.body, encode_due(r.due_at),
-                            encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0",
-                            r.model, r.model_params, "1" if r.by_time else "0"])
+            self._register_into(pipe, calls)
             for ladder in ladders:
                 pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
             for ladder in ladders:
                 pipe.hget(keys.ladder(ladder), "corrections")
             self._read_players_into(pipe, player_keys, fields)
 
+        calls = _register_calls(rounds)
         replies = await self._run(build)
-        first, end = len(ladders), len(ladders) + len(rounds)
+        first, end = len(ladders), len(ladders) + len(calls)
         registered = {ladder: ([as_text(rid) for rid, _ in pairs], [int(seq) for _, seq in pairs])
                       for ladder, pairs in zip(ladders, replies[end:end + len(ladders)])}
         counters = {ladder: _int(raw) for ladder, raw in zip(ladders, replies[end + len(ladders):end + 2 * len(ladders)])}
         registrations = []
-        for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
+        for r, (outcome, seq, status) in zip(rounds, (reply for call in replies[first:end] for reply in call)):
             ids, seqs = registered[r.ladder]
             earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(),
                                         OUTCOME_MODEL_CHANGED.encode(), OUTCOME_LATE.encode()) \
@@ -532,6 +541,20 @@ class Store:
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier,
                                               corrections=counters[r.ladder]))
         return registrations, _columns(replies[end + 2 * len(ladders):], fields)
+
+    def _register_into(self, pipe: Pipeline, calls: Sequence[Sequence[NewRound]]) -> None:
+        """Queue register_round.lua calls, one per run of rounds of one ladder (:func:`_register_calls`)."""
+        for call in calls:
+            ladder = call[0].ladder
+            args: list[Any] = []
+            for r in call:
+                args += [r.round_id, r.content_hash, encode_float(r.occurred_at), encode_float(r.received_at),
+                         r.field_size, r.status, r.body, encode_due(r.due_at),
+                         encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "",
+                         r.model, r.model_params, "1" if r.by_time else "0"]
+            self._eval(pipe, "register_round",
+                       [keys.ladder(ladder), keys.rounds(ladder), keys.registered_rounds(ladder),
+                        keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r.round_id) for r in call)], args)
 
     async def ladder_model(self, ladder: str) -> str | None:
         """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
