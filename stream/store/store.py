@@ -393,6 +393,12 @@ def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str
     return out
 
 
+def _fanout_keys(ladder: str, round_id: str) -> list[str]:
+    """save_fanout.lua's KEYS."""
+    return [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id), keys.registered_rounds(ladder),
+            keys.incomplete_rounds(ladder)]
+
+
 class Store:
     """Async access to the service's Redis state (key schema: docs/contracts.md)."""
 
@@ -650,8 +656,7 @@ class Store:
         args: list[Any] = [pending, encode_due(due_at)]
         for name, message in fanout_fields(messages):
             args += [name, message]
-        self._eval(pipe, "save_fanout", [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id),
-                                         keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args)
+        self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id), args)
 
     async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
                           messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
@@ -665,10 +670,11 @@ class Store:
 
     async def queue_batch(self, rounds: Sequence[QueuedRound]) -> list[bool]:
         """:meth:`queue_round` of every round, in order, in ONE round trip (one pipeline, not a
-        transaction: a worker killed mid-pipeline leaves a prefix of it written, so at most one
-        round has marks without its fan-out; mark_queued.lua keeps what the barrier of its next
-        attempt needs). Returns, per round, whether its fan-out was stored now (else another
-        attempt stored it first: send the stored one).
+        transaction: a worker killed mid-pipeline leaves a prefix of it written; small rounds'
+        marks and fan-outs go in queue_rounds.lua calls, atomic, so at most one round, one above
+        ``players_per_call`` players, has marks without its fan-out; mark_queued.lua keeps what
+        the barrier of its next attempt needs). Returns, per round, whether its fan-out was stored
+        now (else another attempt stored it first: send the stored one).
 
         On Redis Cluster in TWO round trips, every mark first: a cluster pipeline runs as
         concurrent per-node pipelines, so a node failing would leave any subset written, e.g. a
@@ -685,20 +691,52 @@ class Store:
 
             await self._run(marks)
             return [bool(done) for done in await self._run(fanouts)]
-        saves: list[int] = []  # index in the replies of each round's save_fanout
+        saves: list[tuple[int, int | None]] = []  # where each round's save_fanout answer is in the replies
 
         def build(pipe: Pipeline) -> None:
-            saves.clear()
-            calls = 0
-            for r in rounds:
+            saves[:] = self._queue_into(pipe, rounds)
+
+        replies = await self._run(build) if rounds else []
+        return [bool(replies[call] if at is None else replies[call][at]) for call, at in saves]
+
+    def _queue_into(self, pipe: Pipeline, rounds: Sequence[QueuedRound]) -> list[tuple[int, int | None]]:
+        """Queue the rounds' marks and fan-outs, in order, on a single Redis: consecutive rounds of
+        up to ``players_per_call`` players together in one queue_rounds.lua call (mark_queued.lua
+        then save_fanout.lua per round, atomically), a bigger round as mark_queued.lua calls (in
+        chunks) then save_fanout.lua. Returns per round (call, index in its reply or None: the
+        reply is the round's own save_fanout answer)."""
+        where: list[tuple[int, int | None]] = []
+        calls = 0
+        keys_: list[str] = []
+        args: list[Any] = []
+        players = queued = 0  # in the queue_rounds call being built
+
+        def flush() -> None:
+            nonlocal calls, keys_, args, players, queued
+            if keys_:
+                self._eval(pipe, "queue_rounds", keys_, args)
+                calls += 1
+                keys_, args, players, queued = [], [], 0, 0
+
+        for r in rounds:
+            if len(r.players) > self.players_per_call:
+                flush()
                 self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
                 calls += len(self._chunks(len(r.players)))
                 self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
-                saves.append(calls)
+                where.append((calls, None))
                 calls += 1
-
-        replies = await self._run(build) if rounds else []
-        return [bool(replies[i]) for i in saves]
+                continue
+            if players + len(r.players) > self.players_per_call:
+                flush()
+            fanout = [r.pending, encode_due(r.due_at), *(value for pair in fanout_fields(r.messages) for value in pair)]
+            where.append((calls, queued))
+            keys_ += [*(keys.player(r.ladder, p) for p in r.players), *_fanout_keys(r.ladder, r.round_id)]
+            args += [len(r.players), len(fanout), r.seq, *fanout]
+            players += len(r.players)
+            queued += 1
+        flush()
+        return where
 
     async def confirm_emitted(self, emitted: Sequence[tuple[str, str, Sequence[str]]]) -> list[int]:
         """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;
