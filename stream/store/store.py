@@ -140,9 +140,9 @@ NEVER_DUE = math.inf
 def encode_due(due_at: float) -> str:
     """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`), rounded up to whole
     seconds: a re-drive is at most a second later than asked, and the ledger's scores are integers,
-    which Redis keeps in a small sorted set's listpack as integers (a float score is parsed back
-    with strtod at each entry an insert walks past: most of what registering a round cost Redis);
-    a round registered and queued within the same second keeps its score (no re-insert)."""
+    which Redis keeps in a small sorted set's listpack as integers (a float score is parsed with
+    strtod at every entry an insert walks past); a round registered and queued within the same
+    second keeps its score (no re-insert)."""
     return "+inf" if math.isinf(due_at) else str(math.ceil(due_at))
 
 
