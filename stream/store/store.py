@@ -79,7 +79,7 @@ def _round_chunks(n: int) -> list[range]:
 
 
 ROUNDS_PER_CALL = 1_000
-"""Rounds per verify_updates.lua call (one call per ladder of a phase-two batch otherwise)."""
+"""Rounds per register_round.lua and verify_updates.lua call (one call per ladder of a batch otherwise)."""
 
 RoundResults = tuple[str, str, Sequence[str], Sequence[bytes], Sequence[str], Sequence[bool]]
 """A round's results to record: ladder, round_id, players, RatingChange JSON, display ratings
@@ -116,6 +116,17 @@ def _by_ladder(checks: Sequence[FanOutCheck], limit: int) -> list[list[int]]:
     return [index[k:k + limit] for index in by_ladder.values() for k in range(0, len(index), limit)]
 
 
+def _register_calls(rounds: Sequence[NewRound]) -> list[list[NewRound]]:
+    """register_round.lua calls: runs of consecutive rounds of one ladder, up to ROUNDS_PER_CALL a
+    call (in order: a round's registration sees those before it)."""
+    calls: list[list[NewRound]] = []
+    for r in rounds:
+        if not calls or calls[-1][0].ladder != r.ladder or len(calls[-1]) == ROUNDS_PER_CALL:
+            calls.append([])
+        calls[-1].append(r)
+    return calls
+
+
 def encode_float(value: float) -> str:
     """Exact text form of a float (``repr`` round-trips bit for bit)."""
     return repr(float(value))
@@ -130,8 +141,12 @@ NEVER_DUE = math.inf
 
 
 def encode_due(due_at: float) -> str:
-    """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`)."""
-    return "+inf" if math.isinf(due_at) else encode_float(due_at)
+    """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`), rounded up to whole
+    seconds: a re-drive is at most a second later than asked, and the ledger's scores are integers,
+    which Redis keeps in a small sorted set's listpack as integers (a float score is parsed with
+    strtod at every entry an insert walks past); a round registered and queued within the same
+    second keeps its score (no re-insert)."""
+    return "+inf" if math.isinf(due_at) else str(math.ceil(due_at))
 
 
 @dataclass(slots=True)
@@ -397,6 +412,12 @@ def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str
     return out
 
 
+def _fanout_keys(ladder: str, round_id: str) -> list[str]:
+    """save_fanout.lua's KEYS."""
+    return [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id), keys.registered_rounds(ladder),
+            keys.incomplete_rounds(ladder)]
+
+
 class Store:
     """Async access to the service's Redis state (key schema: docs/contracts.md)."""
 
@@ -511,45 +532,34 @@ class Store:
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
                              fields: Sequence[str] = PRIOR_STATE_FIELDS,
                              ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
-        """Register ``rounds`` in order (register_round.lua each, see :meth:`register_round`), read
-        each ladder's rounds still ``registered`` once, after them (each registration's ``earlier``
-        is taken from it: the script's own list would repeat the batch's rounds for every round),
+        """Register ``rounds`` in order (register_round.lua, one call per run of rounds of a ladder,
+        see :meth:`register_round`), read each ladder's rounds still ``registered`` once, after them
+        (each registration's ``earlier`` is taken from it),
         and each ladder's ``corrections`` counter, then read ``fields`` of the (ladder, player)
         hashes (load_players.lua): ONE round trip. Returns the registrations (without priors,
         with their ladder's counter) and the players' columns (:func:`_columns`)."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
         ladders = list(dict.fromkeys(r.ladder for r in rounds))
-        # the keys of each ladder and the texts of times every round of a batch shares, built once
-        ladder_keys = {ladder: (keys.ladder(ladder), keys.rounds(ladder), keys.registered_rounds(ladder),
-                                keys.incomplete_rounds(ladder)) for ladder in ladders}
-        received = _memo(encode_float)
-        due = _memo(encode_due)
 
         def build(pipe: Pipeline) -> None:
             sha = self._sha["register_round"]
             for ladder in ladders:
                 pipe.sadd(keys.ladders(), ladder)
-            for r in rounds:
-                ladder_key, rounds_key, registered_key, incomplete_key = ladder_keys[r.ladder]
-                pipe.execute_command(
-                    "EVALSHA", sha, 5, ladder_key, keys.round_record(r.ladder, r.round_id), rounds_key, registered_key,
-                    incomplete_key, r.round_id, r.content_hash, encode_float(r.occurred_at), received(r.received_at),
-                    r.field_size, r.status, r.body, due(r.due_at),
-                    encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "", "0",
-                    r.model, r.model_params, "1" if r.by_time else "0")
+            self._register_into(pipe, calls)
             for ladder in ladders:
                 pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
             for ladder in ladders:
                 pipe.hget(keys.ladder(ladder), "corrections")
             self._read_players_into(pipe, player_keys, fields)
 
+        calls = _register_calls(rounds)
         replies = await self._run(build)
-        first, end = len(ladders), len(ladders) + len(rounds)
+        first, end = len(ladders), len(ladders) + len(calls)
         registered = {ladder: ([as_text(rid) for rid, _ in pairs], [int(seq) for _, seq in pairs])
                       for ladder, pairs in zip(ladders, replies[end:end + len(ladders)])}
         counters = {ladder: _int(raw) for ladder, raw in zip(ladders, replies[end + len(ladders):end + 2 * len(ladders)])}
         registrations = []
-        for r, (outcome, seq, status) in zip(rounds, replies[first:end]):
+        for r, (outcome, seq, status) in zip(rounds, (reply for call in replies[first:end] for reply in call)):
             ids, seqs = registered[r.ladder]
             earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(),
                                         OUTCOME_MODEL_CHANGED.encode(), OUTCOME_LATE.encode()) \
@@ -557,6 +567,22 @@ class Store:
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier,
                                               corrections=counters[r.ladder]))
         return registrations, _columns(replies[end + 2 * len(ladders):], fields)
+
+    def _register_into(self, pipe: Pipeline, calls: Sequence[Sequence[NewRound]]) -> None:
+        """Queue register_round.lua calls, one per run of rounds of one ladder (:func:`_register_calls`)."""
+        received = _memo(encode_float)  # the times a batch's rounds share, as text once
+        due = _memo(encode_due)
+        for call in calls:
+            ladder = call[0].ladder
+            args: list[Any] = []
+            for r in call:
+                args += [r.round_id, r.content_hash, encode_float(r.occurred_at), received(r.received_at),
+                         r.field_size, r.status, r.body, due(r.due_at),
+                         encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "",
+                         r.model, r.model_params, "1" if r.by_time else "0"]
+            self._eval(pipe, "register_round",
+                       [keys.ladder(ladder), keys.rounds(ladder), keys.registered_rounds(ladder),
+                        keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r.round_id) for r in call)], args)
 
     async def ladder_model(self, ladder: str) -> str | None:
         """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
@@ -648,16 +674,12 @@ class Store:
         return bool(done)
 
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float, *, due_text: str | None = None,
-                          ledger: tuple[str, str] | None = None) -> None:
-        """Queue save_fanout.lua for a round; ``due_text`` (``encode_due(due_at)``) and ``ledger``
-        (the ladder's registered and incomplete rounds keys) when the caller has them already."""
-        registered_key, incomplete_key = ledger or (keys.registered_rounds(ladder), keys.incomplete_rounds(ladder))
-        args: list[Any] = [pending, encode_due(due_at) if due_text is None else due_text]
+                          messages: Sequence[tuple[int, bytes]], due_at: float) -> None:
+        """Queue save_fanout.lua for a round."""
+        args: list[Any] = [pending, encode_due(due_at)]
         for name, message in fanout_fields(messages):
-            args += (name, message)
-        pipe.execute_command("EVALSHA", self._sha["save_fanout"], 4, keys.round_record(ladder, round_id),
-                             keys.round_perf(ladder, round_id), registered_key, incomplete_key, *args)
+            args += [name, message]
+        self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id), args)
 
     async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
                           messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
@@ -671,10 +693,11 @@ class Store:
 
     async def queue_batch(self, rounds: Sequence[QueuedRound]) -> list[bool]:
         """:meth:`queue_round` of every round, in order, in ONE round trip (one pipeline, not a
-        transaction: a worker killed mid-pipeline leaves a prefix of it written, so at most one
-        round has marks without its fan-out; mark_queued.lua keeps what the barrier of its next
-        attempt needs). Returns, per round, whether its fan-out was stored now (else another
-        attempt stored it first: send the stored one).
+        transaction: a worker killed mid-pipeline leaves a prefix of it written; small rounds'
+        marks and fan-outs go in queue_rounds.lua calls, atomic, so at most one round, one above
+        ``players_per_call`` players, has marks without its fan-out; mark_queued.lua keeps what
+        the barrier of its next attempt needs). Returns, per round, whether its fan-out was stored
+        now (else another attempt stored it first: send the stored one).
 
         On Redis Cluster in TWO round trips, every mark first: a cluster pipeline runs as
         concurrent per-node pipelines, so a node failing would leave any subset written, e.g. a
@@ -691,23 +714,52 @@ class Store:
 
             await self._run(marks)
             return [bool(done) for done in await self._run(fanouts)]
-        saves: list[int] = []  # index in the replies of each round's save_fanout
-        due = _memo(encode_due)
-        ledgers = {ladder: (keys.registered_rounds(ladder), keys.incomplete_rounds(ladder))
-                   for ladder in {r.ladder for r in rounds}}
+        saves: list[tuple[int, int | None]] = []  # where each round's save_fanout answer is in the replies
 
         def build(pipe: Pipeline) -> None:
-            saves.clear()
-            calls = 0
-            for r in rounds:
-                calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at,
-                                       due_text=due(r.due_at), ledger=ledgers[r.ladder])
-                saves.append(calls)
-                calls += 1
+            saves[:] = self._queue_into(pipe, rounds)
 
         replies = await self._run(build) if rounds else []
-        return [bool(replies[i]) for i in saves]
+        return [bool(replies[call] if at is None else replies[call][at]) for call, at in saves]
+
+    def _queue_into(self, pipe: Pipeline, rounds: Sequence[QueuedRound]) -> list[tuple[int, int | None]]:
+        """Queue the rounds' marks and fan-outs, in order, on a single Redis: consecutive rounds of
+        up to ``players_per_call`` players together in one queue_rounds.lua call (mark_queued.lua
+        then save_fanout.lua per round, atomically), a bigger round as mark_queued.lua calls (in
+        chunks) then save_fanout.lua. Returns per round (call, index in its reply or None: the
+        reply is the round's own save_fanout answer)."""
+        where: list[tuple[int, int | None]] = []
+        calls = 0
+        keys_: list[str] = []
+        args: list[Any] = []
+        players = queued = 0  # in the queue_rounds call being built
+        due = _memo(encode_due)  # one text per due time the batch's rounds share
+
+        def flush() -> None:
+            nonlocal calls, keys_, args, players, queued
+            if keys_:
+                self._eval(pipe, "queue_rounds", keys_, args)
+                calls += 1
+                keys_, args, players, queued = [], [], 0, 0
+
+        for r in rounds:
+            if len(r.players) > self.players_per_call:
+                flush()
+                calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
+                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
+                where.append((calls, None))
+                calls += 1
+                continue
+            if players + len(r.players) > self.players_per_call:
+                flush()
+            fanout = [r.pending, due(r.due_at), *(value for pair in fanout_fields(r.messages) for value in pair)]
+            where.append((calls, queued))
+            keys_ += [*(keys.player(r.ladder, p) for p in r.players), *_fanout_keys(r.ladder, r.round_id)]
+            args += [len(r.players), len(fanout), r.seq, *fanout]
+            players += len(r.players)
+            queued += 1
+        flush()
+        return where
 
     async def confirm_emitted(self, emitted: Sequence[tuple[str, str, Sequence[str]]]) -> list[int]:
         """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;

@@ -6,9 +6,17 @@ from importlib import resources
 
 SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_round_results", "load_players",
                 "mark_queued", "claim_due_rounds", "confirm_emitted", "fail_round", "release_queued",
-                "push_history", "hset_many", "trim_history", "verify_updates", "hold_ladder", "finish_correction", "read_rounds", "rewrite_rounds")
+                "push_history", "hset_many", "trim_history", "verify_updates", "hold_ladder", "finish_correction", "read_rounds", "rewrite_rounds",
+                "queue_rounds")
+
+
+INCLUDE = "--@include "
+"""A line ``--@include NAME`` of a script stands for script NAME's source (queue_rounds.lua runs
+mark_queued.lua and save_fanout.lua as functions)."""
 
 
 def source(name: str) -> str:
-    """The Lua source of script ``name`` (one of :data:`SCRIPT_NAMES`)."""
-    return resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    """The Lua source of script ``name`` (one of :data:`SCRIPT_NAMES`), its includes expanded."""
+    text = resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    return "\n".join(source(line[len(INCLUDE):].strip()) if line.startswith(INCLUDE) else line
+                     for line in text.split("\n"))

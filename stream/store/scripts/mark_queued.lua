@@ -11,14 +11,16 @@
 -- ARGV[1]  seq
 local seq = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local info = redis.call('HMGET', KEYS[i], 'queued_seq', 'last_seq')
+  local info = redis.call('HMGET', KEYS[i], 'queued_seq', 'last_seq', 'queued_prev')
   local queued = tonumber(info[1] or '0')
   if seq > queued then
-    redis.call('HSET', KEYS[i], 'queued_seq', ARGV[1])
     if queued > tonumber(info[2] or '0') then
-      redis.call('HSET', KEYS[i], 'queued_prev', queued)
+      redis.call('HSET', KEYS[i], 'queued_seq', ARGV[1], 'queued_prev', info[1])
     else
-      redis.call('HDEL', KEYS[i], 'queued_prev')
+      redis.call('HSET', KEYS[i], 'queued_seq', ARGV[1])
+      if info[3] then
+        redis.call('HDEL', KEYS[i], 'queued_prev')
+      end
     end
   end
 end

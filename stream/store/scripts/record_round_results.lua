@@ -18,11 +18,21 @@
 --   then FIELDS arguments per player (each its own argument: no parsing in Lua):
 --     player, change (RatingChange JSON), display rating (repr float: the leaderboard score)
 -- Returns the number of players still pending, per round.
+--
+-- Per round: which players are already recorded (HMGET), the new results (one HSET), the round's
+-- record (HMGET, HLEN, one HSET). The leaderboard, the name index and the ladder's counters are
+-- written once per call (a batch of duels is one call: ~5 commands per round), with the outcome of
+-- recording the rounds one by one: a player of several rounds keeps his last score, the
+-- ladder's last_rated_seq the highest rated seq.
 
 local CHUNK = 1000
 local FIELDS = 3
 local lb_key, ladder_key, names_key = KEYS[1], KEYS[2], KEYS[4]
 local now = ARGV[1]
+
+local scores, names = {}, {}   -- the call's new leaderboard entries, in order
+local new_players, rated = 0, 0
+local best_seq, best_text, best_round = 0, nil, nil   -- the highest seq rated by this call
 
 -- Record the round's players of ARGV[first .. first + FIELDS * count - 1]; returns its pending count.
 local function record(round_key, results_key, count, newcomer, first)
@@ -31,14 +41,12 @@ local function record(round_key, results_key, count, newcomer, first)
   for i = 1, count do
     players[i] = ARGV[first + FIELDS * (i - 1)]
   end
-  local new_players = 0
-  -- In chunks (Lua's unpack limit), with bulk commands: HMGET finds the players already recorded,
-  -- one HSET and one ZADD record the others (the same outcome as HSETNX + ZADD per player, with
-  -- a few commands per thousand players instead of two per player).
+  -- In chunks (Lua's unpack limit): HMGET finds the players already recorded, one HSET records the
+  -- others (the same outcome as HSETNX + ZADD per player).
   for lo = 1, #players, CHUNK do
     local hi = math.min(lo + CHUNK - 1, #players)
     local stored = redis.call('HMGET', results_key, unpack(players, lo, hi))
-    local results, scores, names = {}, {}, {}
+    local results = {}
     for i = lo, hi do
       local player = players[i]
       if not stored[i - lo + 1] and not seen[player] then
@@ -48,7 +56,7 @@ local function record(round_key, results_key, count, newcomer, first)
         results[#results + 1] = ARGV[a + 1]
         scores[#scores + 1] = ARGV[a + 2]
         scores[#scores + 1] = player
-        names[#names + 1] = 0
+        names[#names + 1] = '0'
         names[#names + 1] = player
         if string.byte(newcomer, i) == 49 then  -- '1'
           new_players = new_players + 1
@@ -57,27 +65,29 @@ local function record(round_key, results_key, count, newcomer, first)
     end
     if #results > 0 then
       redis.call('HSET', results_key, unpack(results))
-      redis.call('ZADD', lb_key, unpack(scores))
-      redis.call('ZADD', names_key, unpack(names))
     end
-  end
-  if new_players > 0 then
-    redis.call('HINCRBY', ladder_key, 'players', new_players)
   end
   local info = redis.call('HMGET', round_key, 'field_size', 'status', 'seq', 'round_id')
   local pending = tonumber(info[1] or '0') - redis.call('HLEN', results_key)
   if pending < 0 then pending = 0 end
-  redis.call('HSET', round_key, 'pending', pending)
   if pending == 0 and info[2] == 'pending' then
-    redis.call('HSET', round_key, 'status', 'rated', 'rated_at', now)
-    redis.call('HINCRBY', ladder_key, 'rounds_rated', 1)
-    local last_seq = tonumber(redis.call('HGET', ladder_key, 'last_rated_seq') or '0')
-    if tonumber(info[3]) > last_seq then
-      redis.call('HSET', ladder_key, 'last_rated_seq', info[3], 'last_round', info[4])
+    redis.call('HSET', round_key, 'pending', pending, 'status', 'rated', 'rated_at', now)
+    rated = rated + 1
+    local seq = tonumber(info[3])
+    if seq > best_seq then
+      best_seq, best_text, best_round = seq, info[3], info[4]
     end
-    redis.call('HSET', ladder_key, 'updated_at', now)
+  else
+    redis.call('HSET', round_key, 'pending', pending)
   end
   return pending
+end
+
+-- ZADD (score, member) pairs, at most CHUNK pairs a command.
+local function zadd(key, entries)
+  for lo = 1, #entries, 2 * CHUNK do
+    redis.call('ZADD', key, unpack(entries, lo, math.min(lo + 2 * CHUNK - 1, #entries)))
+  end
 end
 
 local out = {}
@@ -86,5 +96,29 @@ for r = 1, (#KEYS - 4) / 2 do
   local count = tonumber(ARGV[a])
   out[r] = record(KEYS[3 + 2 * r], KEYS[4 + 2 * r], count, ARGV[a + 1], a + 2)
   a = a + 2 + FIELDS * count
+end
+zadd(lb_key, scores)
+zadd(names_key, names)
+if new_players > 0 or rated > 0 then
+  -- the counters and last_rated_seq: one read, one write
+  local ladder = redis.call('HMGET', ladder_key, 'players', 'rounds_rated', 'last_rated_seq')
+  local update = {}
+  if new_players > 0 then
+    update[#update + 1] = 'players'
+    update[#update + 1] = tonumber(ladder[1] or '0') + new_players
+  end
+  if rated > 0 then
+    update[#update + 1] = 'rounds_rated'
+    update[#update + 1] = tonumber(ladder[2] or '0') + rated
+    if best_seq > tonumber(ladder[3] or '0') then
+      update[#update + 1] = 'last_rated_seq'
+      update[#update + 1] = best_text
+      update[#update + 1] = 'last_round'
+      update[#update + 1] = best_round
+    end
+    update[#update + 1] = 'updated_at'
+    update[#update + 1] = now
+  end
+  redis.call('HSET', ladder_key, unpack(update))
 end
 return out

@@ -15,8 +15,8 @@ if info[1] ~= 'registered' then
   return 0
 end
 redis.call('DEL', perf_key)
-for i = 3, #ARGV, 2 do
-  redis.call('HSET', perf_key, ARGV[i], ARGV[i + 1])
+for i = 3, #ARGV, 2000 do  -- one HSET per 1,000 messages (Lua's unpack limit)
+  redis.call('HSET', perf_key, unpack(ARGV, i, math.min(i + 1999, #ARGV)))
 end
 redis.call('HSET', round_key, 'status', 'pending', 'pending', ARGV[1])
 redis.call('HDEL', round_key, 'body')

@@ -12,19 +12,37 @@
 -- Per round r (r = 1, 2, ...):
 -- KEYS[3r - 2] round record           ems:round:{L}:R
 -- KEYS[3r - 1] stored fan-out (hash)  ems:round-perf:{L}:R
--- KEYS[3r]     fan-out digests (set)  ems:round-digests:{L}:R  (SHA-1 hex of each stored section)
+-- KEYS[3r]     fan-out digests (set)  ems:round-digests:{L}:R  (SHA-1 hex of each stored section;
+--                                      not used for a round of at most SMALL players)
 -- ARGV: per round, in KEYS order: count, then count SHA-1 hex digests of incoming sections
 -- Returns per digest (ARGV order) 1 if it is one of the round's stored sections, else 0 (also while
 -- the round has no fan-out: unknown, "registered" or "no_outcome"). A "failed" round's stored
 -- sections still verify: phase two must handle them (apply, or dead-letter and release their
 -- players) for the ladder to move on.
 
+-- A round of at most SMALL players (a few sections: a duel's one or two) is checked against its
+-- stored sections directly, each hashed here; a bigger one's digests are kept in its digest set,
+-- built on its first check (its sections are checked over many batches).
+local SMALL = 2
+
 -- Flags of the round's digests ARGV[first .. first + count - 1].
 local function verify(round_key, perf_key, digest_key, first, count)
-  local status = redis.call('HGET', round_key, 'status')
+  local info = redis.call('HMGET', round_key, 'status', 'field_size')
+  local status = info[1]
   if status ~= 'pending' and status ~= 'rated' and status ~= 'failed' then
     local out = {}
     for i = 1, count do out[i] = 0 end
+    return out
+  end
+  if tonumber(info[2] or '0') <= SMALL then
+    local stored = {}
+    for _, message in ipairs(redis.call('HVALS', perf_key)) do
+      stored[redis.sha1hex(message)] = true
+    end
+    local out = {}
+    for i = 1, count do
+      out[i] = stored[ARGV[first + i - 1]] and 1 or 0
+    end
     return out
   end
   if redis.call('EXISTS', digest_key) == 0 then
