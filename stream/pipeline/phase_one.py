@@ -445,8 +445,9 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     """Phase one of a batch of ``rounds`` messages as a unit (paper Algorithm 1, first half, for
     many rounds): per message the outcomes of :func:`handle_round`, with
 
-    1. ONE Redis round trip registering every round (register_round.lua, one call per run of rounds of a ladder, in order) and
-       reading every participant's stored state (``Store.register_batch``);
+    1. ONE Redis round trip registering every round (register_round.lua, one call per run of
+       rounds of a ladder, in order) and reading every participant's stored state
+       (``Store.register_batch``);
     2. earlier rounds left ``registered`` completed first; the per-player barrier for each
        ladder's players at their first round of the batch, a player it holds going through with
        the posterior this worker computed in an earlier batch for the round it waits for
