@@ -122,9 +122,10 @@ def _raw_bytes(channel: Any) -> bool:
             and schema.key_serializer == "raw" and schema.value_serializer == "raw")
 
 
-def _deliver_now(consumer: Any, message: Any) -> bool:
+def _deliver_now(consumer: Any, message: Any, producer_busy: Callable[[], bool]) -> bool:
     """Put ``message`` on its streams' buffers now, as ``ConductorHandler.__call__`` does when it
-    does not wait; False (nothing done) when it might wait or decode: Faust's delivery then."""
+    does not wait; False (nothing done) when it might wait or decode: Faust's delivery then.
+    ``producer_busy``: whether Faust's producer buffer is over the size the handler waits at."""
     app = consumer.app
     if (consumer.suspend_flow.is_set() or not consumer.flow_active or not app.flow_control.is_active()
             or message.generation_id != app.consumer_generation_id):
@@ -135,8 +136,7 @@ def _deliver_now(consumer: Any, message: Any) -> bool:
     handler = conductor._tp_to_callback.get(message.tp)
     if type(handler) is not ConductorHandler:
         return False
-    producer_buffer = app.producer.buffer
-    if producer_buffer.size > producer_buffer.max_messages:
+    if producer_busy():
         return False
     channels = handler.channels
     if not channels:
@@ -151,6 +151,15 @@ def _deliver_now(consumer: Any, message: Any) -> bool:
         channel.queue.put_nowait_enhanced(app.create_event(key, value, headers, message),
                                           on_pressure_high=on_pressure_high, on_pressure_drop=on_pressure_drop)
     return True
+
+
+def _producer_busy(app: Any) -> Callable[[], bool]:
+    """``ProducerBuffer.size > max_messages`` (what ``wait_until_ebb`` waits on) without reading
+    the ``producer_threaded`` setting per record."""
+    buffer = app.producer.buffer
+    if app.conf.producer_threaded:
+        return lambda: buffer.size > buffer.max_messages
+    return lambda: len(buffer.pending._queue) > buffer.max_messages
 
 
 async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover  # Faust's loop, see direct_delivery
@@ -168,6 +177,7 @@ async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover 
     yield_every = 100
     num_since_yield = 0
     sleep = asyncio.sleep
+    producer_busy = _producer_busy(self.app)
     try:
         while not (consumer_should_stop() or fetcher_should_stop()):
             set_flag(flag_consumer_fetching)
@@ -190,7 +200,7 @@ async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover 
                             if self._n_acked >= commit_every:
                                 self._n_acked = 0
                                 await self.commit()
-                        if not _deliver_now(self, message):
+                        if not _deliver_now(self, message, producer_busy):
                             await self.wait_first(callback(message), self.suspend_flow.wait())
                         set_read_offset(tp, offset)
                     else:
@@ -351,10 +361,13 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
                 while len(batch) < max_ and (remaining := deadline - loop.time()) > 0:
                     await _until_ready(queue, loop, remaining)
                     _take_ready(queue, intake, batch, max_, pending)
-            if not all(intake.current(event) for event in batch):  # a rebalance began meanwhile
-                intake.dropped += len(batch)
-                pending.clear()
-                continue
+            current = [event for event in batch if intake.current(event)]
+            if len(current) < len(batch):  # a rebalance came meanwhile: its stale events dropped
+                intake.dropped += len(batch) - len(current)
+                pending = [event for event in pending if intake.current(event)]
+                if not current:
+                    continue
+                batch = current
             stream.events_total += len(batch)
             yield batch
             for event in batch:  # the consumer moved on: the batch was handled
