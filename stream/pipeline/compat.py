@@ -104,7 +104,7 @@ def direct_delivery() -> None:
     ``wait_first(conductor.on_message(message), suspend_flow.wait())``: four tasks and an
     ``asyncio.wait`` per record (plus ``_stopped`` and ``_crashed`` waits), about half of
     Faust's CPU per message on a busy worker. The replacement is that loop with
-    :func:`_deliver_now` tried first; it does, in the same step as its checks, what the
+    :class:`_DirectDelivery` tried first; it does, in the same step as its checks, what the
     conductor's handler would (an event per channel, put without waiting, the partition paused
     at high pressure). Any record it cannot prove safe to deliver that way (flow control or the
     consumer's flow suspended, a consumer generation other than the record's, a channel that
@@ -122,44 +122,51 @@ def _raw_bytes(channel: Any) -> bool:
             and schema.key_serializer == "raw" and schema.value_serializer == "raw")
 
 
-def _deliver_now(consumer: Any, message: Any, producer_busy: Callable[[], bool]) -> bool:
-    """Put ``message`` on its streams' buffers now, as ``ConductorHandler.__call__`` does when it
-    does not wait; False (nothing done) when it might wait or decode: Faust's delivery then.
-    ``producer_busy``: whether Faust's producer buffer is over the size the handler waits at."""
-    app = consumer.app
-    if (consumer.suspend_flow.is_set() or not consumer.flow_active or not app.flow_control.is_active()
-            or message.generation_id != app.consumer_generation_id):
-        return False
-    conductor = app.topics
-    if conductor._tp_to_callback_lock.locked():
-        return False
-    handler = conductor._tp_to_callback.get(message.tp)
-    if type(handler) is not ConductorHandler:
-        return False
-    if producer_busy():
-        return False
-    channels = handler.channels
-    if not channels:
-        return False
-    for channel in channels:
-        if not _raw_bytes(channel) or channel.queue.full():
+class _DirectDelivery:
+    """``ConductorHandler.__call__`` of a record, done in place when it would not wait (see
+    :func:`direct_delivery`); what it reads of the app is looked up once per fetch loop."""
+
+    def __init__(self, consumer: Any) -> None:
+        app = consumer.app
+        self.consumer = consumer
+        self.app = app
+        self.suspend_flow = consumer.suspend_flow
+        self.flow_control_active = app.flow_control.is_active
+        conductor = app.topics
+        self.handlers_updating = conductor._tp_to_callback_lock.locked
+        self.handlers = conductor._tp_to_callback  # cleared and refilled in place by the conductor
+        event_class = app.conf.Event
+        self.create_event = (app.create_event if type(app).create_event is not faust.App.create_event
+                             else lambda key, value, headers, message: event_class(app, key, value, headers, message))
+        buffer = app.producer.buffer
+        if app.conf.producer_threaded:
+            self.producer_busy = lambda: buffer.size > buffer.max_messages
+        else:  # ProducerBuffer.size without reading the setting per record
+            self.producer_busy = lambda: len(buffer.pending._queue) > buffer.max_messages
+
+    def __call__(self, message: Any) -> bool:
+        """Put ``message`` on its streams' buffers now, as the conductor's handler does when it
+        does not wait; False (nothing done) when it might wait or decode: Faust's delivery then."""
+        consumer = self.consumer
+        if (self.suspend_flow.is_set() or not consumer.flow_active or not self.flow_control_active()
+                or message.generation_id != self.app.consumer_generation_id or self.handlers_updating()):
             return False
-    message.refcount += len(channels)
-    key, value, headers = message.key, message.value, message.headers
-    on_pressure_high, on_pressure_drop = handler.on_pressure_high, handler.on_pressure_drop
-    for channel in channels:  # an event per channel, as the handler without cython_optimizations
-        channel.queue.put_nowait_enhanced(app.create_event(key, value, headers, message),
-                                          on_pressure_high=on_pressure_high, on_pressure_drop=on_pressure_drop)
-    return True
-
-
-def _producer_busy(app: Any) -> Callable[[], bool]:
-    """``ProducerBuffer.size > max_messages`` (what ``wait_until_ebb`` waits on) without reading
-    the ``producer_threaded`` setting per record."""
-    buffer = app.producer.buffer
-    if app.conf.producer_threaded:
-        return lambda: buffer.size > buffer.max_messages
-    return lambda: len(buffer.pending._queue) > buffer.max_messages
+        handler = self.handlers.get(message.tp)
+        if type(handler) is not ConductorHandler or self.producer_busy():
+            return False
+        channels = handler.channels
+        if not channels:
+            return False
+        for channel in channels:
+            if not _raw_bytes(channel) or channel.queue.full():
+                return False
+        message.refcount += len(channels)
+        key, value, headers = message.key, message.value, message.headers
+        on_pressure_high, on_pressure_drop = handler.on_pressure_high, handler.on_pressure_drop
+        for channel in channels:  # an event per channel, as the handler without cython_optimizations
+            channel.queue.put_nowait_enhanced(self.create_event(key, value, headers, message),
+                                              on_pressure_high=on_pressure_high, on_pressure_drop=on_pressure_drop)
+        return True
 
 
 async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover  # Faust's loop, see direct_delivery
@@ -177,7 +184,7 @@ async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover 
     yield_every = 100
     num_since_yield = 0
     sleep = asyncio.sleep
-    producer_busy = _producer_busy(self.app)
+    deliver_now = _DirectDelivery(self)
     try:
         while not (consumer_should_stop() or fetcher_should_stop()):
             set_flag(flag_consumer_fetching)
@@ -200,7 +207,7 @@ async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover 
                             if self._n_acked >= commit_every:
                                 self._n_acked = 0
                                 await self.commit()
-                        if not _deliver_now(self, message, producer_busy):
+                        if not deliver_now(message):
                             await self.wait_first(callback(message), self.suspend_flow.wait())
                         set_read_offset(tp, offset)
                     else:
@@ -348,23 +355,21 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
     queue = cast(ThrowableQueue[Any], cast(Any, channel).queue)
     loop = stream.loop
     intake = _Intake(stream)
-    pending: list[faust.EventT[bytes]] = []  # taken beyond a full batch: the next batch's start
     started_by_aiter = await stream.maybe_start()
     try:
         while not stream.should_stop:
-            batch, pending = pending[:max_], pending[max_:]
+            batch: list[faust.EventT[bytes]] = []
             while not batch:  # idle: wait for the first event, no timer
                 await _until_ready(queue, loop, None)
-                _take_ready(queue, intake, batch, max_, pending)
+                _take_ready(queue, intake, batch, max_)
             if len(batch) < max_ and within > 0:
                 deadline = loop.time() + within
                 while len(batch) < max_ and (remaining := deadline - loop.time()) > 0:
                     await _until_ready(queue, loop, remaining)
-                    _take_ready(queue, intake, batch, max_, pending)
+                    _take_ready(queue, intake, batch, max_)
             current = [event for event in batch if intake.current(event)]
             if len(current) < len(batch):  # a rebalance came meanwhile: its stale events dropped
                 intake.dropped += len(batch) - len(current)
-                pending = [event for event in pending if intake.current(event)]
                 if not current:
                     continue
                 batch = current
@@ -384,13 +389,12 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
             stream.service_reset()
 
 
-def _take_ready(queue: ThrowableQueue[Any], intake: _Intake, batch: list[faust.EventT[bytes]], max_: int,
-                overflow: list[faust.EventT[bytes]]) -> None:
-    """Move every buffered event into ``batch`` (up to ``max_``, the rest into ``overflow``);
-    ``get_nowait`` raises what was thrown into the channel and resumes a paused partition once
-    the buffer has drained (Faust's pressure flow control)."""
-    while not queue.empty():
-        intake.take(queue.get_nowait(), batch if len(batch) < max_ else overflow)
+def _take_ready(queue: ThrowableQueue[Any], intake: _Intake, batch: list[faust.EventT[bytes]], max_: int) -> None:
+    """Move buffered events into ``batch`` until it holds ``max_`` (the rest stays buffered:
+    Faust's pressure flow control still bounds the buffer); ``get_nowait`` raises what was
+    thrown into the channel and resumes a paused partition once the buffer has drained."""
+    while len(batch) < max_ and not queue.empty():
+        intake.take(queue.get_nowait(), batch)
 
 
 async def _until_ready(queue: ThrowableQueue[Any], loop: asyncio.AbstractEventLoop, timeout: float | None) -> None:
