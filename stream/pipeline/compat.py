@@ -30,7 +30,7 @@ import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from faust.sensors.monitor import Monitor
 from faust.transport import consumer as faust_consumer
-from faust.transport.conductor import ConductorHandler
+from faust.transport import conductor as faust_conductor
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import EventT
 from mode.utils.queues import ThrowableQueue
@@ -114,6 +114,10 @@ def direct_delivery() -> None:
     setattr(faust_consumer.Consumer, "_drain_messages", _drain_messages)
 
 
+ConductorHandler: Any = getattr(faust_conductor, "ConductorHandler", None)
+"""Faust's compiled per-partition delivery handler (None without its Cython extension)."""
+
+
 def _raw_bytes(channel: Any) -> bool:
     """Whether ``channel`` (a topic) decodes a record as Faust's ``Schema`` with raw bytes keys and
     values does: key and value unchanged (``want_bytes`` of bytes), so the event needs no decode."""
@@ -136,11 +140,11 @@ class _DirectDelivery:
         self.handlers_updating = conductor._tp_to_callback_lock.locked
         self.handlers = conductor._tp_to_callback  # cleared and refilled in place by the conductor
         event_class = app.conf.Event
-        self.create_event = (app.create_event if type(app).create_event is not faust.App.create_event
+        self.create_event: Callable[[Any, Any, Any, Any], Any] = (app.create_event if type(app).create_event is not faust.App.create_event
                              else lambda key, value, headers, message: event_class(app, key, value, headers, message))
         buffer = app.producer.buffer
         if app.conf.producer_threaded:
-            self.producer_busy = lambda: buffer.size > buffer.max_messages
+            self.producer_busy: Callable[[], bool] = lambda: buffer.size > buffer.max_messages
         else:  # ProducerBuffer.size without reading the setting per record
             self.producer_busy = lambda: len(buffer.pending._queue) > buffer.max_messages
 
