@@ -13,10 +13,12 @@
 
 The work on each batch is plain code (no Faust): ``rounds_batches.phase_one_batch``,
 ``updates_batches.phase_two_batch`` and ``corrections_batches.correction_message`` (retries, one-by-one fallbacks, dead letters, metrics).
-Faust acks an event once the agent moves on, even if the handler raised; so every handler
-call and send is retried (``retry.py``): forever while Redis or Kafka is unreachable, and up to
-HANDLER_ATTEMPTS times for any other exception, after which the message that keeps raising is
-dead-lettered (``internal_error``) and the stream moves on.
+``take_batches`` acks a batch's events once the agent asks for the next batch, never when the
+agent raised or was cancelled (those records come again after a rebalance or restart; until
+then their partition's commits stop there); so every handler call and send is retried
+(``retry.py``): forever while Redis or Kafka is unreachable, and up to HANDLER_ATTEMPTS times
+for any other exception, after which the message that keeps raising is dead-lettered
+(``internal_error``) and the stream moves on.
 
 Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to

@@ -15,7 +15,8 @@ import faust
 from stream.connections import faust_broker, faust_credentials
 from stream.engine import warm_up
 from stream.pipeline import agents, watchdog
-from stream.pipeline.compat import QuietMonitor, cap_fetch_wait, deliver_without_blocking, idle_fetch_wait
+from stream.pipeline.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
+                                    idle_fetch_wait)
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
@@ -41,6 +42,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     idle_fetch_wait(settings.consumer_fetch_max_wait_ms,
                     max(settings.consumer_idle_fetch_wait_ms, settings.consumer_fetch_max_wait_ms))
+    direct_delivery()  # no tasks per fetched record (compat.direct_delivery)
     app = faust.App(
         settings.app_id,
         broker=faust_broker(settings),

@@ -4,8 +4,11 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
 
 * :func:`cap_fetch_wait`: Faust hard-codes aiokafka's ``fetch_max_wait_ms``; :func:`idle_fetch_wait`
   lengthens it while nothing arrives;
-* :func:`take_batches`: ``Stream.take_events`` without its idle timer; :func:`incoming`: an
-  event as the handlers' plain input;
+* :func:`direct_delivery`: the consumer puts a fetched record on its streams' buffers without
+  Faust's tasks per record when nothing can make that wait;
+* :func:`take_batches`: an agent's events in batches read from its stream's buffer directly,
+  never acknowledging an event that was not handled; :func:`incoming`: an event as the
+  handlers' plain input;
 * :func:`deliver_without_blocking`: a full stream buffer pauses its partition but never blocks
   the delivery of the consumer's other partitions (phase one waiting at its barrier would
   otherwise hold back the ``player-updates`` records it waits for);
@@ -26,8 +29,10 @@ import time
 import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from faust.sensors.monitor import Monitor
+from faust.transport import consumer as faust_consumer
+from faust.transport import conductor as faust_conductor
 from faust.transport.drivers import aiokafka as faust_aiokafka
-from mode.utils.futures import notify
+from faust.types import EventT
 from mode.utils.queues import ThrowableQueue
 
 from stream.pipeline.messages import Incoming, Origin
@@ -91,6 +96,144 @@ def idle_fetch_wait(busy_ms: int, idle_ms: int) -> None:
     setattr(fetcher_class, "_proc_fetch_request", proc_fetch_request)
 
 
+def direct_delivery() -> None:
+    """Make Faust's consumers put each fetched record on its streams' buffers in the fetch loop
+    itself when nothing can make that wait, instead of Faust's task per record.
+
+    ``Consumer._drain_messages`` (faust-streaming 0.15.3) delivers every record with
+    ``wait_first(conductor.on_message(message), suspend_flow.wait())``: four tasks and an
+    ``asyncio.wait`` per record (plus ``_stopped`` and ``_crashed`` waits), about half of
+    Faust's CPU per message on a busy worker. The replacement is that loop with
+    :class:`_DirectDelivery` tried first; it does, in the same step as its checks, what the
+    conductor's handler would (an event per channel, put without waiting, the partition paused
+    at high pressure). Any record it cannot prove safe to deliver that way (flow control or the
+    consumer's flow suspended, a consumer generation other than the record's, a channel that
+    decodes, a queue that is full, Faust's producer buffer over its limit, the conductor
+    updating its handlers) goes through Faust's own ``wait_first`` delivery, as before.
+    Read offsets, gaps, commit-every and the periodic yield are Faust's. Idempotent."""
+    setattr(faust_consumer.Consumer, "_drain_messages", _drain_messages)
+
+
+ConductorHandler: Any = getattr(faust_conductor, "ConductorHandler", None)
+"""Faust's compiled per-partition delivery handler (None without its Cython extension)."""
+
+
+def _raw_bytes(channel: Any) -> bool:
+    """Whether ``channel`` (a topic) decodes a record as Faust's ``Schema`` with raw bytes keys and
+    values does: key and value unchanged (``want_bytes`` of bytes), so the event needs no decode."""
+    schema = getattr(channel, "schema", None)
+    return (type(schema) is faust.Schema and schema.key_type is bytes and schema.value_type is bytes
+            and schema.key_serializer == "raw" and schema.value_serializer == "raw")
+
+
+class _DirectDelivery:
+    """``ConductorHandler.__call__`` of a record, done in place when it would not wait (see
+    :func:`direct_delivery`); what it reads of the app is looked up once per fetch loop."""
+
+    def __init__(self, consumer: Any) -> None:
+        app = consumer.app
+        self.consumer = consumer
+        self.app = app
+        self.suspend_flow = consumer.suspend_flow
+        self.flow_control_active = app.flow_control.is_active
+        conductor = app.topics
+        self.handlers_updating = conductor._tp_to_callback_lock.locked
+        self.handlers = conductor._tp_to_callback  # cleared and refilled in place by the conductor
+        event_class = app.conf.Event
+        self.create_event: Callable[[Any, Any, Any, Any], Any] = (app.create_event if type(app).create_event is not faust.App.create_event
+                             else lambda key, value, headers, message: event_class(app, key, value, headers, message))
+        buffer = app.producer.buffer
+        if app.conf.producer_threaded:
+            self.producer_busy: Callable[[], bool] = lambda: buffer.size > buffer.max_messages
+        else:  # ProducerBuffer.size without reading the setting per record
+            self.producer_busy = lambda: len(buffer.pending._queue) > buffer.max_messages
+
+    def __call__(self, message: Any) -> bool:
+        """Put ``message`` on its streams' buffers now, as the conductor's handler does when it
+        does not wait; False (nothing done) when it might wait or decode: Faust's delivery then."""
+        consumer = self.consumer
+        if (self.suspend_flow.is_set() or not consumer.flow_active or not self.flow_control_active()
+                or message.generation_id != self.app.consumer_generation_id or self.handlers_updating()):
+            return False
+        handler = self.handlers.get(message.tp)
+        if type(handler) is not ConductorHandler or self.producer_busy():
+            return False
+        channels = handler.channels
+        if not channels:
+            return False
+        for channel in channels:
+            if not _raw_bytes(channel) or channel.queue.full():
+                return False
+        message.refcount += len(channels)
+        key, value, headers = message.key, message.value, message.headers
+        on_pressure_high, on_pressure_drop = handler.on_pressure_high, handler.on_pressure_drop
+        for channel in channels:  # an event per channel, as the handler without cython_optimizations
+            channel.queue.put_nowait_enhanced(self.create_event(key, value, headers, message),
+                                              on_pressure_high=on_pressure_high, on_pressure_drop=on_pressure_drop)
+        return True
+
+
+async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover  # Faust's loop, see direct_delivery
+    callback = self.callback
+    getmany = self.getmany
+    consumer_should_stop = self._stopped.is_set
+    fetcher_should_stop = fetcher._stopped.is_set
+    get_read_offset = self._read_offset.__getitem__
+    set_read_offset = self._read_offset.__setitem__
+    flag_consumer_fetching = faust_consumer.CONSUMER_FETCHING
+    set_flag = self.diag.set_flag
+    unset_flag = self.diag.unset_flag
+    commit_every = self._commit_every
+    acks_enabled_for = self.app.topics.acks_enabled_for
+    yield_every = 100
+    num_since_yield = 0
+    sleep = asyncio.sleep
+    deliver_now = _DirectDelivery(self)
+    try:
+        while not (consumer_should_stop() or fetcher_should_stop()):
+            set_flag(flag_consumer_fetching)
+            ait = cast(AsyncIterator[Any], getmany(timeout=1.0))
+            await sleep(0)  # Faust: self.sleep(0), a wait_for task per fetch
+            if not self.should_stop:
+                async for tp, message in ait:
+                    num_since_yield += 1
+                    if num_since_yield > yield_every:
+                        await sleep(0)
+                        num_since_yield = 0
+                    offset = message.offset
+                    r_offset = get_read_offset(tp)
+                    if r_offset is None or offset >= r_offset:
+                        gap = offset - (r_offset or 0)
+                        if gap > 1 and r_offset:
+                            if acks_enabled_for(message.topic):
+                                await self._add_gap(tp, r_offset + 1, offset)
+                        if commit_every is not None:
+                            if self._n_acked >= commit_every:
+                                self._n_acked = 0
+                                await self.commit()
+                        if not deliver_now(message):
+                            await self.wait_first(callback(message), self.suspend_flow.wait())
+                        set_read_offset(tp, offset)
+                    else:
+                        self.log.dev("DROPPED MESSAGE ROFF %r: k=%r v=%r", offset, message.key, message.value)
+                unset_flag(flag_consumer_fetching)
+    except self.consumer_stopped_errors:
+        if self.transport.app.should_stop:
+            self.log.info("Broker stopped consumer, shutting down...")
+            return
+        raise
+    except asyncio.CancelledError:
+        if self.transport.app.should_stop:
+            self.log.info("Consumer shutting down for user cancel.")
+            return
+        raise
+    except Exception as exc:
+        self.log.exception("Drain messages raised: %r", exc)
+        raise
+    finally:
+        unset_flag(flag_consumer_fetching)
+
+
 class DeliveryQueue(ThrowableQueue[Any]):
     """A stream buffer that is never *full* to its producer, Faust's conductor: a record is
     always delivered at once; the buffer's size is bounded by flow control instead.
@@ -149,85 +292,139 @@ class QuietMonitor(Monitor):
 
 def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> AsyncIterator[list[faust.EventT[bytes]]]:
     """Batches of up to ``max_`` events of an agent's stream, each handed over at most ``within``
-    seconds after its first event arrived; every event is acknowledged once the consumer of the
-    batch moves on (as ``Stream.take_events``).
+    seconds after its first event arrived; a batch's events are acknowledged when the consumer
+    of the batch asks for the next one, and only then.
 
-    ``take_events`` wakes up every ``within`` seconds whether events came or not (a 2-5 ms
-    timer per actor: most of an idle worker's CPU). Here an empty buffer waits for its first
-    event without a timer, and only then for the batch to fill within ``within`` (on one future
-    and one timer, not ``wait_for_stopped``'s three tasks). The body is
-    ``take_events`` of faust-streaming 0.15.3 with that change (its processor, passive drain,
-    manual acks and generator tracking)."""
+    The batches are read from the stream's buffer (its channel's queue) directly, every event
+    ready at once, instead of through Faust's stream iterator (``Stream._c_aiter`` and the
+    passive drainer of ``Stream.take_events``, faust-streaming 0.15.3), which costs a loop
+    iteration, a processor call and an ack check per event. An empty buffer waits for its first
+    event without a timer, then up to ``within`` for the batch to fill (one future and one timer).
+
+    Unlike Faust's iterator, an event is never acknowledged unless it was handled:
+
+    * an event taken while the app's flow control is suspended (a rebalance) or whose message
+      is of an earlier consumer generation is dropped WITHOUT an ack (Faust acks such skipped
+      events, which lets a later commit pass offsets nobody handled); the consumer seeks back to
+      the committed offsets after a rebalance, so the record is delivered again in the new
+      generation (to this worker or to the partition's new owner);
+    * the same holds for the events of a batch still being gathered when flow is suspended;
+    * a batch whose consumer never moved on (the agent raised or was cancelled: the generator
+      is closed at its ``yield``) is not acknowledged (Faust's ``take_events`` acks it in a
+      ``finally``); its records are delivered again after the next rebalance or restart."""
     faust_stream = cast("faust.Stream[bytes]", stream)
     batches = _take_batches(faust_stream, max_, within)
     faust_stream._active_agens.add(batches)  # closed with the stream, as Faust's own buffers
     return batches
 
 
+class _Intake:
+    """What :func:`_take_batches` does to each event it takes from a stream's buffer: the checks
+    of Faust's stream iterator (flow control, consumer generation) and its message tracking."""
+
+    def __init__(self, stream: faust.Stream[bytes]) -> None:
+        app = stream.app
+        self.app = app
+        self.stream = stream
+        self.is_active = app.flow_control.is_active
+        self.acking_topics: set[str] = cast(Any, app.topics)._acking_topics
+        self.add_unacked = cast(Any, app.consumer)._unacked_messages.add
+        self.on_message_in = stream._on_message_in
+        self.dropped = 0
+
+    def current(self, event: Any) -> bool:
+        """Whether ``event`` may be handled now: flow is active and its message is of the
+        consumer's current generation (else it is dropped, never acked)."""
+        return bool(self.is_active()) and event.message.generation_id == self.app.consumer_generation_id
+
+    def take(self, value: Any, into: list[faust.EventT[bytes]]) -> None:
+        """Add a buffered ``value`` (a Faust event) to ``into`` if current; track its message as
+        Faust's iterator does (pending ack, for ``wait_empty`` and the commit bookkeeping)."""
+        if not isinstance(value, EventT):
+            raise TypeError(f"take_batches expects Faust events in its stream's buffer, got {type(value)!r}")
+        if not self.current(value):
+            self.dropped += 1
+            return
+        message = value.message
+        if message.topic in self.acking_topics and not message.tracked:
+            message.tracked = True
+            self.add_unacked(message)
+            self.on_message_in(message.tp, message.offset, message)
+        into.append(value)
+
+
 async def _take_batches(stream: faust.Stream[bytes], max_: int,
                         within: float) -> AsyncGenerator[list[faust.EventT[bytes]], None]:
-    events: list[faust.EventT[bytes]] = []
-    has_events = asyncio.Event()
-    full: asyncio.Future[None] | None = None  # the main loop waiting for the batch to fill
-    consumed = asyncio.Event()
-    consuming: asyncio.Future[None] | None = None
-    enable_acks = stream.enable_acks
-    channel = aiter(stream.channel)
-
-    async def add_to_buffer(value: Any) -> Any:
-        nonlocal consuming
-        try:
-            if consuming is not None:  # the consumer is handling a batch: wait until it is acked
-                try:
-                    await consuming
-                finally:
-                    consuming = None
-            event = stream.current_event
-            if event is None:
-                raise RuntimeError("take_batches found current_event is None")
-            events.append(event)
-            has_events.set()
-            if len(events) >= max_:
-                _resolve(full)
-                consumed.clear()
-                await stream.wait(consumed)  # type: ignore[arg-type]  # mode accepts any awaitable .wait()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            stream.log.exception("Error adding to take buffer: %r", exc)
-            await stream.crash(exc)
-        return value
-
-    stream.enable_acks = False
-    stream.add_processor(add_to_buffer)
-    stream._enable_passive(cast("faust.ChannelT[bytes]", channel))
+    channel = stream.channel
+    queue = cast(ThrowableQueue[Any], cast(Any, channel).queue)
+    loop = stream.loop
+    intake = _Intake(stream)
+    started_by_aiter = await stream.maybe_start()
     try:
         while not stream.should_stop:
-            if not has_events.is_set():
-                await stream.wait_for_stopped(has_events)  # type: ignore[arg-type]  # idle: no timer
-            if len(events) < max_ and within > 0:  # one future and one timer, not wait_for_stopped's
-                full = stream.loop.create_future()     # three tasks: stop is seen at most `within` late
-                timer = stream.loop.call_later(within, _resolve, full)
-                try:
-                    await full
-                finally:
-                    timer.cancel()
-                    full = None
-            if events:
-                consuming = stream.loop.create_future()
-                batch = list(events)
-                try:
-                    yield batch
-                finally:
-                    events.clear()
-                    has_events.clear()
-                    for event in batch:
-                        await stream.ack(event)
-                    notify(consuming)
-                    consumed.set()
+            batch: list[faust.EventT[bytes]] = []
+            while not batch:  # idle: wait for the first event, no timer
+                await _until_ready(queue, loop, None)
+                _take_ready(queue, intake, batch, max_)
+            if len(batch) < max_ and within > 0:
+                deadline = loop.time() + within
+                while len(batch) < max_ and (remaining := deadline - loop.time()) > 0:
+                    await _until_ready(queue, loop, remaining)
+                    _take_ready(queue, intake, batch, max_)
+            current = [event for event in batch if intake.current(event)]
+            if len(current) < len(batch):  # a rebalance came meanwhile: its stale events dropped
+                intake.dropped += len(batch) - len(current)
+                if not current:
+                    continue
+                batch = current
+            stream.events_total += len(batch)
+            yield batch
+            for event in batch:  # the consumer moved on: the batch was handled
+                await stream.ack(event)
+    except StopAsyncIteration:  # the actor was told to stop (Faust throws it into the channel)
+        return
     finally:
-        stream.enable_acks = enable_acks
-        stream._processors.remove(add_to_buffer)
+        if intake.dropped:
+            stream.log.info("dropped %d buffered event(s) of an earlier consumer generation or taken "
+                            "during a rebalance, unacknowledged (delivered again)", intake.dropped)
+        stream._channel_stop_iteration(channel)
+        if started_by_aiter:
+            await stream.stop()
+            stream.service_reset()
+
+
+def _take_ready(queue: ThrowableQueue[Any], intake: _Intake, batch: list[faust.EventT[bytes]], max_: int) -> None:
+    """Move buffered events into ``batch`` until it holds ``max_`` (the rest stays buffered:
+    Faust's pressure flow control still bounds the buffer); ``get_nowait`` raises what was
+    thrown into the channel and resumes a paused partition once the buffer has drained."""
+    while len(batch) < max_ and not queue.empty():
+        intake.take(queue.get_nowait(), batch)
+
+
+async def _until_ready(queue: ThrowableQueue[Any], loop: asyncio.AbstractEventLoop, timeout: float | None) -> None:
+    """Wait until ``queue`` holds an item (or an error thrown into it), at most ``timeout``
+    seconds: ``asyncio.Queue.get``'s wait (a getter future the next put wakes) without taking
+    the item, and with one timer instead of ``wait_for``'s task."""
+    if not queue.empty():
+        return
+    getters = cast(Any, queue)._getters
+    getter = loop.create_future()
+    getters.append(getter)
+    timer = loop.call_later(timeout, _resolve, getter) if timeout is not None else None
+    try:
+        await getter
+    except BaseException:
+        getter.cancel()
+        if not queue.empty() and not getter.cancelled():
+            cast(Any, queue)._wakeup_next(getters)
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        try:
+            getters.remove(getter)
+        except ValueError:
+            pass
 
 
 def _resolve(future: asyncio.Future[None] | None) -> None:

@@ -1,8 +1,9 @@
 """Retry a handler call: forever while Redis or Kafka is unreachable, a few times otherwise.
 
-Faust acks an event once the agent moves on, even when the handler raised, so a handler that
-raised would silently drop its input. The agents therefore run each handler call and each send
-through :func:`retrying`, with a bounded exponential backoff:
+An agent whose handler raised stops taking its input (``compat.take_batches`` does not ack the
+batch: its partition's commits stop there until a rebalance or restart delivers it again), so a
+handler must not raise for one bad message. The agents therefore run each handler call and each
+send through :func:`retrying`, with a bounded exponential backoff:
 
 * ``transient`` failures (:data:`TRANSIENT_ERRORS`: Redis or Kafka unreachable) are logged as
   warnings and retried forever; they end when the service comes back;
