@@ -213,3 +213,10 @@ def test_handlers_bench_compares_team_rounds_with_individual_rounds_of_the_same_
     for label in ("2 teams of 5", "10 teams of 3"):
         wall, cpu = (float(x) for x in rows[label][5].split(","))
         assert wall > 0 and cpu > 0
+
+
+def test_fetch_wait_bench_reports_each_wait_and_gap() -> None:
+    out = run_bench("fetch_wait.py", "--wait-ms", "20", "--gaps", "0,0.5", "--records", "2")
+    rows = table_rows(out, "| fetch_max_wait_ms |")
+    assert [row[:2] for row in rows] == [["20", "0.00"], ["20", "0.50"]]
+    assert all(0 < number(row[2]) <= number(row[3]) for row in rows)
