@@ -542,7 +542,6 @@ class Store:
         ladders = list(dict.fromkeys(r.ladder for r in rounds))
 
         def build(pipe: Pipeline) -> None:
-            sha = self._sha["register_round"]
             for ladder in ladders:
                 pipe.sadd(keys.ladders(), ladder)
             self._register_into(pipe, calls)
@@ -754,7 +753,7 @@ class Store:
                 flush()
             fanout = [r.pending, due(r.due_at), *(value for pair in fanout_fields(r.messages) for value in pair)]
             where.append((calls, queued))
-            keys_ += [*(keys.player(r.ladder, p) for p in r.players), *_fanout_keys(r.ladder, r.round_id)]
+            keys_ += [*keys.players(r.ladder, r.players), *_fanout_keys(r.ladder, r.round_id)]
             args += [len(r.players), len(fanout), r.seq, *fanout]
             players += len(r.players)
             queued += 1
@@ -873,9 +872,6 @@ class Store:
     def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> int:
         """Queue mark_queued.lua for the players (in chunks); returns how many calls."""
         player_keys = keys.players(ladder, players)
-        if 0 < len(player_keys) <= self.players_per_call:  # one call (a small round): no chunking
-            pipe.execute_command("EVALSHA", self._sha["mark_queued"], len(player_keys), *player_keys, seq)
-            return 1
         chunks = self._chunks(len(player_keys))
         for chunk in chunks:
             self._eval(pipe, "mark_queued", player_keys[chunk.start:chunk.stop], [seq])
