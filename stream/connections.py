@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import urlsplit
 
 from stream.redis_cancel import make_cancel_safe
-from stream.settings import Settings, _redact
+from stream.settings import KAFKA_PROTOCOLS, KAFKA_SASL_MECHANISMS, Settings, _redact
 
 if TYPE_CHECKING:
     import faust.types.auth
@@ -31,10 +31,6 @@ if TYPE_CHECKING:
 
     SyncRedis = redis.Redis | redis.cluster.RedisCluster
 
-#: Kafka security protocols (the ``security.protocol`` values every Kafka client knows).
-KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-#: SASL mechanisms that kafka-python, aiokafka and Faust all support with a user name and password.
-KAFKA_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: URL schemes of a Redis server over TCP without / with TLS (unix:// sockets take neither TLS nor these checks).
 REDIS_PLAIN_SCHEME = "redis"
 REDIS_TLS_SCHEME = "rediss"

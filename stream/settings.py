@@ -20,13 +20,21 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+#: Kafka security protocols (the ``security.protocol`` values every Kafka client knows).
+KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: SASL mechanisms that kafka-python, aiokafka and Faust all support with a user name and password.
+KAFKA_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: LOG_LEVEL's words (stream/cli/worker.py maps each to Faust's and logging's level).
+LOG_LEVELS = ("critical", "error", "warning", "warn", "info", "debug")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Service configuration; build it with :meth:`from_env`."""
 
     kafka_bootstrap: str = field(default="127.0.0.1:9092", metadata={"env": "KAFKA_BOOTSTRAP", "doc": "Kafka bootstrap servers (host:port[,host:port])"})
-    kafka_security_protocol: str = field(default="PLAINTEXT", metadata={"env": "KAFKA_SECURITY_PROTOCOL", "doc": "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"})
-    kafka_sasl_mechanism: str = field(default="PLAIN", metadata={"env": "KAFKA_SASL_MECHANISM", "doc": "SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"})
+    kafka_security_protocol: str = field(default="PLAINTEXT", metadata={"env": "KAFKA_SECURITY_PROTOCOL", "doc": "how the worker talks to Kafka", "choices": KAFKA_PROTOCOLS})
+    kafka_sasl_mechanism: str = field(default="PLAIN", metadata={"env": "KAFKA_SASL_MECHANISM", "doc": "SASL mechanism (with a SASL_* protocol)", "choices": KAFKA_SASL_MECHANISMS})
     kafka_sasl_username: str = field(default="", metadata={"env": "KAFKA_SASL_USERNAME", "doc": "SASL user name"})
     kafka_sasl_password: str = field(default="", metadata={"env": "KAFKA_SASL_PASSWORD", "doc": "SASL password (never logged)", "secret": True})
     kafka_ssl_cafile: str = field(default="", metadata={"env": "KAFKA_SSL_CAFILE", "doc": "CA bundle for Kafka TLS"})
@@ -94,7 +102,7 @@ class Settings:
     stall_exit: bool = field(default=True, metadata={"env": "STALL_EXIT", "doc": "exit the worker with status 70 when a partition is still stalled STALL_TIMEOUT_S after the self-heal (its supervisor restarts it; uncommitted input is redelivered); false: keep alerting and healing"})
     stack_state_file: str = field(default="", metadata={"env": "STACK_STATE_FILE", "doc": "where `stream stack` records the running embedded stack's addresses; empty: one file per stack, $XDG_CACHE_HOME/elo-mmr-stream/stacks/NAME.json (~/.cache/...), its logs in NAME-logs beside it. Other commands use them when KAFKA_BOOTSTRAP / REDIS_URL are unset"})
     stack_name: str = field(default="", metadata={"env": "STACK_NAME", "doc": "which running embedded stack other commands use when several run (`stream stack --name`, or k<kafka port>-r<redis port>); empty: the only one running"})
-    log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level"})
+    log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level", "choices": LOG_LEVELS})
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
@@ -173,7 +181,10 @@ def _parse(f: Field[Any], raw: str) -> object:
             raise ValueError(raw)
         return word in TRUE_WORDS
     if kind not in ("int", "float"):
-        return raw
+        choices = f.metadata.get("choices")
+        if choices is not None and raw.strip().lower() not in (c.lower() for c in choices):
+            raise ValueError(raw)
+        return raw.strip() if choices is not None else raw
     number: int | float = int(raw) if kind == "int" else float(raw)
     if not math.isfinite(number):
         raise ValueError(raw)
@@ -185,13 +196,15 @@ def _parse(f: Field[Any], raw: str) -> object:
 
 
 def accepted(f: Field[Any]) -> str:
-    """What field ``f`` accepts, from its type and its metadata's bounds: ``min`` and ``max``
-    (inclusive), ``above`` (exclusive); empty for a text setting (any text)."""
+    """What field ``f`` accepts, from its type and its metadata: ``min`` and ``max`` (inclusive),
+    ``above`` (exclusive), ``choices`` (the words a text setting takes, in any case); empty for
+    a text setting without choices (any text)."""
     kind = _kind(f)
     if kind == "bool":
         return f"one of {', '.join(TRUE_WORDS)} (true) or {', '.join(FALSE_WORDS)} (false)"
     if kind not in ("int", "float"):
-        return ""  # any text
+        choices = f.metadata.get("choices")
+        return "" if choices is None else f"one of {', '.join(choices)} (any case)"  # else any text
     noun = "a whole number" if kind == "int" else "a number"
     low, above, high = f.metadata.get("min"), f.metadata.get("above"), f.metadata.get("max")
     if low is not None and high is not None:

@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from stream.cli.main import app
-from stream.settings import FALSE_WORDS, TRUE_WORDS, Settings, SettingsError, StackChoiceError
+from stream.cli.worker import FAUST_LOG_LEVELS
+from stream.settings import FALSE_WORDS, LOG_LEVELS, TRUE_WORDS, Settings, SettingsError, StackChoiceError
 
 FIELDS = {f.metadata["env"]: f for f in fields(Settings)}
 NUMERIC = [f for f in fields(Settings) if f.type in ("int", "float")]
 BOOLEAN = [f for f in fields(Settings) if f.type == "bool"]
+CHOICE = [f for f in fields(Settings) if "choices" in f.metadata]
 
 
 def problems(environ: dict[str, str]) -> tuple[str, ...]:
@@ -45,6 +47,11 @@ def problems(environ: dict[str, str]) -> tuple[str, ...]:
     ("REDIS_SOCKET_TIMEOUT_S", "-0.5", "REDIS_SOCKET_TIMEOUT_S='-0.5': expected a number >= 0"),
     ("STALL_EXIT", "maybe", "STALL_EXIT='maybe': expected one of 1, true, yes, on (true) or 0, false, no, off (false)"),
     ("STRICT_SCHEMA", "", "STRICT_SCHEMA='': expected one of 1, true, yes, on (true) or 0, false, no, off (false)"),
+    ("LOG_LEVEL", "verbose", "LOG_LEVEL='verbose': expected one of critical, error, warning, warn, info, debug (any case)"),
+    ("KAFKA_SECURITY_PROTOCOL", "TLS", "KAFKA_SECURITY_PROTOCOL='TLS': expected one of PLAINTEXT, SSL, SASL_PLAINTEXT, "
+                                       "SASL_SSL (any case)"),
+    ("KAFKA_SASL_MECHANISM", "GSSAPI", "KAFKA_SASL_MECHANISM='GSSAPI': expected one of PLAIN, SCRAM-SHA-256, "
+                                       "SCRAM-SHA-512 (any case)"),
 ])
 def test_a_bad_value_names_the_variable_the_value_and_what_is_expected(name: str, raw: str, expected: str) -> None:
     assert problems({name: raw}) == (expected,)
@@ -67,11 +74,29 @@ def test_edge_values_and_blanks_are_accepted() -> None:
     assert Settings.from_env({}) == Settings()  # nothing set: the defaults
 
 
+@given(st.sampled_from(CHOICE), st.data())
+def test_a_word_setting_takes_its_words_in_any_case_and_nothing_else(f: Field[Any], data: st.DataObject) -> None:
+    """A text setting with ``choices`` reads any case of one of them (blanks around it dropped) and
+    refuses any other text."""
+    word = data.draw(st.sampled_from(f.metadata["choices"]))
+    cased = "".join(c.upper() if data.draw(st.booleans()) else c.lower() for c in word)
+    assert getattr(Settings.from_env({f.metadata["env"]: f" {cased} "}), f.name) == cased
+    other = data.draw(st.text(max_size=12))
+    if other.strip().lower() not in (c.lower() for c in f.metadata["choices"]):
+        assert len(problems({f.metadata["env"]: other})) == 1
+
+
+def test_every_log_level_word_has_a_faust_level() -> None:
+    assert set(FAUST_LOG_LEVELS) == set(LOG_LEVELS)
+
+
 def test_every_default_is_within_its_declared_bounds() -> None:
     """The bounds live in each field's metadata: every number has one, and its default meets it."""
     for f in NUMERIC:
         assert "min" in f.metadata or "above" in f.metadata, f.name
         assert Settings.from_env({f.metadata["env"]: str(f.default)}) == Settings(), f.name
+    for f in CHOICE:
+        assert f.default in f.metadata["choices"], f.name
 
 
 def test_a_stack_choice_is_a_settings_error() -> None:
