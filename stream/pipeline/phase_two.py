@@ -7,7 +7,7 @@ round's players on the partition. Every player's stored state is read ONCE for t
 chain rule (``chains.py``): a player with several rounds in the batch is rated in seq order,
 one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 2 diffusion +
 Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
-the previous one left; then the whole batch is written in two round trips (``Store.apply``:
+the previous one left; then the whole batch is written in two round trips (``Store.apply_batch``:
 rounds in seq order per ladder, so a player's writes land in order; then the applied rows' results) and its events encoded in
 bulk, one call per ladder of the batch (a batch of duels holds tens of rounds).
 
@@ -51,7 +51,7 @@ from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
-from stream.store.store import ColumnWrites, FanOutCheck, StoredStates
+from stream.store.store import BatchWrites, FanOutCheck, StoredStates
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +276,7 @@ async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, ver
     plan = plan_chains(rows.key, rows.seq, rows.previous, stored.last_seq)
     now = time.time()
     writes = _rate(ctx, rows, plan, stored)
-    applied = await ctx.store.apply(writes, now=now) if writes else []
+    applied = await ctx.store.apply_batch(writes, now=now) if rows.rounds else np.zeros(0, dtype=bool)
     result = PhaseTwoResult([], 0, 0, unverified=[(sections.message[i], sections.why(i)) for i in unverified],
                             unverified_sections=[sections.raws[i] for i in unverified])
     missing = _collect_applied(result, rows, plan, writes, applied)
@@ -288,31 +288,33 @@ async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, ver
     return result
 
 
-def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, writes: Sequence[ColumnWrites],
-                     applied: Sequence[Sequence[bool]]) -> list[tuple[str, str, list[str]]]:
-    """Put the events of the rows applied now into ``result``; return, per round, the players
-    whose stored result must be re-emitted (already applied, or applied by someone else since)."""
-    missing: list[tuple[str, str, list[str]]] = []
+def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, writes: BatchWrites,
+                     applied: np.ndarray) -> list[tuple[str, str, list[str]]]:
+    """Put the events of the rows applied now (``applied``: a flag per write) into ``result``;
+    return, per round, the players whose stored result must be re-emitted (already applied, or
+    applied by someone else since)."""
+    players, starts = writes.players, writes.starts
+    if applied.all():  # the usual batch: every write applied now
+        sent, changes, cuts = players, writes.changes, starts
+    else:
+        kept = np.flatnonzero(applied)
+        index = kept.tolist()
+        sent, changes = [players[i] for i in index], [writes.changes[i] for i in index]
+        cuts = np.searchsorted(kept, starts).tolist()
+    result.applied += len(sent)
+    result.events += [RatingChangeMessage(player.encode(), change) for player, change in zip(sent, changes)]
+    again: dict[int, list[str]] = {}  # round -> its players to re-emit: skipped writes, then rows done before
+    skipped = np.flatnonzero(~applied)
+    if len(skipped):
+        for i, row in zip(writes.round_of()[skipped].tolist(), skipped.tolist()):
+            again.setdefault(i, []).append(players[row])
     done = np.flatnonzero(plan.status == DONE)
-    done_of: dict[int, list[int]] = {}  # round -> its rows already applied before this batch
     for i, row in zip((np.searchsorted(rows.starts, done, side="right") - 1).tolist(), done.tolist()):
-        done_of.setdefault(i, []).append(row)
-    events = result.events
-    for i, (round_, written, flags) in enumerate(zip(rows.rounds, writes, applied)):
-        if all(flags):  # the usual round: every write applied now
-            players = list(written.players)
-            changes = written.changes
-            again: list[str] = []
-        else:
-            players = [player for player, ok in zip(written.players, flags) if ok]
-            changes = [change for change, ok in zip(written.changes, flags) if ok]
-            again = [player for player, ok in zip(written.players, flags) if not ok]
-        result.applied += len(players)
-        events += [RatingChangeMessage(player.encode(), change) for player, change in zip(players, changes)]
-        result.emitted.append((written.ladder, written.round_id, players))
-        if i in done_of:
-            again += [rows.players[j] for j in done_of[i]]
-        missing.append((round_.update.ladder, round_.update.round_id, again))
+        again.setdefault(i, []).append(rows.players[row])
+    missing: list[tuple[str, str, list[str]]] = []
+    for i, (ladder, round_id) in enumerate(zip(writes.ladders, writes.round_ids)):
+        result.emitted.append((ladder, round_id, sent[cuts[i]:cuts[i + 1]]))
+        missing.append((ladder, round_id, again.get(i, [])))
     return missing
 
 
@@ -366,10 +368,11 @@ class _Rated:
                    no_performance=np.zeros(n, dtype=bool))
 
 
-def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> list[ColumnWrites]:
+def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> BatchWrites:
     """New states of every row to apply, one engine call per wave (a player's k-th row of the
-    batch in wave k, reading the posterior its (k-1)-th left), then one :class:`ColumnWrites`
-    per round (empty for a round with no row to apply: its bookkeeping still runs)."""
+    batch in wave k, reading the posterior its (k-1)-th left), as the batch's writes: every
+    round, in order (one with no row to apply too: its bookkeeping still runs), its applied
+    rows' columns built once for the batch."""
     waves = plan.waves()
     rated = _Rated.empty(np.flatnonzero(plan.status == APPLY))
     if len(rated.rows):
@@ -383,9 +386,12 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
                        last=k == len(waves) - 1)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
-    changes = _changes(ctx, rows.rounds, texts, cuts)
-    return [_round_writes(round_.update, rated, texts, slice(lo, hi), changes[lo:hi])
-            for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
+    updates = [round_.update for round_ in rows.rounds]
+    return BatchWrites(
+        ladders=[u.ladder for u in updates], round_ids=[u.round_id for u in updates], seqs=[u.seq for u in updates],
+        last_times=[u.occurred_at for u in updates], starts=cuts, players=texts.players, mu=texts.mu,
+        sigma=texts.sigma, rounds=texts.rounds, display_rating=texts.shown, tiers=texts.tiers, states=texts.states,
+        changes=_changes(ctx, rows.rounds, texts, cuts), newcomer=rated.newcomer)
 
 
 def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarray, current: engine.PlayerBatch,
@@ -542,13 +548,3 @@ def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts
                     weights=weights if teamed else None))
         first = last + 1
     return out
-
-
-def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice, changes: list[bytes]) -> ColumnWrites:
-    """One round's writes, from its slice ``cut`` of the applied rows and their RatingChange
-    events ``changes`` (:func:`_changes`)."""
-    return ColumnWrites(
-        ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-        players=texts.players[cut], mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=texts.rounds[cut],
-        display_rating=texts.shown[cut], tiers=texts.tiers[cut], states=texts.states[cut], changes=changes,
-        newcomer=rated.newcomer[cut])
