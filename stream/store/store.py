@@ -418,7 +418,8 @@ class BatchWrites:
 
     def round_of(self) -> np.ndarray:
         """The round (index) of each row."""
-        return np.repeat(np.arange(len(self.ladders)), np.diff(np.asarray(self.starts, dtype=np.int64)))
+        starts = np.asarray(self.starts, dtype=np.int64)
+        return np.repeat(np.arange(len(self.ladders)), starts[1:] - starts[:-1])
 
     def results(self, applied: np.ndarray) -> _Results:
         """The results to record of the rows ``applied`` (a flag per row)."""
