@@ -13,7 +13,7 @@ at the end both must also equal ``stream replay`` of the rounds.
 Phase one (this tree's ``handle_rounds``, all rounds as one batch: a chained fan-out) seeds both
 servers the same way, untimed.
 
-Usage: python bench/compare_phase_two.py [--ref main] [--rounds 400] [--seed 1] [--pool 40]
+Usage: python bench/compare_phase_two.py [--ref main] [--rounds 400] [--seed 1] [--pool 40] [--cluster-layout]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "stream"))
 
-from handlers import Handler, mu_error, phase_two_at  # noqa: E402
+from handlers import Handler, file_at, module_at, mu_error  # noqa: E402
 from redis_dump import differences, dump  # noqa: E402
 from stream.contracts import RoundResult, Standing  # noqa: E402
 from stream.pipeline.context import PipelineContext  # noqa: E402
@@ -41,6 +41,7 @@ from stream.pipeline.phase_one import handle_rounds  # noqa: E402
 from stream.pipeline.phase_two import handle_updates  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
+from stream.store.store import Store  # noqa: E402
 
 PARTITIONS = 4
 SIZES = (2, 2, 2, 2, 3, 5, 10)
@@ -103,6 +104,16 @@ def deliveries(fanout: Sequence[tuple[int, bytes]], seed: int) -> list[list[byte
     return batches + [list(order), list(order)]
 
 
+def phase_two_at(ref: str, cluster: bool) -> tuple[Handler, Callable[[str], object]]:
+    """``handle_updates`` at ``ref`` and a factory of its Store (store.py and Lua scripts at
+    ``ref``), laid out as on a Redis Cluster with ``cluster``."""
+    store = module_at(ref, "stream/store/store.py")
+    store.source = lambda name: file_at(ref, f"stream/store/scripts/{name}.lua")  # type: ignore[attr-defined]
+    history = Settings().history_length
+    return (module_at(ref, "stream/pipeline/phase_two.py").handle_updates,
+            lambda url: store.Store.from_url(url, history_length=history, cluster=cluster))
+
+
 Result = tuple[list[tuple[bytes, bytes]], list[tuple[int, str]], int, int, int]
 
 
@@ -134,9 +145,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pool", type=int, default=40)
+    parser.add_argument("--cluster-layout", action="store_true",
+                        help="both Stores lay their calls out as on a Redis Cluster (one player per per-player call)")
     args = parser.parse_args()
     rounds = mixed_rounds(args.rounds, args.pool, args.seed)
-    before, store_before = phase_two_at(args.ref)
+    before, store_before = phase_two_at(args.ref, args.cluster_layout)
+    history = Settings().history_length
+
+    def store_after(url: str) -> Store:
+        return Store.from_url(url, history_length=history, cluster=args.cluster_layout)
+
     server = RedisServer().start()  # the fan-out (phase one is this tree's for both)
     try:
         fanout, _ = asyncio.run(run(server.url, rounds, [], handle_updates, None))
@@ -144,7 +162,7 @@ def main() -> int:
         server.stop()
     batches = deliveries(fanout, args.seed)
     dumps, outputs = [], []
-    for handle, store in ((before, store_before), (handle_updates, None)):
+    for name, handle, store in ((f"at {args.ref}", before, store_before), ("this tree", handle_updates, store_after)):
         server = RedisServer().start()
         try:
             seeded, results = asyncio.run(run(server.url, rounds, batches, handle, store))
@@ -156,7 +174,7 @@ def main() -> int:
             error = mu_error(server.url, rounds)
         finally:
             server.stop()
-        print(f"{'at ' + args.ref if store else 'this tree'}: {len(batches)} batches, "
+        print(f"{name}: {len(batches)} batches, "
               f"{sum(r[2] for r in results)} applied, {sum(r[3] for r in results)} re-emitted, "
               f"{sum(len(r[1]) for r in results)} unverified, {sum(r[4] for r in results)} gap rows, "
               f"{len(dumps[-1])} keys, max abs(mu - replay) {error:.1e}")
