@@ -7,7 +7,7 @@ round's players on the partition. Every player's stored state is read ONCE for t
 chain rule (``chains.py``): a player with several rounds in the batch is rated in seq order,
 one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 2 diffusion +
 Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
-the previous one left; then the whole batch is written in two round trips (``Store.apply``:
+the previous one left; then the whole batch is written in two round trips (``Store.apply_batch``:
 rounds in seq order per ladder, so a player's writes land in order; then the applied rows' results) and its events encoded in
 bulk, one call per ladder of the batch (a batch of duels holds tens of rounds).
 
@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import orjson
@@ -51,66 +53,56 @@ from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
-from stream.store.store import ColumnWrites, FanOutCheck, StoredStates
+from stream.store.store import BatchWrites, FanOutCheck, StoredStates
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
+
 
 class _Round:
-    """One round met in a batch: the players of its verified sections (each once, in order).
+    """One round met in a batch: the entries of its verified sections, each player once, in
+    order, as ``parts`` (each one a section's update, or what is left of it once players already
+    met are dropped); :class:`_Rows` reads the batch's columns from the parts in one pass.
 
     A plain class with slots, not a dataclass: one is built per round of every batch (the
     dataclass's per-field default factories cost more than the rest of a duel's grouping)."""
 
-    __slots__ = ("update", "players", "ranks", "performances", "previous", "mu_after", "sigma_after", "teams",
-                 "shares", "seen")
+    __slots__ = ("update", "parts", "seen")
 
     def __init__(self, update: PlayerUpdate) -> None:
         self.update = update
-        self.players: list[str] = []
-        self.ranks: list[int] = []
-        self.performances: list[float] = []
-        self.previous: list[int] = []
-        """Each entry's ``previous_seq``, :data:`~stream.pipeline.chains.NO_PREVIOUS` where absent."""
-        self.mu_after: list[float] = []
-        self.sigma_after: list[float] = []
-        """Each entry's new rating for a rating-only model's round (``rating_models``), else NaN."""
-        self.teams: list[str | None] = []
-        self.shares: list[float | None] = []
-        """Each entry's ``team`` and ``weight`` (share of the match played; None: a plain round's entry)."""
+        self.parts: list[PlayerUpdate] = []
         self.seen: set[str] = set()
 
     def add(self, update: PlayerUpdate) -> None:
-        n = len(update.players)
-        previous = update.previous_seqs or [NO_PREVIOUS] * n
-        nan = [float("nan")] * n
-        mu_after, sigma_after = update.mu_after or nan, update.sigma_after or nan
-        teams: list[str | None] = update.teams or [None] * n
-        shares: list[float | None] = [None] * n if update.weights is None else [*update.weights]
         fresh = set(update.players)
-        if len(fresh) == n and self.seen.isdisjoint(fresh):  # the usual section: new players, each once
+        if len(fresh) == len(update.players) and self.seen.isdisjoint(fresh):  # the usual section
             self.seen |= fresh
-            self.players += update.players
-            self.ranks += update.ranks
-            self.performances += update.performances
-            self.previous += previous
-            self.mu_after += mu_after
-            self.sigma_after += sigma_after
-            self.teams += teams
-            self.shares += shares
+            self.parts.append(update)
             return
-        for player, rank, performance, before, mu, sigma, team, share in zip(
-                update.players, update.ranks, update.performances, previous, mu_after, sigma_after, teams, shares):
+        keep = []
+        for i, player in enumerate(update.players):
             if player not in self.seen:
                 self.seen.add(player)
-                self.players.append(player)
-                self.ranks.append(rank)
-                self.performances.append(performance)
-                self.previous.append(before)
-                self.mu_after.append(mu)
-                self.sigma_after.append(sigma)
-                self.teams.append(team)
-                self.shares.append(share)
+                keep.append(i)
+        if keep:
+            self.parts.append(_entries(update, keep))
+
+    @property
+    def size(self) -> int:
+        return len(self.seen)
+
+
+def _entries(update: PlayerUpdate, keep: Sequence[int]) -> PlayerUpdate:
+    """``update`` with the entries ``keep`` only."""
+    def take(values: Sequence[_T] | None) -> list[_T] | None:
+        return None if values is None else [values[i] for i in keep]
+
+    return replace(update, players=[update.players[i] for i in keep], ranks=[update.ranks[i] for i in keep],
+                   performances=[update.performances[i] for i in keep], previous_seqs=take(update.previous_seqs),
+                   mu_after=take(update.mu_after), sigma_after=take(update.sigma_after), teams=take(update.teams),
+                   weights=take(update.weights))
 
 
 @dataclass
@@ -167,7 +159,36 @@ def _parse_update(raw: bytes) -> PlayerUpdate:
         return PlayerUpdate.from_json(raw)
     if not isinstance(data, dict):
         return PlayerUpdate.from_json(raw)
-    return PlayerUpdate.from_json(data)
+    return _update_of(data)
+
+
+_RATED_OR_TEAMED = frozenset(("mu_after", "sigma_after", "team", "weight"))
+"""Entry fields of a rating-only model's or a team round's section."""
+
+
+def _update_of(data: dict[str, Any]) -> PlayerUpdate:
+    """``PlayerUpdate.from_json(data)`` (the same update, and it raises where that does), in one
+    pass over the entries for the usual section (an Elo-MMR round's entries: player, rank,
+    performance and ``previous_seq``): ``from_json``'s column per field cost ~4x more on a
+    duel's one-entry sections. Any other section goes through ``from_json``."""
+    entries = data["entries"]
+    players: list[str] = []
+    ranks: list[int] = []
+    performances: list[float] = []
+    previous: list[int | None] = []
+    for entry in entries:
+        players.append(entry["player"])
+        ranks.append(entry["rank"])
+        performances.append(entry["performance"])
+        previous.append(entry.get("previous_seq"))
+        if not _RATED_OR_TEAMED.isdisjoint(entry):
+            return PlayerUpdate.from_json(data)
+    if not players:
+        return PlayerUpdate.from_json(data)
+    return PlayerUpdate(ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
+                        occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
+                        players=players, ranks=ranks, performances=performances,
+                        previous_seqs=None if None in previous else cast("list[int]", previous))
 
 
 @dataclass(frozen=True)
@@ -224,29 +245,47 @@ class _Rows:
 
     @classmethod
     def of(cls, rounds: list[_Round], key_of: dict[tuple[str, str], int]) -> _Rows:
-        sizes = [len(r.players) for r in rounds]
+        sizes = [r.size for r in rounds]
         n = sum(sizes)
+        parts = [u for r in rounds for u in r.parts]
         ladders = list(dict.fromkeys(r.update.ladder for r in rounds))
         index = {name: i for i, name in enumerate(ladders)}
-        players = [p for r in rounds for p in r.players]
-        shares = [w for r in rounds for w in r.shares]
-        share = np.ones(n) if shares.count(None) == n else \
-            np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=n)
+        players = [p for u in parts for p in u.players]
+        plain = all(u.weights is None for u in parts)
+        shares: list[float | None] = [None] * n if plain else [w for u in parts for w in _or_none(u.weights, u)]
+        share = np.ones(n) if plain else np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
+                                                     count=n)
         ladder_of = [r.update.ladder for r, size in zip(rounds, sizes) for _ in range(size)]
         key = np.fromiter(map(key_of.__getitem__, zip(ladder_of, players)), dtype=np.int64, count=n)
         return cls(
             rounds=rounds, starts=np.cumsum([0, *sizes]), key=key,
             seq=np.repeat(np.array([r.update.seq for r in rounds], dtype=np.int64), sizes),
-            previous=np.fromiter([q for r in rounds for q in r.previous], dtype=np.int64, count=n),
-            performance=np.fromiter([x for r in rounds for x in r.performances], dtype=np.float64, count=n),
-            mu_after=np.fromiter([x for r in rounds for x in r.mu_after], dtype=np.float64, count=n),
-            sigma_after=np.fromiter([x for r in rounds for x in r.sigma_after], dtype=np.float64, count=n),
+            previous=np.fromiter([q for u in parts for q in (u.previous_seqs or [NO_PREVIOUS] * len(u.players))],
+                                 dtype=np.int64, count=n),
+            performance=np.fromiter([x for u in parts for x in u.performances], dtype=np.float64, count=n),
+            mu_after=_floats(parts, n, "mu_after"), sigma_after=_floats(parts, n, "sigma_after"),
             weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
-            players=players, ranks=[rank for r in rounds for rank in r.ranks],
-            teams=[t for r in rounds for t in r.teams], shares=shares,
+            players=players, ranks=[rank for u in parts for rank in u.ranks],
+            teams=[None] * n if all(u.teams is None for u in parts) else
+            [t for u in parts for t in _or_none(u.teams, u)], shares=shares,
             ladder=np.repeat(np.array([index[r.update.ladder] for r in rounds], dtype=np.int64), sizes),
             ladders=ladders)
+
+
+def _or_none(values: Sequence[_T] | None, update: PlayerUpdate) -> Sequence[_T | None]:
+    """A column of ``update``'s entries, or None for each entry where it has none."""
+    return [None] * len(update.players) if values is None else values
+
+
+def _floats(parts: Sequence[PlayerUpdate], n: int, name: str) -> np.ndarray:
+    """The column ``name`` (``mu_after`` or ``sigma_after``) of the parts' entries, NaN where a
+    part has none (an Elo-MMR round's)."""
+    columns = [getattr(u, name) for u in parts]
+    if all(column is None for column in columns):
+        return np.full(n, np.nan)
+    return np.array([math.nan if x is None else x for u, column in zip(parts, columns) for x in _or_none(column, u)],
+                    dtype=np.float64)
 
 
 async def _load(ctx: PipelineContext, messages: Sequence[bytes],
@@ -276,7 +315,7 @@ async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, ver
     plan = plan_chains(rows.key, rows.seq, rows.previous, stored.last_seq)
     now = time.time()
     writes = _rate(ctx, rows, plan, stored)
-    applied = await ctx.store.apply(writes, now=now) if writes else []
+    applied = await ctx.store.apply_batch(writes, now=now) if rows.rounds else np.zeros(0, dtype=bool)
     result = PhaseTwoResult([], 0, 0, unverified=[(sections.message[i], sections.why(i)) for i in unverified],
                             unverified_sections=[sections.raws[i] for i in unverified])
     missing = _collect_applied(result, rows, plan, writes, applied)
@@ -288,31 +327,34 @@ async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, ver
     return result
 
 
-def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, writes: Sequence[ColumnWrites],
-                     applied: Sequence[Sequence[bool]]) -> list[tuple[str, str, list[str]]]:
-    """Put the events of the rows applied now into ``result``; return, per round, the players
-    whose stored result must be re-emitted (already applied, or applied by someone else since)."""
-    missing: list[tuple[str, str, list[str]]] = []
+def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, writes: BatchWrites,
+                     applied: np.ndarray) -> list[tuple[str, str, list[str]]]:
+    """Put the events of the rows applied now (``applied``: a flag per write) into ``result``;
+    return, per round, the players whose stored result must be re-emitted (already applied, or
+    applied by someone else since)."""
+    players, starts = writes.players, writes.starts
+    sent: list[str]
+    if applied.all():  # the usual batch: every write applied now
+        sent, changes, cuts = list(players), writes.changes, starts
+    else:
+        kept = np.flatnonzero(applied)
+        index = kept.tolist()
+        sent, changes = [players[i] for i in index], [writes.changes[i] for i in index]
+        cuts = np.searchsorted(kept, starts).tolist()
+    result.applied += len(sent)
+    result.events += [RatingChangeMessage(player.encode(), change) for player, change in zip(sent, changes)]
+    again: dict[int, list[str]] = {}  # round -> its players to re-emit: skipped writes, then rows done before
+    skipped = np.flatnonzero(~applied)
+    if len(skipped):
+        for i, row in zip(writes.round_of()[skipped].tolist(), skipped.tolist()):
+            again.setdefault(i, []).append(players[row])
     done = np.flatnonzero(plan.status == DONE)
-    done_of: dict[int, list[int]] = {}  # round -> its rows already applied before this batch
     for i, row in zip((np.searchsorted(rows.starts, done, side="right") - 1).tolist(), done.tolist()):
-        done_of.setdefault(i, []).append(row)
-    events = result.events
-    for i, (round_, written, flags) in enumerate(zip(rows.rounds, writes, applied)):
-        if all(flags):  # the usual round: every write applied now
-            players = list(written.players)
-            changes = written.changes
-            again: list[str] = []
-        else:
-            players = [player for player, ok in zip(written.players, flags) if ok]
-            changes = [change for change, ok in zip(written.changes, flags) if ok]
-            again = [player for player, ok in zip(written.players, flags) if not ok]
-        result.applied += len(players)
-        events += [RatingChangeMessage(player.encode(), change) for player, change in zip(players, changes)]
-        result.emitted.append((written.ladder, written.round_id, players))
-        if i in done_of:
-            again += [rows.players[j] for j in done_of[i]]
-        missing.append((round_.update.ladder, round_.update.round_id, again))
+        again.setdefault(i, []).append(rows.players[row])
+    missing: list[tuple[str, str, list[str]]] = []
+    for i, (ladder, round_id) in enumerate(zip(writes.ladders, writes.round_ids)):
+        result.emitted.append((ladder, round_id, sent[cuts[i]:cuts[i + 1]]))
+        missing.append((ladder, round_id, again.get(i, [])))
     return missing
 
 
@@ -366,10 +408,11 @@ class _Rated:
                    no_performance=np.zeros(n, dtype=bool))
 
 
-def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> list[ColumnWrites]:
+def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> BatchWrites:
     """New states of every row to apply, one engine call per wave (a player's k-th row of the
-    batch in wave k, reading the posterior its (k-1)-th left), then one :class:`ColumnWrites`
-    per round (empty for a round with no row to apply: its bookkeeping still runs)."""
+    batch in wave k, reading the posterior its (k-1)-th left), as the batch's writes: every
+    round, in order (one with no row to apply too: its bookkeeping still runs), its applied
+    rows' columns built once for the batch."""
     waves = plan.waves()
     rated = _Rated.empty(np.flatnonzero(plan.status == APPLY))
     if len(rated.rows):
@@ -383,9 +426,12 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
                        last=k == len(waves) - 1)
     cuts = np.searchsorted(rated.rows, rows.starts).tolist()
     texts = _Texts.of(rated, rows)
-    changes = _changes(ctx, rows.rounds, texts, cuts)
-    return [_round_writes(round_.update, rated, texts, slice(lo, hi), changes[lo:hi])
-            for round_, lo, hi in zip(rows.rounds, cuts[:-1], cuts[1:])]
+    updates = [round_.update for round_ in rows.rounds]
+    return BatchWrites(
+        ladders=[u.ladder for u in updates], round_ids=[u.round_id for u in updates], seqs=[u.seq for u in updates],
+        last_times=[u.occurred_at for u in updates], starts=cuts, players=texts.players, mu=texts.mu,
+        sigma=texts.sigma, rounds=texts.rounds, display_rating=texts.shown, tiers=texts.tiers, states=texts.states,
+        changes=_changes(ctx, rows.rounds, texts, cuts), newcomer=rated.newcomer)
 
 
 def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarray, current: engine.PlayerBatch,
@@ -542,13 +588,3 @@ def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts
                     weights=weights if teamed else None))
         first = last + 1
     return out
-
-
-def _round_writes(update: PlayerUpdate, rated: _Rated, texts: _Texts, cut: slice, changes: list[bytes]) -> ColumnWrites:
-    """One round's writes, from its slice ``cut`` of the applied rows and their RatingChange
-    events ``changes`` (:func:`_changes`)."""
-    return ColumnWrites(
-        ladder=update.ladder, round_id=update.round_id, seq=update.seq, last_time=update.occurred_at,
-        players=texts.players[cut], mu=texts.mu[cut], sigma=texts.sigma[cut], rounds=texts.rounds[cut],
-        display_rating=texts.shown[cut], tiers=texts.tiers[cut], states=texts.states[cut], changes=changes,
-        newcomer=rated.newcomer[cut])

@@ -91,20 +91,43 @@ def _with_last(chunks: Sequence[range]) -> list[tuple[range, bool]]:
     return [(chunk, i == len(chunks) - 1) for i, chunk in enumerate(chunks)]
 
 
-def _record_calls(rounds: Sequence[RoundResults]) -> list[list[RoundResults]]:
-    """record_round_results.lua calls: consecutive rounds of one ladder together up to
-    ROUND_PLAYERS_PER_CALL players a call, a bigger round cut in parts over several calls."""
-    calls: list[list[RoundResults]] = []
+@dataclass(frozen=True)
+class _Results:
+    """Rounds' results to record as columns: per round its ladder and id and its rows
+    ``starts[i]:starts[i + 1]`` of the row columns (players, RatingChange JSON, display rating
+    text, newcomer flags as one ``"0"``/``"1"`` text)."""
+
+    ladders: Sequence[str]
+    round_ids: Sequence[str]
+    starts: Sequence[int]
+    players: Sequence[str]
+    changes: Sequence[bytes]
+    shown: Sequence[str]
+    newcomer: str
+
+    @classmethod
+    def of(cls, rounds: Sequence[RoundResults]) -> _Results:
+        return cls([r[0] for r in rounds], [r[1] for r in rounds], np.cumsum([0, *(len(r[2]) for r in rounds)]).tolist(),
+                   [p for r in rounds for p in r[2]], [c for r in rounds for c in r[3]],
+                   [x for r in rounds for x in r[4]], "".join("1" if flag else "0" for r in rounds for flag in r[5]))
+
+
+def _record_calls(results: _Results) -> list[list[tuple[int, int, int]]]:
+    """record_round_results.lua calls, each a list of (round, first row, end row) segments:
+    consecutive rounds of one ladder together up to ROUND_PLAYERS_PER_CALL players a call, a
+    bigger round cut in parts over several calls (a round without rows keeps its segment)."""
+    calls: list[list[tuple[int, int, int]]] = []
     size = 0
-    for ladder, round_id, players, changes, shown, newcomer in rounds:
-        for chunk in _round_chunks(len(players)):
-            part = (ladder, round_id, players[chunk.start:chunk.stop], changes[chunk.start:chunk.stop],
-                    shown[chunk.start:chunk.stop], newcomer[chunk.start:chunk.stop])
-            if not calls or calls[-1][0][0] != ladder or size + len(chunk) > ROUND_PLAYERS_PER_CALL:
+    ladders, starts = results.ladders, results.starts
+    for r, ladder in enumerate(ladders):
+        lo, hi = starts[r], starts[r + 1]
+        for start in range(lo, max(hi, lo + 1), ROUND_PLAYERS_PER_CALL):
+            stop = min(start + ROUND_PLAYERS_PER_CALL, hi)
+            if not calls or ladders[calls[-1][0][0]] != ladder or size + stop - start > ROUND_PLAYERS_PER_CALL:
                 calls.append([])
                 size = 0
-            calls[-1].append(part)
-            size += len(chunk)
+            calls[-1].append((r, start, stop))
+            size += stop - start
     return calls
 
 
@@ -355,6 +378,64 @@ class ColumnWrites:
 
     def __len__(self) -> int:
         return len(self.players)
+
+
+@dataclass(frozen=True)
+class BatchWrites:
+    """The player writes of a phase-two batch's rounds as columns over all their rows (round
+    ``i``'s rows are ``starts[i]:starts[i + 1]``; a round may have none: its bookkeeping still
+    runs). What :meth:`Store.apply_batch` takes: a batch of duels is hundreds of rounds, and
+    the columns are built, and cut into script calls, once for the batch, not once per round.
+    Fields as :class:`ColumnWrites`, the per-round ones as one entry per round."""
+
+    ladders: Sequence[str]
+    round_ids: Sequence[str]
+    seqs: Sequence[int]
+    last_times: Sequence[float]
+    starts: Sequence[int]
+    players: Sequence[str]
+    mu: Sequence[str]
+    sigma: Sequence[str]
+    rounds: Sequence[int]
+    display_rating: Sequence[str]
+    tiers: Sequence[str]
+    states: Sequence[bytes]
+    changes: Sequence[bytes]
+    newcomer: np.ndarray
+
+    @classmethod
+    def of(cls, rounds: Sequence[ColumnWrites]) -> BatchWrites:
+        """The rounds' writes, in order, as one batch."""
+        return cls(
+            ladders=[r.ladder for r in rounds], round_ids=[r.round_id for r in rounds], seqs=[r.seq for r in rounds],
+            last_times=[r.last_time for r in rounds], starts=np.cumsum([0, *map(len, rounds)]).tolist(),
+            players=[x for r in rounds for x in r.players], mu=[x for r in rounds for x in r.mu],
+            sigma=[x for r in rounds for x in r.sigma], rounds=[x for r in rounds for x in r.rounds],
+            display_rating=[x for r in rounds for x in r.display_rating], tiers=[x for r in rounds for x in r.tiers],
+            states=[x for r in rounds for x in r.states], changes=[x for r in rounds for x in r.changes],
+            newcomer=np.concatenate([np.asarray(r.newcomer, dtype=bool) for r in rounds]) if rounds
+            else np.zeros(0, dtype=bool))
+
+    def round_of(self) -> np.ndarray:
+        """The round (index) of each row."""
+        starts = np.asarray(self.starts, dtype=np.int64)
+        return np.repeat(np.arange(len(self.ladders)), starts[1:] - starts[:-1])
+
+    def results(self, applied: np.ndarray) -> _Results:
+        """The results to record of the rows ``applied`` (a flag per row)."""
+        if applied.all():
+            return _Results(self.ladders, self.round_ids, self.starts, self.players, self.changes,
+                            self.display_rating, _flags(self.newcomer))
+        rows = np.flatnonzero(applied)
+        index = rows.tolist()
+        return _Results(self.ladders, self.round_ids, np.searchsorted(rows, self.starts).tolist(),
+                        [self.players[i] for i in index], [self.changes[i] for i in index],
+                        [self.display_rating[i] for i in index], _flags(self.newcomer[rows]))
+
+
+def _flags(values: np.ndarray) -> str:
+    """Boolean flags as one text, ``"1"`` or ``"0"`` each (record_round_results.lua's newcomer flags)."""
+    return (np.asarray(values, dtype=np.uint8) + 48).tobytes().decode()
 
 
 def _columns(replies: list[Any], fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
@@ -937,11 +1018,19 @@ class Store:
         return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]), verified)
 
     async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
+        """:meth:`apply_batch` of these rounds' writes, in order; returns, per round, which writes
+        were applied now."""
+        columns = [r.columns() if isinstance(r, RoundWrites) else r for r in rounds]
+        batch = BatchWrites.of(columns)
+        applied = (await self.apply_batch(batch, now=now)).tolist()
+        return [applied[lo:hi] for lo, hi in zip(batch.starts[:-1], batch.starts[1:])]
+
+    async def apply_batch(self, batch: BatchWrites, *, now: float) -> np.ndarray:
         """Apply the player updates of a batch of rounds in TWO round trips, idempotently.
 
         First apply_player_update.lua per chunk of players, the rounds' players one after the
         other (several small rounds share a call; one player per call on Redis Cluster: its own
-        slot), so a player's writes land in the order of ``rounds`` (phase two gives a player's
+        slot), so a player's writes land in the order of the rounds (phase two gives a player's
         rounds in seq order). Then record_round_results.lua per run of rounds of one ladder (the
         ladder's slot), up to ROUND_PLAYERS_PER_CALL players a call, for the players applied now
         only: a player whose script skipped the write (this or a later round already applied,
@@ -950,48 +1039,35 @@ class Store:
         his stored result, recovered from his history if it is missing: ``recover_results``).
         Recording after the writes also means a round is never ``rated`` while one of its
         players' writes failed (on Redis Cluster a pipeline's per-node parts fail independently).
-        Returns, per round, which writes were applied now.
+        Returns whether each write (row) was applied now.
         """
-        columns = [r.columns() if isinstance(r, RoundWrites) else r for r in rounds]
-
-        def writes(pipe: Pipeline) -> None:
-            self._apply_into(pipe, columns)
-
-        replies = await self._run(writes)
-        flags = iter([bool(flag) for reply in replies for flag in reply])
-        applied = [[next(flags) for _ in range(len(r))] for r in columns]
-        results: list[RoundResults] = []
-        for r, ok in zip(columns, applied):
-            rows = [i for i, flag in enumerate(ok) if flag]
-            everyone = len(rows) == len(r)
-            results.append((r.ladder, r.round_id, r.players if everyone else [r.players[i] for i in rows],
-                            r.changes if everyone else [r.changes[i] for i in rows],
-                            r.display_rating if everyone else [r.display_rating[i] for i in rows],
-                            r.newcomer[np.asarray(rows, dtype=np.int64)].tolist()))
+        replies = await self._run(lambda pipe: self._apply_into(pipe, batch)) if len(batch.players) else []
+        applied = np.array([flag for reply in replies for flag in reply], dtype=bool)
+        results = batch.results(applied)
         await self._run(lambda pipe: self._record_into(pipe, results, now))
         return applied
 
-    def _apply_into(self, pipe: Pipeline, rounds: Sequence[ColumnWrites]) -> int:
-        """Queue apply_player_update.lua calls of every round's players, in order, up to
-        ``players_per_call`` players a call (a segment per round); returns how many calls."""
+    def _apply_into(self, pipe: Pipeline, batch: BatchWrites) -> int:
+        """Queue apply_player_update.lua calls of the batch's rows, in order, up to
+        ``players_per_call`` players a call, each call carrying the rounds its rows belong to;
+        returns how many calls."""
+        n = len(batch.players)
+        round_of = batch.round_of()
+        ladder_of = [batch.ladders[r] for r in round_of.tolist()] if len(batch.ladders) > 1 else [batch.ladders[0]] * n
+        times = _memo(encode_float)
+        step = self.players_per_call
         calls = 0
-        keys_: list[str] = []
-        args: list[Any] = [self.history_length]
-        for r in rounds:
-            lo = 0
-            while lo < len(r):
-                hi = min(len(r), lo + self.players_per_call - len(keys_) // 2)
-                keys_ += [key for player in r.players[lo:hi]
-                          for key in (keys.player(r.ladder, player), keys.history(r.ladder, player))]
-                args += [hi - lo, r.seq, r.round_id, encode_float(r.last_time),
-                         *_interleave(r.mu[lo:hi], r.sigma[lo:hi], r.rounds[lo:hi], r.display_rating[lo:hi],
-                                      r.tiers[lo:hi], r.states[lo:hi], r.changes[lo:hi])]
-                lo = hi
-                if len(keys_) // 2 == self.players_per_call:
-                    self._eval(pipe, "apply_player_update", keys_, args)
-                    calls += 1
-                    keys_, args = [], [self.history_length]
-        if keys_:
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            first, last = int(round_of[lo]), int(round_of[hi - 1])
+            keys_ = [key for ladder, player in zip(ladder_of[lo:hi], batch.players[lo:hi])
+                     for key in (keys.player(ladder, player), keys.history(ladder, player))]
+            heads = [value for r in range(first, last + 1)
+                     for value in (batch.seqs[r], batch.round_ids[r], times(batch.last_times[r]))]
+            args = [self.history_length, last - first + 1, *heads,
+                    *_interleave((round_of[lo:hi] - (first - 1)).tolist(), batch.mu[lo:hi], batch.sigma[lo:hi],
+                                 batch.rounds[lo:hi], batch.display_rating[lo:hi], batch.tiers[lo:hi],
+                                 batch.states[lo:hi], batch.changes[lo:hi])]
             self._eval(pipe, "apply_player_update", keys_, args)
             calls += 1
         return calls
@@ -1023,25 +1099,28 @@ class Store:
             if change is not None and shown is not None:
                 rows.append((player, change, float(shown), json.loads(change).get("rounds_played") == 1))
         if rows:
-            await self._run(lambda pipe: self._record_into(pipe, [(
-                ladder, round_id, [row[0] for row in rows], [row[1] for row in rows],
-                [encode_float(row[2]) for row in rows], [row[3] for row in rows])], now))
+            results = _Results.of([(ladder, round_id, [row[0] for row in rows], [row[1] for row in rows],
+                                    [encode_float(row[2]) for row in rows], [row[3] for row in rows])])
+            await self._run(lambda pipe: self._record_into(pipe, results, now))
         return found
 
-    def _record_into(self, pipe: Pipeline, rounds: Sequence[RoundResults], now: float) -> None:
+    def _record_into(self, pipe: Pipeline, results: _Results, now: float) -> None:
         """Queue record_round_results.lua for rounds' players: results, leaderboard scores, each
         round's status. One call per run of rounds of one ladder holding up to
         ROUND_PLAYERS_PER_CALL players (a bigger round spans calls; the last one sees them all
         recorded); a round without players still gets its segment (its status is re-checked)."""
-        for call in _record_calls(rounds):
-            ladder = call[0][0]
+        now_text = encode_float(now)
+        for call in _record_calls(results):
+            ladder = results.ladders[call[0][0]]
             keys_ = [keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder),
                      keys.player_names(ladder)]
-            args: list[Any] = [encode_float(now)]
-            for _, round_id, players, changes, shown, newcomer in call:
+            args: list[Any] = [now_text]
+            for r, lo, hi in call:
+                round_id = results.round_ids[r]
                 keys_ += [keys.round_record(ladder, round_id), keys.round_results(ladder, round_id)]
-                args += [len(players), "".join("1" if flag else "0" for flag in newcomer),
-                         *_interleave(players, changes, shown)]
+                args += [hi - lo, results.newcomer[lo:hi]]
+            lo, hi = call[0][1], call[-1][2]  # a call's segments are consecutive rows
+            args += _interleave(results.players[lo:hi], results.changes[lo:hi], results.shown[lo:hi])
             self._eval(pipe, "record_round_results", keys_, args)
 
     # ---- reads used by tests and tools --------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from stream.pipeline.phase_one import handle_rounds
 from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
+from stream.store.store import StoredStates
 
 TOLERANCE = 1e-9
 PARAMS = preset("mmr")
@@ -313,3 +315,40 @@ def test_a_player_released_from_a_failed_round_goes_on_with_the_next(redis_url: 
         await ctx.store.close()
 
     asyncio.run(body())
+
+
+def test_writes_applied_elsewhere_after_the_load_are_re_emitted_not_applied_again(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows whose players another worker applied between this batch's read and its writes (the
+    script skips them): their stored results are re-emitted (the same bytes), the rest of the batch
+    is applied, and Redis ends as when the batch reads what is stored."""
+    rounds = [game("r1", "abc", 0), game("r2", "ab", 1), game("r3", "cd", 2)]
+
+    async def run(stale: bool) -> tuple[dict[bytes, object], set[tuple[bytes, bytes]], PhaseTwoResult]:
+        flush(redis_url)
+        ctx = context(redis_url, partitions=2)
+        messages = [m.value for ms in await phase_one(ctx, rounds) for m in ms]
+        first = await handle_updates(ctx, [m for m in messages if b'"round_id":"r3"' not in m])
+        assert first.applied == 5
+        if stale:  # the states as read before the first batch applied (every player new then)
+            load = ctx.store.load_states
+
+            async def load_states(*args: Any, **kwargs: Any) -> StoredStates:
+                stored = await load(*args, **kwargs)
+                return StoredStates(np.zeros_like(stored.last_seq), [None] * len(stored.states),
+                                    [None] * len(stored.tiers), stored.verified)
+
+            monkeypatch.setattr(ctx.store, "load_states", load_states)
+        again = await handle_updates(ctx, messages)
+        monkeypatch.undo()
+        await ctx.store.confirm_emitted(again.emitted)
+        await ctx.store.close()
+        return snapshot(redis_url), events(first) | events(again), again
+
+    fresh, sent, _ = asyncio.run(run(stale=False))
+    stale, sent_stale, again = asyncio.run(run(stale=True))
+    assert again.applied == 2 and again.replayed == 5 and again.gaps == 0 and len(again.events) == 7
+    assert sorted((r, sorted(p)) for _, r, p in again.emitted) == [
+        ("r1", ["a", "b", "c"]), ("r2", ["a", "b"]), ("r3", ["c", "d"])]
+    assert sent_stale == sent
+    assert stale == fresh

@@ -12,18 +12,20 @@
 -- KEYS[3 + 2r] round record           ems:round:{L}:R
 -- KEYS[4 + 2r] round results (hash)   ems:round-results:{L}:R
 -- ARGV[1] now                    epoch seconds (rated_at / updated_at)
--- then one segment per round, in KEYS order:
+-- then per round r, in KEYS order (ARGV[2r], ARGV[2r + 1]):
 --   count                        players of the round in this call
 --   newcomer flags               one character per player, '1' if it is the player's first round
---   then FIELDS arguments per player (each its own argument: no parsing in Lua):
+-- then FIELDS arguments per player, the rounds' players one round after the other (each its own
+-- argument: no parsing in Lua):
 --     player, change (RatingChange JSON), display rating (repr float: the leaderboard score)
 -- Returns the number of players still pending, per round.
 --
--- Per round: which players are already recorded (HMGET), the new results (one HSET), the round's
--- record (HMGET, HLEN, one HSET). The leaderboard, the name index and the ladder's counters are
--- written once per call (a batch of duels is one call: ~5 commands per round), with the outcome of
--- recording the rounds one by one: a player of several rounds keeps his last score, the
--- ladder's last_rated_seq the highest rated seq.
+-- Per round: its results' size (HLEN), which players are already recorded (HMGET, skipped while
+-- the round has none: a round's first record), the new results (one HSET), the round's record
+-- (HMGET, one HSET). The leaderboard, the name index and the ladder's counters are written once
+-- per call (a batch of duels is one call: ~4 commands per round), with the outcome of recording
+-- the rounds one by one: a player of several rounds keeps his last score, the ladder's
+-- last_rated_seq the highest rated seq.
 
 local CHUNK = 1000
 local FIELDS = 3
@@ -42,10 +44,15 @@ local function record(round_key, results_key, count, newcomer, first)
     players[i] = ARGV[first + FIELDS * (i - 1)]
   end
   -- In chunks (Lua's unpack limit): HMGET finds the players already recorded, one HSET records the
-  -- others (the same outcome as HSETNX + ZADD per player).
+  -- others (the same outcome as HSETNX + ZADD per player). The size after is the size before plus
+  -- the fields added (each one new: not recorded, and once).
+  local recorded = redis.call('HLEN', results_key)
   for lo = 1, #players, CHUNK do
     local hi = math.min(lo + CHUNK - 1, #players)
-    local stored = redis.call('HMGET', results_key, unpack(players, lo, hi))
+    local stored = {}
+    if recorded > 0 then
+      stored = redis.call('HMGET', results_key, unpack(players, lo, hi))
+    end
     local results = {}
     for i = lo, hi do
       local player = players[i]
@@ -65,10 +72,11 @@ local function record(round_key, results_key, count, newcomer, first)
     end
     if #results > 0 then
       redis.call('HSET', results_key, unpack(results))
+      recorded = recorded + #results / 2
     end
   end
   local info = redis.call('HMGET', round_key, 'field_size', 'status', 'seq', 'round_id')
-  local pending = tonumber(info[1] or '0') - redis.call('HLEN', results_key)
+  local pending = tonumber(info[1] or '0') - recorded
   if pending < 0 then pending = 0 end
   if pending == 0 and info[2] == 'pending' then
     redis.call('HSET', round_key, 'pending', pending, 'status', 'rated', 'rated_at', now)
@@ -91,11 +99,12 @@ local function zadd(key, entries)
 end
 
 local out = {}
-local a = 2
-for r = 1, (#KEYS - 4) / 2 do
-  local count = tonumber(ARGV[a])
-  out[r] = record(KEYS[3 + 2 * r], KEYS[4 + 2 * r], count, ARGV[a + 1], a + 2)
-  a = a + 2 + FIELDS * count
+local rounds = (#KEYS - 4) / 2
+local a = 2 + 2 * rounds   -- the first round's first player
+for r = 1, rounds do
+  local count = tonumber(ARGV[2 * r])
+  out[r] = record(KEYS[3 + 2 * r], KEYS[4 + 2 * r], count, ARGV[2 * r + 1], a)
+  a = a + FIELDS * count
 end
 zadd(lb_key, scores)
 zadd(names_key, names)
