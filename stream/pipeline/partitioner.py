@@ -31,7 +31,8 @@ _KNOWN: dict[int, dict[str, int]] = {}
 
 def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
     """``[partition_for(k, partitions) for k in keys]``, looked up in one ``map`` over a plain
-    dict (a batch's players are mostly known: no call per key)."""
+    dict (a batch's players are mostly known: no call per key); an unknown key is hashed by
+    murmur2 and kept in that dict only (cleared past CACHED_KEYS)."""
     known = _KNOWN.setdefault(partitions, {})
     out: list[int | None] = list(map(known.get, keys))
     if None in out:
@@ -39,7 +40,7 @@ def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
             known.clear()
         for i, key in enumerate(keys):
             if out[i] is None:
-                out[i] = known[key] = partition_for(key, partitions)
+                out[i] = known[key] = partition_for.__wrapped__(key, partitions)  # held here, not twice
     return out  # type: ignore[return-value]  # every None replaced
 
 
