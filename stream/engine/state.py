@@ -213,9 +213,11 @@ def _newcomer_blob(params: Params) -> bytes:
 def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
     """``PlayerBatch.from_states([PlayerState.from_bytes(b) ...])`` without per-player objects.
 
-    ``None`` stands for a newcomer (:meth:`PlayerState.new`). Vectorised: the blobs are joined
-    once and their headers and factors gathered with index arrays (the pipeline's phase two
-    loads thousands of states per batch). Raises ValueError like :meth:`PlayerState.from_bytes`.
+    ``None`` stands for a newcomer (:meth:`PlayerState.new`). Vectorised: each blob is padded
+    with zero bytes to the longest one's length (zero bytes read as 0.0: the batch's zero
+    padding past a shorter history) and the rows joined once, so the headers and factors are
+    fixed-width views of one buffer (no index arrays of every byte). Raises ValueError like
+    :meth:`PlayerState.from_bytes`.
     """
     n = len(blobs)
     newcomer = _newcomer_blob(params)
@@ -223,29 +225,23 @@ def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
     lengths = np.fromiter(map(len, joined), dtype=np.int64, count=n)
     if n and lengths.min() < _HEADER.size:
         raise ValueError("packed player state too short")
-    buf = np.frombuffer(b"".join(joined), dtype=np.uint8)
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    versions = buf[starts]
+    width = int(lengths.max(initial=_HEADER.size))
+    rows = np.frombuffer(b"".join([blob.ljust(width, b"\0") for blob in joined]), dtype=np.uint8).reshape(n, width)
+    versions = rows[:, 0]
     if np.any(versions != PACK_VERSION):
         raise ValueError(f"unknown packed state version {int(versions[versions != PACK_VERSION][0])}")
-    head = buf[starts[:, None] + np.arange(_HEADER.size)].view(_HEADER_DTYPE).reshape(n)
+    head = np.ascontiguousarray(rows[:, :_HEADER.size]).view(_HEADER_DTYPE).reshape(n)
     k = head["k"].astype(np.int64)
     if np.any(lengths != _HEADER.size + _FACTOR_BYTES * k):
         raise ValueError("packed player state has the wrong length")
     h = int(k.max(initial=0))
-    if h:  # every row's h factors' bytes (past a shorter history: the next blob's, zero-padded), then zeroed
-        padded = np.concatenate((buf, np.zeros(h * _FACTOR_BYTES, dtype=np.uint8)))
-        raw = padded[(starts + _HEADER.size)[:, None] + np.arange(h * _FACTOR_BYTES)]
-        fac = raw.view(_FACTOR_DTYPE).reshape(n, h, 3).astype(float)
-        fac[np.arange(h) >= k[:, None]] = 0.0
-    else:
-        fac = np.zeros((n, 0, 3))
+    fac = np.ascontiguousarray(rows[:, _HEADER.size:_HEADER.size + h * _FACTOR_BYTES]).view(_FACTOR_DTYPE)
+    fac = fac.reshape(n, h, 3)
     return PlayerBatch(
         mu=head["mu"].astype(float), sigma=head["sigma"].astype(float), mu0=head["mu0"].astype(float),
         w0=head["w0"].astype(float),
-        p=np.ascontiguousarray(fac[:, :, 0]), w_arg=np.ascontiguousarray(fac[:, :, 1]),
-        w_out=np.ascontiguousarray(fac[:, :, 2]),
+        p=np.ascontiguousarray(fac[:, :, 0], dtype=float), w_arg=np.ascontiguousarray(fac[:, :, 1], dtype=float),
+        w_out=np.ascontiguousarray(fac[:, :, 2], dtype=float),
         n_factors=k, rounds=head["rounds"].astype(np.int64), last_time=head["last_time"].astype(float),
     )
 
@@ -253,22 +249,22 @@ def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
 def pack_batch(batch: PlayerBatch) -> list[bytes]:
     """``[s.to_bytes() for s in batch.to_states()]`` without per-player objects (same bytes).
 
-    Each row's header and its ``n_factors`` factors are laid out in one array, flattened once
-    and cut into per-player blobs.
+    Each row's header and all its factor slots are laid out as one fixed-width record, the
+    records written once, and each player's blob cut from its record (its header and its
+    ``n_factors`` factors).
     """
     n = len(batch)
     k = np.asarray(batch.n_factors, dtype=np.int64)
-    head = np.empty(n, dtype=_HEADER_DTYPE)
+    h = batch.p.shape[1] if batch.p.ndim == 2 else 0
+    rows = np.empty(n, dtype=np.dtype([("head", _HEADER_DTYPE), ("fac", _FACTOR_DTYPE, (h, 3))]))
+    head = rows["head"]
     head["version"] = PACK_VERSION
     head["mu"], head["sigma"], head["mu0"], head["w0"] = batch.mu, batch.sigma, batch.mu0, batch.w0
     head["rounds"], head["k"] = batch.rounds, k
     head["last_time"] = np.where(np.isnan(batch.last_time), math.nan, batch.last_time)  # one NaN, as to_bytes
-    h = batch.p.shape[1] if batch.p.ndim == 2 else 0
-    fac = np.empty((n, h, 3), dtype=_FACTOR_DTYPE)
+    fac = rows["fac"]
     fac[:, :, 0], fac[:, :, 1], fac[:, :, 2] = batch.p, batch.w_arg, batch.w_out
-    rows = np.concatenate([head.view(np.uint8).reshape(n, _HEADER.size),
-                           fac.view(np.uint8).reshape(n, h * _FACTOR_BYTES)], axis=1)
-    lengths = _HEADER.size + _FACTOR_BYTES * k
-    flat = rows[np.arange(rows.shape[1]) < lengths[:, None]].tobytes()
-    ends = np.cumsum(lengths).tolist()
-    return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+    flat = rows.tobytes()
+    width = rows.dtype.itemsize
+    starts = range(0, n * width, width)
+    return [flat[a:a + length] for a, length in zip(starts, (_HEADER.size + _FACTOR_BYTES * k).tolist())]

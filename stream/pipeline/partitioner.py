@@ -25,6 +25,25 @@ def partition_for(key: str, partitions: int) -> int:
     return (hashed & POSITIVE_MASK) % partitions
 
 
+_KNOWN: dict[int, dict[str, int]] = {}
+"""Per partition count, the partition of each player id seen (bounded by CACHED_KEYS)."""
+
+
+def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
+    """``[partition_for(k, partitions) for k in keys]``, looked up in one ``map`` over a plain
+    dict (a batch's players are mostly known: no call per key); an unknown key is hashed by
+    murmur2 and kept in that dict only (cleared past CACHED_KEYS)."""
+    known = _KNOWN.setdefault(partitions, {})
+    out: list[int | None] = list(map(known.get, keys))
+    if None in out:
+        if len(known) > CACHED_KEYS:
+            known.clear()
+        for i, key in enumerate(keys):
+            if out[i] is None:
+                out[i] = known[key] = partition_for.__wrapped__(key, partitions)  # held here, not twice
+    return out  # type: ignore[return-value]  # every None replaced
+
+
 def group_by_partition(players: Sequence[str], partitions: int) -> dict[int, list[int]]:
     """Indices of ``players`` grouped by their partition (in input order within a group)."""
     groups: dict[int, list[int]] = defaultdict(list)

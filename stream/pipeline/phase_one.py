@@ -56,7 +56,7 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
-from stream.pipeline.partitioner import group_by_partition, partition_for
+from stream.pipeline.partitioner import group_by_partition, partitions_of
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds, round_performances
 from stream.pipeline.messages import join_fanout
@@ -311,7 +311,7 @@ def _ladder_messages(rounds: Sequence[_ToRate], entries: Sequence[str], flat: Se
     call and slices per round (a round one of whose messages would exceed ``limit`` goes through
     :func:`round_messages`, which splits it)."""
     out: list[list[FanOutMessage]] = []
-    partition_of = [partition_for(p, partitions) for p in flat]
+    partition_of = partitions_of(flat, partitions)
     for item, a, b in zip(rounds, bounds[:-1], bounds[1:]):
         round_ = item.round_
         groups: dict[int, list[int]] = {}

@@ -39,9 +39,10 @@ than half the capacity keeps nothing (:meth:`PosteriorCache.worth_keeping`). 0 t
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -138,12 +139,18 @@ class PosteriorCache:
             return
         state = self._ladders.setdefault(ladder, _Ladder())
         generation, entries = state.generation, self._entries
-        for player, seq, blob in zip(players, seqs.tolist(), states):
-            if seq <= 0:
-                continue
-            key = (ladder, player)
-            entries[key] = (generation, seq, blob)
-            entries.move_to_end(key)
+        numbers = seqs.tolist()
+        if len(numbers) and min(numbers) > 0:  # every player kept (a batch's last seqs): C-level loops
+            keys = list(zip(repeat(ladder), players))
+            entries.update(zip(keys, zip(repeat(generation), numbers, states)))
+            deque(map(entries.move_to_end, keys), maxlen=0)  # an entry stored again is the most recent
+        else:
+            for player, seq, blob in zip(players, numbers, states):
+                if seq <= 0:
+                    continue
+                key = (ladder, player)
+                entries[key] = (generation, seq, blob)
+                entries.move_to_end(key)
         state.high = max(state.high, int(seqs.max(initial=0)))
         while len(entries) > self.capacity:
             entries.popitem(last=False)

@@ -467,6 +467,14 @@ def _memo(encode: Callable[[float], str]) -> Callable[[float], str]:
     return text
 
 
+def _ids_and_seqs(reply: list[Any]) -> tuple[list[str], list[int]]:
+    """A ``ZRANGE key 0 -1 WITHSCORES`` reply of round ids scored by seq, as (ids, seqs): flat
+    ``[id, score, ...]`` (RESP2) or ``[[id, score], ...]`` (RESP3)."""
+    if reply and isinstance(reply[0], list):
+        return [as_text(rid) for rid, _ in reply], [int(float(seq)) for _, seq in reply]
+    return [as_text(rid) for rid in reply[0::2]], [int(float(seq)) for seq in reply[1::2]]
+
+
 def _seq_column(column: np.ndarray | list[bytes | None]) -> np.ndarray:
     """A numeric column of sequence numbers (``queued_seq``, ``last_seq``) as int64, 0 where absent."""
     return np.nan_to_num(np.asarray(column, dtype=np.float64)).astype(np.int64)
@@ -626,8 +634,8 @@ class Store:
             for ladder in ladders:
                 pipe.sadd(keys.ladders(), ladder)
             self._register_into(pipe, calls)
-            for ladder in ladders:
-                pipe.zrange(keys.registered_rounds(ladder), 0, -1, withscores=True)
+            for ladder in ladders:  # the raw reply: redis-py's pairing costs ~1 µs a round still registered
+                pipe.execute_command("ZRANGE", keys.registered_rounds(ladder), 0, -1, "WITHSCORES")
             for ladder in ladders:
                 pipe.hget(keys.ladder(ladder), "corrections")
             self._read_players_into(pipe, player_keys, fields)
@@ -635,8 +643,7 @@ class Store:
         calls = _register_calls(rounds)
         replies = await self._run(build)
         first, end = len(ladders), len(ladders) + len(calls)
-        registered = {ladder: ([as_text(rid) for rid, _ in pairs], [int(seq) for _, seq in pairs])
-                      for ladder, pairs in zip(ladders, replies[end:end + len(ladders)])}
+        registered = {ladder: _ids_and_seqs(reply) for ladder, reply in zip(ladders, replies[end:end + len(ladders)])}
         counters = {ladder: _int(raw) for ladder, raw in zip(ladders, replies[end + len(ladders):end + 2 * len(ladders)])}
         registrations = []
         for r, (outcome, seq, status) in zip(rounds, (reply for call in replies[first:end] for reply in call)):

@@ -61,6 +61,9 @@ def test_vectorised_pack_and_unpack_equal_the_per_player_forms(maybe_states):
     full = [PlayerState.new(params) if s is None else s for s in maybe_states]
     batch = unpack_batch([None if s is None else s.to_bytes() for s in maybe_states], params)
     assert batch.to_states() == full
+    past = np.arange(batch.p.shape[1]) >= batch.n_factors[:, None]  # zero padding past each history
+    assert not batch.p[past].any() and not batch.w_arg[past].any() and not batch.w_out[past].any()
+    assert [a.dtype for a in (batch.p, batch.mu, batch.last_time)] == [np.float64] * 3 and batch.p.flags.c_contiguous
     assert pack_batch(batch) == [s.to_bytes() for s in full]
     assert pack_batch(PlayerBatch.from_states(full)) == [s.to_bytes() for s in full]
 

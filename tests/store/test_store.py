@@ -364,3 +364,32 @@ def test_a_failed_round_leaves_the_ledger_and_releases_its_queued_players(target
     assert record["status"] == "failed" and record["failed_reason"] == "OverflowError: x" and "body" not in record
     assert last_seq == [1.0, 1.0, 0.0]  # c was never marked queued: untouched
     assert registered is None and incomplete is None  # neither completed first by later rounds nor swept
+
+
+def test_a_registration_lists_the_ladder_s_earlier_rounds_still_registered(target: Target) -> None:
+    """``earlier``: the ladder's rounds below the round's seq whose fan-out is not stored, in seq
+    order, read once per batch after its registrations (also those of the batch itself)."""
+    from stream.store.store import NewRound
+
+    async def body(store: Store) -> list[list[tuple[str, ...]]]:
+        out = []
+        for batch in (["r1", "r2", "r3"], ["r4"], ["r5", "r6"]):
+            registrations, _ = await store.register_batch(
+                [NewRound("L", r, "h" + r, 0.0, 0.0, 2, body=b"{}", due_at=9.0) for r in batch], [])
+            out.append([reg.earlier for reg in registrations])
+        await store.queue_round("L", "r2", ["a"], 2, pending=1, messages=[(0, b"x")])
+        registrations, _ = await store.register_batch([NewRound("L", "r7", "hr7", 0.0, 0.0, 2, body=b"{}")], [])
+        out.append([reg.earlier for reg in registrations])
+        return out
+
+    assert run(target, body) == [
+        [(), ("r1",), ("r1", "r2")], [("r1", "r2", "r3")], [("r1", "r2", "r3", "r4"), ("r1", "r2", "r3", "r4", "r5")],
+        [("r1", "r3", "r4", "r5", "r6")]]
+
+
+def test_ids_and_seqs_of_either_reply_shape() -> None:
+    from stream.store.store import _ids_and_seqs
+
+    assert _ids_and_seqs([b"r1", b"1", b"r2", b"12"]) == (["r1", "r2"], [1, 12])
+    assert _ids_and_seqs([[b"r1", 1.0], [b"r2", 12.0]]) == (["r1", "r2"], [1, 12])
+    assert _ids_and_seqs([]) == ([], [])

@@ -39,3 +39,12 @@ def test_ladder_messages_equal_round_messages_one_by_one(rounds: list[RoundResul
     one_by_one = [round_messages(item.round_, item.seq, entries[a:b], partitions, limit)
                   for item, a, b in zip(items, bounds[:-1], bounds[1:])]
     assert _ladder_messages(items, entries, flat, bounds, partitions, limit) == one_by_one
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(max_size=8), max_size=30), st.integers(1, 7))
+def test_partitions_of_equals_partition_for_one_by_one(keys: list[str], partitions: int) -> None:
+    from stream.pipeline.partitioner import partition_for, partitions_of
+
+    assert partitions_of(keys, partitions) == [partition_for(k, partitions) for k in keys]
+    assert partitions_of(keys, partitions) == [partition_for(k, partitions) for k in keys]  # now all known

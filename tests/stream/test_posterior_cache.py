@@ -290,3 +290,35 @@ async def _apply(ctx: PipelineContext, messages: Sequence[FanOutMessage]) -> Non
 
     await phase_two_batch(ctx, NAMES, [Incoming(m.value, m.key, Origin("player-updates", m.partition, i))
                                        for i, m in enumerate(messages)], send)
+
+
+def _keep_one_by_one(cache: PosteriorCache, ladder: str, players: list[str], seqs: list[int], states: list[bytes]) -> None:
+    """:meth:`PosteriorCache.keep` player by player (the reference its C-level loops must equal)."""
+    from stream.pipeline.posteriors import _Ladder
+
+    state = cache._ladders.setdefault(ladder, _Ladder())
+    for player, seq, blob in zip(players, seqs, states):
+        if seq > 0:
+            cache._entries[(ladder, player)] = (state.generation, seq, blob)
+            cache._entries.move_to_end((ladder, player))
+    state.high = max(state.high, max(seqs, default=0))
+    while len(cache._entries) > cache.capacity:
+        cache._entries.popitem(last=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 8), st.lists(st.tuples(st.sampled_from(["L", "M"]), st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c", "d", "e"]), st.integers(-1, 9)), max_size=6), st.booleans()), max_size=8))
+def test_keep_equals_keeping_player_by_player(capacity: int, calls: list[tuple[str, list[tuple[str, int]], bool]]) -> None:
+    fast, slow = PosteriorCache(capacity), PosteriorCache(capacity)
+    for ladder, rows, drop in calls:
+        players, seqs = [p for p, _ in rows], [q for _, q in rows]
+        states = [f"{p}{q}".encode() for p, q in rows]
+        fast.keep(ladder, players, np.asarray(seqs, dtype=np.int64), states)
+        _keep_one_by_one(slow, ladder, players, seqs, states)
+        assert list(fast._entries.items()) == list(slow._entries.items())
+        assert {k: (v.generation, v.high) for k, v in fast._ladders.items()} == \
+            {k: (v.generation, v.high) for k, v in slow._ladders.items()}
+        if drop:
+            fast.drop(ladder)
+            slow.drop(ladder)
