@@ -19,7 +19,7 @@ Kafka and Redis I/O alone, measured before the workers start), and the ratio pip
 (issue 15's target: within 2x). The machine's load average is printed with the figures.
 
 Usage: python bench/pipeline.py --size 2,10 [--mode throughput,latency] [--rounds N] [--ladders 2]
-       [--rate R] [--latency-seconds 20] [--workers 2] [--partitions 4] [--repeat 1]
+       [--rate R] [--latency-seconds 20] [--breakdown] [--workers 2] [--partitions 4] [--repeat 1]
 Prints Markdown tables (BENCHMARKS.md, pipeline section).
 """
 
@@ -108,6 +108,10 @@ class Latency:
     latencies_s: list[float]
     backlog_at_end: int
     """Rounds published but not rated when publishing ended."""
+    received_s: list[float]
+    """Per round, publish -> phase one began handling its batch (the round record's ``received_at``):
+    the Kafka hop, the fetch and the wait in phase one's buffer; the rest of ``latencies_s`` is phase
+    one's batch, the ``player-updates`` hop and phase two."""
 
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.latencies_s, q))
@@ -251,9 +255,10 @@ class Bench:
         self.events.read_until(self.published)
         pipe = self.client.pipeline(transaction=False)
         for r in rounds:
-            pipe.hget(keys.round_record(r.ladder, r.round_id), "rated_at")
-        rated_at = [float(v) for v in pipe.execute()]
-        return Latency(rounds[0].field_size, rate, len(rounds), [t - s for t, s in zip(rated_at, sent)], backlog)
+            pipe.hmget(keys.round_record(r.ladder, r.round_id), ("received_at", "rated_at"))
+        stamps = [(float(received), float(rated_at)) for received, rated_at in pipe.execute()]
+        return Latency(rounds[0].field_size, rate, len(rounds), [t - s for (_, t), s in zip(stamps, sent)], backlog,
+                       [received - s for (received, _), s in zip(stamps, sent)])
 
     def close(self) -> None:
         self.kafka.close()
@@ -301,6 +306,20 @@ def latency_rows(results: list[tuple[Latency, Floor]]) -> list[str]:
     return rows
 
 
+def breakdown_rows(results: list[Latency]) -> list[str]:
+    """Where the latency went: publish -> phase one's batch began, and from there -> rated (p50 / p99 / max)."""
+    rows = ["| players/round | offered rounds/s | publish -> phase one p50 | p99 | max "
+            "| phase one -> rated p50 | p99 | max |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for lat in results:
+        first = np.asarray(lat.received_s) * 1000
+        rest = (np.asarray(lat.latencies_s) - np.asarray(lat.received_s)) * 1000
+        rows.append(f"| {lat.size:,} | {lat.rate:,.1f} "
+                    + " ".join(f"| {np.percentile(part, 50):,.0f} ms | {np.percentile(part, 99):,.0f} ms "
+                               f"| {part.max():,.0f} ms" for part in (first, rest)) + " |")
+    return rows
+
+
 def parse_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -315,6 +334,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.0,
                         help="latency mode: offered rounds/s [half this run's throughput, else %g]" % DEFAULT_RATE)
     parser.add_argument("--latency-seconds", type=float, default=20.0, help="latency mode: seconds of publishing")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="latency mode: also print where the latency went (publish -> phase one -> rated)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--startup-s", type=float, default=STARTUP_S, help="seconds for the workers to join")
@@ -402,6 +423,10 @@ def main() -> None:
         print(f"\nLatency: publish -> rated at a fixed offered rate for {args.latency_seconds:g} s "
               f"(default: half the throughput above); offered / floor = offered part./s as a share of the floor's\n")
         print("\n".join(latency_rows([(latencies[s], floors[s]) for s in sizes])))
+        if args.breakdown:
+            print("\nWhere it went: publish -> phase one began the round's batch (the round record's received_at), "
+                  "then -> rated\n")
+            print("\n".join(breakdown_rows([latencies[s] for s in sizes])))
 
 
 if __name__ == "__main__":

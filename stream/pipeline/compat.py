@@ -46,7 +46,7 @@ def cap_fetch_wait(max_wait_ms: int) -> None:
     faust-streaming 0.15.3 hard-codes ``fetch_max_wait_ms=1500``. Measured against the embedded
     Tansu broker, a waiting aiokafka fetch is not answered when records arrive (measured ≈0.45 s
     per hop with 1500, ≈5 ms under load with 100; an idle hop costs up to the wait), and every
-    round crosses two hops. 20 ms (the default) keeps an unloaded 10-player round near 50 ms end to end. The
+    round crosses two hops (CONSUMER_FETCH_MAX_WAIT_MS, 10 ms by default, bounds the cost). The
     consumer keeps the value in ``_fetch_max_wait_ms`` until ``start()`` builds its fetcher, so
     it is set right after construction. Idempotent; affects consumers created afterwards.
     """
@@ -72,8 +72,8 @@ def idle_fetch_wait(busy_ms: int, idle_ms: int) -> None:
     :data:`IDLE_AFTER_S`, and ``busy_ms`` again from the first record on.
 
     The embedded broker answers a fetch with no data only at its deadline (see
-    :func:`cap_fetch_wait`), so an idle consumer sends one fetch per wait: with the busy 20 ms,
-    50 requests a second encoded, sent and decoded by the worker for nothing (most of its idle
+    :func:`cap_fetch_wait`), so an idle consumer sends one fetch per wait: with the busy 10 ms,
+    100 requests a second encoded, sent and decoded by the worker for nothing (most of its idle
     CPU once the agents stopped polling). The idle wait bounds how late the first record after
     a quiet spell is seen; a broker that answers when data arrives (Kafka) is not slowed at all.
     Patches ``Fetcher._proc_fetch_request`` (aiokafka 0.14), whose result says whether the
