@@ -328,56 +328,16 @@ class PlayerWrite:
 @dataclass(frozen=True)
 class RoundWrites:
     """The player writes of one round, one object per player (tests and tools; the pipeline
-    builds :class:`ColumnWrites` directly). Every write carries the same ``seq`` and ``last_time``."""
+    builds :class:`BatchWrites` directly). Every write carries the same ``seq`` and ``last_time``."""
 
     ladder: str
     round_id: str
     writes: Sequence[PlayerWrite]
 
-    def columns(self) -> ColumnWrites:
-        ws = self.writes
-        seqs = {w.seq for w in ws}
-        times = {w.last_time for w in ws}
-        if len(seqs) > 1 or len(times) > 1:
+    def check(self) -> None:
+        """Raise ValueError unless the round's writes share one ``seq`` and one ``last_time``."""
+        if len({w.seq for w in self.writes}) > 1 or len({w.last_time for w in self.writes}) > 1:
             raise ValueError("the writes of one round share seq and last_time")
-        return ColumnWrites(
-            ladder=self.ladder, round_id=self.round_id, seq=ws[0].seq if ws else 0,
-            last_time=ws[0].last_time if ws else math.nan, players=[w.player for w in ws],
-            mu=[encode_float(w.mu) for w in ws], sigma=[encode_float(w.sigma) for w in ws],
-            rounds=[w.rounds for w in ws], display_rating=[encode_float(w.display_rating) for w in ws],
-            tiers=[w.tier for w in ws],
-            states=[w.state for w in ws], changes=[w.change for w in ws],
-            newcomer=np.array([w.newcomer for w in ws], dtype=bool))
-
-
-@dataclass(frozen=True)
-class ColumnWrites:
-    """The player writes of one round within a phase-two batch, as aligned columns.
-
-    Input of apply_player_update.lua (state, history) and record_round_results.lua (results,
-    leaderboard): sent as a few large arguments per script call, not several per player.
-    ``last_round`` is ``round_id``; ``tiers`` are names ("" = unplaced); ``changes`` the
-    RatingChange JSON of each player. ``mu``, ``sigma`` and ``display_rating`` are already the
-    exact text stored (:func:`encode_float`): phase two renders them once for the events and
-    for Redis.
-    """
-
-    ladder: str
-    round_id: str
-    seq: int
-    last_time: float
-    players: Sequence[str]
-    mu: Sequence[str]
-    sigma: Sequence[str]
-    rounds: Sequence[int]
-    display_rating: Sequence[str]
-    tiers: Sequence[str]
-    states: Sequence[bytes]
-    changes: Sequence[bytes]
-    newcomer: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.players)
 
 
 @dataclass(frozen=True)
@@ -386,7 +346,12 @@ class BatchWrites:
     ``i``'s rows are ``starts[i]:starts[i + 1]``; a round may have none: its bookkeeping still
     runs). What :meth:`Store.apply_batch` takes: a batch of duels is hundreds of rounds, and
     the columns are built, and cut into script calls, once for the batch, not once per round.
-    Fields as :class:`ColumnWrites`, the per-round ones as one entry per round."""
+
+    Input of apply_player_update.lua (state, history) and record_round_results.lua (results,
+    leaderboard). Per round: ``ladders``, ``round_ids``, ``seqs``, ``last_times``. Per row:
+    ``tiers`` are names ("" = unplaced); ``changes`` the RatingChange JSON of each player;
+    ``mu``, ``sigma`` and ``display_rating`` are already the exact text stored
+    (:func:`encode_float`): phase two renders them once for the events and for Redis."""
 
     ladders: Sequence[str]
     round_ids: Sequence[str]
@@ -404,17 +369,21 @@ class BatchWrites:
     newcomer: np.ndarray
 
     @classmethod
-    def of(cls, rounds: Sequence[ColumnWrites]) -> BatchWrites:
-        """The rounds' writes, in order, as one batch."""
+    def of(cls, rounds: Sequence[RoundWrites]) -> BatchWrites:
+        """The rounds' writes, in order, as one batch (``mu``, ``sigma`` and ``display_rating``
+        rendered as stored: :func:`encode_float`)."""
+        for r in rounds:
+            r.check()
+        ws = [w for r in rounds for w in r.writes]
         return cls(
-            ladders=[r.ladder for r in rounds], round_ids=[r.round_id for r in rounds], seqs=[r.seq for r in rounds],
-            last_times=[r.last_time for r in rounds], starts=np.cumsum([0, *map(len, rounds)]).tolist(),
-            players=[x for r in rounds for x in r.players], mu=[x for r in rounds for x in r.mu],
-            sigma=[x for r in rounds for x in r.sigma], rounds=[x for r in rounds for x in r.rounds],
-            display_rating=[x for r in rounds for x in r.display_rating], tiers=[x for r in rounds for x in r.tiers],
-            states=[x for r in rounds for x in r.states], changes=[x for r in rounds for x in r.changes],
-            newcomer=np.concatenate([np.asarray(r.newcomer, dtype=bool) for r in rounds]) if rounds
-            else np.zeros(0, dtype=bool))
+            ladders=[r.ladder for r in rounds], round_ids=[r.round_id for r in rounds],
+            seqs=[r.writes[0].seq if r.writes else 0 for r in rounds],
+            last_times=[r.writes[0].last_time if r.writes else math.nan for r in rounds],
+            starts=np.cumsum([0, *(len(r.writes) for r in rounds)]).tolist(), players=[w.player for w in ws],
+            mu=[encode_float(w.mu) for w in ws], sigma=[encode_float(w.sigma) for w in ws],
+            rounds=[w.rounds for w in ws], display_rating=[encode_float(w.display_rating) for w in ws],
+            tiers=[w.tier for w in ws], states=[w.state for w in ws], changes=[w.change for w in ws],
+            newcomer=np.array([w.newcomer for w in ws], dtype=bool))
 
     def round_of(self) -> np.ndarray:
         """The round (index) of each row."""
@@ -1024,11 +993,10 @@ class Store:
                 verified[i] = [bool(next(flags)) for _ in verify[i].digests]
         return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]), verified)
 
-    async def apply(self, rounds: Sequence[ColumnWrites | RoundWrites], *, now: float) -> list[list[bool]]:
+    async def apply(self, rounds: Sequence[RoundWrites], *, now: float) -> list[list[bool]]:
         """:meth:`apply_batch` of these rounds' writes, in order; returns, per round, which writes
         were applied now."""
-        columns = [r.columns() if isinstance(r, RoundWrites) else r for r in rounds]
-        batch = BatchWrites.of(columns)
+        batch = BatchWrites.of(rounds)
         applied = (await self.apply_batch(batch, now=now)).tolist()
         return [applied[lo:hi] for lo, hi in zip(batch.starts[:-1], batch.starts[1:])]
 
