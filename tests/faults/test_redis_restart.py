@@ -19,7 +19,9 @@ from stream.store import keys
 
 pytestmark = pytest.mark.integration
 
-ROUNDS = 150
+ROUNDS = 600
+"""Enough that the worker still has rounds to rate when the polled rated count first passes
+CRASH_AFTER_RATED, however fast it rates (else the restart tests nothing)."""
 CRASH_AFTER_RATED = 30
 DOWN_S = 3.0
 
