@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from functools import lru_cache
 
 from kafka.partitioner.default import murmur2
 
@@ -17,22 +16,27 @@ POSITIVE_MASK = 0x7FFFFFFF
 CACHED_KEYS = 1 << 20
 """Player ids whose partitions are memoised (murmur2 in Python costs ~6 µs a key; players recur)."""
 
+_KNOWN: dict[int, dict[str, int]] = {}
+"""Per partition count, the partition of each key seen (cleared past CACHED_KEYS)."""
 
-@lru_cache(maxsize=CACHED_KEYS)
-def partition_for(key: str, partitions: int) -> int:
+
+def _hashed(key: str, partitions: int) -> int:
     """``toPositive(murmur2(key)) % partitions``, the Java client's default for a keyed record."""
     hashed: int = murmur2(key.encode("utf-8"))  # kafka-python ships no type hints
     return (hashed & POSITIVE_MASK) % partitions
 
 
-_KNOWN: dict[int, dict[str, int]] = {}
-"""Per partition count, the partition of each player id seen (bounded by CACHED_KEYS)."""
+def partition_for(key: str, partitions: int) -> int:
+    """The partition Kafka's default partitioner puts ``key`` on (memoised)."""
+    known = _KNOWN.get(partitions)
+    partition = None if known is None else known.get(key)
+    return partitions_of((key,), partitions)[0] if partition is None else partition
 
 
 def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
     """``[partition_for(k, partitions) for k in keys]``, looked up in one ``map`` over a plain
     dict (a batch's players are mostly known: no call per key); an unknown key is hashed by
-    murmur2 and kept in that dict only (cleared past CACHED_KEYS)."""
+    murmur2 and remembered."""
     known = _KNOWN.setdefault(partitions, {})
     out: list[int | None] = list(map(known.get, keys))
     if None in out:
@@ -40,13 +44,13 @@ def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
             known.clear()
         for i, key in enumerate(keys):
             if out[i] is None:
-                out[i] = known[key] = partition_for.__wrapped__(key, partitions)  # held here, not twice
+                out[i] = known[key] = _hashed(key, partitions)
     return out  # type: ignore[return-value]  # every None replaced
 
 
 def group_by_partition(players: Sequence[str], partitions: int) -> dict[int, list[int]]:
     """Indices of ``players`` grouped by their partition (in input order within a group)."""
     groups: dict[int, list[int]] = defaultdict(list)
-    for index, player in enumerate(players):
-        groups[partition_for(player, partitions)].append(index)
+    for index, partition in enumerate(partitions_of(players, partitions)):
+        groups[partition].append(index)
     return dict(groups)
