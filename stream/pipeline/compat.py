@@ -506,8 +506,9 @@ async def _until_ready(queue: ThrowableQueue[Any], loop: asyncio.AbstractEventLo
             pass
 
 
-def _resolve(future: asyncio.Future[None] | None) -> None:
-    if future is not None and not future.done():
+def _resolve(future: asyncio.Future[None]) -> None:
+    """Wake ``future``'s waiter at its deadline (unless something woke it first)."""
+    if not future.done():
         future.set_result(None)
 
 
