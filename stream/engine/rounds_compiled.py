@@ -48,9 +48,7 @@ def rate_compiled(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offse
     previous, rated) as ``RoundsUpdate`` holds them."""
     ranks = np.asarray(ranks)
     ranks = ranks.astype(np.int64, copy=False) if ranks.dtype.kind in "iub" else ranks.astype(float, copy=False)
-    p = np.ascontiguousarray(prior.p, dtype=float)
-    w_arg = np.ascontiguousarray(prior.w_arg, dtype=float)
-    w_out = np.ascontiguousarray(prior.w_out, dtype=float)
+    p, w_arg, w_out = (_plain(a) for a in (prior.p, prior.w_arg, prior.w_out))
     (mu, sigma, mu0, w0, p, w_arg, w_out, n_factors, played, last_time, performance, mu_after, sigma_after, previous,
      rated) = rate_batch(
         prior.mu, prior.sigma, prior.mu0, prior.w0, p, w_arg, w_out, np.asarray(prior.n_factors, dtype=np.int64),
@@ -61,6 +59,15 @@ def rate_compiled(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offse
     after = PlayerBatch(mu=mu, sigma=sigma, mu0=mu0, w0=w0, p=p, w_arg=w_arg, w_out=w_out, n_factors=n_factors,
                         rounds=played, last_time=last_time)
     return after, performance, mu_after, sigma_after, previous, rated
+
+
+def _plain(a: np.ndarray) -> np.ndarray:
+    """``a`` as a writable C-contiguous float array (a copy only if it is not one): the type
+    :func:`rate_batch` is compiled for at warm-up (a read-only view, e.g. ``unpack_batch``'s
+    factors when nobody has any, would compile it again at the first batch)."""
+    if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.array(a, dtype=float, order="C")
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -7,11 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.engine import OutcomeFree, PlayerBatch, RoundSpec, preset, rate_round, rate_rounds
+from stream.engine import OutcomeFree, PlayerBatch, RoundSpec, preset, rate_round, rate_rounds, warm_up
 from stream.engine.performance import DIRECT_MAX_PLAYERS
 from stream.engine import rounds as rounds_module
 from stream.engine import rounds_compiled
 from stream.engine.rounds import _waves, rate_flat, rate_waves
+from stream.engine.state import pack_batch, unpack_batch
 
 DAY = 86_400.0
 TOL = 1e-9
@@ -190,6 +191,8 @@ def test_compiled_path_equals_the_wave_path_to_the_bit(case):
     prior, arrays, params = case
     assert rounds_compiled.supports(params, arrays[2])
     before = prior.copy()
+    for name in ("p", "w_arg", "w_out"):
+        getattr(prior, name).setflags(write=False)  # as unpack_batch's views may be
     got = rate_flat(prior, *arrays, params)
     want = rate_waves(prior, *arrays, params)
     for name in ("performance", "mu", "sigma", "previous", "rated", "offsets"):
@@ -221,3 +224,17 @@ def test_rate_flat_takes_the_compiled_path_for_small_exact_logistic_rounds(monke
     got = rate_flat(PlayerBatch.new(4, params), np.array([0, 1, 2, 3]), np.array([1, 2, 2, 1]), small,
                     np.array([0.0, DAY]), np.ones(2), np.full(2, math.inf), params)
     assert got.rated.all() and np.isfinite(got.performance).all()
+
+
+def test_warm_up_compiles_what_phase_one_calls():
+    """After ``warm_up`` phase one's first batch compiles nothing: priors unpacked from the store
+    (newcomers' factor arrays are read-only views), int64 ranks."""
+    warm_up()
+    compiled = len(rounds_compiled.rate_batch.signatures)
+    params = preset("mmr-bounded")
+    for states in ([None] * 4, pack_batch(warm_prior(4, params, np.random.default_rng(3)))):
+        prior = unpack_batch(states, params)
+        got = rate_flat(prior, np.array([0, 1, 2, 3]), np.array([1, 2, 1, 2]), np.array([0, 2, 4]),
+                        np.array([0.0, DAY]), np.ones(2), np.full(2, math.inf), params)
+        assert got.rated.all()
+    assert len(rounds_compiled.rate_batch.signatures) == compiled
