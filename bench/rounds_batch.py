@@ -155,6 +155,7 @@ def main() -> None:
     parser.add_argument("--preset", default=engine.DEFAULT_PRESET)
     parser.add_argument("--warm", type=int, default=40_000, help="untimed rounds first (histories)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes per path (interleaved)")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per workload (default: its own)")
     parser.add_argument("--no-openskill", action="store_true")
     args = parser.parse_args()
     params = engine.preset(args.preset)
@@ -166,6 +167,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.only.split(","):
         size, pool, count = WORKLOADS[name]
+        count = args.rounds or count
         everything = rounds_for(size, pool, args.warm + count, seed=1)
         warm, timed = everything[:args.warm], everything[args.warm:]
         start = Ladders(pool, params)
