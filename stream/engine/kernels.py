@@ -196,41 +196,49 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
     return out
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
+               n_factors: np.ndarray, i: int, performance: float, decay: float, transfer: float, beta: float,
+               history_limit: int) -> None:
+    """Phase two of the logistic model with finite rho on row ``i`` of a batch, in place: the
+    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
+    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
+    over the row's own factors only.  The factor arrays must hold the appended factor."""
+    k = n_factors[i]
+    w_logistic = 0.0
+    for f in range(k):
+        w_logistic += w_arg[i, f] * w_out[i, f] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
+    w_from_norm = transfer * w0[i]
+    w_from_transfers = (1.0 - transfer) * (w0[i] + w_logistic)
+    w_total = w_from_norm + w_from_transfers
+    centre = (w_from_norm * mu0[i] + w_from_transfers * mu[i]) / w_total
+    precision = decay * w_total
+    scale = transfer * decay
+    for f in range(k):
+        w_out[i, f] *= scale
+    if history_limit > 0 and k >= history_limit:
+        oldest = w_arg[i, 0] * w_out[i, 0] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
+        centre = (precision * centre + oldest * p[i, 0]) / (precision + oldest)
+        precision = precision + oldest
+        for f in range(k - 1):
+            p[i, f], w_arg[i, f], w_out[i, f] = p[i, f + 1], w_arg[i, f + 1], w_out[i, f + 1]
+        k -= 1
+    w = TANH_MULTIPLIER / beta
+    p[i, k], w_arg[i, k], w_out[i, k] = performance, 0.5 * w, w
+    k += 1
+    n_factors[i], mu0[i], w0[i] = k, centre, precision
+    mu[i] = solve_tanh_equation(-centre * precision, precision, p[i], w_arg[i], w_out[i], k, mu[i], True)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def logistic_update_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray,
                          w_out: np.ndarray, n_factors: np.ndarray, rows: np.ndarray, performance: np.ndarray,
                          decay: np.ndarray, transfer: np.ndarray, beta: np.ndarray, history_limit: int) -> None:
-    """Phase two of the logistic model with finite rho on ``rows`` (distinct) of a batch, in
-    place, row q of ``performance``/``decay``/``transfer``/``beta`` for ``rows[q]``: the
-    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
-    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
-    each over the row's own factors only.  The factor arrays must hold the appended factor."""
+    """:func:`update_row` on ``rows`` (distinct) of a batch, row q of ``performance``/``decay``/
+    ``transfer``/``beta`` for ``rows[q]``."""
     for q in range(rows.shape[0]):
-        i = rows[q]
-        k = n_factors[i]
-        w_logistic = 0.0
-        for f in range(k):
-            w_logistic += w_arg[i, f] * w_out[i, f] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
-        w_from_norm = transfer[q] * w0[i]
-        w_from_transfers = (1.0 - transfer[q]) * (w0[i] + w_logistic)
-        w_total = w_from_norm + w_from_transfers
-        centre = (w_from_norm * mu0[i] + w_from_transfers * mu[i]) / w_total
-        precision = decay[q] * w_total
-        scale = transfer[q] * decay[q]
-        for f in range(k):
-            w_out[i, f] *= scale
-        if history_limit > 0 and k >= history_limit:
-            oldest = w_arg[i, 0] * w_out[i, 0] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
-            centre = (precision * centre + oldest * p[i, 0]) / (precision + oldest)
-            precision = precision + oldest
-            for f in range(k - 1):
-                p[i, f], w_arg[i, f], w_out[i, f] = p[i, f + 1], w_arg[i, f + 1], w_out[i, f + 1]
-            k -= 1
-        w = TANH_MULTIPLIER / beta[q]
-        p[i, k], w_arg[i, k], w_out[i, k] = performance[q], 0.5 * w, w
-        k += 1
-        n_factors[i], mu0[i], w0[i] = k, centre, precision
-        mu[i] = solve_tanh_equation(-centre * precision, precision, p[i], w_arg[i], w_out[i], k, mu[i], True)
+        update_row(mu, mu0, w0, p, w_arg, w_out, n_factors, rows[q], performance[q], decay[q], transfer[q], beta[q],
+                   history_limit)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -316,3 +324,8 @@ def warm_up() -> None:
     logistic_update_rows(one.copy(), one.copy(), one.copy(), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)),
                          ints.copy(), ints, one, one, one, one * 200.0, 1)
     gather_factors((np.ones((1, 1)),), ints, ints + 1, 1)
+    from .rounds_compiled import rate_batch  # imports this module: deferred
+
+    pair = np.array([0, 1])
+    rate_batch(two, two, two, two, np.zeros((2, 0)), np.zeros((2, 0)), np.zeros((2, 0)), pair * 0, pair * 0,
+               np.full(2, np.nan), pair, pair, np.array([0, 2]), one, one, one, 0.2, 6400.0, 0.0, 1.0, 2.0, 0)

@@ -7,9 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.engine import OutcomeFree, PlayerBatch, RoundSpec, preset, rate_round, rate_rounds
+from stream.engine import OutcomeFree, PlayerBatch, RoundSpec, preset, rate_round, rate_rounds, warm_up
 from stream.engine.performance import DIRECT_MAX_PLAYERS
-from stream.engine.rounds import _waves
+from stream.engine import rounds as rounds_module
+from stream.engine import rounds_compiled
+from stream.engine.rounds import _waves, rate_flat, rate_waves
+from stream.engine.state import pack_batch, unpack_batch
 
 DAY = 86_400.0
 TOL = 1e-9
@@ -17,6 +20,7 @@ PARAMS = {
     "mmr": preset("mmr"),
     "mmr-drift-split": preset("mmr").with_(drift_per_day=40.0, split_ties=True),
     "mmr-bounded": preset("mmr").with_(history_limit=3),
+    "mmr-rho-half": preset("mmr").with_(rho=0.5, history_limit=5, drift_per_day=10.0),
     "mmx": preset("mmx"),
     "mmr-fast": preset("mmr-fast"),
     "paper-codeforces": preset("paper-codeforces"),
@@ -133,3 +137,104 @@ def test_previous_links_each_player_to_his_last_round_in_the_call():
     got = rate_rounds(PlayerBatch.new(3, params), rounds, params)
     assert got.rated.tolist() == [True, False, True]
     assert got.previous.tolist() == [-1, -1, -1, -1, 1, -1]
+
+
+def random_prior(n: int, rng: np.random.Generator, longest: int) -> PlayerBatch:
+    """n players with random states: newcomers (never played, no factors) beside players with
+    histories of up to ``longest`` factors (the padded arrays wider still)."""
+    batch = PlayerBatch.new(n, preset("mmr"))
+    new = rng.random(n) < 0.3
+    k = np.where(new, 0, rng.integers(0, longest + 1, n))
+    width = int(k.max(initial=0)) + int(rng.integers(0, 3))
+    used = np.arange(width)[None, :] < k[:, None]
+    batch.p = np.where(used, rng.normal(1500, 400, (n, width)), 0.0)
+    batch.w_arg = np.where(used, rng.uniform(0.001, 0.01, (n, width)), 0.0)
+    batch.w_out = np.where(used, 2 * batch.w_arg * rng.uniform(0.2, 1.0, (n, width)), 0.0)
+    batch.n_factors = k.astype(np.int64)
+    batch.mu = np.where(new, batch.mu, rng.normal(1500, 350, n))
+    batch.mu0 = np.where(new, batch.mu0, batch.mu + rng.normal(0, 50, n))
+    batch.sigma = np.where(new, batch.sigma, rng.uniform(60, 300, n))
+    batch.w0 = np.where(new, batch.w0, rng.uniform(1e-6, 1e-4, n))
+    batch.rounds = np.where(new, 0, k + rng.integers(0, 5, n)).astype(np.int64)
+    batch.last_time = np.where(new, np.nan, -rng.uniform(0, 90, n) * DAY)
+    return batch
+
+
+@st.composite
+def flat_batches(draw: st.DrawFn) -> tuple[PlayerBatch, tuple[np.ndarray, ...], object]:
+    """A prior and a batch of small rounds as ``rate_flat`` takes them: repeated players, ties
+    (some rounds all tied or of one player: not rated), newcomers, long histories, rounds of
+    several weights, times and ceilings, under the parameters the compiled path rates."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(2, 60))
+    prior = random_prior(n, rng, draw(st.sampled_from([0, 3, 35])))
+    n_rounds = draw(st.integers(1, 40))
+    sizes = rng.integers(1, min(n, draw(st.sampled_from([2, 3, 10, 30]))) + 1, n_rounds)
+    rows = np.concatenate([rng.choice(n, s, replace=False) for s in sizes]).astype(np.int64)
+    ranks = rng.integers(0, draw(st.integers(1, 6)), rows.shape[0])
+    if draw(st.booleans()):
+        ranks = ranks.astype(float) * 0.5
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    times = np.cumsum(rng.choice([0.0, 60.0, 0.5 * DAY, 3 * DAY], n_rounds))
+    weights = rng.choice([1.0, 1.0, 0.5, 1.7], n_rounds)
+    ceilings = rng.choice([math.inf, math.inf, 1500.0, 1700.0], n_rounds)
+    params = preset("mmr").with_(history_limit=draw(st.sampled_from([None, 1, 3, 30])),
+                                 rho=draw(st.sampled_from(rounds_compiled.EXACT_RHO)),
+                                 drift_per_day=draw(st.sampled_from([0.0, 40.0])), split_ties=draw(st.booleans()))
+    return prior, (rows, ranks, offsets, times, weights, ceilings), params
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=flat_batches())
+def test_compiled_path_equals_the_wave_path_to_the_bit(case):
+    """rate_flat's compiled loop gives the wave path's floats exactly, and leaves the prior as it was."""
+    prior, arrays, params = case
+    assert rounds_compiled.supports(params, arrays[2])
+    before = prior.copy()
+    for name in ("p", "w_arg", "w_out"):
+        getattr(prior, name).setflags(write=False)  # as unpack_batch's views may be
+    got = rate_flat(prior, *arrays, params)
+    want = rate_waves(prior, *arrays, params)
+    for name in ("performance", "mu", "sigma", "previous", "rated", "offsets"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    for name in PlayerBatch.__slots__:
+        np.testing.assert_array_equal(getattr(got.after, name), getattr(want.after, name), err_msg=name)
+        np.testing.assert_array_equal(getattr(prior, name), getattr(before, name), err_msg=name)
+
+
+def test_rate_flat_takes_the_compiled_path_for_small_exact_logistic_rounds(monkeypatch):
+    """The dispatch: the exact logistic presets' small rounds never reach the wave path; a big
+    round, a memoryless, subsampled or non-exact-rho preset does."""
+    small = np.array([0, 2, 4])
+    big = np.array([0, DIRECT_MAX_PLAYERS + 1])
+    assert rounds_compiled.supports(preset("mmr"), small)
+    assert rounds_compiled.supports(preset("mmr-bounded"), small)
+    assert not rounds_compiled.supports(preset("mmr"), big)
+    for name in ("mmx", "mmr-fast", "paper-codeforces"):
+        assert not rounds_compiled.supports(preset(name), small)
+    assert not rounds_compiled.supports(preset("mmr").with_(rho=0.3), small)
+    assert not rounds_compiled.supports(preset("mmr").with_(rho=math.inf), small)
+    assert not rounds_compiled.supports(preset("mmr"), np.array([0]))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("wave path taken")
+
+    monkeypatch.setattr(rounds_module, "rate_waves", refuse)
+    params = preset("mmr-bounded")
+    got = rate_flat(PlayerBatch.new(4, params), np.array([0, 1, 2, 3]), np.array([1, 2, 2, 1]), small,
+                    np.array([0.0, DAY]), np.ones(2), np.full(2, math.inf), params)
+    assert got.rated.all() and np.isfinite(got.performance).all()
+
+
+def test_warm_up_compiles_what_phase_one_calls():
+    """After ``warm_up`` phase one's first batch compiles nothing: priors unpacked from the store
+    (newcomers' factor arrays are read-only views), int64 ranks."""
+    warm_up()
+    compiled = len(rounds_compiled.rate_batch.signatures)
+    params = preset("mmr-bounded")
+    for states in ([None] * 4, pack_batch(warm_prior(4, params, np.random.default_rng(3)))):
+        prior = unpack_batch(states, params)
+        got = rate_flat(prior, np.array([0, 1, 2, 3]), np.array([1, 2, 1, 2]), np.array([0, 2, 4]),
+                        np.array([0.0, DAY]), np.ones(2), np.full(2, math.inf), params)
+        assert got.rated.all()
+    assert len(rounds_compiled.rate_batch.signatures) == compiled
