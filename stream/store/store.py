@@ -293,8 +293,8 @@ class StoredStates:
     states: list[bytes | None]
     tiers: list[bytes | None]
     verified: list[list[bool]] = field(default_factory=list)
-    """Per :class:`FanOutCheck` asked for, whether each digest is one of the round's stored
-    fan-out messages."""
+    """Per :class:`FanOutCheck` asked for, whether each of its messages is one of the round's
+    stored fan-out messages."""
 
     def take(self, rows: Sequence[int]) -> "StoredStates":
         """These rows only, in this order (``verified`` is left out)."""
@@ -302,14 +302,22 @@ class StoredStates:
                             [self.tiers[i] for i in rows])
 
 
+VERIFY_RAW_MAX = 2
+"""Rounds of at most this many players (a duel) are checked against their stored sections by the
+sections themselves, not their SHA-1 digests (verify_updates.lua's SMALL: it compares them with
+the stored ones as they are, nothing hashed on either side)."""
+
+
 @dataclass(frozen=True)
 class FanOutCheck:
-    """Messages claiming to belong to round ``round_id`` of ``ladder``, by SHA-1 hex digest
-    (verify_updates.lua tells which are exactly messages of its stored fan-out)."""
+    """Messages claiming to belong to round ``round_id`` of ``ladder`` (verify_updates.lua tells
+    which are exactly messages of its stored fan-out): their SHA-1 hex digests, or with ``raw`` the
+    messages themselves (:data:`VERIFY_RAW_MAX`; any round is checked right either way)."""
 
     ladder: str
     round_id: str
-    digests: Sequence[str]
+    digests: Sequence[str | bytes]
+    raw: bool = False
 
 
 @dataclass(frozen=True)
@@ -990,7 +998,7 @@ class Store:
                     keys_ += [keys.round_record(check.ladder, check.round_id),
                               keys.round_perf(check.ladder, check.round_id),
                               keys.round_digests(check.ladder, check.round_id)]
-                    args += [len(check.digests), *check.digests]
+                    args += [len(check.digests), "raw" if check.raw else "sha1", *check.digests]
                 self._eval(pipe, "verify_updates", keys_, args)
 
         replies = await self._run(build)
