@@ -1046,6 +1046,7 @@ class Store:
         returns how many calls."""
         n = len(batch.players)
         round_of = batch.round_of()
+        starts = batch.starts
         ladder_of = [batch.ladders[r] for r in round_of.tolist()] if len(batch.ladders) > 1 else [batch.ladders[0]] * n
         times = _memo(encode_float)
         step = self.players_per_call
@@ -1056,11 +1057,11 @@ class Store:
             keys_ = [key for ladder, player in zip(ladder_of[lo:hi], batch.players[lo:hi])
                      for key in (keys.player(ladder, player), keys.history(ladder, player))]
             heads = [value for r in range(first, last + 1)
-                     for value in (batch.seqs[r], batch.round_ids[r], times(batch.last_times[r]))]
+                     for value in (batch.seqs[r], batch.round_ids[r], times(batch.last_times[r]),
+                                   min(hi, starts[r + 1]) - max(lo, starts[r]))]  # the round's rows in the call
             args = [self.history_length, last - first + 1, *heads,
-                    *_interleave((round_of[lo:hi] - (first - 1)).tolist(), batch.mu[lo:hi], batch.sigma[lo:hi],
-                                 batch.rounds[lo:hi], batch.display_rating[lo:hi], batch.tiers[lo:hi],
-                                 batch.states[lo:hi], batch.changes[lo:hi])]
+                    *_interleave(batch.mu[lo:hi], batch.sigma[lo:hi], batch.rounds[lo:hi], batch.display_rating[lo:hi],
+                                 batch.tiers[lo:hi], batch.states[lo:hi], batch.changes[lo:hi])]
             self._eval(pipe, "apply_player_update", keys_, args)
             calls += 1
         return calls
