@@ -139,8 +139,8 @@ def group_updates(updates: Sequence[PlayerUpdate]) -> list[_Round]:
 
 def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tuple[list[FanOutCheck], list[list[int]]]:
     """One check per round of the batch, and the indices (in ``raws``) of each check's sections:
-    a duel's sections as they are (verify_updates.lua compares them with the stored ones, nothing
-    hashed: :data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
+    a small round's sections as they are (verify_updates.lua compares them with the stored ones,
+    nothing hashed: :data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
     by_round: dict[tuple[str, str], list[int]] = {}
     for i, update in enumerate(updates):
         by_round.setdefault((update.ladder, update.round_id), []).append(i)

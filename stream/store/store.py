@@ -302,9 +302,9 @@ class StoredStates:
                             [self.tiers[i] for i in rows])
 
 
-VERIFY_RAW_MAX = 2
-"""Rounds of at most this many players (a duel) are checked against their stored sections by the
-sections themselves, not their SHA-1 digests (verify_updates.lua's SMALL: it compares them with
+VERIFY_RAW_MAX = 10
+"""Rounds of at most this many players (duels, lobbies) are checked against their stored sections
+by the sections themselves, not their SHA-1 digests (verify_updates.lua's SMALL: it compares them with
 the stored ones as they are, nothing hashed on either side)."""
 
 

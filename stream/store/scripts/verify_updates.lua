@@ -22,11 +22,12 @@
 -- sections still verify: phase two must handle them (apply, or dead-letter and release their
 -- players) for the ladder to move on.
 
--- A round of at most SMALL players (a few sections: a duel's one or two) is checked against its
--- stored sections directly (raw items as they are, digests against the stored ones hashed here);
+-- A round of at most SMALL players (a few sections: a duel's one or two, a lobby's few) is checked
+-- against its stored sections directly (raw items as they are, digests against the stored ones
+-- hashed here);
 -- a bigger one's digests are kept in its digest set, built on its first check (its sections are
 -- checked over many batches).
-local SMALL = 2
+local SMALL = 10
 
 -- Flags of the round's items ARGV[first .. first + count - 1] (raw: sections, else digests).
 local function verify(round_key, perf_key, digest_key, first, count, raw)
