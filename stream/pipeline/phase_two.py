@@ -53,7 +53,7 @@ from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
-from stream.store.store import BatchWrites, FanOutCheck, StoredStates
+from stream.store.store import VERIFY_RAW_MAX, BatchWrites, FanOutCheck, StoredStates
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +138,15 @@ def group_updates(updates: Sequence[PlayerUpdate]) -> list[_Round]:
 
 
 def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tuple[list[FanOutCheck], list[list[int]]]:
-    """One check per round of the batch (the SHA-1 of each of its sections), and the indices
-    (in ``raws``) of each check's digests."""
+    """One check per round of the batch, and the indices (in ``raws``) of each check's sections:
+    a small round's sections as they are (verify_updates.lua compares them with the stored ones,
+    nothing hashed: :data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
     by_round: dict[tuple[str, str], list[int]] = {}
     for i, update in enumerate(updates):
         by_round.setdefault((update.ladder, update.round_id), []).append(i)
-    checks = [FanOutCheck(ladder, round_id, [hashlib.sha1(raws[i]).hexdigest() for i in index])
+    checks = [FanOutCheck(ladder, round_id, [raws[i] for i in index], raw=True)
+              if all(updates[i].field_size <= VERIFY_RAW_MAX for i in index) else
+              FanOutCheck(ladder, round_id, [hashlib.sha1(raws[i]).hexdigest() for i in index])
               for (ladder, round_id), index in by_round.items()]
     return checks, list(by_round.values())
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 import redis.asyncio as aioredis
@@ -131,23 +131,28 @@ def _record_calls(results: _Results) -> list[list[tuple[int, int, int]]]:
     return calls
 
 
-def _by_ladder(checks: Sequence[FanOutCheck], limit: int) -> list[list[int]]:
-    """Indices of the checks of each verify_updates.lua call: one ladder's, up to ``limit`` a call."""
+class _OfLadder(Protocol):
+    """Anything of one ladder (a :class:`FanOutCheck`, a :class:`NewRound`)."""
+
+    @property
+    def ladder(self) -> str: ...
+
+
+def _by_ladder(items: Sequence[_OfLadder], limit: int) -> list[list[int]]:
+    """Indices of the items of each per-ladder script call (verify_updates.lua, register_round.lua):
+    one ladder's, in their order, up to ``limit`` a call; ladders in order of first appearance."""
     by_ladder: dict[str, list[int]] = {}
-    for i, check in enumerate(checks):
-        by_ladder.setdefault(check.ladder, []).append(i)
+    for i, item in enumerate(items):
+        by_ladder.setdefault(item.ladder, []).append(i)
     return [index[k:k + limit] for index in by_ladder.values() for k in range(0, len(index), limit)]
 
 
-def _register_calls(rounds: Sequence[NewRound]) -> list[list[NewRound]]:
-    """register_round.lua calls: runs of consecutive rounds of one ladder, up to ROUNDS_PER_CALL a
-    call (in order: a round's registration sees those before it)."""
-    calls: list[list[NewRound]] = []
-    for r in rounds:
-        if not calls or calls[-1][0].ladder != r.ladder or len(calls[-1]) == ROUNDS_PER_CALL:
-            calls.append([])
-        calls[-1].append(r)
-    return calls
+def _register_calls(rounds: Sequence[NewRound]) -> list[list[int]]:
+    """register_round.lua calls (indices in ``rounds``): each ladder's rounds in their order, up to
+    ROUNDS_PER_CALL a call, whatever the ladders' interleaving in the batch (a batch read from a
+    partition that several ladders share alternates them: one call per round otherwise). A
+    round's registration sees its ladder's rounds before it; ladders share no key."""
+    return _by_ladder(rounds, ROUNDS_PER_CALL)
 
 
 def encode_float(value: float) -> str:
@@ -288,8 +293,8 @@ class StoredStates:
     states: list[bytes | None]
     tiers: list[bytes | None]
     verified: list[list[bool]] = field(default_factory=list)
-    """Per :class:`FanOutCheck` asked for, whether each digest is one of the round's stored
-    fan-out messages."""
+    """Per :class:`FanOutCheck` asked for, whether each of its messages is one of the round's
+    stored fan-out messages."""
 
     def take(self, rows: Sequence[int]) -> "StoredStates":
         """These rows only, in this order (``verified`` is left out)."""
@@ -297,14 +302,22 @@ class StoredStates:
                             [self.tiers[i] for i in rows])
 
 
+VERIFY_RAW_MAX = 10
+"""Rounds of at most this many players (duels, lobbies) are checked against their stored sections
+by the sections themselves, not their SHA-1 digests (verify_updates.lua's SMALL: it compares them with
+the stored ones as they are, nothing hashed on either side)."""
+
+
 @dataclass(frozen=True)
 class FanOutCheck:
-    """Messages claiming to belong to round ``round_id`` of ``ladder``, by SHA-1 hex digest
-    (verify_updates.lua tells which are exactly messages of its stored fan-out)."""
+    """Messages claiming to belong to round ``round_id`` of ``ladder`` (verify_updates.lua tells
+    which are exactly messages of its stored fan-out): their SHA-1 hex digests, or with ``raw`` the
+    messages themselves (:data:`VERIFY_RAW_MAX`; any round is checked right either way)."""
 
     ladder: str
     round_id: str
-    digests: Sequence[str]
+    digests: Sequence[str | bytes]
+    raw: bool = False
 
 
 @dataclass(frozen=True)
@@ -590,9 +603,9 @@ class Store:
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
                              fields: Sequence[str] = PRIOR_STATE_FIELDS,
                              ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
-        """Register ``rounds`` in order (register_round.lua, one call per run of rounds of a ladder,
-        see :meth:`register_round`), read each ladder's rounds still ``registered`` once, after them
-        (each registration's ``earlier`` is taken from it),
+        """Register ``rounds`` in order (register_round.lua, one call per ladder of the batch:
+        :func:`_register_calls`; see :meth:`register_round`), read each ladder's rounds still
+        ``registered`` once, after them (each registration's ``earlier`` is taken from it),
         and each ladder's ``corrections`` counter, then read ``fields`` of the (ladder, player)
         hashes (load_players.lua): ONE round trip. Returns the registrations (without priors,
         with their ladder's counter) and the players' columns (:func:`_columns`)."""
@@ -609,13 +622,18 @@ class Store:
                 pipe.hget(keys.ladder(ladder), "corrections")
             self._read_players_into(pipe, player_keys, fields)
 
-        calls = _register_calls(rounds)
+        index = _register_calls(rounds)
+        calls = [[rounds[i] for i in call] for call in index]
         replies = await self._run(build)
         first, end = len(ladders), len(ladders) + len(calls)
         registered = {ladder: _ids_and_seqs(reply) for ladder, reply in zip(ladders, replies[end:end + len(ladders)])}
         counters = {ladder: _int(raw) for ladder, raw in zip(ladders, replies[end + len(ladders):end + 2 * len(ladders)])}
+        answers: list[Any] = [None] * len(rounds)
+        for call, reply in zip(index, replies[first:end]):
+            for i, answer in zip(call, reply):
+                answers[i] = answer
         registrations = []
-        for r, (outcome, seq, status) in zip(rounds, (reply for call in replies[first:end] for reply in call)):
+        for r, (outcome, seq, status) in zip(rounds, answers):
             ids, seqs = registered[r.ladder]
             earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(),
                                         OUTCOME_MODEL_CHANGED.encode(), OUTCOME_LATE.encode()) \
@@ -625,7 +643,7 @@ class Store:
         return registrations, _columns(replies[end + 2 * len(ladders):], fields)
 
     def _register_into(self, pipe: Pipeline, calls: Sequence[Sequence[NewRound]]) -> None:
-        """Queue register_round.lua calls, one per run of rounds of one ladder (:func:`_register_calls`)."""
+        """Queue register_round.lua calls, each of rounds of one ladder (:func:`_register_calls`)."""
         received = _memo(encode_float)  # the times a batch's rounds share, as text once
         due = _memo(encode_due)
         for call in calls:
@@ -980,7 +998,7 @@ class Store:
                     keys_ += [keys.round_record(check.ladder, check.round_id),
                               keys.round_perf(check.ladder, check.round_id),
                               keys.round_digests(check.ladder, check.round_id)]
-                    args += [len(check.digests), *check.digests]
+                    args += [len(check.digests), "raw" if check.raw else "sha1", *check.digests]
                 self._eval(pipe, "verify_updates", keys_, args)
 
         replies = await self._run(build)
@@ -1028,6 +1046,7 @@ class Store:
         returns how many calls."""
         n = len(batch.players)
         round_of = batch.round_of()
+        starts = batch.starts
         ladder_of = [batch.ladders[r] for r in round_of.tolist()] if len(batch.ladders) > 1 else [batch.ladders[0]] * n
         times = _memo(encode_float)
         step = self.players_per_call
@@ -1038,11 +1057,11 @@ class Store:
             keys_ = [key for ladder, player in zip(ladder_of[lo:hi], batch.players[lo:hi])
                      for key in (keys.player(ladder, player), keys.history(ladder, player))]
             heads = [value for r in range(first, last + 1)
-                     for value in (batch.seqs[r], batch.round_ids[r], times(batch.last_times[r]))]
+                     for value in (batch.seqs[r], batch.round_ids[r], times(batch.last_times[r]),
+                                   min(hi, starts[r + 1]) - max(lo, starts[r]))]  # the round's rows in the call
             args = [self.history_length, last - first + 1, *heads,
-                    *_interleave((round_of[lo:hi] - (first - 1)).tolist(), batch.mu[lo:hi], batch.sigma[lo:hi],
-                                 batch.rounds[lo:hi], batch.display_rating[lo:hi], batch.tiers[lo:hi],
-                                 batch.states[lo:hi], batch.changes[lo:hi])]
+                    *_interleave(batch.mu[lo:hi], batch.sigma[lo:hi], batch.rounds[lo:hi], batch.display_rating[lo:hi],
+                                 batch.tiers[lo:hi], batch.states[lo:hi], batch.changes[lo:hi])]
             self._eval(pipe, "apply_player_update", keys_, args)
             calls += 1
         return calls

@@ -12,6 +12,8 @@ from typing import TypeVar
 import numpy as np
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from redis.asyncio.cluster import RedisCluster
 
@@ -393,3 +395,75 @@ def test_ids_and_seqs_of_either_reply_shape() -> None:
     assert _ids_and_seqs([b"r1", b"1", b"r2", b"12"]) == (["r1", "r2"], [1, 12])
     assert _ids_and_seqs([[b"r1", 1.0], [b"r2", 12.0]]) == (["r1", "r2"], [1, 12])
     assert _ids_and_seqs([]) == ([], [])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ABC"), st.integers(0, 5), st.integers(0, 1), st.booleans()),
+                min_size=1, max_size=14))
+def test_a_batch_of_interleaved_ladders_registers_as_one_by_one(redis_server, batch) -> None:  # type: ignore[no-untyped-def]
+    """Property: a batch whose rounds alternate ladders (one call per ladder, not per run of
+    rounds) gets the outcomes, seqs, statuses and ``earlier`` rounds of registering its rounds one
+    at a time, in order (repeats and conflicting re-uses of an id included), and leaves Redis the
+    same."""
+    from stream.store.store import STATUS_NO_OUTCOME, NewRound
+    from tests.stream.redis_dump import differences, dump
+
+    rounds = [NewRound(ladder, f"r{k}", f"h{k}.{variant}", 1.0 + k, 2.0, 2, body=b"{}", due_at=9.0,
+                       status=STATUS_NO_OUTCOME if empty else "registered")
+              for ladder, k, variant, empty in batch]
+    client = redis.Redis.from_url(redis_server.url)
+
+    async def register(together: bool) -> list[tuple[str, int, str, tuple[str, ...]]]:
+        client.flushall()
+        store = Store.from_url(redis_server.url, history_length=HISTORY)
+        try:
+            if together:
+                got = (await store.register_batch(rounds, []))[0]
+            else:
+                got = [(await store.register_batch([r], []))[0][0] for r in rounds]
+            return [(r.outcome, r.seq, r.status, r.earlier) for r in got]
+        finally:
+            await store.close()
+
+    one_by_one = asyncio.run(register(False))
+    before = dump(client)
+    assert asyncio.run(register(True)) == one_by_one
+    assert not differences(before, dump(client))
+    client.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdef"), min_size=0, max_size=4, unique=True), min_size=1, max_size=8),
+       st.integers(1, 7), st.lists(st.integers(0, 7), max_size=3))
+def test_a_batch_applies_as_its_rounds_one_by_one_whatever_the_call_size(  # type: ignore[no-untyped-def]
+        redis_server, rounds, per_call, again) -> None:
+    """Property: apply_batch of several rounds (a player in several of them, rounds without rows,
+    some rounds applied before: skipped rows), cut into calls of ``per_call`` players (each call
+    naming its rounds and how many of its players are each one's), returns the flags of applying
+    the rounds one at a time and leaves Redis the same."""
+    from tests.stream.redis_dump import differences, dump
+
+    batch = [RoundWrites("L", f"r{k}", [write(p, k + 1, 1500.0 + 10 * k + i, round_id=f"r{k}")
+                                       for i, p in enumerate(players)])
+             for k, players in enumerate(rounds)]
+    done_before = [batch[k] for k in sorted(set(again)) if k < len(batch)]
+    client = redis.Redis.from_url(redis_server.url)
+
+    async def apply(together: bool) -> list[list[bool]]:
+        client.flushall()
+        store = Store.from_url(redis_server.url, history_length=HISTORY)
+        try:
+            store.players_per_call = per_call
+            for r in done_before:
+                await store.apply([r], now=1.0)
+            if together:
+                return await store.apply(batch, now=2.0)
+            return [(await store.apply([r], now=2.0))[0] for r in batch]
+        finally:
+            await store.close()
+
+    one_by_one = asyncio.run(apply(False))
+    before = dump(client)
+    assert asyncio.run(apply(True)) == one_by_one
+    assert not differences(before, dump(client))
+    client.close()

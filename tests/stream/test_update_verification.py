@@ -143,3 +143,39 @@ def test_the_digest_set_is_built_once_and_checked_the_same(redis_url: str) -> No
         await ctx.store.close()
 
     asyncio.run(body())
+
+
+def test_sections_or_their_digests_verify_alike_whatever_the_round_s_size(redis_url: str) -> None:
+    """A check carries a small round's sections as they are (compared with the stored ones, nothing
+    hashed) and a bigger round's SHA-1 digests; either kind checks any round the same (a forged
+    section may claim any field size): real sections verify, forged ones do not, and a duel's
+    forged sections are dead-lettered while its real ones rate."""
+    import hashlib
+
+    from stream.store.store import FanOutCheck
+
+    duel = make_round("d1", "xy", 0)
+    lobby = RoundResult(round_id="lobby", ladder="V", occurred_at=1.7e9 + 3600.0,
+                        standings=[Standing(f"lobby-{i}", i + 1) for i in range(10)])
+    big = RoundResult(round_id="big", ladder="V", occurred_at=1.7e9 + 86_400.0,
+                      standings=[Standing(f"player-{i:04d}", i + 1) for i in range(40)])
+
+    async def body() -> None:
+        ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=4))
+        for r in (duel, lobby, big):
+            raws = [m.value for m in (await handle_round(ctx, r.to_json().encode())).updates]
+            assert len(raws) >= 2
+            fakes = [forged(raws[0], seq=2 ** 53), forged(raws[0], field_size=2), forged(raws[0], field_size=40),
+                     forged(raws[0], field_size=10)]
+            items = raws + fakes
+            expected = [True] * len(raws) + [False] * len(fakes)
+            for raw in (True, False):
+                check = FanOutCheck("V", r.round_id, items if raw else [hashlib.sha1(i).hexdigest() for i in items],
+                                    raw=raw)
+                assert (await ctx.store.load_states([], [check])).verified == [expected], (r.round_id, raw)
+        duel_raws = [m.value for m in (await handle_round(ctx, duel.to_json().encode())).updates]
+        result = await handle_updates(ctx, [forged(duel_raws[0], performance=9999.0), *duel_raws])
+        assert [i for i, _ in result.unverified] == [0] and result.applied == 2
+        await ctx.store.close()
+
+    asyncio.run(body())

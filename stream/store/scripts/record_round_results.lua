@@ -21,7 +21,8 @@
 -- Returns the number of players still pending, per round.
 --
 -- Per round: its results' size (HLEN), which players are already recorded (HMGET, skipped while
--- the round has none: a round's first record), the new results (one HSET), the round's record
+-- the round has none: a round's first record), the new results (one HSET; a lone player of a round
+-- already partly recorded, the second section of a duel: one HSETNX instead), the round's record
 -- (HMGET, one HSET). The leaderboard, the name index and the ladder's counters are written once
 -- per call (a batch of duels is one call: ~4 commands per round), with the outcome of recording
 -- the rounds one by one: a player of several rounds keeps his last score, the ladder's
@@ -47,8 +48,26 @@ local function record(round_key, results_key, count, newcomer, first)
   -- others (the same outcome as HSETNX + ZADD per player). The size after is the size before plus
   -- the fields added (each one new: not recorded, and once).
   local recorded = redis.call('HLEN', results_key)
-  for lo = 1, #players, CHUNK do
-    local hi = math.min(lo + CHUNK - 1, #players)
+  -- The player of ARGV[a..] is recorded now: his leaderboard entry and the counters follow.
+  local function recorded_now(player, a, i)
+    scores[#scores + 1] = ARGV[a + 2]
+    scores[#scores + 1] = player
+    names[#names + 1] = '0'
+    names[#names + 1] = player
+    if string.byte(newcomer, i) == 49 then  -- '1'
+      new_players = new_players + 1
+    end
+  end
+  if count == 1 and recorded > 0 then
+    -- one player (a duel's section after the other's): HSETNX, the same outcome in one command
+    if redis.call('HSETNX', results_key, players[1], ARGV[first + 1]) == 1 then
+      recorded_now(players[1], first, 1)
+      recorded = recorded + 1
+    end
+    count = 0
+  end
+  for lo = 1, count, CHUNK do
+    local hi = math.min(lo + CHUNK - 1, count)
     local stored = {}
     if recorded > 0 then
       stored = redis.call('HMGET', results_key, unpack(players, lo, hi))
@@ -61,13 +80,7 @@ local function record(round_key, results_key, count, newcomer, first)
         seen[player] = true
         results[#results + 1] = player
         results[#results + 1] = ARGV[a + 1]
-        scores[#scores + 1] = ARGV[a + 2]
-        scores[#scores + 1] = player
-        names[#names + 1] = '0'
-        names[#names + 1] = player
-        if string.byte(newcomer, i) == 49 then  -- '1'
-          new_players = new_players + 1
-        end
+        recorded_now(player, a, i)
       end
     end
     if #results > 0 then

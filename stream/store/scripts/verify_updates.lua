@@ -14,19 +14,23 @@
 -- KEYS[3r - 1] stored fan-out (hash)  ems:round-perf:{L}:R
 -- KEYS[3r]     fan-out digests (set)  ems:round-digests:{L}:R  (SHA-1 hex of each stored section;
 --                                      not used for a round of at most SMALL players)
--- ARGV: per round, in KEYS order: count, then count SHA-1 hex digests of incoming sections
--- Returns per digest (ARGV order) 1 if it is one of the round's stored sections, else 0 (also while
+-- ARGV: per round, in KEYS order: count, kind, then count items: the incoming sections' SHA-1 hex
+--   digests (kind "sha1"), or the sections themselves (kind "raw": the caller's choice for a round
+--   it takes for a small one, saving both sides the hashing; any kind checks any round right)
+-- Returns per item (ARGV order) 1 if it is one of the round's stored sections, else 0 (also while
 -- the round has no fan-out: unknown, "registered" or "no_outcome"). A "failed" round's stored
 -- sections still verify: phase two must handle them (apply, or dead-letter and release their
 -- players) for the ladder to move on.
 
--- A round of at most SMALL players (a few sections: a duel's one or two) is checked against its
--- stored sections directly, each hashed here; a bigger one's digests are kept in its digest set,
--- built on its first check (its sections are checked over many batches).
-local SMALL = 2
+-- A round of at most SMALL players (a few sections: a duel's one or two, a lobby's few) is checked
+-- against its stored sections directly (raw items as they are, digests against the stored ones
+-- hashed here);
+-- a bigger one's digests are kept in its digest set, built on its first check (its sections are
+-- checked over many batches).
+local SMALL = 10
 
--- Flags of the round's digests ARGV[first .. first + count - 1].
-local function verify(round_key, perf_key, digest_key, first, count)
+-- Flags of the round's items ARGV[first .. first + count - 1] (raw: sections, else digests).
+local function verify(round_key, perf_key, digest_key, first, count, raw)
   local info = redis.call('HMGET', round_key, 'status', 'field_size')
   local status = info[1]
   if status ~= 'pending' and status ~= 'rated' and status ~= 'failed' then
@@ -37,7 +41,7 @@ local function verify(round_key, perf_key, digest_key, first, count)
   if tonumber(info[2] or '0') <= SMALL then
     local stored = {}
     for _, message in ipairs(redis.call('HVALS', perf_key)) do
-      stored[redis.sha1hex(message)] = true
+      stored[raw and message or redis.sha1hex(message)] = true
     end
     local out = {}
     for i = 1, count do
@@ -54,6 +58,13 @@ local function verify(round_key, perf_key, digest_key, first, count)
       redis.call('SADD', digest_key, unpack(digests, i, math.min(i + 4999, #digests)))
     end
   end
+  if raw then
+    local digests = {}
+    for i = 1, count do
+      digests[i] = redis.sha1hex(ARGV[first + i - 1])
+    end
+    return redis.call('SMISMEMBER', digest_key, unpack(digests))
+  end
   return redis.call('SMISMEMBER', digest_key, unpack(ARGV, first, first + count - 1))
 end
 
@@ -61,9 +72,9 @@ local out = {}
 local a = 1
 for r = 1, #KEYS / 3 do
   local count = tonumber(ARGV[a])
-  for _, flag in ipairs(verify(KEYS[3 * r - 2], KEYS[3 * r - 1], KEYS[3 * r], a + 1, count)) do
+  for _, flag in ipairs(verify(KEYS[3 * r - 2], KEYS[3 * r - 1], KEYS[3 * r], a + 2, count, ARGV[a + 1] == 'raw')) do
     out[#out + 1] = flag
   end
-  a = a + 1 + count
+  a = a + 2 + count
 end
 return out
