@@ -49,6 +49,7 @@ from workloads import LADDERS, default_rounds, ladder_names, make_rounds, pool  
 
 from stream.contracts import RoundResult  # noqa: E402
 from stream.pipeline.partitioner import partition_for  # noqa: E402
+from stream.pipeline import timings  # noqa: E402
 from stream.pipeline.topics import ensure  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -112,6 +113,8 @@ class Latency:
     """Per round, publish -> phase one began handling its batch (the round record's ``received_at``):
     the Kafka hop, the fetch and the wait in phase one's buffer; the rest of ``latencies_s`` is phase
     one's batch, the ``player-updates`` hop and phase two."""
+    window: tuple[float, float] = (0.0, 0.0)
+    """Wall times of the first publish and of the last round rated (the batches of this run)."""
 
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.latencies_s, q))
@@ -242,6 +245,7 @@ class Bench:
         """Publish ``rounds`` at ``rate`` rounds/s; publish -> rated_at per round once all are rated."""
         ladders = ladder_names(rounds)
         sent: list[float] = []
+        began = time.time()
         start = time.perf_counter()
         for i, r in enumerate(rounds):
             delay = start + i / rate - time.perf_counter()
@@ -252,13 +256,14 @@ class Bench:
         self.kafka.flush()
         backlog = len(rounds) - rated(self.client, ladders)
         wait_rated(self.client, ladders, len(rounds))
+        ended = time.time()
         self.events.read_until(self.published)
         pipe = self.client.pipeline(transaction=False)
         for r in rounds:
             pipe.hmget(keys.round_record(r.ladder, r.round_id), ("received_at", "rated_at"))
         stamps = [(float(received), float(rated_at)) for received, rated_at in pipe.execute()]
         return Latency(rounds[0].field_size, rate, len(rounds), [t - s for (_, t), s in zip(stamps, sent)], backlog,
-                       [received - s for (received, _), s in zip(stamps, sent)])
+                       [received - s for (received, _), s in zip(stamps, sent)], (began, ended))
 
     def close(self) -> None:
         self.kafka.close()
@@ -320,6 +325,47 @@ def breakdown_rows(results: list[Latency]) -> list[str]:
     return rows
 
 
+BATCH_STEPS = {1: ("handle", "acks"), 2: ("apply", "emit")}
+"""The steps each phase's batch lines time (stream/pipeline/timings.py)."""
+
+
+def batch_rows(results: list[Latency], lines: list[dict[str, object]]) -> list[str]:
+    """Per latency run and phase, the workers' batches during it (BATCH_TIMINGS_DIR): how many, how
+    big, how long their records waited to be taken (``queued``: Kafka hop + buffer), each step
+    (p50 / p99, ms), and the busiest actor's share of the run's wall time spent in batches."""
+    rows = ["| players/round | phase | batches/s | messages/batch p50 / max | queued p50 / p99 "
+            "| step 1 p50 / p99 | step 2 p50 / p99 | busiest worker in batches (its actors added) |",
+            "|---:|---:|---:|---|---|---|---|---:|"]
+    for lat in results:
+        began, ended = lat.window
+        seconds = max(ended - began, 1e-9)
+        for phase, steps in BATCH_STEPS.items():
+            mine = [line for line in lines if line["phase"] == phase and began <= float(line["at"]) <= ended]  # type: ignore[arg-type]
+            if not mine:
+                continue
+            sizes = np.array([line["size"] for line in mine], dtype=float)
+            queued = np.array([line["queued"] for line in mine if line["queued"] is not None], dtype=float) * 1000
+            busy: dict[object, float] = {}
+            for line in mine:
+                busy[line["worker"]] = busy.get(line["worker"], 0.0) + sum(float(line[s]) for s in steps)  # type: ignore[arg-type]
+            cells = []
+            for step in steps:
+                values = np.array([line[step] for line in mine], dtype=float) * 1000
+                cells.append(f"{step} {np.percentile(values, 50):,.1f} / {np.percentile(values, 99):,.1f} ms")
+            queue_cell = (f"{np.percentile(queued, 50):,.1f} / {np.percentile(queued, 99):,.1f} ms" if len(queued)
+                          else "-")
+            rows.append(f"| {lat.size:,} | {phase} | {len(mine) / seconds:,.0f} | {np.median(sizes):,.0f} / "
+                        f"{sizes.max():,.0f} | {queue_cell} | {cells[0]} | {cells[1]} "
+                        f"| {max(busy.values()) / seconds:.0%} |")
+    return rows
+
+
+def read_batch_lines(directory: Path) -> list[dict[str, object]]:
+    """The workers' batch lines (stream/pipeline/timings.py), each with its worker's file name."""
+    return [{**line, "worker": path.stem} for path in sorted(directory.glob("*.jsonl"))
+            for line in timings.read_lines(path)]
+
+
 def parse_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -363,6 +409,9 @@ def main() -> None:
                   file=sys.stderr)
         env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=prefix,
                    APP_ID=f"{prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL=args.log_level)
+        batches_dir = Path(tmp) / "batches"
+        if args.breakdown:
+            env["BATCH_TIMINGS_DIR"] = str(batches_dir)
         ensure(Settings.from_env(env))
         workers = [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO, env=env,
                                     stdout=open(Path(tmp) / f"w{i}.log", "wb"), stderr=subprocess.STDOUT)
@@ -398,6 +447,7 @@ def main() -> None:
                 w.terminate()
             for w in workers:
                 w.wait(timeout=30)
+            batch_lines = read_batch_lines(batches_dir) if args.breakdown else []
             if args.keep_logs is not None:
                 args.keep_logs.mkdir(parents=True, exist_ok=True)
                 for log in Path(tmp).glob("w*.log"):
@@ -427,6 +477,11 @@ def main() -> None:
             print("\nWhere it went: publish -> phase one began the round's batch (the round record's received_at), "
                   "then -> rated\n")
             print("\n".join(breakdown_rows([latencies[s] for s in sizes])))
+            print("\nThe workers' batches during each latency run (BATCH_TIMINGS_DIR, stream/pipeline/timings.py): "
+                  "phase one's steps handle (register, barrier, engine, store, records handed over) and acks "
+                  "(the broker's acknowledgements); phase two's apply (read, rate, write Redis) and emit (events "
+                  "until acknowledged, then confirmed); queued: oldest record produced -> batch taken\n")
+            print("\n".join(batch_rows([latencies[s] for s in sizes], batch_lines)))
 
 
 if __name__ == "__main__":

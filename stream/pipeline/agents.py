@@ -12,7 +12,10 @@
   SWEEP_TIMEOUT_S (``sweeper.py``).
 
 The work on each batch is plain code (no Faust): ``rounds_batches.phase_one_batch``,
-``updates_batches.phase_two_batch`` and ``corrections_batches.correction_message`` (retries, one-by-one fallbacks, dead letters, metrics).
+``updates_batches.phase_two_batch`` (its two halves, ``apply_updates`` then ``emit_applied``) and
+``corrections_batches.correction_message`` (retries, one-by-one fallbacks, dead letters, metrics).
+With BATCH_TIMINGS_DIR set, each phase-one and phase-two batch's time per step is written there
+(``timings.py``; bench/pipeline.py ``--breakdown`` reads it).
 ``take_batches`` acks a batch's events once the agent asks for the next batch, never when the
 agent raised or was cancelled (those records come again after a rebalance or restart; until
 then their partition's commits stop there); so every handler call and send is retried
@@ -50,7 +53,8 @@ from stream.pipeline.retry import retrying
 from stream.pipeline.rounds_batches import phase_one_batch
 from stream.pipeline.sweeper import sweep
 from stream.pipeline.topics import Topics
-from stream.pipeline.updates_batches import phase_two_batch
+from stream.pipeline.timings import BatchTimings
+from stream.pipeline.updates_batches import apply_updates, emit_applied
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     producer = BatchProducer(ctx.settings)
     app.add_dependency(producer)
     settings = ctx.settings
+    timings = BatchTimings(settings.batch_timings_dir)
     names = topic_names(topics)
 
     async def send(messages: list[Outgoing], what: str) -> None:
@@ -97,7 +102,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
         # Each batch's records fly as soon as they are built; their acknowledgements are awaited
         # together before Faust acks the batch's events (after the loop body).
         async for events in take_batches(stream, settings.phase_one_batch, settings.phase_one_within_s):
-            started = time.perf_counter()
+            taken_at, started = time.time(), time.perf_counter()
             sent: list[Outgoing] = []
             acks: list[asyncio.Future[object]] = []
 
@@ -108,17 +113,25 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
                 except Exception:  # retried in place until sent: later rounds may need it
                     await send(out, "fan-out")
 
-            await phase_one_batch(ctx, names, [incoming(event) for event in events], enqueue)
+            inputs = [incoming(event) for event in events]
+            await phase_one_batch(ctx, names, inputs, enqueue)
             settling = time.perf_counter()
             await settle(acks, sent, "fan-out", send)
             faults.crash_point(settings, faults.AFTER_FANOUT_SENT_BEFORE_ACK)
+            settled = time.perf_counter()
+            timings.record(1, inputs, taken_at, {"handle": settling - started, "acks": settled - settling})
             log.debug("phase one batch: %d round(s), %.3fs (%.3fs awaiting acknowledgements)", len(events),
-                      time.perf_counter() - started, time.perf_counter() - settling)
+                      settled - started, settled - settling)
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT[bytes]) -> None:
         async for batch in take_batches(stream, settings.phase_two_batch, settings.phase_two_within_s):
-            await phase_two_batch(ctx, names, [incoming(event) for event in batch], send)
+            taken_at, started = time.time(), time.perf_counter()
+            inputs = [incoming(event) for event in batch]
+            applied = await apply_updates(ctx, names, inputs)
+            emitting = time.perf_counter()
+            await emit_applied(ctx, names, applied, send)  # = phase_two_batch, timed in two halves
+            timings.record(2, inputs, taken_at, {"apply": emitting - started, "emit": time.perf_counter() - emitting})
 
     @app.agent(topics.corrections, name="corrections")
     async def corrections(stream: faust.StreamT[bytes]) -> None:

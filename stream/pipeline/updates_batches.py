@@ -23,6 +23,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from stream.contracts import PlayerUpdate, validate
 from stream.contracts.correction import VOID, Correction
@@ -42,6 +43,22 @@ async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Seque
     """Phase two of a batch of ``player-updates`` messages: apply (retried; section by section if
     it keeps raising), send the events and dead letters, confirm the emitted events (the
     sweeper's ledger)."""
+    await emit_applied(ctx, names, await apply_updates(ctx, names, events), send)
+
+
+@dataclass
+class Applied:
+    """A phase-two batch applied to Redis (:func:`apply_updates`), its events not sent yet."""
+
+    events: int
+    result: PhaseTwoResult
+    rejected: list[Outgoing]
+    started: float
+
+
+async def apply_updates(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming]) -> Applied:
+    """The first half of :func:`phase_two_batch`: apply the batch (retried; section by section if
+    it keeps raising); what :func:`emit_applied` then sends (the agent times the halves apart)."""
     settings = ctx.settings
     started = time.perf_counter()
     rejected: list[Outgoing] = []
@@ -51,8 +68,16 @@ async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Seque
                                 attempts=settings.handler_attempts)
     except GaveUp as gave_up:
         result = await handle_one_by_one(ctx, names, events, rejected, gave_up.error)
-    handled = time.perf_counter()
     faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
+    return Applied(len(events), result, rejected, started)
+
+
+async def emit_applied(ctx: PipelineContext, names: TopicNames, applied: Applied, send: Send) -> None:
+    """The second half of :func:`phase_two_batch`: send the applied batch's events and dead
+    letters (until acknowledged), confirm the emitted events (the sweeper's ledger), metrics."""
+    settings = ctx.settings
+    result, rejected = applied.result, applied.rejected
+    handled = time.perf_counter()
     _log_rejected(rejected)
     await send(change_messages(names, result.events) + rejected + repair_messages(names, result.repairs),
                "rating changes")
@@ -63,9 +88,9 @@ async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Seque
     metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
     metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)
     metrics.PLAYER_UPDATES.labels("gap").inc(result.gaps)
-    metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - started)
-    log.debug("phase two: %d message(s), %d applied, %d re-emitted, %d gap(s), %.3fs (%.3fs sending)", len(events),
-              result.applied, result.replayed, result.gaps, time.perf_counter() - started,
+    metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - applied.started)
+    log.debug("phase two: %d message(s), %d applied, %d re-emitted, %d gap(s), %.3fs (%.3fs sending)", applied.events,
+              result.applied, result.replayed, result.gaps, time.perf_counter() - applied.started,
               time.perf_counter() - handled)
 
 

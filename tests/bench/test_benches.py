@@ -72,12 +72,18 @@ def test_pipeline_bench_throughput_mode_rates_every_round_next_to_its_floor() ->
 
 def test_pipeline_bench_latency_mode_at_a_fixed_rate() -> None:
     out = run_bench("pipeline.py", "--size", "2", "--mode", "latency", "--rate", "10", "--latency-seconds", "1.5",
-                    "--workers", "1", "--startup-s", "2")
-    [row] = table_rows(out, "| players/round | offered rounds/s |")
+                    "--workers", "1", "--startup-s", "2", "--breakdown")
+    [row] = table_rows(out, "| players/round | offered rounds/s | offered part./s |")
     assert row[0] == "2" and number(row[1]) == 10.0 and number(row[2]) == 20.0 and row[4] == "15"
     p50, p99, worst = number(row[5]), number(row[6]), number(row[7])
     assert 0 < p50 <= p99 <= worst
     assert number(row[3]) > 0 and "Throughput:" not in out
+    # --breakdown: the workers' batches of the run, phase one then phase two, each with its steps
+    batches = table_rows(out, "| players/round | phase | batches/s |")
+    assert [r[:2] for r in batches] == [["2", "1"], ["2", "2"]]
+    assert batches[0][5].startswith("handle ") and batches[0][6].startswith("acks ")
+    assert batches[1][5].startswith("apply ") and batches[1][6].startswith("emit ")
+    assert all(number(r[2]) > 0 for r in batches)
 
 
 def test_soak_ceiling_mode_reports_each_stage_and_checks_equality() -> None:

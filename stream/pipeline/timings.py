@@ -1,0 +1,56 @@
+"""Where each phase-one and phase-two batch's time went, one JSON line per batch (BATCH_TIMINGS_DIR).
+
+Off unless the setting names a directory: then each worker appends to ``<dir>/<pid>.jsonl`` one
+line per batch, ``{"phase": 1 or 2, "partitions": [...], "size": messages, "at": epoch seconds
+the batch was taken, "queued": seconds since its oldest record was produced (the Kafka hop and
+the wait in the stream's buffer), then the seconds of each step}``:
+
+* phase one: ``handle`` (registration, barrier, engine, stored fan-out, records handed to the
+  producer: ``rounds_batches.phase_one_batch``), ``acks`` (waiting for the broker's
+  acknowledgement of the fan-out);
+* phase two: ``apply`` (states read, rated, written to Redis: ``updates_batches.apply_updates``),
+  ``emit`` (events sent until acknowledged, then confirmed in Redis: ``emit_applied``).
+
+One ``json.dumps`` and one buffered line write per batch (tens of microseconds): cheap enough
+for a bench run (bench/pipeline.py ``--breakdown`` reads the files), not meant for production.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from stream.pipeline.messages import Incoming
+
+
+class BatchTimings:
+    """Appends one line per batch to ``<directory>/<pid>.jsonl``; does nothing if ``directory`` is empty."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._file: IO[str] | None = None
+
+    @property
+    def on(self) -> bool:
+        return bool(self.directory)
+
+    def record(self, phase: int, events: Sequence[Incoming], taken_at: float, steps: dict[str, float]) -> None:
+        """Write the line of a batch of ``events`` taken at ``taken_at`` (epoch seconds) whose steps
+        took ``steps`` (name -> seconds)."""
+        if not self.directory:
+            return
+        stamps = [e.timestamp for e in events if e.timestamp is not None]
+        line = {"phase": phase, "partitions": sorted({e.origin.partition for e in events if e.origin.partition is not None}),
+                "size": len(events), "at": taken_at, "queued": taken_at - min(stamps) if stamps else None, **steps}
+        if self._file is None:
+            Path(self.directory).mkdir(parents=True, exist_ok=True)
+            self._file = open(Path(self.directory) / f"{os.getpid()}.jsonl", "a", buffering=1)
+        self._file.write(json.dumps(line) + "\n")
+
+
+def read_lines(path: Path) -> list[dict[str, object]]:
+    """The batch lines of one worker's file (bench/pipeline.py reads them)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

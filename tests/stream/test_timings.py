@@ -1,0 +1,37 @@
+"""``timings.BatchTimings``: off without a directory; with one, one JSON line per batch with the
+time its oldest record waited and each step, which ``read_lines`` gives back (bench/pipeline.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from stream.pipeline.messages import Incoming, Origin
+from stream.pipeline.timings import BatchTimings, read_lines
+
+
+def events() -> list[Incoming]:
+    return [Incoming(b"a", origin=Origin("rounds", 2, 7), timestamp=100.0),
+            Incoming(b"b", origin=Origin("rounds", 0, 3), timestamp=99.5),
+            Incoming(b"c", origin=Origin("rounds", 2, 8), timestamp=None)]
+
+
+def test_without_a_directory_nothing_is_written() -> None:
+    timings = BatchTimings("")
+    assert not timings.on
+    timings.record(1, events(), 100.25, {"handle": 0.01, "acks": 0.002})
+    assert timings._file is None
+
+
+def test_each_batch_is_one_line_with_its_wait_and_steps(tmp_path: Path) -> None:
+    timings = BatchTimings(str(tmp_path / "batches"))
+    assert timings.on
+    timings.record(1, events(), 100.25, {"handle": 0.01, "acks": 0.002})
+    timings.record(2, events()[2:], 101.0, {"apply": 0.004, "emit": 0.003})
+    [path] = (tmp_path / "batches").iterdir()
+    assert path.name == f"{os.getpid()}.jsonl"
+    first, second = read_lines(path)
+    assert first == {"phase": 1, "partitions": [0, 2], "size": 3, "at": 100.25, "queued": 0.75, "handle": 0.01,
+                     "acks": 0.002}
+    assert second == {"phase": 2, "partitions": [2], "size": 1, "at": 101.0, "queued": None, "apply": 0.004,
+                      "emit": 0.003}
