@@ -152,6 +152,25 @@ def solve_tanh_equation(constant: float, linear: float, centre: np.ndarray, scal
     return x
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def tie_group_terms(c: np.ndarray, gid: np.ndarray, a: int, m: int, g: int, tie_mult: float,
+                    weight: np.ndarray) -> float:
+    """Tie group ``g``'s equation over a round's players ``a:a + m`` (group ids ``gid``, widths'
+    terms ``c``): its constant (players above the group count ``-c``, below ``+c``) returned,
+    each player's tanh weight written to ``weight[:m]`` (``tie_mult`` for the group's own)."""
+    constant = 0.0
+    for j in range(a, a + m):
+        mult = 1.0
+        if gid[j] < g:
+            constant -= c[j]
+        elif gid[j] > g:
+            constant += c[j]
+        else:
+            mult = tie_mult
+        weight[j - a] = -mult * c[j]
+    return constant
+
+
 @numba.njit(cache=True, error_model="numpy")
 def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.ndarray, eq_round: np.ndarray,
                   guess: np.ndarray, tie_mult: float) -> np.ndarray:
@@ -170,16 +189,7 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
     for g in range(n_eq):
         r = eq_round[g]
         a, m = start[r], start[r + 1] - start[r]
-        constant = 0.0
-        for j in range(a, a + m):
-            mult = 1.0
-            if gid[j] < g:
-                constant -= c[j]
-            elif gid[j] > g:
-                constant += c[j]
-            else:
-                mult = tie_mult
-            weight[j - a] = -mult * c[j]
+        constant = tie_group_terms(c, gid, a, m, g, tie_mult, weight)
         out[g] = solve_tanh_equation(constant, 0.0, mu[a:], half[a:], weight, m, guess[g], False)
     return out
 

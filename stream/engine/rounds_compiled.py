@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from .diffusion import SECS_PER_DAY
-from .kernels import solve_tanh_equation, update_row
+from .kernels import solve_tanh_equation, tie_group_terms, update_row
 from .params import Params
 from .performance import DIRECT_MAX_PLAYERS
 from .state import TANH_MULTIPLIER, PlayerBatch
@@ -150,16 +150,7 @@ def rate_batch(mu: np.ndarray, sigma: np.ndarray, mu0: np.ndarray, w0: np.ndarra
             roots[n_groups - 1] += 1.0
         for g in range(n_groups):  # kernels.segment_roots
             start = guess[g] / roots[g]
-            constant = 0.0
-            for s in range(m):
-                mult = 1.0
-                if gid[s] < g:
-                    constant -= c[s]
-                elif gid[s] > g:
-                    constant += c[s]
-                else:
-                    mult = tie_mult
-                weight[s] = -mult * c[s]
+            constant = tie_group_terms(c, gid, 0, m, g, tie_mult, weight)
             roots[g] = solve_tanh_equation(constant, 0.0, mu_s, half, weight, m, start, False)
         ceiling = ceilings[k]
         for s in range(m):  # phase two (round.update_rows), in the sorted order: rows are distinct

@@ -14,18 +14,36 @@ from stream.engine.codeforces import CodeforcesParams, rate_round
 from stream.engine.ratings import SOLVER_BOUNDS, TANH_MULTIPLIER, Ratings, tie_spans
 
 
+def f64_div(a: float, b: float) -> float:
+    """``a / b`` as Rust's f64 computes it (a zero divisor gives an infinity or NaN, no exception)."""
+    if b != 0 or math.isnan(a):
+        return a / b if b != 0 else math.nan
+    return math.nan if a == 0 else math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def f64_max(a: float, b: float) -> float:
+    """Rust's ``f64::max``: the other operand when one is NaN."""
+    return b if math.isnan(a) else a if math.isnan(b) else max(a, b)
+
+
+def f64_min(a: float, b: float) -> float:
+    """Rust's ``f64::min``: the other operand when one is NaN."""
+    return b if math.isnan(a) else a if math.isnan(b) else min(a, b)
+
+
 def authors_newton(f, lo: float, hi: float) -> float:  # type: ignore[no-untyped-def]
-    """numerical.rs solve_newton, line by line."""
+    """numerical.rs solve_newton, line by line (with f64 arithmetic: the derivative underflows to
+    0 where every tanh term has saturated)."""
     guess = 0.5 * (lo + hi)
     while True:
         s, sp = f(guess)
-        extrapolate = guess - s / sp
+        extrapolate = guess - f64_div(s, sp)
         if extrapolate < guess:
             hi = guess
-            guess = min(max(extrapolate, hi - 0.75 * (hi - lo)), hi)
+            guess = f64_min(f64_max(extrapolate, hi - 0.75 * (hi - lo)), hi)
         else:
             lo = guess
-            guess = min(max(extrapolate, lo), lo + 0.75 * (hi - lo))
+            guess = f64_min(f64_max(extrapolate, lo), lo + 0.75 * (hi - lo))
         if lo >= guess or guess >= hi:
             return guess
 
