@@ -255,7 +255,7 @@ class _Rows:
         index = {name: i for i, name in enumerate(ladders)}
         players = [p for u in parts for p in u.players]
         plain = all(u.weights is None for u in parts)
-        shares: list[float | None] = [None] * n if plain else [w for u in parts for w in _or_none(u.weights, u)]
+        shares: list[float | None] = [None] * n if plain else [w for u in parts for w in _or_none(u.weights, len(u.players))]
         share = np.ones(n) if plain else np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
                                                      count=n)
         ladder_of = [r.update.ladder for r, size in zip(rounds, sizes) for _ in range(size)]
@@ -271,14 +271,14 @@ class _Rows:
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for u in parts for rank in u.ranks],
             teams=[None] * n if all(u.teams is None for u in parts) else
-            [t for u in parts for t in _or_none(u.teams, u)], shares=shares,
+            [t for u in parts for t in _or_none(u.teams, len(u.players))], shares=shares,
             ladder=np.repeat(np.array([index[r.update.ladder] for r in rounds], dtype=np.int64), sizes),
             ladders=ladders)
 
 
-def _or_none(values: Sequence[_T] | None, update: PlayerUpdate) -> Sequence[_T | None]:
-    """A column of ``update``'s entries, or None for each entry where it has none."""
-    return [None] * len(update.players) if values is None else values
+def _or_none(values: Sequence[_T] | None, entries: int) -> Sequence[_T | None]:
+    """A section's column ``values`` of its ``entries`` entries, or None per entry where it has none."""
+    return [None] * entries if values is None else values
 
 
 def _floats(parts: Sequence[PlayerUpdate], n: int, name: str) -> np.ndarray:
@@ -287,8 +287,8 @@ def _floats(parts: Sequence[PlayerUpdate], n: int, name: str) -> np.ndarray:
     columns = [getattr(u, name) for u in parts]
     if all(column is None for column in columns):
         return np.full(n, np.nan)
-    return np.array([math.nan if x is None else x for u, column in zip(parts, columns) for x in _or_none(column, u)],
-                    dtype=np.float64)
+    return np.array([math.nan if x is None else x
+                     for u, column in zip(parts, columns) for x in _or_none(column, len(u.players))], dtype=np.float64)
 
 
 async def _load(ctx: PipelineContext, messages: Sequence[bytes],
@@ -347,13 +347,10 @@ def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, write
     result.applied += len(sent)
     result.events += [RatingChangeMessage(player.encode(), change) for player, change in zip(sent, changes)]
     again: dict[int, list[str]] = {}  # round -> its players to re-emit: skipped writes, then rows done before
-    skipped = np.flatnonzero(~applied)
-    if len(skipped):
-        for i, row in zip(writes.round_of()[skipped].tolist(), skipped.tolist()):
-            again.setdefault(i, []).append(players[row])
-    done = np.flatnonzero(plan.status == DONE)
-    for i, row in zip((np.searchsorted(rows.starts, done, side="right") - 1).tolist(), done.tolist()):
-        again.setdefault(i, []).append(rows.players[row])
+    for starts_, players_, re_emit in ((writes.starts, players, np.flatnonzero(~applied)),
+                                       (rows.starts, rows.players, np.flatnonzero(plan.status == DONE))):
+        for i, row in zip((np.searchsorted(starts_, re_emit, side="right") - 1).tolist(), re_emit.tolist()):
+            again.setdefault(i, []).append(players_[row])
     missing: list[tuple[str, str, list[str]]] = []
     for i, (ladder, round_id) in enumerate(zip(writes.ladders, writes.round_ids)):
         result.emitted.append((ladder, round_id, sent[cuts[i]:cuts[i + 1]]))
