@@ -129,6 +129,13 @@ def process_cpu_s(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_shares(each_s: list[float]) -> str:
+    """Each worker's share of the workers' CPU time, or "-" when none was counted (a burst shorter
+    than a clock tick of CPU: /proc counts whole ticks)."""
+    total = sum(each_s)
+    return " / ".join(f"{s / total:.0%}" for s in each_s) if total > 0 else "-"
+
+
 def load_average() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -289,7 +296,7 @@ def throughput_rows(results: list[tuple[Throughput, Floor, list[Throughput]]]) -
                     f"| {t.rounds_per_s:,.0f} | {t.part_per_s:,.0f} | {p / t.rated_s:,.0f} | {floor_rate:,.0f} "
                     f"| **{floor_rate / t.part_per_s:.1f}x** | {t.worker_cpu_s / p * 1e6:,.0f} "
                     f"| {t.redis_cpu_s / p * 1e6:,.0f} | {t.broker_cpu_s / p * 1e6:,.0f} "
-                    f"| {' / '.join(f'{share / max(t.worker_cpu_s, 1e-9):.0%}' for share in t.worker_cpu_each_s)} "
+                    f"| {cpu_shares(t.worker_cpu_each_s)} "
                     f"| {', '.join(map(str, t.partitions))} "
                     f"| {' / '.join(f'{r.part_per_s:,.0f}' for r in runs)} |")
     return rows
