@@ -23,8 +23,9 @@ pytestmark = pytest.mark.integration
 
 LADDERS = ("alpha", "beta", "gamma", "delta")
 ROUNDS = 10_000
-RESERVE = 500
-"""The last rounds, published at once right before the second worker leaves (its backlog)."""
+RESERVE = 3_000
+"""The last rounds, published at once right before the second worker leaves (its backlog: more
+than two workers rate between the publish and the leave)."""
 SLICE = 100
 SLICE_PAUSE_S = 0.3
 BACKLOG = 400
