@@ -18,12 +18,15 @@ for a bench run (bench/pipeline.py ``--breakdown`` reads the files), not meant f
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
 from stream.pipeline.messages import Incoming
+
+log = logging.getLogger(__name__)
 
 
 class BatchTimings:
@@ -45,10 +48,14 @@ class BatchTimings:
         stamps = [e.timestamp for e in events if e.timestamp is not None]
         line = {"phase": phase, "partitions": sorted({e.origin.partition for e in events if e.origin.partition is not None}),
                 "size": len(events), "at": taken_at, "queued": taken_at - min(stamps) if stamps else None, **steps}
-        if self._file is None:
-            Path(self.directory).mkdir(parents=True, exist_ok=True)
-            self._file = open(Path(self.directory) / f"{os.getpid()}.jsonl", "a", buffering=1)
-        self._file.write(json.dumps(line) + "\n")
+        try:
+            if self._file is None:
+                Path(self.directory).mkdir(parents=True, exist_ok=True)
+                self._file = open(Path(self.directory) / f"{os.getpid()}.jsonl", "a", buffering=1)
+            self._file.write(json.dumps(line) + "\n")
+        except (OSError, ValueError) as exc:  # a bench aid never fails a batch: turned off instead
+            log.warning("BATCH_TIMINGS_DIR %r cannot be written (%s): batch timings off", self.directory, exc)
+            self.directory = ""
 
 
 def read_lines(path: Path) -> list[dict[str, object]]:

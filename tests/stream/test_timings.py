@@ -35,3 +35,13 @@ def test_each_batch_is_one_line_with_its_wait_and_steps(tmp_path: Path) -> None:
                      "acks": 0.002}
     assert second == {"phase": 2, "partitions": [2], "size": 1, "at": 101.0, "queued": None, "apply": 0.004,
                       "emit": 0.003}
+
+
+def test_an_unwritable_directory_turns_timings_off_without_failing_the_batch(tmp_path: Path) -> None:
+    """A BATCH_TIMINGS_DIR under a regular file cannot be written: the batch goes on, the timings
+    turn off."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    timings = BatchTimings(str(blocker / "sub"))
+    timings.record(1, [], 0.0, {"handle": 0.1})
+    assert not timings.on
