@@ -42,6 +42,7 @@ import redis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from clients import EventReader, RoundProducer  # noqa: E402
 from floor import Floor, measure  # noqa: E402
 from floor import table as floor_table  # noqa: E402
 from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
@@ -90,6 +91,8 @@ class Throughput:
     partition, so two ladders on one worker's partitions load it more than the other."""
     partitions: list[int]
     """The partition of each ladder (``rounds`` is keyed by ladder)."""
+    clients_cpu_s: float
+    """The bench's own process (its producer of rounds, its event reader, the polls of Redis)."""
 
     @property
     def rounds_per_s(self) -> float:
@@ -140,13 +143,6 @@ def load_average() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def producer(bootstrap: str):  # type: ignore[no-untyped-def]
-    """A kafka-python producer of rounds (linger 5 ms: a burst goes out in batches)."""
-    from kafka import KafkaProducer
-
-    return KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_request_size=64 * 1024 * 1024)
-
-
 def rated(client: redis.Redis, ladders: list[str]) -> int:
     """Rounds rated so far over ``ladders`` (each bench ladder is fresh), one round trip."""
     pipe = client.pipeline(transaction=False)
@@ -164,38 +160,6 @@ def wait_rated(client: redis.Redis, ladders: list[str], count: int, poll_s: floa
         time.sleep(poll_s)
 
 
-class EventReader:
-    """Reads ``rating-changes`` from the start for the whole bench, counting events; one consumer, so a
-    run's reader starts where the previous one stopped (the broker's ListOffsets(LATEST) is approximate)."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        from kafka import KafkaConsumer, TopicPartition
-
-        # check_crcs=False: kafka-python verifies CRC-32C in pure Python (no crc32c module here),
-        # which would make this reader, not the service, the bottleneck of big rounds
-        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
-                                      check_crcs=False, max_partition_fetch_bytes=16 * 1024 * 1024)
-        while not self.consumer.partitions_for_topic(topic):
-            time.sleep(0.05)
-        self.consumer.assign([TopicPartition(topic, p) for p in self.consumer.partitions_for_topic(topic)])
-        self.consumer.seek_to_beginning()
-        self.seen = 0
-        self.last_arrival = 0.0
-
-    def read_until(self, total: int, timeout_s: float = TIMEOUT_S) -> None:
-        """Poll until ``total`` events were read since the start; ``last_arrival``: wall time of the last."""
-        deadline = time.monotonic() + timeout_s
-        while self.seen < total:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"read {self.seen} of {total} rating-change events")
-            for records in self.consumer.poll(timeout_ms=200).values():
-                self.seen += len(records)
-                self.last_arrival = time.time()
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
 class Bench:
     """The stack, the workers, a producer of rounds and the event reader of one bench run."""
 
@@ -204,13 +168,14 @@ class Bench:
         assert stack.broker.process is not None
         self.broker_pid = stack.broker.process.pid
         self.client = redis.Redis.from_url(stack.redis_url)
-        self.kafka = producer(stack.bootstrap)
+        self.kafka = RoundProducer(stack.bootstrap, f"{prefix}rounds")
         self.events = EventReader(stack.bootstrap, f"{prefix}rating-changes")
         self.published = 0
         """Participations published so far (= rating-change events expected so far)."""
 
-    def publish(self, r: RoundResult) -> None:
-        self.kafka.send(f"{self.prefix}rounds", key=r.ladder.encode(), value=r.to_json().encode())
+    def publish(self, r: RoundResult, value: bytes | None = None) -> None:
+        """Publish ``r`` (``value``: its JSON, if already encoded)."""
+        self.kafka.send(r.ladder, r.to_json().encode() if value is None else value)
         self.published += r.field_size
 
     def warm_up(self) -> None:
@@ -220,7 +185,7 @@ class Bench:
             self.publish(r)
         self.kafka.flush()
         wait_rated(self.client, ladder_names(rounds), len(rounds))
-        self.events.read_until(self.published)
+        self.events.read_until(self.published, TIMEOUT_S)
 
     def throughput(self, rounds: list[RoundResult]) -> Throughput:
         """Publish every round at once; time to the last event read back and to all rated."""
@@ -230,15 +195,18 @@ class Bench:
         cpu = process_cpu_s(self.worker_pids), redis_cpu_s(self.client), process_cpu_s([self.broker_pid])
         each = [process_cpu_s([pid]) for pid in self.worker_pids]
         target = self.published + participations
-        reader = threading.Thread(target=self.events.read_until, args=(target,), daemon=True)
+        values = [r.to_json().encode() for r in rounds]  # encoded before the clock starts, as a producer's own work
+        reader = threading.Thread(target=self.events.read_until, args=(target, TIMEOUT_S), daemon=True)
         first = time.time()
+        clients_cpu = time.process_time()
         reader.start()
-        for r in rounds:
-            self.publish(r)
+        for r, value in zip(rounds, values):
+            self.publish(r, value)
         self.kafka.flush()
         wait_rated(self.client, ladders, len(rounds))
         rated_s = time.time() - first
         reader.join(timeout=TIMEOUT_S)
+        clients_cpu = time.process_time() - clients_cpu
         if self.events.seen < target:
             raise TimeoutError(f"read {self.events.seen} of {target} rating-change events")
         return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations,
@@ -246,7 +214,7 @@ class Bench:
                           redis_cpu_s(self.client) - cpu[1],
                           process_cpu_s([self.broker_pid]) - cpu[2], redis_commands(self.client),
                           [process_cpu_s([pid]) - before for pid, before in zip(self.worker_pids, each)],
-                          [partition_for(ladder, self.partitions) for ladder in ladders])
+                          [partition_for(ladder, self.partitions) for ladder in ladders], clients_cpu)
 
     def latency(self, rounds: list[RoundResult], rate: float) -> Latency:
         """Publish ``rounds`` at ``rate`` rounds/s; publish -> rated_at per round once all are rated."""
@@ -264,7 +232,7 @@ class Bench:
         backlog = len(rounds) - rated(self.client, ladders)
         wait_rated(self.client, ladders, len(rounds))
         ended = time.time()
-        self.events.read_until(self.published)
+        self.events.read_until(self.published, TIMEOUT_S)
         pipe = self.client.pipeline(transaction=False)
         for r in rounds:
             pipe.hmget(keys.round_record(r.ladder, r.round_id), ("received_at", "rated_at"))
@@ -287,8 +255,9 @@ def median_run(runs: list[Throughput]) -> Throughput:
 def throughput_rows(results: list[tuple[Throughput, Floor, list[Throughput]]]) -> list[str]:
     rows = ["| players/round | ladders | pool | rounds | participations | rounds/s | part./s | all rated: part./s "
             "| floor part./s (same run) | pipeline / floor | worker CPU µs/part. | Redis CPU µs/part. "
-            "| broker CPU µs/part. | workers' CPU shares | ladders' partitions | runs: part./s |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
+            "| broker CPU µs/part. | bench clients CPU µs/part. | workers' CPU shares | ladders' partitions "
+            "| runs: part./s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for t, floor, runs in results:
         floor_rate = floor.participations / floor.floor_s
         p = t.participations
@@ -296,7 +265,7 @@ def throughput_rows(results: list[tuple[Throughput, Floor, list[Throughput]]]) -
                     f"| {t.rounds_per_s:,.0f} | {t.part_per_s:,.0f} | {p / t.rated_s:,.0f} | {floor_rate:,.0f} "
                     f"| **{floor_rate / t.part_per_s:.1f}x** | {t.worker_cpu_s / p * 1e6:,.0f} "
                     f"| {t.redis_cpu_s / p * 1e6:,.0f} | {t.broker_cpu_s / p * 1e6:,.0f} "
-                    f"| {cpu_shares(t.worker_cpu_each_s)} "
+                    f"| {t.clients_cpu_s / p * 1e6:,.0f} | {cpu_shares(t.worker_cpu_each_s)} "
                     f"| {', '.join(map(str, t.partitions))} "
                     f"| {' / '.join(f'{r.part_per_s:,.0f}' for r in runs)} |")
     return rows

@@ -57,6 +57,7 @@ import redis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from clients import RoundProducer  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
 from stream.contracts import Limits, parse_round  # noqa: E402
 from stream.engine import preset  # noqa: E402
@@ -171,8 +172,7 @@ def rated_at(client: redis.Redis, rounds: list[Round]) -> list[float]:
 class Load:
     """The stream published so far: the rounds, their publish wall times and the generators' state."""
 
-    kafka: Any
-    topic: str
+    kafka: RoundProducer
     large_size: int
     rng: random.Random = field(default_factory=lambda: random.Random(2026))
     rounds: list[Round] = field(default_factory=list)
@@ -184,7 +184,7 @@ class Load:
         """Publish one round (keyed by ladder) and remember it with its publish time."""
         self.rounds.append(r)
         self.sent_at.append(time.time())
-        self.kafka.send(self.topic, key=r["ladder"].encode(), value=json.dumps(r).encode())
+        self.kafka.send(r["ladder"], json.dumps(r).encode())
 
     def send_small(self) -> None:
         self.send(small_round(self.rng, self.n_small))
@@ -466,10 +466,8 @@ def main() -> None:
         client = redis.Redis.from_url(stack.redis_url)
         procs = Processes([w.pid for w in workers], stack.redis.process.pid if stack.redis.process else 0,
                           stack.broker.process.pid if stack.broker.process else 0)
-        from kafka import KafkaProducer
-
-        kafka = KafkaProducer(bootstrap_servers=stack.bootstrap, linger_ms=5, max_request_size=64 * 1024 * 1024)
-        load = Load(kafka, f"{prefix}rounds", args.large_size)
+        kafka = RoundProducer(stack.bootstrap, f"{prefix}rounds")
+        load = Load(kafka, args.large_size)
         time.sleep(STARTUP_S)
         try:
             run = run_stages if args.rates else run_fixed
