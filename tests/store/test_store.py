@@ -406,30 +406,18 @@ def test_a_batch_of_interleaved_ladders_registers_as_one_by_one(redis_server, ba
     at a time, in order (repeats and conflicting re-uses of an id included), and leaves Redis the
     same."""
     from stream.store.store import STATUS_NO_OUTCOME, NewRound
-    from tests.stream.redis_dump import differences, dump
 
     rounds = [NewRound(ladder, f"r{k}", f"h{k}.{variant}", 1.0 + k, 2.0, 2, body=b"{}", due_at=9.0,
                        status=STATUS_NO_OUTCOME if empty else "registered")
               for ladder, k, variant, empty in batch]
-    client = redis.Redis.from_url(redis_server.url)
+    async def register(store: Store, together: bool) -> list[tuple[str, int, str, tuple[str, ...]]]:
+        if together:
+            got = (await store.register_batch(rounds, []))[0]
+        else:
+            got = [(await store.register_batch([r], []))[0][0] for r in rounds]
+        return [(r.outcome, r.seq, r.status, r.earlier) for r in got]
 
-    async def register(together: bool) -> list[tuple[str, int, str, tuple[str, ...]]]:
-        client.flushall()
-        store = Store.from_url(redis_server.url, history_length=HISTORY)
-        try:
-            if together:
-                got = (await store.register_batch(rounds, []))[0]
-            else:
-                got = [(await store.register_batch([r], []))[0][0] for r in rounds]
-            return [(r.outcome, r.seq, r.status, r.earlier) for r in got]
-        finally:
-            await store.close()
-
-    one_by_one = asyncio.run(register(False))
-    before = dump(client)
-    assert asyncio.run(register(True)) == one_by_one
-    assert not differences(before, dump(client))
-    client.close()
+    _together_as_one_by_one(redis_server.url, register)
 
 
 @settings(max_examples=25, deadline=None)
@@ -441,29 +429,38 @@ def test_a_batch_applies_as_its_rounds_one_by_one_whatever_the_call_size(  # typ
     some rounds applied before: skipped rows), cut into calls of ``per_call`` players (each call
     naming its rounds and how many of its players are each one's), returns the flags of applying
     the rounds one at a time and leaves Redis the same."""
-    from tests.stream.redis_dump import differences, dump
-
     batch = [RoundWrites("L", f"r{k}", [write(p, k + 1, 1500.0 + 10 * k + i, round_id=f"r{k}")
                                        for i, p in enumerate(players)])
              for k, players in enumerate(rounds)]
     done_before = [batch[k] for k in sorted(set(again)) if k < len(batch)]
-    client = redis.Redis.from_url(redis_server.url)
+    async def apply(store: Store, together: bool) -> list[list[bool]]:
+        store.players_per_call = per_call
+        for r in done_before:
+            await store.apply([r], now=1.0)
+        if together:
+            return await store.apply(batch, now=2.0)
+        return [(await store.apply([r], now=2.0))[0] for r in batch]
 
-    async def apply(together: bool) -> list[list[bool]]:
+    _together_as_one_by_one(redis_server.url, apply)
+
+
+def _together_as_one_by_one(url: str, run: Callable[[Store, bool], Awaitable[object]]) -> None:
+    """``run(store, together)`` on a flushed Redis, one by one then together: the same result and
+    the same Redis contents."""
+    from tests.stream.redis_dump import differences, dump
+
+    client = redis.Redis.from_url(url)
+
+    async def once(together: bool) -> object:
         client.flushall()
-        store = Store.from_url(redis_server.url, history_length=HISTORY)
+        store = Store.from_url(url, history_length=HISTORY)
         try:
-            store.players_per_call = per_call
-            for r in done_before:
-                await store.apply([r], now=1.0)
-            if together:
-                return await store.apply(batch, now=2.0)
-            return [(await store.apply([r], now=2.0))[0] for r in batch]
+            return await run(store, together)
         finally:
             await store.close()
 
-    one_by_one = asyncio.run(apply(False))
+    one_by_one = asyncio.run(once(False))
     before = dump(client)
-    assert asyncio.run(apply(True)) == one_by_one
+    assert asyncio.run(once(True)) == one_by_one
     assert not differences(before, dump(client))
     client.close()
