@@ -187,12 +187,11 @@ TEAMS = Support(teams=True, mixed=True, partial=True)
 def check_supported(round_: RoundResult, support: Support, rater: str) -> None:
     """Raise ``teams_unsupported`` if ``round_`` has teams or partial play ``rater`` cannot rate,
     ``mixed_standings`` if it mixes teams and individuals and ``rater`` cannot rate that."""
-    teams = round_.has_teams()
-    if teams and not support.teams:
+    if not support.teams and round_.has_teams():  # the standings are read only for what the rater lacks
         raise RoundRejected(TEAMS_UNSUPPORTED, f"{rater} does not rate team rounds", "standings")
-    if round_.is_partial() and not support.partial:
+    if not support.partial and round_.is_partial():
         raise RoundRejected(TEAMS_UNSUPPORTED, f"{rater} does not rate partial play (player weights)", "standings")
-    if teams and not support.mixed and any(s.team is None for s in round_.standings):
+    if not support.mixed and round_.has_teams() and any(s.team is None for s in round_.standings):
         raise RoundRejected(MIXED_STANDINGS, f"{rater} does not rate rounds mixing teams and individuals",
                             "standings")
 
