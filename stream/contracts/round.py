@@ -187,12 +187,11 @@ TEAMS = Support(teams=True, mixed=True, partial=True)
 def check_supported(round_: RoundResult, support: Support, rater: str) -> None:
     """Raise ``teams_unsupported`` if ``round_`` has teams or partial play ``rater`` cannot rate,
     ``mixed_standings`` if it mixes teams and individuals and ``rater`` cannot rate that."""
-    teams = round_.has_teams()
-    if teams and not support.teams:
+    if not support.teams and round_.has_teams():  # the standings are read only for what the rater lacks
         raise RoundRejected(TEAMS_UNSUPPORTED, f"{rater} does not rate team rounds", "standings")
-    if round_.is_partial() and not support.partial:
+    if not support.partial and round_.is_partial():
         raise RoundRejected(TEAMS_UNSUPPORTED, f"{rater} does not rate partial play (player weights)", "standings")
-    if teams and not support.mixed and any(s.team is None for s in round_.standings):
+    if not support.mixed and round_.has_teams() and any(s.team is None for s in round_.standings):
         raise RoundRejected(MIXED_STANDINGS, f"{rater} does not rate rounds mixing teams and individuals",
                             "standings")
 
@@ -256,7 +255,10 @@ class RoundResult:
         if len(self.standings) < 2:
             return True
         first = self.standings[0].rank
-        return all(s.rank == first for s in self.standings)
+        for s in self.standings:
+            if s.rank != first:
+                return False
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form: explicit ``{player, rank}`` standings, ceiling only if set."""
@@ -413,11 +415,12 @@ def _validate(data: Any, limits: Limits) -> RoundResult:
             "standings",
         )
     items = data.get("standings")
-    plain = isinstance(items, list) and _plain_standings(items)
+    individuals = _individuals(items)
+    plain = individuals is not None or (isinstance(items, list) and _plain_standings(items))
     _check_nesting(data, plain)
     _check_schema(data, plain)
     if limits.strict:
-        _check_known_fields(data)
+        _check_known_fields(data, standings_known=individuals is not None)
 
     round_id: str = data["round_id"]
     _check_length(round_id, "round_id", limits)
@@ -437,7 +440,7 @@ def _validate(data: Any, limits: Limits) -> RoundResult:
     occurred_at = _parse_time(data["occurred_at"])
     _check_text(round_id, "round_id")
 
-    standings = _standings(standings_raw, limits)  # type: ignore[arg-type]
+    standings = _standings(standings_raw, limits, individuals)  # type: ignore[arg-type]
     result = RoundResult(
         round_id=round_id, ladder=ladder, occurred_at=occurred_at, standings=standings,
         weight=weight, perf_ceiling=perf_ceiling,
@@ -507,6 +510,26 @@ def _plain_top_level(data: dict[str, Any]) -> bool:
 
 MAX_RANK = 2**53 - 1
 """The schema's largest rank (exactly representable as a float everywhere)."""
+
+
+def _individuals(items: Any) -> tuple[list[str], list[int]] | None:
+    """The players and ranks of standings whose every item is exactly a ``{player, rank}`` object
+    (no other field) with a non-empty string id and an integer rank in range (the common form:
+    what the schema and strict mode accept of them, read in one pass); None for any other
+    standings (empty ones included), which :func:`_plain_standings` and :func:`_standings` read."""
+    if type(items) is not list or not items:
+        return None
+    players: list[str] = []
+    ranks: list[int] = []
+    for item in items:
+        if type(item) is not dict or len(item) != 2:
+            return None
+        player, rank = item.get("player"), item.get("rank")
+        if not (type(player) is str and player and type(rank) is int and 1 <= rank <= MAX_RANK):
+            return None
+        players.append(player)
+        ranks.append(rank)
+    return players, ranks
 
 
 def _plain_standings(items: list[Any]) -> bool:
@@ -688,11 +711,14 @@ def _team_rejection(item: dict[str, Any], where: str) -> RoundRejected:
     return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
 
 
-def _check_known_fields(data: dict[str, Any]) -> None:
-    """Strict mode: reject fields the schema does not define."""
+def _check_known_fields(data: dict[str, Any], standings_known: bool = False) -> None:
+    """Strict mode: reject fields the schema does not define (``standings_known``: the standings
+    items are ``{player, rank}`` objects without other fields, :func:`_individuals`)."""
     unknown = sorted(set(data) - TOP_LEVEL_FIELDS)
     if unknown:
         raise RoundRejected(UNKNOWN_FIELD, f"unknown field {unknown[0]!r}", unknown[0])
+    if standings_known:
+        return
     for i, item in enumerate(data["standings"]):
         if not isinstance(item, dict):
             continue
@@ -731,18 +757,23 @@ def _parse_time(value: str | float) -> float:
     return seconds
 
 
-def _standings(items: list[Any], limits: Limits) -> list[Standing]:
-    """Schema-valid standings items → :class:`Standing` list; duplicate and length checks."""
+def _standings(items: list[Any], limits: Limits,
+               individuals: tuple[list[str], list[int]] | None = None) -> list[Standing]:
+    """Schema-valid standings items → :class:`Standing` list; duplicate and length checks.
+    ``individuals``: the items' players and ranks when :func:`_individuals` read them."""
     max_len = limits.max_id_length
     explicit = bool(items) and isinstance(items[0], dict)
-    for i, item in enumerate(items):
-        if isinstance(item, dict) != explicit:
-            raise RoundRejected(
-                SCHEMA, "explicit {player, rank} standings cannot be mixed with finishing order", f"standings[{i}]"
-            )
+    if individuals is None:
+        for i, item in enumerate(items):
+            if isinstance(item, dict) != explicit:
+                raise RoundRejected(
+                    SCHEMA, "explicit {player, rank} standings cannot be mixed with finishing order", f"standings[{i}]"
+                )
     teams: list[str | None] | None = None
     weights: list[float] | None = None
-    if explicit and any("players" in item or "weight" in item for item in items):
+    if individuals is not None:
+        players, ranks = individuals
+    elif explicit and any("players" in item or "weight" in item for item in items):
         players, ranks, teams, weights = _entries(items)
     elif explicit:
         players = [item["player"] for item in items]

@@ -474,7 +474,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
                                       for p in r.players()))
     due_at = now + ctx.settings.sweep_timeout_s
-    ladders = {r.ladder: (*_model_of(ctx, r.ladder), ctx.ladder_order.by_time(r.ladder)) for _, r, _ in accepted}
+    ladders = {ladder: (*_model_of(ctx, ladder), ctx.ladder_order.by_time(ladder))
+               for ladder in {r.ladder for _, r, _ in accepted}}
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
@@ -704,8 +705,8 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     with the registration (None: read it again). A player the barrier holds goes through with
     its cached posterior when that is of the round it waits for."""
     flat = [p for item in rounds for p in item.players]  # every participation, round by round
-    players = list(dict.fromkeys(flat))
-    position = {p: i for i, p in enumerate(players)}
+    position = {p: i for i, p in enumerate(dict.fromkeys(flat))}
+    players = list(position)
     sizes = np.fromiter((len(item.players) for item in rounds), dtype=np.int64, count=len(rounds))
     offsets = np.zeros(len(rounds) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
@@ -713,8 +714,11 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     all_rows = np.fromiter(map(position.__getitem__, flat), dtype=np.int64, count=len(flat))
     members = [all_rows[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     seqs = np.repeat(np.fromiter((item.seq for item in rounds), dtype=np.int64, count=len(rounds)), sizes)
-    # each player's first round of the batch (rows are numbered by first participation)
-    first_seq = seqs[np.unique(all_rows, return_index=True)[1]]
+    # each player's first round of the batch: rows are numbered by first participation, so a
+    # participation is its player's first where its row exceeds every row before it
+    opens = np.ones(len(flat), dtype=bool)
+    opens[1:] = all_rows[1:] > np.maximum.accumulate(all_rows)[:-1]
+    first_seq = seqs[opens]
     if columns is None:
         first = await ctx.store.load_priors(ladder, players, first_seq, states=True)
     else:

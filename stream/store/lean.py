@@ -5,9 +5,10 @@ commands). redis-py's ``Pipeline.execute`` spent most of its time around the wir
 ``pack_commands`` chunking each command, then ``parse_response`` per reply (an awaited
 ``read_response`` with its own timeout context, option handling, a response-callback lookup).
 :class:`LeanPipeline` queues ``(args, callback)`` pairs, packs them with hiredis into one
-buffer, writes it once (through the connection's ``send_packed_command``: health check,
-reconnect, :class:`~stream.redis_cancel.CancelSafeSend`) and reads the N replies from the
-connection's own hiredis reader, awaiting the socket only when the reader runs dry.
+buffer, writes it once (as the connection's ``send_packed_command`` does: health check,
+reconnect, the same errors; but bounded by ``asyncio.timeout`` in the calling task, not in a task
+of its own: :func:`_send`) and reads the N replies from the connection's own hiredis reader,
+awaiting the socket only when the reader runs dry.
 
 What callers see is unchanged: the reader is the connection's, so ``decode_responses`` types the
 replies as before; a command with a redis-py response callback (e.g. ``ZRANGE ... WITHSCORES``,
@@ -131,9 +132,40 @@ def _pack(conn: Any, commands: list[Queued]) -> bytes:
         return b"".join(chunk for args, _, _ in commands for chunk in conn.pack_command(*args))
 
 
+async def _send(conn: Any, packed: bytes) -> None:
+    """Write ``packed`` as the connection's ``send_packed_command`` does (connecting first if
+    needed, its health check, the same errors), the write bounded by ``socket_timeout`` with
+    ``asyncio.timeout`` in the calling task, as the replies are read: redis-py's
+    ``asyncio.wait_for`` runs each write in a task of its own (a task and a loop iteration per
+    round trip), and on Python 3.11 can drop a cancellation (``stream.redis_cancel``), which a
+    write in the caller's task never does. Any exception disconnects the connection."""
+    if not conn.is_connected:
+        await conn.connect_check_health(check_health=False)
+    await conn.check_health()
+    writer: Any = conn._writer
+    timeout = conn.socket_timeout
+    try:
+        writer.write(packed)
+        if timeout:
+            async with asyncio.timeout(timeout):
+                await writer.drain()
+        else:
+            await writer.drain()
+    except asyncio.TimeoutError:
+        await conn.disconnect(nowait=True)
+        raise TimeoutError("Timeout writing to socket") from None
+    except OSError as e:
+        await conn.disconnect(nowait=True)
+        err_no, errmsg = ("UNKNOWN", e.args[0]) if len(e.args) == 1 else (e.args[0], e.args[1])
+        raise ConnectionError(f"Error {err_no} while writing to socket. {errmsg}.") from e
+    except BaseException:
+        await conn.disconnect(nowait=True)
+        raise
+
+
 async def _round_trip(conn: Any, packed: bytes, n: int) -> list[Any]:
     """Write ``packed`` and read ``n`` replies with the connection's hiredis reader."""
-    await conn.send_packed_command(packed)  # connects if needed; CancelSafeSend
+    await _send(conn, packed)
     parser: Any = conn._parser
     if not isinstance(parser, _AsyncHiredisParser) or not parser._connected:
         raise ConnectionError(SERVER_CLOSED)

@@ -50,6 +50,9 @@ OUTCOME_LATE = "late"
 """A round of a ladder rated by occurred_at, older than the ladder's newest round: registered with
 status ``late`` and the ladder held for its insert correction (``status`` = the correction's id)."""
 STATUS_LATE = "late"
+_NOT_REGISTERED = frozenset(outcome.encode() for outcome in (OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_MODEL_CHANGED,
+                                                             OUTCOME_LATE))
+"""register_round.lua's outcomes (as its reply's bytes) of a round it did not register to rate now."""
 STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
 it is still a no-op)."""
@@ -458,8 +461,10 @@ def _ids_and_seqs(reply: list[Any]) -> tuple[list[str], list[int]]:
 
 
 def _seq_column(column: np.ndarray | list[bytes | None]) -> np.ndarray:
-    """A numeric column of sequence numbers (``queued_seq``, ``last_seq``) as int64, 0 where absent."""
-    return np.nan_to_num(np.asarray(column, dtype=np.float64)).astype(np.int64)
+    """A numeric column of sequence numbers (``queued_seq``, ``last_seq``: integers, NaN where
+    absent) as int64, 0 where absent."""
+    values = np.asarray(column, dtype=np.float64)
+    return np.where(np.isnan(values), 0.0, values).astype(np.int64)
 
 
 def _interleave(*columns: Sequence[Any]) -> list[Any]:
@@ -635,9 +640,7 @@ class Store:
         registrations = []
         for r, (outcome, seq, status) in zip(rounds, answers):
             ids, seqs = registered[r.ladder]
-            earlier = () if outcome in (OUTCOME_CONFLICT.encode(), OUTCOME_HELD.encode(),
-                                        OUTCOME_MODEL_CHANGED.encode(), OUTCOME_LATE.encode()) \
-                else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
+            earlier = () if outcome in _NOT_REGISTERED else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier,
                                               corrections=counters[r.ladder]))
         return registrations, _columns(replies[end + 2 * len(ladders):], fields)
