@@ -40,6 +40,8 @@ class ChainPlan:
         """The applied rows of each wave, in wave order (row indices ascending within a wave)."""
         rows = np.flatnonzero(self.status == APPLY)
         waves = self.wave[rows]
+        if not waves.any():  # no player twice among the applied rows (a batch of small rounds, usually)
+            return [rows] if len(rows) else []
         return [rows[waves == k] for k in np.unique(waves).tolist()]
 
 

@@ -51,7 +51,7 @@ from stream.pipeline import faults, rating_models
 from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
 from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
+from stream.pipeline.encoding import ChangeColumns, columns_texts, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
 from stream.store.store import VERIFY_RAW_MAX, BatchWrites, FanOutCheck, StoredStates
 
@@ -502,11 +502,9 @@ def _newcomers(ctx: PipelineContext, rows: _Rows, states: Sequence[bytes | None]
             current.put(keys, unpack_batch([None] * len(keys), prior))
 
 
-def _performance_texts(values: np.ndarray, missing: np.ndarray) -> list[str]:
-    """The performances' texts, ``null`` for rows whose model has no performance."""
-    if not missing.any():
-        return number_texts("performance", values)
-    texts = number_texts("performance", np.where(missing, 0.0, values))
+def _null_performances(texts: list[str], missing: np.ndarray) -> list[str]:
+    """The performances' texts (rendered with 0.0 where ``missing``), ``null`` for rows whose
+    model has no performance."""
     for i in np.flatnonzero(missing).tolist():
         texts[i] = "null"
     return texts
@@ -546,14 +544,18 @@ class _Texts:
             texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
                                                        count=len(shares)))
             weights = [None if w is None else text for w, text in zip(shares, texts)]
+        performance = rows.performance[rated.rows]
+        missing = rated.no_performance.any()
+        if missing:
+            performance = np.where(rated.no_performance, 0.0, performance)
+        perf, mu_before, sigma_before, mu, sigma, shown = columns_texts((
+            ("performance", performance), ("mu_before", rated.mu_before), ("sigma_before", rated.sigma_before),
+            ("mu_after", rated.mu), ("sigma_after", rated.sigma), ("display_rating", rated.shown)))
         return cls(
             teams=teams, weights=weights, players=players, ranks=ranks,
-            performance=_performance_texts(rows.performance[rated.rows], rated.no_performance),
-            mu_before=number_texts("mu_before", rated.mu_before),
-            sigma_before=number_texts("sigma_before", rated.sigma_before),
-            mu=number_texts("mu_after", rated.mu), sigma=number_texts("sigma_after", rated.sigma),
-            rounds=rated.rounds.tolist(), shown=number_texts("display_rating", rated.shown),
-            states=rated.states.tolist(), tiers=rated.tiers.tolist())
+            performance=_null_performances(perf, rated.no_performance) if missing else perf,
+            mu_before=mu_before, sigma_before=sigma_before, mu=mu, sigma=sigma,
+            rounds=rated.rounds.tolist(), shown=shown, states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
 def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts: Sequence[int]) -> list[bytes]:

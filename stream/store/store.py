@@ -459,7 +459,10 @@ def _ids_and_seqs(reply: list[Any]) -> tuple[list[str], list[int]]:
 
 def _seq_column(column: np.ndarray | list[bytes | None]) -> np.ndarray:
     """A numeric column of sequence numbers (``queued_seq``, ``last_seq``) as int64, 0 where absent."""
-    return np.nan_to_num(np.asarray(column, dtype=np.float64)).astype(np.int64)
+    values = np.asarray(column, dtype=np.float64)
+    if not np.isfinite(values).all():  # np.nan_to_num only then: its wrapper costs more than a small column
+        return np.nan_to_num(values).astype(np.int64)
+    return values.astype(np.int64)
 
 
 def _interleave(*columns: Sequence[Any]) -> list[Any]:

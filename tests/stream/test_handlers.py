@@ -172,6 +172,22 @@ def test_number_texts_are_exactly_repr(anything: list[float], positional: list[f
         assert number_texts("x", np.array(values, dtype=np.float64)) == [repr(v) for v in values]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=12), min_size=2, max_size=6),
+       st.lists(st.floats(min_value=1e-4, max_value=1e16, allow_nan=False, allow_infinity=False), max_size=12))
+def test_columns_texts_are_each_columns_number_texts(columns: list[list[float]], positional: list[float]) -> None:
+    """The columns rendered by one call are each column's own texts (the fast path when every
+    value is in orjson's range, column by column otherwise), and a column that is not finite
+    raises naming that column."""
+    from stream.pipeline.encoding import columns_texts, number_texts
+
+    for values in (columns, [positional, [-v for v in positional], [0.0, -0.0, 1.5]]):
+        named = [(f"c{i}", np.array(v, dtype=np.float64)) for i, v in enumerate(values)]
+        assert columns_texts(named) == [number_texts(name, v) for name, v in named]
+    with pytest.raises(ValueError, match=r"\(sigma_after\)"):
+        columns_texts([("mu_after", np.array([1.0])), ("sigma_after", np.array([2.0, np.nan]))])
+
+
 def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(redis_url: str) -> None:
     """Phase one writes the queued marks and the fan-out in one pipeline, not a transaction: a
     worker killed mid-pipeline leaves the marks alone. The round's next attempt (redelivery) must
