@@ -444,16 +444,16 @@ def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarr
     for config, group in _by_model(ctx, rows, ladder):  # one call per model (and parameters) in the wave
         players, row, to = rows.key[wave[group]], wave[group], at[group]
         before = current.take(players)
+        rated.mu_before[to], rated.sigma_before[to] = before.mu, before.sigma
         if config.rating_model is not None:  # phase one rated the round: store the rating it carries
             after = rating_models.apply(before, rows.mu_after[row], rows.sigma_after[row], rows.time[row])
             if not config.rating_model.performs:
                 rated.no_performance[to] = True
-        else:
+        else:  # ``before`` is this wave's own copy: updated in place
             after = engine.phase_two(before, rows.performance[row], config.elo_mmr, weight=rows.weight[row],
-                                     time=rows.time[row])
+                                     time=rows.time[row], in_place=True)
         if not last:
             current.put(players, after)
-        rated.mu_before[to], rated.sigma_before[to] = before.mu, before.sigma
         rated.mu[to], rated.sigma[to], rated.rounds[to] = after.mu, after.sigma, after.rounds
         rated.states[to] = pack_batch(after)
     players = rows.key[wave]
