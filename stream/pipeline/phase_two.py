@@ -256,8 +256,8 @@ class _Rows:
         players = [p for u in parts for p in u.players]
         plain = all(u.weights is None for u in parts)
         shares: list[float | None] = [None] * n if plain else [w for u in parts for w in _or_none(u.weights, len(u.players))]
-        share = np.ones(n) if plain else np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
-                                                     count=n)
+        share = None if plain else np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=n)
+        weight = np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes)
         ladder_of = [r.update.ladder for r, size in zip(rounds, sizes) for _ in range(size)]
         key = np.fromiter(map(key_of.__getitem__, zip(ladder_of, players)), dtype=np.int64, count=n)
         return cls(
@@ -267,7 +267,7 @@ class _Rows:
                                  dtype=np.int64, count=n),
             performance=np.fromiter([x for u in parts for x in u.performances], dtype=np.float64, count=n),
             mu_after=_floats(parts, n, "mu_after"), sigma_after=_floats(parts, n, "sigma_after"),
-            weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
+            weight=weight if share is None else weight * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for u in parts for rank in u.ranks],
             teams=[None] * n if all(u.teams is None for u in parts) else
@@ -347,10 +347,12 @@ def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, write
     result.applied += len(sent)
     result.events += [RatingChangeMessage(player.encode(), change) for player, change in zip(sent, changes)]
     again: dict[int, list[str]] = {}  # round -> its players to re-emit: skipped writes, then rows done before
-    for starts_, players_, re_emit in ((writes.starts, players, np.flatnonzero(~applied)),
-                                       (rows.starts, rows.players, np.flatnonzero(plan.status == DONE))):
-        for i, row in zip((np.searchsorted(starts_, re_emit, side="right") - 1).tolist(), re_emit.tolist()):
-            again.setdefault(i, []).append(players_[row])
+    done = plan.status == DONE
+    if len(sent) < len(players) or done.any():  # not the usual batch (every row applied now)
+        for starts_, players_, re_emit in ((writes.starts, players, np.flatnonzero(~applied)),
+                                           (rows.starts, rows.players, np.flatnonzero(done))):
+            for i, row in zip((np.searchsorted(starts_, re_emit, side="right") - 1).tolist(), re_emit.tolist()):
+                again.setdefault(i, []).append(players_[row])
     missing: list[tuple[str, str, list[str]]] = []
     for i, (ladder, round_id) in enumerate(zip(writes.ladders, writes.round_ids)):
         result.emitted.append((ladder, round_id, sent[cuts[i]:cuts[i + 1]]))
