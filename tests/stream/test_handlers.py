@@ -173,6 +173,32 @@ def test_number_texts_are_exactly_repr(anything: list[float], positional: list[f
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.text(max_size=8), st.lists(st.text(max_size=8), min_size=1, max_size=3),
+       st.lists(st.text(max_size=8), min_size=1, max_size=4))
+def test_bulk_change_encoding_escapes_ids_as_the_contracts_json(ladder: str, round_ids: list[str],
+                                                                players: list[str]) -> None:
+    """Any ladder, round id and player text (quotes, backslashes, control characters,
+    unicode...) gives the bytes ``RatingChange.to_json()`` gives, event id included."""
+    from stream.contracts import RatingChange
+    from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds
+
+    n = len(players)
+    round_of = [i % len(round_ids) for i in range(n)]
+    columns = ChangeColumns(
+        ladder=ladder, round_id=round_ids[0], field_size=n, occurred_at=1.7e9, players=players,
+        ranks=list(range(1, n + 1)), performance=["1.5"] * n, mu_before=["2.0"] * n, sigma_before=["3.0"] * n,
+        mu_after=["4.0"] * n, sigma_after=["5.0"] * n, display_rating=["6.0"] * n, tiers=[""] * n,
+        rounds_played=[1] * n)
+    expected = [RatingChange(ladder=ladder, round_id=round_ids[k], player=p, rank=i + 1, field_size=n, performance=1.5,
+                             mu_before=2.0, sigma_before=3.0, mu_after=4.0, sigma_after=5.0, display_rating=6.0,
+                             tier=None, rounds_played=1, occurred_at=1.7e9).to_json().encode()
+                for i, (k, p) in enumerate(zip(round_of, players))]
+    got = encode_changes_of_rounds(ladder, round_ids, [n] * len(round_ids), [1.7e9] * len(round_ids), round_of,
+                                   columns)
+    assert got == expected
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=12), min_size=2, max_size=6),
        st.lists(st.floats(min_value=1e-4, max_value=1e16, allow_nan=False, allow_infinity=False), max_size=12))
 def test_columns_texts_are_each_columns_number_texts(columns: list[list[float]], positional: list[float]) -> None:
