@@ -143,9 +143,14 @@ def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tup
     nothing hashed: :data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
     by_round: dict[tuple[str, str], list[int]] = {}
     for i, update in enumerate(updates):
-        by_round.setdefault((update.ladder, update.round_id), []).append(i)
-    checks = [FanOutCheck(ladder, round_id, [raws[i] for i in index], raw=True)
-              if all(updates[i].field_size <= VERIFY_RAW_MAX for i in index) else
+        key = (update.ladder, update.round_id)
+        index = by_round.get(key)
+        if index is None:
+            by_round[key] = [i]
+        else:
+            index.append(i)
+    checks = [FanOutCheck(ladder, round_id, [raws[i] for i in index], True)
+              if all([updates[i].field_size <= VERIFY_RAW_MAX for i in index]) else
               FanOutCheck(ladder, round_id, [hashlib.sha1(raws[i]).hexdigest() for i in index])
               for (ladder, round_id), index in by_round.items()]
     return checks, list(by_round.values())

@@ -308,11 +308,12 @@ by the sections themselves, not their SHA-1 digests (verify_updates.lua's SMALL:
 the stored ones as they are, nothing hashed on either side)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class FanOutCheck:
     """Messages claiming to belong to round ``round_id`` of ``ladder`` (verify_updates.lua tells
     which are exactly messages of its stored fan-out): their SHA-1 hex digests, or with ``raw`` the
-    messages themselves (:data:`VERIFY_RAW_MAX`; any round is checked right either way)."""
+    messages themselves (:data:`VERIFY_RAW_MAX`; any round is checked right either way). Not
+    frozen: phase two builds one per round of every batch, as :class:`NewRound`."""
 
     ladder: str
     round_id: str
