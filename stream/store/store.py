@@ -847,9 +847,14 @@ class Store:
         confirm_emitted.lua takes consecutive rounds of one ladder together, up to
         ROUND_PLAYERS_PER_CALL players a call (a bigger round cut in parts over several calls):
         a batch of duels is one call, not one per round."""
-        segments = [(ladder, round_id, players[chunk.start:chunk.stop], last)
-                    for ladder, round_id, players in emitted if players
-                    for chunk, last in _with_last(_round_chunks(len(players)))]
+        segments: list[tuple[str, str, Sequence[str], bool]] = []
+        for ladder, round_id, players in emitted:
+            if len(players) <= ROUND_PLAYERS_PER_CALL:  # one segment (a batch of small rounds: every one)
+                if players:
+                    segments.append((ladder, round_id, players, True))
+                continue
+            segments += [(ladder, round_id, players[chunk.start:chunk.stop], last)
+                         for chunk, last in _with_last(_round_chunks(len(players)))]
         calls: list[list[tuple[str, str, Sequence[str], bool]]] = []
         size = 0
         for segment in segments:
