@@ -193,10 +193,9 @@ def _update_of(data: dict[str, Any]) -> PlayerUpdate:
             return PlayerUpdate.from_json(data)
     if not players:
         return PlayerUpdate.from_json(data)
-    return PlayerUpdate(ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
-                        occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
-                        players=players, ranks=ranks, performances=performances,
-                        previous_seqs=None if None in previous else cast("list[int]", previous))
+    return PlayerUpdate(data["ladder"], data["round_id"], data["seq"], data["occurred_at"], data["weight"],
+                        data["field_size"], players, ranks, performances,
+                        None if None in previous else cast("list[int]", previous))  # positional: its fields' order
 
 
 @dataclass(frozen=True)
