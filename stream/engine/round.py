@@ -35,6 +35,7 @@ def phase_two(
     *,
     weight: float | np.ndarray = 1.0,
     time: float | np.ndarray,
+    in_place: bool = False,
 ) -> PlayerBatch:
     """Diffusion (Algorithm 2, elapsed days from ``last_time`` to ``time``), belief update
     (Algorithm 3), history bound, sigma (Eq. 8), ``rounds += 1``, ``last_time = time``.
@@ -42,12 +43,24 @@ def phase_two(
     ``weight`` and ``time`` are one round's, or per row (players of several rounds rated in one
     call: the pipeline's phase two batches rounds). Rows are independent: any sub-batch, alone or
     beside other rounds' rows, gives the same floats for its rows (each distinct weight's noise
-    terms are computed once, as for a lone round, and spread over its rows)."""
+    terms are computed once, as for a lone round, and spread over its rows).
+
+    The input is left untouched (the result is a copy) unless ``in_place``: then ``batch``
+    itself is updated and returned (a caller's own copy, e.g. a ``PlayerBatch.take``; the same
+    floats, its factor arrays widened only if a history needs it)."""
     n = len(batch)
-    after = batch.copy(width=0 if params.memoryless else history_width(batch.n_factors, params))
-    update_rows(after, np.arange(n), performance, params, np.broadcast_to(np.asarray(weight, dtype=float), (n,)),
-                np.broadcast_to(np.asarray(time, dtype=float), (n,)))
+    after = batch if in_place else batch.copy(width=0 if params.memoryless else history_width(batch.n_factors,
+                                                                                             params))
+    update_rows(after, np.arange(n), performance, params, _per_row(weight, n), _per_row(time, n))
     return after
+
+
+def _per_row(value: float | np.ndarray, n: int) -> np.ndarray:
+    """``value`` as n floats, one per row (read only): an array of them as it is, a scalar
+    broadcast (``np.broadcast_to`` costs more than a few duels' update)."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.shape == (n,):
+        return value
+    return np.broadcast_to(np.asarray(value, dtype=float), (n,))
 
 
 def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, params: Params, weights: np.ndarray,

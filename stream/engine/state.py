@@ -228,11 +228,11 @@ def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
     width = int(lengths.max(initial=_HEADER.size))
     rows = np.frombuffer(b"".join([blob.ljust(width, b"\0") for blob in joined]), dtype=np.uint8).reshape(n, width)
     versions = rows[:, 0]
-    if np.any(versions != PACK_VERSION):
+    if (versions != PACK_VERSION).any():
         raise ValueError(f"unknown packed state version {int(versions[versions != PACK_VERSION][0])}")
     head = np.ascontiguousarray(rows[:, :_HEADER.size]).view(_HEADER_DTYPE).reshape(n)
     k = head["k"].astype(np.int64)
-    if np.any(lengths != _HEADER.size + _FACTOR_BYTES * k):
+    if (lengths != _HEADER.size + _FACTOR_BYTES * k).any():
         raise ValueError("packed player state has the wrong length")
     h = int(k.max(initial=0))
     fac = np.ascontiguousarray(rows[:, _HEADER.size:_HEADER.size + h * _FACTOR_BYTES]).view(_FACTOR_DTYPE)

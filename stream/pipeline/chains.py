@@ -40,6 +40,8 @@ class ChainPlan:
         """The applied rows of each wave, in wave order (row indices ascending within a wave)."""
         rows = np.flatnonzero(self.status == APPLY)
         waves = self.wave[rows]
+        if not waves.any():  # no player twice among the applied rows (a batch of small rounds, usually)
+            return [rows] if len(rows) else []
         return [rows[waves == k] for k in np.unique(waves).tolist()]
 
 
@@ -51,6 +53,12 @@ def plan_chains(key: np.ndarray, seq: np.ndarray, previous: np.ndarray, last_seq
     Vectorised per occurrence: the k-th rows (by seq) of every player are decided together,
     each player's cursor (the seq its state has reached) moved by its applied rows."""
     n = len(key)
+    if not n or np.bincount(key).max() == 1:  # every player once (a batch of small rounds, usually): one wave
+        reached = np.asarray(last_seq, dtype=np.int64)[key]
+        done = reached >= seq
+        apply = ~done & ((previous == NO_PREVIOUS) | (reached >= previous))
+        status = np.where(done, DONE, np.where(apply, APPLY, GAP)).astype(np.int8)
+        return ChainPlan(status, np.zeros(n, dtype=np.int64))
     order = np.lexsort((seq, key))
     sorted_key = key[order]
     first = np.ones(n, dtype=bool)

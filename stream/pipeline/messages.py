@@ -17,9 +17,10 @@ class FanOutMessage:
     value: bytes
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RatingChangeMessage:
-    """One RatingChange for ``rating-changes``: key = player."""
+    """One RatingChange for ``rating-changes``: key = player. Not frozen: phase two builds one
+    per applied row (as :class:`FanOutMessage`)."""
 
     key: bytes
     value: bytes

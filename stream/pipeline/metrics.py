@@ -15,6 +15,9 @@ ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Messages sent to the dea
 PLAYER_UPDATES = Counter("ems_player_updates_total", "Player updates of phase two, by result "
                          "(applied now, re-emitted from stored results, or gap: not applied, the player's earlier round "
                          "not applied yet)", ["result"])
+UPDATES_APPLIED, UPDATES_RE_EMITTED, UPDATES_GAP = (PLAYER_UPDATES.labels(result)
+                                                   for result in ("applied", "re-emitted", "gap"))
+"""PLAYER_UPDATES' series, looked up once (phase two counts into them after every batch)."""
 PHASE_ONE_SECONDS = Histogram("ems_phase_one_seconds", "Phase one time per round (barrier wait included)",
                               buckets=LATENCY_BUCKETS_S)
 PHASE_TWO_SECONDS = Histogram("ems_phase_two_seconds", "Phase two time per batch", buckets=LATENCY_BUCKETS_S)

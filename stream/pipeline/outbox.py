@@ -21,9 +21,10 @@ from stream.pipeline.retry import TRANSIENT_ERRORS
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Outgoing:
-    """One message: topic, key, value, and a partition (None: the key's default partition)."""
+    """One message: topic, key, value, and a partition (None: the key's default partition).
+    Not frozen: a worker builds one per message it sends (every rating change)."""
 
     topic: str
     key: bytes | None

@@ -51,7 +51,7 @@ from stream.pipeline import faults, rating_models
 from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
 from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
+from stream.pipeline.encoding import ChangeColumns, columns_texts, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
 from stream.store.store import VERIFY_RAW_MAX, BatchWrites, FanOutCheck, StoredStates
 
@@ -143,9 +143,14 @@ def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tup
     nothing hashed: :data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
     by_round: dict[tuple[str, str], list[int]] = {}
     for i, update in enumerate(updates):
-        by_round.setdefault((update.ladder, update.round_id), []).append(i)
-    checks = [FanOutCheck(ladder, round_id, [raws[i] for i in index], raw=True)
-              if all(updates[i].field_size <= VERIFY_RAW_MAX for i in index) else
+        key = (update.ladder, update.round_id)
+        index = by_round.get(key)
+        if index is None:
+            by_round[key] = [i]
+        else:
+            index.append(i)
+    checks = [FanOutCheck(ladder, round_id, [raws[i] for i in index], True)
+              if all([updates[i].field_size <= VERIFY_RAW_MAX for i in index]) else
               FanOutCheck(ladder, round_id, [hashlib.sha1(raws[i]).hexdigest() for i in index])
               for (ladder, round_id), index in by_round.items()]
     return checks, list(by_round.values())
@@ -188,10 +193,9 @@ def _update_of(data: dict[str, Any]) -> PlayerUpdate:
             return PlayerUpdate.from_json(data)
     if not players:
         return PlayerUpdate.from_json(data)
-    return PlayerUpdate(ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
-                        occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
-                        players=players, ranks=ranks, performances=performances,
-                        previous_seqs=None if None in previous else cast("list[int]", previous))
+    return PlayerUpdate(data["ladder"], data["round_id"], data["seq"], data["occurred_at"], data["weight"],
+                        data["field_size"], players, ranks, performances,
+                        None if None in previous else cast("list[int]", previous))  # positional: its fields' order
 
 
 @dataclass(frozen=True)
@@ -256,8 +260,8 @@ class _Rows:
         players = [p for u in parts for p in u.players]
         plain = all(u.weights is None for u in parts)
         shares: list[float | None] = [None] * n if plain else [w for u in parts for w in _or_none(u.weights, len(u.players))]
-        share = np.ones(n) if plain else np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
-                                                     count=n)
+        share = None if plain else np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=n)
+        weight = np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes)
         ladder_of = [r.update.ladder for r, size in zip(rounds, sizes) for _ in range(size)]
         key = np.fromiter(map(key_of.__getitem__, zip(ladder_of, players)), dtype=np.int64, count=n)
         return cls(
@@ -267,7 +271,7 @@ class _Rows:
                                  dtype=np.int64, count=n),
             performance=np.fromiter([x for u in parts for x in u.performances], dtype=np.float64, count=n),
             mu_after=_floats(parts, n, "mu_after"), sigma_after=_floats(parts, n, "sigma_after"),
-            weight=np.repeat(np.array([r.update.weight for r in rounds], dtype=np.float64), sizes) * share,
+            weight=weight if share is None else weight * share,
             time=np.repeat(np.array([r.update.occurred_at for r in rounds], dtype=np.float64), sizes),
             players=players, ranks=[rank for u in parts for rank in u.ranks],
             teams=[None] * n if all(u.teams is None for u in parts) else
@@ -347,10 +351,12 @@ def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, write
     result.applied += len(sent)
     result.events += [RatingChangeMessage(player.encode(), change) for player, change in zip(sent, changes)]
     again: dict[int, list[str]] = {}  # round -> its players to re-emit: skipped writes, then rows done before
-    for starts_, players_, re_emit in ((writes.starts, players, np.flatnonzero(~applied)),
-                                       (rows.starts, rows.players, np.flatnonzero(plan.status == DONE))):
-        for i, row in zip((np.searchsorted(starts_, re_emit, side="right") - 1).tolist(), re_emit.tolist()):
-            again.setdefault(i, []).append(players_[row])
+    done = plan.status == DONE
+    if len(sent) < len(players) or done.any():  # not the usual batch (every row applied now)
+        for starts_, players_, re_emit in ((writes.starts, players, np.flatnonzero(~applied)),
+                                           (rows.starts, rows.players, np.flatnonzero(done))):
+            for i, row in zip((np.searchsorted(starts_, re_emit, side="right") - 1).tolist(), re_emit.tolist()):
+                again.setdefault(i, []).append(players_[row])
     missing: list[tuple[str, str, list[str]]] = []
     for i, (ladder, round_id) in enumerate(zip(writes.ladders, writes.round_ids)):
         result.emitted.append((ladder, round_id, sent[cuts[i]:cuts[i + 1]]))
@@ -444,16 +450,16 @@ def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarr
     for config, group in _by_model(ctx, rows, ladder):  # one call per model (and parameters) in the wave
         players, row, to = rows.key[wave[group]], wave[group], at[group]
         before = current.take(players)
+        rated.mu_before[to], rated.sigma_before[to] = before.mu, before.sigma
         if config.rating_model is not None:  # phase one rated the round: store the rating it carries
             after = rating_models.apply(before, rows.mu_after[row], rows.sigma_after[row], rows.time[row])
             if not config.rating_model.performs:
                 rated.no_performance[to] = True
-        else:
+        else:  # ``before`` is this wave's own copy: updated in place
             after = engine.phase_two(before, rows.performance[row], config.elo_mmr, weight=rows.weight[row],
-                                     time=rows.time[row])
+                                     time=rows.time[row], in_place=True)
         if not last:
             current.put(players, after)
-        rated.mu_before[to], rated.sigma_before[to] = before.mu, before.sigma
         rated.mu[to], rated.sigma[to], rated.rounds[to] = after.mu, after.sigma, after.rounds
         rated.states[to] = pack_batch(after)
     players = rows.key[wave]
@@ -502,11 +508,9 @@ def _newcomers(ctx: PipelineContext, rows: _Rows, states: Sequence[bytes | None]
             current.put(keys, unpack_batch([None] * len(keys), prior))
 
 
-def _performance_texts(values: np.ndarray, missing: np.ndarray) -> list[str]:
-    """The performances' texts, ``null`` for rows whose model has no performance."""
-    if not missing.any():
-        return number_texts("performance", values)
-    texts = number_texts("performance", np.where(missing, 0.0, values))
+def _null_performances(texts: list[str], missing: np.ndarray) -> list[str]:
+    """The performances' texts (rendered with 0.0 where ``missing``), ``null`` for rows whose
+    model has no performance."""
     for i in np.flatnonzero(missing).tolist():
         texts[i] = "null"
     return texts
@@ -546,14 +550,18 @@ class _Texts:
             texts = number_texts("weight", np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64,
                                                        count=len(shares)))
             weights = [None if w is None else text for w, text in zip(shares, texts)]
+        performance = rows.performance[rated.rows]
+        missing = rated.no_performance.any()
+        if missing:
+            performance = np.where(rated.no_performance, 0.0, performance)
+        perf, mu_before, sigma_before, mu, sigma, shown = columns_texts((
+            ("performance", performance), ("mu_before", rated.mu_before), ("sigma_before", rated.sigma_before),
+            ("mu_after", rated.mu), ("sigma_after", rated.sigma), ("display_rating", rated.shown)))
         return cls(
             teams=teams, weights=weights, players=players, ranks=ranks,
-            performance=_performance_texts(rows.performance[rated.rows], rated.no_performance),
-            mu_before=number_texts("mu_before", rated.mu_before),
-            sigma_before=number_texts("sigma_before", rated.sigma_before),
-            mu=number_texts("mu_after", rated.mu), sigma=number_texts("sigma_after", rated.sigma),
-            rounds=rated.rounds.tolist(), shown=number_texts("display_rating", rated.shown),
-            states=rated.states.tolist(), tiers=rated.tiers.tolist())
+            performance=_null_performances(perf, rated.no_performance) if missing else perf,
+            mu_before=mu_before, sigma_before=sigma_before, mu=mu, sigma=sigma,
+            rounds=rated.rounds.tolist(), shown=shown, states=rated.states.tolist(), tiers=rated.tiers.tolist())
 
 
 def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts: Sequence[int]) -> list[bytes]:

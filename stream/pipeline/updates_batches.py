@@ -85,9 +85,9 @@ async def emit_applied(ctx: PipelineContext, names: TopicNames, applied: Applied
     await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
                    max_delay_s=settings.retry_max_delay_s, handler=retry.CONFIRM)
     faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
-    metrics.PLAYER_UPDATES.labels("applied").inc(result.applied)
-    metrics.PLAYER_UPDATES.labels("re-emitted").inc(result.replayed)
-    metrics.PLAYER_UPDATES.labels("gap").inc(result.gaps)
+    metrics.UPDATES_APPLIED.inc(result.applied)
+    metrics.UPDATES_RE_EMITTED.inc(result.replayed)
+    metrics.UPDATES_GAP.inc(result.gaps)
     metrics.PHASE_TWO_SECONDS.observe(time.perf_counter() - applied.started)
     log.debug("phase two: %d message(s), %d applied, %d re-emitted, %d gap(s), %.3fs (%.3fs sending)", applied.events,
               result.applied, result.replayed, result.gaps, time.perf_counter() - applied.started,

@@ -124,6 +124,13 @@ def _record_calls(results: _Results) -> list[list[tuple[int, int, int]]]:
     ladders, starts = results.ladders, results.starts
     for r, ladder in enumerate(ladders):
         lo, hi = starts[r], starts[r + 1]
+        if hi - lo <= ROUND_PLAYERS_PER_CALL:  # one segment (a small round, or one without rows)
+            if not calls or ladders[calls[-1][0][0]] != ladder or size + hi - lo > ROUND_PLAYERS_PER_CALL:
+                calls.append([])
+                size = 0
+            calls[-1].append((r, lo, hi))
+            size += hi - lo
+            continue
         for start in range(lo, max(hi, lo + 1), ROUND_PLAYERS_PER_CALL):
             stop = min(start + ROUND_PLAYERS_PER_CALL, hi)
             if not calls or ladders[calls[-1][0][0]] != ladder or size + stop - start > ROUND_PLAYERS_PER_CALL:
@@ -311,11 +318,12 @@ by the sections themselves, not their SHA-1 digests (verify_updates.lua's SMALL:
 the stored ones as they are, nothing hashed on either side)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class FanOutCheck:
     """Messages claiming to belong to round ``round_id`` of ``ladder`` (verify_updates.lua tells
     which are exactly messages of its stored fan-out): their SHA-1 hex digests, or with ``raw`` the
-    messages themselves (:data:`VERIFY_RAW_MAX`; any round is checked right either way)."""
+    messages themselves (:data:`VERIFY_RAW_MAX`; any round is checked right either way). Not
+    frozen: phase two builds one per round of every batch, as :class:`NewRound`."""
 
     ladder: str
     round_id: str
@@ -846,9 +854,14 @@ class Store:
         confirm_emitted.lua takes consecutive rounds of one ladder together, up to
         ROUND_PLAYERS_PER_CALL players a call (a bigger round cut in parts over several calls):
         a batch of duels is one call, not one per round."""
-        segments = [(ladder, round_id, players[chunk.start:chunk.stop], last)
-                    for ladder, round_id, players in emitted if players
-                    for chunk, last in _with_last(_round_chunks(len(players)))]
+        segments: list[tuple[str, str, Sequence[str], bool]] = []
+        for ladder, round_id, players in emitted:
+            if len(players) <= ROUND_PLAYERS_PER_CALL:  # one segment (a batch of small rounds: every one)
+                if players:
+                    segments.append((ladder, round_id, players, True))
+                continue
+            segments += [(ladder, round_id, players[chunk.start:chunk.stop], last)
+                         for chunk, last in _with_last(_round_chunks(len(players)))]
         calls: list[list[tuple[str, str, Sequence[str], bool]]] = []
         size = 0
         for segment in segments:

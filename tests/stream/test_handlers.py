@@ -172,6 +172,48 @@ def test_number_texts_are_exactly_repr(anything: list[float], positional: list[f
         assert number_texts("x", np.array(values, dtype=np.float64)) == [repr(v) for v in values]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=8), st.lists(st.text(max_size=8), min_size=1, max_size=3),
+       st.lists(st.text(max_size=8), min_size=1, max_size=4))
+def test_bulk_change_encoding_escapes_ids_as_the_contracts_json(ladder: str, round_ids: list[str],
+                                                                players: list[str]) -> None:
+    """Any ladder, round id and player text (quotes, backslashes, control characters,
+    unicode...) gives the bytes ``RatingChange.to_json()`` gives, event id included."""
+    from stream.contracts import RatingChange
+    from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds
+
+    n = len(players)
+    round_of = [i % len(round_ids) for i in range(n)]
+    columns = ChangeColumns(
+        ladder=ladder, round_id=round_ids[0], field_size=n, occurred_at=1.7e9, players=players,
+        ranks=list(range(1, n + 1)), performance=["1.5"] * n, mu_before=["2.0"] * n, sigma_before=["3.0"] * n,
+        mu_after=["4.0"] * n, sigma_after=["5.0"] * n, display_rating=["6.0"] * n, tiers=[""] * n,
+        rounds_played=[1] * n)
+    expected = [RatingChange(ladder=ladder, round_id=round_ids[k], player=p, rank=i + 1, field_size=n, performance=1.5,
+                             mu_before=2.0, sigma_before=3.0, mu_after=4.0, sigma_after=5.0, display_rating=6.0,
+                             tier=None, rounds_played=1, occurred_at=1.7e9).to_json().encode()
+                for i, (k, p) in enumerate(zip(round_of, players))]
+    got = encode_changes_of_rounds(ladder, round_ids, [n] * len(round_ids), [1.7e9] * len(round_ids), round_of,
+                                   columns)
+    assert got == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=12), min_size=2, max_size=6),
+       st.lists(st.floats(min_value=1e-4, max_value=1e16, allow_nan=False, allow_infinity=False), max_size=12))
+def test_columns_texts_are_each_columns_number_texts(columns: list[list[float]], positional: list[float]) -> None:
+    """The columns rendered by one call are each column's own texts (the fast path when every
+    value is in orjson's range, column by column otherwise), and a column that is not finite
+    raises naming that column."""
+    from stream.pipeline.encoding import columns_texts, number_texts
+
+    for values in (columns, [positional, [-v for v in positional], [0.0, -0.0, 1.5]]):
+        named = [(f"c{i}", np.array(v, dtype=np.float64)) for i, v in enumerate(values)]
+        assert columns_texts(named) == [number_texts(name, v) for name, v in named]
+    with pytest.raises(ValueError, match=r"\(sigma_after\)"):
+        columns_texts([("mu_after", np.array([1.0])), ("sigma_after", np.array([2.0, np.nan]))])
+
+
 def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(redis_url: str) -> None:
     """Phase one writes the queued marks and the fan-out in one pipeline, not a transaction: a
     worker killed mid-pipeline leaves the marks alone. The round's next attempt (redelivery) must

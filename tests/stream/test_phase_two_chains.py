@@ -352,3 +352,40 @@ def test_writes_applied_elsewhere_after_the_load_are_re_emitted_not_applied_agai
         ("r1", ["a", "b", "c"]), ("r2", ["a", "b"]), ("r3", ["c", "d"])]
     assert sent_stale == sent
     assert stale == fresh
+
+
+def _chain_rule_row_by_row(key: list[int], seq: list[int], previous: list[int],
+                           last_seq: list[int]) -> tuple[list[int], list[int]]:
+    """The chain rule (chains.py's docstring) one row at a time: each player's rows in seq order."""
+    from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS
+
+    status, wave = [GAP] * len(key), [0] * len(key)
+    cursor, seen = list(last_seq), [0] * len(last_seq)
+    for row in sorted(range(len(key)), key=lambda r: (key[r], seq[r])):
+        player = key[row]
+        wave[row], seen[player] = seen[player], seen[player] + 1
+        if last_seq[player] >= seq[row]:
+            status[row] = DONE
+        elif cursor[player] < seq[row] and (previous[row] == NO_PREVIOUS or cursor[player] >= previous[row]):
+            status[row], cursor[player] = APPLY, seq[row]
+    return status, wave
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=1, max_value=6), st.integers(min_value=0, max_value=12), st.randoms())
+def test_plan_chains_follows_the_chain_rule_row_by_row(players: int, n: int, rng: random.Random) -> None:
+    """plan_chains (its one-wave path when every player has one row, its waves otherwise) gives
+    each row the status of the rule applied row by row, and each player's k-th row wave k."""
+    from stream.pipeline.chains import APPLY, NO_PREVIOUS, plan_chains
+
+    distinct = rng.random() < 0.5
+    key = rng.sample(range(players), min(n, players)) if distinct else [rng.randrange(players) for _ in range(n)]
+    seq = rng.sample(range(1, 40), len(key))
+    previous = [rng.choice((NO_PREVIOUS, rng.randrange(0, 40))) for _ in key]
+    last_seq = [rng.randrange(0, 30) for _ in range(players)]
+    plan = plan_chains(np.array(key, dtype=np.int64), np.array(seq, dtype=np.int64),
+                       np.array(previous, dtype=np.int64), np.array(last_seq, dtype=np.int64))
+    status, wave = _chain_rule_row_by_row(key, seq, previous, last_seq)
+    assert plan.status.tolist() == status
+    applied = [w for w, s in zip(wave, status) if s == APPLY]
+    assert plan.wave[plan.status == APPLY].tolist() == applied
