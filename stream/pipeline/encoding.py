@@ -134,8 +134,8 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
         teams = c.teams if c.teams is not None else [None] * len(c.weights)
         team_json = {t: NULL if t is None else encode_basestring(t) for t in set(teams)}
         extras = ["" if w is None else f',"team":{team_json[t]},"weight":{w}' for t, w in zip(teams, c.weights)]
-    rows = zip(round_of, map(encode_basestring, c.players), c.ranks, c.performance, c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
-               c.display_rating, c.tiers, c.rounds_played, extras)
+    rows = zip(round_of, map(encode_basestring, c.players), c.ranks, c.performance, c.mu_before, c.sigma_before,
+               c.mu_after, c.sigma_after, c.display_rating, c.tiers, c.rounds_played, extras)
     return [
         (f'{ids[k]}{player_json[1:]}{heads[k]}'
          f'{player_json},"rank":{int(rank)!r},"field_size":{sizes[k]},"performance":{perf},'
