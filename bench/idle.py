@@ -34,7 +34,8 @@ import redis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pipeline import STARTUP_S, process_cpu_s, producer, wait_rated  # noqa: E402
+from clients import RoundProducer  # noqa: E402
+from pipeline import STARTUP_S, process_cpu_s, wait_rated  # noqa: E402
 from workloads import make_rounds  # noqa: E402
 
 from stream.pipeline.topics import ensure  # noqa: E402
@@ -71,9 +72,9 @@ class Worker:
         self.process = subprocess.Popen(command, cwd=self.code, env=env, stdout=open(log, "wb"),
                                         stderr=subprocess.STDOUT)
 
-    def publish(self, kafka, rounds) -> None:  # type: ignore[no-untyped-def]
+    def publish(self, kafka: RoundProducer, rounds) -> None:  # type: ignore[no-untyped-def]
         for r in rounds:
-            kafka.send(f"{self.prefix}rounds", key=self.ladder.encode(), value=r.to_json().encode())
+            kafka.send(self.ladder, r.to_json().encode())
         kafka.flush()
 
 
@@ -94,13 +95,14 @@ def main() -> None:
             worker.start(stack, args, stack.redis.port + 1 + i, Path(tmp) / f"worker{i}.log")
         services = [p.pid for p in (stack.broker.process, stack.redis.process) if p is not None]
         client = redis.Redis.from_url(stack.redis_url)
-        kafka = producer(stack.bootstrap)
+        kafka: dict[str, RoundProducer] = {}
         try:
-            time.sleep(STARTUP_S)
+            time.sleep(STARTUP_S)  # the workers have created their topics
+            kafka = {w.name: RoundProducer(stack.bootstrap, f"{w.prefix}rounds") for w in workers}
             rounds = {w.name: make_rounds(10, WARMUP_ROUNDS + args.samples, w.ladder, seed=7, ladders=1)
                       for w in workers}
             for w in workers:
-                w.publish(kafka, rounds[w.name][:WARMUP_ROUNDS])
+                w.publish(kafka[w.name], rounds[w.name][:WARMUP_ROUNDS])
             for w in workers:
                 wait_rated(client, [w.ladder], WARMUP_ROUNDS, 0.05)
             time.sleep(SETTLE_S)
@@ -115,11 +117,12 @@ def main() -> None:
                     w.cpu_s += process_cpu_s([pid]) - before
                 for w in workers:  # one round each, one after the other
                     sent = time.perf_counter()
-                    w.publish(kafka, [rounds[w.name][WARMUP_ROUNDS + sample]])
+                    w.publish(kafka[w.name], [rounds[w.name][WARMUP_ROUNDS + sample]])
                     wait_rated(client, [w.ladder], WARMUP_ROUNDS + sample + 1, LATENCY_POLL_S)
                     w.latencies_s.append(time.perf_counter() - sent)
         finally:
-            kafka.close()
+            for producer in kafka.values():
+                producer.close()
             client.close()
             for w in workers:
                 if w.process:
