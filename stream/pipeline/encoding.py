@@ -40,10 +40,21 @@ def number_texts(name: str, values: np.ndarray) -> list[str]:
         raise ValueError(f"Out of range float values are not JSON compliant ({name})")
     if not len(values):
         return []
-    magnitude = np.abs(values)
-    if (((magnitude >= POSITIONAL[0]) & (magnitude < POSITIONAL[1])) | (values == 0.0)).all():
-        return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].decode().split(",")
+    if _positional(values):
+        return _orjson_texts(values)
     return list(map(repr, values.tolist()))
+
+
+def _positional(values: np.ndarray) -> bool:
+    """Whether every value is zero or of a magnitude in :data:`POSITIONAL` (NaN and infinities are
+    not), where orjson's text is ``repr``'s."""
+    magnitude = np.abs(values)
+    return bool((((magnitude >= POSITIONAL[0]) & (magnitude < POSITIONAL[1])) | (values == 0.0)).all())
+
+
+def _orjson_texts(values: np.ndarray) -> list[str]:
+    """The floats' texts rendered by orjson (only where :func:`_positional`)."""
+    return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].decode().split(",")
 
 
 def columns_texts(columns: Sequence[tuple[str, np.ndarray]]) -> list[list[str]]:
@@ -58,10 +69,9 @@ def columns_texts(columns: Sequence[tuple[str, np.ndarray]]) -> list[list[str]]:
     joined = np.concatenate(arrays)
     if not len(joined):
         return [[] for _ in columns]
-    magnitude = np.abs(joined)
-    if not (((magnitude >= POSITIONAL[0]) & (magnitude < POSITIONAL[1])) | (joined == 0.0)).all():
-        return [number_texts(name, values) for name, values in columns]  # NaN and infinities fail the test too
-    texts = orjson.dumps(joined, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].decode().split(",")
+    if not _positional(joined):  # NaN and infinities fail the test too
+        return [number_texts(name, values) for name, values in columns]
+    texts = _orjson_texts(joined)
     out = []
     start = 0
     for values in arrays:

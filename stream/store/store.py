@@ -124,15 +124,10 @@ def _record_calls(results: _Results) -> list[list[tuple[int, int, int]]]:
     ladders, starts = results.ladders, results.starts
     for r, ladder in enumerate(ladders):
         lo, hi = starts[r], starts[r + 1]
-        if hi - lo <= ROUND_PLAYERS_PER_CALL:  # one segment (a small round, or one without rows)
-            if not calls or ladders[calls[-1][0][0]] != ladder or size + hi - lo > ROUND_PLAYERS_PER_CALL:
-                calls.append([])
-                size = 0
-            calls[-1].append((r, lo, hi))
-            size += hi - lo
-            continue
-        for start in range(lo, max(hi, lo + 1), ROUND_PLAYERS_PER_CALL):
-            stop = min(start + ROUND_PLAYERS_PER_CALL, hi)
+        step = ROUND_PLAYERS_PER_CALL
+        parts = (((lo, hi),) if hi - lo <= step  # one segment: a small round, or one without rows
+                 else [(start, min(start + step, hi)) for start in range(lo, hi, step)])
+        for start, stop in parts:
             if not calls or ladders[calls[-1][0][0]] != ladder or size + stop - start > ROUND_PLAYERS_PER_CALL:
                 calls.append([])
                 size = 0
