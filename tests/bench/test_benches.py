@@ -101,7 +101,7 @@ def test_soak_ceiling_mode_reports_each_stage_and_checks_equality() -> None:
 
 
 def test_broker_growth_reports_each_chunk_against_the_first_for_each_request_size() -> None:
-    out = run_bench("broker_growth.py", "--chunks", "3", "--chunk", "200", "--per-request", "1,100")
+    out = run_bench("broker_growth.py", "--chunks", "3", "--chunk", "200", "--per-request", "1,100", "--probes", "8")
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines()
             if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 6  # 3 chunks per request size
@@ -110,9 +110,11 @@ def test_broker_growth_reports_each_chunk_against_the_first_for_each_request_siz
         assert [int(number(cells[0])) for cells in table] == [200, 400, 600]  # log size after each chunk
         # the first chunk is the reference (n/a when the broker used no CPU tick in it)
         assert table[0][4] in ("1.0x", "n/a") and all(number(cells[3]) >= 0 for cells in table)
-    # one message per request: one batch per message, 150 per partition after 600 messages; 100 per request:
-    # at most 4 batches per request (one per partition), 6 requests
-    assert int(number(one[-1][1])) == 150 and 1 <= int(number(hundred[-1][1])) <= 6
+    # one message per request: one batch per message, (600 + 3 x 8 probes) / 4 per partition after 600
+    # messages; 100 per request: at most 4 batches per request (one per partition), 6 requests, and the probes
+    assert int(number(one[-1][1])) == (600 + 3 * 8) // 4 and 1 + 6 <= int(number(hundred[-1][1])) <= 6 + 6
+    # every chunk's hop: 8 probes sent and read back, p50 <= p90
+    assert all(0 < number(cells[5]) <= number(cells[6]) for cells in one + hundred)
 
 
 @pytest.mark.parametrize("placement", [(), ("--api", "process", "--pipeline-nice", "10")], ids=["worker", "niced"])
