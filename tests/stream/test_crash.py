@@ -20,8 +20,11 @@ from stream.store import keys
 pytestmark = pytest.mark.integration
 
 ROUNDS = 1000
-"""Enough that the kill lands mid-stream: batched phase one with its posterior cache rates a few hundred small rounds a second."""
 KILL_AFTER_RATED = 60
+BATCH = "4"
+"""Rounds per phase-one batch and messages per phase-two batch: small, so the rated count climbs a
+few rounds at a time and the kill lands mid-stream (with the default batches, rounds queued while
+the workers joined were rated in a few large batches, once all of them between two polls)."""
 
 
 def rated_count(client: redis.Redis, ladders: tuple[str, ...]) -> int:
@@ -32,7 +35,8 @@ def test_killed_worker_is_replaced_and_the_result_is_unchanged(local_stack, stac
                                                                tmp_path: Path) -> None:
     ladders = ("alpha", "beta")
     rounds = harness.synthetic_rounds(seed=11, count=ROUNDS, ladders=ladders, pool=30)
-    env = harness.worker_env(local_stack.bootstrap, stack_redis_url, fresh_prefix)
+    env = harness.worker_env(local_stack.bootstrap, stack_redis_url, fresh_prefix, PHASE_ONE_BATCH=BATCH,
+                             PHASE_TWO_BATCH=BATCH)
     ensure(Settings.from_env(env))
     workers = [harness.Worker(env, tmp_path / f"worker{i}.log").start() for i in range(2)]
     client = redis.Redis.from_url(stack_redis_url)
