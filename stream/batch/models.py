@@ -138,7 +138,7 @@ def replay_model(
 
 
 def _rate_one(result: ModelReplay, index: int, rnd: RoundResult) -> None:
-    if rnd.is_outcome_free():
+    if rnd.is_outcome_free(result.params.draws_rate):
         result.skipped.append((rnd.ladder, rnd.round_id))
         return
     table = result.ladders.get(rnd.ladder)

@@ -3,7 +3,8 @@ equal (DESIGN.md, "The guarantee that matters most").
 
 Rounds of each ladder are rated in input order with :func:`stream.engine.rate_rounds`, many
 rounds per vectorised call (equal to rating them one by one); ladders are independent pools.  Outcome-free rounds (fewer than two
-players, everyone tied) rate nobody and are recorded in ``ReplayResult.skipped``.  Rounds with
+entries, or everyone tied where ``Params.draws_rate`` is False: preset ``mmr``) rate nobody and are
+recorded in ``ReplayResult.skipped``; a draw is rated by the paper's tie terms otherwise.  Rounds with
 teams or partial play are rated by Elo-MMR for teams in the same calls and waves
 (:func:`stream.engine.teams.rate_rounds_with_teams`, what the stream's phase one calls; equal
 to :func:`stream.engine.teams.rate_team_round` one round at a time).
@@ -125,7 +126,7 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
     rated rounds recorded in input order."""
     first = result.seen
     result.seen += len(chunk)
-    free = [rnd.is_outcome_free() for rnd in chunk]
+    free = [rnd.is_outcome_free(result.params.draws_rate) for rnd in chunk]
     by_ladder: dict[str, list[int]] = {}
     for i, rnd in enumerate(chunk):
         if not free[i]:

@@ -15,7 +15,9 @@ Inputs (by extension / kind):
 Everything is parsed with :func:`stream.contracts.parse_round` BEFORE anything is sent: every bad
 row is reported (the first :data:`MAX_REPORTED_ERRORS`, all counted) as ``file:line: field: message
 [reason]`` with exit code 2 and nothing is published.
-Outcome-free rounds (``no_outcome``) are valid: they are published and recorded, nobody is rated.
+Outcome-free rounds (``no_outcome``: fewer than two entries, or a draw on a ladder whose model does
+not rate draws, as ``LADDERS`` resolves it here) are valid: they are published and recorded,
+nobody is rated.
 Then each round goes to topic ``rounds`` (with ``TOPIC_PREFIX``), key = ladder, acks=all.
 """
 
@@ -108,7 +110,8 @@ class PublishSummary:
 
 
 def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] | None = None) -> tuple[RoundResult, bool]:
-    """parse_round with the rejection turned into :class:`InvalidInput`; returns (round, outcome_free)."""
+    """parse_round with the rejection turned into :class:`InvalidInput`; returns (round, outcome_free)
+    (outcome-free for every model: fewer than two entries; :func:`ladder_outcomes` adds the draws)."""
     try:
         return parse_round(raw, limits=limits), False
     except RoundRejected as exc:
@@ -214,7 +217,7 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) ->
     errors += [InvalidInput(exc.where, exc.field, _one_line(exc.message.removeprefix(f"{exc.reason}: ")), exc.reason)
                for exc in found]
     for round_ in rounds:
-        yield round_, round_.is_outcome_free()
+        yield round_, round_.is_outcome_free(draws_rate=True)
 
 
 def _one_line(message: str) -> str:
@@ -250,6 +253,15 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tu
     if errors:
         raise InvalidFile(errors)
     return out
+
+
+def ladder_outcomes(rounds: list[tuple[RoundResult, bool]], settings: Settings) -> list[tuple[RoundResult, bool]]:
+    """Each round's outcome-free flag as the stream decides it: also a draw on a ladder whose model
+    does not rate draws (``LADDERS`` with ``ENGINE_PRESET``; a bad one raises ``LaddersError``, exit 2)."""
+    from stream.engine.ladders import parse_ladders
+
+    ladders = parse_ladders(settings.ladders, engine_preset=settings.engine_preset)
+    return [(r, free or r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r, free in rounds]
 
 
 # ---------------------------------------------------------------- producing
@@ -334,7 +346,7 @@ def publish(
     """Validate every round of FILE, then publish them to the `rounds` topic (keyed by ladder)."""
     settings = Settings.from_env()
     try:
-        rounds = read_rounds(file, Limits.from_settings(settings))
+        rounds = ladder_outcomes(read_rounds(file, Limits.from_settings(settings)), settings)
     except InvalidInput as exc:
         _report_invalid(file, [exc], json_output)
     except InvalidFile as exc:

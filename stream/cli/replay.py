@@ -81,12 +81,13 @@ def replay_command(
         bar.close()
     rated = time.perf_counter()
     players = _write_csv(result, output)
+    skipped = set(result.skipped)  # the model's own answer: fewer than two entries, or a draw it does not rate
     summary: dict[str, Any] = {
         "input": str(input), "output": str(output),
         **({"ladders": result.models} if isinstance(result, LaddersReplay) else
            {"preset" if model_name is None else "model": name}),
         "rounds": len(rounds), "rated": len(rounds) - len(result.skipped), "skipped": len(result.skipped),
-        "participations": sum(len(r.standings) for r in rounds if not r.is_outcome_free()),
+        "participations": sum(len(r.standings) for r in rounds if (r.ladder, r.round_id) not in skipped),
         "players": players, "load_s": round(loaded - started, 3), "rate_s": round(rated - loaded, 3),
         "duplicates": len(unique.duplicates),
         "rejected": dict(sorted(Counter(error.reason for error in rejected or []).items())),

@@ -18,8 +18,10 @@ play is checked by :func:`check_supported` with the rater's :class:`Support`.  `
 
 Every rejection is a :class:`RoundRejected` with a machine ``reason`` (see :data:`REASONS`), a
 human ``message`` and the offending ``field`` written as a path, e.g. ``standings[3].rank``.
-A round with fewer than two players or where everyone ties is "outcome free" (reason
-``no_outcome``): it is valid, recorded, and rates nobody; the parsed round is on ``.round``.
+A round with fewer than two entries (players, or teams) is "outcome free" (reason ``no_outcome``):
+it is valid, recorded, and rates nobody; the parsed round is on ``.round``.  A round in which two
+entries or more all tie is a draw: it parses, and is rated or recorded ``no_outcome`` as its
+ladder's model says (:meth:`RoundResult.is_outcome_free` with the model's ``draws_rate``).
 """
 
 from __future__ import annotations
@@ -250,15 +252,21 @@ class RoundResult:
                 entry[i] = found
         return entry, np.asarray(ranks, dtype=np.int64)
 
-    def is_outcome_free(self) -> bool:
-        """True when nobody can be rated: fewer than two players, or everyone tied."""
-        if len(self.standings) < 2:
-            return True
-        first = self.standings[0].rank
-        for s in self.standings:
-            if s.rank != first:
-                return False
-        return True
+    def entry_count(self) -> int:
+        """Entries of the round: individuals, and each team once."""
+        teams = {s.team for s in self.standings if s.team is not None}
+        return len(teams) + sum(s.team is None for s in self.standings)
+
+    def is_draw(self) -> bool:
+        """True when two entries or more all tie (every standing has the same rank)."""
+        first = self.standings[0].rank if self.standings else None
+        return all(s.rank == first for s in self.standings) and self.entry_count() >= 2
+
+    def is_outcome_free(self, draws_rate: bool) -> bool:
+        """True when the round rates nobody: fewer than two entries (for every model), or a draw
+        (:meth:`is_draw`) on a ladder whose model does not rate draws (``draws_rate``: the ladder's
+        parameters' ``draws_rate``, ``stream.engine``; False for preset ``mmr``, as elo_mmr_py)."""
+        return self.entry_count() < 2 or (not draws_rate and self.is_draw())
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form: explicit ``{player, rank}`` standings, ceiling only if set."""
@@ -294,7 +302,7 @@ class RoundResult:
 
     @classmethod
     def from_json(cls, raw: bytes | str | dict[str, Any], *, limits: Limits | None = None) -> RoundResult:
-        """Same as :func:`parse_round` (outcome-free rounds raise ``no_outcome``)."""
+        """Same as :func:`parse_round` (rounds of fewer than two entries raise ``no_outcome``)."""
         return parse_round(raw, limits=limits or Limits())
 
     def content_hash(self) -> str:
@@ -357,7 +365,7 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
     Checks, in order: size, UTF-8, JSON (integers of at most 4,300 digits), round size, nesting,
     the JSON Schema, unknown fields (strict mode only), id lengths, ladder name, weight, ceiling
     and time ranges, ids encodable as UTF-8, duplicate players, and finally whether the round has
-    an outcome (``no_outcome`` carries the parsed round).
+    two entries at least (``no_outcome`` carries the parsed round; a draw is valid).
 
     A message of bytes is first read by :func:`_accept_fast` (orjson): a round it accepts is the
     round this function returns; anything else (a rejection of any kind) is decided by the
@@ -445,9 +453,9 @@ def _validate(data: Any, limits: Limits) -> RoundResult:
         round_id=round_id, ladder=ladder, occurred_at=occurred_at, standings=standings,
         weight=weight, perf_ceiling=perf_ceiling,
     )
-    if result.is_outcome_free():
+    if result.is_outcome_free(draws_rate=True):
         raise RoundRejected(
-            NO_OUTCOME, f"{len(standings)} player(s), all tied or fewer than two: nobody is rated",
+            NO_OUTCOME, f"{len(standings)} player(s) in fewer than two entries: nobody is rated",
             "standings", round=result,
         )
     return result

@@ -338,4 +338,4 @@ def warm_up() -> None:
 
     pair = np.array([0, 1])
     rate_batch(two, two, two, two, np.zeros((2, 0)), np.zeros((2, 0)), np.zeros((2, 0)), pair * 0, pair * 0,
-               np.full(2, np.nan), pair, pair, np.array([0, 2]), one, one, one, 0.2, 6400.0, 0.0, 1.0, 2.0, 0)
+               np.full(2, np.nan), pair, pair, np.array([0, 2]), one, one, one, 0.2, 6400.0, 0.0, 1.0, 2.0, 0, True)

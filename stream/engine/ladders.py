@@ -70,6 +70,13 @@ class LadderConfig:
         return self.params
 
     @property
+    def draws_rate(self) -> bool:
+        """Whether the ladder's model rates a draw (a round in which every entry ties): its
+        parameters' ``draws_rate``, the one answer phase one, corrections, backfill and replay ask
+        (``RoundResult.is_outcome_free``)."""
+        return self.params.draws_rate
+
+    @property
     def newcomer(self) -> Params:
         """Parameters whose newcomer prior (:meth:`PlayerState.new`) is the model's (mu_noob, sig_noob):
         the packed player state of every model starts from it."""
@@ -111,8 +118,12 @@ def model_params(model: str, overrides: Mapping[str, Any], where: str) -> Params
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise LaddersError(f"{where}: model {model!r} has no parameter {unknown[0]!r}; known: {', '.join(sorted(known))}")
+    flags = {f.name for f in dataclasses.fields(base) if isinstance(getattr(base, f.name), bool)}
     for name, value in overrides.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, str, type(None))):
+        if name in flags:
+            if not isinstance(value, bool):
+                raise LaddersError(f"{where}: parameter {name!r} must be true or false, got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, (int, float, str, type(None))):
             raise LaddersError(f"{where}: parameter {name!r} must be a number, got {value!r}")
     if not overrides:
         return base

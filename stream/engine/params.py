@@ -32,6 +32,14 @@ class Params:
     ``subsample_size=None`` means exact phase one (every opponent); ``history_limit=None`` means the
     logistic factor history is unbounded.  ``rho=math.inf`` is Elo-MMR(inf) (memoryless); the
     Gaussian variant is Elo-MMchi (memoryless too).
+
+    ``draws_rate``: whether a round in which every entry ties (two or more: a draw) is rated, by
+    the paper's tie terms (Theorem 3.2: each tie, the player's own included, counts as a win plus
+    a loss in Q_i, so every participant's performance is the uncertainty-weighted balance point of
+    their ratings and the ratings move toward each other).  False keeps the authors' skip
+    (``simulate_contest`` passes over an "outcome free" contest), the parity of preset ``mmr``
+    with elo_mmr_py; such a round is then recorded ``no_outcome``.  Rounds with ties but two or
+    more distinct ranks are rated either way.
     """
 
     name: str = "mmr"
@@ -46,6 +54,7 @@ class Params:
     history_limit: int | None = None
     mu_noob: float = MU_NOOB
     sig_noob: float = SIG_NOOB
+    draws_rate: bool = True
 
     def __post_init__(self) -> None:
         if self.variant not in ("logistic", "gaussian"):
@@ -95,8 +104,9 @@ DEFAULT_HISTORY_LIMIT = 30
 """Logistic factors kept per player by the default preset (older ones fold into the Gaussian)."""
 
 PRESETS: dict[str, Params] = {
-    # The authors' EloMMR::default(): exact (usize::MAX subsample, 1e-5 bucket), rho = 1.
-    "mmr": Params(name="mmr"),
+    # The authors' EloMMR::default(): exact (usize::MAX subsample, 1e-5 bucket), rho = 1; an all-tied
+    # round is skipped as elo_mmr_py skips it (``draws_rate=False``: the preset's point is parity).
+    "mmr": Params(name="mmr", draws_rate=False),
     # EloMMR::default_fast(): 100 opponent terms, bucket 2; history bounded by the same 100.
     "mmr-fast": Params(name="mmr-fast", subsample_size=100, subsample_bucket=2.0, history_limit=100),
     # The service's default: the authors' default maths with exact phase one, and a bounded history

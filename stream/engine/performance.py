@@ -94,11 +94,12 @@ def phase_one(
     """Performances of all participants, aligned with the inputs.
 
     ``mu``/``sigma`` are the stored posteriors before this round's drift; the drift is applied
-    here.  Raises ``OutcomeFree`` for fewer than 2 players or an all-tied round.  The logistic
-    result is clipped to ``perf_ceiling`` (the Gaussian one is not, as in the reference).
+    here.  Raises ``OutcomeFree`` for fewer than 2 players, or an all-tied round unless
+    ``params.draws_rate`` (a draw: one tie group, every player's Q the sum of the tie terms).  The
+    logistic result is clipped to ``perf_ceiling`` (the Gaussian one is not, as in the reference).
     """
     mu = np.asarray(mu, dtype=float)
-    groups = TieGroups.from_ranks(ranks)
+    groups = TieGroups.from_ranks(ranks, draws=params.draws_rate)
     _, delta = opponent_deltas(sigma, elapsed_days, params, weight)
     if params.subsample_size is not None:
         from .subsample import subsampled_performance
@@ -106,6 +107,9 @@ def phase_one(
         perf = subsampled_performance(mu, delta, np.asarray(ranks), params)
     elif mu.shape[0] <= DIRECT_MAX_PLAYERS:
         perf = solve_segments(mu, delta, np.asarray(ranks), np.array([0, mu.shape[0]]), params)
+    elif groups.n_groups == 1:  # a large draw: one equation, solved directly (O(N) per evaluation)
+        perf = np.repeat(solve_groups_direct(GroupEquations(mu, delta, groups, params), np.zeros(1, np.int64)),
+                         mu.shape[0])
     else:
         group_perf = solve_all_groups(mu, delta, groups, params)
         perf = group_perf[groups.group_of]

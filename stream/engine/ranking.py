@@ -8,8 +8,8 @@ import numpy as np
 
 
 class OutcomeFree(ValueError):
-    """The round has fewer than 2 players or everyone tied: nobody is rated (the authors'
-    ``outcome_free``).  Callers record the round and skip it."""
+    """The round has fewer than 2 players, or everyone tied and the parameters do not rate a draw
+    (``draws_rate`` False: the authors' ``outcome_free`` skip).  Callers record the round and skip it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +30,9 @@ class TieGroups:
         return int(self.start.shape[0])
 
     @classmethod
-    def from_ranks(cls, ranks: np.ndarray) -> TieGroups:
-        """Group by equal rank; only the order of ranks matters (1-based or 0-based alike)."""
+    def from_ranks(cls, ranks: np.ndarray, *, draws: bool = False) -> TieGroups:
+        """Group by equal rank; only the order of ranks matters (1-based or 0-based alike).
+        ``draws``: an all-tied round is one group (a draw), else :class:`OutcomeFree`."""
         ranks = np.asarray(ranks)
         if ranks.ndim != 1:
             raise ValueError("ranks must be one-dimensional")
@@ -44,7 +45,7 @@ class TieGroups:
         new_group[0] = True
         new_group[1:] = sorted_ranks[1:] != sorted_ranks[:-1]
         start = np.flatnonzero(new_group)
-        if start.shape[0] < 2:
+        if start.shape[0] < 2 and not draws:
             raise OutcomeFree("everyone tied")
         size = np.diff(np.append(start, n))
         group_sorted = np.cumsum(new_group) - 1

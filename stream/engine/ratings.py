@@ -5,7 +5,8 @@ Each model module defines ``<Model>Params(ModelParams)`` and
 ``rate_round(before, ranks, params, *, weight=1.0, perf_ceiling=inf) -> ModelRound``: ``before``
 holds the round's participants (aligned with ``ranks``, 1-based, equal ranks tie), ``after`` is
 their new state, ``performance`` their performance in this round where the system has one.
-Pure numpy, no I/O; the caller skips outcome-free rounds (fewer than two players, all tied).
+Pure numpy, no I/O; the caller skips outcome-free rounds (:func:`stream.engine.ranking.rates_round`:
+fewer than two entries, or all tied where ``draws_rate`` is False).
 
 For predictions (``stream.engine.predict``) each module also defines
 ``pair_odds(mu_a, sigma_a, mu_b, sigma_b, params, *, weight=1.0) -> PairOdds``, the model's own
@@ -43,10 +44,14 @@ BLOCK_ELEMENTS = 1 << 16
 
 @dataclass(frozen=True, slots=True)
 class ModelParams:
-    """What every model's parameters hold: a newcomer's prior."""
+    """What every model's parameters hold: a newcomer's prior, and whether a round in which every
+    entry ties (a draw) is rated (``draws_rate``, by the model's own tie terms; False: skipped,
+    as elo_mmr_py's harness skips every "outcome free" contest).  Same field as
+    :attr:`stream.engine.params.Params.draws_rate`."""
 
     mu_noob: float = MU_NOOB
     sig_noob: float = SIG_NOOB
+    draws_rate: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.mu_noob) and self.sig_noob > 0):

@@ -49,8 +49,8 @@ class RoundsUpdate:
     holds ``offsets[k]:offsets[k + 1]``, players in the round's order): ``performance`` and the
     posterior ``mu``/``sigma`` right after that round, and ``previous``, the index of the same
     player's previous participation in this call (-1 for none).  ``rated[k]`` is False for an
-    outcome-free round (fewer than two players or everyone tied): it rates nobody, and its
-    participations hold NaN."""
+    outcome-free round (fewer than two players, or everyone tied unless ``Params.draws_rate``):
+    it rates nobody, and its participations hold NaN."""
 
     after: PlayerBatch
     offsets: np.ndarray
@@ -98,7 +98,7 @@ def rate_waves(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets:
     sizes = np.diff(offsets)
     total = int(offsets[-1])
     round_of = np.repeat(np.arange(n_rounds), sizes)
-    rated = _rated(ranks, offsets, sizes)
+    rated = _rated(ranks, offsets, sizes, params.draws_rate)
 
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
     previous = previous_participations(rows, rated[round_of])
@@ -141,11 +141,16 @@ def _history_need(batch: PlayerBatch, rows: np.ndarray, params: Params) -> int:
     return int(longest[played > 0].max())
 
 
-def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Rounds with at least two players and two distinct ranks."""
+def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, draws: bool) -> np.ndarray:
+    """Rounds rated: at least two entries (``sizes``: players, or a team round's entries;
+    ``ranks``/``offsets``: its entries' ranks) and two distinct ranks, or all tied where
+    ``draws`` (``Params.draws_rate``: a draw is rated)."""
     n = ranks.shape[0]
     if n == 0:
         return np.zeros(sizes.shape[0], dtype=bool)
+    if draws:
+        enough: np.ndarray = sizes >= 2
+        return enough
     differs = np.zeros(n, dtype=np.int64)
     differs[1:] = ranks[1:] != ranks[:-1]
     cum = np.concatenate(([0], np.cumsum(differs)))

@@ -55,7 +55,7 @@ def rate_compiled(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offse
         np.asarray(prior.rounds, dtype=np.int64), prior.last_time, np.asarray(rows, dtype=np.int64), ranks,
         np.asarray(offsets, dtype=np.int64), np.asarray(times, dtype=float), np.asarray(weights, dtype=float),
         np.asarray(ceilings, dtype=float), params.weight_limit, params.sig_limit**2, params.drift_per_day,
-        float(params.rho), 1.0 if params.split_ties else 2.0, params.history_limit or 0)
+        float(params.rho), 1.0 if params.split_ties else 2.0, params.history_limit or 0, params.draws_rate)
     after = PlayerBatch(mu=mu, sigma=sigma, mu0=mu0, w0=w0, p=p, w_arg=w_arg, w_out=w_out, n_factors=n_factors,
                         rounds=played, last_time=last_time)
     return after, performance, mu_after, sigma_after, previous, rated
@@ -75,11 +75,12 @@ def rate_batch(mu: np.ndarray, sigma: np.ndarray, mu0: np.ndarray, w0: np.ndarra
                w_out: np.ndarray, n_factors: np.ndarray, rounds: np.ndarray, last_time: np.ndarray, rows: np.ndarray,
                ranks: np.ndarray, offsets: np.ndarray, times: np.ndarray, weights: np.ndarray, ceilings: np.ndarray,
                weight_limit: float, sig_limit2: float, drift_per_day: float, rho: float, tie_mult: float,
-               history_limit: int) -> RatedRounds:
+               history_limit: int, draws: bool) -> RatedRounds:
     """The loop of :func:`rate_compiled` on the prior's arrays (not modified): the posterior
     batch's arrays (factor arrays as wide as ``PlayerBatch.copy`` would make them for the
     longest history left), then per participation performance, mu, sigma, previous
-    participation (-1: none), and per round whether it was rated."""
+    participation (-1: none), and per round whether it was rated (two players or more, and two
+    distinct ranks unless ``draws``: ``rounds._rated``)."""
     n_players, n_rounds, total = mu.shape[0], offsets.shape[0] - 1, rows.shape[0]
     rated = np.zeros(n_rounds, dtype=np.bool_)
     played = np.zeros(n_players, dtype=np.int64)
@@ -87,6 +88,8 @@ def rate_batch(mu: np.ndarray, sigma: np.ndarray, mu0: np.ndarray, w0: np.ndarra
     for k in range(n_rounds):
         a, b = offsets[k], offsets[k + 1]
         largest = max(largest, b - a)
+        if draws:
+            rated[k] = b - a >= 2
         for j in range(a + 1, b):
             if ranks[j] != ranks[a]:
                 rated[k] = True

@@ -131,8 +131,8 @@ def rate_team_round(
     perf_ceiling: float = math.inf,
     time: float,
 ) -> RoundUpdate:
-    """Rate one round of teams (individuals are teams of one); raises ``OutcomeFree`` when all
-    teams tie or there is one team."""
+    """Rate one round of teams (individuals are teams of one); raises ``OutcomeFree`` when there
+    is one team, or all teams tie and ``params.draws_rate`` is False."""
     perf = team_performances(batch, entry, entry_ranks, weights, params, weight=weight,
                              perf_ceiling=perf_ceiling, time=time)
     after = phase_two(batch, perf, params, weight=weight * weights, time=time)
@@ -188,7 +188,8 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     entry_round = np.repeat(np.arange(n_rounds), n_entries)
     share = np.concatenate([r.weights if isinstance(r, TeamRoundSpec) else np.ones(r.players.shape[0])
                             for r in rounds]).astype(np.float64)
-    rated = _rated(ranks, offsets, sizes)
+    entry_offsets = np.concatenate(([0], np.cumsum(n_entries)))
+    rated = _rated(all_entry_ranks, entry_offsets, n_entries, params.draws_rate)
 
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
     previous = previous_participations(rows, rated[round_of])

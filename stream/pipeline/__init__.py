@@ -22,7 +22,8 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    ladder's next sequence number ``seq``; a re-published round (same content hash) is a
    duplicate; the same id with different content goes to ``rounds-dlq`` as ``conflict``.
    Unparseable or invalid input goes to ``rounds-dlq`` with its reason; outcome-free rounds
-   are recorded (status ``no_outcome``) and rate nobody.
+   (fewer than two entries; a draw, every entry tied, only where the ladder's model does not
+   rate draws: ``draws_rate``, preset ``mmr``) are recorded (status ``no_outcome``) and rate nobody.
 3. Phase one takes a batch of rounds as a unit (``phase_one.handle_rounds``): one round trip
    registers them and reads every participant's state. Per-player barrier: before rating a
    player's first round of the batch, phase one waits until their ``queued_seq`` (set by the

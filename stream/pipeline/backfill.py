@@ -182,7 +182,7 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
             run = runs[round_.ladder] = await _start(ctx, round_.ladder, [r for r in todo if r.ladder == round_.ladder])
             await writer.sadd(keys.ladders(), round_.ladder)
         run.seq += 1
-        if round_.is_outcome_free():
+        if round_.is_outcome_free(ctx.ladder(round_.ladder).draws_rate):
             await writer.hset(keys.round_record(run.name, round_.round_id), _record(round_, run.seq, STATUS_NO_OUTCOME, now))
             await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})
             summary.no_outcome += 1

@@ -147,7 +147,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     started = time.perf_counter()
     by_time = ctx.ladder_order.by_time(ladder)
     cfg = ctx.ladder(ladder)
-    history, target_players, start = _histories(correction, target, stored, inserted, by_time)
+    history, target_players, start = _histories(correction, target, stored, inserted, by_time, cfg.draws_rate)
     plan = await ledger.read_plan(store, ladder, cid)
     resumed = plan is not None  # a redelivery resuming: checked before its plan was written
     if cfg.rating_model is None:
@@ -253,16 +253,17 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
     return None
 
 
-def _stored_round(seq: int, stored: StoredRound) -> HistoryRound | None:
+def _stored_round(seq: int, stored: StoredRound, draws_rate: bool) -> HistoryRound | None:
     """The standings a stored round is rated with now (None: it rates nobody): its amendment, or
-    its fan-out's entries (players in rank order; ties in fan-out order)."""
+    its fan-out's entries (players in rank order; ties in fan-out order). ``draws_rate``: the
+    ladder's model rates a draw (``LadderConfig.draws_rate``)."""
     status = stored.status
     if status == STATUS_VOIDED:
         return None
     record = stored.record
     if "amended" in record:
         amended = _amended(record["amended"])
-        return None if amended.is_outcome_free() else HistoryRound.of(amended, seq)
+        return None if amended.is_outcome_free(draws_rate) else HistoryRound.of(amended, seq)
     if status != STATUS_RATED:
         return None
     first, entries = _fanout_entries(stored)
@@ -310,10 +311,10 @@ def _amended(body: str) -> RoundResult:
         return rejection.round
 
 
-def _late_round(stored: StoredRound) -> HistoryRound | None:
+def _late_round(stored: StoredRound, draws_rate: bool) -> HistoryRound | None:
     """A ``late`` round's standings, from the body its registration kept."""
     round_ = _amended(stored.record["body"])
-    return None if round_.is_outcome_free() else HistoryRound.of(round_, stored.seq)
+    return None if round_.is_outcome_free(draws_rate) else HistoryRound.of(round_, stored.seq)
 
 
 def _inserted(correction: Correction, stored: list[StoredRound]) -> list[StoredRound]:
@@ -343,7 +344,7 @@ def _unreproduced(correction: Correction, cfg: LadderConfig, stored: list[Stored
     model = cfg.rating_model
     if model is None or model.teams is None:
         return None  # the other models' ratings do not depend on the order within a tie
-    current = [h for r in stored if r.status != STATUS_LATE and (h := _stored_round(r.seq, r)) is not None]
+    current = [h for r in stored if r.status != STATUS_LATE and (h := _stored_round(r.seq, r, cfg.draws_rate)) is not None]
     if all(h.ordered for h in current):
         return None
     if by_time:
@@ -379,7 +380,7 @@ def sort_key(h: HistoryRound, by_time: bool) -> tuple[float, int]:
 
 
 def _histories(correction: Correction, target: StoredRound, stored: list[StoredRound], inserted: list[StoredRound],
-               by_time: bool) -> tuple[list[HistoryRound], set[str], tuple[float, int]]:
+               by_time: bool, draws_rate: bool) -> tuple[list[HistoryRound], set[str], tuple[float, int]]:
     """The corrected history in rating order, the players of the corrected rounds (the target
     before and after the correction; an insert's rounds), and where in that order the correction
     starts to change anything (the smallest :func:`sort_key` of the corrected rounds, before and after)."""
@@ -388,7 +389,7 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
     starts: list[tuple[float, int]] = []
     late = {r.round_id for r in inserted}
     for r in stored:
-        current = _late_round(r) if r.status == STATUS_LATE else _stored_round(r.seq, r)
+        current = _late_round(r, draws_rate) if r.status == STATUS_LATE else _stored_round(r.seq, r, draws_rate)
         if r.round_id in late:
             if current is not None:
                 target_players.update(current.players)
@@ -399,7 +400,8 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
             starts.append((float(r.record.get("occurred_at", 0.0)) if by_time else 0.0, r.seq))
             amended = None if correction.kind == VOID else correction.round
             target_players.update(amended.players() if amended is not None else ())
-            current = None if amended is None or amended.is_outcome_free() else HistoryRound.of(amended, r.seq)
+            current = (None if amended is None or amended.is_outcome_free(draws_rate)
+                       else HistoryRound.of(amended, r.seq))
             if current is not None:
                 starts.append(sort_key(current, by_time))
         if current is not None:
@@ -445,7 +447,7 @@ async def _record_trail(ctx: PipelineContext, correction: Correction, target: St
                        "status": STATUS_RATED, "pending": 0, "emitted": "1", "rated_at": encode_float(time.time())}
     else:
         assert correction.round is not None
-        free = correction.round.is_outcome_free()
+        free = correction.round.is_outcome_free(ctx.ladder(correction.ladder).draws_rate)
         fields |= {"amended": correction.round.to_json(), "amended_by": correction.correction_id,
                    "field_size": correction.round.field_size, "status": STATUS_NO_OUTCOME if free else STATUS_RATED}
         if not free:

@@ -6,8 +6,9 @@ batch of messages (rated as a unit: see its docstring and the end of this module
 order per ladder, and sends what they return. Steps of a round (paper Section 4, Algorithm 1,
 first half):
 
-1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round is recorded
-   with status ``no_outcome`` and rates nobody.  A round with teams or partial play is rated
+1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round (fewer than two
+   entries, or a draw on a ladder whose model does not rate draws: ``LadderConfig.draws_rate``)
+   is recorded with status ``no_outcome`` and rates nobody.  A round with teams or partial play is rated
    when its ladder's model rates them (``rating_models.support``: Elo-MMR for teams on Elo-MMR
    ladders, ``teams.py``; TrueSkill), else dead-lettered ``teams_unsupported`` or
    ``mixed_standings`` (``check_supported``).
@@ -104,11 +105,11 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
                                            partition=origin.partition, offset=origin.offset)
         return PhaseOneResult("rejected", dead_letter=letter)
-    if round_.is_outcome_free():
+    cfg = ctx.ladder(round_.ladder)
+    if round_.is_outcome_free(cfg.draws_rate):  # a draw its model does not rate
         return await _record_no_outcome(ctx, round_, raw, now, origin)
 
     store = ctx.store
-    cfg = ctx.ladder(round_.ladder)
     registration = await register_unless_held(ctx.settings, round_.ladder, lambda: store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
         received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
@@ -556,7 +557,11 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
         letter = DeadLetter.from_rejection(rejection, event.value, rejected_at=now, topic=origin.topic,
                                            partition=origin.partition, offset=origin.offset)
         return PhaseOneResult("rejected", dead_letter=letter)
-    return round_, STATUS_REGISTERED  # parse_round rejects an outcome-free round (``no_outcome``, above)
+    # parse_round rejects a round of fewer than two entries (``no_outcome``, above); a draw is
+    # outcome-free where the ladder's model does not rate draws
+    if round_.is_outcome_free(ctx.ladder(round_.ladder).draws_rate):
+        return round_, STATUS_NO_OUTCOME
+    return round_, STATUS_REGISTERED
 
 
 def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
