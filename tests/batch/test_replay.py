@@ -17,7 +17,7 @@ def reference_replay(rounds: list[RoundResult], params: Params) -> dict[tuple[st
     """The obvious implementation: dicts of PlayerState, from_states/to_states every round."""
     states: dict[tuple[str, str], PlayerState] = {}
     for rnd in rounds:
-        if rnd.is_outcome_free():
+        if rnd.is_outcome_free(params.draws_rate):
             continue
         keys = [(rnd.ladder, p) for p in rnd.players()]
         batch = PlayerBatch.from_states([states.get(k) or PlayerState.new(params) for k in keys])
@@ -83,6 +83,22 @@ def test_outcome_free_rounds_are_recorded_and_rate_nobody() -> None:
     with pytest.raises(KeyError):
         result.state("a", "lonely")
     assert "solo" not in [r.round_id for r in result.rounds]
+
+
+def test_a_draw_is_rated_by_the_presets_that_rate_draws() -> None:
+    """mmr skips the all-tied round (the authors' skip); every other preset rates it, by the
+    same calls as one by one (the obvious implementation)."""
+    rounds = mixed_rounds()
+    for name in ("mmr-bounded", "mmr-fast", "mmx", "paper-codeforces"):
+        result = replay(rounds, preset(name))
+        assert result.skipped == [("a", "solo")], name
+        tie = next(r for r in result.rounds if r.round_id == "tie")
+        assert np.ptp(tie.performance) == 0.0
+        want = reference_replay(rounds, preset(name))
+        got = result.states()
+        assert set(got) == set(want)
+        for key, state in want.items():
+            assert abs(got[key].mu - state.mu) <= 1e-9 and abs(got[key].sigma - state.sigma) <= 1e-9
 
 
 def test_rated_rounds_carry_aligned_performances() -> None:

@@ -33,7 +33,7 @@ def test_outcome_free_rounds_are_kept_for_replay_to_record(tmp_path: Path) -> No
     path = tmp_path / "in.jsonl"
     path.write_text(line("solo", ["a"]) + "\n" + line("r", ["a", "b"]) + "\n")
     rounds = read_rounds(path)
-    assert [r.is_outcome_free() for r in rounds] == [True, False]
+    assert [r.is_outcome_free(draws_rate=True) for r in rounds] == [True, False]
 
 
 @pytest.mark.parametrize(

@@ -105,11 +105,22 @@ def test_unknown_fields_only_in_strict_mode() -> None:
     assert (err.reason, err.field) == ("unknown_field", "standings[0].team")
 
 
-@pytest.mark.parametrize("standings", [[], ["solo"], [{"player": "a", "rank": 3}, {"player": "b", "rank": 3}], [["a", "b", "c"]]])
+@pytest.mark.parametrize("standings", [[], ["solo"], [{"team": "t", "players": ["a", "b"], "rank": 1}]])
 def test_no_outcome_carries_the_parsed_round(standings: list[object]) -> None:
     err = rejection(round_dict(standings=standings))
     assert err.reason == "no_outcome"
-    assert err.round is not None and err.round.round_id == "r1" and err.round.is_outcome_free()
+    assert err.round is not None and err.round.round_id == "r1"
+    assert err.round.is_outcome_free(draws_rate=True) and err.round.is_outcome_free(draws_rate=False)
+
+
+@pytest.mark.parametrize("standings", [[{"player": "a", "rank": 3}, {"player": "b", "rank": 3}], [["a", "b", "c"]],
+                                       [{"team": "x", "players": ["a", "b"], "rank": 1},
+                                        {"team": "y", "players": ["c", "d"], "rank": 1}]])
+def test_a_draw_parses_and_its_ladders_model_decides(standings: list[object]) -> None:
+    """Two entries or more all tied: a draw, rated where the model's ``draws_rate`` says so."""
+    round_ = parse_round(round_dict(standings=standings), limits=LIMITS)
+    assert round_.is_draw() and round_.entry_count() >= 2
+    assert not round_.is_outcome_free(draws_rate=True) and round_.is_outcome_free(draws_rate=False)
 
 
 @pytest.mark.parametrize(

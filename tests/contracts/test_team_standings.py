@@ -39,7 +39,7 @@ def test_team_round_flattens_to_one_standing_per_player() -> None:
     assert r.ranks().tolist() == [1, 1, 2, 2]
     assert [s.team for s in r.standings] == ["red", "red", "blue", "blue"]
     assert r.player_weights().tolist() == [1.0, 0.5, 1.0, 1.0]
-    assert r.has_teams() and r.is_partial() and not r.is_outcome_free()
+    assert r.has_teams() and r.is_partial() and not r.is_outcome_free(draws_rate=False)
     entry, ranks = r.entries()
     assert entry.tolist() == [0, 0, 1, 1] and ranks.tolist() == [1, 2]
 
@@ -112,9 +112,12 @@ def test_strict_mode_rejects_unknown_team_fields() -> None:
     assert parse_round(raw(TEAMS), limits=strict).has_teams()
 
 
-def test_a_single_team_or_all_teams_tied_is_outcome_free() -> None:
+def test_a_single_team_is_outcome_free_and_all_teams_tied_is_a_draw() -> None:
     exc = rejected([{"team": "red", "players": ["a", "b"], "rank": 1}])
     assert exc.reason == "no_outcome" and exc.round is not None and exc.round.has_teams()
+    drawn = parse_round(raw([{"team": "red", "players": ["a", "b"], "rank": 1},
+                             {"team": "blue", "players": ["c", "d"], "rank": 1}]), limits=Limits())
+    assert drawn.is_draw() and drawn.entry_count() == 2 and not drawn.is_outcome_free(draws_rate=True)
 
 
 def test_round_size_counts_players_not_entries() -> None:

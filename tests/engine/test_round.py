@@ -22,8 +22,10 @@ def test_outcome_free_rounds_raise():
     p = preset("mmr")
     with pytest.raises(OutcomeFree):
         rate_round(PlayerBatch.new(1, p), np.array([1]), p, time=0.0)
-    with pytest.raises(OutcomeFree):
+    with pytest.raises(OutcomeFree):  # mmr keeps the authors' skip of a draw
         rate_round(PlayerBatch.new(4, p), np.array([2, 2, 2, 2]), p, time=0.0)
+    with pytest.raises(OutcomeFree):  # one player is outcome free for every preset
+        rate_round(PlayerBatch.new(1, preset("mmr-bounded")), np.array([1]), preset("mmr-bounded"), time=0.0)
 
 
 def test_elapsed_days_newcomers_zero():

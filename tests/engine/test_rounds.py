@@ -16,13 +16,15 @@ from stream.engine.state import pack_batch, unpack_batch
 
 DAY = 86_400.0
 TOL = 1e-9
-PARAMS = {
+PARAMS = {  # every preset but mmr rates draws (all-tied rounds): the sequences hold some
     "mmr": preset("mmr"),
-    "mmr-drift-split": preset("mmr").with_(drift_per_day=40.0, split_ties=True),
-    "mmr-bounded": preset("mmr").with_(history_limit=3),
-    "mmr-rho-half": preset("mmr").with_(rho=0.5, history_limit=5, drift_per_day=10.0),
+    "mmr-draws": preset("mmr").with_(draws_rate=True),
+    "mmr-drift-split": preset("mmr").with_(drift_per_day=40.0, split_ties=True, draws_rate=True),
+    "mmr-bounded": preset("mmr-bounded").with_(history_limit=3),
+    "mmr-rho-half": preset("mmr").with_(rho=0.5, history_limit=5, drift_per_day=10.0, draws_rate=True),
     "mmx": preset("mmx"),
     "mmr-fast": preset("mmr-fast"),
+    "mmx-fast": preset("mmx-fast"),
     "paper-codeforces": preset("paper-codeforces"),
 }
 
@@ -102,7 +104,7 @@ def test_rate_rounds_equals_rating_one_by_one(name, case, seed):
     assert_equal_to_one_by_one(prior, rounds, params)
 
 
-@pytest.mark.parametrize("name", ["mmr", "mmx", "paper-codeforces"])
+@pytest.mark.parametrize("name", ["mmr", "mmx", "paper-codeforces", "mmr-bounded"])
 def test_large_rounds_beside_small_ones_in_a_wave(name):
     """A round above the segmented solver's size takes the single-round path inside its wave."""
     params = PARAMS[name]
@@ -180,7 +182,8 @@ def flat_batches(draw: st.DrawFn) -> tuple[PlayerBatch, tuple[np.ndarray, ...], 
     ceilings = rng.choice([math.inf, math.inf, 1500.0, 1700.0], n_rounds)
     params = preset("mmr").with_(history_limit=draw(st.sampled_from([None, 1, 3, 30])),
                                  rho=draw(st.sampled_from(rounds_compiled.EXACT_RHO)),
-                                 drift_per_day=draw(st.sampled_from([0.0, 40.0])), split_ties=draw(st.booleans()))
+                                 drift_per_day=draw(st.sampled_from([0.0, 40.0])), split_ties=draw(st.booleans()),
+                                 draws_rate=draw(st.booleans()))
     return prior, (rows, ranks, offsets, times, weights, ceilings), params
 
 
@@ -238,3 +241,22 @@ def test_warm_up_compiles_what_phase_one_calls():
                         np.array([0.0, DAY]), np.ones(2), np.full(2, math.inf), params)
         assert got.rated.all()
     assert len(rounds_compiled.rate_batch.signatures) == compiled
+
+
+@pytest.mark.parametrize("name", ["mmr-bounded", "mmx", "mmr-fast", "paper-codeforces"])
+def test_a_large_draw_beside_small_rounds_is_rated_as_one_by_one(name):
+    """An all-tied round above the segmented solver's size (one tie group: the direct solve),
+    beside small draws in its wave, on the presets that rate draws."""
+    params = PARAMS[name]
+    rng = np.random.default_rng(7)
+    n = DIRECT_MAX_PLAYERS + 120
+    prior = warm_prior(n, params, rng)
+    big = rng.choice(n, DIRECT_MAX_PLAYERS + 40, replace=False)
+    rest = np.setdiff1d(np.arange(n), big)
+    rounds = [RoundSpec(big, np.ones(big.shape[0], dtype=np.int64), time=DAY)]
+    rounds += [RoundSpec(rest[i:i + 2], np.array([1, 1]), time=DAY) for i in range(0, 40, 2)]
+    got = rate_rounds(prior, rounds, params)
+    assert got.rated.all()
+    perf = got.performance[:big.shape[0]]
+    assert np.ptp(perf) == 0.0 and prior.mu[big].min() < perf[0] < prior.mu[big].max()
+    assert_equal_to_one_by_one(prior, rounds, params)

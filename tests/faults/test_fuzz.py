@@ -266,7 +266,7 @@ def generate(count: int) -> list[Message]:
         message = draw_message(data, len(out), valid)
         try:
             parsed = parse_round(message.raw, limits=LIMITS)
-            outcome = NO_OUTCOME if parsed.is_outcome_free() else VALID
+            outcome = NO_OUTCOME if parsed.is_outcome_free(draws_rate=False) else VALID  # the workers' preset mmr
         except RoundRejected as rejection:
             outcome = rejection.reason
         wanted = VALID if message.expect in (DUPLICATE, "conflict") else message.expect
