@@ -316,9 +316,19 @@ async def predict(request: web.Request) -> web.Response:
         return await _predict_teams(request, ladder, raw_teams, raw_weight, raw_margin)
     players = inputs.player_list(raw_players, _max_id(request))
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
+    margin = _draw_margin(raw_margin)
     cfg = request.app[LADDERS_KEY].of(ladder)
-    return await _cached_prediction(request, ladder, (ladder, tuple(players), weight), players,
-                                    lambda states: _prediction(cfg, ladder, players, states, weight))
+    if margin and cfg.rating_model is not None:
+        raise bad_request(f"draw_margin is Elo-MMR's; ladder {ladder!r} is rated by {cfg.model!r}, whose own tie "
+                          "probabilities are pairwise_tie", code="bad_request")
+    return await _cached_prediction(request, ladder, (ladder, tuple(players), weight, margin), players,
+                                    lambda states: _prediction(cfg, ladder, players, states, weight, margin))
+
+
+def _draw_margin(raw: object) -> float:
+    """The ``draw_margin`` query or body value (rating points, default 0)."""
+    return 0.0 if raw in (None, "", 0, "0") else inputs.float_query(raw, "draw_margin", 0.0, low=0.0,
+                                                                    high=inputs.MAX_DRAW_MARGIN)
 
 
 States = list[tuple[float, float] | None]
@@ -349,8 +359,7 @@ async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, r
     as a lobby's, under the players' (mu, sigma), their teams and shares, weight and margin."""
     players, entry, shares = inputs.team_list(raw_teams, _max_id(request))
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
-    margin = 0.0 if raw_margin in (None, "", 0, "0") else inputs.float_query(raw_margin, "draw_margin", 0.0, low=0.0,
-                                                                            high=inputs.MAX_DRAW_MARGIN)
+    margin = _draw_margin(raw_margin)
     cfg = request.app[LADDERS_KEY].of(ladder)
     if cfg.rating_model is not None:
         raise bad_request(f"team predictions use Elo-MMR for teams; ladder {ladder!r} is rated by "
@@ -398,16 +407,19 @@ async def _team_prediction(params: Params, ladder: str, players: list[str], entr
 
 
 async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states: list[tuple[float, float] | None],
-                      weight: float) -> dict[str, Any]:
-    """The prediction by the ladder's model (``outcome_model``: its rating-only model, or Elo-MMR)."""
+                      weight: float, margin: float = 0.0) -> dict[str, Any]:
+    """The prediction by the ladder's model (``outcome_model``: its rating-only model, or Elo-MMR,
+    with pairwise draws within ``margin``); ``model.draws_rate`` says whether a draw would rate."""
     params = cfg.newcomer
     mu = np.array([s[0] if s else params.mu_noob for s in states])
     sigma = np.array([s[1] if s else params.sig_noob for s in states])
     model = outcome_model(cfg, weight)
-    pred = await asyncio.to_thread(predict_lobby, mu, sigma, model, samples=PREDICT_SAMPLES, seed=PREDICT_SEED)
+    pred = await asyncio.to_thread(predict_lobby, mu, sigma, model, draw_margin=margin, samples=PREDICT_SAMPLES,
+                                   seed=PREDICT_SEED)
     return {
         "ladder": ladder,
-        "model": model.describe(cfg.model, weight),
+        "model": model.describe(cfg.model, weight) | {"draws_rate": cfg.draws_rate}
+        | ({"draw_margin": margin} if cfg.rating_model is None else {}),
         "players": [
             {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
              "win_probability": float(pred.rank_distribution[i][0]),

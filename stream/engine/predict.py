@@ -24,7 +24,9 @@ The full rank distribution needs the joint law and is estimated by seeded Monte 
 Match quality (:func:`match_quality`): the mean over pairs of the binary entropy (in bits) of
 "who finishes ahead"; 1 when every pair is a coin flip, towards 0 when the order is foregone.
 It is TrueSkill's idea (a good match is one whose outcome is least predictable) without its
-draw margin, which Elo-MMR does not model.
+draw margin. Elo-MMR's performances are continuous, so a draw (which every preset but ``mmr`` rates,
+by the paper's tie terms) has probability 0 unless the caller gives a ``draw_margin``: a pair
+whose performances differ by at most that many rating points draws (:func:`pair_matrices`).
 
 A ladder rated by a rating-only model (``LADDERS``: glicko, codeforces, topcoder, bar,
 elo-multiplayer, trueskill) is predicted with that model's own maths (:class:`RatedModel`,
@@ -211,19 +213,26 @@ def win_probability(mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike, sigma_
     return np.clip(out, 0.0, 1.0)
 
 
-def pair_matrices(mu: ArrayLike, sigma: ArrayLike,
-                  model: OutcomeModel) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie) (zero but
-    for models with draws: TrueSkill); both diagonals 0."""
+def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel,
+                  draw_margin: float = 0.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie); both
+    diagonals 0. A rating-only model gives its own tie probabilities (TrueSkill's draw margin;
+    zero for the others). Elo-MMR's performances are continuous: with ``draw_margin`` d > 0 a
+    pair ties (a draw, which the presets rating draws rate by the paper's tie terms) when its
+    performances differ by at most d, ``A[i, j] = P(P_i - P_j > d)`` (:func:`win_probability`
+    with mu_i shifted by -d) and ``T = 1 - A - A^T``; d = 0: no ties."""
     mu = np.asarray(mu, dtype=np.float64)
     sigma = np.asarray(sigma, dtype=np.float64)
+    if not (draw_margin >= 0 and math.isfinite(draw_margin)):
+        raise ValueError(f"draw_margin must be finite and >= 0, got {draw_margin}")
     if isinstance(model, RatedModel):
         ahead, tie = model.odds(mu[:, None], sigma[:, None], mu[None, :], sigma[None, :])
         ahead, tie = ahead.copy(), tie.copy()
-        np.fill_diagonal(tie, 0.0)
     else:
-        ahead = win_probability(mu[:, None], sigma[:, None], mu[None, :], sigma[None, :], model)
-        tie = np.zeros_like(ahead)
+        ahead = win_probability(mu[:, None] - draw_margin, sigma[:, None], mu[None, :], sigma[None, :], model)
+        np.fill_diagonal(ahead, 0.0)
+        tie = np.clip(1.0 - ahead - ahead.T, 0.0, 1.0) if draw_margin > 0 else np.zeros_like(ahead)
+    np.fill_diagonal(tie, 0.0)
     np.fill_diagonal(ahead, 0.0)
     return ahead, tie
 
@@ -306,10 +315,11 @@ class LobbyPrediction:
     """P(i and j tie), for models with draws (TrueSkill); None otherwise."""
 
 
-def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
+def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *, draw_margin: float = 0.0,
                   samples: int = DEFAULT_SAMPLES, seed: int = 0) -> LobbyPrediction:
-    """Expected ranks and order (exact), rank distribution (Monte Carlo) and match quality."""
-    pairwise, tie = pair_matrices(mu, sigma, model)
+    """Expected ranks and order (exact; a tie counts half), rank distribution (Monte Carlo) and
+    match quality; ``draw_margin``: Elo-MMR's pairwise draws (:func:`pair_matrices`)."""
+    pairwise, tie = pair_matrices(mu, sigma, model, draw_margin)
     if pairwise.shape[0] < 2:
         raise ValueError("a lobby needs at least 2 players")
     ranks = _ranks(pairwise, tie)
@@ -349,18 +359,12 @@ def predict_teams(mu: ArrayLike, sigma: ArrayLike, entry: NDArray[np.int64], wei
     the teams.  Elo-MMR's performances are continuous, so an exact draw has probability 0: with a
     ``draw_margin`` d >= 0 (rating points) a pair draws when its performances differ by at most
     d, ``P(win_a) = P(P_a - P_b > d)`` (:func:`win_probability` with mu_a shifted by -d, exact as
-    it is) and ``P(draw) = 1 - P(win_a) - P(win_b)``."""
+    it is) and ``P(draw) = 1 - P(win_a) - P(win_b)`` (:func:`pair_matrices`)."""
     if not (draw_margin >= 0 and math.isfinite(draw_margin)):
         raise ValueError(f"draw_margin must be finite and >= 0, got {draw_margin}")
     k = int(np.max(entry)) + 1
     mu_t, sigma_t = team_beliefs(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
                                  entry, np.asarray(weights, dtype=np.float64), k)
     lobby = predict_lobby(mu_t, sigma_t, model, samples=samples, seed=seed)
-    if draw_margin == 0.0:
-        win = lobby.pairwise
-    else:
-        win = win_probability(mu_t[:, None] - draw_margin, sigma_t[:, None], mu_t[None, :], sigma_t[None, :], model)
-        np.fill_diagonal(win, 0.0)
-    draw = np.clip(1.0 - win - win.T, 0.0, 1.0)
-    np.fill_diagonal(draw, 0.0)
+    win, draw = pair_matrices(mu_t, sigma_t, model, draw_margin)
     return TeamPrediction(mu=mu_t, sigma=sigma_t, lobby=lobby, win=win, draw=draw)

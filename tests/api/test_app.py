@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from aiohttp.test_utils import TestClient
 
@@ -173,6 +174,32 @@ def test_predict_uses_the_ladders_model(redis_url: str, seeded: Seeded) -> None:
     assert trueskill["pairwise_tie"] is not None and 0 <= trueskill["quality"] <= 1
     mmr = with_client(redis_url, body)
     assert mmr["model"]["name"] == "mmr-bounded" and mmr["model"]["kind"] == "logistic"
+
+
+def test_predict_says_whether_a_draw_rates_and_how_likely_one_is(redis_url: str, seeded: Seeded) -> None:
+    """``model.draws_rate``: whether the ladder's model rates a draw (every preset but mmr, every
+    rating-only model); ``draw_margin`` on an Elo-MMR ladder gives pairwise tie probabilities
+    (the three outcomes of a pair sum to 1); a rating-only ladder has its own (400 with a margin)."""
+    best, worst = seeded.ranking()[0], seeded.ranking()[-1]
+    path = f"/api/ladders/{LADDER}/predict?players={best},{worst},newbie"
+
+    async def body(client: TestClient) -> Any:
+        return await (await client.get(path + "&draw_margin=30")).json()
+
+    drawn = with_client(redis_url, body)
+    assert drawn["model"]["draws_rate"] is True and drawn["model"]["draw_margin"] == 30.0
+    tie = np.array(drawn["pairwise_tie"])
+    ahead = np.array(drawn["pairwise"])
+    assert (tie[~np.eye(3, dtype=bool)] > 0).all()
+    assert ahead[0, 1] + ahead[1, 0] + tie[0, 1] == pytest.approx(1.0, abs=1e-9)
+    assert sum(p["expected_rank"] for p in drawn["players"]) == pytest.approx(6.0)
+    status, plain = get_json(redis_url, f"/api/ladders/{LADDER}/predict?players={best},{worst}",
+                             ladders=json.dumps({LADDER: {"model": "mmr"}}))
+    assert status == 200 and plain["model"]["draws_rate"] is False and plain["pairwise_tie"] is None
+    status, error = get_json(redis_url, path + "&draw_margin=30", ladders=json.dumps({LADDER: {"model": "trueskill"}}))
+    assert status == 400 and error["error"] == "bad_request"
+    status, trueskill = get_json(redis_url, path, ladders=json.dumps({LADDER: {"model": "trueskill"}}))
+    assert status == 200 and trueskill["model"]["draws_rate"] is True and trueskill["pairwise_tie"] is not None
 
 
 def test_predict_teams_get_and_post(redis_url: str, seeded: Seeded) -> None:

@@ -163,3 +163,29 @@ def test_model_from_engine_presets() -> None:
     assert model.kind == "logistic" and model.beta == pytest.approx(mmr.beta(1.0))
     assert model.gamma == pytest.approx(mmr.gamma(1.0, 0.0))
     assert PerformanceModel.from_params(preset("mmx")).kind == "gaussian"
+
+
+@pytest.mark.parametrize("model", [LOGISTIC, GAUSSIAN])
+def test_a_draw_margin_gives_tie_probabilities_that_simulation_agrees_with(model: PerformanceModel) -> None:
+    """``draw_margin`` d: a pair draws when its performances are within d (what the presets that
+    rate draws then rate); P(ahead), P(behind) and P(tie) sum to 1, the expected ranks (a tie
+    counting half) to n(n+1)/2, and P(tie) is the simulated share of |P_a - P_b| <= d."""
+    from stream.engine.predict import pair_matrices
+
+    mu, sigma = np.array([1500.0, 1620.0, 1900.0]), np.array([60.0, 150.0, 90.0])
+    ahead, tie = pair_matrices(mu, sigma, model, draw_margin=40.0)
+    off = ~np.eye(3, dtype=bool)
+    np.testing.assert_allclose((ahead + ahead.T + tie)[off], 1.0, atol=1e-9)
+    assert (tie[off] > 0).all() and tie[0, 1] > tie[0, 2]  # closer ratings draw more often
+    pred = predict_lobby(mu, sigma, model, draw_margin=40.0, samples=2000)
+    assert pred.tie is not None and pred.expected_rank.sum() == pytest.approx(6.0, abs=1e-9)
+    assert predict_lobby(mu, sigma, model, samples=2000).tie is None  # no margin: no draws
+    rng = np.random.default_rng(3)
+    skill = mu + np.sqrt(sigma**2 + model.gamma**2) * rng.standard_normal((SIM, 3))
+    noise = (model.beta * rng.standard_normal((SIM, 3)) if model.kind == "gaussian"
+             else rng.logistic(0.0, model.beta * LOGISTIC_SCALE_PER_SD, (SIM, 3)))
+    perf = skill + noise
+    simulated = float(np.mean(np.abs(perf[:, 0] - perf[:, 1]) <= 40.0))
+    assert abs(tie[0, 1] - simulated) <= TOL
+    with pytest.raises(ValueError):
+        pair_matrices(mu, sigma, model, draw_margin=-1.0)
