@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -170,7 +170,7 @@ def replay_named(
     """Replay with the named model's defaults (an Elo-MMR preset or a rating-only model), some
     parameters replaced by ``overrides`` (TypeError for a field the model lacks, ValueError for
     a value its parameters reject)."""
-    changes = dict(overrides or {})
+    changes: dict[str, Any] = dict(overrides or {})
     if name in PRESETS:
         return replay(rounds, PRESETS[name].with_(**changes), metrics=metrics, keep_rounds=False,
                       on_round=on_round)

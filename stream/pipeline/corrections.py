@@ -344,7 +344,8 @@ def _unreproduced(correction: Correction, cfg: LadderConfig, stored: list[Stored
     model = cfg.rating_model
     if model is None or model.teams is None:
         return None  # the other models' ratings do not depend on the order within a tie
-    current = [h for r in stored if r.status != STATUS_LATE and (h := _stored_round(r.seq, r, cfg.draws_rate)) is not None]
+    current = [h for r in stored
+               if r.status != STATUS_LATE and (h := _stored_round(r.seq, r, cfg.draws_rate)) is not None]
     if all(h.ordered for h in current):
         return None
     if by_time:

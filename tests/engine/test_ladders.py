@@ -120,3 +120,13 @@ def test_the_entry_stream_tune_prints_is_accepted() -> None:
     ladders = parse_ladders(json.dumps(entry))
     assert ladders.of("default").elo_mmr.weight_limit == 0.31
     assert ladders.of("other").model_params == MODELS["elo-multiplayer"].params.__class__(temperature=300.0, max_gain=32.0)
+
+
+def test_draws_rate_is_a_ladders_parameter() -> None:
+    """``draws_rate`` (true/false only) is each ladder's: the presets but mmr and every rating-only
+    model rate draws by default; LADDERS may turn it either way."""
+    ladders = parse_ladders(json.dumps({"a": {"model": "mmr"}, "b": {"model": "glicko", "params": {"draws_rate": False}},
+                                        "c": {"model": "mmr", "params": {"draws_rate": True}}, "d": {"model": "trueskill"}}))
+    assert [ladders.of(n).draws_rate for n in "abcde"] == [False, False, True, True, True]
+    with pytest.raises(LaddersError, match="draws_rate.*true or false"):
+        parse_ladders(json.dumps({"a": {"model": "mmx", "params": {"draws_rate": 1}}}))

@@ -45,7 +45,8 @@ def test_default_preset_is_the_services_and_bounds_the_state() -> None:
     assert Settings().engine_preset == DEFAULT_PRESET
     params = preset(DEFAULT_PRESET)
     assert params.subsample_size is None and params.history_limit == DEFAULT_HISTORY_LIMIT
-    assert params.with_(history_limit=None, name="mmr") == preset("mmr")  # the authors' maths otherwise
+    # the authors' maths otherwise, and draws rated (the authors' code, and preset mmr, skip them)
+    assert params.draws_rate and params.with_(history_limit=None, name="mmr", draws_rate=False) == preset("mmr")
     batch = PlayerBatch.new(2, params)
     sizes = []
     for k in range(DEFAULT_HISTORY_LIMIT + 20):

@@ -258,5 +258,7 @@ def test_a_large_draw_beside_small_rounds_is_rated_as_one_by_one(name):
     got = rate_rounds(prior, rounds, params)
     assert got.rated.all()
     perf = got.performance[:big.shape[0]]
-    assert np.ptp(perf) == 0.0 and prior.mu[big].min() < perf[0] < prior.mu[big].max()
+    assert prior.mu[big].min() < perf.min() <= perf.max() < prior.mu[big].max()
+    if params.subsample_size is None:  # one tie group, one equation (a subsampled Q holds ~100 near terms)
+        assert np.ptp(perf) == 0.0
     assert_equal_to_one_by_one(prior, rounds, params)
