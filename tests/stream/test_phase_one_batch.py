@@ -163,7 +163,7 @@ def test_outcomes_per_message_as_one_by_one(redis_url: str) -> None:
     """A batch mixing a bad message, an outcome-free round, a round twice, a conflicting
     re-use; then the same batch again: ``resent`` for pending rounds, ``duplicate`` for rated."""
     first = game("r1", "A", ["a", "b"], 0)
-    tie = RoundResult(round_id="t", ladder="A", occurred_at=1.7e9, standings=[Standing("a", 1), Standing("b", 1)])
+    tie = RoundResult(round_id="t", ladder="A", occurred_at=1.7e9, standings=[Standing("a", 1)])  # one entry
     clash = game("r1", "A", ["a", "c"], 0)
     second = game("r2", "A", ["b", "a"], 1)
     events = incoming([first, b"{not json", tie, first, clash, second])
