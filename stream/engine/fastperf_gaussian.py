@@ -30,7 +30,7 @@ from .chebyshev import (
     root_tolerance,
 )
 from .numerical import map_points, prefix_sums, solve_bracketed, worth_threads
-from .performance import GroupEquations, solve_extreme_groups
+from .equations import GroupEquations, solve_extreme_groups
 from .ranking import TieGroups
 from .terms import gaussian_ratios, gaussian_terms, gaussian_win_ratio
 

@@ -34,7 +34,7 @@ from .chebyshev import (
     values_to_coefficients,
 )
 from .numerical import map_points, prefix_sums, solve_bracketed, worth_threads
-from .performance import GroupEquations, solve_extreme_groups
+from .equations import GroupEquations, solve_extreme_groups
 from .ranking import TieGroups
 from .state import TANH_MULTIPLIER
 

@@ -20,6 +20,7 @@ import numba
 import numpy as np
 
 from .diffusion import SECS_PER_DAY
+from . import kernels
 from .kernels import solve_tanh_equation, tie_group_terms, update_row
 from .params import Params
 from .performance import DIRECT_MAX_PLAYERS
@@ -180,3 +181,11 @@ def rate_batch(mu: np.ndarray, sigma: np.ndarray, mu0: np.ndarray, w0: np.ndarra
             last_part[i] = j
     return (mu, sigma, mu0, w0, new_p, new_w_arg, new_w_out, n_factors, rounds, last_time, performance, mu_after,
             sigma_after, previous, rated)
+
+
+def warm_up() -> None:
+    """``kernels.warm_up``, and this module's loop: every compiled function loaded before a first round."""
+    kernels.warm_up()
+    one, two, pair = np.ones(1), np.array([1500.0, 1400.0]), np.array([0, 1])
+    rate_batch(two, two, two, two, np.zeros((2, 0)), np.zeros((2, 0)), np.zeros((2, 0)), pair * 0, pair * 0,
+               np.full(2, np.nan), pair, pair, np.array([0, 2]), one, one, one, 0.2, 6400.0, 0.0, 1.0, 2.0, 0)

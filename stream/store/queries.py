@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, cast
 
 
@@ -515,3 +516,19 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_l
               for e, n in zip(entries, above)]
     return RankTimeline(ladder=ladder, player=player_id, position=None if rank is None else int(rank) + 1,
                         leaderboard_size=int(lb_size), points=points)
+
+
+def round_states(r: Any, rounds: Sequence[tuple[str, str]]) -> list[tuple[bytes | None, bytes | None]]:
+    """(content_hash, status) of each (ladder, round id)'s record as stored ((None, None): none
+    yet), one round trip of a synchronous client (``stream publish --wait``)."""
+    if not rounds:
+        return []
+    pipe = r.pipeline(transaction=False)
+    for ladder, round_id in rounds:
+        pipe.hmget(keys.round_record(ladder, round_id), ["content_hash", "status"])
+    return [(h, s) for h, s in pipe.execute()]
+
+
+def rounds_rated(r: Any, ladder: str) -> int:
+    """The ladder's count of rated rounds, from a synchronous client (``stream stack --demo``)."""
+    return int(r.hget(keys.ladder(ladder), "rounds_rated") or 0)

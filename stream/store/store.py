@@ -27,7 +27,7 @@ from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
 from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
-from stream.redis_cancel import make_cancel_safe
+from stream.store.cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
 
