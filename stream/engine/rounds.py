@@ -16,7 +16,7 @@ instead (``rounds_compiled``: the same floats, without the numpy calls per wave)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,11 +105,7 @@ def rate_waves(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets:
     after = prior.copy(_history_need(prior, rows[rated[round_of]], params))  # copied at its final width at once
     wave = _waves(rows, offsets, rated, len(prior))
 
-    live = np.flatnonzero(rated[round_of])
-    order = live[np.argsort(wave[round_of[live]], kind="stable")]  # by wave, then input order
-    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        part = order[a:b]
+    for part in wave_parts(wave, round_of, rated):
         wave_rows = rows[part]
         rnd = round_of[part]
         perf = _wave_performances(after.mu[wave_rows], after.sigma[wave_rows], after.last_time[wave_rows],
@@ -120,6 +116,16 @@ def rate_waves(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets:
         performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
     return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
                         previous=previous, rated=rated)
+
+
+def wave_parts(wave: np.ndarray, round_of: np.ndarray, rated: np.ndarray) -> Iterator[np.ndarray]:
+    """The rated participations (indices), wave by wave (``wave``: each round's), each wave's in
+    input order."""
+    live = np.flatnonzero(rated[round_of])
+    order = live[np.argsort(wave[round_of[live]], kind="stable")]
+    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        yield order[a:b]
 
 
 def _widen_for(batch: PlayerBatch, rows: np.ndarray, params: Params) -> None:

@@ -145,9 +145,8 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
                                   f"{cfg.model!r}: changing a ladder's model is a re-rate; backfill into a fresh ladder")
         if info.rounds and not append:
             raise BackfillRefused(f"ladder {ladder!r} already has {info.rounds} rounds (use --append to add to it)")
-        if "hold" in info.fields:
-            raise BackfillRefused(f"ladder {ladder!r} is held by correction {info.fields['hold']!r} (a re-rate in "
-                                  "progress): try again once it is done")
+        if (why := info.held(ladder, "try again once it is done")) is not None:
+            raise BackfillRefused(why)
         newest = info.fields.get("occurred_max")
         if by_time(ladder) and newest is not None and any(r.occurred_at < float(newest) for r in ladder_rounds):
             raise BackfillRefused(f"ladder {ladder!r} is rated in occurred_at order and the input has rounds older "

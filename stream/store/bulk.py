@@ -36,7 +36,8 @@ ROUND_OUTPUTS = (keys.round_results, keys.round_perf, keys.round_digests, keys.r
 
 @dataclass(frozen=True)
 class LadderInfo:
-    """What a backfill checks of a ladder before writing: its hash and its in-flight rounds."""
+    """What a bulk command (backfill, export, erase) checks of a ladder first: its hash and its
+    in-flight rounds."""
 
     fields: dict[str, str]
     rounds: int
@@ -46,6 +47,16 @@ class LadderInfo:
     @property
     def seq(self) -> int:
         return int(self.fields.get("seq", 0))
+
+    def held(self, ladder: str, then: str) -> str | None:
+        """Why the ladder must be left alone now, if a correction holds it (``then``: what to do)."""
+        if "hold" not in self.fields:
+            return None
+        return f"ladder {ladder!r} is held by correction {self.fields['hold']!r} (a re-rate in progress): {then}"
+
+    def refusal(self, ladder: str, then: str) -> str | None:
+        """:meth:`held`, or that there is no such ladder."""
+        return f"no ladder {ladder!r}" if not self.fields else self.held(ladder, then)
 
 
 @dataclass(frozen=True)

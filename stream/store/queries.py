@@ -59,11 +59,13 @@ def _json(raw: Any) -> dict[str, Any]:
     return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
 
 
-def _fields(obj: object) -> dict[str, Any]:
-    """A dataclass's fields as a new dict, values as they are: the views hold only JSON-ready values
-    (numbers, strings, lists of dicts), so the deep copy ``dataclasses.asdict`` makes is not needed
-    (it was most of a leaderboard request's CPU)."""
-    return dict(vars(obj))
+class View:
+    """A query's answer (a dataclass of JSON-ready values: numbers, strings, lists of dicts)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a new dict, values as they are (no deep copy as ``dataclasses.asdict``
+        makes: it was most of a leaderboard request's CPU)."""
+        return dict(vars(self))
 
 
 def escape_glob(text: str) -> str:
@@ -72,7 +74,7 @@ def escape_glob(text: str) -> str:
 
 
 @dataclass
-class LadderSummary:
+class LadderSummary(View):
     ladder: str
     seq: int
     rounds_rated: int
@@ -82,12 +84,9 @@ class LadderSummary:
     leaderboard_size: int
     rounds: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class LeaderboardRow:
+class LeaderboardRow(View):
     position: int  # 1-based place on the leaderboard (by display rating)
     player: str
     display_rating: float
@@ -96,12 +95,9 @@ class LeaderboardRow:
     rounds: int | None
     tier: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class LeaderboardPage:
+class LeaderboardPage(View):
     ladder: str
     total: int  # players on the leaderboard (or matches, for a search)
     offset: int
@@ -111,11 +107,11 @@ class LeaderboardPage:
     truncated: bool = False  # a search stopped at MAX_SEARCH_MATCHES
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), "rows": [r.to_dict() for r in self.rows]}
+        return {**super().to_dict(), "rows": [r.to_dict() for r in self.rows]}
 
 
 @dataclass
-class PlayerView:
+class PlayerView(View):
     ladder: str
     player: str
     mu: float
@@ -129,24 +125,18 @@ class PlayerView:
     leaderboard_size: int
     history: list[dict[str, Any]] = field(default_factory=list)  # RatingChange dicts, oldest first
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class RoundView:
+class RoundView(View):
     ladder: str
     round_id: str
     record: dict[str, Any]
     results: list[dict[str, Any]]  # RatingChange dicts ordered by rank, then player
     complete: bool  # False when the round has more results than MAX_ROUND_RESULTS
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class RoundSummary:
+class RoundSummary(View):
     round_id: str
     seq: int
     status: str | None
@@ -154,12 +144,9 @@ class RoundSummary:
     occurred_at: float | None
     rated_at: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class LaddersPage:
+class LaddersPage(View):
     total: int
     ladders: list[LadderSummary]
 
@@ -211,15 +198,12 @@ async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> L
 
 
 @dataclass
-class Distribution:
+class Distribution(View):
     ladder: str
     total: int
     low: float | None  # lowest and highest display rating on the leaderboard
     high: float | None
     counts: list[int]  # players per bin, equal-width bins from low to high (the last one closed)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
 
 
 async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribution:
@@ -429,14 +413,11 @@ async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
 
 
 @dataclass
-class RoundsOverTime:
+class RoundsOverTime(View):
     ladder: str
     rounds: int  # rounds in the ladder's index (any status)
     rounds_rated: int
     points: list[dict[str, Any]]  # {"rounds", "round_id", "seq", "status", "occurred_at", "rated_at"}, by seq
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
 
 
 def _spread(n: int, points: int) -> list[int]:
@@ -475,15 +456,12 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOve
 
 
 @dataclass
-class RankTimeline:
+class RankTimeline(View):
     ladder: str
     player: str
     position: int | None  # the player's place on today's leaderboard
     leaderboard_size: int
     points: list[dict[str, Any]]  # per rated round, oldest first (see rank_timeline)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
 
 
 async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> RankTimeline | None:
