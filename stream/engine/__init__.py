@@ -4,10 +4,10 @@ See docs/contracts.md "Engine" for the API and the module docstrings for the equ
 """
 
 from .diffusion import elapsed_days
+from .kernels import warm_up
 from .params import DEFAULT_PRESET, PRESETS, Params, preset
 from .performance import phase_one
 from .ranking import OutcomeFree
-from .rounds_compiled import warm_up
 from .round import RoundUpdate, phase_two, rate_round
 from .rounds import RoundSpec, RoundsUpdate, rate_flat, rate_rounds
 from .state import PlayerBatch, PlayerState
