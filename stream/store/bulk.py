@@ -171,7 +171,7 @@ class LadderWriter:
         await self.bulk.sadd(keys.ladders(), ladder)
 
     async def round(self, ladder: str, round_id: str, seq: int, record: Mapping[Any, Any], *,
-                    results: Mapping[str, bytes] | None = None, fanout: Mapping[str, bytes] | None = None) -> None:
+                    results: Mapping[str, bytes] | None = None, fanout: Mapping[Any, bytes] | None = None) -> None:
         """A round's record and its place in the ladder's index; with ``results`` its events (player
         -> RatingChange JSON) and ``fanout`` its stored fan-out (field -> message)."""
         await self.bulk.hset(keys.round_record(ladder, round_id), record)
