@@ -47,7 +47,7 @@ from stream.pipeline.topics import partition_counts  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
 from stream.stack.ports import free_port, wait_for_port  # noqa: E402
-from stream.stack.topics import ensure_topics  # noqa: E402
+from stream.pipeline.topics import ensure_topics  # noqa: E402
 from stream.store import keys  # noqa: E402
 
 LADDER = "default"

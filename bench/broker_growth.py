@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from stream.stack.local import LocalStack  # noqa: E402
-from stream.stack.topics import ensure_topics  # noqa: E402
+from stream.pipeline.topics import ensure_topics  # noqa: E402
 
 TOPIC = "growth"
 PARTITIONS = 4

@@ -26,7 +26,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 from aiokafka.structs import TopicPartition  # noqa: E402
 
 from stream.stack.broker import TansuBroker  # noqa: E402
-from stream.stack.topics import ensure_topics  # noqa: E402
+from stream.pipeline.topics import ensure_topics  # noqa: E402
 
 TOPIC = "fetch-skips"
 PARTITION = TopicPartition(TOPIC, 0)

@@ -61,7 +61,7 @@ from stream.pipeline.partitioner import group_by_partition  # noqa: E402
 from stream.pipeline.producer import ACKS, BATCH_BYTES  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
-from stream.stack.topics import ensure_topics  # noqa: E402
+from stream.pipeline.topics import ensure_topics  # noqa: E402
 from stream.store import keys  # noqa: E402
 from stream.store.packing import use_hiredis_packing  # noqa: E402
 

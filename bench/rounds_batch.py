@@ -9,11 +9,11 @@ calls) against a prior batch of the call's players only (as phase one unpacks it
 carried across batches; ``--warm`` rounds first give the players their histories (untimed).
 Each timed pass starts from the same states:
 
-* ``engine``: the engine as it is (``engine.rate_flat``);
-* ``waves``: the wave-by-wave numpy path (``rounds.rate_waves``), the engine's general path and
-  this call's reference (the engine before the compiled batch path);
-* ``openskill``: openskill.py's ``PlackettLuce().rate`` in a plain loop on the same rounds (an
-  outside reference, as bench/engine.py (d)).
+* ``engine``: the engine as it is (``engine.rate_flat``, the wave path: a compiled loop over
+  the rounds of the exact logistic presets was measured against it and removed, BENCHMARKS.md
+  "Engine batch call");
+* ``openskill``: openskill.py's ``PlackettLuce().rate`` in a plain loop on the same rounds (the
+  same run's reference, as bench/engine.py (d)).
 
     python bench/rounds_batch.py                       # all four workloads
     python bench/rounds_batch.py --only duels-2000 --repeat 5
@@ -113,17 +113,6 @@ def run(ladders: Ladders, work: list[tuple[str, list[RoundResult]]], prep: list[
     return spent
 
 
-def waves_call(prior: engine.PlayerBatch, rounds: list[RoundResult], members: list[np.ndarray],
-               params: engine.Params) -> engine.RoundsUpdate:
-    """``rate_plain_rounds`` with the engine's wave path (the reference)."""
-    original = engine.rate_flat
-    engine.rate_flat = getattr(engine_rounds, "rate_waves", original)  # type: ignore[attr-defined]
-    try:
-        return rate_plain_rounds(prior, rounds, members, params)
-    finally:
-        engine.rate_flat = original
-
-
 def openskill_seconds(rounds: list[RoundResult]) -> float:
     """Seconds for PlackettLuce().rate on every round in a plain loop (ratings kept per ladder and id)."""
     from openskill.models import PlackettLuce
@@ -140,15 +129,6 @@ def openskill_seconds(rounds: list[RoundResult]) -> float:
     return time.process_time() - t
 
 
-def largest_difference(a: list[engine.RoundsUpdate], b: list[engine.RoundsUpdate]) -> float:
-    """The largest |difference| of performance, mu and sigma between two passes."""
-    worst = 0.0
-    for x, y in zip(a, b):
-        for name in ("performance", "mu", "sigma"):
-            worst = max(worst, float(np.max(np.abs(getattr(x, name) - getattr(y, name)), initial=0.0)))
-    return worst
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(WORKLOADS))
@@ -162,9 +142,8 @@ def main() -> None:
     engine.warm_up()
     print(f"preset {params.name}  batch {BATCH} rounds over {LADDERS} ladders  warm {args.warm:,} rounds"
           f"  repeat {args.repeat}")
-    print("| workload | calls | rounds/call | waves/call | engine µs/part | waves µs/part | waves / engine"
-          " | openskill µs/part | max |diff| |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| workload | calls | rounds/call | waves/call | engine µs/part | openskill µs/part | openskill / engine |")
+    print("|---|---|---|---|---|---|---|")
     for name in args.only.split(","):
         size, pool, count = WORKLOADS[name]
         count = args.rounds or count
@@ -177,20 +156,12 @@ def main() -> None:
         prep = prepared(start, work)
         parts = sum(len(r.standings) for r in timed)
         waves = np.mean([int(_waves_of(rs).max()) + 1 for _, rs in work])
-        seconds: dict[str, list[float]] = {"engine": [], "waves": []}
-        outputs: dict[str, list[engine.RoundsUpdate]] = {}
-        for _ in range(args.repeat):
-            for path, call in (("engine", rate_plain_rounds), ("waves", waves_call)):
-                keep: list[engine.RoundsUpdate] = []
-                seconds[path].append(run(start.copy(), work, prep, call, params, keep))
-                outputs[path] = keep
-        ours, ref = (1e6 * min(seconds[p]) / parts for p in ("engine", "waves"))
-        theirs = "-" if args.no_openskill else f"{1e6 * openskill_seconds(timed) / parts:.1f}"
-        print(f"| {name} | {len(work)} | {len(timed) / len(work):.1f} | {waves:.1f} | {ours:.2f} | {ref:.2f} | "
-              f"{ref / ours:.2f}x | {theirs} | {largest_difference(outputs['engine'], outputs['waves']):.1e} |",
+        seconds = [run(start.copy(), work, prep, rate_plain_rounds, params) for _ in range(args.repeat)]
+        ours = 1e6 * min(seconds) / parts
+        theirs = None if args.no_openskill else 1e6 * openskill_seconds(timed) / parts
+        print(f"| {name} | {len(work)} | {len(timed) / len(work):.1f} | {waves:.1f} | {ours:.2f} | "
+              f"{'-' if theirs is None else f'{theirs:.1f}'} | {'-' if theirs is None else f'{theirs / ours:.2f}x'} |",
               flush=True)
-        print(f"  every pass µs/part: engine {[round(1e6 * s / parts, 2) for s in seconds['engine']]}"
-              f"  waves {[round(1e6 * s / parts, 2) for s in seconds['waves']]}", flush=True)
 
 
 def _waves_of(rounds: list[RoundResult]) -> np.ndarray:

@@ -19,7 +19,7 @@ import ssl
 from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import urlsplit
 
-from stream.redis_cancel import make_cancel_safe
+from stream.store.cancel import make_cancel_safe
 from stream.settings import KAFKA_PROTOCOLS, KAFKA_SASL_MECHANISMS, Settings, _redact
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: 
                  **extra: Any) -> "AsyncRedis | SyncRedis":
     """A redis-py client for ``REDIS_URL`` with :func:`redis_options` (``extra`` goes to ``from_url``,
     e.g. timeouts): ``redis.asyncio`` by default (its connections :mod:`cancel-safe
-    <stream.redis_cancel>`), the blocking client with ``asyncio=False``.
+    <stream.store.cancel>`), the blocking client with ``asyncio=False``.
 
     With ``REDIS_CLUSTER`` it is a cluster client (``RedisCluster``): ``REDIS_URL`` names any node,
     the others are discovered, and each command goes to the node serving its key's slot. A Cluster

@@ -14,7 +14,7 @@ from aiohttp import web
 from stream.api.app import create_app
 from stream.api.health import KafkaProbe
 from stream.connections import redis_client, redis_options
-from stream.redis_cancel import make_cancel_safe
+from stream.store.cancel import make_cancel_safe
 from stream.settings import Settings
 from stream.store.client import AsyncRedis
 

@@ -17,13 +17,13 @@ from typing import Annotated, Any
 import typer
 
 from stream.cli.publish import EXIT_INVALID, EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, kafka_client_config
-from stream.cli.store_command import fail, run_on_redis
+from stream.cli.store_command import fail, run_with_store
 from stream.contracts import Limits, RoundRejected
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
 from stream.pipeline.topics import CORRECTIONS
 from stream.settings import Settings
-from stream.store import keys
-from stream.store.client import AsyncRedis
+from stream.store import corrections as ledger
+from stream.store.store import Store
 
 WAIT_TIMEOUT_S = 300.0
 """``--wait``: default seconds to wait for the outcome (a re-rate of a long history takes a while)."""
@@ -86,7 +86,7 @@ def _publish(message: dict[str, Any], reason: str, correction_id: str, wait: boo
     outcome: dict[str, Any] = {"correction_id": correction.correction_id, "ladder": correction.ladder,
                                "round_id": correction.round_id, "outcome": "published"}
     if wait:
-        outcome |= run_on_redis(settings, lambda client: _wait(client, correction, wait_timeout))
+        outcome |= run_with_store(settings, lambda store: _wait(store, correction, wait_timeout))
     if as_json:
         typer.echo(json.dumps(outcome))
     else:
@@ -100,7 +100,7 @@ def _publish(message: dict[str, Any], reason: str, correction_id: str, wait: boo
 def _produce(settings: Settings, correction: Correction) -> None:
     from kafka import KafkaProducer
 
-    from stream.stack.topics import ensure_topics
+    from stream.pipeline.topics import ensure_topics
 
     config = kafka_client_config(settings)
     try:
@@ -116,20 +116,18 @@ def _produce(settings: Settings, correction: Correction) -> None:
         producer.close(timeout=60)
 
 
-async def _wait(client: AsyncRedis, correction: Correction, timeout_s: float) -> dict[str, Any]:
+async def _wait(store: Store, correction: Correction, timeout_s: float) -> dict[str, Any]:
     """The correction's outcome as the worker recorded it, once it is there (or ``pending``)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        applied = await client.hget(keys.corrections(correction.ladder), correction.correction_id)
-        if applied is not None:
-            entry = json.loads(applied)
+        entry, rejected = await ledger.outcome(store, correction.ladder, correction.correction_id)
+        if entry is not None:
             if entry.get("content_hash") != correction.content_hash():
                 return {"outcome": "rejected", "reason": "conflict",
                         "message": "the correction id was already used for another correction"}
             return {"outcome": entry.get("outcome", "applied")}
-        rejected = await client.hget(keys.rejected_corrections(correction.ladder), correction.correction_id)
         if rejected is not None:
-            return {"outcome": "rejected", **json.loads(rejected)}
+            return {"outcome": "rejected", **rejected}
         if time.monotonic() > deadline:
             return {"outcome": "pending"}
         await asyncio.sleep(POLL_S)

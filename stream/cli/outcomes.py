@@ -17,7 +17,7 @@ from typing import Any
 from stream.contracts import RoundResult
 from stream.pipeline.deadletters import DeadLetterReader, Rejection
 from stream.settings import Settings
-from stream.store import keys
+from stream.store.queries import round_states
 
 RATED, NO_OUTCOME, DUPLICATE, REJECTED, PENDING = "rated", "no_outcome", "duplicate", "rejected", "pending"
 OUTCOMES = (RATED, NO_OUTCOME, DUPLICATE, REJECTED, PENDING)
@@ -65,10 +65,7 @@ class OutcomeWatcher:
 
     def _records(self) -> list[tuple[bytes | None, bytes | None]]:
         """(content_hash, status) of each round's record in Redis (None, None: none yet)."""
-        pipe = self.redis.pipeline(transaction=False)
-        for round_ in self.rounds:
-            pipe.hmget(keys.round_record(round_.ladder, round_.round_id), ["content_hash", "status"])
-        return [(h, s) for h, s in pipe.execute()] if self.rounds else []
+        return round_states(self.redis, [(round_.ladder, round_.round_id) for round_ in self.rounds])
 
     def wait(self, sent: list[tuple[int, int] | None], timeout_s: float) -> list[Outcome]:
         """The outcome of each round (``sent``: the partition and offset it was written at, None if

@@ -302,7 +302,7 @@ class RoundProducer:
 def ensure_rounds_topic(settings: Settings) -> None:
     """Create ``rounds`` with ``PARTITIONS`` partitions if missing (a broker would otherwise auto-create it
     with its own default); on a cluster where we may not create topics this is left to the operator."""
-    from stream.stack.topics import ensure_topics
+    from stream.pipeline.topics import ensure_topics
 
     config = kafka_client_config(settings)
     ensure_topics(config.pop("bootstrap_servers"), {settings.topic(ROUNDS_TOPIC): settings.partitions}, **config)

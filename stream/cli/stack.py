@@ -37,7 +37,7 @@ from stream.pipeline.topics import partition_counts
 from stream.stack.local import LocalStack
 from stream.stack.ports import free_port
 from stream.stack.state import remove_state, write_state
-from stream.stack.topics import ensure_topics
+from stream.pipeline.topics import ensure_topics
 
 #: Demo defaults: synthetic players, rounds, field size and publishing pace.
 DEMO_PLAYERS = 200
@@ -139,11 +139,11 @@ class DemoProgress:
 
     def _done(self) -> int:
         from stream.connections import redis_client
-        from stream.store import keys
+        from stream.store.queries import rounds_rated
 
         client = redis_client(self.settings, asyncio=False)
         try:
-            return int(client.hget(keys.ladder(DEMO_LADDER), "rounds_rated") or 0)
+            return rounds_rated(client, DEMO_LADDER)
         except Exception:  # noqa: BLE001 - Redis going away while stopping: nothing to say
             return -1
         finally:

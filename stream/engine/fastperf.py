@@ -1,5 +1,5 @@
 """Exact phase one for huge rounds in O(N x nodes): Chebyshev interpolation of the group
-equations instead of O(N) work per equation evaluation (``performance.solve_groups_direct``).
+equations instead of O(N) work per equation evaluation (``equations.solve_groups_direct``).
 
 * logistic (Elo-MMR): ``fastperf_logistic``: one function S(x) shared by every group's equation
   is fitted once; the roots come from a Newton on S + per-group constants and own tie terms;
@@ -17,7 +17,7 @@ import numpy as np
 
 from .fastperf_gaussian import solve_gaussian
 from .fastperf_logistic import solve_logistic
-from .performance import GroupEquations
+from .equations import GroupEquations
 from .ranking import TieGroups
 from .terms import logistic_terms
 

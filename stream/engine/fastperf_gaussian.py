@@ -21,16 +21,9 @@ import numpy as np
 
 from dataclasses import dataclass
 
-from .chebyshev import (
-    MIN_PIECE_HALF_WIDTH,
-    clenshaw,
-    derivative_coefficients,
-    fit_adaptive,
-    lobatto,
-    root_tolerance,
-)
+from .chebyshev import MIN_PIECE_HALF_WIDTH, clenshaw, derivative_coefficients, fit_adaptive, lobatto, root_tolerance
+from .equations import GroupEquations, solve_extreme_groups
 from .numerical import map_points, prefix_sums, solve_bracketed, worth_threads
-from .performance import GroupEquations, solve_extreme_groups
 from .ranking import TieGroups
 from .terms import gaussian_ratios, gaussian_terms, gaussian_win_ratio
 

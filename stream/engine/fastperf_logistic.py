@@ -24,17 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chebyshev import (
-    MIN_PIECE_HALF_WIDTH,
-    clenshaw,
-    derivative_coefficients,
-    fit_adaptive,
-    lobatto,
-    root_tolerance,
-    values_to_coefficients,
-)
+from .chebyshev import (MIN_PIECE_HALF_WIDTH, clenshaw, derivative_coefficients, fit_adaptive, lobatto,
+                        root_tolerance, values_to_coefficients)
+from .equations import GroupEquations, solve_extreme_groups
 from .numerical import map_points, prefix_sums, solve_bracketed, worth_threads
-from .performance import GroupEquations, solve_extreme_groups
 from .ranking import TieGroups
 from .state import TANH_MULTIPLIER
 

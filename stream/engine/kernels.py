@@ -334,8 +334,3 @@ def warm_up() -> None:
     logistic_update_rows(one.copy(), one.copy(), one.copy(), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)),
                          ints.copy(), ints, one, one, one, one * 200.0, 1)
     gather_factors((np.ones((1, 1)),), ints, ints + 1, 1)
-    from .rounds_compiled import rate_batch  # imports this module: deferred
-
-    pair = np.array([0, 1])
-    rate_batch(two, two, two, two, np.zeros((2, 0)), np.zeros((2, 0)), np.zeros((2, 0)), pair * 0, pair * 0,
-               np.full(2, np.nan), pair, pair, np.array([0, 2]), one, one, one, 0.2, 6400.0, 0.0, 1.0, 2.0, 0, True)

@@ -86,8 +86,8 @@ def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, p
         logistic_update_rows(batch.mu, batch.mu0, batch.w0, batch.p, batch.w_arg, batch.w_out, batch.n_factors,
                              np.asarray(rows, dtype=np.int64), np.asarray(performance, dtype=float), decay, transfer,
                              np.asarray(beta, dtype=float), params.history_limit or 0)
-    # Eq. 8 by correctly rounded operations (numpy's SIMD pow differs from libm's by an ulp):
-    # the floats of rounds_compiled, on any CPU
+    # Eq. 8 by correctly rounded operations (numpy's SIMD pow differs from libm's by an ulp): the
+    # same floats on any CPU
     batch.sigma[rows] = 1.0 / np.sqrt(1.0 / (new_sigma * new_sigma) + 1.0 / (beta * beta))
     batch.rounds[rows] += 1
     batch.last_time[rows] = times

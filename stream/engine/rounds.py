@@ -7,21 +7,19 @@ small exact rounds as one segmented solve (``performance.solve_segments``), its 
 (large, or subsampled presets) one by one with :func:`phase_one`; then phase two of all of the
 wave's players in place (``round.update_rows``, what :func:`phase_two` runs on its copy).  The
 result equals rating the rounds one by one with :func:`rate_round` (to rounding: the same
-equations, solved to floating-point resolution).  That is :func:`rate_waves`; for the rounds
-the exact logistic presets rate in the service (duels, lobbies: every round at most
-``DIRECT_MAX_PLAYERS``), :func:`rate_flat` runs one compiled loop over the rounds in input order
-instead (``rounds_compiled``: the same floats, without the numpy calls per wave).
+equations, solved to floating-point resolution).  That is :func:`rate_flat`, for every model
+and round size (a compiled loop over the rounds in input order for the exact logistic presets'
+small rounds was measured and removed: BENCHMARKS.md "Engine batch call").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import rounds_compiled
 from .diffusion import elapsed_days
 from .params import Params
 from .performance import DIRECT_MAX_PLAYERS, opponent_deltas, phase_one, solve_segments
@@ -80,20 +78,8 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
     """:func:`rate_rounds` of rounds given as flat arrays (no :class:`RoundSpec` per round): round k
     holds participations ``offsets[k]:offsets[k + 1]`` of ``rows`` (int64 row indices into
     ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round. Callers that hold a
-    long history as arrays (a correction's re-rate) skip building a spec per round.  Small rounds
-    of the exact logistic presets are rated by one compiled loop (``rounds_compiled``), any
-    others wave by wave (:func:`rate_waves`): the same floats."""
-    if rounds_compiled.supports(params, offsets):
-        after, performance, mu, sigma, previous, rated = rounds_compiled.rate_compiled(
-            prior, rows, ranks, offsets, times, weights, ceilings, params)
-        return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
-                            previous=previous, rated=rated)
-    return rate_waves(prior, rows, ranks, offsets, times, weights, ceilings, params)
-
-
-def rate_waves(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: np.ndarray, times: np.ndarray,
-               weights: np.ndarray, ceilings: np.ndarray, params: Params) -> RoundsUpdate:
-    """:func:`rate_flat` wave by wave (module docstring): every model and round size."""
+    long history as arrays (a correction's re-rate) skip building a spec per round.  Rated wave
+    by wave (module docstring): every model and round size."""
     n_rounds = offsets.shape[0] - 1
     sizes = np.diff(offsets)
     total = int(offsets[-1])
@@ -105,11 +91,7 @@ def rate_waves(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets:
     after = prior.copy(_history_need(prior, rows[rated[round_of]], params))  # copied at its final width at once
     wave = _waves(rows, offsets, rated, len(prior))
 
-    live = np.flatnonzero(rated[round_of])
-    order = live[np.argsort(wave[round_of[live]], kind="stable")]  # by wave, then input order
-    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        part = order[a:b]
+    for part in wave_parts(wave, round_of, rated):
         wave_rows = rows[part]
         rnd = round_of[part]
         perf = _wave_performances(after.mu[wave_rows], after.sigma[wave_rows], after.last_time[wave_rows],
@@ -120,6 +102,16 @@ def rate_waves(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets:
         performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
     return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
                         previous=previous, rated=rated)
+
+
+def wave_parts(wave: np.ndarray, round_of: np.ndarray, rated: np.ndarray) -> Iterator[np.ndarray]:
+    """The rated participations (indices), wave by wave (``wave``: each round's), each wave's in
+    input order."""
+    live = np.flatnonzero(rated[round_of])
+    order = live[np.argsort(wave[round_of[live]], kind="stable")]
+    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        yield order[a:b]
 
 
 def _widen_for(batch: PlayerBatch, rows: np.ndarray, params: Params) -> None:

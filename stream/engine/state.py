@@ -64,12 +64,7 @@ class PlayerState:
     @classmethod
     def new(cls, params: Params) -> PlayerState:
         """A newcomer: N(mu_noob, sig_noob^2) prior, no factors, never played."""
-        return cls(
-            mu=params.mu_noob,
-            sigma=params.sig_noob,
-            mu0=params.mu_noob,
-            w0=params.sig_noob**-2,
-        )
+        return cls(mu=params.mu_noob, sigma=params.sig_noob, mu0=params.mu_noob, w0=params.sig_noob**-2)
 
     def to_bytes(self) -> bytes:
         """The packed form documented in the module docstring."""

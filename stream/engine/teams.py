@@ -47,41 +47,16 @@ from .params import Params
 from .performance import phase_one
 from .round import RoundUpdate, phase_two, update_rows
 from .rounds import (RoundSpec, RoundsUpdate, _rated, _waves, _widen_for, previous_participations, rate_rounds,
-                     wave_performances)
+                     wave_parts, wave_performances)
 from .state import PlayerBatch
 
 
-def team_performances(
-    batch: PlayerBatch,
-    entry: np.ndarray,
-    entry_ranks: np.ndarray,
-    weights: np.ndarray,
-    params: Params,
-    *,
-    weight: float = 1.0,
-    perf_ceiling: float = math.inf,
-    time: float,
-) -> np.ndarray:
-    """Phase one: each member's performance p_i (aligned with ``batch``; see the module docstring).
-    ``entry[i]`` is player i's team (index into ``entry_ranks``), ``weights`` the shares played."""
-    return member_performances(batch.mu, batch.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
-                               weights, params, weight=weight, perf_ceiling=perf_ceiling)
-
-
-def member_performances(
-    mu: np.ndarray,
-    sigma: np.ndarray,
-    days: np.ndarray,
-    entry: np.ndarray,
-    entry_ranks: np.ndarray,
-    weights: np.ndarray,
-    params: Params,
-    *,
-    weight: float = 1.0,
-    perf_ceiling: float = math.inf,
-) -> np.ndarray:
-    """:func:`team_performances` from the members' ``mu``, ``sigma`` and days since their last
-    round (what the pipeline's phase one holds: columns, not a :class:`PlayerBatch`)."""
+def member_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, entry: np.ndarray,
+                        entry_ranks: np.ndarray, weights: np.ndarray, params: Params, *, weight: float = 1.0,
+                        perf_ceiling: float = math.inf) -> np.ndarray:
+    """Phase one: each member's performance p_i (see the module docstring) from the members' ``mu``,
+    ``sigma`` and days since their last round; ``entry[i]`` is player i's team (index into
+    ``entry_ranks``), ``weights`` the shares played."""
     k = entry_ranks.shape[0]
     average = _averager(entry, weights, k)
     mu_team, sigma_team = team_beliefs(mu, sigma, entry, weights, k)
@@ -120,21 +95,12 @@ def team_beliefs(mu: np.ndarray, sigma: np.ndarray, entry: np.ndarray, weights: 
     return average(mu), np.where(single, average(sigma), np.sqrt(average(sigma**2)))
 
 
-def rate_team_round(
-    batch: PlayerBatch,
-    entry: np.ndarray,
-    entry_ranks: np.ndarray,
-    weights: np.ndarray,
-    params: Params,
-    *,
-    weight: float = 1.0,
-    perf_ceiling: float = math.inf,
-    time: float,
-) -> RoundUpdate:
+def rate_team_round(batch: PlayerBatch, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
+                    params: Params, *, weight: float = 1.0, perf_ceiling: float = math.inf, time: float) -> RoundUpdate:
     """Rate one round of teams (individuals are teams of one); raises ``OutcomeFree`` when there
     is one team, or all teams tie and ``params.draws_rate`` is False."""
-    perf = team_performances(batch, entry, entry_ranks, weights, params, weight=weight,
-                             perf_ceiling=perf_ceiling, time=time)
+    perf = member_performances(batch.mu, batch.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
+                               weights, params, weight=weight, perf_ceiling=perf_ceiling)
     after = phase_two(batch, perf, params, weight=weight * weights, time=time)
     return RoundUpdate(after=after, performance=perf)
 
@@ -200,11 +166,7 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     weights = np.array([r.weight for r in rounds], dtype=float)
     ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
 
-    live = np.flatnonzero(rated[round_of])
-    order = live[np.argsort(wave[round_of[live]], kind="stable")]  # by wave, then input order
-    bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        part = order[a:b]
+    for part in wave_parts(wave, round_of, rated):
         wave_rows = rows[part]
         rnd = round_of[part]
         entries, at = np.unique(entry[part], return_inverse=True)  # the wave's entries, grouped by round

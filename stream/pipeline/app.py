@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import faust
 
+from stream import dependencies
 from stream.connections import faust_broker, faust_credentials
 from stream.engine import warm_up
 from stream.pipeline import agents, watchdog
@@ -53,7 +54,9 @@ async def freeze_heap() -> None:
 def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     """The worker's Faust app: topics declared, phase one and phase two agents registered; the
     engine's compiled loops loaded (or compiled) before any input, not by the first round; the
-    heap of its start frozen once it has started (:func:`freeze_heap`)."""
+    heap of its start frozen once it has started (:func:`freeze_heap`). Refuses another Faust,
+    mode or aiokafka than the pinned ones (:mod:`stream.dependencies`: compat.py patches them)."""
+    dependencies.check(dependencies.RUNTIME)
     warm_up()
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     idle_fetch_wait(settings.consumer_fetch_max_wait_ms,

@@ -6,7 +6,7 @@ the stream's acceptance (``parse_round``, by the input readers) and registration
 ``conflict``); each ladder's rounds are then rated in order with the replay's engine path
 (``rate_round`` on a :class:`LadderTable`, the reference the stream equals; ``rate_team_round``
 for a round with teams or partial play) and written with
-:class:`stream.store.bulk.BulkWriter`: the same keys, fields and bytes as phase one and phase two
+:class:`stream.store.bulk.LadderWriter`: the same keys, fields and bytes as phase one and phase two
 (round record ``rated`` with its events marked emitted, results, stored fan-out, history,
 player hash with ``last_seq = queued_seq`` = the player's last round, leaderboard, ladder
 counters and ``seq``), so the stream continues the ladder's sequence exactly.
@@ -44,8 +44,7 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.teams import fanout_columns
-from stream.store import keys
-from stream.store.bulk import BulkWriter, content_hashes, ladder_info, stored_players
+from stream.store.bulk import LadderWriter, content_hashes, ladder_info, stored_players
 from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, encode_float, fanout_fields
 
 
@@ -146,9 +145,8 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
                                   f"{cfg.model!r}: changing a ladder's model is a re-rate; backfill into a fresh ladder")
         if info.rounds and not append:
             raise BackfillRefused(f"ladder {ladder!r} already has {info.rounds} rounds (use --append to add to it)")
-        if "hold" in info.fields:
-            raise BackfillRefused(f"ladder {ladder!r} is held by correction {info.fields['hold']!r} (a re-rate in "
-                                  "progress): try again once it is done")
+        if (why := info.held(ladder, "try again once it is done")) is not None:
+            raise BackfillRefused(why)
         newest = info.fields.get("occurred_max")
         if by_time(ladder) and newest is not None and any(r.occurred_at < float(newest) for r in ladder_rounds):
             raise BackfillRefused(f"ladder {ladder!r} is rated in occurred_at order and the input has rounds older "
@@ -173,18 +171,17 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
     """Write the rating history of ``rounds`` into Redis as the stream would (module docstring)."""
     todo, skipped = await plan(ctx, rounds, append=append)
     summary = BackfillSummary(rounds=len(rounds), duplicates=skipped)
-    writer = BulkWriter(ctx.store)
+    writer = LadderWriter(ctx.store)
     runs: dict[str, _LadderRun] = {}
     now = time.time()
     for round_ in todo:
         run = runs.get(round_.ladder)
         if run is None:
             run = runs[round_.ladder] = await _start(ctx, round_.ladder, [r for r in todo if r.ladder == round_.ladder])
-            await writer.sadd(keys.ladders(), round_.ladder)
+            await writer.add_ladder(round_.ladder)
         run.seq += 1
         if round_.is_outcome_free(ctx.ladder(round_.ladder).draws_rate):
-            await writer.hset(keys.round_record(run.name, round_.round_id), _record(round_, run.seq, STATUS_NO_OUTCOME, now))
-            await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})
+            await writer.round(run.name, round_.round_id, run.seq, _record(round_, run.seq, STATUS_NO_OUTCOME, now))
             summary.no_outcome += 1
         else:
             await _rate(ctx, writer, run, round_, now)
@@ -233,7 +230,7 @@ def _record(round_: RoundResult, seq: int, status: str, now: float) -> dict[str 
     return record
 
 
-async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round_: RoundResult, now: float) -> None:
+async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, round_: RoundResult, now: float) -> None:
     """Rate one round (replay's engine path) and queue its writes (phase one's and phase two's)."""
     players = round_.players()
     ranks = round_.ranks()
@@ -280,11 +277,9 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
     fanout = build_fanout(ctx, round_, run.seq, performance, run.partitions, previous, ratings)
 
-    await writer.hset(keys.round_record(run.name, round_.round_id), _record(round_, run.seq, STATUS_RATED, now))
-    await writer.zadd(keys.rounds(run.name), {round_.round_id: run.seq})
-    await writer.hset(keys.round_results(run.name, round_.round_id), dict(zip(players, changes)))
-    await writer.hset(keys.round_perf(run.name, round_.round_id),
-                      dict(fanout_fields([(m.partition, m.value) for m in fanout])))
+    await writer.round(run.name, round_.round_id, run.seq, _record(round_, run.seq, STATUS_RATED, now),
+                       results=dict(zip(players, changes)),
+                       fanout=dict(fanout_fields([(m.partition, m.value) for m in fanout])))
     for player, change in zip(players, changes):
         run.history[player].append(change)
     run.buffered += len(players)
@@ -299,19 +294,13 @@ async def _rate(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, round
     run.last_rated = (run.seq, round_.round_id)
 
 
-async def _flush_history(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun) -> None:
-    await writer.push_history({keys.history(run.name, p): entries for p, entries in run.history.items()},
-                              ctx.store.history_length)
+async def _flush_history(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun) -> None:
+    await writer.push_history(run.name, run.history)
     run.history.clear()
     run.buffered = 0
 
 
-PLAYER_FIELDS = ("last_seq", "queued_seq", "mu", "sigma", "rounds", "last_round", "last_time", "display_rating",
-                 "tier", "state")
-"""The player hash fields (apply_player_update.lua's, and mark_queued.lua's queued_seq)."""
-
-
-async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now: float) -> int:
+async def _finish(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, now: float) -> int:
     """Queue the rest of the history, the final player hashes, the leaderboard and the ladder's
     counters; returns the number of players written."""
     await _flush_history(ctx, writer, run)
@@ -325,9 +314,7 @@ async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now
         columns = [seqs, seqs, number_texts("mu", batch.mu), number_texts("sigma", batch.sigma), batch.rounds.tolist(),
                    [run.round_ids[i] for i in c.last_round[rows].tolist()], number_texts("last_time", batch.last_time),
                    shown, tier_names(c.tier[rows], ctx.display(run.name)), pack_batch(batch)]
-        await writer.hset_many([keys.player(run.name, p) for p in names], PLAYER_FIELDS, list(zip(*columns)))
-        await writer.zadd(keys.leaderboard(run.name), dict(zip(names, shown)))
-        await writer.zadd(keys.player_names(run.name), dict.fromkeys(names, 0))
+        await writer.players(run.name, names, list(zip(*columns)))
     fields: dict[str | bytes, str | int] = {"seq": run.seq}
     if run.rated and not run.stored_fields.get("model"):  # fixed from its first rated round, as register_round.lua
         cfg = ctx.ladder(run.name)
@@ -340,5 +327,5 @@ async def _finish(ctx: PipelineContext, writer: BulkWriter, run: _LadderRun, now
         fields.update({"rounds_rated": int(run.stored_fields.get("rounds_rated", 0)) + run.rated,
                        "last_rated_seq": run.last_rated[0], "last_round": run.last_rated[1],
                        "updated_at": encode_float(now)})
-    await writer.hset(keys.ladder(run.name), fields)
+    await writer.ladder_fields(run.name, fields)
     return len(rows)

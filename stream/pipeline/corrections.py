@@ -61,7 +61,6 @@ from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
-from stream.pipeline.backfill import PLAYER_FIELDS
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
@@ -69,8 +68,7 @@ from stream.pipeline.messages import Origin
 from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate, rerate_model
 from stream.store import corrections as ledger
-from stream.store import keys
-from stream.store.bulk import BulkWriter
+from stream.store.bulk import LadderWriter
 from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
 from stream.store.store import (STATUS_FAILED, STATUS_LATE, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED,
                                 encode_float, fanout_fields)
@@ -453,10 +451,7 @@ async def _record_trail(ctx: PipelineContext, correction: Correction, target: St
                    "field_size": correction.round.field_size, "status": STATUS_NO_OUTCOME if free else STATUS_RATED}
         if not free:
             fields |= {"pending": 0, "emitted": "1", "rated_at": encode_float(time.time())}
-    record = keys.round_record(correction.ladder, target.round_id)
-    await ctx.store.client.hset(record, mapping=fields)
-    if correction.kind == INSERT:
-        await ctx.store.client.hdel(record, "body")
+    await ledger.mark_round(ctx.store, correction.ladder, target.round_id, fields, drop_body=correction.kind == INSERT)
 
 
 async def _write(ctx: PipelineContext, correction: Correction, target: StoredRound, stored: list[StoredRound],
@@ -465,9 +460,9 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     """Write the re-rated part of the ladder (module docstring, step 5); returns the correction's events."""
     ladder, s = correction.ladder, target.seq
     cfg = ctx.display(ladder)
-    writer = BulkWriter(ctx.store)
+    writer = LadderWriter(ctx.store)
     partitions = await ctx.partitions()
-    results_trimmed = int(await ctx.store.client.hget(keys.ladder(ladder), "results_trimmed_seq") or 0)
+    results_trimmed = await ledger.results_trimmed_seq(ctx.store, ladder)
     round_of = rated.round_of()
     is_affected = np.zeros(len(rated.rounds), dtype=bool)
     is_affected[affected] = True
@@ -507,13 +502,11 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     written = {h.round_id for h in rated.rounds}
     for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)
         if r.seq >= s and r.round_id not in written:
-            await writer.delete(*(key(ladder, r.round_id) for key in (keys.round_results, keys.round_perf,
-                                                                       keys.round_digests, keys.round_emitted)))
+            await writer.drop_round_outputs(ladder, r.round_id)
     await writer.flush()
     faults.crash_point(ctx.settings, faults.CORRECTION_MID_RERATE)
-    for player in touched:
-        await writer.delete(keys.history(ladder, player))
-    await writer.push_history({keys.history(ladder, p): e for p, e in entries.items() if e}, ctx.store.history_length)
+    await writer.clear_history(ladder, touched)
+    await writer.push_history(ladder, entries)
 
     kept = [p for p, row in zip(touched, touched_rows.tolist()) if row >= 0]
     removed = [p for p, row in zip(touched, touched_rows.tolist()) if row < 0]
@@ -525,21 +518,12 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     seqs = [rated.rounds[k].seq for k in round_of[last].tolist()]
     columns = [seqs, seqs, mu, sigma, batch.rounds.tolist(), [rated.rounds[k].round_id for k in round_of[last].tolist()],
                number_texts("last_time", batch.last_time), shown, tier_names(rated.final_tier[rows], cfg), pack_batch(batch)]
-    if kept:
-        await writer.hset_many([keys.player(ladder, p) for p in kept], PLAYER_FIELDS, list(zip(*columns)))
-        await writer.zadd(keys.leaderboard(ladder), dict(zip(kept, shown)))
-        await writer.zadd(keys.player_names(ladder), dict.fromkeys(kept, 0))
-    for player in removed:
-        await writer.delete(keys.player(ladder, player), keys.history(ladder, player))
-    if removed:
-        await writer.zrem(keys.leaderboard(ladder), removed)
-        await writer.zrem(keys.player_names(ladder), removed)
-    await writer.hset(keys.ladder(ladder), _ladder_fields(rated))
-    if not rated.rounds:  # every round voided: no last rated round
-        await writer.hdel(keys.ladder(ladder), "last_rated_seq", "last_round")
+    await writer.players(ladder, kept, list(zip(*columns)))
+    await writer.remove_players(ladder, removed)
+    # every round voided: no last rated round
+    await writer.ladder_fields(ladder, _ladder_fields(rated), drop=() if rated.rounds else ("last_rated_seq", "last_round"))
     await writer.close()
-    players = await ctx.store.client.zcard(keys.leaderboard(ladder))  # = the counter (every writer keeps both)
-    await ctx.store.client.hset(keys.ladder(ladder), "players", players)
+    await ledger.recount_players(ctx.store, ladder)
     occurred_at = float(target.record.get("occurred_at", 0.0))
     return _events(ctx, correction, rated, before, kept, rows, last, mu, sigma, shown, removed, occurred_at)
 

@@ -1,8 +1,12 @@
-"""The pipeline's topics (names from Settings.topic) and their creation."""
+"""The pipeline's topics (names from Settings.topic) and their administration: create them on any
+Kafka-protocol broker, idempotently."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import faust
 
@@ -15,6 +19,13 @@ RATING_CHANGES = "rating-changes"
 ROUNDS_DLQ = "rounds-dlq"
 CORRECTIONS = "corrections"
 ALL = (ROUNDS, PLAYER_UPDATES, RATING_CHANGES, ROUNDS_DLQ, CORRECTIONS)
+#: Replication factor of topics created here; 1 fits the embedded single-node broker. A real
+#: cluster passes its own (see docker-compose.yml, where Kafka has one node as well).
+DEFAULT_REPLICATION = 1
+#: Seconds to wait for new topics to appear in the broker's metadata.
+METADATA_TIMEOUT_S = 15.0
+#: Seconds between two metadata polls.
+POLL_INTERVAL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,39 @@ def declare(app: faust.App, settings: Settings) -> Topics:
 
 def ensure(settings: Settings) -> dict[str, int]:
     """Create the topics that do not exist yet (idempotent); name → partitions as the broker has them."""
-    from stream.stack.topics import ensure_topics
-
     return ensure_topics(settings.kafka_bootstrap, partition_counts(settings), **kafka_python_security(settings))
+
+
+def ensure_topics(bootstrap: str, topics: Mapping[str, int], *, replication: int = DEFAULT_REPLICATION,
+                  timeout_s: float = METADATA_TIMEOUT_S, **client_config: Any) -> dict[str, int]:
+    """Create every topic of ``topics`` (name → partitions) that does not exist yet.
+
+    Already-existing topics are left alone (their partition count is not changed). Returns
+    name → partition count as the broker reports it, once every topic is in its metadata.
+    ``client_config`` goes to ``KafkaAdminClient`` (security_protocol, sasl_* …).
+    """
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="ems-topic-admin", **client_config)
+    try:
+        existing = set(admin.list_topics())
+        missing = [NewTopic(name, partitions, replication) for name, partitions in topics.items() if name not in existing]
+        if missing:
+            # raise_errors=False: a concurrent creator (TopicAlreadyExists) is not an error here.
+            admin.create_topics(missing, raise_errors=False)
+        return _await_partitions(admin, list(topics), timeout_s)
+    finally:
+        admin.close()
+
+
+def _await_partitions(admin: Any, names: list[str], timeout_s: float) -> dict[str, int]:
+    """Poll metadata until every topic in ``names`` is described with its partitions."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = {d["name"]: len(d["partitions"]) for d in admin.describe_topics(names)
+                 if d.get("error_code", 0) == 0 and d.get("partitions")}
+        if all(name in found for name in names):
+            return found
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics not in broker metadata after {timeout_s:.0f} s: {sorted(set(names) - set(found))}")
+        time.sleep(POLL_INTERVAL_S)

@@ -195,7 +195,7 @@ async def _snapshot(consumer: Any, topics: frozenset[str]) -> dict[TP, tuple[int
     assigned = [tp for tp in consumer.assignment() if tp.topic in topics]
     if not assigned:
         return {}
-    async with asyncio.timeout(OBSERVE_TIMEOUT_S):  # not wait_for: on 3.11 it can drop a cancel (redis_cancel.py)
+    async with asyncio.timeout(OBSERVE_TIMEOUT_S):  # not wait_for: on 3.11 it can drop a cancel (store/cancel.py)
         ends = await consumer.end_offsets(assigned)
     positions = fetch_positions(consumer, assigned)
     return {(tp.topic, tp.partition): (ends.get(tp), positions[tp]) for tp in assigned}

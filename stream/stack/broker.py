@@ -15,7 +15,7 @@ see stream/stack/README.md for the full list:
   offset, so never keep state in Faust tables (changelog recovery relies on it): Redis is
   the state;
 * topics are not created on produce unless the client asks; create them with
-  :func:`ensure_topics` (replication factor 1, the broker has one node);
+  :func:`stream.pipeline.topics.ensure_topics` (replication factor 1, the broker has one node);
 * the in-memory log is never trimmed (no retention, DeleteRecords unimplemented) and each fetch
   lists every record batch its partition stores: the broker slows down as batches pile up, so
   produce fewer, larger batches.

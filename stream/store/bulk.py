@@ -1,9 +1,11 @@
-"""Bulk writes of a ladder's rated history (``stream backfill``, ``stream import``).
+"""Bulk writes of a ladder's rated history (``stream backfill``, a correction's re-rate, ``stream import``).
 
 The stream writes one round at a time through the Lua scripts of :mod:`stream.store.store`;
 a backfill writes the same keys with the same contents (key schema: docs/contracts.md) as plain
 pipelined commands, chunked: per round its record, results and stored fan-out; per player its
 history entries, then once its final state hash and leaderboard score; per ladder its counters.
+:class:`LadderWriter` is what the pipeline calls (rounds, histories, players, counters: it names
+every key); :class:`BulkWriter` is its plain-command queue (and the snapshot import's).
 Nothing here is atomic: the caller checks beforehand that no worker touches the ladder.
 """
 
@@ -25,11 +27,17 @@ FLUSH_ARGUMENTS = 20_000
 how long Redis works through one pipeline, well within a client's socket timeout)."""
 ZADD_MEMBERS = 10_000
 """Members per ZADD command (a million-player leaderboard goes out in pieces)."""
+PLAYER_FIELDS = ("last_seq", "queued_seq", "mu", "sigma", "rounds", "last_round", "last_time", "display_rating",
+                 "tier", "state")
+"""The player hash fields a bulk write sets (apply_player_update.lua's, and mark_queued.lua's queued_seq)."""
+ROUND_OUTPUTS = (keys.round_results, keys.round_perf, keys.round_digests, keys.round_emitted)
+"""The keys a round's rating leaves beside its record (events, fan-out, digests, emitted marks)."""
 
 
 @dataclass(frozen=True)
 class LadderInfo:
-    """What a backfill checks of a ladder before writing: its hash and its in-flight rounds."""
+    """What a bulk command (backfill, export, erase) checks of a ladder first: its hash and its
+    in-flight rounds."""
 
     fields: dict[str, str]
     rounds: int
@@ -39,6 +47,16 @@ class LadderInfo:
     @property
     def seq(self) -> int:
         return int(self.fields.get("seq", 0))
+
+    def held(self, ladder: str, then: str) -> str | None:
+        """Why the ladder must be left alone now, if a correction holds it (``then``: what to do)."""
+        if "hold" not in self.fields:
+            return None
+        return f"ladder {ladder!r} is held by correction {self.fields['hold']!r} (a re-rate in progress): {then}"
+
+    def refusal(self, ladder: str, then: str) -> str | None:
+        """:meth:`held`, or that there is no such ladder."""
+        return f"no ladder {ladder!r}" if not self.fields else self.held(ladder, then)
 
 
 @dataclass(frozen=True)
@@ -138,6 +156,73 @@ class BulkWriter:
     async def sadd(self, key: str, member: str) -> None:
         self.pipe.sadd(key, member)
         await self._count(1)
+
+
+class LadderWriter:
+    """A ladder's rated history written as the stream writes it (same keys, fields and bytes), queued
+    on one :class:`BulkWriter`: what a backfill and a correction's re-rate write. ``close`` sends the rest."""
+
+    def __init__(self, store: Store) -> None:
+        self.bulk = BulkWriter(store)
+        self.history_length = store.history_length
+
+    async def add_ladder(self, ladder: str) -> None:
+        """The ladder in the set of ladders."""
+        await self.bulk.sadd(keys.ladders(), ladder)
+
+    async def round(self, ladder: str, round_id: str, seq: int, record: Mapping[Any, Any], *,
+                    results: Mapping[str, bytes] | None = None, fanout: Mapping[Any, bytes] | None = None) -> None:
+        """A round's record and its place in the ladder's index; with ``results`` its events (player
+        -> RatingChange JSON) and ``fanout`` its stored fan-out (field -> message)."""
+        await self.bulk.hset(keys.round_record(ladder, round_id), record)
+        await self.bulk.zadd(keys.rounds(ladder), {round_id: seq})
+        if results is not None:
+            await self.bulk.hset(keys.round_results(ladder, round_id), results)
+        if fanout is not None:
+            await self.bulk.hset(keys.round_perf(ladder, round_id), fanout)
+
+    async def drop_round_outputs(self, ladder: str, round_id: str) -> None:
+        """Forget what a round's rating left beside its record (:data:`ROUND_OUTPUTS`)."""
+        await self.bulk.delete(*(key(ladder, round_id) for key in ROUND_OUTPUTS))
+
+    async def clear_history(self, ladder: str, players: Sequence[str]) -> None:
+        """Empty the history lists of ``players``."""
+        for player in players:
+            await self.bulk.delete(keys.history(ladder, player))
+
+    async def push_history(self, ladder: str, entries: Mapping[str, Sequence[bytes]]) -> None:
+        """Append each player's history entries (oldest first), each list kept to the store's length."""
+        await self.bulk.push_history({keys.history(ladder, p): e for p, e in entries.items() if e}, self.history_length)
+
+    async def players(self, ladder: str, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Each player's hash (``rows[i]``: the values of :data:`PLAYER_FIELDS`), leaderboard score
+        (its ``display_rating``) and name index entry."""
+        if not names:
+            return
+        await self.bulk.hset_many([keys.player(ladder, p) for p in names], PLAYER_FIELDS, rows)
+        shown = PLAYER_FIELDS.index("display_rating")
+        await self.bulk.zadd(keys.leaderboard(ladder), {p: row[shown] for p, row in zip(names, rows)})
+        await self.bulk.zadd(keys.player_names(ladder), dict.fromkeys(names, 0))
+
+    async def remove_players(self, ladder: str, names: Sequence[str]) -> None:
+        """Forget players: their hash, history, leaderboard score and name index entry."""
+        for player in names:
+            await self.bulk.delete(keys.player(ladder, player), keys.history(ladder, player))
+        if names:
+            await self.bulk.zrem(keys.leaderboard(ladder), names)
+            await self.bulk.zrem(keys.player_names(ladder), names)
+
+    async def ladder_fields(self, ladder: str, fields: Mapping[Any, Any], *, drop: Sequence[str] = ()) -> None:
+        """Set fields of the ladder's hash (counters, ``seq``, last round) and delete ``drop``."""
+        await self.bulk.hset(keys.ladder(ladder), fields)
+        if drop:
+            await self.bulk.hdel(keys.ladder(ladder), *drop)
+
+    async def flush(self) -> None:
+        await self.bulk.flush()
+
+    async def close(self) -> None:
+        await self.bulk.close()
 
 
 async def members(store: Store, key: str) -> list[str]:

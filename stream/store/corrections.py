@@ -125,6 +125,34 @@ async def record_rejection(store: Store, ladder: str, correction_id: str, reason
                             json.dumps({"reason": reason, "message": message}, ensure_ascii=False))
 
 
+async def outcome(store: Store, ladder: str, correction_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(ledger entry, rejection) of a correction, each None while absent (``stream void/amend --wait``)."""
+    pipe = store.client.pipeline(transaction=False)
+    pipe.hget(keys.corrections(ladder), correction_id)
+    pipe.hget(keys.rejected_corrections(ladder), correction_id)
+    applied, rejected = await pipe.execute()
+    return (None if applied is None else json.loads(applied)), (None if rejected is None else json.loads(rejected))
+
+
+async def mark_round(store: Store, ladder: str, round_id: str, fields: dict[Any, Any], *, drop_body: bool) -> None:
+    """Set fields of a round's record (a correction's trail, status or standings), deleting its
+    ``body`` when ``drop_body`` (a late round once inserted)."""
+    record = keys.round_record(ladder, round_id)
+    await store.client.hset(record, mapping=fields)
+    if drop_body:
+        await store.client.hdel(record, "body")
+
+
+async def results_trimmed_seq(store: Store, ladder: str) -> int:
+    """The seq up to which the ladder's round results were trimmed (0: none)."""
+    return int(await store.client.hget(keys.ladder(ladder), "results_trimmed_seq") or 0)
+
+
+async def recount_players(store: Store, ladder: str) -> None:
+    """Set the ladder's ``players`` counter to its leaderboard's size (every writer keeps both)."""
+    await store.client.hset(keys.ladder(ladder), "players", await store.client.zcard(keys.leaderboard(ladder)))
+
+
 async def holder(store: Store, ladder: str) -> str | None:
     """The id of the correction holding the ladder, if any."""
     raw = await store.client.hget(keys.ladder(ladder), "hold")

@@ -74,12 +74,8 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
     """Erase ``player`` from ``ladder`` (module docstring); raises :class:`ErasureRefused`."""
     if not secret:
         raise ErasureRefused("ERASURE_SECRET is not set: the pseudonyms are keyed with it (docs: Erasure)")
-    info = await ladder_info(store, ladder)
-    if not info.fields:
-        raise ErasureRefused(f"no ladder {ladder!r}")
-    if "hold" in info.fields:
-        raise ErasureRefused(f"ladder {ladder!r} is held by correction {info.fields['hold']!r} (a re-rate in "
-                             "progress): erase once it is done")
+    if (why := (await ladder_info(store, ladder)).refusal(ladder, "erase once it is done")) is not None:
+        raise ErasureRefused(why)
     alias = pseudonym(secret, ladder, player)
     state = await store.client.hmget(keys.player(ladder, player), ["last_seq", "queued_seq"])
     if state[0] is None:

@@ -137,7 +137,7 @@ async def _send(conn: Any, packed: bytes) -> None:
     needed, its health check, the same errors), the write bounded by ``socket_timeout`` with
     ``asyncio.timeout`` in the calling task, as the replies are read: redis-py's
     ``asyncio.wait_for`` runs each write in a task of its own (a task and a loop iteration per
-    round trip), and on Python 3.11 can drop a cancellation (``stream.redis_cancel``), which a
+    round trip), and on Python 3.11 can drop a cancellation (``stream.store.cancel``), which a
     write in the caller's task never does. Any exception disconnects the connection."""
     if not conn.is_connected:
         await conn.connect_check_health(check_health=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, cast
 
 
@@ -58,11 +59,13 @@ def _json(raw: Any) -> dict[str, Any]:
     return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
 
 
-def _fields(obj: object) -> dict[str, Any]:
-    """A dataclass's fields as a new dict, values as they are: the views hold only JSON-ready values
-    (numbers, strings, lists of dicts), so the deep copy ``dataclasses.asdict`` makes is not needed
-    (it was most of a leaderboard request's CPU)."""
-    return dict(vars(obj))
+class View:
+    """A query's answer (a dataclass of JSON-ready values: numbers, strings, lists of dicts)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a new dict, values as they are (no deep copy as ``dataclasses.asdict``
+        makes: it was most of a leaderboard request's CPU)."""
+        return dict(vars(self))
 
 
 def escape_glob(text: str) -> str:
@@ -71,7 +74,7 @@ def escape_glob(text: str) -> str:
 
 
 @dataclass
-class LadderSummary:
+class LadderSummary(View):
     ladder: str
     seq: int
     rounds_rated: int
@@ -81,12 +84,9 @@ class LadderSummary:
     leaderboard_size: int
     rounds: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class LeaderboardRow:
+class LeaderboardRow(View):
     position: int  # 1-based place on the leaderboard (by display rating)
     player: str
     display_rating: float
@@ -95,12 +95,9 @@ class LeaderboardRow:
     rounds: int | None
     tier: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class LeaderboardPage:
+class LeaderboardPage(View):
     ladder: str
     total: int  # players on the leaderboard (or matches, for a search)
     offset: int
@@ -110,11 +107,11 @@ class LeaderboardPage:
     truncated: bool = False  # a search stopped at MAX_SEARCH_MATCHES
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), "rows": [r.to_dict() for r in self.rows]}
+        return {**super().to_dict(), "rows": [r.to_dict() for r in self.rows]}
 
 
 @dataclass
-class PlayerView:
+class PlayerView(View):
     ladder: str
     player: str
     mu: float
@@ -128,24 +125,18 @@ class PlayerView:
     leaderboard_size: int
     history: list[dict[str, Any]] = field(default_factory=list)  # RatingChange dicts, oldest first
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class RoundView:
+class RoundView(View):
     ladder: str
     round_id: str
     record: dict[str, Any]
     results: list[dict[str, Any]]  # RatingChange dicts ordered by rank, then player
     complete: bool  # False when the round has more results than MAX_ROUND_RESULTS
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class RoundSummary:
+class RoundSummary(View):
     round_id: str
     seq: int
     status: str | None
@@ -153,12 +144,9 @@ class RoundSummary:
     occurred_at: float | None
     rated_at: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
-
 
 @dataclass
-class LaddersPage:
+class LaddersPage(View):
     total: int
     ladders: list[LadderSummary]
 
@@ -210,15 +198,12 @@ async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> L
 
 
 @dataclass
-class Distribution:
+class Distribution(View):
     ladder: str
     total: int
     low: float | None  # lowest and highest display rating on the leaderboard
     high: float | None
     counts: list[int]  # players per bin, equal-width bins from low to high (the last one closed)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
 
 
 async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribution:
@@ -428,14 +413,11 @@ async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
 
 
 @dataclass
-class RoundsOverTime:
+class RoundsOverTime(View):
     ladder: str
     rounds: int  # rounds in the ladder's index (any status)
     rounds_rated: int
     points: list[dict[str, Any]]  # {"rounds", "round_id", "seq", "status", "occurred_at", "rated_at"}, by seq
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
 
 
 def _spread(n: int, points: int) -> list[int]:
@@ -474,15 +456,12 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOve
 
 
 @dataclass
-class RankTimeline:
+class RankTimeline(View):
     ladder: str
     player: str
     position: int | None  # the player's place on today's leaderboard
     leaderboard_size: int
     points: list[dict[str, Any]]  # per rated round, oldest first (see rank_timeline)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
 
 
 async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> RankTimeline | None:
@@ -515,3 +494,19 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_l
               for e, n in zip(entries, above)]
     return RankTimeline(ladder=ladder, player=player_id, position=None if rank is None else int(rank) + 1,
                         leaderboard_size=int(lb_size), points=points)
+
+
+def round_states(r: Any, rounds: Sequence[tuple[str, str]]) -> list[tuple[bytes | None, bytes | None]]:
+    """(content_hash, status) of each (ladder, round id)'s record as stored ((None, None): none
+    yet), one round trip of a synchronous client (``stream publish --wait``)."""
+    if not rounds:
+        return []
+    pipe = r.pipeline(transaction=False)
+    for ladder, round_id in rounds:
+        pipe.hmget(keys.round_record(ladder, round_id), ["content_hash", "status"])
+    return [(h, s) for h, s in pipe.execute()]
+
+
+def rounds_rated(r: Any, ladder: str) -> int:
+    """The ladder's count of rated rounds, from a synchronous client (``stream stack --demo``)."""
+    return int(r.hget(keys.ladder(ladder), "rounds_rated") or 0)

@@ -23,8 +23,9 @@ state is then complete and stands still while the stream has nothing of it to do
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from stream.store import keys
 from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
@@ -62,41 +63,43 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
     """The records of ``ladder`` (see the module docstring); raises :class:`SnapshotError` for an
     unknown ladder or one with rounds in flight."""
     info = await ladder_info(store, ladder)
-    if not info.fields:
-        raise SnapshotError(f"no ladder {ladder!r}")
-    if "hold" in info.fields:
-        raise SnapshotError(f"ladder {ladder!r} is held by correction {info.fields['hold']!r} (a re-rate in progress): "
-                            "export it once it is done")
+    if (why := info.refusal(ladder, "export it once it is done")) is not None:
+        raise SnapshotError(why)
     if info.in_flight:
         raise SnapshotError(f"ladder {ladder!r} has {info.in_flight} rounds in flight: export it once they are rated")
     yield Record("snapshot", ladder, {"version": VERSION, "exported_at": repr(now)})
     yield Record("ladder", "", _text_fields(await store.client.hgetall(keys.ladder(ladder))))
-    players = await members(store, keys.leaderboard(ladder))
-    for lo in range(0, len(players), FLUSH_COMMANDS):
-        chunk = players[lo:lo + FLUSH_COMMANDS]
+    def player_reads(pipe: Any, player: str) -> None:
+        pipe.hgetall(keys.player(ladder, player))
+        pipe.lrange(keys.history(ladder, player), 0, -1)
+
+    async for player, (state, history) in _read_each(store, await members(store, keys.leaderboard(ladder)),
+                                                     player_reads, 2):
+        yield Record("player", player, _text_fields(state, BINARY_FIELDS))
+        if history:
+            yield Record("history", player, {str(j): as_text(e) for j, e in enumerate(history)})
+
+    def round_reads(pipe: Any, round_id: str) -> None:
+        for key in (keys.round_record, keys.round_results, keys.round_perf):
+            pipe.hgetall(key(ladder, round_id))
+
+    async for round_id, replies in _read_each(store, await members(store, keys.rounds(ladder)), round_reads, 3):
+        for kind, raw in zip(("round", "results", "fanout"), replies):
+            if raw or kind == "round":
+                yield Record(kind, round_id, _text_fields(raw))
+
+
+async def _read_each(store: Store, names: list[str], reads: Callable[[Any, str], None],
+                     width: int) -> AsyncIterator[tuple[str, list[Any]]]:
+    """(name, its ``width`` replies) for each name: ``reads`` queues them, FLUSH_COMMANDS names per pipeline."""
+    for lo in range(0, len(names), FLUSH_COMMANDS):
+        chunk = names[lo:lo + FLUSH_COMMANDS]
         pipe = store.client.pipeline(transaction=False)
-        for player in chunk:
-            pipe.hgetall(keys.player(ladder, player))
-            pipe.lrange(keys.history(ladder, player), 0, -1)
+        for name in chunk:
+            reads(pipe, name)
         replies = await pipe.execute()
-        for i, player in enumerate(chunk):
-            yield Record("player", player, _text_fields(replies[2 * i], BINARY_FIELDS))
-            history = replies[2 * i + 1]
-            if history:
-                yield Record("history", player, {str(j): as_text(e) for j, e in enumerate(history)})
-    rounds = await members(store, keys.rounds(ladder))
-    for lo in range(0, len(rounds), FLUSH_COMMANDS):
-        chunk = rounds[lo:lo + FLUSH_COMMANDS]
-        pipe = store.client.pipeline(transaction=False)
-        for round_id in chunk:
-            pipe.hgetall(keys.round_record(ladder, round_id))
-            pipe.hgetall(keys.round_results(ladder, round_id))
-            pipe.hgetall(keys.round_perf(ladder, round_id))
-        replies = await pipe.execute()
-        for i, round_id in enumerate(chunk):
-            for kind, raw in zip(("round", "results", "fanout"), replies[3 * i:3 * i + 3]):
-                if raw or kind == "round":
-                    yield Record(kind, round_id, _text_fields(raw))
+        for i, name in enumerate(chunk):
+            yield name, replies[width * i:width * (i + 1)]
 
 
 @dataclass

@@ -23,11 +23,12 @@ import numpy as np
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
 
+from stream import dependencies
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
 from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
-from stream.redis_cancel import make_cancel_safe
+from stream.store.cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
 from stream.store.scripts import SCRIPT_NAMES, source
 
@@ -502,7 +503,9 @@ class Store:
 
     def __init__(self, client: AsyncRedis, *, history_length: int, cluster: bool = False) -> None:
         """``cluster``: lay calls out as on a Redis Cluster (one player per per-player script call)
-        on whatever server ``client`` reaches; a ``RedisCluster`` client always gets that layout."""
+        on whatever server ``client`` reaches; a ``RedisCluster`` client always gets that layout.
+        Refuses another redis-py than the pinned one (:mod:`stream.dependencies`)."""
+        dependencies.check(dependencies.STORE)
         self.client = client
         self.cluster = cluster or is_cluster(client)
         make_cancel_safe(client)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from stream.cli.main import app
 from stream.cli.tail import EXIT_TIMEOUT, format_change
 from stream.contracts import RatingChange
-from stream.stack.topics import ensure_topics
+from stream.pipeline.topics import ensure_topics
 from tests.cli.kafka_helpers import produce, topic_exists
 
 pytestmark = pytest.mark.integration

@@ -253,7 +253,7 @@ def test_rejected_view(redis_url: str, local_stack, fresh_prefix: str, browser: 
     from kafka import KafkaProducer
 
     from stream.contracts import DeadLetter, RoundRejected
-    from stream.stack.topics import ensure_topics
+    from stream.pipeline.topics import ensure_topics
 
     seed(redis_url)
     topic = f"{fresh_prefix}rounds-dlq"

@@ -13,7 +13,8 @@ from scipy.special import log_ndtr
 from stream.engine import fastperf_gaussian, fastperf_logistic, numerical, phase_one, preset, subsample
 from stream.engine.fastperf import solve_groups_chebyshev
 from stream.engine.numerical import prefix_sums, solve_bracketed
-from stream.engine.performance import GroupEquations, opponent_deltas, solve_groups_direct
+from stream.engine.equations import GroupEquations, solve_groups_direct
+from stream.engine.performance import opponent_deltas
 from stream.engine.ranking import TieGroups
 from stream.engine.terms import gaussian_ratios, gaussian_win_ratio
 

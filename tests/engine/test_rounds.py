@@ -9,9 +9,8 @@ from hypothesis import strategies as st
 
 from stream.engine import OutcomeFree, PlayerBatch, RoundSpec, preset, rate_round, rate_rounds, warm_up
 from stream.engine.performance import DIRECT_MAX_PLAYERS
-from stream.engine import rounds as rounds_module
-from stream.engine import rounds_compiled
-from stream.engine.rounds import _waves, rate_flat, rate_waves
+from stream.engine import kernels as kernels_module
+from stream.engine.rounds import _waves, rate_flat
 from stream.engine.state import pack_batch, unpack_batch
 
 DAY = 86_400.0
@@ -166,7 +165,7 @@ def random_prior(n: int, rng: np.random.Generator, longest: int) -> PlayerBatch:
 def flat_batches(draw: st.DrawFn) -> tuple[PlayerBatch, tuple[np.ndarray, ...], object]:
     """A prior and a batch of small rounds as ``rate_flat`` takes them: repeated players, ties
     (some rounds all tied or of one player: not rated), newcomers, long histories, rounds of
-    several weights, times and ceilings, under the parameters the compiled path rates."""
+    several weights, times and ceilings, exact logistic parameters of every history bound and rho."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     n = draw(st.integers(2, 60))
     prior = random_prior(n, rng, draw(st.sampled_from([0, 3, 35])))
@@ -181,66 +180,43 @@ def flat_batches(draw: st.DrawFn) -> tuple[PlayerBatch, tuple[np.ndarray, ...], 
     weights = rng.choice([1.0, 1.0, 0.5, 1.7], n_rounds)
     ceilings = rng.choice([math.inf, math.inf, 1500.0, 1700.0], n_rounds)
     params = preset("mmr").with_(history_limit=draw(st.sampled_from([None, 1, 3, 30])),
-                                 rho=draw(st.sampled_from(rounds_compiled.EXACT_RHO)),
+                                 rho=draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 0.3])),
                                  drift_per_day=draw(st.sampled_from([0.0, 40.0])), split_ties=draw(st.booleans()),
                                  draws_rate=draw(st.booleans()))
     return prior, (rows, ranks, offsets, times, weights, ceilings), params
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=flat_batches())
-def test_compiled_path_equals_the_wave_path_to_the_bit(case):
-    """rate_flat's compiled loop gives the wave path's floats exactly, and leaves the prior as it was."""
-    prior, arrays, params = case
-    assert rounds_compiled.supports(params, arrays[2])
+def test_rate_flat_equals_rating_one_by_one_and_leaves_the_prior(case):
+    """rate_flat (the arrays phase one and the re-rate pass) equals rate_round one round after the
+    other, and leaves the prior as it was (its factor arrays may be read-only views)."""
+    prior, (rows, ranks, offsets, times, weights, ceilings), params = case
     before = prior.copy()
     for name in ("p", "w_arg", "w_out"):
         getattr(prior, name).setflags(write=False)  # as unpack_batch's views may be
-    got = rate_flat(prior, *arrays, params)
-    want = rate_waves(prior, *arrays, params)
-    for name in ("performance", "mu", "sigma", "previous", "rated", "offsets"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    rounds = [RoundSpec(rows[a:b], ranks[a:b], time=float(t), weight=float(w), perf_ceiling=float(c))
+              for a, b, t, w, c in zip(offsets[:-1], offsets[1:], times, weights, ceilings)]
+    assert_equal_to_one_by_one(prior, rounds, params)
+    got = rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params)
+    np.testing.assert_array_equal(got.offsets, offsets)
     for name in PlayerBatch.__slots__:
-        np.testing.assert_array_equal(getattr(got.after, name), getattr(want.after, name), err_msg=name)
         np.testing.assert_array_equal(getattr(prior, name), getattr(before, name), err_msg=name)
-
-
-def test_rate_flat_takes_the_compiled_path_for_small_exact_logistic_rounds(monkeypatch):
-    """The dispatch: the exact logistic presets' small rounds never reach the wave path; a big
-    round, a memoryless, subsampled or non-exact-rho preset does."""
-    small = np.array([0, 2, 4])
-    big = np.array([0, DIRECT_MAX_PLAYERS + 1])
-    assert rounds_compiled.supports(preset("mmr"), small)
-    assert rounds_compiled.supports(preset("mmr-bounded"), small)
-    assert not rounds_compiled.supports(preset("mmr"), big)
-    for name in ("mmx", "mmr-fast", "paper-codeforces"):
-        assert not rounds_compiled.supports(preset(name), small)
-    assert not rounds_compiled.supports(preset("mmr").with_(rho=0.3), small)
-    assert not rounds_compiled.supports(preset("mmr").with_(rho=math.inf), small)
-    assert not rounds_compiled.supports(preset("mmr"), np.array([0]))
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("wave path taken")
-
-    monkeypatch.setattr(rounds_module, "rate_waves", refuse)
-    params = preset("mmr-bounded")
-    got = rate_flat(PlayerBatch.new(4, params), np.array([0, 1, 2, 3]), np.array([1, 2, 2, 1]), small,
-                    np.array([0.0, DAY]), np.ones(2), np.full(2, math.inf), params)
-    assert got.rated.all() and np.isfinite(got.performance).all()
 
 
 def test_warm_up_compiles_what_phase_one_calls():
     """After ``warm_up`` phase one's first batch compiles nothing: priors unpacked from the store
     (newcomers' factor arrays are read-only views), int64 ranks."""
     warm_up()
-    compiled = len(rounds_compiled.rate_batch.signatures)
+    kernels = [f for f in vars(kernels_module).values() if hasattr(f, "signatures")]
+    compiled = [len(f.signatures) for f in kernels]
     params = preset("mmr-bounded")
     for states in ([None] * 4, pack_batch(warm_prior(4, params, np.random.default_rng(3)))):
         prior = unpack_batch(states, params)
         got = rate_flat(prior, np.array([0, 1, 2, 3]), np.array([1, 2, 1, 2]), np.array([0, 2, 4]),
                         np.array([0.0, DAY]), np.ones(2), np.full(2, math.inf), params)
         assert got.rated.all()
-    assert len(rounds_compiled.rate_batch.signatures) == compiled
+    assert [len(f.signatures) for f in kernels] == compiled
 
 
 @pytest.mark.parametrize("name", ["mmr-bounded", "mmx", "mmr-fast", "paper-codeforces"])

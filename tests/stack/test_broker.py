@@ -13,7 +13,7 @@ import redis
 
 from stream.stack.broker import TansuBroker
 from stream.stack.local import LocalStack
-from stream.stack.topics import ensure_topics
+from stream.pipeline.topics import ensure_topics
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from stream.settings import Settings, StackChoiceError, running_stack_env
-from stream.stack.topics import ensure_topics
+from stream.pipeline.topics import ensure_topics
 
 pytestmark = pytest.mark.integration
 

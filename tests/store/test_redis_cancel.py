@@ -1,7 +1,7 @@
 """A task cancelled while it talks to Redis ends with CancelledError, wherever the cancel lands.
 
 On Python 3.11 redis-py's bounded write (``asyncio.wait_for``) drops a cancellation that lands as
-the write completes (stream/redis_cancel.py): a third of the cancels below were lost before
+the write completes (stream/store/cancel.py): a third of the cancels below were lost before
 the fix, and a phase-one barrier cancelled by a timeout kept polling for ever.
 """
 
@@ -12,7 +12,7 @@ import random
 from collections.abc import Awaitable, Callable
 
 from stream.connections import redis_client
-from stream.redis_cancel import CancelSafeSend
+from stream.store.cancel import CancelSafeSend
 from stream.settings import Settings
 from stream.store.store import Store
 
