@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from .diffusion import drifted_sigma, gammas
-from .equations import GroupEquations
+from .equations import GroupEquations, solve_groups_direct
 from .fastperf import solve_groups_chebyshev
 from .kernels import segment_roots
 from .numerical import solve_bracketed
