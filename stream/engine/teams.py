@@ -29,7 +29,11 @@ noisy observation and moves little; weight 1 is the individual update.
 
 Properties (tests/engine/test_elo_mmr_teams.py): p_T is non-increasing in the team's rank, so is p_i, and
 a member's new rating is non-decreasing in p_i (Theorem 1), so a better team rank never lowers a
-member's rating; a smaller w_i moves a player less; a team of one (any w_i = 1) takes exactly the
+member's rating; at a given performance p_i a smaller w_i moves a player less (only beta and
+gamma depend on it), so scaling a whole team's shares down (p_T unchanged: the averages are
+scale-free) moves each member less; a member's own share is not monotone, since it moves mu_T and
+so the team's surprise p_T - mu_T (a strong member's small share can make a win surprising and
+move him more than a full share); a team of one (any w_i = 1) takes exactly the
 individual path (the averages are not computed for a team of one: the member's own values are
 used), so a round of individuals equals :func:`stream.engine.rate_round` to the bit.
 """

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from stream.batch import read_rounds, replay
 from stream.engine import PlayerBatch, preset, rate_round
-from stream.engine.teams import rate_team_round
+from stream.engine.round import phase_two
+from stream.engine.teams import rate_team_round, team_performances
 
 PARAMS = preset("mmr")
 TIME = 1.7e9
@@ -74,18 +75,83 @@ def test_a_better_team_rank_never_lowers_a_members_rating(case: tuple[PlayerBatc
     assert (better_after[members] >= worse_after[members] - 1e-9).all()
 
 
+MU_RESOLUTION = 1e-9
+"""Rating points two phase-two results may differ by and still count as equal: the new mu is the
+root of its tanh equation by Newton/Halley steps stopped at a step <= ``NEWTON_STEP_TOL`` (1e-7),
+which leaves an error O(step^2) < 1e-12, plus a few ulps of |mu| <= ~3000 (~5e-13)."""
+
+
+def _moves(before: PlayerBatch, after: PlayerBatch) -> tuple[np.ndarray, np.ndarray]:
+    return np.abs(after.mu - before.mu), np.abs(after.sigma - before.sigma)
+
+
 @settings(max_examples=60, deadline=None)
 @given(team_rounds(), st.data())
-def test_a_small_share_of_the_match_moves_a_player_less(case: tuple[PlayerBatch, np.ndarray, np.ndarray, np.ndarray],
-                                                        data: st.DataObject) -> None:
+def test_a_team_that_played_a_smaller_share_moves_less(case: tuple[PlayerBatch, np.ndarray, np.ndarray, np.ndarray],
+                                                       data: st.DataObject) -> None:
+    """What the model guarantees about shares.  Scaling the shares of all of one team's members
+    by c <= 1 leaves the team's belief (weighted averages, and an individual's own values)
+    and so its performance p_T and every member's p_i unchanged (c a power of 2: to the bit);
+    each member's factor then only gets the noise of a lighter round, beta(w c) >= beta(w), and
+    less drift, so he moves less towards the same p_i.  For a team of one this is "a smaller
+    share of the match moves a player less".  A member's share alone does not have that
+    property: it moves mu_T and with it the team's surprise p_T - mu_T
+    (test_a_members_share_changes_his_teams_surprise)."""
+    batch, entry, ranks, weights = case
+    team = data.draw(st.integers(0, len(ranks) - 1))
+    scale = 2.0 ** -data.draw(st.integers(1, 13))  # down to ~1e-4
+    lighter = np.where(entry == team, weights * scale, weights)
+    full = rate_team_round(batch, entry, ranks, weights, PARAMS, time=TIME)
+    light = rate_team_round(batch, entry, ranks, lighter, PARAMS, time=TIME)
+    assert np.array_equal(full.performance, light.performance)
+    members = entry == team
+    mu_full, sigma_full = _moves(batch, full.after)
+    mu_light, sigma_light = _moves(batch, light.after)
+    assert (mu_light[members] <= mu_full[members] + MU_RESOLUTION).all()
+    assert (sigma_light[members] <= sigma_full[members] + MU_RESOLUTION).all()
+    others = ~members  # the other teams' updates do not depend on this team's shares
+    assert np.array_equal(full.after.mu[others], light.after.mu[others])
+
+
+@settings(max_examples=60, deadline=None)
+@given(team_rounds(), st.data())
+def test_at_a_fixed_performance_a_smaller_share_moves_a_player_less(
+        case: tuple[PlayerBatch, np.ndarray, np.ndarray, np.ndarray], data: st.DataObject) -> None:
+    """Phase two alone: given the performance a member is credited, his share enters only
+    through the noise beta(w) and drift gamma(w) of his factor, and a smaller share moves him
+    less (in mu and sigma)."""
     batch, entry, ranks, weights = case
     player = data.draw(st.integers(0, len(entry) - 1))
+    perf = team_performances(batch, entry, ranks, weights, PARAMS, time=TIME)
     full, little = weights.copy(), weights.copy()
-    full[player], little[player] = 1.0, 1e-4
-    moved_full = rate_team_round(batch, entry, ranks, full, PARAMS, time=TIME).after
-    moved_little = rate_team_round(batch, entry, ranks, little, PARAMS, time=TIME).after
-    assert abs(moved_little.mu[player] - batch.mu[player]) <= abs(moved_full.mu[player] - batch.mu[player]) + 1e-9
-    assert abs(moved_little.sigma[player] - batch.sigma[player]) <= abs(moved_full.sigma[player] - batch.sigma[player]) + 1e-9
+    full[player], little[player] = 1.0, data.draw(st.sampled_from([1e-4, 0.01, 0.1, 0.5]))
+    mu_full, sigma_full = _moves(batch, phase_two(batch, perf, PARAMS, weight=full, time=TIME))
+    mu_little, sigma_little = _moves(batch, phase_two(batch, perf, PARAMS, weight=little, time=TIME))
+    assert mu_little[player] <= mu_full[player] + MU_RESOLUTION
+    assert sigma_little[player] <= sigma_full[player] + MU_RESOLUTION
+
+
+def test_a_members_share_changes_his_teams_surprise() -> None:
+    """Why a member's own share is not monotone (hypothesis' counterexample to the claim "a
+    smaller share moves a player less"): a strong member (1721) of a team with a weak one (500,
+    share 0.1) beats a team of two 500s.  At share 1 his team is expected to win (mu_T = 1610),
+    its surprise p_T - mu_T is ~0.01; at share 1e-4 it is ~500 (mu_T = 501) and winning is a
+    surprise of ~77.  Phase two moves him by about surprise x (pi^2/6)/beta^2(w) / (1/sigma'^2 +
+    (pi^2/6)/beta^2(w)), ~ w for small w: the 5000-fold surprise outweighs the 5000-fold
+    lighter factor, and the small share moves him more."""
+    batch = PlayerBatch.new(4, PARAMS)
+    batch.mu, batch.sigma = np.array([500.0, 500, 1721, 500]), np.array([40.0, 40, 121, 40])
+    batch.mu0, batch.w0 = batch.mu.copy(), batch.sigma**-2.0
+    entry, ranks = np.array([0, 0, 1, 1]), np.array([2, 1])
+    full = rate_team_round(batch, entry, ranks, np.array([1, 1, 1, 0.1]), PARAMS, time=TIME)
+    little = rate_team_round(batch, entry, ranks, np.array([1, 1, 1e-4, 0.1]), PARAMS, time=TIME)
+    surprise_full = full.performance[2] - batch.mu[2]  # = p_T - mu_T
+    surprise_little = little.performance[2] - batch.mu[2]
+    assert 0 < 1000 * surprise_full < surprise_little
+    assert full.after.mu[2] - batch.mu[2] < little.after.mu[2] - batch.mu[2] - 1000 * MU_RESOLUTION
+    # at the same performance the lighter factor moves him far less
+    lighter = phase_two(batch, full.performance, PARAMS, weight=np.array([1, 1, 1e-4, 0.1]), time=TIME)
+    assert 0 < lighter.mu[2] - batch.mu[2] < 1e-3 * (full.after.mu[2] - batch.mu[2])
 
 
 def test_replay_rates_team_rounds_with_elo_mmr_teams(tmp_path: Path) -> None:
