@@ -185,3 +185,20 @@ def test_bad_tickets_are_refused() -> None:
         form_matches(queue, [Ticket("a", ("x",), NOW), Ticket("a", ("y",), NOW)], {}, NOW, LADDER)
     with pytest.raises(ValueError, match="another ticket"):
         form_matches(queue, [Ticket("a", ("x",), NOW), Ticket("b", ("x",), NOW)], {}, NOW, LADDER)
+
+
+def test_large_lobbies_checked_after_choosing_keep_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond PAIR_BUDGET, windows are chosen by spread first and their quality checked after."""
+    import stream.matchmaking.pairing as pairing
+
+    monkeypatch.setattr(pairing, "PAIR_BUDGET", 0)
+    rng = np.random.default_rng(11)
+    queue = QueueConfig("q", "x", teams=4, team_size=1, widening=(WideningStep(0.0, 300.0, 0.97),))
+    formed = 0
+    for _ in range(20):
+        tickets = [Ticket(f"t{i}", (f"p{i}",), NOW - float(rng.uniform(0, 50))) for i in range(40)]
+        ratings = {f"p{i}": (float(rng.normal(1500, 300)), float(rng.uniform(40, 300))) for i in range(40)}
+        result = form_matches(queue, tickets, ratings, NOW, LADDER)
+        _check(queue, tickets, ratings, result, LADDER)
+        formed += len(result.matches)
+    assert formed > 0
