@@ -23,6 +23,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -117,7 +118,8 @@ def main() -> None:
             quality = np.mean([m.quality for m in result.matches]) if result.matches else float("nan")  # type: ignore[attr-defined]
             print(f"{shape:<7}{n:>9}  {'window':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{len(result.matches):>9}{quality:>9.4f}")  # type: ignore[attr-defined]
             if shape == "duel" and n <= ALL_PAIRS_MAX:
-                ms, (count, q) = best_of(1, lambda: all_pairs(tickets, ratings, noob, model))  # type: ignore[misc]
+                ms, greedy = best_of(1, lambda: all_pairs(tickets, ratings, noob, model))
+                count, q = cast(tuple[int, float], greedy)
                 print(f"{shape:<7}{n:>9}  {'all-pairs':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{count:>9}{q:>9.4f}")
 
 
