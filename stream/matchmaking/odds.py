@@ -22,6 +22,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from stream.engine.trueskill import TrueSkillParams, quality_many
 from stream.engine.predict import (LOGISTIC_SCALE_PER_SD, OutcomeModel, PerformanceModel, RatedModel,
                                    binary_entropy, win_probability)
 
@@ -101,6 +102,8 @@ def lobby_odds(mu: Array, sigma: Array, model: OutcomeModel) -> tuple[Array, Arr
     quality_fn = model.model.quality if isinstance(model, RatedModel) else None
     if quality_fn is not None:
         assert isinstance(model, RatedModel)
+        if isinstance(model.params, TrueSkillParams):  # every lobby in one stacked solve
+            return np.asarray(quality_many(mu, sigma, model.params), dtype=np.float64), beats
         quality = np.array([quality_fn(mu[r], sigma[r], model.params) for r in range(mu.shape[0])], dtype=np.float64)
         return quality, beats
     entropy: Array = binary_entropy(p).mean(axis=1)
