@@ -291,7 +291,15 @@ def quality(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> float
     draw relative to that of equally skilled players.  (The package takes sigma as given; here tau is
     added first, the next round's prior, as in :func:`pair_odds`.)"""
     mu = np.asarray(mu, dtype=float)
-    n = mu.shape[0]
+    if mu.shape[0] < 2:
+        raise ValueError("match quality needs at least 2 players")
+    return float(quality_many(mu[None, :], np.asarray(sigma, dtype=float)[None, :], params)[0])
+
+
+def quality_many(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> np.ndarray:
+    """:func:`quality` of k lobbies of n players at once (arrays (k, n)): one stacked solve."""
+    mu = np.asarray(mu, dtype=float)
+    n = mu.shape[1]
     if n < 2:
         raise ValueError("match quality needs at least 2 players")
     a = np.zeros((n, n - 1))
@@ -299,10 +307,11 @@ def quality(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> float
     a[np.arange(1, n), np.arange(n - 1)] = -1.0
     variance = np.square(np.asarray(sigma, dtype=float)) + params.tau**2
     base = params.beta**2 * (a.T @ a)
-    full = base + a.T @ (variance[:, None] * a)
-    diff = a.T @ mu
+    full = base + np.einsum("ji,kj,jl->kil", a, variance, a)
+    diff = mu @ a
     _, logdet_base = np.linalg.slogdet(base)
     _, logdet_full = np.linalg.slogdet(full)
-    exponent = -0.5 * float(diff @ np.linalg.solve(full, diff))
-    return float(math.exp(0.5 * (logdet_base - logdet_full) + exponent))
+    exponent = -0.5 * np.einsum("ki,ki->k", diff, np.linalg.solve(full, diff[:, :, None])[:, :, 0])
+    out: np.ndarray = np.exp(0.5 * (logdet_base - logdet_full) + exponent)
+    return out
 
