@@ -332,7 +332,7 @@ def publish(
                                        f"{EXIT_TIMEOUT} if rounds are still pending then)"),
 ) -> None:
     """Validate every round of FILE, then publish them to the `rounds` topic (keyed by ladder)."""
-    settings = Settings.from_env()
+    settings = Settings.from_env(connect=not dry_run)  # --dry-run is offline: any number of stacks may run
     try:
         rounds = read_rounds(file, Limits.from_settings(settings))
     except InvalidInput as exc:
@@ -345,6 +345,9 @@ def publish(
                                  no_outcome=sum(free for _, free in rounds),
                                  standings=sum(r.field_size for r, _ in rounds))
     else:
+        from stream.cli.reach import require
+
+        require(settings, kafka=True, redis=wait, write=True)
         try:
             ensure_rounds_topic(settings)
         except Exception as exc:  # e.g. no CreateTopics permission: the topic is the operator's

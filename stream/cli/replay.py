@@ -66,7 +66,7 @@ def replay_command(
     ladders = None if ladders_option is None else _ladders(ladders_option, preset_name, model_name, metrics)
     if not output.parent.is_dir() or output.is_dir():
         _fail(f"cannot write {output}: parent directory missing or output is a directory")
-    settings = Settings.from_env()
+    settings = Settings.from_env(connect=False)  # offline: reads a file, never Kafka or Redis
     started = time.perf_counter()
     rejected: list[SourceError] | None = [] if skip_rejected else None
     unique = load_accepted(input, settings, rejected, ladders if ladders is not None else [name])

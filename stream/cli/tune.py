@@ -52,7 +52,7 @@ def tune_command(
     if not 0.0 < holdout < 1.0:
         _fail("--holdout must be in (0, 1)")
     try:
-        rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env()))
+        rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env(connect=False)))
     except SourceError as exc:
         _fail(f"bad input: {exc}")
     try:
