@@ -119,6 +119,20 @@ def require(settings: Settings, *, kafka: bool = False, redis: bool = False, wri
             _fail(message if code == EXIT_CONFIG else f"{message.rstrip('.')}; {_hint(origin['REDIS_URL'], 'REDIS_URL')}", code)
 
 
+def warn_unreachable_redis(settings: Settings) -> None:
+    """For a server that reports Redis's state itself (``stream api``: /health answers 503): announce
+    the Redis it uses, and one ``warning:`` line when it does not answer now (a database the
+    server lacks is still exit 2)."""
+    origin = announce(settings, kafka=False, redis=True)
+    found = redis_problem(settings)
+    if found is not None:
+        code, message = found
+        if code == EXIT_CONFIG:
+            _fail(message, code)
+        typer.echo(f"warning: {message.rstrip('.')}; {_hint(origin['REDIS_URL'], 'REDIS_URL')} "
+                   "(serving anyway: /health answers 503 until it answers)", err=True)
+
+
 def port_problem(host: str, port: int) -> str | None:
     """None when ``host:port`` can be listened on (bound and released at once, with SO_REUSEADDR
     as aiohttp binds); else the reason (e.g. "Address already in use")."""

@@ -53,9 +53,9 @@ def run_worker(settings: Settings, *, web: bool = True) -> None:
     from stream.cli.reach import announce_worker, require, require_port, serve_or_exit
 
     load_ladders(settings)
-    require(settings, kafka=True, redis=True)  # unreachable: one line and exit 4, not a healthy-looking start
     if web:
         require_port(settings.web_host, settings.web_port, "WEB_HOST:WEB_PORT")
+    require(settings, kafka=True, redis=True)  # unreachable: one line and exit 4, not a healthy-looking start
     topics.ensure(settings)
     pipeline = create_app(settings)
     worker = make_worker(pipeline.app, settings.log_level)
