@@ -45,15 +45,10 @@ EXIT_REJECTED = 5
 EXIT_TIMEOUT = 1
 #: ``--wait``: default seconds to wait for the outcomes.
 WAIT_TIMEOUT_S = 120.0
-#: CSV columns: required and optional.
-CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
-CSV_OPTIONAL = ("occurred_at", "weight")
 #: Bad rows / rounds listed before giving up (all are counted).
 MAX_REPORTED_ERRORS = 20
 #: "at line 1 column N" in a JSON decoder's message about a one-line record.
 JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
-CSV_PER_PLAYER = ("team", "player_weight")
-"""Optional per-row columns: the player's team, and his share of the match."""
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
@@ -120,84 +115,24 @@ def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] 
         raise InvalidInput(where, exc.field, exc.message, exc.reason) from exc
 
 
-def _csv_value(text: str) -> float | str:
-    """A CSV cell as a number when it is one (epoch seconds, weight), else the text (RFC 3339)."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
-    """Rows grouped into rounds by ``(ladder, round_id)``, in order of first appearance; a bad row goes
-    to ``errors`` (its round is then not checked further: it is bad already)."""
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        missing = [c for c in CSV_REQUIRED if c not in header]
-        if missing:
-            raise InvalidInput(f"{path}:1", missing[0], f"CSV header lacks column(s) {', '.join(missing)}")
-        rounds: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in reader:
-            line = f"{path}:{reader.line_num}"
-            key = (row["ladder"] or "default", row["round_id"])
-            entry = rounds.setdefault(key, {"raw": {"round_id": row["round_id"], "ladder": key[0], "standings": []},
-                                            "lines": {}, "first": line, "bad": False})
-            try:
-                _csv_row(entry, row, line, key)
-            except InvalidInput as exc:
-                errors.append(exc)
-                entry["bad"] = True
-    for entry in rounds.values():
-        if entry["bad"]:
+    """Rows grouped into rounds (:func:`stream.batch.sources.csv_rounds`, the one CSV reader), in order
+    of first appearance; a bad row goes to ``errors`` (its round is then not checked further)."""
+    from stream.batch.sources import csv_rounds
+
+    for entry in csv_rounds(path, now):
+        found = [InvalidInput(e.where, e.field, e.message, e.reason) for e in entry.errors]
+        if found and not entry.raw:  # the header, or an unreadable file: unusable as a whole
+            raise found[0]
+        if found:
+            errors += found
             continue
-        raw = entry["raw"]
-        raw.setdefault("occurred_at", now)
         # Longest prefixes first, so standings[12] is not matched by standings[1].
-        lines = dict(sorted(entry["lines"].items(), key=lambda item: -len(item[0])))
+        lines = dict(sorted(entry.lines.items(), key=lambda item: -len(item[0])))
         try:
-            yield _parse(raw, limits, entry["first"], lines)
+            yield _parse(entry.raw, limits, entry.first, lines)
         except InvalidInput as exc:
             errors.append(exc)
-
-
-def _csv_row(entry: dict[str, Any], row: dict[str, str], line: str, key: tuple[str, str]) -> None:
-    """Add one CSV row to its round (``entry``); raise :class:`InvalidInput` for a bad cell."""
-    raw = entry["raw"]
-    for column in CSV_OPTIONAL:
-        value = (row.get(column) or "").strip()
-        if not value:
-            continue
-        parsed = _csv_value(value)
-        if column in raw and raw[column] != parsed:
-            raise InvalidInput(line, column, f"differs from an earlier row of round {key[1]!r} ({raw[column]!r})")
-        raw[column] = parsed
-    try:
-        rank: Any = int(row["rank"])
-    except (TypeError, ValueError):
-        raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}", "bad_rank") from None
-    _add_standing(raw["standings"], entry["lines"], row, rank, line)
-
-
-def _add_standing(standings: list[dict[str, Any]], lines: dict[str, str], row: dict[str, str], rank: int,
-                  line: str) -> None:
-    """One CSV row into the round's standings: an individual entry, or a member of its team's."""
-    team = (row.get("team") or "").strip()
-    share = (row.get("player_weight") or "").strip()
-    member: Any = row["player"] if not share else {"player": row["player"], "weight": _csv_value(share)}
-    if not team:
-        lines[f"standings[{len(standings)}]"] = line
-        standings.append({"player": row["player"], "rank": rank} if not share else {**member, "rank": rank})
-        return
-    for index, entry in enumerate(standings):
-        if entry.get("team") == team:
-            if entry["rank"] != rank:
-                raise InvalidInput(line, "rank", f"team {team!r} has rank {entry['rank']} on an earlier row")
-            lines[f"standings[{index}].players[{len(entry['players'])}]"] = line
-            entry["players"].append(member)
-            return
-    lines[f"standings[{len(standings)}]"] = line
-    standings.append({"team": team, "players": [member], "rank": rank})
 
 
 def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
