@@ -168,6 +168,28 @@ async def ladders(r: AsyncRedis) -> list[str]:
     return sorted(_text(m) or "" for m in await r.smembers(keys.ladders()))
 
 
+#: Known ladders an "unknown ladder" message lists (the first, by name).
+KNOWN_LADDERS_SHOWN = 20
+
+
+def unknown_ladder_message(ladder: str, known: list[str]) -> str:
+    """``unknown ladder 'x'``, the closest known names ("did you mean"), and the known ones (the
+    first :data:`KNOWN_LADDERS_SHOWN`): what the CLI and the read API answer for a ladder that has none."""
+    import difflib
+
+    close = difflib.get_close_matches(ladder, known, n=3, cutoff=0.6)
+    listed = ", ".join(known[:KNOWN_LADDERS_SHOWN]) + (f", ... ({len(known)} in all)" if len(known) > KNOWN_LADDERS_SHOWN
+                                                        else "")
+    return (f"unknown ladder {ladder!r}" + (f"; did you mean {' or '.join(map(repr, close))}?" if close else "")
+            + f"; known ladders: {listed or 'none yet (nothing has been rated)'}")
+
+
+def unknown_player_message(ladder: str, player_id: str, similar: list[str]) -> str:
+    """``unknown player 'x' in ladder 'l'`` and the rated players whose ids look like it."""
+    return (f"unknown player {player_id!r} in ladder {ladder!r}"
+            + (f"; did you mean {', '.join(map(repr, similar))}?" if similar else ""))
+
+
 async def ladder_exists(r: AsyncRedis, ladder: str) -> bool:
     return bool(await r.sismember(keys.ladders(), ladder))
 
@@ -311,6 +333,26 @@ async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset:
     members = [(player, score, int(rank) + 1) for (player, score), rank in zip(page, ranks) if rank is not None]
     return LeaderboardPage(ladder=ladder, total=len(matches), offset=offset, limit=limit,
                            rows=await _rows(r, ladder, members), search=prefix, truncated=truncated)
+
+
+#: Players :func:`similar_players` suggests for an id, at most.
+MAX_SUGGESTIONS = 5
+
+
+async def similar_players(r: AsyncRedis, ladder: str, player_id: str, *, limit: int = MAX_SUGGESTIONS) -> list[str]:
+    """Rated players of ``ladder`` whose id looks like ``player_id`` (a typo): those sharing its
+    longest prefix found in the name index (the id less its last character, then less one more,
+    down to half of it), most similar first (difflib's ratio). A few ZRANGEBYLEX lookups."""
+    import difflib
+
+    names = keys.player_names(ladder)
+    for cut in range(len(player_id) - 1, max(0, len(player_id) // 2 - 1), -1):
+        low, high = _prefix_range(player_id[:cut])
+        found = [_text(m) or "" for m in await r.zrangebylex(names, low, high, start=0, num=MAX_SEARCH_MATCHES)]
+        found = [p for p in found if p != player_id]
+        if found:
+            return sorted(found, key=lambda p: (-difflib.SequenceMatcher(None, player_id, p).ratio(), p))[:limit]
+    return []
 
 
 async def _scan_search(r: AsyncRedis, lb: str, prefix: str) -> tuple[list[tuple[str, float]], bool]:

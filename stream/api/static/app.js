@@ -541,7 +541,7 @@ function matchupView(ladder, segments) {
     if (m.teams) { patchTeams(pred); return; }
     const meaning = pred.model.name === "trueskill" ? "TrueSkill's: the chance of a draw relative to equal players" : "1: every pair a coin flip";
     setText(note, `${pred.model.name}: match quality ${pred.quality.toFixed(2)} (${meaning}); ${pred.players[0].player} ahead of ` +
-      `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %`);
+      `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %` + unratedNote(pred));
     bars.replaceChildren(...matchupShapes(pred.players.map((p) => ({ label: p.player, key: { player: p.player }, p: p.win_probability }))));
     patchRows(odds.body, pred.players, (p) => p.player, () => cells(el("tr", { class: "matchup-row" }), 4, [1, 2, 3]), (tr, p) => {
       const td = tr.children;
@@ -554,7 +554,8 @@ function matchupView(ladder, segments) {
     const names = teams().map((t) => t.name);  // pred.teams[k] is the k-th team sent
     const outcomes = pred.teams.length === 2 ? `; ${names[0]} wins ${pct(pred.first_wins)}, draw ${pct(pred.draw_probability)}, ` +
       `${names[1]} wins ${pct(pred.second_wins)}` : "";
-    setText(note, `Elo-MMR for teams (a team is its share-weighted average member): match quality ${pred.quality.toFixed(2)}${outcomes}`);
+    setText(note, `Elo-MMR for teams (a team is its share-weighted average member): match quality ${pred.quality.toFixed(2)}${outcomes}` +
+      unratedNote(pred));
     const rows = pred.teams.map((t) => ({ label: `team ${names[t.team]}`, key: { team: names[t.team] }, p: t.win_probability }));
     const shapes = matchupShapes(rows);
     if (pred.teams.length === 2) shapes.push(...outcomeShapes(names, [pred.first_wins, pred.draw_probability, pred.second_wins]));
@@ -570,6 +571,9 @@ function matchupView(ladder, segments) {
   return view;
 }
 const pct = (x) => `${(100 * x).toFixed(1)} %`;
+// The players the ladder has not rated (a typo?), each with the rated ids that look like it: "" when none.
+const unratedNote = (pred) => (pred.unrated || []).map((u) => `. Not rated in this ladder (predicted as a newcomer): ${u.player}` +
+  (u.did_you_mean.length ? ` (did you mean ${u.did_you_mean.join(", ")}?)` : "")).join("");
 
 // One bar per row ({label, key: data-* attributes, p}): its probability of finishing first. With two
 // teams, the last line leaves room for the outcome bar.
