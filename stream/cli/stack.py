@@ -269,6 +269,8 @@ def stack(
     finally:
         run.close()
         remove_state(state_file)
+        typer.echo(f"stopped: the embedded broker and Redis kept their data in memory and a temporary folder "
+                   f"(removed): ratings and topics are gone; kept: the logs in {logs}")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
