@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 
 from stream.connections import redis_client, redis_connection_errors, redis_error_message
 from stream.settings import Settings
-from stream.store.client import AsyncRedis
-from stream.store.store import Store
+
+if TYPE_CHECKING:  # the Store imports numpy: only the commands that write load it (CLI start-up time)
+    from stream.store.client import AsyncRedis
+    from stream.store.store import Store
 
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
@@ -54,6 +56,8 @@ def run_on_redis(settings: Settings, work: Callable[[AsyncRedis], Awaitable[T]],
 
 def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]], *, write: bool = False) -> T:
     """Run ``work`` on a :class:`Store` over REDIS_URL (bulk socket timeout), as :func:`run_on_redis`."""
+    from stream.store.store import Store
+
     def on_store(client: AsyncRedis) -> Awaitable[T]:
         return work(Store(client, history_length=settings.history_length, cluster=settings.redis_cluster))
 
