@@ -130,6 +130,9 @@ def round_command(
     rec = view.record
     typer.echo(f"round {view.round_id} ({view.ladder}): {rec['status']}, {rec['field_size']} players, "
                f"occurred {_when(rec['occurred_at'])}, rated {_when(rec['rated_at'])}")
+    for step in rec.get("corrections") or []:  # the correction trail: what changed the round, when, why
+        typer.echo(f"  {step.get('kind')} {_when(step.get('at'))} by correction {step.get('id')}"
+                   + (f": {step['reason']}" if step.get("reason") else ""))
     rows = [[str(c["rank"]), c["player"], _num(c["performance"]), _num(c["mu_before"]), _num(c["mu_after"]),
              f"{c['mu_after'] - c['mu_before']:+.1f}", _num(c.get("display_rating"))] for c in view.results]
     typer.echo(_table(["rank", "player", "perf", "mu before", "mu after", "change", "rating"], rows))

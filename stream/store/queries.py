@@ -25,6 +25,9 @@ ROUND_FIELDS = ("round_id", "seq", "status", "field_size", "occurred_at", "recei
                 "content_hash", "pending")
 ROUND_FLOAT_FIELDS = ("occurred_at", "received_at", "rated_at")
 ROUND_INT_FIELDS = ("seq", "field_size", "pending")
+#: A corrected round's marks (stream/pipeline/corrections.py writes them): the correction trail
+#: (JSON: id, kind, at, reason of each) and the correction that voided, amended or inserted it.
+ROUND_CORRECTION_FIELDS = ("corrections", "voided_by", "amended_by", "inserted_by")
 
 SCAN_COUNT = 1000
 """ZSCAN/HSCAN batch hint: large enough for few round trips, small enough not to stall Redis."""
@@ -422,9 +425,10 @@ def _round_record(raw: list[Any]) -> dict[str, Any]:
 async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | None:
     """A round's record and every player's rating change, ordered by rank."""
     pipe = r.pipeline(transaction=False)
-    pipe.hmget(keys.round_record(ladder, round_id), ROUND_FIELDS)
+    pipe.hmget(keys.round_record(ladder, round_id), ROUND_FIELDS + ROUND_CORRECTION_FIELDS)
     pipe.hlen(keys.round_results(ladder, round_id))
-    raw_record, n_results = await pipe.execute()
+    raw_all, n_results = await pipe.execute()
+    raw_record, raw_marks = raw_all[:len(ROUND_FIELDS)], raw_all[len(ROUND_FIELDS):]
     if all(v is None for v in raw_record):
         return None
     results_key = keys.round_results(ladder, round_id)
@@ -437,7 +441,11 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
             if len(values) >= MAX_ROUND_RESULTS:
                 break
     results = sorted((_json(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
-    return RoundView(ladder=ladder, round_id=round_id, record=_round_record(raw_record), results=results,
+    record = _round_record(raw_record)
+    trail = _text(raw_marks[0])
+    record["corrections"] = json.loads(trail) if trail else []  # the trail: each correction's id, kind, at, reason
+    record.update({name: _text(value) for name, value in zip(ROUND_CORRECTION_FIELDS[1:], raw_marks[1:])})
+    return RoundView(ladder=ladder, round_id=round_id, record=record, results=results,
                      complete=n_results <= MAX_ROUND_RESULTS)
 
 

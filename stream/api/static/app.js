@@ -415,11 +415,12 @@ function roundView(ladder, roundId) {
   const board = cards(["status", "players", "occurred", "rated"]);
   const name = el("h1", { id: "round-name" });
   const partial = el("p", { class: "muted", hidden: "" });
+  const trail = el("ul", { id: "round-trail", class: "muted", hidden: "" });  // the correction trail
   const results = table("round-results", ["rank", "team", "player", "performance", "μ", "change", "rating"],
     [0, 3, 4, 5, 6]);
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
-    partial, results.root];
+    trail, partial, results.root];
   view.load = () => api(itemUrl(ladder, "round", roundId));
   view.patch = (r) => {
     setText(name, `Round ${r.round_id}`);
@@ -427,6 +428,11 @@ function roundView(ladder, roundId) {
     board.set("occurred", when(r.record.occurred_at)); board.set("rated", when(r.record.rated_at));
     partial.hidden = r.complete;
     setText(partial, r.complete ? "" : `showing the first ${r.results.length} results`);
+    const steps = r.record.corrections || [];
+    trail.hidden = steps.length === 0;
+    trail.replaceChildren(...steps.map((s) => el("li", { class: "trail-step",
+      text: `${s.kind === "void" ? "voided" : s.kind === "amend" ? "amended" : s.kind} ${when(s.at)} by correction ${s.id}` +
+        (s.reason ? `: ${s.reason}` : "") })));
     // team rounds: results grouped by rank then team (each team's members together); a share of
     // the match below 1 (partial play) is shown beside the player
     const rows = r.results.slice().sort((a, b) => (a.rank - b.rank) || String(a.team ?? "").localeCompare(String(b.team ?? "")));
