@@ -71,7 +71,8 @@ def test_void_and_amend_with_wait(local_stack, stack_redis_url: str, fresh_prefi
     # the trail is shown (issue 29 item 7): the CLI's round page names each correction, its id and reason
     shown = runner.invoke(app, ["round", "alpha", rounds[3]["round_id"]])
     assert shown.exit_code == 0 and ": voided," in shown.output
-    assert "  void " in shown.output and "by correction " in shown.output and shown.output.rstrip().endswith(": cheater")
+    step = next(line for line in shown.output.splitlines() if line.startswith("  void "))
+    assert " by correction auto-" in step and step.endswith(": cheater"), shown.output
     view = json.loads(runner.invoke(app, ["round", "alpha", rounds[7]["round_id"], "--json"]).stdout)
     assert view["record"]["amended_by"] == "fix-7" and [s["id"] for s in view["record"]["corrections"]] == ["fix-7"]
     corrected = [r for r in rounds if r["round_id"] != rounds[3]["round_id"]]

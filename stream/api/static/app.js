@@ -55,7 +55,7 @@ const signed = (d) => (d >= 0 ? "+" : "") + d.toFixed(0);
 async function api(path) {
   const resp = await fetch(path, { headers: { Accept: "application/json" } });
   const body = await resp.json();
-  if (!resp.ok) throw new Error(body.message || resp.statusText);
+  if (!resp.ok) throw Object.assign(new Error(body.message || resp.statusText), { status: resp.status, code: body.error });
   return body;
 }
 function link(text, hash) { return el("a", { href: hash, text }); }
@@ -176,7 +176,11 @@ function leaderboardView(ladder) {
     el("div", { class: "toolbar" }, search, prev, next, info,
       el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
-    lb.root, el("h2", { text: "Rounds rated over time" }), roundsChart, el("h2", { text: "Recent rounds" }), recent];
+    lb.root,
+    el("p", { id: "tier-note", class: "muted", text: "rating: the ladder's display rating (by default the conservative " +
+      "μ − 2σ). A player keeps his tier until his rating falls below its threshold by the ladder's demotion margin, " +
+      "so a lower-rated player can show a higher tier." }),
+    el("h2", { text: "Rounds rated over time" }), roundsChart, el("h2", { text: "Recent rounds" }), recent];
   view.load = async () => {
     const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
     const [summary, page, rounds, distribution, activity] = await Promise.all([
@@ -379,11 +383,12 @@ function playerView(ladder, playerId) {
   const ranks = svg("svg", { class: "chart", id: "rank-chart", role: "img", viewBox: `0 0 ${RANK_CHART.width} ${RANK_CHART.height}`,
     "aria-label": `leaderboard place and tier of ${playerId} over time` });
   let drawnRanks = "";
-  const hist = table("history", ["round", "when", "rank", "performance", "μ", "change"], [2, 3, 4, 5]);
+  const hist = table("history", ["round", "when (UTC)", "rank", "performance", "μ", "Δμ"], [2, 3, 4, 5]);
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
-    el("div", { class: "legend muted" }, el("span", { text: "— μ after each round" }),
-      el("span", { text: "▒ μ ± σ" }), el("span", { text: "● performance" })),
+    el("div", { class: "legend muted" }, el("span", { class: "lg-line", text: "— μ after each round" }),
+      el("span", { class: "lg-band", text: "▒ μ ± σ" }), el("span", { class: "lg-perf", text: "● performance" }),
+      el("span", { text: "rating above: the display rating (by default μ − 2σ); Δμ below: the round's change of μ; times UTC" })),
     plot, el("h2", { text: "Place and tier over time" }),
     el("p", { class: "muted", text: "each round's rating placed on today's leaderboard (past leaderboards are not kept)" }),
     ranks, el("h2", { text: "History" }), hist.root];
@@ -643,9 +648,18 @@ async function refresh() {
     const data = await view.load();
     if (ticket !== state.ticket || view !== state.view) return;
     showError(null);
+    if (view.notFound) { view.notFound = false; main.replaceChildren(...view.nodes); }  // it exists now
     view.patch(data);
   } catch (err) {
-    if (ticket === state.ticket && view === state.view) showError(err);
+    if (ticket !== state.ticket || view !== state.view) return;
+    if (err.status === 404 && /^unknown_/.test(err.code || "")) {  // no empty skeleton: say what is unknown
+      view.notFound = true;
+      showError(null);
+      main.replaceChildren(el("p", { id: "not-found", class: "error", text: err.message }),
+        el("p", {}, link("← all ladders", "#/")));
+      return;
+    }
+    showError(err);
   }
 }
 
