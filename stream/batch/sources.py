@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stream.contracts import DEFAULT_LADDER, Limits, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import NO_OUTCOME
+from stream.contracts.round import NO_OUTCOME, UNKNOWN_FIELD
 
 
 class SourceError(ValueError):
@@ -45,18 +45,20 @@ class SourceError(ValueError):
         self.reason = reason
 
 
-def read_rounds(path: Path, *, limits: Limits | None = None,
-                rejected: list[SourceError] | None = None) -> list[RoundResult]:
+def read_rounds(path: Path, *, limits: Limits | None = None, rejected: list[SourceError] | None = None,
+                ignored: list[SourceError] | None = None) -> list[RoundResult]:
     """All rounds of ``path`` (a JSONL or CSV file or a directory of contest files), in order; with
-    ``rejected``, invalid rounds are collected there instead of raised."""
+    ``rejected``, invalid rounds are collected there instead of raised; with ``ignored``, what the
+    service accepts but ignores (without STRICT_SCHEMA: a field the schema does not define, a CSV
+    column it does not know) is listed there, one entry per round or file."""
     limits = limits or Limits()
     if path.is_dir():
         return read_contest_dir(path, limits=limits, rejected=rejected)
     if not path.exists():
         raise SourceError(str(path), "no such file or directory")
     if path.suffix.lower() == ".csv":
-        return read_csv(path, limits=limits, rejected=rejected)
-    return read_jsonl(path, limits=limits, rejected=rejected)
+        return read_csv(path, limits=limits, rejected=rejected, ignored=ignored)
+    return read_jsonl(path, limits=limits, rejected=rejected, ignored=ignored)
 
 
 #: CSV columns: required, optional per round, optional per row (the player's team, his share of the match).
@@ -157,22 +159,48 @@ def _add_standing(standings: list[dict[str, Any]], lines: dict[str, str], row: d
     return None
 
 
-def read_csv(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None) -> list[RoundResult]:
+def unknown_csv_columns(path: Path) -> list[str]:
+    """The header's columns no CSV reader uses (ignored: a typo such as ``occured_at`` is silent)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+    return [c for c in header if c not in CSV_REQUIRED + CSV_OPTIONAL + CSV_PER_PLAYER]
+
+
+def read_csv(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None,
+             ignored: list[SourceError] | None = None) -> list[RoundResult]:
     """Rounds of a CSV file (:func:`csv_rounds`), each accepted as a ``rounds`` message would be."""
     rounds: list[RoundResult] = []
+    unknown = unknown_csv_columns(path) if ignored is not None else []
+    if unknown and ignored is not None:
+        ignored.append(SourceError(f"{path}:1", f"unknown column(s) ignored: {', '.join(unknown)}", unknown[0],
+                                   UNKNOWN_FIELD))
     for entry in csv_rounds(path):
         if entry.errors:
             if rejected is None or not entry.raw:
                 raise entry.errors[0]
             rejected.append(entry.errors[0])  # one rejection per round, as the stream dead-letters it
             continue
-        _accept(entry.raw, limits, entry.first, rounds, rejected)
+        _accept(entry.raw, limits, entry.first, rounds, rejected, ignored)
     return rounds
 
 
 def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
-            rejected: list[SourceError] | None) -> None:
-    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it)."""
+            rejected: list[SourceError] | None, ignored: list[SourceError] | None = None) -> None:
+    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it);
+    with ``ignored`` (and STRICT_SCHEMA off), a field the service would ignore is listed there (the
+    round parsed strictly first, again leniently only when strict mode refuses it)."""
+    if ignored is not None and not limits.strict:
+        try:
+            rounds.append(parse_round(raw, limits=replace(limits, strict=True)))
+            return
+        except RoundRejected as exc:
+            if exc.reason == UNKNOWN_FIELD:
+                round_id = _round_id(raw)
+                label = f"{where} (round {round_id})" if round_id is not None else where
+                ignored.append(SourceError(label, f"{exc.message} ignored", exc.field, UNKNOWN_FIELD))
     try:
         rounds.append(parse_round(raw, limits=limits))
         return
@@ -199,7 +227,8 @@ def _round_id(raw: Any) -> str | None:
     return round_id if isinstance(round_id, str) and round_id.isprintable() and len(round_id) <= 200 else None
 
 
-def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None) -> list[RoundResult]:
+def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None,
+               ignored: list[SourceError] | None = None) -> list[RoundResult]:
     """Rounds of a JSONL file, one per non-blank line (its bytes, as a ``rounds`` message)."""
     opener = gzip.open if path.suffix == ".gz" else open
     rounds: list[RoundResult] = []
@@ -208,7 +237,7 @@ def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                _accept(line.rstrip(b"\r\n"), limits, f"{path}:{lineno}", rounds, rejected)
+                _accept(line.rstrip(b"\r\n"), limits, f"{path}:{lineno}", rounds, rejected, ignored)
     except (OSError, EOFError) as exc:  # unreadable file, truncated or corrupt gzip
         raise SourceError(str(path), f"cannot read: {exc}") from None
     return rounds

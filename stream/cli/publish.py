@@ -135,19 +135,23 @@ def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput])
             errors.append(exc)
 
 
-def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
+                      ignored: list[InvalidInput] | None = None) -> Iterator[tuple[RoundResult, bool]]:
     """JSONL files and contest directories, through stream.batch.sources (validated completely; the
-    bad lines or files go to ``errors``)."""
+    bad lines or files go to ``errors``, fields the service would ignore to ``ignored``)."""
     from stream.batch.sources import SourceError, read_rounds as read_source
 
     found: list[SourceError] = []
+    unused: list[SourceError] | None = [] if ignored is not None else None
     try:
-        rounds = read_source(path, limits=limits, rejected=found)
+        rounds = read_source(path, limits=limits, rejected=found, ignored=unused)
     except SourceError as exc:  # the file itself cannot be read
         found.append(exc)
         rounds = []
     errors += [InvalidInput(exc.where, exc.field, _one_line(exc.message.removeprefix(f"{exc.reason}: ")), exc.reason)
                for exc in found]
+    if ignored is not None:
+        ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
     for round_ in rounds:
         yield round_, round_.is_outcome_free()
 
@@ -158,19 +162,27 @@ def _one_line(message: str) -> str:
     return JSON_LINE_ONE.sub(r"at column \1", message)
 
 
-def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tuple[RoundResult, bool]]:
+def read_rounds(path: Path, limits: Limits, now: float | None = None,
+                ignored: list[InvalidInput] | None = None) -> list[tuple[RoundResult, bool]]:
     """Every round of ``path``, validated; raises :class:`InvalidFile` listing every bad row or round
-    (and :class:`InvalidInput` when the file is unusable as a whole).
+    (and :class:`InvalidInput` when the file is unusable as a whole); with ``ignored``, what the
+    service would accept but ignore (an unknown field or CSV column, STRICT_SCHEMA off) is listed there.
 
     Also rejects a round_id reused within the file for different content (``conflict``).
     """
+    from stream.batch.sources import unknown_csv_columns
+
     now = time.time() if now is None else now
     errors: list[InvalidInput] = []
     items: Iterable[tuple[RoundResult, bool]]
     if path.suffix.lower() == ".csv":
+        unknown = unknown_csv_columns(path) if ignored is not None else []
+        if unknown and ignored is not None:
+            ignored.append(InvalidInput(f"{path}:1", unknown[0], f"unknown column(s) ignored: {', '.join(unknown)}",
+                                        "unknown_field"))
         items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
-        items = read_with_sources(path, limits, errors)
+        items = read_with_sources(path, limits, errors, ignored)
     else:
         raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
     out: list[tuple[RoundResult, bool]] = []
@@ -268,12 +280,14 @@ def publish(
 ) -> None:
     """Validate every round of FILE, then publish them to the `rounds` topic (keyed by ladder)."""
     settings = Settings.from_env(connect=not dry_run)  # --dry-run is offline: any number of stacks may run
+    ignored: list[InvalidInput] = []
     try:
-        rounds = read_rounds(file, Limits.from_settings(settings))
+        rounds = read_rounds(file, Limits.from_settings(settings), ignored=ignored)
     except InvalidInput as exc:
         _report_invalid(file, [exc], json_output)
     except InvalidFile as exc:
         _report_invalid(file, exc.errors, json_output)
+    warn_ignored(ignored)
     waited = None
     if dry_run:
         summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS_TOPIC), rounds=len(rounds),
@@ -320,6 +334,22 @@ def publish(
             raise typer.Exit(EXIT_REJECTED)
         if any(o.outcome == PENDING for o in waited):
             raise typer.Exit(EXIT_TIMEOUT)
+
+
+#: Ignored fields listed before "... and N more".
+MAX_REPORTED_WARNINGS = 5
+
+
+def warn_ignored(ignored: list[InvalidInput]) -> None:
+    """Say (stderr) what the service will ignore: an unknown field is often a typo (``occured_at``)."""
+    if not ignored:
+        return
+    typer.echo(f"warning: {len(ignored)} round(s) or header(s) carry what the service ignores "
+               "(STRICT_SCHEMA=true would reject it):", err=True)
+    for item in ignored[:MAX_REPORTED_WARNINGS]:
+        typer.echo(f"  {item.location}: {item.message}", err=True)
+    if len(ignored) > MAX_REPORTED_WARNINGS:
+        typer.echo(f"  … and {len(ignored) - MAX_REPORTED_WARNINGS} more", err=True)
 
 
 def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -> NoReturn:
