@@ -58,6 +58,12 @@ def test_round_trail_matchup_typo_labels_and_phone_width(redis_url: str, browser
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#history th"))
         headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#history th")]
         assert headers[-1] == "Δμ" and headers[1] == "when (UTC)"
+        for chart in ("rating-chart", "rank-chart"):  # distinct time labels, one says UTC; a y-axis title
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"#{chart} text.axis-title"))
+            labels = browser.execute_script(
+                f"return Array.from(document.querySelectorAll('#{chart} text.time-label'), t => t.textContent)")
+            assert 1 <= len(labels) == len(set(labels)), labels
+            assert any(label.endswith("UTC") for label in labels), labels
 
         browser.set_window_size(*PHONE)
         for page in (f"#/l/{LADDER}", f"#/l/{LADDER}/p/{best}", f"#/l/{LADDER}/r/r2", f"#/l/{LADDER}/matchup/{best}/p01"):

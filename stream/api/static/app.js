@@ -52,6 +52,25 @@ function setAttr(node, name, value) { if (node.getAttribute(name) !== value) nod
 const fmt = (x, digits = 0) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
 const when = (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16) : "–");
 const signed = (d) => (d >= 0 ? "+" : "") + d.toFixed(0);
+// The x axis's two end labels (UTC): dates when they differ, the times of the day when not, one label
+// when both are the same moment (never two identical or overlapping labels).
+function timeLabels(t0, t1) {
+  const a = when(t0), b = when(t1);
+  if (a === b) return [`${a} UTC`, null];
+  if (a.slice(0, 10) === b.slice(0, 10)) return [`${a} UTC`, b.slice(11)];
+  return [a.slice(0, 10), `${b.slice(0, 10)} UTC`];
+}
+// The two end labels of a chart's time axis, and a title for its y axis (top left, inside the plot).
+function timeAxis(x0, x1, y, t0, t1, title, titleX, titleY) {
+  const out = [];
+  timeLabels(t0, t1).forEach((text, i) => {
+    if (text === null) return;
+    const label = svg("text", { class: "time-label", x: i === 0 ? x0 : x1, y, "text-anchor": i === 0 ? "start" : "end" });
+    label.textContent = text; out.push(label);
+  });
+  const head = svg("text", { class: "axis-title", x: titleX, y: titleY }); head.textContent = title; out.push(head);
+  return out;
+}
 async function api(path) {
   const resp = await fetch(path, { headers: { Accept: "application/json" } });
   const body = await resp.json();
@@ -280,10 +299,7 @@ function roundsShapes(activity) {
     const tip = svg("title"); tip.textContent = `${p.rounds} rounds by ${when(p.rated_at)} (round ${p.round_id})`; c.append(tip);
     out.push(c);
   });
-  for (const [i, anchor] of [[0, "start"], [pts.length - 1, "end"]]) {
-    const label = svg("text", { x: x(pts[i].rated_at, i), y: height - 6, "text-anchor": anchor });
-    label.textContent = when(pts[i].rated_at); out.push(label);
-  }
+  out.push(...timeAxis(x(t0, 0), x(t1, pts.length - 1), height - 6, t0, t1, "rounds rated", pad.left + 4, pad.top + 10));
   return out;
 }
 
@@ -325,6 +341,8 @@ function rankShapes(timeline) {
     const label = svg("text", { class: "tier-label", x: (i === 0 ? pad.left : x(p.occurred_at, i)) + 3, y: stripTop + strip - 7 });
     label.textContent = p.tier ?? "–"; out.push(label);
   });
+  out.push(...timeAxis(x(t0, 0), x(t1, pts.length - 1), height - 6, t0, t1, "leaderboard place", pad.left + 4,
+    pad.top + 10));
   return out;
 }
 
@@ -369,10 +387,8 @@ function chartShapes(history) {
     const tip = svg("title"); tip.textContent = `performance ${d.p.toFixed(0)} (${when(d.t)})`; c.append(tip);
     out.push(c);
   });
-  for (const [i, anchor] of [[0, "start"], [pts.length - 1, "end"]]) {
-    const label = svg("text", { x: x(pts[i].t, i), y: height - 8, "text-anchor": anchor });
-    label.textContent = when(pts[i].t).slice(0, 10); out.push(label);
-  }
+  out.push(...timeAxis(x(t0, 0), x(t1, pts.length - 1), height - 8, t0, t1, "rating points (μ, performance)",
+    pad.left + 4, pad.top + 10));
   return out;
 }
 
