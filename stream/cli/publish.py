@@ -297,6 +297,8 @@ def publish(
         from stream.cli.reach import require
 
         require(settings, kafka=True, redis=wait, write=True)
+        if wait:  # Redis is at hand: a round of a ladder nobody rated yet starts one for good (a typo?)
+            note_new_ladders(settings, sorted({r.ladder for r, _ in rounds}))
         try:
             ensure_rounds_topic(settings)
         except Exception as exc:  # e.g. no CreateTopics permission: the topic is the operator's
@@ -350,6 +352,32 @@ def warn_ignored(ignored: list[InvalidInput]) -> None:
         typer.echo(f"  {item.location}: {item.message}", err=True)
     if len(ignored) > MAX_REPORTED_WARNINGS:
         typer.echo(f"  … and {len(ignored) - MAX_REPORTED_WARNINGS} more", err=True)
+
+
+def note_new_ladders(settings: Settings, ladders: list[str]) -> None:
+    """One ``note:`` line when the file's rounds name ladders the service has not rated yet, with the
+    known ladders that look like them (publishing them creates those ladders)."""
+    import asyncio
+    import difflib
+
+    from stream.connections import redis_client
+    from stream.store import queries
+
+    async def known() -> list[str]:
+        client = redis_client(settings)
+        try:
+            return await queries.ladders(client)
+        finally:
+            await client.aclose()
+
+    existing = asyncio.run(known())
+    new = [name for name in ladders if name not in existing]
+    if not new or not existing:
+        return
+    close = {name: difflib.get_close_matches(name, existing, n=1, cutoff=0.6) for name in new}
+    hints = [f"{name!r}" + (f" (did you mean {close[name][0]!r}?)" if close[name] else "") for name in new]
+    typer.echo(f"note: new ladder(s) {', '.join(hints)}: their rounds start ladders of their own; "
+               f"known: {', '.join(existing[:20])}", err=True)
 
 
 def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -> NoReturn:

@@ -224,3 +224,17 @@ def test_a_taken_port_is_one_line_and_exit_2(clean_env: Path, monkeypatch: pytes
             assert result.exit_code == 2, (command, result.output)
             lines = result.output.splitlines()
             assert len(lines) == 1 and lines[0].startswith(f"error: cannot listen on 127.0.0.1:{port} ({where})"), lines
+
+
+def test_a_worker_whose_redis_is_unreachable_says_so_and_exits_4(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It used to start as if healthy (a warning 9 s later among framework logs): now one line at start-up."""
+    redis_ = f"redis://127.0.0.1:{_closed_port()}/0"
+    with socket.socket() as kafka:  # something listens where Kafka should be: the Redis check decides
+        kafka.bind(("127.0.0.1", 0))
+        kafka.listen(1)
+        monkeypatch.setenv("KAFKA_BOOTSTRAP", f"127.0.0.1:{kafka.getsockname()[1]}")
+        monkeypatch.setenv("REDIS_URL", redis_)
+        result = CliRunner().invoke(app, ["worker", "--no-web"])
+    assert result.exit_code == 4, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot use Redis at {redis_}: ") and "REDIS_URL" in lines[0]

@@ -4,13 +4,18 @@ often a typo such as ``occured_at``) is a warning when publishing; the file stil
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from stream.batch import read_rounds
 from stream.batch.sources import SourceError
 from stream.cli.main import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from readside_data import LADDER, seed  # noqa: E402
 
 ROUND = {"round_id": "r1", "ladder": "l", "occurred_at": 5, "standings": [{"player": "a", "rank": 1},
                                                                          {"player": "b", "rank": 2}]}
@@ -43,3 +48,19 @@ def test_the_reader_lists_what_it_ignored_and_still_reads_it(tmp_path: Path) -> 
     rounds = read_rounds(path, ignored=ignored)
     assert rounds == read_rounds(path) and len(rounds) == 1
     assert [(e.field, e.reason) for e in ignored] == [("standings[0].score", "unknown_field")]
+
+
+@pytest.mark.integration
+def test_publish_wait_notes_a_new_ladder_that_looks_like_a_known_one(local_stack, stack_redis_url: str, fresh_prefix: str,
+                                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo'd ladder would become a ladder of its own for good: ``publish --wait`` (Redis at hand) says so."""
+    seed(stack_redis_url)  # ladder "blitz"
+    for name, value in {"KAFKA_BOOTSTRAP": local_stack.bootstrap, "REDIS_URL": stack_redis_url,
+                        "TOPIC_PREFIX": fresh_prefix}.items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / "typo.jsonl"
+    path.write_text(json.dumps({**ROUND, "ladder": "blitzz"}) + "\n")
+    result = CliRunner().invoke(app, ["publish", str(path), "--wait", "--wait-timeout", "1", "--no-progress"])
+    assert result.exit_code == 1, result.output  # no worker here: still pending when the wait ends
+    assert (f"note: new ladder(s) 'blitzz' (did you mean '{LADDER}'?): their rounds start ladders of their own; "
+            f"known: {LADDER}") in result.stderr
