@@ -175,7 +175,8 @@ HIGHER_IS_BETTER = {"pair_all": True, "pair_exp": True, "rank_all": False, "rank
 def compare_held_out(defaults: Scored, tuned: Scored) -> tuple[list[str], list[str]]:
     """(held-out metrics on which ``tuned`` is strictly better, those on which ``defaults`` is);
     a metric nobody was scored on (NaN) is in neither."""
-    better, worse = [], []
+    better: list[str] = []
+    worse: list[str] = []
     for name, higher in HIGHER_IS_BETTER.items():
         d, t = getattr(defaults, name), getattr(tuned, name)
         if math.isnan(d) or math.isnan(t) or d == t:
