@@ -81,7 +81,7 @@ def kafka_problem(settings: Settings, timeout_s: float = REACH_TIMEOUT_S) -> str
 def redis_problem(settings: Settings, timeout_s: float = REACH_TIMEOUT_S) -> tuple[int, str] | None:
     """None when Redis answers a PING within ``timeout_s``; else (exit code, one-line message): a
     database index the server does not have is a configuration error (2), anything else 4."""
-    from redis.exceptions import RedisError, ResponseError
+    from redis.exceptions import BusyLoadingError, RedisError, ResponseError
 
     from stream.connections import ConnectionConfigError, describe_redis, redis_client, redis_error_message
 
@@ -91,6 +91,8 @@ def redis_problem(settings: Settings, timeout_s: float = REACH_TIMEOUT_S) -> tup
         return EXIT_CONFIG, str(exc)
     try:
         client.ping()
+        return None
+    except BusyLoadingError:  # it answers, still loading its data: the clients' retries wait for it
         return None
     except ResponseError as exc:
         if "DB index" in str(exc):
