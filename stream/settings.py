@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 
 def _env(name: str, default: str) -> str:
@@ -32,7 +33,7 @@ LOG_LEVELS = ("critical", "error", "warning", "warn", "info", "debug")
 class Settings:
     """Service configuration; build it with :meth:`from_env`."""
 
-    kafka_bootstrap: str = field(default="127.0.0.1:9092", metadata={"env": "KAFKA_BOOTSTRAP", "doc": "Kafka bootstrap servers (host:port[,host:port])"})
+    kafka_bootstrap: str = field(default="127.0.0.1:9092", metadata={"env": "KAFKA_BOOTSTRAP", "doc": "Kafka bootstrap servers (host:port[,host:port])", "check": "kafka_bootstrap"})
     kafka_security_protocol: str = field(default="PLAINTEXT", metadata={"env": "KAFKA_SECURITY_PROTOCOL", "doc": "how the worker talks to Kafka", "choices": KAFKA_PROTOCOLS})
     kafka_sasl_mechanism: str = field(default="PLAIN", metadata={"env": "KAFKA_SASL_MECHANISM", "doc": "SASL mechanism (with a SASL_* protocol)", "choices": KAFKA_SASL_MECHANISMS})
     kafka_sasl_username: str = field(default="", metadata={"env": "KAFKA_SASL_USERNAME", "doc": "SASL user name"})
@@ -40,7 +41,7 @@ class Settings:
     kafka_ssl_cafile: str = field(default="", metadata={"env": "KAFKA_SSL_CAFILE", "doc": "CA bundle for Kafka TLS"})
     kafka_ssl_certfile: str = field(default="", metadata={"env": "KAFKA_SSL_CERTFILE", "doc": "client certificate (PEM) for Kafka mutual TLS"})
     kafka_ssl_keyfile: str = field(default="", metadata={"env": "KAFKA_SSL_KEYFILE", "doc": "private key (PEM) of KAFKA_SSL_CERTFILE"})
-    redis_url: str = field(default="redis://127.0.0.1:6379/0", metadata={"env": "REDIS_URL", "doc": "Redis URL; rediss:// for TLS, user:password@ for ACL auth (never logged)", "secret": True})
+    redis_url: str = field(default="redis://127.0.0.1:6379/0", metadata={"env": "REDIS_URL", "doc": "Redis URL; rediss:// for TLS, user:password@ for ACL auth (never logged)", "secret": True, "check": "redis_url"})
     redis_username: str = field(default="", metadata={"env": "REDIS_USERNAME", "doc": "Redis ACL user; overrides the URL's user (keeps credentials out of REDIS_URL)"})
     redis_password: str = field(default="", metadata={"env": "REDIS_PASSWORD", "doc": "Redis password; overrides the URL's password (never logged)", "secret": True})
     redis_tls_ca: str = field(default="", metadata={"env": "REDIS_TLS_CA", "doc": "CA bundle that signed the Redis server certificate (rediss:// only; empty: system CAs)"})
@@ -106,13 +107,16 @@ class Settings:
     log_level: str = field(default="info", metadata={"env": "LOG_LEVEL", "doc": "worker log level", "choices": LOG_LEVELS})
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: object) -> "Settings":
+    def from_env(cls, environ: dict[str, str] | None = None, *, connect: bool = True,
+                 **overrides: object) -> "Settings":
         """Read every field from its environment variable, falling back to the default.
 
         Raises :class:`SettingsError` listing every variable whose value is not what its field
-        accepts (a number, a boolean, or out of the bounds in the field's metadata)."""
+        accepts (a number, a boolean, out of the bounds in the field's metadata, or a connection
+        string that is no URL / host:port list). ``connect=False`` (offline commands: replay,
+        evaluate, tune, publish --dry-run) does not look for a running ``stream stack``."""
         env: dict[str, str] = dict(os.environ) if environ is None else environ
-        if environ is None and not all(env.get(name) for name in STACK_ENV_VARS):
+        if connect and environ is None and not all(env.get(name) for name in STACK_ENV_VARS):
             # only the real process environment falls back to a running `stream stack`
             env = {**running_stack_env(env), **env}
         values: dict[str, object] = {}
@@ -124,7 +128,7 @@ class Settings:
             try:
                 values[f.name] = _parse(f, raw)
             except ValueError:
-                problems.append(f"{f.metadata['env']}={raw!r}: expected {accepted(f)}")
+                problems.append(f"{f.metadata['env']}={_shown(f, raw)!r}: expected {accepted(f)}")
         if problems:
             raise SettingsError(*problems)
         values.update(overrides)
@@ -185,6 +189,8 @@ def _parse(f: Field[Any], raw: str) -> object:
         choices = f.metadata.get("choices")
         if choices is not None and raw.strip().lower() not in (c.lower() for c in choices):
             raise ValueError(raw)
+        if "check" in f.metadata:
+            CHECKS[f.metadata["check"]][0](raw)
         return raw.strip() if choices is not None else raw
     number: int | float = int(raw) if kind == "int" else float(raw)
     if not math.isfinite(number):
@@ -204,6 +210,8 @@ def accepted(f: Field[Any]) -> str:
     if kind == "bool":
         return f"one of {', '.join(TRUE_WORDS)} (true) or {', '.join(FALSE_WORDS)} (false)"
     if kind not in ("int", "float"):
+        if "check" in f.metadata:
+            return CHECKS[f.metadata["check"]][1]
         choices = f.metadata.get("choices")
         return "" if choices is None else f"one of {', '.join(choices)} (any case)"  # else any text
     noun = "a whole number" if kind == "int" else "a number"
@@ -212,6 +220,63 @@ def accepted(f: Field[Any]) -> str:
         return f"{noun} from {low} to {high}"
     bounds = [f"{op} {v}" for op, v in ((">=", low), (">", above), ("<=", high)) if v is not None]
     return " ".join([noun, " and ".join(bounds)]).strip()
+
+
+#: Redis URL schemes redis-py takes: TCP, TCP with TLS, a unix socket.
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def check_redis_url(raw: str) -> None:
+    """ValueError unless ``raw`` is a Redis URL redis-py can open: redis:// or rediss:// with a valid
+    port and a database that is a whole number >= 0, or unix:// with a socket path."""
+    parts = urlsplit(raw.strip())
+    if parts.scheme.lower() not in REDIS_SCHEMES:
+        raise ValueError(raw)
+    if parts.scheme.lower() == "unix":
+        if not parts.path:
+            raise ValueError(raw)
+        return
+    if not parts.netloc or "," in parts.netloc:
+        raise ValueError(raw)
+    _ = parts.port  # ValueError when not a number from 0 to 65535
+    database = parts.path.strip("/") or parse_qs(parts.query).get("db", ["0"])[0]
+    if not database.isdigit():
+        raise ValueError(raw)
+
+
+def check_kafka_bootstrap(raw: str) -> None:
+    """ValueError unless ``raw`` is a comma-separated list of host:port ([v6 address]:port) with
+    ports from 1 to 65535."""
+    servers = [s.strip() for s in raw.split(",") if s.strip()]
+    if not servers:
+        raise ValueError(raw)
+    for server in servers:
+        host, _, port = server.rpartition(":")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535 or ":" in host and not server.startswith("["):
+            raise ValueError(raw)
+        if any(c in host for c in "/@ "):
+            raise ValueError(raw)
+
+
+#: The text settings with a format: the check (ValueError when bad) and what it accepts.
+CHECKS = {
+    "redis_url": (check_redis_url, "redis://[user:password@]host[:port][/db] (db a whole number >= 0), "
+                                   "rediss://... (TLS) or unix:///path/to/socket"),
+    "kafka_bootstrap": (check_kafka_bootstrap, "host:port[,host:port...] with ports from 1 to 65535 "
+                                               "([address]:port for IPv6)"),
+}
+
+
+def _shown(f: Field[Any], raw: str) -> str:
+    """``raw`` as a problem shows it: a secret masked, but a REDIS_URL without credentials as it is
+    (so ``REDIS_URL=notaurl`` says what was wrong)."""
+    if not f.metadata.get("secret"):
+        return raw
+    if f.metadata.get("check") == "redis_url" and "@" not in raw and not re.search(r"(?i)pass|pwd", raw):
+        return raw
+    return _redact(raw)
 
 
 class StackChoiceError(SettingsError):
@@ -254,18 +319,46 @@ def running_stack_env(environ: Mapping[str, str] | None = None) -> dict[str, str
 
     Raises :class:`StackChoiceError` when several run and ``STACK_NAME`` does not pick one.
     """
+    chosen = chosen_stack(environ)
+    state = chosen[1] if chosen else None
+    stack_env = state.get("env", {}) if state else {}
+    return {k: str(v) for k, v in stack_env.items() if k in STACK_ENV_VARS} if isinstance(stack_env, dict) else {}
+
+
+def chosen_stack(environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, object]] | None:
+    """(name, state) of the running embedded stack other commands use: the one ``STACK_NAME`` names,
+    or the only one running; None when none runs and STACK_NAME is unset.
+
+    Raises :class:`StackChoiceError` when several run and ``STACK_NAME`` does not pick one, or when
+    ``STACK_NAME`` names no running stack (the error lists those that run)."""
     env = os.environ if environ is None else environ
     stacks = running_stacks(env)
     name = env.get("STACK_NAME", "")
+    running = f"running: {', '.join(sorted(stacks))}" if stacks else "none is running (start one with `stream stack`)"
     if name:
-        state = stacks.get(name)
-    elif len(stacks) > 1:
+        if name not in stacks:
+            raise StackChoiceError(f"STACK_NAME={name!r} names no running embedded stack; {running}")
+        return name, stacks[name]
+    if len(stacks) > 1:
         raise StackChoiceError(f"{len(stacks)} embedded stacks are running ({', '.join(sorted(stacks))}): "
                                "set STACK_NAME to one of them (or KAFKA_BOOTSTRAP and REDIS_URL)")
-    else:
-        state = next(iter(stacks.values()), None)
-    stack_env = state.get("env", {}) if state else {}
-    return {k: str(v) for k, v in stack_env.items() if k in STACK_ENV_VARS} if isinstance(stack_env, dict) else {}
+    return next(iter(stacks.items()), None)
+
+
+def connection_origin(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where KAFKA_BOOTSTRAP and REDIS_URL come from, as :meth:`Settings.from_env` reads them:
+    ``"environment"``, ``"stack NAME"`` (a running ``stream stack``) or ``"default"`` (neither:
+    the built-in 127.0.0.1 address, which may be a server nobody chose)."""
+    env = os.environ if environ is None else environ
+    origin = {name: "environment" for name in STACK_ENV_VARS if env.get(name)}
+    if len(origin) < len(STACK_ENV_VARS):
+        chosen = chosen_stack(env)
+        stack_env = chosen[1].get("env", {}) if chosen else {}
+        for name in STACK_ENV_VARS:
+            if name not in origin:
+                found = isinstance(stack_env, dict) and stack_env.get(name)
+                origin[name] = f"stack {chosen[0]}" if found and chosen else "default"
+    return origin
 
 
 def _redact(value: str) -> str:

@@ -24,7 +24,7 @@ def redis_server() -> Iterator[RedisServer]:
     """A redis-server of this test session only, on a free port."""
     server = RedisServer().start()
     yield server
-    server.stop()
+    server.close()
 
 
 @pytest.fixture()

@@ -110,11 +110,23 @@ def _ladder_name(request: web.Request) -> str:
     return inputs.ident(inputs.path_param(request, "ladder", "ladder"), "ladder", _max_id(request))
 
 
+async def _unknown_ladder(request: web.Request, ladder: str) -> ApiError:
+    """404 ``unknown_ladder`` whose message names the closest known ladders and lists the known ones."""
+    return not_found(queries.unknown_ladder_message(ladder, await queries.ladders(_redis(request))),
+                     code="unknown_ladder")
+
+
+async def _unknown_player(request: web.Request, ladder: str, player: str) -> ApiError:
+    """404 ``unknown_player`` whose message names the rated players whose ids look like it."""
+    similar = await queries.similar_players(_redis(request), ladder, player)
+    return not_found(queries.unknown_player_message(ladder, player, similar), code="unknown_player")
+
+
 async def _ladder(request: web.Request) -> str:
     """The path's ladder, which must exist (404 otherwise)."""
     ladder = _ladder_name(request)
     if not await queries.ladder_exists(_redis(request), ladder):
-        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+        raise await _unknown_ladder(request, ladder)
     return ladder
 
 
@@ -184,7 +196,7 @@ def cached_by_ladder(answer: LadderAnswer) -> Callable[[web.Request], Awaitable[
         ladder = _ladder_name(request)
         version = await queries.ladder_version(_redis(request), ladder)
         if version is None:
-            raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+            raise await _unknown_ladder(request, ladder)
 
         async def compute() -> bytes:
             return orjson.dumps(await answer(request, ladder))
@@ -213,7 +225,7 @@ async def list_ladders(request: web.Request) -> web.Response:
 async def get_ladder(request: web.Request, ladder: str) -> dict[str, Any]:
     summary = await queries.ladder_summary(_redis(request), ladder)
     if summary is None:
-        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+        raise await _unknown_ladder(request, ladder)
     cfg = request.app[LADDERS_KEY].of(ladder)
     return {**summary.to_dict(), "display": cfg.display.to_dict(),
             "model": {"name": cfg.model, "params": dataclasses.asdict(cfg.params)}}
@@ -257,7 +269,7 @@ async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
     history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
     view = await queries.player(_redis(request), ladder, player, history_limit=history)
     if view is None:
-        raise not_found(f"unknown player {player!r} in ladder {ladder!r}", code="unknown_player")
+        raise await _unknown_player(request, ladder, player)
     league, division = league_division(view.tier, _display(request, ladder))
     return {**view.to_dict(), "league": league, "division": division}
 
@@ -270,7 +282,7 @@ async def get_player_ranks(request: web.Request, ladder: str) -> dict[str, Any]:
     history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
     timeline = await queries.rank_timeline(_redis(request), ladder, player, history_limit=history)
     if timeline is None:
-        raise not_found(f"unknown player {player!r} in ladder {ladder!r}", code="unknown_player")
+        raise await _unknown_player(request, ladder, player)
     return {**timeline.to_dict(), "tiers": list(_display(request, ladder).tier_names)}
 
 
@@ -345,10 +357,13 @@ async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, 
         return _json_body(fresh)
     states = await queries.lobby_state(_redis(request), ladder, players)
     if states is None:
-        raise not_found(f"unknown ladder {ladder!r}", code="unknown_ladder")
+        raise await _unknown_ladder(request, ladder)
 
     async def compute() -> bytes:
-        return orjson.dumps(await answer(states))
+        out = await answer(states)
+        out["unrated"] = [{"player": p, "did_you_mean": await queries.similar_players(_redis(request), ladder, p)}
+                          for p, s in zip(players, states) if s is None]  # a typo'd id is an unrated player
+        return orjson.dumps(out)
 
     return _json_body(await cache.get(key, tuple(states), compute))
 

@@ -38,7 +38,8 @@ HISTORY_INTERVAL_S = 3.5 * 86_400.0
 MATCH_INTERVAL_S = 60.0
 
 
-def contest_history_rounds(scale: float = 1.0, seed: int = 0, *, ladder: str = "default") -> Iterator[RoundResult]:
+def contest_history_rounds(scale: float = 1.0, seed: int = 0, *, ladder: str = "default",
+                           id_prefix: str = "hist-") -> Iterator[RoundResult]:
     """Yield the contest-history rounds one at a time (see the module docstring)."""
     if not 0 < scale <= 1:
         raise ValueError("need 0 < scale <= 1")
@@ -68,13 +69,13 @@ def contest_history_rounds(scale: float = 1.0, seed: int = 0, *, ladder: str = "
         # competition ranking: a tie group takes the rank of its first member
         ranks = np.maximum.accumulate(np.where(tie_up, 0, np.arange(1, who.shape[0] + 1)))
         names = [f"c{i:0{width}d}" for i in who[order].tolist()]
-        yield RoundResult(round_id=f"hist-{k:05d}", ladder=ladder, occurred_at=START_TIME + HISTORY_INTERVAL_S * k,
+        yield RoundResult(round_id=f"{id_prefix}{k:05d}", ladder=ladder, occurred_at=START_TIME + HISTORY_INTERVAL_S * k,
                           standings=list(map(Standing, names, ranks.tolist())))
         skill[:joined] += rng.normal(0.0, DRIFT_SD / 4, joined)
 
 
 def match_rounds(n_players: int = 2_000, n_rounds: int = 10_000, round_size: int = 2, seed: int = 0, *,
-                 ladder: str = "default") -> Iterator[RoundResult]:
+                 ladder: str = "default", id_prefix: str = "m-") -> Iterator[RoundResult]:
     """Yield ``n_rounds`` matches of ``round_size`` players from a pool of ``n_players``."""
     if not 2 <= round_size <= n_players:
         raise ValueError("need 2 <= round_size <= n_players")
@@ -86,5 +87,5 @@ def match_rounds(n_players: int = 2_000, n_rounds: int = 10_000, round_size: int
     for k in range(n_rounds):
         who = rng.choice(n_players, round_size, replace=False)
         order = np.argsort(-(skill[who] + rng.normal(0.0, PERF_SD, round_size)), kind="stable")
-        yield RoundResult(round_id=f"m-{k:06d}", ladder=ladder, occurred_at=START_TIME + MATCH_INTERVAL_S * k,
+        yield RoundResult(round_id=f"{id_prefix}{k:06d}", ladder=ladder, occurred_at=START_TIME + MATCH_INTERVAL_S * k,
                           standings=[Standing(names[i], r) for i, r in zip(who[order].tolist(), ranks)])

@@ -2,6 +2,11 @@
 
 * JSONL (``.jsonl`` / ``.json`` lines, ``.gz`` accepted): one RoundResult per line
   (schema ``schemas/round-result.v1.json``); blank lines are ignored.
+* CSV (``.csv``, the rows ``stream publish`` and ``stream backfill`` take): a header with
+  ``round_id, ladder, player, rank`` and optionally ``occurred_at``, ``weight``, ``team`` and
+  ``player_weight``; rows of one round share ``(ladder, round_id)`` (they need not be adjacent),
+  rows with the same ``team`` are one team entry; a round without ``occurred_at`` gets the time
+  the file is read (:func:`csv_rounds`, the one CSV reader).
 * A directory of the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/0.json, 1.json``,
   in numeric order): ``{"name", "time_seconds", "standings": [[player, lo, hi], ...],
   "weight"?, "perf_ceiling"?}`` with 0-based inclusive tie ranges; ladder ``default``,
@@ -16,14 +21,17 @@ is added to that list and left out (what the stream does: dead-letter it and go 
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
-from dataclasses import replace
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from stream.contracts import DEFAULT_LADDER, Limits, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import NO_OUTCOME
+from stream.contracts.round import NO_OUTCOME, UNKNOWN_FIELD
 
 
 class SourceError(ValueError):
@@ -37,21 +45,162 @@ class SourceError(ValueError):
         self.reason = reason
 
 
-def read_rounds(path: Path, *, limits: Limits | None = None,
-                rejected: list[SourceError] | None = None) -> list[RoundResult]:
-    """All rounds of ``path`` (a JSONL file or a directory of contest files), in order; with
-    ``rejected``, invalid rounds are collected there instead of raised."""
+def read_rounds(path: Path, *, limits: Limits | None = None, rejected: list[SourceError] | None = None,
+                ignored: list[SourceError] | None = None) -> list[RoundResult]:
+    """All rounds of ``path`` (a JSONL or CSV file or a directory of contest files), in order; with
+    ``rejected``, invalid rounds are collected there instead of raised; with ``ignored``, what the
+    service accepts but ignores (without STRICT_SCHEMA: a field the schema does not define, a CSV
+    column it does not know) is listed there, one entry per round or file."""
     limits = limits or Limits()
     if path.is_dir():
         return read_contest_dir(path, limits=limits, rejected=rejected)
     if not path.exists():
         raise SourceError(str(path), "no such file or directory")
-    return read_jsonl(path, limits=limits, rejected=rejected)
+    if path.suffix.lower() == ".csv":
+        return read_csv(path, limits=limits, rejected=rejected, ignored=ignored)
+    return read_jsonl(path, limits=limits, rejected=rejected, ignored=ignored)
+
+
+#: CSV columns: required, optional per round, optional per row (the player's team, his share of the match).
+CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
+CSV_OPTIONAL = ("occurred_at", "weight")
+CSV_PER_PLAYER = ("team", "player_weight")
+
+
+@dataclass
+class CsvRound:
+    """One round's rows of a CSV file: the RoundResult JSON they make (``raw``), the line of its first
+    row, the line of each standing (``standings[i]`` / ``standings[i].players[j]`` → ``file:line``),
+    and the problem of each bad row (then ``raw`` is incomplete)."""
+
+    raw: dict[str, Any]
+    first: str
+    lines: dict[str, str] = field(default_factory=dict)
+    errors: list[SourceError] = field(default_factory=list)
+
+
+def csv_rounds(path: Path, now: float | None = None) -> Iterator[CsvRound]:
+    """The rounds of a CSV file, rows grouped by ``(ladder, round_id)`` in order of first appearance
+    (not yet validated: :func:`parse_round` does that); a header without the required columns is one
+    :class:`CsvRound` with an empty ``raw`` and the error at line 1."""
+    now = time.time() if now is None else now
+    rounds: dict[tuple[str, str], CsvRound] = {}
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            missing = [c for c in CSV_REQUIRED if c not in header]
+            if missing:
+                yield CsvRound({}, f"{path}:1", errors=[SourceError(f"{path}:1", f"CSV header lacks column(s) "
+                                                                    f"{', '.join(missing)}", missing[0], "invalid")])
+                return
+            for row in reader:
+                line = f"{path}:{reader.line_num}"
+                key = (row["ladder"] or DEFAULT_LADDER, row["round_id"])
+                entry = rounds.setdefault(key, CsvRound({"round_id": row["round_id"], "ladder": key[0],
+                                                         "standings": []}, line))
+                problem = _csv_row(entry, row, line, key)
+                if problem is not None:
+                    entry.errors.append(problem)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        yield CsvRound({}, f"{path}:1", errors=[SourceError(str(path), f"cannot read: {exc}")])
+        return
+    for entry in rounds.values():
+        entry.raw.setdefault("occurred_at", now)
+        yield entry
+
+
+def _csv_value(text: str) -> float | str:
+    """A CSV cell as a number when it is one (epoch seconds, weight), else the text (RFC 3339)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _csv_row(entry: CsvRound, row: dict[str, str], line: str, key: tuple[str, str]) -> SourceError | None:
+    """Add one CSV row to its round; the problem of a bad cell (None when the row is good)."""
+    raw = entry.raw
+    for column in CSV_OPTIONAL:
+        value = (row.get(column) or "").strip()
+        if not value:
+            continue
+        parsed = _csv_value(value)
+        if column in raw and raw[column] != parsed:
+            return SourceError(line, f"differs from an earlier row of round {key[1]!r} ({raw[column]!r})", column,
+                               "invalid")
+        raw[column] = parsed
+    try:
+        rank = int(row["rank"])
+    except (TypeError, ValueError):
+        return SourceError(line, f"not an integer: {row['rank']!r}", "rank", "bad_rank")
+    return _add_standing(raw["standings"], entry.lines, row, rank, line)
+
+
+def _add_standing(standings: list[dict[str, Any]], lines: dict[str, str], row: dict[str, str], rank: int,
+                  line: str) -> SourceError | None:
+    """One CSV row into the round's standings: an individual entry, or a member of its team's."""
+    team = (row.get("team") or "").strip()
+    share = (row.get("player_weight") or "").strip()
+    member: Any = row["player"] if not share else {"player": row["player"], "weight": _csv_value(share)}
+    if not team:
+        lines[f"standings[{len(standings)}]"] = line
+        standings.append({"player": row["player"], "rank": rank} if not share else {**member, "rank": rank})
+        return None
+    for index, entry in enumerate(standings):
+        if entry.get("team") == team:
+            if entry["rank"] != rank:
+                return SourceError(line, f"team {team!r} has rank {entry['rank']} on an earlier row", "rank", "invalid")
+            lines[f"standings[{index}].players[{len(entry['players'])}]"] = line
+            entry["players"].append(member)
+            return None
+    lines[f"standings[{len(standings)}]"] = line
+    standings.append({"team": team, "players": [member], "rank": rank})
+    return None
+
+
+def unknown_csv_columns(path: Path) -> list[str]:
+    """The header's columns no CSV reader uses (ignored: a typo such as ``occured_at`` is silent)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+    return [c for c in header if c not in CSV_REQUIRED + CSV_OPTIONAL + CSV_PER_PLAYER]
+
+
+def read_csv(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None,
+             ignored: list[SourceError] | None = None) -> list[RoundResult]:
+    """Rounds of a CSV file (:func:`csv_rounds`), each accepted as a ``rounds`` message would be."""
+    rounds: list[RoundResult] = []
+    unknown = unknown_csv_columns(path) if ignored is not None else []
+    if unknown and ignored is not None:
+        ignored.append(SourceError(f"{path}:1", f"unknown column(s) ignored: {', '.join(unknown)}", unknown[0],
+                                   UNKNOWN_FIELD))
+    for entry in csv_rounds(path):
+        if entry.errors:
+            if rejected is None or not entry.raw:
+                raise entry.errors[0]
+            rejected.append(entry.errors[0])  # one rejection per round, as the stream dead-letters it
+            continue
+        _accept(entry.raw, limits, entry.first, rounds, rejected, ignored)
+    return rounds
 
 
 def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
-            rejected: list[SourceError] | None) -> None:
-    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it)."""
+            rejected: list[SourceError] | None, ignored: list[SourceError] | None = None) -> None:
+    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it);
+    with ``ignored`` (and STRICT_SCHEMA off), a field the service would ignore is listed there (the
+    round parsed strictly first, again leniently only when strict mode refuses it)."""
+    if ignored is not None and not limits.strict:
+        try:
+            rounds.append(parse_round(raw, limits=replace(limits, strict=True)))
+            return
+        except RoundRejected as exc:
+            if exc.reason == UNKNOWN_FIELD:
+                round_id = _round_id(raw)
+                label = f"{where} (round {round_id})" if round_id is not None else where
+                ignored.append(SourceError(label, f"{exc.message} ignored", exc.field, UNKNOWN_FIELD))
     try:
         rounds.append(parse_round(raw, limits=limits))
         return
@@ -78,7 +227,8 @@ def _round_id(raw: Any) -> str | None:
     return round_id if isinstance(round_id, str) and round_id.isprintable() and len(round_id) <= 200 else None
 
 
-def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None) -> list[RoundResult]:
+def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None,
+               ignored: list[SourceError] | None = None) -> list[RoundResult]:
     """Rounds of a JSONL file, one per non-blank line (its bytes, as a ``rounds`` message)."""
     opener = gzip.open if path.suffix == ".gz" else open
     rounds: list[RoundResult] = []
@@ -87,7 +237,7 @@ def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                _accept(line.rstrip(b"\r\n"), limits, f"{path}:{lineno}", rounds, rejected)
+                _accept(line.rstrip(b"\r\n"), limits, f"{path}:{lineno}", rounds, rejected, ignored)
     except (OSError, EOFError) as exc:  # unreadable file, truncated or corrupt gzip
         raise SourceError(str(path), f"cannot read: {exc}") from None
     return rounds

@@ -33,8 +33,9 @@ def synthetic_rounds(
     *,
     tie_quantum: float = 0.0,
     ladder: str = "default",
+    id_prefix: str = "syn-",
 ) -> Iterator[RoundResult]:
-    """Yield the rounds one at a time (see the module docstring)."""
+    """Yield the rounds one at a time (see the module docstring); round k's id is ``id_prefix`` + k (5 digits)."""
     if not 2 <= round_size <= n_players:
         raise ValueError("need 2 <= round_size <= n_players")
     rng = np.random.default_rng(seed)
@@ -50,7 +51,7 @@ def synthetic_rounds(
         # competition ranking: 1 + number of strictly better performances
         ranks = np.searchsorted(-sorted_perf, -sorted_perf, side="left") + 1
         yield RoundResult(
-            round_id=f"syn-{k:05d}", ladder=ladder, occurred_at=START_TIME + ROUND_INTERVAL_S * k,
+            round_id=f"{id_prefix}{k:05d}", ladder=ladder, occurred_at=START_TIME + ROUND_INTERVAL_S * k,
             standings=list(map(Standing, names[who[order]].tolist(), ranks.tolist())),
         )
         skill += rng.normal(0.0, DRIFT_SD, n_players)

@@ -168,6 +168,23 @@ def held_out(rounds: Sequence[RoundResult], split: int, name: str, params: Candi
     return Scored.of(metrics)
 
 
+#: Held-out metrics and whether higher is better (pair: % of pairs ordered right; rank: rank deviation).
+HIGHER_IS_BETTER = {"pair_all": True, "pair_exp": True, "rank_all": False, "rank_exp": False}
+
+
+def compare_held_out(defaults: Scored, tuned: Scored) -> tuple[list[str], list[str]]:
+    """(held-out metrics on which ``tuned`` is strictly better, those on which ``defaults`` is);
+    a metric nobody was scored on (NaN) is in neither."""
+    better: list[str] = []
+    worse: list[str] = []
+    for name, higher in HIGHER_IS_BETTER.items():
+        d, t = getattr(defaults, name), getattr(tuned, name)
+        if math.isnan(d) or math.isnan(t) or d == t:
+            continue
+        (better if (t > d) == higher else worse).append(name)
+    return better, worse
+
+
 def split_index(n_rounds: int, holdout: float) -> int:
     """Index of the first held-out round: the last ``holdout`` share (at least one round each side)."""
     if not 0.0 < holdout < 1.0:

@@ -56,7 +56,7 @@ def backfill_command(
         return asdict(summary)
 
     try:
-        summary = run_with_store(settings, go)
+        summary = run_with_store(settings, go, write=True)
     except BackfillRefused as exc:
         fail(f"refused: {exc}", EXIT_BAD_INPUT)
     finally:

@@ -79,6 +79,9 @@ def _publish(message: dict[str, Any], reason: str, correction_id: str, wait: boo
     except RoundRejected as exc:
         fail(f"invalid correction: {exc.reason}: {exc.message}" + (f" (field {exc.field})" if exc.field else ""),
              EXIT_INVALID)
+    from stream.cli.reach import require
+
+    require(settings, kafka=True, redis=wait, write=True)
     try:
         _produce(settings, correction)
     except Exception as exc:  # noqa: BLE001 - any producer failure: say so, nothing else to do

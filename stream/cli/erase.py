@@ -28,7 +28,8 @@ def erase_command(
     settings = Settings.from_env()
     try:
         done = run_with_store(settings, lambda store: erase_player(store, ladder, player,
-                                                                   secret=settings.erasure_secret, now=time.time()))
+                                                                   secret=settings.erasure_secret, now=time.time()),
+                              write=True)
     except ErasureRefused as exc:
         fail(str(exc), EXIT_BAD_INPUT)
     if as_json:

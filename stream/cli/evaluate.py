@@ -38,7 +38,7 @@ def evaluate_command(
         _fail(f"unknown model(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(model_names())}")
     if len(set(names)) != len(names):
         _fail("a model is listed twice")
-    rounds = load_accepted(input, Settings.from_env(), None, names).rounds
+    rounds = load_accepted(input, Settings.from_env(connect=False), None, names).rounds
     bar = _progress(len(rounds) * len(names))
     try:
         table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None)

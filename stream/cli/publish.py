@@ -47,15 +47,10 @@ EXIT_REJECTED = 5
 EXIT_TIMEOUT = 1
 #: ``--wait``: default seconds to wait for the outcomes.
 WAIT_TIMEOUT_S = 120.0
-#: CSV columns: required and optional.
-CSV_REQUIRED = ("round_id", "ladder", "player", "rank")
-CSV_OPTIONAL = ("occurred_at", "weight")
 #: Bad rows / rounds listed before giving up (all are counted).
 MAX_REPORTED_ERRORS = 20
 #: "at line 1 column N" in a JSON decoder's message about a one-line record.
 JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
-CSV_PER_PLAYER = ("team", "player_weight")
-"""Optional per-row columns: the player's team, and his share of the match."""
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
@@ -123,99 +118,43 @@ def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] 
         raise InvalidInput(where, exc.field, exc.message, exc.reason) from exc
 
 
-def _csv_value(text: str) -> float | str:
-    """A CSV cell as a number when it is one (epoch seconds, weight), else the text (RFC 3339)."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
-    """Rows grouped into rounds by ``(ladder, round_id)``, in order of first appearance; a bad row goes
-    to ``errors`` (its round is then not checked further: it is bad already)."""
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        missing = [c for c in CSV_REQUIRED if c not in header]
-        if missing:
-            raise InvalidInput(f"{path}:1", missing[0], f"CSV header lacks column(s) {', '.join(missing)}")
-        rounds: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in reader:
-            line = f"{path}:{reader.line_num}"
-            key = (row["ladder"] or "default", row["round_id"])
-            entry = rounds.setdefault(key, {"raw": {"round_id": row["round_id"], "ladder": key[0], "standings": []},
-                                            "lines": {}, "first": line, "bad": False})
-            try:
-                _csv_row(entry, row, line, key)
-            except InvalidInput as exc:
-                errors.append(exc)
-                entry["bad"] = True
-    for entry in rounds.values():
-        if entry["bad"]:
+    """Rows grouped into rounds (:func:`stream.batch.sources.csv_rounds`, the one CSV reader), in order
+    of first appearance; a bad row goes to ``errors`` (its round is then not checked further)."""
+    from stream.batch.sources import csv_rounds
+
+    for entry in csv_rounds(path, now):
+        found = [InvalidInput(e.where, e.field, e.message, e.reason) for e in entry.errors]
+        if found and not entry.raw:  # the header, or an unreadable file: unusable as a whole
+            raise found[0]
+        if found:
+            errors += found
             continue
-        raw = entry["raw"]
-        raw.setdefault("occurred_at", now)
         # Longest prefixes first, so standings[12] is not matched by standings[1].
-        lines = dict(sorted(entry["lines"].items(), key=lambda item: -len(item[0])))
+        lines = dict(sorted(entry.lines.items(), key=lambda item: -len(item[0])))
         try:
-            yield _parse(raw, limits, entry["first"], lines)
+            yield _parse(entry.raw, limits, entry.first, lines)
         except InvalidInput as exc:
             errors.append(exc)
 
 
-def _csv_row(entry: dict[str, Any], row: dict[str, str], line: str, key: tuple[str, str]) -> None:
-    """Add one CSV row to its round (``entry``); raise :class:`InvalidInput` for a bad cell."""
-    raw = entry["raw"]
-    for column in CSV_OPTIONAL:
-        value = (row.get(column) or "").strip()
-        if not value:
-            continue
-        parsed = _csv_value(value)
-        if column in raw and raw[column] != parsed:
-            raise InvalidInput(line, column, f"differs from an earlier row of round {key[1]!r} ({raw[column]!r})")
-        raw[column] = parsed
-    try:
-        rank: Any = int(row["rank"])
-    except (TypeError, ValueError):
-        raise InvalidInput(line, "rank", f"not an integer: {row['rank']!r}", "bad_rank") from None
-    _add_standing(raw["standings"], entry["lines"], row, rank, line)
-
-
-def _add_standing(standings: list[dict[str, Any]], lines: dict[str, str], row: dict[str, str], rank: int,
-                  line: str) -> None:
-    """One CSV row into the round's standings: an individual entry, or a member of its team's."""
-    team = (row.get("team") or "").strip()
-    share = (row.get("player_weight") or "").strip()
-    member: Any = row["player"] if not share else {"player": row["player"], "weight": _csv_value(share)}
-    if not team:
-        lines[f"standings[{len(standings)}]"] = line
-        standings.append({"player": row["player"], "rank": rank} if not share else {**member, "rank": rank})
-        return
-    for index, entry in enumerate(standings):
-        if entry.get("team") == team:
-            if entry["rank"] != rank:
-                raise InvalidInput(line, "rank", f"team {team!r} has rank {entry['rank']} on an earlier row")
-            lines[f"standings[{index}].players[{len(entry['players'])}]"] = line
-            entry["players"].append(member)
-            return
-    lines[f"standings[{len(standings)}]"] = line
-    standings.append({"team": team, "players": [member], "rank": rank})
-
-
-def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
+                      ignored: list[InvalidInput] | None = None) -> Iterator[tuple[RoundResult, bool]]:
     """JSONL files and contest directories, through stream.batch.sources (validated completely; the
-    bad lines or files go to ``errors``)."""
+    bad lines or files go to ``errors``, fields the service would ignore to ``ignored``)."""
     from stream.batch.sources import SourceError, read_rounds as read_source
 
     found: list[SourceError] = []
+    unused: list[SourceError] | None = [] if ignored is not None else None
     try:
-        rounds = read_source(path, limits=limits, rejected=found)
+        rounds = read_source(path, limits=limits, rejected=found, ignored=unused)
     except SourceError as exc:  # the file itself cannot be read
         found.append(exc)
         rounds = []
     errors += [InvalidInput(exc.where, exc.field, _one_line(exc.message.removeprefix(f"{exc.reason}: ")), exc.reason)
                for exc in found]
+    if ignored is not None:
+        ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
     for round_ in rounds:
         yield round_, round_.is_outcome_free(draws_rate=True)
 
@@ -226,19 +165,27 @@ def _one_line(message: str) -> str:
     return JSON_LINE_ONE.sub(r"at column \1", message)
 
 
-def read_rounds(path: Path, limits: Limits, now: float | None = None) -> list[tuple[RoundResult, bool]]:
+def read_rounds(path: Path, limits: Limits, now: float | None = None,
+                ignored: list[InvalidInput] | None = None) -> list[tuple[RoundResult, bool]]:
     """Every round of ``path``, validated; raises :class:`InvalidFile` listing every bad row or round
-    (and :class:`InvalidInput` when the file is unusable as a whole).
+    (and :class:`InvalidInput` when the file is unusable as a whole); with ``ignored``, what the
+    service would accept but ignore (an unknown field or CSV column, STRICT_SCHEMA off) is listed there.
 
     Also rejects a round_id reused within the file for different content (``conflict``).
     """
+    from stream.batch.sources import unknown_csv_columns
+
     now = time.time() if now is None else now
     errors: list[InvalidInput] = []
     items: Iterable[tuple[RoundResult, bool]]
     if path.suffix.lower() == ".csv":
+        unknown = unknown_csv_columns(path) if ignored is not None else []
+        if unknown and ignored is not None:
+            ignored.append(InvalidInput(f"{path}:1", unknown[0], f"unknown column(s) ignored: {', '.join(unknown)}",
+                                        "unknown_field"))
         items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
-        items = read_with_sources(path, limits, errors)
+        items = read_with_sources(path, limits, errors, ignored)
     else:
         raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
     out: list[tuple[RoundResult, bool]] = []
@@ -344,19 +291,26 @@ def publish(
                                        f"{EXIT_TIMEOUT} if rounds are still pending then)"),
 ) -> None:
     """Validate every round of FILE, then publish them to the `rounds` topic (keyed by ladder)."""
-    settings = Settings.from_env()
+    settings = Settings.from_env(connect=not dry_run)  # --dry-run is offline: any number of stacks may run
+    ignored: list[InvalidInput] = []
     try:
-        rounds = ladder_outcomes(read_rounds(file, Limits.from_settings(settings)), settings)
+        rounds = ladder_outcomes(read_rounds(file, Limits.from_settings(settings), ignored=ignored), settings)
     except InvalidInput as exc:
         _report_invalid(file, [exc], json_output)
     except InvalidFile as exc:
         _report_invalid(file, exc.errors, json_output)
+    warn_ignored(ignored)
     waited = None
     if dry_run:
         summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS_TOPIC), rounds=len(rounds),
                                  no_outcome=sum(free for _, free in rounds),
                                  standings=sum(r.field_size for r, _ in rounds))
     else:
+        from stream.cli.reach import require
+
+        require(settings, kafka=True, redis=wait, write=True)
+        if wait:  # Redis is at hand: a round of a ladder nobody rated yet starts one for good (a typo?)
+            note_new_ladders(settings, sorted({r.ladder for r, _ in rounds}))
         try:
             ensure_rounds_topic(settings)
         except Exception as exc:  # e.g. no CreateTopics permission: the topic is the operator's
@@ -394,6 +348,48 @@ def publish(
             raise typer.Exit(EXIT_REJECTED)
         if any(o.outcome == PENDING for o in waited):
             raise typer.Exit(EXIT_TIMEOUT)
+
+
+#: Ignored fields listed before "... and N more".
+MAX_REPORTED_WARNINGS = 5
+
+
+def warn_ignored(ignored: list[InvalidInput]) -> None:
+    """Say (stderr) what the service will ignore: an unknown field is often a typo (``occured_at``)."""
+    if not ignored:
+        return
+    typer.echo(f"warning: {len(ignored)} round(s) or header(s) carry what the service ignores "
+               "(STRICT_SCHEMA=true would reject it):", err=True)
+    for item in ignored[:MAX_REPORTED_WARNINGS]:
+        typer.echo(f"  {item.location}: {item.message}", err=True)
+    if len(ignored) > MAX_REPORTED_WARNINGS:
+        typer.echo(f"  … and {len(ignored) - MAX_REPORTED_WARNINGS} more", err=True)
+
+
+def note_new_ladders(settings: Settings, ladders: list[str]) -> None:
+    """One ``note:`` line when the file's rounds name ladders the service has not rated yet, with the
+    known ladders that look like them (publishing them creates those ladders)."""
+    import asyncio
+    import difflib
+
+    from stream.connections import redis_client
+    from stream.store import queries
+
+    async def known() -> list[str]:
+        client = redis_client(settings)
+        try:
+            return await queries.ladders(client)
+        finally:
+            await client.aclose()
+
+    existing = asyncio.run(known())
+    new = [name for name in ladders if name not in existing]
+    if not new or not existing:
+        return
+    close = {name: difflib.get_close_matches(name, existing, n=1, cutoff=0.6) for name in new}
+    hints = [f"{name!r}" + (f" (did you mean {close[name][0]!r}?)" if close[name] else "") for name in new]
+    typer.echo(f"note: new ladder(s) {', '.join(hints)}: their rounds start ladders of their own; "
+               f"known: {', '.join(existing[:20])}", err=True)
 
 
 def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -> NoReturn:

@@ -35,6 +35,17 @@ def _run(query: Callable[[AsyncRedis], Awaitable[T]]) -> T:
     return run_on_redis(Settings.from_env(), query)
 
 
+async def _missing(r: AsyncRedis, ladder: str, otherwise: str = "", *, player: str | None = None) -> str:
+    """Why nothing was found: an unknown ladder (listing the known ones), else an unknown player (with
+    the ids that look like his), else ``otherwise``."""
+    known = await queries.ladders(r)
+    if ladder not in known:
+        return queries.unknown_ladder_message(ladder, known)
+    if player is not None:
+        return queries.unknown_player_message(ladder, player, await queries.similar_players(r, ladder, player))
+    return otherwise
+
+
 def _fail(message: str) -> typer.Exit:
     typer.echo(message, err=True)
     return typer.Exit(EXIT_NOT_FOUND)
@@ -72,7 +83,7 @@ def leaderboard_command(
 
     page = _run(query)
     if page is None:
-        raise _fail(f"unknown ladder {ladder!r}")
+        raise _fail(_run(lambda r: _missing(r, ladder)))
     if as_json:
         _echo_json(page.to_dict())
         return
@@ -90,7 +101,7 @@ def player_command(
     """A player's current rating, tier, position and recent history."""
     view = _run(lambda r: queries.player(r, ladder, player, history_limit=RECENT_HISTORY))
     if view is None:
-        raise _fail(f"unknown player {player!r} in ladder {ladder!r}")
+        raise _fail(_run(lambda r: _missing(r, ladder, player=player)))
     if as_json:
         _echo_json(view.to_dict())
         return
@@ -112,13 +123,16 @@ def round_command(
     """A round's status and every player's rating change."""
     view = _run(lambda r: queries.round_view(r, ladder, round_id))
     if view is None:
-        raise _fail(f"unknown round {round_id!r} in ladder {ladder!r}")
+        raise _fail(_run(lambda r: _missing(r, ladder, f"unknown round {round_id!r} in ladder {ladder!r}")))
     if as_json:
         _echo_json(view.to_dict())
         return
     rec = view.record
     typer.echo(f"round {view.round_id} ({view.ladder}): {rec['status']}, {rec['field_size']} players, "
                f"occurred {_when(rec['occurred_at'])}, rated {_when(rec['rated_at'])}")
+    for step in rec.get("corrections") or []:  # the correction trail: what changed the round, when, why
+        typer.echo(f"  {step.get('kind')} {_when(step.get('at'))} by correction {step.get('id')}"
+                   + (f": {step['reason']}" if step.get("reason") else ""))
     rows = [[str(c["rank"]), c["player"], _num(c["performance"]), _num(c["mu_before"]), _num(c["mu_after"]),
              f"{c['mu_after'] - c['mu_before']:+.1f}", _num(c.get("display_rating"))] for c in view.results]
     typer.echo(_table(["rank", "player", "perf", "mu before", "mu after", "change", "rating"], rows))

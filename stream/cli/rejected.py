@@ -53,6 +53,10 @@ def rejected(
     settings = Settings.from_env()
     from kafka.errors import KafkaError
 
+    from stream.cli.reach import require
+
+    require(settings, kafka=True)
+
     def show(items: list[Rejection], header: bool) -> None:
         if json_output:
             for x in items:

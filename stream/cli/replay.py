@@ -66,7 +66,7 @@ def replay_command(
     ladders = None if ladders_option is None else _ladders(ladders_option, preset_name, model_name, metrics)
     if not output.parent.is_dir() or output.is_dir():
         _fail(f"cannot write {output}: parent directory missing or output is a directory")
-    settings = Settings.from_env()
+    settings = Settings.from_env(connect=False)  # offline: reads a file, never Kafka or Redis
     started = time.perf_counter()
     rejected: list[SourceError] | None = [] if skip_rejected else None
     unique = load_accepted(input, settings, rejected, ladders if ladders is not None else [name])
@@ -168,15 +168,26 @@ def generate_synthetic_command(
     seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
     tie_quantum: Annotated[float, typer.Option("--tie-quantum", help="paper: round performances to this grid (creates ties); 0 = none")] = 0.0,
     scale: Annotated[float, typer.Option("--scale", help="contest-history: shrink rounds and round sizes by this factor (0 < scale <= 1)")] = 1.0,
+    ladder: Annotated[str, typer.Option("--ladder", help="the ladder of every round")] = "default",
+    id_prefix: Annotated[str | None, typer.Option("--id-prefix", help="round ids: this prefix and the round's number [paper: syn-; contest-history: hist-; matches: m-]")] = None,
 ) -> None:
     """Write synthetic rounds: the paper's §6.1 dataset (default), a contest history or matches."""
     if profile not in PROFILES:
         _fail(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+    from stream.contracts import parse_round
+
+    names = {"ladder": ladder, "id_prefix": id_prefix} if id_prefix is not None else {"ladder": ladder}
+    try:  # the ladder and ids must be ones the service accepts: checked on a round carrying them
+        parse_round({"round_id": f"{id_prefix or 'syn-'}00000", "ladder": ladder, "occurred_at": 0,
+                     "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]},
+                    limits=Limits.from_settings(Settings.from_env(connect=False)))
+    except RoundRejected as exc:
+        _fail(f"--ladder / --id-prefix: {exc.field}: {exc.message}")
     rows: Iterable[RoundResult]
     if profile == "contest-history":
         if not 0 < scale <= 1:
             _fail("need 0 < --scale <= 1")
-        rows = contest_history_rounds(scale, seed)
+        rows = contest_history_rounds(scale, seed, **names)
     else:
         paper = profile == "paper"
         n_players = players if players is not None else (10_000 if paper else 2_000)
@@ -184,8 +195,8 @@ def generate_synthetic_command(
         n_rounds = rounds if rounds is not None else (50 if paper else 10_000)
         if not 2 <= size <= n_players:
             _fail("need 2 <= --round-size <= --players")
-        rows = (synthetic_rounds(n_players, n_rounds, size, seed, tie_quantum=tie_quantum) if paper
-                else match_rounds(n_players, n_rounds, size, seed))
+        rows = (synthetic_rounds(n_players, n_rounds, size, seed, tie_quantum=tie_quantum, **names) if paper
+                else match_rounds(n_players, n_rounds, size, seed, **names))
     tmp = _temp_beside(output)
     try:
         count = write_jsonl(rows, tmp)

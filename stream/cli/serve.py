@@ -25,5 +25,11 @@ def api_command(
     settings = Settings.from_env()
     # the display and model of every ladder: a bad LADDERS refuses to start (exit 2, naming the key)
     parse_ladders(settings.ladders, engine_preset=settings.engine_preset, display_config=settings.display_config)
+    from stream.cli.reach import require_port, serve_or_exit, warn_unreachable_redis
+
+    where = "--host/--port" if host or port else "WEB_HOST:WEB_PORT"
+    require_port(host or settings.web_host, port or settings.web_port, where)
+    warn_unreachable_redis(settings)  # it still starts: /health answers 503 until Redis does
     app = build_app(settings, api_redis_client(settings), KafkaProbe(settings).start())
-    web.run_app(app, host=host or settings.web_host, port=port or settings.web_port, print=typer.echo)
+    serve_or_exit(lambda: web.run_app(app, host=host or settings.web_host, port=port or settings.web_port,
+                                      print=typer.echo), host or settings.web_host, port or settings.web_port, where)

@@ -129,7 +129,7 @@ def import_command(
         fail(f"no such file: {file}", EXIT_BAD_INPUT)
     try:
         records = list(read_records(file))
-        ladder, players, rounds = run_with_store(settings, lambda store: import_ladder(store, records))
+        ladder, players, rounds = run_with_store(settings, lambda store: import_ladder(store, records), write=True)
     except (SnapshotError, UnicodeDecodeError, csv.Error, EOFError, OSError) as exc:
         fail(f"cannot import {file}: {exc}", EXIT_BAD_INPUT)
     typer.echo(f"imported ladder {ladder!r}: {players} players, {rounds} rounds")

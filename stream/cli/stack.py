@@ -45,6 +45,8 @@ DEMO_ROUNDS = 500
 DEMO_FIELD = 20
 DEMO_ROUNDS_PER_S = 2.0
 DEMO_LADDER = "default"
+#: Round ids of the demo stream: demo-00000, ... (not generate-synthetic's syn-*, so its files publish beside it).
+DEMO_ID_PREFIX = "demo-"
 #: Seconds a child process gets after SIGTERM before it is killed.
 CHILD_STOP_TIMEOUT_S = 15.0
 #: Seconds between two liveness checks of the services while waiting for Ctrl-C.
@@ -93,7 +95,7 @@ def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iter
     """Synthetic RoundResults (paper §6.1: hidden drifting skills, noisy performances), one day apart."""
     from stream.batch.synthetic import synthetic_rounds
 
-    return synthetic_rounds(players, rounds, field_size, ladder=ladder)
+    return synthetic_rounds(players, rounds, field_size, ladder=ladder, id_prefix=DEMO_ID_PREFIX)
 
 
 def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> int:
@@ -267,6 +269,8 @@ def stack(
     finally:
         run.close()
         remove_state(state_file)
+        typer.echo(f"stopped: the embedded broker and Redis kept their data in memory and a temporary folder "
+                   f"(removed): ratings and topics are gone; kept: the logs in {logs}")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 
 from stream.connections import redis_client, redis_connection_errors, redis_error_message
 from stream.settings import Settings
-from stream.store.client import AsyncRedis
-from stream.store.store import Store
+
+if TYPE_CHECKING:  # the Store imports numpy: only the commands that write load it (CLI start-up time)
+    from stream.store.client import AsyncRedis
+    from stream.store.store import Store
 
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
@@ -31,9 +33,14 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 def run_on_redis(settings: Settings, work: Callable[[AsyncRedis], Awaitable[T]], *,
-                 socket_timeout: float | None = None) -> T:
+                 socket_timeout: float | None = None, write: bool = False) -> T:
     """Run ``work`` on a client of REDIS_URL (closed after); Redis unreachable is exit 4 with a
-    one-line message (never the URL's password)."""
+    one-line message (never the URL's password), within seconds (:func:`stream.cli.reach.require`,
+    which also refuses to ``write`` to a Redis nobody chose)."""
+    from stream.cli.reach import require
+
+    require(settings, redis=True, write=write)
+
     async def go() -> T:
         client = redis_client(settings) if socket_timeout is None else redis_client(settings, socket_timeout=socket_timeout)
         try:
@@ -47,9 +54,11 @@ def run_on_redis(settings: Settings, work: Callable[[AsyncRedis], Awaitable[T]],
         fail(redis_error_message(settings, exc), EXIT_UNREACHABLE)
 
 
-def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
+def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]], *, write: bool = False) -> T:
     """Run ``work`` on a :class:`Store` over REDIS_URL (bulk socket timeout), as :func:`run_on_redis`."""
+    from stream.store.store import Store
+
     def on_store(client: AsyncRedis) -> Awaitable[T]:
         return work(Store(client, history_length=settings.history_length, cluster=settings.redis_cluster))
 
-    return run_on_redis(settings, on_store, socket_timeout=BULK_SOCKET_TIMEOUT_S)
+    return run_on_redis(settings, on_store, socket_timeout=BULK_SOCKET_TIMEOUT_S, write=write)

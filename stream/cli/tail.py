@@ -92,6 +92,9 @@ def tail(
 ) -> None:
     """Follow rating changes as they are published."""
     settings = Settings.from_env()
+    from stream.cli.reach import require
+
+    require(settings, kafka=True)
     deadline = time.monotonic() + timeout if timeout > 0 else None
     from kafka.errors import KafkaError
 

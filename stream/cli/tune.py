@@ -13,7 +13,7 @@ import typer
 
 from stream.batch import SourceError, read_rounds
 from stream.batch.models import model_names
-from stream.batch.tune import SPACES, Candidate, Scored, held_out, split_index, tune
+from stream.batch.tune import SPACES, Candidate, Scored, compare_held_out, held_out, split_index, tune
 from stream.cli.replay import _fail, _progress
 from stream.contracts import Limits, RoundResult
 from stream.settings import Settings
@@ -52,7 +52,7 @@ def tune_command(
     if not 0.0 < holdout < 1.0:
         _fail("--holdout must be in (0, 1)")
     try:
-        rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env()))
+        rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env(connect=False)))
     except SourceError as exc:
         _fail(f"bad input: {exc}")
     try:
@@ -76,6 +76,7 @@ def tune_command(
         rows.append((f"compare {compare}", compare, None, math.nan))
     scored = [held_out(rounds, result.split, name, params) for _label, name, params, _obj in rows]
     entry = {_ladder_key(rounds): {"model": model, "params": result.best_params}}
+    better, worse = compare_held_out(scored[0], scored[1])
     if as_json:
         typer.echo(json.dumps({
             "input": str(input), "model": model, "rounds": len(rounds), "tune_rounds": result.split,
@@ -88,6 +89,8 @@ def tune_command(
             "candidates": [{"params": c, "tune_pair_exp": _num(o)}
                            for c, o in zip(result.candidates, result.objectives)],
             "ladders": entry,
+            "recommended": "tuned" if better else "defaults",
+            "tuned_better_on": better, "defaults_better_on": worse,
         }))
         return
     typer.echo(f"{input}: {len(rounds)} rounds; tuned {model} on the first {result.split} "
@@ -95,8 +98,16 @@ def tune_command(
                f"held out the last {len(rounds) - result.split}; pair: % of pairs ordered right (higher is "
                "better), rank: rank deviation (lower is better)")
     typer.echo(_format(rows, scored))
+    if not better:  # nothing to paste: the defaults are what the ladder already gets
+        how = "beat the tuned parameters on every held-out metric" if worse and len(worse) == len(
+            [c for c in METRIC_COLUMNS if not math.isnan(getattr(scored[0], c))]) else "do as well as the tuned parameters"
+        typer.echo(f"keep the defaults: they {how} ({', '.join(worse) or 'no metric differs'}); no LADDERS entry "
+                   f"to set (try a longer history, a larger --budget or another --model)")
+        return
     typer.echo(LADDERS_NOTE)
     typer.echo(json.dumps(entry))
+    if worse:
+        typer.echo(f"note: the tuned parameters do better on {', '.join(better)} but worse on {', '.join(worse)}")
 
 
 def _ladder_key(rounds: list[RoundResult]) -> str:

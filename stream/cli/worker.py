@@ -50,14 +50,20 @@ def run_worker(settings: Settings, *, web: bool = True) -> None:
     from stream.pipeline.app import create_app
     from stream.pipeline.context import load_ladders
 
+    from stream.cli.reach import announce_worker, require, require_port, serve_or_exit
+
     load_ladders(settings)
+    if web:
+        require_port(settings.web_host, settings.web_port, "WEB_HOST:WEB_PORT")
+    require(settings, kafka=True, redis=True)  # unreachable: one line and exit 4, not a healthy-looking start
     topics.ensure(settings)
     pipeline = create_app(settings)
     worker = make_worker(pipeline.app, settings.log_level)
     if web:
         from stream.api.server import ApiThread
 
-        ApiThread(settings).start()  # a daemon thread: it ends with the process
+        serve_or_exit(ApiThread(settings).start, settings.web_host, settings.web_port, "WEB_HOST:WEB_PORT")
+    announce_worker(settings, web=web)
     worker.execute_from_commandline()
 
 

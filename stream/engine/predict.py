@@ -277,6 +277,14 @@ def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
     return counts / samples
 
 
+def duel_rank_distribution(ahead: NDArray[np.float64], tie: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The exact rank distribution of two players: first = P(ahead of the other) + half of P(tie)
+    (a tie split evenly, as :func:`expected_ranks` counts it), so P(first) is the pairwise figure
+    and the distribution's mean is the expected rank."""
+    first = float(np.clip(ahead[0, 1] + 0.5 * tie[0, 1], 0.0, 1.0))
+    return np.array([[first, 1.0 - first], [1.0 - first, first]])
+
+
 def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
     """Entropy in bits of a two-outcome event with probability p."""
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-300, 1.0)
@@ -317,17 +325,23 @@ class LobbyPrediction:
 
 def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *, draw_margin: float = 0.0,
                   samples: int = DEFAULT_SAMPLES, seed: int = 0) -> LobbyPrediction:
-    """Expected ranks and order (exact; a tie counts half), rank distribution (Monte Carlo) and
-    match quality; ``draw_margin``: Elo-MMR's pairwise draws (:func:`pair_matrices`)."""
+    """Expected ranks and order (exact; a tie counts half), rank distribution (exact for two
+    players, else Monte Carlo) and match quality; ``draw_margin``: Elo-MMR's pairwise draws
+    (:func:`pair_matrices`)."""
     pairwise, tie = pair_matrices(mu, sigma, model, draw_margin)
     if pairwise.shape[0] < 2:
         raise ValueError("a lobby needs at least 2 players")
-    ranks = _ranks(pairwise, tie)
+    if pairwise.shape[0] == 2:  # exact, and one figure: the ranks are the distribution's mean (to the last bit)
+        distribution = duel_rank_distribution(pairwise, tie)
+        ranks = distribution @ np.array([1.0, 2.0])
+    else:
+        distribution = rank_distribution(mu, sigma, model, samples=samples, seed=seed)
+        ranks = _ranks(pairwise, tie)
     return LobbyPrediction(
         expected_rank=ranks,
         expected_order=np.argsort(ranks, kind="stable"),
         pairwise=pairwise,
-        rank_distribution=rank_distribution(mu, sigma, model, samples=samples, seed=seed),
+        rank_distribution=distribution,
         quality=_quality(mu, sigma, model, pairwise),
         tie=tie if tie.any() else None,
     )

@@ -52,11 +52,11 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
-        """Stop both services (safe to call twice)."""
+        """Stop both services (safe to call twice); Redis's temporary folder is removed with it."""
         try:
             self.broker.stop()
         finally:
-            self.redis.stop()
+            self.redis.close()
 
     def __enter__(self) -> "LocalStack":
         return self.start()

@@ -45,6 +45,8 @@ class RedisServer:
     binary: str | None = None
     detached: bool = False
     """Run in its own process session (see ``TansuBroker.detached``)."""
+    temporary: bool = field(default=False, repr=False)
+    """``workdir`` is a temporary folder this server made (``ems-redis-*``): :meth:`close` removes it."""
 
     @property
     def url(self) -> str:
@@ -62,6 +64,7 @@ class RedisServer:
             self.port = free_port()
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="ems-redis-"))
+            self.temporary = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.workdir / CONSOLE_FILE, "ab") as console:  # config errors go there, not to the log
             self.process = subprocess.Popen(self._command(binary, self.workdir), stdout=console, stderr=console,
@@ -116,6 +119,15 @@ class RedisServer:
             self.process.kill()
             self.process.wait()
         self.process = None
+
+    def close(self) -> None:
+        """Stop the server, and remove its folder if it is a temporary one it made (its data with it):
+        a stopped embedded Redis leaves nothing behind. :meth:`stop` keeps the folder (a restart
+        replays the AOF from it)."""
+        self.stop()
+        if self.temporary and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir, self.temporary = None, False
 
     def restart(self) -> None:
         """Crash and restart on the same port and directory (AOF, if on, is replayed)."""

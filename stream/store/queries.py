@@ -26,6 +26,9 @@ ROUND_FIELDS = ("round_id", "seq", "status", "field_size", "occurred_at", "recei
                 "content_hash", "pending")
 ROUND_FLOAT_FIELDS = ("occurred_at", "received_at", "rated_at")
 ROUND_INT_FIELDS = ("seq", "field_size", "pending")
+#: A corrected round's marks (stream/pipeline/corrections.py writes them): the correction trail
+#: (JSON: id, kind, at, reason of each) and the correction that voided, amended or inserted it.
+ROUND_CORRECTION_FIELDS = ("corrections", "voided_by", "amended_by", "inserted_by")
 
 SCAN_COUNT = 1000
 """ZSCAN/HSCAN batch hint: large enough for few round trips, small enough not to stall Redis."""
@@ -154,6 +157,28 @@ class LaddersPage(View):
 async def ladders(r: AsyncRedis) -> list[str]:
     """Every ladder name, sorted."""
     return sorted(_text(m) or "" for m in await r.smembers(keys.ladders()))
+
+
+#: Known ladders an "unknown ladder" message lists (the first, by name).
+KNOWN_LADDERS_SHOWN = 20
+
+
+def unknown_ladder_message(ladder: str, known: list[str]) -> str:
+    """``unknown ladder 'x'``, the closest known names ("did you mean"), and the known ones (the
+    first :data:`KNOWN_LADDERS_SHOWN`): what the CLI and the read API answer for a ladder that has none."""
+    import difflib
+
+    close = difflib.get_close_matches(ladder, known, n=3, cutoff=0.6)
+    listed = ", ".join(known[:KNOWN_LADDERS_SHOWN]) + (f", ... ({len(known)} in all)" if len(known) > KNOWN_LADDERS_SHOWN
+                                                        else "")
+    return (f"unknown ladder {ladder!r}" + (f"; did you mean {' or '.join(map(repr, close))}?" if close else "")
+            + f"; known ladders: {listed or 'none yet (nothing has been rated)'}")
+
+
+def unknown_player_message(ladder: str, player_id: str, similar: list[str]) -> str:
+    """``unknown player 'x' in ladder 'l'`` and the rated players whose ids look like it."""
+    return (f"unknown player {player_id!r} in ladder {ladder!r}"
+            + (f"; did you mean {', '.join(map(repr, similar))}?" if similar else ""))
 
 
 async def ladder_exists(r: AsyncRedis, ladder: str) -> bool:
@@ -298,6 +323,26 @@ async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset:
                            rows=await _rows(r, ladder, members), search=prefix, truncated=truncated)
 
 
+#: Players :func:`similar_players` suggests for an id, at most.
+MAX_SUGGESTIONS = 5
+
+
+async def similar_players(r: AsyncRedis, ladder: str, player_id: str, *, limit: int = MAX_SUGGESTIONS) -> list[str]:
+    """Rated players of ``ladder`` whose id looks like ``player_id`` (a typo): those sharing its
+    longest prefix found in the name index (the id less its last character, then less one more,
+    down to half of it), most similar first (difflib's ratio). A few ZRANGEBYLEX lookups."""
+    import difflib
+
+    names = keys.player_names(ladder)
+    for cut in range(len(player_id) - 1, max(0, len(player_id) // 2 - 1), -1):
+        low, high = _prefix_range(player_id[:cut])
+        found = [_text(m) or "" for m in await r.zrangebylex(names, low, high, start=0, num=MAX_SEARCH_MATCHES)]
+        found = [p for p in found if p != player_id]
+        if found:
+            return sorted(found, key=lambda p: (-difflib.SequenceMatcher(None, player_id, p).ratio(), p))[:limit]
+    return []
+
+
 async def _scan_search(r: AsyncRedis, lb: str, prefix: str) -> tuple[list[tuple[str, float]], bool]:
     """ZSCAN with an escaped MATCH pattern over at most :data:`MAX_SEARCH_SCAN` entries."""
     matches: list[tuple[str, float]] = []
@@ -365,9 +410,10 @@ def _round_record(raw: list[Any]) -> dict[str, Any]:
 async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | None:
     """A round's record and every player's rating change, ordered by rank."""
     pipe = r.pipeline(transaction=False)
-    pipe.hmget(keys.round_record(ladder, round_id), ROUND_FIELDS)
+    pipe.hmget(keys.round_record(ladder, round_id), ROUND_FIELDS + ROUND_CORRECTION_FIELDS)
     pipe.hlen(keys.round_results(ladder, round_id))
-    raw_record, n_results = await pipe.execute()
+    raw_all, n_results = await pipe.execute()
+    raw_record, raw_marks = raw_all[:len(ROUND_FIELDS)], raw_all[len(ROUND_FIELDS):]
     if all(v is None for v in raw_record):
         return None
     results_key = keys.round_results(ladder, round_id)
@@ -380,7 +426,11 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
             if len(values) >= MAX_ROUND_RESULTS:
                 break
     results = sorted((_json(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
-    return RoundView(ladder=ladder, round_id=round_id, record=_round_record(raw_record), results=results,
+    record = _round_record(raw_record)
+    trail = _text(raw_marks[0])
+    record["corrections"] = json.loads(trail) if trail else []  # the trail: each correction's id, kind, at, reason
+    record.update({name: _text(value) for name, value in zip(ROUND_CORRECTION_FIELDS[1:], raw_marks[1:])})
+    return RoundView(ladder=ladder, round_id=round_id, record=record, results=results,
                      complete=n_results <= MAX_ROUND_RESULTS)
 
 

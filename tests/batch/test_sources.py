@@ -123,3 +123,69 @@ def test_bad_contest_file_names_file_and_field(tmp_path: Path, standings: list[l
 def test_empty_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="no contest files"):
         read_rounds(tmp_path)
+
+
+CSV_TEXT = """round_id,ladder,player,rank,occurred_at,team,player_weight
+r1,l,a,1,100,,
+r2,l,b,1,200,red,
+r1,l,b,2,100,,
+r2,l,c,1,200,red,0.5
+r2,l,a,2,200,,
+"""
+
+
+def test_a_csv_gives_the_rounds_publish_reads_from_it(tmp_path: Path) -> None:
+    """Issue 29 item 5: replay, evaluate and tune read the CSV publish and backfill take (one reader):
+    rows grouped by (ladder, round_id) in order of first appearance, teams and shares kept."""
+    from stream.cli.publish import read_rounds as publish_rounds
+
+    path = tmp_path / "in.csv"
+    path.write_text(CSV_TEXT)
+    rounds = read_rounds(path)
+    assert [(r.ladder, r.round_id) for r in rounds] == [("l", "r1"), ("l", "r2")]
+    assert rounds == [r for r, _ in publish_rounds(path, Limits())]
+    assert rounds[1].ranks().tolist() == [1, 1, 2] and rounds[1].field_size == 3  # the red team: b and c
+
+
+def test_a_bad_csv_row_names_its_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("round_id,ladder,player,rank\nr1,l,a,1\nr1,l,b,first\n")
+    with pytest.raises(SourceError) as info:
+        read_rounds(path)
+    assert (info.value.where, info.value.field, info.value.reason) == (f"{path}:3", "rank", "bad_rank")
+    rejected: list[SourceError] = []
+    assert read_rounds(path, rejected=rejected) == [] and len(rejected) == 1
+    path.write_text("round,player\nr1,a\n")
+    with pytest.raises(SourceError, match="CSV header lacks column"):
+        read_rounds(path, rejected=[])
+
+
+def test_replay_evaluate_and_tune_take_a_csv(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from stream.cli.main import app
+
+    csv_path, jsonl = tmp_path / "in.csv", tmp_path / "in.jsonl"
+    rows = ["round_id,ladder,player,rank,occurred_at"]
+    lines = []
+    for k in range(30):
+        a, b = f"p{k % 4}", f"p{(k + 1 + k // 4) % 4}"
+        if a == b:
+            b = f"p{(k + 2) % 4}"
+        rows += [f"r{k},l,{a},1,{100 + k}", f"r{k},l,{b},2,{100 + k}"]
+        lines.append(json.dumps({"round_id": f"r{k}", "ladder": "l", "occurred_at": 100 + k,
+                                 "standings": [{"player": a, "rank": 1}, {"player": b, "rank": 2}]}))
+    csv_path.write_text("\n".join(rows) + "\n")
+    jsonl.write_text("\n".join(lines) + "\n")
+    runner = CliRunner()
+    outputs = []
+    for source in (csv_path, jsonl):
+        result = runner.invoke(app, ["replay", str(source), "--output", str(tmp_path / f"{source.suffix}.out")])
+        assert result.exit_code == 0, result.output
+        outputs.append((tmp_path / f"{source.suffix}.out").read_text())
+    assert outputs[0] == outputs[1]
+    result = runner.invoke(app, ["evaluate", str(csv_path), "--models", "elo-multiplayer"])
+    assert result.exit_code == 0 and "elo-multiplayer" in result.output, result.output
+    result = runner.invoke(app, ["tune", str(csv_path), "--model", "elo-multiplayer", "--budget", "2", "--jobs", "1",
+                                 "--holdout", "0.2"])
+    assert result.exit_code == 0 and "not JSON" not in result.output, result.output

@@ -203,3 +203,34 @@ def test_tune_command_bad_input(tmp_path: Path) -> None:
 def test_draws_cover_the_space() -> None:
     draws = np.array([c["weight_limit"] for c in candidates("mmr", 400, seed=0)[1:]])
     assert draws.min() < 0.02 and draws.max() > 1.5
+
+
+def test_held_out_comparison_knows_which_way_each_metric_goes() -> None:
+    from stream.batch.tune import Scored, compare_held_out
+
+    defaults = Scored(80.0, 70.0, 0.20, 0.30, 5)
+    assert compare_held_out(defaults, Scored(81.0, 69.0, 0.10, 0.30, 5)) == (["pair_all", "rank_all"], ["pair_exp"])
+    assert compare_held_out(defaults, Scored(79.0, 60.0, 0.30, 0.40, 5)) == ([], ["pair_all", "pair_exp", "rank_all",
+                                                                                  "rank_exp"])
+    assert compare_held_out(defaults, Scored(80.0, math.nan, 0.20, 0.30, 5)) == ([], [])
+
+
+def test_tune_prints_no_entry_to_paste_when_the_defaults_win(history_file: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29 item 6: the held-out scores favour the defaults on every metric: say so, no LADDERS entry."""
+    import stream.cli.tune as tune_cli
+    from stream.batch.tune import Scored
+    from stream.cli.tune import LADDERS_NOTE
+
+    scores = iter([Scored(80.0, 75.0, 0.10, 0.20, 9), Scored(79.0, 74.0, 0.20, 0.30, 9)])  # defaults, then tuned
+    monkeypatch.setattr(tune_cli, "held_out", lambda *args, **kwargs: next(scores))
+    result = runner.invoke(app, ["tune", str(history_file), "--model", "glicko", "--budget", "2", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert LADDERS_NOTE not in result.stdout and '"params"' not in result.stdout
+    assert result.stdout.splitlines()[-1].startswith("keep the defaults: they beat the tuned parameters on every "
+                                                     "held-out metric (pair_all, pair_exp, rank_all, rank_exp)")
+    scores = iter([Scored(80.0, 75.0, 0.10, 0.20, 9), Scored(79.0, 74.0, 0.20, 0.30, 9)])
+    result = runner.invoke(app, ["tune", str(history_file), "--model", "glicko", "--budget", "2", "--jobs", "1",
+                                 "--json"])
+    out = json.loads(result.stdout)
+    assert out["recommended"] == "defaults" and out["tuned_better_on"] == []

@@ -242,3 +242,12 @@ def test_fetch_wait_bench_reports_each_wait_and_gap() -> None:
     rows = table_rows(out, "| fetch_max_wait_ms |")
     assert [row[:2] for row in rows] == [["20", "0.00"], ["20", "0.50"]]
     assert all(0 < number(row[2]) <= number(row[3]) for row in rows)
+
+
+def test_cli_start_bench_reports_every_case_next_to_python_alone() -> None:
+    out = run_bench("cli_start.py", "--runs", "1")
+    rows = table_rows(out, "| command")
+    names = [row[0].strip("`") for row in rows]
+    assert names == ["python -c pass", "stream --help", "stream leaderboard --help",
+                     "stream leaderboard x (Redis unreachable)", "stream replay --help"]
+    assert all(float(row[1]) > 0 for row in rows) and rows[0][3] == "+0.00"

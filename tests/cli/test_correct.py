@@ -68,6 +68,13 @@ def test_void_and_amend_with_wait(local_stack, stack_redis_url: str, fresh_prefi
     client = redis.Redis.from_url(stack_redis_url)
     record = client.hgetall(keys.round_record("alpha", rounds[3]["round_id"]))
     assert record[b"status"] == b"voided" and json.loads(record[b"corrections"])[0]["reason"] == "cheater"
+    # the trail is shown (issue 29 item 7): the CLI's round page names each correction, its id and reason
+    shown = runner.invoke(app, ["round", "alpha", rounds[3]["round_id"]])
+    assert shown.exit_code == 0 and ": voided," in shown.output
+    step = next(line for line in shown.output.splitlines() if line.startswith("  void "))
+    assert " by correction auto-" in step and step.endswith(": cheater"), shown.output
+    view = json.loads(runner.invoke(app, ["round", "alpha", rounds[7]["round_id"], "--json"]).stdout)
+    assert view["record"]["amended_by"] == "fix-7" and [s["id"] for s in view["record"]["corrections"]] == ["fix-7"]
     corrected = [r for r in rounds if r["round_id"] != rounds[3]["round_id"]]
     corrected[6] = target
     harness.assert_equals_reference(stack_redis_url, harness.reference(corrected, engine.preset("mmr")))

@@ -52,7 +52,7 @@ def test_round(redis_url: str, seeded: Seeded) -> None:
 @pytest.mark.parametrize("args, message", [
     (["leaderboard", "nope"], "unknown ladder 'nope'"),
     (["player", LADDER, "ghost"], "unknown player 'ghost' in ladder 'blitz'"),
-    (["player", "nope", "p01"], "unknown player 'p01' in ladder 'nope'"),
+    (["player", "nope", "p01"], "unknown ladder 'nope'; known ladders: blitz"),  # the ladder is what is unknown
     (["round", LADDER, "r99"], "unknown round 'r99' in ladder 'blitz'"),
 ])
 def test_unknown_exits_1(redis_url: str, seeded: Seeded, args: list[str], message: str) -> None:

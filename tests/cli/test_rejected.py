@@ -133,4 +133,4 @@ def test_publish_wait_reports_outcomes_and_rejected_lists_them(worker, local_sta
 def test_rejected_without_kafka_is_a_clear_error(tmp_path: Path) -> None:
     env = {"KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}", "STACK_STATE_FILE": str(tmp_path / "none.json")}
     result = CliRunner().invoke(app, ["rejected"], env=env)
-    assert result.exit_code == 4 and "error: cannot read rounds-dlq from Kafka at" in result.output
+    assert result.exit_code == 4 and f"error: cannot reach Kafka at {env['KAFKA_BOOTSTRAP']} (KAFKA_BOOTSTRAP)" in result.output

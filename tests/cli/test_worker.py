@@ -43,3 +43,8 @@ def test_worker_rates_and_serves_the_read_api(local_stack, stack_redis_url: str,
         except subprocess.TimeoutExpired:
             process.kill()
     assert process.returncode == 0, log.read_text()[-3000:]
+    # issue 29 item 8: the first lines say which Kafka and Redis the worker uses and where the dashboard is
+    head = log.read_text().splitlines()[:20]
+    assert f"worker: Kafka {local_stack.bootstrap} (environment), Redis {stack_redis_url} (environment), " \
+           f"topics prefix {fresh_prefix!r}" in head, head
+    assert f"worker: dashboard and read API on http://127.0.0.1:{port}/" in head, head

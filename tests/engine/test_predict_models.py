@@ -200,3 +200,26 @@ def test_lobby_matrices_equal_the_pairs_one_by_one(name: str, lobby: list[tuple[
                 one, draw = rated.odds(float(mu[i]), float(sigma[i]), float(mu[j]), float(sigma[j]))
                 assert ahead[i, j] == pytest.approx(float(one), abs=1e-12) and tie[i, j] == pytest.approx(float(draw), abs=1e-12)
     assert expected_ranks(mu, sigma, rated).sum() == pytest.approx(n * (n + 1) / 2, abs=1e-9)
+
+
+@given(st.floats(0, 3000), st.floats(1, 500), st.floats(0, 3000), st.floats(1, 500),
+       st.sampled_from(["logistic", "gaussian", "trueskill", "glicko"]))
+def test_a_duel_has_one_figure_everywhere(mu_a: float, s_a: float, mu_b: float, s_b: float, kind: str) -> None:
+    """Issue 29 item 9: for two players P(first) is P(ahead) (a tie counted half, as expected_rank
+    counts it), exactly; the two sum to 1 and the distribution's mean is the expected rank."""
+    if kind == "trueskill":
+        model: object = RatedModel(TRUESKILL, TRUESKILL.params)
+        mu = np.array([25.0 + (mu_a - 1500) / 100, 25.0 + (mu_b - 1500) / 100])
+        sigma = np.array([s_a / 60, s_b / 60])
+    elif kind == "glicko":
+        model = RatedModel(MODELS["glicko"], MODELS["glicko"].params)
+        mu, sigma = np.array([mu_a, mu_b]), np.array([s_a, s_b])
+    else:
+        model = PerformanceModel(beta=125.0, gamma=26.0, kind=kind)  # type: ignore[arg-type]
+        mu, sigma = np.array([mu_a, mu_b]), np.array([s_a, s_b])
+    pred = predict_lobby(mu, sigma, model)  # type: ignore[arg-type]
+    ahead, tie = pair_matrices(mu, sigma, model)  # type: ignore[arg-type]
+    first = pred.rank_distribution[:, 0]
+    assert first[0] == pytest.approx(ahead[0, 1] + 0.5 * tie[0, 1], abs=1e-12)
+    assert first[0] + first[1] == pytest.approx(1.0, abs=1e-12)
+    assert pred.rank_distribution @ np.array([1.0, 2.0]) == pytest.approx(pred.expected_rank, abs=1e-9)

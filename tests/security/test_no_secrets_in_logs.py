@@ -73,4 +73,6 @@ def test_api_process_logs_redis_failures_without_the_password() -> None:
         output, _ = process.communicate(timeout=PROCESS_TIMEOUT_S)
     text = output.decode(errors="replace")
     assert "read API request failed" in text  # the failures were logged, tracebacks included
+    # and said at start-up, in one line (issue 29 item 8: it serves anyway, /health answering 503)
+    assert "warning: cannot use Redis at redis://***@127.0.0.1" in text and "serving anyway" in text
     assert_no_secret(text)

@@ -51,7 +51,7 @@ def test_workers_are_scalable_and_wired_to_kafka_and_redis() -> None:
     # The API listens on all interfaces inside its container, on the published port.
     api_env = _env(api)
     assert api_env["WEB_HOST"] == "0.0.0.0"
-    assert f"{api_env['WEB_PORT']}:{api_env['WEB_PORT']}" in api["ports"]
+    assert f"127.0.0.1:{api_env['WEB_PORT']}:{api_env['WEB_PORT']}" in api["ports"]  # the host's loopback only
 
 
 def test_every_service_variable_is_a_setting() -> None:

@@ -136,7 +136,8 @@ def test_running_stack_env_finds_the_only_stack_or_asks_which(tmp_path: Path) ->
     with pytest.raises(StackChoiceError, match=r"2 embedded stacks are running \(a, b\): set STACK_NAME"):
         running_stack_env(env)
     assert running_stack_env({**env, "STACK_NAME": "b"}) == {"REDIS_URL": "redis://b:1"}
-    assert running_stack_env({**env, "STACK_NAME": "old"}) == {}
+    with pytest.raises(StackChoiceError, match=r"STACK_NAME='old' names no running embedded stack; running: a, b"):
+        running_stack_env({**env, "STACK_NAME": "old"})  # a stale (or misspelt) name is an error, not the default
 
 
 def test_two_stacks_side_by_side_each_with_its_own_state_and_logs(tmp_path: Path) -> None:

@@ -52,10 +52,29 @@ function setAttr(node, name, value) { if (node.getAttribute(name) !== value) nod
 const fmt = (x, digits = 0) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
 const when = (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16) : "–");
 const signed = (d) => (d >= 0 ? "+" : "") + d.toFixed(0);
+// The x axis's two end labels (UTC): dates when they differ, the times of the day when not, one label
+// when both are the same moment (never two identical or overlapping labels).
+function timeLabels(t0, t1) {
+  const a = when(t0), b = when(t1);
+  if (a === b) return [`${a} UTC`, null];
+  if (a.slice(0, 10) === b.slice(0, 10)) return [`${a} UTC`, b.slice(11)];
+  return [a.slice(0, 10), `${b.slice(0, 10)} UTC`];
+}
+// The two end labels of a chart's time axis, and a title for its y axis (top left, inside the plot).
+function timeAxis(x0, x1, y, t0, t1, title, titleX, titleY) {
+  const out = [];
+  timeLabels(t0, t1).forEach((text, i) => {
+    if (text === null) return;
+    const label = svg("text", { class: "time-label", x: i === 0 ? x0 : x1, y, "text-anchor": i === 0 ? "start" : "end" });
+    label.textContent = text; out.push(label);
+  });
+  const head = svg("text", { class: "axis-title", x: titleX, y: titleY }); head.textContent = title; out.push(head);
+  return out;
+}
 async function api(path) {
   const resp = await fetch(path, { headers: { Accept: "application/json" } });
   const body = await resp.json();
-  if (!resp.ok) throw new Error(body.message || resp.statusText);
+  if (!resp.ok) throw Object.assign(new Error(body.message || resp.statusText), { status: resp.status, code: body.error });
   return body;
 }
 function link(text, hash) { return el("a", { href: hash, text }); }
@@ -176,7 +195,11 @@ function leaderboardView(ladder) {
     el("div", { class: "toolbar" }, search, prev, next, info,
       el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
-    lb.root, el("h2", { text: "Rounds rated over time" }), roundsChart, el("h2", { text: "Recent rounds" }), recent];
+    lb.root,
+    el("p", { id: "tier-note", class: "muted", text: "rating: the ladder's display rating (by default the conservative " +
+      "μ − 2σ). A player keeps his tier until his rating falls below its threshold by the ladder's demotion margin, " +
+      "so a lower-rated player can show a higher tier." }),
+    el("h2", { text: "Rounds rated over time" }), roundsChart, el("h2", { text: "Recent rounds" }), recent];
   view.load = async () => {
     const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
     const [summary, page, rounds, distribution, activity] = await Promise.all([
@@ -276,10 +299,7 @@ function roundsShapes(activity) {
     const tip = svg("title"); tip.textContent = `${p.rounds} rounds by ${when(p.rated_at)} (round ${p.round_id})`; c.append(tip);
     out.push(c);
   });
-  for (const [i, anchor] of [[0, "start"], [pts.length - 1, "end"]]) {
-    const label = svg("text", { x: x(pts[i].rated_at, i), y: height - 6, "text-anchor": anchor });
-    label.textContent = when(pts[i].rated_at); out.push(label);
-  }
+  out.push(...timeAxis(x(t0, 0), x(t1, pts.length - 1), height - 6, t0, t1, "rounds rated", pad.left + 4, pad.top + 10));
   return out;
 }
 
@@ -321,6 +341,8 @@ function rankShapes(timeline) {
     const label = svg("text", { class: "tier-label", x: (i === 0 ? pad.left : x(p.occurred_at, i)) + 3, y: stripTop + strip - 7 });
     label.textContent = p.tier ?? "–"; out.push(label);
   });
+  out.push(...timeAxis(x(t0, 0), x(t1, pts.length - 1), height - 6, t0, t1, "leaderboard place", pad.left + 4,
+    pad.top + 10));
   return out;
 }
 
@@ -365,10 +387,8 @@ function chartShapes(history) {
     const tip = svg("title"); tip.textContent = `performance ${d.p.toFixed(0)} (${when(d.t)})`; c.append(tip);
     out.push(c);
   });
-  for (const [i, anchor] of [[0, "start"], [pts.length - 1, "end"]]) {
-    const label = svg("text", { x: x(pts[i].t, i), y: height - 8, "text-anchor": anchor });
-    label.textContent = when(pts[i].t).slice(0, 10); out.push(label);
-  }
+  out.push(...timeAxis(x(t0, 0), x(t1, pts.length - 1), height - 8, t0, t1, "rating points (μ, performance)",
+    pad.left + 4, pad.top + 10));
   return out;
 }
 
@@ -379,11 +399,12 @@ function playerView(ladder, playerId) {
   const ranks = svg("svg", { class: "chart", id: "rank-chart", role: "img", viewBox: `0 0 ${RANK_CHART.width} ${RANK_CHART.height}`,
     "aria-label": `leaderboard place and tier of ${playerId} over time` });
   let drawnRanks = "";
-  const hist = table("history", ["round", "when", "rank", "performance", "μ", "change"], [2, 3, 4, 5]);
+  const hist = table("history", ["round", "when (UTC)", "rank", "performance", "μ", "Δμ"], [2, 3, 4, 5]);
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
-    el("div", { class: "legend muted" }, el("span", { text: "— μ after each round" }),
-      el("span", { text: "▒ μ ± σ" }), el("span", { text: "● performance" })),
+    el("div", { class: "legend muted" }, el("span", { class: "lg-line", text: "— μ after each round" }),
+      el("span", { class: "lg-band", text: "▒ μ ± σ" }), el("span", { class: "lg-perf", text: "● performance" }),
+      el("span", { text: "rating above: the display rating (by default μ − 2σ); Δμ below: the round's change of μ; times UTC" })),
     plot, el("h2", { text: "Place and tier over time" }),
     el("p", { class: "muted", text: "each round's rating placed on today's leaderboard (past leaderboards are not kept)" }),
     ranks, el("h2", { text: "History" }), hist.root];
@@ -415,11 +436,12 @@ function roundView(ladder, roundId) {
   const board = cards(["status", "players", "occurred", "rated"]);
   const name = el("h1", { id: "round-name" });
   const partial = el("p", { class: "muted", hidden: "" });
+  const trail = el("ul", { id: "round-trail", class: "muted", hidden: "" });  // the correction trail
   const results = table("round-results", ["rank", "team", "player", "performance", "μ", "change", "rating"],
     [0, 3, 4, 5, 6]);
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
-    partial, results.root];
+    trail, partial, results.root];
   view.load = () => api(itemUrl(ladder, "round", roundId));
   view.patch = (r) => {
     setText(name, `Round ${r.round_id}`);
@@ -427,6 +449,11 @@ function roundView(ladder, roundId) {
     board.set("occurred", when(r.record.occurred_at)); board.set("rated", when(r.record.rated_at));
     partial.hidden = r.complete;
     setText(partial, r.complete ? "" : `showing the first ${r.results.length} results`);
+    const steps = r.record.corrections || [];
+    trail.hidden = steps.length === 0;
+    trail.replaceChildren(...steps.map((s) => el("li", { class: "trail-step",
+      text: `${s.kind === "void" ? "voided" : s.kind === "amend" ? "amended" : s.kind} ${when(s.at)} by correction ${s.id}` +
+        (s.reason ? `: ${s.reason}` : "") })));
     // team rounds: results grouped by rank then team (each team's members together); a share of
     // the match below 1 (partial play) is shown beside the player
     const rows = r.results.slice().sort((a, b) => (a.rank - b.rank) || String(a.team ?? "").localeCompare(String(b.team ?? "")));
@@ -541,7 +568,7 @@ function matchupView(ladder, segments) {
     if (m.teams) { patchTeams(pred); return; }
     const meaning = pred.model.name === "trueskill" ? "TrueSkill's: the chance of a draw relative to equal players" : "1: every pair a coin flip";
     setText(note, `${pred.model.name}: match quality ${pred.quality.toFixed(2)} (${meaning}); ${pred.players[0].player} ahead of ` +
-      `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %`);
+      `${pred.players[1].player}: ${(100 * pred.first_ahead_of_second).toFixed(1)} %` + unratedNote(pred));
     bars.replaceChildren(...matchupShapes(pred.players.map((p) => ({ label: p.player, key: { player: p.player }, p: p.win_probability }))));
     patchRows(odds.body, pred.players, (p) => p.player, () => cells(el("tr", { class: "matchup-row" }), 4, [1, 2, 3]), (tr, p) => {
       const td = tr.children;
@@ -554,7 +581,8 @@ function matchupView(ladder, segments) {
     const names = teams().map((t) => t.name);  // pred.teams[k] is the k-th team sent
     const outcomes = pred.teams.length === 2 ? `; ${names[0]} wins ${pct(pred.first_wins)}, draw ${pct(pred.draw_probability)}, ` +
       `${names[1]} wins ${pct(pred.second_wins)}` : "";
-    setText(note, `Elo-MMR for teams (a team is its share-weighted average member): match quality ${pred.quality.toFixed(2)}${outcomes}`);
+    setText(note, `Elo-MMR for teams (a team is its share-weighted average member): match quality ${pred.quality.toFixed(2)}${outcomes}` +
+      unratedNote(pred));
     const rows = pred.teams.map((t) => ({ label: `team ${names[t.team]}`, key: { team: names[t.team] }, p: t.win_probability }));
     const shapes = matchupShapes(rows);
     if (pred.teams.length === 2) shapes.push(...outcomeShapes(names, [pred.first_wins, pred.draw_probability, pred.second_wins]));
@@ -570,6 +598,9 @@ function matchupView(ladder, segments) {
   return view;
 }
 const pct = (x) => `${(100 * x).toFixed(1)} %`;
+// The players the ladder has not rated (a typo?), each with the rated ids that look like it: "" when none.
+const unratedNote = (pred) => (pred.unrated || []).map((u) => `. Not rated in this ladder (predicted as a newcomer): ${u.player}` +
+  (u.did_you_mean.length ? ` (did you mean ${u.did_you_mean.join(", ")}?)` : "")).join("");
 
 // One bar per row ({label, key: data-* attributes, p}): its probability of finishing first. With two
 // teams, the last line leaves room for the outcome bar.
@@ -633,9 +664,18 @@ async function refresh() {
     const data = await view.load();
     if (ticket !== state.ticket || view !== state.view) return;
     showError(null);
+    if (view.notFound) { view.notFound = false; main.replaceChildren(...view.nodes); }  // it exists now
     view.patch(data);
   } catch (err) {
-    if (ticket === state.ticket && view === state.view) showError(err);
+    if (ticket !== state.ticket || view !== state.view) return;
+    if (err.status === 404 && /^unknown_/.test(err.code || "")) {  // no empty skeleton: say what is unknown
+      view.notFound = true;
+      showError(null);
+      main.replaceChildren(el("p", { id: "not-found", class: "error", text: err.message }),
+        el("p", {}, link("← all ladders", "#/")));
+      return;
+    }
+    showError(err);
   }
 }
 
