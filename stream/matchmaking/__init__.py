@@ -1,0 +1,12 @@
+"""Matchmaking: form the fairest matches the ratings allow (issue 27; DESIGN.md "Matchmaking").
+
+Pure (engine layer and numpy, no I/O): :mod:`.queues` parses ``QUEUES``, :func:`form_matches`
+runs one tick over a queue's waiting tickets; the service (pool in Redis, topics, worker) calls
+it. :mod:`.simulate` closes the loop in process (``stream simulate``).
+"""
+
+from .queues import QueueConfig, Tolerance, WideningStep, parse_queues
+from .tick import FormedMatch, Ticket, TickResult, form_matches, ticket_problem
+
+__all__ = ["FormedMatch", "QueueConfig", "Ticket", "TickResult", "Tolerance", "WideningStep", "form_matches",
+           "parse_queues", "ticket_problem"]
