@@ -43,14 +43,14 @@ def make_worker(app: faust.App, log_level: str) -> faust.Worker:
 
 def run_worker(settings: Settings, *, web: bool = True) -> None:
     """Check the configuration, create topics, build the app and run the Faust worker (blocks
-    until stopped). An invalid ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) exits with
+    until stopped). An invalid ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG`` / ``QUEUES``) exits with
     code 2 and names the bad key, before anything is connected (its ``LaddersError`` is reported
     by the command group, stream/cli/main.py)."""
     from stream.pipeline import topics
     from stream.pipeline.app import create_app
-    from stream.pipeline.context import load_ladders
+    from stream.pipeline.context import load_ladders, load_queues
 
-    load_ladders(settings)
+    load_queues(settings, load_ladders(settings))
     topics.ensure(settings)
     pipeline = create_app(settings)
     worker = make_worker(pipeline.app, settings.log_level)
