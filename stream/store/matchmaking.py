@@ -174,7 +174,7 @@ class MatchStore:
         if not players:
             return np.empty(0), np.empty(0)
         columns = await self.store._read_players(keys.players(ladder, players), ("#mu", "#sigma"))
-        return np.asarray(columns["#mu"], dtype=float), np.asarray(columns["#sigma"], dtype=float)
+        return np.asarray(columns["mu"], dtype=float), np.asarray(columns["sigma"], dtype=float)
 
     async def commit(self, queue: str, matches: Sequence[CommitMatch], timeouts: Sequence[CommitTimeout], *,
                      now: float) -> Committed:

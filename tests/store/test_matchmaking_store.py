@@ -150,3 +150,11 @@ def test_reads_for_the_api(url: tuple[str, bool]) -> None:
         assert await ticket_status(ms.store.client, Q, "nope") is None
         assert keys.mm_pool(Q).endswith("{q:duel}")
     run(url, body)
+
+
+def test_ratings_of_players_nan_for_unknown(url: tuple[str, bool]) -> None:
+    async def body(ms: MatchStore) -> None:
+        await ms.store.client.hset(keys.player("lad", "ann"), mapping={"mu": "1510.5", "sigma": "90.25"})
+        mu, sigma = await ms.ratings("lad", ["ann", "bob"])
+        assert mu[0] == 1510.5 and sigma[0] == 90.25 and mu[1] != mu[1]
+    run(url, body)
