@@ -109,6 +109,24 @@ class QueueState:
     recent: list[tuple[float, float, float]]
     waits: list[tuple[float, float]]
 
+    def summary(self, queue: str) -> dict[str, Any]:
+        """The read API's document of the queue: waiting, wait p50/p90/p99 and quality (mean, p10,
+        p50) of the recent matches, and their time series (newest first) for the dashboard."""
+        waits = np.array([w for _, w in self.waits], dtype=float)
+        quality = np.array([q for _, q, _ in self.recent], dtype=float)
+
+        def pct(values: np.ndarray, q: float) -> float | None:
+            return None if values.size == 0 else float(np.percentile(values, q))
+
+        return {
+            "queue": queue, "tickets_waiting": self.tickets_waiting, "players_waiting": self.players_waiting,
+            "matches_in_play": self.in_match, "records_unsent": self.unsent,
+            "wait_s": {"p50": pct(waits, 50), "p90": pct(waits, 90), "p99": pct(waits, 99), "tickets": int(waits.size)},
+            "quality": {"mean": None if quality.size == 0 else float(quality.mean()), "p10": pct(quality, 10),
+                        "p50": pct(quality, 50), "matches": int(quality.size)},
+            "recent_matches": [{"formed_at": f, "quality": q, "max_wait_s": w} for f, q, w in self.recent],
+        }
+
 
 def _text(raw: Any) -> str:
     return as_text(raw)

@@ -7,5 +7,5 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-for path in (HERE, HERE.parent / "stream", HERE.parent / "faults"):
+for path in (HERE, HERE.parent / "stream", HERE.parent / "faults", HERE.parent / "api"):
     sys.path.insert(0, str(path))
