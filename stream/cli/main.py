@@ -29,6 +29,7 @@ from stream.cli import snapshot as snapshot_cmd
 from stream.cli import erase as erase_cmd
 from stream.cli import correct as correct_cmd
 from stream.cli import queue as queue_cmd
+from stream.cli import simulate as simulate_cmd
 
 def _hide_flag_types() -> None:
     """``--help`` without ``<bool>`` after each flag: typer (0.2x) shows every option's type, and a
@@ -98,6 +99,7 @@ snapshot_cmd.register(app)
 erase_cmd.register(app)
 correct_cmd.register(app)
 queue_cmd.register(app)
+simulate_cmd.register(app)
 
 
 def main() -> None:

@@ -13,6 +13,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from stream.engine.predict import OutcomeModel
+
+from .odds import lobby_odds
+from .pool import Pool
+from .queues import QueueConfig
+from .tolerance import combine
+
 Index = NDArray[np.int64]
 
 
@@ -55,3 +62,36 @@ def choose_windows(ok: NDArray[np.bool_], m: int) -> Index:
             picked.append(start)
             free_from = start + m
     return np.asarray(picked, dtype=np.int64)
+
+
+PAIR_BUDGET = 4_000_000
+"""Player pairs whose odds a tick computes for every candidate window before choosing (beyond it,
+large lobbies are chosen by rating spread first and checked for quality after)."""
+
+
+def single_matches(queue: QueueConfig, pool: Pool, idx: Index,
+                   model: OutcomeModel) -> tuple[Index, NDArray[np.float64], NDArray[np.float64]]:
+    """The matches of single-player tickets ``idx``: tickets (k, m) in rating order, quality (k,),
+    each one's mean P(ahead) of the others (k, m)."""
+    m = queue.players
+    if idx.size < m:
+        return np.zeros((0, m), dtype=np.int64), np.zeros(0), np.zeros((0, m))
+    idx = pool.by_rating(idx)
+    rating, sigma = pool.rating[idx], pool.sigma[idx]
+    windows = np.lib.stride_tricks.sliding_window_view(np.arange(idx.size), m)
+    gap_w, q_w = combine(queue, pool.gap_tol[idx][windows], pool.q_tol[idx][windows], rating[m - 1:])
+    ok = rating[m - 1:] - rating[: idx.size - m + 1] <= gap_w
+    cand = np.flatnonzero(ok)
+    if cand.size * m * (m - 1) // 2 <= PAIR_BUDGET:
+        quality, beats = lobby_odds(rating[windows[cand]], sigma[windows[cand]], model)
+        ok[:] = False
+        ok[cand[quality >= q_w[cand]]] = True
+        starts = choose_pairs(ok, pool.created[idx]) if m == 2 else choose_windows(ok, m)
+        where = np.searchsorted(cand, starts)
+        quality, beats = quality[where], beats[where]
+    else:
+        starts = choose_windows(ok, m)
+        quality, beats = lobby_odds(rating[windows[starts]], sigma[windows[starts]], model)
+        good = quality >= q_w[starts]
+        starts, quality, beats = starts[good], quality[good], beats[good]
+    return idx[windows[starts]], quality, beats

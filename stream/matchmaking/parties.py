@@ -11,12 +11,19 @@ team sizes, equal rating totals are equal team beliefs, hence win probabilities 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from stream.engine.predict import OutcomeModel
+from stream.engine.teams import team_beliefs
+
+from .odds import lobby_odds
+from .pool import Pool
 from .queues import QueueConfig
+from .tolerance import combine
 
 LOOKAHEAD = 4
 """Tickets looked at per lobby at most: LOOKAHEAD x players per match."""
@@ -112,3 +119,40 @@ def fill_lobbies(queue: QueueConfig, sizes: NDArray[np.int64], rating: NDArray[n
         used[members] = True
         lobbies.append(Lobby(tuple(members), tuple(team_of)))
     return lobbies
+
+
+def party_matches(queue: QueueConfig, pool: Pool, idx: NDArray[np.int64], players: Sequence[tuple[str, ...]],
+                  ratings: Mapping[str, tuple[float, float]], noob: tuple[float, float],
+                  model: OutcomeModel) -> list[tuple[NDArray[np.int64], float, NDArray[np.float64], tuple[int, ...]]]:
+    """The matches of tickets ``idx`` (``players[i]``: ticket i's party): (tickets, quality, each
+    team's mean P(ahead) of the others, each ticket's team). The participants of the quality are
+    the teams (each its members' belief, as ``predict_teams``), or the players of a one-team lobby
+    (a free-for-all of its members)."""
+    if int(pool.size[idx].sum()) < queue.players:
+        return []
+    idx = pool.by_rating(idx)
+    lobbies = fill_lobbies(queue, pool.size[idx], pool.rating[idx], pool.gap_tol[idx])
+    if not lobbies:
+        return []
+    k = len(lobbies)
+    width = queue.teams if queue.teams > 1 else queue.team_size
+    mu, sigma = np.zeros((k, width)), np.zeros((k, width))
+    tickets = [idx[list(lobby.tickets)] for lobby in lobbies]
+    for r, (lobby, members) in enumerate(zip(lobbies, tickets)):
+        if queue.teams > 1:
+            entry = np.repeat(np.asarray(lobby.team_of), pool.size[members])
+            rows = np.asarray([ratings.get(p, noob) for i in members.tolist() for p in players[i]])
+            mu[r], sigma[r] = team_beliefs(rows[:, 0], rows[:, 1], entry, np.ones(entry.size), queue.teams)
+        else:
+            rows = np.asarray([ratings.get(p, noob) for i in members.tolist() for p in players[i]])
+            mu[r], sigma[r] = rows[:, 0], rows[:, 1]
+    quality, beats = lobby_odds(mu, sigma, model)
+    if queue.teams == 1:
+        beats = np.ones((k, 1))
+    width_t = max(t.size for t in tickets)
+    gaps, quals = np.full((k, width_t), -np.inf), np.full((k, width_t), np.inf)
+    top = np.zeros(k)
+    for r, t in enumerate(tickets):
+        gaps[r, : t.size], quals[r, : t.size], top[r] = pool.gap_tol[t], pool.q_tol[t], pool.rating[t].max()
+    _, q_w = combine(queue, gaps, quals, top)
+    return [(tickets[r], float(quality[r]), beats[r], lobbies[r].team_of) for r in range(k) if quality[r] >= q_w[r]]
