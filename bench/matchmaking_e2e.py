@@ -114,6 +114,7 @@ class Matches:
 
 
 def throughput(tickets: Tickets, matches: Matches, count: int, run: str) -> float:
+    count = max(1, count // (2 * len(tickets.queues))) * 2 * len(tickets.queues)
     start = time.time()
     first = tickets.count
     for _ in range(count):
@@ -126,7 +127,8 @@ def throughput(tickets: Tickets, matches: Matches, count: int, run: str) -> floa
 
 def latency(tickets: Tickets, matches: Matches, rate: float, seconds: float, run: str) -> np.ndarray:
     first = tickets.count
-    total = max(2, int(rate * seconds))
+    step = 2 * len(tickets.queues)  # every queue gets an even number: none is left waiting for a partner
+    total = max(step, int(rate * seconds) // step * step)
     start = time.monotonic()
     for i in range(total):
         due = start + i / rate
