@@ -62,3 +62,16 @@ def test_queue_endpoints(redis_url: str) -> None:
     assert answers[3][1]["status"] == "matched" and answers[3][1]["match_id"] == "m-1"
     assert answers[4][1]["status"] == "searching" and answers[4][1]["since"] == 100.0
     assert answers[6][1]["status"] == "rated" and answers[6][1]["match"]["win_probability"] == [0.5, 0.5]
+
+
+def test_the_dashboard_page_reads_the_queue_endpoints(redis_url: str) -> None:
+    from apiclient import with_client
+
+    async def body(client):  # type: ignore[no-untyped-def]
+        page = await client.get("/static/queues.html")
+        index = await client.get("/")
+        return page.status, await page.text(), await index.text()
+
+    status, page, index = with_client(redis_url, body, queues=QUEUES)
+    assert status == 200 and "/api/queues/${encodeURIComponent(queue)}" in page and 'fetch("/api/queues")' in page
+    assert "/static/queues.html" in index
