@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from stream.contracts.round import (BAD_PARTY, BAD_TICKET, ID_TOO_LONG, UNKNOWN_QUEUE, Limits, RoundRejected,
                                     _decode)
 from stream.contracts.schemas import MATCH_TICKET, SchemaError, validator
@@ -46,7 +48,15 @@ CANCELLED_BEFORE = "cancelled"
 
 
 def _dumps(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Compact JSON (orjson: the events of a burst of tickets are encoded on the worker's hot path);
+    a NaN or an infinity is refused (ValueError), as ``json.dumps(allow_nan=False)`` would."""
+    return orjson.dumps(obj).decode()
+
+
+def _finite(total: float, what: str) -> None:
+    """ValueError unless ``total`` (a sum of the event's numbers: NaN and infinities propagate) is finite."""
+    if not math.isfinite(total):
+        raise ValueError(f"{what}: a number is not finite")
 
 
 @dataclass(frozen=True)
@@ -158,11 +168,12 @@ class Match:
                 "waits": self.waits, "formed_at": self.formed_at}
 
     def to_json(self) -> str:
+        _finite(self.quality + sum(self.win_probability) + sum(self.waits.values()) + self.formed_at, "match")
         return _dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Match:
-        d = json.loads(raw)
+        d = orjson.loads(raw)
         return cls(d["match_id"], d["queue"], d["ladder"], d["teams"], d["tickets"], float(d["quality"]),
                    [float(p) for p in d["win_probability"]], {k: float(v) for k, v in d["waits"].items()},
                    float(d["formed_at"]))
@@ -186,10 +197,11 @@ class TicketEvent:
                 "at": self.at, "match_id": self.match_id, "reason": self.reason, "players": self.players}
 
     def to_json(self) -> str:
+        _finite(self.wait + self.at, "ticket event")
         return _dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> TicketEvent:
-        d = json.loads(raw)
+        d = orjson.loads(raw)
         return cls(d["ticket_id"], d["queue"], d["status"], float(d["wait"]), float(d["at"]), d.get("match_id"),
                    d.get("reason"), list(d.get("players") or []))

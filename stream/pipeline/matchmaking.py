@@ -25,12 +25,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+import orjson
 
 from stream.contracts import DeadLetter
 from stream.contracts.round import BAD_PARTY, RoundRejected
@@ -70,6 +71,8 @@ class Matchmaker:
     store: MatchStore
     clock: Callable[[], float] = time.time
     last_tick: dict[str, float] = field(default_factory=dict)
+    live_from: dict[str, int] = field(default_factory=dict)
+    """Per queue, where the next tick's slice of the matches in play starts (``read_pool``)."""
 
     @classmethod
     def of(cls, ctx: PipelineContext, names: MatchTopicNames) -> "Matchmaker":
@@ -157,11 +160,11 @@ async def handle_tickets(mm: Matchmaker, events: Sequence[Incoming]) -> list[Out
 # ---- ticks ------------------------------------------------------------------------------------
 def _records(items: Sequence[tuple[str, str]]) -> bytes:
     """Outbox records: (kind, value JSON) pairs, kind ``matches`` or ``ticket-events``."""
-    return json.dumps([list(item) for item in items], separators=(",", ":"), ensure_ascii=False).encode()
+    return orjson.dumps([list(item) for item in items])
 
 
 def _outgoing(mm: Matchmaker, queue: str, raw: bytes) -> list[Outgoing]:
-    return [Outgoing(mm.topic(kind), queue.encode(), value.encode()) for kind, value in json.loads(raw)]
+    return [Outgoing(mm.topic(kind), queue.encode(), value.encode()) for kind, value in orjson.loads(raw)]
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,9 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     """One tick of ``queue`` (module docstring)."""
     started = time.perf_counter()
     store, settings, name = mm.store, mm.ctx.settings, queue.name
-    view = await store.read_pool(name)
+    live_from = mm.live_from.get(name, 0)
+    view = await store.read_pool(name, live_from)
+    mm.live_from[name] = live_from + len(view.live) if live_from + len(view.live) < view.in_play else 0
     if view.outbox:  # an earlier tick's records never acknowledged (a crash): the same bytes again
         await send([o for raw in view.outbox.values() for o in _outgoing(mm, name, raw)], "matchmaking outbox")
         await store.sent(name, list(view.outbox))
@@ -201,9 +206,10 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
                       {t: float(m.waits[t]) for t in m.tickets}, now)
         events = [TicketEvent(t, name, MATCHED, match.waits[t], now, match.match_id, None, list(by_id[t].players))
                   for t in m.tickets]
-        records = _records([(MATCHES_KIND, match.to_json()), *((EVENTS_KIND, e.to_json()) for e in events)])
+        body = match.to_json()
+        records = _records([(MATCHES_KIND, body), *((EVENTS_KIND, e.to_json()) for e in events)])
         formed[match.match_id] = match
-        commits.append(CommitMatch(match.match_id, now, match.to_json(), records, match.quality, match.tickets,
+        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets,
                                    [match.waits[t] for t in match.tickets], [p for team in match.teams for p in team]))
     timeouts = []
     for tid in result.timed_out:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 from stream.store import keys
 from stream.store.client import as_text
@@ -29,8 +30,10 @@ RECENT_MATCHES = 1_000
 """Recent matches kept per queue (``formed_at quality max_wait``: the read API's quality figures)."""
 RECENT_WAITS = 10_000
 """Recent matched tickets' waits kept per queue (the read API's wait percentiles)."""
-LIVE_CHECKED = 5_000
-"""Most matches in match whose round status one tick checks (the oldest first)."""
+LIVE_CHECKED = 500
+"""Matches in play whose round status one tick checks: a slice of the live set, the next slice at
+the next tick (:meth:`MatchStore.read_pool`'s ``live_from``), so a tick's cost does not grow with the
+matches in play; a rated match's players are released within (in play / LIVE_CHECKED) ticks."""
 
 
 @dataclass(frozen=True)
@@ -45,12 +48,14 @@ class PoolTicket:
 
 @dataclass(frozen=True)
 class PoolView:
-    """What a tick reads in one round trip: the waiting tickets, the matches in match (oldest
-    first, at most LIVE_CHECKED), and the outbox's records not yet acknowledged (entry → bytes)."""
+    """What a tick reads in one round trip: the waiting tickets, a slice of the matches in play
+    (at most LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and the
+    outbox's records not yet acknowledged (entry → bytes)."""
 
     tickets: list[PoolTicket]
     live: list[str]
     outbox: dict[str, bytes]
+    in_play: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,8 +161,7 @@ class MatchStore:
             for kind, arg in ops:
                 if kind == "join":
                     tid, players, since, latencies = arg
-                    record = json.dumps({"players": list(players), "since": since, "latencies": latencies},
-                                        separators=(",", ":"))
+                    record = orjson.dumps({"players": list(players), "since": since, "latencies": latencies})
                     self.store._eval(pipe, "mm_join", qkeys, [tid, repr(now), repr(hold_s), record, *players])
                 else:
                     self.store._eval(pipe, "mm_cancel", qkeys, [arg, repr(now)])
@@ -166,26 +170,28 @@ class MatchStore:
         for reply in await self.store._run(build) if ops else []:
             kind = _text(reply[0])
             if kind == "rejected":
-                out.append(Outcome(kind, json.loads(reply[3]), _text(reply[1]), _text(reply[2])))
+                out.append(Outcome(kind, orjson.loads(reply[3]), _text(reply[1]), _text(reply[2])))
             else:
-                out.append(Outcome(kind, json.loads(reply[1])))
+                out.append(Outcome(kind, orjson.loads(reply[1])))
         return out
 
-    async def read_pool(self, queue: str) -> PoolView:
+    async def read_pool(self, queue: str, live_from: int = 0) -> PoolView:
         """The waiting tickets (ordered by ticket id: a tick's input does not depend on hash order),
-        the oldest matches in match, the unsent outbox: one round trip."""
+        LIVE_CHECKED matches in play from rank ``live_from``, the unsent outbox: one round trip."""
         def build(pipe: Any) -> None:
             pipe.execute_command("HGETALL", keys.mm_pool(queue))
-            pipe.execute_command("ZRANGE", keys.mm_live(queue), 0, LIVE_CHECKED - 1)
+            pipe.execute_command("ZRANGE", keys.mm_live(queue), live_from, live_from + LIVE_CHECKED - 1)
+            pipe.execute_command("ZCARD", keys.mm_live(queue))
             pipe.execute_command("HGETALL", keys.mm_outbox(queue))
 
-        pool, live, outbox = await self.store._run(build)
+        pool, live, in_play, outbox = await self.store._run(build)
         tickets = []
         for tid, raw in sorted(_pairs(pool)):
-            rec = json.loads(raw)
+            rec = orjson.loads(raw)
             tickets.append(PoolTicket(tid, tuple(rec["players"]), float(rec["since"]), rec.get("latencies")))
         return PoolView(tickets, [_text(m) for m in live],
-                        {tid: raw if isinstance(raw, bytes) else raw.encode() for tid, raw in _pairs(outbox, raw=True)})
+                        {tid: raw if isinstance(raw, bytes) else raw.encode() for tid, raw in _pairs(outbox, raw=True)},
+                        int(in_play))
 
     async def ratings(self, ladder: str, players: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(mu, sigma) of each player on ``ladder``, NaN for a player without a rating (one round trip)."""

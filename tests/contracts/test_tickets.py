@@ -76,3 +76,10 @@ def test_events_validate_against_their_schemas() -> None:
                             "waiting" if status == "rejected" else None, ["a"])
         validate("ticket-event", event.to_json())
         assert TicketEvent.from_json(event.to_json()) == event
+
+
+def test_a_number_that_is_not_finite_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Match("m", "q", "l", [["a"], ["b"]], ["t"], float("nan"), [0.5, 0.5], {"t": 1.0}, 1.0).to_json()
+    with pytest.raises(ValueError):
+        TicketEvent("t", "q", "matched", float("inf"), 1.0).to_json()
