@@ -6,7 +6,8 @@ it. :mod:`.simulate` closes the loop in process (``stream simulate``).
 """
 
 from .queues import QueueConfig, Tolerance, WideningStep, parse_queues
-from .tick import FormedMatch, Ticket, TickResult, form_matches, ticket_problem
+from .tick import form_matches
+from .tickets import FormedMatch, Ticket, TickResult, ticket_problem
 
 __all__ = ["FormedMatch", "QueueConfig", "Ticket", "TickResult", "Tolerance", "WideningStep", "form_matches",
            "parse_queues", "ticket_problem"]

@@ -59,12 +59,13 @@ def _logistic(m: Array, sd: Array, model: PerformanceModel) -> Array:
     p = (table[iu, iy] * (1 - du) * (1 - dy) + table[iu + 1, iy] * du * (1 - dy)
          + table[iu, iy + 1] * (1 - du) * dy + table[iu + 1, iy + 1] * du * dy)
     p = np.where(m >= 0, p, 1.0 - p)
+    out: Array = np.asarray(p, dtype=np.float64)
     beyond = y > Y_MAX
     if beyond.any():
         half = sd[beyond] / math.sqrt(2.0)
-        p[beyond] = win_probability(m[beyond], half, np.zeros_like(half), half,
-                                    PerformanceModel(model.beta, 0.0, model.kind))
-    return p
+        out[beyond] = win_probability(m[beyond], half, np.zeros_like(half), half,
+                                      PerformanceModel(model.beta, 0.0, model.kind))
+    return out
 
 
 def ahead(mu_a: Array, sigma_a: Array, mu_b: Array, sigma_b: Array, model: OutcomeModel) -> Array:
@@ -80,18 +81,22 @@ def ahead(mu_a: Array, sigma_a: Array, mu_b: Array, sigma_b: Array, model: Outco
 def lobby_odds(mu: Array, sigma: Array, model: OutcomeModel) -> tuple[Array, Array]:
     """For ``k`` lobbies of ``m`` participants (arrays (k, m)): each lobby's quality (k,) and each
     participant's mean P(ahead) of the others (k, m)."""
-    k, m = mu.shape
+    m = mu.shape[1]
     i, j = np.triu_indices(m, k=1)
+    first = np.zeros((i.size, m))
+    first[np.arange(i.size), i] = 1.0
+    second = np.zeros((j.size, m))
+    second[np.arange(j.size), j] = 1.0
     p = ahead(mu[:, i], sigma[:, i], mu[:, j], sigma[:, j], model)
-    beats = np.zeros((k, m))
-    np.add.at(beats, (slice(None), i), p)
-    if isinstance(model, RatedModel):
+    if isinstance(model, RatedModel):  # ties: P(j ahead of i) is not 1 - P(i ahead of j)
         q = ahead(mu[:, j], sigma[:, j], mu[:, i], sigma[:, i], model)
-        np.add.at(beats, (slice(None), j), q)
-        quality_fn = model.model.quality
-        if quality_fn is not None:
-            quality = np.array([quality_fn(mu[r], sigma[r], model.params) for r in range(k)], dtype=np.float64)
-            return quality, beats / (m - 1)
     else:
-        np.add.at(beats, (slice(None), j), 1.0 - p)
-    return binary_entropy(p).mean(axis=1), beats / (m - 1)
+        q = 1.0 - p
+    beats: Array = (p @ first + q @ second) / (m - 1)
+    quality_fn = model.model.quality if isinstance(model, RatedModel) else None
+    if quality_fn is not None:
+        assert isinstance(model, RatedModel)
+        quality = np.array([quality_fn(mu[r], sigma[r], model.params) for r in range(mu.shape[0])], dtype=np.float64)
+        return quality, beats
+    entropy: Array = binary_entropy(p).mean(axis=1)
+    return entropy, beats

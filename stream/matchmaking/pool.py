@@ -6,16 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
 from .queues import QueueConfig
+from .tickets import Ticket
 from .tolerance import ticket_tolerances
-
-if TYPE_CHECKING:
-    from .tick import Ticket
 
 Array = NDArray[np.float64]
 
@@ -40,7 +36,7 @@ class Pool:
         return out
 
 
-def build_pool(queue: QueueConfig, live: Sequence["Ticket"], ratings: Mapping[str, tuple[float, float]],
+def build_pool(queue: QueueConfig, live: Sequence[Ticket], ratings: Mapping[str, tuple[float, float]],
                now: float, noob: tuple[float, float]) -> Pool:
     """The arrays of ``live``; a player absent from ``ratings`` is a newcomer ``noob`` (mu, sigma)."""
     n = len(live)
@@ -60,7 +56,7 @@ def build_pool(queue: QueueConfig, live: Sequence["Ticket"], ratings: Mapping[st
     return Pool(rating, sigma, max_sigma, wait, created, size, gap_tol, q_tol)
 
 
-def region_passes(queue: QueueConfig, live: Sequence["Ticket"]) -> list[tuple[str | None, NDArray[np.int64]]]:
+def region_passes(queue: QueueConfig, live: Sequence[Ticket]) -> list[tuple[str | None, NDArray[np.int64]]]:
     """The buckets a tick forms matches in, in order: without a region rule the whole pool; with
     one, the tickets by best region (least latency within ``max_latency_ms``; tickets without
     latencies together), then each region with every leftover ticket that reaches it (or has no

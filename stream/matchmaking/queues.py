@@ -41,12 +41,14 @@ class WideningStep:
 
 
 DEFAULT_WIDENING: tuple[WideningStep, ...] = (
-    WideningStep(0.0, 100.0, 0.9),
-    WideningStep(10.0, 200.0, 0.75),
-    WideningStep(30.0, 400.0, 0.5),
+    WideningStep(0.0, 50.0, 0.9),
+    WideningStep(5.0, 100.0, 0.8),
+    WideningStep(15.0, 200.0, 0.6),
+    WideningStep(30.0, 400.0, 0.3),
     WideningStep(60.0, math.inf, 0.0),
 )
-"""The default schedule: tight at first, anyone after a minute (osu!'s "match within 90 s")."""
+"""The default schedule: tight at first, anyone after a minute (osu!'s "match within 90 s");
+``stream simulate`` measures it against a fixed window (README, BENCHMARKS.md)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ class QueueConfig:
     max_wait_s: float = 300.0
     tick_interval_s: float = 1.0
     provisional_sigma: float = 200.0
-    provisional_gap_factor: float = 2.0
+    provisional_gap_factor: float = 1.5
     top_rating: float | None = None
     top_max_gap: float = math.inf
     top_min_quality: float = 0.0

@@ -26,7 +26,8 @@ from stream.engine.ladders import LadderConfig
 
 from .queues import QueueConfig, WideningStep
 from .raters import EngineRater, OpenSkillRater, Rater
-from .tick import Ticket, form_matches
+from .tick import form_matches
+from .tickets import Ticket
 
 Array = NDArray[np.float64]
 STRATEGIES = ("matchmaker", "window", "openskill", "random", "ideal")
