@@ -196,7 +196,8 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     mu, sigma = await store.ratings(queue.ladder, players)
     ratings = {p: (float(m), float(s)) for p, m, s in zip(players, mu.tolist(), sigma.tolist()) if not math.isnan(m)}
     result = form_matches(queue, tickets, ratings, now, mm.ctx.ladder(queue.ladder))
-    faults.crash_point(settings, faults.MM_AFTER_FORM_BEFORE_COMMIT)
+    if result.matches or result.timed_out:  # the crash points of a tick that has something to commit
+        faults.crash_point(settings, faults.MM_AFTER_FORM_BEFORE_COMMIT)
     by_id = {t.ticket_id: t for t in tickets}
     formed: dict[str, Match] = {}
     commits = []
@@ -217,13 +218,13 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
         event = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None, list(by_id[tid].players))
         timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, event.to_json())])))
     committed = await store.commit(name, commits, timeouts, now=now) if commits or timeouts else None
-    faults.crash_point(settings, faults.MM_AFTER_COMMIT_BEFORE_SEND)
     matches = [formed[m] for m in committed.matches] if committed else []
     timed_out = committed.timed_out if committed else []
     if committed is not None and (committed.matches or committed.timed_out):
-        records = {c.match_id: c.records for c in commits} | {f"t:{t.ticket_id}": t.records for t in timeouts}
+        faults.crash_point(settings, faults.MM_AFTER_COMMIT_BEFORE_SEND)
+        by_entry = {c.match_id: c.records for c in commits} | {f"t:{t.ticket_id}": t.records for t in timeouts}
         entries = [*committed.matches, *(f"t:{t}" for t in committed.timed_out)]
-        await send([o for e in entries for o in _outgoing(mm, name, records[e])], "matches")
+        await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
         faults.crash_point(settings, faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
     _count(name, matches, len(timed_out), len(view.tickets) - sum(len(m.tickets) for m in matches) - len(timed_out),
