@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from redis.asyncio.cluster import RedisCluster
 
 from stream.store import keys
@@ -158,3 +160,28 @@ def test_ratings_of_players_nan_for_unknown(url: tuple[str, bool]) -> None:
         mu, sigma = await ms.ratings("lad", ["ann", "bob"])
         assert mu[0] == 1510.5 and sigma[0] == 90.25 and mu[1] != mu[1]
     run(url, body)
+
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("join"), st.sampled_from("abcdef"), st.lists(st.sampled_from("PQRSTU"), min_size=1, max_size=2,
+                                                                    unique=True)),
+    st.tuples(st.just("cancel"), st.sampled_from("abcdefg"), st.just([]))), max_size=25)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_a_batch_of_joins_and_cancels_equals_applying_them_one_by_one(redis_url: str, ops: list) -> None:
+    """One round trip of ops in order has the outcomes and leaves the pool that one call per op does."""
+    def as_ops(queue_ops: list) -> list:
+        return [("join", (tid, players, 1.0, None)) if kind == "join" else ("cancel", tid)
+                for kind, tid, players in queue_ops]
+
+    async def body(ms: MatchStore) -> None:
+        await ms.store.client.flushall()
+        batch = await ms.apply("batched", as_ops(ops), now=2.0, hold_s=HOLD)
+        single = [o for op in as_ops(ops) for o in await ms.apply("single", [op], now=2.0, hold_s=HOLD)]
+        assert [(o.outcome, o.status, o.reason) for o in batch] == [(o.outcome, o.status, o.reason) for o in single]
+        assert (await ms.read_pool("batched")).tickets == (await ms.read_pool("single")).tickets
+        players = [p for t in (await ms.read_pool("batched")).tickets for p in t.players]
+        assert len(players) == len(set(players))  # one live ticket per player
+    run((redis_url, False), body)
