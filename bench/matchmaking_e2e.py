@@ -126,8 +126,18 @@ class Matches:
         return max(self.arrived[t] for t in tickets)
 
 
-def throughput(tickets: Tickets, matches: Matches, count: int, run: str) -> float:
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(tickets: Tickets, matches: Matches, count: int, run: str,
+               pids: dict[str, list[int]] | None = None) -> tuple[float, dict[str, float]]:
+    """Tickets/s matched, and CPU µs per ticket of each process group in ``pids`` during the run."""
     count = max(1, count // (2 * len(tickets.queues))) * 2 * len(tickets.queues)
+    groups = pids or {}
+    before = {name: sum(process_cpu_s(p) for p in ps) for name, ps in groups.items()}
     start = time.time()
     first = tickets.count
     for _ in range(count):
@@ -135,7 +145,8 @@ def throughput(tickets: Tickets, matches: Matches, count: int, run: str) -> floa
     tickets.flush()
     ids = {f"{run}-{i}" for i in range(first, first + count)}
     end = matches.wait_for(ids)
-    return count / (end - start)
+    cpu = {name: (sum(process_cpu_s(p) for p in ps) - before[name]) / count * 1e6 for name, ps in groups.items()}
+    return count / (end - start), cpu
 
 
 def latency(tickets: Tickets, matches: Matches, rate: float, seconds: float, run: str) -> np.ndarray:
@@ -180,11 +191,14 @@ def main() -> None:
             tickets = Tickets(stack.bootstrap, f"{PREFIX}match-tickets", args.queues)
             matches = Matches(stack.bootstrap, f"{PREFIX}matches")
             throughput(tickets, matches, 200 * args.queues, "warm")  # every queue ticked once
+            pids = {"workers": [w.pid for w in workers], "redis": [stack.redis.process.pid],
+                    "broker": [stack.broker.process.pid]}
             ceiling = 0.0
             if "throughput" in modes:
-                ceiling = throughput(tickets, matches, args.tickets, "burst")
-                print(f"throughput: {ceiling:,.0f} tickets/s matched", file=sys.stderr)
-                rows.append(f"| throughput | {args.tickets:,} at once | {ceiling:,.0f} tickets/s | | |")
+                ceiling, cpu = throughput(tickets, matches, args.tickets, "burst", pids)
+                shares = ", ".join(f"{name} {us:,.0f}" for name, us in cpu.items())
+                print(f"throughput: {ceiling:,.0f} tickets/s matched; CPU µs per ticket: {shares}", file=sys.stderr)
+                rows.append(f"| throughput | {args.tickets:,} at once | {ceiling:,.0f} tickets/s | | | {shares} |")
             if "latency" in modes:
                 rate = args.rate or (ceiling / 2 if ceiling else 1000.0)
                 lat = latency(tickets, matches, rate, args.latency_seconds, "paced")
@@ -192,7 +206,7 @@ def main() -> None:
                 print(f"latency at {rate:,.0f} tickets/s: p50 {p50:,.0f} ms, p99 {p99:,.0f} ms", file=sys.stderr)
                 rows.append(f"| latency | {rate:,.0f} tickets/s for {args.latency_seconds:g} s | | "
                             f"{p50:,.0f} / {p99:,.0f} / {top:,.0f} ms | "
-                            f"{'met' if p99 <= args.tick_s * 1000 + 100 else 'not met'} |")
+                            f"{'met' if p99 <= args.tick_s * 1000 + 100 else 'not met'} | |")
             tickets.flush()
             matches.close()
         finally:
@@ -203,8 +217,8 @@ def main() -> None:
     print(f"\n{args.workers} worker(s), {args.queues} duel queue(s), tick {args.tick_s:g} s, {args.partitions} "
           f"partitions; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC\n")
-    print("| mode | offered | matched | ticket -> match p50 / p99 / max | p99 <= tick + 100 ms |")
-    print("|---|---:|---:|---:|---|")
+    print("| mode | offered | matched | ticket -> match p50 / p99 / max | p99 <= tick + 100 ms | CPU µs per ticket |")
+    print("|---|---:|---:|---:|---|---|")
     print("\n".join(rows))
 
 
