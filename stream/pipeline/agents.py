@@ -11,8 +11,8 @@
 * ``sweeper``: a timer (every SWEEP_INTERVAL_S) re-driving rounds still incomplete after
   SWEEP_TIMEOUT_S (``sweeper.py``).
 * with QUEUES: ``matchmaking-tickets`` on ``match-tickets`` (key = queue) applies joins and cancels,
-  and the ``matchmaker`` timer ticks each queue whose ``match-tickets`` partition this worker owns
-  (``matchmaking.py``).
+  and the ``matchmaker`` task ticks, every queue's tick_interval_s, each queue whose
+  ``match-tickets`` partition this worker owns (``matchmaking.py``).
 
 The work on each batch is plain code (no Faust): ``rounds_batches.phase_one_batch``,
 ``updates_batches.phase_two_batch`` (its two halves, ``apply_updates`` then ``emit_applied``) and
@@ -50,8 +50,7 @@ from stream.pipeline import faults, metrics, retry
 from stream.pipeline.compat import assigned_partitions, incoming, take_batches
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections_batches import correction_message
-from stream.pipeline.matchmaking import (MatchTopicNames, Matchmaker, dead_letter, due_queues, handle_tickets,
-                                         tick_queue)
+from stream.pipeline.matchmaking import MatchTopicNames, Matchmaker, dead_letter, handle_tickets, tick_queue
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.retry import GaveUp
 from stream.pipeline.messages import FanOutMessage, Incoming
@@ -196,14 +195,28 @@ def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: Pipel
             log.log(logging.WARNING if kind == retry.TRANSIENT else logging.ERROR, "tick of queue %r failed (%s: %s)",
                     queue.name, type(exc).__name__, exc, exc_info=kind != retry.TRANSIENT)
 
-    interval = min(q.tick_interval_s for q in ctx.queues.values())
-
-    @app.timer(interval=interval, name="matchmaker")  # type: ignore[untyped-decorator]  # faust: untyped
-    async def matchmaker() -> None:
-        # the queues whose match-tickets partition this worker owns: one worker ticks a queue
-        partitions = await producer.partition_count(tickets_topic)
+    async def owned(name: str) -> bool:
+        """Whether this worker owns the queue's partition of match-tickets (then it ticks the queue);
+        False while the producer or the consumer is not started yet."""
         owned_partitions = assigned_partitions(app, tickets_topic)
-        owned = {name for name in ctx.queues if partition_for(name, partitions) in owned_partitions}
-        due = due_queues(mm, owned, mm.clock())
-        if due:
-            await asyncio.gather(*(tick(queue) for queue in due))
+        if not owned_partitions or producer.producer is None:
+            return False
+        try:
+            partitions = await producer.partition_count(tickets_topic)
+        except Exception as exc:  # noqa: BLE001 - the broker's metadata not there yet: not this tick
+            log.warning("matchmaking: the partitions of %s are unknown yet (%s)", tickets_topic, exc)
+            return False
+        return partition_for(name, partitions) in owned_partitions
+
+    async def ticking(queue: QueueConfig) -> None:
+        # one loop per queue: a tick starts every tick_interval_s (its own time included, unlike a
+        # Faust timer, which sleeps the whole interval after each run)
+        while True:
+            started = time.monotonic()
+            if await owned(queue.name):
+                await tick(queue)
+            await asyncio.sleep(max(0.0, queue.tick_interval_s - (time.monotonic() - started)))
+
+    @app.task  # type: ignore[untyped-decorator]  # faust: untyped
+    async def matchmaker() -> None:
+        await asyncio.gather(*(ticking(queue) for queue in ctx.queues.values()))

@@ -64,13 +64,13 @@ class MatchTopicNames:
 @dataclass
 class Matchmaker:
     """Matchmaking's dependencies in one worker: the pipeline context (settings, store, ladders,
-    queues), its topics, the pool's store, a clock (tests set it), and when each queue last ticked."""
+    queues), its topics, the pool's store, a clock (tests set it), where each queue's next check of
+    its matches in play starts."""
 
     ctx: PipelineContext
     names: MatchTopicNames
     store: MatchStore
     clock: Callable[[], float] = time.time
-    last_tick: dict[str, float] = field(default_factory=dict)
     live_from: dict[str, int] = field(default_factory=dict)
     """Per queue, where the next tick's slice of the matches in play starts (``read_pool``)."""
 
@@ -246,14 +246,3 @@ def _count(queue: str, matches: Sequence[Match], timed_out: int, waiting: int, s
         quality_hist.observe(m.quality)
         for wait in m.waits.values():
             wait_hist.observe(wait)
-
-
-def due_queues(mm: Matchmaker, owned: set[str], now: float) -> list[QueueConfig]:
-    """The owned queues whose tick interval has passed since their last tick (marked ticked now)."""
-    due = []
-    for name in sorted(owned):
-        queue = mm.ctx.queues[name]
-        if now - mm.last_tick.get(name, -math.inf) >= queue.tick_interval_s * 0.999:
-            mm.last_tick[name] = now
-            due.append(queue)
-    return due
