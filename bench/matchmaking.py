@@ -23,6 +23,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -30,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stream.engine.ladders import parse_ladders  # noqa: E402
 from stream.engine.predict import binary_entropy, outcome_model  # noqa: E402
-from stream.matchmaking import QueueConfig, Ticket, form_matches  # noqa: E402
+from stream.matchmaking import QueueConfig, Ticket, form_matches, warm_up  # noqa: E402
 from stream.matchmaking.odds import ahead  # noqa: E402
 from stream.matchmaking.pairing import single_matches  # noqa: E402
 from stream.matchmaking.pool import build_pool  # noqa: E402
@@ -93,7 +94,7 @@ def main() -> None:
     ladder = parse_ladders("").of("bench")
     model = outcome_model(ladder)
     noob = (ladder.newcomer.mu_noob, ladder.newcomer.sig_noob)
-    form_matches(QueueConfig("warm", "bench"), [Ticket("a", ("a",), NOW), Ticket("b", ("b",), NOW)], {}, NOW, ladder)
+    warm_up()
     print(f"machine: {platform.platform()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; "
           f"python {platform.python_version()}, numpy {np.__version__}")
     print(f"{'shape':<7}{'waiting':>9}  {'matcher':<10}{'wall ms':>9}{'cpu ms':>9}{'core cpu':>9}{'matches':>9}{'quality':>9}")
@@ -117,7 +118,8 @@ def main() -> None:
             quality = np.mean([m.quality for m in result.matches]) if result.matches else float("nan")  # type: ignore[attr-defined]
             print(f"{shape:<7}{n:>9}  {'window':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{len(result.matches):>9}{quality:>9.4f}")  # type: ignore[attr-defined]
             if shape == "duel" and n <= ALL_PAIRS_MAX:
-                ms, (count, q) = best_of(1, lambda: all_pairs(tickets, ratings, noob, model))  # type: ignore[misc]
+                ms, greedy = best_of(1, lambda: all_pairs(tickets, ratings, noob, model))
+                count, q = cast(tuple[int, float], greedy)
                 print(f"{shape:<7}{n:>9}  {'all-pairs':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{count:>9}{q:>9.4f}")
 
 

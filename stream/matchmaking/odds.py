@@ -46,6 +46,11 @@ def _table() -> Array:
     return out
 
 
+def warm_up() -> None:
+    """Build the table now (about a second of CPU, once per process) rather than in the first tick."""
+    _table()
+
+
 def _logistic(m: Array, sd: Array, model: PerformanceModel) -> Array:
     s = model.beta * LOGISTIC_SCALE_PER_SD
     y = sd / s

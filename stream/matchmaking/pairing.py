@@ -64,7 +64,7 @@ def choose_windows(ok: NDArray[np.bool_], m: int) -> Index:
     return np.asarray(picked, dtype=np.int64)
 
 
-PAIR_BUDGET = 4_000_000
+PAIR_BUDGET = 250_000
 """Player pairs whose odds a tick computes for every candidate window before choosing (beyond it,
 large lobbies are chosen by rating spread first and checked for quality after)."""
 

@@ -58,21 +58,14 @@ def _check(queue: QueueConfig, tickets: Sequence[Ticket]) -> None:
 def _single(live: list[Ticket], pool: Pool, members: NDArray[np.int64], quality: Array, beats: Array,
             region: str | None) -> list[FormedMatch]:
     """The FormedMatch of each row of ``members`` (single-player tickets), built column by column
-    and without the frozen dataclass's per-field ``__setattr__`` (a duel tick over 100,000 tickets
-    builds 50,000 matches)."""
+    (a duel tick that empties a pool of 100,000 builds 50,000 of them: BENCHMARKS.md)."""
     cols = members.T.tolist()
     ids = list(zip(*([live[i].ticket_id for i in col] for col in cols)))
     teams = list(zip(*([live[i].players for i in col] for col in cols)))
     waits = zip(*(pool.wait[col].tolist() for col in members.T))
     gaps = (pool.rating[members[:, -1]] - pool.rating[members[:, 0]]).tolist()
-    new = object.__new__
-    out = []
-    for i, t, q, b, w, g in zip(ids, teams, quality.tolist(), map(tuple, beats.tolist()), waits, gaps):
-        match = new(FormedMatch)
-        match.__dict__.update({"tickets": i, "teams": t, "quality": q, "win_probability": b,
-                               "waits": dict(zip(i, w)), "region": region, "gap": g})
-        out.append(match)
-    return out
+    return [FormedMatch(i, t, q, b, dict(zip(i, w)), region, g)
+            for i, t, q, b, w, g in zip(ids, teams, quality.tolist(), map(tuple, beats.tolist()), waits, gaps)]
 
 
 def _party(queue: QueueConfig, live: list[Ticket], pool: Pool, members: NDArray[np.int64], quality: float,

@@ -54,3 +54,11 @@ def test_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert bad.exit_code == 2 and "plays duels" in bad.output
     bad = runner.invoke(app, ["simulate", "--strategies", "elo"])
     assert bad.exit_code == 2 and "unknown elo" in bad.output
+
+
+def test_drift_moves_the_true_skills() -> None:
+    still = simulate(SimConfig(players=40, games=3, break_s=20.0, seed=2), LADDER, strategies=("matchmaker",))
+    moving = simulate(SimConfig(players=40, games=3, break_s=20.0, seed=2, drift_per_hour=3000.0), LADDER,
+                      strategies=("matchmaker",))
+    assert len(moving["matchmaker"].true_p) > 0
+    assert still["matchmaker"].true_p != moving["matchmaker"].true_p

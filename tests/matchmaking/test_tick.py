@@ -33,13 +33,15 @@ def cases(draw: st.DrawFn) -> tuple[QueueConfig, list[Ticket], dict[str, tuple[f
     queue = QueueConfig(name="q", ladder="x", teams=teams, team_size=team_size, widening=widening,
                         max_wait_s=draw(st.sampled_from([30.0, 300.0])), provisional_sigma=draw(st.floats(60, 400)),
                         provisional_gap_factor=draw(st.floats(1, 3)), top_rating=top,
-                        top_max_gap=draw(st.floats(20, 300)), top_min_quality=draw(st.floats(0, 0.95)))
+                        top_max_gap=draw(st.floats(20, 300)), top_min_quality=draw(st.floats(0, 0.95)),
+                        max_latency_ms=draw(st.none() | st.just(80.0)))
     n = draw(st.integers(0, 30))
     tickets, ratings = [], {}
     for i in range(n):
         size = draw(st.integers(1, team_size))
         players = tuple(f"p{i}.{j}" for j in range(size))
-        tickets.append(Ticket(f"t{i}", players, NOW - draw(st.floats(0, 60)).__round__(1)))
+        latencies = draw(st.none() | st.dictionaries(st.sampled_from(["eu", "us", "asia"]), st.floats(5, 150), max_size=3))
+        tickets.append(Ticket(f"t{i}", players, NOW - draw(st.floats(0, 60)).__round__(1), latencies))
         for p in players:
             if draw(st.booleans()) or i % 5:
                 ratings[p] = (draw(st.floats(1000, 2000)), draw(st.floats(40, 350)))
@@ -73,6 +75,12 @@ def _check(queue: QueueConfig, tickets: list[Ticket], ratings: dict[str, tuple[f
         assert len(m.win_probability) == queue.teams
         assert all(0.0 <= p <= 1.0 for p in m.win_probability)
         assert players_of
+        if queue.max_latency_ms is None:
+            assert m.region is None
+        for tid in m.tickets:  # every ticket reaches the match's region (or goes anywhere)
+            lat = by_id[tid].latencies
+            if queue.max_latency_ms is not None and lat:
+                assert m.region is not None and lat.get(m.region, float("inf")) <= queue.max_latency_ms
 
 
 @settings(max_examples=300, deadline=None)
@@ -185,3 +193,20 @@ def test_bad_tickets_are_refused() -> None:
         form_matches(queue, [Ticket("a", ("x",), NOW), Ticket("a", ("y",), NOW)], {}, NOW, LADDER)
     with pytest.raises(ValueError, match="another ticket"):
         form_matches(queue, [Ticket("a", ("x",), NOW), Ticket("b", ("x",), NOW)], {}, NOW, LADDER)
+
+
+def test_large_lobbies_checked_after_choosing_keep_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond PAIR_BUDGET, windows are chosen by spread first and their quality checked after."""
+    import stream.matchmaking.pairing as pairing
+
+    monkeypatch.setattr(pairing, "PAIR_BUDGET", 0)
+    rng = np.random.default_rng(11)
+    queue = QueueConfig("q", "x", teams=4, team_size=1, widening=(WideningStep(0.0, 300.0, 0.97),))
+    formed = 0
+    for _ in range(20):
+        tickets = [Ticket(f"t{i}", (f"p{i}",), NOW - float(rng.uniform(0, 50))) for i in range(40)]
+        ratings = {f"p{i}": (float(rng.normal(1500, 300)), float(rng.uniform(40, 300))) for i in range(40)}
+        result = form_matches(queue, tickets, ratings, NOW, LADDER)
+        _check(queue, tickets, ratings, result, LADDER)
+        formed += len(result.matches)
+    assert formed > 0
