@@ -80,3 +80,40 @@ def test_crash_at_each_step_of_a_tick(point: str, local_stack, stack_redis_url: 
     finally:
         for w in workers:
             w.stop()
+
+
+def test_two_workers_one_killed_mid_stream(local_stack, stack_redis_url: str, fresh_prefix: str,
+                                            tmp_path: Path) -> None:
+    """Two workers tick four queues; one is SIGKILLed while tickets stream in; the survivor takes its
+    queues over: every ticket still ends in exactly one match, no player booked twice."""
+    entries = {f"q{i}": {"ladder": f"l{i}", "teams": 2, "team_size": 1, "tick_interval_s": 0.3, "widening": mm.OPEN}
+               for i in range(4)}
+    env = mm.env(local_stack.bootstrap, stack_redis_url, fresh_prefix, tmp_path, queues_json=mm.queues(**entries))
+    ensure(Settings.from_env(env))
+    workers = [harness.Worker(env, tmp_path / f"w{i}.log").start() for i in range(2)]
+    tickets = [t for q in entries for t in mm.joins(f"{q}-", [f"{q}p{i:02d}" for i in range(30)], queue=q)]
+    matches_topic = f"{fresh_prefix}matches"
+    client = redis.Redis.from_url(stack_redis_url)
+    try:
+        time.sleep(8)  # both in the group
+        mm.publish(local_stack.bootstrap, f"{fresh_prefix}match-tickets", tickets[::2])
+        time.sleep(1.5)
+        workers[0].process.kill()  # SIGKILL: whatever it was doing
+        workers[0].process.wait()
+        mm.publish(local_stack.bootstrap, f"{fresh_prefix}match-tickets", tickets[1::2])
+
+        def settled() -> bool:
+            if any(client.hlen(keys.mm_outbox(q)) for q in entries):
+                return False
+            found = mm.distinct_matches(mm.read_json(local_stack.bootstrap, matches_topic))
+            return sum(len(m["tickets"]) for m in found.values()) >= len(tickets)
+
+        mm.wait_for(settled, "every ticket matched after the kill", workers[1:])
+        found = mm.distinct_matches(mm.read_json(local_stack.bootstrap, matches_topic))
+        mm.assert_no_double_booking(found)
+        assert sorted(t for m in found.values() for t in m["tickets"]) == sorted(t["ticket_id"] for t in tickets)
+        assert all(len({t.split("-")[0] for t in m["tickets"]}) == 1 for m in found.values())  # one queue per match
+        assert all(client.hlen(keys.mm_pool(q)) == 0 for q in entries)
+    finally:
+        for w in workers:
+            w.stop()
