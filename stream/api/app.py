@@ -29,7 +29,7 @@ from aiohttp import web
 from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
-from stream.api import inputs
+from stream.api import inputs, queues
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
@@ -38,6 +38,7 @@ from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
 from stream.pipeline import deadletters
+from stream.pipeline.context import load_queues
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 from stream.store import queries
@@ -543,6 +544,8 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
+    app[queues.QUEUES_KEY] = load_queues(settings, app[LADDERS_KEY])  # QUEUES: a bad one exits 2 (SettingsError)
+    app.router.add_routes(queues.routes(_redis))
     return app
 
 

@@ -54,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                              "rating window, the matchmaker over openskill ratings, random pairing and the ideal "
                              "pairing; print fairness (true win probability within 35-65 %) by games played, pair "
                              "accuracy, waits and calibration."),
+    "queue": ("queue", "Matchmaking: join and cancel tickets, a queue's state, its matches as they form."),
 }
 
 

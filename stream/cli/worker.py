@@ -43,16 +43,16 @@ def make_worker(app: faust.App, log_level: str) -> faust.Worker:
 
 def run_worker(settings: Settings, *, web: bool = True) -> None:
     """Check the configuration, create topics, build the app and run the Faust worker (blocks
-    until stopped). An invalid ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) exits with
+    until stopped). An invalid ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG`` / ``QUEUES``) exits with
     code 2 and names the bad key, before anything is connected (its ``LaddersError`` is reported
     by the command group, stream/cli/main.py)."""
     from stream.pipeline import topics
     from stream.pipeline.app import create_app
-    from stream.pipeline.context import load_ladders
+    from stream.pipeline.context import load_ladders, load_queues
 
     from stream.cli.reach import announce_worker, require, require_port, serve_or_exit
 
-    load_ladders(settings)
+    load_queues(settings, load_ladders(settings))
     if web:
         require_port(settings.web_host, settings.web_port, "WEB_HOST:WEB_PORT")
     require(settings, kafka=True, redis=True)  # unreachable: one line and exit 4, not a healthy-looking start

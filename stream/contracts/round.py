@@ -87,12 +87,21 @@ partial play for a rater that cannot rate them) and ``mixed_standings`` (teams a
 in one round for a rater that rates teams but not that) by :func:`check_supported`;
 ``model_changed`` (the ladder's configured model is not the one it has rated with: changing it
 is a re-rate) by the stream's registration (:func:`model_changed`)."""
-REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR, *CORRECTION_REASONS)
+BAD_TICKET = "bad_ticket"
+UNKNOWN_QUEUE = "unknown_queue"
+BAD_PARTY = "bad_party"
+TICKET_REASONS = (BAD_TICKET, UNKNOWN_QUEUE, BAD_PARTY)
+"""The reason codes of a rejected ``match-tickets`` message (``stream.contracts.tickets``) besides
+not_utf8, not_json, message_too_large, id_too_long and internal_error: ``bad_ticket`` (not a join
+nor a cancel: schema), ``unknown_queue`` (no such queue in QUEUES), ``bad_party`` (more players
+than the queue's team_size, or a player twice)."""
+REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR, *CORRECTION_REASONS,
+           *TICKET_REASONS)
 """Every machine reason code of a dead letter: the round reasons, ``bad_player_update`` (a
 ``player-updates`` message that is not a PlayerUpdate), ``unverified_player_update`` (one that is
 not exactly a message of its round's stored fan-out) and ``internal_error`` (a message whose
 handling kept raising an unexpected exception, named in the letter's message, HANDLER_ATTEMPTS
-times: it is set aside so the stream moves on) and the :data:`CORRECTION_REASONS`."""
+times: it is set aside so the stream moves on), the :data:`CORRECTION_REASONS` and the :data:`TICKET_REASONS`."""
 
 MIN_TIME = -62_135_596_800.0
 MAX_TIME = 253_402_300_799.0

@@ -10,6 +10,9 @@
   sends its events (or its dead letter), then records itself and releases the hold.
 * ``sweeper``: a timer (every SWEEP_INTERVAL_S) re-driving rounds still incomplete after
   SWEEP_TIMEOUT_S (``sweeper.py``).
+* with QUEUES: ``matchmaking-tickets`` on ``match-tickets`` (key = queue) applies joins and cancels,
+  and the ``matchmaker`` task ticks, every queue's tick_interval_s, each queue whose
+  ``match-tickets`` partition this worker owns (``matchmaking.py``).
 
 The work on each batch is plain code (no Faust): ``rounds_batches.phase_one_batch``,
 ``updates_batches.phase_two_batch`` (its two halves, ``apply_updates`` then ``emit_applied``) and
@@ -41,18 +44,22 @@ import time
 import faust
 
 from stream.contracts import DeadLetter
-from stream.contracts.round import BAD_PLAYER_UPDATE
+from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
+from stream.matchmaking import QueueConfig
 from stream.pipeline import faults, metrics, retry
-from stream.pipeline.compat import incoming, take_batches
+from stream.pipeline.compat import assigned_partitions, incoming, take_batches
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections_batches import correction_message
-from stream.pipeline.messages import FanOutMessage
-from stream.pipeline.outbox import Outgoing, TopicNames, fanout_messages, letter_message, settle
+from stream.pipeline.matchmaking import MatchTopicNames, Matchmaker, dead_letter, handle_tickets, tick_queue
+from stream.pipeline.partitioner import partition_for
+from stream.pipeline.retry import GaveUp
+from stream.pipeline.messages import FanOutMessage, Incoming
+from stream.pipeline.outbox import Outgoing, Send, TopicNames, fanout_messages, letter_message, settle
 from stream.pipeline.producer import BatchProducer
 from stream.pipeline.retry import retrying
 from stream.pipeline.rounds_batches import phase_one_batch
 from stream.pipeline.sweeper import sweep
-from stream.pipeline.topics import Topics
+from stream.pipeline.topics import MATCH_TICKETS_DLQ, MATCHES, TICKET_EVENTS, Topics
 from stream.pipeline.timings import BatchTimings
 from stream.pipeline.updates_batches import apply_updates, emit_applied
 
@@ -143,3 +150,73 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     async def sweeper() -> None:
         # retrying() retries every error (logged, counted), so a failing sweep never stops the timer
         await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s, handler=retry.SWEEP)
+
+    if topics.match_tickets is not None:
+        register_matchmaking(app, topics.match_tickets, ctx, producer, send)
+
+
+TICKETS_BATCH = 1_000
+"""``match-tickets`` messages the tickets agent takes per batch (one Redis round trip per queue)."""
+
+
+def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: PipelineContext, producer: BatchProducer,
+                         send: Send) -> None:
+    """The tickets agent and the matchmaker timer (``matchmaking.py``)."""
+    settings = ctx.settings
+    tickets_topic = match_tickets.get_topic_name()
+    mm = Matchmaker.of(ctx, MatchTopicNames(settings.topic(MATCHES), settings.topic(TICKET_EVENTS),
+                                            settings.topic(MATCH_TICKETS_DLQ)))
+
+    async def tickets_of(inputs: list[Incoming]) -> list[Outgoing]:
+        try:
+            return await retrying(lambda: handle_tickets(mm, inputs), "matchmaking tickets",
+                                  max_delay_s=settings.retry_max_delay_s, handler=retry.MATCHMAKING,
+                                  attempts=settings.handler_attempts)
+        except GaveUp:
+            if len(inputs) == 1:
+                return [dead_letter(mm, inputs[0], INTERNAL_ERROR, "handling the ticket kept raising")]
+            return [out for one in inputs for out in await tickets_of([one])]
+
+    @app.agent(match_tickets, name="matchmaking-tickets")
+    async def tickets(stream: faust.StreamT[bytes]) -> None:
+        async for events in take_batches(stream, TICKETS_BATCH, 0.0):
+            out = await tickets_of([incoming(event) for event in events])
+            await send(out, "ticket events")
+            faults.crash_point(settings, faults.MM_AFTER_JOIN_BEFORE_ACK)
+
+    async def tick(queue: QueueConfig) -> None:
+        try:
+            await tick_queue(mm, queue, send)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one queue's failing tick must not stop the others; retried next tick
+            kind = retry.failure_kind(exc)
+            metrics.HANDLER_FAILURES.labels(retry.MATCHMAKING, kind).inc()
+            log.log(logging.WARNING if kind == retry.TRANSIENT else logging.ERROR, "tick of queue %r failed (%s: %s)",
+                    queue.name, type(exc).__name__, exc, exc_info=kind != retry.TRANSIENT)
+
+    async def owned(name: str) -> bool:
+        """Whether this worker owns the queue's partition of match-tickets (then it ticks the queue);
+        False while the producer or the consumer is not started yet."""
+        owned_partitions = assigned_partitions(app, tickets_topic)
+        if not owned_partitions or producer.producer is None:
+            return False
+        try:
+            partitions = await producer.partition_count(tickets_topic)
+        except Exception as exc:  # noqa: BLE001 - the broker's metadata not there yet: not this tick
+            log.warning("matchmaking: the partitions of %s are unknown yet (%s)", tickets_topic, exc)
+            return False
+        return partition_for(name, partitions) in owned_partitions
+
+    async def ticking(queue: QueueConfig) -> None:
+        # one loop per queue: a tick starts every tick_interval_s (its own time included, unlike a
+        # Faust timer, which sleeps the whole interval after each run)
+        while True:
+            started = time.monotonic()
+            if await owned(queue.name):
+                await tick(queue)
+            await asyncio.sleep(max(0.0, queue.tick_interval_s - (time.monotonic() - started)))
+
+    @app.task  # type: ignore[untyped-decorator]  # faust: untyped
+    async def matchmaker() -> None:
+        await asyncio.gather(*(ticking(queue) for queue in ctx.queues.values()))

@@ -91,6 +91,10 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     deliver_without_blocking(app)  # a full stream buffer never blocks another stream's input (compat.py)
     topics = declare(app, settings)
     ctx = PipelineContext.from_settings(settings)
+    if ctx.queues:  # the matchmaker's odds table built now, not by the first tick
+        from stream.matchmaking.odds import warm_up as warm_up_matchmaking
+
+        warm_up_matchmaking()
     agents.register(app, topics, ctx)
     app.task(freeze_heap)
     watchdog.register(app, settings)  # stalled-partition detection (watchdog.py)

@@ -557,3 +557,13 @@ def set_read_offset(app: faust.App, tp: Any, offset: int | None) -> None:
     """Set Faust's read offset of a partition (after a seek, so the records fetched again are
     not dropped as already read)."""
     cast(Any, app.consumer)._read_offset[tp] = offset
+
+
+def assigned_partitions(app: faust.App, topic: str) -> set[int]:
+    """The partitions of ``topic`` assigned to this worker's consumer now (empty before the first
+    assignment): the matchmaker ticks the queues whose ``match-tickets`` partition it owns."""
+    try:
+        assignment = app.consumer.assignment()
+    except Exception:  # noqa: BLE001 - no consumer yet (the app is starting): owns nothing
+        return set()
+    return {tp.partition for tp in assignment if tp.topic == topic}

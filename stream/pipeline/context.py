@@ -10,9 +10,10 @@ from stream.contracts import DeadLetter, Limits
 from stream.engine.display import DisplayConfig
 from stream.engine.ladders import LadderConfig, Ladders, LaddersError, parse_ladders
 from stream.contracts.ordering import LadderOrder
+from stream.matchmaking.queues import QueueConfig, parse_queues
 from stream.pipeline.messages import Resend
 from stream.pipeline.posteriors import PosteriorCache
-from stream.settings import Settings
+from stream.settings import Settings, SettingsError
 from stream.store.store import Store
 
 
@@ -41,6 +42,8 @@ class PipelineContext:
     posteriors: PosteriorCache = field(default_factory=lambda: PosteriorCache(0))
     """Phase one's posteriors kept across batches (``posteriors.py``; sized by
     PHASE_ONE_CACHE_PLAYERS in :meth:`from_settings`, off when built directly)."""
+    queues: dict[str, QueueConfig] = field(default_factory=dict)
+    """The matchmaking queues (``QUEUES``, checked by :func:`load_queues`)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
@@ -51,6 +54,7 @@ class PipelineContext:
             limits=Limits.from_settings(settings),
             ladder_order=LadderOrder.parse(settings.ladder_order),
             posteriors=PosteriorCache(settings.phase_one_cache_players),
+            queues=load_queues(settings, load_ladders(settings)),
         )
 
     async def partitions(self) -> int:
@@ -85,3 +89,21 @@ def load_ladders(settings: Settings) -> Ladders:
     except ValueError as exc:
         raise LaddersError(str(exc)) from None
     return parse_ladders(settings.ladders, engine_preset=settings.engine_preset, display_config=settings.display_config)
+
+
+def load_queues(settings: Settings, ladders: Ladders) -> dict[str, QueueConfig]:
+    """``QUEUES`` parsed and checked against the ladders: a queue of teams of several players needs
+    a ladder whose model rates teams in the stream (``rating_models.support``). Raises
+    :class:`SettingsError` naming the key (the worker exits 2 before connecting anything)."""
+    from stream.pipeline.rating_models import support
+
+    try:
+        queues = parse_queues(settings.queues)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    for name, queue in queues.items():
+        cfg = ladders.of(queue.ladder)
+        if queue.teams > 1 and queue.team_size > 1 and not support(cfg).teams:
+            raise SettingsError(f"QUEUES[{name!r}].team_size: teams of {queue.team_size} need a ladder whose model "
+                                f"rates teams; ladder {queue.ladder!r} is rated by {cfg.model!r}")
+    return queues

@@ -42,6 +42,18 @@ IN_BATCH_STORE = "in_batch_store"
 store is one pipeline, not a transaction): the first half of the rounds' queued marks and
 fan-outs stored, the next round's queued marks only (``phase_one.crash_in_batch_store``)."""
 BATCH_CRASH_POINTS = (IN_BATCH_STORE,)
+
+#: Crash points of a matchmaking tick (stream/pipeline/matchmaking.py), in the order a tick meets them.
+MM_AFTER_JOIN_BEFORE_ACK = "mm_after_join_before_ack"
+"""Joins and cancels applied in Redis, their events not sent, the tickets' input not acked."""
+MM_AFTER_FORM_BEFORE_COMMIT = "mm_after_form_before_commit"
+"""A tick read the pool and formed its matches; nothing of them is recorded."""
+MM_AFTER_COMMIT_BEFORE_SEND = "mm_after_commit_before_send"
+"""A tick's matches are committed (tickets out of the pool, players in match, records in the outbox), nothing sent."""
+MM_AFTER_SEND_BEFORE_MARK = "mm_after_send_before_mark"
+"""A tick's records are acknowledged by the broker, the outbox not cleared: they are sent again."""
+MM_CRASH_POINTS = (MM_AFTER_JOIN_BEFORE_ACK, MM_AFTER_FORM_BEFORE_COMMIT, MM_AFTER_COMMIT_BEFORE_SEND,
+                   MM_AFTER_SEND_BEFORE_MARK)
 CRASH_POINTS = (AFTER_REGISTER_BEFORE_FANOUT, AFTER_PRIORS_BEFORE_FANOUT_STORED, AFTER_FANOUT_STORED_BEFORE_SEND,
                 AFTER_FANOUT_SENT_BEFORE_ACK, PHASE_TWO_AFTER_REDIS_BEFORE_EMIT, PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
 
@@ -85,7 +97,7 @@ STALL_POINTS = (STALL_ROUNDS_PARTITION, STALL_ROUNDS_PARTITION_FOREVER)
 _RAISE_AT = {AFTER_PRIORS_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
 """Raise points placed where a crash point is (``crash_point`` checks both)."""
 
-ALL_POINTS = CRASH_POINTS + BATCH_CRASH_POINTS + (CORRECTION_MID_RERATE,) + DROP_POINTS + RAISE_POINTS + STALL_POINTS
+ALL_POINTS = CRASH_POINTS + BATCH_CRASH_POINTS + MM_CRASH_POINTS + (CORRECTION_MID_RERATE,) + DROP_POINTS + RAISE_POINTS + STALL_POINTS
 
 
 class InjectedFault(RuntimeError):

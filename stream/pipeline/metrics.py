@@ -36,3 +36,16 @@ STALLED_PARTITIONS = Gauge("ems_stalled_partitions", "Input partitions assigned 
                            "(watchdog.py), by topic", ["topic"])
 STALL_HEALS = Counter("ems_stall_heals_total", "Self-heals of a stalled partition by the watchdog (seek to the "
                       "committed offset and resume), by topic", ["topic"])
+
+WAIT_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+QUALITY_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+MM_TICKETS = Counter("ems_mm_tickets_total", "Matchmaking tickets by queue and outcome (joined, duplicate, rejected, "
+                     "cancelled, too_late, timed_out, matched, dead_lettered)", ["queue", "outcome"])
+MM_MATCHES = Counter("ems_mm_matches_total", "Matches formed (committed) per queue", ["queue"])
+MM_WAITING = Gauge("ems_mm_waiting_tickets", "Tickets waiting in the queue's pool at its last tick", ["queue"])
+MM_WAIT_SECONDS = Histogram("ems_mm_wait_seconds", "Wait of each matched ticket, per queue", ["queue"],
+                            buckets=WAIT_BUCKETS_S)
+MM_QUALITY = Histogram("ems_mm_match_quality", "Predicted quality of each formed match, per queue", ["queue"],
+                       buckets=QUALITY_BUCKETS)
+MM_TICK_SECONDS = Histogram("ems_mm_tick_seconds", "Time of one matchmaking tick (read, form, commit, send), per queue",
+                            ["queue"], buckets=LATENCY_BUCKETS_S)

@@ -69,8 +69,9 @@ SEND = "send"
 CONFIRM = "confirm_emitted"
 SWEEP = "sweep"
 CORRECTION = "correction"
+MATCHMAKING = "matchmaking"
 OTHER = "other"
-HANDLERS = (PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, CORRECTION, OTHER)
+HANDLERS = (PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, CORRECTION, MATCHMAKING, OTHER)
 
 
 class GaveUp(Exception):

@@ -26,6 +26,12 @@ DEFAULT_REPLICATION = 1
 METADATA_TIMEOUT_S = 15.0
 #: Seconds between two metadata polls.
 POLL_INTERVAL_S = 0.1
+MATCH_TICKETS = "match-tickets"
+MATCHES = "matches"
+TICKET_EVENTS = "ticket-events"
+MATCH_TICKETS_DLQ = "match-tickets-dlq"
+MATCHMAKING = (MATCH_TICKETS, MATCHES, TICKET_EVENTS, MATCH_TICKETS_DLQ)
+"""Matchmaking's topics (keys: the queue name), created and subscribed only when QUEUES names a queue."""
 
 
 @dataclass(frozen=True)
@@ -37,11 +43,14 @@ class Topics:
     rating_changes: faust.TopicT
     rounds_dlq: faust.TopicT
     corrections: faust.TopicT
+    match_tickets: faust.TopicT | None = None
+    """``match-tickets`` (None without QUEUES: no matchmaking)."""
 
 
 def partition_counts(settings: Settings) -> dict[str, int]:
-    """Full topic name → partitions: every topic gets PARTITIONS."""
-    return {settings.topic(name): settings.partitions for name in ALL}
+    """Full topic name → partitions: every topic gets PARTITIONS (matchmaking's with QUEUES only)."""
+    names = ALL + (MATCHMAKING if settings.queues.strip() else ())
+    return {settings.topic(name): settings.partitions for name in names}
 
 
 def declare(app: faust.App, settings: Settings) -> Topics:
@@ -49,7 +58,8 @@ def declare(app: faust.App, settings: Settings) -> Topics:
         return app.topic(settings.topic(name), key_type=bytes, value_type=bytes, key_serializer="raw",
                          value_serializer="raw", partitions=settings.partitions)
 
-    return Topics(topic(ROUNDS), topic(PLAYER_UPDATES), topic(RATING_CHANGES), topic(ROUNDS_DLQ), topic(CORRECTIONS))
+    return Topics(topic(ROUNDS), topic(PLAYER_UPDATES), topic(RATING_CHANGES), topic(ROUNDS_DLQ), topic(CORRECTIONS),
+                  topic(MATCH_TICKETS) if settings.queues.strip() else None)
 
 
 def ensure(settings: Settings) -> dict[str, int]:

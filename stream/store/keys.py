@@ -110,3 +110,70 @@ def rejected_corrections(ladder_name: str) -> str:
     """Hash: correction id → JSON ``{reason, message}`` of a correction the worker dead-lettered
     (what ``stream void/amend --wait`` reports; not consulted for idempotency)."""
     return f"{PREFIX}corrections-rejected:{{{ladder_name}}}"
+
+
+# ---- matchmaking: every key of one queue shares the slot of ``{q:QUEUE}`` ----------------------
+def _queue_tag(queue: str) -> str:
+    return f"{{q:{queue}}}"
+
+
+def mm_pool(queue: str) -> str:
+    """Hash: ticket id → JSON ``{players, created_at, joined_at, latencies}`` of every waiting ticket."""
+    return f"{PREFIX}mm:pool:{_queue_tag(queue)}"
+
+
+def mm_waiting(queue: str) -> str:
+    """Hash: player → the id of the live ticket he waits with (at most one per queue)."""
+    return f"{PREFIX}mm:waiting:{_queue_tag(queue)}"
+
+
+def mm_in_match(queue: str) -> str:
+    """Hash: player → the id of his match not rated yet (joins rejected ``in_match`` meanwhile)."""
+    return f"{PREFIX}mm:inmatch:{_queue_tag(queue)}"
+
+
+def mm_status(queue: str) -> str:
+    """Hash: ticket id → JSON of its last status (the idempotency ledger of joins and cancels)."""
+    return f"{PREFIX}mm:status:{_queue_tag(queue)}"
+
+
+def mm_finished(queue: str) -> str:
+    """Sorted set: tickets (and ``m:``match ids) done with, score = when; trimmed after a day."""
+    return f"{PREFIX}mm:finished:{_queue_tag(queue)}"
+
+
+def mm_matches(queue: str) -> str:
+    """Hash: match id → the Match JSON as emitted (with its predicted win probabilities)."""
+    return f"{PREFIX}mm:matches:{_queue_tag(queue)}"
+
+
+def mm_live(queue: str) -> str:
+    """Sorted set: matches whose players are in match (round not rated yet), score = formed_at."""
+    return f"{PREFIX}mm:live:{_queue_tag(queue)}"
+
+
+def mm_outcomes(queue: str) -> str:
+    """Hash: match id → ``rated|when`` or ``expired|when`` (its players released)."""
+    return f"{PREFIX}mm:outcomes:{_queue_tag(queue)}"
+
+
+def mm_outbox(queue: str) -> str:
+    """Hash: entry id (match id, ``t:``ticket id) → records to send, until the broker acknowledged them."""
+    return f"{PREFIX}mm:outbox:{_queue_tag(queue)}"
+
+
+def mm_recent(queue: str) -> str:
+    """List, newest first, bounded: ``formed_at quality max_wait`` of the queue's recent matches."""
+    return f"{PREFIX}mm:recent:{_queue_tag(queue)}"
+
+
+def mm_waits(queue: str) -> str:
+    """List, newest first, bounded: ``formed_at wait`` of the recently matched tickets."""
+    return f"{PREFIX}mm:waits:{_queue_tag(queue)}"
+
+
+def mm_keys(queue: str) -> list[str]:
+    """Every matchmaking key of ``queue``, in the order the mm_*.lua scripts take them."""
+    return [mm_pool(queue), mm_waiting(queue), mm_in_match(queue), mm_status(queue), mm_finished(queue),
+            mm_matches(queue), mm_live(queue), mm_outcomes(queue), mm_outbox(queue), mm_recent(queue),
+            mm_waits(queue)]

@@ -1,0 +1,248 @@
+"""Matchmaking in the worker, as plain handlers (no Faust; the agents in ``agents.py`` call them).
+
+* :func:`handle_tickets`: a batch of ``match-tickets`` messages (key = queue). Each is validated
+  (``contracts.tickets``; bad ones go to ``match-tickets-dlq`` with their reason), then each
+  queue's joins and cancels are applied in order in one round trip (``store.matchmaking``: a join
+  is idempotent on its ticket id, refused while a player of the party waits in the queue or is in
+  a match of it; a cancel is honoured while the ticket waits, else ``too_late``). It returns the
+  tickets' lifecycle events (``ticket-events``) and dead letters; the agent sends them, awaits
+  the broker's acknowledgement, then acks the input (a crash redelivers it: every step is
+  idempotent; a redelivered ticket re-emits the event of its stored status).
+* :func:`tick_queue`: one tick of one queue, run by the worker that owns the queue's partition of
+  ``match-tickets`` every ``tick_interval_s`` (sequential per queue, parallel across queues and
+  workers). It reads the pool (one round trip), first re-sends what an earlier tick recorded but
+  never saw acknowledged (the outbox) and releases the players of matches whose round is rated
+  (``round_id`` = ``match_id``) or held MATCH_HOLD_S, reads the players' ratings, forms matches
+  with ``matchmaking.form_matches`` (the ladder's model), then ONE script commits them (each
+  match only if all its tickets still wait) with the timeouts and puts their records (the Match
+  on ``matches``, the tickets' ``matched`` / ``timed_out`` events) in the outbox; the records are
+  sent until acknowledged, then the outbox forgets them. A kill -9 at any step loses no ticket
+  (the pool is in Redis until a commit takes it), books no player twice (the commit checks every
+  ticket atomically) and never emits two different matches for one ticket; a match may be
+  emitted twice with the same ``match_id`` and content (a crash after the send): consumers dedupe
+  by ``match_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import orjson
+
+from stream.contracts import DeadLetter
+from stream.contracts.round import BAD_PARTY, RoundRejected
+from stream.contracts.tickets import (CANCELLED, MATCHED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
+                                      TicketCancel, TicketEvent, TicketJoin, check_party, match_id, parse_ticket)
+from stream.matchmaking import QueueConfig, Ticket, form_matches, ticket_problem
+from stream.pipeline import faults, metrics
+from stream.pipeline.context import PipelineContext
+from stream.pipeline.messages import Incoming, value_limit
+from stream.pipeline.outbox import Outgoing, Send
+from stream.store.matchmaking import CommitMatch, CommitTimeout, MatchStore, Outcome
+
+log = logging.getLogger(__name__)
+
+ROUND_DONE = frozenset({"rated", "no_outcome", "failed", "voided"})
+"""Round statuses that end a match: its players may queue again."""
+MATCHES_KIND = "matches"
+EVENTS_KIND = "ticket-events"
+
+
+@dataclass(frozen=True)
+class MatchTopicNames:
+    """Full names of matchmaking's output topics."""
+
+    matches: str
+    ticket_events: str
+    dlq: str
+
+
+@dataclass
+class Matchmaker:
+    """Matchmaking's dependencies in one worker: the pipeline context (settings, store, ladders,
+    queues), its topics, the pool's store, a clock (tests set it), where each queue's next check of
+    its matches in play starts."""
+
+    ctx: PipelineContext
+    names: MatchTopicNames
+    store: MatchStore
+    clock: Callable[[], float] = time.time
+    live_from: dict[str, int] = field(default_factory=dict)
+    """Per queue, where the next tick's slice of the matches in play starts (``read_pool``)."""
+
+    @classmethod
+    def of(cls, ctx: PipelineContext, names: MatchTopicNames) -> "Matchmaker":
+        return cls(ctx, names, MatchStore(ctx.store))
+
+    def topic(self, kind: str) -> str:
+        return self.names.matches if kind == MATCHES_KIND else self.names.ticket_events
+
+
+# ---- tickets ----------------------------------------------------------------------------------
+def _dead_letter(mm: Matchmaker, event: Incoming, exc: RoundRejected, now: float) -> Outgoing:
+    origin = event.origin
+    letter = DeadLetter.from_rejection(exc, event.value, rejected_at=now, topic=origin.topic,
+                                       partition=origin.partition, offset=origin.offset)
+    value = letter.to_json(max_bytes=value_limit(mm.ctx.settings.max_message_bytes)).encode()
+    return Outgoing(mm.names.dlq, event.key, value)
+
+
+def dead_letter(mm: Matchmaker, event: Incoming, reason: str, message: str) -> Outgoing:
+    """A ``match-tickets`` message set aside (e.g. ``internal_error``: its handling kept raising)."""
+    metrics.MM_TICKETS.labels(_queue_label(event), "dead_lettered").inc()
+    return _dead_letter(mm, event, RoundRejected(reason, message), mm.clock())
+
+
+def _queue_label(event: Incoming) -> str:
+    return event.key.decode("utf-8", "replace") if event.key else ""
+
+
+def _validated(mm: Matchmaker, event: Incoming) -> TicketJoin | TicketCancel:
+    ticket = parse_ticket(event.value, limits=mm.ctx.limits)
+    queues = mm.ctx.queues
+    check_party(ticket, queues={name: q.team_size for name, q in queues.items()})
+    if isinstance(ticket, TicketJoin):
+        problem = ticket_problem(queues[ticket.queue], Ticket(ticket.ticket_id, ticket.players, 0.0, ticket.latencies))
+        if problem:
+            raise RoundRejected(BAD_PARTY, problem, "players")
+    return ticket
+
+
+def _event(queue: str, ticket_id: str, status: dict[str, object], *, answer: str | None = None) -> TicketEvent:
+    """A ticket's event from its stored status record (so a redelivered ticket re-emits the same
+    content); ``answer`` overrides the status (``too_late`` for a cancel that lost the race)."""
+    players = status.get("players")
+    match = status.get("match_id")
+    reason = status.get("reason")
+    return TicketEvent(ticket_id, queue, answer or str(status["status"]), float(status.get("wait", 0.0) or 0.0),  # type: ignore[arg-type]
+                       float(status["at"]), match if isinstance(match, str) else None,  # type: ignore[arg-type]
+                       reason if isinstance(reason, str) else None, list(players) if isinstance(players, list) else [])
+
+
+def _answer(queue: str, ticket: TicketJoin | TicketCancel, outcome: Outcome) -> TicketEvent:
+    if isinstance(ticket, TicketCancel) and outcome.outcome == TOO_LATE and outcome.status.get("status") != CANCELLED:
+        return _event(queue, ticket.ticket_id, outcome.status, answer=TOO_LATE)
+    return _event(queue, ticket.ticket_id, outcome.status)
+
+
+_OUTCOME_LABEL = {"new": "joined", "duplicate": "duplicate", "rejected": "rejected", "cancelled": "cancelled",
+                  TOO_LATE: TOO_LATE}
+
+
+async def handle_tickets(mm: Matchmaker, events: Sequence[Incoming]) -> list[Outgoing]:
+    """Apply a batch of ``match-tickets`` messages (module docstring); the records to send."""
+    now = mm.clock()
+    out: list[Outgoing] = []
+    per_queue: dict[str, list[TicketJoin | TicketCancel]] = {}
+    for event in events:
+        try:
+            ticket = _validated(mm, event)
+        except RoundRejected as exc:
+            metrics.MM_TICKETS.labels(_queue_label(event), "dead_lettered").inc()
+            out.append(_dead_letter(mm, event, exc, now))
+            continue
+        per_queue.setdefault(ticket.queue, []).append(ticket)
+    hold_s = mm.ctx.settings.match_hold_s
+    for queue, tickets in per_queue.items():
+        ops = [("join", (t.ticket_id, t.players, now if t.created_at is None else min(t.created_at, now), t.latencies))
+               if isinstance(t, TicketJoin) else ("cancel", t.ticket_id) for t in tickets]
+        outcomes = await mm.store.apply(queue, ops, now=now, hold_s=hold_s)
+        for ticket, outcome in zip(tickets, outcomes):
+            metrics.MM_TICKETS.labels(queue, _OUTCOME_LABEL.get(outcome.outcome, outcome.outcome)).inc()
+            out.append(Outgoing(mm.names.ticket_events, queue.encode(), _answer(queue, ticket, outcome).to_json().encode()))
+    return out
+
+
+# ---- ticks ------------------------------------------------------------------------------------
+def _records(items: Sequence[tuple[str, str]]) -> bytes:
+    """Outbox records: (kind, value JSON) pairs, kind ``matches`` or ``ticket-events``."""
+    return orjson.dumps([list(item) for item in items])
+
+
+def _outgoing(mm: Matchmaker, queue: str, raw: bytes) -> list[Outgoing]:
+    return [Outgoing(mm.topic(kind), queue.encode(), value.encode()) for kind, value in orjson.loads(raw)]
+
+
+@dataclass(frozen=True)
+class TickReport:
+    """What one tick did: matches committed, tickets timed out, matches released, records re-sent."""
+
+    matches: list[Match]
+    timed_out: list[str]
+    released: list[str]
+    resent: int
+
+
+async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickReport:
+    """One tick of ``queue`` (module docstring)."""
+    started = time.perf_counter()
+    store, settings, name = mm.store, mm.ctx.settings, queue.name
+    live_from = mm.live_from.get(name, 0)
+    view = await store.read_pool(name, live_from)
+    mm.live_from[name] = live_from + len(view.live) if live_from + len(view.live) < view.in_play else 0
+    if view.outbox:  # an earlier tick's records never acknowledged (a crash): the same bytes again
+        await send([o for raw in view.outbox.values() for o in _outgoing(mm, name, raw)], "matchmaking outbox")
+        await store.sent(name, list(view.outbox))
+    now = mm.clock()
+    statuses = await store.round_statuses(queue.ladder, view.live)
+    rated = [m for m, s in zip(view.live, statuses) if s in ROUND_DONE]
+    released, expired = await store.release(name, rated, now=now, hold_s=settings.match_hold_s)
+    tickets = [Ticket(t.ticket_id, t.players, t.since, t.latencies) for t in view.tickets]
+    players = [p for t in tickets for p in t.players]
+    mu, sigma = await store.ratings(queue.ladder, players)
+    ratings = {p: (float(m), float(s)) for p, m, s in zip(players, mu.tolist(), sigma.tolist()) if not math.isnan(m)}
+    result = form_matches(queue, tickets, ratings, now, mm.ctx.ladder(queue.ladder))
+    if result.matches or result.timed_out:  # the crash points of a tick that has something to commit
+        faults.crash_point(settings, faults.MM_AFTER_FORM_BEFORE_COMMIT)
+    by_id = {t.ticket_id: t for t in tickets}
+    formed: dict[str, Match] = {}
+    commits = []
+    for m in result.matches:
+        match = Match(match_id(name, m.tickets), name, queue.ladder, [list(team) for team in m.teams], list(m.tickets),
+                      float(m.quality), [float(p) for p in m.win_probability],
+                      {t: float(m.waits[t]) for t in m.tickets}, now)
+        events = [TicketEvent(t, name, MATCHED, match.waits[t], now, match.match_id, None, list(by_id[t].players))
+                  for t in m.tickets]
+        body = match.to_json()
+        records = _records([(MATCHES_KIND, body), *((EVENTS_KIND, e.to_json()) for e in events)])
+        formed[match.match_id] = match
+        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets,
+                                   [match.waits[t] for t in match.tickets], [p for team in match.teams for p in team]))
+    timeouts = []
+    for tid in result.timed_out:
+        wait = max(0.0, now - by_id[tid].created_at)
+        event = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None, list(by_id[tid].players))
+        timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, event.to_json())])))
+    committed = await store.commit(name, commits, timeouts, now=now) if commits or timeouts else None
+    matches = [formed[m] for m in committed.matches] if committed else []
+    timed_out = committed.timed_out if committed else []
+    if committed is not None and (committed.matches or committed.timed_out):
+        faults.crash_point(settings, faults.MM_AFTER_COMMIT_BEFORE_SEND)
+        by_entry = {c.match_id: c.records for c in commits} | {f"t:{t.ticket_id}": t.records for t in timeouts}
+        entries = [*committed.matches, *(f"t:{t}" for t in committed.timed_out)]
+        await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
+        faults.crash_point(settings, faults.MM_AFTER_SEND_BEFORE_MARK)
+        await store.sent(name, entries)
+    _count(name, matches, len(timed_out), len(view.tickets) - sum(len(m.tickets) for m in matches) - len(timed_out),
+           time.perf_counter() - started)
+    if len(committed.matches if committed else []) < len(commits):
+        log.info("queue %s: %d formed match(es) lost a race (a ticket left the pool) and were dropped", name,
+                 len(commits) - len(matches))
+    return TickReport(matches, timed_out, released + expired, len(view.outbox))
+
+
+def _count(queue: str, matches: Sequence[Match], timed_out: int, waiting: int, seconds: float) -> None:
+    metrics.MM_MATCHES.labels(queue).inc(len(matches))
+    metrics.MM_TICKETS.labels(queue, "matched").inc(sum(len(m.tickets) for m in matches))
+    metrics.MM_TICKETS.labels(queue, "timed_out").inc(timed_out)
+    metrics.MM_WAITING.labels(queue).set(waiting)
+    metrics.MM_TICK_SECONDS.labels(queue).observe(seconds)
+    wait_hist, quality_hist = metrics.MM_WAIT_SECONDS.labels(queue), metrics.MM_QUALITY.labels(queue)
+    for m in matches:
+        quality_hist.observe(m.quality)
+        for wait in m.waits.values():
+            wait_hist.observe(wait)

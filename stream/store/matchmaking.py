@@ -1,0 +1,279 @@
+"""The matchmaking pool in Redis: joins, cancels, a tick's atomic commit, the outbox of records to
+send, the release of players whose match was rated. Every byte of it (keys: ``keys.mm_*``, one hash
+slot per queue ``{q:Q}``; scripts ``mm_*.lua``).
+
+Guarantees, each one script: a join is idempotent on its ticket id and refused while a player of
+the party waits in the queue or is in a match of it not rated yet; a cancel is honoured while the
+ticket waits; a tick's matches are recorded only if every ticket of each still waits (so no ticket
+is matched twice and no player booked twice, whatever ticks overlap or replay after a crash); the
+records a commit produced stay in the outbox until :meth:`MatchStore.sent` (at-least-once sending).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from stream.store import keys
+from stream.store.client import as_text
+from stream.store.store import Store
+
+STATUS_TTL_S = 86_400.0
+"""Statuses of finished tickets and records of released matches are kept this long (a redelivered
+join or cancel within it is still recognised; ``stream queue status`` answers for it)."""
+RECENT_MATCHES = 1_000
+"""Recent matches kept per queue (``formed_at quality max_wait``: the read API's quality figures)."""
+RECENT_WAITS = 10_000
+"""Recent matched tickets' waits kept per queue (the read API's wait percentiles)."""
+LIVE_CHECKED = 500
+"""Matches in play whose round status one tick checks: a slice of the live set, the next slice at
+the next tick (:meth:`MatchStore.read_pool`'s ``live_from``), so a tick's cost does not grow with the
+matches in play; a rated match's players are released within (in play / LIVE_CHECKED) ticks."""
+
+
+@dataclass(frozen=True)
+class PoolTicket:
+    """A waiting ticket as stored: its party, since when it waits, region latencies."""
+
+    ticket_id: str
+    players: tuple[str, ...]
+    since: float
+    latencies: dict[str, float] | None
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """What a tick reads in one round trip: the waiting tickets, a slice of the matches in play
+    (at most LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and the
+    outbox's records not yet acknowledged (entry → bytes)."""
+
+    tickets: list[PoolTicket]
+    live: list[str]
+    outbox: dict[str, bytes]
+    in_play: int = 0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a join or a cancel did: ``new`` / ``duplicate`` / ``rejected`` (a join), ``cancelled`` /
+    ``too_late`` (a cancel); ``status`` the ticket's stored status record; ``reason`` and ``player``
+    why a join was rejected."""
+
+    outcome: str
+    status: dict[str, Any]
+    reason: str | None = None
+    player: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitMatch:
+    """One match of a tick to commit: its id, body (the Match JSON), records to send, tickets with
+    their waits, players, quality, when formed."""
+
+    match_id: str
+    formed_at: float
+    body: str
+    records: bytes
+    quality: float
+    tickets: Sequence[str]
+    waits: Sequence[float]
+    players: Sequence[str]
+
+
+@dataclass(frozen=True)
+class CommitTimeout:
+    """A ticket that waited too long: its wait and the records to send (its timed_out event)."""
+
+    ticket_id: str
+    wait: float
+    records: bytes
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What a commit recorded: the matches (others lost a race and were dropped), the timeouts."""
+
+    matches: list[str]
+    timed_out: list[str]
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A queue's state for the read API: tickets waiting, players waiting, matches in match, records
+    unsent, recent matches ``(formed_at, quality, max_wait)`` and waits ``(formed_at, wait)``, newest first."""
+
+    tickets_waiting: int
+    players_waiting: int
+    in_match: int
+    unsent: int
+    recent: list[tuple[float, float, float]]
+    waits: list[tuple[float, float]]
+
+    def summary(self, queue: str) -> dict[str, Any]:
+        """The read API's document of the queue: waiting, wait p50/p90/p99 and quality (mean, p10,
+        p50) of the recent matches, and their time series (newest first) for the dashboard."""
+        waits = np.array([w for _, w in self.waits], dtype=float)
+        quality = np.array([q for _, q, _ in self.recent], dtype=float)
+
+        def pct(values: np.ndarray, q: float) -> float | None:
+            return None if values.size == 0 else float(np.percentile(values, q))
+
+        return {
+            "queue": queue, "tickets_waiting": self.tickets_waiting, "players_waiting": self.players_waiting,
+            "matches_in_play": self.in_match, "records_unsent": self.unsent,
+            "wait_s": {"p50": pct(waits, 50), "p90": pct(waits, 90), "p99": pct(waits, 99), "tickets": int(waits.size)},
+            "quality": {"mean": None if quality.size == 0 else float(quality.mean()), "p10": pct(quality, 10),
+                        "p50": pct(quality, 50), "matches": int(quality.size)},
+            "recent_matches": [{"formed_at": f, "quality": q, "max_wait_s": w} for f, q, w in self.recent],
+        }
+
+
+def _text(raw: Any) -> str:
+    return as_text(raw)
+
+
+class MatchStore:
+    """Matchmaking's Redis access, over the service's :class:`Store` (its connection and scripts)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def join(self, queue: str, tickets: Sequence[tuple[str, Sequence[str], float, dict[str, float] | None]], *,
+                   now: float, hold_s: float) -> list[Outcome]:
+        """Join tickets ``(ticket_id, players, since, latencies)`` to ``queue``'s pool (:meth:`apply`)."""
+        return await self.apply(queue, [("join", t) for t in tickets], now=now, hold_s=hold_s)
+
+    async def cancel(self, queue: str, ticket_ids: Sequence[str], *, now: float) -> list[Outcome]:
+        """Cancel tickets of ``queue`` (:meth:`apply`)."""
+        return await self.apply(queue, [("cancel", t) for t in ticket_ids], now=now, hold_s=0.0)
+
+    async def apply(self, queue: str, ops: Sequence[tuple[str, Any]], *, now: float, hold_s: float) -> list[Outcome]:
+        """Joins (``("join", (ticket_id, players, since, latencies))``) and cancels (``("cancel",
+        ticket_id)``) of ``queue`` in the order given, one round trip."""
+        qkeys = keys.mm_keys(queue)
+
+        def build(pipe: Any) -> None:
+            for kind, arg in ops:
+                if kind == "join":
+                    tid, players, since, latencies = arg
+                    record = orjson.dumps({"players": list(players), "since": since, "latencies": latencies})
+                    self.store._eval(pipe, "mm_join", qkeys, [tid, repr(now), repr(hold_s), record, *players])
+                else:
+                    self.store._eval(pipe, "mm_cancel", qkeys, [arg, repr(now)])
+
+        out = []
+        for reply in await self.store._run(build) if ops else []:
+            kind = _text(reply[0])
+            if kind == "rejected":
+                out.append(Outcome(kind, orjson.loads(reply[3]), _text(reply[1]), _text(reply[2])))
+            else:
+                out.append(Outcome(kind, orjson.loads(reply[1])))
+        return out
+
+    async def read_pool(self, queue: str, live_from: int = 0) -> PoolView:
+        """The waiting tickets (ordered by ticket id: a tick's input does not depend on hash order),
+        LIVE_CHECKED matches in play from rank ``live_from``, the unsent outbox: one round trip."""
+        def build(pipe: Any) -> None:
+            pipe.execute_command("HGETALL", keys.mm_pool(queue))
+            pipe.execute_command("ZRANGE", keys.mm_live(queue), live_from, live_from + LIVE_CHECKED - 1)
+            pipe.execute_command("ZCARD", keys.mm_live(queue))
+            pipe.execute_command("HGETALL", keys.mm_outbox(queue))
+
+        pool, live, in_play, outbox = await self.store._run(build)
+        tickets = []
+        for tid, raw in sorted(_pairs(pool)):
+            rec = orjson.loads(raw)
+            tickets.append(PoolTicket(tid, tuple(rec["players"]), float(rec["since"]), rec.get("latencies")))
+        return PoolView(tickets, [_text(m) for m in live],
+                        {tid: raw if isinstance(raw, bytes) else raw.encode() for tid, raw in _pairs(outbox, raw=True)},
+                        int(in_play))
+
+    async def ratings(self, ladder: str, players: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(mu, sigma) of each player on ``ladder``, NaN for a player without a rating (one round trip)."""
+        if not players:
+            return np.empty(0), np.empty(0)
+        columns = await self.store._read_players(keys.players(ladder, players), ("#mu", "#sigma"))
+        return np.asarray(columns["mu"], dtype=float), np.asarray(columns["sigma"], dtype=float)
+
+    async def commit(self, queue: str, matches: Sequence[CommitMatch], timeouts: Sequence[CommitTimeout], *,
+                     now: float) -> Committed:
+        """A tick's matches and timeouts, atomically (mm_commit.lua; module docstring)."""
+        args: list[Any] = [repr(now), len(matches), len(timeouts), repr(now - STATUS_TTL_S), RECENT_MATCHES,
+                           RECENT_WAITS]
+        for m in matches:
+            args += [m.match_id, repr(m.formed_at), m.body, m.records, repr(float(m.quality)), len(m.tickets),
+                     *m.tickets, *(repr(float(w)) for w in m.waits), len(m.players), *m.players]
+        for t in timeouts:
+            args += [t.ticket_id, repr(float(t.wait)), t.records]
+        (reply,) = await self.store._run(lambda pipe: self.store._eval(pipe, "mm_commit", keys.mm_keys(queue), args))
+        return Committed([_text(m) for m in reply[0]], [_text(t) for t in reply[1]])
+
+    async def sent(self, queue: str, entries: Sequence[str]) -> None:
+        """The outbox entries whose records the broker acknowledged: forget them."""
+        if entries:
+            await self.store._run(lambda pipe: pipe.execute_command("HDEL", keys.mm_outbox(queue), *entries))
+
+    async def release(self, queue: str, rated: Sequence[str], *, now: float, hold_s: float) -> tuple[list[str], list[str]]:
+        """Release the players of the matches whose round is rated, and of expired ones (mm_release.lua)."""
+        (reply,) = await self.store._run(lambda pipe: self.store._eval(
+            pipe, "mm_release", keys.mm_keys(queue), [repr(now), repr(hold_s), *rated]))
+        return [_text(m) for m in reply[0]], [_text(m) for m in reply[1]]
+
+    async def round_statuses(self, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
+        """The rating status of rounds (a match's round has round_id = match_id)."""
+        return await self.store.round_statuses(ladder, round_ids) if round_ids else []
+
+
+def _pairs(reply: Any, raw: bool = False) -> list[tuple[str, Any]]:
+    """An HGETALL reply (a dict, or a flat list with a lean pipeline) as (field, value) pairs."""
+    if isinstance(reply, dict):
+        items = list(reply.items())
+    else:
+        items = list(zip(reply[::2], reply[1::2]))
+    return [(_text(k), v if raw else _text(v)) for k, v in items]
+
+
+# ---- reads (the read API and the CLI; a plain redis.asyncio client) -----------------------------
+async def queue_state(client: Any, queue: str) -> QueueState:
+    """A queue's state (one round trip)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hlen(keys.mm_pool(queue))
+    pipe.hlen(keys.mm_waiting(queue))
+    pipe.zcard(keys.mm_live(queue))
+    pipe.hlen(keys.mm_outbox(queue))
+    pipe.lrange(keys.mm_recent(queue), 0, RECENT_MATCHES - 1)
+    pipe.lrange(keys.mm_waits(queue), 0, RECENT_WAITS - 1)
+    tickets, players, live, unsent, recent, waits = await pipe.execute()
+    rows = [tuple(float(x) for x in _text(r).split()) for r in recent]
+    wrows = [tuple(float(x) for x in _text(w).split()) for w in waits]
+    return QueueState(int(tickets), int(players), int(live), int(unsent), rows, wrows)  # type: ignore[arg-type]
+
+
+async def ticket_status(client: Any, queue: str, ticket_id: str) -> dict[str, Any] | None:
+    """A ticket's stored status (None: unknown, or forgotten STATUS_TTL_S after it finished); a
+    waiting ticket carries its party and since when it waits."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hget(keys.mm_status(queue), ticket_id)
+    pipe.hget(keys.mm_pool(queue), ticket_id)
+    status, waiting = await pipe.execute()
+    if status is None:
+        return None
+    out: dict[str, Any] = json.loads(status)
+    if waiting is not None:
+        out["since"] = json.loads(waiting)["since"]
+    return out
+
+
+async def match_record(client: Any, queue: str, match_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A match as emitted (with its predicted win probabilities) and its outcome (``rated|when``,
+    ``expired|when``, or None while its players are in match)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hget(keys.mm_matches(queue), match_id)
+    pipe.hget(keys.mm_outcomes(queue), match_id)
+    body, outcome = await pipe.execute()
+    return (None if body is None else json.loads(body)), (None if outcome is None else _text(outcome))

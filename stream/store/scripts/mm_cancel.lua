@@ -1,0 +1,31 @@
+-- mm_cancel: cancel one ticket; honoured while the ticket waits in the pool (no tick took it).
+-- One slot: every key of queue {q:Q}.
+-- KEYS: keys.mm_keys(Q) (see mm_join.lua)
+-- ARGV: ticket_id, now
+-- Returns {'cancelled', status JSON} (the ticket left the pool; a ticket never seen is recorded
+-- cancelled, so its join arriving later is a no-op) or {'too_late', the stored status JSON}
+-- (matched, timed out, rejected, or already cancelled: nothing done).
+local pool, waiting, status, finished = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
+local tid, now = ARGV[1], tonumber(ARGV[2])
+local rec = redis.call('HGET', pool, tid)
+if rec then
+  local r = cjson.decode(rec)
+  redis.call('HDEL', pool, tid)
+  for _, p in ipairs(r.players) do
+    if redis.call('HGET', waiting, p) == tid then
+      redis.call('HDEL', waiting, p)
+    end
+  end
+  local st = cjson.encode({status = 'cancelled', at = now, wait = math.max(0, now - r.since), players = r.players})
+  redis.call('HSET', status, tid, st)
+  redis.call('ZADD', finished, now, tid)
+  return {'cancelled', st}
+end
+local stored = redis.call('HGET', status, tid)
+if not stored then
+  local st = cjson.encode({status = 'cancelled', reason = 'before_join', at = now, wait = 0})
+  redis.call('HSET', status, tid, st)
+  redis.call('ZADD', finished, now, tid)
+  return {'cancelled', st}
+end
+return {'too_late', stored}

@@ -1,0 +1,90 @@
+-- mm_commit: a tick's claim and commit, atomic: each formed match is recorded only if every one of
+-- its tickets still waits in the pool (a cancel or another tick may have taken one since the pool
+-- was read; then the match is dropped and its other tickets wait for the next tick) and its id is
+-- new; its tickets leave the pool, its players are in match, and its records to send go to the
+-- outbox (sent, then removed by the caller: a crash in between re-sends them, same match id).
+-- Tickets past the queue's maximum wait leave the pool as timed out (their event to the outbox).
+-- One slot: every key of queue {q:Q}.
+-- KEYS: keys.mm_keys(Q) (see mm_join.lua)
+-- ARGV: now, n matches, n timeouts, trim_before (finished tickets and released matches older than
+--       this are forgotten), recent_max, waits_max,
+--       per match: match_id, formed_at, match JSON, outbox records, quality, k, k ticket ids, k waits,
+--                  m, m players;
+--       per timeout: ticket_id, wait, outbox records
+-- Returns {committed match ids, timed out ticket ids}.
+local pool, waiting, inmatch, status, finished, matches, live, outcomes, outbox, recent, waits =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local now, n_matches, n_timeouts = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local trim_before, recent_max, waits_max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local at = 7
+local committed, timed_out = {}, {}
+for _ = 1, n_matches do
+  local mid, formed, body, records, quality = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+  local k = tonumber(ARGV[at + 5])
+  local t0, w0 = at + 6, at + 6 + k
+  local m = tonumber(ARGV[w0 + k])
+  local p0 = w0 + k + 1
+  at = p0 + m
+  local ok = redis.call('HEXISTS', matches, mid) == 0
+  if ok then
+    for i = t0, t0 + k - 1 do
+      if redis.call('HEXISTS', pool, ARGV[i]) == 0 then
+        ok = false
+        break
+      end
+    end
+  end
+  if ok then
+    local max_wait = 0
+    for i = 0, k - 1 do
+      local tid, wait = ARGV[t0 + i], tonumber(ARGV[w0 + i])
+      redis.call('HDEL', pool, tid)
+      redis.call('HSET', status, tid, cjson.encode({status = 'matched', match_id = mid, wait = wait, at = now}))
+      redis.call('ZADD', finished, now, tid)
+      redis.call('LPUSH', waits, formed .. ' ' .. ARGV[w0 + i])
+      if wait > max_wait then max_wait = wait end
+    end
+    for i = p0, p0 + m - 1 do
+      redis.call('HDEL', waiting, ARGV[i])
+      redis.call('HSET', inmatch, ARGV[i], mid)
+    end
+    redis.call('HSET', matches, mid, body)
+    redis.call('ZADD', live, formed, mid)
+    redis.call('HSET', outbox, mid, records)
+    redis.call('LPUSH', recent, formed .. ' ' .. quality .. ' ' .. max_wait)
+    committed[#committed + 1] = mid
+  end
+end
+for _ = 1, n_timeouts do
+  local tid, wait, records = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+  at = at + 3
+  local rec = redis.call('HGET', pool, tid)
+  if rec then
+    local r = cjson.decode(rec)
+    redis.call('HDEL', pool, tid)
+    for _, p in ipairs(r.players) do
+      if redis.call('HGET', waiting, p) == tid then
+        redis.call('HDEL', waiting, p)
+      end
+    end
+    redis.call('HSET', status, tid, cjson.encode({status = 'timed_out', wait = tonumber(wait), at = now}))
+    redis.call('ZADD', finished, now, tid)
+    redis.call('HSET', outbox, 't:' .. tid, records)
+    timed_out[#timed_out + 1] = tid
+  end
+end
+redis.call('LTRIM', recent, 0, recent_max - 1)
+redis.call('LTRIM', waits, 0, waits_max - 1)
+local old = redis.call('ZRANGEBYSCORE', finished, '-inf', trim_before, 'LIMIT', 0, 1000)
+for _, id in ipairs(old) do
+  if string.sub(id, 1, 2) == 'm:' then
+    redis.call('HDEL', matches, string.sub(id, 3))
+    redis.call('HDEL', outcomes, string.sub(id, 3))
+  else
+    redis.call('HDEL', status, id)
+  end
+end
+if #old > 0 then
+  redis.call('ZREM', finished, unpack(old))
+end
+return {committed, timed_out}
