@@ -28,13 +28,17 @@ from stream.cli.publish import EXIT_UNREACHABLE, kafka_client_config
 from stream.cli.store_command import EXIT_NOT_FOUND, run_on_redis
 from stream.contracts import Limits, RoundRejected
 from stream.contracts.tickets import FINAL_STATUSES, TicketCancel, TicketJoin, check_party, parse_ticket
+from stream.pipeline.topics import MATCH_TICKETS, MATCHES, TICKET_EVENTS
 from stream.settings import Settings
 from stream.store.matchmaking import queue_state, ticket_status
 
-queue_app = typer.Typer(help="Matchmaking: join and cancel tickets, a queue's state, its matches as they form.",
-                        no_args_is_help=True)
+queue_app = typer.Typer(no_args_is_help=True)
 
-MATCH_TICKETS, MATCHES, TICKET_EVENTS = "match-tickets", "matches", "ticket-events"
+
+@queue_app.callback()
+def _queue() -> None:
+    """Matchmaking: join and cancel tickets, a queue's state, its matches as they form."""
+
 EXIT_REJECTED = 1
 POLL_MS = 500
 FLUSH_TIMEOUT_S = 30.0
