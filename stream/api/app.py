@@ -33,6 +33,7 @@ from stream.api import inputs
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
+from stream.api import whatif as whatif_api
 from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
@@ -479,6 +480,16 @@ async def rejected(request: web.Request) -> web.Response:
                               "rejections": [x.to_dict() for x in found]})
 
 
+async def what_if(request: web.Request) -> web.Response:
+    """A round's rating changes from the live state, as the stream would rate it; writes nothing
+    (:mod:`stream.api.whatif`)."""
+    ladder = await _ladder(request)
+    cfg = request.app[LADDERS_KEY].of(ladder)
+    answer = await whatif_api.what_if(request, whatif_api.store_of(request.app, _redis(request), request.app[SETTINGS_KEY]), cfg,
+                                      ladder, whatif_api.limits_of(request.app[SETTINGS_KEY]), cfg.display.interval_z)
+    return _json_body(orjson.dumps(answer))
+
+
 # ---- the app ----------------------------------------------------------------------------
 def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None) -> web.Application:
     """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
@@ -516,6 +527,8 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
+    whatif_api.setup(app)
+    app.router.add_post("/api/ladders/{ladder}/what-if", what_if)
     return app
 
 

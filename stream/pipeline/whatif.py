@@ -1,0 +1,239 @@
+"""What-if: what a round would do to its players' ratings, from the live state, writing nothing.
+
+A contest's live scoreboard (partial or hypothetical) is rated exactly as the stream would rate
+it as the ladder's next round: the same parse and support check as phase one
+(``contracts.parse_round``, ``rating_models.support``), the players' stored packed states read in
+one round trip (``Store.load_states``, phase two's read: newcomers get the ladder model's prior),
+then phase one's engine call (:func:`stream.pipeline.teams.round_performances` for Elo-MMR
+ladders, teams and partial play included: the call of phase one's one-round path, equal to its
+batch path's ``rate_ladder_rounds``; :func:`stream.pipeline.rating_models.rate_rounds` for
+rating-only models) and phase two's update (``engine.phase_two`` with the row weight ``round
+weight x share played``, or ``rating_models.apply``), and the display rules phase two applies
+(``engine.display.display_rating`` and ``next_tier`` from the stored tier). The floats are the
+ones the stream then writes for the same round if nobody's state moves in between (the
+pipeline's fan-out carries each float as its ``repr`` text, which reads back to the same float).
+
+Tier targets (:func:`tier_targets`): the rank a named player needs to reach the next tier, and to
+keep his current one. Elo-MMR's rating is monotone in rank (paper, Theorem 5.5) and its sigma
+after a round does not depend on the outcome (Eq. 8), so the tier after the round is monotone in
+rank too and a binary search over the positions the player could take (ahead of, tied with or
+behind each rank group of the others) finds the worst rank that still reaches a tier: about
+2 log2(N) evaluations of that player's phase-one performance (``engine.performance.performance_of``,
+his tie group's equation alone) and of his phase two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stream import engine
+from stream.contracts import RoundResult
+from stream.contracts.round import Standing, check_supported
+from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
+from stream.engine.ladders import LadderConfig
+from stream.engine.state import PlayerBatch, unpack_batch
+from stream.pipeline import rating_models
+from stream.engine.performance import performance_of
+from stream.pipeline.teams import fanout_columns, is_team_round, round_performances
+from stream.store.store import Store, StoredStates
+
+MAX_EXPLAINED = 5
+"""Most players a what-if request may ask tier targets for (each costs ~2 log2(N) phase-one solves)."""
+
+
+@dataclass(frozen=True)
+class WhatIfRows:
+    """Every player of the round (standings order) before and after it, as columns."""
+
+    players: list[str]
+    ranks: np.ndarray
+    teams: list[str | None] | None
+    shares: list[float] | None
+    known: np.ndarray
+    """False for a newcomer (no stored state: rated from the model's prior)."""
+    rounds_before: np.ndarray
+    performance: np.ndarray | None
+    """None for a rating-only model without a performance (its RatingChange says null)."""
+    mu_before: np.ndarray
+    sigma_before: np.ndarray
+    mu_after: np.ndarray
+    sigma_after: np.ndarray
+    display_before: np.ndarray
+    display_after: np.ndarray
+    tier_before: list[str]
+    tier_after: list[str]
+
+
+@dataclass(frozen=True)
+class TierTarget:
+    """A named player's ranks to reach the next tier and to keep the current one (None: no rank
+    of this round reaches it; ``next_tier`` None: he is in the top tier)."""
+
+    player: str
+    tier: str
+    next_tier: str | None
+    rank_for_next: int | None
+    tied_for_next: bool
+    rank_to_keep: int | None
+    tied_to_keep: bool
+    available: bool = True
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class _Prior:
+    """The round's players' stored states (aligned with the standings) and tiers."""
+
+    stored: StoredStates
+
+    @property
+    def states(self) -> list[bytes | None]:
+        return self.stored.states
+
+
+def check_round(round_: RoundResult, cfg: LadderConfig) -> None:
+    """Phase one's support check (``check_supported``): RoundRejected as the stream would dead-letter it."""
+    check_supported(round_, rating_models.support(cfg), "the stream")
+
+
+async def load(store: Store, ladder: str, players: Sequence[str]) -> StoredStates:
+    """The players' packed states and tiers (one round trip; what phase two reads)."""
+    return await store.load_states([(ladder, p) for p in players])
+
+
+def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates) -> WhatIfRows:
+    """Rate ``round_`` from the players' ``stored`` states as phase one then phase two would
+    (module docstring). ``stored`` is aligned with ``round_.players()``."""
+    n = round_.field_size
+    members = [np.arange(n, dtype=np.int64)]
+    known = np.fromiter((s is not None for s in stored.states), dtype=bool, count=n)
+    before = unpack_batch(stored.states, cfg.newcomer)
+    performance: np.ndarray | None
+    if cfg.rating_model is not None:
+        modelled = rating_models.rate_rounds(cfg, stored.states, members, [round_])
+        mu_after, sigma_after = modelled.mu, modelled.sigma
+        performance = modelled.performance if cfg.rating_model.performs else None
+    else:
+        params = cfg.elo_mmr
+        days = engine.elapsed_days(before.last_time, round_.occurred_at)
+        performance = round_performances(before.mu, before.sigma, days, round_, params)  # phase one's call
+        after = engine.phase_two(before, performance, params, weight=row_weights(round_),
+                                 time=np.full(n, round_.occurred_at))  # phase two's update
+        mu_after, sigma_after = after.mu, after.sigma
+    display = cfg.display
+    current = tier_indices(stored.tiers, display)
+    new_tiers = next_tier(current, mu_after, sigma_after, display)
+    teams, shares = fanout_columns(round_)
+    return WhatIfRows(
+        players=round_.players(), ranks=round_.ranks(), teams=teams, shares=shares, known=known,
+        rounds_before=before.rounds.copy(), performance=performance, mu_before=before.mu.copy(),
+        sigma_before=before.sigma.copy(), mu_after=np.asarray(mu_after, dtype=float),
+        sigma_after=np.asarray(sigma_after, dtype=float),
+        display_before=np.where(known, display_rating(before.mu, before.sigma, display), np.nan),
+        display_after=display_rating(mu_after, sigma_after, display),
+        tier_before=tier_names(current, display), tier_after=tier_names(new_tiers, display))
+
+
+def row_weights(round_: RoundResult) -> np.ndarray:
+    """Each row's update weight as phase two computes it: the round's weight times the player's
+    share of the match played (the share as the fan-out carries it; 1 for a plain round)."""
+    n = round_.field_size
+    weight = np.repeat(np.array([round_.weight], dtype=np.float64), n)
+    _, shares = fanout_columns(round_)
+    if shares is None:
+        return weight
+    return weight * np.fromiter((1.0 if w is None else w for w in shares), dtype=np.float64, count=n)
+
+
+def tier_targets(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, players: Sequence[str]) -> list[TierTarget]:
+    """For each of ``players`` (in the round), the worst rank that still reaches the next tier
+    and the worst that keeps the current one (module docstring). Elo-MMR ladders and rounds of
+    individuals only (a team's rank moves several players; other models are not proven monotone)."""
+    display = cfg.display
+    names = display.tier_names
+    index = {p: i for i, p in enumerate(round_.players())}
+    current = tier_indices(stored.tiers, display)
+    out: list[TierTarget] = []
+    why = None
+    if cfg.rating_model is not None:
+        why = f"tier targets need an Elo-MMR ladder (this one is rated by {cfg.model!r})"
+    elif is_team_round(round_):
+        why = "tier targets are for rounds of individuals at full time"
+    for player in players:
+        i = index[player]
+        tier = int(current[i])
+        label = names[tier] if tier != UNPLACED else ""
+        upward = tier + 1 if tier + 1 < len(names) else None
+        if tier == UNPLACED:
+            upward = 1 if len(names) > 1 else None
+        if why is not None:
+            out.append(TierTarget(player, label, None if upward is None else names[upward], None, False, None, False,
+                                  available=False, reason=why))
+            continue
+        search = _RankSearch(cfg, round_, stored, i, tier)
+        for_next = search.worst_reaching(upward) if upward is not None else None
+        keep = search.worst_reaching(tier) if tier != UNPLACED else None
+        out.append(TierTarget(player, label, None if upward is None else names[upward],
+                              None if for_next is None else for_next[0], bool(for_next and for_next[1]),
+                              None if keep is None else keep[0], bool(keep and keep[1])))
+    return out
+
+
+class _RankSearch:
+    """The tier player ``i`` would have after the round at each position he could take: ahead of,
+    tied with or behind each rank group of the others (the others' order unchanged)."""
+
+    def __init__(self, cfg: LadderConfig, round_: RoundResult, stored: StoredStates, i: int, tier: int) -> None:
+        self.cfg, self.round_, self.i, self.tier = cfg, round_, i, tier
+        params = cfg.elo_mmr
+        self.prior = unpack_batch(stored.states, params)
+        self.own: PlayerBatch = self.prior.take(np.array([i]))
+        others = np.delete(round_.ranks(), i)
+        doubled = 2 * others
+        # P at 2r-1 finishes just ahead of rank group r, at 2r ties it, past the last behind everyone
+        self.candidates = np.unique(np.concatenate([doubled - 1, doubled, [2 * int(others.max()) + 1]]))
+        self.doubled_others = doubled
+        self.standings = [Standing(s.player, 2 * s.rank) for s in round_.standings]
+        self.cache: dict[int, int] = {}
+        self.days = engine.elapsed_days(self.prior.last_time, round_.occurred_at)
+
+    def place(self, k: int) -> tuple[int, bool]:
+        """(displayed rank, tied) of candidate k."""
+        c = int(self.candidates[k])
+        return 1 + int(np.count_nonzero(self.doubled_others < c)), bool(np.any(self.doubled_others == c))
+
+    def tier_at(self, k: int) -> int:
+        if k in self.cache:
+            return self.cache[k]
+        standings = list(self.standings)
+        standings[self.i] = Standing(standings[self.i].player, int(self.candidates[k]))
+        moved = dataclasses.replace(self.round_, standings=standings)
+        params = self.cfg.elo_mmr
+        try:  # phase one's performance for the round as it would be, then this player's phase two
+            perf = performance_of(self.prior.mu, self.prior.sigma, self.days, moved.ranks(), self.i, params,
+                                  weight=moved.weight, perf_ceiling=moved.perf_ceiling)
+        except engine.OutcomeFree:
+            self.cache[k] = self.tier  # nobody rated: the tier stays
+            return self.tier
+        after = engine.phase_two(self.own, np.array([perf]), params, weight=self.round_.weight,
+                                 time=moved.occurred_at)
+        tier = int(next_tier(np.array([self.tier]), after.mu, after.sigma, self.cfg.display)[0])
+        self.cache[k] = tier
+        return tier
+
+    def worst_reaching(self, target: int) -> tuple[int, bool] | None:
+        """The worst position whose tier is at least ``target`` (monotone: binary search)."""
+        lo, hi = 0, len(self.candidates) - 1
+        if self.tier_at(lo) < target:
+            return None
+        while lo < hi:  # invariant: tier_at(lo) >= target
+            mid = (lo + hi + 1) // 2
+            if self.tier_at(mid) >= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return self.place(lo)
