@@ -486,7 +486,7 @@ async def what_if(request: web.Request) -> web.Response:
     ladder = await _ladder(request)
     cfg = request.app[LADDERS_KEY].of(ladder)
     answer = await whatif_api.what_if(request, whatif_api.store_of(request.app, _redis(request), request.app[SETTINGS_KEY]), cfg,
-                                      ladder, whatif_api.limits_of(request.app[SETTINGS_KEY]), cfg.display.interval_z)
+                                      ladder, whatif_api.limits_of(request.app[SETTINGS_KEY]))
     return _json_body(orjson.dumps(answer))
 
 

@@ -28,6 +28,7 @@ from stream.cli import backfill as backfill_cmd
 from stream.cli import snapshot as snapshot_cmd
 from stream.cli import erase as erase_cmd
 from stream.cli import correct as correct_cmd
+from stream.cli import whatif as whatif_cmd
 
 def _hide_flag_types() -> None:
     """``--help`` without ``<bool>`` after each flag: typer (0.2x) shows every option's type, and a
@@ -96,6 +97,7 @@ backfill_cmd.register(app)
 snapshot_cmd.register(app)
 erase_cmd.register(app)
 correct_cmd.register(app)
+whatif_cmd.register(app)
 
 
 def main() -> None:

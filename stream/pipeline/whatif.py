@@ -25,14 +25,17 @@ his tie group's equation alone) and of his phase two.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import orjson
 
 from stream import engine
 from stream.contracts import RoundResult
-from stream.contracts.round import Standing, check_supported
+from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, Standing, check_supported, parse_round
 from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.state import PlayerBatch, unpack_batch
@@ -40,6 +43,19 @@ from stream.pipeline import rating_models
 from stream.engine.performance import performance_of
 from stream.pipeline.teams import fanout_columns, is_team_round, round_performances
 from stream.store.store import Store, StoredStates
+
+ROUND_ID = "what-if"
+"""The round id a body without one is read with (nothing is registered under it)."""
+
+
+class WhatIfRefused(ValueError):
+    """A what-if request that is not a round the stream would rate: ``code`` is the input
+    contract's reason (``no_outcome``, ``duplicate_player``, ...) or the request's own."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.message = message
+        self.code = code
 
 MAX_EXPLAINED = 5
 """Most players a what-if request may ask tier targets for (each costs ~2 log2(N) phase-one solves)."""
@@ -237,3 +253,85 @@ class _RankSearch:
             else:
                 hi = mid - 1
         return self.place(lo)
+
+
+def read_request(raw: bytes, ladder: str, limits: Limits, now: float) -> tuple[RoundResult, list[str]]:
+    """The body's round (ids filled in) and its ``explain_for`` players; 400 with the contract's
+    reason as the code (``no_outcome``, ``duplicate_player``, ``bad_weight``, ...) when it is not
+    a round the stream would rate."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise WhatIfRefused("body must be a JSON object (a RoundResult's standings)", "not_json") from None
+    if not isinstance(data, dict):
+        raise WhatIfRefused("body must be a JSON object (a RoundResult's standings)", "not_json")
+    explain = data.pop("explain_for", None) or []
+    if isinstance(explain, str):
+        explain = [explain]
+    if not isinstance(explain, list) or not all(isinstance(p, str) for p in explain):
+        raise WhatIfRefused("explain_for must be a list of player ids", "bad_explain_for")
+    if len(explain) > MAX_EXPLAINED:
+        raise WhatIfRefused(f"explain_for names at most {MAX_EXPLAINED} players", "bad_explain_for")
+    given = data.get("ladder", ladder)
+    if given != ladder:
+        raise WhatIfRefused(f"the body's ladder {given!r} is not the path's {ladder!r}", "ladder_mismatch")
+    data["ladder"] = ladder
+    data.setdefault("round_id", ROUND_ID)
+    data.setdefault("occurred_at", now)
+    try:
+        round_ = parse_round(data, limits=limits)
+    except RoundRejected as rejected:
+        raise WhatIfRefused(rejected.message + (f" (field {rejected.field})" if rejected.field else ""), rejected.reason) from None
+    players = set(round_.players())
+    missing = [p for p in explain if p not in players]
+    if missing:
+        raise WhatIfRefused(f"explain_for names {missing[0]!r}, who is not in the standings", "unknown_player")
+    return round_, list(dict.fromkeys(explain))
+
+
+def _floats(values: np.ndarray) -> list[float | None]:
+    return [None if math.isnan(x) else x for x in values.tolist()]
+
+
+def answer(cfg: LadderConfig, round_: RoundResult, rows: WhatIfRows, targets: list[TierTarget],
+           interval_z: float) -> dict[str, Any]:
+    """The JSON answer: per player the fields of his RatingChange-to-be, plus the interval."""
+    perf = [None] * len(rows.players) if rows.performance is None else rows.performance.tolist()
+    mu_b, sig_b = rows.mu_before.tolist(), rows.sigma_before.tolist()
+    mu_a, sig_a = rows.mu_after.tolist(), rows.sigma_after.tolist()
+    shown_b, shown_a = _floats(rows.display_before), rows.display_after.tolist()
+    known, played = rows.known.tolist(), rows.rounds_before.tolist()
+    ranks = rows.ranks.tolist()
+    teams = rows.teams or [None] * len(rows.players)
+    shares = rows.shares or [None] * len(rows.players)
+    changes = [
+        {"player": p, "rank": rank, "team": team, "weight": share, "known": k, "rounds_played": n + 1,
+         "performance": pf, "mu_before": mb, "sigma_before": sb, "mu_after": ma, "sigma_after": sa,
+         "delta": ma - mb, "display_before": db, "display_rating": da, "display_delta": None if db is None else da - db,
+         "tier_before": tb or None, "tier": ta or None, "interval": [ma - interval_z * sa, ma + interval_z * sa]}
+        for p, rank, team, share, k, n, pf, mb, sb, ma, sa, db, da, tb, ta in zip(
+            rows.players, ranks, teams, shares, known, played, perf, mu_b, sig_b, mu_a, sig_a, shown_b, shown_a,
+            rows.tier_before, rows.tier_after)]
+    return {
+        "ladder": round_.ladder, "round_id": round_.round_id, "occurred_at": round_.occurred_at,
+        "weight": round_.weight, "field_size": round_.field_size, "model": cfg.model, "writes": False,
+        "display": cfg.display.to_dict(), "interval_z": interval_z, "changes": changes,
+        "targets": [dataclasses.asdict(t) for t in targets],
+    }
+
+
+async def ask(store: Store, cfg: LadderConfig, ladder: str, raw: bytes, limits: Limits, now: float) -> dict[str, Any]:
+    """One what-if request's answer (the API's and ``stream what-if``'s): read, check, load, rate,
+    tier targets; :class:`WhatIfRefused` for input the stream would not rate."""
+    round_, explain = read_request(raw, ladder, limits, now)
+    try:
+        check_round(round_, cfg)
+    except RoundRejected as rejected:
+        raise WhatIfRefused(rejected.message, rejected.reason) from None
+    stored = await load(store, ladder, round_.players())
+    try:
+        rows = rate(cfg, round_, stored)
+        targets = tier_targets(cfg, round_, stored, explain) if explain else []
+    except engine.OutcomeFree as exc:
+        raise WhatIfRefused(str(exc), NO_OUTCOME) from None
+    return answer(cfg, round_, rows, targets, cfg.display.interval_z)

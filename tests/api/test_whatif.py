@@ -1,0 +1,186 @@
+"""``POST /api/ladders/{ladder}/what-if`` over HTTP against a real redis-server: the answer's
+fields and tier targets, nothing written, and a 4xx with a code (never a 500) for bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+import redis
+from aiohttp.test_utils import TestClient
+
+from apiclient import with_client
+from stream import engine
+from stream.api import whatif as whatif_api
+from stream.batch.replay import replay
+from stream.contracts.round import ROUND_REASONS, Limits, parse_round
+from stream.store import keys
+
+LADDER = "wi"
+START = 1_700_000_000.0
+DAY = 86_400.0
+PLAYERS = [f"q{i:02d}" for i in range(20)]
+
+
+def seed_states(url: str) -> dict[str, engine.PlayerState]:
+    """Rate a few rounds in process (``stream.batch.replay``) and store the players' packed states
+    as the pipeline does (``state``, ``tier``, ``last_seq`` of the player hash)."""
+    rng = np.random.default_rng(5)
+    rounds = []
+    for t in range(6):
+        order = rng.permutation(PLAYERS).tolist()
+        rounds.append(parse_round(json.dumps({"round_id": f"s{t}", "ladder": LADDER, "occurred_at": START + t * DAY,
+                                              "standings": [{"player": p, "rank": i + 1} for i, p in enumerate(order)]}),
+                                  limits=Limits()))
+    states = {p: s for (_, p), s in replay(rounds, engine.preset("mmr"), keep_rounds=False).states().items()}
+    client = redis.Redis.from_url(url)
+    pipe = client.pipeline(transaction=False)
+    pipe.sadd(keys.ladders(), LADDER)
+    pipe.hset(keys.ladder(LADDER), mapping={"seq": 6, "rounds_rated": 6, "updated_at": repr(START)})
+    for p, s in states.items():
+        pipe.hset(keys.player(LADDER, p), mapping={"state": s.to_bytes(), "tier": "Gold", "last_seq": 6,
+                                                   "mu": repr(s.mu), "sigma": repr(s.sigma), "rounds": s.rounds})
+    pipe.execute()
+    client.close()
+    return states
+
+
+def post(url: str, path: str, body: bytes | str | Any, **settings: Any) -> tuple[int, Any]:
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+
+    async def go(client: TestClient) -> tuple[int, Any]:
+        resp = await client.post(path, data=data)
+        return resp.status, await resp.json()
+    return with_client(url, go, engine_preset="mmr", **settings)  # type: ignore[no-any-return]
+
+
+def dump(url: str) -> dict[bytes, Any]:
+    client = redis.Redis.from_url(url)
+    try:
+        return {k: client.dump(k) for k in sorted(client.keys("*"))}
+    finally:
+        client.close()
+
+
+def standings(players: list[str]) -> list[dict[str, Any]]:
+    return [{"player": p, "rank": i + 1} for i, p in enumerate(players)]
+
+
+def test_what_if_answers_and_writes_nothing(redis_url: str) -> None:
+    states = seed_states(redis_url)
+    before = dump(redis_url)
+    order = PLAYERS[::-1] + ["rookie 🐣"]
+    status, got = post(redis_url, f"/api/ladders/{LADDER}/what-if",
+                       {"occurred_at": START + 20 * DAY, "standings": standings(order), "explain_for": [PLAYERS[3]]})
+    assert status == 200, got
+    assert dump(redis_url) == before and got["writes"] is False
+    assert [c["player"] for c in got["changes"]] == order and got["field_size"] == len(order)
+    for c in got["changes"]:
+        known = c["player"] in states
+        assert c["known"] is known
+        if known:
+            assert c["mu_before"] == states[c["player"]].mu and c["sigma_before"] == states[c["player"]].sigma
+            assert c["tier_before"] == "Gold"
+        assert c["delta"] == pytest.approx(c["mu_after"] - c["mu_before"])
+        assert c["interval"] == pytest.approx([c["mu_after"] - 2 * c["sigma_after"], c["mu_after"] + 2 * c["sigma_after"]])
+    first, last = got["changes"][0], got["changes"][-2]
+    assert first["delta"] > last["delta"]  # winning beats losing
+    (target,) = got["targets"]
+    assert target["player"] == PLAYERS[3] and target["tier"] == "Gold" and target["available"]
+    assert target["next_tier"] == "Platinum"
+    # the answer's interval follows the ladder's display entry
+    ladders = json.dumps({"*": {"model": "mmr", "display": {"interval_z": 1.0}}})
+    _, narrow = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"standings": standings(order)}, ladders=ladders)
+    c = narrow["changes"][0]
+    assert narrow["interval_z"] == 1.0 and c["interval"] == pytest.approx([c["mu_after"] - c["sigma_after"],
+                                                                              c["mu_after"] + c["sigma_after"]])
+
+
+def test_tier_targets_are_the_worst_ranks_that_reach_the_tier(redis_url: str) -> None:
+    """Rating the round again with the player moved to the target rank reaches the tier; one rank
+    worse does not (each checked by a plain what-if of the moved standings)."""
+    seed_states(redis_url)
+    when = START + 7 * DAY
+    for player in (PLAYERS[0], PLAYERS[10]):
+        _, got = post(redis_url, f"/api/ladders/{LADDER}/what-if",
+                      {"occurred_at": when, "standings": standings(PLAYERS), "explain_for": [player]})
+        (target,) = got["targets"]
+        names = [t for t, _ in __import__("stream.engine.display", fromlist=["x"]).DEFAULT_TIERS]
+        for rank_key, tier_name in (("rank_for_next", target["next_tier"]), ("rank_to_keep", target["tier"])):
+            rank = target[rank_key]
+            others = [p for p in PLAYERS if p != player]
+            if rank is None:
+                moved = [player] + others
+                _, best = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"occurred_at": when, "standings": standings(moved)})
+                assert names.index(next(c for c in best["changes"] if c["player"] == player)["tier"]) < names.index(tier_name)
+                continue
+            moved = others[:rank - 1] + [player] + others[rank - 1:]
+            _, at = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"occurred_at": when, "standings": standings(moved)})
+            assert names.index(next(c for c in at["changes"] if c["player"] == player)["tier"]) >= names.index(tier_name)
+            if rank < len(PLAYERS):
+                worse = others[:rank] + [player] + others[rank:]
+                _, below = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"occurred_at": when, "standings": standings(worse)})
+                assert names.index(next(c for c in below["changes"] if c["player"] == player)["tier"]) < names.index(tier_name)
+
+
+GOOD = {"standings": standings(PLAYERS[:4])}
+
+
+@pytest.mark.parametrize("path, body, status, code", [
+    ("/api/ladders/nope/what-if", GOOD, 404, "unknown_ladder"),
+    (f"/api/ladders/{'L' * 300}/what-if", GOOD, 400, "bad_ladder"),
+    (f"/api/ladders/{LADDER}/what-if", b"{not json", 400, "not_json"),
+    (f"/api/ladders/{LADDER}/what-if", b"\xff\xfe", 400, "not_json"),
+    (f"/api/ladders/{LADDER}/what-if", [1, 2], 400, "not_json"),
+    (f"/api/ladders/{LADDER}/what-if", b'{"standings": [{"player": "\\ud800", "rank": 1}, {"player": "b", "rank": 2}]}',
+     400, "not_json"),
+    (f"/api/ladders/{LADDER}/what-if", {"standings": [{"player": "a", "rank": 1}, {"player": "a", "rank": 2}]},
+     400, "duplicate_player"),
+    (f"/api/ladders/{LADDER}/what-if", {"standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 1}]},
+     400, "no_outcome"),
+    (f"/api/ladders/{LADDER}/what-if", {"standings": standings(["a"])}, 400, "no_outcome"),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "weight": "heavy"}, 400, None),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "weight": 1e308}, 400, "bad_weight"),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "weight": -1}, 400, "bad_weight"),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "occurred_at": 1e300}, 400, None),
+    (f"/api/ladders/{LADDER}/what-if", {"standings": [{"player": "a", "rank": 1e400}, {"player": "b", "rank": 2}]},
+     400, None),
+    (f"/api/ladders/{LADDER}/what-if", {"standings": "a,b"}, 400, None),
+    (f"/api/ladders/{LADDER}/what-if", {"standings": [{"player": "", "rank": 1}, {"player": "b", "rank": 2}]},
+     400, None),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "ladder": "other"}, 400, "ladder_mismatch"),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "explain_for": ["ghost"]}, 400, "unknown_player"),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "explain_for": [1]}, 400, "bad_explain_for"),
+    (f"/api/ladders/{LADDER}/what-if", {**GOOD, "explain_for": PLAYERS[:6]}, 400, "bad_explain_for"),
+    (f"/api/ladders/{LADDER}/what-if", {"standings": standings([f"x{i}" for i in range(50)])}, 400, "round_too_large"),
+])
+def test_bad_input_is_a_4xx_with_a_code(redis_url: str, path: str, body: Any, status: int, code: str) -> None:
+    seed_states(redis_url)
+    got_status, got = post(redis_url, path, body, max_round_size=40)
+    if code is None:  # the input contract's own reason (what the stream would dead-letter it with)
+        assert got_status == status and got["error"] in ROUND_REASONS, got
+    else:
+        assert (got_status, got["error"]) == (status, code), got
+    assert got["message"]
+
+
+def test_a_body_too_large_is_413(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed_states(redis_url)
+    monkeypatch.setattr(whatif_api, "MAX_WHAT_IF_BYTES", 1000)
+    status, got = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"standings": standings([f"x{i}" for i in range(200)])})
+    assert (status, got["error"]) == (413, "request_too_large")
+    # a body past the API's 64 KiB limit of other bodies, under the what-if's own, is read
+    monkeypatch.setattr(whatif_api, "MAX_WHAT_IF_BYTES", 16 * 1024 * 1024)
+    big = {"standings": standings([f"player-number-{i:06d}" for i in range(3000)])}
+    assert len(json.dumps(big)) > 64 * 1024
+    status, got = post(redis_url, f"/api/ladders/{LADDER}/what-if", big)
+    assert status == 200 and got["field_size"] == 3000
+
+
+def test_other_routes_keep_their_body_limit(redis_url: str) -> None:
+    seed_states(redis_url)
+    status, got = post(redis_url, f"/api/ladders/{LADDER}/predict", {"players": ["a" * 70_000, "b"]})
+    assert (status, got["error"]) == (413, "request_too_large")
