@@ -93,6 +93,10 @@ REQUESTS = [
     ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict",
      {"teams": [["p01", {"player": "p02", "weight": 0.5}], ["new"]]}, 200),
     ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict", {"teams": [["p01"], []]}, 400),
+    ("/api/ladders/{ladder}/what-if", "post", f"/api/ladders/{LADDER}/what-if",
+     {"standings": [{"player": "new-a", "rank": 1}, {"player": "new-b", "rank": 2}], "explain_for": ["new-b"]}, 200),
+    ("/api/ladders/{ladder}/what-if", "post", f"/api/ladders/{LADDER}/what-if", {"standings": []}, 400),
+    ("/api/ladders/{ladder}/what-if", "post", "/api/ladders/nope/what-if", {"standings": []}, 404),
 ]
 
 
