@@ -38,7 +38,7 @@ from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
-from stream.pipeline import deadletters
+from stream.pipeline import deadletters, explain
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 from stream.store import queries
@@ -490,6 +490,19 @@ async def what_if(request: web.Request) -> web.Response:
     return _json_body(orjson.dumps(answer))
 
 
+async def explain_change(request: web.Request) -> web.Response:
+    """Why a stored rating change is what it is, term by term and in words (:mod:`stream.pipeline.explain`)."""
+    ladder = _ladder_name(request)
+    player = _item_id(request, "player", "player")
+    round_id = _item_id(request, "round_id", "round")
+    try:
+        answer = await explain.explain_change(_redis(request), request.app[LADDERS_KEY].of(ladder), ladder, player,
+                                              round_id)
+    except explain.ExplainRefused as refused:
+        raise not_found(refused.message, code=refused.code) from None
+    return _json_body(orjson.dumps(answer))
+
+
 # ---- the app ----------------------------------------------------------------------------
 def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None) -> web.Application:
     """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
@@ -529,6 +542,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
     whatif_api.setup(app)
     app.router.add_post("/api/ladders/{ladder}/what-if", what_if)
+    app.router.add_get("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", explain_change)
     return app
 
 

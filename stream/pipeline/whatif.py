@@ -38,7 +38,7 @@ from stream.contracts import RoundResult
 from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, Standing, check_supported, parse_round
 from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
 from stream.engine.ladders import LadderConfig
-from stream.engine.state import PlayerBatch, unpack_batch
+from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
 from stream.pipeline import rating_models
 from stream.engine.performance import performance_of
 from stream.pipeline.teams import fanout_columns, is_team_round, round_performances
@@ -82,6 +82,8 @@ class WhatIfRows:
     display_after: np.ndarray
     tier_before: list[str]
     tier_after: list[str]
+    states_after: list[bytes] | None = None
+    """The packed states after the round (with ``rate(keep_states=True)``: what phase two stores)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ async def load(store: Store, ladder: str, players: Sequence[str]) -> StoredState
     return await store.load_states([(ladder, p) for p in players])
 
 
-def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates) -> WhatIfRows:
+def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, *, keep_states: bool = False) -> WhatIfRows:
     """Rate ``round_`` from the players' ``stored`` states as phase one then phase two would
     (module docstring). ``stored`` is aligned with ``round_.players()``."""
     n = round_.field_size
@@ -129,10 +131,14 @@ def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates) -> WhatIf
     known = np.fromiter((s is not None for s in stored.states), dtype=bool, count=n)
     before = unpack_batch(stored.states, cfg.newcomer)
     performance: np.ndarray | None
+    states_after = None
     if cfg.rating_model is not None:
         modelled = rating_models.rate_rounds(cfg, stored.states, members, [round_])
         mu_after, sigma_after = modelled.mu, modelled.sigma
         performance = modelled.performance if cfg.rating_model.performs else None
+        if keep_states:
+            states_after = pack_batch(rating_models.apply(before, mu_after, sigma_after,
+                                                          np.full(n, round_.occurred_at)))
     else:
         params = cfg.elo_mmr
         days = engine.elapsed_days(before.last_time, round_.occurred_at)
@@ -140,6 +146,8 @@ def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates) -> WhatIf
         after = engine.phase_two(before, performance, params, weight=row_weights(round_),
                                  time=np.full(n, round_.occurred_at))  # phase two's update
         mu_after, sigma_after = after.mu, after.sigma
+        if keep_states:
+            states_after = pack_batch(after)
     display = cfg.display
     current = tier_indices(stored.tiers, display)
     new_tiers = next_tier(current, mu_after, sigma_after, display)
@@ -151,7 +159,7 @@ def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates) -> WhatIf
         sigma_after=np.asarray(sigma_after, dtype=float),
         display_before=np.where(known, display_rating(before.mu, before.sigma, display), np.nan),
         display_after=display_rating(mu_after, sigma_after, display),
-        tier_before=tier_names(current, display), tier_after=tier_names(new_tiers, display))
+        tier_before=tier_names(current, display), tier_after=tier_names(new_tiers, display), states_after=states_after)
 
 
 def row_weights(round_: RoundResult) -> np.ndarray:
