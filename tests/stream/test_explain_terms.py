@@ -1,5 +1,5 @@
 """Explain's terms reconstruct the stored change (hypothesis): random rounds of individuals and
-teams with partial play, round weights, days between rounds, on Elo-MMR, Elo-MMR bounded and
+teams with partial play, round weights, days between rounds with a drift per day, on Elo-MMR, Elo-MMR bounded and
 Elo-MMchi ladders, rated with the pipeline's own functions (``pipeline.whatif.rate``: phase one's
 call, phase two's update, the display rules), stored as the stream stores them (the RatingChange
 of every player, his history, the round's fan-out weight); then every change's explanation gives
@@ -28,8 +28,9 @@ POOL = [f"p{i}" for i in range(8)]
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
+def histories(draw: st.DrawFn) -> tuple[str, float, list[dict[str, Any]]]:
     model = draw(st.sampled_from(["mmr", "mmr-bounded", "mmx"]))
+    drift = draw(st.sampled_from([0.0, 30.0, 400.0]))
     rounds = []
     when = START
     for k in range(draw(st.integers(1, 6))):
@@ -50,14 +51,14 @@ def histories(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
         else:
             standings = [{"player": p, "rank": r} for p, r in zip(players, ranks)]
         rounds.append({"round_id": f"r{k}", "ladder": "x", "occurred_at": when, "weight": weight, "standings": standings})
-    return model, rounds
+    return model, drift, rounds
 
 
 @settings(max_examples=60, deadline=None)
 @given(histories())
-def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, list[dict[str, Any]]]) -> None:
-    model, rounds = case
-    cfg = parse_ladders(json.dumps({"*": {"model": model}})).of("x")
+def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, list[dict[str, Any]]]) -> None:
+    model, drift, rounds = case
+    cfg = parse_ladders(json.dumps({"*": {"model": model, "params": {"drift_per_day": drift}}})).of("x")
     states: dict[str, bytes] = {}
     tiers: dict[str, str] = {}
     history: dict[str, list[dict[str, Any]]] = {}
