@@ -17,9 +17,9 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_with_store
+from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_on_redis, run_with_store
 from stream.contracts.round import Limits
-from stream.pipeline import whatif
+from stream.pipeline import explain, whatif
 from stream.pipeline.context import load_ladders
 from stream.settings import Settings
 from stream.store import queries
@@ -27,8 +27,9 @@ from stream.store.store import Store
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``what-if`` to the ``stream`` app."""
+    """Add ``what-if`` and ``explain`` to the ``stream`` app."""
     app.command("what-if")(what_if_command)
+    app.command("explain")(explain_command)
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -107,3 +108,28 @@ def target_line(t: dict[str, Any]) -> str:
 
 def _rank(rank: int, tied: bool) -> str:
     return f"{rank} (tied)" if tied else str(rank)
+
+
+def explain_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    player: Annotated[str, typer.Argument(help="player id")],
+    round_id: Annotated[str, typer.Argument(help="round id")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the API's JSON answer")] = False,
+) -> None:
+    """Why a player's rating changed as it did in a round: expected against actual rank,
+    performance, weight, drift, sigma, the display rule and the tier's reason, from what is stored."""
+    settings = Settings.from_env()
+    cfg = load_ladders(settings).of(ladder)
+    try:
+        answer = run_on_redis(settings, lambda r: explain.explain_change(r, cfg, ladder, player, round_id))
+    except explain.ExplainRefused as refused:
+        fail(refused.message, EXIT_NOT_FOUND)
+    if as_json:
+        typer.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+        return
+    c = answer["change"]
+    typer.echo(f"{player} in round {round_id} ({ladder}, {answer['model']}): rank {c.get('rank')} of "
+               f"{c.get('field_size')}, mu {c['mu_before']:.1f} -> {c['mu_after']:.1f}, sigma {c['sigma_before']:.1f} "
+               f"-> {c['sigma_after']:.1f}")
+    for line in answer["text"]:
+        typer.echo(f"  {line}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 import pytest
@@ -31,8 +32,9 @@ def history(ladder: str, count: int, start: int = 0, pool: int = 30) -> list[dic
     return rounds
 
 
-def ask(url: str, ladder: str, body: dict) -> dict[str, Any]:
-    """The API's what-if answer (the app served on a real socket over the stack's Redis)."""
+def ask(url: str, ladder: str, body: dict | None, explain: list[tuple[str, str]] = ()) -> Any:
+    """The API's what-if answer (the app served on a real socket over the stack's Redis), or with
+    ``explain`` the explanations of those (player, round) changes."""
     import asyncio
 
     import redis.asyncio as aioredis
@@ -45,9 +47,17 @@ def ask(url: str, ladder: str, body: dict) -> dict[str, Any]:
         client = TestClient(TestServer(create_app(r, Settings(redis_url=url, ladders=LADDERS, engine_preset="mmr"))))
         await client.start_server()
         try:
+            if explain:
+                out = []
+                for player, round_id in explain:
+                    resp = await client.get(f"/api/ladders/{ladder}/players/{quote(player, safe='')}/changes/"
+                                            f"{round_id}/explain")
+                    assert resp.status == 200, await resp.text()
+                    out.append(await resp.json())
+                return out
             resp = await client.post(f"/api/ladders/{ladder}/what-if", data=json.dumps(body))
             assert resp.status == 200, await resp.text()
-            return await resp.json()  # type: ignore[no-any-return]
+            return await resp.json()
         finally:
             await client.close()
             await r.aclose()
@@ -116,6 +126,17 @@ def test_what_if_equals_what_the_stream_then_writes(local_stack, stack_redis_url
             round_ = {**body, "ladder": ladder}
             harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", [round_])
             harness.wait_drained(url, harness.expected_rounds([round_]), [worker])
-            compare(asked, stored_results(url, ladder, body["round_id"]))
+            stored = stored_results(url, ladder, body["round_id"])
+            compare(asked, stored)
+            # explain, from what the stream stored: its terms give back the stored change
+            for e in ask(url, ladder, None, explain=[(p, body["round_id"]) for p in sorted(stored)]):
+                want = stored[e["player"]]
+                assert e["change"] == want and e["text"]
+                assert abs(e["reconstructed"]["display_rating"] - want["display_rating"]) <= harness.TOLERANCE
+                assert e["reconstructed"]["tier"] == want["tier"]
+                if ladder == "alpha":
+                    assert e["round"]["weight"] == body.get("weight", 1.0)
+                    assert abs(e["reconstructed"]["sigma_after"] - want["sigma_after"]) <= harness.TOLERANCE, e
+                    assert e["drift"]["newcomer"] == (want["rounds_played"] == 1)
     finally:
         worker.stop()
