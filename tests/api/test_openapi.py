@@ -97,6 +97,10 @@ REQUESTS = [
      {"standings": [{"player": "new-a", "rank": 1}, {"player": "new-b", "rank": 2}], "explain_for": ["new-b"]}, 200),
     ("/api/ladders/{ladder}/what-if", "post", f"/api/ladders/{LADDER}/what-if", {"standings": []}, 400),
     ("/api/ladders/{ladder}/what-if", "post", "/api/ladders/nope/what-if", {"standings": []}, 404),
+    ("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", "get",
+     f"/api/ladders/{LADDER}/players/p01/changes/r1/explain", None, 200),
+    ("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", "get",
+     f"/api/ladders/{LADDER}/players/p01/changes/zz/explain", None, 404),
 ]
 
 

@@ -3,50 +3,17 @@ fields and tier targets, nothing written, and a 4xx with a code (never a 500) fo
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-import numpy as np
 import pytest
 import redis
 from aiohttp.test_utils import TestClient
 
 from apiclient import with_client
-from stream import engine
+from whatif_data import LADDER, PLAYERS, START, DAY, seed_states, standings
 from stream.api import whatif as whatif_api
-from stream.batch.replay import replay
-from stream.contracts.round import ROUND_REASONS, Limits, parse_round
-from stream.store import keys
-
-LADDER = "wi"
-START = 1_700_000_000.0
-DAY = 86_400.0
-PLAYERS = [f"q{i:02d}" for i in range(20)]
-
-
-def seed_states(url: str) -> dict[str, engine.PlayerState]:
-    """Rate a few rounds in process (``stream.batch.replay``) and store the players' packed states
-    as the pipeline does (``state``, ``tier``, ``last_seq`` of the player hash)."""
-    rng = np.random.default_rng(5)
-    rounds = []
-    for t in range(6):
-        order = rng.permutation(PLAYERS).tolist()
-        rounds.append(parse_round(json.dumps({"round_id": f"s{t}", "ladder": LADDER, "occurred_at": START + t * DAY,
-                                              "standings": [{"player": p, "rank": i + 1} for i, p in enumerate(order)]}),
-                                  limits=Limits()))
-    states = {p: s for (_, p), s in replay(rounds, engine.preset("mmr"), keep_rounds=False).states().items()}
-    client = redis.Redis.from_url(url)
-    pipe = client.pipeline(transaction=False)
-    pipe.sadd(keys.ladders(), LADDER)
-    pipe.hset(keys.ladder(LADDER), mapping={"seq": 6, "rounds_rated": 6, "updated_at": repr(START)})
-    for p, s in states.items():
-        pipe.hset(keys.player(LADDER, p), mapping={"state": s.to_bytes(), "tier": "Gold", "last_seq": 6,
-                                                   "mu": repr(s.mu), "sigma": repr(s.sigma), "rounds": s.rounds})
-    pipe.execute()
-    client.close()
-    return states
-
+from stream.contracts.round import ROUND_REASONS
 
 def post(url: str, path: str, body: bytes | str | Any, **settings: Any) -> tuple[int, Any]:
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
@@ -63,10 +30,6 @@ def dump(url: str) -> dict[bytes, Any]:
         return {k: client.dump(k) for k in sorted(client.keys("*"))}
     finally:
         client.close()
-
-
-def standings(players: list[str]) -> list[dict[str, Any]]:
-    return [{"player": p, "rank": i + 1} for i, p in enumerate(players)]
 
 
 def test_what_if_answers_and_writes_nothing(redis_url: str) -> None:
@@ -184,3 +147,40 @@ def test_other_routes_keep_their_body_limit(redis_url: str) -> None:
     seed_states(redis_url)
     status, got = post(redis_url, f"/api/ladders/{LADDER}/predict", {"players": ["a" * 70_000, "b"]})
     assert (status, got["error"]) == (413, "request_too_large")
+
+
+def get(url: str, path: str) -> tuple[int, Any]:
+    async def go(client: TestClient) -> tuple[int, Any]:
+        resp = await client.get(path)
+        return resp.status, await resp.json()
+    return with_client(url, go)  # type: ignore[no-any-return]
+
+
+def test_explain_answers_from_what_is_stored(redis_url: str) -> None:
+    from readside_data import LADDER as RS, seed
+    seeded = seed(redis_url)
+    player = "star*player"
+    status, got = get(redis_url, f"/api/ladders/{RS}/players/star%2Aplayer/changes/r2/explain")
+    assert status == 200, got
+    assert got["change"]["player"] == player and got["change"]["round_id"] == "r2" and got["kind"] == "round"
+    assert got["expected"]["actual_rank"] == got["change"]["rank"]
+    assert 1 <= got["expected"]["rank"] <= seeded.field_sizes["r2"]
+    assert got["display"]["rule"] == "mu - 2*sigma"
+    assert got["reconstructed"]["display_rating"] == pytest.approx(got["change"]["display_rating"])
+    assert any("shown rating" in line for line in got["text"])
+
+
+@pytest.mark.parametrize("path, status, code", [
+    ("/api/ladders/nope/players/p01/changes/r1/explain", 404, "unknown_ladder"),
+    ("/api/ladders/blitz/players/ghost/changes/r1/explain", 404, "unknown_player"),
+    ("/api/ladders/blitz/players/p01/changes/r99/explain", 404, "unknown_change"),
+    ("/api/ladders/blitz/players/%F0%9F%90%A3/changes/r1/explain", 404, "unknown_player"),
+    (f"/api/ladders/blitz/players/{'a' * 300}/changes/r1/explain", 400, "bad_player"),
+    (f"/api/ladders/blitz/players/p01/changes/{'r' * 300}/explain", 400, "bad_round"),
+    ("/api/ladders/blitz/players/%FF/changes/r1/explain", 400, "bad_player"),
+])
+def test_explain_bad_input_is_a_4xx_with_a_code(redis_url: str, path: str, status: int, code: str) -> None:
+    from readside_data import seed
+    seed(redis_url)
+    got_status, got = get(redis_url, path)
+    assert (got_status, got["error"]) == (status, code), got
