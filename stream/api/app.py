@@ -38,7 +38,7 @@ from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
-from stream.pipeline import deadletters, explain
+from stream.pipeline import deadletters, explain, status
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 from stream.store import queries
@@ -136,6 +136,16 @@ def _display(request: web.Request, ladder: str) -> DisplayConfig:
     return request.app[LADDERS_KEY].of(ladder).display
 
 
+def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]]) -> None:
+    """Add each rating's interval, provisional status, eligibility and drifted sigma at read time
+    (:mod:`stream.pipeline.status`) to ``items`` (dicts with mu, sigma, rounds, last_time)."""
+    fields = status.status_fields(request.app[LADDERS_KEY].of(ladder), [i.get("mu") for i in items],
+                                  [i.get("sigma") for i in items], [i.get("rounds") for i in items],
+                                  [i.get("last_time") for i in items], time.time())
+    for item, extra in zip(items, fields):
+        item.update(extra)
+
+
 # ---- handlers ---------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
     """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag).
@@ -230,7 +240,9 @@ async def get_leaderboard(request: web.Request, ladder: str) -> dict[str, Any]:
         page = await queries.search_leaderboard(_redis(request), ladder, search, offset=offset, limit=limit)
     else:
         page = await queries.leaderboard(_redis(request), ladder, offset=offset, limit=limit)
-    return page.to_dict()
+    out = page.to_dict()
+    _with_status(request, ladder, out["rows"])
+    return out
 
 
 @cached_by_ladder
@@ -260,7 +272,9 @@ async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
     if view is None:
         raise not_found(f"unknown player {player!r} in ladder {ladder!r}", code="unknown_player")
     league, division = league_division(view.tier, _display(request, ladder))
-    return {**view.to_dict(), "league": league, "division": division}
+    out = {**view.to_dict(), "league": league, "division": division}
+    _with_status(request, ladder, [out])
+    return out
 
 
 @cached_by_ladder

@@ -4,6 +4,7 @@ fields and tier targets, nothing written, and a 4xx with a code (never a 500) fo
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 from typing import Any
 
 import pytest
@@ -184,3 +185,28 @@ def test_explain_bad_input_is_a_4xx_with_a_code(redis_url: str, path: str, statu
     seed(redis_url)
     got_status, got = get(redis_url, path)
     assert (got_status, got["error"]) == (status, code), got
+
+
+def test_every_rating_answer_carries_interval_and_status(redis_url: str) -> None:
+    """Leaderboard rows and the player page carry the interval (the display entry's interval_z),
+    provisional status and eligibility; ineligible players stay queryable."""
+    from readside_data import LADDER as RS, seed
+    seeded = seed(redis_url)
+    ladders = json.dumps({RS: {"model": "mmr", "display": {"interval_z": 1.0, "provisional_rounds": 5,
+                                                           "min_rounds": 4, "active_days": 36500}}})
+
+    async def go(client: TestClient) -> tuple[Any, Any]:
+        board = await (await client.get(f"/api/ladders/{RS}/leaderboard?limit=200")).json()
+        best = board["rows"][0]["player"]
+        page = await (await client.get(f"/api/ladders/{RS}/players/{quote(best, safe='')}")).json()
+        return board, page
+    board, page = with_client(redis_url, go, ladders=ladders)
+    assert len(board["rows"]) == len(seeded.display)
+    for row in board["rows"] + [page]:
+        assert row["interval_z"] == 1.0
+        assert row["interval"] == pytest.approx([row["mu"] - row["sigma_now"], row["mu"] + row["sigma_now"]])
+        assert row["sigma_now"] >= row["sigma"]  # grown by the drift since the last round, never less
+        assert row["provisional"] is (row["rounds"] < 5)
+        assert row["eligible"] is (row["rounds"] >= 4)
+        assert row["ineligible_reasons"] == ([] if row["rounds"] >= 4 else ["fewer than 4 rounds"])
+    assert {r["eligible"] for r in board["rows"]} == {True, False}  # both kinds, all queryable
