@@ -138,9 +138,12 @@ def _display(cfg: DisplayConfig, change: dict[str, Any], before_tier: str | None
     after = int(next_tier([current], [mu], [sigma], cfg)[0])
     low, high = mu - cfg.k * sigma, mu + cfg.k * sigma
     thresholds = cfg.thresholds
-    if current == UNPLACED:
-        reason = (f"placed in {names[after]}: the lower bound mu - {cfg.k:g}*sigma = {low:.1f} is at least "
-                  f"{names[after]}'s threshold" + ("" if after == 0 else f" {thresholds[after]:g}"))
+    if current == UNPLACED and after == 0:
+        reason = (f"placed in {names[0]}, the first tier: the lower bound mu - {cfg.k:g}*sigma = {low:.1f} reaches no "
+                  f"higher tier's threshold yet")
+    elif current == UNPLACED:
+        reason = (f"placed in {names[after]}: the lower bound mu - {cfg.k:g}*sigma = {low:.1f} reached its threshold "
+                  f"{thresholds[after]:g}")
     elif after > current:
         reason = (f"promoted to {names[after]}: the lower bound mu - {cfg.k:g}*sigma = {low:.1f} reached its "
                   f"threshold {thresholds[after]:g}")
