@@ -47,3 +47,20 @@ def standings(players: list[str]) -> list[dict[str, Any]]:
     return [{"player": p, "rank": i + 1} for i, p in enumerate(players)]
 
 
+
+
+def snapshot(url: str) -> dict[bytes, Any]:
+    """Every key's type and content (a hash's fields as a dict: DUMP's bytes follow the hash table's
+    internal order, which rehashing changes on reads)."""
+    client = redis.Redis.from_url(url)
+    try:
+        out: dict[bytes, Any] = {}
+        for key in sorted(client.keys("*")):
+            kind = client.type(key)
+            value = {b"hash": client.hgetall, b"string": client.get, b"set": client.smembers,
+                     b"list": lambda k: client.lrange(k, 0, -1),
+                     b"zset": lambda k: client.zrange(k, 0, -1, withscores=True)}.get(kind, client.dump)(key)
+            out[key] = (kind, value)
+        return out
+    finally:
+        client.close()

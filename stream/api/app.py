@@ -136,6 +136,11 @@ def _display(request: web.Request, ladder: str) -> DisplayConfig:
     return request.app[LADDERS_KEY].of(ladder).display
 
 
+def _interval(mu: float, sigma: float, z: float) -> list[float]:
+    """A rating's interval as every answer carries it: mu +/- z*sigma (the display entry's ``interval_z``)."""
+    return [mu - z * sigma, mu + z * sigma]
+
+
 def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]]) -> None:
     """Add each rating's interval, provisional status, eligibility and drifted sigma at read time
     (:mod:`stream.pipeline.status`) to ``items`` (dicts with mu, sigma, rounds, last_time)."""
@@ -373,11 +378,13 @@ async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, r
     key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
     return await _cached_prediction(
         request, ladder, key, players,
-        lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin))
+        lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin,
+                                        cfg.display.interval_z))
 
 
 async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
-                           states: list[tuple[float, float] | None], weight: float, margin: float) -> dict[str, Any]:
+                           states: list[tuple[float, float] | None], weight: float, margin: float,
+                           interval_z: float = 2.0) -> dict[str, Any]:
     """The answer of a team prediction (``engine.predict.predict_teams``): per team its players,
     belief, probability of finishing first, expected rank; per pair of teams the probabilities
     of a win and a draw; the match quality; for two teams the three outcomes."""
@@ -397,7 +404,7 @@ async def _team_prediction(params: Params, ladder: str, players: list[str], entr
              "win_probability": float(lobby.rank_distribution[k][0]), "expected_rank": float(lobby.expected_rank[k]),
              "rank_distribution": lobby.rank_distribution[k].tolist(),
              "players": [{"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
-                          "weight": shares[i]}
+                          "interval": _interval(float(mu[i]), float(sigma[i]), interval_z), "weight": shares[i]}
                          for i, (p, s) in enumerate(zip(players, states)) if entry[i] == k]}
             for k in range(len(pred.mu))
         ],
@@ -425,6 +432,7 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
         "model": model.describe(cfg.model, weight),
         "players": [
             {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
+             "interval": _interval(float(mu[i]), float(sigma[i]), cfg.display.interval_z),
              "win_probability": float(pred.rank_distribution[i][0]),
              "expected_rank": float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
             for i, (p, s) in enumerate(zip(players, states))

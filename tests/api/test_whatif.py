@@ -12,7 +12,7 @@ import redis
 from aiohttp.test_utils import TestClient
 
 from apiclient import with_client
-from whatif_data import LADDER, PLAYERS, START, DAY, seed_states, standings
+from whatif_data import DAY, LADDER, PLAYERS, START, seed_states, snapshot, standings
 from stream.api import whatif as whatif_api
 from stream.contracts.round import ROUND_REASONS
 
@@ -25,22 +25,14 @@ def post(url: str, path: str, body: bytes | str | Any, **settings: Any) -> tuple
     return with_client(url, go, engine_preset="mmr", **settings)  # type: ignore[no-any-return]
 
 
-def dump(url: str) -> dict[bytes, Any]:
-    client = redis.Redis.from_url(url)
-    try:
-        return {k: client.dump(k) for k in sorted(client.keys("*"))}
-    finally:
-        client.close()
-
-
 def test_what_if_answers_and_writes_nothing(redis_url: str) -> None:
     states = seed_states(redis_url)
-    before = dump(redis_url)
+    before = snapshot(redis_url)
     order = PLAYERS[::-1] + ["rookie 🐣"]
     status, got = post(redis_url, f"/api/ladders/{LADDER}/what-if",
                        {"occurred_at": START + 20 * DAY, "standings": standings(order), "explain_for": [PLAYERS[3]]})
     assert status == 200, got
-    assert dump(redis_url) == before and got["writes"] is False
+    assert snapshot(redis_url) == before and got["writes"] is False
     assert [c["player"] for c in got["changes"]] == order and got["field_size"] == len(order)
     for c in got["changes"]:
         known = c["player"] in states
@@ -210,3 +202,14 @@ def test_every_rating_answer_carries_interval_and_status(redis_url: str) -> None
         assert row["eligible"] is (row["rounds"] >= 4)
         assert row["ineligible_reasons"] == ([] if row["rounds"] >= 4 else ["fewer than 4 rounds"])
     assert {r["eligible"] for r in board["rows"]} == {True, False}  # both kinds, all queryable
+
+
+def test_predictions_carry_the_interval(redis_url: str) -> None:
+    seed_states(redis_url)
+    ladders = json.dumps({"*": {"model": "mmr", "display": {"interval_z": 3.0}}})
+    for body in ({"players": [PLAYERS[0], "fresh"]}, {"teams": [[PLAYERS[0]], [PLAYERS[1], "fresh"]]}):
+        status, got = post(redis_url, f"/api/ladders/{LADDER}/predict", body, ladders=ladders)
+        assert status == 200, got
+        players = got["players"] if "players" in got else [p for team in got["teams"] for p in team["players"]]
+        for p in players:
+            assert p["interval"] == pytest.approx([p["mu"] - 3 * p["sigma"], p["mu"] + 3 * p["sigma"]])

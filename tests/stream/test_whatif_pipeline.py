@@ -16,6 +16,7 @@ import redis
 
 import pipeline_harness as harness
 from stream.settings import Settings
+from whatif_data import snapshot
 from stream.store import keys
 
 pytestmark = pytest.mark.integration
@@ -68,14 +69,6 @@ def stored_results(url: str, ladder: str, round_id: str) -> dict[str, dict[str, 
     client = redis.Redis.from_url(url)
     try:
         return {k.decode(): json.loads(v) for k, v in client.hgetall(keys.round_results(ladder, round_id)).items()}
-    finally:
-        client.close()
-
-
-def snapshot(url: str) -> dict[bytes, Any]:
-    client = redis.Redis.from_url(url)
-    try:
-        return {k: client.dump(k) for k in sorted(client.keys("*"))}
     finally:
         client.close()
 
