@@ -33,7 +33,7 @@ from stream.api import inputs
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
-from stream.api import whatif as whatif_api
+from stream.api import eligibility, whatif as whatif_api
 from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
@@ -240,6 +240,11 @@ async def get_leaderboard(request: web.Request, ladder: str) -> dict[str, Any]:
     offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
     limit = inputs.int_query(request, "limit", DEFAULT_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
     search = request.query.get("search", "")
+    if request.query.get("eligible", "") in ("1", "true"):  # the players the ladder's rules admit
+        if search:
+            raise bad_request("eligible and search do not combine")
+        return await eligibility.eligible_page(_redis(request), request.app[LADDERS_KEY].of(ladder), ladder,
+                                               offset=offset, limit=limit)
     if search:
         search = inputs.ident(search, "search", _max_id(request))
         page = await queries.search_leaderboard(_redis(request), ladder, search, offset=offset, limit=limit)

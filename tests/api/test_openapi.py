@@ -65,6 +65,7 @@ REQUESTS = [
     ("/api/ladders/{ladder}", "get", "/api/ladders/nope", None, 404),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?limit=5", None, 200),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?search=p1", None, 200),
+    ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?eligible=true&limit=3", None, 200),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?limit=0", None, 400),
     ("/api/ladders/{ladder}/distribution", "get", f"/api/ladders/{LADDER}/distribution?bins=7", None, 200),
     ("/api/ladders/{ladder}/distribution", "get", f"/api/ladders/{LADDER}/distribution?bins=0", None, 400),

@@ -213,3 +213,25 @@ def test_predictions_carry_the_interval(redis_url: str) -> None:
         players = got["players"] if "players" in got else [p for team in got["teams"] for p in team["players"]]
         for p in players:
             assert p["interval"] == pytest.approx([p["mu"] - 3 * p["sigma"], p["mu"] + 3 * p["sigma"]])
+
+
+def test_eligible_leaderboard_keeps_the_rules_order_and_positions(redis_url: str) -> None:
+    from readside_data import LADDER as RS, seed
+    seeded = seed(redis_url)
+    ladders = json.dumps({RS: {"model": "mmr", "display": {"min_rounds": 4}}})
+
+    async def go(client: TestClient) -> tuple[Any, Any, Any]:
+        full = await (await client.get(f"/api/ladders/{RS}/leaderboard?limit=200")).json()
+        eligible = await (await client.get(f"/api/ladders/{RS}/leaderboard?eligible=true&limit=200")).json()
+        second = await (await client.get(f"/api/ladders/{RS}/leaderboard?eligible=1&offset=2&limit=3")).json()
+        return full, eligible, second
+    full, eligible, second = with_client(redis_url, go, ladders=ladders)
+    admitted = [r for r in full["rows"] if r["rounds"] >= 4]
+    assert 0 < len(admitted) < len(full["rows"]) == len(seeded.display)
+    assert [r["player"] for r in eligible["rows"]] == [r["player"] for r in admitted]
+    assert [r["position"] for r in eligible["rows"]] == list(range(1, len(admitted) + 1))
+    assert [r["leaderboard_position"] for r in eligible["rows"]] == [r["position"] for r in admitted]
+    assert eligible["total"] == len(admitted) and eligible["leaderboard_size"] == len(full["rows"])
+    assert [r["player"] for r in second["rows"]] == [r["player"] for r in admitted[2:5]]
+    status, got = get(redis_url, f"/api/ladders/{RS}/leaderboard?eligible=true&search=p")
+    assert (status, got["error"]) == (400, "bad_request")
