@@ -36,7 +36,7 @@ import orjson
 from stream import engine
 from stream.contracts import RoundResult
 from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, Standing, check_supported, parse_round
-from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
+from stream.engine.display import UNPLACED, display_rating, next_tier, standing, tier_indices, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
 from stream.pipeline import rating_models
@@ -312,14 +312,18 @@ def answer(cfg: LadderConfig, round_: RoundResult, rows: WhatIfRows, targets: li
     ranks = rows.ranks.tolist()
     teams = rows.teams or [None] * len(rows.players)
     shares = rows.shares or [None] * len(rows.players)
+    # provisional after the round (right after it: no idle time), by the display entry's rules
+    after = standing(rows.mu_after, rows.sigma_after, rows.rounds_before + 1, np.zeros(len(rows.players)), cfg.display)
+    provisional = after.provisional.tolist()
     changes = [
         {"player": p, "rank": rank, "team": team, "weight": share, "known": k, "rounds_played": n + 1,
+         "provisional": prov,
          "performance": pf, "mu_before": mb, "sigma_before": sb, "mu_after": ma, "sigma_after": sa,
          "delta": ma - mb, "display_before": db, "display_rating": da, "display_delta": None if db is None else da - db,
          "tier_before": tb or None, "tier": ta or None, "interval": [ma - interval_z * sa, ma + interval_z * sa]}
-        for p, rank, team, share, k, n, pf, mb, sb, ma, sa, db, da, tb, ta in zip(
+        for p, rank, team, share, k, n, pf, mb, sb, ma, sa, db, da, tb, ta, prov in zip(
             rows.players, ranks, teams, shares, known, played, perf, mu_b, sig_b, mu_a, sig_a, shown_b, shown_a,
-            rows.tier_before, rows.tier_after)]
+            rows.tier_before, rows.tier_after, provisional)]
     return {
         "ladder": round_.ladder, "round_id": round_.round_id, "occurred_at": round_.occurred_at,
         "weight": round_.weight, "field_size": round_.field_size, "model": cfg.model, "writes": False,

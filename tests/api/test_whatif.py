@@ -51,6 +51,11 @@ def test_what_if_answers_and_writes_nothing(redis_url: str) -> None:
     ladders = json.dumps({"*": {"model": "mmr", "display": {"interval_z": 1.0}}})
     _, narrow = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"standings": standings(order)}, ladders=ladders)
     c = narrow["changes"][0]
+    assert not any(x["provisional"] for x in narrow["changes"])  # no rule: nobody provisional
+    strict = json.dumps({"*": {"model": "mmr", "display": {"provisional_rounds": 7}}})
+    _, marked = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"standings": standings(order)}, ladders=strict)
+    assert [x["provisional"] for x in marked["changes"]] == [x["rounds_played"] < 7 for x in marked["changes"]]
+    assert {x["provisional"] for x in marked["changes"]} == {True, False}  # the rookie, the six-round regulars
     assert narrow["interval_z"] == 1.0 and c["interval"] == pytest.approx([c["mu_after"] - c["sigma_after"],
                                                                               c["mu_after"] + c["sigma_after"]])
 
