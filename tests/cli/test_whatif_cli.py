@@ -57,3 +57,22 @@ def test_explain_prints_plain_words(redis_url: str) -> None:
     assert result.exit_code == 1 and "unknown player" in result.output
     result = invoke(redis_url, "explain", LADDER, player, "r99")
     assert result.exit_code == 1 and "no stored change" in result.output
+
+
+def test_player_and_leaderboard_show_provisional_and_eligibility(redis_url: str) -> None:
+    seeded = seed(redis_url)
+    ladders = json.dumps({LADDER: {"model": "mmr", "display": {"provisional_rounds": 5, "min_rounds": 4}}})
+    env = {"REDIS_URL": redis_url, "LADDERS": ladders}
+    board = runner.invoke(app, ["leaderboard", LADDER, "--top", "50"], env=env)
+    assert board.exit_code == 0, board.output
+    lines = board.output.splitlines()[1:-1]
+    rounds = {line.split()[1]: int(line.split()[6]) for line in lines}
+    assert len(rounds) == len(seeded.display)
+    for line in lines:
+        cells = line.split()
+        assert cells[2].endswith("?") is (rounds[cells[1]] < 5)
+        assert line.rstrip().endswith("ineligible") is (rounds[cells[1]] < 4)
+    few = min(rounds, key=rounds.get)
+    shown = runner.invoke(app, ["player", LADDER, few], env=env)
+    assert shown.exit_code == 0 and "? (provisional)" in shown.output and "not eligible: fewer than 4 rounds" in shown.output
+    assert "interval [" in shown.output
