@@ -9,8 +9,12 @@ request's first byte read to the answer built, in the API process: body read, pa
 Redis read, rating, JSON) as min / median / max, the client's wall time per request, and, with
 ``--explain K``, the same with tier targets for K players.
 
+Then the same request's stages in this process (``pipeline.whatif``: parse, the Redis read, rating,
+the answer, its JSON), each as wall and CPU milliseconds (median): CPU time does not count the
+time the process waits for a core, so on a loaded machine it tells what the request costs.
+
 Usage: python bench/whatif.py [--players 10000] [--rounds 3] [--repeat 10] [--explain 1]
-Prints a Markdown table (BENCHMARKS.md, "What-if").
+Prints Markdown tables (BENCHMARKS.md, "What-if").
 """
 
 from __future__ import annotations
@@ -68,6 +72,56 @@ def seed(url: str, players: list[str], rounds: int) -> None:
     client.close()
 
 
+def stages(url: str, players: list[str], repeat: int) -> str:
+    """Median wall / CPU ms of each stage of a what-if request, in this process (module docstring)."""
+    import asyncio
+
+    import orjson
+    import redis.asyncio as aioredis
+
+    from stream.contracts.round import Limits
+    from stream.engine.ladders import parse_ladders
+    from stream.pipeline import whatif
+    from stream.store.store import Store
+
+    cfg = parse_ladders("", engine_preset="mmr").of(LADDER)
+    names = ["parse", "redis read", "rate", "answer", "json"]
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    cpus: dict[str, list[float]] = {n: [] for n in names}
+
+    async def go() -> None:
+        client = aioredis.Redis.from_url(url)
+        store = Store(client, history_length=100)
+        rng = np.random.default_rng(2)
+        for k in range(repeat + 1):
+            order = rng.permutation(players).tolist()
+            raw = json.dumps({"occurred_at": START + 40 * DAY,
+                              "standings": [{"player": p, "rank": i + 1} for i, p in enumerate(order)]}).encode()
+            marks = [(time.perf_counter(), time.process_time())]
+            round_, _ = whatif.read_request(raw, LADDER, Limits(), 0.0)
+            marks.append((time.perf_counter(), time.process_time()))
+            stored = await whatif.load(store, LADDER, round_.players())
+            marks.append((time.perf_counter(), time.process_time()))
+            rows = whatif.rate(cfg, round_, stored)
+            marks.append((time.perf_counter(), time.process_time()))
+            answer = whatif.answer(cfg, round_, rows, [], cfg.display.interval_z)
+            marks.append((time.perf_counter(), time.process_time()))
+            orjson.dumps(answer)
+            marks.append((time.perf_counter(), time.process_time()))
+            if k:  # the first warms up
+                for name, (w0, c0), (w1, c1) in zip(names, marks, marks[1:]):
+                    walls[name].append((w1 - w0) * 1000)
+                    cpus[name].append((c1 - c0) * 1000)
+        await client.aclose()
+
+    asyncio.run(go())
+    lines = ["| stage | wall ms (median) | CPU ms (median) |", "|---|---:|---:|"]
+    lines += [f"| {n} | {statistics.median(walls[n]):.0f} | {statistics.median(cpus[n]):.0f} |" for n in names]
+    lines.append(f"| total | {sum(statistics.median(walls[n]) for n in names):.0f} | "
+                 f"{sum(statistics.median(cpus[n]) for n in names):.0f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--players", type=int, default=10_000)
@@ -113,6 +167,8 @@ def main() -> None:
         for explain, server_ms, wall_ms in rows:
             print(f"| {explain} | {min(server_ms):.0f} / {statistics.median(server_ms):.0f} / {max(server_ms):.0f} | "
                   f"{statistics.median(wall_ms):.0f} |")
+        print()
+        print(stages(server.url, players, args.repeat))
     finally:
         if api is not None:
             api.terminate()
