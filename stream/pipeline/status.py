@@ -37,7 +37,7 @@ def status_fields(cfg: LadderConfig, mu: Sequence[float | None], sigma: Sequence
     sig_now = sig if cfg.rating_model is not None else sigma_at(sig, last, now, cfg.elo_mmr)
     idle = (now - last) / DAY_S
     shown = standing(mu_a, sig_now, played, idle, cfg.display)
-    out = []
+    out: list[dict[str, Any]] = []
     for i in range(n):
         if math.isnan(mu_a[i]) or math.isnan(sig[i]):
             out.append({"sigma_now": None, "interval": None, "interval_z": cfg.display.interval_z,

@@ -38,14 +38,16 @@ from stream.contracts import RoundResult
 from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, Standing, check_supported, parse_round
 from stream.engine.display import UNPLACED, display_rating, next_tier, standing, tier_indices, tier_names
 from stream.engine.ladders import LadderConfig
+from stream.engine.performance import performance_of
 from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
 from stream.pipeline import rating_models
-from stream.engine.performance import performance_of
 from stream.pipeline.teams import fanout_columns, is_team_round, round_performances
 from stream.store.store import Store, StoredStates
 
 ROUND_ID = "what-if"
 """The round id a body without one is read with (nothing is registered under it)."""
+MAX_EXPLAINED = 5
+"""Most players a what-if request may ask tier targets for (each costs ~2 log2(N) phase-one solves)."""
 
 
 class WhatIfRefused(ValueError):
@@ -56,9 +58,6 @@ class WhatIfRefused(ValueError):
         super().__init__(f"{code}: {message}")
         self.message = message
         self.code = code
-
-MAX_EXPLAINED = 5
-"""Most players a what-if request may ask tier targets for (each costs ~2 log2(N) phase-one solves)."""
 
 
 @dataclass(frozen=True)
@@ -100,17 +99,6 @@ class TierTarget:
     tied_to_keep: bool
     available: bool = True
     reason: str | None = None
-
-
-@dataclass(frozen=True)
-class _Prior:
-    """The round's players' stored states (aligned with the standings) and tiers."""
-
-    stored: StoredStates
-
-    @property
-    def states(self) -> list[bytes | None]:
-        return self.stored.states
 
 
 def check_round(round_: RoundResult, cfg: LadderConfig) -> None:
@@ -304,14 +292,14 @@ def _floats(values: np.ndarray) -> list[float | None]:
 def answer(cfg: LadderConfig, round_: RoundResult, rows: WhatIfRows, targets: list[TierTarget],
            interval_z: float) -> dict[str, Any]:
     """The JSON answer: per player the fields of his RatingChange-to-be, plus the interval."""
-    perf = [None] * len(rows.players) if rows.performance is None else rows.performance.tolist()
+    perf: list[float | None] = [None] * len(rows.players) if rows.performance is None else rows.performance.tolist()
     mu_b, sig_b = rows.mu_before.tolist(), rows.sigma_before.tolist()
     mu_a, sig_a = rows.mu_after.tolist(), rows.sigma_after.tolist()
     shown_b, shown_a = _floats(rows.display_before), rows.display_after.tolist()
     known, played = rows.known.tolist(), rows.rounds_before.tolist()
     ranks = rows.ranks.tolist()
     teams = rows.teams or [None] * len(rows.players)
-    shares = rows.shares or [None] * len(rows.players)
+    shares: list[float | None] = list(rows.shares) if rows.shares is not None else [None] * len(rows.players)
     # provisional after the round (right after it: no idle time), by the display entry's rules
     after = standing(rows.mu_after, rows.sigma_after, rows.rounds_before + 1, np.zeros(len(rows.players)), cfg.display)
     provisional = after.provisional.tolist()
