@@ -35,8 +35,8 @@ def test_what_if_prints_the_changes_and_targets(redis_url: str, tmp_path: Path) 
 
 def test_what_if_bad_input_and_unknown_ladder(redis_url: str, tmp_path: Path) -> None:
     seed_states(redis_url)
-    path = tmp_path / "tied.json"
-    path.write_text(json.dumps({"standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 1}]}))
+    path = tmp_path / "alone.json"  # one player: nobody can be rated
+    path.write_text(json.dumps({"standings": [{"player": "a", "rank": 1}]}))
     result = invoke(redis_url, "what-if", WI, str(path))
     assert result.exit_code == 2 and "no_outcome" in result.output
     result = invoke(redis_url, "what-if", "nope", str(path))
