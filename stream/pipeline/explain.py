@@ -172,8 +172,10 @@ def explain(cfg: LadderConfig, ladder: str, player: str, round_id: str, inputs: 
     corrections = [h for h in changes if h.get("kind") == "correction"]
     previous, newcomer = _previous(inputs.history, round_id, round_change)
     weight = _round_weight(inputs)
-    t = terms(cfg, change, None if previous is None else float(previous["occurred_at"]), newcomer, weight)
-    expected = _expected(cfg, change, inputs.results, (weight or 1.0) * t.share)
+    corrected = change.get("kind", "round") == "correction"  # a re-rate's net effect, not one update
+    t = terms(cfg, change, None if previous is None or corrected else float(previous["occurred_at"]),
+              newcomer and not corrected, None if corrected else weight)
+    expected = None if corrected else _expected(cfg, change, inputs.results, (weight or 1.0) * t.share)
     shown = _display(cfg.display, change, None if previous is None else previous.get("tier"))
     out = {
         "ladder": ladder, "player": player, "round_id": round_id, "model": cfg.model, "change": change,
@@ -231,8 +233,8 @@ def sentences(e: dict[str, Any]) -> list[str]:
     out.append(f"Your shown rating is {s['rule']} = {s['value']:.0f}.")
     out.append(s["tier_reason"][0].upper() + s["tier_reason"][1:] + ".")
     for k in e["corrections"]:
-        out.append(f"A correction ({k['kind'] or 'of this round'}) later moved your rating from {k['mu_before']:.0f} "
-                   f"to {k['mu_after']:.0f}.")
+        out.append(f"A correction of this round ({k['kind'] or 'kind not recorded'}: the ladder's history was rated "
+                   f"again from it) moved your rating from {k['mu_before']:.0f} to {k['mu_after']:.0f}.")
     return out
 
 

@@ -101,3 +101,21 @@ def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, lis
             assert e["text"] and all(isinstance(line, str) and line for line in e["text"])
             checked += 1
     assert checked >= 2
+
+
+def test_a_corrections_change_says_its_kind() -> None:
+    """A player whose rating a correction of round r moved (he need not have played r): the
+    explanation names the correction's kind from the ladder's ledger and makes no claim about
+    an update's terms (a re-rate's net effect is not one update)."""
+    cfg = parse_ladders("").of("x")
+    base = {"ladder": "x", "player": "a", "field_size": 2, "performance": 1600.0, "sigma_before": 200.0,
+            "sigma_after": 180.0, "display_rating": 1200.0, "tier": "Bronze", "occurred_at": START}
+    played = base | {"round_id": "r1", "rank": 1, "mu_before": 1500.0, "mu_after": 1560.0, "rounds_played": 1}
+    moved = base | {"round_id": "r0", "rank": 1, "mu_before": 1560.0, "mu_after": 1540.0, "rounds_played": 1,
+                    "kind": "correction", "correction_id": "c1"}
+    inputs = ChangeInputs(True, True, None, [], {}, [], [played, moved], {"c1": {"kind": "void", "round_id": "r0"}})
+    e = explain.explain(cfg, "x", "a", "r0", inputs)
+    assert e["kind"] == "correction" and e["corrections"] == [
+        {"correction_id": "c1", "kind": "void", "mu_before": 1560.0, "mu_after": 1540.0}]
+    assert e["expected"] is None and e["drift"] is None and e["reconstructed"]["sigma_after"] is None
+    assert any("correction of this round (void" in line for line in e["text"])
