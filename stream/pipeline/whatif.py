@@ -296,22 +296,27 @@ def answer(cfg: LadderConfig, round_: RoundResult, rows: WhatIfRows, targets: li
     mu_b, sig_b = rows.mu_before.tolist(), rows.sigma_before.tolist()
     mu_a, sig_a = rows.mu_after.tolist(), rows.sigma_after.tolist()
     shown_b, shown_a = _floats(rows.display_before), rows.display_after.tolist()
-    known, played = rows.known.tolist(), rows.rounds_before.tolist()
+    known, played = rows.known.tolist(), (rows.rounds_before + 1).tolist()
     ranks = rows.ranks.tolist()
     teams = rows.teams or [None] * len(rows.players)
     shares: list[float | None] = list(rows.shares) if rows.shares is not None else [None] * len(rows.players)
     # provisional after the round (right after it: no idle time), by the display entry's rules
     after = standing(rows.mu_after, rows.sigma_after, rows.rounds_before + 1, np.zeros(len(rows.players)), cfg.display)
     provisional = after.provisional.tolist()
+    delta = (rows.mu_after - rows.mu_before).tolist()
+    shown_delta = _floats(rows.display_after - rows.display_before)
+    low = (rows.mu_after - interval_z * rows.sigma_after).tolist()
+    high = (rows.mu_after + interval_z * rows.sigma_after).tolist()
+    tiers_b = [t or None for t in rows.tier_before]
+    tiers_a = [t or None for t in rows.tier_after]
     changes = [
-        {"player": p, "rank": rank, "team": team, "weight": share, "known": k, "rounds_played": n + 1,
-         "provisional": prov,
-         "performance": pf, "mu_before": mb, "sigma_before": sb, "mu_after": ma, "sigma_after": sa,
-         "delta": ma - mb, "display_before": db, "display_rating": da, "display_delta": None if db is None else da - db,
-         "tier_before": tb or None, "tier": ta or None, "interval": [ma - interval_z * sa, ma + interval_z * sa]}
-        for p, rank, team, share, k, n, pf, mb, sb, ma, sa, db, da, tb, ta, prov in zip(
-            rows.players, ranks, teams, shares, known, played, perf, mu_b, sig_b, mu_a, sig_a, shown_b, shown_a,
-            rows.tier_before, rows.tier_after, provisional)]
+        {"player": p, "rank": rank, "team": team, "weight": share, "known": k, "rounds_played": n,
+         "provisional": prov, "performance": pf, "mu_before": mb, "sigma_before": sb, "mu_after": ma,
+         "sigma_after": sa, "delta": d, "display_before": db, "display_rating": da, "display_delta": dd,
+         "tier_before": tb, "tier": ta, "interval": [lo, hi]}
+        for p, rank, team, share, k, n, pf, mb, sb, ma, sa, d, db, da, dd, tb, ta, prov, lo, hi in zip(
+            rows.players, ranks, teams, shares, known, played, perf, mu_b, sig_b, mu_a, sig_a, delta, shown_b, shown_a,
+            shown_delta, tiers_b, tiers_a, provisional, low, high)]
     return {
         "ladder": round_.ladder, "round_id": round_.round_id, "occurred_at": round_.occurred_at,
         "weight": round_.weight, "field_size": round_.field_size, "model": cfg.model, "writes": False,
