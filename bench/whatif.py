@@ -82,7 +82,6 @@ def stages(url: str, players: list[str], repeat: int) -> str:
     from stream.contracts.round import Limits
     from stream.engine.ladders import parse_ladders
     from stream.pipeline import whatif
-    from stream.store.store import Store
 
     cfg = parse_ladders("", engine_preset="mmr").of(LADDER)
     names = ["parse", "redis read", "rate", "answer", "json"]
@@ -91,7 +90,6 @@ def stages(url: str, players: list[str], repeat: int) -> str:
 
     async def go() -> None:
         client = aioredis.Redis.from_url(url)
-        store = Store(client, history_length=100)
         rng = np.random.default_rng(2)
         for k in range(repeat + 1):
             order = rng.permutation(players).tolist()
@@ -100,7 +98,7 @@ def stages(url: str, players: list[str], repeat: int) -> str:
             marks = [(time.perf_counter(), time.process_time())]
             round_, _ = whatif.read_request(raw, LADDER, Limits(), 0.0)
             marks.append((time.perf_counter(), time.process_time()))
-            stored = await whatif.load(store, LADDER, round_.players())
+            stored = await whatif.load(client, LADDER, round_.players())
             marks.append((time.perf_counter(), time.process_time()))
             rows = whatif.rate(cfg, round_, stored)
             marks.append((time.perf_counter(), time.process_time()))

@@ -512,8 +512,7 @@ async def what_if(request: web.Request) -> web.Response:
     (:mod:`stream.api.whatif`)."""
     ladder = await _ladder(request)
     cfg = request.app[LADDERS_KEY].of(ladder)
-    answer = await whatif_api.what_if(request, whatif_api.store_of(request.app, _redis(request), request.app[SETTINGS_KEY]), cfg,
-                                      ladder, whatif_api.limits_of(request.app[SETTINGS_KEY]))
+    answer = await whatif_api.what_if(request, _redis(request), cfg, ladder, whatif_api.limits_of(request.app[SETTINGS_KEY]))
     return _json_body(orjson.dumps(answer))
 
 
@@ -567,7 +566,6 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
-    whatif_api.setup(app)
     app.router.add_post("/api/ladders/{ladder}/what-if", what_if)
     app.router.add_get("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", explain_change)
     return app

@@ -22,7 +22,6 @@ from stream.engine.ladders import LadderConfig
 from stream.pipeline import whatif
 from stream.settings import Settings
 from stream.store.client import AsyncRedis
-from stream.store.store import Store
 
 MAX_WHAT_IF_BYTES = 16 * 1024 * 1024
 """Largest what-if body (a 100,000-player scoreboard with long ids fits)."""
@@ -45,34 +44,18 @@ async def read_body(request: web.Request, limit: int | None = None) -> bytes:
             raise ApiError(413, "request_too_large", f"a what-if body is at most {limit} bytes")
 
 
-async def what_if(request: web.Request, store: Store, cfg: LadderConfig, ladder: str,
+async def what_if(request: web.Request, r: AsyncRedis, cfg: LadderConfig, ladder: str,
                   limits: Limits) -> dict[str, Any]:
     """Read, rate and answer one what-if request (the ladder exists: the caller checked); a body
     that is not a round the stream would rate is a 400 with the contract's reason as its code."""
     started = time.perf_counter()
     raw = await read_body(request)
     try:
-        out = await whatif.ask(store, cfg, ladder, raw, limits, time.time())
+        out = await whatif.ask(r, cfg, ladder, raw, limits, time.time())
     except whatif.WhatIfRefused as refused:
         raise bad_request(refused.message, code=refused.code) from None
     out["server_ms"] = (time.perf_counter() - started) * 1000.0
     return out
-
-
-_STORE: web.AppKey[list[Store]] = web.AppKey("what_if_store")
-
-
-def setup(app: web.Application) -> None:
-    """Make room for the app's :class:`Store` (made on first use by :func:`store_of`)."""
-    app[_STORE] = []
-
-
-def store_of(app: web.Application, client: AsyncRedis, settings: Settings) -> Store:
-    """The app's :class:`Store` over its Redis client ``client``."""
-    held = app[_STORE]
-    if not held:
-        held.append(Store(client, history_length=settings.history_length, cluster=settings.redis_cluster))
-    return held[0]
 
 
 def limits_of(settings: Settings) -> Limits:

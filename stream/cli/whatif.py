@@ -17,13 +17,13 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_on_redis, run_with_store
+from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_on_redis
 from stream.contracts.round import Limits
 from stream.pipeline import explain, whatif
 from stream.pipeline.context import load_ladders
 from stream.settings import Settings
 from stream.store import queries
-from stream.store.store import Store
+from stream.store.client import AsyncRedis
 
 
 def register(app: typer.Typer) -> None:
@@ -67,13 +67,13 @@ def what_if_command(
             data["explain_for"] = list(dict.fromkeys([*(data.get("explain_for") or []), *explain]))
             raw = json.dumps(data).encode()
 
-    async def work(store: Store) -> dict[str, Any] | None:
-        if not await queries.ladder_exists(store.client, ladder):
+    async def work(r: AsyncRedis) -> dict[str, Any] | None:
+        if not await queries.ladder_exists(r, ladder):
             return None
-        return await whatif.ask(store, cfg, ladder, raw, Limits.from_settings(settings), time.time())
+        return await whatif.ask(r, cfg, ladder, raw, Limits.from_settings(settings), time.time())
 
     try:
-        answer = run_with_store(settings, work)
+        answer = run_on_redis(settings, work)
     except whatif.WhatIfRefused as refused:
         fail(f"{refused.code}: {refused.message}", EXIT_BAD_INPUT)
     if answer is None:

@@ -3,7 +3,8 @@
 A contest's live scoreboard (partial or hypothetical) is rated exactly as the stream would rate
 it as the ladder's next round: the same parse and support check as phase one
 (``contracts.parse_round``, ``rating_models.support``), the players' stored packed states read in
-one round trip (``Store.load_states``, phase two's read: newcomers get the ladder model's prior),
+one round trip (``store.explain.player_states``: HMGETs, read-only commands, the fields phase two
+reads; newcomers get the ladder model's prior),
 then phase one's engine call (:func:`stream.pipeline.teams.round_performances` for Elo-MMR
 ladders, teams and partial play included: the call of phase one's one-round path, equal to its
 batch path's ``rate_ladder_rounds``; :func:`stream.pipeline.rating_models.rate_rounds` for
@@ -42,7 +43,9 @@ from stream.engine.performance import performance_of
 from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
 from stream.pipeline import rating_models
 from stream.pipeline.teams import fanout_columns, is_team_round, round_performances
-from stream.store.store import Store, StoredStates
+from stream.store.client import AsyncRedis
+from stream.store.explain import player_states
+from stream.store.store import StoredStates
 
 ROUND_ID = "what-if"
 """The round id a body without one is read with (nothing is registered under it)."""
@@ -106,9 +109,9 @@ def check_round(round_: RoundResult, cfg: LadderConfig) -> None:
     check_supported(round_, rating_models.support(cfg), "the stream")
 
 
-async def load(store: Store, ladder: str, players: Sequence[str]) -> StoredStates:
-    """The players' packed states and tiers (one round trip; what phase two reads)."""
-    return await store.load_states([(ladder, p) for p in players])
+async def load(r: AsyncRedis, ladder: str, players: Sequence[str]) -> StoredStates:
+    """The players' packed states and tiers (one round trip of read-only commands; what phase two reads)."""
+    return await player_states(r, ladder, list(players))
 
 
 def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, *, keep_states: bool = False) -> WhatIfRows:
@@ -325,7 +328,7 @@ def answer(cfg: LadderConfig, round_: RoundResult, rows: WhatIfRows, targets: li
     }
 
 
-async def ask(store: Store, cfg: LadderConfig, ladder: str, raw: bytes, limits: Limits, now: float) -> dict[str, Any]:
+async def ask(r: AsyncRedis, cfg: LadderConfig, ladder: str, raw: bytes, limits: Limits, now: float) -> dict[str, Any]:
     """One what-if request's answer (the API's and ``stream what-if``'s): read, check, load, rate,
     tier targets; :class:`WhatIfRefused` for input the stream would not rate."""
     round_, explain = read_request(raw, ladder, limits, now)
@@ -333,7 +336,7 @@ async def ask(store: Store, cfg: LadderConfig, ladder: str, raw: bytes, limits: 
         check_round(round_, cfg)
     except RoundRejected as rejected:
         raise WhatIfRefused(rejected.message, rejected.reason) from None
-    stored = await load(store, ladder, round_.players())
+    stored = await load(r, ladder, round_.players())
     try:
         rows = rate(cfg, round_, stored)
         targets = tier_targets(cfg, round_, stored, explain) if explain else []
