@@ -3,8 +3,8 @@
 A contest's live scoreboard (partial or hypothetical) is rated exactly as the stream would rate
 it as the ladder's next round: the same parse and support check as phase one
 (``contracts.parse_round``, ``rating_models.support``), the players' stored packed states read in
-one round trip (``store.explain.player_states``: HMGETs, read-only commands, the fields phase two
-reads; newcomers get the ladder model's prior),
+one round trip (``Store.read_states``: HMGETs, read-only commands, the fields phase two reads;
+newcomers get the ladder model's prior),
 then phase one's engine call (:func:`stream.pipeline.teams.round_performances` for Elo-MMR
 ladders, teams and partial play included: the call of phase one's one-round path, equal to its
 batch path's ``rate_ladder_rounds``; :func:`stream.pipeline.rating_models.rate_rounds` for
@@ -44,8 +44,7 @@ from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
 from stream.pipeline import rating_models
 from stream.pipeline.teams import fanout_columns, is_team_round, round_performances
 from stream.store.client import AsyncRedis
-from stream.store.explain import player_states
-from stream.store.store import StoredStates
+from stream.store.store import Store, StoredStates
 
 ROUND_ID = "what-if"
 """The round id a body without one is read with (nothing is registered under it)."""
@@ -111,7 +110,7 @@ def check_round(round_: RoundResult, cfg: LadderConfig) -> None:
 
 async def load(r: AsyncRedis, ladder: str, players: Sequence[str]) -> StoredStates:
     """The players' packed states and tiers (one round trip of read-only commands; what phase two reads)."""
-    return await player_states(r, ladder, list(players))
+    return await Store(r, history_length=1).read_states(ladder, players)
 
 
 def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, *, keep_states: bool = False) -> WhatIfRows:

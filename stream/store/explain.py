@@ -1,9 +1,6 @@
-"""The read side of what-if and explain: read-only commands only (the read API may run as the
-``ems-reader`` ACL user of docs/security.md: ``+@read``, no scripts).
-
-:func:`player_states`: the packed states and tiers of a what-if's players (what phase two reads
-with load_players.lua, here by plain HMGETs in one pipeline). :func:`change_inputs`: what
-explaining a stored rating change reads (``stream.pipeline.explain``): one round trip.
+"""What explaining a stored rating change reads (``stream.pipeline.explain``): one round trip of
+read-only commands (the read API may run as the ``ems-reader`` ACL user of docs/security.md:
+``+@read``, no scripts; what-if's read is ``Store.read_states``, plain HMGETs too).
 
 The player's stored change in the round (``round-results``), every result of the round (the
 others' ratings before it: the expected rank), the round's record, its stored fan-out (the round's
@@ -17,13 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from stream.store import keys
 from stream.store.client import AsyncRedis, as_text
-from stream.store.store import StoredStates
-
-STATE_FIELDS = ("last_seq", "state", "tier")
 
 
 @dataclass(frozen=True)
@@ -67,13 +59,3 @@ async def change_inputs(r: AsyncRedis, ladder: str, player: str, round_id: str) 
         results=list(by_player.values()), record={as_text(k): as_text(v) for k, v in record.items()},
         fanout=[json.loads(v) for v in fanout], history=entries, corrections=ledger)
 
-
-async def player_states(r: AsyncRedis, ladder: str, players: list[str]) -> StoredStates:
-    """Each player's last applied seq (0: none), packed state and tier (None where absent), by
-    HMGET in one pipeline (read-only commands: the reader ACL user may run them)."""
-    pipe = r.pipeline(transaction=False)
-    for player in players:
-        pipe.hmget(keys.player(ladder, player), STATE_FIELDS)
-    replies = await pipe.execute() if players else []
-    last_seq = np.fromiter((int(seq) if seq else 0 for seq, _, _ in replies), dtype=np.int64, count=len(replies))
-    return StoredStates(last_seq, [state for _, state, _ in replies], [tier for _, _, tier in replies])

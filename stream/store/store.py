@@ -64,6 +64,8 @@ PRIOR_STATE_FIELDS = (*BARRIER_FIELDS, "state")
 """The priors as the packed engine states (phase one of a batch carries the factor history forward;
 the states hold mu, sigma and last_time, so those fields are not read again)."""
 STATE_FIELDS = ("#last_seq", "state", "tier")
+READ_STATE_FIELDS = ("last_seq", "state", "tier")
+"""STATE_FIELDS as :meth:`Store.read_states` reads them (HMGET: the seq as text)."""
 """Player hash fields read by load_players.lua: ``#name`` a number (read as a float column, NaN where
 absent), ``name`` bytes (a list, None where absent)."""
 
@@ -989,6 +991,16 @@ class Store:
         return [None if raw is None else raw.decode() for raw in await pipe.execute()]
 
     # ---- phase two ----------------------------------------------------------------------
+    async def read_states(self, ladder: str, players: Sequence[str]) -> StoredStates:
+        """:meth:`load_states`' columns of a ladder's players by plain HMGETs, read-only commands
+        (no script: the read API's ACL user may run it; what-if reads with it), one round trip."""
+        pipe = self._pipeline()
+        for player in players:
+            pipe.hmget(keys.player(ladder, player), READ_STATE_FIELDS)
+        replies = await pipe.execute() if players else []
+        last_seq = np.fromiter((int(seq) if seq else 0 for seq, _, _ in replies), dtype=np.int64, count=len(replies))
+        return StoredStates(last_seq, [state for _, state, _ in replies], [tier for _, _, tier in replies])
+
     async def load_states(self, players: Sequence[tuple[str, str]],
                           verify: Sequence[FanOutCheck] = ()) -> StoredStates:
         """Last applied seq, packed state and tier of (ladder, player) pairs and, for each of
