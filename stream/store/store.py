@@ -995,8 +995,9 @@ class Store:
         """:meth:`load_states`' columns of a ladder's players by plain HMGETs, read-only commands
         (no script: the read API's ACL user may run it; what-if reads with it), one round trip."""
         pipe = self._pipeline()
-        for player in players:
-            pipe.hmget(keys.player(ladder, player), READ_STATE_FIELDS)
+        queue = pipe.execute_command  # redis-py's hmget() wrapper costs more than queuing the command
+        for key in keys.players(ladder, players):
+            queue("HMGET", key, *READ_STATE_FIELDS)
         replies = await pipe.execute() if players else []
         last_seq = np.fromiter((int(seq) if seq else 0 for seq, _, _ in replies), dtype=np.int64, count=len(replies))
         return StoredStates(last_seq, [state for _, state, _ in replies], [tier for _, _, tier in replies])
