@@ -7,7 +7,9 @@ then ``--repeat`` what-if requests of a fresh permutation of all N players (a ne
 month after the last) are sent one at a time. Reported: the answer's ``server_ms`` (from the
 request's first byte read to the answer built, in the API process: body read, parse, the one
 Redis read, rating, JSON) as min / median / max, the client's wall time per request, and, with
-``--explain K``, the same with tier targets for K players.
+``--explain K``, the same with tier targets for K players. Redis has load_players.lua cached, as
+a running worker leaves it (what-if then reads by EVALSHA_RO; ``--no-scripts``: by HMGETs, as
+when the API's Redis user may run no scripts).
 
 Then the same request's stages in this process (``pipeline.whatif``: parse, the Redis read, rating,
 the answer, its JSON), each as wall and CPU milliseconds (median): CPU time does not count the
@@ -43,13 +45,14 @@ from stream.engine.display import DisplayConfig, next_tier, tier_names, UNPLACED
 from stream.stack.ports import free_port, wait_for_port  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
 from stream.store import keys  # noqa: E402
+from stream.store.scripts import source  # noqa: E402
 
 LADDER = "bench"
 START = 1_700_000_000.0
 DAY = 86_400.0
 
 
-def seed(url: str, players: list[str], rounds: int) -> None:
+def seed(url: str, players: list[str], rounds: int, scripts: bool = True) -> None:
     """Rate ``rounds`` rounds of every player in process and store the states as the pipeline does."""
     rng = np.random.default_rng(0)
     played = [RoundResult(round_id=f"s{t}", ladder=LADDER, occurred_at=START + t * DAY,
@@ -69,6 +72,8 @@ def seed(url: str, players: list[str], rounds: int) -> None:
         pipe.hset(keys.player(LADDER, p), mapping={"state": s.to_bytes(), "tier": tier, "last_seq": rounds,
                                                    "mu": repr(s.mu), "sigma": repr(s.sigma), "rounds": s.rounds})
     pipe.execute()
+    if scripts:  # as a running worker leaves it: what-if then reads by EVALSHA_RO (Store.read_states)
+        client.script_load(source("load_players"))
     client.close()
 
 
@@ -126,12 +131,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--explain", type=int, default=1, help="also time requests with tier targets for K players")
+    parser.add_argument("--no-scripts", action="store_true", help="no load_players.lua cached: the HMGET read")
     args = parser.parse_args()
     players = [f"player-{i:06d}" for i in range(args.players)]
     server = RedisServer().start()
     api = None
     try:
-        seed(server.url, players, args.rounds)
+        seed(server.url, players, args.rounds, scripts=not args.no_scripts)
         port = free_port()
         env = dict(os.environ, REDIS_URL=server.url, ENGINE_PRESET="mmr", LOG_LEVEL="warning",
                    PYTHONPATH=str(REPO))

@@ -12,6 +12,7 @@ and last_time back bit for bit, so the stream equals the in-process replay.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -21,7 +22,7 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from stream.store import keys
 from stream.store.client import AsyncPipeline as Pipeline
@@ -65,6 +66,8 @@ PRIOR_STATE_FIELDS = (*BARRIER_FIELDS, "state")
 the states hold mu, sigma and last_time, so those fields are not read again)."""
 STATE_FIELDS = ("#last_seq", "state", "tier")
 READ_STATE_FIELDS = ("last_seq", "state", "tier")
+LOAD_PLAYERS_SHA = hashlib.sha1(source("load_players").encode()).hexdigest()
+"""The SHA1 Redis knows load_players.lua by (once SCRIPT LOAD ran: :meth:`Store.load_scripts`)."""
 """STATE_FIELDS as :meth:`Store.read_states` reads them (HMGET: the seq as text)."""
 """Player hash fields read by load_players.lua: ``#name`` a number (read as a float column, NaN where
 absent), ``name`` bytes (a list, None where absent)."""
@@ -992,13 +995,32 @@ class Store:
 
     # ---- phase two ----------------------------------------------------------------------
     async def read_states(self, ladder: str, players: Sequence[str]) -> StoredStates:
-        """:meth:`load_states`' columns of a ladder's players by plain HMGETs, read-only commands
-        (no script: the read API's ACL user may run it; what-if reads with it), one round trip."""
+        """:meth:`load_states`' columns of a ladder's players by read-only commands only, one round
+        trip (what-if reads with it: the read API may run as a reader ACL user that runs no scripts
+        and must never write). On a single Redis, load_players.lua by EVALSHA_RO (readonly, ~5x less
+        CPU here than a command per player), if Redis has it cached (the worker loads it) and the
+        user may run it; else, and on a Cluster, plain HMGETs."""
+        player_keys = keys.players(ladder, players)
+        if not player_keys:
+            return StoredStates(np.zeros(0, dtype=np.int64), [], [])
+        if self._lean is not None:
+            pipe = self._pipeline()
+            for chunk in self._chunks(len(player_keys)):
+                pipe.execute_command("EVALSHA_RO", LOAD_PLAYERS_SHA, len(chunk), *[player_keys[i] for i in chunk],
+                                     *STATE_FIELDS)
+            try:
+                columns = _columns(await pipe.execute(), STATE_FIELDS)
+            except ResponseError:  # NOSCRIPT, NOPERM (a reader user), an older Redis: the plain reads
+                pass
+            else:
+                last = cast("np.ndarray", columns["last_seq"])
+                return StoredStates(np.nan_to_num(last).astype(np.int64), cast("list[bytes | None]", columns["state"]),
+                                    cast("list[bytes | None]", columns["tier"]))
         pipe = self._pipeline()
         queue = pipe.execute_command  # redis-py's hmget() wrapper costs more than queuing the command
-        for key in keys.players(ladder, players):
+        for key in player_keys:
             queue("HMGET", key, *READ_STATE_FIELDS)
-        replies = await pipe.execute() if players else []
+        replies = await pipe.execute()
         last_seq = np.fromiter((int(seq) if seq else 0 for seq, _, _ in replies), dtype=np.int64, count=len(replies))
         return StoredStates(last_seq, [state for _, state, _ in replies], [tier for _, _, tier in replies])
 
