@@ -44,38 +44,40 @@ function whatIfView(ladder) {
   const targets = el("ul", { id: "whatif-targets" });
   const out = table("whatif-results", ["rank", "player", "performance", "μ before", "μ after", "change", "σ", "rating", "tier"],
     [0, 2, 3, 4, 5, 6, 7]);
+  let body = null;  // the standings last asked about: a live update of the ladder asks again
   file.addEventListener("change", async () => { if (file.files[0]) { input.value = await file.files[0].text(); go(); } });
   run.addEventListener("click", () => go());
-  async function go() {
-    let body;
-    try { body = parseStandings(input.value); } catch (err) { showError(new Error(`not JSON: ${err.message}`)); return; }
-    if (!body.weight && Number(weight.value) > 0 && Number(weight.value) !== 1) body.weight = Number(weight.value);
+  function go() {
+    let asked;
+    try { asked = parseStandings(input.value); } catch (err) { showError(new Error(`not JSON: ${err.message}`)); return; }
+    if (!asked.weight && Number(weight.value) > 0 && Number(weight.value) !== 1) asked.weight = Number(weight.value);
     const names = explainFor.value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-    if (names.length) body.explain_for = names;
-    try {
-      const a = await postWhatIf(ladder, body);
-      showError(null);
-      setText(note, `${a.field_size} players rated from the live ratings as the stream would (${a.model}); nothing written ` +
-        `· ${a.server_ms.toFixed(0)} ms`);
-      patchRows(targets, a.targets, (t) => t.player, () => el("li", { class: "whatif-target" }), (li, t) => setText(li, targetText(t)));
-      patchRows(out.body, a.changes, (c) => c.player, () => cells(el("tr", { class: "whatif-row" }), 9, [0, 2, 3, 4, 5, 6, 7]),
-        (tr, c) => {
-          const td = tr.children;
-          setText(td[0], String(c.rank)); setLink(td[1], c.player + (c.known ? "" : " (new)"), playerHash(ladder, c.player));
-          setText(td[2], fmt(c.performance)); setText(td[3], fmt(c.mu_before)); setText(td[4], fmt(c.mu_after));
-          setDelta(td[5], c.mu_before, c.mu_after); setText(td[6], fmt(c.sigma_after)); setText(td[7], fmt(c.display_rating));
-          setText(td[8], (c.tier_before || "–") + (c.tier !== c.tier_before ? ` → ${c.tier || "–"}` : ""));
-        });
-    } catch (err) { showError(err); }
+    if (names.length) asked.explain_for = names;
+    body = asked;
+    refresh();  // app.js: load() then patch(), errors shown above the view
+  }
+  function show(a) {
+    setText(note, `${a.field_size} players rated from the live ratings as the stream would (${a.model}); nothing written ` +
+      `· ${a.server_ms.toFixed(0)} ms`);
+    patchRows(targets, a.targets, (t) => t.player, () => el("li", { class: "whatif-target" }), (li, t) => setText(li, targetText(t)));
+    patchRows(out.body, a.changes, (c) => c.player, () => cells(el("tr", { class: "whatif-row" }), 9, [0, 2, 3, 4, 5, 6, 7]),
+      (tr, c) => {
+        const td = tr.children;
+        setText(td[0], String(c.rank)); setLink(td[1], c.player + (c.known ? "" : " (new)"), playerHash(ladder, c.player));
+        setText(td[2], fmt(c.performance)); setText(td[3], fmt(c.mu_before)); setText(td[4], fmt(c.mu_after));
+        setDelta(td[5], c.mu_before, c.mu_after); setText(td[6], fmt(c.sigma_after));
+        setText(td[7], fmt(c.display_rating) + (c.provisional ? "?" : ""));
+        setText(td[8], (c.tier_before || "–") + (c.tier !== c.tier_before ? ` → ${c.tier || "–"}` : ""));
+      });
   }
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))),
     el("h1", { id: "whatif-name", text: `What if… (${ladder})` }),
     el("p", { class: "muted", text: "Paste a live scoreboard (complete or partial) or a hypothetical result: every player's rating change " +
-      "if the round were rated now. Nothing is saved." }),
+      "if the round were rated now, asked again whenever the ladder's ratings change. Nothing is saved." }),
     input, el("div", { class: "toolbar" }, el("label", { text: "weight " }, weight), explainFor, file, run), note, targets, out.root];
-  view.load = async () => null;  // the page changes on demand only
-  view.patch = () => {};
+  view.load = async () => (body ? postWhatIf(ladder, body) : null);
+  view.patch = (a) => { if (a) show(a); };
   return view;
 }
 
