@@ -341,4 +341,16 @@ async def ask(r: AsyncRedis, cfg: LadderConfig, ladder: str, raw: bytes, limits:
         targets = tier_targets(cfg, round_, stored, explain) if explain else []
     except engine.OutcomeFree as exc:
         raise WhatIfRefused(str(exc), NO_OUTCOME) from None
-    return answer(cfg, round_, rows, targets, cfg.display.interval_z)
+    out = answer(cfg, round_, rows, targets, cfg.display.interval_z)
+    out["in_flight"] = in_flight(round_, stored)
+    return out
+
+
+def in_flight(round_: RoundResult, stored: StoredStates) -> list[str]:
+    """The players with a round rated by phase one but not yet applied (``queued_seq`` above
+    ``last_seq``): the what-if rates them from the state before it, so the stream will differ for
+    them (and for those they played against) until it is applied."""
+    if stored.queued_seq is None:
+        return []
+    players = round_.players()
+    return [players[i] for i in np.flatnonzero(stored.queued_seq > stored.last_seq).tolist()]

@@ -33,6 +33,7 @@ def test_what_if_answers_and_writes_nothing(redis_url: str) -> None:
                        {"occurred_at": START + 20 * DAY, "standings": standings(order), "explain_for": [PLAYERS[3]]})
     assert status == 200, got
     assert snapshot(redis_url) == before and got["writes"] is False
+    assert got["in_flight"] == []
     assert [c["player"] for c in got["changes"]] == order and got["field_size"] == len(order)
     for c in got["changes"]:
         known = c["player"] in states
@@ -238,3 +239,14 @@ def test_eligible_leaderboard_keeps_the_rules_order_and_positions(redis_url: str
     assert [r["player"] for r in second["rows"]] == [r["player"] for r in admitted[2:5]]
     status, got = get(redis_url, f"/api/ladders/{RS}/leaderboard?eligible=true&search=p")
     assert (status, got["error"]) == (400, "bad_request")
+
+
+def test_players_with_a_round_in_flight_are_named(redis_url: str) -> None:
+    import redis as sync_redis
+    from stream.store import keys as store_keys
+    seed_states(redis_url)
+    client = sync_redis.Redis.from_url(redis_url)
+    client.hset(store_keys.player(LADDER, PLAYERS[1]), "queued_seq", 7)  # a round of his is rated, not applied
+    client.close()
+    _, got = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"standings": standings(PLAYERS[:4])})
+    assert got["in_flight"] == [PLAYERS[1]]

@@ -40,3 +40,23 @@ def test_read_states_equals_load_states_with_and_without_the_script(redis_url: s
     assert want.states[1] is None and want.states[0] == bytes([0]) * 40 and want.last_seq[2] == 2
     stats = redis.Redis.from_url(redis_url, decode_responses=True).info("commandstats")
     assert "cmdstat_evalsha_ro" in stats  # the script path ran (after load_scripts)
+
+
+def test_read_states_reports_rounds_in_flight(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.hset(keys.player("L", "a"), mapping={"state": b"x", "last_seq": 3, "queued_seq": 5})
+    client.hset(keys.player("L", "b"), mapping={"state": b"y", "last_seq": 5, "queued_seq": 5})
+    client.close()
+
+    async def go() -> tuple[object, object]:
+        r = aioredis.Redis.from_url(redis_url)
+        store = Store(r, history_length=10)
+        try:
+            cold = await store.read_states("L", ["a", "b", "c"])
+            await store.load_scripts()
+            return cold, await store.read_states("L", ["a", "b", "c"])
+        finally:
+            await r.aclose()
+
+    for got in asyncio.run(go()):
+        assert got.queued_seq.tolist() == [5, 5, 0] and got.last_seq.tolist() == [3, 5, 0]

@@ -116,6 +116,7 @@ def test_what_if_equals_what_the_stream_then_writes(local_stack, stack_redis_url
             before = snapshot(url)
             asked = ask(url, ladder, {k: v for k, v in body.items() if k != "round_id"} | {"round_id": body["round_id"]})
             assert asked["writes"] is False and snapshot(url) == before  # the what-if wrote nothing
+            assert asked["in_flight"] == []  # drained: every prior is final
             round_ = {**body, "ladder": ladder}
             harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", [round_])
             harness.wait_drained(url, harness.expected_rounds([round_]), [worker])
