@@ -68,3 +68,27 @@ def test_what_if_page_and_explain_panel(redis_url: str, browser) -> None:  # typ
         lines = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#explain-text li")]
         assert lines == explained["text"] and round_id in browser.find_element(By.ID, "explain-title").text
         browser.save_screenshot(str(OUTPUT / "dashboard-explain.png"))
+
+
+def test_leaderboard_eligible_only(redis_url: str, browser) -> None:  # type: ignore[no-untyped-def]
+    """The leaderboard's "eligible only" box shows the players the ladder's rules admit, in order."""
+    from stream.api.server import ApiThread
+    from stream.settings import Settings
+    from stream.stack.ports import free_port
+
+    seeded = seed(redis_url)
+    ladders = json.dumps({RS: {"model": "mmr", "display": {"min_rounds": 4, "provisional_rounds": 5}}})
+    wait = WebDriverWait(browser, WAIT_S)
+    with ApiThread(Settings(redis_url=redis_url, ladders=ladders), host="127.0.0.1", port=free_port(),
+                   probe=False) as server:
+        with urllib.request.urlopen(f"{server.url}/api/ladders/{RS}/leaderboard?eligible=true&limit=200") as r:
+            admitted = [row["player"] for row in json.loads(r.read())["rows"]]
+        assert 0 < len(admitted) < len(seeded.display)
+        browser.get(f"{server.url}/?live=off#/l/{RS}")
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.lb-row")) == len(seeded.display))
+        marked = browser.execute_script("return Array.from(document.querySelectorAll('tr.lb-row td:nth-child(3)'), c => c.textContent)")
+        assert any(text.endswith("?") for text in marked)  # provisional ratings are marked
+        browser.find_element(By.ID, "eligible-only").click()
+        wait.until(lambda d: d.execute_script(
+            "return Array.from(document.querySelectorAll('tr.lb-row'), r => r.dataset.player)") == admitted)
+        assert browser.find_element(By.ID, "search").get_attribute("disabled") is not None

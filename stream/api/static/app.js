@@ -160,6 +160,12 @@ function leaderboardView(ladder) {
   const prev = el("button", { id: "prev", text: "← previous" });
   const next = el("button", { id: "next", text: "next →" });
   const info = el("span", { id: "page-info", class: "muted" });
+  const eligible = el("input", { id: "eligible-only", type: "checkbox" });  // the ladder's leaderboard rules
+  eligible.checked = Boolean(state.eligible);
+  search.disabled = eligible.checked;  // the eligible page is not searched
+  eligible.addEventListener("change", () => {
+    state.eligible = eligible.checked; search.disabled = eligible.checked; state.offset = 0; refresh();
+  });
   prev.addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE_SIZE); refresh(); });
   next.addEventListener("click", () => { state.offset += PAGE_SIZE; refresh(); });
   const lb = table("leaderboard", ["#", "player", "rating", "μ", "σ", "tier", "rounds"], [0, 2, 3, 4, 6]);
@@ -174,12 +180,14 @@ function leaderboardView(ladder) {
   view.nodes = [
     el("h1", { text: `Ladder ${ladder}` }), board.root, histogram,
     el("div", { class: "toolbar" }, search, prev, next, info,
+      el("label", { title: "only the players the ladder's leaderboard rules admit" }, eligible, "eligible only"),
       el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
       el("a", { id: "whatif-link", href: `${ladderHash(ladder)}/what-if`, text: "what if…" }),
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
     lb.root, el("h2", { text: "Rounds rated over time" }), roundsChart, el("h2", { text: "Recent rounds" }), recent];
   view.load = async () => {
-    const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
+    const q = `offset=${state.offset}&limit=${PAGE_SIZE}` +
+      (state.eligible ? "&eligible=true" : state.search ? `&search=${enc(state.search)}` : "");
     const [summary, page, rounds, distribution, activity] = await Promise.all([
       api(`/api/ladders/${enc(ladder)}`),
       api(`/api/ladders/${enc(ladder)}/leaderboard?${q}`),
