@@ -650,6 +650,7 @@ async function refresh() {
   const view = state.view;
   if (!view) return;
   const ticket = ++state.ticket;
+  state.loading = true;
   try {
     const data = await view.load();
     if (ticket !== state.ticket || view !== state.view) return;
@@ -657,6 +658,8 @@ async function refresh() {
     view.patch(data);
   } catch (err) {
     if (ticket === state.ticket && view === state.view) showError(err);
+  } finally {
+    if (ticket === state.ticket) state.loading = false;
   }
 }
 
@@ -734,7 +737,10 @@ function setLive() {
 pause.addEventListener("click", () => {
   state.paused = !state.paused;
   setLive();
-  if (state.paused) return;
+  if (state.paused) {  // a refresh still in flight must not land after the pause: it is dropped (and shown on resume)
+    if (state.loading) { state.ticket++; state.missed = true; }
+    return;
+  }
   const stale = state.missed || !state.events;  // started with ?live=off: nothing was followed yet
   if (!state.events && state.view) subscribe(state.view.ladder);
   state.missed = false;
