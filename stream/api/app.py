@@ -33,11 +33,12 @@ from stream.api import inputs, queues
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api.health import KafkaProbe
+from stream.api import eligibility, whatif as whatif_api
 from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
-from stream.pipeline import deadletters
+from stream.pipeline import deadletters, explain, status
 from stream.pipeline.context import load_queues
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -148,6 +149,21 @@ def _display(request: web.Request, ladder: str) -> DisplayConfig:
     return request.app[LADDERS_KEY].of(ladder).display
 
 
+def _interval(mu: float, sigma: float, z: float) -> list[float]:
+    """A rating's interval as every answer carries it: mu +/- z*sigma (the display entry's ``interval_z``)."""
+    return [mu - z * sigma, mu + z * sigma]
+
+
+def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]]) -> None:
+    """Add each rating's interval, provisional status, eligibility and drifted sigma at read time
+    (:mod:`stream.pipeline.status`) to ``items`` (dicts with mu, sigma, rounds, last_time)."""
+    fields = status.status_fields(request.app[LADDERS_KEY].of(ladder), [i.get("mu") for i in items],
+                                  [i.get("sigma") for i in items], [i.get("rounds") for i in items],
+                                  [i.get("last_time") for i in items], time.time())
+    for item, extra in zip(items, fields):
+        item.update(extra)
+
+
 # ---- handlers ---------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
     """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag).
@@ -237,12 +253,19 @@ async def get_leaderboard(request: web.Request, ladder: str) -> dict[str, Any]:
     offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
     limit = inputs.int_query(request, "limit", DEFAULT_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
     search = request.query.get("search", "")
+    if request.query.get("eligible", "") in ("1", "true"):  # the players the ladder's rules admit
+        if search:
+            raise bad_request("eligible and search do not combine")
+        return await eligibility.eligible_page(_redis(request), request.app[LADDERS_KEY].of(ladder), ladder,
+                                               offset=offset, limit=limit)
     if search:
         search = inputs.ident(search, "search", _max_id(request))
         page = await queries.search_leaderboard(_redis(request), ladder, search, offset=offset, limit=limit)
     else:
         page = await queries.leaderboard(_redis(request), ladder, offset=offset, limit=limit)
-    return page.to_dict()
+    out = page.to_dict()
+    _with_status(request, ladder, out["rows"])
+    return out
 
 
 @cached_by_ladder
@@ -272,7 +295,9 @@ async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
     if view is None:
         raise await _unknown_player(request, ladder, player)
     league, division = league_division(view.tier, _display(request, ladder))
-    return {**view.to_dict(), "league": league, "division": division}
+    out = {**view.to_dict(), "league": league, "division": division}
+    _with_status(request, ladder, [out])
+    return out
 
 
 @cached_by_ladder
@@ -383,11 +408,13 @@ async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, r
     key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
     return await _cached_prediction(
         request, ladder, key, players,
-        lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin))
+        lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin,
+                                        cfg.display.interval_z))
 
 
 async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
-                           states: list[tuple[float, float] | None], weight: float, margin: float) -> dict[str, Any]:
+                           states: list[tuple[float, float] | None], weight: float, margin: float,
+                           interval_z: float = 2.0) -> dict[str, Any]:
     """The answer of a team prediction (``engine.predict.predict_teams``): per team its players,
     belief, probability of finishing first, expected rank; per pair of teams the probabilities
     of a win and a draw; the match quality; for two teams the three outcomes."""
@@ -407,7 +434,7 @@ async def _team_prediction(params: Params, ladder: str, players: list[str], entr
              "win_probability": float(lobby.rank_distribution[k][0]), "expected_rank": float(lobby.expected_rank[k]),
              "rank_distribution": lobby.rank_distribution[k].tolist(),
              "players": [{"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
-                          "weight": shares[i]}
+                          "interval": _interval(float(mu[i]), float(sigma[i]), interval_z), "weight": shares[i]}
                          for i, (p, s) in enumerate(zip(players, states)) if entry[i] == k]}
             for k in range(len(pred.mu))
         ],
@@ -438,6 +465,7 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
         | ({"draw_margin": margin} if cfg.rating_model is None else {}),
         "players": [
             {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
+             "interval": _interval(float(mu[i]), float(sigma[i]), cfg.display.interval_z),
              "win_probability": float(pred.rank_distribution[i][0]),
              "expected_rank": float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
             for i, (p, s) in enumerate(zip(players, states))
@@ -507,6 +535,28 @@ async def rejected(request: web.Request) -> web.Response:
                               "rejections": [x.to_dict() for x in found]})
 
 
+async def what_if(request: web.Request) -> web.Response:
+    """A round's rating changes from the live state, as the stream would rate it; writes nothing
+    (:mod:`stream.api.whatif`)."""
+    ladder = await _ladder(request)
+    cfg = request.app[LADDERS_KEY].of(ladder)
+    answer = await whatif_api.what_if(request, _redis(request), cfg, ladder, whatif_api.limits_of(request.app[SETTINGS_KEY]))
+    return _json_body(orjson.dumps(answer))
+
+
+async def explain_change(request: web.Request) -> web.Response:
+    """Why a stored rating change is what it is, term by term and in words (:mod:`stream.pipeline.explain`)."""
+    ladder = _ladder_name(request)
+    player = _item_id(request, "player", "player")
+    round_id = _item_id(request, "round_id", "round")
+    try:
+        answer = await explain.explain_change(_redis(request), request.app[LADDERS_KEY].of(ladder), ladder, player,
+                                              round_id)
+    except explain.ExplainRefused as refused:
+        raise not_found(refused.message, code=refused.code) from None
+    return _json_body(orjson.dumps(answer))
+
+
 # ---- the app ----------------------------------------------------------------------------
 def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None) -> web.Application:
     """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
@@ -544,6 +594,8 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
+    app.router.add_post("/api/ladders/{ladder}/what-if", what_if)
+    app.router.add_get("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", explain_change)
     app[queues.QUEUES_KEY] = load_queues(settings, app[LADDERS_KEY])  # QUEUES: a bad one exits 2 (SettingsError)
     app.router.add_routes(queues.routes(_redis))
     return app

@@ -55,6 +55,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
                              "pairing; print fairness (true win probability within 35-65 %) by games played, pair "
                              "accuracy, waits and calibration."),
     "queue": ("queue", "Matchmaking: join and cancel tickets, a queue's state, its matches as they form."),
+    "what-if": ("whatif", "What a round would do to its players' ratings, rated from the live state exactly as the "
+                          "stream would rate it; nothing is written."),
+    "explain": ("whatif", "Why a player's rating changed as it did in a round: expected against actual rank, "
+                          "performance, weight, drift, sigma, the display rule and the tier's reason, from what is "
+                          "stored."),
 }
 
 

@@ -7,6 +7,7 @@ Unknown ladder, player or round: a message on stderr and exit code :data:`EXIT_N
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Annotated, Any, TypeVar
@@ -14,6 +15,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from stream.cli.store_command import EXIT_NOT_FOUND, run_on_redis
+from stream.pipeline.context import load_ladders
+from stream.pipeline.status import status_fields
 from stream.settings import Settings
 from stream.store import queries
 from stream.store.client import AsyncRedis
@@ -70,6 +73,14 @@ def _echo_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2))
 
 
+def _status(ratings: list[tuple[float | None, float | None, int | None, float | None]], ladder: str) -> list[dict[str, Any]]:
+    """Each (mu, sigma, rounds, last_time)'s interval, provisional status and eligibility now
+    (``stream.pipeline.status``, the ladder's display entry), as the API shows them."""
+    cfg = load_ladders(Settings.from_env()).of(ladder)
+    return status_fields(cfg, [r[0] for r in ratings], [r[1] for r in ratings], [r[2] for r in ratings],
+                         [r[3] for r in ratings], time.time())
+
+
 def leaderboard_command(
     ladder: Annotated[str, typer.Argument(help="ladder name")],
     top: Annotated[int, typer.Option("--top", "-n", min=1, max=10_000, help="number of players")] = DEFAULT_TOP,
@@ -87,9 +98,11 @@ def leaderboard_command(
     if as_json:
         _echo_json(page.to_dict())
         return
-    rows = [[str(row.position), row.player, _num(row.display_rating), _num(row.mu), _num(row.sigma),
-             row.tier or "-", str(row.rounds or 0)] for row in page.rows]
-    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "tier", "rounds"], rows))
+    marks = _status([(row.mu, row.sigma, row.rounds, row.last_time) for row in page.rows], ladder)
+    rows = [[str(row.position), row.player, _num(row.display_rating) + ("?" if m["provisional"] else ""), _num(row.mu),
+             _num(row.sigma), row.tier or "-", str(row.rounds or 0), "" if m["eligible"] is not False else "ineligible"]
+            for row, m in zip(page.rows, marks)]
+    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "tier", "rounds", ""], rows))
     typer.echo(f"({len(page.rows)} of {page.total} players)")
 
 
@@ -106,8 +119,12 @@ def player_command(
         _echo_json(view.to_dict())
         return
     position = f"{view.position} of {view.leaderboard_size}" if view.position else "-"
-    typer.echo(f"{view.player} ({view.ladder}): rating {_num(view.display_rating)}  mu {_num(view.mu)}  "
-               f"sigma {_num(view.sigma)}  tier {view.tier or '-'}  position {position}  rounds {view.rounds}")
+    (m,) = _status([(view.mu, view.sigma, view.rounds, view.last_time)], ladder)
+    typer.echo(f"{view.player} ({view.ladder}): rating {_num(view.display_rating)}{'? (provisional)' if m['provisional'] else ''}  "
+               f"mu {_num(view.mu)}  sigma {_num(view.sigma)} (now {_num(m['sigma_now'])})  "
+               f"interval [{_num(m['interval'][0])}, {_num(m['interval'][1])}]  tier {view.tier or '-'}  "
+               f"position {position}  rounds {view.rounds}"
+               + ("" if m["eligible"] is not False else f"  not eligible: {', '.join(m['ineligible_reasons'])}"))
     rows = [[h["round_id"], _when(h.get("occurred_at")), f"{h['rank']}/{h['field_size']}", _num(h["performance"]),
              _num(h["mu_before"]), _num(h["mu_after"]), f"{h['mu_after'] - h['mu_before']:+.1f}"]
             for h in reversed(view.history)]

@@ -68,3 +68,11 @@ def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatc
     out.w_out = batch.w_out * (transfer * decay)[:, None]
     out.sigma = new_sigma
     return out
+
+
+def sigma_at(sigma: np.ndarray, last_time: np.ndarray, time: float, params: Params) -> np.ndarray:
+    """Each player's sigma as the next round at ``time`` would see it after its drift (weight 1):
+    ``sqrt(sigma^2 + gamma^2)`` with the days since his last round; what the read side shows of an
+    inactive player's uncertainty, computed at read time (nothing stored changes)."""
+    days = np.maximum(elapsed_days(last_time, time), 0.0)
+    return drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, 1.0, days))

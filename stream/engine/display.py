@@ -66,6 +66,8 @@ DEFAULT_CENTER = 1500.0
 DEFAULT_SCALE = 200.0
 """Fixed-range scale: about half the width of a typical rated population (sd ~350-400)."""
 DEFAULT_DEMOTION_MARGIN = 0.0
+DEFAULT_INTERVAL_Z = 2.0
+"""Every rating answer's interval: mu +/- 2 sigma (~95 %)."""
 DEFAULT_TIERS: tuple[tuple[str, float], ...] = (
     ("Bronze", float("-inf")),
     ("Silver", 1300.0),
@@ -82,6 +84,10 @@ MAX_DIVISIONS = 10
 
 DEFAULT_LADDER_KEY = "*"
 """Key of the fallback entry in the ``DISPLAY_CONFIG`` mapping."""
+
+
+STATUS_KEYS = ("interval_z", "provisional_sigma", "provisional_rounds", "min_rounds", "active_days", "max_sigma")
+"""Display-entry keys of a rating's status: its interval, provisional status and leaderboard eligibility."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,18 @@ class DisplayConfig:
     tiers: tuple[tuple[str, float], ...] = field(default=DEFAULT_TIERS)
     demotion_margin: float = DEFAULT_DEMOTION_MARGIN
     divisions: int = 1
+    interval_z: float = DEFAULT_INTERVAL_Z
+    """Half-width of the interval every rating answer carries, in sigmas: ``mu +/- z*sigma``."""
+    provisional_sigma: float | None = None
+    """A player is provisional while his sigma is above this (None: never for sigma)..."""
+    provisional_rounds: int = 0
+    """...or while he has played fewer rounds than this (Lichess: "1500?")."""
+    min_rounds: int = 0
+    """Leaderboard eligibility: at least this many rounds played,"""
+    active_days: float | None = None
+    """a round within the last this many days (None: no limit),"""
+    max_sigma: float | None = None
+    """and sigma (grown by the drift since his last round) at most this (None: no bound)."""
     _placements: tuple[Placement, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
@@ -133,6 +151,21 @@ class DisplayConfig:
         if len({name for name, _ in tiers}) != len(tiers):
             raise ValueError("tier names must be unique")
         object.__setattr__(self, "tiers", tiers)
+        for name in ("interval_z", "provisional_sigma", "active_days", "max_sigma"):
+            value = getattr(self, name)
+            if value is None and name != "interval_z":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value >= 0 and np.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number >= 0{'' if name == 'interval_z' else ' or null'}, "
+                                 f"got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("provisional_rounds", "min_rounds"):
+            value = getattr(self, name)
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+                object.__setattr__(self, name, value)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
         if isinstance(self.divisions, bool) or not isinstance(self.divisions, int) or not 1 <= self.divisions <= MAX_DIVISIONS:
             raise ValueError(f"divisions must be an integer in [1, {MAX_DIVISIONS}], got {self.divisions!r}")
         steps = self._steps()
@@ -171,7 +204,7 @@ class DisplayConfig:
     def from_dict(cls, raw: Mapping[str, Any]) -> "DisplayConfig":
         """Build from the JSON form: ``{"mode", "k", "center", "scale", "tiers": [[name, t], ...],
         "demotion_margin"}``, every key optional. A null threshold means -inf."""
-        known = {"mode", "k", "center", "scale", "tiers", "demotion_margin", "divisions"}
+        known = {"mode", "k", "center", "scale", "tiers", "demotion_margin", "divisions", *STATUS_KEYS}
         unknown = set(raw) - known
         if unknown:
             raise ValueError(f"unknown display config keys: {sorted(unknown)}")
@@ -192,7 +225,8 @@ class DisplayConfig:
         """JSON-safe form (the lowest threshold as null), inverse of :meth:`from_dict`."""
         tiers = [[name, None if i == 0 else threshold] for i, (name, threshold) in enumerate(self.tiers)]
         return {"mode": self.mode, "k": self.k, "center": self.center, "scale": self.scale,
-                "tiers": tiers, "demotion_margin": self.demotion_margin, "divisions": self.divisions}
+                "tiers": tiers, "demotion_margin": self.demotion_margin, "divisions": self.divisions,
+                **{key: getattr(self, key) for key in STATUS_KEYS}}
 
 
 def parse_display_configs(raw: str) -> dict[str, DisplayConfig]:
@@ -328,3 +362,42 @@ def league_division(label: str | None, cfg: DisplayConfig) -> tuple[str | None, 
     if league in leagues and division.isdigit() and int(division) >= 1:
         return league, int(division)
     return None, None
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What a player's stored (mu, sigma, rounds, last round) means at read time (vectorised):
+    sigma grown by the drift the next round would apply (``sigma_now``, given by the caller: the
+    engine's diffusion), the interval ``mu +/- z*sigma_now``, provisional status and leaderboard
+    eligibility with the reasons a player is not eligible."""
+
+    sigma_now: NDArray[np.float64]
+    low: NDArray[np.float64]
+    high: NDArray[np.float64]
+    provisional: NDArray[np.bool_]
+    eligible: NDArray[np.bool_]
+    reasons: list[list[str]]
+
+
+def standing(mu: ArrayLike, sigma_now: ArrayLike, rounds: ArrayLike, days_idle: ArrayLike,
+             cfg: DisplayConfig) -> Standing:
+    """Interval, provisional status and eligibility of players whose drifted sigma is
+    ``sigma_now``, with ``rounds`` played and ``days_idle`` since their last round (NaN: never)."""
+    mu_a = np.asarray(mu, dtype=np.float64)
+    sig = np.asarray(sigma_now, dtype=np.float64)
+    played = np.asarray(rounds, dtype=np.int64)
+    idle = np.asarray(days_idle, dtype=np.float64)
+    provisional = played < cfg.provisional_rounds
+    if cfg.provisional_sigma is not None:
+        provisional = provisional | (sig > cfg.provisional_sigma)
+    checks: list[tuple[NDArray[np.bool_], str]] = [(played < cfg.min_rounds, f"fewer than {cfg.min_rounds} rounds")]
+    if cfg.active_days is not None:
+        checks.append((~(idle <= cfg.active_days), f"no round in the last {cfg.active_days:g} days"))
+    if cfg.max_sigma is not None:
+        checks.append((sig > cfg.max_sigma, f"uncertainty (sigma) above {cfg.max_sigma:g}"))
+    failing = np.zeros(mu_a.shape, dtype=bool)
+    for bad, _ in checks:
+        failing = failing | bad
+    reasons = [[why for bad, why in checks if bad[i]] for i in range(mu_a.shape[0])] if failing.any() else \
+        [[] for _ in range(mu_a.shape[0])]
+    return Standing(sig, mu_a - cfg.interval_z * sig, mu_a + cfg.interval_z * sig, provisional, ~failing, reasons)

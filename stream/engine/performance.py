@@ -139,3 +139,27 @@ def solve_segments(
     roots = solve_bracketed(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), guess, increasing=False)
     perf[order] = roots[gid]
     return perf
+
+
+def performance_of(
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    elapsed_days: np.ndarray,
+    ranks: np.ndarray,
+    i: int,
+    params: Params,
+    *,
+    weight: float = 1.0,
+    perf_ceiling: float = math.inf,
+) -> float:
+    """Participant ``i``'s performance alone, as :func:`phase_one` gives it (its tie group's
+    equation solved by the direct method: O(N) per Newton step; the Chebyshev solver of large
+    rounds agrees to ~1e-11). For searches over one player's rank (what-if tier targets); the
+    subsampling presets go through :func:`phase_one` (their opponents are drawn per round)."""
+    if params.subsample_size is not None:
+        return float(phase_one(mu, sigma, elapsed_days, ranks, params, weight=weight, perf_ceiling=perf_ceiling)[i])
+    mu = np.asarray(mu, dtype=float)
+    groups = TieGroups.from_ranks(ranks, draws=params.draws_rate)
+    _, delta = opponent_deltas(sigma, elapsed_days, params, weight)
+    root = float(solve_groups_direct(GroupEquations(mu, delta, groups, params), groups.group_of[[i]])[0])
+    return min(root, perf_ceiling) if params.variant == "logistic" else root

@@ -97,6 +97,7 @@ class LeaderboardRow(View):
     sigma: float | None
     rounds: int | None
     tier: str | None
+    last_time: float | None = None
 
 
 @dataclass
@@ -262,11 +263,11 @@ async def _rows(r: AsyncRedis, ladder: str, members: list[tuple[str, float, int]
     """Leaderboard rows for (player, score, position) with each player's hash fields, one round trip."""
     pipe = r.pipeline(transaction=False)
     for player, _, _ in members:
-        pipe.hmget(keys.player(ladder, player), ("mu", "sigma", "rounds", "tier"))
+        pipe.hmget(keys.player(ladder, player), ("mu", "sigma", "rounds", "tier", "last_time"))
     fetched = await pipe.execute() if members else []
     return [LeaderboardRow(position=pos, player=player, display_rating=score, mu=_float(mu),
-                           sigma=_float(sigma), rounds=_int(rounds), tier=_text(tier))
-            for (player, score, pos), (mu, sigma, rounds, tier) in zip(members, fetched)]
+                           sigma=_float(sigma), rounds=_int(rounds), tier=_text(tier), last_time=_float(last_time))
+            for (player, score, pos), (mu, sigma, rounds, tier, last_time) in zip(members, fetched)]
 
 
 async def leaderboard(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 50) -> LeaderboardPage:

@@ -65,6 +65,7 @@ REQUESTS = [
     ("/api/ladders/{ladder}", "get", "/api/ladders/nope", None, 404),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?limit=5", None, 200),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?search=p1", None, 200),
+    ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?eligible=true&limit=3", None, 200),
     ("/api/ladders/{ladder}/leaderboard", "get", f"/api/ladders/{LADDER}/leaderboard?limit=0", None, 400),
     ("/api/ladders/{ladder}/distribution", "get", f"/api/ladders/{LADDER}/distribution?bins=7", None, 200),
     ("/api/ladders/{ladder}/distribution", "get", f"/api/ladders/{LADDER}/distribution?bins=0", None, 400),
@@ -93,6 +94,14 @@ REQUESTS = [
     ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict",
      {"teams": [["p01", {"player": "p02", "weight": 0.5}], ["new"]]}, 200),
     ("/api/ladders/{ladder}/predict", "post", f"/api/ladders/{LADDER}/predict", {"teams": [["p01"], []]}, 400),
+    ("/api/ladders/{ladder}/what-if", "post", f"/api/ladders/{LADDER}/what-if",
+     {"standings": [{"player": "new-a", "rank": 1}, {"player": "new-b", "rank": 2}], "explain_for": ["new-b"]}, 200),
+    ("/api/ladders/{ladder}/what-if", "post", f"/api/ladders/{LADDER}/what-if", {"standings": []}, 400),
+    ("/api/ladders/{ladder}/what-if", "post", "/api/ladders/nope/what-if", {"standings": []}, 404),
+    ("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", "get",
+     f"/api/ladders/{LADDER}/players/p01/changes/r1/explain", None, 200),
+    ("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", "get",
+     f"/api/ladders/{LADDER}/players/p01/changes/zz/explain", None, 404),
 ]
 
 

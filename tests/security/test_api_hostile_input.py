@@ -41,6 +41,10 @@ def endpoints(ladder: str, value: str) -> list[tuple[str, str]]:
         ("GET", f"/api/ladders/{v}/events"), ("GET", f"/api/ladders/{lad}/leaderboard?offset={v}&limit={v}"),
         ("GET", f"/api/ladders/{lad}/players/p01?history={v}"),
         ("GET", f"/api/ladders/{lad}/player?id={v}"), ("GET", f"/api/ladders/{lad}/round?id={v}"),
+        ("GET", f"/api/ladders/{lad}/players/{v}/changes/r1/explain"),
+        ("GET", f"/api/ladders/{lad}/players/p01/changes/{v}/explain"),
+        ("GET", f"/api/ladders/{v}/players/p01/changes/r1/explain"),
+        ("GET", f"/api/ladders/{lad}/leaderboard?eligible={v}"),
     ]
 
 

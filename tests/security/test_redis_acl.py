@@ -134,3 +134,29 @@ def test_cli_with_a_wrong_password_exits_4_with_a_one_line_error(acl_redis: Redi
     assert "Traceback" not in done.stderr
     assert password not in done.stdout + done.stderr
     assert json.dumps(password) not in done.stderr
+
+
+def test_what_if_and_explain_over_the_reader_user(acl_redis: RedisServer, seeded: readside_data.Seeded) -> None:
+    """The reader user (``+@read``, no scripts) answers what-if and explain: both read by plain
+    read commands."""
+    settings = Settings(redis_url=url(acl_redis, *READER))
+    players = seeded.ranking()[:4]
+
+    async def go() -> tuple[int, dict, int, dict]:
+        client = redis_client(settings)
+        http = TestClient(TestServer(create_app(client, settings)))
+        await http.start_server()
+        try:
+            # the seeded hashes hold no real engine state: newcomers (their hashes are still read)
+            body = {"standings": [{"player": f"new-{p}", "rank": i + 1} for i, p in enumerate(players)] + [
+                {"player": "newcomer", "rank": 5}]}
+            asked = await http.post(f"/api/ladders/{seeded.ladder}/what-if", json=body)
+            why = await http.get(f"/api/ladders/{seeded.ladder}/players/{players[0]}/changes/r1/explain")
+            return asked.status, await asked.json(), why.status, await why.json()
+        finally:
+            await http.close()
+            await client.aclose()
+
+    status, asked, why_status, why = asyncio.run(go())
+    assert (status, why_status) == (200, 200), (asked, why)
+    assert [c["player"] for c in asked["changes"]][-1] == "newcomer" and why["change"]["round_id"] == "r1"

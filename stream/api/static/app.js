@@ -179,6 +179,12 @@ function leaderboardView(ladder) {
   const prev = el("button", { id: "prev", text: "← previous" });
   const next = el("button", { id: "next", text: "next →" });
   const info = el("span", { id: "page-info", class: "muted" });
+  const eligible = el("input", { id: "eligible-only", type: "checkbox" });  // the ladder's leaderboard rules
+  eligible.checked = Boolean(state.eligible);
+  search.disabled = eligible.checked;  // the eligible page is not searched
+  eligible.addEventListener("change", () => {
+    state.eligible = eligible.checked; search.disabled = eligible.checked; state.offset = 0; refresh();
+  });
   prev.addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE_SIZE); refresh(); });
   next.addEventListener("click", () => { state.offset += PAGE_SIZE; refresh(); });
   const lb = table("leaderboard", ["#", "player", "rating", "μ", "σ", "tier", "rounds"], [0, 2, 3, 4, 6]);
@@ -193,7 +199,9 @@ function leaderboardView(ladder) {
   view.nodes = [
     el("h1", { text: `Ladder ${ladder}` }), board.root, histogram,
     el("div", { class: "toolbar" }, search, prev, next, info,
+      el("label", { title: "only the players the ladder's leaderboard rules admit" }, eligible, "eligible only"),
       el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
+      el("a", { id: "whatif-link", href: `${ladderHash(ladder)}/what-if`, text: "what if…" }),
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
     lb.root,
     el("p", { id: "tier-note", class: "muted", text: "rating: the ladder's display rating (by default the conservative " +
@@ -201,7 +209,8 @@ function leaderboardView(ladder) {
       "so a lower-rated player can show a higher tier." }),
     el("h2", { text: "Rounds rated over time" }), roundsChart, el("h2", { text: "Recent rounds" }), recent];
   view.load = async () => {
-    const q = `offset=${state.offset}&limit=${PAGE_SIZE}` + (state.search ? `&search=${enc(state.search)}` : "");
+    const q = `offset=${state.offset}&limit=${PAGE_SIZE}` +
+      (state.eligible ? "&eligible=true" : state.search ? `&search=${enc(state.search)}` : "");
     const [summary, page, rounds, distribution, activity] = await Promise.all([
       api(`/api/ladders/${enc(ladder)}`),
       api(`/api/ladders/${enc(ladder)}/leaderboard?${q}`),
@@ -232,8 +241,11 @@ function leaderboardView(ladder) {
       const td = tr.children;
       setText(td[0], String(row.position));
       setLink(td[1], row.player, playerHash(ladder, row.player));
-      setText(td[2], fmt(row.display_rating)); setText(td[3], fmt(row.mu)); setText(td[4], fmt(row.sigma));
+      setText(td[2], fmt(row.display_rating) + (row.provisional ? "?" : "")); setText(td[3], fmt(row.mu));
+      setText(td[4], fmt(row.sigma_now ?? row.sigma));
       setText(td[5], row.tier || "–"); setText(td[6], fmt(row.rounds));
+      setAttr(tr, "title", row.eligible === false ? `not eligible: ${row.ineligible_reasons.join(", ")}` :
+        (row.provisional ? "provisional rating" : ""));
     });
     patchRows(recent, rounds.rounds, (r) => r.round_id, () => el("li", {}, el("a"), el("span", { class: "muted" })),
       (li, r) => {
@@ -399,7 +411,8 @@ function playerView(ladder, playerId) {
   const ranks = svg("svg", { class: "chart", id: "rank-chart", role: "img", viewBox: `0 0 ${RANK_CHART.width} ${RANK_CHART.height}`,
     "aria-label": `leaderboard place and tier of ${playerId} over time` });
   let drawnRanks = "";
-  const hist = table("history", ["round", "when (UTC)", "rank", "performance", "μ", "Δμ"], [2, 3, 4, 5]);
+  const hist = table("history", ["round", "when (UTC)", "rank", "performance", "μ", "Δμ", ""], [2, 3, 4, 5]);
+  const why = explainPanel(ladder, playerId);  // whatif.js
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
     el("div", { class: "legend muted" }, el("span", { class: "lg-line", text: "— μ after each round" }),
@@ -407,7 +420,7 @@ function playerView(ladder, playerId) {
       el("span", { text: "rating above: the display rating (by default μ − 2σ); Δμ below: the round's change of μ; times UTC" })),
     plot, el("h2", { text: "Place and tier over time" }),
     el("p", { class: "muted", text: "each round's rating placed on today's leaderboard (past leaderboards are not kept)" }),
-    ranks, el("h2", { text: "History" }), hist.root];
+    ranks, why.root, el("h2", { text: "History" }), hist.root];
   view.load = async () => {
     const [p, timeline] = await Promise.all([api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`)),
       api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`, "/ranks"))]);
@@ -417,12 +430,19 @@ function playerView(ladder, playerId) {
     const signature = JSON.stringify([p.timeline.points, p.timeline.tiers]);
     if (signature !== drawnRanks) { drawnRanks = signature; ranks.replaceChildren(...rankShapes(p.timeline)); }
     setText(name, p.player);
-    board.set("rating", fmt(p.display_rating)); board.set("μ ± σ", `${fmt(p.mu)} ± ${fmt(p.sigma)}`);
+    board.set("rating", fmt(p.display_rating) + (p.provisional ? "? (provisional)" : ""));
+    board.set("μ ± σ", `${fmt(p.mu)} ± ${fmt(p.sigma_now ?? p.sigma)}` + (p.interval ? ` [${fmt(p.interval[0])}, ${fmt(p.interval[1])}]` : ""));
     board.set("tier", p.tier || "–"); board.set("position", p.position ? `${p.position} / ${p.leaderboard_size}` : "–");
     board.set("rounds", String(p.rounds));
     plot.update(p.history);
     patchRows(hist.body, p.history.slice().reverse(), (h) => h.round_id,
-      () => cells(el("tr", { class: "history-row" }), 6, [2, 3, 4, 5]), (tr, h) => {
+      () => {
+        const tr = cells(el("tr", { class: "history-row" }), 7, [2, 3, 4, 5]);
+        const ask = el("button", { type: "button", class: "why", text: "why?" });
+        ask.addEventListener("click", () => why.show(tr.dataset.key));
+        tr.children[6].append(ask);
+        return tr;
+      }, (tr, h) => {
         const td = tr.children;
         setLink(td[0], h.round_id, roundHash(ladder, h.round_id));
         setText(td[1], when(h.occurred_at)); setText(td[2], `${h.rank} / ${h.field_size}`);
@@ -648,18 +668,20 @@ function parseRoute() {
   if (parts[2] === "p" && parts[3] !== undefined) return { kind: "player", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "r" && parts[3] !== undefined) return { kind: "round", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "rejected" && parts.length === 3) return { kind: "rejected", ladder: parts[1] };
+  if (parts[2] === "what-if" && parts.length === 3) return { kind: "whatif", ladder: parts[1] };
   if (parts[2] === "matchup") return { kind: "matchup", ladder: parts[1], id: raw.slice(3).filter((p) => p !== "") };
   return { kind: "ladder", ladder: parts[1] };
 }
 
 const VIEWS = { ladder: leaderboardView, player: playerView, round: roundView, rejected: rejectedView,
-  matchup: matchupView };
+  matchup: matchupView, whatif: whatIfView };  // whatIfView: whatif.js
 
 // Re-read the current view's data and patch it; a newer refresh wins over an older one still in flight.
 async function refresh() {
   const view = state.view;
   if (!view) return;
   const ticket = ++state.ticket;
+  state.loading = true;
   try {
     const data = await view.load();
     if (ticket !== state.ticket || view !== state.view) return;
@@ -676,6 +698,8 @@ async function refresh() {
       return;
     }
     showError(err);
+  } finally {
+    if (ticket === state.ticket) state.loading = false;
   }
 }
 
@@ -753,7 +777,10 @@ function setLive() {
 pause.addEventListener("click", () => {
   state.paused = !state.paused;
   setLive();
-  if (state.paused) return;
+  if (state.paused) {  // a refresh still in flight must not land after the pause: it is dropped (and shown on resume)
+    if (state.loading) { state.ticket++; state.missed = true; }
+    return;
+  }
   const stale = state.missed || !state.events;  // started with ?live=off: nothing was followed yet
   if (!state.events && state.view) subscribe(state.view.ladder);
   state.missed = false;
