@@ -24,6 +24,7 @@ from typing import Any
 
 import typer
 
+from stream.cli.follow import follow_records, print_lines
 from stream.cli.publish import EXIT_UNREACHABLE, kafka_client_config
 from stream.cli.store_command import EXIT_NOT_FOUND, run_on_redis
 from stream.contracts import Limits, RoundRejected
@@ -40,7 +41,6 @@ def _queue() -> None:
     """Matchmaking: join and cancel tickets, a queue's state, its matches as they form."""
 
 EXIT_REJECTED = 1
-POLL_MS = 500
 FLUSH_TIMEOUT_S = 30.0
 
 
@@ -163,36 +163,10 @@ def status(queue: str = typer.Argument(..., help="the queue"),
 
 def follow(settings: Settings, queue: str, *, from_beginning: bool, deadline: float | None) -> Iterator[tuple[str, dict[str, Any]]]:
     """(topic kind, event) of ``matches`` and ``ticket-events`` records keyed by ``queue``."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    topics = {settings.topic(MATCHES): MATCHES, settings.topic(TICKET_EVENTS): TICKET_EVENTS}
-    consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
-                             **kafka_client_config(settings))
-    try:
-        parts: list[Any] = []
-        while not parts:
-            consumer.topics()
-            parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
-            if not parts:
-                if deadline is not None and time.monotonic() > deadline:
-                    return
-                time.sleep(0.5)
-        consumer.assign(parts)
-        if from_beginning:
-            consumer.seek_to_beginning(*parts)
-        else:
-            consumer.seek_to_end(*parts)
-        while deadline is None or time.monotonic() < deadline:
-            for tp, records in consumer.poll(timeout_ms=POLL_MS).items():
-                for record in records:
-                    if record.key != queue.encode():
-                        continue
-                    try:
-                        yield topics[tp.topic], json.loads(record.value)
-                    except (ValueError, TypeError):
-                        continue
-    finally:
-        consumer.close()
+    for kind, key, event in follow_records(settings, [MATCHES, TICKET_EVENTS], from_beginning=from_beginning,
+                                           deadline=deadline):
+        if key == queue.encode():
+            yield kind, event
 
 
 def _watch_line(kind: str, event: dict[str, Any]) -> str:
@@ -212,22 +186,10 @@ def watch(queue: str = typer.Argument(..., help="the queue"),
     """Follow a queue's matches and ticket events as they are published."""
     settings = Settings.from_env()
     deadline = time.monotonic() + timeout if timeout > 0 else None
-    from kafka.errors import KafkaError
-
-    shown = 0
-    try:
-        for kind, event in follow(settings, queue, from_beginning=from_beginning, deadline=deadline):
-            typer.echo(json.dumps({"topic": kind, "event": event}, separators=(",", ":")) if json_output
-                       else _watch_line(kind, event))
-            shown += 1
-            if max_events and shown >= max_events:
-                return
-    except KafkaError as exc:
-        typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
-    if max_events:
-        typer.echo(f"timeout: {shown} of {max_events} events", err=True)
-        raise typer.Exit(EXIT_REJECTED)
+    print_lines(settings, (json.dumps({"topic": kind, "event": event}, separators=(",", ":")) if json_output
+                           else _watch_line(kind, event)
+                           for kind, event in follow(settings, queue, from_beginning=from_beginning, deadline=deadline)),
+                max_events=max_events, timeout_exit=EXIT_REJECTED)
 
 
 def register(app: typer.Typer) -> None:

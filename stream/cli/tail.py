@@ -1,8 +1,7 @@
 """``stream tail``: follow the ``rating-changes`` topic, optionally filtered, as table lines or JSON.
 
-The consumer has no group: it assigns itself every partition of the topic (no group join, so it
-starts at once and leaves nothing behind), from the beginning with ``--from-beginning``, else
-from the end. ``--max-events`` and ``--timeout`` make it usable in scripts and tests: it exits 0
+The consumer (stream/cli/follow.py) has no group: it reads every partition of the topic, from the
+beginning with ``--from-beginning``, else from the end. ``--max-events`` and ``--timeout`` make it usable in scripts and tests: it exits 0
 once ``--max-events`` events were printed, and 1 if the timeout ends the wait first.
 
 Against the embedded Tansu broker "the end" is the start of the last stored batch (its
@@ -18,15 +17,11 @@ from typing import Any
 
 import typer
 
-from stream.cli.publish import EXIT_UNREACHABLE, kafka_client_config
+from stream.cli.follow import follow_records, print_lines
 from stream.settings import Settings
 
 #: Topic name (before the prefix).
 RATING_CHANGES_TOPIC = "rating-changes"
-#: Milliseconds one poll waits for records.
-POLL_MS = 500
-#: Seconds between two looks for the topic while it does not exist yet.
-TOPIC_WAIT_S = 0.5
 #: Exit code when --timeout ends the wait before --max-events events arrived.
 EXIT_TIMEOUT = 1
 
@@ -52,34 +47,9 @@ def matches(change: dict[str, Any], ladders: list[str], players: list[str]) -> b
 
 def follow(settings: Settings, *, from_beginning: bool, deadline: float | None) -> Iterator[dict[str, Any]]:
     """Every RatingChange on ``rating-changes`` (decoded JSON), until ``deadline`` (monotonic) if given."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    topic = settings.topic(RATING_CHANGES_TOPIC)
-    consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
-                             **kafka_client_config(settings))
-    try:
-        partitions = consumer.partitions_for_topic(topic)
-        while not partitions:  # the worker has not created it yet
-            if deadline is not None and time.monotonic() > deadline:
-                return
-            time.sleep(TOPIC_WAIT_S)
-            consumer.topics()  # refresh metadata
-            partitions = consumer.partitions_for_topic(topic)
-        assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
-        consumer.assign(assigned)
-        if from_beginning:
-            consumer.seek_to_beginning(*assigned)
-        else:
-            consumer.seek_to_end(*assigned)
-        while deadline is None or time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=POLL_MS).values():
-                for record in records:
-                    try:
-                        yield json.loads(record.value)
-                    except (ValueError, TypeError):
-                        continue  # not a RatingChange: nothing to show
-    finally:
-        consumer.close()
+    for _, _, change in follow_records(settings, [RATING_CHANGES_TOPIC], from_beginning=from_beginning,
+                                       deadline=deadline):
+        yield change
 
 
 def tail(
@@ -96,23 +66,10 @@ def tail(
 
     require(settings, kafka=True)
     deadline = time.monotonic() + timeout if timeout > 0 else None
-    from kafka.errors import KafkaError
-
-    shown = 0
-    try:
-        for change in follow(settings, from_beginning=from_beginning, deadline=deadline):
-            if not matches(change, ladder, player):
-                continue
-            typer.echo(json.dumps(change, separators=(",", ":")) if json_output else format_change(change))
-            shown += 1
-            if max_events and shown >= max_events:
-                return
-    except KafkaError as exc:
-        typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
-    if max_events:
-        typer.echo(f"timeout: {shown} of {max_events} events", err=True)
-        raise typer.Exit(EXIT_TIMEOUT)
+    changes = (change for change in follow(settings, from_beginning=from_beginning, deadline=deadline)
+               if matches(change, ladder, player))
+    print_lines(settings, (json.dumps(change, separators=(",", ":")) if json_output else format_change(change)
+                           for change in changes), max_events=max_events, timeout_exit=EXIT_TIMEOUT)
 
 
 def register(app: typer.Typer) -> None:

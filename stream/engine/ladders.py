@@ -22,7 +22,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +106,28 @@ class Ladders:
         return self.entries.get(ladder) or self.fallback
 
 
+def setting_object(setting: str, text: str, mapping: str, error: type[ValueError]) -> dict[str, Any]:
+    """A JSON-object setting (``LADDERS``, ``QUEUES``; empty: ``{}``) decoded; else ``error`` naming
+    ``setting`` and what it maps (``mapping``)."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise error(f"{setting}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise error(f"{setting}: must be a JSON object mapping {mapping}")
+    return data
+
+
+def setting_entry(where: str, raw: object, keys: Sequence[str], error: type[ValueError]) -> dict[str, Any]:
+    """One entry of such a setting: an object whose keys are among ``keys``; else ``error`` naming ``where``."""
+    if not isinstance(raw, dict):
+        raise error(f"{where}: must be an object with keys {', '.join(keys)}")
+    unknown = sorted(set(raw) - set(keys))
+    if unknown:
+        raise error(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(keys)}")
+    return raw
+
+
 def model_params(model: str, overrides: Mapping[str, Any], where: str) -> Params | ModelParams:
     """The named model's defaults with ``overrides``; :class:`LaddersError` naming ``where``."""
     if model in PRESETS:
@@ -137,11 +159,7 @@ def _entry(key: str, raw: object) -> dict[str, Any]:
     where = f"LADDERS[{key!r}]"
     if key != DEFAULT_LADDER_KEY and not LADDER_NAME.match(key):
         raise LaddersError(f"{where}: not a ladder name (pattern {LADDER_NAME.pattern}) nor \"*\"")
-    if not isinstance(raw, dict):
-        raise LaddersError(f"{where}: must be an object with keys {', '.join(ENTRY_KEYS)}")
-    unknown = sorted(set(raw) - set(ENTRY_KEYS))
-    if unknown:
-        raise LaddersError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(ENTRY_KEYS)}")
+    raw = setting_entry(where, raw, ENTRY_KEYS, LaddersError)
     if "model" in raw and not isinstance(raw["model"], str):
         raise LaddersError(f"{where}.model: must be a model name")
     if "params" in raw and not isinstance(raw["params"], dict):
@@ -169,12 +187,7 @@ def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_conf
         displays = parse_display_configs(display_config)
     except (TypeError, ValueError) as exc:
         raise LaddersError(f"DISPLAY_CONFIG: {exc}") from None
-    try:
-        data = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        raise LaddersError(f"LADDERS: not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise LaddersError("LADDERS: must be a JSON object mapping ladder (or \"*\") -> {model, params, display}")
+    data = setting_object("LADDERS", raw, 'ladder (or "*") -> {model, params, display}', LaddersError)
     entries = {str(key): _entry(str(key), value) for key, value in data.items()}
     star = entries.get(DEFAULT_LADDER_KEY, {})
     star_model = star.get("model", engine_preset)

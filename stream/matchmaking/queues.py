@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
+from stream.engine.ladders import setting_entry, setting_object
+
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 """A queue name (the ladder name pattern)."""
 MAX_PLAYERS = 1024
@@ -152,11 +154,7 @@ def queue_config(name: str, raw: object) -> QueueConfig:
     where = f"QUEUES[{json.dumps(name)}]"
     if not QUEUE_NAME.match(name):
         raise ValueError(f"{where}: not a queue name (pattern {QUEUE_NAME.pattern})")
-    if not isinstance(raw, dict):
-        raise ValueError(f"{where}: must be an object with keys {', '.join(ENTRY_KEYS)}")
-    unknown = sorted(set(raw) - set(ENTRY_KEYS))
-    if unknown:
-        raise ValueError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(ENTRY_KEYS)}")
+    raw = setting_entry(where, raw, ENTRY_KEYS, ValueError)
     ladder = raw.get("ladder")
     if not isinstance(ladder, str) or not QUEUE_NAME.match(ladder):
         raise ValueError(f"{where}.ladder: must be a ladder name")
@@ -195,10 +193,5 @@ def queue_config(name: str, raw: object) -> QueueConfig:
 
 def parse_queues(text: str) -> dict[str, QueueConfig]:
     """Parse ``QUEUES`` (empty: no queue). Raises ValueError whose message names the bad key."""
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise ValueError(f"QUEUES: not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError('QUEUES: must be a JSON object mapping queue name -> {"ladder", "teams", "team_size", ...}')
+    data = setting_object("QUEUES", text, 'queue name -> {"ladder", "teams", "team_size", ...}', ValueError)
     return {str(name): queue_config(str(name), raw) for name, raw in data.items()}
