@@ -5,6 +5,7 @@ unchanged and Redis executed read-only commands only; request bodies over the li
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -77,9 +78,9 @@ def write_commands(url: str, names: set[str]) -> set[str]:
             if "readonly" not in table.get(name.split("|")[0], {}).get("flags", [])}
 
 
-def test_hostile_values_never_500_and_never_write(redis_url: str) -> None:
-    seeded = readside_data.seed(redis_url)
-    before = snapshot(redis_url)
+def send_all(redis_url: str, requests: Iterable[tuple[str, str, str, bytes | None]]) -> list[tuple[str, int, Any]]:
+    """Send each (label, method, path, body) to the read API over ``redis_url`` (Redis's command
+    stats reset first, see :func:`executed_commands`); (label, status, JSON body or None) each."""
     admin = redis.Redis.from_url(redis_url)
     admin.config_resetstat()
     admin.close()
@@ -91,18 +92,24 @@ def test_hostile_values_never_500_and_never_write(redis_url: str) -> None:
         await http.start_server()
         seen = []
         try:
-            for value in HOSTILE:
-                for method, path in endpoints(seeded.ladder, value):
-                    response = await http.request(method, path)
-                    body = await response.json() if response.content_type == "application/json" else None
-                    seen.append((path, response.status, body))
-                    response.close()
+            for label, method, path, data in requests:
+                response = await http.request(method, path, data=data)
+                body = await response.json() if response.content_type == "application/json" else None
+                seen.append((label, response.status, body))
+                response.close()
         finally:
             await http.close()
             await client.aclose()
         return seen
 
-    results = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_hostile_values_never_500_and_never_write(redis_url: str) -> None:
+    seeded = readside_data.seed(redis_url)
+    before = snapshot(redis_url)
+    results = send_all(redis_url, ((path, method, path, None) for value in HOSTILE
+                                   for method, path in endpoints(seeded.ladder, value)))
     commands = executed_commands(redis_url)
     assert snapshot(redis_url) == before, "a read request changed the keyspace"
     assert write_commands(redis_url, commands) == set(), commands
