@@ -103,15 +103,22 @@ def test_rate_rounds_equals_rating_one_by_one(name, case, seed):
     assert_equal_to_one_by_one(prior, rounds, params)
 
 
+def large_round_field(params, rng: np.random.Generator) -> tuple[PlayerBatch, np.ndarray, np.ndarray]:
+    """A warm prior of DIRECT_MAX_PLAYERS + 120 players, the rows of a round above the segmented
+    solver's size (``big``, 40 over it) and the rows of the others (``rest``)."""
+    n = DIRECT_MAX_PLAYERS + 120
+    prior = warm_prior(n, params, rng)
+    big = rng.choice(n, DIRECT_MAX_PLAYERS + 40, replace=False)
+    return prior, big, np.setdiff1d(np.arange(n), big)
+
+
 @pytest.mark.parametrize("name", ["mmr", "mmx", "paper-codeforces", "mmr-bounded"])
 def test_large_rounds_beside_small_ones_in_a_wave(name):
     """A round above the segmented solver's size takes the single-round path inside its wave."""
     params = PARAMS[name]
     rng = np.random.default_rng(5)
-    n = DIRECT_MAX_PLAYERS + 120
-    prior = warm_prior(n, params, rng)
-    big = rng.choice(n, DIRECT_MAX_PLAYERS + 40, replace=False)
-    rest = np.setdiff1d(np.arange(n), big)
+    prior, big, rest = large_round_field(params, rng)
+    n = prior.mu.shape[0]
     rounds = [RoundSpec(big, rng.integers(0, 50, big.shape[0]), time=DAY)]
     rounds += [RoundSpec(rest[i:i + 4], rng.integers(0, 3, 4), time=DAY) for i in range(0, 76, 4)]
     rounds += [RoundSpec(big[:3], np.array([1, 2, 3]), time=2 * DAY)]
@@ -224,11 +231,7 @@ def test_a_large_draw_beside_small_rounds_is_rated_as_one_by_one(name):
     """An all-tied round above the segmented solver's size (one tie group: the direct solve),
     beside small draws in its wave, on the presets that rate draws."""
     params = PARAMS[name]
-    rng = np.random.default_rng(7)
-    n = DIRECT_MAX_PLAYERS + 120
-    prior = warm_prior(n, params, rng)
-    big = rng.choice(n, DIRECT_MAX_PLAYERS + 40, replace=False)
-    rest = np.setdiff1d(np.arange(n), big)
+    prior, big, rest = large_round_field(params, np.random.default_rng(7))
     rounds = [RoundSpec(big, np.ones(big.shape[0], dtype=np.int64), time=DAY)]
     rounds += [RoundSpec(rest[i:i + 2], np.array([1, 1]), time=DAY) for i in range(0, 40, 2)]
     got = rate_rounds(prior, rounds, params)

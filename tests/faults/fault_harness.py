@@ -72,6 +72,25 @@ def wait_loaded(redis_url: str, timeout_s: float = harness.DRAIN_TIMEOUT_S) -> N
         client.close()
 
 
+def tend(workers: list[harness.Worker], *, restart: bool, crashes: int = 0) -> int:
+    """Look at every worker once: one that exited with the fault status is counted once (and, with
+    ``restart``, replaced in ``workers`` by a new one logging to ``.N.log``); any other exit fails
+    the test. Returns ``crashes`` plus the workers newly counted."""
+    for i, w in enumerate(list(workers)):
+        assert w.process is not None
+        code = w.process.poll()
+        if code is None:
+            continue
+        assert code in (CRASH_EXIT_CODE, -9), f"worker exited with {code}:\n{w.log()}"
+        if getattr(w, "counted", False):
+            continue
+        crashes += 1
+        w.counted = True  # type: ignore[attr-defined]
+        if restart:
+            workers[i] = harness.Worker(w.env, w.log_path.with_suffix(f".{crashes}.log")).start()
+    return crashes
+
+
 def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.Worker], *,
           restart: bool, timeout_s: float = harness.DRAIN_TIMEOUT_S) -> int:
     """Wait until every expected round is rated or no_outcome, and, once a crash point fired
@@ -92,18 +111,7 @@ def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.W
             missing = [k for k, s in done.items() if s not in (b"rated", b"no_outcome")]
             if not missing and not (crash_marker is not None and crash_marker.exists() and crashes == 0):
                 return crashes
-            for i, w in enumerate(list(workers)):
-                assert w.process is not None
-                code = w.process.poll()
-                if code is None:
-                    continue
-                assert code in (CRASH_EXIT_CODE, -9), f"worker exited with {code}:\n{w.log()}"
-                if getattr(w, "counted", False):
-                    continue
-                crashes += 1
-                w.counted = True  # type: ignore[attr-defined]
-                if restart:
-                    workers[i] = harness.Worker(w.env, w.log_path.with_suffix(f".{crashes}.log")).start()
+            crashes = tend(workers, restart=restart, crashes=crashes)
             alive = [w for w in workers if w.process is not None and w.process.poll() is None]
             assert alive or restart, "every worker died"
             if time.monotonic() > deadline:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import redis
 
+import fault_harness as faults_h
 import mm_harness as mm
 import pipeline_harness as harness
 from stream.pipeline import faults
-from stream.pipeline.faults import CRASH_EXIT_CODE
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.store import keys
@@ -28,14 +28,7 @@ def supervise(workers: list[harness.Worker], condition, what: str, timeout_s: fl
     crashes = 0
     deadline = time.monotonic() + timeout_s
     while not condition():
-        for i, w in enumerate(list(workers)):
-            assert w.process is not None
-            code = w.process.poll()
-            if code is None:
-                continue
-            assert code in (CRASH_EXIT_CODE, -9), f"worker exited with {code}:\n{w.log()}"
-            crashes += 1
-            workers[i] = harness.Worker(w.env, w.log_path.with_suffix(f".{crashes}.log")).start()
+        crashes = faults_h.tend(workers, restart=True, crashes=crashes)
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}\n" + "\n".join(w.log() for w in workers))
         time.sleep(0.5)
