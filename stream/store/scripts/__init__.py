@@ -12,7 +12,8 @@ SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_
 
 INCLUDE = "--@include "
 """A line ``--@include NAME`` of a script stands for script NAME's source (queue_rounds.lua runs
-mark_queued.lua and save_fanout.lua as functions)."""
+mark_queued.lua and save_fanout.lua as functions; mm_cancel.lua and mm_commit.lua define their
+shared ``unpool`` from mm_unpool.lua, a snippet that is no script of its own)."""
 
 
 def source(name: str) -> str:

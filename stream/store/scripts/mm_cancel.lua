@@ -5,17 +5,11 @@
 -- Returns {'cancelled', status JSON} (the ticket left the pool; a ticket never seen is recorded
 -- cancelled, so its join arriving later is a no-op) or {'too_late', the stored status JSON}
 -- (matched, timed out, rejected, or already cancelled: nothing done).
+--@include mm_unpool
 local pool, waiting, status, finished = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
 local tid, now = ARGV[1], tonumber(ARGV[2])
-local rec = redis.call('HGET', pool, tid)
-if rec then
-  local r = cjson.decode(rec)
-  redis.call('HDEL', pool, tid)
-  for _, p in ipairs(r.players) do
-    if redis.call('HGET', waiting, p) == tid then
-      redis.call('HDEL', waiting, p)
-    end
-  end
+local r = unpool(pool, waiting, tid)
+if r then
   local st = cjson.encode({status = 'cancelled', at = now, wait = math.max(0, now - r.since), players = r.players})
   redis.call('HSET', status, tid, st)
   redis.call('ZADD', finished, now, tid)

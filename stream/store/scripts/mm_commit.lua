@@ -12,6 +12,7 @@
 --                  m, m players;
 --       per timeout: ticket_id, wait, outbox records
 -- Returns {committed match ids, timed out ticket ids}.
+--@include mm_unpool
 local pool, waiting, inmatch, status, finished, matches, live, outcomes, outbox, recent, waits =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local now, n_matches, n_timeouts = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -58,15 +59,7 @@ end
 for _ = 1, n_timeouts do
   local tid, wait, records = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   at = at + 3
-  local rec = redis.call('HGET', pool, tid)
-  if rec then
-    local r = cjson.decode(rec)
-    redis.call('HDEL', pool, tid)
-    for _, p in ipairs(r.players) do
-      if redis.call('HGET', waiting, p) == tid then
-        redis.call('HDEL', waiting, p)
-      end
-    end
+  if unpool(pool, waiting, tid) then
     redis.call('HSET', status, tid, cjson.encode({status = 'timed_out', wait = tonumber(wait), at = now}))
     redis.call('ZADD', finished, now, tid)
     redis.call('HSET', outbox, 't:' .. tid, records)
