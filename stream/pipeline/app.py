@@ -19,6 +19,8 @@ from stream.pipeline import agents, watchdog
 from stream.pipeline.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
                                     idle_fetch_wait)
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.shutdown import Drain
+from stream.pipeline.status import TICK_S, WorkerStatus
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
 
@@ -34,6 +36,10 @@ class Pipeline:
     app: faust.App
     topics: Topics
     ctx: PipelineContext
+    status: WorkerStatus
+    """Heartbeat, assignment, drain: what /live and /ready read (``status.py``)."""
+    drain: Drain
+    """SIGTERM's drain (``shutdown.py``)."""
 
 
 async def freeze_heap() -> None:
@@ -88,7 +94,24 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     deliver_without_blocking(app)  # a full stream buffer never blocks another stream's input (compat.py)
     topics = declare(app, settings)
     ctx = PipelineContext.from_settings(settings)
-    agents.register(app, topics, ctx)
+    status = WorkerStatus()
+    drain = Drain(status)
+    agents.register(app, topics, ctx, drain)
     app.task(freeze_heap)
     watchdog.register(app, settings)  # stalled-partition detection (watchdog.py)
-    return Pipeline(app, topics, ctx)
+    register_heartbeat(app, status)
+    return Pipeline(app, topics, ctx, status, drain)
+
+
+def register_heartbeat(app: faust.App, status: WorkerStatus) -> None:
+    """Tick ``status`` every TICK_S from the pipeline's loop: the heartbeat /live reads, and the
+    consumer's assignment and rebalancing state /ready reads."""
+
+    @app.timer(interval=TICK_S, name="heartbeat")  # type: ignore[untyped-decorator]  # faust: untyped
+    async def heartbeat() -> None:
+        rebalancing = bool(app.rebalancing) or app.rebalancing_count == 0
+        try:
+            assigned = frozenset((tp.topic, tp.partition) for tp in app.consumer.assignment())
+        except Exception:  # noqa: BLE001 - the consumer is not started yet
+            assigned = None
+        status.tick(rebalancing=rebalancing, assigned=assigned)

@@ -1,8 +1,46 @@
-"""Prometheus metrics of the pipeline (exposed by the worker's web server at /metrics)."""
+"""Every Prometheus metric the service exports (the worker's and the API's ``/metrics``).
+
+Named by the Prometheus conventions (https://prometheus.io/docs/practices/naming/): the
+application prefix :data:`PREFIX` (``ems_``) on every name, base units in the name
+(``_seconds``, ``_bytes``), ``_total`` on counters (and on nothing else). The standard process
+metrics come under the prefix too (``ems_process_cpu_seconds_total``, ...: prometheus_client's
+default ``process_*``, ``python_gc_*`` and ``python_info`` collectors are replaced); Faust's own
+sensors are not exported (``compat.QuietMonitor``). :func:`convention_problems` checks a scrape
+(tests/stream/test_ops_metrics.py scrapes a running worker with it, and checks that every
+metric deploy/grafana and deploy/prometheus name exists).
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+
+from prometheus_client import (GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, REGISTRY, Counter, Gauge,
+                               Histogram, ProcessCollector, disable_created_metrics)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+PREFIX = "ems"
+"""The application prefix of every exported metric name (``ems_...``: elo-mmr-stream)."""
+
+disable_created_metrics()  # no ``*_created`` series beside each counter and histogram
+
+
+def _own_process_metrics() -> None:
+    """Replace prometheus_client's default collectors (``process_*``, ``python_gc_*``,
+    ``python_info``: no application prefix) by the process collector under :data:`PREFIX`."""
+    for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        try:
+            REGISTRY.unregister(collector)
+        except KeyError:  # already done (a re-import)
+            pass
+    if "ems_process_cpu_seconds_total" not in getattr(REGISTRY, "_names_to_collectors", {}):
+        ProcessCollector(namespace=PREFIX)
+
+
+_own_process_metrics()
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -36,3 +74,67 @@ STALLED_PARTITIONS = Gauge("ems_stalled_partitions", "Input partitions assigned 
                            "(watchdog.py), by topic", ["topic"])
 STALL_HEALS = Counter("ems_stall_heals_total", "Self-heals of a stalled partition by the watchdog (seek to the "
                       "committed offset and resume), by topic", ["topic"])
+
+API_REQUESTS = Counter("ems_api_requests_total", "Read API requests by route and status", ["route", "status"])
+
+
+class ConsumerLag(Collector):
+    """``ems_consumer_lag_messages{topic,partition}`` and ``ems_consumer_lag_seconds{topic,partition}``
+    of the worker group (``APP_ID``): messages between the group's committed offset and the end of
+    each partition, and the age of the oldest of them (now minus its Kafka timestamp; 0 when there
+    is none). Set whole by the Kafka probe (``stream.api.health``) after each check; a partition
+    whose oldest record could not be read has no seconds sample."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, int], tuple[int, float | None]] = {}
+
+    def update(self, rows: Mapping[tuple[str, int], tuple[int, float | None]]) -> None:
+        self._rows = dict(rows)  # replaced whole: a scrape sees one check or the next
+
+    def collect(self) -> Iterator[Metric]:
+        rows = self._rows
+        messages = GaugeMetricFamily("ems_consumer_lag_messages", "Records of the partition not committed yet by "
+                                     "the worker group (end offset - committed offset)", labels=["topic", "partition"])
+        seconds = GaugeMetricFamily("ems_consumer_lag_seconds", "Age of the oldest record of the partition not "
+                                    "committed yet by the worker group (now - its Kafka timestamp); 0 when caught up",
+                                    labels=["topic", "partition"])
+        for (topic, partition), (count, age) in sorted(rows.items()):
+            messages.add_metric([topic, str(partition)], float(count))
+            if age is not None:
+                seconds.add_metric([topic, str(partition)], age)
+        yield messages
+        yield seconds
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily("ems_consumer_lag_messages", "", labels=["topic", "partition"])
+        yield GaugeMetricFamily("ems_consumer_lag_seconds", "", labels=["topic", "partition"])
+
+
+CONSUMER_LAG = ConsumerLag()
+REGISTRY.register(CONSUMER_LAG)
+
+#: Unit words that are not base units (Prometheus: seconds, bytes, ratios 0-1, ...).
+NON_BASE_UNITS = re.compile(r"_(ms|millis|milliseconds|us|microseconds|ns|minutes|hours|days|kb|mb|gb|kib|mib|"
+                            r"kilobytes|megabytes|percent|pct)(_|$)")
+
+
+def convention_problems(families: Iterable[Metric]) -> list[str]:
+    """What breaks the naming conventions in parsed metric families (e.g. from
+    ``prometheus_client.parser.text_string_to_metric_families`` of a scrape): a name without the
+    ``ems_`` prefix, a counter whose samples do not end in ``_total``, ``_total`` on anything but a
+    counter, a unit that is not a base unit. Empty: all good."""
+    problems: list[str] = []
+    for family in families:
+        name = family.name
+        if not name.startswith(PREFIX + "_"):
+            problems.append(f"{name}: no {PREFIX}_ prefix")
+        if NON_BASE_UNITS.search(name):
+            problems.append(f"{name}: not a base unit (use _seconds, _bytes, or a 0-1 ratio)")
+        for sample in family.samples:
+            if family.type == "counter" and not sample.name.endswith("_total"):
+                problems.append(f"{sample.name}: a counter without _total")
+            if family.type != "counter" and sample.name.endswith("_total") and family.type not in ("unknown",):
+                problems.append(f"{sample.name}: _total on a {family.type}")
+            if isinstance(sample.value, float) and math.isnan(sample.value) and family.type == "counter":
+                problems.append(f"{sample.name}: NaN counter")
+    return problems
