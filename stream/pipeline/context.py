@@ -10,6 +10,7 @@ from stream.contracts import DeadLetter, Limits
 from stream.engine.display import DisplayConfig
 from stream.engine.ladders import LadderConfig, Ladders, LaddersError, parse_ladders
 from stream.contracts.ordering import LadderOrder
+from stream.pipeline.health import RatingHealth
 from stream.pipeline.messages import Resend
 from stream.pipeline.posteriors import PosteriorCache
 from stream.settings import Settings
@@ -41,6 +42,8 @@ class PipelineContext:
     posteriors: PosteriorCache = field(default_factory=lambda: PosteriorCache(0))
     """Phase one's posteriors kept across batches (``posteriors.py``; sized by
     PHASE_ONE_CACHE_PLAYERS in :meth:`from_settings`, off when built directly)."""
+    health: RatingHealth = field(default_factory=lambda: RatingHealth(0))
+    """Rating health per ladder (``health.py``; HEALTH_WINDOW in :meth:`from_settings`, off when built directly)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
@@ -51,6 +54,7 @@ class PipelineContext:
             limits=Limits.from_settings(settings),
             ladder_order=LadderOrder.parse(settings.ladder_order),
             posteriors=PosteriorCache(settings.phase_one_cache_players),
+            health=RatingHealth(settings.health_window),
         )
 
     async def partitions(self) -> int:

@@ -110,3 +110,19 @@ def rejected_corrections(ladder_name: str) -> str:
     """Hash: correction id → JSON ``{reason, message}`` of a correction the worker dead-lettered
     (what ``stream void/amend --wait`` reports; not consulted for idempotency)."""
     return f"{PREFIX}corrections-rejected:{{{ladder_name}}}"
+
+
+def health(ladder_name: str) -> str:
+    """Hash: the ladder's rating health: ``last_seq`` (last scored round), ``c:<field>`` cumulative and
+    ``r:<field>`` rolling sums (stream/store/health.py ``FIELDS``)."""
+    return f"{PREFIX}health:{{{ladder_name}}}"
+
+
+def health_window(ladder_name: str) -> str:
+    """List: the last HEALTH_WINDOW scored rounds, newest first, each ``seq,<fields>,median_mu``."""
+    return f"{PREFIX}health_window:{{{ladder_name}}}"
+
+
+def climbers(ladder_name: str) -> str:
+    """List: rapid-climber events (JSON), newest first, capped (stream/store/health.py)."""
+    return f"{PREFIX}climbers:{{{ladder_name}}}"

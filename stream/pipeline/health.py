@@ -1,0 +1,250 @@
+"""Rating health per ladder, online: each round scored by the ratings before it (README "Rating health").
+
+Phase one rates a ladder's rounds of a batch in one engine call from the priors it read; just
+after that call (``phase_one._rate_ladder``, the only hook) :meth:`RatingHealth.score` scores every
+round of the call *before its update*, from each participant's mu, sigma and rounds played just
+before the round (``batch.replay.before_rounds``, as ``stream evaluate`` does):
+
+* the paper's pair accuracy and rank deviation, for everyone already rated and for experienced
+  players (``batch.metrics.score_rounds``: the same function, same inputs, as ``stream evaluate``,
+  so a ladder's cumulative figures equal its ``--score-from 0`` figures within 1e-9);
+* the log-loss of the pairwise win probabilities (every pair with distinct ranks, of at most
+  :data:`MAX_PAIR_PLAYERS` players evenly spread over the standings in larger rounds; the
+  closed form of ``engine.odds``) and their reliability: per bin of the favourite's predicted
+  probability, pairs, wins and predicted wins (the calibration diagram; the expected
+  calibration error is sum |wins - predicted| / pairs);
+* the participants' mean and median mu and the share of provisional ones (fewer than
+  ``EXPERIENCED_MIN_ROUNDS`` earlier rounds); the pool's mean mu (every player ever rated:
+  its sum moves by each batch's posterior minus prior mu, plus newcomers);
+* "rapid climbers": a player whose performance sits above their mu before the round (by at least
+  :data:`CLIMB_Z` sd, sqrt(sigma^2 + beta^2)) :data:`CLIMB_ROUNDS` rounds in a row, the last one
+  :data:`CLIMB_GAIN_BETAS` betas or more above the mu the streak began at (a new account playing
+  like a veteran: Elo-MMR moves a newcomer fast, so each round's surprise shrinks while the climb
+  goes on). Flagged once per streak; streaks live in this worker's memory (a rebalance restarts
+  them); each flag is an event, stored in ``ems:climbers:{L}``, logged, counted and served by the API.
+
+After the batch's fan-out is stored, :meth:`RatingHealth.flush` records the scored rounds through
+``store.health`` (one script per ladder, skipping rounds at or below the ladder's last scored seq:
+a redelivered or retried round counts once), which keeps the cumulative sums and those of the last
+HEALTH_WINDOW rounds. Ladders with a rating-only model, and rounds phase one rates one by one (its
+fallback path), are not scored. Corrections re-rate history without re-scoring it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stream import engine
+from stream.batch.metrics import EXPERIENCED_MIN_ROUNDS, SCORES, score_rounds
+from stream.batch.replay import before_rounds
+from stream.contracts import RoundResult
+from stream.engine.odds import approx_win_probability
+from stream.engine.predict import PerformanceModel
+from stream.logsafe import log_safe
+from stream.store.client import AsyncRedis
+from stream.store.health import BINS, FIELDS, Climber, HealthStore, ScoredRound
+
+log = logging.getLogger(__name__)
+
+MAX_PAIR_PLAYERS = 64
+"""Larger rounds score the pairs of this many players, evenly spread over the standings."""
+CLIMB_Z = 0.25
+"""A round counts in a climb when the performance is this many sd (sqrt(sigma^2 + beta^2)) above mu."""
+CLIMB_ROUNDS = 3
+"""Rounds in a row a climb needs ..."""
+CLIMB_GAIN_BETAS = 1.5
+"""... and how far (in betas) the last performance must sit above the mu the streak began at."""
+STREAKS_KEPT = 200_000
+"""Players whose current climb streak this worker remembers (least recently updated dropped)."""
+
+_SCORE_COLUMNS = {name: i for i, name in enumerate(SCORES)}
+_F = {name: i for i, name in enumerate(FIELDS)}
+
+
+def _pairs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(round, a, b) of the pairs scored for log-loss and calibration: positions into the flat
+    participations, a before b in standings order."""
+    rounds, firsts, seconds = [], [], []
+    sizes = np.diff(offsets)
+    for size in np.unique(sizes):
+        if size < 2:
+            continue
+        rows = np.flatnonzero(sizes == size)
+        picked = np.arange(size) if size <= MAX_PAIR_PLAYERS else \
+            np.unique(np.linspace(0, size - 1, MAX_PAIR_PLAYERS).round().astype(np.int64))
+        iu, ju = np.triu_indices(picked.shape[0], 1)
+        base = offsets[rows][:, None]
+        rounds.append(np.repeat(rows, iu.shape[0]))
+        firsts.append((base + picked[iu][None, :]).ravel())
+        seconds.append((base + picked[ju][None, :]).ravel())
+    if not rounds:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    return np.concatenate(rounds), np.concatenate(firsts), np.concatenate(seconds)
+
+
+def _medians(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each round's median of ``values`` (grouped by size, one call per size)."""
+    out = np.zeros(offsets.shape[0] - 1)
+    sizes = np.diff(offsets)
+    for size in np.unique(sizes):
+        rows = np.flatnonzero(sizes == size)
+        if size == 0:
+            continue
+        out[rows] = np.median(values[offsets[rows][:, None] + np.arange(size)[None, :]], axis=1)
+    return out
+
+
+@dataclass
+class RatingHealth:
+    """One worker's rating health: rounds scored and not yet recorded, and the climb streaks."""
+
+    window: int
+    pending: list[tuple[str, list[ScoredRound], list[Climber]]] = field(default_factory=list)
+    streaks: OrderedDict[tuple[str, str], tuple[int, float, bool]] = field(default_factory=OrderedDict)
+    """(ladder, player) -> (rounds in the streak, mu at its start, flagged already)."""
+    _store: HealthStore | None = None
+
+    @property
+    def on(self) -> bool:
+        return self.window > 0
+
+    def score(self, ladder: str, params: engine.Params, rounds: Sequence[RoundResult], seqs: Sequence[int],
+              prior: engine.PlayerBatch, rows: np.ndarray, offsets: np.ndarray, flat: Sequence[str],
+              update: engine.RoundsUpdate) -> None:
+        """Score a ladder's rounds of one engine call before their updates (see the module
+        docstring): ``prior`` the call's prior batch, ``rows`` each participation's row in it,
+        ``offsets`` the rounds' bounds, ``flat`` the participations' players, ``update`` the call's
+        result. Kept until :meth:`flush`."""
+        if not self.on or not rounds:
+            return
+        n_rounds = len(rounds)
+        mu, earlier = before_rounds(prior, rows, update)
+        prev = update.previous
+        sigma = np.where(prev >= 0, update.sigma[np.maximum(prev, 0)], prior.sigma[rows])
+        ranks = np.fromiter((s.rank for r in rounds for s in r.standings), dtype=np.int64, count=rows.shape[0])
+        table = np.zeros((n_rounds, len(FIELDS)))
+        table[:, _F["scored"]] = 1.0
+        scores = score_rounds(mu, ranks, earlier, offsets)
+        for subset in ("pair_all", "pair_exp", "rank_all", "rank_exp"):
+            value, weight = scores[:, _SCORE_COLUMNS[subset]], scores[:, _SCORE_COLUMNS[subset + "_w"]]
+            table[:, _F[subset + "_vw"]] = value * weight  # = batch.metrics.WeightedMean.add
+            table[:, _F[subset + "_w"]] = weight
+        sizes = np.diff(offsets)
+        round_of = np.repeat(np.arange(n_rounds), sizes)
+        table[:, _F["participations"]] = sizes
+        table[:, _F["mu_sum"]] = np.bincount(round_of, weights=mu, minlength=n_rounds)
+        table[:, _F["provisional"]] = np.bincount(round_of, weights=(earlier < EXPERIENCED_MIN_ROUNDS).astype(float),
+                                                  minlength=n_rounds)
+        self._pairs(table, mu, sigma, ranks, offsets, PerformanceModel.from_params(params))
+        climbers = self._climbers(ladder, rounds, seqs, mu, sigma, earlier, update.performance, round_of, flat,
+                                  params)
+        for c in climbers:
+            table[c.round_index, _F["climbers"]] += 1
+        # the pool: every player of the call, posterior minus prior (newcomers: prior 0)
+        known = prior.rounds > 0
+        table[-1, _F["pool_mu_delta"]] = float(update.after.mu.sum() - prior.mu[known].sum())
+        table[-1, _F["pool_new"]] = float((~known).sum())
+        medians = _medians(mu, offsets)
+        scored = [ScoredRound(int(seq), table[k], float(medians[k])) for k, seq in enumerate(seqs)]
+        self.pending.append((ladder, scored, climbers))
+
+    @staticmethod
+    def _pairs(table: np.ndarray, mu: np.ndarray, sigma: np.ndarray, ranks: np.ndarray, offsets: np.ndarray,
+               model: PerformanceModel) -> None:
+        """Log-loss and calibration bins of each round's pairs with distinct ranks (into ``table``)."""
+        round_of, a, b = _pairs(offsets)
+        decided = ranks[a] != ranks[b]
+        round_of, a, b = round_of[decided], a[decided], b[decided]
+        if round_of.shape[0] == 0:
+            return
+        n_rounds = table.shape[0]
+        p = approx_win_probability(mu[a], sigma[a], mu[b], sigma[b], model)  # P(a ahead of b)
+        a_ahead = ranks[a] < ranks[b]
+        outcome_p = np.clip(np.where(a_ahead, p, 1.0 - p), 1e-15, 1.0)
+        table[:, _F["pairs"]] = np.bincount(round_of, minlength=n_rounds)
+        table[:, _F["log_loss"]] = np.bincount(round_of, weights=-np.log(outcome_p), minlength=n_rounds)
+        favourite_p = np.maximum(p, 1.0 - p)
+        favourite_won = np.where(p >= 0.5, a_ahead, ~a_ahead)
+        bins = np.minimum(BINS - 1, ((favourite_p - 0.5) * 2 * BINS).astype(np.int64))
+        cell = round_of * BINS + bins
+        size = n_rounds * BINS
+        first = _F["cal0_pairs"]
+        table[:, first:first + BINS] = np.bincount(cell, minlength=size).reshape(n_rounds, BINS)
+        first = _F["cal0_wins"]
+        table[:, first:first + BINS] = np.bincount(cell, weights=favourite_won.astype(float),
+                                                   minlength=size).reshape(n_rounds, BINS)
+        first = _F["cal0_expected"]
+        table[:, first:first + BINS] = np.bincount(cell, weights=favourite_p, minlength=size).reshape(n_rounds, BINS)
+
+    def _climbers(self, ladder: str, rounds: Sequence[RoundResult], seqs: Sequence[int], mu: np.ndarray,
+                  sigma: np.ndarray, earlier: np.ndarray, performance: np.ndarray, round_of: np.ndarray,
+                  flat: Sequence[str], params: engine.Params) -> list[Climber]:
+        """Update the climb streaks in participation order; the players whose streak qualifies now
+        (see the module docstring)."""
+        beta = params.beta(1.0)
+        z = (performance - mu) / np.sqrt(sigma**2 + beta**2)
+        hit = z >= CLIMB_Z
+        streaks = self.streaks
+        watched = {flat[i] for i in np.flatnonzero(hit)}
+        if streaks:
+            watched.update(p for p in set(flat) if (ladder, p) in streaks)
+        if not watched:
+            return []
+        out: list[Climber] = []
+        for i, player in enumerate(flat):
+            if player not in watched:
+                continue
+            key = (ladder, player)
+            if not hit[i]:
+                streaks.pop(key, None)
+                continue
+            count, start, flagged = streaks.pop(key, (0, float(mu[i]), False))
+            count += 1
+            gain = float(performance[i]) - start
+            if not flagged and count >= CLIMB_ROUNDS and gain >= CLIMB_GAIN_BETAS * beta:
+                flagged = True
+                k = int(round_of[i])
+                out.append(Climber(ladder, player, rounds[k].round_id, int(seqs[k]), count, float(z[i]),
+                                   float(performance[i]), float(mu[i]), int(earlier[i]), k, gain))
+                log.info("rapid climber on ladder %s: %s performed above their rating %d rounds in a row, %.0f above "
+                         "where the streak began (%d rounds played)", log_safe(ladder), log_safe(player), count, gain,
+                         earlier[i] + 1)
+            streaks[key] = (count, start, flagged)
+        while len(streaks) > STREAKS_KEPT:
+            streaks.popitem(last=False)
+        return out
+
+    async def flush(self, client: AsyncRedis) -> None:
+        """Record the scored rounds through ``client`` (one script per ladder; see the module
+        docstring). Kept for the next flush if Redis fails (the seq check drops repeats)."""
+        if not self.pending:
+            return
+        if self._store is None or self._store.client is not client:
+            self._store = HealthStore(client)
+        pending, self.pending = self.pending, []
+        merged: dict[str, tuple[dict[int, ScoredRound], list[Climber]]] = {}
+        for ladder, rounds, climbers in pending:  # one call per ladder, its rounds in seq order, once each
+            by_seq, events = merged.setdefault(ladder, ({}, []))
+            for scored in rounds:
+                by_seq.setdefault(scored.seq, scored)
+            events += climbers
+        calls = [(ladder, [by_seq[seq] for seq in sorted(by_seq)], events) for ladder, (by_seq, events) in merged.items()]
+        try:
+            await self._store.record(calls, self.window)
+        except BaseException:
+            self.pending = pending + self.pending
+            raise
+
+
+def calibration_error(wins: Sequence[float], expected: Sequence[float], pairs: float) -> float:
+    """Expected calibration error: sum over bins |wins - predicted wins| / pairs (NaN without pairs)."""
+    if pairs <= 0:
+        return math.nan
+    return float(sum(abs(w - e) for w, e in zip(wins, expected)) / pairs)
