@@ -32,7 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from stream.api import inputs
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
-from stream.api import probes
+from stream.api import health_export, probes
 from stream.api.health import KafkaProbe
 from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
@@ -43,6 +43,7 @@ from stream.pipeline import metrics as metrics_
 from stream.pipeline.status import WorkerStatus
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
+from stream.store import health as store_health
 from stream.store import queries
 from stream.store.client import AsyncRedis
 
@@ -479,6 +480,15 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def ladder_health(request: web.Request) -> web.Response:
+    """The ladder's rating health (``store.health.ladder_health``; 404 until a round is scored)."""
+    ladder = await _ladder(request)
+    found = await store_health.ladder_health(_redis(request), ladder)
+    if found is None:
+        raise not_found(f"no rating health recorded for ladder {ladder!r} yet", code="no_health")
+    return web.json_response(found)
+
+
 async def rejected(request: web.Request) -> web.Response:
     """The ladder's most recent dead letters (from ``rounds-dlq``): reason, field, message, when.
 
@@ -514,6 +524,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
                                    max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
     app[PREDICTIONS_KEY] = ResponseCache(ttl_s=math.inf, fresh_s=CACHE_FRESH_S, max_bytes=PREDICTIONS_MAX_BYTES,
                                          max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
+    app.cleanup_ctx.append(health_export.exporter(REDIS_KEY))  # ladders' rating health -> /metrics
     app.router.add_get("/", index)
     app.router.add_static("/static", STATIC_DIR)
     app.router.add_get("/health", health)
@@ -536,6 +547,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders/{ladder}/predict", predict)
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)
+    app.router.add_get("/api/ladders/{ladder}/health", ladder_health)
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
     return app
 

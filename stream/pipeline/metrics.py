@@ -138,3 +138,88 @@ def convention_problems(families: Iterable[Metric]) -> list[str]:
             if isinstance(sample.value, float) and math.isnan(sample.value) and family.type == "counter":
                 problems.append(f"{sample.name}: NaN counter")
     return problems
+
+
+class LadderHealthMetrics(Collector):
+    """Each ladder's rating health (``store.health.ladder_health``, refreshed from Redis by the API's
+    loop every ``HEALTH_EXPORT_S``: every worker exports the same figures, take ``max by (ladder)``):
+
+    * ``ems_ladder_scored_rounds_total{ladder}``, ``ems_ladder_rapid_climbers_total{ladder}``;
+    * ``ems_ladder_pair_accuracy_ratio`` / ``ems_ladder_rank_deviation_ratio{ladder,subset,window}``
+      (the paper's figures as 0-1 ratios; subset ``all`` / ``experienced``, window ``cumulative`` /
+      ``rolling``), ``ems_ladder_pair_log_loss{ladder,window}``, ``ems_ladder_calibration_error{ladder,window}``;
+    * the reliability diagram: ``ems_ladder_calibration_observed_ratio`` and
+      ``ems_ladder_calibration_predicted_ratio{ladder,bin,window}`` (per bin of the favourite's
+      predicted probability, ``bin`` its lower edge), ``ems_ladder_calibration_pairs_total{ladder,bin}``;
+    * drift: ``ems_ladder_mean_mu{ladder,population}`` (``pool``: every player ever rated;
+      ``participants``: the rolling window's participations), ``ems_ladder_median_mu{ladder}``,
+      ``ems_ladder_provisional_ratio{ladder,window}``.
+    """
+
+    def __init__(self) -> None:
+        self._ladders: dict[str, dict] = {}
+
+    def update(self, ladders: Mapping[str, dict]) -> None:
+        self._ladders = dict(ladders)
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import CounterMetricFamily
+
+        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=labels)
+
+        scored = CounterMetricFamily("ems_ladder_scored_rounds", "Rounds scored before their update", labels=["ladder"])
+        climbers = CounterMetricFamily("ems_ladder_rapid_climbers", "Rapid-climber events", labels=["ladder"])
+        pair = gauge("ems_ladder_pair_accuracy_ratio", "Share of pairs the ratings before the round ordered right "
+                     "(the paper's pair metric / 100)", ["ladder", "subset", "window"])
+        rank = gauge("ems_ladder_rank_deviation_ratio", "The paper's rank deviation / 100", ["ladder", "subset", "window"])
+        loss = gauge("ems_ladder_pair_log_loss", "Mean log-loss (nats) of the pairwise win probabilities",
+                     ["ladder", "window"])
+        ece = gauge("ems_ladder_calibration_error", "Expected calibration error of the pairwise win probabilities "
+                    "(sum over bins |wins - predicted| / pairs)", ["ladder", "window"])
+        observed = gauge("ems_ladder_calibration_observed_ratio", "Share of pairs the favourite won, per bin of its "
+                         "predicted probability", ["ladder", "bin", "window"])
+        predicted = gauge("ems_ladder_calibration_predicted_ratio", "Mean predicted probability of the favourite, per bin",
+                          ["ladder", "bin", "window"])
+        pairs = CounterMetricFamily("ems_ladder_calibration_pairs", "Pairs scored, per bin of the favourite's predicted "
+                                    "probability", labels=["ladder", "bin"])
+        mean_mu = gauge("ems_ladder_mean_mu", "Mean mu: pool (every player ever rated) or participants (rolling window)",
+                        ["ladder", "population"])
+        median_mu = gauge("ems_ladder_median_mu", "Median over the rolling window of each round's median mu before it",
+                          ["ladder"])
+        provisional = gauge("ems_ladder_provisional_ratio", "Share of participations by provisional players "
+                            "(fewer than 5 earlier rounds)", ["ladder", "window"])
+
+        def number(value: object) -> float:
+            return math.nan if value is None else float(value)  # type: ignore[arg-type]
+
+        for ladder, health in sorted(self._ladders.items()):
+            cumulative = health["cumulative"]
+            scored.add_metric([ladder], float(cumulative["rounds"]))
+            climbers.add_metric([ladder], float(cumulative["climbers"]))
+            for window in ("cumulative", "rolling"):
+                figures = health[window]
+                for subset, key in (("all", "all"), ("experienced", "exp")):
+                    pair.add_metric([ladder, subset, window], number(figures[f"pair_{key}"]) / 100.0)
+                    rank.add_metric([ladder, subset, window], number(figures[f"rank_{key}"]) / 100.0)
+                loss.add_metric([ladder, window], number(figures["log_loss"]))
+                ece.add_metric([ladder, window], number(figures["calibration_error"]))
+                provisional.add_metric([ladder, window], number(figures["provisional_share"]))
+                for b in figures["calibration"]:
+                    edge = f"{b['from']:.2f}"
+                    n = b["pairs"]
+                    observed.add_metric([ladder, edge, window], b["wins"] / n if n else math.nan)
+                    predicted.add_metric([ladder, edge, window], b["predicted"] / n if n else math.nan)
+                    if window == "cumulative":
+                        pairs.add_metric([ladder, edge], float(n))
+            mean_mu.add_metric([ladder, "pool"], number(health["pool"]["mean_mu"]))
+            mean_mu.add_metric([ladder, "participants"], number(health["rolling"]["mean_mu"]))
+            median_mu.add_metric([ladder], number(health["median_mu"]))
+        yield from (scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional)
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+LADDER_HEALTH = LadderHealthMetrics()
+REGISTRY.register(LADDER_HEALTH)
