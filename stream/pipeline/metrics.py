@@ -63,6 +63,9 @@ ROUND_LAG_SECONDS = Gauge("ems_round_lag_seconds", "Age of the last round phase 
 HANDLER_FAILURES = Counter("ems_handler_failures_total", "Failed attempts of a handler call or send, retried "
                            "(retry.py), by handler and kind (transient: Redis or Kafka unreachable; unexpected: "
                            "any other exception, logged at ERROR with its traceback)", ["handler", "kind"])
+REDIS_ERRORS = Counter("ems_redis_errors_total", "Failed Redis calls of a handler (any Redis error: unreachable, "
+                       "timed out, loading, a script error), each retried (retry.py); a subset of "
+                       "ems_handler_failures_total", ["handler"])
 HANDLER_STUCK_SECONDS = Gauge("ems_handler_stuck_seconds", "Seconds the oldest still-failing call of a handler "
                               "has been failing (its input not acknowledged meanwhile); 0 when healthy",
                               ["handler"])
