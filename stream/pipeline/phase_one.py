@@ -507,8 +507,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
             faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, item.round_.round_id)
         await crash_in_batch_store(ctx, queued)
         saved = await ctx.store.queue_batch(queued)
-        await ctx.health.flush(ctx.store.client)  # the rounds scored in _rate_ladder (health.py)
         _keep(ctx, posteriors, {item.round_.ladder for (item, _), now in zip(rated, saved) if not now})
+        await ctx.health.flush(ctx.store.client)  # the rounds scored in _rate_ladder (health.py)
         faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         for (item, messages), stored_now in zip(rated, saved):
             # another attempt (a redelivery, the sweeper) stored first: send what it stored
