@@ -2,7 +2,7 @@
 
 A task of the API's loop reads every ladder's health from Redis every :data:`HEALTH_EXPORT_S`
 (``store.health.ladder_health``; never per scrape), so every process serving ``/metrics`` (each
-worker, ``stream serve``) exports the same figures, whichever worker scored the ladder.
+worker, ``stream api``) exports the same figures, whichever worker scored the ladder.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 * ``/live`` looks only inside the process: 200 while the pipeline's event loop ticks
   (``WorkerStatus.beat``, every second) within LIVE_TIMEOUT_S; never fails because Redis or Kafka
   is unreachable (the worker waits for them; restarting it would not help). Served by the API's
-  own thread, so a busy pipeline does not delay it. On the API alone (``stream serve``, no
+  own thread, so a busy pipeline does not delay it. On the API alone (``stream api``, no
   pipeline) it answers 200 whenever it answers.
 * ``/ready`` is 200 when all of: Redis answers a PING now; the last Kafka check (every 5 s,
   ``health.KafkaProbe``) reached the broker and is recent; the worker's consumer has completed a
