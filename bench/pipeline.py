@@ -184,9 +184,10 @@ class Bench:
         self.kafka.send(r.ladder, r.to_json().encode() if value is None else value)
         self.published += r.field_size
 
-    def warm_up(self) -> None:
-        """One duel per warm-up ladder, rated: the group has formed and every worker has rated something."""
-        rounds = make_rounds(2, WARM_UP_LADDERS, "warm", seed=0, ladders=WARM_UP_LADDERS)
+    def warm_up(self, tag: str = "warm") -> None:
+        """One duel per warm-up ladder, rated: the group has formed and every worker has rated something
+        (``tag``: the ladders' names; a new one for each warm-up of the same run)."""
+        rounds = make_rounds(2, WARM_UP_LADDERS, tag, seed=0, ladders=WARM_UP_LADDERS)
         for r in rounds:
             self.publish(r)
         self.kafka.flush()
@@ -425,7 +426,7 @@ def main() -> None:
                             workers = start_workers(extra, f"-{variant}{run}")
                             time.sleep(args.startup_s)
                             bench.worker_pids = [w.pid for w in workers]
-                            bench.warm_up()
+                            bench.warm_up(f"warm-{variant}{run}")
                         for size in sizes:
                             rounds = make_rounds(size, args.rounds or default_rounds(size),
                                                  f"ab{size}-{variant}{run}", seed=size, ladders=args.ladders)

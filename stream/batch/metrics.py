@@ -110,6 +110,9 @@ SMALL_ROUND = 32
 """Rounds of at most this many players are scored together in padded (rounds, n, n) arrays."""
 
 
+_INT_MAX, _INT_MIN = int(np.iinfo(np.int64).max), int(np.iinfo(np.int64).min)
+
+
 def _small_scores(mu: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """(value, weight) of the pair metric and of rank deviation of each row's valid members:
     ``mu``, ``ranks``, ``valid`` are (R, m) (padding invalid). The same integers as
@@ -120,8 +123,8 @@ def _small_scores(mu: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.nd
     r_i, r_k = ranks[:, :, None], ranks[:, None, :]
     m_i, m_k = mu[:, :, None], mu[:, None, :]
     inversions = (both & (r_i < r_k) & (m_i < m_k)).sum(axis=(1, 2))
-    rank_lo = r_k.min(axis=2, where=valid[:, None, :], initial=np.iinfo(np.int64).max)
-    rank_hi = r_k.max(axis=2, where=valid[:, None, :], initial=np.iinfo(np.int64).min)
+    rank_lo = r_k.min(axis=2, where=valid[:, None, :], initial=_INT_MAX)
+    rank_hi = r_k.max(axis=2, where=valid[:, None, :], initial=_INT_MIN)
     scored = (n >= 2) & (rank_lo[:, 0] != rank_hi[:, 0])
     # tie group span [lo, hi] in rank order; position in the (stable) order by mu descending,
     # ties in mu keeping rank order (ties in rank: input order)
@@ -161,10 +164,12 @@ def score_rounds(mu: np.ndarray, ranks: np.ndarray, earlier: np.ndarray, offsets
             continue
         at = offsets[rows][:, None] + np.arange(size)[None, :]
         r_mu, r_ranks, r_earlier = mu[at], ranks[at].astype(np.int64), earlier[at]
-        for j, min_rounds in enumerate(SUBSETS):
-            scores = _small_scores(r_mu, r_ranks, r_earlier >= min_rounds)
-            out[rows, 2 * j:2 * j + 2] = scores[:, 0:2]
-            out[rows, 4 + 2 * j:6 + 2 * j] = scores[:, 2:4]
+        valid = np.concatenate([r_earlier >= min_rounds for min_rounds in SUBSETS])  # both subsets in one call
+        scores = _small_scores(np.tile(r_mu, (len(SUBSETS), 1)), np.tile(r_ranks, (len(SUBSETS), 1)), valid)
+        for j in range(len(SUBSETS)):
+            part = scores[j * rows.shape[0]:(j + 1) * rows.shape[0]]
+            out[rows, 2 * j:2 * j + 2] = part[:, 0:2]
+            out[rows, 4 + 2 * j:6 + 2 * j] = part[:, 2:4]
     return out
 
 

@@ -32,9 +32,9 @@ fallback path), are not scored. Corrections re-rate history without re-scoring i
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -48,7 +48,7 @@ from stream.engine.odds import approx_win_probability
 from stream.engine.predict import PerformanceModel
 from stream.logsafe import log_safe
 from stream.store.client import AsyncRedis
-from stream.store.health import BINS, FIELDS, Climber, HealthStore, ScoredRound
+from stream.store.health import BINS, FIELDS, Climber, HealthStore, ScoredRounds
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,8 @@ CLIMB_ROUNDS = 3
 """Rounds in a row a climb needs ..."""
 CLIMB_GAIN_BETAS = 1.5
 """... and how far (in betas) the last performance must sit above the mu the streak began at."""
+NEW_ACCOUNT_ROUNDS = 10
+"""Only rounds a player plays with fewer earlier rounds than this count in a climb (a new account)."""
 STREAKS_KEPT = 200_000
 """Players whose current climb streak this worker remembers (least recently updated dropped)."""
 
@@ -67,37 +69,44 @@ _SCORE_COLUMNS = {name: i for i, name in enumerate(SCORES)}
 _F = {name: i for i, name in enumerate(FIELDS)}
 
 
-def _pairs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+@functools.lru_cache(maxsize=64)
+def _pair_template(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (a, b) within a round of ``size`` players of the pairs scored (a before b)."""
+    picked = np.arange(size) if size <= MAX_PAIR_PLAYERS else \
+        np.unique(np.linspace(0, size - 1, MAX_PAIR_PLAYERS).round().astype(np.int64))
+    iu, ju = np.triu_indices(picked.shape[0], 1)
+    return picked[iu], picked[ju]
+
+
+def _pairs(offsets: np.ndarray, sizes: np.ndarray, groups: list[tuple[int, np.ndarray]],
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(round, a, b) of the pairs scored for log-loss and calibration: positions into the flat
-    participations, a before b in standings order."""
+    participations, a before b in standings order; ``groups``: (size, its rounds)."""
     rounds, firsts, seconds = [], [], []
-    sizes = np.diff(offsets)
-    for size in np.unique(sizes):
+    for size, rows in groups:
         if size < 2:
             continue
-        rows = np.flatnonzero(sizes == size)
-        picked = np.arange(size) if size <= MAX_PAIR_PLAYERS else \
-            np.unique(np.linspace(0, size - 1, MAX_PAIR_PLAYERS).round().astype(np.int64))
-        iu, ju = np.triu_indices(picked.shape[0], 1)
+        a, b = _pair_template(size)
         base = offsets[rows][:, None]
-        rounds.append(np.repeat(rows, iu.shape[0]))
-        firsts.append((base + picked[iu][None, :]).ravel())
-        seconds.append((base + picked[ju][None, :]).ravel())
+        rounds.append(np.repeat(rows, a.shape[0]))
+        firsts.append((base + a[None, :]).ravel())
+        seconds.append((base + b[None, :]).ravel())
     if not rounds:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
+    if len(rounds) == 1:
+        return rounds[0], firsts[0], seconds[0]
     return np.concatenate(rounds), np.concatenate(firsts), np.concatenate(seconds)
 
 
-def _medians(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Each round's median of ``values`` (grouped by size, one call per size)."""
+def _medians(values: np.ndarray, offsets: np.ndarray, groups: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """Each round's median of ``values`` (grouped by size: one sort per size)."""
     out = np.zeros(offsets.shape[0] - 1)
-    sizes = np.diff(offsets)
-    for size in np.unique(sizes):
-        rows = np.flatnonzero(sizes == size)
+    for size, rows in groups:
         if size == 0:
             continue
-        out[rows] = np.median(values[offsets[rows][:, None] + np.arange(size)[None, :]], axis=1)
+        ordered = np.sort(values[offsets[rows][:, None] + np.arange(size)[None, :]], axis=1)
+        out[rows] = (ordered[:, (size - 1) // 2] + ordered[:, size // 2]) / 2.0
     return out
 
 
@@ -106,10 +115,11 @@ class RatingHealth:
     """One worker's rating health: rounds scored and not yet recorded, and the climb streaks."""
 
     window: int
-    pending: list[tuple[str, list[ScoredRound], list[Climber]]] = field(default_factory=list)
-    streaks: OrderedDict[tuple[str, str], tuple[int, float, bool]] = field(default_factory=OrderedDict)
+    pending: list[tuple[str, ScoredRounds, list[Climber]]] = field(default_factory=list)
+    streaks: dict[tuple[str, str], tuple[int, float, bool]] = field(default_factory=dict)
     """(ladder, player) -> (rounds in the streak, mu at its start, flagged already)."""
     _store: HealthStore | None = None
+    _models: dict[int, tuple[engine.Params, PerformanceModel]] = field(default_factory=dict)
 
     @property
     def on(self) -> bool:
@@ -128,7 +138,7 @@ class RatingHealth:
         mu, earlier = before_rounds(prior, rows, update)
         prev = update.previous
         sigma = np.where(prev >= 0, update.sigma[np.maximum(prev, 0)], prior.sigma[rows])
-        ranks = np.fromiter((s.rank for r in rounds for s in r.standings), dtype=np.int64, count=rows.shape[0])
+        ranks = np.array([s.rank for r in rounds for s in r.standings], dtype=np.int64)
         table = np.zeros((n_rounds, len(FIELDS)))
         table[:, _F["scored"]] = 1.0
         scores = score_rounds(mu, ranks, earlier, offsets)
@@ -137,12 +147,13 @@ class RatingHealth:
             table[:, _F[subset + "_vw"]] = value * weight  # = batch.metrics.WeightedMean.add
             table[:, _F[subset + "_w"]] = weight
         sizes = np.diff(offsets)
+        groups = [(int(size), np.flatnonzero(sizes == size)) for size in np.unique(sizes)]
         round_of = np.repeat(np.arange(n_rounds), sizes)
         table[:, _F["participations"]] = sizes
         table[:, _F["mu_sum"]] = np.bincount(round_of, weights=mu, minlength=n_rounds)
         table[:, _F["provisional"]] = np.bincount(round_of, weights=(earlier < EXPERIENCED_MIN_ROUNDS).astype(float),
                                                   minlength=n_rounds)
-        self._pairs(table, mu, sigma, ranks, offsets, PerformanceModel.from_params(params))
+        self._pairs(table, mu, sigma, ranks, _pairs(offsets, sizes, groups), self._model(params))
         climbers = self._climbers(ladder, rounds, seqs, mu, sigma, earlier, update.performance, round_of, flat,
                                   params)
         for c in climbers:
@@ -151,15 +162,21 @@ class RatingHealth:
         known = prior.rounds > 0
         table[-1, _F["pool_mu_delta"]] = float(update.after.mu.sum() - prior.mu[known].sum())
         table[-1, _F["pool_new"]] = float((~known).sum())
-        medians = _medians(mu, offsets)
-        scored = [ScoredRound(int(seq), table[k], float(medians[k])) for k, seq in enumerate(seqs)]
-        self.pending.append((ladder, scored, climbers))
+        self.pending.append((ladder, ScoredRounds(np.asarray(seqs, dtype=np.int64), table, _medians(mu, offsets, groups)),
+                             climbers))
+
+    def _model(self, params: engine.Params) -> PerformanceModel:
+        """The ladder's performance model (for weight-1 rounds), built once per parameters."""
+        model = self._models.get(id(params))
+        if model is None or model[0] is not params:
+            model = self._models[id(params)] = (params, PerformanceModel.from_params(params))
+        return model[1]
 
     @staticmethod
-    def _pairs(table: np.ndarray, mu: np.ndarray, sigma: np.ndarray, ranks: np.ndarray, offsets: np.ndarray,
-               model: PerformanceModel) -> None:
+    def _pairs(table: np.ndarray, mu: np.ndarray, sigma: np.ndarray, ranks: np.ndarray,
+               pairs: tuple[np.ndarray, np.ndarray, np.ndarray], model: PerformanceModel) -> None:
         """Log-loss and calibration bins of each round's pairs with distinct ranks (into ``table``)."""
-        round_of, a, b = _pairs(offsets)
+        round_of, a, b = pairs
         decided = ranks[a] != ranks[b]
         round_of, a, b = round_of[decided], a[decided], b[decided]
         if round_of.shape[0] == 0:
@@ -190,7 +207,7 @@ class RatingHealth:
         (see the module docstring)."""
         beta = params.beta(1.0)
         z = (performance - mu) / np.sqrt(sigma**2 + beta**2)
-        hit = z >= CLIMB_Z
+        hit = (z >= CLIMB_Z) & (earlier < NEW_ACCOUNT_ROUNDS)
         streaks = self.streaks
         watched = {flat[i] for i in np.flatnonzero(hit)}
         if streaks:
@@ -217,8 +234,9 @@ class RatingHealth:
                          "where the streak began (%d rounds played)", log_safe(ladder), log_safe(player), count, gain,
                          earlier[i] + 1)
             streaks[key] = (count, start, flagged)
-        while len(streaks) > STREAKS_KEPT:
-            streaks.popitem(last=False)
+        if len(streaks) > STREAKS_KEPT:  # forget the oldest half (dicts keep insertion order)
+            for key in list(streaks)[:len(streaks) // 2]:
+                del streaks[key]
         return out
 
     async def flush(self, client: AsyncRedis) -> None:
@@ -229,18 +247,28 @@ class RatingHealth:
         if self._store is None or self._store.client is not client:
             self._store = HealthStore(client)
         pending, self.pending = self.pending, []
-        merged: dict[str, tuple[dict[int, ScoredRound], list[Climber]]] = {}
-        for ladder, rounds, climbers in pending:  # one call per ladder, its rounds in seq order, once each
-            by_seq, events = merged.setdefault(ladder, ({}, []))
-            for scored in rounds:
-                by_seq.setdefault(scored.seq, scored)
+        merged: dict[str, tuple[list[ScoredRounds], list[Climber]]] = {}
+        for ladder, scored, climbers in pending:  # one call per ladder, its rounds in seq order, once each
+            parts, events = merged.setdefault(ladder, ([], []))
+            parts.append(scored)
             events += climbers
-        calls = [(ladder, [by_seq[seq] for seq in sorted(by_seq)], events) for ladder, (by_seq, events) in merged.items()]
+        calls = [(ladder, _merge(parts), events) for ladder, (parts, events) in merged.items()]
         try:
             await self._store.record(calls, self.window)
         except BaseException:
             self.pending = pending + self.pending
             raise
+
+
+def _merge(parts: list[ScoredRounds]) -> ScoredRounds:
+    """Several scorings of a ladder's rounds (a batch retried, or batches whose recording failed)
+    as one, each seq once, in seq order."""
+    if len(parts) == 1:
+        return parts[0]
+    seqs = np.concatenate([p.seqs for p in parts])
+    _, first = np.unique(seqs, return_index=True)
+    return ScoredRounds(seqs[first], np.concatenate([p.table for p in parts])[first],
+                        np.concatenate([p.medians for p in parts])[first])
 
 
 def calibration_error(wins: Sequence[float], expected: Sequence[float], pairs: float) -> float:

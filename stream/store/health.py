@@ -4,13 +4,15 @@ Keys (``keys.health`` / ``keys.health_window`` / ``keys.climbers``, all in the l
 
 * ``ems:health:{L}`` (hash): ``last_seq``, the last scored round; per field F of :data:`FIELDS`
   ``c:F`` (sum over every scored round) and ``r:F`` (sum over the rounds in the window);
-* ``ems:health_window:{L}`` (list, newest first, at most HEALTH_WINDOW entries): one scored round
-  each, ``seq,<the FIELDS values>,median_mu``;
+* ``ems:health_window:{L}`` (list, newest first): the scored rounds in entries of one batch's rounds
+  each, ``first seq,last seq,<the FIELDS values summed>,median of their median mu``; the oldest
+  entries dropped while the others hold HEALTH_WINDOW rounds (so the rolling figures cover the last
+  HEALTH_WINDOW rounds and at most one batch more);
 * ``ems:climbers:{L}`` (list, newest first, at most :data:`CLIMBERS_KEPT`): rapid-climber events
   (JSON: ladder, player, round_id, seq, streak, z, performance, mu_before, rounds_before, gain).
 
-``record_health.lua`` adds a ladder's rounds in seq order, skipping rounds at or below
-``last_seq``, and keeps the window's sums by subtracting the entry it drops. The figures
+``record_health.lua`` adds a ladder's entries in seq order, skipping those at or below
+``last_seq``, and keeps the window's sums by subtracting the entries it drops. The figures
 (:func:`ladder_health`) are ratios of these sums; the pipeline scores (stream/pipeline/health.py).
 """
 
@@ -42,12 +44,22 @@ CLIMBERS_KEPT = 1000
 
 
 @dataclass(frozen=True)
-class ScoredRound:
-    """One round's :data:`FIELDS` values (aligned) and its participants' median mu before it."""
+class ScoredRounds:
+    """A ladder's rounds scored in one engine call: their seqs (ascending), the :data:`FIELDS` values
+    of each (rows aligned), each round's participants' median mu before it."""
 
-    seq: int
-    values: np.ndarray
-    median_mu: float
+    seqs: np.ndarray
+    table: np.ndarray
+    medians: np.ndarray
+
+    def chunks(self, whole: bool) -> list[tuple[int, int, str]]:
+        """(first seq, last seq, entry text): the sum of every round (``whole``), or one per round."""
+        def entry(values: np.ndarray, median: float) -> str:
+            return ",".join(map(repr, values.tolist())) + "," + repr(median)
+
+        if whole:
+            return [(int(self.seqs[0]), int(self.seqs[-1]), entry(self.table.sum(axis=0), float(np.median(self.medians))))]
+        return [(int(q), int(q), entry(row, float(m))) for q, row, m in zip(self.seqs, self.table, self.medians)]
 
 
 @dataclass(frozen=True)
@@ -80,22 +92,28 @@ class HealthStore:
         self.client = client
         self._script = client.register_script(source("record_health"))
 
-    async def record(self, ladders: Sequence[tuple[str, Sequence[ScoredRound], Sequence[Climber]]],
-                     window: int) -> list[int]:
-        """Add each ladder's rounds (in seq order); returns how many each recorded (0: already were)."""
+    async def record(self, ladders: Sequence[tuple[str, ScoredRounds, Sequence[Climber]]], window: int) -> list[int]:
+        """Add each ladder's scored rounds: one entry summing them (``record_health.lua``; one call
+        per ladder, run concurrently), or, when the ladder's last scored round falls inside them
+        (a batch cut differently after a redelivery), one entry per round. Returns per ladder the
+        entries recorded (0: already were)."""
         import asyncio
 
-        names = list(FIELDS)
-        calls = []
-        for ladder, rounds, climbers in ladders:
-            args: list[Any] = [window, CLIMBERS_KEPT, len(names), *names, len(rounds)]
-            for scored in rounds:
-                args += [scored.seq, ",".join(map(repr, scored.values.tolist())) + "," + repr(scored.median_mu)]
-            args.append(len(climbers))
-            args += [f"{c.seq}|{json.dumps(c.to_dict())}" for c in climbers]
-            calls.append(self._script(keys=[keys.health(ladder), keys.health_window(ladder), keys.climbers(ladder)],
-                                      args=args))
-        return [int(n) for n in await asyncio.gather(*calls)]
+        async def one(ladder: str, scored: ScoredRounds, climbers: Sequence[Climber]) -> int:
+            keys_ = [keys.health(ladder), keys.health_window(ladder), keys.climbers(ladder)]
+            events = [f"{c.seq}|{json.dumps(c.to_dict())}" for c in climbers]
+            for whole in (True, False):
+                chunks = scored.chunks(whole)
+                args: list[Any] = [window, CLIMBERS_KEPT, len(FIELDS), *FIELDS, len(chunks)]
+                for first, last, entry in chunks:
+                    args += [first, last, entry]
+                args += [len(events), *events]
+                recorded = int(await self._script(keys=keys_, args=args))
+                if recorded >= 0:
+                    return recorded
+            raise AssertionError("record_health.lua refused rounds one by one")  # a round is never split
+
+        return list(await asyncio.gather(*(one(*item) for item in ladders)))
 
 
 def _ratio(sums: dict[str, float], prefix: str, top: str, bottom: str, scale: float = 1.0) -> float | None:
@@ -136,12 +154,12 @@ async def ladder_health(client: AsyncRedis, ladder: str, *, climbers: int = 20) 
     if not raw:
         return None
     sums = {as_text(k): float(v) for k, v in raw.items() if as_text(k) != "last_seq"}
-    medians = [float(as_text(e).rsplit(",", 1)[1]) for e in window]
+    medians = [float(as_text(e).rsplit(",", 1)[1]) for e in window]  # one per entry (a batch's rounds)
     pool_players = sums.get("c:pool_new", 0.0)
     return {
         "ladder": ladder,
         "last_seq": int(raw.get(b"last_seq", raw.get("last_seq", -1))),
-        "window": len(window),
+        "window": int(sums.get("r:scored", 0.0)),
         "cumulative": figures(sums, "c:"),
         "rolling": figures(sums, "r:"),
         "pool": {"players": int(pool_players),
