@@ -8,6 +8,7 @@ readable by the API anyway).
 from __future__ import annotations
 
 import gc
+import logging
 import tempfile
 from dataclasses import dataclass
 
@@ -19,11 +20,14 @@ from stream.pipeline import agents, watchdog
 from stream.pipeline.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
                                     idle_fetch_wait)
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.health import FLUSH_S
 from stream.pipeline.shutdown import Drain
 from stream.pipeline.status import TICK_S, WorkerStatus
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
 
+
+log = logging.getLogger(__name__)
 
 PRODUCER_BATCH_BYTES = 1024 * 1024
 """Bytes per producer batch and partition (Faust's default is 16 KiB)."""
@@ -100,7 +104,22 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     app.task(freeze_heap)
     watchdog.register(app, settings)  # stalled-partition detection (watchdog.py)
     register_heartbeat(app, status)
+    register_health_flush(app, ctx)
     return Pipeline(app, topics, ctx, status, drain)
+
+
+def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
+    """Score and record the rounds rating health keeps (``health.py``) once they are FLUSH_S old,
+    also when no phase-one batch comes to do it (a Faust timer; a failure is logged and retried)."""
+
+    @app.timer(interval=FLUSH_S, name="rating-health")  # type: ignore[untyped-decorator]  # faust: untyped
+    async def rating_health() -> None:
+        if not ctx.health.calls and not ctx.health.pending:
+            return
+        try:
+            await ctx.health.flush(ctx.store.client)
+        except Exception as exc:  # noqa: BLE001 - Redis down: kept for the next flush
+            log.warning("rating health not recorded (%s: %s): kept for the next try", type(exc).__name__, exc)
 
 
 def register_heartbeat(app: faust.App, status: WorkerStatus) -> None:

@@ -1,9 +1,12 @@
 """Rating health per ladder, online: each round scored by the ratings before it (README "Rating health").
 
 Phase one rates a ladder's rounds of a batch in one engine call from the priors it read; just
-after that call (``phase_one._rate_ladder``, the only hook) :meth:`RatingHealth.score` scores every
-round of the call *before its update*, from each participant's mu, sigma and rounds played just
-before the round (``batch.replay.before_rounds``, as ``stream evaluate`` does):
+after that call (``phase_one._rate_ladder``, the only hook) :meth:`RatingHealth.score` keeps
+references to the call's prior and result; :meth:`RatingHealth.flush` (after the batch's fan-out
+is stored, and from a once-a-second timer) scores the kept calls in bulk once :data:`FLUSH_ROUNDS`
+rounds are kept or the oldest is :data:`FLUSH_S` old: every round *before its update*, from each
+participant's mu, sigma and rounds played just before the round (``batch.replay.before_rounds``,
+as ``stream evaluate`` does):
 
 * the paper's pair accuracy and rank deviation, for everyone already rated and for experienced
   players (``batch.metrics.score_rounds``: the same function, same inputs, as ``stream evaluate``,
@@ -23,8 +26,7 @@ before the round (``batch.replay.before_rounds``, as ``stream evaluate`` does):
   goes on). Flagged once per streak; streaks live in this worker's memory (a rebalance restarts
   them); each flag is an event, stored in ``ems:climbers:{L}``, logged, counted and served by the API.
 
-After the batch's fan-out is stored, :meth:`RatingHealth.flush` records the scored rounds through
-``store.health`` (one script per ladder, skipping rounds at or below the ladder's last scored seq:
+:meth:`RatingHealth.flush` then records the scored rounds through ``store.health`` (one script per ladder, skipping rounds at or below the ladder's last scored seq:
 a redelivered or retried round counts once), which keeps the cumulative sums and those of the last
 HEALTH_WINDOW rounds. Ladders with a rating-only model, and rounds phase one rates one by one (its
 fallback path), are not scored. Corrections re-rate history without re-scoring it.
@@ -32,11 +34,14 @@ fallback path), are not scored. Corrections re-rate history without re-scoring i
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +67,11 @@ CLIMB_GAIN_BETAS = 1.5
 """... and how far (in betas) the last performance must sit above the mu the streak began at."""
 NEW_ACCOUNT_ROUNDS = 10
 """Only rounds a player plays with fewer earlier rounds than this count in a climb (a new account)."""
+FLUSH_ROUNDS = 256
+FLUSH_S = 1.0
+"""Rounds are scored in bulk once FLUSH_ROUNDS are kept or the oldest was kept FLUSH_S ago (at a
+phase-one batch, or the worker's once-a-second timer): per call the scoring's fixed cost (tens of
+numpy calls) would dominate batches of a few duels."""
 STREAKS_KEPT = 200_000
 """Players whose current climb streak this worker remembers (least recently updated dropped)."""
 
@@ -110,12 +120,86 @@ def _medians(values: np.ndarray, offsets: np.ndarray, groups: list[tuple[int, np
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What :meth:`RatingHealth.score` keeps of one engine call (references, nothing copied)."""
+
+    ladder: str
+    params: engine.Params
+    rounds: list[RoundResult]
+    seqs: list[int]
+    prior_mu: np.ndarray
+    prior_sigma: np.ndarray
+    prior_rounds: np.ndarray
+    rows: np.ndarray
+    offsets: np.ndarray
+    flat: list[str]
+    previous: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    performance: np.ndarray
+    after_mu: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Prior:
+    """The parts of a prior batch scoring reads (``batch.replay.before_rounds``: mu, rounds)."""
+
+    mu: np.ndarray
+    sigma: np.ndarray
+    rounds: np.ndarray
+
+
+@dataclass(frozen=True)
+class _After:
+    mu: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Update:
+    """The parts of an engine call's result scoring reads."""
+
+    previous: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    performance: np.ndarray
+    after: _After
+
+
+def _combined(calls: list[_Call]) -> tuple[list[RoundResult], list[int], Any, np.ndarray, np.ndarray, list[str], Any]:
+    """A ladder's kept calls as one: (rounds, seqs, prior, rows, offsets, flat, update), each call's
+    rows and participation indices shifted past the previous calls' (``before_rounds`` then reads
+    every participation against its own call's prior, as call by call)."""
+    if len(calls) == 1:
+        c = calls[0]
+        return (c.rounds, c.seqs, _Prior(c.prior_mu, c.prior_sigma, c.prior_rounds), c.rows, c.offsets, c.flat,
+                _Update(c.previous, c.mu, c.sigma, c.performance, _After(c.after_mu)))
+    row_shift = np.cumsum([0] + [c.prior_mu.shape[0] for c in calls[:-1]])
+    part_shift = np.cumsum([0] + [c.rows.shape[0] for c in calls[:-1]])
+    offsets = np.concatenate([c.offsets[:-1] + shift for c, shift in zip(calls, part_shift)]
+                             + [np.array([part_shift[-1] + calls[-1].rows.shape[0]])])
+    previous = np.concatenate([np.where(c.previous >= 0, c.previous + shift, -1) for c, shift in zip(calls, part_shift)])
+    prior = _Prior(*(np.concatenate([getattr(c, name) for c in calls]) for name in ("prior_mu", "prior_sigma",
+                                                                                   "prior_rounds")))
+    update = _Update(previous, *(np.concatenate([getattr(c, name) for c in calls]) for name in ("mu", "sigma",
+                                                                                                "performance")),
+                     _After(np.concatenate([c.after_mu for c in calls])))
+    return ([r for c in calls for r in c.rounds], [q for c in calls for q in c.seqs], prior,
+            np.concatenate([c.rows + shift for c, shift in zip(calls, row_shift)]), offsets,
+            [p for c in calls for p in c.flat], update)
+
+
 @dataclass
 class RatingHealth:
     """One worker's rating health: rounds scored and not yet recorded, and the climb streaks."""
 
     window: int
     pending: list[tuple[str, ScoredRounds, list[Climber]]] = field(default_factory=list)
+    calls: list[_Call] = field(default_factory=list)
+    """Engine calls kept to score (:meth:`score`), in order."""
+    _rounds: int = 0
+    _since: float = 0.0
+    _lock: asyncio.Lock | None = None
     streaks: dict[tuple[str, str], tuple[int, float, bool]] = field(default_factory=dict)
     """(ladder, player) -> (rounds in the streak, mu at its start, flagged already)."""
     _store: HealthStore | None = None
@@ -128,12 +212,36 @@ class RatingHealth:
     def score(self, ladder: str, params: engine.Params, rounds: Sequence[RoundResult], seqs: Sequence[int],
               prior: engine.PlayerBatch, rows: np.ndarray, offsets: np.ndarray, flat: Sequence[str],
               update: engine.RoundsUpdate) -> None:
-        """Score a ladder's rounds of one engine call before their updates (see the module
+        """Keep a ladder's rounds of one engine call to score before their updates (see the module
         docstring): ``prior`` the call's prior batch, ``rows`` each participation's row in it,
         ``offsets`` the rounds' bounds, ``flat`` the participations' players, ``update`` the call's
-        result. Kept until :meth:`flush`."""
+        result. Nothing is computed here (references kept): :meth:`flush` scores many calls at once."""
         if not self.on or not rounds:
             return
+        if not self.calls:
+            self._since = time.monotonic()
+        self.calls.append(_Call(ladder, params, list(rounds), list(seqs), prior.mu, prior.sigma, prior.rounds, rows,
+                                offsets, list(flat), update.previous, update.mu, update.sigma, update.performance,
+                                update.after.mu))
+        self._rounds += len(rounds)
+
+    def due(self) -> bool:
+        """Enough kept to score: FLUSH_ROUNDS rounds, or the oldest kept FLUSH_S ago."""
+        return bool(self.calls) and (self._rounds >= FLUSH_ROUNDS or time.monotonic() - self._since >= FLUSH_S)
+
+    def _score_kept(self) -> None:
+        """Score every kept call, per ladder all its calls at once (into :attr:`pending`)."""
+        calls, self.calls, self._rounds = self.calls, [], 0
+        by_ladder: dict[str, list[_Call]] = {}
+        for call in calls:
+            by_ladder.setdefault(call.ladder, []).append(call)
+        for ladder, group in by_ladder.items():
+            self._score(ladder, group[0].params, *_combined(group))
+
+    def _score(self, ladder: str, params: engine.Params, rounds: list[RoundResult], seqs: list[int],
+               prior: engine.PlayerBatch, rows: np.ndarray, offsets: np.ndarray, flat: list[str],
+               update: engine.RoundsUpdate) -> None:
+        """Score rounds (one or more calls combined: :func:`_combined`) into :attr:`pending`."""
         n_rounds = len(rounds)
         mu, earlier = before_rounds(prior, rows, update)
         prev = update.previous
@@ -239,11 +347,19 @@ class RatingHealth:
                 del streaks[key]
         return out
 
-    async def flush(self, client: AsyncRedis) -> None:
-        """Record the scored rounds through ``client`` (one script per ladder; see the module
-        docstring). Kept for the next flush if Redis fails (the seq check drops repeats)."""
-        if not self.pending:
-            return
+    async def flush(self, client: AsyncRedis, *, force: bool = False) -> None:
+        """Score the kept calls once :meth:`due` (or ``force``) and record the scored rounds through
+        ``client`` (one script per ladder; see the module docstring). Kept for the next flush if
+        Redis fails (the seq check drops repeats)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # one flush at a time: a ladder's entries reach Redis in seq order
+            if self.calls and (force or self.due()):
+                self._score_kept()
+            if self.pending:
+                await self._record(client)
+
+    async def _record(self, client: AsyncRedis) -> None:
         if self._store is None or self._store.client is not client:
             self._store = HealthStore(client)
         pending, self.pending = self.pending, []

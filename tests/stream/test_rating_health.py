@@ -57,7 +57,7 @@ def context(redis_url: str, **extra: object) -> PipelineContext:
 
 
 async def stream_through(ctx: PipelineContext, rounds: list[RoundResult], cuts: list[int], *,
-                         again: bool = False) -> None:
+                         again: bool = False, flush_each: bool = False) -> None:
     """Phase one batch by batch (each batch's phase two applied before the next); ``again``:
     every batch handed to phase one a second time (a redelivery)."""
     bounds = sorted({0, len(rounds), *[c for c in cuts if 0 < c < len(rounds)]})
@@ -72,6 +72,9 @@ async def stream_through(ctx: PipelineContext, rounds: list[RoundResult], cuts: 
 
         await phase_two_batch(ctx, NAMES, [Incoming(m.value, m.key, Origin("player-updates", m.partition, i))
                                            for i, m in enumerate(batch.messages)], send)
+        if flush_each:
+            await ctx.health.flush(ctx.store.client, force=True)
+    await ctx.health.flush(ctx.store.client, force=True)  # the worker's timer does it within FLUSH_S
 
 
 def evaluate_from_zero(rounds: list[RoundResult], path: Path) -> dict:
@@ -147,14 +150,14 @@ def test_rolling_figures_cover_the_window_only(redis_url: str) -> None:
         client.flushall()
         client.close()
         ctx = context(redis_url, health_window=window)
-        await stream_through(ctx, rounds, list(range(4, 60, 4)))  # batches of 4 rounds
+        await stream_through(ctx, rounds, list(range(4, 60, 4)), flush_each=True)  # entries of 4 rounds
         got = await store_health.ladder_health(ctx.store.client, "A")
         await ctx.store.close()
         assert got is not None
         return got
 
     small = asyncio.run(body(10))
-    # entries hold a batch's rounds: the window keeps the newest ones holding at least 10 rounds
+    # entries hold a flush's rounds: the window keeps the newest ones holding at least 10 rounds
     assert 10 <= small["window"] == small["rolling"]["rounds"] <= 10 + 3 < small["cumulative"]["rounds"]
     assert small["rolling"]["pairs"] < small["cumulative"]["pairs"]
     whole = asyncio.run(body(1000))
