@@ -22,7 +22,7 @@ import json
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -80,9 +80,9 @@ class Climber:
     """performance - the mu the streak began at."""
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        del out["round_index"]
-        return out
+        return {"ladder": self.ladder, "player": self.player, "round_id": self.round_id, "seq": self.seq,
+                "streak": self.streak, "z": self.z, "performance": self.performance, "mu_before": self.mu_before,
+                "rounds_before": self.rounds_before, "gain": self.gain}
 
 
 class HealthStore:
