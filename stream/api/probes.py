@@ -80,6 +80,7 @@ async def ready(client: AsyncRedis, kafka: KafkaHealth | None, status: WorkerSta
     """The readiness verdict and its body (see the module docstring)."""
     redis_ok, redis_error = await redis_answers(client)
     kafka_ok, kafka_body = kafka_verdict(kafka, time.time())
+    assigned_body: dict[str, Any]
     if status is None:
         assigned_ok, assigned_body = True, {"ok": None, "note": "no pipeline in this process"}
     else:

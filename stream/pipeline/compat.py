@@ -580,7 +580,7 @@ def graceful_worker(app: faust.App, loglevel: str, on_sigterm: Callable[[], Awai
     method overridden here). A second SIGTERM while draining is ignored; SIGINT stops at once."""
     from faust import Worker
 
-    class GracefulWorker(Worker):  # type: ignore[misc]  # faust: untyped base
+    class GracefulWorker(Worker):
         _draining = False
 
         def _on_sigterm(self) -> None:

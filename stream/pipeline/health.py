@@ -181,9 +181,8 @@ def _combined(calls: list[_Call]) -> tuple[list[RoundResult], list[int], Any, np
     previous = np.concatenate([np.where(c.previous >= 0, c.previous + shift, -1) for c, shift in zip(calls, part_shift)])
     prior = _Prior(*(np.concatenate([getattr(c, name) for c in calls]) for name in ("prior_mu", "prior_sigma",
                                                                                    "prior_rounds")))
-    update = _Update(previous, *(np.concatenate([getattr(c, name) for c in calls]) for name in ("mu", "sigma",
-                                                                                                "performance")),
-                     _After(np.concatenate([c.after_mu for c in calls])))
+    mu, sigma, performance = (np.concatenate([getattr(c, name) for c in calls]) for name in ("mu", "sigma", "performance"))
+    update = _Update(previous, mu, sigma, performance, _After(np.concatenate([c.after_mu for c in calls])))
     return ([r for c in calls for r in c.rounds], [q for c in calls for q in c.seqs], prior,
             np.concatenate([c.rows + shift for c, shift in zip(calls, row_shift)]), offsets,
             [p for c in calls for p in c.flat], update)
@@ -317,7 +316,7 @@ class RatingHealth:
         z = (performance - mu) / np.sqrt(sigma**2 + beta**2)
         hit = (z >= CLIMB_Z) & (earlier < NEW_ACCOUNT_ROUNDS)
         streaks = self.streaks
-        watched = {flat[i] for i in np.flatnonzero(hit)}
+        watched = {flat[int(i)] for i in np.flatnonzero(hit)}
         if streaks:
             watched.update(p for p in set(flat) if (ladder, p) in streaks)
         if not watched:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client import (GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, REGISTRY, Counter, Gauge,
                                Histogram, ProcessCollector, disable_created_metrics)
@@ -25,7 +26,7 @@ from prometheus_client.registry import Collector
 PREFIX = "ems"
 """The application prefix of every exported metric name (``ems_...``: elo-mmr-stream)."""
 
-disable_created_metrics()  # no ``*_created`` series beside each counter and histogram
+disable_created_metrics()  # type: ignore[no-untyped-call]  # no ``*_created`` series beside each counter and histogram
 
 
 def _own_process_metrics() -> None:
@@ -160,9 +161,9 @@ class LadderHealthMetrics(Collector):
     """
 
     def __init__(self) -> None:
-        self._ladders: dict[str, dict] = {}
+        self._ladders: dict[str, dict[str, Any]] = {}
 
-    def update(self, ladders: Mapping[str, dict]) -> None:
+    def update(self, ladders: Mapping[str, dict[str, Any]]) -> None:
         self._ladders = dict(ladders)
 
     def collect(self) -> Iterator[Metric]:
