@@ -18,8 +18,14 @@ Reference, same run and same stack: bench/floor.py's floor for the same rounds (
 Kafka and Redis I/O alone, measured before the workers start), and the ratio pipeline / floor
 (issue 15's target: within 2x). The machine's load average is printed with the figures.
 
+Same-run A/B of a setting (``--ab NAME=VALUE``, throughput mode): each run rates every size twice,
+once with the workers as configured (A) and once restarted with NAME=VALUE (B), alternating A and B
+within the run so the machine's drift hits both; printed: each variant's median worker CPU per
+participation and the overhead A/B - 1 (e.g. ``--ab HEALTH_WINDOW=0``: the cost of rating health).
+
 Usage: python bench/pipeline.py --size 2,10 [--mode throughput,latency] [--rounds N] [--ladders 2]
        [--rate R] [--latency-seconds 20] [--breakdown] [--workers 2] [--partitions 4] [--repeat 1]
+       [--ab NAME=VALUE]
 Prints Markdown tables (BENCHMARKS.md, pipeline section).
 """
 
@@ -178,9 +184,10 @@ class Bench:
         self.kafka.send(r.ladder, r.to_json().encode() if value is None else value)
         self.published += r.field_size
 
-    def warm_up(self) -> None:
-        """One duel per warm-up ladder, rated: the group has formed and every worker has rated something."""
-        rounds = make_rounds(2, WARM_UP_LADDERS, "warm", seed=0, ladders=WARM_UP_LADDERS)
+    def warm_up(self, tag: str = "warm") -> None:
+        """One duel per warm-up ladder, rated: the group has formed and every worker has rated something
+        (``tag``: the ladders' names; a new one for each warm-up of the same run)."""
+        rounds = make_rounds(2, WARM_UP_LADDERS, tag, seed=0, ladders=WARM_UP_LADDERS)
         for r in rounds:
             self.publish(r)
         self.kafka.flush()
@@ -366,8 +373,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="throughput runs per size, interleaved; the median one is shown (this machine's "
                              "speed drifts by tens of percent within minutes)")
+    parser.add_argument("--ab", default="", metavar="NAME=VALUE",
+                        help="throughput mode: same-run A/B, the workers as configured (A) against NAME=VALUE (B)")
     args = parser.parse_args()
     sizes, modes = [int(s) for s in parse_list(args.size)], parse_list(args.mode)
+    if args.ab and ("=" not in args.ab or modes != ["throughput"]):
+        parser.error("--ab takes NAME=VALUE, with --mode throughput only")
     if bad := [m for m in modes if m not in MODES]:
         parser.error(f"--mode: {bad} not among {MODES}")
     if any(s < 2 for s in sizes):
@@ -377,6 +388,7 @@ def main() -> None:
     floors: dict[int, Floor] = {}
     throughputs: dict[int, list[Throughput]] = {s: [] for s in sizes}
     latencies: dict[int, Latency] = {}
+    ab: dict[tuple[str, int], list[Throughput]] = {(v, s): [] for v in "AB" for s in sizes}
     with LocalStack.on_ports() as stack, tempfile.TemporaryDirectory() as tmp:
         for size in sizes:  # the floor first, on the fresh stack, with no worker running
             floors[size] = measure(stack, make_rounds(size, args.rounds or default_rounds(size), f"floor{size}",
@@ -389,15 +401,41 @@ def main() -> None:
         if args.breakdown:
             env["BATCH_TIMINGS_DIR"] = str(batches_dir)
         ensure(Settings.from_env(env))
-        workers = [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO, env=env,
-                                    stdout=open(Path(tmp) / f"w{i}.log", "wb"), stderr=subprocess.STDOUT)
-                   for i in range(args.workers)]
+
+        def start_workers(extra: dict[str, str], tag: str) -> list[subprocess.Popen[bytes]]:
+            return [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO,
+                                     env={**env, **extra}, stdout=open(Path(tmp) / f"w{i}{tag}.log", "wb"),
+                                     stderr=subprocess.STDOUT)
+                    for i in range(args.workers)]
+
+        workers = start_workers({}, "")
         bench = None
         try:
             time.sleep(args.startup_s)
             bench = Bench(stack, prefix, [w.pid for w in workers], args.partitions)
             bench.warm_up()
-            if "throughput" in modes:
+            if args.ab:
+                name, value = args.ab.split("=", 1)
+                for run in range(args.repeat):
+                    for variant, extra in (("A", {}), ("B", {name: value})):
+                        if run or variant == "B":  # the group's offsets carry over: same APP_ID
+                            for w in workers:
+                                w.terminate()
+                            for w in workers:
+                                w.wait(timeout=60)
+                            workers = start_workers(extra, f"-{variant}{run}")
+                            time.sleep(args.startup_s)
+                            bench.worker_pids = [w.pid for w in workers]
+                            bench.warm_up(f"warm-{variant}{run}")
+                        for size in sizes:
+                            rounds = make_rounds(size, args.rounds or default_rounds(size),
+                                                 f"ab{size}-{variant}{run}", seed=size, ladders=args.ladders)
+                            t = bench.throughput(rounds)
+                            ab[(variant, size)].append(t)
+                            print(f"run {run + 1} {variant}, {size}-player rounds: {t.part_per_s:,.0f} part./s, "
+                                  f"worker CPU {t.worker_cpu_s / t.participations * 1e6:,.1f} µs/part. "
+                                  f"(load {load_average()})", file=sys.stderr)
+            elif "throughput" in modes:
                 for run in range(args.repeat):
                     for size in sizes:
                         rounds = make_rounds(size, args.rounds or default_rounds(size), f"burst{size}-r{run}",
@@ -432,6 +470,19 @@ def main() -> None:
     print(f"\n{args.workers} worker(s), {args.partitions} partitions, preset {Settings.from_env().engine_preset}; "
           f"load average (1/5/15 min) at start {loads[0]}, at end {loads[1]}; "
           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC\n")
+    if args.ab:
+        print(f"Same-run A/B: A = the workers as configured, B = {args.ab}; {args.repeat} run(s) of each, "
+              "alternating; worker CPU µs per participation (median run), overhead = A / B - 1 (each run pair's "
+              "in brackets)\n")
+        print("| players/round | A: worker CPU µs/part. | B: worker CPU µs/part. | overhead of A | A part./s | B part./s |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for size in sizes:
+            a = [t.worker_cpu_s / t.participations * 1e6 for t in ab[("A", size)]]
+            b = [t.worker_cpu_s / t.participations * 1e6 for t in ab[("B", size)]]
+            pairs = ", ".join(f"{x / y - 1:+.1%}" for x, y in zip(a, b))
+            print(f"| {size:,} | {np.median(a):,.1f} | {np.median(b):,.1f} | **{np.median(a) / np.median(b) - 1:+.1%}** "
+                  f"({pairs}) | {median_run(ab[('A', size)]).part_per_s:,.0f} | {median_run(ab[('B', size)]).part_per_s:,.0f} |")
+        return
     print("Floor (bench/floor.py) of the same rounds, measured first in this run, µs per participation:\n")
     print("\n".join(floor_table([floors[s] for s in sizes])))
     if throughputs[sizes[0]]:

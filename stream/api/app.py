@@ -27,21 +27,26 @@ import numpy as np
 import orjson
 from aiohttp import web
 from aiohttp.client_exceptions import ClientConnectionResetError
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from stream.api import inputs, queues
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
+from stream.api import health_export, probes
 from stream.api.health import KafkaProbe
 from stream.api import eligibility, whatif as whatif_api
 from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
-from stream.pipeline import deadletters, explain, status
+from stream.pipeline import deadletters, explain
+from stream.pipeline import status as rating_status
+from stream.pipeline import metrics as metrics_
 from stream.pipeline.context import load_queues
+from stream.pipeline.worker_status import WorkerStatus
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
+from stream.store import health as store_health
 from stream.store import queries
 from stream.store.client import AsyncRedis
 
@@ -52,6 +57,7 @@ REDIS_KEY: web.AppKey[AsyncRedis] = web.AppKey("redis")
 SETTINGS_KEY = web.AppKey("settings", Settings)
 LADDERS_KEY = web.AppKey("ladders", Ladders)
 PROBE_KEY: web.AppKey[KafkaProbe | None] = web.AppKey("kafka_probe")
+STATUS_KEY: web.AppKey[WorkerStatus | None] = web.AppKey("worker_status")
 STREAMS_KEY: web.AppKey[list[int]] = web.AppKey("event_streams")  # [open event streams]
 DLQ_READS_KEY = web.AppKey("dlq_reads", asyncio.Semaphore)
 CACHE_KEY = web.AppKey("response_cache", ResponseCache)
@@ -88,7 +94,7 @@ SSE_HEARTBEAT_S = 15.0
 SSE_MAX_S = 300.0
 """An events connection is closed after this long; EventSource reconnects by itself."""
 
-REQUESTS = Counter("stream_api_requests_total", "Read API requests by route and status", ["route", "status"])
+REQUESTS = metrics_.API_REQUESTS  # ems_api_requests_total{route,status} (stream/pipeline/metrics.py)
 
 
 @web.middleware
@@ -157,7 +163,7 @@ def _interval(mu: float, sigma: float, z: float) -> list[float]:
 def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]]) -> None:
     """Add each rating's interval, provisional status, eligibility and drifted sigma at read time
     (:mod:`stream.pipeline.status`) to ``items`` (dicts with mu, sigma, rounds, last_time)."""
-    fields = status.status_fields(request.app[LADDERS_KEY].of(ladder), [i.get("mu") for i in items],
+    fields = rating_status.status_fields(request.app[LADDERS_KEY].of(ladder), [i.get("mu") for i in items],
                                   [i.get("sigma") for i in items], [i.get("rounds") for i in items],
                                   [i.get("last_time") for i in items], time.time())
     for item, extra in zip(items, fields):
@@ -180,6 +186,18 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok" if healthy else "degraded", "redis": redis_ok,
                               "kafka": kafka.to_dict() if kafka is not None else None},
                              status=200 if redis_ok else 503)
+
+
+async def live(request: web.Request) -> web.Response:
+    """Liveness: in-process only (``probes.live``)."""
+    return probes.json_verdict(*probes.live(request.app[STATUS_KEY], request.app[SETTINGS_KEY]))
+
+
+async def ready(request: web.Request) -> web.Response:
+    """Readiness: Redis, Kafka, partitions assigned, lag under READY_MAX_LAG_S (``probes.ready``)."""
+    probe = request.app[PROBE_KEY]
+    return probes.json_verdict(*await probes.ready(_redis(request), probe.health() if probe is not None else None,
+                                                   request.app[STATUS_KEY], request.app[SETTINGS_KEY]))
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -519,6 +537,15 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def ladder_health(request: web.Request) -> web.Response:
+    """The ladder's rating health (``store.health.ladder_health``; 404 until a round is scored)."""
+    ladder = await _ladder(request)
+    found = await store_health.ladder_health(_redis(request), ladder)
+    if found is None:
+        raise not_found(f"no rating health recorded for ladder {ladder!r} yet", code="no_health")
+    return web.json_response(found)
+
+
 async def rejected(request: web.Request) -> web.Response:
     """The ladder's most recent dead letters (from ``rounds-dlq``): reason, field, message, when.
 
@@ -558,24 +585,30 @@ async def explain_change(request: web.Request) -> web.Response:
 
 
 # ---- the app ----------------------------------------------------------------------------
-def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None) -> web.Application:
+def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None,
+               status: WorkerStatus | None = None) -> web.Application:
     """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
-    ``probe``: the Kafka check /health reports (None: not checked)."""
+    ``probe``: the Kafka check /health reports (None: not checked); ``status``: the pipeline of
+    this process, for /live and /ready (None: the API alone)."""
     app = web.Application(middlewares=[count_requests, json_errors], client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client
     app[SETTINGS_KEY] = settings
     app[LADDERS_KEY] = parse_ladders(settings.ladders, engine_preset=settings.engine_preset,
                                      display_config=settings.display_config)
     app[PROBE_KEY] = probe
+    app[STATUS_KEY] = status
     app[STREAMS_KEY] = [0]
     app[DLQ_READS_KEY] = asyncio.Semaphore(CONCURRENT_DLQ_READS)
     app[CACHE_KEY] = ResponseCache(ttl_s=CACHE_TTL_S, fresh_s=CACHE_FRESH_S, max_bytes=CACHE_MAX_BYTES,
                                    max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
     app[PREDICTIONS_KEY] = ResponseCache(ttl_s=math.inf, fresh_s=CACHE_FRESH_S, max_bytes=PREDICTIONS_MAX_BYTES,
                                          max_entry_bytes=CACHE_MAX_ENTRY_BYTES)
+    app.cleanup_ctx.append(health_export.exporter(REDIS_KEY))  # ladders' rating health -> /metrics
     app.router.add_get("/", index)
     app.router.add_static("/static", STATIC_DIR)
     app.router.add_get("/health", health)
+    app.router.add_get("/live", live)
+    app.router.add_get("/ready", ready)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/openapi.json", openapi)
     app.router.add_get("/api/ladders", list_ladders)
@@ -593,6 +626,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders/{ladder}/predict", predict)
     app.router.add_post("/api/ladders/{ladder}/predict", predict)
     app.router.add_get("/api/ladders/{ladder}/events", events)
+    app.router.add_get("/api/ladders/{ladder}/health", ladder_health)
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
     app.router.add_post("/api/ladders/{ladder}/what-if", what_if)
     app.router.add_get("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", explain_change)

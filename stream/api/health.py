@@ -1,9 +1,15 @@
 """Kafka's side of ``/health``: a background check of the broker and of the workers' lag.
 
 A thread checks every :data:`CHECK_INTERVAL_S` (never per request, so ``/health`` stays as cheap
-as a Redis PING): can the broker be reached, and how many messages of ``rounds`` and
-``player-updates`` the worker group (``APP_ID``) has not committed yet. ``/health`` shows the last
-result and its age.
+as a Redis PING): can the broker be reached, and per partition of ``rounds`` and
+``player-updates`` how many messages the worker group (``APP_ID``) has not committed yet and how
+old the oldest of them is (its Kafka timestamp, read by a second client that never joins the
+group: one small fetch per lagging partition). ``/health`` shows the last result and its age;
+``/ready`` reads it (:func:`stream.api.probes.ready`); the figures are exported as
+``ems_consumer_lag_messages`` / ``ems_consumer_lag_seconds`` (``metrics.CONSUMER_LAG``).
+
+Offsets are the group's committed ones: Faust commits every few seconds, so while records flow
+the age includes up to that interval of records already handled.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stream.connections import kafka_python_config
+from stream.pipeline import metrics
 from stream.pipeline.topics import PLAYER_UPDATES, ROUNDS
 from stream.settings import Settings
 
@@ -23,6 +30,14 @@ CHECK_INTERVAL_S = 5.0
 CHECK_TIMEOUT_S = 5.0
 #: The topics whose lag is reported (names before TOPIC_PREFIX).
 LAG_TOPICS = (ROUNDS, PLAYER_UPDATES)
+#: Seconds a check waits for the oldest unprocessed record of its lagging partitions.
+AGE_TIMEOUT_S = 2.0
+#: Bytes fetched per lagging partition to read its oldest record's timestamp (the broker returns
+#: at least the record batch holding it, whatever this says).
+AGE_FETCH_BYTES = 16 * 1024
+
+TopicPartition_ = tuple[str, int]
+"""(full topic name, partition)."""
 
 
 @dataclass
@@ -33,9 +48,17 @@ class KafkaHealth:
     checked_at: float | None = None
     error: str | None = None
     lag: dict[str, int] | None = None
+    partitions: dict[TopicPartition_, tuple[int, float | None]] | None = None
+    """Per (full topic name, partition): messages not committed, age in seconds of the oldest
+    (None: not read); 0 and 0.0 when caught up."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "checked_at": self.checked_at, "error": self.error, "lag": self.lag}
+        seconds: dict[str, float] = {}
+        for (topic, _), (_, age) in (self.partitions or {}).items():
+            if age is not None:
+                seconds[topic] = max(seconds.get(topic, 0.0), age)
+        return {"ok": self.ok, "checked_at": self.checked_at, "error": self.error, "lag": self.lag,
+                "lag_seconds": seconds if self.partitions is not None else None}
 
 
 class KafkaProbe:
@@ -48,6 +71,7 @@ class KafkaProbe:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kafka-health", daemon=True)
         self._consumer: Any = None
+        self._reader: Any = None
 
     def start(self) -> "KafkaProbe":
         self._thread.start()
@@ -62,18 +86,22 @@ class KafkaProbe:
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._health = self.check()
+            metrics.CONSUMER_LAG.update(self._health.partitions or {})
             self._stop.wait(self.interval_s)
         self._close()
 
     def check(self) -> KafkaHealth:
-        """One check: the group's committed offsets and the topics' end offsets (the client is kept
-        between checks, so an idle API costs little; rebuilt after a failure)."""
+        """One check: the group's committed offsets and the topics' end offsets, then the age of
+        the oldest uncommitted record of each lagging partition (the clients are kept between
+        checks, so an idle API costs little; rebuilt after a failure)."""
         from kafka import TopicPartition
 
         try:
             consumer = self._client()
             consumer.topics()  # refresh metadata
             lag: dict[str, int] = {}
+            rows: dict[TopicPartition_, tuple[int, float | None]] = {}
+            first: dict[Any, int] = {}  # lagging partition -> its first uncommitted offset
             for name in LAG_TOPICS:
                 topic = self.settings.topic(name)
                 partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
@@ -81,13 +109,53 @@ class KafkaProbe:
                     continue
                 ends = consumer.end_offsets(partitions)
                 begins = consumer.beginning_offsets(partitions)
-                committed = {tp: consumer.committed(tp) for tp in partitions}
-                lag[name] = sum(max(0, int(ends[tp]) - (committed[tp] if committed[tp] is not None else int(begins[tp])))
-                                for tp in partitions)
-            return KafkaHealth(True, time.time(), None, lag)
+                total = 0
+                for tp in partitions:
+                    committed = consumer.committed(tp)
+                    done = committed if committed is not None else int(begins[tp])
+                    behind = max(0, int(ends[tp]) - done)
+                    total += behind
+                    rows[(topic, tp.partition)] = (behind, 0.0 if behind == 0 else None)
+                    if behind:
+                        first[tp] = done
+                lag[name] = total
+            now = time.time()
+            for tp, stamp in self._oldest(first).items():
+                rows[(tp.topic, tp.partition)] = (rows[(tp.topic, tp.partition)][0], max(0.0, now - stamp))
+            return KafkaHealth(True, time.time(), None, lag, rows)
         except Exception as exc:  # noqa: BLE001 - any failure means "Kafka not healthy", shown as text
             self._close()
             return KafkaHealth(False, time.time(), f"{type(exc).__name__}: {exc}"[:300], None)
+
+    def _oldest(self, first: dict[Any, int]) -> dict[Any, float]:
+        """The Kafka timestamp (epoch seconds) of the record at each partition's given offset (or
+        the first after it), read within :data:`AGE_TIMEOUT_S`; partitions not read are left out."""
+        if not first:
+            return {}
+        reader = self._age_reader()
+        reader.assign(list(first))
+        for tp, offset in first.items():
+            reader.seek(tp, offset)
+        found: dict[Any, float] = {}
+        deadline = time.monotonic() + AGE_TIMEOUT_S
+        while len(found) < len(first) and (left := deadline - time.monotonic()) > 0:
+            for tp, records in reader.poll(timeout_ms=int(left * 1000)).items():
+                if tp not in found and records:
+                    found[tp] = records[0].timestamp / 1000.0
+                    reader.pause(tp)  # one record is enough
+        reader.resume(*reader.paused())
+        return found
+
+    def _age_reader(self) -> Any:
+        """A consumer outside any group (assign + seek only) reading a few KiB per lagging partition."""
+        from kafka import KafkaConsumer
+
+        if self._reader is None:
+            self._reader = KafkaConsumer(group_id=None, client_id="ems-health-age", enable_auto_commit=False,
+                                         max_partition_fetch_bytes=AGE_FETCH_BYTES, fetch_max_bytes=AGE_FETCH_BYTES * 8,
+                                         fetch_max_wait_ms=100, bootstrap_timeout_ms=int(CHECK_TIMEOUT_S * 1000),
+                                         **kafka_python_config(self.settings))
+        return self._reader
 
     def _client(self) -> Any:
         """A consumer in the workers' group that never joins it (no subscribe, no poll): it only
@@ -102,9 +170,10 @@ class KafkaProbe:
         return self._consumer
 
     def _close(self) -> None:
-        if self._consumer is not None:
-            try:
-                self._consumer.close(autocommit=False)
-            except Exception:  # noqa: BLE001 - closing a half-open client
-                pass
-        self._consumer = None
+        for client in (self._consumer, self._reader):
+            if client is not None:
+                try:
+                    client.close(autocommit=False)
+                except Exception:  # noqa: BLE001 - closing a half-open client
+                    pass
+        self._consumer = self._reader = None

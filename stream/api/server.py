@@ -14,6 +14,7 @@ from aiohttp import web
 from stream.api.app import create_app
 from stream.api.health import KafkaProbe
 from stream.connections import redis_client, redis_options
+from stream.pipeline.worker_status import WorkerStatus
 from stream.store.cancel import make_cancel_safe
 from stream.settings import Settings
 from stream.store.client import AsyncRedis
@@ -44,9 +45,11 @@ def api_redis_client(settings: Settings) -> AsyncRedis:
     return client
 
 
-def build_app(settings: Settings, client: AsyncRedis, probe: KafkaProbe | None) -> web.Application:
-    """The API over ``client``, closing it (and stopping ``probe``) at cleanup."""
-    app = create_app(client, settings, probe=probe)
+def build_app(settings: Settings, client: AsyncRedis, probe: KafkaProbe | None,
+              status: WorkerStatus | None = None) -> web.Application:
+    """The API over ``client``, closing it (and stopping ``probe``) at cleanup; ``status``: the
+    pipeline of this process (/live, /ready)."""
+    app = create_app(client, settings, probe=probe, status=status)
 
     async def close(_: web.Application) -> None:
         if probe is not None:
@@ -60,12 +63,14 @@ def build_app(settings: Settings, client: AsyncRedis, probe: KafkaProbe | None) 
 class ApiThread:
     """The read API on ``host:port`` in a daemon thread with its own event loop; a context manager.
 
-    ``probe``: check Kafka and the worker's lag for /health (off in tests of the API alone).
+    ``probe``: check Kafka and the worker's lag for /health and /ready (off in tests of the API
+    alone); ``status``: the pipeline of this process (``stream worker``), for /live and /ready.
     """
 
     def __init__(self, settings: Settings, *, host: str | None = None, port: int | None = None,
-                 probe: bool = True, client: AsyncRedis | None = None) -> None:
+                 probe: bool = True, client: AsyncRedis | None = None, status: WorkerStatus | None = None) -> None:
         self.settings = settings
+        self.status = status
         self.host = host or settings.web_host
         self.port = port if port is not None else settings.web_port
         self._probe = probe
@@ -90,7 +95,7 @@ class ApiThread:
     async def _start(self) -> None:
         client = self._client if self._client is not None else api_redis_client(self.settings)
         probe = KafkaProbe(self.settings).start() if self._probe else None
-        self._runner = web.AppRunner(build_app(self.settings, client, probe), shutdown_timeout=SHUTDOWN_S)
+        self._runner = web.AppRunner(build_app(self.settings, client, probe, self.status), shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self.port).start()
         log.info("read API on http://%s:%d/", self.host, self.port)

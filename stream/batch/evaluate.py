@@ -44,12 +44,15 @@ def evaluate(
     names: Sequence[str],
     *,
     on_round: Callable[[RoundResult], None] | None = None,
+    start: int | None = None,
 ) -> list[Evaluation]:
     """One :class:`Evaluation` per model name, in the given order (KeyError for unknown names;
-    :class:`ModelFailed` when a model cannot rate the rounds)."""
+    :class:`ModelFailed` when a model cannot rate the rounds). ``start``: the first scored round
+    (None: the authors' rule, the first 10 % not scored; 0: every round, as the service's online
+    rating health scores them)."""
     rows = []
     for name in names:
-        metrics = Metrics(len(rounds))
+        metrics = Metrics(len(rounds), start=start)
         started = time.perf_counter()
         try:
             result = replay_named(rounds, name, metrics=metrics, on_round=on_round)

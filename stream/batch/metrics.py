@@ -13,6 +13,11 @@
   its distance to [lo, hi]; value 100 * sum(error) / (n - 1) / n; weight n;
 * outcome-free subsets (fewer than two players, or all tied) weigh 0; the aggregate is the
   weighted mean.
+
+:func:`score_rounds` scores many rounds at once (small rounds vectorised, the same integers and
+the same float expressions as :func:`pair_metric` / :func:`rank_deviation`, so the same values
+bit for bit); :class:`Metrics` (``stream evaluate``, ``stream tune``) and the service's online
+rating health (``stream/pipeline/health.py``) both score through it: one code path.
 """
 
 from __future__ import annotations
@@ -97,6 +102,77 @@ def rank_deviation(mu: np.ndarray, ranks: np.ndarray) -> tuple[float, int]:
     return 100.0 * float(error.sum()) / (n - 1) / n, n
 
 
+SCORES = ("pair_all", "pair_all_w", "pair_exp", "pair_exp_w", "rank_all", "rank_all_w", "rank_exp", "rank_exp_w")
+"""The columns of :func:`score_rounds`: (value, weight) of pair and rank x everyone / experienced."""
+SUBSETS = (1, EXPERIENCED_MIN_ROUNDS)
+"""Earlier rounds a participant needs to count in "everyone" and in "experienced"."""
+SMALL_ROUND = 32
+"""Rounds of at most this many players are scored together in padded (rounds, n, n) arrays."""
+
+
+_INT_MAX, _INT_MIN = int(np.iinfo(np.int64).max), int(np.iinfo(np.int64).min)
+
+
+def _small_scores(mu: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """(value, weight) of the pair metric and of rank deviation of each row's valid members:
+    ``mu``, ``ranks``, ``valid`` are (R, m) (padding invalid). The same integers as
+    :func:`pair_metric` and :func:`rank_deviation` on each row's subset, and the same float
+    expressions on them. Returns (R, 4): pair value, pair weight, rank value, rank weight."""
+    n = valid.sum(axis=1)
+    both = valid[:, :, None] & valid[:, None, :]
+    r_i, r_k = ranks[:, :, None], ranks[:, None, :]
+    m_i, m_k = mu[:, :, None], mu[:, None, :]
+    inversions = (both & (r_i < r_k) & (m_i < m_k)).sum(axis=(1, 2))
+    rank_lo = r_k.min(axis=2, where=valid[:, None, :], initial=_INT_MAX)
+    rank_hi = r_k.max(axis=2, where=valid[:, None, :], initial=_INT_MIN)
+    scored = (n >= 2) & (rank_lo[:, 0] != rank_hi[:, 0])
+    # tie group span [lo, hi] in rank order; position in the (stable) order by mu descending,
+    # ties in mu keeping rank order (ties in rank: input order)
+    lo = (both & (r_k < r_i)).sum(axis=2)
+    hi = (both & (r_k <= r_i)).sum(axis=2) - 1
+    index = np.arange(mu.shape[1])
+    before = (r_k < r_i) | ((r_k == r_i) & (index[None, None, :] < index[None, :, None]))
+    position = (both & ((m_k > m_i) | ((m_k == m_i) & before))).sum(axis=2)
+    error = np.where(valid, np.maximum(0, np.maximum(lo - position, position - hi)), 0).sum(axis=1)
+    out = np.zeros((mu.shape[0], 4))
+    safe = np.where(scored, n, 2)
+    pairs = safe * (safe - 1) // 2
+    out[:, 0] = np.where(scored, 100.0 * (1.0 - inversions / pairs), 0.0)
+    out[:, 1] = np.where(scored, n, 0)
+    out[:, 2] = np.where(scored, 100.0 * error.astype(np.float64) / (safe - 1) / safe, 0.0)
+    out[:, 3] = out[:, 1]
+    return out
+
+
+def score_rounds(mu: np.ndarray, ranks: np.ndarray, earlier: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Every round's scores before its update (columns :data:`SCORES`): round k's participants
+    are ``offsets[k]:offsets[k + 1]`` of the aligned ``mu``, ``ranks`` and ``earlier`` (rounds
+    played before it; 0 = never rated). Rounds of up to :data:`SMALL_ROUND` players are scored
+    together, grouped by size (:func:`_small_scores`); larger ones one by one."""
+    n_rounds = offsets.shape[0] - 1
+    out = np.zeros((n_rounds, len(SCORES)))
+    sizes = np.diff(offsets)
+    for size in np.unique(sizes):
+        rows = np.flatnonzero(sizes == size)
+        if size > SMALL_ROUND:
+            for k in rows:
+                a, b = offsets[k], offsets[k + 1]
+                for j, min_rounds in enumerate(SUBSETS):
+                    keep = earlier[a:b] >= min_rounds
+                    out[k, 2 * j:2 * j + 2] = pair_metric(mu[a:b][keep], ranks[a:b][keep])
+                    out[k, 4 + 2 * j:6 + 2 * j] = rank_deviation(mu[a:b][keep], ranks[a:b][keep])
+            continue
+        at = offsets[rows][:, None] + np.arange(size)[None, :]
+        r_mu, r_ranks, r_earlier = mu[at], ranks[at].astype(np.int64), earlier[at]
+        valid = np.concatenate([r_earlier >= min_rounds for min_rounds in SUBSETS])  # both subsets in one call
+        scores = _small_scores(np.tile(r_mu, (len(SUBSETS), 1)), np.tile(r_ranks, (len(SUBSETS), 1)), valid)
+        for j in range(len(SUBSETS)):
+            part = scores[j * rows.shape[0]:(j + 1) * rows.shape[0]]
+            out[rows, 2 * j:2 * j + 2] = part[:, 0:2]
+            out[rows, 4 + 2 * j:6 + 2 * j] = part[:, 2:4]
+    return out
+
+
 @dataclass
 class WeightedMean:
     """Running sum of weight * value and of weight."""
@@ -135,14 +211,26 @@ class Metrics:
     def observe(self, round_index: int, mu: np.ndarray, ranks: np.ndarray, earlier_rounds: np.ndarray) -> None:
         """Score one round before its update.  ``mu``/``ranks``/``earlier_rounds`` are aligned
         over the round's participants; players never rated before have ``earlier_rounds == 0``."""
-        if round_index < self.first_scored:
+        self.observe_many(np.array([round_index]), mu, ranks, earlier_rounds, np.array([0, mu.shape[0]]))
+
+    def observe_many(self, round_indices: np.ndarray, mu: np.ndarray, ranks: np.ndarray, earlier_rounds: np.ndarray,
+                     offsets: np.ndarray) -> None:
+        """:meth:`observe` of several rounds in index order (round k: ``offsets[k]:offsets[k + 1]``),
+        scored together by :func:`score_rounds`."""
+        scored = np.asarray(round_indices) >= self.first_scored
+        if not scored.any():
             return
-        self.scored_rounds += 1
-        for min_rounds, pair, rank in ((1, self.pair_all, self.rank_all),
-                                       (EXPERIENCED_MIN_ROUNDS, self.pair_exp, self.rank_exp)):
-            keep = earlier_rounds >= min_rounds
-            pair.add(*pair_metric(mu[keep], ranks[keep]))
-            rank.add(*rank_deviation(mu[keep], ranks[keep]))
+        table = score_rounds(mu, ranks, earlier_rounds, offsets)
+        self.add_scores(table[scored])
+
+    def add_scores(self, table: np.ndarray) -> None:
+        """Add rows of :func:`score_rounds` (in round order)."""
+        for row in table:
+            self.scored_rounds += 1
+            self.pair_all.add(row[0], int(row[1]))
+            self.pair_exp.add(row[2], int(row[3]))
+            self.rank_all.add(row[4], int(row[5]))
+            self.rank_exp.add(row[6], int(row[7]))
 
     def observe_rows(self, round_index: int, rows: np.ndarray, mu: np.ndarray, rounds: np.ndarray,
                      ranks: np.ndarray) -> None:

@@ -155,9 +155,14 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
         if keep_rounds:
             for i, a, b in zip(members, cuts[:-1], cuts[1:]):
                 rated[i] = RatedRound(ladder, chunk[i].round_id, players[a:b], ranks[a:b], update.performance[a:b])
-    if result.metrics is not None:
-        for index, mu, ranks_, earlier in sorted(observed, key=lambda o: o[0]):
-            result.metrics.observe(index, mu, ranks_, earlier)
+    if result.metrics is not None and observed:
+        observed.sort(key=lambda o: o[0])
+        sizes = np.fromiter((o[1].shape[0] for o in observed), dtype=np.int64, count=len(observed))
+        offsets = np.zeros(len(observed) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        result.metrics.observe_many(np.fromiter((o[0] for o in observed), dtype=np.int64, count=len(observed)),
+                                    np.concatenate([o[1] for o in observed]), np.concatenate([o[2] for o in observed]),
+                                    np.concatenate([o[3] for o in observed]), offsets)
     for i, rnd in enumerate(chunk):
         if free[i]:
             result.skipped.append((rnd.ladder, rnd.round_id))
@@ -178,7 +183,8 @@ def _spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray) -> RoundSpec | 
 
 
 def _before(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:
-    """Each participation's mu and number of rated rounds just before its round (metrics)."""
+    """Each participation's mu and number of rated rounds just before its round (metrics; the
+    service's online rating health reads them the same way: ``before_rounds``)."""
     prev = update.previous
     mu = np.where(prev >= 0, update.mu[np.maximum(prev, 0)], prior.mu[local])
     by_player = np.argsort(local, kind="stable")  # participations of a player in round order
@@ -188,3 +194,7 @@ def _before(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tupl
     occurrence = np.empty(local.shape[0], dtype=np.int64)
     occurrence[by_player] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
     return mu, prior.rounds[local] + occurrence
+
+
+before_rounds = _before
+"""Public name of :func:`_before` (``stream/pipeline/health.py`` scores from it, as the replay does)."""

@@ -28,6 +28,9 @@ def evaluate_command(
     input: Annotated[Path, typer.Argument(help="JSONL file of RoundResult lines (.gz ok) or a directory of contest files")],
     models: Annotated[str, typer.Option("--models", help="comma-separated model names (default: all)")] = ",".join(model_names()),
     as_json: Annotated[bool, typer.Option("--json", help="print the table as JSON on stdout")] = False,
+    score_from: Annotated[int | None, typer.Option("--score-from", min=0, help="first round scored (default: the "
+                                                   "paper's rule, the first 10 % not scored; 0: every round, as the "
+                                                   "worker's online rating health)")] = None,
 ) -> None:
     """Replay each model with its defaults and print pair inversion (share of correctly ordered
     pairs, higher is better), rank deviation (lower is better) for all players already rated and
@@ -41,7 +44,8 @@ def evaluate_command(
     rounds = load_accepted(input, Settings.from_env(connect=False), None, names).rounds
     bar = _progress(len(rounds) * len(names))
     try:
-        table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+        table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None,
+                         start=score_from)
     except ModelFailed as exc:
         _fail(f"{exc}; leave it out of --models")
     if bar is not None:

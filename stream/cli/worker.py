@@ -19,6 +19,8 @@ from stream.settings import Settings
 if TYPE_CHECKING:
     import faust
 
+    from stream.pipeline.shutdown import Drain
+
 #: Faust's log level names (it rejects "warning") and the matching logging levels.
 FAUST_LOG_LEVELS = {"critical": "crit", "error": "error", "warning": "warn", "warn": "warn", "info": "info",
                     "debug": "debug"}
@@ -26,17 +28,25 @@ LOGGING_LEVELS = {"crit": logging.CRITICAL, "error": logging.ERROR, "warn": logg
                   "debug": logging.DEBUG}
 
 
-def make_worker(app: faust.App, log_level: str) -> faust.Worker:
-    """A Faust worker for ``app`` logging at ``log_level`` (LOG_LEVEL), without the terminal spinner.
+def make_worker(app: faust.App, log_level: str, drain: Drain | None = None, shutdown_timeout_s: float = 20.0,
+                ) -> faust.Worker:
+    """A Faust worker for ``app`` logging at ``log_level`` (LOG_LEVEL), without the terminal spinner;
+    with ``drain``, SIGTERM first finishes the batches in hand and commits, within
+    ``shutdown_timeout_s`` (SHUTDOWN_TIMEOUT_S; ``stream.pipeline.shutdown``).
 
     Faust's spinner (on whenever the level is warn or above) sets the ROOT logger to DEBUG so it can
     spin on every record: every library's debug record was then built and dropped, ~3 % of a
     busy worker's CPU (aiokafka logs each request at debug)."""
     from faust import Worker
 
+    from stream.pipeline.compat import graceful_worker
+
     level = FAUST_LOG_LEVELS.get(log_level.lower(), "info")
     logging.getLogger("stream").setLevel(LOGGING_LEVELS[level])
-    worker = Worker(app, loglevel=level)
+    if drain is None:
+        worker = Worker(app, loglevel=level)
+    else:
+        worker = graceful_worker(app, level, lambda: drain.run(shutdown_timeout_s, app.consumer.commit))
     worker.spinner = None
     return worker
 
@@ -58,11 +68,12 @@ def run_worker(settings: Settings, *, web: bool = True) -> None:
     require(settings, kafka=True, redis=True)  # unreachable: one line and exit 4, not a healthy-looking start
     topics.ensure(settings)
     pipeline = create_app(settings)
-    worker = make_worker(pipeline.app, settings.log_level)
+    worker = make_worker(pipeline.app, settings.log_level, pipeline.drain, settings.shutdown_timeout_s)
     if web:
         from stream.api.server import ApiThread
 
-        serve_or_exit(ApiThread(settings).start, settings.web_host, settings.web_port, "WEB_HOST:WEB_PORT")
+        serve_or_exit(ApiThread(settings, status=pipeline.status).start, settings.web_host, settings.web_port,
+                      "WEB_HOST:WEB_PORT")
     announce_worker(settings, web=web)
     worker.execute_from_commandline()
 

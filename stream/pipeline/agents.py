@@ -58,6 +58,7 @@ from stream.pipeline.outbox import Outgoing, Send, TopicNames, fanout_messages, 
 from stream.pipeline.producer import BatchProducer
 from stream.pipeline.retry import retrying
 from stream.pipeline.rounds_batches import phase_one_batch
+from stream.pipeline.shutdown import CORRECTIONS, PHASE_ONE, PHASE_TWO, Drain
 from stream.pipeline.sweeper import sweep
 from stream.pipeline.topics import MATCH_TICKETS_DLQ, MATCHES, TICKET_EVENTS, Topics
 from stream.pipeline.timings import BatchTimings
@@ -75,8 +76,10 @@ def topic_names(topics: Topics) -> TopicNames:
                       corrections=topics.corrections.get_topic_name())
 
 
-def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
-    """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer)."""
+def register(app: faust.App, topics: Topics, ctx: PipelineContext, drain: Drain | None = None) -> None:
+    """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer);
+    ``drain``: SIGTERM's gates of the agents' intake (``shutdown.py``)."""
+    drain = drain if drain is not None else Drain()
     producer = BatchProducer(ctx.settings)
     app.add_dependency(producer)
     settings = ctx.settings
@@ -108,7 +111,8 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
     async def phase_one(stream: faust.StreamT[bytes]) -> None:
         # Each batch's records fly as soon as they are built; their acknowledgements are awaited
         # together before Faust acks the batch's events (after the loop body).
-        async for events in take_batches(stream, settings.phase_one_batch, settings.phase_one_within_s):
+        async for events in take_batches(stream, settings.phase_one_batch, settings.phase_one_within_s,
+                                                 drain.gate(PHASE_ONE)):
             taken_at, started = time.time(), time.perf_counter()
             sent: list[Outgoing] = []
             acks: list[asyncio.Future[object]] = []
@@ -132,7 +136,8 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     @app.agent(topics.player_updates, name="phase-two")
     async def phase_two(stream: faust.StreamT[bytes]) -> None:
-        async for batch in take_batches(stream, settings.phase_two_batch, settings.phase_two_within_s):
+        async for batch in take_batches(stream, settings.phase_two_batch, settings.phase_two_within_s,
+                                                drain.gate(PHASE_TWO)):
             taken_at, started = time.time(), time.perf_counter()
             inputs = [incoming(event) for event in batch]
             applied = await apply_updates(ctx, names, inputs)
@@ -142,7 +147,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext) -> None:
 
     @app.agent(topics.corrections, name="corrections")
     async def corrections(stream: faust.StreamT[bytes]) -> None:
-        async for events in take_batches(stream, 1, 0.0):  # one correction at a time
+        async for events in take_batches(stream, 1, 0.0, drain.gate(CORRECTIONS)):  # one at a time
             for event in events:
                 await correction_message(ctx, names, incoming(event), send)
 

@@ -8,6 +8,7 @@ readable by the API anyway).
 from __future__ import annotations
 
 import gc
+import logging
 import tempfile
 from dataclasses import dataclass
 
@@ -20,9 +21,14 @@ from stream.pipeline import agents, watchdog
 from stream.pipeline.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
                                     idle_fetch_wait)
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.health import FLUSH_S
+from stream.pipeline.shutdown import Drain
+from stream.pipeline.worker_status import TICK_S, WorkerStatus
 from stream.pipeline.topics import Topics, declare
 from stream.settings import Settings
 
+
+log = logging.getLogger(__name__)
 
 PRODUCER_BATCH_BYTES = 1024 * 1024
 """Bytes per producer batch and partition (Faust's default is 16 KiB)."""
@@ -35,6 +41,10 @@ class Pipeline:
     app: faust.App
     topics: Topics
     ctx: PipelineContext
+    status: WorkerStatus
+    """Heartbeat, assignment, drain: what /live and /ready read (``status.py``)."""
+    drain: Drain
+    """SIGTERM's drain (``shutdown.py``)."""
 
 
 async def freeze_heap() -> None:
@@ -95,7 +105,39 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
         from stream.matchmaking.odds import warm_up as warm_up_matchmaking
 
         warm_up_matchmaking()
-    agents.register(app, topics, ctx)
+    status = WorkerStatus()
+    drain = Drain(status)
+    agents.register(app, topics, ctx, drain)
     app.task(freeze_heap)
     watchdog.register(app, settings)  # stalled-partition detection (watchdog.py)
-    return Pipeline(app, topics, ctx)
+    register_heartbeat(app, status)
+    register_health_flush(app, ctx)
+    return Pipeline(app, topics, ctx, status, drain)
+
+
+def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
+    """Score and record the rounds rating health keeps (``health.py``) once they are FLUSH_S old,
+    also when no phase-one batch comes to do it (a Faust timer; a failure is logged and retried)."""
+
+    @app.timer(interval=FLUSH_S, name="rating-health")  # type: ignore[untyped-decorator]  # faust: untyped
+    async def rating_health() -> None:
+        if not ctx.health.calls and not ctx.health.pending:
+            return
+        try:
+            await ctx.health.flush(ctx.store.client)
+        except Exception as exc:  # noqa: BLE001 - Redis down: kept for the next flush
+            log.warning("rating health not recorded (%s: %s): kept for the next try", type(exc).__name__, exc)
+
+
+def register_heartbeat(app: faust.App, status: WorkerStatus) -> None:
+    """Tick ``status`` every TICK_S from the pipeline's loop: the heartbeat /live reads, and the
+    consumer's assignment and rebalancing state /ready reads."""
+
+    @app.timer(interval=TICK_S, name="heartbeat")  # type: ignore[untyped-decorator]  # faust: untyped
+    async def heartbeat() -> None:
+        rebalancing = bool(app.rebalancing) or app.rebalancing_count == 0
+        try:
+            assigned = frozenset((tp.topic, tp.partition) for tp in app.consumer.assignment())
+        except Exception:  # noqa: BLE001 - the consumer is not started yet
+            assigned = None
+        status.tick(rebalancing=rebalancing, assigned=assigned)

@@ -38,6 +38,7 @@ from faust.types import EventT
 from mode.utils.queues import ThrowableQueue
 
 from stream.pipeline.messages import Incoming, Origin
+from stream.pipeline.shutdown import Gate
 
 T = TypeVar("T")
 
@@ -369,7 +370,8 @@ class QuietMonitor(Monitor):
         pass
 
 
-def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> AsyncIterator[list[faust.EventT[bytes]]]:
+def take_batches(stream: faust.StreamT[bytes], max_: int, within: float,
+                 gate: Gate | None = None) -> AsyncIterator[list[faust.EventT[bytes]]]:
     """Batches of up to ``max_`` events of an agent's stream, each handed over at most ``within``
     seconds after its first event arrived; a batch's events are acknowledged when the consumer
     of the batch asks for the next one, and only then.
@@ -390,9 +392,12 @@ def take_batches(stream: faust.StreamT[bytes], max_: int, within: float) -> Asyn
     * the same holds for the events of a batch still being gathered when flow is suspended;
     * a batch whose consumer never moved on (the agent raised or was cancelled: the generator
       is closed at its ``yield``) is not acknowledged (Faust's ``take_events`` acks it in a
-      ``finally``); its records are delivered again after the next rebalance or restart."""
+      ``finally``); its records are delivered again after the next rebalance or restart.
+
+    ``gate`` (``shutdown.Gate``): counts the batches in hand; once closed (SIGTERM), no new batch is
+    taken (a batch gathered meanwhile is dropped unacknowledged, delivered again)."""
     faust_stream = cast("faust.Stream[bytes]", stream)
-    batches = _take_batches(faust_stream, max_, within)
+    batches = _take_batches(faust_stream, max_, within, gate)
     faust_stream._active_agens.add(batches)  # closed with the stream, as Faust's own buffers
     return batches
 
@@ -432,8 +437,8 @@ class _Intake:
         into.append(value)
 
 
-async def _take_batches(stream: faust.Stream[bytes], max_: int,
-                        within: float) -> AsyncGenerator[list[faust.EventT[bytes]], None]:
+async def _take_batches(stream: faust.Stream[bytes], max_: int, within: float,
+                        gate: Gate | None = None) -> AsyncGenerator[list[faust.EventT[bytes]], None]:
     channel = stream.channel
     queue = cast(ThrowableQueue[Any], cast(Any, channel).queue)
     loop = stream.loop
@@ -456,10 +461,20 @@ async def _take_batches(stream: faust.Stream[bytes], max_: int,
                 if not current:
                     continue
                 batch = current
-            stream.events_total += len(batch)
-            yield batch
-            for event in batch:  # the consumer moved on: the batch was handled
-                await stream.ack(event)
+            if gate is not None:
+                if gate.closed:  # SIGTERM while gathering: not handled, not acked
+                    await gate.park()
+                gate.taken()
+            try:
+                stream.events_total += len(batch)
+                yield batch
+                for event in batch:  # the consumer moved on: the batch was handled
+                    await stream.ack(event)
+            finally:
+                if gate is not None:
+                    gate.done()
+            if gate is not None:
+                await gate.park()
     except StopAsyncIteration:  # the actor was told to stop (Faust throws it into the channel)
         return
     finally:
@@ -567,3 +582,29 @@ def assigned_partitions(app: faust.App, topic: str) -> set[int]:
     except Exception:  # noqa: BLE001 - no consumer yet (the app is starting): owns nothing
         return set()
     return {tp.partition for tp in assignment if tp.topic == topic}
+
+
+def graceful_worker(app: faust.App, loglevel: str, on_sigterm: Callable[[], Awaitable[object]]) -> faust.Worker:
+    """A Faust worker whose SIGTERM first awaits ``on_sigterm`` (``shutdown.Drain.run``: finish the
+    batches in hand, commit), then stops as Faust does (mode's ``Worker._on_sigterm``, a private
+    method overridden here). A second SIGTERM while draining is ignored; SIGINT stops at once."""
+    from faust import Worker
+
+    class GracefulWorker(Worker):
+        _draining = False
+
+        def _on_sigterm(self) -> None:
+            if self._draining:
+                return
+            self._draining = True
+            stop = super()._on_sigterm
+
+            async def drain_then_stop() -> None:
+                try:
+                    await on_sigterm()
+                finally:
+                    stop()
+
+            asyncio.ensure_future(drain_then_stop(), loop=self.loop)
+
+    return cast(faust.Worker, GracefulWorker(app, loglevel=loglevel))

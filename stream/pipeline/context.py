@@ -11,6 +11,7 @@ from stream.engine.display import DisplayConfig
 from stream.engine.ladders import LadderConfig, Ladders, LaddersError, parse_ladders
 from stream.contracts.ordering import LadderOrder
 from stream.matchmaking.queues import QueueConfig, parse_queues
+from stream.pipeline.health import RatingHealth
 from stream.pipeline.messages import Resend
 from stream.pipeline.posteriors import PosteriorCache
 from stream.settings import Settings, SettingsError
@@ -44,6 +45,8 @@ class PipelineContext:
     PHASE_ONE_CACHE_PLAYERS in :meth:`from_settings`, off when built directly)."""
     queues: dict[str, QueueConfig] = field(default_factory=dict)
     """The matchmaking queues (``QUEUES``, checked by :func:`load_queues`)."""
+    health: RatingHealth = field(default_factory=lambda: RatingHealth(0))
+    """Rating health per ladder (``health.py``; HEALTH_WINDOW in :meth:`from_settings`, off when built directly)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
@@ -55,6 +58,7 @@ class PipelineContext:
             ladder_order=LadderOrder.parse(settings.ladder_order),
             posteriors=PosteriorCache(settings.phase_one_cache_players),
             queues=load_queues(settings, load_ladders(settings)),
+            health=RatingHealth(settings.health_window),
         )
 
     async def partitions(self) -> int:

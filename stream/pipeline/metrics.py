@@ -1,8 +1,47 @@
-"""Prometheus metrics of the pipeline (exposed by the worker's web server at /metrics)."""
+"""Every Prometheus metric the service exports (the worker's and the API's ``/metrics``).
+
+Named by the Prometheus conventions (https://prometheus.io/docs/practices/naming/): the
+application prefix :data:`PREFIX` (``ems_``) on every name, base units in the name
+(``_seconds``, ``_bytes``), ``_total`` on counters (and on nothing else). The standard process
+metrics come under the prefix too (``ems_process_cpu_seconds_total``, ...: prometheus_client's
+default ``process_*``, ``python_gc_*`` and ``python_info`` collectors are replaced); Faust's own
+sensors are not exported (``compat.QuietMonitor``). :func:`convention_problems` checks a scrape
+(tests/stream/test_ops_metrics.py scrapes a running worker with it, and checks that every
+metric deploy/grafana and deploy/prometheus name exists).
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import (GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, REGISTRY, Counter, Gauge,
+                               Histogram, ProcessCollector, disable_created_metrics)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+PREFIX = "ems"
+"""The application prefix of every exported metric name (``ems_...``: elo-mmr-stream)."""
+
+disable_created_metrics()  # type: ignore[no-untyped-call]  # no ``*_created`` series beside each counter and histogram
+
+
+def _own_process_metrics() -> None:
+    """Replace prometheus_client's default collectors (``process_*``, ``python_gc_*``,
+    ``python_info``: no application prefix) by the process collector under :data:`PREFIX`."""
+    for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        try:
+            REGISTRY.unregister(collector)
+        except KeyError:  # already done (a re-import)
+            pass
+    if "ems_process_cpu_seconds_total" not in getattr(REGISTRY, "_names_to_collectors", {}):
+        ProcessCollector(namespace=PREFIX)
+
+
+_own_process_metrics()
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -25,6 +64,9 @@ ROUND_LAG_SECONDS = Gauge("ems_round_lag_seconds", "Age of the last round phase 
 HANDLER_FAILURES = Counter("ems_handler_failures_total", "Failed attempts of a handler call or send, retried "
                            "(retry.py), by handler and kind (transient: Redis or Kafka unreachable; unexpected: "
                            "any other exception, logged at ERROR with its traceback)", ["handler", "kind"])
+REDIS_ERRORS = Counter("ems_redis_errors_total", "Failed Redis calls of a handler (any Redis error: unreachable, "
+                       "timed out, loading, a script error), each retried (retry.py); a subset of "
+                       "ems_handler_failures_total", ["handler"])
 HANDLER_STUCK_SECONDS = Gauge("ems_handler_stuck_seconds", "Seconds the oldest still-failing call of a handler "
                               "has been failing (its input not acknowledged meanwhile); 0 when healthy",
                               ["handler"])
@@ -49,3 +91,152 @@ MM_QUALITY = Histogram("ems_mm_match_quality", "Predicted quality of each formed
                        buckets=QUALITY_BUCKETS)
 MM_TICK_SECONDS = Histogram("ems_mm_tick_seconds", "Time of one matchmaking tick (read, form, commit, send), per queue",
                             ["queue"], buckets=LATENCY_BUCKETS_S)
+
+API_REQUESTS = Counter("ems_api_requests_total", "Read API requests by route and status", ["route", "status"])
+
+
+class ConsumerLag(Collector):
+    """``ems_consumer_lag_messages{topic,partition}`` and ``ems_consumer_lag_seconds{topic,partition}``
+    of the worker group (``APP_ID``): messages between the group's committed offset and the end of
+    each partition, and the age of the oldest of them (now minus its Kafka timestamp; 0 when there
+    is none). Set whole by the Kafka probe (``stream.api.health``) after each check; a partition
+    whose oldest record could not be read has no seconds sample."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, int], tuple[int, float | None]] = {}
+
+    def update(self, rows: Mapping[tuple[str, int], tuple[int, float | None]]) -> None:
+        self._rows = dict(rows)  # replaced whole: a scrape sees one check or the next
+
+    def collect(self) -> Iterator[Metric]:
+        rows = self._rows
+        messages = GaugeMetricFamily("ems_consumer_lag_messages", "Records of the partition not committed yet by "
+                                     "the worker group (end offset - committed offset)", labels=["topic", "partition"])
+        seconds = GaugeMetricFamily("ems_consumer_lag_seconds", "Age of the oldest record of the partition not "
+                                    "committed yet by the worker group (now - its Kafka timestamp); 0 when caught up",
+                                    labels=["topic", "partition"])
+        for (topic, partition), (count, age) in sorted(rows.items()):
+            messages.add_metric([topic, str(partition)], float(count))
+            if age is not None:
+                seconds.add_metric([topic, str(partition)], age)
+        yield messages
+        yield seconds
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily("ems_consumer_lag_messages", "", labels=["topic", "partition"])
+        yield GaugeMetricFamily("ems_consumer_lag_seconds", "", labels=["topic", "partition"])
+
+
+CONSUMER_LAG = ConsumerLag()
+REGISTRY.register(CONSUMER_LAG)
+
+#: Unit words that are not base units (Prometheus: seconds, bytes, ratios 0-1, ...).
+NON_BASE_UNITS = re.compile(r"_(ms|millis|milliseconds|us|microseconds|ns|minutes|hours|days|kb|mb|gb|kib|mib|"
+                            r"kilobytes|megabytes|percent|pct)(_|$)")
+
+
+def convention_problems(families: Iterable[Metric]) -> list[str]:
+    """What breaks the naming conventions in parsed metric families (e.g. from
+    ``prometheus_client.parser.text_string_to_metric_families`` of a scrape): a name without the
+    ``ems_`` prefix, a counter whose samples do not end in ``_total``, ``_total`` on anything but a
+    counter, a unit that is not a base unit. Empty: all good."""
+    problems: list[str] = []
+    for family in families:
+        name = family.name
+        if not name.startswith(PREFIX + "_"):
+            problems.append(f"{name}: no {PREFIX}_ prefix")
+        if NON_BASE_UNITS.search(name):
+            problems.append(f"{name}: not a base unit (use _seconds, _bytes, or a 0-1 ratio)")
+        for sample in family.samples:
+            if family.type == "counter" and not sample.name.endswith("_total"):
+                problems.append(f"{sample.name}: a counter without _total")
+            if family.type != "counter" and sample.name.endswith("_total") and family.type not in ("unknown",):
+                problems.append(f"{sample.name}: _total on a {family.type}")
+            if isinstance(sample.value, float) and math.isnan(sample.value) and family.type == "counter":
+                problems.append(f"{sample.name}: NaN counter")
+    return problems
+
+
+class LadderHealthMetrics(Collector):
+    """Each ladder's rating health (``store.health.ladder_health``, refreshed from Redis by the API's
+    loop every ``HEALTH_EXPORT_S``: every worker exports the same figures, take ``max by (ladder)``):
+
+    * ``ems_ladder_scored_rounds_total{ladder}``, ``ems_ladder_rapid_climbers_total{ladder}``;
+    * ``ems_ladder_pair_accuracy_ratio`` / ``ems_ladder_rank_deviation_ratio{ladder,subset,window}``
+      (the paper's figures as 0-1 ratios; subset ``all`` / ``experienced``, window ``cumulative`` /
+      ``rolling``), ``ems_ladder_pair_log_loss{ladder,window}``, ``ems_ladder_calibration_error{ladder,window}``;
+    * the reliability diagram: ``ems_ladder_calibration_observed_ratio`` and
+      ``ems_ladder_calibration_predicted_ratio{ladder,bin,window}`` (per bin of the favourite's
+      predicted probability, ``bin`` its lower edge), ``ems_ladder_calibration_pairs_total{ladder,bin}``;
+    * drift: ``ems_ladder_mean_mu{ladder,population}`` (``pool``: every player ever rated;
+      ``participants``: the rolling window's participations), ``ems_ladder_median_mu{ladder}``,
+      ``ems_ladder_provisional_ratio{ladder,window}``.
+    """
+
+    def __init__(self) -> None:
+        self._ladders: dict[str, dict[str, Any]] = {}
+
+    def update(self, ladders: Mapping[str, dict[str, Any]]) -> None:
+        self._ladders = dict(ladders)
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import CounterMetricFamily
+
+        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=labels)
+
+        scored = CounterMetricFamily("ems_ladder_scored_rounds", "Rounds scored before their update", labels=["ladder"])
+        climbers = CounterMetricFamily("ems_ladder_rapid_climbers", "Rapid-climber events", labels=["ladder"])
+        pair = gauge("ems_ladder_pair_accuracy_ratio", "Share of pairs the ratings before the round ordered right "
+                     "(the paper's pair metric / 100)", ["ladder", "subset", "window"])
+        rank = gauge("ems_ladder_rank_deviation_ratio", "The paper's rank deviation / 100", ["ladder", "subset", "window"])
+        loss = gauge("ems_ladder_pair_log_loss", "Mean log-loss (nats) of the pairwise win probabilities",
+                     ["ladder", "window"])
+        ece = gauge("ems_ladder_calibration_error", "Expected calibration error of the pairwise win probabilities "
+                    "(sum over bins |wins - predicted| / pairs)", ["ladder", "window"])
+        observed = gauge("ems_ladder_calibration_observed_ratio", "Share of pairs the favourite won, per bin of its "
+                         "predicted probability", ["ladder", "bin", "window"])
+        predicted = gauge("ems_ladder_calibration_predicted_ratio", "Mean predicted probability of the favourite, per bin",
+                          ["ladder", "bin", "window"])
+        pairs = CounterMetricFamily("ems_ladder_calibration_pairs", "Pairs scored, per bin of the favourite's predicted "
+                                    "probability", labels=["ladder", "bin"])
+        mean_mu = gauge("ems_ladder_mean_mu", "Mean mu: pool (every player ever rated) or participants (rolling window)",
+                        ["ladder", "population"])
+        median_mu = gauge("ems_ladder_median_mu", "Median over the rolling window of each round's median mu before it",
+                          ["ladder"])
+        provisional = gauge("ems_ladder_provisional_ratio", "Share of participations by provisional players "
+                            "(fewer than 5 earlier rounds)", ["ladder", "window"])
+
+        def number(value: object) -> float:
+            return math.nan if value is None else float(value)  # type: ignore[arg-type]
+
+        for ladder, health in sorted(self._ladders.items()):
+            cumulative = health["cumulative"]
+            scored.add_metric([ladder], float(cumulative["rounds"]))
+            climbers.add_metric([ladder], float(cumulative["climbers"]))
+            for window in ("cumulative", "rolling"):
+                figures = health[window]
+                for subset, key in (("all", "all"), ("experienced", "exp")):
+                    pair.add_metric([ladder, subset, window], number(figures[f"pair_{key}"]) / 100.0)
+                    rank.add_metric([ladder, subset, window], number(figures[f"rank_{key}"]) / 100.0)
+                loss.add_metric([ladder, window], number(figures["log_loss"]))
+                ece.add_metric([ladder, window], number(figures["calibration_error"]))
+                provisional.add_metric([ladder, window], number(figures["provisional_share"]))
+                for b in figures["calibration"]:
+                    edge = f"{b['from']:.2f}"
+                    n = b["pairs"]
+                    observed.add_metric([ladder, edge, window], b["wins"] / n if n else math.nan)
+                    predicted.add_metric([ladder, edge, window], b["predicted"] / n if n else math.nan)
+                    if window == "cumulative":
+                        pairs.add_metric([ladder, edge], float(n))
+            mean_mu.add_metric([ladder, "pool"], number(health["pool"]["mean_mu"]))
+            mean_mu.add_metric([ladder, "participants"], number(health["rolling"]["mean_mu"]))
+            median_mu.add_metric([ladder], number(health["median_mu"]))
+        yield from (scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional)
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+LADDER_HEALTH = LadderHealthMetrics()
+REGISTRY.register(LADDER_HEALTH)

@@ -509,6 +509,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         await crash_in_batch_store(ctx, queued)
         saved = await ctx.store.queue_batch(queued)
         _keep(ctx, posteriors, {item.round_.ladder for (item, _), now in zip(rated, saved) if not now})
+        await ctx.health.flush(ctx.store.client)  # the rounds scored in _rate_ladder (health.py)
         faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         for (item, messages), stored_now in zip(rated, saved):
             # another attempt (a redelivery, the sweeper) stored first: send what it stored
@@ -744,10 +745,12 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
         performance, previous_row = modelled.performance, modelled.previous  # offsets: the batch's
         ratings = number_texts("mu_after", modelled.mu), number_texts("sigma_after", modelled.sigma)
     else:
-        update = rate_ladder_rounds(unpack_batch(priors.states, cfg.elo_mmr), [item.round_ for item in rounds], members,
-                                    cfg.elo_mmr, plain=plain)
+        prior = unpack_batch(priors.states, cfg.elo_mmr)
+        update = rate_ladder_rounds(prior, [item.round_ for item in rounds], members, cfg.elo_mmr, plain=plain)
         if not update.rated.all():
             raise ValueError("an outcome-free round reached the engine")
+        ctx.health.score(ladder, cfg.elo_mmr, [item.round_ for item in rounds], [item.seq for item in rounds], prior,
+                         all_rows, offsets, flat, update)  # rating health, before the updates (health.py)
         performance, previous_row = update.performance, update.previous
     previous_seq = np.where(previous_row >= 0, seqs[np.maximum(previous_row, 0)], priors.last_seq[all_rows])
     texts, previous = number_texts("performance", performance), previous_seq.tolist()

@@ -115,6 +115,7 @@ class CallAges:
             self._gauge.labels(handler).set_function(lambda: self.oldest_seconds(handler))
             for kind in KINDS:
                 metrics.HANDLER_FAILURES.labels(handler, kind)  # exported as 0 before the first failure
+            metrics.REDIS_ERRORS.labels(handler)
 
     def start(self, handler: str, call: int, at: float) -> None:
         self.watch(handler)
@@ -175,6 +176,8 @@ async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_
                 failures += 1
                 kind = failure_kind(exc)
                 metrics.HANDLER_FAILURES.labels(handler, kind).inc()
+                if isinstance(exc, redis.exceptions.RedisError):
+                    metrics.REDIS_ERRORS.labels(handler).inc()
                 unexpected += kind == UNEXPECTED
                 if attempts is not None and unexpected >= attempts:
                     log.error("%s raised unexpectedly %d time(s) (%s: %s); giving up", what, unexpected,

@@ -177,3 +177,19 @@ def mm_keys(queue: str) -> list[str]:
     return [mm_pool(queue), mm_waiting(queue), mm_in_match(queue), mm_status(queue), mm_finished(queue),
             mm_matches(queue), mm_live(queue), mm_outcomes(queue), mm_outbox(queue), mm_recent(queue),
             mm_waits(queue)]
+
+
+def health(ladder_name: str) -> str:
+    """Hash: the ladder's rating health: ``last_seq`` (last scored round), ``c:<field>`` cumulative and
+    ``r:<field>`` rolling sums (stream/store/health.py ``FIELDS``)."""
+    return f"{PREFIX}health:{{{ladder_name}}}"
+
+
+def health_window(ladder_name: str) -> str:
+    """List: the last HEALTH_WINDOW scored rounds, newest first, each ``seq,<fields>,median_mu``."""
+    return f"{PREFIX}health_window:{{{ladder_name}}}"
+
+
+def climbers(ladder_name: str) -> str:
+    """List: rapid-climber events (JSON), newest first, capped (stream/store/health.py)."""
+    return f"{PREFIX}climbers:{{{ladder_name}}}"

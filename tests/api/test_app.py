@@ -123,7 +123,7 @@ def test_metrics_count_requests(redis_url: str, seeded: Seeded) -> None:
         assert resp.status == 200
         return await resp.text()
     text = with_client(redis_url, body)
-    assert 'stream_api_requests_total{route="/api/ladders",status="200"}' in text
+    assert 'ems_api_requests_total{route="/api/ladders",status="200"}' in text
 
 
 def test_events_stream_sends_update(redis_url: str, seeded: Seeded) -> None:

@@ -27,7 +27,7 @@ EVENTS_ROUTE = "/api/ladders/{ladder}/events"
 
 
 def _requests(status: str) -> float:
-    return REGISTRY.get_sample_value("stream_api_requests_total", {"route": EVENTS_ROUTE, "status": status}) or 0.0
+    return REGISTRY.get_sample_value("ems_api_requests_total", {"route": EVENTS_ROUTE, "status": status}) or 0.0
 
 
 async def _first_event(client: TestClient) -> Any:

@@ -88,3 +88,32 @@ def test_metrics_skip_first_tenth_and_filter_subsets() -> None:
     m.observe(3, a(3, 2), np.array([1, 2]), np.array([6, 6]))
     assert m.pair_exp.mean == pytest.approx(100 * 2 / 4)  # weighted: (0*2 + 100*2) / 4
     assert m.summary()["participations_all"] == 5
+
+
+# ---- score_rounds: many rounds at once, bit for bit the per-round functions ----------------------
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+from stream.batch.metrics import SCORES, SUBSETS, score_rounds  # noqa: E402
+
+_round = st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.lists(st.sampled_from([1400.0, 1500.0, 1500.5, 1600.0, 1750.25, -3.0]), min_size=n, max_size=n),
+    st.lists(st.integers(1, 5), min_size=n, max_size=n),
+    st.lists(st.integers(0, 8), min_size=n, max_size=n)))
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.lists(_round, min_size=1, max_size=12))
+def test_score_rounds_equals_scoring_each_round_alone(rounds: list) -> None:
+    """Small rounds (padded arrays, grouped by size) and large ones (> SMALL_ROUND, one by one)
+    score exactly as pair_metric / rank_deviation on each round's subsets (ties in rank and mu)."""
+    mu = np.array([x for r in rounds for x in r[0]])
+    ranks = np.array([x for r in rounds for x in r[1]], dtype=np.int64)
+    earlier = np.array([x for r in rounds for x in r[2]], dtype=np.int64)
+    offsets = np.cumsum([0] + [len(r[0]) for r in rounds])
+    table = score_rounds(mu, ranks, earlier, offsets)
+    assert table.shape == (len(rounds), len(SCORES))
+    for k, (a_, b_) in enumerate(zip(offsets[:-1], offsets[1:])):
+        for j, min_rounds in enumerate(SUBSETS):
+            keep = earlier[a_:b_] >= min_rounds
+            assert tuple(table[k, 2 * j:2 * j + 2]) == pair_metric(mu[a_:b_][keep], ranks[a_:b_][keep])
+            assert tuple(table[k, 4 + 2 * j:6 + 2 * j]) == rank_deviation(mu[a_:b_][keep], ranks[a_:b_][keep])
