@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from stream.batch import read_rounds, replay
 from stream.engine import PlayerBatch, preset, rate_round
 from stream.engine.round import phase_two
-from stream.engine.teams import rate_team_round, team_performances
+from stream.engine.teams import rate_team_round
 
 PARAMS = preset("mmr")
 TIME = 1.7e9
@@ -122,7 +122,7 @@ def test_at_a_fixed_performance_a_smaller_share_moves_a_player_less(
     less (in mu and sigma)."""
     batch, entry, ranks, weights = case
     player = data.draw(st.integers(0, len(entry) - 1))
-    perf = team_performances(batch, entry, ranks, weights, PARAMS, time=TIME)
+    perf = rate_team_round(batch, entry, ranks, weights, PARAMS, time=TIME).performance
     full, little = weights.copy(), weights.copy()
     full[player], little[player] = 1.0, data.draw(st.sampled_from([1e-4, 0.01, 0.1, 0.5]))
     mu_full, sigma_full = _moves(batch, phase_two(batch, perf, PARAMS, weight=full, time=TIME))
