@@ -14,9 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from stream.stack.redis_cluster import RedisCluster
 from stream.stack.redis_server import RedisServer
+
+# Tests never assert on wall time: hypothesis' per-example deadline (200 ms by default) failed
+# examples on a loaded machine, so it is off for every property test.
+hypothesis_settings.register_profile("no-deadline", deadline=None)
+hypothesis_settings.load_profile("no-deadline")
 
 
 @pytest.fixture(scope="session")
