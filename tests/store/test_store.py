@@ -19,7 +19,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
-from stream.store.store import PlayerWrite, RoundWrites, Store
+from stream.store.store import SAVE_REFUSED, SAVED_NOW, PlayerWrite, RoundWrites, Store
 
 T = TypeVar("T")
 HISTORY = 3
@@ -379,14 +379,16 @@ def test_a_registration_lists_the_ladder_s_earlier_rounds_still_registered(targe
             registrations, _ = await store.register_batch(
                 [NewRound("L", r, "h" + r, 0.0, 0.0, 2, body=b"{}", due_at=9.0) for r in batch], [])
             out.append([reg.earlier for reg in registrations])
-        await store.queue_round("L", "r2", ["a"], 2, pending=1, messages=[(0, b"x")])
+        # fan-outs are stored in seq order: r3's is refused while r2 is registered (save_fanout.lua)
+        out.append([await store.queue_round("L", r, ["a"], seq, pending=1, messages=[(0, b"x")])
+                    for r, seq in (("r1", 1), ("r3", 3))])
         registrations, _ = await store.register_batch([NewRound("L", "r7", "hr7", 0.0, 0.0, 2, body=b"{}")], [])
         out.append([reg.earlier for reg in registrations])
         return out
 
     assert run(target, body) == [
         [(), ("r1",), ("r1", "r2")], [("r1", "r2", "r3")], [("r1", "r2", "r3", "r4"), ("r1", "r2", "r3", "r4", "r5")],
-        [("r1", "r3", "r4", "r5", "r6")]]
+        [SAVED_NOW, SAVE_REFUSED], [("r2", "r3", "r4", "r5", "r6")]]
 
 
 def test_ids_and_seqs_of_either_reply_shape() -> None:
