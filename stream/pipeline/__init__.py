@@ -29,7 +29,8 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    phase one of their previous round) equals their ``last_seq`` (set by phase two). So it sees
    the posteriors of every earlier batch, while rounds with disjoint players overlap freely.
    The wait backs off (bounded), warns, and after SWEEP_TIMEOUT_S re-sends the stored fan-out
-   of the rounds it waits on.
+   of the rounds it waits on. It never returns a prior that already holds the round or a later
+   one (``last_seq >= seq``: another attempt rated it; the attempt stops, ``RoundOvertaken``).
 4. Per ladder, ONE ``engine.rate_rounds`` call rates the batch's rounds in seq order (waves of
    player-disjoint rounds: a later round of the batch is rated from the posteriors of the
    earlier ones, which phase two will compute and store identically; rounds with teams or
@@ -38,7 +39,12 @@ same rounds within 1e-9, whatever the number of workers and partitions):
    ``queued_seq``, STORES each round's fan-out (one PlayerUpdate section per partition, Kafka's
    murmur2 partition of each player id) and marks the rounds ``pending``; then the batch's
    sections go out joined per partition (``messages.join_fanout``). A redelivered round re-sends the
-   stored bytes, never recomputes from priors that have moved on.
+   stored bytes, never recomputes from priors that have moved on. After a crash several attempts
+   may rate one round (the redelivery, the sweeper, a later round completing it first): each
+   completes the ladder's earlier ``registered`` rounds first, and save_fanout.lua stores a
+   fan-out only in seq order and, for a batch, only if the batch's previous round of the ladder
+   was stored by the same attempt (its token): the first store wins and is always computed from
+   the right priors; a batch's rounds refused are handled again one by one.
 5. Phase two takes batches of ``player-updates`` messages, each one or more sections (one
    PlayerUpdate each), keeps only sections that are byte for byte in their round's stored
    fan-out (others are dead-lettered unapplied), loads every named player's packed state once
