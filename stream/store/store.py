@@ -1015,7 +1015,7 @@ class Store:
     async def registered_before(self, ladder: str, seq: int) -> list[str]:
         """Ids of the ladder's rounds still ``registered`` (phase one unfinished) with a seq below
         ``seq``, in seq order."""
-        ids = await self.client.zrangebyscore(keys.registered_rounds(ladder), "-inf", f"({seq}")
+        ids = cast("list[bytes]", await self.client.zrangebyscore(keys.registered_rounds(ladder), "-inf", f"({seq}"))
         return [as_text(rid) for rid in ids]
 
     async def round_ids(self, ladder: str, seqs: Sequence[int]) -> list[str]:
