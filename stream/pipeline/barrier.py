@@ -17,6 +17,13 @@ would break the equality with replay) but logs a warning every ``barrier_warn_s`
 ``sweep_timeout_s`` asks the caller to re-drive the rounds still holding it (re-send their
 stored fan-out: lost or stuck player updates then complete; re-sends are idempotent), then again
 after twice as long each time (up to ``2**sweep_backoff_doublings`` times the first wait).
+
+The barrier never returns a prior that already includes the round being rated or a later one:
+a player whose ``last_seq`` is at or past the round's seq (``Priors.overtaken``: another attempt,
+e.g. the sweeper completing a round a crashed worker left, stored the round and phase two
+applied it while this attempt waited) stops the attempt with :class:`RoundOvertaken`; its
+caller treats the round as no longer its to rate (``phase_one``: the stored fan-out is sent,
+a batch's later rounds of the ladder are handled again one by one).
 """
 
 from __future__ import annotations
@@ -37,6 +44,17 @@ log = logging.getLogger(__name__)
 Redrive = Callable[[list[str]], Awaitable[None]]
 
 
+class RoundOvertaken(Exception):
+    """The stored state of some players already holds the round being rated or a later one
+    (``last_seq >= seq``): it is no prior of this round, and the round was rated by another
+    attempt. Raised by :func:`wait_for_priors`, never a failure of the round."""
+
+    def __init__(self, ladder: str, round_id: str, players: Sequence[str]) -> None:
+        super().__init__(f"round {ladder}/{round_id}: {len(players)} player(s) already past it, e.g. "
+                         f"{log_ids(players)}")
+        self.ladder, self.round_id, self.players = ladder, round_id, list(players)
+
+
 async def wait_for_priors(store: Store, settings: Settings, ladder: str, players: Sequence[str], seq: int | np.ndarray,
                           round_id: str, redrive: Redrive | None = None, first: Priors | None = None,
                           states: bool = False) -> Priors:
@@ -53,6 +71,8 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
     redrive_period = settings.sweep_timeout_s
     next_redrive = started + redrive_period
     priors = first if first is not None else await store.load_priors(ladder, players, seqs, states=states)
+    if priors.overtaken:
+        raise RoundOvertaken(ladder, round_id, priors.overtaken)
     position = {player: i for i, player in enumerate(players)} if priors.blocked else {}
     blocked, rounds = priors.blocked, await _rounds_to_watch(store, settings, ladder, priors)
     next_full_check = started + settings.barrier_full_check_s
@@ -75,6 +95,8 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
             continue  # many players held: re-read them only once the rounds they wait on are rated
         held = np.asarray([position[player] for player in blocked], dtype=np.int64)
         check = await store.load_priors(ladder, blocked, seqs[held], states=states)  # re-check the blocked ones only
+        if check.overtaken:  # another attempt rated the round meanwhile, and phase two applied it
+            raise RoundOvertaken(ladder, round_id, check.overtaken)
         # a player let through has its final prior in this read: no later round of the ladder can
         # be queued for it while this one waits (phase one of a ladder is sequential)
         still = set(check.blocked)

@@ -52,7 +52,7 @@ from stream.contracts.round import (INTERNAL_ERROR, NO_OUTCOME, STORED, check_su
                                     model_changed)
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
-from stream.pipeline.barrier import wait_for_priors
+from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
@@ -63,7 +63,7 @@ from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rou
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
-from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
+from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_REFUSED, SAVED_NOW, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
                                 OUTCOME_NEW,
                                 STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound,
                                 Registration, Store)
@@ -147,10 +147,64 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     """Phase one proper of a registered round: barrier, priors, performances, stored fan-out.
 
     Returns the messages to send: this attempt's, or those another attempt stored first (a
-    redelivery or a sweeper racing it; both computed from the same priors). Valid only while
-    the round is ``registered``: no later round of the ladder can have passed its barrier
-    (each round first completes the earlier ones still registered, see ``handle_round``).
+    redelivery, the sweeper or a batch racing it). Seq order per ladder, for every attempt: the
+    ladder's earlier rounds still ``registered`` are completed first (a round's priors are final
+    only once every earlier round is stored, its players marked queued), and save_fanout.lua
+    refuses a fan-out while an earlier round is registered (then this attempt starts again). If
+    the barrier finds the round already applied to a player (``RoundOvertaken``: another
+    attempt stored it), nothing is computed from that state: the stored fan-out is returned.
     """
+    ladder = round_.ladder
+    for attempt in range(ORDER_ATTEMPTS):
+        if await complete_before(ctx, ladder, seq):
+            first = None  # earlier rounds were stored since ``first`` was read
+        try:
+            messages = await _rate_round(ctx, round_, seq, first)
+        except RoundOvertaken as overtaken:
+            return await _rated_elsewhere(ctx, round_, overtaken)
+        faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
+        faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, round_.round_id)
+        saved = await ctx.store.queue_round(ladder, round_.round_id, round_.players(), seq, pending=round_.field_size,
+                                            messages=[(m.partition, m.value) for m in messages],
+                                            due_at=time.time() + ctx.settings.sweep_timeout_s)
+        if saved != SAVE_REFUSED:
+            faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
+            # if another attempt saved first (a redelivery, the sweeper, a batch), send what it stored
+            return messages if saved == SAVED_NOW else await stored_fanout(ctx, ladder, round_.round_id)
+        first = None
+    raise RuntimeError(f"round {ladder}/{round_.round_id} (seq {seq}): its fan-out was refused {ORDER_ATTEMPTS} "
+                       "times, an earlier round of the ladder staying registered")
+
+
+ORDER_ATTEMPTS = 3
+"""How many times :func:`complete_round` rates a round whose store save_fanout.lua refused (an
+earlier round of the ladder still registered) before it raises (the caller's retries go on)."""
+
+
+async def complete_before(ctx: PipelineContext, ladder: str, seq: int) -> bool:
+    """Complete the ladder's rounds still ``registered`` below ``seq``, in seq order (each one
+    first completes those below it): whoever rates round ``seq`` (a batch, a redelivery, the
+    sweeper, which claims rounds by due time, not by seq) does so only after every earlier
+    round of the ladder is stored. Returns whether there was any."""
+    earlier = await ctx.store.registered_before(ladder, seq)
+    for round_id in earlier:
+        await complete_registered(ctx, ladder, round_id)
+    return bool(earlier)
+
+
+async def _rated_elsewhere(ctx: PipelineContext, round_: RoundResult, overtaken: RoundOvertaken) -> list[FanOutMessage]:
+    """The messages of a round the barrier found already applied to some players: what another
+    attempt stored (nothing for a round since failed). A round still ``registered`` then is
+    a broken invariant (no later round is stored while an earlier one is registered): raised."""
+    (status,) = await ctx.store.round_statuses(round_.ladder, [round_.round_id])
+    if status == STATUS_REGISTERED:
+        raise RuntimeError(f"{overtaken}, yet the round is still registered")
+    log.warning("%s: rated by another attempt, its stored fan-out is sent", overtaken)
+    return await stored_fanout(ctx, round_.ladder, round_.round_id)
+
+
+async def _rate_round(ctx: PipelineContext, round_: RoundResult, seq: int, first: Priors | None) -> list[FanOutMessage]:
+    """Barrier, priors, performances and fan-out messages of one round (not stored)."""
     store = ctx.store
     players = round_.players()
     cfg = ctx.ladder(round_.ladder)
@@ -174,15 +228,7 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
         performance = round_performances(mu, sigma, elapsed, round_, params)
         previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
         messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
-
-    faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
-    faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, round_.round_id)
-    saved = await store.queue_round(round_.ladder, round_.round_id, players, seq, pending=round_.field_size,
-                                    messages=[(m.partition, m.value) for m in messages],
-                                    due_at=time.time() + ctx.settings.sweep_timeout_s)
-    faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
-    # if another attempt saved first (a redelivery or the sweeper racing this one), send what it stored
-    return messages if saved else await stored_fanout(ctx, round_.ladder, round_.round_id)
+    return messages
 
 
 async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
@@ -460,6 +506,15 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     4. ONE round trip storing every round's queued marks, fan-out and pending mark
        (``Store.queue_batch``); then the batch's posteriors are kept for the next batches; the
        fan-out sections joined per partition.
+
+    Crashes and races (another attempt, e.g. the sweeper completing a round a crashed worker
+    left, rating the same round): a stored fan-out is never derived from a computation that
+    lost. Each round of a ladder is stored with this attempt's token and only if the ladder's
+    previous round of the batch was stored by this attempt and no earlier round of the ladder is
+    still registered (save_fanout.lua, atomically with the store): once a round was stored by
+    someone else, the batch's later rounds of that ladder are not stored (``SAVE_REFUSED``) but
+    deferred to one-by-one handling, as is a ladder whose barrier found a round already
+    applied (``RoundOvertaken``).
     """
     now = time.time()
     results: list[PhaseOneResult | None] = [None] * len(events)
@@ -492,15 +547,24 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     sections, queued, rated = [], [], []
     posteriors: list[_Posteriors] = []
     partitions = await ctx.partitions() if plan.to_rate else 0
+    token = os.urandom(8).hex()  # this attempt's: each stored round records it (``stored_by``)
     for ladder, rounds in plan.to_rate.items():
         rounds.sort(key=lambda r: r.seq)
         first = None if ladder in stale else columns
-        fanouts, after = await _rate_ladder(ctx, ladder, rounds, first, row, partitions)
+        try:
+            fanouts, after = await _rate_ladder(ctx, ladder, rounds, first, row, partitions)
+        except RoundOvertaken as overtaken:  # another attempt rated a round of the batch: not ours now
+            log.warning("%s: the ladder's rounds of the batch are handled again one by one", overtaken)
+            ctx.posteriors.drop(ladder)
+            _defer(results, plan, [item.index for item in rounds])
+            continue
         posteriors.append(after)
         due_at = time.time() + ctx.settings.sweep_timeout_s
+        previous: str | None = None  # the chain: each round is stored only if the one before it was, by us
         for item, messages in zip(rounds, fanouts):
             queued.append(QueuedRound(ladder, item.round_.round_id, item.players, item.seq, len(item.players),
-                                      [(m.partition, m.value) for m in messages], due_at))
+                                      [(m.partition, m.value) for m in messages], due_at, token, previous))
+            previous = item.round_.round_id
             rated.append((item, messages))
     if rated:
         faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
@@ -508,18 +572,34 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
             faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, item.round_.round_id)
         await crash_in_batch_store(ctx, queued)
         saved = await ctx.store.queue_batch(queued)
-        _keep(ctx, posteriors, {item.round_.ladder for (item, _), now in zip(rated, saved) if not now})
+        _keep(ctx, posteriors, {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW})
         await ctx.health.flush(ctx.store.client)  # the rounds scored in _rate_ladder (health.py)
         faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
-        for (item, messages), stored_now in zip(rated, saved):
+        refused = [item.index for (item, _), code in zip(rated, saved) if code == SAVE_REFUSED]
+        for (item, messages), code in zip(rated, saved):
+            if code == SAVE_REFUSED:  # computed from a chain that lost: rated again one by one
+                continue
             # another attempt (a redelivery, the sweeper) stored first: send what it stored
-            kept = messages if stored_now else await stored_fanout(ctx, item.round_.ladder, item.round_.round_id)
+            kept = messages if code == SAVED_NOW else await stored_fanout(ctx, item.round_.ladder, item.round_.round_id)
             result = results[item.index]
             if result is not None:
                 result.updates = kept
             sections += kept
+        if refused:
+            log.warning("%d round(s) of the batch not stored (an earlier round of the ladder was stored by another "
+                        "attempt, or is still registered): handled again one by one", len(refused))
+            _defer(results, plan, refused)
     out += join_fanout(sections, value_limit(ctx.settings.max_message_bytes))
-    return BatchResult(results, out, plan.deferred)
+    return BatchResult(results, out, sorted(plan.deferred))
+
+
+def _defer(results: list[PhaseOneResult | None], plan: _Plan, indices: list[int]) -> None:
+    """Hand the messages ``indices`` to one-by-one handling after the batch (``handle_round``,
+    which registers them again: a round another attempt stored is re-sent, one still registered
+    is rated from fresh priors, after the ladder's earlier rounds)."""
+    for i in indices:
+        results[i] = None
+        plan.deferred.append(i)
 
 
 def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:

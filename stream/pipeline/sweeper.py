@@ -17,8 +17,13 @@ pile work onto an overloaded service, while a lost message is still re-driven af
   applies the players still missing and re-emits the others' events from the stored results.
 * ``registered`` (phase one never finished: the input crashed and was not redelivered, or
   was acked by the framework without being handled): phase one is completed from the body
-  stored at registration (``phase_one.complete_registered``). Its priors are still the right
-  ones: no later round of the ladder passes phase one while an earlier one is registered.
+  stored at registration (``phase_one.complete_registered``). Claims come by due time, not by
+  seq (each round's due time moves with its own re-drives), so completing a round first
+  completes the ladder's earlier rounds still registered, in seq order
+  (``phase_one.complete_before``), and save_fanout.lua refuses a fan-out while an earlier round
+  is registered: its priors are the right ones. A batch racing the sweeper on the same round
+  loses cleanly: whichever stores first wins, the other sends the stored fan-out, and a batch
+  never stores its later rounds of the ladder from a chain that lost (``phase_one.handle_rounds``).
 
 Without the sweeper a stuck round was re-driven only when a later round's barrier waited on
 it; a lost player update of a ladder's last round stayed lost (seen with faust-streaming
@@ -113,7 +118,8 @@ async def _within(work: Coroutine[Any, Any, SweepReport], timeout_s: float) -> S
 
 
 async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
-    """Re-drive one ladder's claimed rounds, in seq order."""
+    """Re-drive one ladder's claimed rounds, in seq order (a registered one after the ladder's
+    earlier registered rounds, claimed or not: ``phase_one.complete_round``)."""
     resent: list[tuple[str, str]] = []
     completed: list[tuple[str, str]] = []
     messages: list[FanOutMessage] = []

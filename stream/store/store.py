@@ -248,6 +248,23 @@ class QueuedRound:
     pending: int
     messages: Sequence[tuple[int, bytes]]
     due_at: float = NEVER_DUE
+    token: str = ""
+    """The attempt's token, recorded as the round's ``stored_by`` when its fan-out is stored."""
+    after: str | None = None
+    """The round of the same ladder the attempt stored just before this one, from whose
+    posteriors this one may have been rated: this one is stored only if that one was stored by
+    this attempt (``token``; save_fanout.lua), else :data:`SAVE_REFUSED`."""
+
+
+SAVED_NOW = 1
+"""Store.queue_batch: the round's fan-out was stored by this call."""
+SAVED_BEFORE = 0
+"""Store.queue_batch: the round was already past ``registered`` (another attempt stored its
+fan-out: send the stored one; or it failed): nothing written."""
+SAVE_REFUSED = -1
+"""Store.queue_batch: nothing written, the round stays ``registered``: an earlier round of its
+ladder is still ``registered`` (fan-outs are stored in seq order), or the round the attempt
+rated it after (``QueuedRound.after``) was stored by another attempt (the chain lost)."""
 
 
 @dataclass(frozen=True)
@@ -289,6 +306,10 @@ class Priors:
     is above ``last_seq``."""
     states: list[bytes | None] | None = None
     """Each player's packed engine state (None: newcomer), when read (``load_priors(states=True)``)."""
+    overtaken: list[str] = field(default_factory=list)
+    """The players whose stored state already holds the round being rated or a later one
+    (``last_seq >= seq``): another attempt stored the round and phase two applied it. Their
+    stored state is no prior of the round: the attempt stops (``barrier.RoundOvertaken``)."""
 
     @property
     def ready(self) -> bool:
@@ -500,10 +521,13 @@ def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str
     return out
 
 
-def _fanout_keys(ladder: str, round_id: str) -> list[str]:
-    """save_fanout.lua's KEYS."""
-    return [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id), keys.registered_rounds(ladder),
-            keys.incomplete_rounds(ladder)]
+def _fanout_keys(ladder: str, round_id: str, after: str | None = None) -> list[str]:
+    """save_fanout.lua's KEYS (the fifth: the chain's previous round, ``QueuedRound.after``)."""
+    out = [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id), keys.registered_rounds(ladder),
+           keys.incomplete_rounds(ladder)]
+    if after is not None:
+        out.append(keys.round_record(ladder, after))
+    return out
 
 
 class Store:
@@ -759,36 +783,43 @@ class Store:
                           messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
         """Store phase one's messages ((partition, PlayerUpdate JSON) pairs, several per partition
         when a partition's players did not fit one message) and mark the round pending (the
-        sweeper may re-send them from ``due_at`` on if the round is not rated by then)."""
+        sweeper may re-send them from ``due_at`` on if the round is not rated by then). Returns
+        whether it was stored now (not while an earlier round of the ladder is ``registered``)."""
         (done,) = await self._run(lambda pipe: self._save_fanout_into(pipe, ladder, round_id, pending, messages,
                                                                       due_at))
-        return bool(done)
+        return int(done) == SAVED_NOW
 
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float) -> None:
-        """Queue save_fanout.lua for a round."""
-        args: list[Any] = [pending, encode_due(due_at)]
+                          messages: Sequence[tuple[int, bytes]], due_at: float, token: str = "",
+                          after: str | None = None) -> None:
+        """Queue save_fanout.lua for a round (``token``, ``after``: see :class:`QueuedRound`)."""
+        args: list[Any] = [pending, encode_due(due_at), token]
         for name, message in fanout_fields(messages):
             args += [name, message]
-        self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id), args)
+        self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id, after), args)
 
     async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
+                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> int:
         """Phase one's last write in ONE round trip: :meth:`mark_queued` then :meth:`save_fanout`.
 
         Not a transaction: a worker killed mid-pipeline may leave the queued marks without the
         fan-out; the round is still ``registered`` then, and its next attempt (redelivery or
-        sweeper) does both again (each script is idempotent). Returns save_fanout's answer."""
+        sweeper) does both again (each script is idempotent). Returns save_fanout's answer
+        (:data:`SAVED_NOW`, :data:`SAVED_BEFORE` or :data:`SAVE_REFUSED`)."""
         (done,) = await self.queue_batch([QueuedRound(ladder, round_id, players, seq, pending, messages, due_at)])
         return done
 
-    async def queue_batch(self, rounds: Sequence[QueuedRound]) -> list[bool]:
+    async def queue_batch(self, rounds: Sequence[QueuedRound]) -> list[int]:
         """:meth:`queue_round` of every round, in order, in ONE round trip (one pipeline, not a
         transaction: a worker killed mid-pipeline leaves a prefix of it written; small rounds'
         marks and fan-outs go in queue_rounds.lua calls, atomic, so at most one round, one above
         ``players_per_call`` players, has marks without its fan-out; mark_queued.lua keeps what
-        the barrier of its next attempt needs). Returns, per round, whether its fan-out was stored
-        now (else another attempt stored it first: send the stored one).
+        the barrier of its next attempt needs). Returns, per round, :data:`SAVED_NOW`,
+        :data:`SAVED_BEFORE` (another attempt stored it first: send the stored one) or
+        :data:`SAVE_REFUSED` (it stays ``registered``: an earlier round of its ladder still is, or
+        its chain's previous round, ``QueuedRound.after``, was stored by another attempt; decided
+        in save_fanout.lua, atomically with the store). On a single Redis a refused small round
+        marks nobody (queue_rounds.lua).
 
         On Redis Cluster in TWO round trips, every mark first: a cluster pipeline runs as
         concurrent per-node pipelines, so a node failing would leave any subset written, e.g. a
@@ -801,22 +832,23 @@ class Store:
 
             def fanouts(pipe: Pipeline) -> None:
                 for r in rounds:
-                    self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
+                    self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token,
+                                           r.after)
 
             await self._run(marks)
-            return [bool(done) for done in await self._run(fanouts)]
+            return [int(done) for done in await self._run(fanouts)]
         saves: list[tuple[int, int | None]] = []  # where each round's save_fanout answer is in the replies
 
         def build(pipe: Pipeline) -> None:
             saves[:] = self._queue_into(pipe, rounds)
 
         replies = await self._run(build) if rounds else []
-        return [bool(replies[call] if at is None else replies[call][at]) for call, at in saves]
+        return [int(replies[call] if at is None else replies[call][at]) for call, at in saves]
 
     def _queue_into(self, pipe: Pipeline, rounds: Sequence[QueuedRound]) -> list[tuple[int, int | None]]:
         """Queue the rounds' marks and fan-outs, in order, on a single Redis: consecutive rounds of
-        up to ``players_per_call`` players together in one queue_rounds.lua call (mark_queued.lua
-        then save_fanout.lua per round, atomically), a bigger round as mark_queued.lua calls (in
+        up to ``players_per_call`` players together in one queue_rounds.lua call (save_fanout.lua
+        then, if it stored now, mark_queued.lua per round, atomically), a bigger round as mark_queued.lua calls (in
         chunks) then save_fanout.lua. Returns per round (call, index in its reply or None: the
         reply is the round's own save_fanout answer)."""
         where: list[tuple[int, int | None]] = []
@@ -837,16 +869,18 @@ class Store:
             if len(r.players) > self.players_per_call:
                 flush()
                 calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at)
+                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token, r.after)
                 where.append((calls, None))
                 calls += 1
                 continue
             if players + len(r.players) > self.players_per_call:
                 flush()
-            fanout = [r.pending, due(r.due_at), *(value for pair in fanout_fields(r.messages) for value in pair)]
+            fanout = [r.pending, due(r.due_at), r.token,
+                      *(value for pair in fanout_fields(r.messages) for value in pair)]
+            fanout_keys = _fanout_keys(r.ladder, r.round_id, r.after)
             where.append((calls, queued))
-            keys_ += [*keys.players(r.ladder, r.players), *_fanout_keys(r.ladder, r.round_id)]
-            args += [len(r.players), len(fanout), r.seq, *fanout]
+            keys_ += [*keys.players(r.ladder, r.players), *fanout_keys]
+            args += [len(r.players), len(fanout_keys), len(fanout), r.seq, *fanout]
             players += len(r.players)
             queued += 1
         flush()
@@ -948,7 +982,10 @@ class Store:
         applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
         attempt that crashed: their prior is final once the round that mark replaced is applied
         (``queued_prev``, kept while it was not: mark_queued.lua; absent, 0, in the one-by-one
-        path, whose marks follow the barrier)."""
+        path, whose marks follow the barrier). A player whose ``last_seq`` is ``seq`` or more is
+        ``overtaken``: his state already includes this round or a later one (another attempt
+        stored the round and phase two applied it), so it is no prior of this round whatever
+        the marks say (mark_queued.lua drops ``queued_prev`` once it is applied)."""
         mu, sigma, last_time, known = None, None, None, None
         if "mu" in columns:
             mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
@@ -957,10 +994,11 @@ class Store:
         waits_for = np.where(queued == seq, _seq_column(columns["queued_prev"]), queued)
         held = np.flatnonzero(waits_for > last)
         blocked = [players[i] for i in held.tolist()]
+        overtaken = [players[i] for i in np.flatnonzero(last >= seq).tolist()]
         states = list(columns["state"]) if "state" in columns else None
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
                       waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,
-                      waits_for=waits_for, states=states)
+                      waits_for=waits_for, states=states, overtaken=overtaken)
 
     async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
         """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
@@ -984,6 +1022,12 @@ class Store:
         for seq in seqs:
             pipe.zrangebyscore(keys.rounds(ladder), seq, seq)
         return [rid.decode() for ids in await pipe.execute() for rid in ids]
+
+    async def registered_before(self, ladder: str, seq: int) -> list[str]:
+        """Ids of the ladder's rounds still ``registered`` (phase one unfinished) with a seq below
+        ``seq``, in seq order."""
+        ids = cast("list[bytes]", await self.client.zrangebyscore(keys.registered_rounds(ladder), "-inf", f"({seq}"))
+        return [as_text(rid) for rid in ids]
 
     async def round_ids(self, ladder: str, seqs: Sequence[int]) -> list[str]:
         """Ids of the ladder's rounds with these sequence numbers (in order; unknown ones skipped)."""

@@ -19,7 +19,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
-from stream.store.store import PlayerWrite, RoundWrites, Store
+from stream.store.store import SAVE_REFUSED, SAVED_NOW, PlayerWrite, RoundWrites, Store
 
 T = TypeVar("T")
 HISTORY = 3
@@ -379,14 +379,16 @@ def test_a_registration_lists_the_ladder_s_earlier_rounds_still_registered(targe
             registrations, _ = await store.register_batch(
                 [NewRound("L", r, "h" + r, 0.0, 0.0, 2, body=b"{}", due_at=9.0) for r in batch], [])
             out.append([reg.earlier for reg in registrations])
-        await store.queue_round("L", "r2", ["a"], 2, pending=1, messages=[(0, b"x")])
+        # fan-outs are stored in seq order: r3's is refused while r2 is registered (save_fanout.lua)
+        out.append([await store.queue_round("L", r, ["a"], seq, pending=1, messages=[(0, b"x")])
+                    for r, seq in (("r1", 1), ("r3", 3))])
         registrations, _ = await store.register_batch([NewRound("L", "r7", "hr7", 0.0, 0.0, 2, body=b"{}")], [])
         out.append([reg.earlier for reg in registrations])
         return out
 
     assert run(target, body) == [
         [(), ("r1",), ("r1", "r2")], [("r1", "r2", "r3")], [("r1", "r2", "r3", "r4"), ("r1", "r2", "r3", "r4", "r5")],
-        [("r1", "r3", "r4", "r5", "r6")]]
+        [SAVED_NOW, SAVE_REFUSED], [("r2", "r3", "r4", "r5", "r6")]]
 
 
 def test_ids_and_seqs_of_either_reply_shape() -> None:
@@ -464,3 +466,31 @@ def _together_as_one_by_one(url: str, run: Callable[[Store, bool], Awaitable[obj
     assert asyncio.run(once(True)) == one_by_one
     assert not differences(before, dump(client))
     client.close()
+
+
+def test_a_batch_s_later_rounds_are_not_stored_once_another_attempt_stored_an_earlier_one(target: Target) -> None:
+    """save_fanout.lua decides with the store: a batch's round whose previous round of the ladder
+    (``QueuedRound.after``) was not stored by the batch's own attempt (its token) is refused, and
+    so, in turn, is every later one; the rounds stay ``registered`` without a fan-out, and a new
+    attempt stores them."""
+    from stream.store.store import SAVED_BEFORE, NewRound, QueuedRound
+
+    def queued(round_id: str, seq: int, token: str, after: str | None) -> QueuedRound:
+        return QueuedRound("L", round_id, ["a", "b"], seq, 2, [(0, f"{round_id}/{token}".encode())], token=token,
+                           after=after)
+
+    async def body(store: Store) -> tuple[list[int], list[str], list[list[tuple[int, bytes]]], list[int]]:
+        await store.register_batch([NewRound("L", r, "h" + r, 0.0, 0.0, 2, body=b"{}") for r in ("r1", "r2", "r3")], [])
+        assert await store.save_fanout("L", "r1", pending=2, messages=[(0, b"r1/sweeper")])  # another attempt
+        lost = await store.queue_batch([queued("r1", 1, "batch", None), queued("r2", 2, "batch", "r1"),
+                                        queued("r3", 3, "batch", "r2")])
+        statuses = [(await store.round_record("L", r))["status"] for r in ("r1", "r2", "r3")]
+        fanouts = [await store.load_fanout("L", r) for r in ("r1", "r2", "r3")]
+        again = await store.queue_batch([queued("r2", 2, "next", None), queued("r3", 3, "next", "r2")])
+        return lost, statuses, fanouts, again
+
+    lost, statuses, fanouts, again = run(target, body)
+    assert lost == [SAVED_BEFORE, SAVE_REFUSED, SAVE_REFUSED]
+    assert statuses == ["pending", "registered", "registered"]
+    assert fanouts == [[(0, b"r1/sweeper")], [], []]
+    assert again == [SAVED_NOW, SAVED_NOW]

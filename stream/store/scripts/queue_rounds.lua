@@ -1,11 +1,13 @@
 -- queue_rounds: phase one's last write of a batch's rounds on a single Redis (Store.queue_batch) in
--- one atomic call: per round, in order, mark_queued.lua on its players, then save_fanout.lua on the
--- round (both included below, each run on its own KEYS and ARGV): the same writes as calling them
--- one after the other, without a round ever marked without its fan-out. Its keys span hash slots:
--- never sent to a Redis Cluster (there the two scripts are called on their own).
--- KEYS: per round: its n player hashes (mark_queued.lua's KEYS), then save_fanout.lua's 4 KEYS
--- ARGV: per round: n, m, seq (mark_queued.lua's ARGV), then save_fanout.lua's m ARGV
--- Returns per round save_fanout.lua's reply (1 if its fan-out was stored now, else 0).
+-- one atomic call: per round, in order, save_fanout.lua on the round, then, if it stored the
+-- fan-out now, mark_queued.lua on its players (both included below, each run on its own KEYS and
+-- ARGV): a round is never marked without its fan-out, and a round save_fanout.lua refuses (an
+-- earlier round of its ladder still registered, or the batch's chain lost: see there) marks nobody.
+-- Its keys span hash slots: never sent to a Redis Cluster (there the two scripts are called on
+-- their own, every mark first).
+-- KEYS: per round: its n player hashes (mark_queued.lua's KEYS), then save_fanout.lua's k KEYS
+-- ARGV: per round: n, k, m, seq (mark_queued.lua's ARGV), then save_fanout.lua's m ARGV
+-- Returns per round save_fanout.lua's reply (1 stored now, 0 stored before, -1 refused).
 local mark_queued = function(KEYS, ARGV)
 --@include mark_queued
 end
@@ -26,10 +28,13 @@ end
 local out = {}
 local k, a = 1, 1
 while a <= #ARGV do
-  local n, m = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-  mark_queued(slice(KEYS, k, n), {ARGV[a + 2]})
-  out[#out + 1] = save_fanout(slice(KEYS, k + n, 4), slice(ARGV, a + 3, m))
-  k = k + n + 4
-  a = a + 3 + m
+  local n, f, m = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local saved = save_fanout(slice(KEYS, k + n, f), slice(ARGV, a + 4, m))
+  if saved == 1 then
+    mark_queued(slice(KEYS, k, n), {ARGV[a + 3]})
+  end
+  out[#out + 1] = saved
+  k = k + n + f
+  a = a + 4 + m
 end
 return out
