@@ -4,9 +4,11 @@ written as the pipeline stores them: the what-if tests' data (API and CLI)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import numpy as np
+
 import redis
 
 from stream import engine
@@ -47,6 +49,21 @@ def standings(players: list[str]) -> list[dict[str, Any]]:
     return [{"player": p, "rank": i + 1} for i, p in enumerate(players)]
 
 
+
+
+def settled_snapshot(url: str, quiet_s: float = 1.0, timeout_s: float = 60.0) -> dict[bytes, Any]:
+    """:func:`snapshot` once the worker has stopped writing (two snapshots ``quiet_s`` apart are
+    equal): after the stream drains, a worker still finishes its last steps (events confirmed,
+    the round's incomplete entry removed, rating health flushed) for a moment."""
+    deadline = time.monotonic() + timeout_s
+    previous = snapshot(url)
+    while True:
+        time.sleep(quiet_s)
+        current = snapshot(url)
+        if current == previous:
+            return current
+        assert time.monotonic() < deadline, "Redis kept changing after the stream drained"
+        previous = current
 
 
 def snapshot(url: str) -> dict[bytes, Any]:

@@ -50,7 +50,8 @@ async def phase_one(ctx: PipelineContext, rounds: list[RoundResult]) -> list[lis
 
 def snapshot(url: str) -> dict[bytes, object]:
     """Every key's content but wall-clock fields (``*_at`` of hashes, the sweeper ledger's due
-    times) and the digest cache."""
+    times), the token of the attempt that stored a round's fan-out (``stored_by``: random per
+    phase-one batch) and the digest cache."""
     client = redis.Redis.from_url(url)
     try:
         out: dict[bytes, object] = {}
@@ -59,7 +60,7 @@ def snapshot(url: str) -> dict[bytes, object]:
             if key.startswith(b"ems:round-digests:"):
                 continue
             if kind == b"hash":
-                out[key] = {k: v for k, v in client.hgetall(key).items() if not k.endswith(b"_at")}
+                out[key] = {k: v for k, v in client.hgetall(key).items() if not k.endswith(b"_at") and k != b"stored_by"}
             elif kind == b"list":
                 out[key] = client.lrange(key, 0, -1)
             elif kind == b"set":

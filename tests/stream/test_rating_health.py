@@ -78,8 +78,10 @@ async def stream_through(ctx: PipelineContext, rounds: list[RoundResult], cuts: 
 
 
 def evaluate_from_zero(rounds: list[RoundResult], path: Path) -> dict:
+    """``stream evaluate`` of the same rounds with the model the stream rates them by (the default
+    preset, ``mmr-bounded``: drawn duels are rated, and scored, as the stream does)."""
     path.write_text("".join(r.to_json() + "\n" for r in rounds))
-    result = CliRunner().invoke(app, ["evaluate", str(path), "--models", "mmr", "--score-from", "0", "--json"])
+    result = CliRunner().invoke(app, ["evaluate", str(path), "--models", "mmr-bounded", "--score-from", "0", "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)["models"][0]
 

@@ -16,7 +16,7 @@ import redis
 
 import pipeline_harness as harness
 from stream.settings import Settings
-from whatif_data import snapshot
+from whatif_data import settled_snapshot, snapshot
 from stream.store import keys
 
 pytestmark = pytest.mark.integration
@@ -113,7 +113,7 @@ def test_what_if_equals_what_the_stream_then_writes(local_stack, stack_redis_url
                 {"player": f"p{i:03d}", "rank": i // 2 + 1} for i in range(12)] + [{"player": "g-new", "rank": 9}]}),
         ]
         for ladder, body in probes:
-            before = snapshot(url)
+            before = settled_snapshot(url)
             asked = ask(url, ladder, {k: v for k, v in body.items() if k != "round_id"} | {"round_id": body["round_id"]})
             assert asked["writes"] is False and snapshot(url) == before  # the what-if wrote nothing
             assert asked["in_flight"] == []  # drained: every prior is final
