@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stream.contracts.round import (BAD_CORRECTION, DEFAULT_LADDER, LADDER_PATTERN, NO_OUTCOME, SCHEMA, Limits,
-                                    RoundRejected, RoundResult, _decode, parse_round)
-from stream.contracts.schemas import CORRECTION, SchemaError, validator
+                                    RoundRejected, RoundResult, decode_object, parse_round)
+from stream.contracts.schemas import CORRECTION
 
 VOID = "void"
 AMEND = "amend"
@@ -64,14 +64,7 @@ class Correction:
 def parse_correction(raw: bytes | str | dict[str, Any], *, limits: Limits) -> Correction:
     """Validate one ``corrections`` message; raise :class:`RoundRejected` (reason ``bad_correction``,
     or the amended round's own reason with its field under ``round.``)."""
-    data = _decode(raw, limits)
-    if not isinstance(data, dict):
-        raise RoundRejected(SCHEMA, "a correction must be a JSON object", None)
-    try:
-        validator(CORRECTION)(data)
-    except SchemaError as exc:
-        where = ".".join(str(p) for p in exc.path[1:]) or None
-        raise RoundRejected(BAD_CORRECTION, f"not a correction: {exc.message}", where) from None
+    data = decode_object(raw, limits, CORRECTION, what="correction", not_object=SCHEMA, invalid=BAD_CORRECTION)
     kind = data["kind"]
     amended: RoundResult | None = None
     if kind == AMEND:

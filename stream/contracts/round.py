@@ -600,6 +600,21 @@ def _plain_team(item: dict[str, Any]) -> bool:
     return True
 
 
+def decode_object(raw: bytes | str | dict[str, Any], limits: Limits, schema: str, *, what: str,
+                  not_object: str, invalid: str) -> dict[str, Any]:
+    """A message decoded (:func:`_decode`) and checked against ``schema``: RoundRejected with
+    reason ``not_object`` if it is no JSON object, ``invalid`` (and the field) if the schema refuses it."""
+    data = _decode(raw, limits)
+    if not isinstance(data, dict):
+        raise RoundRejected(not_object, f"a {what} must be a JSON object", None)
+    try:
+        validator(schema)(data)
+    except SchemaError as exc:
+        where = ".".join(str(p) for p in exc.path[1:]) or None
+        raise RoundRejected(invalid, f"not a {what}: {exc.message}", where) from None
+    return data
+
+
 def _decode(raw: bytes | str | dict[str, Any], limits: Limits) -> Any:
     """Bytes or text to a decoded JSON value (dicts pass through)."""
     if isinstance(raw, dict):

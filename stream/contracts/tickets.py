@@ -25,8 +25,8 @@ from typing import Any
 import orjson
 
 from stream.contracts.round import (BAD_PARTY, BAD_TICKET, ID_TOO_LONG, UNKNOWN_QUEUE, Limits, RoundRejected,
-                                    _decode)
-from stream.contracts.schemas import MATCH_TICKET, SchemaError, validator
+                                    decode_object)
+from stream.contracts.schemas import MATCH_TICKET
 
 SEARCHING = "searching"
 MATCHED = "matched"
@@ -98,14 +98,7 @@ Ticket = TicketJoin | TicketCancel
 def parse_ticket(raw: bytes | str | dict[str, Any], *, limits: Limits) -> Ticket:
     """Validate one ``match-tickets`` message; raise :class:`RoundRejected` (``bad_ticket``,
     ``id_too_long``, ``bad_party`` for a player twice, or a decoding reason)."""
-    data = _decode(raw, limits)
-    if not isinstance(data, dict):
-        raise RoundRejected(BAD_TICKET, "a ticket must be a JSON object", None)
-    try:
-        validator(MATCH_TICKET)(data)
-    except SchemaError as exc:
-        where = ".".join(str(p) for p in exc.path[1:]) or None
-        raise RoundRejected(BAD_TICKET, f"not a ticket: {exc.message}", where) from None
+    data = decode_object(raw, limits, MATCH_TICKET, what="ticket", not_object=BAD_TICKET, invalid=BAD_TICKET)
     ticket_id, queue = data["ticket_id"], data["queue"]
     if len(ticket_id) > limits.max_id_length:
         raise RoundRejected(ID_TOO_LONG, f"ticket_id longer than MAX_ID_LENGTH={limits.max_id_length}", "ticket_id")
