@@ -45,6 +45,7 @@ from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.teams import fanout_columns
 from stream.store.bulk import LadderWriter, content_hashes, ladder_info, stored_players
+from stream.store.player_hash import PlayerRows
 from stream.store.store import STATUS_NO_OUTCOME, STATUS_RATED, encode_float, fanout_fields
 
 
@@ -311,10 +312,11 @@ async def _finish(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, n
         batch = run.table.gather(rows)
         seqs = c.last_seq[rows].tolist()
         shown = number_texts("display_rating", c.shown[rows])
-        columns = [seqs, seqs, number_texts("mu", batch.mu), number_texts("sigma", batch.sigma), batch.rounds.tolist(),
-                   [run.round_ids[i] for i in c.last_round[rows].tolist()], number_texts("last_time", batch.last_time),
-                   shown, tier_names(c.tier[rows], ctx.display(run.name)), pack_batch(batch)]
-        await writer.players(run.name, names, list(zip(*columns)))
+        await writer.players(run.name, names, PlayerRows(
+            seq=seqs, mu=number_texts("mu", batch.mu), sigma=number_texts("sigma", batch.sigma),
+            rounds=batch.rounds.tolist(), last_round=[run.round_ids[i] for i in c.last_round[rows].tolist()],
+            last_time=number_texts("last_time", batch.last_time), display_rating=shown,
+            tier=tier_names(c.tier[rows], ctx.display(run.name)), state=pack_batch(batch)))
     fields: dict[str | bytes, str | int] = {"seq": run.seq}
     if run.rated and not run.stored_fields.get("model"):  # fixed from its first rated round, as register_round.lua
         cfg = ctx.ladder(run.name)

@@ -69,6 +69,7 @@ from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate, rerate_model
 from stream.store import corrections as ledger
 from stream.store.bulk import LadderWriter
+from stream.store.player_hash import PlayerRows
 from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
 from stream.store.store import (STATUS_FAILED, STATUS_LATE, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED,
                                 encode_float, fanout_fields)
@@ -516,9 +517,11 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     mu, sigma = number_texts("mu", batch.mu), number_texts("sigma", batch.sigma)
     shown = number_texts("display_rating", rated.shown[last])
     seqs = [rated.rounds[k].seq for k in round_of[last].tolist()]
-    columns = [seqs, seqs, mu, sigma, batch.rounds.tolist(), [rated.rounds[k].round_id for k in round_of[last].tolist()],
-               number_texts("last_time", batch.last_time), shown, tier_names(rated.final_tier[rows], cfg), pack_batch(batch)]
-    await writer.players(ladder, kept, list(zip(*columns)))
+    await writer.players(ladder, kept, PlayerRows(
+        seq=seqs, mu=mu, sigma=sigma, rounds=batch.rounds.tolist(),
+        last_round=[rated.rounds[k].round_id for k in round_of[last].tolist()],
+        last_time=number_texts("last_time", batch.last_time), display_rating=shown,
+        tier=tier_names(rated.final_tier[rows], cfg), state=pack_batch(batch)))
     await writer.remove_players(ladder, removed)
     # every round voided: no last rated round
     await writer.ladder_fields(ladder, _ladder_fields(rated), drop=() if rated.rounds else ("last_rated_seq", "last_round"))

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import as_bytes, as_text
+from stream.store.player_hash import PlayerRows
 from stream.store.store import Store
 
 FLUSH_COMMANDS = 2_000
@@ -27,9 +28,6 @@ FLUSH_ARGUMENTS = 20_000
 how long Redis works through one pipeline, well within a client's socket timeout)."""
 ZADD_MEMBERS = 10_000
 """Members per ZADD command (a million-player leaderboard goes out in pieces)."""
-PLAYER_FIELDS = ("last_seq", "queued_seq", "mu", "sigma", "rounds", "last_round", "last_time", "display_rating",
-                 "tier", "state")
-"""The player hash fields a bulk write sets (apply_player_update.lua's, and mark_queued.lua's queued_seq)."""
 ROUND_OUTPUTS = (keys.round_results, keys.round_perf, keys.round_digests, keys.round_emitted)
 """The keys a round's rating leaves beside its record (events, fan-out, digests, emitted marks)."""
 
@@ -194,14 +192,13 @@ class LadderWriter:
         """Append each player's history entries (oldest first), each list kept to the store's length."""
         await self.bulk.push_history({keys.history(ladder, p): e for p, e in entries.items() if e}, self.history_length)
 
-    async def players(self, ladder: str, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Each player's hash (``rows[i]``: the values of :data:`PLAYER_FIELDS`), leaderboard score
-        (its ``display_rating``) and name index entry."""
+    async def players(self, ladder: str, names: Sequence[str], rows: PlayerRows) -> None:
+        """Each player's hash (``rows``: a column per field), leaderboard score (its display rating)
+        and name index entry."""
         if not names:
             return
-        await self.bulk.hset_many([keys.player(ladder, p) for p in names], PLAYER_FIELDS, rows)
-        shown = PLAYER_FIELDS.index("display_rating")
-        await self.bulk.zadd(keys.leaderboard(ladder), {p: row[shown] for p, row in zip(names, rows)})
+        await self.bulk.hset_many([keys.player(ladder, p) for p in names], player_hash.WRITE_FIELDS, rows.rows())
+        await self.bulk.zadd(keys.leaderboard(ladder), dict(zip(names, rows.display_rating)))
         await self.bulk.zadd(keys.player_names(ladder), dict.fromkeys(names, 0))
 
     async def remove_players(self, ladder: str, names: Sequence[str]) -> None:
@@ -261,7 +258,7 @@ async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> S
     for lo in range(0, len(players), FLUSH_COMMANDS):
         pipe = store.client.pipeline(transaction=False)
         for player in players[lo:lo + FLUSH_COMMANDS]:
-            pipe.hmget(keys.player(ladder, player), ["state", "tier", "last_seq"])
+            pipe.hmget(keys.player(ladder, player), (player_hash.STATE, player_hash.TIER, player_hash.LAST_SEQ))
         for state, tier, last_seq in await pipe.execute():
             states.append(None if state is None else as_bytes(state))
             tiers.append(None if tier is None else as_bytes(tier))

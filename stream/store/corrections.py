@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, cast
 
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.bulk import FLUSH_COMMANDS
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
@@ -190,7 +190,7 @@ async def ratings(store: Store, ladder: str, players: Sequence[str]) -> dict[str
         pipe = store.client.pipeline(transaction=False)
         chunk = players[lo:lo + FLUSH_COMMANDS]
         for player in chunk:
-            pipe.hmget(keys.player(ladder, player), ["mu", "sigma"])
+            pipe.hmget(keys.player(ladder, player), player_hash.RATING)
         for player, (mu, sigma) in zip(chunk, await pipe.execute()):
             if mu is not None and sigma is not None:
                 out[player] = (as_text(mu), as_text(sigma))

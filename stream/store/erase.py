@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 
 from stream.contracts import PlayerUpdate, RatingChange
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.bulk import FLUSH_COMMANDS, members, ladder_info
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store, encode_float
@@ -77,7 +77,7 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
     if (why := (await ladder_info(store, ladder)).refusal(ladder, "erase once it is done")) is not None:
         raise ErasureRefused(why)
     alias = pseudonym(secret, ladder, player)
-    state = await store.client.hmget(keys.player(ladder, player), ["last_seq", "queued_seq"])
+    state = await store.client.hmget(keys.player(ladder, player), player_hash.PROGRESS)
     if state[0] is None:
         raise ErasureRefused(f"no player {player!r} in ladder {ladder!r} (never rated, or already erased)")
     if int(state[1] or 0) > int(state[0]):

@@ -80,7 +80,7 @@ def round_digests(ladder_name: str, round_id: str) -> str:
 
 
 def player(ladder_name: str, player_id: str) -> str:
-    """Hash: mu, sigma, rounds, last_round, last_seq, queued_seq, last_time, display_rating, tier, state."""
+    """Hash: the fields of :data:`stream.store.player_hash.FIELDS`."""
     return f"{PREFIX}player:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
 
 

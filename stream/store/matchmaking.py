@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.client import as_text
 from stream.store.store import Store
 
@@ -197,8 +197,8 @@ class MatchStore:
         """(mu, sigma) of each player on ``ladder``, NaN for a player without a rating (one round trip)."""
         if not players:
             return np.empty(0), np.empty(0)
-        columns = await self.store._read_players(keys.players(ladder, players), ("#mu", "#sigma"))
-        return np.asarray(columns["mu"], dtype=float), np.asarray(columns["sigma"], dtype=float)
+        columns = await self.store._read_players(keys.players(ladder, players), player_hash.numeric(*player_hash.RATING))
+        return np.asarray(columns[player_hash.MU], dtype=float), np.asarray(columns[player_hash.SIGMA], dtype=float)
 
     async def commit(self, queue: str, matches: Sequence[CommitMatch], timeouts: Sequence[CommitTimeout], *,
                      now: float) -> Committed:

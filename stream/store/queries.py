@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.client import AsyncRedis
 
-PLAYER_FIELDS = ("mu", "sigma", "rounds", "last_round", "last_time", "display_rating", "tier")
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
 ROUND_FIELDS = ("round_id", "seq", "status", "field_size", "occurred_at", "received_at", "rated_at",
                 "content_hash", "pending")
@@ -263,7 +262,7 @@ async def _rows(r: AsyncRedis, ladder: str, members: list[tuple[str, float, int]
     """Leaderboard rows for (player, score, position) with each player's hash fields, one round trip."""
     pipe = r.pipeline(transaction=False)
     for player, _, _ in members:
-        pipe.hmget(keys.player(ladder, player), ("mu", "sigma", "rounds", "tier", "last_time"))
+        pipe.hmget(keys.player(ladder, player), player_hash.ELIGIBILITY)
     fetched = await pipe.execute() if members else []
     return [LeaderboardRow(position=pos, player=player, display_rating=score, mu=_float(mu),
                            sigma=_float(sigma), rounds=_int(rounds), tier=_text(tier), last_time=_float(last_time))
@@ -361,7 +360,7 @@ async def _scan_search(r: AsyncRedis, lb: str, prefix: str) -> tuple[list[tuple[
 async def player(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> PlayerView | None:
     """A player's current state, leaderboard position and last ``history_limit`` rating changes."""
     pipe = r.pipeline(transaction=False)
-    pipe.hmget(keys.player(ladder, player_id), PLAYER_FIELDS)
+    pipe.hmget(keys.player(ladder, player_id), player_hash.VIEW)
     pipe.zrevrank(keys.leaderboard(ladder), player_id)
     pipe.zcard(keys.leaderboard(ladder))
     pipe.lrange(keys.history(ladder, player_id), -history_limit, -1) if history_limit > 0 else pipe.echo("")
@@ -379,7 +378,7 @@ async def players_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> li
     """(mu, sigma) of each requested player, None for unknown ones (for predictions)."""
     pipe = r.pipeline(transaction=False)
     for p in player_ids:
-        pipe.hmget(keys.player(ladder, p), ("mu", "sigma"))
+        pipe.hmget(keys.player(ladder, p), player_hash.RATING)
     rows = await pipe.execute() if player_ids else []
     return [None if mu is None else (float(mu), float(sigma)) for mu, sigma in rows]
 
@@ -389,7 +388,7 @@ async def lobby_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> list
     pipe = r.pipeline(transaction=False)
     pipe.sismember(keys.ladders(), ladder)
     for p in player_ids:
-        pipe.hmget(keys.player(ladder, p), ("mu", "sigma"))
+        pipe.hmget(keys.player(ladder, p), player_hash.RATING)
     exists, *rows = await pipe.execute()
     if not exists:
         return None
@@ -525,7 +524,7 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_l
     tier is the one the entry recorded."""
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
-    pipe.hget(keys.player(ladder, player_id), "mu")
+    pipe.hget(keys.player(ladder, player_id), player_hash.MU)
     pipe.zscore(lb, player_id)
     pipe.zrevrank(lb, player_id)
     pipe.zcard(lb)

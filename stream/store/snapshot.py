@@ -27,13 +27,13 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
 VERSION = "1"
-BINARY_FIELDS = frozenset({"state"})
+BINARY_FIELDS = frozenset({player_hash.STATE})
 """Player fields that are bytes, not text: base64 in a snapshot."""
 KINDS = ("snapshot", "ladder", "player", "history", "round", "results", "fanout")
 
@@ -131,7 +131,7 @@ def _plan(records: Iterable[Record]) -> _Plan:
             try:
                 for name in BINARY_FIELDS & set(record.fields):
                     fields[name] = base64.b64decode(record.fields[name], validate=True)
-                plan.scores[record.id] = repr(float(record.fields["display_rating"]))
+                plan.scores[record.id] = repr(float(record.fields[player_hash.DISPLAY_RATING]))
             except (ValueError, KeyError) as exc:
                 raise SnapshotError(f"{where}: bad or missing field: {exc}") from None
             plan.hashes.append((keys.player(ladder, record.id), fields))

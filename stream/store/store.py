@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, ResponseError
 
 from stream import dependencies
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
 from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
@@ -59,19 +59,8 @@ STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
 it is still a no-op)."""
 
-BARRIER_FIELDS = ("#queued_seq", "#last_seq", "#queued_prev")
-"""What the per-player barrier reads (:meth:`Store.priors`)."""
-PRIOR_FIELDS = ("#mu", "#sigma", "#last_time", *BARRIER_FIELDS)
-PRIOR_STATE_FIELDS = (*BARRIER_FIELDS, "state")
-"""The priors as the packed engine states (phase one of a batch carries the factor history forward;
-the states hold mu, sigma and last_time, so those fields are not read again)."""
-STATE_FIELDS = ("#last_seq", "state", "tier")
-READ_STATE_FIELDS = ("last_seq", "state", "tier", "queued_seq")
 LOAD_PLAYERS_SHA = hashlib.sha1(source("load_players").encode()).hexdigest()
 """The SHA1 Redis knows load_players.lua by (once SCRIPT LOAD ran: :meth:`Store.load_scripts`)."""
-"""STATE_FIELDS as :meth:`Store.read_states` reads them (HMGET: the seq as text)."""
-"""Player hash fields read by load_players.lua: ``#name`` a number (read as a float column, NaN where
-absent), ``name`` bytes (a list, None where absent)."""
 
 PLAYERS_PER_CALL = 500
 """Players per script call on a single Redis: bounds how long one call blocks the server.
@@ -294,7 +283,7 @@ class Priors:
     last_time: np.ndarray | None
     known: np.ndarray | None
     """(``mu``, ``sigma``, ``last_time``, ``known``): None when read with the packed ``states``
-    (PRIOR_STATE_FIELDS), which hold them."""
+    (player_hash.PRIOR_STATES), which hold them."""
     blocked: list[str] = field(default_factory=list)
     waiting_on: list[int] = field(default_factory=list)
     """Distinct ``seq`` of the rounds the blocked players wait for (their ``queued_seq``)."""
@@ -637,14 +626,14 @@ class Store:
         """
         round_ = NewRound(ladder, round_id, content_hash, occurred_at, received_at, field_size, status, body, due_at,
                           perf_ceiling, model, model_params, by_time)
-        (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], PRIOR_FIELDS)
+        (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], player_hash.PRIORS)
         if registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_LATE):
             return registration
         priors = self.priors(prefetch, columns, registration.seq) if prefetch else None
         return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
 
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
-                             fields: Sequence[str] = PRIOR_STATE_FIELDS,
+                             fields: Sequence[str] = player_hash.PRIOR_STATES,
                              ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
         """Register ``rounds`` in order (register_round.lua, one call per ladder of the batch:
         :func:`_register_calls`; see :meth:`register_round`), read each ladder's rounds still
@@ -970,13 +959,13 @@ class Store:
         """Stored (mu, sigma, last_time) of each player (or its packed state, with ``states``), and
         which ones the barrier still holds for round ``seq`` (or one seq per player: a batch's
         players each wait for their first round of the batch). See :meth:`priors`."""
-        fields = PRIOR_STATE_FIELDS if states else PRIOR_FIELDS
+        fields = player_hash.PRIOR_STATES if states else player_hash.PRIORS
         return self.priors(players, await self._read_players([keys.player(ladder, p) for p in players], fields), seq)
 
     @staticmethod
     def priors(players: Sequence[str], columns: dict[str, np.ndarray | list[bytes | None]],
                seq: int | np.ndarray) -> Priors:
-        """Priors from the PRIOR_FIELDS (or PRIOR_STATE_FIELDS) columns of ``players``.
+        """Priors from the player_hash.PRIORS (or PRIOR_STATES) columns of ``players``.
 
         A player is held while an earlier round queued for them (``queued_seq``) is not yet
         applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
@@ -987,15 +976,16 @@ class Store:
         stored the round and phase two applied it), so it is no prior of this round whatever
         the marks say (mark_queued.lua drops ``queued_prev`` once it is applied)."""
         mu, sigma, last_time, known = None, None, None, None
-        if "mu" in columns:
-            mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64) for name in ("mu", "sigma", "last_time"))
+        if player_hash.MU in columns:
+            mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64)
+                                    for name in (player_hash.MU, player_hash.SIGMA, player_hash.LAST_TIME))
             known = ~np.isnan(mu)
-        queued, last = _seq_column(columns["queued_seq"]), _seq_column(columns["last_seq"])
+        queued, last = _seq_column(columns[player_hash.QUEUED_SEQ]), _seq_column(columns[player_hash.LAST_SEQ])
         waits_for = np.where(queued == seq, _seq_column(columns["queued_prev"]), queued)
         held = np.flatnonzero(waits_for > last)
         blocked = [players[i] for i in held.tolist()]
         overtaken = [players[i] for i in np.flatnonzero(last >= seq).tolist()]
-        states = list(columns["state"]) if "state" in columns else None
+        states = list(columns[player_hash.STATE]) if player_hash.STATE in columns else None
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
                       waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,
                       waits_for=waits_for, states=states, overtaken=overtaken)
@@ -1016,7 +1006,7 @@ class Store:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""
         pipe = self._pipeline()
         for player in players:
-            pipe.hget(keys.player(ladder, player), "queued_seq")
+            pipe.hget(keys.player(ladder, player), player_hash.QUEUED_SEQ)
         seqs = sorted({_int(raw) for raw in await pipe.execute()} - {0})
         pipe = self._pipeline()
         for seq in seqs:
@@ -1057,21 +1047,21 @@ class Store:
             pipe = self._pipeline()
             for chunk in self._chunks(len(player_keys)):
                 pipe.execute_command("EVALSHA_RO", LOAD_PLAYERS_SHA, len(chunk), *[player_keys[i] for i in chunk],
-                                     *STATE_FIELDS, "#queued_seq")
+                                     *player_hash.STATES_QUEUED)
             try:
-                columns = _columns(await pipe.execute(), (*STATE_FIELDS, "#queued_seq"))
+                columns = _columns(await pipe.execute(), player_hash.STATES_QUEUED)
             except ResponseError:  # NOSCRIPT, NOPERM (a reader user), an older Redis: the plain reads
                 pass
             else:
-                last = cast("np.ndarray", columns["last_seq"])
-                queued = cast("np.ndarray", columns["queued_seq"])
-                return StoredStates(np.nan_to_num(last).astype(np.int64), cast("list[bytes | None]", columns["state"]),
-                                    cast("list[bytes | None]", columns["tier"]),
+                last = cast("np.ndarray", columns[player_hash.LAST_SEQ])
+                queued = cast("np.ndarray", columns[player_hash.QUEUED_SEQ])
+                return StoredStates(np.nan_to_num(last).astype(np.int64), cast("list[bytes | None]", columns[player_hash.STATE]),
+                                    cast("list[bytes | None]", columns[player_hash.TIER]),
                                     queued_seq=np.nan_to_num(queued).astype(np.int64))
         pipe = self._pipeline()
         queue = pipe.execute_command  # redis-py's hmget() wrapper costs more than queuing the command
         for key in player_keys:
-            queue("HMGET", key, *READ_STATE_FIELDS)
+            queue("HMGET", key, *player_hash.READ_STATES)
         replies = await pipe.execute()
         last_seq = np.fromiter((int(r[0]) if r[0] else 0 for r in replies), dtype=np.int64, count=len(replies))
         queued = np.fromiter((int(r[3]) if r[3] else 0 for r in replies), dtype=np.int64, count=len(replies))
@@ -1089,7 +1079,7 @@ class Store:
         calls = _by_ladder(verify, ROUNDS_PER_CALL)
 
         def build(pipe: Pipeline) -> None:
-            self._read_players_into(pipe, player_keys, STATE_FIELDS)
+            self._read_players_into(pipe, player_keys, player_hash.STATES)
             for call in calls:
                 keys_: list[str] = []
                 args: list[Any] = []
@@ -1102,13 +1092,14 @@ class Store:
 
         replies = await self._run(build)
         split = len(replies) - len(calls)
-        columns = _columns(replies[:split], STATE_FIELDS)
+        columns = _columns(replies[:split], player_hash.STATES)
         verified: list[list[bool]] = [[] for _ in verify]
         for call, reply in zip(calls, replies[split:]):
             flags = iter(reply)
             for i in call:
                 verified[i] = [bool(next(flags)) for _ in verify[i].digests]
-        return StoredStates(_seq_column(columns["last_seq"]), list(columns["state"]), list(columns["tier"]), verified)
+        return StoredStates(_seq_column(columns[player_hash.LAST_SEQ]), list(columns[player_hash.STATE]),
+                            list(columns[player_hash.TIER]), verified)
 
     async def apply(self, rounds: Sequence[RoundWrites], *, now: float) -> list[list[bool]]:
         """:meth:`apply_batch` of these rounds' writes, in order; returns, per round, which writes
@@ -1179,7 +1170,7 @@ class Store:
         pipe = self._pipeline()
         for player in players:
             pipe.lrange(keys.history(ladder, player), 0, -1)
-            pipe.hget(keys.player(ladder, player), "display_rating")
+            pipe.hget(keys.player(ladder, player), player_hash.DISPLAY_RATING)
         replies = await pipe.execute()
         found: list[bytes | None] = []
         rows: list[tuple[str, bytes, float, bool]] = []

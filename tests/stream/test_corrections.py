@@ -31,7 +31,7 @@ from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.rerate import HistoryRound, Texts, encode_changes, encode_fanouts, rerate
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
-from stream.store import keys
+from stream.store import keys, player_hash
 from tests.stream import pipeline_harness as harness
 from tests.stream.test_backfill import stream_rounds
 
@@ -95,7 +95,7 @@ def close(a: Any, b: Any) -> bool:
     return a == b
 
 
-PLAYER_FIELDS = (b"mu", b"sigma", b"rounds", b"last_round", b"last_time", b"display_rating", b"tier")
+PLAYER_FIELDS = tuple(name.encode() for name in player_hash.VIEW)
 
 
 def assert_same_ladders(url_a: str, url_b: str, ladders: Sequence[str]) -> None:
