@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from stream.contracts.encoding import (NULL, ChangeColumns, encode_changes_of_rounds, entry_texts, join_entries,
+                                       json_number, update_head)
 from stream.contracts.round import RoundRejected
 
 
@@ -85,7 +87,23 @@ class RatingChange:
         return out
 
     def to_json(self) -> str:
-        return _dumps(self.to_dict())
+        """:meth:`to_dict` as compact JSON, by the bulk encoder (:mod:`stream.contracts.encoding`) with one row."""
+        if self.kind not in (ROUND_CHANGE, CORRECTION_CHANGE) or (self.kind == CORRECTION_CHANGE) != (
+                self.correction_id is not None):
+            raise ValueError(f"a {self.kind!r} change with correction id {self.correction_id!r}")
+        n = json_number
+        weights = None if self.weight is None else [n(self.weight)]
+        placement = (self.league, self.division)
+        columns = ChangeColumns(
+            ladder=self.ladder, round_id=self.round_id, field_size=0, occurred_at=0.0, players=[self.player], ranks=[],
+            ranks_text=[NULL if self.rank is None else n(self.rank)],
+            performance=[NULL if self.performance is None else n(self.performance)], mu_before=[n(self.mu_before)],
+            sigma_before=[n(self.sigma_before)], mu_after=[n(self.mu_after)], sigma_after=[n(self.sigma_after)],
+            display_rating=[n(self.display_rating)], tiers=[self.tier or ""], rounds_played=[self.rounds_played],
+            teams=None if weights is None else [self.team], weights=weights, placement=lambda _: placement,
+            corrections=None if self.correction_id is None else [self.correction_id])
+        return encode_changes_of_rounds(self.ladder, [self.round_id], [self.field_size], [self.occurred_at], [0],
+                                        columns)[0].decode()
 
     @classmethod
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> RatingChange:
@@ -178,7 +196,16 @@ class PlayerUpdate:
         }
 
     def to_json(self) -> str:
-        return _dumps(self.to_dict())
+        """:meth:`to_dict` as compact JSON, by the bulk encoder (:mod:`stream.contracts.encoding`)."""
+        def texts(values: list[float]) -> list[str]:
+            return [json_number(float(v)) for v in values]
+
+        ratings = None if self.mu_after is None or self.sigma_after is None else (
+            texts(self.mu_after), texts(self.sigma_after))
+        head = update_head(self.ladder, self.round_id, self.seq, self.occurred_at, self.weight, self.field_size)
+        return join_entries(head, entry_texts(self.players, self.ranks, texts(self.performances), self.previous_seqs,
+                                              ratings, self.teams,
+                                              None if self.weights is None else texts(self.weights))).decode()
 
     @classmethod
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> PlayerUpdate:

@@ -27,6 +27,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -36,12 +37,12 @@ from stream.contracts import RoundResult
 from stream.contracts.round import RoundRejected, check_supported
 from stream.engine import rate_round
 from stream.engine.ratings import Ratings
-from stream.engine.display import UNPLACED, display_rating, next_tier, tier_indices, tier_names
+from stream.engine.display import UNPLACED, display_rating, league_division, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.engine.teams import rate_team_round
 from stream.pipeline import rating_models
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
+from stream.contracts.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.teams import fanout_columns
 from stream.store.bulk import LadderWriter, content_hashes, ladder_info, stored_players
@@ -273,7 +274,7 @@ async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, rou
         players=players, ranks=ranks.tolist(), performance=performance_texts,
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
         mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist(),
-        display=cfg, teams=teams, weights=None if shares is None else number_texts("weight", np.asarray(shares))))
+        placement=partial(league_division, cfg=cfg), teams=teams, weights=None if shares is None else number_texts("weight", np.asarray(shares))))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
     fanout = build_fanout(ctx, round_, run.seq, performance, run.partitions, previous, ratings)

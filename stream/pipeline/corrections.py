@@ -62,7 +62,7 @@ from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import number_texts
+from stream.contracts.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
 from stream.pipeline.messages import Origin
 from stream.pipeline.phase_one import build_fanout

@@ -54,7 +54,7 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import entry_texts, join_entries, number_texts, update_head
+from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
 from stream.pipeline.partitioner import group_by_partition, partitions_of

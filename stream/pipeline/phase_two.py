@@ -36,6 +36,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -44,14 +45,14 @@ import orjson
 from stream import engine
 from stream.contracts import PlayerUpdate
 from stream.contracts.correction import Correction
-from stream.engine.display import DisplayConfig, display_rating, next_tier, tier_indices, tier_names
+from stream.engine.display import DisplayConfig, display_rating, league_division, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
 from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.encoding import ChangeColumns, columns_texts, encode_changes_of_rounds, number_texts
+from stream.contracts.encoding import ChangeColumns, columns_texts, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
 from stream.store.store import VERIFY_RAW_MAX, BatchWrites, FanOutCheck, StoredStates
 
@@ -592,7 +593,7 @@ def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts
                     performance=texts.performance[lo:hi], mu_before=texts.mu_before[lo:hi],
                     sigma_before=texts.sigma_before[lo:hi], mu_after=texts.mu[lo:hi], sigma_after=texts.sigma[lo:hi],
                     display_rating=texts.shown[lo:hi], tiers=texts.tiers[lo:hi], rounds_played=texts.rounds[lo:hi],
-                    display=ctx.display(ladder), teams=texts.teams[lo:hi] if teamed else None,
+                    placement=partial(league_division, cfg=ctx.display(ladder)), teams=texts.teams[lo:hi] if teamed else None,
                     weights=weights if teamed else None))
         first = last + 1
     return out

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring  # C-accelerated, as json.dumps
+from functools import partial
 
 import numpy as np
 
@@ -30,11 +30,12 @@ from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
 from stream.engine import Params, RoundSpec, rate_flat
 from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
-from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_tier, tier_names
+from stream.engine.display import UNPLACED, DisplayConfig, display_rating, league_division, next_tier, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.pipeline import rating_models
-from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds, number_texts
+from stream.contracts.encoding import (ChangeColumns, encode_changes_of_rounds, entry_texts, join_entries, number_texts,
+                                       update_head)
 from stream.pipeline.messages import value_limit
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.teams import fanout_columns
@@ -283,7 +284,8 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                       players=[r.players[i] for i in at.tolist()], ranks=r.ranks[at].tolist(),
                       performance=texts.performance, mu_before=texts.mu_before, sigma_before=texts.sigma_before,
                       mu_after=texts.mu_after, sigma_after=texts.sigma_after, display_rating=texts.shown,
-                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist(), display=display, teams=teams,
+                      tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist(),
+                      placement=None if display is None else partial(league_division, cfg=display), teams=teams,
                       weights=weights))
 
 
@@ -300,9 +302,7 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
     messages are in partition order, one per partition, unless the round was split (a message over
     the limit): ``split_at`` (if given) receives the positions in ``ks`` of such rounds."""
     partition_of = [partition_for(name, partitions) for name in r.table.names]
-    name_json = [encode_basestring(name) for name in r.table.names]  # each player's once, not per participation
     limit = value_limit(max_message_bytes)
-    ladder_json = encode_basestring(ladder)
     bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
     at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
     texts = number_texts("performance", r.performance[at])
@@ -311,17 +311,14 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
     first = 0
     for k, (lo, hi) in zip(ks, bounds):
         h = r.rounds[k]
-        head = (f'{{"ladder":{ladder_json},"round_id":{encode_basestring(h.round_id)},"seq":{h.seq!r},'
-                f'"occurred_at":{h.occurred_at!r},"weight":{h.weight!r},"field_size":{hi - lo!r},"entries":[')
+        head = update_head(ladder, h.round_id, h.seq, h.occurred_at, h.weight, hi - lo)
+        entries = entry_texts([r.table.names[row] for row in rows[lo:hi]], h.ranks, texts[first:first + hi - lo], None,
+                              teams=h.teams, weight_texts=None if h.shares is None else
+                              number_texts("weight", np.asarray(h.shares)))
         groups: dict[int, list[str]] = {}
-        extras = [""] * (hi - lo) if h.shares is None else [  # a round with teams or partial play
-            ("" if t is None else f',"team":{encode_basestring(t)}') + f',"weight":{w}'
-            for t, w in zip(h.teams or [None] * (hi - lo), number_texts("weight", np.asarray(h.shares)))]
-        for i in range(hi - lo):
-            row = rows[lo + i]
-            groups.setdefault(partition_of[row], []).append(
-                f'{{"player":{name_json[row]},"rank":{h.ranks[i]!r},"performance":{texts[first + i]}{extras[i]}}}')
-        messages = [(partition, f'{head}{",".join(entries)}]}}'.encode()) for partition, entries in sorted(groups.items())]
+        for row, entry in zip(rows[lo:hi], entries):
+            groups.setdefault(partition_of[row], []).append(entry)
+        messages = [(partition, join_entries(head, group)) for partition, group in sorted(groups.items())]
         if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
             messages = split(h, r.performance[lo:hi])
             if split_at is not None:

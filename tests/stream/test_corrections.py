@@ -32,6 +32,7 @@ from stream.pipeline.rerate import HistoryRound, Texts, encode_changes, encode_f
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import keys, player_hash
+from tests.contracts.wire_oracle import reference_json
 from tests.stream import pipeline_harness as harness
 from tests.stream.test_backfill import stream_rounds
 
@@ -387,7 +388,7 @@ def test_bulk_encoding_equals_the_handlers(seed: int, partitions: int, limit: in
                                 mu_after=float(rated.mu_after[i]), sigma_after=float(rated.sigma_after[i]),
                                 display_rating=float(rated.shown[i]), tier=tier_names([rated.tier[i]], cfg)[0] or None,
                                 rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at)
-            assert changes[i] == want.to_json().encode()
+            assert changes[i] == reference_json(want)
 
 
 def test_a_correction_rewrites_split_fanouts(redis_url: str) -> None:

@@ -21,6 +21,7 @@ from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_one import handle_round, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
+from tests.contracts.wire_oracle import reference_json
 
 PARTITIONS = 4
 
@@ -116,7 +117,7 @@ def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str, 
 
 def test_bulk_change_encoding_equals_the_contracts_json() -> None:
     from stream.contracts import RatingChange
-    from stream.pipeline.encoding import ChangeColumns, encode_changes, number_texts
+    from stream.contracts.encoding import ChangeColumns, encode_changes, number_texts
 
     rows = [("ünï", 2, 1501.25, 1500.0, 350.0, 1490.123456789, 250.5, 989.1, "Gold", 1),
             ('q"\\/\n', 1, -0.0, 1e-300, 1e300, 2.5e-05, 7.0, -12.75, "", 4294967295)]
@@ -131,8 +132,10 @@ def test_bulk_change_encoding_equals_the_contracts_json() -> None:
         rounds_played=[r[9] for r in rows])
     expected = [RatingChange(ladder="L.x", round_id="r/1 \u2028", player=p, rank=rank, field_size=3, performance=x,
                              mu_before=m0, sigma_before=s0, mu_after=m1, sigma_after=s1, display_rating=d,
-                             tier=tier or None, rounds_played=n, occurred_at=1.7e9).to_json().encode()
+                             tier=tier or None, rounds_played=n, occurred_at=1.7e9)
                 for p, rank, x, m0, s0, m1, s1, d, tier, n in rows]
+    assert [change.to_json().encode() for change in expected] == [reference_json(c) for c in expected]
+    expected = [reference_json(change) for change in expected]
     assert encode_changes(columns) == expected
     for value in expected:
         validate("rating-change", value)
@@ -142,21 +145,19 @@ def test_bulk_change_encoding_equals_the_contracts_json() -> None:
 
 
 def test_bulk_update_encoding_equals_the_contracts_json() -> None:
-    from stream.pipeline.encoding import encode_update, number_texts
-
     performance = np.array([1501.25, -0.0, 1e-300, 2.5e-05])
     update = PlayerUpdate(ladder="L.x", round_id='r/"1"\u2028', seq=7, occurred_at=1.7e9 + 0.125, weight=0.5,
                           field_size=9, players=["ünï", 'q"\\/\n', "b", "c d"], ranks=[1, 2, 2, 9],
                           performances=performance.tolist())
-    value = encode_update(update, number_texts("performance", performance))
-    assert value == update.to_json().encode()
+    value = update.to_json().encode()
+    assert value == reference_json(update)
     validate("player-update", value)
     assert PlayerUpdate.from_json(value) == update
     assert b"previous_seq" not in value  # a message without the field is byte-identical to before
 
     update.previous_seqs = [0, 6, 3, 0]
-    chained = encode_update(update, number_texts("performance", performance))
-    assert chained == update.to_json().encode()
+    chained = update.to_json().encode()
+    assert chained == reference_json(update)
     validate("player-update", chained)
     assert PlayerUpdate.from_json(chained) == update
 
@@ -166,7 +167,7 @@ def test_bulk_update_encoding_equals_the_contracts_json() -> None:
        st.lists(st.floats(min_value=1e-4, max_value=1e16, allow_nan=False, allow_infinity=False), max_size=40))
 def test_number_texts_are_exactly_repr(anything: list[float], positional: list[float]) -> None:
     """The fast path (orjson) writes the very text ``repr`` writes, and any float falls back to repr."""
-    from stream.pipeline.encoding import number_texts
+    from stream.contracts.encoding import number_texts
 
     for values in (anything, positional, [-v for v in positional], positional + [0.0, -0.0]):
         assert number_texts("x", np.array(values, dtype=np.float64)) == [repr(v) for v in values]
@@ -180,7 +181,7 @@ def test_bulk_change_encoding_escapes_ids_as_the_contracts_json(ladder: str, rou
     """Any ladder, round id and player text (quotes, backslashes, control characters,
     unicode...) gives the bytes ``RatingChange.to_json()`` gives, event id included."""
     from stream.contracts import RatingChange
-    from stream.pipeline.encoding import ChangeColumns, encode_changes_of_rounds
+    from stream.contracts.encoding import ChangeColumns, encode_changes_of_rounds
 
     n = len(players)
     round_of = [i % len(round_ids) for i in range(n)]
@@ -191,8 +192,10 @@ def test_bulk_change_encoding_escapes_ids_as_the_contracts_json(ladder: str, rou
         rounds_played=[1] * n)
     expected = [RatingChange(ladder=ladder, round_id=round_ids[k], player=p, rank=i + 1, field_size=n, performance=1.5,
                              mu_before=2.0, sigma_before=3.0, mu_after=4.0, sigma_after=5.0, display_rating=6.0,
-                             tier=None, rounds_played=1, occurred_at=1.7e9).to_json().encode()
+                             tier=None, rounds_played=1, occurred_at=1.7e9)
                 for i, (k, p) in enumerate(zip(round_of, players))]
+    assert [change.to_json().encode() for change in expected] == [reference_json(c) for c in expected]
+    expected = [reference_json(change) for change in expected]
     got = encode_changes_of_rounds(ladder, round_ids, [n] * len(round_ids), [1.7e9] * len(round_ids), round_of,
                                    columns)
     assert got == expected
@@ -205,7 +208,7 @@ def test_columns_texts_are_each_columns_number_texts(columns: list[list[float]],
     """The columns rendered by one call are each column's own texts (the fast path when every
     value is in orjson's range, column by column otherwise), and a column that is not finite
     raises naming that column."""
-    from stream.pipeline.encoding import columns_texts, number_texts
+    from stream.contracts.encoding import columns_texts, number_texts
 
     for values in (columns, [positional, [-v for v in positional], [0.0, -0.0, 1.5]]):
         named = [(f"c{i}", np.array(v, dtype=np.float64)) for i, v in enumerate(values)]

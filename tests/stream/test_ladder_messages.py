@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.contracts import RoundResult, Standing
-from stream.pipeline.encoding import entry_texts, number_texts
+from stream.contracts.encoding import entry_texts, number_texts
 from stream.pipeline.phase_one import _ladder_messages, _ToRate, round_messages
 
 import numpy as np

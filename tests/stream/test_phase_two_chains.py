@@ -26,6 +26,7 @@ from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store.store import StoredStates
+from tests.contracts.wire_oracle import reference_json
 
 TOLERANCE = 1e-9
 PARAMS = preset("mmr")
@@ -98,13 +99,11 @@ def events(result: PhaseTwoResult) -> set[tuple[bytes, bytes]]:
 # ---- the contract ------------------------------------------------------------------------------
 
 def test_previous_seq_is_written_read_and_valid() -> None:
-    from stream.pipeline.encoding import encode_update, number_texts
-
     performance = np.array([1501.25, -3.5])
     update = PlayerUpdate(ladder="L", round_id="r", seq=9, occurred_at=1.7e9, weight=1.0, field_size=2,
                           players=["a", 'q"\n'], ranks=[1, 2], performances=performance.tolist(), previous_seqs=[0, 7])
-    value = encode_update(update, number_texts("performance", performance))
-    assert value == update.to_json().encode() and b"\n" not in value
+    value = update.to_json().encode()
+    assert value == reference_json(update) and b"\n" not in value
     validate("player-update", value)
     assert PlayerUpdate.from_json(value) == update
     assert [e.previous_seq for e in update.entries()] == [0, 7]
@@ -115,7 +114,7 @@ def test_previous_seq_is_written_read_and_valid() -> None:
     with pytest.raises(ValueError):
         validate("player-update", data)
     old = PlayerUpdate("L", "r", 9, 1.7e9, 1.0, 2, ["a"], [1], [1.0])
-    assert "previous_seq" not in old.to_json() and encode_update(old, ["1.0"]) == old.to_json().encode()
+    assert "previous_seq" not in old.to_json() and old.to_json().encode() == reference_json(old)
 
 
 @settings(max_examples=200, deadline=None)

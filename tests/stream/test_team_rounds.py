@@ -21,6 +21,7 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.phase_one import handle_round, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.messages import split_sections
+from tests.contracts.wire_oracle import reference_json
 
 from test_phase_one_batch import apply, assert_equals_replay, context, incoming, players_of, stored_states
 
@@ -96,7 +97,7 @@ def check_sections(messages: Sequence[bytes], rounds: dict[tuple[str, str], Roun
                 continue
             assert update.weights == [given_[p].weight for p in update.players]
             assert (update.teams or [None] * len(update.players)) == [given_[p].team for p in update.players]
-            assert update.to_json().encode() == section
+            assert update.to_json().encode() == section == reference_json(update)
 
 
 def check_events(values: Sequence[bytes], rounds: dict[tuple[str, str], RoundResult]) -> int:
@@ -106,7 +107,7 @@ def check_events(values: Sequence[bytes], rounds: dict[tuple[str, str], RoundRes
     for value in values:
         validate("rating-change", value)
         change = RatingChange.from_json(value)
-        assert change.to_json().encode() == value
+        assert change.to_json().encode() == value == reference_json(change)
         round_ = rounds[(change.ladder, change.round_id)]
         standing = next(s for s in round_.standings if s.player == change.player)
         if round_.has_teams() or round_.is_partial():

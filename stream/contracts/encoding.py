@@ -1,10 +1,14 @@
-"""RatingChange events (and PlayerUpdate fan-outs) of a whole round encoded in bulk, from columns.
+"""The one encoder of ``RatingChange`` and ``PlayerUpdate`` JSON, in bulk, from columns.
 
-Phase two emits one ``RatingChange`` per player; building a dataclass and calling ``json.dumps``
-per player cost ~40 µs each on 10,000-player rounds. :func:`encode_changes` writes the same
-bytes as ``RatingChange(...).to_json().encode()`` (same keys, order, float ``repr``, string
-escaping with ``ensure_ascii=False``, NaN and infinities refused), one f-string per row; the
-round's shared fields are encoded once.
+Phase one, phase two, a correction's re-rate and the backfill all write these messages through
+:func:`encode_changes_of_rounds` (RatingChange) and :func:`update_head` / :func:`entry_texts` /
+:func:`join_entries` (PlayerUpdate); ``RatingChange.to_json()`` and ``PlayerUpdate.to_json()`` are
+the same encoders called with one row. The bytes are what ``json.dumps(obj.to_dict(),
+separators=(",", ":"), ensure_ascii=False)`` writes (same keys, order, float ``repr``, string
+escaping, NaN and infinities refused: tests hold them equal), and must stay so: phase two accepts a
+fan-out section only if it equals the stored one byte for byte. Building a dataclass and calling
+``json.dumps`` per player cost ~40 µs each on 10,000-player rounds; here a row is one f-string and
+a round's shared fields are encoded once.
 """
 
 from __future__ import annotations
@@ -12,14 +16,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # C-accelerated, as json.dumps
 
 import numpy as np
 import orjson
-
-from stream.contracts.events import PlayerUpdate
-from stream.engine.display import DisplayConfig, league_division
 
 NULL = "null"
 
@@ -100,20 +102,31 @@ class ChangeColumns:
     tiers: Sequence[str]
     """Tier names; "" (unplaced) is written as ``null`` like ``RatingChange.tier = None``."""
     rounds_played: Sequence[int]
+    ranks_text: Sequence[str] | None = None
+    """The ranks as JSON text (``null`` where none: a correction's change of a player left without a
+    round), in place of ``ranks``."""
     teams: Sequence[str | None] | None = None
     """Per row the player's team (None: an individual entry), or None for no row."""
     weights: Sequence[str | None] | None = None
     """Per row the text of the share of the match played, None for a row of a plain round (its
     event has neither ``team`` nor ``weight``, as ``RatingChange.weight = None``); None: every row."""
-    display: DisplayConfig | None = None
-    """The ladder's display config: each tier label's league and division (None: both null)."""
+    placement: Placement | None = None
+    """Each tier label's league and division (the ladder's display config:
+    ``partial(league_division, cfg=...)``); None: both null."""
+    corrections: Sequence[str] | None = None
+    """Per row the id of the correction that made the change (``kind`` "correction", schema v2),
+    or None: every row a round's change."""
 
 
-def placement_json(tiers: Sequence[str], display: DisplayConfig | None) -> dict[str, str]:
+Placement = Callable[[str | None], tuple[str | None, int | None]]
+"""A tier label's (league, division)."""
+
+
+def placement_json(tiers: Sequence[str], placement: Placement | None) -> dict[str, str]:
     """``,"league":L,"division":D`` of each distinct tier label (RatingChange v3)."""
     out = {}
     for tier in set(tiers):
-        league, division = league_division(tier or None, display) if display is not None else (None, None)
+        league, division = placement(tier or None) if placement is not None else (None, None)
         out[tier] = (f',"league":{NULL if league is None else encode_basestring(league)},'
                      f'"division":{NULL if division is None else repr(int(division))}')
     return out
@@ -124,7 +137,7 @@ def encode_changes(c: ChangeColumns) -> list[bytes]:
     return encode_changes_of_rounds(c.ladder, [c.round_id], [c.field_size], [c.occurred_at], [0] * len(c.players), c)
 
 
-def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes: Sequence[int],
+def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes: Sequence[int | None],
                              occurred_at: Sequence[float], round_of: Sequence[int], c: ChangeColumns) -> list[bytes]:
     """:func:`encode_changes` of rows from many rounds of one ladder (row i from round
     ``round_of[i]``; ``c``'s own round fields unused): a re-rate encodes a long history's changes
@@ -135,70 +148,57 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
     # the event id's JSON string from the escaped parts (JSON escapes character by character):
     # ``encode_basestring(event_id(ladder, round_id, player))`` without a second pass per row
     ids = [f'{{"event_id":{ladder_json[:-1]}/{r[1:-1]}/' for r in round_jsons]
-    tails = [f',"occurred_at":{_number(t)}' for t in occurred_at]  # = json.dumps(t, allow_nan=False)
-    sizes = [repr(int(n)) for n in field_sizes]
+    tails = [f',"occurred_at":{json_number(t)}' for t in occurred_at]  # = json.dumps(t, allow_nan=False)
+    sizes = [NULL if n is None else repr(int(n)) for n in field_sizes]
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
-    placed = placement_json(c.tiers, c.display)
+    placed = placement_json(c.tiers, c.placement)
     extras = [""] * len(c.players)
     if c.weights is not None:  # rounds with teams or partial play: "team" and "weight" last (RatingChange v4)
         teams = c.teams if c.teams is not None else [None] * len(c.weights)
         team_json = {t: NULL if t is None else encode_basestring(t) for t in set(teams)}
         extras = ["" if w is None else f',"team":{team_json[t]},"weight":{w}' for t, w in zip(teams, c.weights)]
-    rows = zip(round_of, map(encode_basestring, c.players), c.ranks, c.performance, c.mu_before, c.sigma_before,
-               c.mu_after, c.sigma_after, c.display_rating, c.tiers, c.rounds_played, extras)
+    players = list(map(encode_basestring, c.players))
+    id_tails = [p[1:] for p in players]
+    if c.corrections is not None:  # a correction's change: its id ends in the correction's, "kind" after occurred_at
+        id_tails = [f'{p[1:-1]}/{encode_basestring(x)[1:]}' for p, x in zip(players, c.corrections)]
+        marks = [f',"kind":"correction","correction_id":{encode_basestring(x)}' for x in c.corrections]
+        placed_rows = [m + placed[t] for m, t in zip(marks, c.tiers)]
+    else:
+        placed_rows = [placed[t] for t in c.tiers]
+    ranks = c.ranks_text if c.ranks_text is not None else [repr(int(rank)) for rank in c.ranks]
+    rows = zip(round_of, players, id_tails, ranks, c.performance, c.mu_before, c.sigma_before,
+               c.mu_after, c.sigma_after, c.display_rating, c.tiers, c.rounds_played, placed_rows, extras)
     return [
-        (f'{ids[k]}{player_json[1:]}{heads[k]}'
-         f'{player_json},"rank":{int(rank)!r},"field_size":{sizes[k]},"performance":{perf},'
+        (f'{ids[k]}{id_tail}{heads[k]}'
+         f'{player_json},"rank":{rank},"field_size":{sizes[k]},"performance":{perf},'
          f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
          f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}'
-         f'{placed[tier]}{extra}}}').encode()
-        for k, player_json, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, extra in rows
+         f'{placed_}{extra}}}').encode()
+        for k, player_json, id_tail, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, placed_, extra in rows
     ]
 
 
-def _number(value: float) -> str:
-    """A JSON number as ``json.dumps`` writes it (``repr``), NaN and infinities refused."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
-    return repr(value)
-
-
-def encode_update(update: PlayerUpdate, performance_texts: Sequence[str]) -> bytes:
-    """``update.to_json().encode()`` with the entries written from columns, the performances
-    given as their text (:func:`number_texts`) (tested byte-equal)."""
-    head = update_head(update.ladder, update.round_id, update.seq, update.occurred_at, update.weight,
-                       update.field_size)
-    weights = None if update.weights is None else number_texts("weight", np.asarray(update.weights, dtype=float))
-    ratings = None if update.mu_after is None or update.sigma_after is None else (
-        number_texts("mu_after", np.asarray(update.mu_after, dtype=float)),
-        number_texts("sigma_after", np.asarray(update.sigma_after, dtype=float)))
-    return encode_entries(head, update.players, update.ranks, performance_texts, update.previous_seqs, ratings,
-                          update.teams, weights)
+def json_number(value: float) -> str:
+    """A JSON number as ``json.dumps`` writes it (``float.__repr__`` / ``int.__repr__``), NaN and
+    infinities refused (ValueError, as ``json.dumps(allow_nan=False)``)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        return float.__repr__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__repr__(value)
+    raise TypeError(f"not a JSON number: {value!r}")
 
 
 def update_head(ladder: str, round_id: str, seq: int, occurred_at: float, weight: float, field_size: int) -> str:
     """The round's fields of a PlayerUpdate's JSON, up to its entries (shared by a round's sections)."""
     return (f'{{"ladder":{encode_basestring(ladder)},"round_id":{encode_basestring(round_id)},'
-            f'"seq":{int(seq)!r},"occurred_at":{_number(occurred_at)},'
-            f'"weight":{_number(weight)},"field_size":{int(field_size)!r},"entries":[')
-
-
-def encode_entries(head: str, players: Sequence[str], ranks: Sequence[int], performance_texts: Sequence[str],
-                   previous_seqs: Sequence[int] | None,
-                   ratings: tuple[Sequence[str], Sequence[str]] | None = None,
-                   teams: Sequence[str | None] | None = None, weight_texts: Sequence[str] | None = None) -> bytes:
-    """A PlayerUpdate's JSON from its :func:`update_head` and its entries as columns;
-    ``ratings``: the texts of each entry's ``mu_after`` and ``sigma_after`` (a rating-only
-    model's round, which sets ``previous_seqs`` too); ``weight_texts`` (a round with teams or
-    partial play): each entry then ends with its ``team`` (if any) and ``weight``, as
-    ``PlayerUpdate.to_json()`` writes them."""
-    entries = entry_texts(players, ranks, performance_texts, previous_seqs, ratings, teams, weight_texts)
-    return join_entries(head, entries)
+            f'"seq":{int(seq)!r},"occurred_at":{json_number(occurred_at)},'
+            f'"weight":{json_number(weight)},"field_size":{int(field_size)!r},"entries":[')
 
 
 def join_entries(head: str, entries: Sequence[str]) -> bytes:
-    """A PlayerUpdate's JSON from its :func:`update_head` and its entries' texts
-    (:func:`entry_texts`): what :func:`encode_entries` writes of those entries."""
+    """A PlayerUpdate's JSON from its :func:`update_head` and its entries' texts (:func:`entry_texts`)."""
     return f'{head}{",".join(entries)}]}}'.encode()
 
 
@@ -206,9 +206,12 @@ def entry_texts(players: Sequence[str], ranks: Sequence[int], performance_texts:
                 previous_seqs: Sequence[int] | None,
                 ratings: tuple[Sequence[str], Sequence[str]] | None = None,
                 teams: Sequence[str | None] | None = None, weight_texts: Sequence[str] | None = None) -> list[str]:
-    """The JSON text of each entry of a PlayerUpdate (arguments as :func:`encode_entries`):
-    rendered once per participation, then joined per message (:func:`join_entries`), so a
-    batch's rounds are written in one pass and a split message's parts re-use the texts."""
+    """The JSON text of each entry of a PlayerUpdate: ``performance_texts`` the performances' texts
+    (:func:`number_texts`); ``ratings``: the texts of each entry's ``mu_after`` and ``sigma_after``
+    (a rating-only model's round, which sets ``previous_seqs`` too); ``weight_texts`` (a round with
+    teams or partial play): each entry then ends with its ``team`` (if any) and ``weight``. Rendered
+    once per participation, then joined per message (:func:`join_entries`), so a batch's rounds are
+    written in one pass and a split message's parts re-use the texts."""
     if ratings is not None or weight_texts is not None:
         n = len(players)
         previous = [""] * n if previous_seqs is None else [f',"previous_seq":{int(q)!r}' for q in previous_seqs]
