@@ -10,7 +10,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -38,15 +38,15 @@ class Settings:
     kafka_sasl_mechanism: str = field(default="PLAIN", metadata={"env": "KAFKA_SASL_MECHANISM", "doc": "SASL mechanism (with a SASL_* protocol)", "choices": KAFKA_SASL_MECHANISMS})
     kafka_sasl_username: str = field(default="", metadata={"env": "KAFKA_SASL_USERNAME", "doc": "SASL user name"})
     kafka_sasl_password: str = field(default="", metadata={"env": "KAFKA_SASL_PASSWORD", "doc": "SASL password (never logged)", "secret": True})
-    kafka_ssl_cafile: str = field(default="", metadata={"env": "KAFKA_SSL_CAFILE", "doc": "CA bundle for Kafka TLS"})
-    kafka_ssl_certfile: str = field(default="", metadata={"env": "KAFKA_SSL_CERTFILE", "doc": "client certificate (PEM) for Kafka mutual TLS"})
-    kafka_ssl_keyfile: str = field(default="", metadata={"env": "KAFKA_SSL_KEYFILE", "doc": "private key (PEM) of KAFKA_SSL_CERTFILE"})
+    kafka_ssl_cafile: str = field(default="", metadata={"env": "KAFKA_SSL_CAFILE", "doc": "CA bundle for Kafka TLS", "check": "file"})
+    kafka_ssl_certfile: str = field(default="", metadata={"env": "KAFKA_SSL_CERTFILE", "doc": "client certificate (PEM) for Kafka mutual TLS", "check": "file"})
+    kafka_ssl_keyfile: str = field(default="", metadata={"env": "KAFKA_SSL_KEYFILE", "doc": "private key (PEM) of KAFKA_SSL_CERTFILE", "check": "file"})
     redis_url: str = field(default="redis://127.0.0.1:6379/0", metadata={"env": "REDIS_URL", "doc": "Redis URL; rediss:// for TLS, user:password@ for ACL auth (never logged)", "secret": True, "check": "redis_url"})
     redis_username: str = field(default="", metadata={"env": "REDIS_USERNAME", "doc": "Redis ACL user; overrides the URL's user (keeps credentials out of REDIS_URL)"})
     redis_password: str = field(default="", metadata={"env": "REDIS_PASSWORD", "doc": "Redis password; overrides the URL's password (never logged)", "secret": True})
-    redis_tls_ca: str = field(default="", metadata={"env": "REDIS_TLS_CA", "doc": "CA bundle that signed the Redis server certificate (rediss:// only; empty: system CAs)"})
-    redis_tls_cert: str = field(default="", metadata={"env": "REDIS_TLS_CERT", "doc": "client certificate (PEM) for Redis mutual TLS (rediss:// only)"})
-    redis_tls_key: str = field(default="", metadata={"env": "REDIS_TLS_KEY", "doc": "private key (PEM) of REDIS_TLS_CERT"})
+    redis_tls_ca: str = field(default="", metadata={"env": "REDIS_TLS_CA", "doc": "CA bundle that signed the Redis server certificate (rediss:// only; empty: system CAs)", "check": "file"})
+    redis_tls_cert: str = field(default="", metadata={"env": "REDIS_TLS_CERT", "doc": "client certificate (PEM) for Redis mutual TLS (rediss:// only)", "check": "file"})
+    redis_tls_key: str = field(default="", metadata={"env": "REDIS_TLS_KEY", "doc": "private key (PEM) of REDIS_TLS_CERT", "check": "file"})
     redis_cluster: bool = field(default=False, metadata={"env": "REDIS_CLUSTER", "doc": "Redis is a Cluster: REDIS_URL names any node (database 0), the worker, read API and CLI use a cluster client, and per-player scripts carry one player per call (one slot); otherwise up to 500 players per call"})
     redis_socket_timeout_s: float = field(default=30.0, metadata={"env": "REDIS_SOCKET_TIMEOUT_S", "doc": "longest wait for a Redis reply: a call to a hung Redis then fails with a timeout and the worker retries it (its scripts are idempotent); 0: wait for ever", "min": 0})
     redis_connect_timeout_s: float = field(default=5.0, metadata={"env": "REDIS_CONNECT_TIMEOUT_S", "doc": "longest wait to open a Redis connection; 0: wait for ever", "min": 0})
@@ -232,20 +232,74 @@ def accepted(f: Field[Any]) -> str:
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
+def _fail(text: str) -> None:
+    raise ValueError(text)
+
+
+def _whole(low: int) -> Callable[[str], None]:
+    """The check of a whole number >= ``low``."""
+    def check(text: str) -> None:
+        if not text.isdigit() or int(text) < low:
+            _fail(text)
+    return check
+
+
+def _seconds(text: str) -> None:
+    if not math.isfinite(value := float(text)) or value < 0:
+        _fail(text)
+
+
+def _one_of(*words: str) -> Callable[[str], None]:
+    """The check of a word among ``words``."""
+    def check(text: str) -> None:
+        if text not in words:
+            _fail(text)
+    return check
+
+
+def _any(text: str) -> None:
+    """Any text (redis-py reads it as it is, or as a boolean: any word is one)."""
+
+
+#: Query parameters of REDIS_URL (redis-py's connection options) and the check of each value: the
+#: numbers redis-py parses itself (a bad one made it raise at connect time), the texts it passes on.
+REDIS_URL_PARAMETERS: dict[str, Callable[[str], None]] = {
+    "db": _whole(0), "socket_timeout": _seconds, "socket_connect_timeout": _seconds, "timeout": _seconds,
+    "health_check_interval": _whole(0), "max_connections": _whole(1), "socket_read_size": _whole(1),
+    "protocol": _one_of("2", "3"), "socket_keepalive": _any, "retry_on_timeout": _any, "username": _any,
+    "password": _any, "client_name": _any,
+}
+#: Further parameters of a rediss:// URL (redis-py's TLS options; a plain connection refuses them).
+REDIS_TLS_URL_PARAMETERS: dict[str, Callable[[str], None]] = {
+    "ssl_cert_reqs": _one_of("none", "optional", "required"), "ssl_check_hostname": _any, "ssl_ca_certs": _any,
+    "ssl_certfile": _any, "ssl_keyfile": _any, "ssl_min_version": _whole(0),
+}
+
+
 def check_redis_url(raw: str) -> None:
-    """ValueError unless ``raw`` is a Redis URL redis-py can open: redis:// or rediss:// with a valid
-    port and a database that is a whole number >= 0, or unix:// with a socket path."""
+    """ValueError unless ``raw`` is a Redis URL redis-py can open: redis:// or rediss:// with a host,
+    a port from 1 to 65535 and a database that is a whole number >= 0, or unix:// with a socket path;
+    query parameters among :data:`REDIS_URL_PARAMETERS` (and :data:`REDIS_TLS_URL_PARAMETERS` for
+    rediss://) with values each accepts."""
     parts = urlsplit(raw.strip())
-    if parts.scheme.lower() not in REDIS_SCHEMES:
+    scheme = parts.scheme.lower()
+    if scheme not in REDIS_SCHEMES:
         raise ValueError(raw)
-    if parts.scheme.lower() == "unix":
+    allowed = {**REDIS_URL_PARAMETERS, **(REDIS_TLS_URL_PARAMETERS if scheme == "rediss" else {})}
+    query = parse_qs(parts.query, keep_blank_values=True)
+    for name, values in query.items():
+        if name not in allowed:
+            raise ValueError(raw)
+        allowed[name](values[-1])
+    if scheme == "unix":
         if not parts.path:
             raise ValueError(raw)
         return
-    if not parts.netloc or "," in parts.netloc:
+    if not parts.hostname or "," in parts.netloc or any(c.isspace() for c in parts.netloc):
         raise ValueError(raw)
-    _ = parts.port  # ValueError when not a number from 0 to 65535
-    database = parts.path.strip("/") or parse_qs(parts.query).get("db", ["0"])[0]
+    if parts.port == 0:  # ValueError when not a number from 0 to 65535
+        raise ValueError(raw)
+    database = parts.path.strip("/") or query.get("db", ["0"])[-1]
     if not database.isdigit():
         raise ValueError(raw)
 
@@ -266,10 +320,19 @@ def check_kafka_bootstrap(raw: str) -> None:
             raise ValueError(raw)
 
 
+def check_file(raw: str) -> None:
+    """ValueError unless ``raw`` is empty (none) or names a file this process can read."""
+    if raw and not (os.path.isfile(raw) and os.access(raw, os.R_OK)):
+        raise ValueError(raw)
+
+
 #: The text settings with a format: the check (ValueError when bad) and what it accepts.
 CHECKS = {
+    "file": (check_file, "the path of a readable file, or empty (none)"),
     "redis_url": (check_redis_url, "redis://[user:password@]host[:port][/db] (db a whole number >= 0), "
-                                   "rediss://... (TLS) or unix:///path/to/socket"),
+                                   "rediss://... (TLS) or unix:///path/to/socket, with query parameters among "
+                                   f"{', '.join(REDIS_URL_PARAMETERS)} (rediss:// also "
+                                   f"{', '.join(REDIS_TLS_URL_PARAMETERS)})"),
     "kafka_bootstrap": (check_kafka_bootstrap, "host:port[,host:port...] with ports from 1 to 65535 "
                                                "([address]:port for IPv6)"),
 }

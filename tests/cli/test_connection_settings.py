@@ -19,7 +19,11 @@ from stream.cli.main import app
 from stream.settings import Settings, SettingsError, connection_origin
 
 REDIS_ACCEPTS = ("redis://[user:password@]host[:port][/db] (db a whole number >= 0), rediss://... (TLS) "
-                 "or unix:///path/to/socket")
+                 "or unix:///path/to/socket, with query parameters among db, socket_timeout, socket_connect_timeout, "
+                 "timeout, health_check_interval, max_connections, socket_read_size, protocol, socket_keepalive, "
+                 "retry_on_timeout, username, password, client_name (rediss:// also ssl_cert_reqs, ssl_check_hostname, "
+                 "ssl_ca_certs, ssl_certfile, ssl_keyfile, ssl_min_version)")
+FILE_ACCEPTS = "the path of a readable file, or empty (none)"
 KAFKA_ACCEPTS = "host:port[,host:port...] with ports from 1 to 65535 ([address]:port for IPv6)"
 ROUND = {"round_id": "r1", "ladder": "l", "occurred_at": "2026-01-01T00:00:00Z",
          "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}
@@ -55,6 +59,20 @@ def fake_stack(stacks: Path, name: str, kafka: str = "127.0.0.1:1", redis: str =
     ("REDIS_URL", "redis://127.0.0.1:99999/0", REDIS_ACCEPTS),
     ("REDIS_URL", "redis://127.0.0.1:6379/zero", REDIS_ACCEPTS),
     ("REDIS_URL", "redis://127.0.0.1:6379/-1", REDIS_ACCEPTS),
+    # what redis-py itself raised on (a traceback) or silently changed (port 0: 6379; no host: localhost)
+    ("REDIS_URL", "redis://127.0.0.1:6379/0?socket_timeout=abc", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://127.0.0.1:6379/0?db=x", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://127.0.0.1:6379/0?health_check_interval=-1", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://127.0.0.1:6379/0?protocol=4", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://127.0.0.1:6379/0?ssl_cert_reqs=required", REDIS_ACCEPTS),
+    ("REDIS_URL", "rediss://127.0.0.1:6379/0?ssl_cert_reqs=bogus", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://127.0.0.1:6379/0?colour=blue", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://127.0.0.1:0/0", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://:6379/0", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://cache host:6379/0", REDIS_ACCEPTS),
+    ("REDIS_URL", "redis://[::1/0", REDIS_ACCEPTS),
+    ("REDIS_TLS_CA", "/no/such/ca.pem", FILE_ACCEPTS),
+    ("KAFKA_SSL_KEYFILE", "/no/such/key.pem", FILE_ACCEPTS),
     ("KAFKA_BOOTSTRAP", "::::", KAFKA_ACCEPTS),
     ("KAFKA_BOOTSTRAP", "broker", KAFKA_ACCEPTS),
     ("KAFKA_BOOTSTRAP", "broker:0", KAFKA_ACCEPTS),
@@ -67,9 +85,25 @@ def test_a_malformed_connection_string_is_one_problem_naming_it(name: str, raw: 
     assert info.value.problems == (f"{name}={raw!r}: expected {accepts}",)
 
 
+@pytest.mark.parametrize("raw", ["redis://127.0.0.1:6379/0?socket_timeout=abc", "redis://127.0.0.1:0/0",
+                                 "rediss://h:6379/0?ssl_cert_reqs=bogus", "redis://user@:6379/0"])
+def test_the_worker_refuses_a_redis_url_that_redis_py_would_raise_on(raw: str, tmp_path: Path) -> None:
+    """Through the real entry point: one line, exit 2, before connecting anything (redis-py raised a
+    ValueError or TypeError with a traceback at the first command, or used another address)."""
+    env = {**os.environ, "REDIS_URL": raw, "KAFKA_BOOTSTRAP": "127.0.0.1:1", "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "stream", "worker", "--no-web"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: configuration: REDIS_URL=") and done.stderr.rstrip().endswith(REDIS_ACCEPTS)
+
+
 @pytest.mark.parametrize(("name", "raw"), [
     ("REDIS_URL", "redis://127.0.0.1:6379/15"), ("REDIS_URL", "rediss://user:pw@cache.example:6380/0"),
     ("REDIS_URL", "unix:///run/redis.sock"), ("REDIS_URL", "redis://localhost"),
+    ("REDIS_URL", "redis://h:6379/0?socket_timeout=1.5&client_name=w1&protocol=3&health_check_interval=0"),
+    ("REDIS_URL", "rediss://h:6380/0?ssl_cert_reqs=optional&ssl_check_hostname=false"),
+    ("REDIS_URL", "redis://u@h:6379?db=2"), ("REDIS_TLS_CA", ""), ("REDIS_TLS_CA", __file__),
     ("KAFKA_BOOTSTRAP", "a:9092, b:9093"), ("KAFKA_BOOTSTRAP", "[::1]:9092"),
 ])
 def test_well_formed_connection_strings_are_accepted(name: str, raw: str) -> None:
