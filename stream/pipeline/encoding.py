@@ -107,6 +107,9 @@ class ChangeColumns:
     event has neither ``team`` nor ``weight``, as ``RatingChange.weight = None``); None: every row."""
     display: DisplayConfig | None = None
     """The ladder's display config: each tier label's league and division (None: both null)."""
+    provisional: Sequence[bool] | None = None
+    """Per row whether the rating is provisional after the change (``engine.display.is_provisional``;
+    RatingChange v5, written last); None: no row says (an event as written before v5)."""
 
 
 def placement_json(tiers: Sequence[str], display: DisplayConfig | None) -> dict[str, str]:
@@ -144,16 +147,21 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
         teams = c.teams if c.teams is not None else [None] * len(c.weights)
         team_json = {t: NULL if t is None else encode_basestring(t) for t in set(teams)}
         extras = ["" if w is None else f',"team":{team_json[t]},"weight":{w}' for t, w in zip(teams, c.weights)]
+    marks = [""] * len(c.players) if c.provisional is None else [PROVISIONAL[bool(p)] for p in c.provisional]
     rows = zip(round_of, map(encode_basestring, c.players), c.ranks, c.performance, c.mu_before, c.sigma_before,
-               c.mu_after, c.sigma_after, c.display_rating, c.tiers, c.rounds_played, extras)
+               c.mu_after, c.sigma_after, c.display_rating, c.tiers, c.rounds_played, extras, marks)
     return [
         (f'{ids[k]}{player_json[1:]}{heads[k]}'
          f'{player_json},"rank":{int(rank)!r},"field_size":{sizes[k]},"performance":{perf},'
          f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
          f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}'
-         f'{placed[tier]}{extra}}}').encode()
-        for k, player_json, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, extra in rows
+         f'{placed[tier]}{extra}{mark}}}').encode()
+        for k, player_json, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, extra, mark in rows
     ]
+
+
+PROVISIONAL = {True: ',"provisional":true', False: ',"provisional":false'}
+"""The ``provisional`` member of a RatingChange (v5), last in the object as ``to_json`` writes it."""
 
 
 def _number(value: float) -> str:

@@ -37,7 +37,7 @@ import orjson
 from stream import engine
 from stream.contracts import RoundResult
 from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, Standing, check_supported, parse_round
-from stream.engine.display import UNPLACED, display_rating, next_tier, standing, tier_indices, tier_names
+from stream.engine.display import UNPLACED, display_rating, is_provisional, next_tier, tier_indices, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.performance import performance_of
 from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
@@ -302,9 +302,8 @@ def answer(cfg: LadderConfig, round_: RoundResult, rows: WhatIfRows, targets: li
     ranks = rows.ranks.tolist()
     teams = rows.teams or [None] * len(rows.players)
     shares: list[float | None] = list(rows.shares) if rows.shares is not None else [None] * len(rows.players)
-    # provisional after the round (right after it: no idle time), by the display entry's rules
-    after = standing(rows.mu_after, rows.sigma_after, rows.rounds_before + 1, np.zeros(len(rows.players)), cfg.display)
-    provisional = after.provisional.tolist()
+    # provisional right after the round, by the rule its RatingChange carries
+    provisional = is_provisional(rows.sigma_after, rows.rounds_before + 1, cfg.display).tolist()
     delta = (rows.mu_after - rows.mu_before).tolist()
     shown_delta = _floats(rows.display_after - rows.display_before)
     low = (rows.mu_after - interval_z * rows.sigma_after).tolist()

@@ -191,13 +191,26 @@ def test_every_rating_answer_carries_interval_and_status(redis_url: str) -> None
     ladders = json.dumps({RS: {"model": "mmr", "display": {"interval_z": 1.0, "provisional_rounds": 5,
                                                            "min_rounds": 4, "active_days": 36500}}})
 
-    async def go(client: TestClient) -> tuple[Any, Any]:
+    async def go(client: TestClient) -> tuple[Any, Any, Any, Any]:
         board = await (await client.get(f"/api/ladders/{RS}/leaderboard?limit=200")).json()
         best = board["rows"][0]["player"]
         page = await (await client.get(f"/api/ladders/{RS}/players/{quote(best, safe='')}")).json()
-        return board, page
-    board, page = with_client(redis_url, go, ladders=ladders)
+        ranks = await (await client.get(f"/api/ladders/{RS}/players/{quote(best, safe='')}/ranks")).json()
+        round_id = page["history"][-1]["round_id"]
+        round_ = await (await client.get(f"/api/ladders/{RS}/rounds/{quote(round_id, safe='')}")).json()
+        return board, page, ranks, round_
+    board, page, ranks, round_ = with_client(redis_url, go, ladders=ladders)
     assert len(board["rows"]) == len(seeded.display)
+    # each stored change (history, a round's results) and each timeline point: mu_after +/- z*sigma_after
+    changes = page["history"] + round_["results"]
+    assert page["history"] and len(ranks["points"]) == len(page["history"]) and round_["results"]
+    for change in changes:
+        assert change["interval_z"] == 1.0
+        assert change["interval"] == pytest.approx([change["mu_after"] - change["sigma_after"],
+                                                   change["mu_after"] + change["sigma_after"]])
+    for point, change in zip(ranks["points"], page["history"]):
+        assert (point["mu"], point["sigma"]) == (change["mu_after"], change["sigma_after"])
+        assert point["interval"] == change["interval"] and point["interval_z"] == 1.0
     for row in board["rows"] + [page]:
         assert row["interval_z"] == 1.0
         assert row["interval"] == pytest.approx([row["mu"] - row["sigma_now"], row["mu"] + row["sigma_now"]])
