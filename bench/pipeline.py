@@ -417,7 +417,10 @@ def main() -> None:
             if args.ab:
                 name, value = args.ab.split("=", 1)
                 for run in range(args.repeat):
-                    for variant, extra in (("A", {}), ("B", {name: value})):
+                    # ABBA: each run pair in the previous one's reverse order, so neither variant is
+                    # always the one rating on the fuller Redis and broker of the later run
+                    variants = (("A", {}), ("B", {name: value}))[::1 if run % 2 == 0 else -1]
+                    for variant, extra in variants:
                         if run or variant == "B":  # the group's offsets carry over: same APP_ID
                             for w in workers:
                                 w.terminate()
@@ -472,7 +475,7 @@ def main() -> None:
           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC\n")
     if args.ab:
         print(f"Same-run A/B: A = the workers as configured, B = {args.ab}; {args.repeat} run(s) of each, "
-              "alternating; worker CPU µs per participation (median run), overhead = A / B - 1 (each run pair's "
+              "alternating (A B, B A, ...); worker CPU µs per participation (median run), overhead = A / B - 1 (each run pair's "
               "in brackets)\n")
         print("| players/round | A: worker CPU µs/part. | B: worker CPU µs/part. | overhead of A | A part./s | B part./s |")
         print("|---:|---:|---:|---:|---:|---:|")

@@ -6,7 +6,9 @@ all N players) and their packed states and tiers written to Redis as the pipelin
 then ``--repeat`` what-if requests of a fresh permutation of all N players (a new round, a
 month after the last) are sent one at a time. Reported: the answer's ``server_ms`` (from the
 request's first byte read to the answer built, in the API process: body read, parse, the one
-Redis read, rating, JSON) as min / median / max, the client's wall time per request, and, with
+Redis read, rating, JSON) as min / median / max, the client's wall time per request, the API
+process's CPU per request (its user + system time from ``/proc/<pid>/stat`` around each request:
+the whole request, HTTP and JSON included; the requests are sent one at a time), and, with
 ``--explain K``, the same with tier targets for K players. Redis has load_players.lua cached, as
 a running worker leaves it (what-if then reads by EVALSHA_RO; ``--no-scripts``: by HMGETs, as
 when the API's Redis user may run no scripts).
@@ -75,6 +77,12 @@ def seed(url: str, players: list[str], rounds: int, scripts: bool = True) -> Non
     if scripts:  # as a running worker leaves it: what-if then reads by EVALSHA_RO (Store.read_states)
         client.script_load(source("load_players"))
     client.close()
+
+
+def process_cpu_ms(pid: int) -> float:
+    """User + system CPU milliseconds of process ``pid`` so far (``/proc/<pid>/stat``, clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
 def stages(url: str, players: list[str], repeat: int) -> str:
@@ -148,29 +156,35 @@ def main() -> None:
         rng = np.random.default_rng(1)
         rows = []
         for explain in sorted({0, args.explain}):
-            server_ms, wall_ms = [], []
+            server_ms, wall_ms, cpu_ms = [], [], []
             for k in range(args.repeat + 1):  # the first request warms the compiled kernels up: not counted
                 order = rng.permutation(players).tolist()
                 body = {"occurred_at": START + 40 * DAY, "standings": [{"player": p, "rank": i + 1} for i, p in enumerate(order)],
                         "explain_for": order[len(order) // 3: len(order) // 3 + explain]}
+                data = json.dumps(body).encode()
+                cpu_before = process_cpu_ms(api.pid)
                 started = time.perf_counter()
-                request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                request = urllib.request.Request(url, data=data, method="POST",
                                                  headers={"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=600) as reply:
                     answer = json.loads(reply.read())
                 wall = (time.perf_counter() - started) * 1000
+                cpu = process_cpu_ms(api.pid) - cpu_before
                 assert len(answer["changes"]) == len(players) and len(answer["targets"]) == explain
                 if k:
                     server_ms.append(answer["server_ms"])
                     wall_ms.append(wall)
-            rows.append((explain, server_ms, wall_ms))
+                    cpu_ms.append(cpu)
+            rows.append((explain, server_ms, wall_ms, cpu_ms))
         print(f"what-if of a {args.players:,}-player round ({args.repeat} requests each, load average "
               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n")
-        print("| tier targets asked | server ms min / median / max | client wall ms median |")
-        print("|---:|---:|---:|")
-        for explain, server_ms, wall_ms in rows:
+        print("| tier targets asked | server ms min / median / max | client wall ms median "
+              "| API process CPU ms per request: mean (min / max) |")
+        print("|---:|---:|---:|---:|")
+        for explain, server_ms, wall_ms, cpu_ms in rows:
             print(f"| {explain} | {min(server_ms):.0f} / {statistics.median(server_ms):.0f} / {max(server_ms):.0f} | "
-                  f"{statistics.median(wall_ms):.0f} |")
+                  f"{statistics.median(wall_ms):.0f} | **{statistics.mean(cpu_ms):.0f}** "
+                  f"({min(cpu_ms):.0f} / {max(cpu_ms):.0f}) |")
         print()
         print(stages(server.url, players, args.repeat))
     finally:

@@ -51,10 +51,12 @@ def standings(players: list[str]) -> list[dict[str, Any]]:
 
 
 
-def settled_snapshot(url: str, quiet_s: float = 1.0, timeout_s: float = 60.0) -> dict[bytes, Any]:
+def settled_snapshot(url: str, quiet_s: float = 2.5, timeout_s: float = 60.0) -> dict[bytes, Any]:
     """:func:`snapshot` once the worker has stopped writing (two snapshots ``quiet_s`` apart are
     equal): after the stream drains, a worker still finishes its last steps (events confirmed,
-    the round's incomplete entry removed, rating health flushed) for a moment."""
+    the round's incomplete entry removed, rating health flushed) for a moment. Rating health is
+    flushed by a once-a-second timer when its oldest round is ``health.FLUSH_S`` (1 s) old, up to
+    ~2 s after the round: a shorter quiet time can see two equal snapshots before that flush."""
     deadline = time.monotonic() + timeout_s
     previous = snapshot(url)
     while True:

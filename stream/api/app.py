@@ -315,6 +315,7 @@ async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
     league, division = league_division(view.tier, _display(request, ladder))
     out = {**view.to_dict(), "league": league, "division": division}
     _with_status(request, ladder, [out])
+    rating_status.add_intervals(out["history"], _display(request, ladder).interval_z)
     return out
 
 
@@ -327,7 +328,9 @@ async def get_player_ranks(request: web.Request, ladder: str) -> dict[str, Any]:
     timeline = await queries.rank_timeline(_redis(request), ladder, player, history_limit=history)
     if timeline is None:
         raise await _unknown_player(request, ladder, player)
-    return {**timeline.to_dict(), "tiers": list(_display(request, ladder).tier_names)}
+    out = {**timeline.to_dict(), "tiers": list(_display(request, ladder).tier_names)}
+    rating_status.add_intervals(out["points"], _display(request, ladder).interval_z, mu="mu", sigma="sigma")
+    return out
 
 
 @cached_by_ladder
@@ -344,7 +347,9 @@ async def get_round(request: web.Request, ladder: str) -> dict[str, Any]:
     view = await queries.round_view(_redis(request), ladder, round_id)
     if view is None:
         raise not_found(f"unknown round {round_id!r} in ladder {ladder!r}", code="unknown_round")
-    return view.to_dict()
+    out = view.to_dict()
+    rating_status.add_intervals(out["results"], _display(request, ladder).interval_z)
+    return out
 
 
 async def predict(request: web.Request) -> web.Response:

@@ -116,6 +116,9 @@ class ChangeColumns:
     corrections: Sequence[str] | None = None
     """Per row the id of the correction that made the change (``kind`` "correction", schema v2),
     or None: every row a round's change."""
+    provisional: Sequence[bool] | None = None
+    """Per row whether the rating is provisional after the change (``engine.display.is_provisional``;
+    RatingChange v5, written last); None: no row says (an event as written before v5)."""
 
 
 Placement = Callable[[str | None], tuple[str | None, int | None]]
@@ -165,17 +168,22 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
         placed_rows = [m + placed[t] for m, t in zip(marks, c.tiers)]
     else:
         placed_rows = [placed[t] for t in c.tiers]
+    provs = [""] * len(c.players) if c.provisional is None else [PROVISIONAL[bool(p)] for p in c.provisional]
     ranks = c.ranks_text if c.ranks_text is not None else [repr(int(rank)) for rank in c.ranks]
     rows = zip(round_of, players, id_tails, ranks, c.performance, c.mu_before, c.sigma_before,
-               c.mu_after, c.sigma_after, c.display_rating, c.tiers, c.rounds_played, placed_rows, extras)
+               c.mu_after, c.sigma_after, c.display_rating, c.tiers, c.rounds_played, placed_rows, extras, provs)
     return [
         (f'{ids[k]}{id_tail}{heads[k]}'
          f'{player_json},"rank":{rank},"field_size":{sizes[k]},"performance":{perf},'
          f'"mu_before":{mu0},"sigma_before":{sig0},"mu_after":{mu1},"sigma_after":{sig1},'
          f'"display_rating":{shown},"tier":{tier_json[tier]},"rounds_played":{int(played)!r}{tails[k]}'
-         f'{placed_}{extra}}}').encode()
-        for k, player_json, id_tail, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, placed_, extra in rows
+         f'{placed_}{extra}{mark}}}').encode()
+        for k, player_json, id_tail, rank, perf, mu0, sig0, mu1, sig1, shown, tier, played, placed_, extra, mark in rows
     ]
+
+
+PROVISIONAL = {True: ',"provisional":true', False: ',"provisional":false'}
+"""The ``provisional`` member of a RatingChange (v5), last in the object as ``to_json`` writes it."""
 
 
 def json_number(value: float) -> str:

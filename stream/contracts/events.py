@@ -43,7 +43,8 @@ class RatingChange:
     """One player's rating change (topic ``rating-changes``, key = player): in one round, or
     (``kind`` "correction") by a correction of round ``round_id`` (schema rating-change v2: then
     rank, field size and performance are those of his last round after it, None if none is left;
-    schema v3: ``league``/``division``, and ``performance`` None for a model without one)."""
+    schema v3: ``league``/``division``, and ``performance`` None for a model without one; v4:
+    ``team``/``weight``; v5: ``provisional``)."""
 
     ladder: str
     round_id: str
@@ -71,6 +72,10 @@ class RatingChange:
     weight: float | None = None
     """The share of the match the player played, in a round with teams or partial play (schema
     v4); None for a plain round's change, which then has neither ``team`` nor ``weight`` (as in v3)."""
+    provisional: bool | None = None
+    """Whether the player's rating is provisional right after the change, by the ladder's display
+    rule (``engine.display.is_provisional`` of ``sigma_after`` and ``rounds_played``; schema v5,
+    written last); None only for an event stored before v5, which then has no such key."""
 
     @property
     def event_id(self) -> str:
@@ -78,12 +83,15 @@ class RatingChange:
 
     def to_dict(self) -> dict[str, Any]:
         """The event's JSON values; a round's change has neither ``kind`` nor ``correction_id`` (as in v1),
-        a change of a plain round (``weight`` None) neither ``team`` nor ``weight`` (as in v3)."""
+        a change of a plain round (``weight`` None) neither ``team`` nor ``weight`` (as in v3), an
+        event read from before v5 (``provisional`` None) no ``provisional``."""
         out = {"event_id": self.event_id, **{name: getattr(self, name) for name in self.__slots__}}
         if self.kind == ROUND_CHANGE:
             del out["kind"], out["correction_id"]
         if self.weight is None:
             del out["team"], out["weight"]
+        if self.provisional is None:
+            del out["provisional"]
         return out
 
     def to_json(self) -> str:

@@ -364,6 +364,18 @@ def league_division(label: str | None, cfg: DisplayConfig) -> tuple[str | None, 
     return None, None
 
 
+def is_provisional(sigma: ArrayLike, rounds: ArrayLike, cfg: DisplayConfig) -> NDArray[np.bool_]:
+    """The provisional rule of the display entry (Lichess's "1500?"): sigma above
+    ``provisional_sigma`` or fewer than ``provisional_rounds`` rounds played. The one rule for every
+    place that says it: the API at read time (``sigma`` grown by the drift since the last round,
+    :func:`standing`), and each RatingChange event and what-if answer right after its round
+    (``sigma_after``, ``rounds_played``)."""
+    provisional: NDArray[np.bool_] = np.asarray(rounds, dtype=np.int64) < cfg.provisional_rounds
+    if cfg.provisional_sigma is not None:
+        provisional = provisional | (np.asarray(sigma, dtype=np.float64) > cfg.provisional_sigma)
+    return provisional
+
+
 @dataclass(frozen=True)
 class Standing:
     """What a player's stored (mu, sigma, rounds, last round) means at read time (vectorised):
@@ -387,9 +399,7 @@ def standing(mu: ArrayLike, sigma_now: ArrayLike, rounds: ArrayLike, days_idle: 
     sig = np.asarray(sigma_now, dtype=np.float64)
     played = np.asarray(rounds, dtype=np.int64)
     idle = np.asarray(days_idle, dtype=np.float64)
-    provisional = played < cfg.provisional_rounds
-    if cfg.provisional_sigma is not None:
-        provisional = provisional | (sig > cfg.provisional_sigma)
+    provisional = is_provisional(sig, played, cfg)
     checks: list[tuple[NDArray[np.bool_], str]] = [(played < cfg.min_rounds, f"fewer than {cfg.min_rounds} rounds")]
     if cfg.active_days is not None:
         checks.append((~(idle <= cfg.active_days), f"no round in the last {cfg.active_days:g} days"))

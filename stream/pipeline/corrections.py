@@ -57,7 +57,7 @@ from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INTERNAL_ERROR, N
                                     check_supported)
 from stream.engine import PlayerState
 from stream.engine.ladders import LadderConfig
-from stream.engine.display import DisplayConfig, display_rating, league_division, tier_names
+from stream.engine.display import DisplayConfig, display_rating, is_provisional, league_division, tier_names
 from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
@@ -596,7 +596,8 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
                               mu_before=float(old[0]), sigma_before=float(old[1]), mu_after=float(mu[j]),
                               sigma_after=float(sigma[j]), display_rating=float(shown[j]), tier=tiers[j] or None,
                               rounds_played=int(rated.rounds_played[i]), occurred_at=h.occurred_at,
-                              kind=CORRECTION_CHANGE, correction_id=correction.correction_id)
+                              kind=CORRECTION_CHANGE, correction_id=correction.correction_id,
+                              provisional=bool(is_provisional(float(sigma[j]), int(rated.rounds_played[i]), cfg)))
         change.league, change.division = league_division(change.tier, cfg)
         out.append(RatingChangeMessage(player.encode(), change.to_json().encode()))
     prior_shown = float(display_rating(np.array([newcomer.mu]), np.array([newcomer.sigma]), cfg)[0])
@@ -608,6 +609,7 @@ def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before
                               performance=None, mu_before=float(old[0]), sigma_before=float(old[1]),
                               mu_after=newcomer.mu, sigma_after=newcomer.sigma, display_rating=prior_shown, tier=None,
                               rounds_played=0, occurred_at=occurred_at, kind=CORRECTION_CHANGE,
-                              correction_id=correction.correction_id)
+                              correction_id=correction.correction_id,
+                              provisional=bool(is_provisional(newcomer.sigma, 0, cfg)))
         out.append(RatingChangeMessage(player.encode(), change.to_json().encode()))
     return out

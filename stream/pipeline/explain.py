@@ -34,6 +34,7 @@ from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_
 from stream.engine.ladders import LadderConfig
 from stream.engine.params import performance_noise
 from stream.engine.predict import outcome_model, win_probability
+from stream.pipeline.status import add_intervals
 from stream.store.client import AsyncRedis
 from stream.store.explain import ChangeInputs, change_inputs
 
@@ -197,6 +198,7 @@ def explain(cfg: LadderConfig, ladder: str, player: str, round_id: str, inputs: 
                           "tier": shown["tier_after"]},
         "display": shown,
     }
+    add_intervals([out["update"]], cfg.display.interval_z)  # the rating after the change, as every answer shows it
     out["text"] = sentences(out)
     return out
 

@@ -52,6 +52,7 @@ from stream.contracts import RoundResult
 from stream.engine.odds import approx_win_probability
 from stream.engine.predict import PerformanceModel
 from stream.logsafe import log_safe
+from stream.pipeline.metrics import HEALTH_CPU_SECONDS
 from stream.store.client import AsyncRedis
 from stream.store.health import BINS, FIELDS, Climber, HealthStore, ScoredRounds
 
@@ -122,11 +123,15 @@ def _medians(values: np.ndarray, offsets: np.ndarray, groups: list[tuple[int, np
 
 @dataclass(frozen=True, slots=True)
 class _Call:
-    """What :meth:`RatingHealth.score` keeps of one engine call (references, nothing copied)."""
+    """What :meth:`RatingHealth.score` keeps of one engine call: the result's arrays (references,
+    nothing copied), the rounds' ids and ranks, not the rounds themselves: objects the garbage
+    collector tracks, kept for up to FLUSH_S, would be promoted to its oldest generation and make
+    the worker's full collections (over Faust's whole heap) more frequent."""
 
     ladder: str
     params: engine.Params
-    rounds: list[RoundResult]
+    round_ids: list[str]
+    ranks: np.ndarray
     seqs: list[int]
     prior_mu: np.ndarray
     prior_sigma: np.ndarray
@@ -166,13 +171,14 @@ class _Update:
     after: _After
 
 
-def _combined(calls: list[_Call]) -> tuple[list[RoundResult], list[int], Any, np.ndarray, np.ndarray, list[str], Any]:
-    """A ladder's kept calls as one: (rounds, seqs, prior, rows, offsets, flat, update), each call's
+def _combined(calls: list[_Call]) -> tuple[list[str], np.ndarray, list[int], Any, np.ndarray, np.ndarray, list[str],
+                                           Any]:
+    """A ladder's kept calls as one: (round ids, ranks, seqs, prior, rows, offsets, flat, update), each call's
     rows and participation indices shifted past the previous calls' (``before_rounds`` then reads
     every participation against its own call's prior, as call by call)."""
     if len(calls) == 1:
         c = calls[0]
-        return (c.rounds, c.seqs, _Prior(c.prior_mu, c.prior_sigma, c.prior_rounds), c.rows, c.offsets, c.flat,
+        return (c.round_ids, c.ranks, c.seqs, _Prior(c.prior_mu, c.prior_sigma, c.prior_rounds), c.rows, c.offsets, c.flat,
                 _Update(c.previous, c.mu, c.sigma, c.performance, _After(c.after_mu)))
     row_shift = np.cumsum([0] + [c.prior_mu.shape[0] for c in calls[:-1]])
     part_shift = np.cumsum([0] + [c.rows.shape[0] for c in calls[:-1]])
@@ -183,7 +189,8 @@ def _combined(calls: list[_Call]) -> tuple[list[RoundResult], list[int], Any, np
                                                                                    "prior_rounds")))
     mu, sigma, performance = (np.concatenate([getattr(c, name) for c in calls]) for name in ("mu", "sigma", "performance"))
     update = _Update(previous, mu, sigma, performance, _After(np.concatenate([c.after_mu for c in calls])))
-    return ([r for c in calls for r in c.rounds], [q for c in calls for q in c.seqs], prior,
+    return ([r for c in calls for r in c.round_ids], np.concatenate([c.ranks for c in calls]),
+            [q for c in calls for q in c.seqs], prior,
             np.concatenate([c.rows + shift for c, shift in zip(calls, row_shift)]), offsets,
             [p for c in calls for p in c.flat], update)
 
@@ -203,6 +210,10 @@ class RatingHealth:
     """(ladder, player) -> (rounds in the streak, mu at its start, flagged already)."""
     _store: HealthStore | None = None
     _models: dict[int, tuple[engine.Params, PerformanceModel]] = field(default_factory=dict)
+    cpu_s: float = 0.0
+    """CPU seconds of the calling thread spent in :meth:`score` and the scoring of :meth:`flush`
+    (``time.thread_time``: the event loop's other work is not counted; exported as
+    ``ems_rating_health_cpu_seconds_total``)."""
 
     @property
     def on(self) -> bool:
@@ -217,12 +228,20 @@ class RatingHealth:
         result. Nothing is computed here (references kept): :meth:`flush` scores many calls at once."""
         if not self.on or not rounds:
             return
+        started = time.thread_time()
         if not self.calls:
             self._since = time.monotonic()
-        self.calls.append(_Call(ladder, params, list(rounds), list(seqs), prior.mu, prior.sigma, prior.rounds, rows,
+        ranks = np.fromiter((s.rank for r in rounds for s in r.standings), dtype=np.int64, count=len(flat))
+        self.calls.append(_Call(ladder, params, [r.round_id for r in rounds], ranks, list(seqs), prior.mu, prior.sigma, prior.rounds, rows,
                                 offsets, list(flat), update.previous, update.mu, update.sigma, update.performance,
                                 update.after.mu))
         self._rounds += len(rounds)
+        self._spent(started)
+
+    def _spent(self, started: float) -> None:
+        spent = time.thread_time() - started
+        self.cpu_s += spent
+        HEALTH_CPU_SECONDS.inc(spent)
 
     def due(self) -> bool:
         """Enough kept to score: FLUSH_ROUNDS rounds, or the oldest kept FLUSH_S ago."""
@@ -237,15 +256,14 @@ class RatingHealth:
         for ladder, group in by_ladder.items():
             self._score(ladder, group[0].params, *_combined(group))
 
-    def _score(self, ladder: str, params: engine.Params, rounds: list[RoundResult], seqs: list[int],
+    def _score(self, ladder: str, params: engine.Params, round_ids: list[str], ranks: np.ndarray, seqs: list[int],
                prior: engine.PlayerBatch, rows: np.ndarray, offsets: np.ndarray, flat: list[str],
                update: engine.RoundsUpdate) -> None:
         """Score rounds (one or more calls combined: :func:`_combined`) into :attr:`pending`."""
-        n_rounds = len(rounds)
+        n_rounds = len(round_ids)
         mu, earlier = before_rounds(prior, rows, update)
         prev = update.previous
         sigma = np.where(prev >= 0, update.sigma[np.maximum(prev, 0)], prior.sigma[rows])
-        ranks = np.array([s.rank for r in rounds for s in r.standings], dtype=np.int64)
         table = np.zeros((n_rounds, len(FIELDS)))
         table[:, _F["scored"]] = 1.0
         scores = score_rounds(mu, ranks, earlier, offsets)
@@ -261,7 +279,7 @@ class RatingHealth:
         table[:, _F["provisional"]] = np.bincount(round_of, weights=(earlier < EXPERIENCED_MIN_ROUNDS).astype(float),
                                                   minlength=n_rounds)
         self._pairs(table, mu, sigma, ranks, _pairs(offsets, sizes, groups), self._model(params))
-        climbers = self._climbers(ladder, rounds, seqs, mu, sigma, earlier, update.performance, round_of, flat,
+        climbers = self._climbers(ladder, round_ids, seqs, mu, sigma, earlier, update.performance, round_of, flat,
                                   params)
         for c in climbers:
             table[c.round_index, _F["climbers"]] += 1
@@ -307,7 +325,7 @@ class RatingHealth:
         first = _F["cal0_expected"]
         table[:, first:first + BINS] = np.bincount(cell, weights=favourite_p, minlength=size).reshape(n_rounds, BINS)
 
-    def _climbers(self, ladder: str, rounds: Sequence[RoundResult], seqs: Sequence[int], mu: np.ndarray,
+    def _climbers(self, ladder: str, round_ids: Sequence[str], seqs: Sequence[int], mu: np.ndarray,
                   sigma: np.ndarray, earlier: np.ndarray, performance: np.ndarray, round_of: np.ndarray,
                   flat: Sequence[str], params: engine.Params) -> list[Climber]:
         """Update the climb streaks in participation order; the players whose streak qualifies now
@@ -335,7 +353,7 @@ class RatingHealth:
             if not flagged and count >= CLIMB_ROUNDS and gain >= CLIMB_GAIN_BETAS * beta:
                 flagged = True
                 k = int(round_of[i])
-                out.append(Climber(ladder, player, rounds[k].round_id, int(seqs[k]), count, float(z[i]),
+                out.append(Climber(ladder, player, round_ids[k], int(seqs[k]), count, float(z[i]),
                                    float(performance[i]), float(mu[i]), int(earlier[i]), k, gain))
                 log.info("rapid climber on ladder %s: %s performed above their rating %d rounds in a row, %.0f above "
                          "where the streak began (%d rounds played)", log_safe(ladder), log_safe(player), count, gain,
@@ -354,7 +372,9 @@ class RatingHealth:
             self._lock = asyncio.Lock()
         async with self._lock:  # one flush at a time: a ladder's entries reach Redis in seq order
             if self.calls and (force or self.due()):
+                started = time.thread_time()
                 self._score_kept()
+                self._spent(started)
             if self.pending:
                 await self._record(client)
 

@@ -92,6 +92,10 @@ MM_QUALITY = Histogram("ems_mm_match_quality", "Predicted quality of each formed
 MM_TICK_SECONDS = Histogram("ems_mm_tick_seconds", "Time of one matchmaking tick (read, form, commit, send), per queue",
                             ["queue"], buckets=LATENCY_BUCKETS_S)
 
+HEALTH_CPU_SECONDS = Counter("ems_rating_health_cpu_seconds_total", "CPU time of the worker's thread spent scoring "
+                             "rating health (keeping each call's references, then the bulk scoring of a flush; the "
+                             "recording's Redis call not included): its share of process_cpu_seconds_total is rating "
+                             "health's cost")
 API_REQUESTS = Counter("ems_api_requests_total", "Read API requests by route and status", ["route", "status"])
 
 

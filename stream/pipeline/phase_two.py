@@ -45,7 +45,7 @@ import orjson
 from stream import engine
 from stream.contracts import PlayerUpdate
 from stream.contracts.correction import Correction
-from stream.engine.display import DisplayConfig, display_rating, league_division, next_tier, tier_indices, tier_names
+from stream.engine.display import DisplayConfig, display_rating, is_provisional, league_division, next_tier, tier_indices, tier_names
 from stream.engine.state import pack_batch, unpack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
@@ -405,6 +405,8 @@ class _Rated:
     newcomer: np.ndarray
     no_performance: np.ndarray
     """Rows of a model without a performance (their RatingChange says ``performance: null``)."""
+    provisional: np.ndarray
+    """Provisional after the row's update (``engine.display.is_provisional``, the row's ladder's rule)."""
 
     @classmethod
     def empty(cls, rows: np.ndarray) -> _Rated:
@@ -412,7 +414,7 @@ class _Rated:
         return cls(rows, mu_before=np.zeros(n), sigma_before=np.zeros(n), mu=np.zeros(n), sigma=np.zeros(n),
                    rounds=np.zeros(n, dtype=np.int64), shown=np.zeros(n), states=np.empty(n, dtype=object),
                    tiers=np.empty(n, dtype=object), newcomer=np.zeros(n, dtype=bool),
-                   no_performance=np.zeros(n, dtype=bool))
+                   no_performance=np.zeros(n, dtype=bool), provisional=np.zeros(n, dtype=bool))
 
 
 def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> BatchWrites:
@@ -472,6 +474,7 @@ def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarr
         cfg = ctx.display(rows.ladders[index])
         mu, sigma = rated.mu[at[part]], rated.sigma[at[part]]
         rated.shown[at[part]] = display_rating(mu, sigma, cfg)
+        rated.provisional[at[part]] = is_provisional(sigma, rated.rounds[at[part]], cfg)
         new = tier_names(next_tier(tier_indices(tiers[players[part]].tolist(), cfg), mu, sigma, cfg), cfg)
         tiers[players[part]] = new
         rated.tiers[at[part]] = new
@@ -536,6 +539,7 @@ class _Texts:
     teams: list[str | None]
     weights: list[str | None]
     """The share played as text, None for a plain round's row (its event has no team nor weight)."""
+    provisional: list[bool]
 
     @classmethod
     def of(cls, rated: _Rated, rows: _Rows) -> _Texts:
@@ -562,7 +566,8 @@ class _Texts:
             teams=teams, weights=weights, players=players, ranks=ranks,
             performance=_null_performances(perf, rated.no_performance) if missing else perf,
             mu_before=mu_before, sigma_before=sigma_before, mu=mu, sigma=sigma,
-            rounds=rated.rounds.tolist(), shown=shown, states=rated.states.tolist(), tiers=rated.tiers.tolist())
+            rounds=rated.rounds.tolist(), shown=shown, states=rated.states.tolist(), tiers=rated.tiers.tolist(),
+            provisional=rated.provisional.tolist())
 
 
 def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts: Sequence[int]) -> list[bytes]:
@@ -594,6 +599,6 @@ def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts
                     sigma_before=texts.sigma_before[lo:hi], mu_after=texts.mu[lo:hi], sigma_after=texts.sigma[lo:hi],
                     display_rating=texts.shown[lo:hi], tiers=texts.tiers[lo:hi], rounds_played=texts.rounds[lo:hi],
                     placement=partial(league_division, cfg=ctx.display(ladder)), teams=texts.teams[lo:hi] if teamed else None,
-                    weights=weights if teamed else None))
+                    weights=weights if teamed else None, provisional=texts.provisional[lo:hi]))
         first = last + 1
     return out

@@ -30,7 +30,7 @@ from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
 from stream.engine import Params, RoundSpec, rate_flat
 from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
-from stream.engine.display import UNPLACED, DisplayConfig, display_rating, league_division, next_tier, tier_names
+from stream.engine.display import UNPLACED, DisplayConfig, display_rating, is_provisional, league_division, next_tier, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.pipeline import rating_models
@@ -262,7 +262,7 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                    display: DisplayConfig | None = None) -> list[bytes]:
     """The RatingChange JSON of the participations ``at`` (in round order; ``texts`` aligned with
     them), byte for byte what phase two writes for them (``display``: the ladder's, for each
-    change's league and division)."""
+    change's league and division and its provisional status; None: neither written)."""
     round_of = r.round_of()[at]
     ks = np.unique(round_of)
     local = np.searchsorted(ks, round_of).tolist()
@@ -286,7 +286,8 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                       mu_after=texts.mu_after, sigma_after=texts.sigma_after, display_rating=texts.shown,
                       tiers=texts.tiers, rounds_played=r.rounds_played[at].tolist(),
                       placement=None if display is None else partial(league_division, cfg=display), teams=teams,
-                      weights=weights))
+                      weights=weights, provisional=None if display is None else
+                      is_provisional(r.sigma_after[at], r.rounds_played[at], display).tolist()))
 
 
 Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]

@@ -47,3 +47,22 @@ def status_fields(cfg: LadderConfig, mu: Sequence[float | None], sigma: Sequence
                     "interval_z": cfg.display.interval_z, "provisional": bool(shown.provisional[i]),
                     "eligible": bool(shown.eligible[i]), "ineligible_reasons": shown.reasons[i]})
     return out
+
+
+def add_intervals(items: list[dict[str, Any]], z: float, *, mu: str = "mu_after", sigma: str = "sigma_after") -> None:
+    """Give each rating of ``items`` (stored RatingChange dicts by default: the player's history, a
+    round's results) its ``interval`` [mu - z*sigma, mu + z*sigma] and ``interval_z``, in place:
+    the interval as of that rating (no drift: the change is when it was written). An item without
+    both numbers gets ``interval`` null."""
+    if not items:
+        return
+    m = np.array([_number(i.get(mu)) for i in items], dtype=float)
+    s = np.array([_number(i.get(sigma)) for i in items], dtype=float)
+    low, high = (m - z * s).tolist(), (m + z * s).tolist()
+    for item, lo, hi in zip(items, low, high):
+        item["interval"] = None if math.isnan(lo) or math.isnan(hi) else [lo, hi]
+        item["interval_z"] = z
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan

@@ -15,12 +15,23 @@ ones the stream then writes for the same round if nobody's state moves in betwee
 pipeline's fan-out carries each float as its ``repr`` text, which reads back to the same float).
 
 Tier targets (:func:`tier_targets`): the rank a named player needs to reach the next tier, and to
-keep his current one. Elo-MMR's rating is monotone in rank (paper, Theorem 5.5) and its sigma
-after a round does not depend on the outcome (Eq. 8), so the tier after the round is monotone in
-rank too and a binary search over the positions the player could take (ahead of, tied with or
-behind each rank group of the others) finds the worst rank that still reaches a tier: about
-2 log2(N) evaluations of that player's phase-one performance (``engine.performance.performance_of``,
-his tie group's equation alone) and of his phase two.
+keep his current one: the worst of the positions his entry could take (ahead of, tied with or
+behind each rank group of the other entries; a team moves as a whole) whose tier after the round
+still reaches it.
+
+* Elo-MMR, a round of individuals: the rating is monotone in rank (paper, Theorem 5.5) and sigma
+  after a round does not depend on the outcome (Eq. 8), so the tier after the round is monotone in
+  rank too and a binary search finds it: about 2 log2(N) evaluations of that player's phase-one
+  performance (``engine.performance.performance_of``, his tie group's equation alone) and of his
+  phase two (``search`` "bisect").
+* Elo-MMR, a round with teams or partial play: a team's performance is monotone in its rank and
+  each member's update in that performance (sigma again outcome-free), so the same binary search,
+  each evaluation the whole round rated as the stream would (:func:`rate`; rounds up to
+  :data:`MAX_FULL_TARGET_PLAYERS` players).
+* A rating-only model (Glicko, TrueSkill, ...): its sigma after a round may depend on the outcome,
+  so the tier is not proven monotone in rank: every position is evaluated (``search`` "scan", the
+  whole round rated each time) while there are at most :data:`MAX_SCANNED_POSITIONS`; beyond, the
+  binary search, which assumes monotonicity (``search`` "bisect").
 """
 
 from __future__ import annotations
@@ -36,8 +47,8 @@ import orjson
 
 from stream import engine
 from stream.contracts import RoundResult
-from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, Standing, check_supported, parse_round
-from stream.engine.display import UNPLACED, display_rating, next_tier, standing, tier_indices, tier_names
+from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, check_supported, parse_round
+from stream.engine.display import UNPLACED, display_rating, is_provisional, next_tier, tier_indices, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.performance import performance_of
 from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
@@ -50,6 +61,10 @@ ROUND_ID = "what-if"
 """The round id a body without one is read with (nothing is registered under it)."""
 MAX_EXPLAINED = 5
 """Most players a what-if request may ask tier targets for (each costs ~2 log2(N) phase-one solves)."""
+MAX_FULL_TARGET_PLAYERS = 2_000
+"""Largest round whose tier targets rate the whole round per evaluation (teams, rating-only models)."""
+MAX_SCANNED_POSITIONS = 129
+"""A rating-only model's targets evaluate every position up to this many (a round of 64 entries)."""
 
 
 class WhatIfRefused(ValueError):
@@ -101,6 +116,8 @@ class TierTarget:
     tied_to_keep: bool
     available: bool = True
     reason: str | None = None
+    search: str | None = None
+    """"bisect" (the tier is monotone in rank: binary search) or "scan" (every position evaluated)."""
 
 
 def check_round(round_: RoundResult, cfg: LadderConfig) -> None:
@@ -165,18 +182,17 @@ def row_weights(round_: RoundResult) -> np.ndarray:
 
 def tier_targets(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, players: Sequence[str]) -> list[TierTarget]:
     """For each of ``players`` (in the round), the worst rank that still reaches the next tier
-    and the worst that keeps the current one (module docstring). Elo-MMR ladders and rounds of
-    individuals only (a team's rank moves several players; other models are not proven monotone)."""
+    and the worst that keeps the current one (module docstring)."""
     display = cfg.display
     names = display.tier_names
     index = {p: i for i, p in enumerate(round_.players())}
     current = tier_indices(stored.tiers, display)
-    out: list[TierTarget] = []
+    fast = cfg.rating_model is None and not is_team_round(round_)
     why = None
-    if cfg.rating_model is not None:
-        why = f"tier targets need an Elo-MMR ladder (this one is rated by {cfg.model!r})"
-    elif is_team_round(round_):
-        why = "tier targets are for rounds of individuals at full time"
+    if not fast and round_.field_size > MAX_FULL_TARGET_PLAYERS:
+        why = (f"tier targets of a round with teams or partial play, or of a rating-only model, rate the whole "
+               f"round per position: rounds of at most {MAX_FULL_TARGET_PLAYERS} players")
+    out: list[TierTarget] = []
     for player in players:
         i = index[player]
         tier = int(current[i])
@@ -188,59 +204,60 @@ def tier_targets(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, p
             out.append(TierTarget(player, label, None if upward is None else names[upward], None, False, None, False,
                                   available=False, reason=why))
             continue
-        search = _RankSearch(cfg, round_, stored, i, tier)
-        for_next = search.worst_reaching(upward) if upward is not None else None
-        keep = search.worst_reaching(tier) if tier != UNPLACED else None
+        search: _Positions = _RankSearch(cfg, round_, stored, i, tier) if fast else _RoundSearch(cfg, round_, stored, i)
+        scan = cfg.rating_model is not None and len(search.candidates) <= MAX_SCANNED_POSITIONS
+        for_next = search.worst_reaching(upward, scan) if upward is not None else None
+        keep = search.worst_reaching(tier, scan) if tier != UNPLACED else None
         out.append(TierTarget(player, label, None if upward is None else names[upward],
                               None if for_next is None else for_next[0], bool(for_next and for_next[1]),
-                              None if keep is None else keep[0], bool(keep and keep[1])))
+                              None if keep is None else keep[0], bool(keep and keep[1]),
+                              search="scan" if scan else "bisect"))
     return out
 
 
-class _RankSearch:
-    """The tier player ``i`` would have after the round at each position he could take: ahead of,
-    tied with or behind each rank group of the others (the others' order unchanged)."""
+class _Positions:
+    """The positions player ``i``'s entry could take among the other entries' rank groups (ahead
+    of, tied with or behind each; the others' order unchanged), as doubled ranks: at ``2r - 1`` it
+    finishes just ahead of rank group r, at ``2r`` it ties it, past the last behind everyone."""
 
-    def __init__(self, cfg: LadderConfig, round_: RoundResult, stored: StoredStates, i: int, tier: int) -> None:
-        self.cfg, self.round_, self.i, self.tier = cfg, round_, i, tier
-        params = cfg.elo_mmr
-        self.prior = unpack_batch(stored.states, params)
-        self.own: PlayerBatch = self.prior.take(np.array([i]))
-        others = np.delete(round_.ranks(), i)
-        doubled = 2 * others
-        # P at 2r-1 finishes just ahead of rank group r, at 2r ties it, past the last behind everyone
-        self.candidates = np.unique(np.concatenate([doubled - 1, doubled, [2 * int(others.max()) + 1]]))
+    candidates: np.ndarray
+    tier: int
+
+    def __init__(self, round_: RoundResult, i: int) -> None:
+        entry, entry_ranks = round_.entries()
+        own = int(entry[i])
+        self.members = np.flatnonzero(entry == own)  # the player, or his whole team
+        doubled = 2 * np.delete(entry_ranks, own)
+        self.candidates = np.unique(np.concatenate([doubled - 1, doubled, [int(doubled.max()) + 1]]))
         self.doubled_others = doubled
-        self.standings = [Standing(s.player, 2 * s.rank) for s in round_.standings]
+        self.doubled = 2 * round_.ranks()
         self.cache: dict[int, int] = {}
-        self.days = engine.elapsed_days(self.prior.last_time, round_.occurred_at)
+
+    def ranks_at(self, k: int) -> np.ndarray:
+        """Every player's doubled rank with the entry at candidate ``k`` (only the order matters)."""
+        ranks = self.doubled.copy()
+        ranks[self.members] = self.candidates[k]
+        return ranks
 
     def place(self, k: int) -> tuple[int, bool]:
-        """(displayed rank, tied) of candidate k."""
+        """(displayed rank, tied) of candidate k: 1 + the other entries ahead, and whether one ties."""
         c = int(self.candidates[k])
         return 1 + int(np.count_nonzero(self.doubled_others < c)), bool(np.any(self.doubled_others == c))
 
     def tier_at(self, k: int) -> int:
-        if k in self.cache:
-            return self.cache[k]
-        standings = list(self.standings)
-        standings[self.i] = Standing(standings[self.i].player, int(self.candidates[k]))
-        moved = dataclasses.replace(self.round_, standings=standings)
-        params = self.cfg.elo_mmr
-        try:  # phase one's performance for the round as it would be, then this player's phase two
-            perf = performance_of(self.prior.mu, self.prior.sigma, self.days, moved.ranks(), self.i, params,
-                                  weight=moved.weight, perf_ceiling=moved.perf_ceiling)
-        except engine.OutcomeFree:
-            self.cache[k] = self.tier  # nobody rated: the tier stays
-            return self.tier
-        after = engine.phase_two(self.own, np.array([perf]), params, weight=self.round_.weight,
-                                 time=moved.occurred_at)
-        tier = int(next_tier(np.array([self.tier]), after.mu, after.sigma, self.cfg.display)[0])
-        self.cache[k] = tier
-        return tier
+        if k not in self.cache:
+            self.cache[k] = self._tier(k)
+        return self.cache[k]
 
-    def worst_reaching(self, target: int) -> tuple[int, bool] | None:
-        """The worst position whose tier is at least ``target`` (monotone: binary search)."""
+    def _tier(self, k: int) -> int:
+        raise NotImplementedError
+
+    def worst_reaching(self, target: int, scan: bool = False) -> tuple[int, bool] | None:
+        """The worst position whose tier is at least ``target``: every position evaluated
+        (``scan``), or a binary search (the tier monotone in rank)."""
+        if scan:
+            reaching = [k for k in range(len(self.candidates)) if self.tier_at(k) >= target]
+            return self.place(reaching[-1]) if reaching else None
         lo, hi = 0, len(self.candidates) - 1
         if self.tier_at(lo) < target:
             return None
@@ -251,6 +268,54 @@ class _RankSearch:
             else:
                 hi = mid - 1
         return self.place(lo)
+
+
+class _RankSearch(_Positions):
+    """Elo-MMR, a round of individuals: the player's own phase one and phase two at each position."""
+
+    def __init__(self, cfg: LadderConfig, round_: RoundResult, stored: StoredStates, i: int, tier: int) -> None:
+        super().__init__(round_, i)
+        self.cfg, self.round_, self.i, self.tier = cfg, round_, i, tier
+        self.prior = unpack_batch(stored.states, cfg.elo_mmr)
+        self.own: PlayerBatch = self.prior.take(np.array([i]))
+        self.days = engine.elapsed_days(self.prior.last_time, round_.occurred_at)
+
+    def _tier(self, k: int) -> int:
+        params = self.cfg.elo_mmr
+        try:  # phase one's performance for the round as it would be, then this player's phase two
+            perf = performance_of(self.prior.mu, self.prior.sigma, self.days, self.ranks_at(k), self.i, params,
+                                  weight=self.round_.weight, perf_ceiling=self.round_.perf_ceiling)
+        except engine.OutcomeFree:
+            return self.tier  # nobody rated: the tier stays
+        after = engine.phase_two(self.own, np.array([perf]), params, weight=self.round_.weight,
+                                 time=self.round_.occurred_at)
+        return int(next_tier(np.array([self.tier]), after.mu, after.sigma, self.cfg.display)[0])
+
+
+class _RoundSearch(_Positions):
+    """A round with teams or partial play, or a rating-only model: the whole round rated as the
+    stream would (:func:`rate`) at each position, the player's tier read from it."""
+
+    def __init__(self, cfg: LadderConfig, round_: RoundResult, stored: StoredStates, i: int) -> None:
+        super().__init__(round_, i)
+        self.cfg, self.round_, self.stored, self.i = cfg, round_, stored, i
+        self.tier = int(tier_indices([stored.tiers[i]], cfg.display)[0])
+
+    def _tier(self, k: int) -> int:
+        ranks = _competition(self.ranks_at(k)).tolist()
+        moved = dataclasses.replace(self.round_, standings=[dataclasses.replace(s, rank=r)
+                                                            for s, r in zip(self.round_.standings, ranks)])
+        try:
+            rows = rate(self.cfg, moved, self.stored)
+        except engine.OutcomeFree:
+            return self.tier
+        return int(tier_indices([rows.tier_after[self.i]], self.cfg.display)[0])
+
+
+def _competition(doubled: np.ndarray) -> np.ndarray:
+    """Competition ranks (1 + the players strictly ahead) of ranks given in any order-preserving
+    scale: a model that reads rank values (not only their order) gets the ranks of the contract."""
+    return (np.searchsorted(np.sort(doubled), doubled, side="left") + 1).astype(np.int64)
 
 
 def read_request(raw: bytes, ladder: str, limits: Limits, now: float) -> tuple[RoundResult, list[str]]:
@@ -302,9 +367,8 @@ def answer(cfg: LadderConfig, round_: RoundResult, rows: WhatIfRows, targets: li
     ranks = rows.ranks.tolist()
     teams = rows.teams or [None] * len(rows.players)
     shares: list[float | None] = list(rows.shares) if rows.shares is not None else [None] * len(rows.players)
-    # provisional after the round (right after it: no idle time), by the display entry's rules
-    after = standing(rows.mu_after, rows.sigma_after, rows.rounds_before + 1, np.zeros(len(rows.players)), cfg.display)
-    provisional = after.provisional.tolist()
+    # provisional right after the round, by the rule its RatingChange carries
+    provisional = is_provisional(rows.sigma_after, rows.rounds_before + 1, cfg.display).tolist()
     delta = (rows.mu_after - rows.mu_before).tolist()
     shown_delta = _floats(rows.display_after - rows.display_before)
     low = (rows.mu_after - interval_z * rows.sigma_after).tolist()

@@ -521,7 +521,7 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_l
     Redis keeps no past leaderboards, so the place is the one the rating of then holds on today's
     leaderboard (1 + the players now rated above it, the player itself left out): exact for the
     newest entry, an estimate for older ones that drifts as the other players' ratings move. The
-    tier is the one the entry recorded."""
+    tier, mu and sigma are the ones the entry recorded (its ``mu_after``, ``sigma_after``)."""
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
     pipe.hget(keys.player(ladder, player_id), player_hash.MU)
@@ -539,7 +539,7 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_l
     above = await pipe.execute() if entries else []
     now = None if score is None else float(score)
     points = [{"round_id": e["round_id"], "occurred_at": e["occurred_at"], "display_rating": e["display_rating"],
-               "tier": e.get("tier") or None, "rank": e["rank"], "field_size": e["field_size"],
+               "mu": e["mu_after"], "sigma": e["sigma_after"], "tier": e.get("tier") or None, "rank": e["rank"], "field_size": e["field_size"],
                "position": int(n) + 1 - (1 if now is not None and now > float(e["display_rating"]) else 0)}
               for e, n in zip(entries, above)]
     return RankTimeline(ladder=ladder, player=player_id, position=None if rank is None else int(rank) + 1,

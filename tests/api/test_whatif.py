@@ -191,13 +191,26 @@ def test_every_rating_answer_carries_interval_and_status(redis_url: str) -> None
     ladders = json.dumps({RS: {"model": "mmr", "display": {"interval_z": 1.0, "provisional_rounds": 5,
                                                            "min_rounds": 4, "active_days": 36500}}})
 
-    async def go(client: TestClient) -> tuple[Any, Any]:
+    async def go(client: TestClient) -> tuple[Any, Any, Any, Any]:
         board = await (await client.get(f"/api/ladders/{RS}/leaderboard?limit=200")).json()
         best = board["rows"][0]["player"]
         page = await (await client.get(f"/api/ladders/{RS}/players/{quote(best, safe='')}")).json()
-        return board, page
-    board, page = with_client(redis_url, go, ladders=ladders)
+        ranks = await (await client.get(f"/api/ladders/{RS}/players/{quote(best, safe='')}/ranks")).json()
+        round_id = page["history"][-1]["round_id"]
+        round_ = await (await client.get(f"/api/ladders/{RS}/rounds/{quote(round_id, safe='')}")).json()
+        return board, page, ranks, round_
+    board, page, ranks, round_ = with_client(redis_url, go, ladders=ladders)
     assert len(board["rows"]) == len(seeded.display)
+    # each stored change (history, a round's results) and each timeline point: mu_after +/- z*sigma_after
+    changes = page["history"] + round_["results"]
+    assert page["history"] and len(ranks["points"]) == len(page["history"]) and round_["results"]
+    for change in changes:
+        assert change["interval_z"] == 1.0
+        assert change["interval"] == pytest.approx([change["mu_after"] - change["sigma_after"],
+                                                   change["mu_after"] + change["sigma_after"]])
+    for point, change in zip(ranks["points"], page["history"]):
+        assert (point["mu"], point["sigma"]) == (change["mu_after"], change["sigma_after"])
+        assert point["interval"] == change["interval"] and point["interval_z"] == 1.0
     for row in board["rows"] + [page]:
         assert row["interval_z"] == 1.0
         assert row["interval"] == pytest.approx([row["mu"] - row["sigma_now"], row["mu"] + row["sigma_now"]])
@@ -250,3 +263,71 @@ def test_players_with_a_round_in_flight_are_named(redis_url: str) -> None:
     client.close()
     _, got = post(redis_url, f"/api/ladders/{LADDER}/what-if", {"standings": standings(PLAYERS[:4])})
     assert got["in_flight"] == [PLAYERS[1]]
+
+
+def _entries_body(entries: list[tuple[str, list[str] | None]], order_ranks: list[int]) -> list[dict[str, Any]]:
+    """Standings of (name, team members or None for an individual) entries at the given ranks."""
+    return [{"team": name, "players": members, "rank": r} if members else {"player": name, "rank": r}
+            for (name, members), r in zip(entries, order_ranks)]
+
+
+def _check_targets(url: str, ladders: str, when: float, entries: list[tuple[str, list[str] | None]],
+                   player: str) -> dict[str, Any]:
+    """Ask the tier targets of ``player`` (entries ranked 1..n in order), then check each one with
+    plain what-ifs of the moved standings (only the order of ranks matters, so the others keep
+    2 x their place and the entry takes 2R - 1, ahead of the entry now at R, or 2R, tied with it):
+    the target reaches the tier, and no worse position does."""
+    from stream.engine.display import DisplayConfig, tier_indices
+    display = DisplayConfig.from_dict(json.loads(ladders)["*"]["display"])
+    body = {"occurred_at": when, "standings": _entries_body(entries, list(range(1, len(entries) + 1))),
+            "explain_for": [player]}
+    status, got = post(url, f"/api/ladders/{LADDER}/what-if", body, ladders=ladders)
+    assert status == 200, got
+    (target,) = got["targets"]
+    assert target["available"], target
+    own = next(k for k, (name, members) in enumerate(entries) if name == player or (members and player in members))
+    others = entries[:own] + entries[own + 1:]
+
+    def tier_at(value: int) -> int:
+        moved = others + [entries[own]]
+        ranks = [2 * (j + 1) for j in range(len(others))] + [value]
+        _, at = post(url, f"/api/ladders/{LADDER}/what-if",
+                     {"occurred_at": when, "standings": _entries_body(moved, ranks)}, ladders=ladders)
+        return int(tier_indices([next(c for c in at["changes"] if c["player"] == player)["tier"] or ""], display)[0])
+
+    names = display.tier_names
+    for rank_key, tied_key, name in (("rank_for_next", "tied_for_next", target["next_tier"]),
+                                     ("rank_to_keep", "tied_to_keep", target["tier"] or None)):
+        if name is None:
+            continue
+        wanted = names.index(name)
+        values = list(range(1, 2 * len(entries)))  # every position: ahead of / tied with each other entry, last
+        if target[rank_key] is None:
+            assert all(tier_at(v) < wanted for v in values)
+            continue
+        value = 2 * target[rank_key] - (0 if target[tied_key] else 1)
+        assert tier_at(value) >= wanted
+        assert all(tier_at(v) < wanted for v in values if v > value)
+    return target
+
+
+def test_tier_targets_of_a_rating_only_model_scan_every_position(redis_url: str) -> None:
+    """A Glicko ladder (sigma after a round depends on the outcome: no proven monotonicity): the
+    targets come from evaluating every position, and are the worst ranks that reach the tier."""
+    ladders = json.dumps({"*": {"model": "glicko", "display": {"k": 0.2, "tiers": [["Low", None], ["Mid", 1500.0],
+                                                                                     ["High", 1700.0]]}}})
+    from stream.store import keys
+    redis.Redis.from_url(redis_url).sadd(keys.ladders(), LADDER)
+    entries = [(f"g{i}", None) for i in range(8)]
+    target = _check_targets(redis_url, ladders, START, entries, "g5")
+    assert target["search"] == "scan" and target["rank_for_next"] is not None
+
+
+def test_tier_targets_of_a_team_round_move_the_team(redis_url: str) -> None:
+    """Elo-MMR for teams: the player's team moves as a whole; the target ranks are team ranks."""
+    seed_states(redis_url)
+    ladders = json.dumps({"*": {"model": "mmr", "display": {"k": 0.5, "tiers": [["Bronze", None], ["Gold", 1400.0],
+                                                                                  ["Platinum", 1560.0]]}}})
+    entries = [(f"t{k}", PLAYERS[2 * k:2 * k + 2]) for k in range(5)] + [(PLAYERS[10], None)]
+    target = _check_targets(redis_url, ladders, START + 7 * DAY, entries, PLAYERS[4])
+    assert target["search"] == "bisect" and target["tier"] == "Gold"

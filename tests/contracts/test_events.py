@@ -103,6 +103,28 @@ def test_rating_change_v4_team_and_weight() -> None:
         validate("rating-change", json.loads(rating_change(team="red", weight=1.5).to_json()))
 
 
+def test_rating_change_v5_provisional() -> None:
+    """``provisional`` is the last member of a v5 event, a boolean; an event without it (stored
+    before v5) reads back with None and writes no such key; v4 events stay valid."""
+    from stream.contracts.schemas import schema_path
+
+    for flag in (True, False):
+        change = rating_change(team="red", weight=0.5, provisional=flag)
+        data = json.loads(change.to_json())
+        assert list(data)[-1] == "provisional" and data["provisional"] is flag
+        validate("rating-change", data)
+        assert RatingChange.from_json(change.to_json()) == change
+    old = rating_change()
+    assert "provisional" not in old.to_dict() and RatingChange.from_json(old.to_json()).provisional is None
+    validate("rating-change", old.to_dict())
+    v4 = json.loads(schema_path("rating-change", "v4").read_text())
+    with pytest.raises(jsonschema.ValidationError):  # v4 has no such member
+        jsonschema.validate(rating_change(provisional=True).to_dict(), v4)
+    for bad in (1, "yes", None):
+        with pytest.raises(SchemaError):
+            validate("rating-change", {**old.to_dict(), "provisional": bad})
+
+
 def test_player_update_v2_team_and_weight_and_v1_messages() -> None:
     """PlayerUpdate v2 entries carry ``team`` (only in a team) and ``weight``; a v1 message (no
     such field) parses with ``weights`` None, every weight 1."""

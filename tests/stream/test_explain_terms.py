@@ -97,6 +97,9 @@ def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, lis
                 assert got["mu_after"] is None  # Elo-MMR's mean is not a function of these terms
             assert abs(got["display_rating"] - change["display_rating"]) <= TOL
             assert got["tier"] == change["tier"]
+            z = cfg.display.interval_z  # the rating after the change, with its interval as every answer
+            assert e["update"]["interval"] == [change["mu_after"] - z * change["sigma_after"],
+                                               change["mu_after"] + z * change["sigma_after"]]
             assert e["expected"]["actual_rank"] == change["rank"] and 1.0 <= e["expected"]["rank"] <= round_.field_size
             assert e["text"] and all(isinstance(line, str) and line for line in e["text"])
             checked += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -139,6 +140,11 @@ def test_bulk_change_encoding_equals_the_contracts_json() -> None:
     assert encode_changes(columns) == expected
     for value in expected:
         validate("rating-change", value)
+    marks = [True, False]  # v5: each row's provisional status, the last member
+    flagged = [RatingChange.from_json(value) for value in expected]
+    for change, flag in zip(flagged, marks):
+        change.provisional = flag
+    assert encode_changes(dataclasses.replace(columns, provisional=marks)) == [c.to_json().encode() for c in flagged]
     for bad in (np.nan, np.inf):
         with pytest.raises(ValueError):
             number_texts("mu_after", np.array([1.0, bad]))
@@ -285,6 +291,45 @@ def test_one_batch_of_several_rounds_ladders_and_weights_equals_replay(redis_url
     for (ladder, player), (mu, sigma) in got.items():
         state = reference.state(ladder, player)
         assert abs(mu - state.mu) <= 1e-9 and abs(sigma - state.sigma) <= 1e-9
+
+
+def test_rating_changes_carry_the_apis_provisional_rule(redis_url: str) -> None:
+    """Every RatingChange of a batch (two ladders, one with a provisional rule) carries
+    ``provisional``, what the API's read-time rule (``pipeline.status``) says of the change's
+    sigma_after and rounds_played right after the round; the events validate against v5."""
+    from stream.contracts import RatingChange
+    from stream.engine.ladders import parse_ladders
+    from stream.pipeline.status import status_fields
+
+    ladders = json.dumps({"A": {"model": "mmr", "display": {"provisional_rounds": 3, "provisional_sigma": 200.0}},
+                          "B": {"model": "mmr"}})
+    rounds = [RoundResult(round_id=f"r{k}", ladder=ladder, occurred_at=1.7e9 + 86_400.0 * k,
+                          standings=[Standing(p, i + 1) for i, p in enumerate(players)])
+              for k, (ladder, players) in enumerate([("A", "abcd"), ("B", "abc"), ("A", "abe"), ("A", "dcba"),
+                                                     ("A", "ab"), ("B", "cab")])]
+
+    async def body() -> list[bytes]:
+        ctx = context(redis_url, ladders=ladders)
+        events: list[bytes] = []
+        for r in rounds:
+            result = await handle_updates(ctx, [m.value for m in (await handle_round(ctx, r.to_json().encode())).updates])
+            events += [e.value for e in result.events]
+        await ctx.store.close()
+        return events
+
+    events = asyncio.run(body())
+    assert len(events) == sum(r.field_size for r in rounds)
+    configs = parse_ladders(ladders, engine_preset=Settings().engine_preset)
+    flags: dict[str, set[bool]] = {"A": set(), "B": set()}
+    for value in events:
+        validate("rating-change", value)
+        change = RatingChange.from_json(value)
+        assert isinstance(change.provisional, bool)
+        api = status_fields(configs.of(change.ladder), [change.mu_after], [change.sigma_after], [change.rounds_played],
+                            [change.occurred_at], change.occurred_at)[0]
+        assert change.provisional is api["provisional"]
+        flags[change.ladder].add(change.provisional)
+    assert flags == {"A": {True, False}, "B": {False}}
 
 
 def test_a_fanout_larger_than_max_message_bytes_is_split_and_rated_whole(redis_url: str) -> None:

@@ -14,6 +14,7 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 import redis
 from hypothesis import Phase, given, settings as hsettings, strategies as st
 from typer.testing import CliRunner
@@ -152,10 +153,14 @@ def test_rolling_figures_cover_the_window_only(redis_url: str) -> None:
         client.flushall()
         client.close()
         ctx = context(redis_url, health_window=window)
+        from stream.pipeline.metrics import HEALTH_CPU_SECONDS
+        exported = HEALTH_CPU_SECONDS._value.get()
         await stream_through(ctx, rounds, list(range(4, 60, 4)), flush_each=True)  # entries of 4 rounds
         got = await store_health.ladder_health(ctx.store.client, "A")
         await ctx.store.close()
         assert got is not None
+        # its own CPU is counted, and exported as ems_rating_health_cpu_seconds_total
+        assert ctx.health.cpu_s > 0 and HEALTH_CPU_SECONDS._value.get() - exported == pytest.approx(ctx.health.cpu_s)
         return got
 
     small = asyncio.run(body(10))

@@ -108,7 +108,7 @@ def test_team_rounds_through_the_stream_equal_replay(local_stack, stack_redis_ur
             w.stop()
     harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
 
-    by_id = harness.events_by_id(events)  # validated against rating-change v4
+    by_id = harness.events_by_id(events)  # validated against rating-change v5
     assert all(len(contents) == 1 for contents in by_id.values())
     rated = [r for r in rounds if has_outcome(r)]
     assert len(rated) < len(rounds), "a drawn 2x5 round (no outcome) is in the stream"

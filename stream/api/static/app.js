@@ -1,5 +1,5 @@
 // Dashboard of the read API: leaderboard (search, pagination, rating histogram with tier bands, rounds
-// rated over time), player page (rating chart with the ±sigma band and performances, leaderboard
+// rated over time), player page (rating chart with the interval band (mu ± interval_z·sigma) and performances, leaderboard
 // place and tier over time), round page, match-up page, rejected rounds, live updates through
 // Server-Sent Events.
 // Plain JS, no build step. Routes live in the URL hash: #/l/LADDER, #/l/LADDER/p/PLAYER,
@@ -187,7 +187,7 @@ function leaderboardView(ladder) {
   });
   prev.addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE_SIZE); refresh(); });
   next.addEventListener("click", () => { state.offset += PAGE_SIZE; refresh(); });
-  const lb = table("leaderboard", ["#", "player", "rating", "μ", "σ", "tier", "rounds"], [0, 2, 3, 4, 6]);
+  const lb = table("leaderboard", ["#", "player", "rating", "μ", "σ", "interval", "tier", "rounds"], [0, 2, 3, 4, 5, 7]);
   const histogram = svg("svg", { class: "chart", id: "rating-histogram", role: "img",
     viewBox: `0 0 ${HISTOGRAM.width} ${HISTOGRAM.height}`, "aria-label": `rating distribution of ${ladder}` });
   let drawnHistogram = "";
@@ -234,7 +234,7 @@ function leaderboardView(ladder) {
     setText(info, page.total === 0 ? (page.search ? "no match" : "no players") :
       `${page.offset + 1}–${page.offset + page.rows.length} of ${page.total}` + (page.truncated ? "+" : ""));
     patchRows(lb.body, page.rows, (row) => row.player, (row) => {
-      const tr = cells(el("tr", { class: "lb-row" }), 7, [0, 2, 3, 4, 6]);
+      const tr = cells(el("tr", { class: "lb-row" }), 8, [0, 2, 3, 4, 5, 7]);
       tr.dataset.player = row.player;
       return tr;
     }, (tr, row) => {
@@ -243,7 +243,9 @@ function leaderboardView(ladder) {
       setLink(td[1], row.player, playerHash(ladder, row.player));
       setText(td[2], fmt(row.display_rating) + (row.provisional ? "?" : "")); setText(td[3], fmt(row.mu));
       setText(td[4], fmt(row.sigma_now ?? row.sigma));
-      setText(td[5], row.tier || "–"); setText(td[6], fmt(row.rounds));
+      setText(td[5], row.interval ? `${fmt(row.interval[0])}–${fmt(row.interval[1])}` : "–");
+      setAttr(td[5], "title", row.interval ? `μ ± ${row.interval_z}σ now` : "");
+      setText(td[6], row.tier || "–"); setText(td[7], fmt(row.rounds));
       setAttr(tr, "title", row.eligible === false ? `not eligible: ${row.ineligible_reasons.join(", ")}` :
         (row.provisional ? "provisional rating" : ""));
     });
@@ -375,11 +377,13 @@ function chart(playerId) {
 
 function chartShapes(history) {
   const { width, height, pad } = CHART;
-  const pts = history.map((h) => ({ t: h.occurred_at, mu: h.mu_after, s: h.sigma_after, p: h.performance }));
+  // the band is each rating's interval as the API gives it (mu ± interval_z·sigma), else mu ± sigma
+  const pts = history.map((h) => ({ t: h.occurred_at, mu: h.mu_after, p: h.performance,
+    lo: h.interval ? h.interval[0] : h.mu_after - h.sigma_after, hi: h.interval ? h.interval[1] : h.mu_after + h.sigma_after }));
   if (pts.length === 0) return [];
   const out = [];
   // a model without performances (LADDERS: glicko, trueskill, ...) has performance null: no point
-  const ys = pts.flatMap((d) => (d.p === null || d.p === undefined ? [d.mu - d.s, d.mu + d.s] : [d.mu - d.s, d.mu + d.s, d.p]));
+  const ys = pts.flatMap((d) => (d.p === null || d.p === undefined ? [d.lo, d.hi] : [d.lo, d.hi, d.p]));
   let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
   if (y1 - y0 < 1) { y0 -= 50; y1 += 50; }
   const t0 = pts[0].t, t1 = pts[pts.length - 1].t;
@@ -389,8 +393,8 @@ function chartShapes(history) {
     out.push(svg("line", { class: "axis", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }));
     const label = svg("text", { x: 4, y: y(v) + 4 }); label.textContent = v.toFixed(0); out.push(label);
   }
-  const upper = pts.map((d, i) => `${x(d.t, i)},${y(d.mu + d.s)}`);
-  const lower = pts.map((d, i) => `${x(d.t, i)},${y(d.mu - d.s)}`).reverse();
+  const upper = pts.map((d, i) => `${x(d.t, i)},${y(d.hi)}`);
+  const lower = pts.map((d, i) => `${x(d.t, i)},${y(d.lo)}`).reverse();
   out.push(svg("polygon", { class: "band", id: "sigma-band", points: upper.concat(lower).join(" ") }));
   out.push(svg("polyline", { class: "line", id: "rating-line", points: pts.map((d, i) => `${x(d.t, i)},${y(d.mu)}`).join(" ") }));
   pts.forEach((d, i) => {
@@ -447,6 +451,8 @@ function playerView(ladder, playerId) {
         setLink(td[0], h.round_id, roundHash(ladder, h.round_id));
         setText(td[1], when(h.occurred_at)); setText(td[2], `${h.rank} / ${h.field_size}`);
         setText(td[3], fmt(h.performance)); setText(td[4], fmt(h.mu_after)); setDelta(td[5], h.mu_before, h.mu_after);
+        setAttr(td[4], "title", h.interval ? `μ ± ${h.interval_z}σ: ${fmt(h.interval[0])}–${fmt(h.interval[1])}` +
+          (h.provisional ? " (provisional)" : "") : "");
       });
   };
   return view;
