@@ -1,0 +1,91 @@
+"""Seasons of a ladder and the soft reset at a player's first round of a new season.
+
+A ladder's seasons are a schedule of start times (``season_schedule.Seasons``, the ``seasons`` key
+of its ``LADDERS`` entry). The season of a round is a pure function of its time and the schedule
+(``season_schedule.season_of``: how many starts are at or before it; 0 is the time before the
+first start), so the stream, ``stream replay``, backfill and a correction's re-rate all see the same season
+boundaries in a ladder's history, whatever order or process rates it.
+
+Soft reset (StarCraft II ladder, seed 003: a new season loosens the confidence so that returning
+players move quickly): a player whose previous round lies in an earlier season than the round
+being rated is reset *before* that round is rated, lazily, at his first round of the new season
+(a season start rewrites nobody):
+
+* sigma is raised toward ``sigma_to``: ``sigma'^2 = sigma^2 + share * (sigma_to^2 - sigma^2)``
+  (never lowered), by the engine's own pseudo-diffusion (paper Algorithm 2 with
+  ``gamma^2 = sigma'^2 - sigma^2``), so the logistic history decays as under skill drift;
+* mu is pulled toward the centre by a factor: ``mu' = mu + pull * (centre - mu)``, a translation of
+  the whole belief (``mu0`` and every factor's location move with it; Eq. 10's posterior is
+  translation invariant, so its mode moves by exactly the same amount).
+
+:func:`reset_rows` is the one implementation; the engine's rating entry points call it on a
+round's rows before phase one reads their (mu, sigma) and phase two updates them
+(``rounds.rate_flat``, ``teams.rate_rounds_with_teams``, ``round.phase_two``, ``round.rate_round``).
+A player who never played (``last_time`` NaN) starts from the newcomer prior: nothing to reset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .diffusion import diffuse
+from .params import Params
+from .season_schedule import Seasons, entering
+from .state import PlayerBatch
+
+
+def reset_targets(mu: np.ndarray, sigma: np.ndarray, seasons: Seasons, mu_noob: float) -> tuple[np.ndarray, np.ndarray]:
+    """The reset (mu, sigma) of players entering a season (module docstring); phase one reads these."""
+    centre = mu_noob if seasons.centre is None else seasons.centre
+    new_mu = mu + seasons.mu_pull * (centre - mu) if seasons.mu_pull else mu.copy()
+    if seasons.sigma_to is None or seasons.sigma_share == 0.0:
+        return new_mu, sigma.copy()
+    gap = np.maximum(seasons.sigma_to * seasons.sigma_to - sigma * sigma, 0.0)
+    return new_mu, np.sqrt(sigma * sigma + seasons.sigma_share * gap)
+
+
+def reset_rows(batch: PlayerBatch, rows: np.ndarray, times: np.ndarray, params: Params) -> None:
+    """Soft-reset, in place, the rows (distinct) of ``batch`` whose players enter a new season at
+    ``times`` (one per row) under ``params.season``; nothing without a schedule. Called once per
+    (player, round), before the round reads or updates the player (module docstring)."""
+    seasons = params.season
+    if seasons is None or not seasons.starts or len(rows) == 0:
+        return
+    rows = np.asarray(rows, dtype=np.int64)
+    moving = rows[entering(batch.last_time[rows], np.asarray(times, dtype=np.float64), seasons)]
+    if len(moving) == 0:
+        return
+    sub = batch.take(moving)
+    mu, sigma = reset_targets(sub.mu, sub.sigma, seasons, params.mu_noob)
+    raise_ = sigma > sub.sigma
+    if raise_.any():
+        gamma = np.sqrt(np.maximum(sigma * sigma - sub.sigma * sub.sigma, 0.0))
+        widened = diffuse(sub.take(np.flatnonzero(raise_)), gamma[raise_], params)
+        widened.sigma = sigma[raise_]  # the target itself (hypot may differ from it by an ulp)
+        sub.put(np.flatnonzero(raise_), widened)
+    shift = mu - sub.mu
+    if seasons.mu_pull:
+        sub.mu = mu
+        sub.mu0 = sub.mu0 + shift
+        if sub.p.shape[1]:
+            used = np.arange(sub.p.shape[1])[None, :] < sub.n_factors[:, None]
+            sub.p = np.where(used, sub.p + shift[:, None], sub.p)
+    batch.put(moving, sub)
+
+
+def seasoned(batch: PlayerBatch, times: np.ndarray | float, params: Params) -> PlayerBatch:
+    """A copy of ``batch`` with :func:`reset_rows` applied to every row (times one per row or one)."""
+    out = batch.copy()
+    n = len(out)
+    reset_rows(out, np.arange(n), np.broadcast_to(np.asarray(times, dtype=np.float64), (n,)), params)
+    return out
+
+
+def placing(rounds_in_season: Sequence[int] | np.ndarray, seasons: Seasons | None) -> np.ndarray:
+    """Which players are still in placement (their first ``placement_rounds`` rounds of a season)."""
+    played = np.asarray(rounds_in_season, dtype=np.int64)
+    if seasons is None:
+        return np.zeros(played.shape, dtype=bool)
+    return played < seasons.placement_rounds
