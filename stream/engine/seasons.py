@@ -89,3 +89,21 @@ def placing(rounds_in_season: Sequence[int] | np.ndarray, seasons: Seasons | Non
     if seasons is None:
         return np.zeros(played.shape, dtype=bool)
     return played < seasons.placement_rounds
+
+
+def seasoned_view(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, time: float | np.ndarray,
+                  params: Params) -> tuple[np.ndarray, np.ndarray]:
+    """The (mu, sigma) a round at ``time`` reads for players whose stored ``mu``, ``sigma`` and
+    ``last_time`` are given: :func:`reset_rows`' values for those entering a new season, the
+    stored ones otherwise (phase one's single-round path reads no full states)."""
+    seasons = params.season
+    if seasons is None or not seasons.starts or len(mu) == 0:
+        return mu, sigma
+    moving = entering(np.asarray(last_time, dtype=np.float64),
+                      np.broadcast_to(np.asarray(time, dtype=np.float64), (len(mu),)), seasons)
+    if not moving.any():
+        return mu, sigma
+    new_mu, new_sigma = reset_targets(mu[moving], sigma[moving], seasons, params.mu_noob)
+    mu, sigma = mu.copy(), sigma.copy()
+    mu[moving], sigma[moving] = new_mu, new_sigma
+    return mu, sigma
