@@ -73,6 +73,11 @@ class LadderConfig:
         return self.params
 
     @property
+    def seasons(self) -> Seasons | None:
+        """The ladder's season schedule (``stream.engine.seasons``; None: none, or a rating-only model)."""
+        return self.params.season if isinstance(self.params, Params) else None
+
+    @property
     def draws_rate(self) -> bool:
         """Whether the ladder's model rates a draw (a round in which every entry ties): its
         parameters' ``draws_rate``, the one answer phase one, corrections, backfill and replay ask

@@ -26,11 +26,10 @@ A player who never played (``last_time`` NaN) starts from the newcomer prior: no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from .diffusion import diffuse
+from .display import UNPLACED, DisplayConfig, next_tier, placement_index
 from .params import Params
 from .season_schedule import Seasons, entering
 from .state import PlayerBatch
@@ -83,12 +82,22 @@ def seasoned(batch: PlayerBatch, times: np.ndarray | float, params: Params) -> P
     return out
 
 
-def placing(rounds_in_season: Sequence[int] | np.ndarray, seasons: Seasons | None) -> np.ndarray:
-    """Which players are still in placement (their first ``placement_rounds`` rounds of a season)."""
-    played = np.asarray(rounds_in_season, dtype=np.int64)
-    if seasons is None:
-        return np.zeros(played.shape, dtype=bool)
-    return played < seasons.placement_rounds
+def season_next_tier(current: np.ndarray, entering_: np.ndarray, mu: np.ndarray, sigma: np.ndarray,
+                     cfg: DisplayConfig, seasons: Seasons | None) -> np.ndarray:
+    """:func:`~stream.engine.display.next_tier` with a season's placement (seed 003: placement
+    games before a league is shown): a player's first ``placement_rounds`` rounds of a season (a
+    newcomer's first ones too) show no league but ``"Placement k"`` (``display.placement_index``);
+    after the last of them he is placed by the confident rule of promotion, as an unplaced player
+    is (the highest step whose threshold ``mu - k*sigma`` reaches). ``current``: the tier indices
+    before the round; ``entering_``: which players this round starts a new season for."""
+    current = np.asarray(current, dtype=np.int64)
+    if seasons is None or seasons.placement_rounds == 0:
+        return next_tier(current, mu, sigma, cfg)
+    played = np.where(entering_ | (current == UNPLACED), 1,
+                      np.where(current < UNPLACED, UNPLACED - current + 1, 0))  # rounds of placement, this one too
+    new = next_tier(np.where(played >= 1, UNPLACED, current), mu, sigma, cfg)  # placement ends as unplaced
+    placing = (played >= 1) & (played < seasons.placement_rounds)
+    return np.where(placing, placement_index(np.maximum(played, 1)), new)
 
 
 def seasoned_view(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, time: float | np.ndarray,

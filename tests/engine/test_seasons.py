@@ -151,3 +151,31 @@ def test_ladders_seasons_entry() -> None:
         parse_ladders(json.dumps({"s": {"model": "glicko", "seasons": {}}}))
     with pytest.raises(LaddersError, match="strictly increasing"):
         parse_ladders(json.dumps({"s": {"seasons": {"schedule": [{"name": "a", "start": 5}, {"name": "b", "start": 5}]}}}))
+
+
+def test_placement_shows_no_league_then_places_by_the_confident_rule() -> None:
+    from stream.engine.display import UNPLACED, DisplayConfig, league_division, next_tier, tier_indices, tier_names
+    from stream.engine.seasons import season_next_tier
+
+    cfg = DisplayConfig()
+    seasons = Seasons(starts=(T0,), names=("S1",), placement_rounds=3)
+    mu, sigma = np.array([2000.0, 2000.0]), np.array([40.0, 40.0])
+    placed = next_tier(np.array([UNPLACED, UNPLACED]), mu, sigma, cfg)
+    tiers = np.array([UNPLACED, 0])  # a newcomer, and a Bronze player entering the season
+    starting = np.array([False, True])
+    shown = []
+    for _ in range(3):
+        tiers = season_next_tier(tiers, starting, mu, sigma, cfg, seasons)
+        shown.append(tier_names(tiers, cfg))
+        starting = np.array([False, False])
+        tiers = tier_indices(shown[-1], cfg)  # through the stored labels, as the pipeline reads them back
+    assert shown[0] == ["Placement 1", "Placement 1"] and shown[1] == ["Placement 2", "Placement 2"]
+    assert league_division("Placement 2", cfg) == (None, None)
+    np.testing.assert_array_equal(tiers, placed)  # the third round places both as unplaced players are placed
+    # a placed player within the season keeps the hysteresis rule
+    again = season_next_tier(tiers, np.array([False, False]), mu - 300, sigma, cfg, seasons)
+    np.testing.assert_array_equal(again, next_tier(tiers, mu - 300, sigma, cfg))
+    # no placement configured: the plain rule, entering or not
+    none = Seasons(starts=(T0,), names=("S1",))
+    np.testing.assert_array_equal(season_next_tier(np.array([0, 0]), np.array([True, False]), mu, sigma, cfg, none),
+                                  next_tier(np.array([0, 0]), mu, sigma, cfg))

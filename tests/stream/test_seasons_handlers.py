@@ -14,13 +14,15 @@ from stream.engine.ladders import parse_ladders
 from stream.engine.season_schedule import iso_time
 from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_one import BatchResult, handle_round, handle_rounds
+from stream.engine.display import tier_names
+from stream.pipeline.rerate import HistoryRound, rerate
 from test_ladders_handlers import assert_equals_replay, context, mixed_rounds, stored
 from test_phase_one_batch import apply
 
 T0 = 1.7e9  # mixed_rounds: round k at T0 + 30,000 k seconds
 SEASONS = {"schedule": [{"name": "S1", "start": iso_time(T0 + 30_000.0 * 15.5)},
                         {"name": "S2", "start": iso_time(T0 + 30_000.0 * 30.5)}],
-           "sigma_to": 260.0, "sigma_share": 0.7, "mu_pull": 0.4, "centre": 1450.0}
+           "sigma_to": 260.0, "sigma_share": 0.7, "mu_pull": 0.4, "centre": 1450.0, "placement_rounds": 3}
 LADDERS = json.dumps({"a": {"model": "mmr", "seasons": SEASONS}, "*": {"model": "mmr-bounded", "seasons": SEASONS}})
 
 
@@ -42,6 +44,7 @@ def test_round_by_round_with_seasons_equals_replay(redis_url: str) -> None:
             assert result.outcome == "rated"
             await apply(ctx, BatchResult([result], result.updates))
         assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
+        await assert_tiers_equal_rerate(ctx, rounds)
 
     asyncio.run(body())
 
@@ -56,5 +59,22 @@ def test_batches_with_seasons_equal_replay(redis_url: str) -> None:
             assert all(result is not None and result.outcome == "rated" for result in batch.results)
             await apply(ctx, batch)
         assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
+        await assert_tiers_equal_rerate(ctx, rounds)
 
     asyncio.run(body())
+
+
+async def assert_tiers_equal_rerate(ctx, rounds: list) -> None:  # type: ignore[no-untyped-def]
+    """The stored tiers (placement included) are what a correction's re-rate of the same history
+    computes (``rerate``: the whole history in chunks), ladder by ladder."""
+    for ladder in sorted({r.ladder for r in rounds}):
+        history = [HistoryRound.of(r, k + 1) for k, r in enumerate(r for r in rounds if r.ladder == ladder)]
+        cfg = ctx.ladder(ladder)
+        redone = rerate(history, cfg.elo_mmr, ctx.display(ladder))
+        names = tier_names(redone.final_tier, ctx.display(ladder))
+        for player, row in zip(redone.table.names, range(redone.table.size)):
+            got = (await ctx.store.player(ladder, player))["tier"]
+            got = got.decode() if isinstance(got, bytes) else got
+            assert got == names[row], (ladder, player, got, names[row])
+        # the history had placement rounds (newcomers' and returning players')
+        assert any(t < -1 for t in redone.tier.tolist())
