@@ -199,6 +199,14 @@ def _seasoned(key: str, params: Params | ModelParams, raw: object) -> Params | M
         raise LaddersError(f"LADDERS[{key!r}].seasons: {exc}") from None
 
 
+def _check_shares(key: str, params: Params | ModelParams, display: DisplayConfig) -> None:
+    """League shares, if given, describe the display's leagues, one each."""
+    season = params.season if isinstance(params, Params) else None
+    if season is not None and season.leagues is not None and season.leagues.leagues != len(display.tiers):
+        raise LaddersError(f"LADDERS[{key!r}].seasons.shares: {season.leagues.leagues} leagues (shares"
+                           f"{' and top' if season.leagues.top else ''}) for the display's {len(display.tiers)}")
+
+
 def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_config: str = "") -> Ladders:
     """Resolve ``LADDERS`` (with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``; module
     docstring). Raises :class:`LaddersError` naming the setting and key at fault."""
@@ -216,6 +224,7 @@ def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_conf
     star_display = _display(DEFAULT_LADDER_KEY, star["display"]) if "display" in star else \
         displays.get(DEFAULT_LADDER_KEY, DisplayConfig())
     fallback = LadderConfig(star_model, _seasoned(DEFAULT_LADDER_KEY, star_params, star.get("seasons")), star_display)
+    _check_shares(DEFAULT_LADDER_KEY, fallback.params, star_display)
     resolved: dict[str, LadderConfig] = {}
     for name in dict.fromkeys([*displays, *entries]):
         if name == DEFAULT_LADDER_KEY:
@@ -228,5 +237,6 @@ def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_conf
         display = _display(name, entry["display"]) if "display" in entry else displays.get(name, fallback.display)
         if "seasons" in entry:
             params = _seasoned(name, params, entry["seasons"])
+        _check_shares(name, params, display)
         resolved[name] = LadderConfig(model, params, display)
     return Ladders(resolved, fallback)

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-SEASON_KEYS = ("schedule", "sigma_to", "sigma_share", "mu_pull", "centre", "placement_rounds")
+from .league_shares import LeagueShares
+
+SEASON_KEYS = ("schedule", "sigma_to", "sigma_share", "mu_pull", "centre", "placement_rounds", "shares", "top")
 """The keys of a ``LADDERS`` entry's ``seasons`` object."""
 
 
@@ -38,6 +40,9 @@ class Seasons:
     mu_pull: float = 0.0
     centre: float | None = None
     placement_rounds: int = 0
+    leagues: LeagueShares | None = None
+    """The leagues' target shares of the active players (``stream.engine.league_shares``; None: the
+    display config's thresholds only)."""
 
     def __post_init__(self) -> None:
         if len(self.starts) != len(self.names):
@@ -72,12 +77,13 @@ class Seasons:
         """This schedule with one more season starting at ``start`` (after every other)."""
         return Seasons(starts=(*self.starts, float(start)), names=(*self.names, name), sigma_to=self.sigma_to,
                        sigma_share=self.sigma_share, mu_pull=self.mu_pull, centre=self.centre,
-                       placement_rounds=self.placement_rounds)
+                       placement_rounds=self.placement_rounds, leagues=self.leagues)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Seasons:
         """Build from the JSON form (``LADDERS[ladder].seasons``): ``{"schedule": [{"name", "start"}],
-        "sigma_to", "sigma_share", "mu_pull", "centre", "placement_rounds"}``, every key optional;
+        "sigma_to", "sigma_share", "mu_pull", "centre", "placement_rounds", "shares", "top"}``, every key
+        optional (``shares``/``top``: :class:`~stream.engine.league_shares.LeagueShares`);
         ``start`` is an ISO 8601 time (with its zone) or epoch seconds. ValueError naming the key."""
         if not isinstance(raw, Mapping):
             raise ValueError(f"must be an object with keys {', '.join(SEASON_KEYS)}")
@@ -103,13 +109,18 @@ class Seasons:
         if "placement_rounds" in raw:
             value = raw["placement_rounds"]
             kwargs["placement_rounds"] = int(value) if isinstance(value, float) and value.is_integer() else value
+        if "shares" in raw:
+            kwargs["leagues"] = LeagueShares.from_dict(raw)
+        elif "top" in raw:
+            raise ValueError("top: goes with shares")
         return cls(starts=tuple(starts), names=tuple(names), **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, inverse of :meth:`from_dict` (starts as ISO 8601 UTC)."""
         return {"schedule": [{"name": n, "start": iso_time(t)} for n, t in zip(self.names, self.starts)],
                 "sigma_to": self.sigma_to, "sigma_share": self.sigma_share, "mu_pull": self.mu_pull,
-                "centre": self.centre, "placement_rounds": self.placement_rounds}
+                "centre": self.centre, "placement_rounds": self.placement_rounds,
+                **({} if self.leagues is None else {"shares": list(self.leagues.shares), "top": self.leagues.top})}
 
 
 def parse_time(value: object, where: str) -> float:
