@@ -1,4 +1,6 @@
-"""``stream season start`` and ``stream season list``: a ladder's season schedule.
+"""``stream season start`` / ``list`` (a ladder's season schedule), ``shares`` (league thresholds
+from target shares, recomputed from the live leaderboard) and ``archive`` (a season's final
+standings, read back with ``stream leaderboard L --season S``).
 
 A season is part of a ladder's configuration (``LADDERS[ladder].seasons``, stream/engine/seasons.py),
 not a message: the season of a round is a pure function of its time and the schedule, so the
@@ -39,6 +41,8 @@ def register(app: typer.Typer) -> None:
     group.callback()(_season)
     group.command("start")(start_command)
     group.command("list")(list_command)
+    group.command("shares")(shares_command)
+    group.command("archive")(archive_command)
     app.add_typer(group, name="season")
 
 
@@ -119,6 +123,53 @@ def list_command(
         typer.echo(f"{entry['name']}\t{entry['start']}{'  (current)' if entry['name'] == current else ''}")
     if not doc["schedule"]:
         typer.echo(f"ladder {ladder!r} has no seasons")
+
+
+def shares_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and keep them from now on."""
+    from stream.cli.store_command import run_on_redis
+    from stream.pipeline.context import load_ladders
+    from stream.pipeline.seasons import SeasonsError, recompute_shares
+
+    settings = Settings.from_env()
+    config = load_ladders(settings)
+    try:
+        doc = run_on_redis(settings, lambda r: recompute_shares(r, ladder, config.of(ladder), config.of(ladder).display,
+                                                                now=time.time()), write=True)
+    except SeasonsError as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(doc))
+        return
+    for league, low, count in zip(doc["leagues"], doc["thresholds"], doc["counts"]):
+        typer.echo(f"{league}\t{'-' if low is None else f'{low:.1f}'}\t{count}")
+    typer.echo(f"({doc['players']} players; in effect from {iso_time(doc['at'])})")
+
+
+def archive_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    season: Annotated[str, typer.Argument(help="season name")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Archive a season's final standings (rating, league, division, rank) of every player who played in it."""
+    from stream.cli.store_command import run_on_redis
+    from stream.pipeline.context import load_ladders
+    from stream.pipeline.seasons import SeasonsError, archive_season
+
+    settings = Settings.from_env()
+    config = load_ladders(settings)
+    try:
+        done = run_on_redis(settings, lambda r: archive_season(r, ladder, season, config.of(ladder),
+                                                               config.of(ladder).display), write=True)
+    except SeasonsError as exc:
+        _fail(str(exc))
+    summary = {"ladder": ladder, "season": season, "players": done.players, "missing": done.missing}
+    typer.echo(json.dumps(summary) if as_json else
+               f"season {season} of {ladder}: {done.players} players archived"
+               + (f"; {done.missing} whose history no longer reaches it" if done.missing else ""))
 
 
 def _load(option: str | None) -> tuple[Path | None, dict[str, Any]]:
