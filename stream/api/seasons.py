@@ -1,6 +1,8 @@
 """Season routes of the read API: a ladder's season schedule with the league thresholds in effect
-(``GET /api/ladders/{ladder}/seasons``), and a past season's archived final standings
-(``GET /api/ladders/{ladder}/seasons/{season}/leaderboard``, written by ``stream season archive``).
+(``GET /api/ladders/{ladder}/seasons``), a past season's archived final standings
+(``GET /api/ladders/{ladder}/seasons/{season}/leaderboard``, written by ``stream season archive``),
+and a player's season: rounds, placement, points with the bonus pool, past seasons
+(``GET /api/ladders/{ladder}/players/{player}/seasons``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from stream.api import inputs
 from stream.api.errors import not_found
 from stream.engine.ladders import Ladders
 from stream.engine.season_schedule import Seasons, season_of
+from stream.pipeline.seasons import player_season
 from stream.store import seasons as store
 from stream.store.client import AsyncRedis
 
@@ -48,5 +51,15 @@ def routes(redis_of: Any, ladders_of: Any) -> list[web.RouteDef]:
         return web.json_response({"ladder": ladder, "season": season, "total": total, "offset": offset,
                                   "limit": limit, "rows": rows})
 
+    async def get_player_seasons(request: web.Request) -> web.Response:
+        ladder, player = request.match_info["ladder"], request.match_info["player"]
+        config: Ladders = ladders_of(request)
+        doc = await player_season(redis_of(request), ladder, player, config.of(ladder), config.of(ladder).display,
+                                  now=time.time())
+        if doc is None:
+            raise not_found(f"no player {player!r} on ladder {ladder!r}", code="unknown_player")
+        return web.json_response(doc)
+
     return [web.get("/api/ladders/{ladder}/seasons", get_seasons),
+            web.get("/api/ladders/{ladder}/players/{player}/seasons", get_player_seasons),
             web.get("/api/ladders/{ladder}/seasons/{season}/leaderboard", get_season_leaderboard)]

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from .bonus import BonusPool
 from .league_shares import LeagueShares
 
-SEASON_KEYS = ("schedule", "sigma_to", "sigma_share", "mu_pull", "centre", "placement_rounds", "shares", "top")
+SEASON_KEYS = ("schedule", "sigma_to", "sigma_share", "mu_pull", "centre", "placement_rounds", "shares", "top",
+               "bonus_per_day", "bonus_cap")
 """The keys of a ``LADDERS`` entry's ``seasons`` object."""
 
 
@@ -43,6 +45,8 @@ class Seasons:
     leagues: LeagueShares | None = None
     """The leagues' target shares of the active players (``stream.engine.league_shares``; None: the
     display config's thresholds only)."""
+    bonus: BonusPool | None = None
+    """The season's bonus pool (``stream.engine.bonus``; None: none), display only."""
 
     def __post_init__(self) -> None:
         if len(self.starts) != len(self.names):
@@ -77,13 +81,14 @@ class Seasons:
         """This schedule with one more season starting at ``start`` (after every other)."""
         return Seasons(starts=(*self.starts, float(start)), names=(*self.names, name), sigma_to=self.sigma_to,
                        sigma_share=self.sigma_share, mu_pull=self.mu_pull, centre=self.centre,
-                       placement_rounds=self.placement_rounds, leagues=self.leagues)
+                       placement_rounds=self.placement_rounds, leagues=self.leagues, bonus=self.bonus)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Seasons:
         """Build from the JSON form (``LADDERS[ladder].seasons``): ``{"schedule": [{"name", "start"}],
         "sigma_to", "sigma_share", "mu_pull", "centre", "placement_rounds", "shares", "top"}``, every key
-        optional (``shares``/``top``: :class:`~stream.engine.league_shares.LeagueShares`);
+        optional (``shares``/``top``: :class:`~stream.engine.league_shares.LeagueShares`;
+        ``bonus_per_day``/``bonus_cap``: :class:`~stream.engine.bonus.BonusPool`);
         ``start`` is an ISO 8601 time (with its zone) or epoch seconds. ValueError naming the key."""
         if not isinstance(raw, Mapping):
             raise ValueError(f"must be an object with keys {', '.join(SEASON_KEYS)}")
@@ -113,6 +118,11 @@ class Seasons:
             kwargs["leagues"] = LeagueShares.from_dict(raw)
         elif "top" in raw:
             raise ValueError("top: goes with shares")
+        if "bonus_per_day" in raw or "bonus_cap" in raw:
+            rate, cap = raw.get("bonus_per_day"), raw.get("bonus_cap")
+            if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (rate, cap)):
+                raise ValueError("bonus_per_day and bonus_cap: give both, as numbers")
+            kwargs["bonus"] = BonusPool(float(rate), float(cap))  # type: ignore[arg-type]
         return cls(starts=tuple(starts), names=tuple(names), **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,7 +130,8 @@ class Seasons:
         return {"schedule": [{"name": n, "start": iso_time(t)} for n, t in zip(self.names, self.starts)],
                 "sigma_to": self.sigma_to, "sigma_share": self.sigma_share, "mu_pull": self.mu_pull,
                 "centre": self.centre, "placement_rounds": self.placement_rounds,
-                **({} if self.leagues is None else {"shares": list(self.leagues.shares), "top": self.leagues.top})}
+                **({} if self.leagues is None else {"shares": list(self.leagues.shares), "top": self.leagues.top}),
+                **({} if self.bonus is None else {"bonus_per_day": self.bonus.per_day, "bonus_cap": self.bonus.cap})}
 
 
 def parse_time(value: object, where: str) -> float:

@@ -8,6 +8,10 @@ one round trip (ZRANGE at those ranks), and kept with the time they took effect
 (``stream.store.seasons``). A player's league under shares is the highest whose threshold his
 display rating reaches (:func:`share_leagues`).
 
+A player's season (:func:`player_season`): his rounds of the season now (from his rating
+history), whether he is still in placement, his points (display rating plus the bonus pool's
+points he took, ``stream.engine.bonus``; display only) and his archived past seasons.
+
 Archive: the final standing of a player in season S is his state after his last round of S. A
 player whose last round lies in S has it stored (the soft reset is lazy: nothing touched it);
 one who played on into a later season has it in his rating history (the last RatingChange of S).
@@ -25,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from stream.engine.display import DisplayConfig, league_division
+from stream.engine.bonus import bonus
+from stream.engine.display import PLACEMENT_PREFIX, DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig
 from stream.engine.league_shares import boundary_ranks, league_of, thresholds_from
 from stream.engine.season_schedule import Seasons, season_of
@@ -144,3 +149,35 @@ def _last_before(entries: list[bytes], end: float) -> dict[str, Any] | None:
         if float(change["occurred_at"]) < end:
             return change
     return None
+
+
+async def player_season(r: AsyncRedis, ladder: str, player: str, cfg: LadderConfig, display: DisplayConfig, *,
+                        now: float) -> dict[str, Any] | None:
+    """A player's view of the season now and his past ones (module docstring); None for a player
+    the ladder does not know. Rounds and bonus are read off his stored history (HISTORY_LENGTH
+    rounds at most)."""
+    seasons = cfg.seasons or Seasons()
+    (row,) = await store.player_fields(r, ladder, [player], ("display_rating", "tier", "last_time"))
+    if row[0] is None:
+        return None
+    index = int(season_of(now, seasons))
+    start = seasons.starts[index - 1] if index >= 1 else -math.inf
+    (entries,) = await store.histories(r, ladder, [player])
+    changes = [c for c in (json.loads(raw) for raw in entries) if float(c["occurred_at"]) >= start]
+    times = np.array([float(c["occurred_at"]) for c in changes])
+    after = np.array([float(c["display_rating"]) for c in changes])
+    before = display_rating(np.array([float(c["mu_before"]) for c in changes]),
+                            np.array([float(c["sigma_before"]) for c in changes]), display)
+    shown = float(row[0])
+    doc: dict[str, Any] = {"ladder": ladder, "player": player, "season": seasons.name_of(index) or None,
+                           "rounds": len(changes), "tier": row[1] or None,
+                           "placement": bool(row[1]) and str(row[1]).startswith(PLACEMENT_PREFIX),
+                           "display_rating": shown, "points": shown, "bonus_taken": 0.0, "bonus_pool": None}
+    if seasons.bonus is not None:
+        took = bonus(start if math.isfinite(start) else float(times[0]) if len(times) else now, times,
+                     after - before, seasons.bonus, now)
+        doc.update({"points": shown + took.total, "bonus_taken": took.total, "bonus_pool": took.pool_now})
+    past = list(seasons.names[:max(index - 1, 0)])
+    doc["past"] = [{"season": name, **standing}
+                   for name, standing in (await store.archived_player(r, ladder, player, past)).items()]
+    return doc
