@@ -29,7 +29,7 @@ from aiohttp import web
 from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from stream.api import inputs, queues
+from stream.api import inputs, queues, seasons
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api import health_export, probes
@@ -637,6 +637,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", explain_change)
     app[queues.QUEUES_KEY] = load_queues(settings, app[LADDERS_KEY])  # QUEUES: a bad one exits 2 (SettingsError)
     app.router.add_routes(queues.routes(_redis))
+    app.router.add_routes(seasons.routes(_redis, lambda request: request.app[LADDERS_KEY]))
     return app
 
 

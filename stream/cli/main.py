@@ -57,6 +57,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "queue": ("queue", "Matchmaking: join and cancel tickets, a queue's state, its matches as they form."),
     "what-if": ("whatif", "What a round would do to its players' ratings, rated from the live state exactly as the "
                           "stream would rate it; nothing is written."),
+    "season": ("season", "A ladder's seasons: schedule a season start (soft reset at each player's next round), list "
+                         "them."),
     "explain": ("whatif", "Why a player's rating changed as it did in a round: expected against actual rank, "
                           "performance, weight, drift, sigma, the display rule and the tier's reason, from what is "
                           "stored."),

@@ -85,8 +85,14 @@ def leaderboard_command(
     ladder: Annotated[str, typer.Argument(help="ladder name")],
     top: Annotated[int, typer.Option("--top", "-n", min=1, max=10_000, help="number of players")] = DEFAULT_TOP,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    season: Annotated[str | None, typer.Option("--season", help="a past season's archived final standings "
+                                                                "(`stream season archive`)")] = None,
 ) -> None:
     """The best players of a ladder by display rating."""
+    if season is not None:
+        _season_leaderboard(ladder, season, top, as_json)
+        return
+
     async def query(r: AsyncRedis) -> queries.LeaderboardPage | None:
         if not await queries.ladder_exists(r, ladder):
             return None
@@ -104,6 +110,22 @@ def leaderboard_command(
             for row, m in zip(page.rows, marks)]
     typer.echo(_table(["#", "player", "rating", "mu", "sigma", "tier", "rounds", ""], rows))
     typer.echo(f"({len(page.rows)} of {page.total} players)")
+
+
+def _season_leaderboard(ladder: str, season: str, top: int, as_json: bool) -> None:
+    """``leaderboard --season``: the archived final standings, best first."""
+    from stream.store import seasons
+
+    total, rows = _run(lambda r: seasons.archive_page(r, ladder, season, offset=0, limit=top))
+    if not total:
+        raise _fail(f"no archive of season {season!r} on ladder {ladder!r} (`stream season archive {ladder} {season}`)")
+    if as_json:
+        _echo_json({"ladder": ladder, "season": season, "total": total, "rows": rows})
+        return
+    table = [[str(row["rank"]), row["player"], _num(row["display_rating"]), _num(row["mu"]), _num(row["sigma"]),
+              row["league"] or "-", "-" if row["division"] is None else str(row["division"])] for row in rows]
+    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "league", "division"], table))
+    typer.echo(f"({len(rows)} of {total} players; season {season})")
 
 
 def player_command(

@@ -295,10 +295,23 @@ def _thresholds(cfg: DisplayConfig) -> tuple[NDArray[np.float64], NDArray[np.flo
     return thresholds, demoted
 
 
+PLACEMENT_PREFIX = "Placement "
+"""Label of a player in a season's placement after k rounds: ``"Placement k"`` (index
+``UNPLACED - k``, :func:`placement_index`; ``stream.engine.seasons``). It names no league."""
+
+
+def placement_index(rounds: ArrayLike) -> NDArray[np.int64]:
+    """Tier index of players in placement after ``rounds`` (>= 1) rounds of their season; such an
+    index is below :data:`UNPLACED` and :func:`next_tier` places it as it places an unplaced one."""
+    return UNPLACED - np.asarray(rounds, dtype=np.int64)
+
+
 def tier_names(indices: ArrayLike, cfg: DisplayConfig) -> list[str]:
-    """Tier names for indices (``""`` for :data:`UNPLACED`), what the player hash stores."""
+    """Tier names for indices (``""`` for :data:`UNPLACED`, ``"Placement k"`` in placement), what
+    the player hash stores."""
     names = _names(cfg)
-    return [names[i] if 0 <= i < len(names) else "" for i in np.asarray(indices, dtype=np.int64).tolist()]
+    return [names[i] if 0 <= i < len(names) else f"{PLACEMENT_PREFIX}{UNPLACED - i}" if i < UNPLACED else ""
+            for i in np.asarray(indices, dtype=np.int64).tolist()]
 
 
 def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDArray[np.int64]:
@@ -318,6 +331,9 @@ def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDA
             name = wanted[i]
             if not name:
                 out[i] = UNPLACED
+                continue
+            if name.startswith(PLACEMENT_PREFIX) and name[len(PLACEMENT_PREFIX):].isdigit():
+                out[i] = UNPLACED - max(int(name[len(PLACEMENT_PREFIX):]), 0)
                 continue
             if lowest is None:  # a label stored before ``divisions`` changed: its league's lowest step
                 lowest = _lowest_step_of_league(cfg)

@@ -4,7 +4,9 @@
 the key ``"*"`` is the fallback for ladders not listed. ``model`` is an Elo-MMR preset
 (:data:`~stream.engine.params.PRESETS`) or a rating-only model (:data:`~stream.engine.models.MODELS`);
 ``params`` replaces fields of that model's defaults (``stream tune`` prints such an entry);
-``display`` is a display config (:class:`~stream.engine.display.DisplayConfig`). An entry without
+``display`` is a display config (:class:`~stream.engine.display.DisplayConfig`); ``seasons`` the
+ladder's season schedule and soft reset (:class:`~stream.engine.seasons.Seasons`, Elo-MMR presets
+only; an entry without ``model`` nor ``seasons`` takes the ``"*"`` entry's with its params). An entry without
 ``model`` takes the ``"*"`` entry's model and params; without ``display``, ``DISPLAY_CONFIG``'s
 entry for the ladder, else the ``"*"`` display. The two older settings are shorthands:
 ``ENGINE_PRESET`` is the ``"*"`` model when ``LADDERS`` names none, ``DISPLAY_CONFIG`` the display
@@ -30,8 +32,9 @@ from .display import DEFAULT_LADDER_KEY, DisplayConfig, parse_display_configs
 from .models import MODELS, Model
 from .params import DEFAULT_PRESET, PRESETS, Params
 from .ratings import ModelParams
+from .season_schedule import Seasons
 
-ENTRY_KEYS = ("model", "params", "display")
+ENTRY_KEYS = ("model", "params", "display", "seasons")
 """The keys a ``LADDERS`` entry may have."""
 LADDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 """A ladder name (RoundResult's ``ladder`` pattern)."""
@@ -68,6 +71,11 @@ class LadderConfig:
         if isinstance(self.params, Params):
             raise TypeError(f"model {self.model!r} is an Elo-MMR preset")
         return self.params
+
+    @property
+    def seasons(self) -> Seasons | None:
+        """The ladder's season schedule (``stream.engine.seasons``; None: none, or a rating-only model)."""
+        return self.params.season if isinstance(self.params, Params) else None
 
     @property
     def draws_rate(self) -> bool:
@@ -178,6 +186,27 @@ def _display(key: str, raw: object) -> DisplayConfig:
         raise LaddersError(f"LADDERS[{key!r}].display: {exc}") from None
 
 
+def _seasoned(key: str, params: Params | ModelParams, raw: object) -> Params | ModelParams:
+    """``params`` with the entry's season schedule (``stream.engine.seasons``), if it gives one."""
+    if raw is None:
+        return params
+    if not isinstance(params, Params):
+        raise LaddersError(f"LADDERS[{key!r}].seasons: seasons need an Elo-MMR preset (the soft reset is "
+                           f"Elo-MMR's diffusion); model {getattr(params, 'name', '?')!r} is rating-only")
+    try:
+        return params.with_(season=Seasons.from_dict(raw))  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise LaddersError(f"LADDERS[{key!r}].seasons: {exc}") from None
+
+
+def _check_shares(key: str, params: Params | ModelParams, display: DisplayConfig) -> None:
+    """League shares, if given, describe the display's leagues, one each."""
+    season = params.season if isinstance(params, Params) else None
+    if season is not None and season.leagues is not None and season.leagues.leagues != len(display.tiers):
+        raise LaddersError(f"LADDERS[{key!r}].seasons.shares: {season.leagues.leagues} leagues (shares"
+                           f"{' and top' if season.leagues.top else ''}) for the display's {len(display.tiers)}")
+
+
 def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_config: str = "") -> Ladders:
     """Resolve ``LADDERS`` (with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``; module
     docstring). Raises :class:`LaddersError` naming the setting and key at fault."""
@@ -194,7 +223,8 @@ def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_conf
     star_params = model_params(star_model, star.get("params", {}), f"LADDERS[{DEFAULT_LADDER_KEY!r}]")
     star_display = _display(DEFAULT_LADDER_KEY, star["display"]) if "display" in star else \
         displays.get(DEFAULT_LADDER_KEY, DisplayConfig())
-    fallback = LadderConfig(star_model, star_params, star_display)
+    fallback = LadderConfig(star_model, _seasoned(DEFAULT_LADDER_KEY, star_params, star.get("seasons")), star_display)
+    _check_shares(DEFAULT_LADDER_KEY, fallback.params, star_display)
     resolved: dict[str, LadderConfig] = {}
     for name in dict.fromkeys([*displays, *entries]):
         if name == DEFAULT_LADDER_KEY:
@@ -205,5 +235,8 @@ def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_conf
         else:
             model, params = fallback.model, fallback.params
         display = _display(name, entry["display"]) if "display" in entry else displays.get(name, fallback.display)
+        if "seasons" in entry:
+            params = _seasoned(name, params, entry["seasons"])
+        _check_shares(name, params, display)
         resolved[name] = LadderConfig(model, params, display)
     return Ladders(resolved, fallback)

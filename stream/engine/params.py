@@ -8,10 +8,12 @@ that ``sigma^2 = sig_limit^2`` is the fixed point of ``sigma^2 <- 1/(1/(sigma^2+
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
+
+from .season_schedule import Seasons
 
 Variant = Literal["logistic", "gaussian"]
 
@@ -55,6 +57,9 @@ class Params:
     mu_noob: float = MU_NOOB
     sig_noob: float = SIG_NOOB
     draws_rate: bool = True
+    season: Seasons | None = field(default=None, repr=False)
+    """The ladder's season schedule and soft reset (``stream.engine.seasons``; None: no seasons).
+    Not in the repr: the parameters' digest is the rating maths between season starts."""
 
     def __post_init__(self) -> None:
         if self.variant not in ("logistic", "gaussian"):

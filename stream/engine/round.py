@@ -16,6 +16,7 @@ from .diffusion import diffuse, drifted_sigma, elapsed_days, gammas
 from .kernels import logistic_update_rows
 from .params import Params, performance_noise
 from .performance import phase_one
+from .seasons import reset_rows, seasoned
 from .state import PlayerBatch
 from .update import update_beliefs
 
@@ -37,7 +38,7 @@ def phase_two(
     time: float | np.ndarray,
     in_place: bool = False,
 ) -> PlayerBatch:
-    """Diffusion (Algorithm 2, elapsed days from ``last_time`` to ``time``), belief update
+    """A new season's soft reset of the rows entering one (``seasons.reset_rows``), diffusion (Algorithm 2, elapsed days from ``last_time`` to ``time``), belief update
     (Algorithm 3), history bound, sigma (Eq. 8), ``rounds += 1``, ``last_time = time``.
 
     ``weight`` and ``time`` are one round's, or per row (players of several rounds rated in one
@@ -51,7 +52,9 @@ def phase_two(
     n = len(batch)
     after = batch if in_place else batch.copy(width=0 if params.memoryless else history_width(batch.n_factors,
                                                                                              params))
-    update_rows(after, np.arange(n), performance, params, _per_row(weight, n), _per_row(time, n))
+    times = _per_row(time, n)
+    reset_rows(after, np.arange(n), times, params)  # a new season's soft reset (stream.engine.seasons)
+    update_rows(after, np.arange(n), performance, params, _per_row(weight, n), times)
     return after
 
 
@@ -121,7 +124,8 @@ def rate_round(
 ) -> RoundUpdate:
     """Rate one round; ``ranks[i]`` is player i's rank (ties equal).  Raises ``OutcomeFree``."""
     days = elapsed_days(batch.last_time, time)
+    prior = seasoned(batch, time, params)  # phase_two resets the same rows of ``batch`` alike
     perf = phase_one(
-        batch.mu, batch.sigma, days, ranks, params, weight=weight, perf_ceiling=perf_ceiling
+        prior.mu, prior.sigma, days, ranks, params, weight=weight, perf_ceiling=perf_ceiling
     )
     return RoundUpdate(after=phase_two(batch, perf, params, weight=weight, time=time), performance=perf)

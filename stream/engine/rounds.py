@@ -24,6 +24,7 @@ from .diffusion import elapsed_days
 from .params import Params
 from .performance import DIRECT_MAX_PLAYERS, opponent_deltas, phase_one, solve_segments
 from .round import update_rows
+from .seasons import reset_rows
 from .state import PlayerBatch
 
 
@@ -94,6 +95,7 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
     for part in wave_parts(wave, round_of, rated):
         wave_rows = rows[part]
         rnd = round_of[part]
+        reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
         perf = _wave_performances(after.mu[wave_rows], after.sigma[wave_rows], after.last_time[wave_rows],
                                   ranks[part], rnd, times, weights, params)
         if params.variant == "logistic":

@@ -50,6 +50,7 @@ from .diffusion import elapsed_days
 from .params import Params
 from .performance import phase_one
 from .round import RoundUpdate, phase_two, update_rows
+from .seasons import reset_rows, seasoned
 from .rounds import (RoundSpec, RoundsUpdate, _rated, _waves, _widen_for, previous_participations, rate_rounds,
                      wave_parts, wave_performances)
 from .state import PlayerBatch
@@ -103,7 +104,8 @@ def rate_team_round(batch: PlayerBatch, entry: np.ndarray, entry_ranks: np.ndarr
                     params: Params, *, weight: float = 1.0, perf_ceiling: float = math.inf, time: float) -> RoundUpdate:
     """Rate one round of teams (individuals are teams of one); raises ``OutcomeFree`` when there
     is one team, or all teams tie and ``params.draws_rate`` is False."""
-    perf = member_performances(batch.mu, batch.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
+    prior = seasoned(batch, time, params)  # phase_two resets the same rows of ``batch`` alike
+    perf = member_performances(prior.mu, prior.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
                                weights, params, weight=weight, perf_ceiling=perf_ceiling)
     after = phase_two(batch, perf, params, weight=weight * weights, time=time)
     return RoundUpdate(after=after, performance=perf)
@@ -173,6 +175,7 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     for part in wave_parts(wave, round_of, rated):
         wave_rows = rows[part]
         rnd = round_of[part]
+        reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
         entries, at = np.unique(entry[part], return_inverse=True)  # the wave's entries, grouped by round
         k = entries.shape[0]
         member_mu, member_sigma = after.mu[wave_rows], after.sigma[wave_rows]

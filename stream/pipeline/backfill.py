@@ -37,7 +37,9 @@ from stream.contracts import RoundResult
 from stream.contracts.round import RoundRejected, check_supported
 from stream.engine import rate_round
 from stream.engine.ratings import Ratings
-from stream.engine.display import UNPLACED, display_rating, is_provisional, league_division, next_tier, tier_indices, tier_names
+from stream.engine.display import UNPLACED, display_rating, is_provisional, league_division, tier_indices, tier_names
+from stream.engine.season_schedule import entering
+from stream.engine.seasons import season_next_tier
 from stream.engine.state import pack_batch, unpack_batch
 from stream.engine.teams import rate_team_round
 from stream.pipeline import rating_models
@@ -267,7 +269,10 @@ async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, rou
     mu, sigma = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
     shown_values = display_rating(after.mu, after.sigma, cfg)
     shown = number_texts("display_rating", shown_values)
-    tier = next_tier(run.columns.tier[rows], after.mu, after.sigma, cfg)
+    seasons = rating.seasons
+    starting = np.zeros(len(players), dtype=bool) if seasons is None else \
+        entering(before.last_time, np.full(len(players), round_.occurred_at), seasons)
+    tier = season_next_tier(run.columns.tier[rows], starting, after.mu, after.sigma, cfg, seasons)
     tiers = tier_names(tier, cfg)
     changes = encode_changes(ChangeColumns(
         ladder=run.name, round_id=round_.round_id, field_size=round_.field_size, occurred_at=round_.occurred_at,

@@ -45,7 +45,9 @@ import orjson
 from stream import engine
 from stream.contracts import PlayerUpdate
 from stream.contracts.correction import Correction
-from stream.engine.display import DisplayConfig, display_rating, is_provisional, league_division, next_tier, tier_indices, tier_names
+from stream.engine.display import display_rating, is_provisional, league_division, tier_indices, tier_names
+from stream.engine.season_schedule import entering
+from stream.engine.seasons import season_next_tier
 from stream.engine.state import pack_batch, unpack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
@@ -450,6 +452,7 @@ def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarr
     their fan-out carries: ``rating_models.apply``), and move those players' states (unless it is the ``last`` wave),
     tiers and newcomer flags on."""
     ladder = rows.ladder[wave]
+    last_time = current.last_time[rows.key[wave]]  # before this wave: whose round starts a new season
     for config, group in _by_model(ctx, rows, ladder):  # one call per model (and parameters) in the wave
         players, row, to = rows.key[wave[group]], wave[group], at[group]
         before = current.take(players)
@@ -475,7 +478,11 @@ def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarr
         mu, sigma = rated.mu[at[part]], rated.sigma[at[part]]
         rated.shown[at[part]] = display_rating(mu, sigma, cfg)
         rated.provisional[at[part]] = is_provisional(sigma, rated.rounds[at[part]], cfg)
-        new = tier_names(next_tier(tier_indices(tiers[players[part]].tolist(), cfg), mu, sigma, cfg), cfg)
+        seasons = ctx.ladder(rows.ladders[index]).seasons
+        starting = np.zeros(len(mu), dtype=bool) if seasons is None else \
+            entering(last_time[part], rows.time[wave[part]], seasons)
+        new = tier_names(season_next_tier(tier_indices(tiers[players[part]].tolist(), cfg), starting, mu, sigma, cfg,
+                                          seasons), cfg)
         tiers[players[part]] = new
         rated.tiers[at[part]] = new
 

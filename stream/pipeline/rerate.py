@@ -31,6 +31,8 @@ from stream.contracts import RoundResult, Standing
 from stream.engine import Params, RoundSpec, rate_flat
 from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
 from stream.engine.display import UNPLACED, DisplayConfig, display_rating, is_provisional, league_division, next_tier, tier_names
+from stream.engine.season_schedule import entering
+from stream.engine.seasons import season_next_tier
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.pipeline import rating_models
@@ -155,9 +157,11 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         occurrence = _occurrence(local)
         played[lo:hi] = prior.rounds[local] + occurrence + 1
         chunk_rows = rows[lo:hi]
+        starting = _starting(params, times[a:b], sizes[a:b], prev, prior.last_time[local])
         for k in range(int(occurrence.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
             at = np.flatnonzero(occurrence == k)
-            moved = next_tier(row_tier[chunk_rows[at]], update.mu[at], update.sigma[at], cfg)
+            moved = season_next_tier(row_tier[chunk_rows[at]], starting[at], update.mu[at], update.sigma[at], cfg,
+                                     params.season)
             tier[lo + at] = moved
             row_tier[chunk_rows[at]] = moved
     last = np.full(table.size, -1, dtype=np.int64)
@@ -166,6 +170,17 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
                    performance=performance, mu_before=mu_b, sigma_before=sigma_b, mu_after=mu_a, sigma_after=sigma_a,
                    rounds_played=played, shown=display_rating(mu_a, sigma_a, cfg), tier=tier, final_tier=row_tier,
                    last=last)
+
+
+def _starting(params: Params, times: np.ndarray, sizes: np.ndarray, previous: np.ndarray,
+              prior_time: np.ndarray) -> np.ndarray:
+    """Per participation of a chunk: whether its round starts a new season for the player (his
+    previous round, in the chunk or before it, in an earlier season: ``season_schedule.entering``)."""
+    if params.season is None:
+        return np.zeros(previous.shape[0], dtype=bool)
+    at = np.repeat(times, sizes)
+    last = np.where(previous >= 0, at[np.maximum(previous, 0)], prior_time)
+    return entering(last, at, params.season)
 
 
 def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: DisplayConfig) -> Rerated:

@@ -193,3 +193,19 @@ def health_window(ladder_name: str) -> str:
 def climbers(ladder_name: str) -> str:
     """List: rapid-climber events (JSON), newest first, capped (stream/store/health.py)."""
     return f"{PREFIX}climbers:{{{ladder_name}}}"
+
+
+def league_shares(ladder_name: str) -> str:
+    """Sorted set: the ladder's league thresholds from target shares (JSON: thresholds, counts,
+    players), score = the time they took effect (stream/store/seasons.py)."""
+    return f"{PREFIX}shares:{{{ladder_name}}}"
+
+
+def season_archive(ladder_name: str, season: str) -> str:
+    """Sorted set: a season's final standings, member = player, score = his final display rating."""
+    return f"{PREFIX}season_lb:{{{ladder_name}}}:{season}"
+
+
+def season_standings(ladder_name: str, season: str) -> str:
+    """Hash: a season's final standings, player -> JSON (mu, sigma, rating, tier, league, division, rank)."""
+    return f"{PREFIX}season:{{{ladder_name}}}:{season}"

@@ -1,0 +1,211 @@
+"""``stream season start`` / ``list`` (a ladder's season schedule), ``shares`` (league thresholds
+from target shares, recomputed from the live leaderboard) and ``archive`` (a season's final
+standings, read back with ``stream leaderboard L --season S``).
+
+A season is part of a ladder's configuration (``LADDERS[ladder].seasons``, stream/engine/seasons.py),
+not a message: the season of a round is a pure function of its time and the schedule, so the
+stream, ``stream replay --ladders``, backfill and corrections reproduce every boundary exactly.
+``season start`` appends a season to the schedule: it rewrites the ``--ladders`` file in place
+(atomically), or prints the new ``LADDERS`` JSON when the configuration is the ``LADDERS`` setting
+or JSON text. Workers pick the schedule up when restarted with it, so a season is scheduled
+ahead: a start before now is refused (rounds after it may already be rated without its reset;
+``--backdate`` allows it, for a history that is replayed or backfilled, not streamed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from stream.engine.ladders import LADDER_NAME, LaddersError, parse_ladders
+from stream.engine.season_schedule import Seasons, iso_time, parse_time, season_of
+from stream.settings import Settings
+
+EXIT_BAD_INPUT = 2
+"""Exit code of a bad ladder, time, name or configuration."""
+
+
+def _season() -> None:
+    """A ladder's seasons: schedule a season start (soft reset at each player's next round), list them."""
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``stream season`` (start, list) to the CLI app."""
+    group = typer.Typer(no_args_is_help=True, rich_markup_mode=None, add_completion=False)
+    group.callback()(_season)
+    group.command("start")(start_command)
+    group.command("list")(list_command)
+    group.command("shares")(shares_command)
+    group.command("archive")(archive_command)
+    app.add_typer(group, name="season")
+
+
+LaddersOption = Annotated[str | None, typer.Option(
+    "--ladders", help="the LADDERS configuration: a file holding it (rewritten in place by `start`) or JSON text "
+                      "(default: the LADDERS setting)")]
+
+
+def start_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    at: Annotated[str | None, typer.Option("--at", help="start time, ISO 8601 with its zone or epoch seconds "
+                                                        "(default: now)")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="the season's name (default: S<number>)")] = None,
+    ladders: LaddersOption = None,
+    backdate: Annotated[bool, typer.Option("--backdate", help="allow a start before now (a history to replay or "
+                                                               "backfill, not one being streamed)")] = False,
+) -> None:
+    """Schedule a season start on a ladder: its players are soft-reset at their first round from then on."""
+    if not LADDER_NAME.match(ladder):
+        _fail(f"not a ladder name: {ladder!r}")
+    path, raw = _load(ladders)
+    now = time.time()
+    try:
+        start = now if at is None else parse_time(at, "--at")
+    except ValueError as exc:
+        _fail(str(exc))
+    if at is not None and start < now and not backdate:
+        _fail(f"--at {at} is before now: rounds after it may already be rated without its reset "
+              "(schedule seasons ahead; --backdate for a history that is replayed, not streamed)")
+    entry = raw.setdefault(ladder, {})
+    if not isinstance(entry, dict):
+        _fail(f"LADDERS[{ladder!r}]: must be an object")
+    try:
+        current = Seasons.from_dict(entry.get("seasons", {}))
+    except ValueError as exc:
+        _fail(f"LADDERS[{ladder!r}].seasons: {exc}")
+    label = name or f"S{len(current.names) + 1}"
+    if current.starts and start <= current.starts[-1]:
+        _fail(f"a season must start after the last one ({current.names[-1]} at {iso_time(current.starts[-1])})")
+    if label in current.names:
+        _fail(f"ladder {ladder!r} already has a season named {label!r}")
+    seasons = dict(entry.get("seasons", {}))
+    seasons["schedule"] = [*seasons.get("schedule", []), {"name": label, "start": iso_time(start)}]
+    entry["seasons"] = seasons
+    text = json.dumps(raw, indent=2, sort_keys=True) + "\n"
+    try:
+        parse_ladders(text)
+    except LaddersError as exc:
+        _fail(str(exc))
+    if path is None:
+        typer.echo(text, nl=False)
+        typer.echo(f"season {label} of {ladder} starts at {iso_time(start)}: set LADDERS to the JSON above and "
+                   "restart the workers before then", err=True)
+        return
+    _write(path, text)
+    typer.echo(f"season {label} of {ladder} starts at {iso_time(start)} ({path} updated: restart the workers "
+               "before then)")
+
+
+def list_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladders: LaddersOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """A ladder's season schedule and the season now."""
+    _, raw = _load(ladders)
+    try:
+        params = parse_ladders(json.dumps(raw)).of(ladder).params
+    except LaddersError as exc:
+        _fail(str(exc))
+    seasons = getattr(params, "season", None) or Seasons()
+    current = seasons.name_of(int(season_of(time.time(), seasons)))
+    doc = {"ladder": ladder, "current": current or None, **seasons.to_dict()}
+    if as_json:
+        typer.echo(json.dumps(doc))
+        return
+    for entry in doc["schedule"]:
+        typer.echo(f"{entry['name']}\t{entry['start']}{'  (current)' if entry['name'] == current else ''}")
+    if not doc["schedule"]:
+        typer.echo(f"ladder {ladder!r} has no seasons")
+
+
+def shares_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and keep them from now on."""
+    from stream.cli.store_command import run_on_redis
+    from stream.pipeline.context import load_ladders
+    from stream.pipeline.seasons import SeasonsError, recompute_shares
+
+    settings = Settings.from_env()
+    config = load_ladders(settings)
+    try:
+        doc = run_on_redis(settings, lambda r: recompute_shares(r, ladder, config.of(ladder), config.of(ladder).display,
+                                                                now=time.time()), write=True)
+    except SeasonsError as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(doc))
+        return
+    for league, low, count in zip(doc["leagues"], doc["thresholds"], doc["counts"]):
+        typer.echo(f"{league}\t{'-' if low is None else f'{low:.1f}'}\t{count}")
+    typer.echo(f"({doc['players']} players; in effect from {iso_time(doc['at'])})")
+
+
+def archive_command(
+    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    season: Annotated[str, typer.Argument(help="season name")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Archive a season's final standings (rating, league, division, rank) of every player who played in it."""
+    from stream.cli.store_command import run_on_redis
+    from stream.pipeline.context import load_ladders
+    from stream.pipeline.seasons import SeasonsError, archive_season
+
+    settings = Settings.from_env()
+    config = load_ladders(settings)
+    try:
+        done = run_on_redis(settings, lambda r: archive_season(r, ladder, season, config.of(ladder),
+                                                               config.of(ladder).display), write=True)
+    except SeasonsError as exc:
+        _fail(str(exc))
+    summary = {"ladder": ladder, "season": season, "players": done.players, "missing": done.missing}
+    typer.echo(json.dumps(summary) if as_json else
+               f"season {season} of {ladder}: {done.players} players archived"
+               + (f"; {done.missing} whose history no longer reaches it" if done.missing else ""))
+
+
+def _load(option: str | None) -> tuple[Path | None, dict[str, Any]]:
+    """The LADDERS configuration as a JSON object, and the file it came from (None: text)."""
+    path: Path | None = None
+    if option is None:
+        text = Settings.from_env(connect=False).ladders
+    elif option.lstrip().startswith("{"):
+        text = option
+    else:
+        path = Path(option)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            _fail(f"--ladders: cannot read {option}: {exc.strerror}")
+    try:
+        raw = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        _fail(f"LADDERS: not JSON ({exc})")
+    if not isinstance(raw, dict):
+        _fail("LADDERS: must be a JSON object mapping ladder -> entry")
+    return path, raw
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (a temporary file renamed over it)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)

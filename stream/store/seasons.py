@@ -1,0 +1,128 @@
+"""Redis side of seasons: league thresholds from target shares, kept with the time each set took
+effect, and a season's archived final standings (keys: ``keys.league_shares``,
+``keys.season_archive``, ``keys.season_standings``; docs/contracts.md).
+
+The maths (where the thresholds fall, a player's league) is the engine's
+(``stream.engine.league_shares``); ``stream.pipeline.seasons`` joins the two.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from stream.store import keys
+from stream.store.client import AsyncRedis, as_text
+
+ARCHIVE_CHUNK = 5_000
+"""Players per pipeline round trip when an archive is written or read."""
+
+
+async def leaderboard_size(r: AsyncRedis, ladder: str) -> int:
+    """Players on the ladder's leaderboard."""
+    return int(await r.zcard(keys.leaderboard(ladder)))
+
+
+async def scores_at_ranks(r: AsyncRedis, ladder: str, ranks: Sequence[int]) -> list[float]:
+    """The leaderboard score (display rating) of the player at each ascending rank (0: the lowest);
+    NaN past the end. One round trip."""
+    pipe = r.pipeline(transaction=False)
+    for rank in ranks:
+        pipe.zrange(keys.leaderboard(ladder), int(rank), int(rank), withscores=True)
+    replies = await pipe.execute()
+    return [float(reply[0][1]) if reply else math.nan for reply in replies]
+
+
+async def counts_between(r: AsyncRedis, ladder: str, thresholds: Sequence[float]) -> list[int]:
+    """Leaderboard players whose score is in ``[thresholds[i], thresholds[i + 1])`` (the last: up
+    to +inf), per i. One round trip."""
+    pipe = r.pipeline(transaction=False)
+    bounds = [*thresholds, math.inf]
+    for low, high in zip(bounds[:-1], bounds[1:]):
+        pipe.zcount(keys.leaderboard(ladder), _score(low), f"({_score(high)}" if math.isfinite(high) else "+inf")
+    return [int(n) for n in await pipe.execute()]
+
+
+def _score(value: float) -> str:
+    return "-inf" if value == -math.inf else "+inf" if value == math.inf else repr(float(value))
+
+
+async def record_shares(r: AsyncRedis, ladder: str, at: float, doc: Mapping[str, Any]) -> None:
+    """Keep a threshold set (``doc``, JSON-safe) as taking effect at ``at`` (epoch seconds)."""
+    await r.zadd(keys.league_shares(ladder), {json.dumps({"at": at, **doc}, sort_keys=True): at})
+
+
+async def shares_at(r: AsyncRedis, ladder: str, at: float | None = None) -> dict[str, Any] | None:
+    """The threshold set in effect at ``at`` (None: the latest), or None if there is none."""
+    key = keys.league_shares(ladder)
+    replies = cast("list[bytes]", await r.zrevrangebyscore(key, "+inf" if at is None else repr(float(at)), "-inf",
+                                                           start=0, num=1))
+    return None if not replies else cast("dict[str, Any]", json.loads(as_text(replies[0])))
+
+
+async def shares_history(r: AsyncRedis, ladder: str) -> list[dict[str, Any]]:
+    """Every threshold set, oldest first."""
+    members = cast("list[bytes]", await r.zrange(keys.league_shares(ladder), 0, -1))
+    return [json.loads(as_text(m)) for m in members]
+
+
+async def leaderboard_rows(r: AsyncRedis, ladder: str, offset: int, count: int) -> list[tuple[str, float]]:
+    """(player, score) of ``count`` leaderboard players from ascending rank ``offset``."""
+    rows = cast("list[tuple[bytes, float]]",
+                await r.zrange(keys.leaderboard(ladder), offset, offset + count - 1, withscores=True))
+    return [(as_text(m), float(s)) for m, s in rows]
+
+
+async def player_fields(r: AsyncRedis, ladder: str, players: Sequence[str],
+                        fields: Sequence[str]) -> list[list[str | None]]:
+    """``fields`` of each player's hash (None where missing). One round trip."""
+    pipe = r.pipeline(transaction=False)
+    for player in players:
+        pipe.hmget(keys.player(ladder, player), list(fields))
+    return [[None if v is None else as_text(v) for v in row] for row in await pipe.execute()]
+
+
+async def write_archive(r: AsyncRedis, ladder: str, season: str, standings: Mapping[str, Mapping[str, Any]],
+                        scores: Mapping[str, float]) -> None:
+    """Replace season ``season``'s archive with ``standings`` (player -> JSON-safe document) and
+    their leaderboard ``scores``."""
+    board, table = keys.season_archive(ladder, season), keys.season_standings(ladder, season)
+    await r.delete(board, table)
+    players = list(standings)
+    for lo in range(0, len(players), ARCHIVE_CHUNK):
+        chunk = players[lo:lo + ARCHIVE_CHUNK]
+        pipe = r.pipeline(transaction=False)
+        pipe.hset(table, mapping={p: json.dumps(standings[p], sort_keys=True) for p in chunk})
+        pipe.zadd(board, {p: scores[p] for p in chunk})
+        await pipe.execute()
+
+
+async def archive_page(r: AsyncRedis, ladder: str, season: str, *, offset: int = 0,
+                       limit: int = 50) -> tuple[int, list[dict[str, Any]]]:
+    """(players archived, one page of season ``season``'s final standings, best first)."""
+    board, table = keys.season_archive(ladder, season), keys.season_standings(ladder, season)
+    pipe = r.pipeline(transaction=False)
+    pipe.zcard(board)
+    pipe.zrevrange(board, offset, offset + limit - 1)
+    total, members = await pipe.execute()
+    names = [as_text(m) for m in members]
+    docs = await r.hmget(table, names) if names else []
+    return int(total), [{"player": p, **json.loads(as_text(d))} for p, d in zip(names, docs) if d is not None]
+
+
+async def archived_player(r: AsyncRedis, ladder: str, player: str, seasons: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A player's archived standing in each of ``seasons`` he has one in."""
+    pipe = r.pipeline(transaction=False)
+    for season in seasons:
+        pipe.hget(keys.season_standings(ladder, season), player)
+    return {s: json.loads(as_text(d)) for s, d in zip(seasons, await pipe.execute()) if d is not None}
+
+
+async def histories(r: AsyncRedis, ladder: str, players: Sequence[str]) -> list[list[bytes]]:
+    """Each player's whole stored rating history (RatingChange JSON, oldest first). One round trip."""
+    pipe = r.pipeline(transaction=False)
+    for player in players:
+        pipe.lrange(keys.history(ladder, player), 0, -1)
+    return [list(entries) for entries in await pipe.execute()]

@@ -1,0 +1,60 @@
+"""``stream season start`` / ``list``: a season start appended to a ladder's schedule in the
+LADDERS file (validated, atomically rewritten) or printed as the new LADDERS JSON; bad input
+(a past start, a start not after the last, a bad time, a duplicate name) is an error, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from stream.cli.main import app
+from stream.engine.ladders import parse_ladders
+
+runner = CliRunner()
+
+
+def test_start_appends_to_the_file_and_list_shows_it(tmp_path: Path) -> None:
+    path = tmp_path / "ladders.json"
+    path.write_text(json.dumps({"ranked": {"model": "mmr", "seasons": {"sigma_to": 250}}, "*": {"model": "mmx"}}))
+    result = runner.invoke(app, ["season", "start", "ranked", "--at", "2031-01-01T00:00:00Z", "--ladders", str(path)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["season", "start", "ranked", "--at", "2031-04-01T00:00:00Z", "--name", "Spring",
+                                 "--ladders", str(path)])
+    assert result.exit_code == 0, result.output
+    season = parse_ladders(path.read_text()).of("ranked").elo_mmr.season
+    assert season is not None and season.names == ("S1", "Spring") and season.sigma_to == 250.0
+    listed = runner.invoke(app, ["season", "list", "ranked", "--ladders", str(path), "--json"])
+    assert listed.exit_code == 0, listed.output
+    doc = json.loads(listed.output)
+    assert [s["name"] for s in doc["schedule"]] == ["S1", "Spring"] and doc["current"] is None
+
+
+def test_start_prints_the_new_ladders_for_json_text() -> None:
+    result = runner.invoke(app, ["season", "start", "new", "--at", "2031-01-01T00:00:00Z", "--ladders", "{}"])
+    assert result.exit_code == 0, result.output
+    text = result.output[:result.output.index("season S1")]
+    assert parse_ladders(text).of("new").elo_mmr.season.names == ("S1",)
+
+
+def test_bad_starts_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ladders.json"
+    path.write_text(json.dumps({"ranked": {"seasons": {"schedule": [{"name": "S1", "start": "2031-01-01T00:00:00Z"}]}}}))
+    before = path.read_text()
+    cases = {("--at", "2020-01-01T00:00:00Z"): "before now",
+             ("--at", "2030-06-01T00:00:00Z"): "after the last one",
+             ("--at", "tomorrow"): "not an ISO 8601",
+             ("--at", "2032-01-01T00:00:00Z", "--name", "S1"): "already has a season named"}
+    for args, why in cases.items():
+        result = runner.invoke(app, ["season", "start", "ranked", *args, "--ladders", str(path)])
+        assert result.exit_code == 2 and why in result.output, (args, result.output)
+    assert path.read_text() == before
+    missing = runner.invoke(app, ["season", "start", "ranked", "--ladders", str(tmp_path / "missing.json")])
+    assert missing.exit_code == 2 and "cannot read" in missing.output
+    # a past start is allowed for a history to replay
+    (tmp_path / "replay.json").write_text("{}")
+    ok = runner.invoke(app, ["season", "start", "ranked", "--at", "2020-01-01T00:00:00Z", "--backdate", "--ladders",
+                             str(tmp_path / "replay.json")])
+    assert ok.exit_code == 0, ok.output
+    assert parse_ladders((tmp_path / "replay.json").read_text()).of("ranked").elo_mmr.season.starts == (1577836800.0,)
