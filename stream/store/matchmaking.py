@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,22 +38,50 @@ matches in play; a rated match's players are released within (in play / LIVE_CHE
 
 
 @dataclass(frozen=True)
-class PoolTicket:
-    """A waiting ticket as stored: its party, since when it waits, region latencies."""
+class PoolColumns:
+    """The waiting tickets as columns (no object per ticket; a tick over 100,000 reads them):
+    ticket ``i`` is ``ticket_id[i]``, waiting since ``since[i]``, its party the ``size[i]``
+    players ``players[sum(size[:i]):][:size[i]]``; ``latencies`` per ticket (None: no ticket has
+    any). In the order Redis returned them (a tick's result does not depend on it)."""
 
-    ticket_id: str
-    players: tuple[str, ...]
-    since: float
-    latencies: dict[str, float] | None
+    ticket_id: np.ndarray
+    size: np.ndarray
+    players: np.ndarray
+    since: np.ndarray
+    latencies: tuple[dict[str, float] | None, ...] | None = None
+
+    def __len__(self) -> int:
+        return int(self.size.size)
+
+    def rows(self) -> list[tuple[str, tuple[str, ...], float]]:
+        """(ticket id, players, since) of each ticket, by ticket id (tests and tools; a tick reads
+        the columns)."""
+        flat, ends = self.players.tolist(), np.cumsum(self.size).tolist()
+        parties = [tuple(flat[e - s:e]) for s, e in zip(self.size.tolist(), ends)]
+        return sorted(zip(self.ticket_id.tolist(), parties, self.since.tolist()))
+
+
+def pool_columns(records: Sequence[tuple[Any, Any]]) -> PoolColumns:
+    """Columns of the pool hash's (ticket id, record JSON) pairs: the records decoded in one
+    ``orjson.loads`` call (a JSON array of them), the columns read from the list."""
+    n = len(records)
+    decoded = orjson.loads(b"[" + b",".join(raw if isinstance(raw, bytes) else raw.encode() for _, raw in records) + b"]")
+    parties = [rec["players"] for rec in decoded]
+    latencies = tuple(rec.get("latencies") for rec in decoded)
+    return PoolColumns(np.array([_text(tid) for tid, _ in records], dtype=object),
+                       np.fromiter(map(len, parties), dtype=np.int64, count=n),
+                       np.array(list(chain.from_iterable(parties)), dtype=object),
+                       np.fromiter((rec["since"] for rec in decoded), dtype=np.float64, count=n),
+                       latencies if any(lat is not None for lat in latencies) else None)
 
 
 @dataclass(frozen=True)
 class PoolView:
-    """What a tick reads in one round trip: the waiting tickets, a slice of the matches in play
-    (at most LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and the
-    outbox's records not yet acknowledged (entry → bytes)."""
+    """What a tick reads in one round trip: the waiting tickets (columns), a slice of the matches
+    in play (at most LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and
+    the outbox's records not yet acknowledged (entry → bytes)."""
 
-    tickets: list[PoolTicket]
+    tickets: PoolColumns
     live: list[str]
     outbox: dict[str, bytes]
     in_play: int = 0
@@ -176,8 +205,8 @@ class MatchStore:
         return out
 
     async def read_pool(self, queue: str, live_from: int = 0) -> PoolView:
-        """The waiting tickets (ordered by ticket id: a tick's input does not depend on hash order),
-        LIVE_CHECKED matches in play from rank ``live_from``, the unsent outbox: one round trip."""
+        """The waiting tickets (:class:`PoolColumns`), LIVE_CHECKED matches in play from rank
+        ``live_from``, the unsent outbox: one round trip."""
         def build(pipe: Any) -> None:
             pipe.execute_command("HGETALL", keys.mm_pool(queue))
             pipe.execute_command("ZRANGE", keys.mm_live(queue), live_from, live_from + LIVE_CHECKED - 1)
@@ -185,11 +214,7 @@ class MatchStore:
             pipe.execute_command("HGETALL", keys.mm_outbox(queue))
 
         pool, live, in_play, outbox = await self.store._run(build)
-        tickets = []
-        for tid, raw in sorted(_pairs(pool)):
-            rec = orjson.loads(raw)
-            tickets.append(PoolTicket(tid, tuple(rec["players"]), float(rec["since"]), rec.get("latencies")))
-        return PoolView(tickets, [_text(m) for m in live],
+        return PoolView(pool_columns(_pairs(pool, raw=True, raw_keys=True)), [_text(m) for m in live],
                         {tid: raw if isinstance(raw, bytes) else raw.encode() for tid, raw in _pairs(outbox, raw=True)},
                         int(in_play))
 
@@ -229,13 +254,16 @@ class MatchStore:
         return await self.store.round_statuses(ladder, round_ids) if round_ids else []
 
 
-def _pairs(reply: Any, raw: bool = False) -> list[tuple[str, Any]]:
-    """An HGETALL reply (a dict, or a flat list with a lean pipeline) as (field, value) pairs."""
+def _pairs(reply: Any, raw: bool = False, raw_keys: bool = False) -> list[tuple[Any, Any]]:
+    """An HGETALL reply (a dict, or a flat list with a lean pipeline) as (field, value) pairs;
+    fields and values decoded to text unless ``raw_keys`` / ``raw``."""
     if isinstance(reply, dict):
         items = list(reply.items())
     else:
         items = list(zip(reply[::2], reply[1::2]))
-    return [(_text(k), v if raw else _text(v)) for k, v in items]
+    if raw and raw_keys:
+        return items
+    return [(k if raw_keys else _text(k), v if raw else _text(v)) for k, v in items]
 
 
 # ---- reads (the read API and the CLI; a plain redis.asyncio client) -----------------------------
