@@ -7,9 +7,10 @@ Run by hand:  python bench/matchmaking.py [--sizes 1000,10000,100000 --shapes du
 Pool: ratings mu ~ N(1500, 350), sigma ~ U(60, 120), one player in ten a newcomer (absent from
 the ratings); waits ~ U(0, 60) s; parties (5v5 only) of 1 (70 %), 2 (20 %) or 3 (10 %) players.
 Each row times ``form_matches`` on the default ladder (Elo-MMR, mmr-bounded) with the QUEUES
-defaults (best of --repeat; the first call, which builds the odds table, is not timed), and
-splits it into the core (rating sort, windows, odds, choice: arrays in, arrays out) and the rest
-(reading the Ticket objects and building the FormedMatch objects). Baselines: ``window``, the
+defaults over the pool's columns (``TicketColumns``, as the store reads them; best of --repeat;
+the first call, which builds the odds table, is not timed): the whole tick, arrays in, arrays
+out. ``core cpu``: its matching alone (rating sort, windows, odds, choice); ``objs cpu``: reading
+the result as FormedMatch objects (what the service does to write each match's records). Baselines: ``window``, the
 same tick with a fixed rating window (100) and no quality floor; ``all-pairs`` (duels, <= 2,000
 tickets), every pair's quality computed and the best pairs taken greedily (O(n^2 log n)), the
 quality our neighbour pairing gives up, if any.
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stream.engine.ladders import parse_ladders  # noqa: E402
 from stream.engine.predict import binary_entropy, outcome_model  # noqa: E402
-from stream.matchmaking import QueueConfig, Ticket, form_matches, warm_up  # noqa: E402
+from stream.matchmaking import QueueConfig, TicketColumns, TickResult, form_matches, warm_up  # noqa: E402
 from stream.matchmaking.odds import ahead  # noqa: E402
 from stream.matchmaking.pairing import single_matches  # noqa: E402
 from stream.matchmaking.pool import build_pool  # noqa: E402
@@ -42,17 +43,17 @@ ALL_PAIRS_MAX = 2000
 NOW = 10_000.0
 
 
-def pool(n: int, team_size: int, rng: np.random.Generator) -> tuple[list[Ticket], dict[str, tuple[float, float]]]:
-    """``n`` waiting tickets and their players' ratings (module docstring)."""
-    sizes = np.ones(n, dtype=int) if team_size == 1 else rng.choice([1, 2, 3], n, p=[0.7, 0.2, 0.1])
+def pool(n: int, team_size: int, rng: np.random.Generator) -> TicketColumns:
+    """``n`` waiting tickets as the store reads them: columns (module docstring)."""
+    sizes = np.ones(n, dtype=np.int64) if team_size == 1 else rng.choice([1, 2, 3], n, p=[0.7, 0.2, 0.1]).astype(np.int64)
     waits = rng.uniform(0, 60, n)
-    tickets = [Ticket(f"t{i}", tuple(f"p{i}.{j}" for j in range(int(s))), NOW - float(w))
-               for i, (s, w) in enumerate(zip(sizes, waits))]
-    players = [p for t in tickets for p in t.players]
-    mu, sigma = rng.normal(1500, 350, len(players)), rng.uniform(60, 120, len(players))
-    newcomer = rng.random(len(players)) < 0.1
-    ratings = {p: (float(m), float(s)) for p, m, s, new in zip(players, mu, sigma, newcomer) if not new}
-    return tickets, ratings
+    count = int(sizes.sum())
+    mu, sigma = rng.normal(1500, 350, count), rng.uniform(60, 120, count)
+    newcomer = rng.random(count) < 0.1
+    mu[newcomer] = sigma[newcomer] = np.nan
+    ids = np.array([f"t{i}" for i in range(n)], dtype=object)
+    players = np.array([f"p{i}" for i in range(count)], dtype=object)
+    return TicketColumns(ids, sizes, players, NOW - waits, mu, sigma)
 
 
 def best_of(repeat: int, call) -> tuple[tuple[float, float], object]:  # type: ignore[no-untyped-def]
@@ -68,12 +69,13 @@ def best_of(repeat: int, call) -> tuple[tuple[float, float], object]:  # type: i
     return (min(wall), min(cpu)), out
 
 
-def all_pairs(tickets: list[Ticket], ratings: dict[str, tuple[float, float]], noob: tuple[float, float], model) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+def all_pairs(waiting: TicketColumns, noob: tuple[float, float], model) -> tuple[int, float]:  # type: ignore[no-untyped-def]
     """Every pair's quality, best pairs first, greedily: (matches, mean quality)."""
-    rows = np.array([ratings.get(t.players[0], noob) for t in tickets])
-    i, j = np.triu_indices(len(tickets), k=1)
-    quality = binary_entropy(ahead(rows[i, 0], rows[i, 1], rows[j, 0], rows[j, 1], model))
-    used = np.zeros(len(tickets), dtype=bool)
+    new = np.isnan(waiting.mu)
+    mu, sigma = np.where(new, noob[0], waiting.mu), np.where(new, noob[1], waiting.sigma)
+    i, j = np.triu_indices(len(waiting), k=1)
+    quality = binary_entropy(ahead(mu[i], sigma[i], mu[j], sigma[j], model))
+    used = np.zeros(len(waiting), dtype=bool)
     taken = []
     for k in np.argsort(-quality, kind="stable").tolist():
         a, b = i[k], j[k]
@@ -97,30 +99,33 @@ def main() -> None:
     warm_up()
     print(f"machine: {platform.platform()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; "
           f"python {platform.python_version()}, numpy {np.__version__}")
-    print(f"{'shape':<7}{'waiting':>9}  {'matcher':<10}{'wall ms':>9}{'cpu ms':>9}{'core cpu':>9}{'matches':>9}{'quality':>9}")
+    print(f"{'shape':<7}{'waiting':>9}  {'matcher':<10}{'wall ms':>9}{'cpu ms':>9}{'core cpu':>9}{'objs cpu':>9}{'matches':>9}{'quality':>9}")
     for shape in args.shapes.split(","):
         teams, team_size = SHAPES[shape]
         queue = QueueConfig(shape, "bench", teams=teams, team_size=team_size)
         for n in sizes:
             rng = np.random.default_rng(args.seed)
-            tickets, ratings = pool(n, team_size, rng)
-            ms, result = best_of(args.repeat, lambda: form_matches(queue, tickets, ratings, NOW, ladder))
-            quality = np.mean([m.quality for m in result.matches]) if result.matches else float("nan")  # type: ignore[attr-defined]
+            waiting = pool(n, team_size, rng)
+            ms, result = best_of(args.repeat, lambda: form_matches(queue, waiting, NOW, ladder))
+            tick = cast(TickResult, result)
+            quality = float(tick.quality.mean()) if len(tick) else float("nan")
             core = (float("nan"), float("nan"))
             if team_size == 1:
-                live = sorted(tickets, key=lambda t: (t.created_at, t.ticket_id))
-                built = build_pool(queue, live, ratings, NOW, noob)
-                everyone = np.arange(len(live))
+                built = build_pool(queue, waiting, NOW, noob).take(np.argsort(waiting.created, kind="stable"))
+                everyone = np.arange(len(waiting))
                 core, _ = best_of(args.repeat, lambda: single_matches(queue, built, everyone, model))
-            print(f"{shape:<7}{n:>9}  {'ours':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{core[1]:>9.1f}{len(result.matches):>9}{quality:>9.4f}")  # type: ignore[attr-defined]
+            objects, _ = best_of(1, lambda: tick.matches)
+            print(f"{shape:<7}{n:>9}  {'ours':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{core[1]:>9.1f}{objects[1]:>9.1f}"
+                  f"{len(tick):>9}{quality:>9.4f}")
             fixed = window_queue(queue, 100.0)
-            ms, result = best_of(args.repeat, lambda: form_matches(fixed, tickets, ratings, NOW, ladder))
-            quality = np.mean([m.quality for m in result.matches]) if result.matches else float("nan")  # type: ignore[attr-defined]
-            print(f"{shape:<7}{n:>9}  {'window':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{len(result.matches):>9}{quality:>9.4f}")  # type: ignore[attr-defined]
+            ms, result = best_of(args.repeat, lambda: form_matches(fixed, waiting, NOW, ladder))
+            tick = cast(TickResult, result)
+            quality = float(tick.quality.mean()) if len(tick) else float("nan")
+            print(f"{shape:<7}{n:>9}  {'window':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{'':>9}{len(tick):>9}{quality:>9.4f}")
             if shape == "duel" and n <= ALL_PAIRS_MAX:
-                ms, greedy = best_of(1, lambda: all_pairs(tickets, ratings, noob, model))
+                ms, greedy = best_of(1, lambda: all_pairs(waiting, noob, model))
                 count, q = cast(tuple[int, float], greedy)
-                print(f"{shape:<7}{n:>9}  {'all-pairs':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{count:>9}{q:>9.4f}")
+                print(f"{shape:<7}{n:>9}  {'all-pairs':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{'':>9}{count:>9}{q:>9.4f}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ it (:func:`warm_up` at start-up builds the odds table the first tick would build
 from .odds import warm_up
 from .queues import QueueConfig, Tolerance, WideningStep, parse_queues
 from .tick import form_matches
-from .tickets import FormedMatch, Ticket, TickResult, ticket_problem
+from .tickets import FormedMatch, Ticket, TicketColumns, TickResult, ticket_problem
 
-__all__ = ["FormedMatch", "QueueConfig", "Ticket", "TickResult", "Tolerance", "WideningStep", "form_matches",
+__all__ = ["FormedMatch", "QueueConfig", "Ticket", "TicketColumns", "TickResult", "Tolerance", "WideningStep", "form_matches",
            "parse_queues", "ticket_problem", "warm_up"]

@@ -11,7 +11,6 @@ team sizes, equal rating totals are equal team beliefs, hence win probabilities 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +22,7 @@ from stream.engine.teams import team_beliefs
 from .odds import lobby_odds
 from .pool import Pool
 from .queues import QueueConfig
+from .tickets import TicketColumns
 from .tolerance import combine
 
 LOOKAHEAD = 4
@@ -121,10 +121,11 @@ def fill_lobbies(queue: QueueConfig, sizes: NDArray[np.int64], rating: NDArray[n
     return lobbies
 
 
-def party_matches(queue: QueueConfig, pool: Pool, idx: NDArray[np.int64], players: Sequence[tuple[str, ...]],
-                  ratings: Mapping[str, tuple[float, float]], noob: tuple[float, float],
+def party_matches(queue: QueueConfig, pool: Pool, idx: NDArray[np.int64], waiting: TicketColumns,
+                  live: NDArray[np.int64], noob: tuple[float, float],
                   model: OutcomeModel) -> list[tuple[NDArray[np.int64], float, NDArray[np.float64], tuple[int, ...]]]:
-    """The matches of tickets ``idx`` (``players[i]``: ticket i's party): (tickets, quality, each
+    """The matches of the pool's tickets ``idx`` (pool ticket i is ``waiting``'s ``live[i]``):
+    (tickets, quality, each
     team's mean P(ahead) of the others, each ticket's team). The participants of the quality are
     the teams (each its members' belief, as ``predict_teams``), or the players of a one-team lobby
     (a free-for-all of its members)."""
@@ -136,16 +137,17 @@ def party_matches(queue: QueueConfig, pool: Pool, idx: NDArray[np.int64], player
         return []
     k = len(lobbies)
     width = queue.teams if queue.teams > 1 else queue.team_size
+    new = np.isnan(waiting.mu) | np.isnan(waiting.sigma)
+    player_mu, player_sigma = np.where(new, noob[0], waiting.mu), np.where(new, noob[1], waiting.sigma)
     mu, sigma = np.zeros((k, width)), np.zeros((k, width))
     tickets = [idx[list(lobby.tickets)] for lobby in lobbies]
     for r, (lobby, members) in enumerate(zip(lobbies, tickets)):
+        rows = waiting.player_rows(live[members])
         if queue.teams > 1:
             entry = np.repeat(np.asarray(lobby.team_of), pool.size[members])
-            rows = np.asarray([ratings.get(p, noob) for i in members.tolist() for p in players[i]])
-            mu[r], sigma[r] = team_beliefs(rows[:, 0], rows[:, 1], entry, np.ones(entry.size), queue.teams)
+            mu[r], sigma[r] = team_beliefs(player_mu[rows], player_sigma[rows], entry, np.ones(entry.size), queue.teams)
         else:
-            rows = np.asarray([ratings.get(p, noob) for i in members.tolist() for p in players[i]])
-            mu[r], sigma[r] = rows[:, 0], rows[:, 1]
+            mu[r], sigma[r] = player_mu[rows], player_sigma[rows]
     quality, beats = lobby_odds(mu, sigma, model)
     if queue.teams == 1:
         beats = np.ones((k, 1))

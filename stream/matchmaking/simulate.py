@@ -27,7 +27,7 @@ from stream.engine.ladders import LadderConfig
 from .queues import QueueConfig, WideningStep
 from .raters import EngineRater, OpenSkillRater, Rater
 from .tick import form_matches
-from .tickets import Ticket
+from .tickets import TicketColumns
 
 Array = NDArray[np.float64]
 STRATEGIES = ("matchmaker", "window", "openskill", "random", "ideal")
@@ -180,12 +180,11 @@ def _tick(queue: QueueConfig, pool: NDArray[np.int64], created: Array, rater: Ra
           ladder: LadderConfig) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """One form_matches tick over the waiting players: (first players, second players, timed out)."""
     mu, sigma = rater.ratings(pool.tolist())
-    tickets = [Ticket(str(i), (str(i),), float(c)) for i, c in zip(pool.tolist(), created[pool].tolist())]
-    ratings = {str(i): (m, s) for i, m, s in zip(pool.tolist(), mu.tolist(), sigma.tolist())}
-    result = form_matches(queue, tickets, ratings, now, ladder)
-    a = np.array([int(m.tickets[0]) for m in result.matches], dtype=np.int64)
-    b = np.array([int(m.tickets[1]) for m in result.matches], dtype=np.int64)
-    return a, b, np.array([int(t) for t in result.timed_out], dtype=np.int64)
+    ids = pool.astype(object)  # each player is a ticket of one, named by its index
+    result = form_matches(queue, TicketColumns(ids, np.ones(pool.size, dtype=np.int64), ids, created[pool], mu, sigma),
+                          now, ladder)
+    player = result.waiting.ticket_id.astype(np.int64)
+    return player[result.tickets[0::2]], player[result.tickets[1::2]], player[result.late]
 
 
 def _ideal(sim: SimConfig, ladder: LadderConfig) -> Record:

@@ -13,9 +13,6 @@ reach it within ``max_latency_ms``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -24,26 +21,26 @@ from stream.engine.predict import outcome_model
 
 from .pairing import single_matches
 from .parties import party_matches
-from .pool import Pool, build_pool, region_passes
+from .pool import build_pool, region_passes
 from .queues import QueueConfig
-from .tickets import FormedMatch, Ticket, TickResult, ticket_problem
+from .tickets import TicketColumns, TickResult, ticket_problem
 
 Array = NDArray[np.float64]
 
 
-def _check(queue: QueueConfig, tickets: Sequence[Ticket]) -> None:
+def _check(queue: QueueConfig, waiting: TicketColumns) -> None:
     """ValueError naming the first bad ticket (:func:`ticket_problem`), a ticket id given twice or
     a player waiting in two tickets; vectorised checks first, the details only on a failure."""
-    sizes = np.fromiter((len(t.players) for t in tickets), dtype=np.int64, count=len(tickets))
-    players = [p for t in tickets for p in t.players]
-    created = np.fromiter((t.created_at for t in tickets), dtype=np.float64, count=len(tickets))
-    if ((sizes.size == 0 or (sizes.min() >= 1 and sizes.max() <= queue.team_size))
-            and len(set(players)) == len(players) and len({t.ticket_id for t in tickets}) == len(tickets)
-            and all(t.latencies is None for t in tickets) and bool(np.isfinite(created).all())):
+    sizes, n = waiting.size, len(waiting)
+    players = waiting.players.tolist()
+    if ((n == 0 or (sizes.min() >= 1 and sizes.max() <= queue.team_size))
+            and len(set(players)) == len(players) and len(set(waiting.ticket_id.tolist())) == n
+            and waiting.latencies is None and bool(np.isfinite(waiting.created).all())):
         return
     seen_ids: set[str] = set()
     seen: set[str] = set()
-    for t in tickets:
+    for i in range(n):
+        t = waiting.ticket(i)
         problem = ticket_problem(queue, t)
         if problem:
             raise ValueError(f"ticket {t.ticket_id!r}: {problem}")
@@ -55,59 +52,64 @@ def _check(queue: QueueConfig, tickets: Sequence[Ticket]) -> None:
         seen.update(t.players)
 
 
-def _single(live: list[Ticket], pool: Pool, members: NDArray[np.int64], quality: Array, beats: Array,
-            region: str | None) -> list[FormedMatch]:
-    """The FormedMatch of each row of ``members`` (single-player tickets), built column by column
-    (a duel tick that empties a pool of 100,000 builds 50,000 of them: BENCHMARKS.md)."""
-    cols = members.T.tolist()
-    ids = list(zip(*([live[i].ticket_id for i in col] for col in cols)))
-    teams = list(zip(*([live[i].players for i in col] for col in cols)))
-    waits = zip(*(pool.wait[col].tolist() for col in members.T))
-    gaps = (pool.rating[members[:, -1]] - pool.rating[members[:, 0]]).tolist()
-    return [FormedMatch(i, t, q, b, dict(zip(i, w)), region, g)
-            for i, t, q, b, w, g in zip(ids, teams, quality.tolist(), map(tuple, beats.tolist()), waits, gaps)]
+def _order(waiting: TicketColumns) -> NDArray[np.int64]:
+    """The tickets by creation time, equal times by ticket id: a tick's result does not depend on
+    the order the pool was read in."""
+    created = waiting.created
+    order: NDArray[np.int64] = np.argsort(created, kind="stable")
+    if np.unique(created).size < created.size:
+        order = np.lexsort((waiting.ticket_id.astype(str), created))
+    return order
 
 
-def _party(queue: QueueConfig, live: list[Ticket], pool: Pool, members: NDArray[np.int64], quality: float,
-           beats: Array, team_of: tuple[int, ...], region: str | None) -> FormedMatch:
-    chosen = [live[i] for i in members.tolist()]
-    count = max(queue.teams, 1)
-    teams = tuple(tuple(p for t, team in zip(chosen, team_of) if team == k for p in t.players) for k in range(count))
-    return FormedMatch(
-        tickets=tuple(t.ticket_id for t in chosen), teams=teams, quality=quality,
-        win_probability=tuple(beats.tolist()), waits={t.ticket_id: w for t, w in zip(chosen, pool.wait[members].tolist())},
-        region=region, gap=float(pool.rating[members].max() - pool.rating[members].min()))
-
-
-def form_matches(queue: QueueConfig, tickets: Sequence[Ticket], ratings: Mapping[str, tuple[float, float]],
-                 now: float, ladder: LadderConfig) -> TickResult:
-    """Form ``queue``'s matches from the waiting ``tickets`` at time ``now`` (module docstring).
-    ``ratings``: (mu, sigma) per player; a player absent is a newcomer of the ladder's model.
+def form_matches(queue: QueueConfig, waiting: TicketColumns, now: float, ladder: LadderConfig) -> TickResult:
+    """Form ``queue``'s matches from the ``waiting`` tickets at time ``now`` (module docstring); a
+    player without a rating (NaN) is a newcomer of the ladder's model. Arrays in, arrays out.
     ValueError if a ticket is bad (:func:`ticket_problem`) or two tickets share an id or a player."""
-    _check(queue, tickets)
-    created = np.fromiter((t.created_at for t in tickets), dtype=np.float64, count=len(tickets))
-    ordered = [tickets[i] for i in np.argsort(created, kind="stable").tolist()]
-    if np.unique(created).size < created.size:  # equal times: the ticket id breaks the tie
-        ordered.sort(key=lambda t: (t.created_at, t.ticket_id))
-    late = (now - np.sort(created) > queue.max_wait_s).tolist()
-    timed_out = [t.ticket_id for t, x in zip(ordered, late) if x]
-    live = [t for t, x in zip(ordered, late) if not x]
-    if not live:
-        return TickResult([], timed_out)
+    _check(queue, waiting)
+    order = _order(waiting)
+    over = now - waiting.created[order] > queue.max_wait_s
+    late, live = order[over], order[~over]  # tickets of ``waiting``, by creation time
     noob = (ladder.newcomer.mu_noob, ladder.newcomer.sig_noob)
-    pool = build_pool(queue, live, ratings, now, noob)
+    pool = build_pool(queue, waiting, now, noob).take(live)  # the pool's ticket i is waiting's live[i]
     model = outcome_model(ladder)
-    taken = np.zeros(len(live), dtype=bool)
-    matches: list[FormedMatch] = []
-    for region, bucket in region_passes(queue, live):
+    taken = np.zeros(live.size, dtype=bool)
+    chosen: list[NDArray[np.int64]] = []
+    teams: list[NDArray[np.int64]] = []
+    counts: list[NDArray[np.int64]] = []
+    qualities: list[Array] = []
+    beats: list[Array] = []
+    regions: list[str | None] = []
+    width = max(queue.teams, 1)
+    latencies = None if waiting.latencies is None else [waiting.latencies[i] for i in live.tolist()]
+    for region, bucket in region_passes(queue, latencies, live.size) if live.size else []:
         bucket = bucket[~taken[bucket]]
         if queue.singles:
-            members, quality, beats = single_matches(queue, pool, bucket, model)
+            members, quality, beat = single_matches(queue, pool, bucket, model)
+            k, m = members.shape
+            chosen.append(members.ravel())
+            teams.append(np.tile(np.arange(m), k))
+            counts.append(np.full(k, m, dtype=np.int64))
             taken[members.ravel()] = True
-            matches.extend(_single(live, pool, members, quality, beats, region))
-            continue
-        players = [t.players for t in live]
-        for members, q, b, team_of in party_matches(queue, pool, bucket, players, ratings, noob, model):
-            taken[members] = True
-            matches.append(_party(queue, live, pool, members, q, b, team_of, region))
-    return TickResult(matches, timed_out)
+        else:
+            lobbies = party_matches(queue, pool, bucket, waiting, live, noob, model)
+            k = len(lobbies)
+            chosen += [members for members, _, _, _ in lobbies]
+            teams += [np.asarray(team_of, dtype=np.int64) for _, _, _, team_of in lobbies]
+            counts.append(np.array([members.size for members, _, _, _ in lobbies], dtype=np.int64))
+            quality = np.array([q for _, q, _, _ in lobbies], dtype=np.float64)
+            beat = np.array([b for _, _, b, _ in lobbies], dtype=np.float64).reshape(k, width)
+            for members, _, _, _ in lobbies:
+                taken[members] = True
+        qualities.append(quality)
+        beats.append(beat.reshape(k, width))
+        regions += [region] * k
+    flat = np.concatenate(chosen).astype(np.int64) if chosen else np.zeros(0, dtype=np.int64)
+    per_match = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+    start = np.concatenate(([0], np.cumsum(per_match))).astype(np.int64)
+    rating = pool.rating[flat]
+    k = per_match.size
+    gap = (np.maximum.reduceat(rating, start[:-1]) - np.minimum.reduceat(rating, start[:-1])) if k else np.zeros(0)
+    return TickResult(waiting, now, live[flat], start, np.concatenate(teams).astype(np.int64) if teams else flat,
+                      np.concatenate(qualities) if qualities else np.zeros(0),
+                      np.concatenate(beats) if beats else np.zeros((0, width)), gap, tuple(regions), late)

@@ -3,12 +3,16 @@ tick's result, and why a ticket cannot join a queue."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .queues import QueueConfig
+
+Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,119 @@ class FormedMatch:
 
 @dataclass(frozen=True)
 class TickResult:
-    """What a tick did: matches formed, tickets whose wait passed ``max_wait_s`` (not matched)."""
+    """What a tick did, as arrays over the tick's ``waiting`` columns: match ``k`` takes tickets
+    ``tickets[start[k]:start[k + 1]]``, ticket ``tickets[j]`` on team ``team_of[j]``; its predicted
+    ``quality[k]``, each team's mean P(ahead) of each other team ``win_probability[k]`` (teams
+    columns; a one-team lobby: 1), rating spread ``gap[k]`` and ``region[k]`` (None without a
+    region rule); ``late``: tickets whose wait passed ``max_wait_s`` (not matched). Waits are
+    ``max(now - waiting.created, 0)``. :attr:`matches` / :attr:`timed_out` read it as objects and ids."""
 
-    matches: list[FormedMatch]
-    timed_out: list[str]
+    waiting: TicketColumns
+    now: float
+    tickets: NDArray[np.int64]
+    start: NDArray[np.int64]
+    team_of: NDArray[np.int64]
+    quality: Array
+    win_probability: Array
+    gap: Array
+    region: tuple[str | None, ...]
+    late: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.quality.size)
+
+    @property
+    def timed_out(self) -> list[str]:
+        """The ids of the tickets timed out."""
+        out: list[str] = self.waiting.ticket_id[self.late].tolist()
+        return out
+
+    @property
+    def matches(self) -> list[FormedMatch]:
+        """The matches as :class:`FormedMatch`, built column by column (no per-ticket lookups)."""
+        w = self.waiting
+        k = len(self)
+        if not k:
+            return []
+        counts = np.diff(self.start)
+        ids = w.ticket_id[self.tickets].tolist()
+        waits = np.maximum(self.now - w.created[self.tickets], 0.0).tolist()
+        rows = w.player_rows(self.tickets)
+        players = w.players[rows].tolist()
+        team_per_player = np.repeat(self.team_of, w.size[self.tickets])
+        teams = self.win_probability.shape[1]
+        # players of each match grouped by team, in ticket order within a team
+        match_of_player = np.repeat(np.repeat(np.arange(k), counts), w.size[self.tickets])
+        order = np.lexsort((np.arange(rows.size), team_per_player, match_of_player)).tolist()
+        by_team = [players[i] for i in order]
+        team_sizes = np.bincount(match_of_player * teams + team_per_player, minlength=k * teams).tolist()
+        starts, ends = self.start[:-1].tolist(), self.start[1:].tolist()
+        out = []
+        at = 0
+        for m, (q, b, g, region) in enumerate(zip(self.quality.tolist(), self.win_probability.tolist(),
+                                                  self.gap.tolist(), self.region)):
+            team_players = []
+            for t in range(teams):
+                n = team_sizes[m * teams + t]
+                team_players.append(tuple(by_team[at:at + n]))
+                at += n
+            s, e = starts[m], ends[m]
+            out.append(FormedMatch(tuple(ids[s:e]), tuple(team_players), q, tuple(b), dict(zip(ids[s:e], waits[s:e])),
+                                   region, g))
+        return out
+
+
+def _offsets(size: NDArray[np.int64]) -> NDArray[np.int64]:
+    out: NDArray[np.int64] = np.concatenate(([0], np.cumsum(size))).astype(np.int64)
+    return out
+
+
+@dataclass(frozen=True)
+class TicketColumns:
+    """Waiting tickets as columns (what a tick reads and forms matches from; no object per
+    ticket): ticket ``i`` is ``ticket_id[i]``, created at ``created[i]``, its party the
+    ``size[i]`` players ``players[start[i]:start[i + 1]]``, whose ratings are ``mu`` / ``sigma``
+    (NaN: no rating yet, a newcomer); ``latencies`` per ticket (None: no ticket has any)."""
+
+    ticket_id: NDArray[np.object_]
+    size: NDArray[np.int64]
+    players: NDArray[np.object_]
+    created: Array
+    mu: Array
+    sigma: Array
+    latencies: tuple[Mapping[str, float] | None, ...] | None = None
+
+    @property
+    def start(self) -> NDArray[np.int64]:
+        """Each ticket's first player in ``players`` (n + 1 offsets)."""
+        return _offsets(self.size)
+
+    def __len__(self) -> int:
+        return int(self.size.size)
+
+    @classmethod
+    def of(cls, tickets: Sequence[Ticket], ratings: Mapping[str, tuple[float, float]]) -> "TicketColumns":
+        """The columns of ``tickets``; ``ratings`` (mu, sigma) per player, absent: a newcomer."""
+        players = [p for t in tickets for p in t.players]
+        rated = np.array([ratings.get(p, (math.nan, math.nan)) for p in players], dtype=np.float64).reshape(-1, 2)
+        latencies = tuple(t.latencies for t in tickets)
+        return cls(np.array([t.ticket_id for t in tickets], dtype=object),
+                   np.array([len(t.players) for t in tickets], dtype=np.int64), np.array(players, dtype=object),
+                   np.array([t.created_at for t in tickets], dtype=np.float64), rated[:, 0], rated[:, 1],
+                   latencies if any(lat is not None for lat in latencies) else None)
+
+    def player_rows(self, idx: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The rows in ``players`` of tickets ``idx``, ticket after ticket (vectorised)."""
+        size = self.size[idx]
+        first = self.start[idx]
+        out: NDArray[np.int64] = np.repeat(first - _offsets(size)[:-1], size) + np.arange(int(size.sum()))
+        return out
+
+    def ticket(self, i: int) -> Ticket:
+        """Ticket ``i`` as an object (error messages)."""
+        s, e = int(self.start[i]), int(self.start[i + 1])
+        return Ticket(str(self.ticket_id[i]), tuple(self.players[s:e].tolist()), float(self.created[i]),
+                      None if self.latencies is None else self.latencies[i])
 
 
 def ticket_problem(queue: QueueConfig, ticket: Ticket) -> str | None:

@@ -26,7 +26,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from stream.contracts import DeadLetter
 from stream.contracts.round import BAD_PARTY, RoundRejected
 from stream.contracts.tickets import (CANCELLED, MATCHED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
                                       TicketCancel, TicketEvent, TicketJoin, check_party, match_id, parse_ticket)
-from stream.matchmaking import QueueConfig, Ticket, form_matches, ticket_problem
+from stream.matchmaking import QueueConfig, Ticket, TicketColumns, TickResult, form_matches, ticket_problem
 from stream.pipeline import faults, metrics
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, value_limit
@@ -191,31 +190,18 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     statuses = await store.round_statuses(queue.ladder, view.live)
     rated = [m for m, s in zip(view.live, statuses) if s in ROUND_DONE]
     released, expired = await store.release(name, rated, now=now, hold_s=settings.match_hold_s)
-    tickets = [Ticket(t.ticket_id, t.players, t.since, t.latencies) for t in view.tickets]
-    players = [p for t in tickets for p in t.players]
-    mu, sigma = await store.ratings(queue.ladder, players)
-    ratings = {p: (float(m), float(s)) for p, m, s in zip(players, mu.tolist(), sigma.tolist()) if not math.isnan(m)}
-    result = form_matches(queue, tickets, ratings, now, mm.ctx.ladder(queue.ladder))
-    if result.matches or result.timed_out:  # the crash points of a tick that has something to commit
+    pool = view.tickets
+    mu, sigma = await store.ratings(queue.ladder, pool.players.tolist())
+    waiting = TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma, pool.latencies)
+    result = form_matches(queue, waiting, now, mm.ctx.ladder(queue.ladder))
+    if len(result) or result.late.size:  # the crash points of a tick that has something to commit
         faults.crash_point(settings, faults.MM_AFTER_FORM_BEFORE_COMMIT)
-    by_id = {t.ticket_id: t for t in tickets}
-    formed: dict[str, Match] = {}
-    commits = []
-    for m in result.matches:
-        match = Match(match_id(name, m.tickets), name, queue.ladder, [list(team) for team in m.teams], list(m.tickets),
-                      float(m.quality), [float(p) for p in m.win_probability],
-                      {t: float(m.waits[t]) for t in m.tickets}, now)
-        events = [TicketEvent(t, name, MATCHED, match.waits[t], now, match.match_id, None, list(by_id[t].players))
-                  for t in m.tickets]
-        body = match.to_json()
-        records = _records([(MATCHES_KIND, body), *((EVENTS_KIND, e.to_json()) for e in events)])
-        formed[match.match_id] = match
-        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets,
-                                   [match.waits[t] for t in match.tickets], [p for team in match.teams for p in team]))
+    flat, first = pool.players.tolist(), waiting.start.tolist()
+    commits, formed = _match_commits(name, queue.ladder, result, flat, first, now)
     timeouts = []
-    for tid in result.timed_out:
-        wait = max(0.0, now - by_id[tid].created_at)
-        event = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None, list(by_id[tid].players))
+    for i, tid, since in zip(result.late.tolist(), result.timed_out, pool.since[result.late].tolist()):
+        wait = max(0.0, now - since)
+        event = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None, flat[first[i]:first[i + 1]])
         timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, event.to_json())])))
     committed = await store.commit(name, commits, timeouts, now=now) if commits or timeouts else None
     matches = [formed[m] for m in committed.matches] if committed else []
@@ -227,12 +213,32 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
         await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
         faults.crash_point(settings, faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
-    _count(name, matches, len(timed_out), len(view.tickets) - sum(len(m.tickets) for m in matches) - len(timed_out),
+    _count(name, matches, len(timed_out), len(pool) - sum(len(m.tickets) for m in matches) - len(timed_out),
            time.perf_counter() - started)
     if len(committed.matches if committed else []) < len(commits):
         log.info("queue %s: %d formed match(es) lost a race (a ticket left the pool) and were dropped", name,
                  len(commits) - len(matches))
     return TickReport(matches, timed_out, released + expired, len(view.outbox))
+
+
+def _match_commits(queue: str, ladder: str, result: TickResult, players: list[str], first: list[int],
+                   now: float) -> tuple[list[CommitMatch], dict[str, Match]]:
+    """Each formed match's Match, its tickets' ``matched`` events and what the commit records;
+    ``players[first[i]:first[i + 1]]``: ticket i's party."""
+    commits: list[CommitMatch] = []
+    formed: dict[str, Match] = {}
+    tickets, ends = result.tickets.tolist(), result.start.tolist()
+    for k, m in enumerate(result.matches):
+        match = Match(match_id(queue, m.tickets), queue, ladder, [list(team) for team in m.teams], list(m.tickets),
+                      m.quality, list(m.win_probability), dict(m.waits), now)
+        events = [TicketEvent(t, queue, MATCHED, match.waits[t], now, match.match_id, None, players[first[i]:first[i + 1]])
+                  for t, i in zip(m.tickets, tickets[ends[k]:ends[k + 1]])]
+        body = match.to_json()
+        records = _records([(MATCHES_KIND, body), *((EVENTS_KIND, e.to_json()) for e in events)])
+        formed[match.match_id] = match
+        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets,
+                                   [match.waits[t] for t in match.tickets], [p for team in match.teams for p in team]))
+    return commits, formed
 
 
 def _count(queue: str, matches: Sequence[Match], timed_out: int, waiting: int, seconds: float) -> None:

@@ -14,13 +14,19 @@ import pytest
 
 from stream.engine.ladders import LadderConfig, parse_ladders
 from stream.engine.predict import match_quality, outcome_model, win_probability
-from stream.matchmaking import QueueConfig, Ticket, TickResult, WideningStep, form_matches
+from stream.matchmaking import QueueConfig, Ticket, TicketColumns, TickResult, WideningStep, form_matches
 from stream.matchmaking.tolerance import match_tolerance
 
 LADDER = parse_ladders("").of("x")
 TRUESKILL = parse_ladders(json.dumps({"*": {"model": "trueskill"}})).of("x")
 SHAPES = [(2, 1), (3, 1), (2, 2), (1, 4), (2, 3)]
 NOW = 1000.0
+
+
+def _tick(queue: QueueConfig, tickets: list[Ticket], ratings: dict[str, tuple[float, float]], now: float,
+          ladder: LadderConfig) -> TickResult:
+    """form_matches over the columns of ``tickets``."""
+    return form_matches(queue, TicketColumns.of(tickets, ratings), now, ladder)
 
 
 @st.composite
@@ -88,11 +94,12 @@ def _check(queue: QueueConfig, tickets: list[Ticket], ratings: dict[str, tuple[f
 def test_tick_properties(case: tuple[QueueConfig, list[Ticket], dict[str, tuple[float, float]]],
                          rnd: random.Random) -> None:
     queue, tickets, ratings = case
-    result = form_matches(queue, tickets, ratings, NOW, LADDER)
+    result = _tick(queue, tickets, ratings, NOW, LADDER)
     _check(queue, tickets, ratings, result, LADDER)
     shuffled = list(tickets)
     rnd.shuffle(shuffled)
-    assert form_matches(queue, shuffled, ratings, NOW, LADDER) == result, "not deterministic"
+    again = _tick(queue, shuffled, ratings, NOW, LADDER)
+    assert (again.matches, again.timed_out) == (result.matches, result.timed_out), "not deterministic"
 
 
 @settings(max_examples=60, deadline=None)
@@ -102,7 +109,7 @@ def test_tick_properties_trueskill(case: tuple[QueueConfig, list[Ticket], dict[s
     scaled = {p: (25.0 + (mu - 1500.0) / 60.0, sigma / 60.0) for p, (mu, sigma) in ratings.items()}
     queue = replace(queue, widening=tuple(replace(s, max_gap=s.max_gap / 60.0, min_quality=s.min_quality / 3)
                                           for s in queue.widening), top_rating=None)
-    result = form_matches(queue, tickets, scaled, NOW, TRUESKILL)
+    result = _tick(queue, tickets, scaled, NOW, TRUESKILL)
     _check(queue, tickets, scaled, result, TRUESKILL)
 
 
@@ -115,7 +122,7 @@ def _duel(n: int, ratings: list[float], created: list[float] | None = None) -> t
 def test_duels_pair_neighbours_and_use_the_ladders_model() -> None:
     queue = QueueConfig("q", "x", widening=(WideningStep(0.0, 1e9, 0.0),))
     tickets, ratings = _duel(4, [2010.0, 1000.0, 2000.0, 1010.0])
-    result = form_matches(queue, tickets, ratings, NOW, LADDER)
+    result = _tick(queue, tickets, ratings, NOW, LADDER)
     assert sorted(sorted(m.tickets) for m in result.matches) == [["t0", "t2"], ["t1", "t3"]]
     model = outcome_model(LADDER)
     for m in result.matches:
@@ -130,45 +137,45 @@ def test_odd_run_leaves_the_newest_ticket_waiting() -> None:
     queue = QueueConfig("q", "x", widening=(WideningStep(0.0, 1e9, 0.0),))
     for created, pair in (([NOW - 1, NOW - 5, NOW - 9], ("t1", "t2")), ([NOW - 9, NOW - 5, NOW - 1], ("t0", "t1"))):
         tickets, ratings = _duel(3, [1500.0, 1510.0, 1520.0], created)
-        (match,) = form_matches(queue, tickets, ratings, NOW, LADDER).matches
+        (match,) = _tick(queue, tickets, ratings, NOW, LADDER).matches
         assert tuple(sorted(match.tickets)) == pair
 
 
 def test_tolerance_widens_with_wait() -> None:
     queue = QueueConfig("q", "x", widening=(WideningStep(0.0, 100.0, 0.0), WideningStep(30.0, 400.0, 0.0)))
     fresh, ratings = _duel(2, [1500.0, 1800.0], [NOW - 1, NOW - 1])
-    assert form_matches(queue, fresh, ratings, NOW, LADDER).matches == []
+    assert _tick(queue, fresh, ratings, NOW, LADDER).matches == []
     old, _ = _duel(2, [1500.0, 1800.0], [NOW - 1, NOW - 31])
-    assert len(form_matches(queue, old, ratings, NOW, LADDER).matches) == 1
+    assert len(_tick(queue, old, ratings, NOW, LADDER).matches) == 1
 
 
 def test_quality_floor_applies_and_provisional_players_match_wider() -> None:
     queue = QueueConfig("q", "x", widening=(WideningStep(0.0, 250.0, 0.0),), provisional_sigma=200.0,
                         provisional_gap_factor=2.0)
     tickets, ratings = _duel(2, [1500.0, 1900.0])
-    assert form_matches(queue, tickets, ratings, NOW, LADDER).matches == []
+    assert _tick(queue, tickets, ratings, NOW, LADDER).matches == []
     ratings["p0"] = (1500.0, 300.0)
-    assert len(form_matches(queue, tickets, ratings, NOW, LADDER).matches) == 1
+    assert len(_tick(queue, tickets, ratings, NOW, LADDER).matches) == 1
     strict = replace(queue, widening=(WideningStep(0.0, 1e9, 0.999),))
-    assert form_matches(strict, tickets, ratings, NOW, LADDER).matches == []
+    assert _tick(strict, tickets, ratings, NOW, LADDER).matches == []
 
 
 def test_top_of_ladder_floor_holds_whatever_the_wait() -> None:
     queue = QueueConfig("q", "x", widening=(WideningStep(0.0, 1e9, 0.0),), top_rating=2400.0, top_max_gap=50.0)
     tickets, ratings = _duel(2, [2500.0, 2600.0], [NOW - 200, NOW - 200])
-    assert form_matches(queue, tickets, ratings, NOW, LADDER).matches == []
+    assert _tick(queue, tickets, ratings, NOW, LADDER).matches == []
     tickets, ratings = _duel(2, [1500.0, 1600.0], [NOW - 200, NOW - 200])
-    assert len(form_matches(queue, tickets, ratings, NOW, LADDER).matches) == 1
+    assert len(_tick(queue, tickets, ratings, NOW, LADDER).matches) == 1
 
 
 def test_region_rule() -> None:
     queue = QueueConfig("q", "x", widening=(WideningStep(0.0, 1e9, 0.0),), max_latency_ms=80.0)
     tickets = [Ticket("a", ("pa",), NOW, {"eu": 20.0, "us": 120.0}), Ticket("b", ("pb",), NOW, {"us": 30.0}),
                Ticket("c", ("pc",), NOW, {"us": 40.0, "eu": 70.0}), Ticket("d", ("pd",), NOW, {"asia": 10.0})]
-    result = form_matches(queue, tickets, {}, NOW, LADDER)
+    result = _tick(queue, tickets, {}, NOW, LADDER)
     assert [(sorted(m.tickets), m.region) for m in result.matches] == [(["b", "c"], "us")]
     tickets[1] = Ticket("b", ("pb",), NOW, {"eu": 60.0})
-    result = form_matches(queue, tickets, {}, NOW, LADDER)
+    result = _tick(queue, tickets, {}, NOW, LADDER)
     assert len(result.matches) == 1 and result.matches[0].region == "eu"
 
 
@@ -176,23 +183,23 @@ def test_teams_are_balanced_and_parties_kept() -> None:
     queue = QueueConfig("q", "x", teams=2, team_size=2, widening=(WideningStep(0.0, 1e9, 0.0),))
     tickets = [Ticket("duo", ("a", "b"), NOW), Ticket("c", ("c",), NOW), Ticket("d", ("d",), NOW)]
     ratings = {"a": (1900.0, 80.0), "b": (1100.0, 80.0), "c": (1520.0, 80.0), "d": (1480.0, 80.0)}
-    (match,) = form_matches(queue, tickets, ratings, NOW, LADDER).matches
+    (match,) = _tick(queue, tickets, ratings, NOW, LADDER).matches
     assert sorted(map(sorted, match.teams)) == [["a", "b"], ["c", "d"]]
     assert abs(match.win_probability[0] - 0.5) < 0.01
     singles = [Ticket(p, (p,), NOW) for p in "wxyz"]
     strengths = {"w": (2000.0, 80.0), "x": (1900.0, 80.0), "y": (1200.0, 80.0), "z": (1100.0, 80.0)}
-    (match,) = form_matches(queue, singles, strengths, NOW, LADDER).matches
+    (match,) = _tick(queue, singles, strengths, NOW, LADDER).matches
     assert sorted(map(sorted, match.teams)) == [["w", "z"], ["x", "y"]]
 
 
 def test_bad_tickets_are_refused() -> None:
     queue = QueueConfig("q", "x")
     with pytest.raises(ValueError, match="ticket 'a': a party of 2 does not fit a team of 1"):
-        form_matches(queue, [Ticket("a", ("x", "y"), NOW)], {}, NOW, LADDER)
+        _tick(queue, [Ticket("a", ("x", "y"), NOW)], {}, NOW, LADDER)
     with pytest.raises(ValueError, match="given twice"):
-        form_matches(queue, [Ticket("a", ("x",), NOW), Ticket("a", ("y",), NOW)], {}, NOW, LADDER)
+        _tick(queue, [Ticket("a", ("x",), NOW), Ticket("a", ("y",), NOW)], {}, NOW, LADDER)
     with pytest.raises(ValueError, match="another ticket"):
-        form_matches(queue, [Ticket("a", ("x",), NOW), Ticket("b", ("x",), NOW)], {}, NOW, LADDER)
+        _tick(queue, [Ticket("a", ("x",), NOW), Ticket("b", ("x",), NOW)], {}, NOW, LADDER)
 
 
 def test_large_lobbies_checked_after_choosing_keep_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,7 +213,7 @@ def test_large_lobbies_checked_after_choosing_keep_the_floor(monkeypatch: pytest
     for _ in range(20):
         tickets = [Ticket(f"t{i}", (f"p{i}",), NOW - float(rng.uniform(0, 50))) for i in range(40)]
         ratings = {f"p{i}": (float(rng.normal(1500, 300)), float(rng.uniform(40, 300))) for i in range(40)}
-        result = form_matches(queue, tickets, ratings, NOW, LADDER)
+        result = _tick(queue, tickets, ratings, NOW, LADDER)
         _check(queue, tickets, ratings, result, LADDER)
         formed += len(result.matches)
     assert formed > 0

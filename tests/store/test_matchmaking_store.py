@@ -56,8 +56,8 @@ def test_join_is_idempotent_and_one_live_ticket_per_player(url: tuple[str, bool]
         again = await ms.join(Q, [("t2", ["bob"], 2.0, None)], now=6.0, hold_s=HOLD)
         assert again[0].outcome == "duplicate" and again[0].status["status"] == "rejected"  # stays rejected
         view = await ms.read_pool(Q)
-        assert [(t.ticket_id, t.players) for t in view.tickets] == [("t1", ("ann",)), ("t3", ("bob",))]
-        assert view.tickets[0].since == 1.0
+        assert [(t, p) for t, p, _ in view.tickets.rows()] == [("t1", ("ann",)), ("t3", ("bob",))]
+        assert view.tickets.rows()[0][2] == 1.0
     run(url, body)
 
 
@@ -86,7 +86,7 @@ def test_cancel_of_an_unknown_ticket_makes_its_late_join_a_no_op(url: tuple[str,
         assert cancel.outcome == "cancelled"
         (join,) = await ms.join(Q, [("x", ["ann"], 1.0, None)], now=2.0, hold_s=HOLD)
         assert join.outcome == "duplicate" and join.status["status"] == "cancelled"
-        assert (await ms.read_pool(Q)).tickets == []
+        assert (await ms.read_pool(Q)).tickets.rows() == []
     run(url, body)
 
 
@@ -100,7 +100,7 @@ def test_commit_drops_a_match_whose_ticket_left_and_never_records_a_match_twice(
         replay = await ms.commit(Q, [match("m2", ["c", "d"], ["C", "D"])], [], now=2.5)  # a replayed tick
         assert replay.matches == []
         view = await ms.read_pool(Q)
-        assert [t.ticket_id for t in view.tickets] == ["a"]  # a waits for the next tick
+        assert [t for t, _, _ in view.tickets.rows()] == ["a"]  # a waits for the next tick
         assert view.live == ["m2"] and set(view.outbox) == {"m2"}
         await ms.sent(Q, ["m2"])
         assert (await ms.read_pool(Q)).outbox == {}
@@ -114,7 +114,7 @@ def test_timeouts_leave_the_pool_with_their_records(url: tuple[str, bool]) -> No
         done = await ms.commit(Q, [], [CommitTimeout("a", 30.0, b"ta"), CommitTimeout("b", 30.0, b"tb")], now=30.0)
         assert done.timed_out == ["a"]  # b was cancelled first: not timed out
         view = await ms.read_pool(Q)
-        assert view.tickets == [] and view.outbox == {"t:a": b"ta"}
+        assert view.tickets.rows() == [] and view.outbox == {"t:a": b"ta"}
         (again,) = await ms.join(Q, [("a3", ["ann"], 31.0, None)], now=31.0, hold_s=HOLD)
         assert again.outcome == "new"
         (late,) = await ms.cancel(Q, ["a"], now=32.0)
@@ -181,7 +181,7 @@ def test_a_batch_of_joins_and_cancels_equals_applying_them_one_by_one(redis_url:
         batch = await ms.apply("batched", as_ops(ops), now=2.0, hold_s=HOLD)
         single = [o for op in as_ops(ops) for o in await ms.apply("single", [op], now=2.0, hold_s=HOLD)]
         assert [(o.outcome, o.status, o.reason) for o in batch] == [(o.outcome, o.status, o.reason) for o in single]
-        assert (await ms.read_pool("batched")).tickets == (await ms.read_pool("single")).tickets
-        players = [p for t in (await ms.read_pool("batched")).tickets for p in t.players]
+        assert (await ms.read_pool("batched")).tickets.rows() == (await ms.read_pool("single")).tickets.rows()
+        players = [p for _, party, _ in (await ms.read_pool("batched")).tickets.rows() for p in party]
         assert len(players) == len(set(players))  # one live ticket per player
     run((redis_url, False), body)
