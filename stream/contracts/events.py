@@ -109,7 +109,8 @@ class RatingChange:
             sigma_before=[n(self.sigma_before)], mu_after=[n(self.mu_after)], sigma_after=[n(self.sigma_after)],
             display_rating=[n(self.display_rating)], tiers=[self.tier or ""], rounds_played=[self.rounds_played],
             teams=None if weights is None else [self.team], weights=weights, placement=lambda _: placement,
-            corrections=None if self.correction_id is None else [self.correction_id])
+            corrections=None if self.correction_id is None else [self.correction_id],
+            provisional=None if self.provisional is None else [self.provisional])
         return encode_changes_of_rounds(self.ladder, [self.round_id], [self.field_size], [self.occurred_at], [0],
                                         columns)[0].decode()
 
