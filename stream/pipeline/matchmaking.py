@@ -197,7 +197,7 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     ratings = {p: (float(m), float(s)) for p, m, s in zip(players, mu.tolist(), sigma.tolist()) if not math.isnan(m)}
     result = form_matches(queue, tickets, ratings, now, mm.ctx.ladder(queue.ladder))
     if result.matches or result.timed_out:  # the crash points of a tick that has something to commit
-        faults.crash_point(settings, faults.MM_AFTER_FORM_BEFORE_COMMIT)
+        await faults.at(faults.MM_AFTER_FORM_BEFORE_COMMIT)
     by_id = {t.ticket_id: t for t in tickets}
     formed: dict[str, Match] = {}
     commits = []
@@ -221,11 +221,11 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     matches = [formed[m] for m in committed.matches] if committed else []
     timed_out = committed.timed_out if committed else []
     if committed is not None and (committed.matches or committed.timed_out):
-        faults.crash_point(settings, faults.MM_AFTER_COMMIT_BEFORE_SEND)
+        await faults.at(faults.MM_AFTER_COMMIT_BEFORE_SEND)
         by_entry = {c.match_id: c.records for c in commits} | {f"t:{t.ticket_id}": t.records for t in timeouts}
         entries = [*committed.matches, *(f"t:{t}" for t in committed.timed_out)]
         await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
-        faults.crash_point(settings, faults.MM_AFTER_SEND_BEFORE_MARK)
+        await faults.at(faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
     _count(name, matches, len(timed_out), len(view.tickets) - sum(len(m.tickets) for m in matches) - len(timed_out),
            time.perf_counter() - started)
