@@ -128,7 +128,7 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext, drain: Drain 
             await phase_one_batch(ctx, names, inputs, enqueue)
             settling = time.perf_counter()
             await settle(acks, sent, "fan-out", send)
-            faults.crash_point(settings, faults.AFTER_FANOUT_SENT_BEFORE_ACK)
+            await faults.at(faults.AFTER_FANOUT_SENT_BEFORE_ACK)
             settled = time.perf_counter()
             timings.record(1, inputs, taken_at, {"handle": settling - started, "acks": settled - settling})
             log.debug("phase one batch: %d round(s), %.3fs (%.3fs awaiting acknowledgements)", len(events),
@@ -187,7 +187,7 @@ def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: Pipel
         async for events in take_batches(stream, TICKETS_BATCH, 0.0):
             out = await tickets_of([incoming(event) for event in events])
             await send(out, "ticket events")
-            faults.crash_point(settings, faults.MM_AFTER_JOIN_BEFORE_ACK)
+            await faults.at(faults.MM_AFTER_JOIN_BEFORE_ACK)
 
     async def tick(queue: QueueConfig) -> None:
         try:

@@ -16,8 +16,7 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
   otherwise hold back the ``player-updates`` records it waits for);
 * :class:`QuietMonitor`: Faust's monitor without its per-event statistics (nothing reads them);
 * the watchdog's reach into the consumer (watchdog.py): :func:`in_consumer_thread`,
-  :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`,
-  :func:`disable_resume`.
+  :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`.
 """
 
 from __future__ import annotations
@@ -555,12 +554,6 @@ def fetch_positions(consumer: Any, tps: Sequence[Any]) -> dict[Any, int | None]:
         state = assignment.state_value(tp) if assignment is not None else None
         out[tp] = state.position if state is not None and state.has_valid_position else None
     return out
-
-
-def disable_resume(consumer: Any, tp: Any) -> None:
-    """In the consumer thread: make resuming the partition a no-op while this assignment lasts
-    (TEST-ONLY: a stall no self-heal can clear, FAULT_POINT stall_rounds_partition_forever)."""
-    consumer._subscription.subscription.assignment.state_value(tp).resume = lambda: None
 
 
 def committed_offsets(app: faust.App) -> Mapping[Any, int]:

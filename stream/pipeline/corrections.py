@@ -505,7 +505,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         if r.seq >= s and r.round_id not in written:
             await writer.drop_round_outputs(ladder, r.round_id)
     await writer.flush()
-    faults.crash_point(ctx.settings, faults.CORRECTION_MID_RERATE)
+    await faults.at(faults.CORRECTION_MID_RERATE)
     await writer.clear_history(ladder, touched)
     await writer.push_history(ladder, entries)
 

@@ -1,27 +1,23 @@
-"""Deterministic fault points for tests (FAULT_POINT / FAULT_MARKER; off by default).
+"""The fault seam: the named places in the handlers where a test injects a failure, and the one
+hook that does it.
 
-A fault point is a named place in the worker. When ``FAULT_POINT`` names it, the first worker
-to get there creates the ``FAULT_MARKER`` file (exclusively, so the fault fires once across
-restarts and across workers sharing the file) and then either crashes on the spot with
-``os._exit(137)`` (no cleanup, no offset commit: what ``kill -9`` does at that instant) or,
-for the ``drop_*`` points, lets the caller lose one message; the ``stall_*`` points make the
-worker's consumer stop fetching a ``rounds`` partition (the watchdog must notice, watchdog.py).
-The ``raise_*`` points make a handler raise :class:`InjectedFault` (what a bug or a race
-does) :data:`RAISE_TIMES` times in a row, then let it work: the worker must retry, not move
-past its input. Production never sets FAULT_POINT.
+A handler calls :func:`at` at each place (``await faults.at(POINT, **context)``). With no hook
+installed (production) it returns False at once. A test installs one (:func:`install`; the fault
+suite's, tests/faults/injection.py, runs the worker under ``python -m tests.faults.injection``)
+that may, at the place it was told: end the process as ``kill -9`` does, raise
+:class:`InjectedFault` (what a bug or a race does), do what a half-finished step leaves (the
+batch's store cut in the middle), stop the consumer fetching a partition (the watchdog must
+notice, watchdog.py), or return True: the caller then loses what the place names (the ``drop_*``
+places). ``context`` is what the place hands the hook (the round ids at the raise places, the
+store and the batch's rounds at IN_BATCH_STORE, the app and its observed partitions at the stall
+place). The places' names are the tests' FAULT_POINT values.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-
-from stream.settings import Settings
-
-log = logging.getLogger(__name__)
-
-CRASH_EXIT_CODE = 137
-"""Exit status of a fault crash (the shell's status of a SIGKILLed process)."""
+from collections.abc import Awaitable, Callable
+from inspect import isawaitable
+from typing import Any
 
 #: Crash points, in the order a round meets them.
 AFTER_REGISTER_BEFORE_FANOUT = "after_register_before_fanout"
@@ -40,7 +36,7 @@ meets): tests/faults/test_corrections_kill.py."""
 IN_BATCH_STORE = "in_batch_store"
 """Phase one of a batch with several rounds to rate dies while its store is half written (the
 store is one pipeline, not a transaction): the first half of the rounds' queued marks and
-fan-outs stored, the next round's queued marks only (``phase_one.crash_in_batch_store``)."""
+fan-outs stored, the next round's queued marks only (tests/faults/injection.py)."""
 BATCH_CRASH_POINTS = (IN_BATCH_STORE,)
 
 #: Crash points of a matchmaking tick (stream/pipeline/matchmaking.py), in the order a tick meets them.
@@ -64,7 +60,7 @@ DROP_ROUND_AFTER_REGISTER = "drop_round_after_register"
 """The first round registered is abandoned and its input acked (the round stays registered)."""
 DROP_POINTS = (DROP_ONE_FANOUT_MESSAGE, DROP_ROUND_AFTER_REGISTER)
 
-#: Raise points: the handler raises InjectedFault RAISE_TIMES times in a row, then works again.
+#: Raise points: the handler raises InjectedFault a few times in a row, then works again.
 RAISE_IN_PHASE_ONE = "raise_in_phase_one"
 """Phase one raises where AFTER_PRIORS_BEFORE_FANOUT_STORED is (the round registered, its
 priors read and performances computed, nothing of its fan-out stored)."""
@@ -79,10 +75,6 @@ RAISE_ALWAYS_IN_PHASE_ONE = "raise_always_in_phase_one"
 RAISE_ALWAYS_IN_PHASE_TWO = "raise_always_in_phase_two"
 """Phase two raises for every batch holding an update of one round, every attempt."""
 RAISE_ALWAYS_POINTS = (RAISE_ALWAYS_IN_PHASE_ONE, RAISE_ALWAYS_IN_PHASE_TWO)
-RAISE_TIMES = 3
-"""How many times in a row a raise point raises: the first time this process meets it (and the
-marker did not exist) and the next RAISE_TIMES - 1 times (in practice the retries of the same
-input: a phase-one actor retries its round before anything else)."""
 
 #: Stall points (stream/pipeline/watchdog.py): the worker's consumer stops fetching one partition.
 STALL_ROUNDS_PARTITION = "stall_rounds_partition"
@@ -93,79 +85,31 @@ STALL_ROUNDS_PARTITION_FOREVER = "stall_rounds_partition_forever"
 """As STALL_ROUNDS_PARTITION, and resuming it does nothing while the assignment lasts: only the
 watchdog's exit (STALL_EXIT) and a restart clear it."""
 STALL_POINTS = (STALL_ROUNDS_PARTITION, STALL_ROUNDS_PARTITION_FOREVER)
-
-_RAISE_AT = {AFTER_PRIORS_BEFORE_FANOUT_STORED: RAISE_IN_PHASE_ONE}
-"""Raise points placed where a crash point is (``crash_point`` checks both)."""
-
-ALL_POINTS = CRASH_POINTS + BATCH_CRASH_POINTS + MM_CRASH_POINTS + (CORRECTION_MID_RERATE,) + DROP_POINTS + RAISE_POINTS + STALL_POINTS
+"""Both stall where the watchdog has observed the partitions (the place STALL_ROUNDS_PARTITION)."""
 
 
 class InjectedFault(RuntimeError):
     """The exception of a raise point (an unexpected error, not a transient one)."""
 
 
-_raised: dict[str, int] = {}
+Hook = Callable[..., "bool | None | Awaitable[bool | None]"]
+"""``hook(point, **context)``: what happens at ``point`` (True: the caller drops what the point names)."""
+
+_hook: Hook | None = None
 
 
-def fires(settings: Settings, point: str) -> bool:
-    """True exactly once (across processes sharing FAULT_MARKER) if FAULT_POINT is ``point``."""
-    if settings.fault_point != point:
+def install(hook: Hook | None) -> None:
+    """Install the fault hook of this process (None: none, as in production)."""
+    global _hook
+    _hook = hook
+
+
+async def at(point: str, **context: Any) -> bool:
+    """Pass the place ``point``: the installed hook's verdict (True: drop what the place names),
+    False without a hook."""
+    if _hook is None:
         return False
-    if not settings.fault_marker:
-        raise ValueError("FAULT_POINT needs FAULT_MARKER (the file that makes the fault fire once)")
-    try:
-        fd = os.open(settings.fault_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return False
-    os.write(fd, point.encode())
-    os.fsync(fd)
-    os.close(fd)
-    log.warning("fault point %s fires", point)
-    return True
-
-
-def crash_point(settings: Settings, point: str) -> None:
-    """Crash the process here (exit 137, nothing flushed or committed) if the fault fires; or
-    raise, if FAULT_POINT is the raise point placed here (``_RAISE_AT``)."""
-    if fires(settings, point):
-        os._exit(CRASH_EXIT_CODE)
-    if point in _RAISE_AT:
-        raise_point(settings, _RAISE_AT[point])
-
-
-def raise_point(settings: Settings, point: str) -> None:
-    """Raise InjectedFault if FAULT_POINT is ``point`` and this process has not raised it
-    RAISE_TIMES times yet (the first raise needs the marker: once across processes). Every raise
-    appends a line to the marker, so a test can count them."""
-    if settings.fault_point != point:
-        return
-    count = _raised.get(point, 0)
-    if count >= RAISE_TIMES:
-        return
-    if count == 0 and not fires(settings, point):
-        _raised[point] = RAISE_TIMES  # another process (or run) had it
-        return
-    _raised[point] = count + 1
-    with open(settings.fault_marker, "a") as marker:
-        marker.write(f"\nraise {count + 1}/{RAISE_TIMES}")
-    raise InjectedFault(f"fault point {point}: injected failure {count + 1}/{RAISE_TIMES}")
-
-
-_poisoned: dict[str, str] = {}
-
-
-def raise_always(settings: Settings, point: str, key: str) -> None:
-    """Raise InjectedFault if FAULT_POINT is ``point`` and ``key`` (a round id) is the first key
-    this process met here after the marker fired; every raise appends a line to the marker."""
-    if settings.fault_point != point:
-        return
-    if point not in _poisoned:
-        if not fires(settings, point):
-            _poisoned[point] = ""  # another process (or run) had it
-            return
-        _poisoned[point] = key
-    if not key or _poisoned[point] != key:
-        return
-    with open(settings.fault_marker, "a") as marker:
-        marker.write(f"\nraise always {key}")
-    raise InjectedFault(f"fault point {point}: injected failure for round {key}")
+    verdict = _hook(point, **context)
+    if isawaitable(verdict):
+        verdict = await verdict
+    return bool(verdict)

@@ -195,7 +195,7 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     waiting = TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma, pool.latencies)
     result = form_matches(queue, waiting, now, mm.ctx.ladder(queue.ladder))
     if len(result) or result.late.size:  # the crash points of a tick that has something to commit
-        faults.crash_point(settings, faults.MM_AFTER_FORM_BEFORE_COMMIT)
+        await faults.at(faults.MM_AFTER_FORM_BEFORE_COMMIT)
     flat, first = pool.players.tolist(), waiting.start.tolist()
     commits, formed = _match_commits(name, queue.ladder, result, flat, first, now)
     timeouts = []
@@ -207,11 +207,11 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     matches = [formed[m] for m in committed.matches] if committed else []
     timed_out = committed.timed_out if committed else []
     if committed is not None and (committed.matches or committed.timed_out):
-        faults.crash_point(settings, faults.MM_AFTER_COMMIT_BEFORE_SEND)
+        await faults.at(faults.MM_AFTER_COMMIT_BEFORE_SEND)
         by_entry = {c.match_id: c.records for c in commits} | {f"t:{t.ticket_id}": t.records for t in timeouts}
         entries = [*committed.matches, *(f"t:{t}" for t in committed.timed_out)]
         await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
-        faults.crash_point(settings, faults.MM_AFTER_SEND_BEFORE_MARK)
+        await faults.at(faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
     _count(name, matches, len(timed_out), len(pool) - sum(len(m.tickets) for m in matches) - len(timed_out),
            time.perf_counter() - started)

@@ -132,10 +132,10 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         result.outcome = "resent"
         result.updates = await stored_fanout(ctx, round_.ladder, round_.round_id)
         return result
-    if faults.fires(ctx.settings, faults.DROP_ROUND_AFTER_REGISTER):
+    if await faults.at(faults.DROP_ROUND_AFTER_REGISTER):
         result.outcome = "dropped"
         return result
-    faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
+    await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
     # the priors read with the registration are the barrier's first read, unless earlier rounds
     # were completed since (they moved priors) or this is a redelivery
     first = registration.priors if registration.outcome == OUTCOME_NEW and not registration.earlier else None
@@ -163,13 +163,12 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
             messages = await _rate_round(ctx, round_, seq, first)
         except RoundOvertaken as overtaken:
             return await _rated_elsewhere(ctx, round_, overtaken)
-        faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
-        faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, round_.round_id)
+        await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[round_.round_id])
         saved = await ctx.store.queue_round(ladder, round_.round_id, round_.players(), seq, pending=round_.field_size,
                                             messages=[(m.partition, m.value) for m in messages],
                                             due_at=time.time() + ctx.settings.sweep_timeout_s)
         if saved != SAVE_REFUSED:
-            faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
+            await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
             # if another attempt saved first (a redelivery, the sweeper, a batch), send what it stored
             return messages if saved == SAVED_NOW else await stored_fanout(ctx, ladder, round_.round_id)
         first = None
@@ -539,10 +538,10 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
                   NEVER_DUE, r.perf_ceiling, *ladders[r.ladder])
          for i, r, status in accepted], participants)
-    plan = _plan(ctx, events, accepted, registrations, results)
+    plan = await _plan(ctx, events, accepted, registrations, results)
     _observe(ctx, accepted, registrations, plan.held)
     if plan.to_rate:
-        faults.crash_point(ctx.settings, faults.AFTER_REGISTER_BEFORE_FANOUT)
+        await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
     out = await _resend(ctx, plan.resend)
     stale = await _complete_earlier(ctx, plan.earlier, out)
     row = {key: i for i, key in enumerate(participants)}
@@ -569,14 +568,12 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
             previous = item.round_.round_id
             rated.append((item, messages))
     if rated:
-        faults.crash_point(ctx.settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
-        for item, _ in rated:
-            faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_ONE, item.round_.round_id)
-        await crash_in_batch_store(ctx, queued)
+        await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[item.round_.round_id for item, _ in rated])
+        await faults.at(faults.IN_BATCH_STORE, store=ctx.store, queued=queued)
         saved = await ctx.store.queue_batch(queued)
         _keep(ctx, posteriors, {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW})
         await ctx.health.flush(ctx.store.client)  # the rounds scored in _rate_ladder (health.py)
-        faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
+        await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         refused = [item.index for (item, _), code in zip(rated, saved) if code == SAVE_REFUSED]
         for (item, messages), code in zip(rated, saved):
             if code == SAVE_REFUSED:  # computed from a chain that lost: rated again one by one
@@ -610,23 +607,6 @@ def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
     return cfg.model, cfg.params_digest()
 
 
-async def crash_in_batch_store(ctx: PipelineContext, queued: list[QueuedRound]) -> None:
-    """TEST-ONLY (fault point IN_BATCH_STORE, batches spanning two ladders or more): write what a
-    worker killed in the middle of the batch's store pipeline leaves (its first half, then the
-    next round's queued marks), and exit as ``kill -9`` does. The batch's ladders are appended
-    to FAULT_MARKER (a line ``ladders a,b``)."""
-    if len({q.ladder for q in queued}) < 2 or ctx.settings.fault_point != faults.IN_BATCH_STORE:
-        return
-    if not faults.fires(ctx.settings, faults.IN_BATCH_STORE):
-        return
-    with open(ctx.settings.fault_marker, "a") as marker:  # the test checks the batch spans ladders
-        marker.write("\nladders " + ",".join(sorted({q.ladder for q in queued})))
-    half = len(queued) // 2
-    await ctx.store.queue_batch(queued[:half])
-    await ctx.store.mark_queued(queued[half].ladder, queued[half].players, queued[half].seq)
-    os._exit(faults.CRASH_EXIT_CODE)
-
-
 def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult | tuple[RoundResult, str]:
     """Parse and accept one message: a dead-letter result, or the round with the status to
     register it with (``registered`` to rate, ``no_outcome``)."""
@@ -647,7 +627,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
     return round_, STATUS_REGISTERED
 
 
-def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
+async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
           registrations: list[Registration], results: list[PhaseOneResult | None]) -> _Plan:
     """Each registered message's outcome (as :func:`handle_round` decides it) and the batch's plan.
 
@@ -695,7 +675,7 @@ def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple
             result.outcome = "resent" if reg.status == STATUS_PENDING else "duplicate"
             if reg.status == STATUS_PENDING and key not in plan.resend:  # a round twice: re-sent once
                 plan.resend.append(key)
-        elif faults.fires(ctx.settings, faults.DROP_ROUND_AFTER_REGISTER):
+        elif await faults.at(faults.DROP_ROUND_AFTER_REGISTER):
             result.outcome = "dropped"
             cut.add(round_.ladder)
         else:

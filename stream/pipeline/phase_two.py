@@ -320,8 +320,7 @@ async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, ver
     """Phase two of a batch of ``player-updates`` messages (see the module docstring).
     ``verify=False`` skips the fan-out check (bench/handlers.py measures its cost)."""
     rows, stored, sections, unverified = await _load(ctx, messages, verify)
-    for round_ in rows.rounds:
-        faults.raise_always(ctx.settings, faults.RAISE_ALWAYS_IN_PHASE_TWO, round_.update.round_id)
+    await faults.at(faults.RAISE_ALWAYS_IN_PHASE_TWO, rounds=[round_.update.round_id for round_ in rows.rounds])
     plan = plan_chains(rows.key, rows.seq, rows.previous, stored.last_seq)
     now = time.time()
     writes = _rate(ctx, rows, plan, stored)

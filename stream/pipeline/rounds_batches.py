@@ -59,7 +59,7 @@ async def phase_one_batch(ctx: PipelineContext, names: TopicNames, events: Seque
     out += [_forward(event, result) for event, result in zip(events, batch.results)
             if result is not None and result.outcome == FORWARDED]
     inserts = [result.insert for result in batch.results if result is not None and result.insert is not None]
-    await enqueue(out + fanout_messages(names, _maybe_drop(ctx, batch.messages)) + repair_messages(names, inserts))
+    await enqueue(out + fanout_messages(names, await _maybe_drop(batch.messages)) + repair_messages(names, inserts))
     done = [result for result in batch.results if result is not None]
     _count(done, (time.perf_counter() - started) / max(1, len(done)))
     for i in batch.deferred:
@@ -88,7 +88,7 @@ async def one_round(ctx: PipelineContext, names: TopicNames, event: Incoming, en
                                 max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_ONE)
     out = [] if result.dead_letter is None else [_letter(names, settings.max_message_bytes, event, result)]
     inserts = [] if result.insert is None else [result.insert]
-    await enqueue(out + fanout_messages(names, _maybe_drop(ctx, result.updates)) + repair_messages(names, inserts))
+    await enqueue(out + fanout_messages(names, await _maybe_drop(result.updates)) + repair_messages(names, inserts))
     _count([result], time.perf_counter() - started)
     return result
 
@@ -123,9 +123,9 @@ def _forward(event: Incoming, result: PhaseOneResult) -> Outgoing:
     return Outgoing(event.origin.topic, result.ladder.encode(), event.value)
 
 
-def _maybe_drop(ctx: PipelineContext, messages: list[FanOutMessage]) -> list[FanOutMessage]:
-    """The messages, less the first one when the test fault DROP_ONE_FANOUT_MESSAGE fires."""
-    if messages and faults.fires(ctx.settings, faults.DROP_ONE_FANOUT_MESSAGE):
+async def _maybe_drop(messages: list[FanOutMessage]) -> list[FanOutMessage]:
+    """The messages, less the first one when the fault seam drops it (DROP_ONE_FANOUT_MESSAGE)."""
+    if messages and await faults.at(faults.DROP_ONE_FANOUT_MESSAGE):
         return messages[1:]
     return messages
 

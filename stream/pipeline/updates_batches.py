@@ -68,7 +68,7 @@ async def apply_updates(ctx: PipelineContext, names: TopicNames, events: Sequenc
                                 attempts=settings.handler_attempts)
     except GaveUp as gave_up:
         result = await handle_one_by_one(ctx, names, events, rejected, gave_up.error)
-    faults.crash_point(settings, faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
+    await faults.at(faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT)
     return Applied(len(events), result, rejected, started)
 
 
@@ -84,7 +84,7 @@ async def emit_applied(ctx: PipelineContext, names: TopicNames, applied: Applied
     emitted = result.emitted  # (ladder, round_id, players) whose events were just sent
     await retrying(lambda: ctx.store.confirm_emitted(emitted), "confirming emitted events",
                    max_delay_s=settings.retry_max_delay_s, handler=retry.CONFIRM)
-    faults.crash_point(settings, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
+    await faults.at(faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
     metrics.UPDATES_APPLIED.inc(result.applied)
     metrics.UPDATES_RE_EMITTED.inc(result.replayed)
     metrics.UPDATES_GAP.inc(result.gaps)
@@ -161,7 +161,7 @@ async def handle_player_updates(ctx: PipelineContext, names: TopicNames, events:
         result = await handle_updates(ctx, raws) if handled else PhaseTwoResult([], 0, 0)
     rejected += [update_letter(names, ctx.settings.max_message_bytes, handled[i], UNVERIFIED_PLAYER_UPDATE, why,
                                section) for (i, why), section in zip(result.unverified, result.unverified_sections)]
-    faults.raise_point(ctx.settings, faults.RAISE_IN_PHASE_TWO)
+    await faults.at(faults.RAISE_IN_PHASE_TWO)
     return result
 
 

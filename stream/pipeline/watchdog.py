@@ -50,7 +50,7 @@ import faust
 from faust.types import TP as FaustTP
 
 from stream.pipeline import faults, metrics
-from stream.pipeline.compat import committed_offsets, disable_resume, fetch_positions, in_consumer_thread, set_read_offset
+from stream.pipeline.compat import committed_offsets, fetch_positions, in_consumer_thread, set_read_offset
 from stream.pipeline.topics import PLAYER_UPDATES, ROUNDS
 from stream.settings import Settings
 
@@ -243,40 +243,6 @@ async def heal(app: faust.App, tps: Collection[TP], observed: Mapping[TP, Observ
     consumer.resume_partitions(faust_tps)
 
 
-# --- test-only stall injection (FAULT_POINT stall_*) ----------------------------------------------
-
-
-async def _pause(consumer: Any, topic: str, partition: int, forever: bool) -> None:
-    """In the consumer thread: pause the partition in aiokafka only (Faust still counts it as
-    active, as in the faust-streaming bug); ``forever``: make its resume a no-op for as long as
-    this assignment lasts (a stall no self-heal can clear)."""
-    from aiokafka import TopicPartition
-
-    tp = TopicPartition(topic, partition)
-    consumer.pause(tp)
-    if forever:
-        disable_resume(consumer, tp)
-
-
-async def inject_stall(app: faust.App, settings: Settings, observed: Mapping[TP, Observation]) -> TP | None:
-    """TEST-ONLY: with FAULT_POINT ``stall_rounds_partition`` (or ``..._forever``), the first
-    time this worker has ``rounds`` partitions with a committed offset (it has consumed from
-    them: the stall comes after some work, as after a rebalance) the lowest one stops being
-    fetched (the fault fires once across workers: FAULT_MARKER gets a line ``partition N``).
-    Returns it, if fired."""
-    point = settings.fault_point
-    rounds = settings.topic(ROUNDS)
-    candidates = sorted(tp for tp, seen in observed.items() if tp[0] == rounds and seen.committed is not None)
-    if point not in faults.STALL_POINTS or not candidates or not faults.fires(settings, point):
-        return None
-    tp = candidates[0]
-    await in_consumer_thread(app, _pause, tp[0], tp[1], point == faults.STALL_ROUNDS_PARTITION_FOREVER)
-    with open(settings.fault_marker, "a") as marker:
-        marker.write(f"\npartition {tp[1]}")
-    log.warning("fault point %s: %s[%d] is no longer fetched", point, tp[0], tp[1])
-    return tp
-
-
 # --- the timer --------------------------------------------------------------------------------------
 
 
@@ -334,8 +300,8 @@ class Watchdog:
                 self.warned_at = time.monotonic()
             self.reset()
             return None
-        if self.settings.fault_point in faults.STALL_POINTS:
-            await inject_stall(app, self.settings, observed)
+        await faults.at(faults.STALL_ROUNDS_PARTITION, app=app, observed=observed,
+                        rounds=self.settings.topic(ROUNDS))
         now = time.monotonic()
         self.tracks, stalled = assess(self.tracks, observed, now, self.settings.stall_timeout_s)
         self.report(stalled, observed, now)

@@ -26,6 +26,7 @@ import pipeline_harness as harness
 from stream import engine
 from stream.contracts import validate
 from stream.pipeline import faults
+from tests.faults import injection
 from stream.pipeline.agents import BAD_PLAYER_UPDATE
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
@@ -66,13 +67,13 @@ def test_handler_raising_is_retried_and_the_stream_stays_in_order(point: str, lo
         # phase two raises after its Redis writes: a batch holding the last rounds is rated in
         # Redis before its fault point is reached and its retries are over
         faults_h.wait_until(marker.exists, "the fault point", logs=worker.log)
-        faults_h.wait_until(lambda: f"succeeded after {faults.RAISE_TIMES} failed" in worker.log_path.read_text(),
+        faults_h.wait_until(lambda: f"succeeded after {injection.RAISE_TIMES} failed" in worker.log_path.read_text(),
                             "the retries to end", logs=worker.log)
-        assert marker.read_text().count("raise ") == faults.RAISE_TIMES, marker.read_text()
+        assert marker.read_text().count("raise ") == injection.RAISE_TIMES, marker.read_text()
         log = worker.log_path.read_text()
         assert "raised unexpectedly (InjectedFault" in log, log[-3000:]
         assert "Traceback" in log, "the unexpected error is logged with its traceback"
-        assert f"succeeded after {faults.RAISE_TIMES} failed attempt(s)" in log, log[-3000:]
+        assert f"succeeded after {injection.RAISE_TIMES} failed attempt(s)" in log, log[-3000:]
         harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
         assert_histories_in_publish_order(stack_redis_url, rounds)
         faults_h.wait_ledgers_empty(stack_redis_url, ["alpha", "beta"], logs=worker.log)

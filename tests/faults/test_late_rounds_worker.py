@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import fault_harness as faults_harness
 import pipeline_harness as harness
 from stream import engine
-from stream.pipeline.faults import CORRECTION_MID_RERATE, CRASH_EXIT_CODE
+from stream.pipeline.faults import CORRECTION_MID_RERATE
+from tests.faults.injection import CRASH_EXIT_CODE
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.store import keys

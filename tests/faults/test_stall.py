@@ -57,7 +57,8 @@ class WebWorker(harness.Worker):
 
     def start(self) -> "WebWorker":
         log = open(self.log_path, "wb")
-        self.process = subprocess.Popen([sys.executable, "-m", "stream", "worker"], cwd=harness.REPO, env=self.env,
+        self.process = subprocess.Popen([sys.executable, "-m", harness.entry_point(self.env), "worker"], cwd=harness.REPO,
+                                        env=self.env,
                                         stdout=log, stderr=subprocess.STDOUT)
         return self
 

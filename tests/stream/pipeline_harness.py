@@ -73,6 +73,12 @@ def reference(rounds: Iterable[dict | bytes], params: engine.Params, limits: Lim
     return replay(first_copies(accepted, by_time).rounds, params, keep_rounds=False).states()
 
 
+def entry_point(env: dict[str, str]) -> str:
+    """The module a worker runs as: the CLI, under the fault suite's hook when FAULT_POINT is set
+    (tests/faults/injection.py)."""
+    return "tests.faults.injection" if env.get("FAULT_POINT") else "stream"
+
+
 @dataclass
 class Worker:
     """A ``stream worker`` subprocess."""
@@ -85,7 +91,7 @@ class Worker:
     def start(self) -> "Worker":
         log = open(self.log_path, "wb")
         args = ["worker"] if self.web else ["worker", "--no-web"]
-        self.process = subprocess.Popen([sys.executable, "-m", "stream", *args], cwd=REPO,
+        self.process = subprocess.Popen([sys.executable, "-m", entry_point(self.env), *args], cwd=REPO,
                                         env=self.env, stdout=log, stderr=subprocess.STDOUT)
         return self
 

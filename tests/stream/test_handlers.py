@@ -23,6 +23,7 @@ from stream.pipeline.phase_one import handle_round, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 from tests.contracts.wire_oracle import reference_json
+from tests.faults.injection import Injector
 
 PARTITIONS = 4
 
@@ -391,7 +392,8 @@ def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None
     asyncio.run(body())
 
 
-def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url: str, tmp_path: Path) -> None:
+def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The sweeper (or a later round) completing a registered round that raises at every attempt:
     after HANDLER_ATTEMPTS the round is failed and its letter sent, so it stalls nothing."""
     from stream.contracts import DeadLetter
@@ -401,8 +403,8 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
     r = make_round("poison", ["a", "b", "c"], day=0)
 
     async def body() -> None:
-        ctx = context(redis_url, fault_point=faults.RAISE_ALWAYS_IN_PHASE_ONE, fault_marker=str(tmp_path / "marker"),
-                      handler_attempts=3)
+        monkeypatch.setattr(faults, "_hook", Injector(faults.RAISE_ALWAYS_IN_PHASE_ONE, str(tmp_path / "marker")))
+        ctx = context(redis_url, handler_attempts=3)
         letters: list[DeadLetter] = []
 
         async def reject(letter: DeadLetter) -> None:

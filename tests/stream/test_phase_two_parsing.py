@@ -1,9 +1,11 @@
-"""Phase two's parsing of ``player-updates`` sections: the one-pass reading of the usual section
-equals ``PlayerUpdate.from_json``, and raises wherever it raises; grouping a batch's sections per
-round reads the same rows as taking each section's entries one by one."""
+"""Phase two's parsing of ``player-updates`` sections: ``PlayerUpdate.from_json``'s one-pass reading
+equals a column per field (the reference below), and raises wherever it raises; grouping a batch's
+sections per round reads the same rows as taking each section's entries one by one."""
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 from stream.contracts import PlayerUpdate
 from stream.pipeline.chains import NO_PREVIOUS
-from stream.pipeline.phase_two import _Rows, _update_of, group_updates
+from stream.pipeline.phase_two import _Rows, group_updates
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False), st.text(max_size=3))
 OPTIONAL = ("previous_seq", "mu_after", "sigma_after", "team", "weight")
@@ -51,10 +53,40 @@ def outcome(parse: Any, data: dict[str, Any]) -> Any:
         return "raises"
 
 
+def reference(data: dict[str, Any]) -> PlayerUpdate:
+    """A section read a column per field, each optional column None unless every entry has it
+    (weights: unless some entry has it, 1 where absent)."""
+    entries = data["entries"]
+    previous = [e.get("previous_seq") for e in entries]
+    mu_after = [e.get("mu_after") for e in entries]
+    sigma_after = [e.get("sigma_after") for e in entries]
+    weights = [e.get("weight") for e in entries]
+    teams = [e.get("team") for e in entries]
+    return PlayerUpdate(
+        ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
+        occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
+        players=[e["player"] for e in entries], ranks=[e["rank"] for e in entries],
+        performances=[e["performance"] for e in entries],
+        previous_seqs=None if None in previous else previous,
+        mu_after=None if None in mu_after else mu_after, sigma_after=None if None in sigma_after else sigma_after,
+        teams=None if all(t is None for t in teams) else teams,
+        weights=None if all(w is None for w in weights) else [1.0 if w is None else w for w in weights])
+
+
 @settings(max_examples=400, deadline=None)
 @given(sections())
-def test_reading_a_section_equals_from_json(data: dict[str, Any]) -> None:
-    assert outcome(_update_of, data) == outcome(PlayerUpdate.from_json, data)
+def test_reading_a_section_equals_the_column_per_field_reading(data: dict[str, Any]) -> None:
+    assert outcome(PlayerUpdate.from_json, data) == outcome(reference, data)
+    text = json.dumps(data)
+    assert outcome(PlayerUpdate.from_json, text) == outcome(PlayerUpdate.from_json, data)
+
+
+def test_text_orjson_refuses_is_read_by_the_standard_decoder() -> None:
+    """NaN and huge integers (orjson refuses them) parse as ``json.loads`` reads them."""
+    text = ('{"ladder":"L","round_id":"r","seq":99999999999999999999999,"occurred_at":NaN,"weight":1.0,'
+            '"field_size":2,"entries":[{"player":"a","rank":1,"performance":1.5}]}')
+    update = PlayerUpdate.from_json(text.encode())
+    assert update.seq == 99999999999999999999999 and math.isnan(update.occurred_at) and update.players == ["a"]
 
 
 def one_by_one(updates: list[PlayerUpdate]) -> list[tuple[str, str, str, int, float, int, float]]:

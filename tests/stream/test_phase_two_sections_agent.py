@@ -15,6 +15,7 @@ import pytest
 from stream.contracts import RoundResult, Standing, validate
 from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
 from stream.pipeline import faults
+from tests.faults.injection import Injector
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, Origin
 from stream.pipeline.phase_one import handle_rounds
@@ -30,9 +31,8 @@ def game(round_id: str, players: str, day: int) -> RoundResult:
 
 def test_a_section_that_keeps_raising_is_dead_lettered_alone_and_the_rest_applied(
         redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(faults, "_poisoned", {})  # the poisoned round is chosen once per process
-    settings = Settings(redis_url=redis_url, partitions=1, fault_point=faults.RAISE_ALWAYS_IN_PHASE_TWO,
-                        fault_marker=str(tmp_path / "marker"), handler_attempts=2, retry_max_delay_s=0.1)
+    monkeypatch.setattr(faults, "_hook", Injector(faults.RAISE_ALWAYS_IN_PHASE_TWO, str(tmp_path / "marker")))
+    settings = Settings(redis_url=redis_url, partitions=1, handler_attempts=2, retry_max_delay_s=0.1)
     names = TopicNames(settings.topic("player-updates"), settings.topic("rating-changes"), settings.topic("rounds-dlq"))
     rounds = [game("s1", "ab", 0), game("s2", "ac", 1), game("s3", "ab", 2)]
 

@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY, Gauge, generate_latest
 
 from stream.contracts import PlayerUpdate
 from stream.pipeline import faults, retry
+from tests.faults import injection
 from stream.pipeline.updates_batches import malformed_update
 from stream.pipeline.retry import FAILING, retrying
 from stream.settings import Settings
@@ -141,22 +142,27 @@ def test_agents_handlers_are_exported_from_the_start() -> None:
 
 def test_raise_point_raises_a_bounded_number_of_times_once_across_processes(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(faults, "_raised", {})
     marker = tmp_path / "marker"
-    settings = Settings(fault_point=faults.RAISE_IN_PHASE_ONE, fault_marker=str(marker))
-    faults.crash_point(settings, faults.AFTER_REGISTER_BEFORE_FANOUT)  # not where it is placed: nothing
-    for i in range(faults.RAISE_TIMES):
-        with pytest.raises(faults.InjectedFault, match=f"{i + 1}/{faults.RAISE_TIMES}"):
-            faults.crash_point(settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
-    faults.crash_point(settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)  # done: no more raises
-    assert marker.read_text().count("raise ") == faults.RAISE_TIMES
+
+    def at(point: str) -> bool:
+        return asyncio.run(faults.at(point))
+
+    monkeypatch.setattr(faults, "_hook", None)
+    assert not at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED) and not marker.exists()  # no hook: nothing
+    monkeypatch.setattr(faults, "_hook", injection.Injector(faults.RAISE_IN_PHASE_ONE, str(marker)))
+    at(faults.AFTER_REGISTER_BEFORE_FANOUT)  # not where it is placed: nothing
+    for i in range(injection.RAISE_TIMES):
+        with pytest.raises(faults.InjectedFault, match=f"{i + 1}/{injection.RAISE_TIMES}"):
+            at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
+    at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)  # done: no more raises
+    assert marker.read_text().count("raise ") == injection.RAISE_TIMES
     assert not isinstance(faults.InjectedFault("x"), retry.TRANSIENT_ERRORS)
     # another process (fresh counters) sharing the marker never raises
-    monkeypatch.setattr(faults, "_raised", {})
-    faults.crash_point(settings, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
-    other = Settings(fault_point=faults.RAISE_IN_PHASE_TWO, fault_marker=str(marker))
-    faults.raise_point(other, faults.RAISE_IN_PHASE_TWO)
-    assert marker.read_text().count("raise ") == faults.RAISE_TIMES
+    monkeypatch.setattr(faults, "_hook", injection.Injector(faults.RAISE_IN_PHASE_ONE, str(marker)))
+    at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED)
+    monkeypatch.setattr(faults, "_hook", injection.Injector(faults.RAISE_IN_PHASE_TWO, str(marker)))
+    at(faults.RAISE_IN_PHASE_TWO)
+    assert marker.read_text().count("raise ") == injection.RAISE_TIMES
 
 
 def test_malformed_update_names_what_is_wrong() -> None:
