@@ -56,6 +56,7 @@ from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from workloads import LADDERS, default_rounds, ladder_names, make_rounds, pool  # noqa: E402
 
 from stream.contracts import RoundResult  # noqa: E402
+from stream.pipeline.health import FLUSH_S as HEALTH_FLUSH_S  # noqa: E402
 from stream.pipeline.partitioner import partition_for  # noqa: E402
 from stream.pipeline import timings  # noqa: E402
 from stream.pipeline.topics import ensure  # noqa: E402
@@ -240,7 +241,10 @@ class Bench:
             raise TimeoutError(f"read {self.events.seen} of {target} rating-change events")
         worker_cpu = process_cpu_s(self.worker_pids) - cpu[0]
         each_cpu = [process_cpu_s([pid]) - before for pid, before in zip(self.worker_pids, each)]
-        health = scraped_sum(self.web_ports, HEALTH_CPU_METRIC) if self.web_ports else None  # after the CPU read
+        health = None
+        if self.web_ports:  # after the CPU read, once the rounds' last scoring is flushed (at most ~2 s later)
+            time.sleep(2 * HEALTH_FLUSH_S + 0.5)  # scored once the oldest is FLUSH_S old, by a 1 s timer
+            health = scraped_sum(self.web_ports, HEALTH_CPU_METRIC)
         return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations,
                           self.events.last_arrival - first, rated_s, worker_cpu,
                           redis_cpu_s(self.client) - cpu[1],
