@@ -487,8 +487,11 @@ def main() -> None:
                                              seed=size, ladders=args.ladders)
                         t = bench.throughput(rounds)
                         throughputs[size].append(t)
+                        share = "" if t.health_cpu_s is None else \
+                            f", worker CPU {t.worker_cpu_s / t.participations * 1e6:,.1f} µs/part. of which rating " \
+                            f"health's own {t.health_cpu_s / t.worker_cpu_s:.1%}"
                         print(f"run {run + 1}, {size}-player rounds: {t.rounds_per_s:,.0f} rounds/s, "
-                              f"{t.part_per_s:,.0f} part./s (load {load_average()})", file=sys.stderr)
+                              f"{t.part_per_s:,.0f} part./s{share} (load {load_average()})", file=sys.stderr)
             if "latency" in modes:
                 for size in sizes:
                     rate = args.rate or (median_run(throughputs[size]).rounds_per_s / 2 if throughputs[size]
