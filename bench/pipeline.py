@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,11 +56,13 @@ from redis_stats import command_rows, redis_commands, redis_cpu_s  # noqa: E402
 from workloads import LADDERS, default_rounds, ladder_names, make_rounds, pool  # noqa: E402
 
 from stream.contracts import RoundResult  # noqa: E402
+from stream.pipeline.health import FLUSH_S as HEALTH_FLUSH_S  # noqa: E402
 from stream.pipeline.partitioner import partition_for  # noqa: E402
 from stream.pipeline import timings  # noqa: E402
 from stream.pipeline.topics import ensure  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
+from stream.stack.ports import free_port, wait_for_port  # noqa: E402
 from stream.store import keys  # noqa: E402
 
 MODES = ("throughput", "latency")
@@ -99,6 +102,9 @@ class Throughput:
     """The partition of each ladder (``rounds`` is keyed by ladder)."""
     clients_cpu_s: float
     """The bench's own process (its producer of rounds, its event reader, the polls of Redis)."""
+    health_cpu_s: float | None = None
+    """The workers' CPU in rating health's own code (``ems_rating_health_cpu_seconds_total``
+    scraped before and after; ``--health-cpu``), None when not scraped."""
 
     @property
     def rounds_per_s(self) -> float:
@@ -166,6 +172,20 @@ def wait_rated(client: redis.Redis, ladders: list[str], count: int, poll_s: floa
         time.sleep(poll_s)
 
 
+HEALTH_CPU_METRIC = "ems_rating_health_cpu_seconds_total"
+
+
+def scraped_sum(ports: list[int], name: str) -> float:
+    """Sum over the workers serving ``/metrics`` on ``ports`` of the samples named ``name``."""
+    total = 0.0
+    for port in ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
+            for line in reply.read().decode().splitlines():
+                if line.startswith(name + " ") or line.startswith(name + "{"):
+                    total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 class Bench:
     """The stack, the workers, a producer of rounds and the event reader of one bench run."""
 
@@ -178,6 +198,8 @@ class Bench:
         self.events = EventReader(stack.bootstrap, f"{prefix}rating-changes")
         self.published = 0
         """Participations published so far (= rating-change events expected so far)."""
+        self.web_ports: list[int] = []
+        """The workers' web ports (``--health-cpu``): rating health's own CPU is scraped from them."""
 
     def publish(self, r: RoundResult, value: bytes | None = None) -> None:
         """Publish ``r`` (``value``: its JSON, if already encoded)."""
@@ -196,6 +218,7 @@ class Bench:
 
     def throughput(self, rounds: list[RoundResult]) -> Throughput:
         """Publish every round at once; time to the last event read back and to all rated."""
+        health_before = scraped_sum(self.web_ports, HEALTH_CPU_METRIC) if self.web_ports else None
         ladders = ladder_names(rounds)
         participations = sum(r.field_size for r in rounds)
         self.client.config_resetstat()
@@ -216,12 +239,19 @@ class Bench:
         clients_cpu = time.process_time() - clients_cpu
         if self.events.seen < target:
             raise TimeoutError(f"read {self.events.seen} of {target} rating-change events")
+        worker_cpu = process_cpu_s(self.worker_pids) - cpu[0]
+        each_cpu = [process_cpu_s([pid]) - before for pid, before in zip(self.worker_pids, each)]
+        health = None
+        if self.web_ports:  # after the CPU read, once the rounds' last scoring is flushed (at most ~2 s later)
+            time.sleep(2 * HEALTH_FLUSH_S + 0.5)  # scored once the oldest is FLUSH_S old, by a 1 s timer
+            health = scraped_sum(self.web_ports, HEALTH_CPU_METRIC)
         return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations,
-                          self.events.last_arrival - first, rated_s, process_cpu_s(self.worker_pids) - cpu[0],
+                          self.events.last_arrival - first, rated_s, worker_cpu,
                           redis_cpu_s(self.client) - cpu[1],
                           process_cpu_s([self.broker_pid]) - cpu[2], redis_commands(self.client),
-                          [process_cpu_s([pid]) - before for pid, before in zip(self.worker_pids, each)],
-                          [partition_for(ladder, self.partitions) for ladder in ladders], clients_cpu)
+                          each_cpu,
+                          [partition_for(ladder, self.partitions) for ladder in ladders], clients_cpu,
+                          None if health is None or health_before is None else health - health_before)
 
     def latency(self, rounds: list[RoundResult], rate: float) -> Latency:
         """Publish ``rounds`` at ``rate`` rounds/s; publish -> rated_at per round once all are rated."""
@@ -373,6 +403,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="throughput runs per size, interleaved; the median one is shown (this machine's "
                              "speed drifts by tens of percent within minutes)")
+    parser.add_argument("--health-cpu", action="store_true",
+                        help="workers with their web server, whose ems_rating_health_cpu_seconds_total is scraped "
+                             "around each throughput run: rating health's own share of the worker CPU")
     parser.add_argument("--ab", default="", metavar="NAME=VALUE",
                         help="throughput mode: same-run A/B, the workers as configured (A) against NAME=VALUE (B)")
     args = parser.parse_args()
@@ -402,10 +435,13 @@ def main() -> None:
             env["BATCH_TIMINGS_DIR"] = str(batches_dir)
         ensure(Settings.from_env(env))
 
+        web_ports = [free_port() for _ in range(args.workers)] if args.health_cpu else []
+
         def start_workers(extra: dict[str, str], tag: str) -> list[subprocess.Popen[bytes]]:
-            return [subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], cwd=REPO,
-                                     env={**env, **extra}, stdout=open(Path(tmp) / f"w{i}{tag}.log", "wb"),
-                                     stderr=subprocess.STDOUT)
+            return [subprocess.Popen([sys.executable, "-m", "stream", "worker"] + ([] if web_ports else ["--no-web"]),
+                                     cwd=REPO, env={**env, **extra, **({"WEB_PORT": str(web_ports[i])} if web_ports
+                                                                       else {})},
+                                     stdout=open(Path(tmp) / f"w{i}{tag}.log", "wb"), stderr=subprocess.STDOUT)
                     for i in range(args.workers)]
 
         workers = start_workers({}, "")
@@ -413,6 +449,7 @@ def main() -> None:
         try:
             time.sleep(args.startup_s)
             bench = Bench(stack, prefix, [w.pid for w in workers], args.partitions)
+            bench.web_ports = web_ports
             bench.warm_up()
             if args.ab:
                 name, value = args.ab.split("=", 1)
@@ -433,10 +470,15 @@ def main() -> None:
                         for size in sizes:
                             rounds = make_rounds(size, args.rounds or default_rounds(size),
                                                  f"ab{size}-{variant}{run}", seed=size, ladders=args.ladders)
+                            if web_ports:
+                                for port in web_ports:
+                                    wait_for_port(port, 60.0)
                             t = bench.throughput(rounds)
                             ab[(variant, size)].append(t)
+                            share = "" if not t.health_cpu_s else \
+                                f", rating health's own {t.health_cpu_s / t.worker_cpu_s:.1%} of it"
                             print(f"run {run + 1} {variant}, {size}-player rounds: {t.part_per_s:,.0f} part./s, "
-                                  f"worker CPU {t.worker_cpu_s / t.participations * 1e6:,.1f} µs/part. "
+                                  f"worker CPU {t.worker_cpu_s / t.participations * 1e6:,.1f} µs/part.{share} "
                                   f"(load {load_average()})", file=sys.stderr)
             elif "throughput" in modes:
                 for run in range(args.repeat):
@@ -445,8 +487,11 @@ def main() -> None:
                                              seed=size, ladders=args.ladders)
                         t = bench.throughput(rounds)
                         throughputs[size].append(t)
+                        share = "" if t.health_cpu_s is None else \
+                            f", worker CPU {t.worker_cpu_s / t.participations * 1e6:,.1f} µs/part. of which rating " \
+                            f"health's own {t.health_cpu_s / t.worker_cpu_s:.1%}"
                         print(f"run {run + 1}, {size}-player rounds: {t.rounds_per_s:,.0f} rounds/s, "
-                              f"{t.part_per_s:,.0f} part./s (load {load_average()})", file=sys.stderr)
+                              f"{t.part_per_s:,.0f} part./s{share} (load {load_average()})", file=sys.stderr)
             if "latency" in modes:
                 for size in sizes:
                     rate = args.rate or (median_run(throughputs[size]).rounds_per_s / 2 if throughputs[size]
@@ -477,14 +522,17 @@ def main() -> None:
         print(f"Same-run A/B: A = the workers as configured, B = {args.ab}; {args.repeat} run(s) of each, "
               "alternating (A B, B A, ...); worker CPU µs per participation (median run), overhead = A / B - 1 (each run pair's "
               "in brackets)\n")
-        print("| players/round | A: worker CPU µs/part. | B: worker CPU µs/part. | overhead of A | A part./s | B part./s |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        print("| players/round | A: worker CPU µs/part. | B: worker CPU µs/part. | overhead of A | A part./s | B part./s |"
+              + (" rating health's own share of the worker CPU (runs with it on) |" if web_ports else ""))
+        print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if web_ports else ""))
         for size in sizes:
             a = [t.worker_cpu_s / t.participations * 1e6 for t in ab[("A", size)]]
             b = [t.worker_cpu_s / t.participations * 1e6 for t in ab[("B", size)]]
             pairs = ", ".join(f"{x / y - 1:+.1%}" for x, y in zip(a, b))
+            own = [t.health_cpu_s / t.worker_cpu_s for v in "AB" for t in ab[(v, size)] if t.health_cpu_s]
             print(f"| {size:,} | {np.median(a):,.1f} | {np.median(b):,.1f} | **{np.median(a) / np.median(b) - 1:+.1%}** "
-                  f"({pairs}) | {median_run(ab[('A', size)]).part_per_s:,.0f} | {median_run(ab[('B', size)]).part_per_s:,.0f} |")
+                  f"({pairs}) | {median_run(ab[('A', size)]).part_per_s:,.0f} | {median_run(ab[('B', size)]).part_per_s:,.0f} |"
+                  + (f" {np.median(own):.1%} ({', '.join(f'{x:.1%}' for x in own)}) |" if web_ports else ""))
         return
     print("Floor (bench/floor.py) of the same rounds, measured first in this run, µs per participation:\n")
     print("\n".join(floor_table([floors[s] for s in sizes])))

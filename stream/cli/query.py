@@ -106,9 +106,11 @@ def leaderboard_command(
         return
     marks = _status([(row.mu, row.sigma, row.rounds, row.last_time) for row in page.rows], ladder)
     rows = [[str(row.position), row.player, _num(row.display_rating) + ("?" if m["provisional"] else ""), _num(row.mu),
-             _num(row.sigma), row.tier or "-", str(row.rounds or 0), "" if m["eligible"] is not False else "ineligible"]
+             _num(row.sigma), row.tier or "-", str(row.rounds or 0),
+             "-" if m["interval"] is None else f"{_num(m['interval'][0])}..{_num(m['interval'][1])}",
+             "" if m["eligible"] is not False else "ineligible"]
             for row, m in zip(page.rows, marks)]
-    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "tier", "rounds", ""], rows))
+    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "tier", "rounds", "interval", ""], rows))
     typer.echo(f"({len(page.rows)} of {page.total} players)")
 
 

@@ -29,12 +29,14 @@ EXIT_TIMEOUT = 1
 def format_change(change: dict[str, Any]) -> str:
     """One human-readable line: ladder, round, player, rank/field, mu and sigma moves, display rating, tier;
     for a change of a round with teams or partial play (RatingChange v4: it carries ``weight``) also
-    the player's team ("-": an individual entry) and the share of the match played."""
+    the player's team ("-": an individual entry) and the share of the match played. A provisional
+    rating (RatingChange v5) is marked as the leaderboard marks it: ``1500.0?``."""
     delta = change["mu_after"] - change["mu_before"]
     tier = change.get("tier") or "-"
     line = (f"{change['ladder']:<12} {change['round_id']:<16} {change['player']:<20} "
             f"#{change['rank']}/{change['field_size']:<5} mu {change['mu_before']:8.1f} -> {change['mu_after']:8.1f} "
-            f"({delta:+7.1f})  sigma {change['sigma_after']:6.1f}  rating {change['display_rating']:8.1f}  {tier}")
+            f"({delta:+7.1f})  sigma {change['sigma_after']:6.1f}  rating {change['display_rating']:8.1f}"
+            f"{'?' if change.get('provisional') else ''}  {tier}")
     if change.get("weight") is None:  # a plain round's change (v1-v3 fields only)
         return line
     return f"{line}  team {change.get('team') or '-'}  weight {change['weight']:g}"

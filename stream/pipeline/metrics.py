@@ -94,7 +94,7 @@ MM_TICK_SECONDS = Histogram("ems_mm_tick_seconds", "Time of one matchmaking tick
 
 HEALTH_CPU_SECONDS = Counter("ems_rating_health_cpu_seconds_total", "CPU time of the worker's thread spent scoring "
                              "rating health (keeping each call's references, then the bulk scoring of a flush; the "
-                             "recording's Redis call not included): its share of process_cpu_seconds_total is rating "
+                             "recording's Redis call not included): its share of ems_process_cpu_seconds_total is rating "
                              "health's cost")
 API_REQUESTS = Counter("ems_api_requests_total", "Read API requests by route and status", ["route", "status"])
 

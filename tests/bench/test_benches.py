@@ -251,3 +251,15 @@ def test_cli_start_bench_reports_every_case_next_to_python_alone() -> None:
     assert names == ["python -c pass", "stream --help", "stream leaderboard --help",
                      "stream leaderboard x (Redis unreachable)", "stream replay --help"]
     assert all(float(row[1]) > 0 for row in rows) and rows[0][3] == "+0.00"
+
+
+def test_pipeline_bench_ab_reports_rating_healths_own_cpu_share() -> None:
+    """``--ab HEALTH_WINDOW=0 --health-cpu``: both variants rated, each pair's overhead listed, and
+    rating health's own share of the worker CPU (scraped from the workers' /metrics) a percentage."""
+    out = run_bench("pipeline.py", "--size", "10", "--mode", "throughput", "--rounds", "40", "--workers", "1",
+                    "--startup-s", "2", "--repeat", "2", "--ab", "HEALTH_WINDOW=0", "--health-cpu")
+    [row] = table_rows(out, "| players/round | A: worker CPU µs/part. |")
+    assert row[0] == "10" and number(row[1]) >= 0 and number(row[2]) >= 0
+    assert len(row[3].split("(")[1].split(", ")) == 2  # two run pairs (A B, then B A)
+    share = row[6].split(" (")[0]
+    assert share == "nan%" or 0.0 <= number(share) <= 100.0

@@ -25,3 +25,16 @@ def test_team_and_weight_shown_for_v4_changes() -> None:
     assert individual == f"{plain}  team -  weight 1"
     # as read from the topic (JSON): the same line
     assert format_change(json.loads(_change("red", 0.5).to_json())) == teamed
+
+
+def test_a_provisional_rating_is_marked() -> None:
+    """RatingChange v5: a provisional rating shows as ``900.0?``; a settled one (or an event from
+    before v5, without the field) as before."""
+    plain = format_change(_change(None, None).to_dict())
+    settled = _change(None, None)
+    settled.provisional = False
+    assert format_change(json.loads(settled.to_json())) == plain
+    marked = _change(None, None)
+    marked.provisional = True
+    line = format_change(json.loads(marked.to_json()))
+    assert "rating    900.0?  bronze" in line and line.replace("900.0?", "900.0") == plain

@@ -72,6 +72,8 @@ def test_player_and_leaderboard_show_provisional_and_eligibility(redis_url: str)
         cells = line.split()
         assert cells[2].endswith("?") is (rounds[cells[1]] < 5)
         assert line.rstrip().endswith("ineligible") is (rounds[cells[1]] < 4)
+        low, high = (float(x) for x in cells[7].split(".."))  # the interval, mu +/- 2 sigma now
+        assert low < float(cells[3]) < high
     few = min(rounds, key=rounds.get)
     shown = runner.invoke(app, ["player", LADDER, few], env=env)
     assert shown.exit_code == 0 and "? (provisional)" in shown.output and "not eligible: fewer than 4 rounds" in shown.output

@@ -26,7 +26,8 @@ async function postWhatIf(ladder, body) {
 function targetText(t) {
   if (!t.available) return `${t.player}: ${t.reason}`;
   const parts = [];
-  if (t.next_tier) parts.push(t.rank_for_next ? `reaches ${t.next_tier} finishing #${t.rank_for_next}${t.tied_for_next ? " (tied)" : ""} or better`
+  if (t.next_tier) parts.push(t.rank_for_next ? `reaches ${t.next_tier} finishing #${t.rank_for_next}${t.tied_for_next ? " (tied)" : ""}` +
+    (t.search === "bisect" ? " or better" : " at worst")
     : `cannot reach ${t.next_tier} in this round`);
   if (t.tier) parts.push(t.rank_to_keep ? `keeps ${t.tier} down to #${t.rank_to_keep}${t.tied_to_keep ? " (tied)" : ""}`
     : `leaves ${t.tier} whatever the rank`);
