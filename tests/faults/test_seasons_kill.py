@@ -16,8 +16,7 @@ import pipeline_harness as harness
 from stream.pipeline import faults
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
-from test_ladders_pipeline import stored
-from test_seasons_pipeline import LADDERS, replay, rounds
+from test_seasons_pipeline import LADDERS, assert_equals_replay, rounds
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +38,4 @@ def test_kill_mid_season_then_restart(point: str, local_stack, stack_redis_url: 
         faults_h.assert_events_complete(local_stack.bootstrap, fresh_prefix, published)
     finally:
         faults_h.stop_all(workers)
-    want = replay(published, tmp_path, LADDERS)
-    got = stored(stack_redis_url, {"s", "x", "plain"})
-    assert set(got) == set(want)
-    for key, (mu, sigma, n) in got.items():
-        assert abs(mu - want[key][0]) <= harness.TOLERANCE and abs(sigma - want[key][1]) <= harness.TOLERANCE, key
-        assert n == want[key][2], key
+    assert_equals_replay(stack_redis_url, published, tmp_path)
