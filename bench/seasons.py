@@ -7,10 +7,11 @@ hundred players rated through a first season). Then:
 1. ``stream season start LADDER --at T`` (in process, on a LADDERS file): process CPU, and the
    Redis commands and memory it costs (none: a season is a schedule in the configuration);
 2. ``--rounds`` duels of random players after T through the pipeline's handlers (phase one in
-   batches of 64, then the batch's phase two, as the agents run them), every player's first
-   round of the new season, so each one is soft-reset: process CPU and redis-server CPU per
-   round, next to the same rounds on the same ladder without seasons (fresh servers, modes
-   alternating, best of ``--repeat``);
+   batches of 64, then the batch's phase two, as the agents run them), per mode on its own third
+   of the players: ``reset`` (the schedule ``season start`` wrote: every player's first round of
+   the new season, so each one is soft-reset), ``steady`` (a season that began before their
+   rounds: the checks, no reset) and ``none`` (no seasons); process CPU and redis-server CPU per
+   round (the modes' order rotating per repeat, best of ``--repeat``);
 3. for scale, what an eager reset would cost: the bulk write of every player's hash (the setup's
    own write of the ladder, timed).
 
@@ -57,6 +58,9 @@ START = T0 + 90 * 86_400.0  # the new season
 TEMPLATES = 500
 NAMES = TopicNames(player_updates="player-updates", rating_changes="rating-changes", rounds_dlq="rounds-dlq")
 SEASONS = {"sigma_to": 250.0, "sigma_share": 0.5, "mu_pull": 0.2}
+SEASONS_AT_START = {**SEASONS, "schedule": [{"name": "S1", "start": iso_time(START)}]}
+SEASONS_BEFORE = {**SEASONS, "schedule": [{"name": "S1", "start": iso_time(T0 - 86_400.0)}]}
+"""A season that started before the players' rounds: the checks run, nobody is reset."""
 
 
 def template_rows() -> list[list[object]]:
@@ -107,12 +111,13 @@ def season_start(path: Path) -> tuple[float, dict[str, object]]:
     return spent, json.loads(path.read_text())
 
 
-def duels(players: int, count: int, seed: int) -> list[bytes]:
+def duels(players: range, count: int, seed: int, prefix: str) -> list[bytes]:
+    """Duels of random players of ``players`` after the season start (round ids ``prefix<k>``)."""
     rng = random.Random(seed)
     out = []
     for k in range(count):
-        a, b = rng.sample(range(players), 2)
-        out.append(RoundResult(round_id=f"d{k}", ladder=LADDER, occurred_at=START + 60.0 + k,
+        a, b = rng.sample(players, 2)
+        out.append(RoundResult(round_id=f"{prefix}{k}", ladder=LADDER, occurred_at=START + 60.0 + k,
                                standings=[Standing(f"p{a:07d}", 1), Standing(f"p{b:07d}", 2)]).to_json().encode())
     return out
 
@@ -133,6 +138,13 @@ async def rate(url: str, ladders: str, raws: list[bytes]) -> float:
     return spent
 
 
+MODES = {
+    "reset": ("every player's first round of the season (soft reset)", SEASONS_AT_START),
+    "steady": ("a season schedule, nobody entering a new season", SEASONS_BEFORE),
+    "none": ("no seasons", None),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=1_000_000)
@@ -141,50 +153,54 @@ def main() -> None:
     args = parser.parse_args()
     warm_up()
     rows = template_rows()
-    raws = duels(args.players, args.rounds, seed=32)
+    third = args.players // len(MODES)  # each mode rates its own players: one ladder write per repeat
+    raws = {mode: duels(range(k * third, (k + 1) * third), args.rounds, seed=32 + k, prefix=f"{mode}-")
+            for k, mode in enumerate(MODES)}
     best: dict[str, tuple[float, float]] = {}
     start_cpu, write_cpu = [], []
     sigma_after: dict[str, float] = {}
-    for _ in range(args.repeat):
-        for mode in ("seasons", "none"):
-            server = RedisServer().start()
-            try:
-                client = redis.Redis.from_url(server.url)
-                write_cpu.append(asyncio.run(write_ladder(server.url, args.players, rows)))
-                ladders: dict[str, object] = {LADDER: {"model": "mmr-bounded"}}
-                if mode == "seasons":
-                    with tempfile.TemporaryDirectory() as tmp:
-                        path = Path(tmp) / "ladders.json"
-                        path.write_text(json.dumps({LADDER: {"model": "mmr-bounded", "seasons": SEASONS}}))
-                        calls = client.info("stats")["total_commands_processed"]
-                        memory = client.info("memory")["used_memory"]
-                        spent, ladders = season_start(path)
-                        start_cpu.append(spent)
-                        # INFO itself is a command: the season start sent none
-                        assert client.info("stats")["total_commands_processed"] - calls <= 2
-                        assert client.info("memory")["used_memory"] - memory < 64 * 1024
+    for repeat in range(args.repeat):
+        server = RedisServer().start()
+        try:
+            client = redis.Redis.from_url(server.url)
+            write_cpu.append(asyncio.run(write_ladder(server.url, args.players, rows)))
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "ladders.json"
+                path.write_text(json.dumps({LADDER: {"model": "mmr-bounded", "seasons": SEASONS}}))
+                calls = client.info("stats")["total_commands_processed"]
+                memory = client.info("memory")["used_memory"]
+                spent, started = season_start(path)
+                start_cpu.append(spent)
+                assert client.info("stats")["total_commands_processed"] - calls <= 2  # INFO itself is a command
+                assert client.info("memory")["used_memory"] - memory < 64 * 1024
+            order = list(MODES)[repeat % len(MODES):] + list(MODES)[:repeat % len(MODES)]
+            for mode in order:
+                seasons = MODES[mode][1]
+                ladders = {LADDER: {"model": "mmr-bounded", **({} if seasons is None else {"seasons": seasons})}}
+                if mode == "reset":
+                    assert ladders == started  # what `stream season start` wrote
                 redis_before = redis_cpu_s(client)
-                cpu = asyncio.run(rate(server.url, json.dumps(ladders), raws))
+                cpu = asyncio.run(rate(server.url, json.dumps(ladders), raws[mode]))
                 figures = (cpu, redis_cpu_s(client) - redis_before)
                 if mode not in best or figures[0] < best[mode][0]:
                     best[mode] = figures
-                first = json.loads(raws[0])["standings"][0]["player"]
+                first = json.loads(raws[mode][0])["standings"][0]["player"]
                 sigma_after[mode] = float(client.hget(keys.player(LADDER, first), "sigma") or "nan")
-                client.close()
-            finally:
-                server.stop()
-    print(f"ladder of {args.players:,} players; {args.rounds:,} duels after the season start "
-          f"(every player's first round of the season: {2 * args.rounds:,} soft resets); best of {args.repeat}")
+            client.close()
+        finally:
+            server.stop()
+    assert sigma_after["reset"] > max(sigma_after["none"], sigma_after["steady"]), sigma_after  # the reset raised sigma
+    print(f"ladder of {args.players:,} players (bulk-written); {args.rounds:,} duels per mode after the season start, "
+          f"each mode on its own players; best of {args.repeat} (process CPU, `time.process_time`)")
     print("| step | process CPU | redis-server CPU | Redis commands |\n|---|---:|---:|---:|")
     print(f"| season start (`stream season start`) | {min(start_cpu) * 1e3:.1f} ms | 0 | 0 |")
-    for mode, label in (("seasons", "duels, with the season's soft resets"), ("none", "duels, no seasons")):
+    for mode, (label, _) in MODES.items():
         cpu, redis_s = best[mode]
-        print(f"| {label} | {cpu * 1e6 / args.rounds:.0f} µs/round | {redis_s * 1e6 / args.rounds:.0f} µs/round | - |")
+        print(f"| duels, {label} | {cpu * 1e6 / args.rounds:.0f} µs/round | {redis_s * 1e6 / args.rounds:.0f} µs/round | - |")
     print(f"| for scale: bulk write of every player's hash (an eager reset's minimum) | {min(write_cpu):.1f} s | - | "
           f"{args.players:,} hashes |")
-    assert sigma_after["seasons"] > sigma_after["none"], sigma_after  # the soft reset raised sigma
-    ratio = best["seasons"][0] / best["none"][0]
-    print(f"seasons / none, process CPU per round: {ratio:.3f}")
+    for mode in ("reset", "steady"):
+        print(f"{mode} / none, process CPU per round: {best[mode][0] / best['none'][0]:.3f}")
 
 
 if __name__ == "__main__":

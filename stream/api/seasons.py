@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from stream.api import inputs
-from stream.api.errors import not_found
+from stream.api.errors import bad_request, not_found
 from stream.engine.ladders import Ladders
 from stream.engine.season_schedule import Seasons, season_of
 from stream.pipeline.seasons import player_season
@@ -52,7 +52,10 @@ def routes(redis_of: Any, ladders_of: Any) -> list[web.RouteDef]:
                                   "limit": limit, "rows": rows})
 
     async def get_player_seasons(request: web.Request) -> web.Response:
-        ladder, player = request.match_info["ladder"], request.match_info["player"]
+        ladder = request.match_info["ladder"]
+        player = request.match_info.get("player") or request.query.get("id", "")  # the ?id= form: "." and ".."
+        if not player:
+            raise bad_request("give the player's id (?id=)", code="missing_id")
         config: Ladders = ladders_of(request)
         doc = await player_season(redis_of(request), ladder, player, config.of(ladder), config.of(ladder).display,
                                   now=time.time())
@@ -62,4 +65,5 @@ def routes(redis_of: Any, ladders_of: Any) -> list[web.RouteDef]:
 
     return [web.get("/api/ladders/{ladder}/seasons", get_seasons),
             web.get("/api/ladders/{ladder}/players/{player}/seasons", get_player_seasons),
+            web.get("/api/ladders/{ladder}/player/seasons", get_player_seasons),
             web.get("/api/ladders/{ladder}/seasons/{season}/leaderboard", get_season_leaderboard)]

@@ -19,7 +19,8 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -29,6 +30,8 @@ from stream.settings import Settings
 
 EXIT_BAD_INPUT = 2
 """Exit code of a bad ladder, time, name or configuration."""
+
+T = TypeVar("T")
 
 
 def _season() -> None:
@@ -130,17 +133,9 @@ def shares_command(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and keep them from now on."""
-    from stream.cli.store_command import run_on_redis
-    from stream.pipeline.context import load_ladders
-    from stream.pipeline.seasons import SeasonsError, recompute_shares
+    from stream.pipeline.seasons import recompute_shares
 
-    settings = Settings.from_env()
-    config = load_ladders(settings)
-    try:
-        doc = run_on_redis(settings, lambda r: recompute_shares(r, ladder, config.of(ladder), config.of(ladder).display,
-                                                                now=time.time()), write=True)
-    except SeasonsError as exc:
-        _fail(str(exc))
+    doc = _on_ladder(ladder, lambda r, cfg: recompute_shares(r, ladder, cfg, cfg.display, now=time.time()))
     if as_json:
         typer.echo(json.dumps(doc))
         return
@@ -155,21 +150,28 @@ def archive_command(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Archive a season's final standings (rating, league, division, rank) of every player who played in it."""
-    from stream.cli.store_command import run_on_redis
-    from stream.pipeline.context import load_ladders
-    from stream.pipeline.seasons import SeasonsError, archive_season
+    from stream.pipeline.seasons import archive_season
 
-    settings = Settings.from_env()
-    config = load_ladders(settings)
-    try:
-        done = run_on_redis(settings, lambda r: archive_season(r, ladder, season, config.of(ladder),
-                                                               config.of(ladder).display), write=True)
-    except SeasonsError as exc:
-        _fail(str(exc))
+    done = _on_ladder(ladder, lambda r, cfg: archive_season(r, ladder, season, cfg, cfg.display))
     summary = {"ladder": ladder, "season": season, "players": done.players, "missing": done.missing}
     typer.echo(json.dumps(summary) if as_json else
                f"season {season} of {ladder}: {done.players} players archived"
                + (f"; {done.missing} whose history no longer reaches it" if done.missing else ""))
+
+
+def _on_ladder(ladder: str, work: Callable[[Any, Any], Awaitable[T]]) -> T:
+    """``work(redis, the ladder's LadderConfig)`` on REDIS_URL with LADDERS of the environment; a
+    ladder without the season configuration it needs is exit 2 (``SeasonsError``)."""
+    from stream.cli.store_command import run_on_redis
+    from stream.pipeline.context import load_ladders
+    from stream.pipeline.seasons import SeasonsError
+
+    settings = Settings.from_env()
+    config = load_ladders(settings).of(ladder)
+    try:
+        return run_on_redis(settings, lambda r: work(r, config), write=True)
+    except SeasonsError as exc:
+        _fail(str(exc))
 
 
 def _load(option: str | None) -> tuple[Path | None, dict[str, Any]]:

@@ -34,6 +34,7 @@ from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_
 from stream.engine.ladders import LadderConfig
 from stream.engine.params import performance_noise
 from stream.engine.predict import outcome_model, win_probability
+from stream.engine.seasons import seasoned_view
 from stream.pipeline.status import add_intervals
 from stream.store.client import AsyncRedis
 from stream.store.explain import ChangeInputs, change_inputs
@@ -79,14 +80,17 @@ def terms(cfg: LadderConfig, change: dict[str, Any], previous_time: float | None
     last = np.array([math.nan if newcomer else float(previous_time)])  # type: ignore[arg-type]
     days = elapsed_days(last, float(change["occurred_at"]))
     gamma = gammas(params, weight, days)
-    sigma_before = np.array([float(change["sigma_before"])])
+    # a player's first round of a new season starts from his soft-reset belief (engine.seasons)
+    mu_before, sigma_before = seasoned_view(np.array([float(change["mu_before"])]),
+                                            np.array([float(change["sigma_before"])]), last,
+                                            float(change["occurred_at"]), params)
     drifted = drifted_sigma(sigma_before, gamma)
     beta = performance_noise(params, weight)
     sigma_after = 1.0 / np.sqrt(1.0 / (drifted * drifted) + 1.0 / (beta * beta))  # Eq. 8 (update_rows)
     mu_after = None
     if params.variant == "gaussian" and change.get("performance") is not None:  # Elo-MMchi (engine.update)
         w0, wp = drifted**-2, beta**-2
-        mu_after = float(((w0 * float(change["mu_before"]) + wp * float(change["performance"])) / (w0 + wp))[0])
+        mu_after = float(((w0 * mu_before + wp * float(change["performance"])) / (w0 + wp))[0])
     return Terms(round_weight, share, previous_time, newcomer, float(days[0]), float(gamma[0]), float(drifted[0]),
                  float(beta[0]), float(sigma_after[0]), mu_after)
 

@@ -52,12 +52,13 @@ def test_season_routes(redis_url: str) -> None:
         for url in ("/api/ladders/ranked/seasons", "/api/ladders/ranked/seasons?at=1500",
                     "/api/ladders/ranked/seasons?at=soon", "/api/ladders/ranked/seasons/S1/leaderboard?limit=2",
                     "/api/ladders/ranked/seasons/S2/leaderboard", "/api/ladders/ranked/players/p1/seasons",
-                    "/api/ladders/ranked/players/zz/seasons"):
+                    "/api/ladders/ranked/players/zz/seasons", "/api/ladders/ranked/player/seasons?id=p1",
+                    "/api/ladders/ranked/player/seasons"):
             resp = await client.get(url)
             out.append((url, resp.status, await resp.json()))
         return out
 
-    (now, then, bad, page, missing, player, nobody) = with_client(redis_url, body, ladders=LADDERS)
+    (now, then, bad, page, missing, player, nobody, by_id, no_id) = with_client(redis_url, body, ladders=LADDERS)
     assert now[1] == 200 and now[2]["current"] == "S2" and now[2]["leagues"]["at"] == 2000.0
     assert [s["name"] for s in now[2]["schedule"]] == ["S1", "S2"] and now[2]["placement_rounds"] == 2
     assert then[1] == 200 and then[2]["current"] is None and then[2]["leagues"]["thresholds"] == [None, 1.0, 2.0]
@@ -75,3 +76,6 @@ def test_season_routes(redis_url: str) -> None:
     assert nobody[1] == 404 and nobody[2]["error"] == "unknown_player"
     check("/api/ladders/{ladder}/players/{player}/seasons", "get", 200, player[2])
     check("/api/ladders/{ladder}/players/{player}/seasons", "get", 404, nobody[2])
+    assert by_id[1] == 200 and by_id[2] == player[2] and no_id[1] == 400
+    check("/api/ladders/{ladder}/player/seasons", "get", 200, by_id[2])
+    check("/api/ladders/{ladder}/player/seasons", "get", 400, no_id[2])

@@ -1,6 +1,6 @@
 """Explain's terms reconstruct the stored change (hypothesis): random rounds of individuals and
 teams with partial play, round weights, days between rounds with a drift per day, on Elo-MMR, Elo-MMR bounded and
-Elo-MMchi ladders, rated with the pipeline's own functions (``pipeline.whatif.rate``: phase one's
+Elo-MMchi ladders, with or without seasons (a soft reset at a player's first round of a season), rated with the pipeline's own functions (``pipeline.whatif.rate``: phase one's
 call, phase two's update, the display rules), stored as the stream stores them (the RatingChange
 of every player, his history, the round's fan-out weight); then every change's explanation gives
 back sigma after (every Elo-MMR variant), mu after (Elo-MMchi), the display rating and the tier
@@ -27,10 +27,17 @@ DAY = 86_400.0
 POOL = [f"p{i}" for i in range(8)]
 
 
+SEASONS = {"schedule": [{"name": "S1", "start": START + 15 * DAY}, {"name": "S2", "start": START + 50 * DAY}],
+           "sigma_to": 260.0, "sigma_share": 0.7, "mu_pull": 0.3}
+"""A soft reset at each player's first round of a season: explain's terms start from the reset belief."""
+
+
 @st.composite
 def histories(draw: st.DrawFn) -> tuple[str, float, list[dict[str, Any]]]:
     model = draw(st.sampled_from(["mmr", "mmr-bounded", "mmx"]))
     drift = draw(st.sampled_from([0.0, 30.0, 400.0]))
+    if draw(st.booleans()):
+        model = f"{model}+seasons"
     rounds = []
     when = START
     for k in range(draw(st.integers(1, 6))):
@@ -58,7 +65,9 @@ def histories(draw: st.DrawFn) -> tuple[str, float, list[dict[str, Any]]]:
 @given(histories())
 def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, list[dict[str, Any]]]) -> None:
     model, drift, rounds = case
-    cfg = parse_ladders(json.dumps({"*": {"model": model, "params": {"drift_per_day": drift}}})).of("x")
+    model, _, seasons = model.partition("+")
+    entry: dict[str, Any] = {"model": model, "params": {"drift_per_day": drift}, **({"seasons": SEASONS} if seasons else {})}
+    cfg = parse_ladders(json.dumps({"*": entry})).of("x")
     states: dict[str, bytes] = {}
     tiers: dict[str, str] = {}
     history: dict[str, list[dict[str, Any]]] = {}

@@ -61,6 +61,18 @@ def replay(published: list[dict], tmp_path: Path, ladders: dict) -> dict[tuple[s
                 for row in csv.DictReader(fh)}
 
 
+def assert_equals_replay(redis_url: str, published: list[dict],
+                         tmp_path: Path) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """Redis (every player of the three ladders) equals ``stream replay --ladders`` within 1e-9."""
+    want = replay(published, tmp_path, LADDERS)
+    got = stored(redis_url, {"s", "x", "plain"})
+    assert set(got) == set(want)
+    for key, (mu, sigma, n) in got.items():
+        assert abs(mu - want[key][0]) <= harness.TOLERANCE and abs(sigma - want[key][1]) <= harness.TOLERANCE, key
+        assert n == want[key][2], key
+    return got
+
+
 def test_seasons_through_the_real_pipeline(local_stack, stack_redis_url: str, fresh_prefix: str,
                                            tmp_path: Path) -> None:
     published = sorted(rounds(), key=lambda r: r["occurred_at"])
@@ -76,12 +88,7 @@ def test_seasons_through_the_real_pipeline(local_stack, stack_redis_url: str, fr
     finally:
         for w in workers:
             w.stop()
-    want = replay(published, tmp_path, LADDERS)
-    got = stored(stack_redis_url, {"s", "x", "plain"})
-    assert set(got) == set(want)
-    for key, (mu, sigma, n) in got.items():
-        assert abs(mu - want[key][0]) <= harness.TOLERANCE and abs(sigma - want[key][1]) <= harness.TOLERANCE, key
-        assert n == want[key][2], key
+    got = assert_equals_replay(stack_redis_url, published, tmp_path)
     # the resets happened: the seasoned ladders differ from the same history without seasons,
     # the ladder without a schedule does not
     unseasoned = replay(published, tmp_path, {"s": {"model": "mmr-bounded"}, "x": {"model": "mmx"},

@@ -202,6 +202,7 @@ function leaderboardView(ladder) {
       el("label", { title: "only the players the ladder's leaderboard rules admit" }, eligible, "eligible only"),
       el("a", { id: "matchup-link", href: `${ladderHash(ladder)}/matchup`, text: "match-up" }),
       el("a", { id: "whatif-link", href: `${ladderHash(ladder)}/what-if`, text: "what if…" }),
+      el("a", { id: "seasons-link", href: `${ladderHash(ladder)}/seasons`, text: "seasons" }),
       el("a", { id: "rejected-link", href: `${ladderHash(ladder)}/rejected`, text: "rejected rounds" })),
     lb.root,
     el("p", { id: "tier-note", class: "muted", text: "rating: the ladder's display rating (by default the conservative " +
@@ -417,6 +418,7 @@ function playerView(ladder, playerId) {
   let drawnRanks = "";
   const hist = table("history", ["round", "when (UTC)", "rank", "performance", "μ", "Δμ", ""], [2, 3, 4, 5]);
   const why = explainPanel(ladder, playerId);  // whatif.js
+  const seasons = seasonsPanel(ladder, playerId);  // seasons.js
   const view = {};
   view.nodes = [el("p", {}, link(`← ${ladder} leaderboard`, ladderHash(ladder))), name, board.root,
     el("div", { class: "legend muted" }, el("span", { class: "lg-line", text: "— μ after each round" }),
@@ -424,16 +426,17 @@ function playerView(ladder, playerId) {
       el("span", { text: "rating above: the display rating (by default μ − 2σ); Δμ below: the round's change of μ; times UTC" })),
     plot, el("h2", { text: "Place and tier over time" }),
     el("p", { class: "muted", text: "each round's rating placed on today's leaderboard (past leaderboards are not kept)" }),
-    ranks, why.root, el("h2", { text: "History" }), hist.root];
+    ranks, seasons.root, why.root, el("h2", { text: "History" }), hist.root];
   view.load = async () => {
-    const [p, timeline] = await Promise.all([api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`)),
-      api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`, "/ranks"))]);
-    return { ...p, timeline };
+    const [p, timeline, season] = await Promise.all([api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`)),
+      api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`, "/ranks")), seasons.load()]);
+    return { ...p, timeline, season };
   };
   view.patch = (p) => {
     const signature = JSON.stringify([p.timeline.points, p.timeline.tiers]);
     if (signature !== drawnRanks) { drawnRanks = signature; ranks.replaceChildren(...rankShapes(p.timeline)); }
     setText(name, p.player);
+    seasons.patch(p.season);
     board.set("rating", fmt(p.display_rating) + (p.provisional ? "? (provisional)" : ""));
     board.set("μ ± σ", `${fmt(p.mu)} ± ${fmt(p.sigma_now ?? p.sigma)}` + (p.interval ? ` [${fmt(p.interval[0])}, ${fmt(p.interval[1])}]` : ""));
     board.set("tier", p.tier || "–"); board.set("position", p.position ? `${p.position} / ${p.leaderboard_size}` : "–");
@@ -675,12 +678,13 @@ function parseRoute() {
   if (parts[2] === "r" && parts[3] !== undefined) return { kind: "round", ladder: parts[1], id: parts.slice(3).join("/") };
   if (parts[2] === "rejected" && parts.length === 3) return { kind: "rejected", ladder: parts[1] };
   if (parts[2] === "what-if" && parts.length === 3) return { kind: "whatif", ladder: parts[1] };
+  if (parts[2] === "seasons" && parts.length <= 4) return { kind: "seasons", ladder: parts[1], id: parts[3] || "" };
   if (parts[2] === "matchup") return { kind: "matchup", ladder: parts[1], id: raw.slice(3).filter((p) => p !== "") };
   return { kind: "ladder", ladder: parts[1] };
 }
 
 const VIEWS = { ladder: leaderboardView, player: playerView, round: roundView, rejected: rejectedView,
-  matchup: matchupView, whatif: whatIfView };  // whatIfView: whatif.js
+  matchup: matchupView, whatif: whatIfView, seasons: seasonsView };  // whatIfView: whatif.js; seasonsView: seasons.js
 
 // Re-read the current view's data and patch it; a newer refresh wins over an older one still in flight.
 async function refresh() {
