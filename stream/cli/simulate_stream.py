@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from stream.contracts import RoundResult
+from stream.cli.stack import start_child, stop_child
 from stream.engine.ladders import LadderConfig, parse_ladders
 from stream.matchmaking.raters import EngineRater
 from stream.pipeline.topics import ROUNDS, ensure
@@ -124,9 +123,9 @@ class StreamRater(EngineRater):
 
 
 def worker_env(bootstrap: str, redis_url: str, ladders_text: str) -> dict[str, str]:
-    """A worker's environment on the embedded stack: the simulation's LADDERS, no queue."""
-    return dict(os.environ, KAFKA_BOOTSTRAP=bootstrap, REDIS_URL=redis_url, TOPIC_PREFIX=PREFIX, APP_ID=f"{PREFIX}app",
-                LADDERS=ladders_text, QUEUES="", LOG_LEVEL="warning")
+    """A worker's settings on the embedded stack: the simulation's LADDERS, no queue."""
+    return {"KAFKA_BOOTSTRAP": bootstrap, "REDIS_URL": redis_url, "TOPIC_PREFIX": PREFIX, "APP_ID": f"{PREFIX}app",
+            "LADDERS": ladders_text, "QUEUES": "", "LOG_LEVEL": "warning"}
 
 
 @contextmanager
@@ -134,19 +133,12 @@ def embedded_pipeline(ladders_text: str, log: Path) -> Iterator[StreamLink]:
     """An embedded stack and one ``stream worker`` on it (stopped on exit), and a link to them."""
     with LocalStack.on_ports() as stack:
         env = worker_env(stack.bootstrap, stack.redis_url, ladders_text)
-        settings = Settings.from_env(env)
+        settings = Settings.from_env({**os.environ, **env})
         ensure(settings)
-        with open(log, "wb") as out:
-            worker = subprocess.Popen([sys.executable, "-m", "stream", "worker", "--no-web"], env=env,
-                                      stdout=out, stderr=subprocess.STDOUT)
+        worker = start_child(["worker", "--no-web"], env, str(log))
         link = StreamLink(stack.bootstrap, stack.redis_url, settings.topic(ROUNDS))
         try:
             yield link
         finally:
             link.close()
-            worker.terminate()
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+            stop_child(worker)
