@@ -2,7 +2,7 @@
 <= 100 ms), next to baselines in the same run.
 
 Run by hand:  python bench/matchmaking.py [--sizes 1000,10000,100000 --shapes duel,5v5,ffa8,ffa64
-                                            --repeat 3 --seed 0]
+                                            --repeat 3 --seed 0 --service]
 
 Pool: ratings mu ~ N(1500, 350), sigma ~ U(60, 120), one player in ten a newcomer (absent from
 the ratings); waits ~ U(0, 60) s; parties (5v5 only) of 1 (70 %), 2 (20 %) or 3 (10 %) players.
@@ -13,7 +13,11 @@ out. ``core cpu``: its matching alone (rating sort, windows, odds, choice); ``ob
 the result as FormedMatch objects (what the service does to write each match's records). Baselines: ``window``, the
 same tick with a fixed rating window (100) and no quality floor; ``all-pairs`` (duels, <= 2,000
 tickets), every pair's quality computed and the best pairs taken greedily (O(n^2 log n)), the
-quality our neighbour pairing gives up, if any.
+quality our neighbour pairing gives up, if any. With ``--service``, a ``service`` row per
+shape and size: the tick's reads as the worker does them, from a private redis-server holding
+the pool (``MatchStore.read_pool``: the pool's columns; ``MatchStore.ratings``: the players'
+mu and sigma, here none rated yet) and then ``form_matches`` (its result as arrays, not the
+records a commit writes: those cost per match formed, not per ticket waiting).
 """
 
 from __future__ import annotations
@@ -85,12 +89,49 @@ def all_pairs(waiting: TicketColumns, noob: tuple[float, float], model) -> tuple
     return len(taken), float(np.mean(taken)) if taken else float("nan")
 
 
+def service_tick(queue: QueueConfig, waiting: TicketColumns, ladder, repeat: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Least wall and CPU ms of read_pool + ratings + form_matches over ``waiting`` joined to a
+    private redis-server (module docstring)."""
+    import asyncio
+
+    from stream.stack.redis_server import RedisServer
+    from stream.store.matchmaking import MatchStore
+    from stream.store.store import Store
+
+    async def run(url: str) -> tuple[float, float]:
+        store = Store.from_url(url, history_length=3)
+        ms = MatchStore(store)
+        flat, first = waiting.players.tolist(), waiting.start.tolist()
+        for chunk in range(0, len(waiting), 5000):
+            rows = range(chunk, min(len(waiting), chunk + 5000))
+            await ms.join(queue.name, [(waiting.ticket_id[i], flat[first[i]:first[i + 1]], float(waiting.created[i]), None)
+                                       for i in rows], now=NOW, hold_s=600.0)
+        wall, cpu = [], []
+        for _ in range(repeat):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            pool = (await ms.read_pool(queue.name)).tickets
+            mu, sigma = await ms.ratings(queue.ladder, pool.players.tolist())
+            form_matches(queue, TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma),
+                         NOW, ladder)
+            wall.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - start_cpu) * 1000)
+        await store.close()
+        return min(wall), min(cpu)
+
+    server = RedisServer().start()
+    try:
+        return asyncio.run(run(server.url))
+    finally:
+        server.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--service", action="store_true", help="also time the tick's reads from Redis")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     ladder = parse_ladders("").of("bench")
@@ -117,6 +158,9 @@ def main() -> None:
             objects, _ = best_of(1, lambda: tick.matches)
             print(f"{shape:<7}{n:>9}  {'ours':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{core[1]:>9.1f}{objects[1]:>9.1f}"
                   f"{len(tick):>9}{quality:>9.4f}")
+            if args.service:
+                ms = service_tick(queue, waiting, ladder, args.repeat)
+                print(f"{shape:<7}{n:>9}  {'service':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{'':>9}{len(tick):>9}")
             fixed = window_queue(queue, 100.0)
             ms, result = best_of(args.repeat, lambda: form_matches(fixed, waiting, NOW, ladder))
             tick = cast(TickResult, result)

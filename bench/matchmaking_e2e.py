@@ -94,6 +94,8 @@ class Matches:
         count = _partitions(self.consumer, topic)
         self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(count)])
         self.arrived: dict[str, float] = {}
+        self.formed: dict[str, tuple[float, float]] = {}
+        """ticket -> (its match's formed_at, its wait in the pool): where its time went."""
         self.match_ids: set[str] = set()
         self.running = True
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -116,6 +118,7 @@ class Matches:
             self.match_ids.add(match["match_id"])
             for tid in match["tickets"]:
                 self.arrived.setdefault(tid, now)
+                self.formed.setdefault(tid, (float(match["formed_at"]), float(match["waits"][tid])))
 
     def wait_for(self, tickets: set[str]) -> float:
         deadline = time.monotonic() + TIMEOUT_S
@@ -149,7 +152,13 @@ def throughput(tickets: Tickets, matches: Matches, count: int, run: str,
     return count / (end - start), cpu
 
 
-def latency(tickets: Tickets, matches: Matches, rate: float, seconds: float, run: str) -> np.ndarray:
+def latency(tickets: Tickets, matches: Matches, rate: float, seconds: float,
+            run: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Ticket -> match of each ticket offered at ``rate`` for ``seconds``, and its parts (the
+    worker's clock is this machine's): ``to join`` publish -> the worker applied the join (the
+    match's formed_at minus the ticket's wait), ``in pool`` the join -> the tick that formed its
+    match (the wait for the next tick and the tick's reads), ``to reader`` formed -> read from
+    ``matches`` (the tick's commit and sending, the broker, the reader's fetch)."""
     first = tickets.count
     step = 2 * len(tickets.queues)  # every queue gets an even number: none is left waiting for a partner
     total = max(step, int(rate * seconds) // step * step)
@@ -162,7 +171,12 @@ def latency(tickets: Tickets, matches: Matches, rate: float, seconds: float, run
     tickets.flush()
     ids = [f"{run}-{i}" for i in range(first, first + total)]
     matches.wait_for(set(ids))
-    return np.array([matches.arrived[t] - tickets.sent[t] for t in ids])
+    sent = np.array([tickets.sent[t] for t in ids])
+    formed = np.array([matches.formed[t][0] for t in ids])
+    wait = np.array([matches.formed[t][1] for t in ids])
+    arrived = np.array([matches.arrived[t] for t in ids])
+    parts = {"to join": formed - wait - sent, "in pool": wait, "to reader": arrived - formed}
+    return arrived - sent, parts
 
 
 def main() -> None:
@@ -201,9 +215,11 @@ def main() -> None:
                 rows.append(f"| throughput | {args.tickets:,} at once | {ceiling:,.0f} tickets/s | | | {shares} |")
             if "latency" in modes:
                 rate = args.rate or (ceiling / 2 if ceiling else 1000.0)
-                lat = latency(tickets, matches, rate, args.latency_seconds, "paced")
+                lat, parts = latency(tickets, matches, rate, args.latency_seconds, "paced")
                 p50, p99, top = (float(np.percentile(lat, q)) * 1000 for q in (50, 99, 100))
-                print(f"latency at {rate:,.0f} tickets/s: p50 {p50:,.0f} ms, p99 {p99:,.0f} ms", file=sys.stderr)
+                split = "; ".join(f"{name} p50 {np.percentile(v, 50) * 1000:,.0f} / p99 {np.percentile(v, 99) * 1000:,.0f} ms"
+                                  for name, v in parts.items())
+                print(f"latency at {rate:,.0f} tickets/s: p50 {p50:,.0f} ms, p99 {p99:,.0f} ms ({split})", file=sys.stderr)
                 rows.append(f"| latency | {rate:,.0f} tickets/s for {args.latency_seconds:g} s | | "
                             f"{p50:,.0f} / {p99:,.0f} / {top:,.0f} ms | "
                             f"{'met' if p99 <= args.tick_s * 1000 + 100 else 'not met'} | |")

@@ -1,5 +1,6 @@
 """``stream simulate``: the matchmaker in a closed loop against baselines, in process (no Kafka,
-no Redis): stream/matchmaking/simulate.py."""
+no Redis): stream/matchmaking/simulate.py; with ``--through-stream`` the engine strategies are
+rated by an embedded pipeline (stream/cli/simulate_stream.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from typing import Annotated
 import typer
 
 from stream.cli.replay import _fail
-from stream.engine.ladders import parse_ladders
-from stream.matchmaking.queues import parse_queues
+from stream.engine.ladders import LadderConfig, parse_ladders
+from stream.matchmaking.queues import QueueConfig, parse_queues
 from stream.matchmaking.sim_plot import write_plots
 from stream.matchmaking.sim_report import report, summarise
-from stream.matchmaking.simulate import STRATEGIES, SimConfig, default_queue, simulate
+from stream.matchmaking.simulate import STRATEGIES, Record, SimConfig, default_queue, simulate
 
 
 def register(app: typer.Typer) -> None:
@@ -26,6 +27,23 @@ def _text(value: str) -> str:
     """JSON given inline or as a file holding it."""
     path = Path(value)
     return path.read_text() if not value.lstrip().startswith("{") and path.is_file() else value
+
+
+def _through_stream(sim: SimConfig, ladder: LadderConfig, queue: QueueConfig, strategies: tuple[str, ...],
+                    ladders_text: str) -> dict[str, Record]:
+    """simulate() with the engine strategies rated by an embedded pipeline (simulate_stream.py)."""
+    import tempfile
+
+    from stream.cli.simulate_stream import StreamRater, check_ladders, embedded_pipeline
+
+    try:
+        check_ladders(ladders_text, ladder, queue.ladder, [s for s in strategies if s != "openskill"])
+    except ValueError as exc:
+        _fail(str(exc))
+    with tempfile.TemporaryDirectory() as tmp, embedded_pipeline(ladders_text, Path(tmp) / "worker.log") as link:
+        def rater(config: LadderConfig, names: list[str], tag: str) -> StreamRater:
+            return StreamRater(config, names, tag, link=link, ladder_name=queue.ladder)
+        return simulate(sim, ladder, queue, strategies, engine=rater)
 
 
 def simulate_command(
@@ -43,6 +61,7 @@ def simulate_command(
     ladders: Annotated[str | None, typer.Option("--ladders", help="a LADDERS configuration (JSON text or a file): the queue's ladder model (an Elo-MMR preset)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON on stdout")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="write fairness.svg, accuracy.svg, calibration.svg into this directory")] = None,
+    through_stream: Annotated[bool, typer.Option("--through-stream", help="rate the engine strategies' matches through the real pipeline (an embedded broker, Redis and worker; slow) instead of in process")] = False,
 ) -> None:
     """Simulate players with hidden true skills queueing for duels: the matchmaker, a fixed rating
     window, the matchmaker over openskill ratings, random pairing and the ideal pairing; print
@@ -78,7 +97,11 @@ def simulate_command(
         _fail(f"ladder {queue.ladder!r}: model {ladder.model!r}; stream simulate rates with an Elo-MMR preset")
     sim = SimConfig(players=players, games=games, skill_sd=skill_sd, drift_per_hour=drift, break_s=break_s,
                     tick_s=tick_s, seed=seed, window=window)
-    summaries = {name: summarise(record) for name, record in simulate(sim, ladder, queue, chosen).items()}
+    if through_stream:
+        records = _through_stream(sim, ladder, queue, chosen, _text(ladders) if ladders else "")
+    else:
+        records = simulate(sim, ladder, queue, chosen)
+    summaries = {name: summarise(record) for name, record in records.items()}
     if as_json:
         typer.echo(json.dumps({name: s.to_dict() for name, s in summaries.items()}, indent=2))
     else:

@@ -32,10 +32,10 @@ class Rater(Protocol):
 
 
 class EngineRater:
-    """The engine's ratings, rounds rated as ``stream replay`` rates them (one ladder)."""
+    """The engine's ratings, rounds rated as ``stream replay`` rates them (ladder ``name``)."""
 
-    def __init__(self, ladder: LadderConfig, names: list[str], tag: str) -> None:
-        self.ladder, self.names, self.tag = ladder, names, tag
+    def __init__(self, ladder: LadderConfig, names: list[str], tag: str, name: str = "sim") -> None:
+        self.ladder, self.names, self.tag, self.name = ladder, names, tag, name
         self.result = ReplayResult(params=ladder.elo_mmr)
         self.model = outcome_model(ladder)
         self.count = 0
@@ -43,7 +43,7 @@ class EngineRater:
         self.noob = (noob.mu_noob, noob.sig_noob)
 
     def ratings(self, players: Sequence[int]) -> tuple[Array, Array]:
-        table = self.result.ladders.get("sim")
+        table = self.result.ladders.get(self.name)
         mu = np.full(len(players), self.noob[0])
         sigma = np.full(len(players), self.noob[1])
         if table is None or not len(players):
@@ -58,13 +58,17 @@ class EngineRater:
         mu_b, sig_b = self.ratings(b)
         return ahead(mu_a, sig_a, mu_b, sig_b, self.model)
 
-    def rate(self, winners: Sequence[int], losers: Sequence[int], now: float) -> None:
+    def rounds(self, winners: Sequence[int], losers: Sequence[int], now: float) -> list[RoundResult]:
+        """A tick's duels as the rounds that rate them (ids ``tag-1``, ``tag-2``, ... in play order)."""
         rounds = []
         for w, lo in zip(winners, losers):
             self.count += 1
-            rounds.append(RoundResult(round_id=f"{self.tag}-{self.count}", ladder="sim", occurred_at=EPOCH + now,
+            rounds.append(RoundResult(round_id=f"{self.tag}-{self.count}", ladder=self.name, occurred_at=EPOCH + now,
                                       standings=[Standing(self.names[w], 1), Standing(self.names[lo], 2)]))
-        rate_sequence(self.result, rounds, keep_rounds=False)
+        return rounds
+
+    def rate(self, winners: Sequence[int], losers: Sequence[int], now: float) -> None:
+        rate_sequence(self.result, self.rounds(winners, losers, now), keep_rounds=False)
 
 
 class OpenSkillRater:

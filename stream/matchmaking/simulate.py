@@ -1,22 +1,23 @@
 """``stream simulate``: the matchmaker in a closed loop (issue 27, deliverable 4; seed 001's Halo 2
 experiment: how close matched players' win probability stays to 50 % as they play).
 
-A population with hidden true skills (normal, sd ``skill_sd``; optional random-walk drift per
-hour) plays duels: each player joins the queue at Poisson times (an exponential break of mean
-``break_s`` after each game, or after a time-out), every ``tick_s`` a strategy pairs the waiting
-players, the winner is drawn from the true skills with Elo's logistic curve
-``P = 1 / (1 + 10^(-d/400))``, results are rated (the engine by ``stream replay``'s calls, or
-openskill.py) and the players go back to their break. Strategies, each on the same population and
-seed: ``matchmaker`` (:func:`form_matches` over the engine's ratings, the queue's widening
-schedule), ``window`` (the same tick with a fixed rating window and no quality floor: osu!'s and
-lichess's idea), ``openskill`` (the matchmaker over openskill.py ratings), ``random`` (the waiting
-players paired at random) and ``ideal`` (no queue: the whole population sorted by its current
-ratings and neighbours paired, round after round: what the ratings allow, the reference).
+A population with hidden true skills (normal, sd ``skill_sd``; optional random-walk drift per hour)
+plays duels: each player joins the queue at Poisson times (an exponential break of mean ``break_s``
+after each game, or after a time-out), every ``tick_s`` a strategy pairs the waiting players, the
+winner is drawn from the true skills with Elo's logistic curve ``P = 1 / (1 + 10^(-d/400))``,
+results are rated (the engine by ``stream replay``'s calls, or the real pipeline with
+``--through-stream``; or openskill.py) and the players go back to their break. Strategies, each on the same
+population and seed: ``matchmaker`` (:func:`form_matches` over the engine's ratings, the queue's
+widening schedule), ``window`` (the same tick with a fixed rating window and no quality floor:
+osu!'s and lichess's idea), ``openskill`` (the matchmaker over openskill.py ratings), ``random``
+(the waiting players paired at random) and ``ideal`` (no queue: the whole population sorted by its
+current ratings and neighbours paired, round after round: what the ratings allow, the reference).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -128,17 +129,25 @@ class _World:
             self.record.accuracy.append((float(mean), float(score[keep].mean())))
 
 
-def _rater(strategy: str, sim: SimConfig, ladder: LadderConfig, names: list[str]) -> Rater:
+EngineRaterFactory = Callable[[LadderConfig, list[str], str], Rater]
+"""Who rates an engine strategy's matches: (ladder, player names, strategy) -> a Rater;
+:class:`EngineRater` in process, or ``stream simulate --through-stream``'s rater (the rounds
+published to the real pipeline, the ratings read back from Redis)."""
+
+
+def _rater(strategy: str, sim: SimConfig, ladder: LadderConfig, names: list[str],
+           engine: EngineRaterFactory) -> Rater:
     if strategy == "openskill":
         return OpenSkillRater(sim.players, ladder.newcomer.mu_noob, ladder.newcomer.sig_noob)
-    return EngineRater(ladder, names, strategy)
+    return engine(ladder, names, strategy)
 
 
-def _queued(sim: SimConfig, strategy: str, queue: QueueConfig, ladder: LadderConfig) -> Record:
+def _queued(sim: SimConfig, strategy: str, queue: QueueConfig, ladder: LadderConfig,
+            engine: EngineRaterFactory) -> Record:
     """A strategy with a queue: players arrive, wait, get paired each tick, break, come back."""
     world = _World(sim, strategy)
     names = [f"p{i:05d}" for i in range(sim.players)]
-    rater = _rater(strategy, sim, ladder, names)
+    rater = _rater(strategy, sim, ladder, names, engine)
     ticking = queue if strategy != "window" else window_queue(queue, sim.window)
     back = world.rng.exponential(sim.break_s, sim.players)  # when each player next joins
     waiting = np.zeros(sim.players, dtype=bool)
@@ -187,11 +196,11 @@ def _tick(queue: QueueConfig, pool: NDArray[np.int64], created: Array, rater: Ra
     return player[result.tickets[0::2]], player[result.tickets[1::2]], player[result.late]
 
 
-def _ideal(sim: SimConfig, ladder: LadderConfig) -> Record:
+def _ideal(sim: SimConfig, ladder: LadderConfig, engine: EngineRaterFactory) -> Record:
     """Round after round, the whole population sorted by its current ratings, neighbours paired."""
     world = _World(sim, "ideal")
     names = [f"p{i:05d}" for i in range(sim.players)]
-    rater = EngineRater(ladder, names, "ideal")
+    rater = engine(ladder, names, "ideal")
     everyone = np.arange(sim.players)
     for r in range(sim.games):
         now = (r + 1) * sim.break_s
@@ -205,12 +214,14 @@ def _ideal(sim: SimConfig, ladder: LadderConfig) -> Record:
 
 
 def simulate(sim: SimConfig, ladder: LadderConfig, queue: QueueConfig | None = None,
-             strategies: tuple[str, ...] = STRATEGIES) -> dict[str, Record]:
-    """Run each strategy on the same population and seed (module docstring)."""
+             strategies: tuple[str, ...] = STRATEGIES, engine: EngineRaterFactory = EngineRater) -> dict[str, Record]:
+    """Run each strategy on the same population and seed (module docstring); ``engine`` rates the
+    engine strategies' matches (in process by default)."""
     queue = queue or default_queue()
     if queue.players != 2:
         raise ValueError("stream simulate plays duels: the queue must have teams 2, team_size 1")
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
         raise ValueError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
-    return {s: (_ideal(sim, ladder) if s == "ideal" else _queued(sim, s, queue, ladder)) for s in strategies}
+    return {s: (_ideal(sim, ladder, engine) if s == "ideal" else _queued(sim, s, queue, ladder, engine))
+            for s in strategies}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -151,8 +152,9 @@ async def handle_tickets(mm: Matchmaker, events: Sequence[Incoming]) -> list[Out
                if isinstance(t, TicketJoin) else ("cancel", t.ticket_id) for t in tickets]
         outcomes = await mm.store.apply(queue, ops, now=now, hold_s=hold_s)
         for ticket, outcome in zip(tickets, outcomes):
-            metrics.MM_TICKETS.labels(queue, _OUTCOME_LABEL.get(outcome.outcome, outcome.outcome)).inc()
             out.append(Outgoing(mm.names.ticket_events, queue.encode(), _answer(queue, ticket, outcome).to_json().encode()))
+        for label, count in Counter(_OUTCOME_LABEL.get(o.outcome, o.outcome) for o in outcomes).items():
+            metrics.MM_TICKETS.labels(queue, label).inc(count)  # once per outcome, not per ticket
     return out
 
 

@@ -205,20 +205,21 @@ class MatchStore:
 
     async def apply(self, queue: str, ops: Sequence[tuple[str, Any]], *, now: float, hold_s: float) -> list[Outcome]:
         """Joins (``("join", (ticket_id, players, since, latencies))``) and cancels (``("cancel",
-        ticket_id)``) of ``queue`` in the order given, one round trip."""
-        qkeys = keys.mm_keys(queue)
-
-        def build(pipe: Any) -> None:
-            for kind, arg in ops:
-                if kind == "join":
-                    tid, players, since, latencies = arg
-                    record = orjson.dumps({"players": list(players), "since": since, "latencies": latencies})
-                    self.store._eval(pipe, "mm_join", qkeys, [tid, repr(now), repr(hold_s), record, *players])
-                else:
-                    self.store._eval(pipe, "mm_cancel", qkeys, [arg, repr(now)])
-
+        ticket_id)``) of ``queue`` in the order given: one mm_apply.lua call (one round trip, one
+        script run for the whole batch)."""
+        if not ops:
+            return []
+        args: list[Any] = []
+        for kind, arg in ops:
+            if kind == "join":
+                tid, players, since, latencies = arg
+                record = orjson.dumps({"players": list(players), "since": since, "latencies": latencies})
+                args += ["join", 4 + len(players), tid, repr(now), repr(hold_s), record, *players]
+            else:
+                args += ["cancel", 2, arg, repr(now)]
+        (replies,) = await self.store._run(lambda pipe: self.store._eval(pipe, "mm_apply", keys.mm_keys(queue), args))
         out = []
-        for reply in await self.store._run(build) if ops else []:
+        for reply in replies:
             kind = _text(reply[0])
             if kind == "rejected":
                 out.append(Outcome(kind, orjson.loads(reply[3]), _text(reply[1]), _text(reply[2])))

@@ -58,6 +58,13 @@ def _check(queue: QueueConfig, tickets: list[Ticket], ratings: dict[str, tuple[f
            result: TickResult, ladder: LadderConfig) -> None:
     by_id = {t.ticket_id: t for t in tickets}
     noob = (ladder.newcomer.mu_noob, ladder.newcomer.sig_noob)
+    # the arrays and the objects read from them agree (the service reads the arrays)
+    ids = result.waiting.ticket_id
+    assert [tuple(ids[result.tickets[s:e]].tolist()) for s, e in zip(result.start[:-1], result.start[1:])] == \
+        [m.tickets for m in result.matches]
+    assert result.quality.tolist() == [m.quality for m in result.matches]
+    assert result.win_probability.shape == (len(result), queue.teams)
+    assert result.team_of.size == result.tickets.size and set(result.team_of.tolist()) <= set(range(queue.teams))
     matched = [tid for m in result.matches for tid in m.tickets]
     assert len(matched) == len(set(matched)), "a ticket in two matches"
     players = [p for m in result.matches for team in m.teams for p in team]

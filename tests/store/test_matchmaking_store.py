@@ -9,6 +9,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -58,6 +59,26 @@ def test_join_is_idempotent_and_one_live_ticket_per_player(url: tuple[str, bool]
         view = await ms.read_pool(Q)
         assert [(t, p) for t, p, _ in view.tickets.rows()] == [("t1", ("ann",)), ("t3", ("bob",))]
         assert view.tickets.rows()[0][2] == 1.0
+    run(url, body)
+
+
+def test_the_pool_reads_as_columns_aligned_ticket_by_ticket(url: tuple[str, bool]) -> None:
+    """read_pool's columns: each ticket's id, since, latencies and party (its players in order, the
+    flat players column cut by the sizes) stay together, whatever order Redis returns them in."""
+    joined = [("solo", ["ann"], 1.5, None), ("duo", ["cid", "bob"], 2.5, {"eu": 20.0}),
+              ("trio", ["eve", "dan", "fay"], 0.5, {"us": 7.0, "eu": 90.0})]
+
+    async def body(ms: MatchStore) -> None:
+        await ms.join(Q, joined, now=5.0, hold_s=HOLD)
+        cols = (await ms.read_pool(Q)).tickets
+        assert len(cols) == 3 and int(cols.size.sum()) == cols.players.size == 6
+        ends = np.cumsum(cols.size).tolist()
+        got = {tid: (cols.players[e - s:e].tolist(), since, lat)
+               for tid, s, e, since, lat in zip(cols.ticket_id.tolist(), cols.size.tolist(), ends, cols.since.tolist(),
+                                                cols.latencies or [None] * 3)}
+        assert got == {tid: (players, since, lat) for tid, players, since, lat in joined}
+        await ms.cancel(Q, ["duo", "trio"], now=6.0)
+        assert (await ms.read_pool(Q)).tickets.latencies is None  # no waiting ticket has latencies
     run(url, body)
 
 

@@ -1,4 +1,5 @@
--- mm_cancel: cancel one ticket; honoured while the ticket waits in the pool (no tick took it).
+-- mm_cancel: cancel one ticket; honoured while the ticket waits in the pool (no tick took it). A
+-- snippet, no script of its own: mm_apply.lua runs it as a function per cancel of a batch.
 -- One slot: every key of queue {q:Q}.
 -- KEYS: keys.mm_keys(Q) (see mm_join.lua)
 -- ARGV: ticket_id, now

@@ -1,4 +1,5 @@
--- mm_join: a join of one ticket to its queue's pool, idempotent on the ticket id.
+-- mm_join: a join of one ticket to its queue's pool, idempotent on the ticket id. A snippet, no script
+-- of its own: mm_apply.lua runs it as a function per join of a batch.
 -- One slot: every key of queue {q:Q}.
 -- KEYS: keys.mm_keys(Q): pool, waiting, inmatch, status, finished, matches, live, outcomes, outbox, recent, waits
 -- ARGV: ticket_id, now, hold_s (MATCH_HOLD_S), the ticket's pool record (JSON), then the party's players
