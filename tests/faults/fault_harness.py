@@ -94,9 +94,11 @@ def tend(workers: list[harness.Worker], *, restart: bool, crashes: int = 0) -> i
 
 def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.Worker], *,
           restart: bool, timeout_s: float = harness.DRAIN_TIMEOUT_S) -> int:
-    """Wait until every expected round is rated or no_outcome, and, once a crash point fired
-    (its marker file exists), until the crashed worker is seen: phase two crashes after its
-    Redis writes, so a batch holding the last rounds is rated before its worker exits.
+    """Wait until every expected round is rated or no_outcome and, when FAULT_POINT is a crash
+    point of the rounds' path (every stream meets each of them), until the crashed worker is
+    seen. The phase-two points fire after a batch's Redis writes (and the events' send): a
+    batch holding the last rounds, which a loaded machine makes of the whole stream, has them
+    all rated before its worker gets to the point, let alone exits.
 
     A worker that exits with the fault status is restarted (``restart``) or left dead (another
     worker must take over); any other exit fails the test. Returns how many workers crashed.
@@ -105,19 +107,20 @@ def drain(redis_url: str, expected: dict[str, set[str]], workers: list[harness.W
     deadline = time.monotonic() + timeout_s
     crashes = 0
     env = workers[0].env if workers else {}
-    crash_marker = Path(env["FAULT_MARKER"]) if env.get("FAULT_POINT") in CRASH_POINTS + BATCH_CRASH_POINTS else None
+    expects_crash = env.get("FAULT_POINT") in CRASH_POINTS + BATCH_CRASH_POINTS
     try:
         while True:
             done = statuses(client, expected)
             missing = [k for k, s in done.items() if s not in (b"rated", b"no_outcome")]
-            if not missing and not (crash_marker is not None and crash_marker.exists() and crashes == 0):
+            if not missing and not (expects_crash and crashes == 0):
                 return crashes
             crashes = tend(workers, restart=restart, crashes=crashes)
             alive = [w for w in workers if w.process is not None and w.process.poll() is None]
             assert alive or restart, "every worker died"
             if time.monotonic() > deadline:
-                raise AssertionError(f"{len(missing)} rounds not rated, e.g. {missing[:5]}\n"
-                                     + "\n".join(w.log() for w in workers))
+                what = f"{len(missing)} rounds not rated, e.g. {missing[:5]}" if missing else \
+                    "every round rated, no worker crashed: the fault point was never reached"
+                raise AssertionError(what + "\n" + "\n".join(w.log() for w in workers))
             time.sleep(harness.POLL_S)
     finally:
         client.close()
