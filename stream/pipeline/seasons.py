@@ -9,7 +9,8 @@ one round trip (ZRANGE at those ranks), and kept with the time they took effect
 display rating reaches (:func:`share_leagues`).
 
 A player's season (:func:`player_season`): his rounds of the season now (from his rating
-history), whether he is still in placement, his points (display rating plus the bonus pool's
+history), whether he is still in placement, his league under the share thresholds in effect, his
+points (display rating plus the bonus pool's
 points he took, ``stream.engine.bonus``; display only) and his archived past seasons.
 
 Archive: the final standing of a player in season S is his state after his last round of S. A
@@ -177,6 +178,8 @@ async def player_season(r: AsyncRedis, ladder: str, player: str, cfg: LadderConf
         took = bonus(start if math.isfinite(start) else float(times[0]) if len(times) else now, times,
                      after - before, seasons.bonus, now)
         doc.update({"points": shown + took.total, "bonus_taken": took.total, "bonus_pool": took.pool_now})
+    shares = await store.shares_at(r, ladder, now)
+    doc["league_by_share"] = None if shares is None else share_leagues(np.array([shown]), shares)[0]
     past = list(seasons.names[:max(index - 1, 0)])
     doc["past"] = [{"season": name, **standing}
                    for name, standing in (await store.archived_player(r, ladder, player, past)).items()]
