@@ -179,3 +179,30 @@ def test_placement_shows_no_league_then_places_by_the_confident_rule() -> None:
     none = Seasons(starts=(T0,), names=("S1",))
     np.testing.assert_array_equal(season_next_tier(np.array([0, 0]), np.array([True, False]), mu, sigma, cfg, none),
                                   next_tier(np.array([0, 0]), mu, sigma, cfg))
+
+
+@pytest.mark.parametrize("name", ["mmr-bounded", "mmx"])
+def test_team_rounds_many_per_call_equal_one_by_one_across_seasons(name: str) -> None:
+    """Elo-MMR for teams: rate_rounds_with_teams (the reset per wave) equals rate_team_round per
+    round (its prior reset by ``seasoned``, its update by phase_two) across both season starts."""
+    from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams, rate_team_round
+
+    p = params(name)
+    rng = np.random.default_rng(5)
+    specs = []
+    for k in range(30):
+        players = rng.permutation(10)[:6]
+        shares = rng.choice([1.0, 0.5], size=6)
+        specs.append(TeamRoundSpec(players=players, ranks=np.repeat([1, 2], 3), entry=np.repeat([0, 1], 3),
+                                   entry_ranks=np.array([1, 2]), weights=shares, time=T0 + k * DAY))
+    batch = PlayerBatch.new(10, p)
+    many = rate_rounds_with_teams(batch, specs, p).after
+    one = batch
+    for spec in specs:
+        upd = rate_team_round(one.take(spec.players), spec.entry, spec.entry_ranks, spec.weights, p, time=spec.time)
+        one = one.copy()
+        one.put(spec.players, upd.after)
+    np.testing.assert_allclose(many.mu, one.mu, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(many.sigma, one.sigma, rtol=0, atol=1e-9)
+    plain = rate_rounds_with_teams(batch, specs, preset(name)).after
+    assert np.abs(plain.sigma - many.sigma).max() > 1.0  # the seasons moved them
