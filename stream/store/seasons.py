@@ -126,3 +126,13 @@ async def histories(r: AsyncRedis, ladder: str, players: Sequence[str]) -> list[
     for player in players:
         pipe.lrange(keys.history(ladder, player), 0, -1)
     return [list(entries) for entries in await pipe.execute()]
+
+
+async def mean_mu(r: AsyncRedis, ladder: str) -> float | None:
+    """The mean mu of the ladder's leaderboard players (None: none), the board read in chunks."""
+    total, count, offset = 0.0, 0, 0
+    while rows := await leaderboard_rows(r, ladder, offset, ARCHIVE_CHUNK):
+        offset += len(rows)
+        values = [float(mu) for (mu,) in await player_fields(r, ladder, [p for p, _ in rows], ("mu",)) if mu is not None]
+        total, count = total + sum(values), count + len(values)
+    return total / count if count else None
