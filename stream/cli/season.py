@@ -144,7 +144,8 @@ def shares_command(
     ladder: Annotated[str, typer.Argument(help="ladder name")],
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and keep them from now on."""
+    """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and
+    keep them from now on."""
     from stream.pipeline.seasons import recompute_shares
 
     doc = _on_ladder(ladder, lambda r, cfg: recompute_shares(r, ladder, cfg, cfg.display, now=time.time()))

@@ -112,7 +112,8 @@ class Seasons:
         for i, entry in enumerate(schedule):
             if not isinstance(entry, Mapping) or not {"name", "start"} <= set(entry) <= {"name", "start", "centre"} \
                     or not isinstance(entry["name"], str):
-                raise ValueError(f"schedule[{i}]: must be {{\"name\": text, \"start\": time, \"centre\": number (optional)}}")
+                raise ValueError(f"schedule[{i}]: must be {{\"name\": text, \"start\": time, "
+                                 f"\"centre\": number (optional)}}")
             centre = entry.get("centre")
             if centre is not None and (isinstance(centre, bool) or not isinstance(centre, (int, float))):
                 raise ValueError(f"schedule[{i}].centre: must be a number, got {centre!r}")
