@@ -74,7 +74,8 @@ def template_rows() -> list[list[object]]:
     shown = display_rating(after.mu, after.sigma, cfg)
     tiers = tier_names(next_tier(np.full(TEMPLATES, -1), after.mu, after.sigma, cfg), cfg)
     states = pack_batch(after)
-    return [[0, 0, repr(float(after.mu[i])), repr(float(after.sigma[i])), int(after.rounds[i]), "", repr(float(after.last_time[i])),
+    return [[0, 0, repr(float(after.mu[i])), repr(float(after.sigma[i])), int(after.rounds[i]), "",
+             repr(float(after.last_time[i])),
              repr(float(shown[i])), tiers[i], states[i]] for i in range(TEMPLATES)]
 
 
@@ -196,7 +197,8 @@ def main() -> None:
     print(f"| season start (`stream season start`) | {min(start_cpu) * 1e3:.1f} ms | 0 | 0 |")
     for mode, (label, _) in MODES.items():
         cpu, redis_s = best[mode]
-        print(f"| duels, {label} | {cpu * 1e6 / args.rounds:.0f} µs/round | {redis_s * 1e6 / args.rounds:.0f} µs/round | - |")
+        print(f"| duels, {label} | {cpu * 1e6 / args.rounds:.0f} µs/round | "
+              f"{redis_s * 1e6 / args.rounds:.0f} µs/round | - |")
     print(f"| for scale: bulk write of every player's hash (an eager reset's minimum) | {min(write_cpu):.1f} s | - | "
           f"{args.players:,} hashes |")
     for mode in ("reset", "steady"):

@@ -9,7 +9,9 @@ stream, ``stream replay --ladders``, backfill and corrections reproduce every bo
 (atomically), or prints the new ``LADDERS`` JSON when the configuration is the ``LADDERS`` setting
 or JSON text. Workers pick the schedule up when restarted with it, so a season is scheduled
 ahead: a start before now is refused (rounds after it may already be rated without its reset;
-``--backdate`` allows it, for a history that is replayed or backfilled, not streamed).
+``--backdate`` allows it, for a history that is replayed or backfilled, not streamed). The
+season's soft reset pulls mu toward ``--centre``, or with ``--centre-from-ladder`` toward the
+ladder's mean mu when the season is scheduled, frozen in the schedule (so replay sees the same).
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ def start_command(
     ladders: LaddersOption = None,
     backdate: Annotated[bool, typer.Option("--backdate", help="allow a start before now (a history to replay or "
                                                                "backfill, not one being streamed)")] = False,
+    centre: Annotated[float | None, typer.Option("--centre", help="the mu this season's soft reset pulls toward "
+                                                                  "(default: the ladder's configured centre)")] = None,
+    centre_from_ladder: Annotated[bool, typer.Option("--centre-from-ladder", help="the ladder's mean mu now, read from "
+                                                                               "Redis (REDIS_URL) and frozen in the "
+                                                                               "schedule")] = False,
 ) -> None:
     """Schedule a season start on a ladder: its players are soft-reset at their first round from then on."""
     if not LADDER_NAME.match(ladder):
@@ -87,8 +94,13 @@ def start_command(
         _fail(f"a season must start after the last one ({current.names[-1]} at {iso_time(current.starts[-1])})")
     if label in current.names:
         _fail(f"ladder {ladder!r} already has a season named {label!r}")
+    if centre is not None and centre_from_ladder:
+        _fail("give --centre or --centre-from-ladder, not both")
+    if centre_from_ladder:
+        centre = _ladder_mean(ladder)
     seasons = dict(entry.get("seasons", {}))
-    seasons["schedule"] = [*seasons.get("schedule", []), {"name": label, "start": iso_time(start)}]
+    season = {"name": label, "start": iso_time(start), **({} if centre is None else {"centre": centre})}
+    seasons["schedule"] = [*seasons.get("schedule", []), season]
     entry["seasons"] = seasons
     text = json.dumps(raw, indent=2, sort_keys=True) + "\n"
     try:
@@ -132,7 +144,8 @@ def shares_command(
     ladder: Annotated[str, typer.Argument(help="ladder name")],
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and keep them from now on."""
+    """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and
+    keep them from now on."""
     from stream.pipeline.seasons import recompute_shares
 
     doc = _on_ladder(ladder, lambda r, cfg: recompute_shares(r, ladder, cfg, cfg.display, now=time.time()))
@@ -172,6 +185,17 @@ def _on_ladder(ladder: str, work: Callable[[Any, Any], Awaitable[T]]) -> T:
         return run_on_redis(settings, lambda r: work(r, config), write=True)
     except SeasonsError as exc:
         _fail(str(exc))
+
+
+def _ladder_mean(ladder: str) -> float:
+    """The ladder's mean mu now (REDIS_URL); exit 2 if it has no players."""
+    from stream.cli.store_command import run_on_redis
+    from stream.store.seasons import mean_mu
+
+    found = run_on_redis(Settings.from_env(), lambda r: mean_mu(r, ladder))
+    if found is None:
+        _fail(f"ladder {ladder!r} has no players to take a mean of")
+    return found
 
 
 def _load(option: str | None) -> tuple[Path | None, dict[str, Any]]:

@@ -38,8 +38,9 @@ def phase_two(
     time: float | np.ndarray,
     in_place: bool = False,
 ) -> PlayerBatch:
-    """A new season's soft reset of the rows entering one (``seasons.reset_rows``), diffusion (Algorithm 2, elapsed days from ``last_time`` to ``time``), belief update
-    (Algorithm 3), history bound, sigma (Eq. 8), ``rounds += 1``, ``last_time = time``.
+    """A new season's soft reset of the rows entering one (``seasons.reset_rows``), diffusion
+    (Algorithm 2, elapsed days from ``last_time`` to ``time``), belief update (Algorithm 3),
+    history bound, sigma (Eq. 8), ``rounds += 1``, ``last_time = time``.
 
     ``weight`` and ``time`` are one round's, or per row (players of several rounds rated in one
     call: the pipeline's phase two batches rounds). Rows are independent: any sub-batch, alone or

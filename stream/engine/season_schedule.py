@@ -47,6 +47,9 @@ class Seasons:
     display config's thresholds only)."""
     bonus: BonusPool | None = None
     """The season's bonus pool (``stream.engine.bonus``; None: none), display only."""
+    centres: tuple[float | None, ...] = ()
+    """Each season's own centre (a schedule entry's ``centre``, e.g. the ladder's mean mu frozen
+    when the season was scheduled: ``stream season start --centre-from-ladder``); None: ``centre``."""
 
     def __post_init__(self) -> None:
         if len(self.starts) != len(self.names):
@@ -63,9 +66,20 @@ class Seasons:
                 raise ValueError(f"{name} must be in [0, 1], got {value!r}")
         if self.centre is not None and not math.isfinite(self.centre):
             raise ValueError(f"centre must be a finite number or null, got {self.centre!r}")
+        if self.centres and len(self.centres) != len(self.names):
+            raise ValueError("one centre (or null) per season")
+        if any(c is not None and not math.isfinite(c) for c in self.centres):
+            raise ValueError("a season's centre must be a finite number or null")
         if isinstance(self.placement_rounds, bool) or not isinstance(self.placement_rounds, int) \
                 or self.placement_rounds < 0:
             raise ValueError(f"placement_rounds must be an integer >= 0, got {self.placement_rounds!r}")
+
+    def centre_of(self, index: np.ndarray, mu_noob: float) -> np.ndarray:
+        """The centre a player entering season ``index`` (per row) is pulled toward: the season's
+        own, else ``centre``, else the model's newcomer mean ``mu_noob``."""
+        default = mu_noob if self.centre is None else self.centre
+        own = np.array([default] + [default if c is None else c for c in (self.centres or (None,) * len(self.names))])
+        return own[np.clip(np.asarray(index, dtype=np.int64), 0, len(self.names))]
 
     def name_of(self, index: int) -> str:
         """The name of season ``index`` (:func:`season_of`); ``""`` before the first start."""
@@ -76,12 +90,6 @@ class Seasons:
         if name not in self.names:
             raise KeyError(name)
         return self.names.index(name) + 1
-
-    def with_season(self, name: str, start: float) -> Seasons:
-        """This schedule with one more season starting at ``start`` (after every other)."""
-        return Seasons(starts=(*self.starts, float(start)), names=(*self.names, name), sigma_to=self.sigma_to,
-                       sigma_share=self.sigma_share, mu_pull=self.mu_pull, centre=self.centre,
-                       placement_rounds=self.placement_rounds, leagues=self.leagues, bonus=self.bonus)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Seasons:
@@ -100,11 +108,18 @@ class Seasons:
             raise ValueError("schedule: must be a list of {\"name\", \"start\"}")
         names: list[str] = []
         starts: list[float] = []
+        centres: list[float | None] = []
         for i, entry in enumerate(schedule):
-            if not isinstance(entry, Mapping) or set(entry) != {"name", "start"} or not isinstance(entry["name"], str):
-                raise ValueError(f"schedule[{i}]: must be {{\"name\": text, \"start\": time}}")
+            if not isinstance(entry, Mapping) or not {"name", "start"} <= set(entry) <= {"name", "start", "centre"} \
+                    or not isinstance(entry["name"], str):
+                raise ValueError(f"schedule[{i}]: must be {{\"name\": text, \"start\": time, "
+                                 f"\"centre\": number (optional)}}")
+            centre = entry.get("centre")
+            if centre is not None and (isinstance(centre, bool) or not isinstance(centre, (int, float))):
+                raise ValueError(f"schedule[{i}].centre: must be a number, got {centre!r}")
             names.append(entry["name"])
             starts.append(parse_time(entry["start"], f"schedule[{i}].start"))
+            centres.append(None if centre is None else float(centre))
         kwargs: dict[str, Any] = {}
         for key in ("sigma_to", "sigma_share", "mu_pull", "centre"):
             if key in raw and raw[key] is not None:
@@ -123,11 +138,13 @@ class Seasons:
             if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (rate, cap)):
                 raise ValueError("bonus_per_day and bonus_cap: give both, as numbers")
             kwargs["bonus"] = BonusPool(float(rate), float(cap))  # type: ignore[arg-type]
-        return cls(starts=tuple(starts), names=tuple(names), **kwargs)
+        return cls(starts=tuple(starts), names=tuple(names),
+                   centres=tuple(centres) if any(c is not None for c in centres) else (), **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, inverse of :meth:`from_dict` (starts as ISO 8601 UTC)."""
-        return {"schedule": [{"name": n, "start": iso_time(t)} for n, t in zip(self.names, self.starts)],
+        return {"schedule": [{"name": n, "start": iso_time(t), **({} if c is None else {"centre": c})}
+                             for n, t, c in zip(self.names, self.starts, self.centres or (None,) * len(self.names))],
                 "sigma_to": self.sigma_to, "sigma_share": self.sigma_share, "mu_pull": self.mu_pull,
                 "centre": self.centre, "placement_rounds": self.placement_rounds,
                 **({} if self.leagues is None else {"shares": list(self.leagues.shares), "top": self.leagues.top}),

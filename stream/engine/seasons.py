@@ -14,7 +14,9 @@ being rated is reset *before* that round is rated, lazily, at his first round of
 * sigma is raised toward ``sigma_to``: ``sigma'^2 = sigma^2 + share * (sigma_to^2 - sigma^2)``
   (never lowered), by the engine's own pseudo-diffusion (paper Algorithm 2 with
   ``gamma^2 = sigma'^2 - sigma^2``), so the logistic history decays as under skill drift;
-* mu is pulled toward the centre by a factor: ``mu' = mu + pull * (centre - mu)``, a translation of
+* mu is pulled toward the centre (the season's own, e.g. the ladder's mean frozen when it was
+  scheduled; else the configured one; else the newcomers' mean) by a factor:
+  ``mu' = mu + pull * (centre - mu)``, a translation of
   the whole belief (``mu0`` and every factor's location move with it; Eq. 10's posterior is
   translation invariant, so its mode moves by exactly the same amount).
 
@@ -31,13 +33,15 @@ import numpy as np
 from .diffusion import diffuse
 from .display import UNPLACED, DisplayConfig, next_tier, placement_index
 from .params import Params
-from .season_schedule import Seasons, entering
+from .season_schedule import Seasons, entering, season_of
 from .state import PlayerBatch
 
 
-def reset_targets(mu: np.ndarray, sigma: np.ndarray, seasons: Seasons, mu_noob: float) -> tuple[np.ndarray, np.ndarray]:
-    """The reset (mu, sigma) of players entering a season (module docstring); phase one reads these."""
-    centre = mu_noob if seasons.centre is None else seasons.centre
+def reset_targets(mu: np.ndarray, sigma: np.ndarray, seasons: Seasons, mu_noob: float,
+                  times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The reset (mu, sigma) of players entering a season at ``times`` (module docstring; the
+    centre: ``Seasons.centre_of`` the season entered); phase one reads these."""
+    centre = seasons.centre_of(season_of(times, seasons), mu_noob)
     new_mu = mu + seasons.mu_pull * (centre - mu) if seasons.mu_pull else mu.copy()
     if seasons.sigma_to is None or seasons.sigma_share == 0.0:
         return new_mu, sigma.copy()
@@ -53,11 +57,13 @@ def reset_rows(batch: PlayerBatch, rows: np.ndarray, times: np.ndarray, params: 
     if seasons is None or not seasons.starts or len(rows) == 0:
         return
     rows = np.asarray(rows, dtype=np.int64)
-    moving = rows[entering(batch.last_time[rows], np.asarray(times, dtype=np.float64), seasons)]
+    times = np.asarray(times, dtype=np.float64)
+    mask = entering(batch.last_time[rows], times, seasons)
+    moving = rows[mask]
     if len(moving) == 0:
         return
     sub = batch.take(moving)
-    mu, sigma = reset_targets(sub.mu, sub.sigma, seasons, params.mu_noob)
+    mu, sigma = reset_targets(sub.mu, sub.sigma, seasons, params.mu_noob, times[mask])
     raise_ = sigma > sub.sigma
     if raise_.any():
         gamma = np.sqrt(np.maximum(sigma * sigma - sub.sigma * sub.sigma, 0.0))
@@ -108,11 +114,11 @@ def seasoned_view(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, time
     seasons = params.season
     if seasons is None or not seasons.starts or len(mu) == 0:
         return mu, sigma
-    moving = entering(np.asarray(last_time, dtype=np.float64),
-                      np.broadcast_to(np.asarray(time, dtype=np.float64), (len(mu),)), seasons)
+    times = np.broadcast_to(np.asarray(time, dtype=np.float64), (len(mu),))
+    moving = entering(np.asarray(last_time, dtype=np.float64), times, seasons)
     if not moving.any():
         return mu, sigma
-    new_mu, new_sigma = reset_targets(mu[moving], sigma[moving], seasons, params.mu_noob)
+    new_mu, new_sigma = reset_targets(mu[moving], sigma[moving], seasons, params.mu_noob, times[moving])
     mu, sigma = mu.copy(), sigma.copy()
     mu[moving], sigma[moving] = new_mu, new_sigma
     return mu, sigma

@@ -4,12 +4,14 @@ live distribution, and a season's final standings archived.
 League shares (``LADDERS[ladder].seasons.shares``/``top``, ``stream.engine.league_shares``): the
 thresholds are cut from the leaderboard (its score is the display rating: in conservative mode
 the lower bound ``mu - k*sigma`` of the confident promotion rule) at the ranks the shares give, in
-one round trip (ZRANGE at those ranks), and kept with the time they took effect
-(``stream.store.seasons``). A player's league under shares is the highest whose threshold his
+one round trip (ZRANGE at those ranks); with the display's ``active_days`` only the players with a
+round within that many days count (the board scanned); they are kept with the time they took
+effect (``stream.store.seasons``). A player's league under shares is the highest whose threshold his
 display rating reaches (:func:`share_leagues`).
 
 A player's season (:func:`player_season`): his rounds of the season now (from his rating
-history), whether he is still in placement, his points (display rating plus the bonus pool's
+history), whether he is still in placement, his league under the share thresholds in effect, his
+points (display rating plus the bonus pool's
 points he took, ``stream.engine.bonus``; display only) and his archived past seasons.
 
 Archive: the final standing of a player in season S is his state after his last round of S. A
@@ -38,7 +40,8 @@ from stream.store import seasons as store
 from stream.store.client import AsyncRedis
 
 READ_CHUNK = 5_000
-"""Leaderboard players read per round trip while archiving."""
+"""Leaderboard players read per round trip while archiving (or cutting shares of active players)."""
+DAY_S = 86_400.0
 
 
 class SeasonsError(ValueError):
@@ -57,14 +60,33 @@ async def recompute_shares(r: AsyncRedis, ladder: str, cfg: LadderConfig, displa
     seasons = cfg.seasons
     if seasons is None or seasons.leagues is None:
         raise SeasonsError(f"ladder {ladder!r} has no league shares (LADDERS[{ladder!r}].seasons.shares)")
-    n = await store.leaderboard_size(r, ladder)
-    ranks = boundary_ranks(n, seasons.leagues)
-    thresholds = thresholds_from(await store.scores_at_ranks(r, ladder, ranks.tolist()), n, seasons.leagues)
-    counts = await store.counts_between(r, ladder, thresholds.tolist())
+    if display.active_days is None:  # every leaderboard player: the cut ranks read in one round trip
+        n = await store.leaderboard_size(r, ladder)
+        ranks = boundary_ranks(n, seasons.leagues)
+        thresholds = thresholds_from(await store.scores_at_ranks(r, ladder, ranks.tolist()), n, seasons.leagues)
+        counts = await store.counts_between(r, ladder, thresholds.tolist())
+    else:  # the active players only (a round within the display's active_days): the board scanned
+        scores = await _active_scores(r, ladder, now - display.active_days * DAY_S)
+        n = len(scores)
+        ranks = boundary_ranks(n, seasons.leagues)
+        at = [float(scores[k]) if k < n else math.nan for k in ranks.tolist()]
+        thresholds = thresholds_from(at, n, seasons.leagues)
+        counts = np.bincount(league_of(scores, thresholds), minlength=len(thresholds)).tolist()
     doc = {"leagues": [name for name, _ in display.tiers], "thresholds": [_finite(t) for t in thresholds.tolist()],
            "counts": counts, "players": n, "shares": list(seasons.leagues.shares), "top": seasons.leagues.top}
     await store.record_shares(r, ladder, now, doc)
     return {"at": now, **doc}
+
+
+async def _active_scores(r: AsyncRedis, ladder: str, since: float) -> np.ndarray:
+    """Display ratings (ascending) of the leaderboard's players whose last round is at ``since`` or later."""
+    out: list[float] = []
+    offset = 0
+    while rows := await store.leaderboard_rows(r, ladder, offset, READ_CHUNK):
+        offset += len(rows)
+        last = await store.player_fields(r, ladder, [p for p, _ in rows], ("last_time",))
+        out += [score for (_, score), (t,) in zip(rows, last) if t is not None and float(t) >= since]
+    return np.array(out, dtype=np.float64)
 
 
 def share_leagues(scores: np.ndarray, doc: dict[str, Any]) -> list[str]:
@@ -177,6 +199,8 @@ async def player_season(r: AsyncRedis, ladder: str, player: str, cfg: LadderConf
         took = bonus(start if math.isfinite(start) else float(times[0]) if len(times) else now, times,
                      after - before, seasons.bonus, now)
         doc.update({"points": shown + took.total, "bonus_taken": took.total, "bonus_pool": took.pool_now})
+    shares = await store.shares_at(r, ladder, now)
+    doc["league_by_share"] = None if shares is None else share_leagues(np.array([shown]), shares)[0]
     past = list(seasons.names[:max(index - 1, 0)])
     doc["past"] = [{"season": name, **standing}
                    for name, standing in (await store.archived_player(r, ladder, player, past)).items()]

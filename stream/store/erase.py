@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 
 from stream.contracts import PlayerUpdate, RatingChange
-from stream.store import keys, player_hash
+from stream.store import keys, player_hash, seasons
 from stream.store.bulk import FLUSH_COMMANDS, members, ladder_info
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store, encode_float
@@ -123,6 +123,7 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
     if await store.client.zrem(keys.leaderboard(ladder), player):  # counted out once, also on a re-run
         await store.client.hincrby(keys.ladder(ladder), "players", -1)
     await store.client.zrem(keys.player_names(ladder), player)
+    await seasons.forget_player(store.client, ladder, player)  # his archived season standings
     pipe = store.client.pipeline(transaction=False)
     pipe.delete(keys.history(ladder, player))
     pipe.delete(keys.player(ladder, player))

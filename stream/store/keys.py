@@ -209,3 +209,8 @@ def season_archive(ladder_name: str, season: str) -> str:
 def season_standings(ladder_name: str, season: str) -> str:
     """Hash: a season's final standings, player -> JSON (mu, sigma, rating, tier, league, division, rank)."""
     return f"{PREFIX}season:{{{ladder_name}}}:{season}"
+
+
+def season_archives(ladder_name: str) -> str:
+    """Set: the names of the ladder's archived seasons (``stream erase`` removes a player from each)."""
+    return f"{PREFIX}season_archives:{{{ladder_name}}}"

@@ -90,6 +90,7 @@ async def write_archive(r: AsyncRedis, ladder: str, season: str, standings: Mapp
     their leaderboard ``scores``."""
     board, table = keys.season_archive(ladder, season), keys.season_standings(ladder, season)
     await r.delete(board, table)
+    await r.sadd(keys.season_archives(ladder), season)
     players = list(standings)
     for lo in range(0, len(players), ARCHIVE_CHUNK):
         chunk = players[lo:lo + ARCHIVE_CHUNK]
@@ -126,3 +127,24 @@ async def histories(r: AsyncRedis, ladder: str, players: Sequence[str]) -> list[
     for player in players:
         pipe.lrange(keys.history(ladder, player), 0, -1)
     return [list(entries) for entries in await pipe.execute()]
+
+
+async def mean_mu(r: AsyncRedis, ladder: str) -> float | None:
+    """The mean mu of the ladder's leaderboard players (None: none), the board read in chunks."""
+    total, count, offset = 0.0, 0, 0
+    while rows := await leaderboard_rows(r, ladder, offset, ARCHIVE_CHUNK):
+        offset += len(rows)
+        values = [float(mu) for (mu,) in await player_fields(r, ladder, [p for p, _ in rows], ("mu",)) if mu is not None]
+        total, count = total + sum(values), count + len(values)
+    return total / count if count else None
+
+
+async def forget_player(r: AsyncRedis, ladder: str, player: str) -> int:
+    """Remove a player from every archived season of the ladder (``stream erase``); returns how many held him."""
+    seasons = [as_text(s) for s in cast("set[bytes]", await r.smembers(keys.season_archives(ladder)))]
+    pipe = r.pipeline(transaction=False)
+    for season in seasons:
+        pipe.zrem(keys.season_archive(ladder, season), player)
+        pipe.hdel(keys.season_standings(ladder, season), player)
+    replies = await pipe.execute() if seasons else []
+    return sum(1 for removed in replies[0::2] if removed)

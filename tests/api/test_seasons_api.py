@@ -72,6 +72,7 @@ def test_season_routes(redis_url: str) -> None:
     check("/api/ladders/{ladder}/seasons/{season}/leaderboard", "get", 404, missing[2])
     assert player[1] == 200 and player[2]["season"] == "S2" and player[2]["placement"] is True
     assert player[2]["rounds"] == 1 and player[2]["bonus_pool"] == 50.0  # its pool full again by now
+    assert player[2]["league_by_share"] == "Mid"  # 1400 under the thresholds in effect now: Mid from 1.5
     assert [p["season"] for p in player[2]["past"]] == ["S1"] and player[2]["past"][0]["rank"] == 2
     assert nobody[1] == 404 and nobody[2]["error"] == "unknown_player"
     check("/api/ladders/{ladder}/players/{player}/seasons", "get", 200, player[2])

@@ -58,3 +58,29 @@ def test_bad_starts_are_refused(tmp_path: Path) -> None:
                              str(tmp_path / "replay.json")])
     assert ok.exit_code == 0, ok.output
     assert parse_ladders((tmp_path / "replay.json").read_text()).of("ranked").elo_mmr.season.starts == (1577836800.0,)
+
+
+def test_centre_from_the_ladder_is_frozen_in_the_schedule(tmp_path: Path, redis_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import redis
+
+    from stream.store import keys
+
+    client = redis.Redis.from_url(redis_url)
+    for name, mu in (("a", 1400.0), ("b", 1700.0), ("c", 1600.0)):
+        client.hset(keys.player("ranked", name), mapping={"mu": repr(mu)})
+        client.zadd(keys.leaderboard("ranked"), {name: mu - 100})
+    client.close()
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    path = tmp_path / "ladders.json"
+    path.write_text(json.dumps({"ranked": {"seasons": {"mu_pull": 0.5}}}))
+    result = runner.invoke(app, ["season", "start", "ranked", "--at", "2031-01-01T00:00:00Z", "--centre-from-ladder",
+                                 "--ladders", str(path)])
+    assert result.exit_code == 0, result.output
+    season = parse_ladders(path.read_text()).of("ranked").elo_mmr.season
+    assert season is not None and season.centres == (1566.6666666666667,)
+    both = runner.invoke(app, ["season", "start", "ranked", "--at", "2032-01-01T00:00:00Z", "--centre", "1500",
+                               "--centre-from-ladder", "--ladders", str(path)])
+    assert both.exit_code == 2 and "not both" in both.output
+    empty = runner.invoke(app, ["season", "start", "nobody", "--at", "2032-01-01T00:00:00Z", "--centre-from-ladder",
+                                "--ladders", str(path)])
+    assert empty.exit_code == 2 and "no players" in empty.output

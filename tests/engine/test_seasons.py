@@ -42,7 +42,8 @@ def test_parse_time_and_errors() -> None:
 
 
 def test_reset_targets_raise_sigma_and_pull_mu() -> None:
-    mu, sigma = reset_targets(np.array([1800.0, 1000.0]), np.array([100.0, 300.0]), SEASONS, 1500.0)
+    mu, sigma = reset_targets(np.array([1800.0, 1000.0]), np.array([100.0, 300.0]), SEASONS, 1500.0,
+                              np.full(2, T0 + 12 * DAY))
     assert mu.tolist() == [1800.0 + 0.25 * (1400.0 - 1800.0), 1000.0 + 0.25 * 400.0]
     assert sigma[0] == pytest.approx(math.sqrt(100.0**2 + 0.5 * (250.0**2 - 100.0**2)))
     assert sigma[1] == 300.0  # never lowered
@@ -64,7 +65,7 @@ def test_reset_moves_the_whole_belief(name: str) -> None:
     after = batch.copy()
     rows = np.arange(len(batch))
     reset_rows(after, rows, np.full(len(batch), T0 + 12 * DAY), p)
-    mu, sigma = reset_targets(batch.mu, batch.sigma, SEASONS, p.mu_noob)
+    mu, sigma = reset_targets(batch.mu, batch.sigma, SEASONS, p.mu_noob, np.full(len(batch), T0 + 12 * DAY))
     np.testing.assert_array_equal(after.mu, mu)
     np.testing.assert_array_equal(after.sigma, sigma)
     assert (after.sigma > batch.sigma).all()
@@ -179,3 +180,41 @@ def test_placement_shows_no_league_then_places_by_the_confident_rule() -> None:
     none = Seasons(starts=(T0,), names=("S1",))
     np.testing.assert_array_equal(season_next_tier(np.array([0, 0]), np.array([True, False]), mu, sigma, cfg, none),
                                   next_tier(np.array([0, 0]), mu, sigma, cfg))
+
+
+@pytest.mark.parametrize("name", ["mmr-bounded", "mmx"])
+def test_team_rounds_many_per_call_equal_one_by_one_across_seasons(name: str) -> None:
+    """Elo-MMR for teams: rate_rounds_with_teams (the reset per wave) equals rate_team_round per
+    round (its prior reset by ``seasoned``, its update by phase_two) across both season starts."""
+    from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams, rate_team_round
+
+    p = params(name)
+    rng = np.random.default_rng(5)
+    specs = []
+    for k in range(30):
+        players = rng.permutation(10)[:6]
+        shares = rng.choice([1.0, 0.5], size=6)
+        specs.append(TeamRoundSpec(players=players, ranks=np.repeat([1, 2], 3), entry=np.repeat([0, 1], 3),
+                                   entry_ranks=np.array([1, 2]), weights=shares, time=T0 + k * DAY))
+    batch = PlayerBatch.new(10, p)
+    many = rate_rounds_with_teams(batch, specs, p).after
+    one = batch
+    for spec in specs:
+        upd = rate_team_round(one.take(spec.players), spec.entry, spec.entry_ranks, spec.weights, p, time=spec.time)
+        one = one.copy()
+        one.put(spec.players, upd.after)
+    np.testing.assert_allclose(many.mu, one.mu, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(many.sigma, one.sigma, rtol=0, atol=1e-9)
+    plain = rate_rounds_with_teams(batch, specs, preset(name)).after
+    assert np.abs(plain.sigma - many.sigma).max() > 1.0  # the seasons moved them
+
+
+def test_each_season_may_pull_toward_its_own_centre() -> None:
+    seasons = Seasons.from_dict({"schedule": [{"name": "S1", "start": T0 + 10 * DAY, "centre": 1600.0},
+                                              {"name": "S2", "start": T0 + 20 * DAY}], "mu_pull": 0.5, "centre": 1450.0})
+    assert seasons.to_dict()["schedule"][0]["centre"] == 1600.0 and "centre" not in seasons.to_dict()["schedule"][1]
+    mu, _ = reset_targets(np.array([1800.0, 1800.0]), np.array([80.0, 80.0]), seasons, 1500.0,
+                          np.array([T0 + 11 * DAY, T0 + 21 * DAY]))
+    assert mu.tolist() == [1700.0, 1625.0]  # S1's own 1600; S2 the ladder's configured 1450
+    with pytest.raises(ValueError, match=r"schedule\[0\].centre"):
+        Seasons.from_dict({"schedule": [{"name": "S1", "start": T0, "centre": "mean"}]})

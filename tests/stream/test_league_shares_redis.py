@@ -2,7 +2,8 @@
 then ``pipeline.seasons.recompute_shares`` cuts the thresholds from the live leaderboard: each
 league holds its target share of the players to within one per boundary (the top league exactly
 the best ``top``), every player's league under the thresholds agrees with the stored counts, and
-the threshold sets are kept with the time they took effect."""
+the threshold sets are kept with the time they took effect; with the display's active_days only
+the active players count."""
 
 from __future__ import annotations
 
@@ -69,5 +70,28 @@ def test_leagues_hold_their_target_shares_on_a_real_ladder(redis_url: str) -> No
         assert (await store_seasons.shares_at(r, "ranked"))["thresholds"] == second["thresholds"]
         assert await store_seasons.shares_at(r, "ranked", 999.0) is None
         assert [doc["at"] for doc in await store_seasons.shares_history(r, "ranked")] == [1000.0, 2000.0]
+
+    asyncio.run(body())
+
+
+def test_shares_of_the_active_players(redis_url: str) -> None:
+    """With the display's active_days, only players with a round within it count."""
+    ladders = json.dumps({"ranked": {"model": "mmr-bounded", "seasons": {"shares": [0.5, 0.3, 0.2]}, "display": {
+        "active_days": 1.0, "tiers": [["Low", None], ["Mid", 1300.0], ["High", 1500.0]]}}})
+    played = rounds(400, seed=6)
+
+    async def body() -> None:
+        ctx = context(redis_url, ladders)
+        cfg = ctx.ladder("ranked")
+        for lo in range(0, len(played), 64):
+            await apply(ctx, await handle_rounds(ctx, [Incoming(r.to_json().encode()) for r in played[lo:lo + 64]]))
+        r = ctx.store.client
+        now = played[-1].occurred_at + 1.0
+        doc = await recompute_shares(r, "ranked", cfg, cfg.display, now=now)
+        since = now - 86_400.0
+        active = {p for x in played if x.occurred_at >= since for p in x.players()}
+        assert 0 < doc["players"] == len(active) < PLAYERS
+        below = np.cumsum(doc["counts"])[:2]
+        assert np.all(np.abs(below - len(active) * np.cumsum([0.5, 0.3])) <= 1.0), doc
 
     asyncio.run(body())

@@ -2,7 +2,8 @@
 ``stream season archive L S1`` keeps every S1 player's final standing, equal to the replay of the
 S1 rounds alone (players who played on into S2 from their history, the others from their stored
 state, untouched by the lazy reset), ranked by display rating with league and division;
-``stream leaderboard L --season S1`` reads it back; a season the ladder lacks is exit 2."""
+``stream leaderboard L --season S1`` reads it back; a season the ladder lacks is exit 2; ``stream
+erase`` removes a player from the archives."""
 
 from __future__ import annotations
 
@@ -68,6 +69,12 @@ def test_archive_keeps_a_seasons_final_standings(redis_url: str, monkeypatch: py
     assert missing.exit_code == 2 and "no season 'S9'" in missing.output
     none = runner.invoke(app, ["leaderboard", "ranked", "--season", "S2"])
     assert none.exit_code != 0 and "no archive of season 'S2'" in none.output
+    # an erased player leaves the archives too
+    victim = rows[0]["player"]
+    monkeypatch.setenv("ERASURE_SECRET", "s3cret")
+    assert runner.invoke(app, ["erase", "ranked", victim]).exit_code == 0
+    after = json.loads(runner.invoke(app, ["leaderboard", "ranked", "--season", "S1", "--json", "--top", "10000"]).output)
+    assert after["total"] == len(want) - 1 and victim not in {row["player"] for row in after["rows"]}
 
 
 def test_a_players_season_view(redis_url: str) -> None:

@@ -65,7 +65,8 @@ function seasonsPanel(ladder, playerId) {
   function patch(s) {
     root.hidden = !s.season && s.past.length === 0;
     setText(now, !s.season ? "" : `${s.season}: ${s.rounds} round${s.rounds === 1 ? "" : "s"}` +
-      (s.placement ? " (placement)" : "") + ` · points ${fmt(s.points)}` +
+      (s.placement ? " (placement)" : "") + (s.league_by_share ? ` · league by share ${s.league_by_share}` : "") +
+      ` · points ${fmt(s.points)}` +
       (s.bonus_pool === null ? "" : ` (bonus taken ${fmt(s.bonus_taken)}, pool ${fmt(s.bonus_pool)})`));
     patchRows(past.body, s.past, (r) => r.season, () => cells(el("tr"), 5, [1, 2]), (tr, r) => {
       const td = tr.children;
