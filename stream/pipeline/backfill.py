@@ -274,7 +274,8 @@ async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, rou
         players=players, ranks=ranks.tolist(), performance=performance_texts,
         mu_before=number_texts("mu_before", before.mu), sigma_before=number_texts("sigma_before", before.sigma),
         mu_after=mu, sigma_after=sigma, display_rating=shown, tiers=tiers, rounds_played=after.rounds.tolist(),
-        placement=partial(league_division, cfg=cfg), teams=teams, weights=None if shares is None else number_texts("weight", np.asarray(shares))))
+        placement=partial(league_division, cfg=cfg), teams=teams,
+        weights=None if shares is None else number_texts("weight", np.asarray(shares))))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
     fanout = build_fanout(ctx, round_, run.seq, performance, run.partitions, previous, ratings)

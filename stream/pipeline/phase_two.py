@@ -549,7 +549,8 @@ def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts
                     performance=texts.performance[lo:hi], mu_before=texts.mu_before[lo:hi],
                     sigma_before=texts.sigma_before[lo:hi], mu_after=texts.mu[lo:hi], sigma_after=texts.sigma[lo:hi],
                     display_rating=texts.shown[lo:hi], tiers=texts.tiers[lo:hi], rounds_played=texts.rounds[lo:hi],
-                    placement=partial(league_division, cfg=ctx.display(ladder)), teams=texts.teams[lo:hi] if teamed else None,
+                    placement=partial(league_division, cfg=ctx.display(ladder)),
+                    teams=texts.teams[lo:hi] if teamed else None,
                     weights=weights if teamed else None))
         first = last + 1
     return out
