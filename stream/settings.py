@@ -17,10 +17,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name, default)
-
-
 #: Kafka security protocols (the ``security.protocol`` values every Kafka client knows).
 KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: SASL mechanisms that kafka-python, aiokafka and Faust all support with a user name and password.

@@ -12,7 +12,9 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import orjson
 
 from stream.contracts.encoding import (NULL, ChangeColumns, encode_changes_of_rounds, entry_texts, join_entries,
                                        json_number, update_head)
@@ -136,6 +138,10 @@ class UpdateEntry:
     weight: float | None = None
 
 
+_EXTENDED_ENTRY = frozenset(("mu_after", "sigma_after", "team", "weight"))
+"""Entry fields of a rating-only model's or a team round's section (the usual section has none)."""
+
+
 @dataclass(slots=True)
 class PlayerUpdate:
     """Phase one's output for the round's players on one partition (topic ``player-updates``).
@@ -218,25 +224,47 @@ class PlayerUpdate:
 
     @classmethod
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> PlayerUpdate:
-        data = _loads(raw)
+        """The update of a message (its text, or the parsed dict); raises (KeyError, TypeError,
+        ValueError) on a malformed one. Text is parsed by orjson (several times faster than
+        ``json.loads``, the same values for every document it accepts), and what orjson refuses
+        (NaN, huge integers, lone surrogates, UTF-16...) by ``json.loads``, so a section parses, or
+        fails, as the standard decoder decides. One pass over the entries for the usual section
+        (an Elo-MMR round's: player, rank, performance, ``previous_seq``): phase two reads every
+        section with it, a duel's one-entry sections by the thousand. The optional columns are
+        None unless every entry has the field (``weights``: unless one has it, 1 where absent)."""
+        if isinstance(raw, dict):
+            data = raw
+        else:
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                data = json.loads(raw)
         entries = data["entries"]
-        previous = [e.get("previous_seq") for e in entries]
-        mu_after = [e.get("mu_after") for e in entries]
-        sigma_after = [e.get("sigma_after") for e in entries]
-        weights = [e.get("weight") for e in entries]
-        teams = [e.get("team") for e in entries]
-        return cls(
-            ladder=data["ladder"], round_id=data["round_id"], seq=data["seq"],
-            occurred_at=data["occurred_at"], weight=data["weight"], field_size=data["field_size"],
-            players=[e["player"] for e in entries],
-            ranks=[e["rank"] for e in entries],
-            performances=[e["performance"] for e in entries],
-            previous_seqs=None if None in previous else previous,
-            mu_after=None if None in mu_after else mu_after,
-            sigma_after=None if None in sigma_after else sigma_after,
-            teams=None if all(t is None for t in teams) else teams,
-            weights=None if all(w is None for w in weights) else [1.0 if w is None else w for w in weights],
-        )
+        players: list[str] = []
+        ranks: list[int] = []
+        performances: list[float] = []
+        previous: list[int | None] = []
+        extended = False
+        for entry in entries:
+            players.append(entry["player"])
+            ranks.append(entry["rank"])
+            performances.append(entry["performance"])
+            previous.append(entry.get("previous_seq"))
+            extended = extended or not _EXTENDED_ENTRY.isdisjoint(entry)
+        mu_after = sigma_after = weights = None
+        teams = None
+        if extended or not players:  # a rating-only model's round, a round with teams or partial play
+            mu = [e.get("mu_after") for e in entries]
+            sigma = [e.get("sigma_after") for e in entries]
+            shares = [e.get("weight") for e in entries]
+            names = [e.get("team") for e in entries]
+            mu_after = None if None in mu else mu
+            sigma_after = None if None in sigma else sigma
+            teams = None if all(t is None for t in names) else names
+            weights = None if all(w is None for w in shares) else [1.0 if w is None else w for w in shares]
+        return cls(data["ladder"], data["round_id"], data["seq"], data["occurred_at"], data["weight"],
+                   data["field_size"], players, ranks, performances,
+                   None if None in previous else cast("list[int]", previous), mu_after, sigma_after, teams, weights)
 
 
 @dataclass(slots=True)

@@ -37,10 +37,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
 import numpy as np
-import orjson
 
 from stream import engine
 from stream.contracts import PlayerUpdate
@@ -159,48 +158,6 @@ def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tup
     return checks, list(by_round.values())
 
 
-def _parse_update(raw: bytes) -> PlayerUpdate:
-    """``PlayerUpdate.from_json(raw)``, the JSON parsed by orjson (several times faster than
-    ``json.loads``; the same values for every document it accepts); anything it refuses (NaN,
-    huge integers, lone surrogates, UTF-16...) parsed by ``json.loads`` as before, so a section
-    parses, or fails, exactly as with ``from_json``."""
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return PlayerUpdate.from_json(raw)
-    if not isinstance(data, dict):
-        return PlayerUpdate.from_json(raw)
-    return _update_of(data)
-
-
-_RATED_OR_TEAMED = frozenset(("mu_after", "sigma_after", "team", "weight"))
-"""Entry fields of a rating-only model's or a team round's section."""
-
-
-def _update_of(data: dict[str, Any]) -> PlayerUpdate:
-    """``PlayerUpdate.from_json(data)`` (the same update, and it raises where that does), in one
-    pass over the entries for the usual section (an Elo-MMR round's entries: player, rank,
-    performance and ``previous_seq``): ``from_json``'s column per field cost ~4x more on a
-    duel's one-entry sections. Any other section goes through ``from_json``."""
-    entries = data["entries"]
-    players: list[str] = []
-    ranks: list[int] = []
-    performances: list[float] = []
-    previous: list[int | None] = []
-    for entry in entries:
-        players.append(entry["player"])
-        ranks.append(entry["rank"])
-        performances.append(entry["performance"])
-        previous.append(entry.get("previous_seq"))
-        if not _RATED_OR_TEAMED.isdisjoint(entry):
-            return PlayerUpdate.from_json(data)
-    if not players:
-        return PlayerUpdate.from_json(data)
-    return PlayerUpdate(data["ladder"], data["round_id"], data["seq"], data["occurred_at"], data["weight"],
-                        data["field_size"], players, ranks, performances,
-                        None if None in previous else cast("list[int]", previous))  # positional: its fields' order
-
-
 @dataclass(frozen=True)
 class _Sections:
     """A batch's messages cut into sections: each one's bytes, PlayerUpdate and message index."""
@@ -213,7 +170,7 @@ class _Sections:
     def parse(cls, messages: Sequence[bytes]) -> _Sections:
         cut = [(i, section) for i, value in enumerate(messages) for section in split_sections(value)]
         raws = [section for _, section in cut]
-        return cls(raws, [_parse_update(raw) for raw in raws], [i for i, _ in cut])
+        return cls(raws, [PlayerUpdate.from_json(raw) for raw in raws], [i for i, _ in cut])
 
     def unverified(self, stored: StoredStates, where: list[list[int]]) -> list[int]:
         """Indices of the sections their check did not find in the stored fan-out, ascending."""

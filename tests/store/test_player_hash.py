@@ -4,6 +4,7 @@ literally, and its views against the schema."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from importlib import resources
 
 import pytest
@@ -69,3 +70,21 @@ def test_player_rows_follow_the_write_fields() -> None:
     assert [dict(zip(player_hash.WRITE_FIELDS, row)) for row in rows][1] == {
         "last_seq": 9, "queued_seq": 9, "mu": "2.5", "sigma": "4.0", "rounds": 2, "last_round": "r2",
         "last_time": "11.0", "display_rating": "200.0", "tier": "gold", "state": b"b"}
+
+
+PYTHON_HASH_CALL = re.compile(r"\.(hget|hmget|hset|hdel|hincrby)\(\s*keys\.player\((.*)")
+
+
+def test_python_readers_and_writers_name_fields_through_the_schema() -> None:
+    """Every HGET/HMGET/HSET/HDEL of a player hash in stream/ names its fields by the schema's
+    constants and views, never by a literal: a field is renamed in one place."""
+    root = Path(__file__).resolve().parents[2] / "stream"
+    calls = []
+    for path in root.rglob("*.py"):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if (m := PYTHON_HASH_CALL.search(line)) is not None:
+                calls.append((f"{path.relative_to(root)}:{number}", m.group(2)))
+    assert len(calls) >= 8  # the store's reads (queries, erase, bulk, corrections, store)
+    literal = [(where, rest) for where, rest in calls if re.search(r"""["'][a-z_]+["']""", rest)]
+    assert not literal, literal
+    assert all("player_hash." in rest for _, rest in calls), calls
