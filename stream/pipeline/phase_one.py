@@ -573,7 +573,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         await crash_in_batch_store(ctx, queued)
         saved = await ctx.store.queue_batch(queued)
         _keep(ctx, posteriors, {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW})
-        await ctx.health.flush(ctx.store.client)  # the rounds scored in _rate_ladder (health.py)
+        ctx.health.score_due()  # the rounds kept by _rate_ladder (health.py); the timer records them
         faults.crash_point(ctx.settings, faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         refused = [item.index for (item, _), code in zip(rated, saved) if code == SAVE_REFUSED]
         for (item, messages), code in zip(rated, saved):
