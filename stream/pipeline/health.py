@@ -2,9 +2,10 @@
 
 Phase one rates a ladder's rounds of a batch in one engine call from the priors it read; just
 after that call (``phase_one._rate_ladder``, the only hook) :meth:`RatingHealth.score` keeps
-references to the call's prior and result; :meth:`RatingHealth.flush` (after the batch's fan-out
-is stored, and from a once-a-second timer) scores the kept calls in bulk once :data:`FLUSH_ROUNDS`
-rounds are kept or the oldest is :data:`FLUSH_S` old: every round *before its update*, from each
+references to the call's prior and result; :meth:`RatingHealth.score_due` (after the batch's
+fan-out is stored: CPU only) and :meth:`RatingHealth.flush` (a once-a-second timer, which also
+records) score the kept calls in bulk once :data:`FLUSH_ROUNDS` rounds are kept or the oldest is
+:data:`FLUSH_S` old: every round *before its update*, from each
 participant's mu, sigma and rounds played just before the round (``batch.replay.before_rounds``,
 as ``stream evaluate`` does):
 
@@ -71,7 +72,7 @@ NEW_ACCOUNT_ROUNDS = 10
 FLUSH_ROUNDS = 256
 FLUSH_S = 1.0
 """Rounds are scored in bulk once FLUSH_ROUNDS are kept or the oldest was kept FLUSH_S ago (at a
-phase-one batch, or the worker's once-a-second timer): per call the scoring's fixed cost (tens of
+phase-one batch, or the worker's once-a-second timer; recorded by the timer): per call the scoring's fixed cost (tens of
 numpy calls) would dominate batches of a few duels."""
 STREAKS_KEPT = 200_000
 """Players whose current climb streak this worker remembers (least recently updated dropped)."""
@@ -242,6 +243,15 @@ class RatingHealth:
         spent = time.thread_time() - started
         self.cpu_s += spent
         HEALTH_CPU_SECONDS.inc(spent)
+
+    def score_due(self) -> None:
+        """Score the kept calls once :meth:`due` (CPU only, no I/O: phase one's batch path, which
+        so keeps what it holds bounded and never waits on Redis for rating health); the worker's
+        once-a-second timer (:meth:`flush`) records what was scored."""
+        if self.calls and self.due():
+            started = time.thread_time()
+            self._score_kept()
+            self._spent(started)
 
     def due(self) -> bool:
         """Enough kept to score: FLUSH_ROUNDS rounds, or the oldest kept FLUSH_S ago."""

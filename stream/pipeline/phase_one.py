@@ -572,7 +572,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         await faults.at(faults.IN_BATCH_STORE, store=ctx.store, queued=queued)
         saved = await ctx.store.queue_batch(queued)
         _keep(ctx, posteriors, {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW})
-        await ctx.health.flush(ctx.store.client)  # the rounds scored in _rate_ladder (health.py)
+        ctx.health.score_due()  # the rounds kept by _rate_ladder (health.py); the timer records them
         await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         refused = [item.index for (item, _), code in zip(rated, saved) if code == SAVE_REFUSED]
         for (item, messages), code in zip(rated, saved):
