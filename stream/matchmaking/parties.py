@@ -125,10 +125,9 @@ def party_matches(queue: QueueConfig, pool: Pool, idx: NDArray[np.int64], waitin
                   live: NDArray[np.int64], noob: tuple[float, float],
                   model: OutcomeModel) -> list[tuple[NDArray[np.int64], float, NDArray[np.float64], tuple[int, ...]]]:
     """The matches of the pool's tickets ``idx`` (pool ticket i is ``waiting``'s ``live[i]``):
-    (tickets, quality, each
-    team's mean P(ahead) of the others, each ticket's team). The participants of the quality are
-    the teams (each its members' belief, as ``predict_teams``), or the players of a one-team lobby
-    (a free-for-all of its members)."""
+    (tickets, quality, each team's mean P(ahead) of the others, each ticket's team). The
+    participants of the quality are the teams (each its members' belief, as ``predict_teams``), or
+    the players of a one-team lobby (a free-for-all of its members)."""
     if int(pool.size[idx].sum()) < queue.players:
         return []
     idx = pool.by_rating(idx)
@@ -139,15 +138,18 @@ def party_matches(queue: QueueConfig, pool: Pool, idx: NDArray[np.int64], waitin
     width = queue.teams if queue.teams > 1 else queue.team_size
     new = np.isnan(waiting.mu) | np.isnan(waiting.sigma)
     player_mu, player_sigma = np.where(new, noob[0], waiting.mu), np.where(new, noob[1], waiting.sigma)
-    mu, sigma = np.zeros((k, width)), np.zeros((k, width))
     tickets = [idx[list(lobby.tickets)] for lobby in lobbies]
-    for r, (lobby, members) in enumerate(zip(lobbies, tickets)):
-        rows = waiting.player_rows(live[members])
-        if queue.teams > 1:
-            entry = np.repeat(np.asarray(lobby.team_of), pool.size[members])
-            mu[r], sigma[r] = team_beliefs(player_mu[rows], player_sigma[rows], entry, np.ones(entry.size), queue.teams)
-        else:
-            mu[r], sigma[r] = player_mu[rows], player_sigma[rows]
+    every = np.concatenate(tickets)  # every lobby's tickets, lobby after lobby: one pass over them all
+    rows = waiting.player_rows(live[every])
+    if queue.teams > 1:  # every lobby's teams in one team_beliefs call: group lobby * teams + team
+        group = np.repeat(np.arange(k), [t.size for t in tickets]) * queue.teams + \
+            np.concatenate([np.asarray(lobby.team_of, dtype=np.int64) for lobby in lobbies])
+        entry = np.repeat(group, pool.size[every])
+        team_mu, team_sigma = team_beliefs(player_mu[rows], player_sigma[rows], entry, np.ones(entry.size),
+                                           k * queue.teams)
+        mu, sigma = team_mu.reshape(k, width), team_sigma.reshape(k, width)
+    else:  # a one-team lobby holds exactly team_size players
+        mu, sigma = player_mu[rows].reshape(k, width), player_sigma[rows].reshape(k, width)
     quality, beats = lobby_odds(mu, sigma, model)
     if queue.teams == 1:
         beats = np.ones((k, 1))

@@ -71,37 +71,24 @@ class TickResult:
 
     @property
     def matches(self) -> list[FormedMatch]:
-        """The matches as :class:`FormedMatch`, built column by column (no per-ticket lookups)."""
+        """The matches as :class:`FormedMatch`, built column by column (every team of a match is
+        full: its players, grouped by team in ticket order, reshape to (matches, teams, team_size))."""
         w = self.waiting
         k = len(self)
         if not k:
             return []
-        counts = np.diff(self.start)
         ids = w.ticket_id[self.tickets].tolist()
         waits = np.maximum(self.now - w.created[self.tickets], 0.0).tolist()
+        sizes = w.size[self.tickets]
         rows = w.player_rows(self.tickets)
-        players = w.players[rows].tolist()
-        team_per_player = np.repeat(self.team_of, w.size[self.tickets])
         teams = self.win_probability.shape[1]
-        # players of each match grouped by team, in ticket order within a team
-        match_of_player = np.repeat(np.repeat(np.arange(k), counts), w.size[self.tickets])
-        order = np.lexsort((np.arange(rows.size), team_per_player, match_of_player)).tolist()
-        by_team = [players[i] for i in order]
-        team_sizes = np.bincount(match_of_player * teams + team_per_player, minlength=k * teams).tolist()
+        match_of_player = np.repeat(np.repeat(np.arange(k), np.diff(self.start)), sizes)
+        order = np.lexsort((np.arange(rows.size), np.repeat(self.team_of, sizes), match_of_player))
+        lineups = [tuple(map(tuple, match)) for match in w.players[rows[order]].reshape(k, teams, -1).tolist()]
         starts, ends = self.start[:-1].tolist(), self.start[1:].tolist()
-        out = []
-        at = 0
-        for m, (q, b, g, region) in enumerate(zip(self.quality.tolist(), self.win_probability.tolist(),
-                                                  self.gap.tolist(), self.region)):
-            team_players = []
-            for t in range(teams):
-                n = team_sizes[m * teams + t]
-                team_players.append(tuple(by_team[at:at + n]))
-                at += n
-            s, e = starts[m], ends[m]
-            out.append(FormedMatch(tuple(ids[s:e]), tuple(team_players), q, tuple(b), dict(zip(ids[s:e], waits[s:e])),
-                                   region, g))
-        return out
+        return [FormedMatch(tuple(ids[s:e]), lineup, q, tuple(b), dict(zip(ids[s:e], waits[s:e])), region, g)
+                for s, e, lineup, q, b, g, region in zip(starts, ends, lineups, self.quality.tolist(),
+                                                        self.win_probability.tolist(), self.gap.tolist(), self.region)]
 
 
 def _offsets(size: NDArray[np.int64]) -> NDArray[np.int64]:
