@@ -36,6 +36,7 @@ from stream.engine.display import PLACEMENT_PREFIX, DisplayConfig, display_ratin
 from stream.engine.ladders import LadderConfig
 from stream.engine.league_shares import boundary_ranks, league_of, thresholds_from
 from stream.engine.season_schedule import Seasons, season_of
+from stream.store import player_hash
 from stream.store import seasons as store
 from stream.store.client import AsyncRedis
 
@@ -84,7 +85,7 @@ async def _active_scores(r: AsyncRedis, ladder: str, since: float) -> np.ndarray
     offset = 0
     while rows := await store.leaderboard_rows(r, ladder, offset, READ_CHUNK):
         offset += len(rows)
-        last = await store.player_fields(r, ladder, [p for p, _ in rows], ("last_time",))
+        last = await store.player_fields(r, ladder, [p for p, _ in rows], (player_hash.LAST_TIME,))
         out += [score for (_, score), (t,) in zip(rows, last) if t is not None and float(t) >= since]
     return np.array(out, dtype=np.float64)
 
@@ -133,8 +134,7 @@ async def archive_season(r: AsyncRedis, ladder: str, season: str, cfg: LadderCon
             break
         offset += len(rows)
         players = [p for p, _ in rows]
-        fields = await store.player_fields(r, ladder, players, ("mu", "sigma", "last_time", "display_rating", "tier",
-                                                                "rounds"))
+        fields = await store.player_fields(r, ladder, players, player_hash.SEASON)
         last = np.array([math.nan if f[2] is None else float(f[2]) for f in fields])
         where = season_of(last, seasons)
         for player, f, at in zip(players, fields, where.tolist()):
@@ -179,7 +179,7 @@ async def player_season(r: AsyncRedis, ladder: str, player: str, cfg: LadderConf
     the ladder does not know. Rounds and bonus are read off his stored history (HISTORY_LENGTH
     rounds at most)."""
     seasons = cfg.seasons or Seasons()
-    (row,) = await store.player_fields(r, ladder, [player], ("display_rating", "tier", "last_time"))
+    (row,) = await store.player_fields(r, ladder, [player], (player_hash.DISPLAY_RATING, player_hash.TIER, player_hash.LAST_TIME))
     if row[0] is None:
         return None
     index = int(season_of(now, seasons))

@@ -69,6 +69,8 @@ VIEW = (MU, SIGMA, ROUNDS, LAST_ROUND, LAST_TIME, DISPLAY_RATING, TIER)
 """What the read API shows of a player (:func:`stream.store.queries.player`)."""
 ELIGIBILITY = (MU, SIGMA, ROUNDS, TIER, LAST_TIME)
 """What the leaderboard's interval and eligibility columns read."""
+SEASON = (MU, SIGMA, LAST_TIME, DISPLAY_RATING, TIER, ROUNDS)
+"""A player's season standing: what an archive reads (``stream.pipeline.seasons``)."""
 PROGRESS = (LAST_SEQ, QUEUED_SEQ)
 """Where a player's rating stands against the ladder's rounds (applied, queued)."""
 
@@ -95,3 +97,11 @@ class PlayerRows:
                    LAST_ROUND: self.last_round, LAST_TIME: self.last_time, DISPLAY_RATING: self.display_rating,
                    TIER: self.tier, STATE: self.state}
         return list(zip(*(columns[name] for name in WRITE_FIELDS)))
+
+
+def known(fields: Sequence[str]) -> list[str]:
+    """``fields`` as a list, each checked to be a field of the schema (KeyError names an unknown one)."""
+    for name in fields:
+        if name not in FIELDS:
+            raise KeyError(f"not a player-hash field: {name!r}")
+    return list(fields)

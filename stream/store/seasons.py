@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from stream.store import keys
+from stream.store import keys, player_hash
 from stream.store.client import AsyncRedis, as_text
 
 ARCHIVE_CHUNK = 5_000
@@ -80,7 +80,7 @@ async def player_fields(r: AsyncRedis, ladder: str, players: Sequence[str],
     """``fields`` of each player's hash (None where missing). One round trip."""
     pipe = r.pipeline(transaction=False)
     for player in players:
-        pipe.hmget(keys.player(ladder, player), list(fields))
+        pipe.hmget(keys.player(ladder, player), player_hash.known(fields))
     return [[None if v is None else as_text(v) for v in row] for row in await pipe.execute()]
 
 
@@ -134,7 +134,7 @@ async def mean_mu(r: AsyncRedis, ladder: str) -> float | None:
     total, count, offset = 0.0, 0, 0
     while rows := await leaderboard_rows(r, ladder, offset, ARCHIVE_CHUNK):
         offset += len(rows)
-        values = [float(mu) for (mu,) in await player_fields(r, ladder, [p for p, _ in rows], ("mu",)) if mu is not None]
+        values = [float(mu) for (mu,) in await player_fields(r, ladder, [p for p, _ in rows], (player_hash.MU,)) if mu is not None]
         total, count = total + sum(values), count + len(values)
     return total / count if count else None
 
