@@ -32,7 +32,6 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from json.encoder import encode_basestring  # C-accelerated, as json.dumps(ensure_ascii=False)
 from typing import Any
 
 import numpy as np
@@ -317,10 +316,7 @@ class RoundResult:
     def content_hash(self) -> str:
         """sha256 (hex) of the canonical content, to detect a round_id reused for another round."""
         if self._hash is None:
-            text = self._plain_canonical_text()
-            if text is None:
-                text = self._canonical_text()
-            self._hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            self._hash = hashlib.sha256(self._canonical_text().encode("utf-8")).hexdigest()
         return self._hash
 
     def _canonical_text(self) -> str:
@@ -332,24 +328,6 @@ class RoundResult:
             self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
         ]
         return json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
-
-    def _plain_canonical_text(self) -> str | None:
-        """:meth:`_canonical_text` of a round of individuals at full time with fields of exact
-        types (str ids, int ranks, finite float time and weight, float ceiling), written directly
-        (what ``json.dumps`` writes: strings by the same encoder, numbers by ``repr``; tested
-        equal); None for any other round."""
-        when, weight, ceiling = self.occurred_at, self.weight, self.perf_ceiling
-        if not (type(when) is float and type(weight) is float and type(ceiling) is float
-                and type(self.ladder) is str and type(self.round_id) is str
-                and math.isfinite(when) and math.isfinite(weight)):
-            return None
-        rows = []
-        for s in self.standings:
-            if not (type(s.player) is str and type(s.rank) is int and s.team is None and s.weight == 1.0):
-                return None
-            rows.append(f"[{encode_basestring(s.player)},{s.rank!r}]")
-        return (f"[{encode_basestring(self.ladder)},{encode_basestring(self.round_id)},{when!r},"
-                f"[{','.join(rows)}],{weight!r},{repr(ceiling) if math.isfinite(ceiling) else 'null'}]")
 
 
 def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
