@@ -32,11 +32,9 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from json.encoder import encode_basestring  # C-accelerated, as json.dumps(ensure_ascii=False)
 from typing import Any
 
 import numpy as np
-import orjson
 
 from stream.contracts.schemas import ROUND_RESULT, SchemaError, validator
 from stream.settings import Settings
@@ -317,10 +315,7 @@ class RoundResult:
     def content_hash(self) -> str:
         """sha256 (hex) of the canonical content, to detect a round_id reused for another round."""
         if self._hash is None:
-            text = self._plain_canonical_text()
-            if text is None:
-                text = self._canonical_text()
-            self._hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            self._hash = hashlib.sha256(self._canonical_text().encode("utf-8")).hexdigest()
         return self._hash
 
     def _canonical_text(self) -> str:
@@ -332,24 +327,6 @@ class RoundResult:
             self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
         ]
         return json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
-
-    def _plain_canonical_text(self) -> str | None:
-        """:meth:`_canonical_text` of a round of individuals at full time with fields of exact
-        types (str ids, int ranks, finite float time and weight, float ceiling), written directly
-        (what ``json.dumps`` writes: strings by the same encoder, numbers by ``repr``; tested
-        equal); None for any other round."""
-        when, weight, ceiling = self.occurred_at, self.weight, self.perf_ceiling
-        if not (type(when) is float and type(weight) is float and type(ceiling) is float
-                and type(self.ladder) is str and type(self.round_id) is str
-                and math.isfinite(when) and math.isfinite(weight)):
-            return None
-        rows = []
-        for s in self.standings:
-            if not (type(s.player) is str and type(s.rank) is int and s.team is None and s.weight == 1.0):
-                return None
-            rows.append(f"[{encode_basestring(s.player)},{s.rank!r}]")
-        return (f"[{encode_basestring(self.ladder)},{encode_basestring(self.round_id)},{when!r},"
-                f"[{','.join(rows)}],{weight!r},{repr(ceiling) if math.isfinite(ceiling) else 'null'}]")
 
 
 def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
@@ -375,49 +352,8 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
     the JSON Schema, unknown fields (strict mode only), id lengths, ladder name, weight, ceiling
     and time ranges, ids encodable as UTF-8, duplicate players, and finally whether the round has
     two entries at least (``no_outcome`` carries the parsed round; a draw is valid).
-
-    A message of bytes is first read by :func:`_accept_fast` (orjson): a round it accepts is the
-    round this function returns; anything else (a rejection of any kind) is decided by the
-    reading below, with its precise reason, message and field.
     """
-    if type(raw) is bytes:
-        accepted = _accept_fast(raw, limits)
-        if accepted is not None:
-            return accepted
     return _validate(_decode(raw, limits), limits)
-
-
-FAST_MAX_BRACKETS = 256
-"""Messages with more ``[`` and ``{`` than this are never read by :func:`_accept_fast`: their
-nesting could reach the depths where ``json.loads`` raises RecursionError (its own ``not_json``
-message) while orjson reads them."""
-BIG_FLOAT = 2.0**63
-"""orjson reads an integer literal outside [-2**63, 2**64) as a float, ``json`` as an int: a
-float of at least this magnitude may have been one (it sends the round to the slow reading)."""
-
-
-def _accept_fast(raw: bytes, limits: Limits) -> RoundResult | None:
-    """The round :func:`parse_round` accepts from ``raw``, read by orjson (~4x faster than
-    ``json.loads`` of the decoded text), or None: orjson refused the bytes, the round is
-    rejected (``no_outcome`` included), or its weight or ceiling is a float orjson may have made
-    of a big integer literal. orjson decodes what ``json`` decodes to equal values (strict UTF-8,
-    the same escapes, the last of duplicate keys, correctly rounded floats) except NaN and
-    infinities, lone surrogates and nesting past 1,024 (which it refuses) and integers outside
-    64 bits (floats, see :data:`BIG_FLOAT`; an accepted round only carries such a value in its
-    weight or ceiling: ranks and times are bounded); tested equal by a property test."""
-    if len(raw) > limits.max_message_bytes or raw.count(b"[") + raw.count(b"{") > FAST_MAX_BRACKETS:
-        return None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    try:
-        round_ = _validate(data, limits)
-    except Exception:  # noqa: BLE001 - a rejection (or anything else) is the slow reading's to decide
-        return None
-    if abs(round_.weight) >= BIG_FLOAT or BIG_FLOAT <= abs(round_.perf_ceiling) < math.inf:
-        return None
-    return round_
 
 
 def _validate(data: Any, limits: Limits) -> RoundResult:

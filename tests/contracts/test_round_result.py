@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -307,18 +308,22 @@ def test_top_level_fast_path_gives_the_validators_verdict(data: dict[str, object
     RoundResult(round_id="r", occurred_at=1.0, standings=[Standing("a", True), Standing("b", 2)]),  # bool rank
     RoundResult(round_id="r", occurred_at=1.0, standings=[Standing("a", 1, "t"), Standing("b", 2, None, 0.5)]),
 ])
-def test_plain_canonical_text_is_what_json_dumps_writes(round_: RoundResult) -> None:
-    """content_hash writes a plain round's canonical text directly: the very text json.dumps
-    writes (other rounds go through json.dumps)."""
-    fast = round_._plain_canonical_text()
-    assert fast is None or fast == round_._canonical_text()
-    assert (fast is not None) == (type(round_.occurred_at) is float and type(round_.weight) is float
-                                  and all(type(s.rank) is int and s.team is None and s.weight == 1.0
-                                          for s in round_.standings))
+def test_content_hash_is_the_sha256_of_the_canonical_json(round_: RoundResult) -> None:
+    """content_hash hashes the JSON of [ladder, round_id, time, standings ([player, rank], or
+    [player, rank, team, weight] for a team member or partial play), weight, ceiling or null]:
+    a stored round's hash never changes."""
+
+    def expected(r: RoundResult) -> str:
+        rows = [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
+                for s in r.standings]
+        canonical = [r.ladder, r.round_id, r.occurred_at, rows, r.weight,
+                     r.perf_ceiling if math.isfinite(r.perf_ceiling) else None]
+        return hashlib.sha256(json.dumps(canonical, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+    assert round_.content_hash() == expected(round_)
     try:
         parsed = parse_round(round_.to_json(), limits=LIMITS)
     except RoundRejected as rejected:
         parsed = rejected.round
     if parsed is not None:
-        again = parsed._plain_canonical_text()
-        assert again is None or again == parsed._canonical_text()
+        assert parsed.content_hash() == expected(parsed)
