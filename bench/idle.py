@@ -64,7 +64,7 @@ class Worker:
         return f"{self.prefix}ladder"
 
     def start(self, stack: LocalStack, args: argparse.Namespace, port: int, log: Path) -> None:
-        env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=self.prefix,
+        env = dict(os.environ, **stack.env(), TOPIC_PREFIX=self.prefix,
                    APP_ID=f"{self.prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL="warning",
                    WEB_PORT=str(port), PYTHONPATH=str(self.code))
         ensure(Settings.from_env(env))

@@ -192,7 +192,7 @@ def main() -> None:
     args = parser.parse_args()
     modes = args.mode.split(",")
     with LocalStack.on_ports() as stack, tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=PREFIX,
+        env = dict(os.environ, **stack.env(), TOPIC_PREFIX=PREFIX,
                    APP_ID=f"{PREFIX}app", PARTITIONS=str(args.partitions), LOG_LEVEL="warning",
                    QUEUES=queues_json(args.queues, args.tick_s))
         ensure(Settings.from_env(env))

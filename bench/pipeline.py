@@ -428,7 +428,7 @@ def main() -> None:
                                                       seed=size, ladders=args.ladders), "pipeline")
             print(f"floor of {size}-player rounds: {floors[size].participations / floors[size].floor_s:,.0f} part./s",
                   file=sys.stderr)
-        env = dict(os.environ, KAFKA_BOOTSTRAP=stack.bootstrap, REDIS_URL=stack.redis_url, TOPIC_PREFIX=prefix,
+        env = dict(os.environ, **stack.env(), TOPIC_PREFIX=prefix,
                    APP_ID=f"{prefix}app", PARTITIONS=str(args.partitions), LOG_LEVEL=args.log_level)
         batches_dir = Path(tmp) / "batches"
         if args.breakdown:

@@ -19,7 +19,7 @@ from stream.connections import faust_broker, faust_credentials
 from stream.engine import warm_up
 from stream.pipeline import agents, watchdog
 from stream.pipeline.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
-                                    idle_fetch_wait)
+                                    idle_fetch_wait, leave_group_on_stop)
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
 from stream.pipeline.shutdown import Drain
@@ -72,6 +72,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     idle_fetch_wait(settings.consumer_fetch_max_wait_ms,
                     max(settings.consumer_idle_fetch_wait_ms, settings.consumer_fetch_max_wait_ms))
     direct_delivery()  # no tasks per fetched record (compat.direct_delivery)
+    leave_group_on_stop(settings.leave_group_on_stop)
     app = faust.App(
         settings.app_id,
         broker=faust_broker(settings),

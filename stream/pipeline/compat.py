@@ -15,6 +15,7 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
   the delivery of the consumer's other partitions (phase one waiting at its barrier would
   otherwise hold back the ``player-updates`` records it waits for);
 * :class:`QuietMonitor`: Faust's monitor without its per-event statistics (nothing reads them);
+* :func:`leave_group_on_stop`: whether a stopping consumer sends aiokafka's LeaveGroup;
 * the watchdog's reach into the consumer (watchdog.py): :func:`in_consumer_thread`,
   :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`.
 """
@@ -29,6 +30,7 @@ import time
 
 import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
+from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust.sensors.monitor import Monitor
 from faust.transport import consumer as faust_consumer
 from faust.transport import conductor as faust_conductor
@@ -63,6 +65,26 @@ def cap_fetch_wait(max_wait_ms: int) -> None:
     # setattr: patching Faust's class is not an assignment to typed attributes
     setattr(thread_class, "_ems_original_create", original)
     setattr(thread_class, "_create_worker_consumer", create_worker_consumer)
+
+
+def leave_group_on_stop(leave: bool) -> None:
+    """Whether a consumer that stops (or unsubscribes) leaves its group with a LeaveGroup request
+    (aiokafka's ``GroupCoordinator._maybe_leave_group``, the default) or only forgets its
+    generation, so the coordinator drops it when its session expires (LEAVE_GROUP_ON_STOP).
+
+    Against the embedded Tansu broker, new members joining a group whose members all left with
+    LeaveGroup can loop in JoinGroup / SyncGroup with no member elected leader, for minutes
+    (measured with plain aiokafka consumers: stream/stack/README.md); a member dropped at its
+    session timeout leaves no such state. Process-wide (the worker has one consumer group);
+    idempotent; affects consumers created before or after."""
+    original = getattr(GroupCoordinator, "_ems_original_leave", GroupCoordinator._maybe_leave_group)
+
+    async def forget_generation(self):  # type: ignore[no-untyped-def]
+        self.reset_generation()
+
+    # setattr: patching aiokafka's class is not an assignment to typed attributes
+    setattr(GroupCoordinator, "_ems_original_leave", original)
+    setattr(GroupCoordinator, "_maybe_leave_group", original if leave else forget_generation)
 
 
 IDLE_AFTER_S = 1.0

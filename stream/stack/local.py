@@ -38,8 +38,9 @@ class LocalStack:
         return self.redis.url
 
     def env(self) -> dict[str, str]:
-        """The environment variables that point the service at this stack."""
-        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url}
+        """The environment variables that point the service at this stack, and make its workers
+        stop without a LeaveGroup (LEAVE_GROUP_ON_STOP: the broker's quirk, README.md)."""
+        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url, "LEAVE_GROUP_ON_STOP": "false"}
 
     def start(self) -> "LocalStack":
         """Start Redis, then the broker; if the broker fails, Redis is stopped again."""
