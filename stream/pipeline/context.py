@@ -47,6 +47,17 @@ class PipelineContext:
     """The matchmaking queues (``QUEUES``, checked by :func:`load_queues`)."""
     health: RatingHealth = field(default_factory=lambda: RatingHealth(0))
     """Rating health per ladder (``health.py``; HEALTH_WINDOW in :meth:`from_settings`, off when built directly)."""
+    configured: Ladders | None = None
+    """The ladders as ``LADDERS`` gives them (None: :attr:`ladders` as built); :attr:`ladders` is
+    this with the seasons started since (``season_schedules.refresh``)."""
+    started: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    """The seasons of record last read from Redis, ladder -> entries (``season_schedules.refresh``)."""
+    started_read_at: float = -float("inf")
+    """When :attr:`started` was read (``time.monotonic``)."""
+
+    def __post_init__(self) -> None:
+        if self.configured is None:
+            self.configured = self.ladders
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
