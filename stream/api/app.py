@@ -43,6 +43,7 @@ from stream.pipeline import deadletters, explain
 from stream.pipeline import status as rating_status
 from stream.pipeline import metrics as metrics_
 from stream.pipeline.context import load_queues
+from stream.pipeline.season_schedules import SeasonRecord
 from stream.pipeline.worker_status import WorkerStatus
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -55,7 +56,8 @@ OPENAPI_PATH = Path(str(resources.files("stream.api"))) / "openapi.json"
 
 REDIS_KEY: web.AppKey[AsyncRedis] = web.AppKey("redis")
 SETTINGS_KEY = web.AppKey("settings", Settings)
-LADDERS_KEY = web.AppKey("ladders", Ladders)
+LADDERS_KEY = web.AppKey("ladders", SeasonRecord)
+"""The resolved ``LADDERS`` with the seasons started since (``stream season start``; read every SEASON_REFRESH_S)."""
 PROBE_KEY: web.AppKey[KafkaProbe | None] = web.AppKey("kafka_probe")
 STATUS_KEY: web.AppKey[WorkerStatus | None] = web.AppKey("worker_status")
 STREAMS_KEY: web.AppKey[list[int]] = web.AppKey("event_streams")  # [open event streams]
@@ -103,6 +105,15 @@ async def count_requests(request: web.Request, handler: Any) -> web.StreamRespon
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
     REQUESTS.labels(route=route, status=str(response.status)).inc()
+    return response
+
+
+@web.middleware
+async def current_seasons(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The seasons started since (``stream season start``) read before a request once
+    SEASON_REFRESH_S has passed, so the API shows and predicts with the schedule the workers rate by."""
+    await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
+    response: web.StreamResponse = await handler(request)
     return response
 
 
@@ -595,11 +606,12 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
     ``probe``: the Kafka check /health reports (None: not checked); ``status``: the pipeline of
     this process, for /live and /ready (None: the API alone)."""
-    app = web.Application(middlewares=[count_requests, json_errors], client_max_size=inputs.MAX_BODY_BYTES)
+    app = web.Application(middlewares=[count_requests, json_errors, current_seasons],
+                          client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client
     app[SETTINGS_KEY] = settings
-    app[LADDERS_KEY] = parse_ladders(settings.ladders, engine_preset=settings.engine_preset,
-                                     display_config=settings.display_config)
+    app[LADDERS_KEY] = SeasonRecord(parse_ladders(settings.ladders, engine_preset=settings.engine_preset,
+                                                  display_config=settings.display_config), settings.season_refresh_s)
     app[PROBE_KEY] = probe
     app[STATUS_KEY] = status
     app[STREAMS_KEY] = [0]
@@ -635,7 +647,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
     app.router.add_post("/api/ladders/{ladder}/what-if", what_if)
     app.router.add_get("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", explain_change)
-    app[queues.QUEUES_KEY] = load_queues(settings, app[LADDERS_KEY])  # QUEUES: a bad one exits 2 (SettingsError)
+    app[queues.QUEUES_KEY] = load_queues(settings, app[LADDERS_KEY].configured)  # QUEUES: a bad one exits 2 (SettingsError)
     app.router.add_routes(queues.routes(_redis))
     app.router.add_routes(seasons.routes(_redis, lambda request: request.app[LADDERS_KEY]))
     return app

@@ -44,7 +44,6 @@ from stream.engine.state import pack_batch, unpack_batch
 from stream.engine.teams import rate_team_round
 from stream.pipeline import rating_models
 from stream.pipeline.context import PipelineContext
-from stream.pipeline import season_schedules
 from stream.contracts.encoding import ChangeColumns, encode_changes, number_texts
 from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.teams import fanout_columns
@@ -174,7 +173,7 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
 async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: bool = False,
                    on_round: Callable[[RoundResult], None] | None = None) -> BackfillSummary:
     """Write the rating history of ``rounds`` into Redis as the stream would (module docstring)."""
-    await season_schedules.refresh(ctx, force=True)  # the seasons started on the service (stream season start)
+    await ctx.refresh_seasons(force=True)  # the seasons started on the service (stream season start)
     todo, skipped = await plan(ctx, rounds, append=append)
     summary = BackfillSummary(rounds=len(rounds), duplicates=skipped)
     writer = LadderWriter(ctx.store)

@@ -62,7 +62,6 @@ from stream.engine.state import pack_batch
 from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.context import PipelineContext
-from stream.pipeline import season_schedules
 from stream.contracts.encoding import number_texts
 from stream.pipeline.messages import RatingChangeMessage
 from stream.pipeline.messages import Origin
@@ -106,7 +105,7 @@ def _rejected(rejection: RoundRejected, raw: bytes, origin: Origin, correction: 
 
 async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> CorrectionResult:
     """Steps 1-5 of the module docstring; the caller sends the result, then calls :func:`finish_correction`."""
-    await season_schedules.refresh(ctx)  # the seasons started since (SEASON_REFRESH_S)
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     try:
         correction = parse_correction(raw, limits=ctx.limits)
         if correction.round is not None:

@@ -54,7 +54,6 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
-from stream.pipeline import season_schedules
 from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
@@ -97,7 +96,7 @@ def insert_of(round_: RoundResult, registration: Registration) -> PhaseOneResult
 
 async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> PhaseOneResult:
     """Phase one of one ``rounds`` message (see the module docstring)."""
-    await season_schedules.refresh(ctx)  # the seasons started since (SEASON_REFRESH_S)
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
     try:
         round_ = parse_round(raw, limits=ctx.limits)
@@ -519,7 +518,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     deferred to one-by-one handling, as is a ladder whose barrier found a round already
     applied (``RoundOvertaken``).
     """
-    await season_schedules.refresh(ctx)  # the seasons started since (SEASON_REFRESH_S)
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
     results: list[PhaseOneResult | None] = [None] * len(events)
     accepted: list[tuple[int, RoundResult, str]] = []

@@ -53,7 +53,6 @@ from stream.pipeline import faults, rating_models
 from stream.pipeline.chains import APPLY, DONE, GAP, NO_PREVIOUS, ChainPlan, plan_chains
 from stream.engine.ladders import LadderConfig
 from stream.pipeline.context import PipelineContext
-from stream.pipeline import season_schedules
 from stream.contracts.encoding import ChangeColumns, columns_texts, encode_changes_of_rounds, number_texts
 from stream.pipeline.messages import RatingChangeMessage, split_sections
 from stream.store.store import VERIFY_RAW_MAX, BatchWrites, FanOutCheck, StoredStates
@@ -277,7 +276,7 @@ async def _load(ctx: PipelineContext, messages: Sequence[bytes],
 async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, verify: bool = True) -> PhaseTwoResult:
     """Phase two of a batch of ``player-updates`` messages (see the module docstring).
     ``verify=False`` skips the fan-out check (bench/handlers.py measures its cost)."""
-    await season_schedules.refresh(ctx)  # the seasons started since (SEASON_REFRESH_S)
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     rows, stored, sections, unverified = await _load(ctx, messages, verify)
     await faults.at(faults.RAISE_ALWAYS_IN_PHASE_TWO, rounds=[round_.update.round_id for round_ in rows.rounds])
     plan = plan_chains(rows.key, rows.seq, rows.previous, stored.last_seq)

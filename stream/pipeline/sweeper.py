@@ -49,7 +49,6 @@ from typing import Any
 from stream.pipeline import metrics, retry
 from stream.logsafe import log_ids
 from stream.pipeline.context import PipelineContext
-from stream.pipeline import season_schedules
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import complete_registered, stored_fanout
 from stream.store.store import STATUS_PENDING, STATUS_RATED, STATUS_REGISTERED, DueRound
@@ -71,7 +70,7 @@ class SweepReport:
 
 async def sweep(ctx: PipelineContext) -> SweepReport:
     """Claim and re-drive every round past its due time (see the module docstring)."""
-    await season_schedules.refresh(ctx)  # the seasons started since (SEASON_REFRESH_S)
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
     due = await ctx.store.claim_due_rounds(now=now, period=ctx.settings.sweep_timeout_s,
                                            max_doublings=max(0, ctx.settings.sweep_backoff_doublings), limit=ROUNDS_PER_LADDER)

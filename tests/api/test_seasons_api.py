@@ -80,3 +80,19 @@ def test_season_routes(redis_url: str) -> None:
     assert by_id[1] == 200 and by_id[2] == player[2] and no_id[1] == 400
     check("/api/ladders/{ladder}/player/seasons", "get", 200, by_id[2])
     check("/api/ladders/{ladder}/player/seasons", "get", 400, no_id[2])
+
+
+def test_a_season_started_in_redis_shows_without_a_restart(redis_url: str) -> None:
+    async def body(client: TestClient) -> list[Any]:
+        before = await (await client.get("/api/ladders/ranked/seasons")).json()
+        r = aioredis.Redis.from_url(redis_url)
+        assert await store.schedule_season(r, "ranked", "S3", 1.9e9, 1450.0) == (store.SCHEDULED, "")
+        await r.aclose()
+        await asyncio.sleep(0.3)  # SEASON_REFRESH_S below
+        after = await (await client.get("/api/ladders/ranked/seasons")).json()
+        return [before, after]
+
+    before, after = with_client(redis_url, body, ladders=LADDERS, season_refresh_s=0.1)
+    assert [s["name"] for s in before["schedule"]] == ["S1", "S2"]
+    assert [s["name"] for s in after["schedule"]] == ["S1", "S2", "S3"] and after["schedule"][2]["centre"] == 1450.0
+    check("/api/ladders/{ladder}/seasons", "get", 200, after)
