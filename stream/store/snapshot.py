@@ -30,7 +30,7 @@ import base64
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from stream.store import keys, player_hash, seasons
 from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
@@ -102,10 +102,12 @@ async def _season_records(store: Store, ladder: str) -> AsyncIterator[Record]:
     client = store.client
     for season in sorted(as_text(s) for s in await client.smembers(keys.season_archives(ladder))):
         yield Record("season", season, _text_fields(await client.hgetall(keys.season_standings(ladder, season))))
-        board = await client.zrange(keys.season_archive(ladder, season), 0, -1, withscores=True)
+        board = cast("list[tuple[bytes, float]]",
+                     await client.zrange(keys.season_archive(ladder, season), 0, -1, withscores=True))
         yield Record("season_lb", season, {as_text(p): repr(float(score)) for p, score in board})
-    for kind, entries in (("shares", await client.zrange(keys.league_shares(ladder), 0, -1)),
-                          ("schedule", await client.lrange(keys.season_schedule(ladder), 0, -1))):
+    lists = (("shares", await client.zrange(keys.league_shares(ladder), 0, -1)),
+             ("schedule", await client.lrange(keys.season_schedule(ladder), 0, -1)))
+    for kind, entries in cast("tuple[tuple[str, list[bytes]], ...]", lists):
         if entries:
             yield Record(kind, "", {str(j): as_text(e) for j, e in enumerate(entries)})
 
