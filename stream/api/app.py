@@ -39,6 +39,7 @@ from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
+from stream.engine.seasons import next_round_view
 from stream.pipeline import deadletters, explain
 from stream.pipeline import status as rating_status
 from stream.pipeline import metrics as metrics_
@@ -407,6 +408,22 @@ States = list[tuple[float, float] | None]
 """Each player's stored (mu, sigma), None for a player the ladder has not rated."""
 
 
+def _next_round_states(cfg: LadderConfig, stored: list[tuple[float, float, float] | None], now: float) -> States:
+    """Each rated player's (mu, sigma) as a round now would rate from: a returning player's first
+    round of a new season starts from his soft-reset belief (``engine.seasons.next_round_view``),
+    so a prediction agrees with the rating the match will do."""
+    rows = [s for s in stored if s is not None]
+    if not rows:
+        return [None] * len(stored)
+    table = np.array(rows, dtype=np.float64)
+    mu, sigma = next_round_view(cfg.params, table[:, 0], table[:, 1], table[:, 2], now)
+    out: States = []
+    it = iter(zip(mu.tolist(), sigma.tolist()))
+    for s in stored:
+        out.append(None if s is None else next(it))
+    return out
+
+
 async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, ...], players: list[str],
                              answer: Callable[[States], Awaitable[dict[str, Any]]]) -> web.Response:
     """A prediction's answer, cached under ``key`` and the players' current states (computed
@@ -415,9 +432,10 @@ async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, 
     fresh = cache.fresh(key)
     if fresh is not None:
         return _json_body(fresh)
-    states = await queries.lobby_state(_redis(request), ladder, players)
-    if states is None:
+    stored = await queries.lobby_state(_redis(request), ladder, players)
+    if stored is None:
         raise await _unknown_ladder(request, ladder)
+    states = _next_round_states(request.app[LADDERS_KEY].of(ladder), stored, time.time())
 
     async def compute() -> bytes:
         out = await answer(states)

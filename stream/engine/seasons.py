@@ -122,3 +122,16 @@ def seasoned_view(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, time
     mu, sigma = mu.copy(), sigma.copy()
     mu[moving], sigma[moving] = new_mu, new_sigma
     return mu, sigma
+
+
+def next_round_view(params: object, mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray,
+                    time: float) -> tuple[np.ndarray, np.ndarray]:
+    """The (mu, sigma) a round at ``time`` would rate from, for a ladder's parameters of any model:
+    :func:`seasoned_view` under Elo-MMR ``Params`` with seasons (a returning player's soft-reset
+    belief), the stored values otherwise. What the read side predicts and matches with (``/predict``,
+    the matchmaker), so a prediction agrees with the rating the match will do; NaN (unrated) rows
+    stay NaN."""
+    if not isinstance(params, Params):
+        return mu, sigma
+    return seasoned_view(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
+                         np.asarray(last_time, dtype=np.float64), time, params)
