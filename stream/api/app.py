@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,6 +29,7 @@ import orjson
 from aiohttp import web
 from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
 
 from stream.api import inputs, queues, seasons
 from stream.api.cache import ResponseCache
@@ -52,6 +54,7 @@ from stream.store import health as store_health
 from stream.store import queries
 from stream.store.client import AsyncRedis
 
+log = logging.getLogger(__name__)
 STATIC_DIR = Path(str(resources.files("stream.api"))) / "static"
 OPENAPI_PATH = Path(str(resources.files("stream.api"))) / "openapi.json"
 
@@ -109,11 +112,21 @@ async def count_requests(request: web.Request, handler: Any) -> web.StreamRespon
     return response
 
 
+LADDER_ROUTES = "/api/ladders/"
+"""The routes of one ladder (whose answers may depend on its season schedule)."""
+
+
 @web.middleware
 async def current_seasons(request: web.Request, handler: Any) -> web.StreamResponse:
     """The seasons started since (``stream season start``) read before a request once
-    SEASON_REFRESH_S has passed, so the API shows and predicts with the schedule the workers rate by."""
-    await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
+    SEASON_REFRESH_S has passed, so the API shows and predicts with the schedule the workers rate by.
+    Only for a ladder's routes (/health, /live, /metrics and the dashboard's files never wait on it);
+    Redis unreachable: the schedule last read serves."""
+    if request.path.startswith(LADDER_ROUTES):
+        try:
+            await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
+        except (RedisError, OSError) as exc:
+            log.warning("seasons of record not read (%s: %s): the schedule last read serves", type(exc).__name__, exc)
     response: web.StreamResponse = await handler(request)
     return response
 
