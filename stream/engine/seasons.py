@@ -1,7 +1,8 @@
 """Seasons of a ladder and the soft reset at a player's first round of a new season.
 
 A ladder's seasons are a schedule of start times (``season_schedule.Seasons``, the ``seasons`` key
-of its ``LADDERS`` entry). The season of a round is a pure function of its time and the schedule
+of its ``LADDERS`` entry, with the seasons started since on the running service merged in:
+``season_schedule.with_started``). The season of a round is a pure function of its time and the schedule
 (``season_schedule.season_of``: how many starts are at or before it; 0 is the time before the
 first start), so the stream, ``stream replay``, backfill and a correction's re-rate all see the same season
 boundaries in a ladder's history, whatever order or process rates it.
