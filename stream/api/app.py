@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,6 +29,7 @@ import orjson
 from aiohttp import web
 from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
 
 from stream.api import inputs, queues, seasons
 from stream.api.cache import ResponseCache
@@ -39,10 +41,12 @@ from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
+from stream.engine.seasons import next_round_view
 from stream.pipeline import deadletters, explain
 from stream.pipeline import status as rating_status
 from stream.pipeline import metrics as metrics_
 from stream.pipeline.context import load_queues
+from stream.pipeline.season_schedules import SeasonRecord
 from stream.pipeline.worker_status import WorkerStatus
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -50,12 +54,14 @@ from stream.store import health as store_health
 from stream.store import queries
 from stream.store.client import AsyncRedis
 
+log = logging.getLogger(__name__)
 STATIC_DIR = Path(str(resources.files("stream.api"))) / "static"
 OPENAPI_PATH = Path(str(resources.files("stream.api"))) / "openapi.json"
 
 REDIS_KEY: web.AppKey[AsyncRedis] = web.AppKey("redis")
 SETTINGS_KEY = web.AppKey("settings", Settings)
-LADDERS_KEY = web.AppKey("ladders", Ladders)
+LADDERS_KEY = web.AppKey("ladders", SeasonRecord)
+"""The resolved ``LADDERS`` with the seasons started since (``stream season start``; read every SEASON_REFRESH_S)."""
 PROBE_KEY: web.AppKey[KafkaProbe | None] = web.AppKey("kafka_probe")
 STATUS_KEY: web.AppKey[WorkerStatus | None] = web.AppKey("worker_status")
 STREAMS_KEY: web.AppKey[list[int]] = web.AppKey("event_streams")  # [open event streams]
@@ -103,6 +109,25 @@ async def count_requests(request: web.Request, handler: Any) -> web.StreamRespon
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
     REQUESTS.labels(route=route, status=str(response.status)).inc()
+    return response
+
+
+LADDER_ROUTES = "/api/ladders/"
+"""The routes of one ladder (whose answers may depend on its season schedule)."""
+
+
+@web.middleware
+async def current_seasons(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The seasons started since (``stream season start``) read before a request once
+    SEASON_REFRESH_S has passed, so the API shows and predicts with the schedule the workers rate by.
+    Only for a ladder's routes (/health, /live, /metrics and the dashboard's files never wait on it);
+    Redis unreachable: the schedule last read serves."""
+    if request.path.startswith(LADDER_ROUTES):
+        try:
+            await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
+        except (RedisError, OSError) as exc:
+            log.warning("seasons of record not read (%s: %s): the schedule last read serves", type(exc).__name__, exc)
+    response: web.StreamResponse = await handler(request)
     return response
 
 
@@ -396,6 +421,22 @@ States = list[tuple[float, float] | None]
 """Each player's stored (mu, sigma), None for a player the ladder has not rated."""
 
 
+def _next_round_states(cfg: LadderConfig, stored: list[tuple[float, float, float] | None], now: float) -> States:
+    """Each rated player's (mu, sigma) as a round now would rate from: a returning player's first
+    round of a new season starts from his soft-reset belief (``engine.seasons.next_round_view``),
+    so a prediction agrees with the rating the match will do."""
+    rows = [s for s in stored if s is not None]
+    if not rows:
+        return [None] * len(stored)
+    table = np.array(rows, dtype=np.float64)
+    mu, sigma = next_round_view(cfg.params, table[:, 0], table[:, 1], table[:, 2], now)
+    out: States = []
+    it = iter(zip(mu.tolist(), sigma.tolist()))
+    for s in stored:
+        out.append(None if s is None else next(it))
+    return out
+
+
 async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, ...], players: list[str],
                              answer: Callable[[States], Awaitable[dict[str, Any]]]) -> web.Response:
     """A prediction's answer, cached under ``key`` and the players' current states (computed
@@ -404,9 +445,10 @@ async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, 
     fresh = cache.fresh(key)
     if fresh is not None:
         return _json_body(fresh)
-    states = await queries.lobby_state(_redis(request), ladder, players)
-    if states is None:
+    stored = await queries.lobby_state(_redis(request), ladder, players)
+    if stored is None:
         raise await _unknown_ladder(request, ladder)
+    states = _next_round_states(request.app[LADDERS_KEY].of(ladder), stored, time.time())
 
     async def compute() -> bytes:
         out = await answer(states)
@@ -595,11 +637,12 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
     ``probe``: the Kafka check /health reports (None: not checked); ``status``: the pipeline of
     this process, for /live and /ready (None: the API alone)."""
-    app = web.Application(middlewares=[count_requests, json_errors], client_max_size=inputs.MAX_BODY_BYTES)
+    app = web.Application(middlewares=[count_requests, json_errors, current_seasons],
+                          client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client
     app[SETTINGS_KEY] = settings
-    app[LADDERS_KEY] = parse_ladders(settings.ladders, engine_preset=settings.engine_preset,
-                                     display_config=settings.display_config)
+    app[LADDERS_KEY] = SeasonRecord(parse_ladders(settings.ladders, engine_preset=settings.engine_preset,
+                                                  display_config=settings.display_config), settings.season_refresh_s)
     app[PROBE_KEY] = probe
     app[STATUS_KEY] = status
     app[STREAMS_KEY] = [0]
@@ -635,7 +678,7 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_get("/api/ladders/{ladder}/rejected", rejected)
     app.router.add_post("/api/ladders/{ladder}/what-if", what_if)
     app.router.add_get("/api/ladders/{ladder}/players/{player}/changes/{round_id}/explain", explain_change)
-    app[queues.QUEUES_KEY] = load_queues(settings, app[LADDERS_KEY])  # QUEUES: a bad one exits 2 (SettingsError)
+    app[queues.QUEUES_KEY] = load_queues(settings, app[LADDERS_KEY].configured)  # QUEUES: a bad one exits 2 (SettingsError)
     app.router.add_routes(queues.routes(_redis))
     app.router.add_routes(seasons.routes(_redis, lambda request: request.app[LADDERS_KEY]))
     return app

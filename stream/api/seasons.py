@@ -15,7 +15,7 @@ from aiohttp import web
 
 from stream.api import inputs
 from stream.api.errors import bad_request, not_found
-from stream.engine.ladders import Ladders
+from stream.pipeline.season_schedules import SeasonRecord
 from stream.engine.season_schedule import Seasons, season_of
 from stream.pipeline.seasons import player_season
 from stream.store import seasons as store
@@ -27,11 +27,11 @@ MAX_LIMIT = 1000
 
 def routes(redis_of: Any, ladders_of: Any) -> list[web.RouteDef]:
     """The routes; ``redis_of(request)`` is the app's Redis client, ``ladders_of(request)`` its
-    resolved LADDERS (:class:`~stream.engine.ladders.Ladders`)."""
+    resolved LADDERS with the seasons started since (:class:`~stream.pipeline.season_schedules.SeasonRecord`)."""
 
     async def get_seasons(request: web.Request) -> web.Response:
         ladder = request.match_info["ladder"]
-        config: Ladders = ladders_of(request)
+        config: SeasonRecord = ladders_of(request)
         seasons = config.of(ladder).seasons or Seasons()
         client: AsyncRedis = redis_of(request)
         at = inputs.float_query(request.query["at"], "at", math.nan, low=-math.inf, high=math.inf) \
@@ -56,7 +56,7 @@ def routes(redis_of: Any, ladders_of: Any) -> list[web.RouteDef]:
         player = request.match_info.get("player") or request.query.get("id", "")  # the ?id= form: "." and ".."
         if not player:
             raise bad_request("give the player's id (?id=)", code="missing_id")
-        config: Ladders = ladders_of(request)
+        config: SeasonRecord = ladders_of(request)
         doc = await player_season(redis_of(request), ladder, player, config.of(ladder), config.of(ladder).display,
                                   now=time.time())
         if doc is None:

@@ -2,16 +2,17 @@
 from target shares, recomputed from the live leaderboard) and ``archive`` (a season's final
 standings, read back with ``stream leaderboard L --season S``).
 
-A season is part of a ladder's configuration (``LADDERS[ladder].seasons``, stream/engine/seasons.py),
-not a message: the season of a round is a pure function of its time and the schedule, so the
-stream, ``stream replay --ladders``, backfill and corrections reproduce every boundary exactly.
-``season start`` appends a season to the schedule: it rewrites the ``--ladders`` file in place
-(atomically), or prints the new ``LADDERS`` JSON when the configuration is the ``LADDERS`` setting
-or JSON text. Workers pick the schedule up when restarted with it, so a season is scheduled
-ahead: a start before now is refused (rounds after it may already be rated without its reset;
-``--backdate`` allows it, for a history that is replayed or backfilled, not streamed). The
-season's soft reset pulls mu toward ``--centre``, or with ``--centre-from-ladder`` toward the
-ladder's mean mu when the season is scheduled, frozen in the schedule (so replay sees the same).
+A season start is kept twice: in the ladder's schedule of record in Redis (``stream season
+start`` adds it, refused when the ladder has already registered a round at or after the start:
+``stream.store.seasons.schedule_season``), which the running workers read every SEASON_REFRESH_S
+and merge with the ``LADDERS`` entry's schedule (``stream.pipeline.season_schedules``), and in the
+``LADDERS`` configuration (the ``--ladders`` file rewritten atomically, or the new JSON printed),
+which ``stream replay --ladders`` reads. The season of a round is a pure function of its time and
+the schedule, so the stream, replay, backfill and corrections reproduce every boundary exactly. A
+start is at least SEASON_NOTICE_S ahead (``--backdate`` lifts that; the Redis check stays);
+``--config-only`` edits the configuration alone (a history to replay or backfill). The season's
+soft reset pulls mu toward ``--centre``, or with ``--centre-from-ladder`` toward the ladder's mean
+mu when the season is scheduled, frozen in the schedule (so replay sees the same).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from stream.engine.ladders import LADDER_NAME, LaddersError, parse_ladders
-from stream.engine.season_schedule import Seasons, iso_time, parse_time, season_of
+from stream.engine.season_schedule import Seasons, iso_time, parse_time, season_of, with_started
 from stream.settings import Settings
 
 EXIT_BAD_INPUT = 2
@@ -59,29 +60,36 @@ LaddersOption = Annotated[str | None, typer.Option(
 def start_command(
     ladder: Annotated[str, typer.Argument(help="ladder name")],
     at: Annotated[str | None, typer.Option("--at", help="start time, ISO 8601 with its zone or epoch seconds "
-                                                        "(default: now)")] = None,
+                                                        "(default: now + SEASON_NOTICE_S)")] = None,
     name: Annotated[str | None, typer.Option("--name", help="the season's name (default: S<number>)")] = None,
     ladders: LaddersOption = None,
-    backdate: Annotated[bool, typer.Option("--backdate", help="allow a start before now (a history to replay or "
-                                                               "backfill, not one being streamed)")] = False,
+    backdate: Annotated[bool, typer.Option("--backdate", help="allow a start less than SEASON_NOTICE_S ahead, or "
+                                                               "past (still after every round the ladder has "
+                                                               "registered)")] = False,
+    config_only: Annotated[bool, typer.Option("--config-only", help="only the LADDERS configuration (a history to "
+                                                                    "replay or backfill), not Redis")] = False,
     centre: Annotated[float | None, typer.Option("--centre", help="the mu this season's soft reset pulls toward "
                                                                   "(default: the ladder's configured centre)")] = None,
     centre_from_ladder: Annotated[bool, typer.Option("--centre-from-ladder", help="the ladder's mean mu now, read from "
                                                                                "Redis (REDIS_URL) and frozen in the "
                                                                                "schedule")] = False,
 ) -> None:
-    """Schedule a season start on a ladder: its players are soft-reset at their first round from then on."""
+    """Start a season on a ladder: its players are soft-reset at their first round from then on.
+    The running workers take it up within SEASON_REFRESH_S (the schedule of record in Redis)."""
     if not LADDER_NAME.match(ladder):
         _fail(f"not a ladder name: {ladder!r}")
+    settings = Settings.from_env(connect=False)
+    notice = max(settings.season_notice_s, 2 * settings.season_refresh_s)
     path, raw = _load(ladders)
     now = time.time()
     try:
-        start = now if at is None else parse_time(at, "--at")
+        start = now + notice if at is None else parse_time(_number(at), "--at")
     except ValueError as exc:
         _fail(str(exc))
-    if at is not None and start < now and not backdate:
-        _fail(f"--at {at} is before now: rounds after it may already be rated without its reset "
-              "(schedule seasons ahead; --backdate for a history that is replayed, not streamed)")
+    if start < now + notice and not backdate and not config_only:
+        _fail(f"--at {at} is before now + the notice of {notice:g} s (SEASON_NOTICE_S, at least twice "
+              "SEASON_REFRESH_S): a worker may rate a round of the season before it has read the schedule "
+              "(--backdate for a start after every round the ladder has; --config-only for a history to replay)")
     entry = raw.setdefault(ladder, {})
     if not isinstance(entry, dict):
         _fail(f"LADDERS[{ladder!r}]: must be an object")
@@ -89,6 +97,8 @@ def start_command(
         current = Seasons.from_dict(entry.get("seasons", {}))
     except ValueError as exc:
         _fail(f"LADDERS[{ladder!r}].seasons: {exc}")
+    if not config_only:
+        current = _with_redis(ladder, current)
     label = name or f"S{len(current.names) + 1}"
     if current.starts and start <= current.starts[-1]:
         _fail(f"a season must start after the last one ({current.names[-1]} at {iso_time(current.starts[-1])})")
@@ -107,28 +117,73 @@ def start_command(
         parse_ladders(text)
     except LaddersError as exc:
         _fail(str(exc))
+    if not config_only:
+        _schedule(ladder, label, start, centre)
+    where = "" if config_only else "; running workers take it up within SEASON_REFRESH_S"
     if path is None:
         typer.echo(text, nl=False)
-        typer.echo(f"season {label} of {ladder} starts at {iso_time(start)}: set LADDERS to the JSON above and "
-                   "restart the workers before then", err=True)
+        typer.echo(f"season {label} of {ladder} starts at {iso_time(start)}{where} (the LADDERS above holds it too, "
+                   "for `stream replay --ladders`)", err=True)
         return
     _write(path, text)
-    typer.echo(f"season {label} of {ladder} starts at {iso_time(start)} ({path} updated: restart the workers "
-               "before then)")
+    typer.echo(f"season {label} of {ladder} starts at {iso_time(start)} ({path} updated{where})")
+
+
+def _number(text: str) -> str | float:
+    """``--at`` as epoch seconds when it is a number, else the text (an ISO 8601 time)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _with_redis(ladder: str, seasons: Seasons) -> Seasons:
+    """``seasons`` with the ladder's seasons of record in Redis (REDIS_URL): the schedule the
+    workers rate by."""
+    from stream.cli.store_command import run_on_redis
+    from stream.store.seasons import scheduled_seasons
+
+    held = run_on_redis(Settings.from_env(), scheduled_seasons)
+    try:
+        return with_started(seasons, held.get(ladder, []))
+    except ValueError as exc:
+        _fail(f"the seasons of {ladder!r} in Redis do not merge with LADDERS: {exc}")
+
+
+def _schedule(ladder: str, name: str, start: float, centre: float | None) -> None:
+    """Add the season to the ladder's schedule of record in Redis; exit 2 if a round at or after
+    its start is already registered (replay would differ) or Redis's schedule refuses it."""
+    from stream.cli.store_command import run_on_redis
+    from stream.store.seasons import SCHEDULED, schedule_season
+
+    outcome, detail = run_on_redis(Settings.from_env(), lambda r: schedule_season(r, ladder, name, start, centre),
+                                   write=True)
+    if outcome == SCHEDULED:
+        return
+    if outcome == "late":
+        _fail(f"ladder {ladder!r} has already registered a round at {iso_time(float(detail))}, at or after the start "
+              f"{iso_time(start)}: it was rated without the season (start the season later)")
+    if outcome == "order":
+        _fail(f"a season must start after the last one (at {iso_time(float(detail))} in Redis)")
+    _fail(f"ladder {ladder!r} already has a season named {name!r} (in Redis)")
 
 
 def list_command(
     ladder: Annotated[str, typer.Argument(help="ladder name")],
     ladders: LaddersOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    config_only: Annotated[bool, typer.Option("--config-only", help="the LADDERS configuration's schedule only, "
+                                                                    "without the seasons started in Redis")] = False,
 ) -> None:
-    """A ladder's season schedule and the season now."""
+    """A ladder's season schedule (LADDERS with the seasons started in Redis) and the season now."""
     _, raw = _load(ladders)
     try:
         params = parse_ladders(json.dumps(raw)).of(ladder).params
     except LaddersError as exc:
         _fail(str(exc))
     seasons = getattr(params, "season", None) or Seasons()
+    if not config_only:
+        seasons = _with_redis(ladder, seasons)
     current = seasons.name_of(int(season_of(time.time(), seasons)))
     doc = {"ladder": ladder, "current": current or None, **seasons.to_dict()}
     if as_json:

@@ -93,7 +93,8 @@ class StreamLink:
 
     def ratings(self, ladder: str, players: Sequence[str]) -> tuple[Array, Array]:
         """(mu, sigma) of ``players`` on ``ladder`` from Redis, NaN for a player without a rating."""
-        return self.loop.run_until_complete(self.store.ratings(ladder, list(players)))
+        mu, sigma, _ = self.loop.run_until_complete(self.store.ratings(ladder, list(players)))
+        return mu, sigma
 
     def close(self) -> None:
         self.producer.flush(10)

@@ -32,7 +32,7 @@ from .display import DEFAULT_LADDER_KEY, DisplayConfig, parse_display_configs
 from .models import MODELS, Model
 from .params import DEFAULT_PRESET, PRESETS, Params
 from .ratings import ModelParams
-from .season_schedule import Seasons
+from .season_schedule import Seasons, with_started
 
 ENTRY_KEYS = ("model", "params", "display", "seasons")
 """The keys a ``LADDERS`` entry may have."""
@@ -112,6 +112,25 @@ class Ladders:
     def of(self, ladder: str) -> LadderConfig:
         """The ladder's configuration, else the fallback."""
         return self.entries.get(ladder) or self.fallback
+
+
+def with_schedules(ladders: Ladders, started: Mapping[str, Sequence[Mapping[str, Any]]]) -> Ladders:
+    """``ladders`` with each ladder's seasons started since (``started``: ladder -> entries,
+    :func:`~stream.engine.season_schedule.with_started`). A ladder resolved by the fallback gets an
+    entry of its own. ValueError naming the ladder if its model is rating-only or the merged
+    schedule is not one."""
+    entries = dict(ladders.entries)
+    for ladder, seasons in started.items():
+        cfg = ladders.of(ladder)
+        if not isinstance(cfg.params, Params):
+            raise ValueError(f"ladder {ladder!r}: seasons need an Elo-MMR preset; model {cfg.model!r} is rating-only")
+        try:
+            merged = with_started(cfg.params.season or Seasons(), seasons)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"ladder {ladder!r}: the seasons started in Redis do not merge with LADDERS: {exc}") from None
+        if merged is not cfg.params.season:
+            entries[ladder] = dataclasses.replace(cfg, params=cfg.params.with_(season=merged))
+    return Ladders(entries, ladders.fallback)
 
 
 def setting_object(setting: str, text: str, mapping: str, error: type[ValueError]) -> dict[str, Any]:

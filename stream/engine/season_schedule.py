@@ -9,8 +9,9 @@ module imports nothing of the engine (``Params`` holds a :class:`Seasons`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -149,6 +150,26 @@ class Seasons:
                 "centre": self.centre, "placement_rounds": self.placement_rounds,
                 **({} if self.leagues is None else {"shares": list(self.leagues.shares), "top": self.leagues.top}),
                 **({} if self.bonus is None else {"bonus_per_day": self.bonus.per_day, "bonus_cap": self.bonus.cap})}
+
+
+def with_started(seasons: Seasons, entries: Sequence[Mapping[str, Any]]) -> Seasons:
+    """``seasons`` (a ``LADDERS`` entry's schedule) with the seasons started since (``stream season
+    start``, kept in Redis: ``{"name", "start" (epoch seconds), "centre" (optional)}`` each). An entry
+    whose name the schedule already has is that season (the configuration and Redis may both hold
+    it); the others are added, by start. The one merge the workers, backfill, corrections and the
+    read side use, so they see the same boundaries. ValueError if the result is not a schedule
+    (starts not strictly increasing)."""
+    known = set(seasons.names)
+    added = [e for e in entries if e["name"] not in known]
+    if not added:
+        return seasons
+    own = seasons.centres or (None,) * len(seasons.names)
+    merged = sorted([*zip(seasons.starts, seasons.names, own),
+                     *((float(e["start"]), str(e["name"]), None if e.get("centre") is None else float(e["centre"]))
+                       for e in added)], key=lambda row: row[0])
+    centres = tuple(c for _, _, c in merged)
+    return dataclasses.replace(seasons, starts=tuple(t for t, _, _ in merged), names=tuple(n for _, n, _ in merged),
+                               centres=centres if any(c is not None for c in centres) else ())
 
 
 def parse_time(value: object, where: str) -> float:

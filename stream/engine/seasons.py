@@ -1,7 +1,8 @@
 """Seasons of a ladder and the soft reset at a player's first round of a new season.
 
 A ladder's seasons are a schedule of start times (``season_schedule.Seasons``, the ``seasons`` key
-of its ``LADDERS`` entry). The season of a round is a pure function of its time and the schedule
+of its ``LADDERS`` entry, with the seasons started since on the running service merged in:
+``season_schedule.with_started``). The season of a round is a pure function of its time and the schedule
 (``season_schedule.season_of``: how many starts are at or before it; 0 is the time before the
 first start), so the stream, ``stream replay``, backfill and a correction's re-rate all see the same season
 boundaries in a ladder's history, whatever order or process rates it.
@@ -122,3 +123,16 @@ def seasoned_view(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, time
     mu, sigma = mu.copy(), sigma.copy()
     mu[moving], sigma[moving] = new_mu, new_sigma
     return mu, sigma
+
+
+def next_round_view(params: object, mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray,
+                    time: float) -> tuple[np.ndarray, np.ndarray]:
+    """The (mu, sigma) a round at ``time`` would rate from, for a ladder's parameters of any model:
+    :func:`seasoned_view` under Elo-MMR ``Params`` with seasons (a returning player's soft-reset
+    belief), the stored values otherwise. What the read side predicts and matches with (``/predict``,
+    the matchmaker), so a prediction agrees with the rating the match will do; NaN (unrated) rows
+    stay NaN."""
+    if not isinstance(params, Params):
+        return mu, sigma
+    return seasoned_view(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
+                         np.asarray(last_time, dtype=np.float64), time, params)

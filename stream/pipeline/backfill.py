@@ -173,6 +173,7 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
 async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: bool = False,
                    on_round: Callable[[RoundResult], None] | None = None) -> BackfillSummary:
     """Write the rating history of ``rounds`` into Redis as the stream would (module docstring)."""
+    await ctx.refresh_seasons(force=True)  # the seasons started on the service (stream season start)
     todo, skipped = await plan(ctx, rounds, append=append)
     summary = BackfillSummary(rounds=len(rounds), duplicates=skipped)
     writer = LadderWriter(ctx.store)
@@ -189,8 +190,7 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
             summary.no_outcome += 1
         else:
             await _rate(ctx, writer, run, round_, now)
-            if ctx.ladder_order.by_time(run.name):
-                run.occurred_max = max(run.occurred_max or -math.inf, round_.occurred_at)
+            run.occurred_max = max(run.occurred_max or -math.inf, round_.occurred_at)
             summary.rated += 1
             summary.participations += round_.field_size
         summary.ladders[run.name] = summary.ladders.get(run.name, 0) + 1
@@ -206,6 +206,8 @@ async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundRes
     """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
     info = await ladder_info(ctx.store, ladder)
     run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).newcomer), info.seq, await ctx.partitions(), info.fields)
+    if info.fields.get("occurred_max") is not None:  # an append keeps the ladder's newest occurred_at
+        run.occurred_max = float(info.fields["occurred_max"])
     if not info.rounds:
         return run
     players = sorted({p for r in ladder_rounds for p in r.players()})
@@ -330,7 +332,7 @@ async def _finish(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, n
         fields.update({"model": cfg.model, "model_params": cfg.params_digest()})
     if run.new_players:
         fields["players"] = int(run.stored_fields.get("players", 0)) + run.new_players
-    if run.occurred_max is not None:  # what register_round.lua keeps on a ladder rated by occurred_at
+    if run.occurred_max is not None:  # what register_round.lua keeps: the newest occurred_at rated
         fields["occurred_max"] = encode_float(run.occurred_max)
     if run.last_rated is not None:  # what record_round_results.lua sets when a round becomes rated
         fields.update({"rounds_rated": int(run.stored_fields.get("rounds_rated", 0)) + run.rated,

@@ -14,6 +14,7 @@ from stream.matchmaking.queues import QueueConfig, parse_queues
 from stream.pipeline.health import RatingHealth
 from stream.pipeline.messages import Resend
 from stream.pipeline.posteriors import PosteriorCache
+from stream.pipeline.season_schedules import SeasonRecord
 from stream.settings import Settings, SettingsError
 from stream.store.store import Store
 
@@ -47,6 +48,21 @@ class PipelineContext:
     """The matchmaking queues (``QUEUES``, checked by :func:`load_queues`)."""
     health: RatingHealth = field(default_factory=lambda: RatingHealth(0))
     """Rating health per ladder (``health.py``; HEALTH_WINDOW in :meth:`from_settings`, off when built directly)."""
+    seasons: SeasonRecord | None = None
+    """The configured ladders and the seasons started since (``season_schedules``; None: built
+    from :attr:`ladders`, SEASON_REFRESH_S); :meth:`refresh_seasons` keeps :attr:`ladders` current."""
+
+    def __post_init__(self) -> None:
+        if self.seasons is None:
+            self.seasons = SeasonRecord(self.ladders, self.settings.season_refresh_s)
+
+    async def refresh_seasons(self, *, force: bool = False) -> None:
+        """Take up the seasons started since (``stream season start``): read at most every
+        SEASON_REFRESH_S (``force``: now), before a batch is rated."""
+        assert self.seasons is not None
+        ladders = await self.seasons.read(self.store.client, force=force)
+        if ladders is not None:
+            self.ladders = ladders
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":

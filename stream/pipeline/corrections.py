@@ -105,6 +105,7 @@ def _rejected(rejection: RoundRejected, raw: bytes, origin: Origin, correction: 
 
 async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> CorrectionResult:
     """Steps 1-5 of the module docstring; the caller sends the result, then calls :func:`finish_correction`."""
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     try:
         correction = parse_correction(raw, limits=ctx.limits)
         if correction.round is not None:

@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from stream.engine.diffusion import drifted_sigma, elapsed_days, gammas
-from stream.engine.display import UNPLACED, DisplayConfig, display_rating, next_tier, tier_indices
+from stream.engine.display import UNPLACED, DisplayConfig, display_rating, tier_indices, tier_names
 from stream.engine.ladders import LadderConfig
 from stream.engine.params import performance_noise
 from stream.engine.predict import outcome_model, win_probability
-from stream.engine.seasons import seasoned_view
+from stream.engine.season_schedule import Seasons, entering
+from stream.engine.seasons import season_next_tier, seasoned_view
 from stream.pipeline.status import add_intervals
 from stream.store.client import AsyncRedis
 from stream.store.explain import ChangeInputs, change_inputs
@@ -132,18 +133,28 @@ def _expected(cfg: LadderConfig, change: dict[str, Any], results: list[dict[str,
             "field_size": change.get("field_size") or len(others) + 1, "surprise": expected - int(change["rank"])}
 
 
-def _display(cfg: DisplayConfig, change: dict[str, Any], before_tier: str | None) -> dict[str, Any]:
-    """The display rule and value, and the tier change with its reason."""
+def _display(cfg: DisplayConfig, change: dict[str, Any], before_tier: str | None, seasons: Seasons | None = None,
+             entering_: bool = False) -> dict[str, Any]:
+    """The display rule and value, and the tier change with its reason: the stream's rule
+    (``engine.seasons.season_next_tier``: a season's placement, then the confident rule of
+    promotion); ``entering_``: this round was the player's first of a new season."""
     mu, sigma = float(change["mu_after"]), float(change["sigma_after"])
     value = float(display_rating(mu, sigma, cfg))
     rule = {"mu": "mu", "conservative": f"mu - {cfg.k:g}*sigma",
             "fixed-range": f"10000 / (1 + exp(-(mu - {cfg.center:g}) / {cfg.scale:g}))"}[cfg.mode]
-    names = cfg.tier_names
     current = int(tier_indices([before_tier or ""], cfg)[0])
-    after = int(next_tier([current], [mu], [sigma], cfg)[0])
+    after = int(season_next_tier(np.array([current]), np.array([entering_]), np.array([mu]), np.array([sigma]), cfg,
+                                 seasons)[0])
+    if (entering_ and seasons is not None and seasons.placement_rounds) or current < UNPLACED:
+        # a season's placement (re)starting or going on: its end places him as an unplaced player is
+        current = UNPLACED
+    names = list(cfg.tier_names)
     low, high = mu - cfg.k * sigma, mu + cfg.k * sigma
     thresholds = cfg.thresholds
-    if current == UNPLACED and after == 0:
+    if after < UNPLACED:
+        reason = (f"Placement {UNPLACED - after} of {seasons.placement_rounds if seasons else '?'}: no league shown "
+                  f"yet" + (" (a new season's placement)" if entering_ else ""))
+    elif current == UNPLACED and after == 0:
         reason = (f"placed in {names[0]}, the first tier: the lower bound mu - {cfg.k:g}*sigma = {low:.1f} reaches no "
                   f"higher tier's threshold yet")
     elif current == UNPLACED:
@@ -159,7 +170,8 @@ def _display(cfg: DisplayConfig, change: dict[str, Any], before_tier: str | None
     else:
         reason = f"stayed in {names[after]}: neither bound crossed a threshold (lower {low:.1f}, upper {high:.1f})"
     return {"mode": cfg.mode, "rule": rule, "k": cfg.k, "value": value, "stored": change.get("display_rating"),
-            "tier_before": before_tier or None, "tier_after": names[after], "tier_stored": change.get("tier"),
+            "tier_before": before_tier or None, "tier_after": tier_names([after], cfg)[0],
+            "tier_stored": change.get("tier"),
             "lower_bound": low, "upper_bound": high, "tier_reason": reason}
 
 
@@ -181,7 +193,10 @@ def explain(cfg: LadderConfig, ladder: str, player: str, round_id: str, inputs: 
     t = terms(cfg, change, None if previous is None or corrected else float(previous["occurred_at"]),
               newcomer and not corrected, None if corrected else weight)
     expected = None if corrected else _expected(cfg, change, inputs.results, (weight or 1.0) * t.share)
-    shown = _display(cfg.display, change, None if previous is None else previous.get("tier"))
+    seasons = cfg.seasons
+    entering_ = bool(seasons is not None and t.previous_time is not None and not corrected and
+                     entering(np.array([t.previous_time]), np.array([float(change["occurred_at"])]), seasons)[0])
+    shown = _display(cfg.display, change, None if previous is None else previous.get("tier"), seasons, entering_)
     out = {
         "ladder": ladder, "player": player, "round_id": round_id, "model": cfg.model, "change": change,
         "kind": change.get("kind", "round"),

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from stream.engine.seasons import next_round_view
 from stream.contracts import DeadLetter
 from stream.contracts.round import BAD_PARTY, RoundRejected
 from stream.contracts.tickets import (CANCELLED, MATCHED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
@@ -193,7 +194,9 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     rated = [m for m, s in zip(view.live, statuses) if s in ROUND_DONE]
     released, expired = await store.release(name, rated, now=now, hold_s=settings.match_hold_s)
     pool = view.tickets
-    mu, sigma = await store.ratings(queue.ladder, pool.players.tolist())
+    mu, sigma, last_time = await store.ratings(queue.ladder, pool.players.tolist())
+    await mm.ctx.refresh_seasons()
+    mu, sigma = next_round_view(mm.ctx.ladder(queue.ladder).params, mu, sigma, last_time, now)  # a new season's reset
     waiting = TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma, pool.latencies)
     result = form_matches(queue, waiting, now, mm.ctx.ladder(queue.ladder))
     if len(result) or result.late.size:  # the crash points of a tick that has something to commit

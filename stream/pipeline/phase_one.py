@@ -96,6 +96,7 @@ def insert_of(round_: RoundResult, registration: Registration) -> PhaseOneResult
 
 async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> PhaseOneResult:
     """Phase one of one ``rounds`` message (see the module docstring)."""
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
     try:
         round_ = parse_round(raw, limits=ctx.limits)
@@ -517,6 +518,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     deferred to one-by-one handling, as is a ladder whose barrier found a round already
     applied (``RoundOvertaken``).
     """
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
     results: list[PhaseOneResult | None] = [None] * len(events)
     accepted: list[tuple[int, RoundResult, str]] = []

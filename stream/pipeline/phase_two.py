@@ -276,6 +276,7 @@ async def _load(ctx: PipelineContext, messages: Sequence[bytes],
 async def handle_updates(ctx: PipelineContext, messages: Sequence[bytes], *, verify: bool = True) -> PhaseTwoResult:
     """Phase two of a batch of ``player-updates`` messages (see the module docstring).
     ``verify=False`` skips the fan-out check (bench/handlers.py measures its cost)."""
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     rows, stored, sections, unverified = await _load(ctx, messages, verify)
     await faults.at(faults.RAISE_ALWAYS_IN_PHASE_TWO, rounds=[round_.update.round_id for round_ in rows.rounds])
     plan = plan_chains(rows.key, rows.seq, rows.previous, stored.last_seq)

@@ -70,6 +70,7 @@ class SweepReport:
 
 async def sweep(ctx: PipelineContext) -> SweepReport:
     """Claim and re-drive every round past its due time (see the module docstring)."""
+    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
     due = await ctx.store.claim_due_rounds(now=now, period=ctx.settings.sweep_timeout_s,
                                            max_doublings=max(0, ctx.settings.sweep_backoff_doublings), limit=ROUNDS_PER_LADDER)

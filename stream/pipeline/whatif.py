@@ -10,7 +10,8 @@ ladders, teams and partial play included: the call of phase one's one-round path
 batch path's ``rate_ladder_rounds``; :func:`stream.pipeline.rating_models.rate_rounds` for
 rating-only models) and phase two's update (``engine.phase_two`` with the row weight ``round
 weight x share played``, or ``rating_models.apply``), and the display rules phase two applies
-(``engine.display.display_rating`` and ``next_tier`` from the stored tier). The floats are the
+(``engine.display.display_rating`` and ``engine.seasons.season_next_tier`` from the stored tier: a
+season's placement, then the confident rule). The floats are the
 ones the stream then writes for the same round if nobody's state moves in between (the
 pipeline's fan-out carries each float as its ``repr`` text, which reads back to the same float).
 
@@ -49,6 +50,8 @@ from stream import engine
 from stream.contracts import RoundResult
 from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, check_supported, parse_round
 from stream.engine.display import UNPLACED, display_rating, is_provisional, next_tier, tier_indices, tier_names
+from stream.engine.season_schedule import entering
+from stream.engine.seasons import season_next_tier
 from stream.engine.ladders import LadderConfig
 from stream.engine.performance import performance_of
 from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
@@ -137,6 +140,9 @@ def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, *, keep_s
     members = [np.arange(n, dtype=np.int64)]
     known = np.fromiter((s is not None for s in stored.states), dtype=bool, count=n)
     before = unpack_batch(stored.states, cfg.newcomer)
+    seasons = cfg.seasons  # the round starts a new season for whom (phase two's placement rule)
+    starting = np.zeros(n, dtype=bool) if seasons is None else \
+        entering(before.last_time.copy(), np.full(n, round_.occurred_at), seasons)
     performance: np.ndarray | None
     states_after = None
     if cfg.rating_model is not None:
@@ -157,7 +163,7 @@ def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, *, keep_s
             states_after = pack_batch(after)
     display = cfg.display
     current = tier_indices(stored.tiers, display)
-    new_tiers = next_tier(current, mu_after, sigma_after, display)
+    new_tiers = season_next_tier(current, starting, mu_after, sigma_after, display, seasons)
     teams, shares = fanout_columns(round_)
     return WhatIfRows(
         players=round_.players(), ranks=round_.ranks(), teams=teams, shares=shares, known=known,

@@ -214,3 +214,15 @@ def season_standings(ladder_name: str, season: str) -> str:
 def season_archives(ladder_name: str) -> str:
     """Set: the names of the ladder's archived seasons (``stream erase`` removes a player from each)."""
     return f"{PREFIX}season_archives:{{{ladder_name}}}"
+
+
+def season_schedule(ladder_name: str) -> str:
+    """List: the ladder's seasons started with ``stream season start``, one JSON
+    ``{"name", "start" (epoch seconds), "centre" (optional)}`` each, in start order: the schedule of
+    record the workers read (merged with the ``LADDERS`` entry's, stream/store/seasons.py)."""
+    return f"{PREFIX}season_schedule:{{{ladder_name}}}"
+
+
+def season_schedules() -> str:
+    """Set: the ladders that have a :func:`season_schedule` key (what a worker's refresh reads)."""
+    return f"{PREFIX}season_schedules"

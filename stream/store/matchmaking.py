@@ -242,12 +242,15 @@ class MatchStore:
                         {tid: raw if isinstance(raw, bytes) else raw.encode() for tid, raw in _pairs(outbox, raw=True)},
                         int(in_play))
 
-    async def ratings(self, ladder: str, players: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(mu, sigma) of each player on ``ladder``, NaN for a player without a rating (one round trip)."""
+    async def ratings(self, ladder: str, players: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(mu, sigma, last_time) of each player on ``ladder``, NaN for a player without a rating
+        (one round trip; ``last_time``: the season he last played in, for a new season's soft reset)."""
         if not players:
-            return np.empty(0), np.empty(0)
-        columns = await self.store._read_players(keys.players(ladder, players), player_hash.numeric(*player_hash.RATING))
-        return np.asarray(columns[player_hash.MU], dtype=float), np.asarray(columns[player_hash.SIGMA], dtype=float)
+            return np.empty(0), np.empty(0), np.empty(0)
+        columns = await self.store._read_players(keys.players(ladder, players),
+                                                 player_hash.numeric(*player_hash.RATING, player_hash.LAST_TIME))
+        return (np.asarray(columns[player_hash.MU], dtype=float), np.asarray(columns[player_hash.SIGMA], dtype=float),
+                np.asarray(columns[player_hash.LAST_TIME], dtype=float))
 
     async def commit(self, queue: str, matches: Sequence[CommitMatch], timeouts: Sequence[CommitTimeout], *,
                      now: float) -> Committed:

@@ -11,6 +11,8 @@ ladder / player / round does not exist.
 
 from __future__ import annotations
 
+import math
+
 import json
 from dataclasses import dataclass, field
 from collections.abc import Sequence
@@ -383,16 +385,19 @@ async def players_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> li
     return [None if mu is None else (float(mu), float(sigma)) for mu, sigma in rows]
 
 
-async def lobby_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> list[tuple[float, float] | None] | None:
-    """:func:`players_state` and whether the ladder exists (None: unknown ladder), one round trip."""
+async def lobby_state(r: AsyncRedis, ladder: str,
+                      player_ids: list[str]) -> list[tuple[float, float, float] | None] | None:
+    """Each player's (mu, sigma, last_time) (None: unrated; ``last_time`` NaN if absent) and
+    whether the ladder exists (None: unknown ladder), one round trip."""
     pipe = r.pipeline(transaction=False)
     pipe.sismember(keys.ladders(), ladder)
     for p in player_ids:
-        pipe.hmget(keys.player(ladder, p), player_hash.RATING)
+        pipe.hmget(keys.player(ladder, p), [*player_hash.RATING, player_hash.LAST_TIME])
     exists, *rows = await pipe.execute()
     if not exists:
         return None
-    return [None if mu is None else (float(mu), float(sigma)) for mu, sigma in rows]
+    return [None if mu is None else (float(mu), float(sigma), math.nan if last is None else float(last))
+            for mu, sigma, last in rows]
 
 
 def _round_record(raw: list[Any]) -> dict[str, Any]:

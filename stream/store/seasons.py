@@ -1,6 +1,7 @@
 """Redis side of seasons: league thresholds from target shares, kept with the time each set took
-effect, and a season's archived final standings (keys: ``keys.league_shares``,
-``keys.season_archive``, ``keys.season_standings``; docs/contracts.md).
+effect, a season's archived final standings (keys: ``keys.league_shares``,
+``keys.season_archive``, ``keys.season_standings``; docs/contracts.md), and the seasons started
+with ``stream season start``: the schedule of record the workers read (``keys.season_schedule``).
 
 The maths (where the thresholds fall, a player's league) is the engine's
 (``stream.engine.league_shares``); ``stream.pipeline.seasons`` joins the two.
@@ -15,6 +16,7 @@ from typing import Any, cast
 
 from stream.store import keys, player_hash
 from stream.store.client import AsyncRedis, as_text
+from stream.store.scripts import source
 
 ARCHIVE_CHUNK = 5_000
 """Players per pipeline round trip when an archive is written or read."""
@@ -148,3 +150,44 @@ async def forget_player(r: AsyncRedis, ladder: str, player: str) -> int:
         pipe.hdel(keys.season_standings(ladder, season), player)
     replies = await pipe.execute() if seasons else []
     return sum(1 for removed in replies[0::2] if removed)
+
+
+SCHEDULED = "ok"
+""":func:`schedule_season`'s answer when the season was added."""
+
+
+async def schedule_season(r: AsyncRedis, ladder: str, name: str, start: float,
+                          centre: float | None = None) -> tuple[str, str]:
+    """Add season ``name`` starting at ``start`` to the ladder's schedule of record, atomically
+    refused when a round at or after ``start`` is already registered to rate (the ladder hash's
+    ``occurred_max``): ``("ok", "")``, ``("late", newest occurred_at)``, ``("order", the last
+    start)`` or ``("name", name)`` (``schedule_season.lua``)."""
+    entry = {"name": name, "start": float(start), **({} if centre is None else {"centre": float(centre)})}
+    await r.sadd(keys.season_schedules(), ladder)
+    script = r.register_script(source("schedule_season"))
+    outcome, detail = await script(keys=[keys.ladder(ladder), keys.season_schedule(ladder)],
+                                   args=[json.dumps(entry), repr(float(start)), name])
+    return as_text(outcome), as_text(detail)
+
+
+async def scheduled_seasons(r: AsyncRedis) -> dict[str, list[dict[str, Any]]]:
+    """Every ladder's seasons of record (``schedule_season``), ladder -> entries in start order.
+    Two round trips: the ladders, then their schedules."""
+    ladders = sorted(as_text(m) for m in cast("set[bytes]", await r.smembers(keys.season_schedules())))
+    if not ladders:
+        return {}
+    pipe = r.pipeline(transaction=False)
+    for ladder in ladders:
+        pipe.lrange(keys.season_schedule(ladder), 0, -1)
+    return {ladder: [json.loads(as_text(text)) for text in texts] for ladder, texts in zip(ladders, await pipe.execute())
+            if texts}
+
+
+async def restore_schedule(r: AsyncRedis, ladder: str, entries: Sequence[Mapping[str, Any]]) -> None:
+    """Set the ladder's seasons of record to ``entries`` (``stream import``)."""
+    pipe = r.pipeline(transaction=True)
+    pipe.sadd(keys.season_schedules(), ladder)
+    pipe.delete(keys.season_schedule(ladder))
+    if entries:
+        pipe.rpush(keys.season_schedule(ladder), *[json.dumps(dict(e)) for e in entries])
+    await pipe.execute()

@@ -13,6 +13,10 @@ kind           id          fields
 ``round``      R           the round record (``seq``, ``status``, ``content_hash``, times, ...)
 ``results``    R           player → RatingChange JSON of the round
 ``fanout``     R           partition → the stored fan-out (PlayerUpdate JSON)
+``season``     S           player → his archived final standing in season S (JSON)
+``season_lb``  S           player → his score on season S's archived board
+``shares``     ""          ``"0"``, ``"1"``, ...: the league threshold sets (JSON with ``at``), oldest first
+``schedule``   ""          ``"0"``, ``"1"``, ...: the seasons of record (``stream season start``), in order
 =============  ==========  =====================================================================
 
 The leaderboard is rebuilt from the players' ``display_rating`` (and the name index from the players) (the score the stream gave
@@ -23,11 +27,12 @@ state is then complete and stands still while the stream has nothing of it to do
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
-from stream.store import keys, player_hash
+from stream.store import keys, player_hash, seasons
 from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
@@ -35,7 +40,8 @@ from stream.store.store import Store
 VERSION = "1"
 BINARY_FIELDS = frozenset({player_hash.STATE})
 """Player fields that are bytes, not text: base64 in a snapshot."""
-KINDS = ("snapshot", "ladder", "player", "history", "round", "results", "fanout")
+KINDS = ("snapshot", "ladder", "player", "history", "round", "results", "fanout", "season", "season_lb", "shares",
+         "schedule")
 
 
 class SnapshotError(ValueError):
@@ -87,6 +93,23 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
         for kind, raw in zip(("round", "results", "fanout"), replies):
             if raw or kind == "round":
                 yield Record(kind, round_id, _text_fields(raw))
+    async for record in _season_records(store, ladder):
+        yield record
+
+
+async def _season_records(store: Store, ladder: str) -> AsyncIterator[Record]:
+    """The ladder's season archives, league threshold sets and seasons of record."""
+    client = store.client
+    for season in sorted(as_text(s) for s in await client.smembers(keys.season_archives(ladder))):
+        yield Record("season", season, _text_fields(await client.hgetall(keys.season_standings(ladder, season))))
+        board = cast("list[tuple[bytes, float]]",
+                     await client.zrange(keys.season_archive(ladder, season), 0, -1, withscores=True))
+        yield Record("season_lb", season, {as_text(p): repr(float(score)) for p, score in board})
+    lists = (("shares", await client.zrange(keys.league_shares(ladder), 0, -1)),
+             ("schedule", await client.lrange(keys.season_schedule(ladder), 0, -1)))
+    for kind, entries in cast("tuple[tuple[str, list[bytes]], ...]", lists):
+        if entries:
+            yield Record(kind, "", {str(j): as_text(e) for j, e in enumerate(entries)})
 
 
 async def _read_each(store: Store, names: list[str], reads: Callable[[Any, str], None],
@@ -111,6 +134,12 @@ class _Plan:
     histories: dict[str, list[bytes]]
     scores: dict[str, str]
     seqs: dict[str, int]
+    boards: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Season S -> its archived board (player -> score)."""
+    shares: dict[str, float] = field(default_factory=dict)
+    """League threshold set (JSON) -> when it took effect."""
+    schedule: list[bytes] = field(default_factory=list)
+    """The seasons of record, in order."""
 
 
 def _plan(records: Iterable[Record]) -> _Plan:
@@ -136,10 +165,7 @@ def _plan(records: Iterable[Record]) -> _Plan:
                 raise SnapshotError(f"{where}: bad or missing field: {exc}") from None
             plan.hashes.append((keys.player(ladder, record.id), fields))
         elif record.kind == "history":
-            if sorted(record.fields, key=lambda k: int(k) if k.isdigit() else -1) != [str(j) for j in range(len(fields))]:
-                raise SnapshotError(f"{where}: the fields of a history are 0, 1, ...")
-            plan.histories[keys.history(ladder, record.id)] = [record.fields[str(j)].encode()
-                                                              for j in range(len(fields))]
+            plan.histories[keys.history(ladder, record.id)] = [e.encode() for e in _numbered(record, where)]
         elif record.kind == "round":
             try:
                 plan.seqs[record.id] = int(record.fields["seq"])
@@ -150,9 +176,32 @@ def _plan(records: Iterable[Record]) -> _Plan:
             plan.hashes.append((keys.round_results(ladder, record.id), fields))
         elif record.kind == "fanout":
             plan.hashes.append((keys.round_perf(ladder, record.id), fields))
+        elif record.kind == "season":
+            plan.hashes.append((keys.season_standings(ladder, record.id), fields))
+        elif record.kind == "season_lb":
+            try:
+                plan.boards[record.id] = {p: repr(float(v)) for p, v in record.fields.items()}
+            except ValueError:
+                raise SnapshotError(f"{where}: a score is not a number") from None
+        elif record.kind in ("shares", "schedule"):
+            entries = _numbered(record, where)
+            if record.kind == "schedule":
+                plan.schedule = [e.encode() for e in entries]
+            else:
+                try:
+                    plan.shares = {e: float(json.loads(e)["at"]) for e in entries}
+                except (ValueError, KeyError, TypeError):
+                    raise SnapshotError(f"{where}: a threshold set is JSON with its time \"at\"") from None
         else:
             raise SnapshotError(f"record {number}: unknown kind {record.kind!r} (known: {', '.join(KINDS)})")
     return plan
+
+
+def _numbered(record: Record, where: str) -> list[str]:
+    """The values of a record whose fields are ``0, 1, ...`` (a history, a list), in order."""
+    if sorted(record.fields, key=lambda k: int(k) if k.isdigit() else -1) != [str(j) for j in range(len(record.fields))]:
+        raise SnapshotError(f"{where}: the fields of a {record.kind} are 0, 1, ...")
+    return [record.fields[str(j)] for j in range(len(record.fields))]
 
 
 async def import_ladder(store: Store, records: Iterable[Record]) -> tuple[str, int, int]:
@@ -172,5 +221,12 @@ async def import_ladder(store: Store, records: Iterable[Record]) -> tuple[str, i
     await writer.zadd(keys.leaderboard(ladder), plan.scores)
     await writer.zadd(keys.player_names(ladder), dict.fromkeys(plan.scores, 0))
     await writer.zadd(keys.rounds(ladder), plan.seqs)
+    for season, board in plan.boards.items():
+        await writer.sadd(keys.season_archives(ladder), season)
+        await writer.zadd(keys.season_archive(ladder, season), board)
+    if plan.shares:
+        await writer.zadd(keys.league_shares(ladder), plan.shares)
     await writer.close()
+    if plan.schedule:
+        await seasons.restore_schedule(store.client, ladder, [json.loads(e) for e in plan.schedule])
     return ladder, len(plan.scores), len(plan.seqs)

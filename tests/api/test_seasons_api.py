@@ -80,3 +80,49 @@ def test_season_routes(redis_url: str) -> None:
     assert by_id[1] == 200 and by_id[2] == player[2] and no_id[1] == 400
     check("/api/ladders/{ladder}/player/seasons", "get", 200, by_id[2])
     check("/api/ladders/{ladder}/player/seasons", "get", 400, no_id[2])
+
+
+def test_a_season_started_in_redis_shows_without_a_restart(redis_url: str) -> None:
+    async def body(client: TestClient) -> list[Any]:
+        before = await (await client.get("/api/ladders/ranked/seasons")).json()
+        r = aioredis.Redis.from_url(redis_url)
+        assert await store.schedule_season(r, "ranked", "S3", 1.9e9, 1450.0) == (store.SCHEDULED, "")
+        await r.aclose()
+        await asyncio.sleep(0.3)  # SEASON_REFRESH_S below
+        after = await (await client.get("/api/ladders/ranked/seasons")).json()
+        return [before, after]
+
+    before, after = with_client(redis_url, body, ladders=LADDERS, season_refresh_s=0.1)
+    assert [s["name"] for s in before["schedule"]] == ["S1", "S2"]
+    assert [s["name"] for s in after["schedule"]] == ["S1", "S2", "S3"] and after["schedule"][2]["centre"] == 1450.0
+    check("/api/ladders/{ladder}/seasons", "get", 200, after)
+
+
+def test_predict_reads_a_returning_players_season_reset_belief(redis_url: str) -> None:
+    """``q`` last played in S1; now is in S2: the prediction rates from his soft-reset belief (the
+    engine's, as his next round will), ``p1`` (played in S2) from his stored one."""
+    import numpy as np
+
+    from stream.engine.ladders import parse_ladders
+    from stream.engine.seasons import seasoned_view
+
+    async def seed_players() -> None:
+        r = aioredis.Redis.from_url(redis_url)
+        await r.sadd(keys.ladders(), "ranked")
+        await r.hset(keys.player("ranked", "q"), mapping={"mu": "1700.0", "sigma": "80.0", "last_time": "1600000000.0"})
+        await r.hset(keys.player("ranked", "p1"), mapping={"mu": "1500.0", "sigma": "90.0", "last_time": "1700000000.0"})
+        await r.aclose()
+
+    asyncio.run(seed_players())
+
+    async def body(client: TestClient) -> Any:
+        return await (await client.get("/api/ladders/ranked/predict?players=q,p1")).json()
+
+    doc = with_client(redis_url, body, ladders=LADDERS)
+    got = {p["player"]: (p["mu"], p["sigma"]) for p in doc["players"]}
+    params = parse_ladders(LADDERS).of("ranked").elo_mmr
+    mu, sigma = seasoned_view(np.array([1700.0, 1500.0]), np.array([80.0, 90.0]), np.array([1.6e9, 1.7e9]),
+                              1.8e9, params)
+    assert got["q"] == (mu[0], sigma[0]) and got["q"][1] == 250.0  # sigma raised to sigma_to
+    assert got["p1"] == (1500.0, 90.0)
+    check("/api/ladders/{ladder}/predict", "get", 200, doc)

@@ -218,3 +218,28 @@ def test_each_season_may_pull_toward_its_own_centre() -> None:
     assert mu.tolist() == [1700.0, 1625.0]  # S1's own 1600; S2 the ladder's configured 1450
     with pytest.raises(ValueError, match=r"schedule\[0\].centre"):
         Seasons.from_dict({"schedule": [{"name": "S1", "start": T0, "centre": "mean"}]})
+
+
+def test_with_started_merges_the_seasons_of_record() -> None:
+    """The configuration's seasons stand; Redis's are added by start (a name both hold is one
+    season); a merge whose starts would not increase is refused; ``with_schedules`` gives a
+    ladder resolved by the fallback its own entry, and refuses a rating-only model."""
+    import json
+
+    import pytest
+
+    from stream.engine.ladders import parse_ladders, with_schedules
+    from stream.engine.season_schedule import Seasons, with_started
+
+    base = Seasons(starts=(100.0,), names=("S1",), sigma_to=250.0, centres=(1450.0,))
+    merged = with_started(base, [{"name": "S1", "start": 100.0}, {"name": "S2", "start": 200.5, "centre": 1500.0}])
+    assert merged.names == ("S1", "S2") and merged.starts == (100.0, 200.5) and merged.centres == (1450.0, 1500.0)
+    assert merged.sigma_to == 250.0 and with_started(base, []) is base
+    with pytest.raises(ValueError):
+        with_started(base, [{"name": "S0", "start": 100.0}])
+    ladders = parse_ladders(json.dumps({"*": {"model": "mmr", "seasons": {"sigma_to": 200}}, "g": {"model": "glicko"}}))
+    live = with_schedules(ladders, {"new": [{"name": "S1", "start": 5.0}]})
+    assert live.of("new").elo_mmr.season.names == ("S1",) and live.of("other").elo_mmr.season.names == ()
+    assert live.of("new").params_digest() == ladders.of("new").params_digest()  # the digest is the maths between starts
+    with pytest.raises(ValueError, match="rating-only"):
+        with_schedules(ladders, {"g": [{"name": "S1", "start": 5.0}]})

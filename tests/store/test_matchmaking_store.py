@@ -177,9 +177,11 @@ def test_reads_for_the_api(url: tuple[str, bool]) -> None:
 
 def test_ratings_of_players_nan_for_unknown(url: tuple[str, bool]) -> None:
     async def body(ms: MatchStore) -> None:
-        await ms.store.client.hset(keys.player("lad", "ann"), mapping={"mu": "1510.5", "sigma": "90.25"})
-        mu, sigma = await ms.ratings("lad", ["ann", "bob"])
-        assert mu[0] == 1510.5 and sigma[0] == 90.25 and mu[1] != mu[1]
+        await ms.store.client.hset(keys.player("lad", "ann"), mapping={"mu": "1510.5", "sigma": "90.25",
+                                                                       "last_time": "1700000000.5"})
+        mu, sigma, last_time = await ms.ratings("lad", ["ann", "bob"])
+        assert mu[0] == 1510.5 and sigma[0] == 90.25 and last_time[0] == 1700000000.5
+        assert mu[1] != mu[1] and last_time[1] != last_time[1]
     run(url, body)
 
 

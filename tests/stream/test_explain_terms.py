@@ -28,8 +28,9 @@ POOL = [f"p{i}" for i in range(8)]
 
 
 SEASONS = {"schedule": [{"name": "S1", "start": START + 15 * DAY}, {"name": "S2", "start": START + 50 * DAY}],
-           "sigma_to": 260.0, "sigma_share": 0.7, "mu_pull": 0.3}
-"""A soft reset at each player's first round of a season: explain's terms start from the reset belief."""
+           "sigma_to": 260.0, "sigma_share": 0.7, "mu_pull": 0.3, "placement_rounds": 2}
+"""A soft reset at each player's first round of a season: explain's terms start from the reset belief;
+two rounds of placement: explain's tier is the stream's, its reason says the placement."""
 
 
 @st.composite
@@ -64,6 +65,18 @@ def histories(draw: st.DrawFn) -> tuple[str, float, list[dict[str, Any]]]:
 @settings(max_examples=60, deadline=None)
 @given(histories())
 def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, list[dict[str, Any]]]) -> None:
+    check_explanations(case)
+
+
+def test_placement_is_explained() -> None:
+    """Newcomers' first round and returning players' first round of S1: "Placement 1 of 2"."""
+    rounds = [{"round_id": f"r{k}", "ladder": "x", "occurred_at": START + k * 20 * DAY, "weight": 1.0,
+               "standings": [{"player": "p0", "rank": 1}, {"player": "p1", "rank": 2}]} for k in range(3)]
+    assert check_explanations(("mmr+seasons", 0.0, rounds)) == 4  # r0 (newcomers), r1 (S1 starts); r2 places them
+
+
+def check_explanations(case: tuple[str, float, list[dict[str, Any]]]) -> int:
+    """Every change's explanation reconstructs it; returns how many were in placement."""
     model, drift, rounds = case
     model, _, seasons = model.partition("+")
     entry: dict[str, Any] = {"model": model, "params": {"drift_per_day": drift}, **({"seasons": SEASONS} if seasons else {})}
@@ -71,7 +84,7 @@ def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, lis
     states: dict[str, bytes] = {}
     tiers: dict[str, str] = {}
     history: dict[str, list[dict[str, Any]]] = {}
-    checked = 0
+    checked = placed = 0
     for body in rounds:
         round_ = parse_round(json.dumps(body), limits=Limits())
         players = round_.players()
@@ -106,6 +119,9 @@ def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, lis
                 assert got["mu_after"] is None  # Elo-MMR's mean is not a function of these terms
             assert abs(got["display_rating"] - change["display_rating"]) <= TOL
             assert got["tier"] == change["tier"]
+            if (change["tier"] or "").startswith("Placement "):
+                placed += 1
+                assert e["display"]["tier_reason"].startswith(f"{change['tier']} of 2: no league shown yet")
             z = cfg.display.interval_z  # the rating after the change, with its interval as every answer
             assert e["update"]["interval"] == [change["mu_after"] - z * change["sigma_after"],
                                                change["mu_after"] + z * change["sigma_after"]]
@@ -113,6 +129,7 @@ def test_explain_terms_reconstruct_the_stored_change(case: tuple[str, float, lis
             assert e["text"] and all(isinstance(line, str) and line for line in e["text"])
             checked += 1
     assert checked >= 2
+    return placed
 
 
 def test_a_corrections_change_says_its_kind() -> None:

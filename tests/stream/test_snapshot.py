@@ -1,5 +1,6 @@
 """``stream export`` / ``stream import``: a ladder restored from its snapshot is the same state, key
-for key, and the stream continues from it exactly as from the original."""
+for key (its season archives, league threshold sets and seasons of record too), and the stream
+continues from it exactly as from the original."""
 
 from __future__ import annotations
 
@@ -32,6 +33,24 @@ def stream(url: str, rounds: list[dict]) -> None:
     asyncio.run(body())
 
 
+def seasons(url: str) -> None:
+    """A season archive, two league threshold sets and a season of record on ladder ``cup``."""
+    import redis.asyncio as aioredis
+
+    from stream.store import seasons as store
+
+    async def body() -> None:
+        r = aioredis.Redis.from_url(url)
+        standings = {p: {"mu": 1500.0 + i / 3, "rank": i + 1, "league": "Gold"} for i, p in enumerate(("p001", "p002"))}
+        await store.write_archive(r, "cup", "S1", standings, {"p001": 1234.5678901234567, "p002": 1000.0})
+        for at in (1.5e9, 1.6e9 + 0.123456789):
+            await store.record_shares(r, "cup", at, {"thresholds": [None, at / 1e6], "counts": [1, 1]})
+        assert (await store.schedule_season(r, "cup", "S2", 4e9 + 0.1234567, 1456.789))[0] == store.SCHEDULED
+        await r.aclose()
+
+    asyncio.run(body())
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".csv.gz"])
 def test_export_flush_import_is_the_same_state_and_the_stream_continues(
         redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
@@ -44,6 +63,8 @@ def test_export_flush_import_is_the_same_state_and_the_stream_continues(
     stream(redis_url, first)
     stream(reference_url, first)
     stream(redis_url, rounds_of("other", seed=3, count=5))  # another ladder: not in the snapshot
+    seasons(redis_url)
+    seasons(reference_url)
     client = redis.Redis.from_url(redis_url)
     ladder_keys = lambda state: {k: v for k, v in state.items() if b"{cup" in k}  # noqa: E731
     before = ladder_keys(dump(client, skip_fields=EVERYTHING))
@@ -62,6 +83,7 @@ def test_export_flush_import_is_the_same_state_and_the_stream_continues(
     assert differences(before, ladder_keys(after)) == []
     assert before == ladder_keys(after)
     assert client.smembers("ems:ladders") == {b"cup"}
+    assert client.smembers("ems:season_schedules") == {b"cup"}
 
     stream(redis_url, later)
     stream(reference_url, later)

@@ -24,7 +24,8 @@
 --   params digest          recorded with the model (field "model_params", informational)
 --   by time                "1": the ladder is rated in occurred_at order (LADDER_ORDER): a new
 --                          round to rate older than the ladder's newest one (the ladder
---                          hash's "occurred_max") is registered "late" instead (see below)
+--                          hash's "occurred_max", kept on every ladder: the newest occurred_at
+--                          registered to rate) is registered "late" instead (see below)
 -- Returns per round: {"model_changed", 0, stored model} for a round of a ladder whose model changed;
 -- {"held", 0, correction id} while a correction re-rates the ladder (the ladder hash's
 -- field "hold": nothing is registered; the caller waits and registers again), else
@@ -104,7 +105,9 @@ local function register(round_key, a)
       set('hold_since', received_at)
       return {'late', last_seq, id}
     end
-    occurred_max = occurred_at
+  end
+  if to_rate and (not occurred_max or tonumber(occurred_at) > tonumber(occurred_max)) then
+    occurred_max = occurred_at   -- every ladder's: a season may only start after it (schedule_season.lua)
     set('occurred_max', occurred_at)
   end
   redis.call('HSET', round_key, unpack(record))

@@ -1,0 +1,69 @@
+"""The seasons started on a running service: ``stream season start`` adds a season to the ladder's
+schedule of record in Redis (``stream.store.seasons.schedule_season``); every process that rates
+(the workers' phase one and two, corrections, the sweeper, backfill) and the read API merge it with
+the ``LADDERS`` entry's schedule by one function (``stream.engine.ladders.with_schedules``), read
+through a :class:`SeasonRecord`.
+
+Why replay still equals the stream: a season is only added when no round at or after its start
+is registered to rate on the ladder (``schedule_season.lua`` checks the ladder's ``occurred_max``
+atomically), so no rating already done could have seen another schedule; and a start is at least
+SEASON_NOTICE_S ahead (at least twice SEASON_REFRESH_S), so every worker, which reads the schedule
+when a batch comes once SEASON_REFRESH_S has passed since its last read, has it before a round
+stamped at or after the start arrives. What the rule leaves open: a round whose ``occurred_at``
+runs ahead of the clock of the worker that rates it by more than the notice less the refresh
+period, registered between the start's scheduling and that worker's next read (README "Seasons").
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from stream.engine.ladders import LadderConfig, Ladders, with_schedules
+from stream.store import seasons as store
+from stream.store.client import AsyncRedis
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SeasonRecord:
+    """The configured ladders (``LADDERS``) and, in :attr:`current`, the same with the seasons of
+    record last read from Redis; read again at most every ``refresh_s`` seconds."""
+
+    configured: Ladders
+    refresh_s: float
+    current: Ladders = field(init=False)
+    started: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The seasons of record last read, ladder -> entries."""
+    read_at: float = -float("inf")
+    """When :attr:`started` was read (``time.monotonic``)."""
+
+    def __post_init__(self) -> None:
+        self.current = self.configured
+
+    def of(self, ladder: str) -> LadderConfig:
+        """The ladder's configuration, with the seasons of record last read."""
+        return self.current.of(ladder)
+
+    async def read(self, client: AsyncRedis, *, force: bool = False) -> Ladders | None:
+        """Read the seasons of record if ``refresh_s`` has passed since the last read (``force``:
+        now); the new ladders if they changed, else None. A schedule that does not merge (a season
+        in Redis that contradicts ``LADDERS``) is logged and the ladders are kept."""
+        now = time.monotonic()
+        if not force and now - self.read_at < self.refresh_s:
+            return None
+        started = await store.scheduled_seasons(client)
+        self.read_at = now
+        if started == self.started:
+            return None
+        try:
+            ladders = with_schedules(self.configured, started)
+        except ValueError as exc:
+            log.error("seasons of record not applied (kept the previous schedule): %s", exc)
+            return None
+        self.current, self.started = ladders, started
+        log.info("seasons of record read: %s", {ladder: [e["name"] for e in entries] for ladder, entries in started.items()})
+        return ladders
