@@ -84,7 +84,7 @@ def join(queue: str = typer.Argument(..., help="the queue (a QUEUES key)"),
     """Queue a party of players: publish a join ticket to match-tickets."""
     settings = Settings.from_env()
     ticket_id = ticket or f"t-{uuid.uuid4().hex}"
-    body = json.dumps({"ticket_id": ticket_id, "queue": queue, "players": players}, separators=(",", ":"))
+    body = TicketJoin(ticket_id, queue, tuple(players)).to_json()
     _checked(settings, body)
     _publish(settings, queue, body)
     typer.echo(ticket_id)
@@ -111,7 +111,7 @@ def cancel(queue: str = typer.Argument(..., help="the queue"),
            ticket: str = typer.Argument(..., help="the ticket id to cancel")) -> None:
     """Cancel a ticket (honoured if no tick took it yet; else its ticket event says too_late)."""
     settings = Settings.from_env()
-    body = json.dumps({"ticket_id": ticket, "queue": queue, "cancel": True}, separators=(",", ":"))
+    body = TicketCancel(ticket, queue).to_json()
     _checked(settings, body)
     _publish(settings, queue, body)
     typer.echo(f"cancel of {ticket} published")
