@@ -49,9 +49,9 @@ import orjson
 from stream import engine
 from stream.contracts import RoundResult
 from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, check_supported, parse_round
-from stream.engine.display import UNPLACED, display_rating, is_provisional, next_tier, tier_indices, tier_names
+from stream.engine.display import UNPLACED, display_rating, is_provisional, tier_indices, tier_names
 from stream.engine.season_schedule import entering
-from stream.engine.seasons import season_next_tier
+from stream.engine.seasons import season_next_tier, seasoned_view
 from stream.engine.ladders import LadderConfig
 from stream.engine.performance import performance_of
 from stream.engine.state import PlayerBatch, pack_batch, unpack_batch
@@ -155,7 +155,8 @@ def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, *, keep_s
     else:
         params = cfg.elo_mmr
         days = engine.elapsed_days(before.last_time, round_.occurred_at)
-        performance = round_performances(before.mu, before.sigma, days, round_, params)  # phase one's call
+        mu0, sigma0 = seasoned_view(before.mu, before.sigma, before.last_time, round_.occurred_at, params)  # a new season's reset
+        performance = round_performances(mu0, sigma0, days, round_, params)  # phase one's call
         after = engine.phase_two(before, performance, params, weight=row_weights(round_),
                                  time=np.full(n, round_.occurred_at))  # phase two's update
         mu_after, sigma_after = after.mu, after.sigma
@@ -285,17 +286,23 @@ class _RankSearch(_Positions):
         self.prior = unpack_batch(stored.states, cfg.elo_mmr)
         self.own: PlayerBatch = self.prior.take(np.array([i]))
         self.days = engine.elapsed_days(self.prior.last_time, round_.occurred_at)
+        self.mu, self.sigma = seasoned_view(self.prior.mu, self.prior.sigma, self.prior.last_time, round_.occurred_at,
+                                            cfg.elo_mmr)  # phase one's prior: a new season's reset
+        seasons = cfg.seasons
+        self.starting = np.zeros(1, dtype=bool) if seasons is None else \
+            entering(self.own.last_time.copy(), np.full(1, round_.occurred_at), seasons)
 
     def _tier(self, k: int) -> int:
         params = self.cfg.elo_mmr
         try:  # phase one's performance for the round as it would be, then this player's phase two
-            perf = performance_of(self.prior.mu, self.prior.sigma, self.days, self.ranks_at(k), self.i, params,
+            perf = performance_of(self.mu, self.sigma, self.days, self.ranks_at(k), self.i, params,
                                   weight=self.round_.weight, perf_ceiling=self.round_.perf_ceiling)
         except engine.OutcomeFree:
             return self.tier  # nobody rated: the tier stays
         after = engine.phase_two(self.own, np.array([perf]), params, weight=self.round_.weight,
                                  time=self.round_.occurred_at)
-        return int(next_tier(np.array([self.tier]), after.mu, after.sigma, self.cfg.display)[0])
+        return int(season_next_tier(np.array([self.tier]), self.starting, after.mu, after.sigma, self.cfg.display,
+                                    self.cfg.seasons)[0])
 
 
 class _RoundSearch(_Positions):
