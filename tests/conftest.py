@@ -138,3 +138,15 @@ def stack_redis_url(local_stack: StackEndpoints) -> str:
     client.flushall()
     client.close()
     return local_stack.redis_url
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the local stack (a real broker), directly or through another fixture,
+    or whose module starts a broker itself (``stream.stack``), is an integration test: ``pytest -m "not integration"`` is the fast subset (no broker)."""
+    for item in items:
+        module = getattr(item, "module", None)
+        starts_a_broker = module is not None and any(
+            getattr(value, "__module__", "").startswith(("stream.stack.broker", "stream.stack.local"))
+            for value in vars(module).values())
+        if starts_a_broker or "local_stack" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
