@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stream.engine.ladders import parse_ladders  # noqa: E402
 from stream.engine.predict import binary_entropy, outcome_model  # noqa: E402
+from stream.engine.seasons import next_round_view  # noqa: E402
 from stream.matchmaking import QueueConfig, TicketColumns, TickResult, form_matches, warm_up  # noqa: E402
 from stream.matchmaking.odds import ahead  # noqa: E402
 from stream.matchmaking.pairing import single_matches  # noqa: E402
@@ -110,7 +111,8 @@ def service_tick(queue: QueueConfig, waiting: TicketColumns, ladder, repeat: int
         for _ in range(repeat):
             start, start_cpu = time.perf_counter(), time.process_time()
             pool = (await ms.read_pool(queue.name)).tickets
-            mu, sigma = await ms.ratings(queue.ladder, pool.players.tolist())
+            mu, sigma, last_time = await ms.ratings(queue.ladder, pool.players.tolist())
+            mu, sigma = next_round_view(ladder.params, mu, sigma, last_time, NOW)  # as the worker's tick
             form_matches(queue, TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma),
                          NOW, ladder)
             wall.append((time.perf_counter() - start) * 1000)
