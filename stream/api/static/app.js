@@ -429,7 +429,8 @@ function playerView(ladder, playerId) {
     ranks, seasons.root, why.root, el("h2", { text: "History" }), hist.root];
   view.load = async () => {
     const [p, timeline, season] = await Promise.all([api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`)),
-      api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`, "/ranks")), seasons.load()]);
+      api(itemUrl(ladder, "player", playerId, `history=${HISTORY_POINTS}`, "/ranks")),
+      seasons.load().catch(() => null)]);  // the seasons panel is secondary: the player's own answer says what is wrong
     return { ...p, timeline, season };
   };
   view.patch = (p) => {

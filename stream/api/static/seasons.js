@@ -63,7 +63,8 @@ function seasonsPanel(ladder, playerId) {
   const past = table("player-past-seasons", ["season", "rank", "rating", "league", "division"], [1, 2]);
   const root = el("section", { id: "player-seasons" }, el("h2", { text: "Seasons" }), now, past.root);
   function patch(s) {
-    root.hidden = !s.season && s.past.length === 0;
+    root.hidden = !s || (!s.season && s.past.length === 0);
+    if (!s) return;
     setText(now, !s.season ? "" : `${s.season}: ${s.rounds} round${s.rounds === 1 ? "" : "s"}` +
       (s.placement ? " (placement)" : "") + (s.league_by_share ? ` · league by share ${s.league_by_share}` : "") +
       ` · points ${fmt(s.points)}` +
