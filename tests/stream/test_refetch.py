@@ -18,7 +18,7 @@ import faust
 from faust.types import TP
 from faust.types.tuples import Message
 
-from stream.pipeline import compat
+from stream.pipeline.runtime import compat
 
 PARTITION = TP("player-updates", 0)
 

@@ -556,7 +556,7 @@ def incoming(event: faust.EventT[bytes]) -> Incoming:
                     message.timestamp)
 
 
-# --- the watchdog's reach into Faust's consumer and aiokafka (stream/pipeline/watchdog.py) ----------
+# --- the watchdog's reach into Faust's consumer and aiokafka (stream/pipeline/runtime/watchdog.py) ----------
 
 
 def in_consumer_thread(app: faust.App, fn: Callable[..., Awaitable[T]], *args: Any) -> Awaitable[T]:
