@@ -71,7 +71,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     idle_fetch_wait(settings.consumer_fetch_max_wait_ms,
                     max(settings.consumer_idle_fetch_wait_ms, settings.consumer_fetch_max_wait_ms))
-    direct_delivery()  # no tasks per fetched record (compat.direct_delivery)
+    direct_delivery(settings.embedded_broker)  # no tasks per fetched record; Refetch on the embedded broker only
     leave_group_on_stop(settings.leave_group_on_stop)
     app = faust.App(
         settings.app_id,
