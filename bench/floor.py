@@ -58,7 +58,7 @@ from stream.batch.replay import replay  # noqa: E402
 from stream.contracts import RatingChange, RoundResult  # noqa: E402
 from stream.engine import preset, warm_up  # noqa: E402
 from stream.pipeline.partitioner import group_by_partition  # noqa: E402
-from stream.pipeline.producer import ACKS, BATCH_BYTES  # noqa: E402
+from stream.pipeline.runtime.producer import ACKS, BATCH_BYTES  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
 from stream.pipeline.topics import ensure_topics  # noqa: E402

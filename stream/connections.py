@@ -1,7 +1,8 @@
 """Every Kafka and Redis client's connection options, from Settings, in one place.
 
 The service has four kinds of clients: kafka-python (CLI producer and consumer, topic admin),
-aiokafka (what Faust speaks), Faust itself (``broker_credentials``) and redis-py (sync and
+aiokafka (what Faust speaks), Faust itself (``broker_credentials``, mapped in
+:mod:`stream.pipeline.runtime.credentials` from the same options) and redis-py (sync and
 asyncio). Each takes TLS and authentication in its own spelling; this module maps the one set
 of environment variables (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_*``,
 ``REDIS_URL``, ``REDIS_USERNAME``/``REDIS_PASSWORD``, ``REDIS_TLS_*``) onto all of them, so a
@@ -23,7 +24,6 @@ from stream.store.cancel import make_cancel_safe
 from stream.settings import KAFKA_PROTOCOLS, KAFKA_SASL_MECHANISMS, Settings, _redact
 
 if TYPE_CHECKING:
-    import faust.types.auth
     import redis
     import redis.cluster
 
@@ -43,7 +43,8 @@ class ConnectionConfigError(ValueError):
 # ---------------------------------------------------------------- Kafka
 
 
-def _kafka_protocol(settings: Settings) -> str:
+def kafka_protocol(settings: Settings) -> str:
+    """``KAFKA_SECURITY_PROTOCOL`` checked against the SASL and TLS settings it needs (ConnectionConfigError if not)."""
     protocol = settings.kafka_security_protocol.strip().upper()
     if protocol not in KAFKA_PROTOCOLS:
         raise ConnectionConfigError(f"KAFKA_SECURITY_PROTOCOL must be one of {', '.join(KAFKA_PROTOCOLS)}, got {protocol!r}")
@@ -74,7 +75,7 @@ def kafka_bootstrap(settings: Settings) -> list[str]:
 def kafka_ssl_context(settings: Settings) -> ssl.SSLContext | None:
     """The TLS context of aiokafka / Faust (None without TLS): verifies the broker's certificate and host
     name against ``KAFKA_SSL_CAFILE`` (or the system CAs), and presents the client certificate if set."""
-    if not kafka_uses_tls(_kafka_protocol(settings)):
+    if not kafka_uses_tls(kafka_protocol(settings)):
         return None
     context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
     if settings.kafka_ssl_certfile:
@@ -84,7 +85,7 @@ def kafka_ssl_context(settings: Settings) -> ssl.SSLContext | None:
 
 def kafka_python_security(settings: Settings) -> dict[str, Any]:
     """kafka-python's security options (``KafkaProducer``/``KafkaConsumer``/``KafkaAdminClient`` kwargs)."""
-    protocol = _kafka_protocol(settings)
+    protocol = kafka_protocol(settings)
     config: dict[str, Any] = {"security_protocol": protocol}
     if protocol.startswith("SASL"):
         config |= {"sasl_mechanism": settings.kafka_sasl_mechanism.upper(),
@@ -106,7 +107,7 @@ def kafka_python_config(settings: Settings) -> dict[str, Any]:
 
 def aiokafka_config(settings: Settings) -> dict[str, Any]:
     """``AIOKafkaProducer``/``AIOKafkaConsumer`` kwargs: bootstrap, protocol, SASL user and an ``ssl_context``."""
-    protocol = _kafka_protocol(settings)
+    protocol = kafka_protocol(settings)
     config: dict[str, Any] = {"bootstrap_servers": kafka_bootstrap(settings), "security_protocol": protocol}
     if protocol.startswith("SASL"):
         config |= {"sasl_mechanism": settings.kafka_sasl_mechanism.upper(),
@@ -116,30 +117,6 @@ def aiokafka_config(settings: Settings) -> dict[str, Any]:
     if context is not None:
         config["ssl_context"] = context
     return config
-
-
-def faust_broker(settings: Settings) -> list[str]:
-    """Faust's ``broker`` argument: one ``kafka://host:port`` URL per bootstrap server."""
-    return [f"kafka://{host}" for host in kafka_bootstrap(settings)]
-
-
-def faust_credentials(settings: Settings) -> "faust.types.auth.CredentialsT | None":
-    """Faust's ``broker_credentials``: SASL (with TLS for SASL_SSL) or TLS alone; None for PLAINTEXT.
-
-    Faust hands these to aiokafka (``credentials_to_aiokafka_auth``), so they carry the same
-    protocol, mechanism, user and TLS context as :func:`aiokafka_config`. Note that
-    ``faust.SASLCredentials`` reports SASL_PLAINTEXT when given no ``ssl_context``.
-    """
-    import faust
-
-    protocol = _kafka_protocol(settings)
-    if protocol == "PLAINTEXT":
-        return None
-    context = kafka_ssl_context(settings)
-    if protocol.startswith("SASL"):
-        return faust.SASLCredentials(username=settings.kafka_sasl_username, password=settings.kafka_sasl_password,
-                                     mechanism=settings.kafka_sasl_mechanism.upper(), ssl_context=context)
-    return faust.SSLCredentials(context)
 
 
 # ---------------------------------------------------------------- Redis

@@ -1,6 +1,6 @@
 """The dependencies whose private internals the service reaches into, pinned exactly.
 
-``stream/pipeline/compat.py`` patches Faust's consumer, conductor and monitor, aiokafka's fetcher
+``stream/pipeline/runtime/compat.py`` patches Faust's consumer, conductor and monitor, aiokafka's fetcher
 and mode's queues; ``stream/store/lean.py`` drives redis-py's connections and hiredis parser. A
 different release may have moved any of those names, and the patches would then fail at run
 time, or worse, silently not apply. So pyproject.toml pins each exactly, and :func:`check` refuses
@@ -23,7 +23,7 @@ PINNED = {
 }
 """Distribution name -> the one version whose internals the code was written and tested against."""
 RUNTIME = ("faust-streaming", "mode-streaming", "aiokafka")
-"""What the worker's Faust runtime patches (``pipeline/compat.py``)."""
+"""What the worker's Faust runtime patches (``pipeline/runtime/compat.py``)."""
 STORE = ("redis",)
 """What the store's lean pipeline reaches into (``store/lean.py``)."""
 

@@ -78,6 +78,7 @@ class Settings:
     handler_attempts: int = field(default=5, metadata={"env": "HANDLER_ATTEMPTS", "doc": "attempts at handling a message that keeps raising an unexpected exception (not Redis or Kafka unreachable) before it is dead-lettered as internal_error and the stream moves on", "min": 1})
     broker_session_timeout_s: float = field(default=6.0, metadata={"env": "BROKER_SESSION_TIMEOUT_S", "doc": "consumer-group session timeout", "above": 0})
     broker_heartbeat_s: float = field(default=1.0, metadata={"env": "BROKER_HEARTBEAT_S", "doc": "consumer-group heartbeat interval", "above": 0})
+    embedded_broker: bool = field(default=False, metadata={"env": "EMBEDDED_BROKER", "doc": "the broker is the dev stack's embedded Tansu broker (`stream stack` sets it): the worker fetches again the offsets a fetch skipped, as that broker can (stream/pipeline/runtime/compat.py, Refetch); other brokers never skip one, and a gap is Faust's to handle"})
     leave_group_on_stop: bool = field(default=True, metadata={"env": "LEAVE_GROUP_ON_STOP", "doc": "a stopping worker's consumer leaves its group at once (LeaveGroup: its partitions move to the other workers without waiting); false: the group drops it after BROKER_SESSION_TIMEOUT_S. The embedded Tansu broker can leave the next members of a group whose members all left this way without a leader for minutes (stream/stack/README.md): the dev stack sets false"})
     display_config: str = field(default="", metadata={"env": "DISPLAY_CONFIG", "doc": "JSON object ladder -> display config (mode mu/conservative/fixed-range, k, center, scale, tiers (leagues) [[name, mu threshold]], demotion_margin, divisions per league); key \"*\" is the fallback; empty: conservative mu - 2 sigma with the default tiers (stream/engine/display.py)"})
     ladders: str = field(default="", metadata={"env": "LADDERS", "doc": "JSON object ladder -> {\"model\": an ENGINE_PRESET preset or glicko/codeforces/topcoder/bar/elo-multiplayer/trueskill, \"params\": {field: value} replacing the model's defaults, \"display\": a DISPLAY_CONFIG entry, \"seasons\": a season schedule with its soft reset, placement, league shares and bonus pool (Elo-MMR presets; README \"Seasons\")}; key \"*\" is the fallback (stream/engine/ladders.py). ENGINE_PRESET and DISPLAY_CONFIG are shorthands: the \"*\" model when LADDERS names none, the display of ladders whose entry gives none. A ladder's model is fixed once it has rated a round (another one is a re-rate: its rounds are dead-lettered model_changed). Validated at startup (the error names the key); empty: every ladder with ENGINE_PRESET"})
@@ -97,7 +98,7 @@ class Settings:
     phase_two_batch: int = field(default=256, metadata={"env": "PHASE_TWO_BATCH", "doc": "player-updates messages phase two takes per batch", "min": 1})
     phase_two_within_s: float = field(default=0.0, metadata={"env": "PHASE_TWO_WITHIN_S", "doc": "longest wait to fill a phase-two batch once its first message is there; 0: what the buffer holds (see PHASE_ONE_WITHIN_S)", "min": 0})
     batch_timings_dir: str = field(default="", metadata={"env": "BATCH_TIMINGS_DIR", "doc": "bench aid: each worker appends one JSON line per phase-one and phase-two batch to DIR/<pid>.jsonl (its size, how long its oldest record waited to be taken, and the seconds of each step: stream/pipeline/timings.py; bench/pipeline.py --breakdown reads them); empty: off"})
-    stream_buffer_maxsize: int = field(default=4096, metadata={"env": "STREAM_BUFFER_MAXSIZE", "doc": "events Faust buffers per agent stream before it stops fetching that partition (its stream_buffer_maxsize); a full buffer never blocks the delivery of the worker's other partitions (stream/pipeline/compat.py)", "min": 1})
+    stream_buffer_maxsize: int = field(default=4096, metadata={"env": "STREAM_BUFFER_MAXSIZE", "doc": "events Faust buffers per agent stream before it stops fetching that partition (its stream_buffer_maxsize); a full buffer never blocks the delivery of the worker's other partitions (stream/pipeline/runtime/compat.py)", "min": 1})
     watchdog_interval_s: float = field(default=5.0, metadata={"env": "WATCHDOG_INTERVAL_S", "doc": "how often each worker's watchdog compares the end offsets of its assigned rounds and player-updates partitions with its committed offsets (one ListOffsets request)", "above": 0})
     stall_timeout_s: float = field(default=60.0, metadata={"env": "STALL_TIMEOUT_S", "doc": "a partition whose end offset stays ahead of the committed offset, with nothing fetched and no progress, this long is stalled: ERROR, gauge ems_stalled_partitions, self-heal (seek + resume); still stalled this long after the heal: see STALL_EXIT", "above": 0})
     stall_exit: bool = field(default=True, metadata={"env": "STALL_EXIT", "doc": "exit the worker with status 70 when a partition is still stalled STALL_TIMEOUT_S after the self-heal (its supervisor restarts it; uncommitted input is redelivered); false: keep alerting and healing"})
@@ -158,6 +159,9 @@ class Settings:
 
 #: Environment variables a running ``stream stack`` provides to other commands.
 STACK_ENV_VARS = ("KAFKA_BOOTSTRAP", "REDIS_URL")
+#: What a command takes from a running ``stream stack``'s state: where it listens and the settings
+#: its embedded broker needs (``LocalStack.env``: its workarounds on).
+STACK_FORWARDED = (*STACK_ENV_VARS, "LEAVE_GROUP_ON_STOP", "EMBEDDED_BROKER")
 
 
 class SettingsError(ValueError):
@@ -380,15 +384,16 @@ def running_stacks(environ: Mapping[str, str] | None = None) -> dict[str, dict[s
 
 
 def running_stack_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """KAFKA_BOOTSTRAP / REDIS_URL of the running embedded stack: the one named ``STACK_NAME``, or
-    the only one running; {} when none runs (or the named one does not).
+    """The environment of the running embedded stack (KAFKA_BOOTSTRAP / REDIS_URL and the settings
+    its broker needs: ``LocalStack.env``): the one named ``STACK_NAME``, or the only one running;
+    {} when none runs (or the named one does not).
 
     Raises :class:`StackChoiceError` when several run and ``STACK_NAME`` does not pick one.
     """
     chosen = chosen_stack(environ)
     state = chosen[1] if chosen else None
     stack_env = state.get("env", {}) if state else {}
-    return {k: str(v) for k, v in stack_env.items() if k in STACK_ENV_VARS} if isinstance(stack_env, dict) else {}
+    return {k: str(v) for k, v in stack_env.items() if k in STACK_FORWARDED} if isinstance(stack_env, dict) else {}
 
 
 def chosen_stack(environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, object]] | None:

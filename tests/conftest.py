@@ -9,6 +9,7 @@ session's private redis-server. ``fresh_prefix`` gives each test its own topic p
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -78,8 +79,10 @@ class StackEndpoints:
     kind: str
 
     def env(self) -> dict[str, str]:
-        """Environment variables pointing the service (e.g. a worker subprocess) at this stack."""
-        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url}
+        """Environment variables pointing the service (e.g. a worker subprocess) at this stack
+        (with EMBEDDED_BROKER on the embedded broker: its workarounds on)."""
+        embedded = {"EMBEDDED_BROKER": "true"} if self.kind == "embedded" else {}
+        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url, **embedded}
 
 
 def _docker_available() -> bool:
@@ -119,8 +122,18 @@ def local_stack(request: pytest.FixtureRequest) -> Iterator[StackEndpoints]:
     from stream.stack.broker import TansuBroker
 
     server: RedisServer = request.getfixturevalue("redis_server")
-    with TansuBroker() as broker:
-        yield StackEndpoints(broker.bootstrap, server.url, "embedded")
+    # Workers started in this process or from its environment (pipeline_harness.worker_env) run
+    # the embedded broker's workarounds, as `stream stack` configures them (EMBEDDED_BROKER).
+    before = os.environ.get("EMBEDDED_BROKER")
+    os.environ["EMBEDDED_BROKER"] = "true"
+    try:
+        with TansuBroker() as broker:
+            yield StackEndpoints(broker.bootstrap, server.url, "embedded")
+    finally:
+        if before is None:
+            os.environ.pop("EMBEDDED_BROKER", None)
+        else:
+            os.environ["EMBEDDED_BROKER"] = before
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from stream.cli.main import app
-from stream.cli.worker import FAUST_LOG_LEVELS
+from stream.pipeline.runtime.worker import FAUST_LOG_LEVELS
 from stream.settings import FALSE_WORDS, LOG_LEVELS, TRUE_WORDS, Settings, SettingsError, StackChoiceError
 
 FIELDS = {f.metadata["env"]: f for f in fields(Settings)}

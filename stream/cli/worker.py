@@ -9,46 +9,9 @@ pipeline's loop, nor the pipeline on them.
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING
-
 import typer
 
 from stream.settings import Settings
-
-if TYPE_CHECKING:
-    import faust
-
-    from stream.pipeline.shutdown import Drain
-
-#: Faust's log level names (it rejects "warning") and the matching logging levels.
-FAUST_LOG_LEVELS = {"critical": "crit", "error": "error", "warning": "warn", "warn": "warn", "info": "info",
-                    "debug": "debug"}
-LOGGING_LEVELS = {"crit": logging.CRITICAL, "error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO,
-                  "debug": logging.DEBUG}
-
-
-def make_worker(app: faust.App, log_level: str, drain: Drain | None = None, shutdown_timeout_s: float = 20.0,
-                ) -> faust.Worker:
-    """A Faust worker for ``app`` logging at ``log_level`` (LOG_LEVEL), without the terminal spinner;
-    with ``drain``, SIGTERM first finishes the batches in hand and commits, within
-    ``shutdown_timeout_s`` (SHUTDOWN_TIMEOUT_S; ``stream.pipeline.shutdown``).
-
-    Faust's spinner (on whenever the level is warn or above) sets the ROOT logger to DEBUG so it can
-    spin on every record: every library's debug record was then built and dropped, ~3 % of a
-    busy worker's CPU (aiokafka logs each request at debug)."""
-    from faust import Worker
-
-    from stream.pipeline.compat import graceful_worker
-
-    level = FAUST_LOG_LEVELS.get(log_level.lower(), "info")
-    logging.getLogger("stream").setLevel(LOGGING_LEVELS[level])
-    if drain is None:
-        worker = Worker(app, loglevel=level)
-    else:
-        worker = graceful_worker(app, level, lambda: drain.run(shutdown_timeout_s, app.consumer.commit))
-    worker.spinner = None
-    return worker
 
 
 def run_worker(settings: Settings, *, web: bool = True) -> None:
@@ -57,7 +20,8 @@ def run_worker(settings: Settings, *, web: bool = True) -> None:
     code 2 and names the bad key, before anything is connected (its ``LaddersError`` is reported
     by the command group, stream/cli/main.py)."""
     from stream.pipeline import topics
-    from stream.pipeline.app import create_app
+    from stream.pipeline.runtime.app import create_app
+    from stream.pipeline.runtime.worker import make_worker
     from stream.pipeline.context import load_ladders, load_queues
 
     from stream.cli.reach import announce_worker, require, require_port, serve_or_exit

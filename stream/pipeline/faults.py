@@ -76,7 +76,7 @@ RAISE_ALWAYS_IN_PHASE_TWO = "raise_always_in_phase_two"
 """Phase two raises for every batch holding an update of one round, every attempt."""
 RAISE_ALWAYS_POINTS = (RAISE_ALWAYS_IN_PHASE_ONE, RAISE_ALWAYS_IN_PHASE_TWO)
 
-#: Stall points (stream/pipeline/watchdog.py): the worker's consumer stops fetching one partition.
+#: Stall points (stream/pipeline/runtime/watchdog.py): the worker's consumer stops fetching one partition.
 STALL_ROUNDS_PARTITION = "stall_rounds_partition"
 """The lowest ``rounds`` partition with a committed offset, in the first worker to have one, is
 paused in aiokafka without Faust knowing (what faust-streaming's rebalance bug looks like): it

@@ -34,7 +34,7 @@ class Outgoing:
 
 @dataclass(frozen=True)
 class TopicNames:
-    """The names of the topics the workers write (``topics.Topics`` holds the Faust topics)."""
+    """The names of the topics the workers write (``runtime.topics.Topics`` holds the Faust topics)."""
 
     player_updates: str
     rating_changes: str

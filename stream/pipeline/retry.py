@@ -46,11 +46,11 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import redis.exceptions
-from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NotEnoughReplicasError, RequestTimedOutError
 from prometheus_client import Gauge
 
 from stream.logsafe import log_safe, log_traceback
 from stream.pipeline import metrics
+from stream.pipeline.runtime.errors import KAFKA_TRANSIENT_ERRORS
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -88,10 +88,7 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.TryAgainError,
     redis.exceptions.ClusterDownError,
     ConnectionError,
-    KafkaConnectionError,
-    KafkaTimeoutError,
-    RequestTimedOutError,
-    NotEnoughReplicasError,
+    *KAFKA_TRANSIENT_ERRORS,
 )
 
 

@@ -1,14 +1,12 @@
 """The pipeline's topics (names from Settings.topic) and their administration: create them on any
-Kafka-protocol broker, idempotently."""
+Kafka-protocol broker, idempotently (kafka-python's admin client). The worker's Faust topic
+objects are declared in :mod:`stream.pipeline.runtime.topics`."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-
-import faust
 
 from stream.connections import kafka_python_security
 from stream.settings import Settings
@@ -34,32 +32,10 @@ MATCHMAKING = (MATCH_TICKETS, MATCHES, TICKET_EVENTS, MATCH_TICKETS_DLQ)
 """Matchmaking's topics (keys: the queue name), created and subscribed only when QUEUES names a queue."""
 
 
-@dataclass(frozen=True)
-class Topics:
-    """Faust topic objects of one app; values and keys are raw bytes (stream.contracts JSON)."""
-
-    rounds: faust.TopicT
-    player_updates: faust.TopicT
-    rating_changes: faust.TopicT
-    rounds_dlq: faust.TopicT
-    corrections: faust.TopicT
-    match_tickets: faust.TopicT | None = None
-    """``match-tickets`` (None without QUEUES: no matchmaking)."""
-
-
 def partition_counts(settings: Settings) -> dict[str, int]:
     """Full topic name → partitions: every topic gets PARTITIONS (matchmaking's with QUEUES only)."""
     names = ALL + (MATCHMAKING if settings.queues.strip() else ())
     return {settings.topic(name): settings.partitions for name in names}
-
-
-def declare(app: faust.App, settings: Settings) -> Topics:
-    def topic(name: str) -> faust.TopicT:
-        return app.topic(settings.topic(name), key_type=bytes, value_type=bytes, key_serializer="raw",
-                         value_serializer="raw", partitions=settings.partitions)
-
-    return Topics(topic(ROUNDS), topic(PLAYER_UPDATES), topic(RATING_CHANGES), topic(ROUNDS_DLQ), topic(CORRECTIONS),
-                  topic(MATCH_TICKETS) if settings.queues.strip() else None)
 
 
 def ensure(settings: Settings) -> dict[str, int]:

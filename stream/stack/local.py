@@ -39,8 +39,10 @@ class LocalStack:
 
     def env(self) -> dict[str, str]:
         """The environment variables that point the service at this stack, and make its workers
-        stop without a LeaveGroup (LEAVE_GROUP_ON_STOP: the broker's quirk, README.md)."""
-        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url, "LEAVE_GROUP_ON_STOP": "false"}
+        stop without a LeaveGroup (LEAVE_GROUP_ON_STOP) and fetch again what a fetch skipped
+        (EMBEDDED_BROKER): the broker's quirks, README.md."""
+        return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url, "LEAVE_GROUP_ON_STOP": "false",
+                "EMBEDDED_BROKER": "true"}
 
     def start(self) -> "LocalStack":
         """Start Redis, then the broker; if the broker fails, Redis is stopped again."""

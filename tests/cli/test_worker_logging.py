@@ -7,7 +7,7 @@ import logging
 import faust
 import pytest
 
-from stream.cli.worker import make_worker
+from stream.pipeline.runtime.worker import make_worker
 
 
 @pytest.mark.parametrize(("log_level", "expected"), [("warning", logging.WARNING), ("error", logging.ERROR),

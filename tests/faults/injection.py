@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stream.pipeline import faults
-from stream.pipeline.compat import in_consumer_thread
+from stream.pipeline.runtime.compat import in_consumer_thread
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ import pipeline_harness as harness
 from stream import engine
 from stream.pipeline import faults
 from stream.pipeline.topics import ensure
-from stream.pipeline.watchdog import STALL_EXIT_CODE
+from stream.pipeline.runtime.watchdog import STALL_EXIT_CODE
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import keys

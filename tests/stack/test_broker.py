@@ -48,7 +48,7 @@ def test_broker_starts_answers_and_stops() -> None:
 def test_local_stack_context_manager_gives_both_services() -> None:
     with LocalStack() as stack:
         assert stack.env() == {"KAFKA_BOOTSTRAP": stack.bootstrap, "REDIS_URL": stack.redis_url,
-                               "LEAVE_GROUP_ON_STOP": "false"}
+                               "LEAVE_GROUP_ON_STOP": "false", "EMBEDDED_BROKER": "true"}
         assert redis.Redis.from_url(stack.redis_url).ping()
         assert ensure_topics(stack.bootstrap, {"x": 1}) == {"x": 1}
     assert stack.broker.process is None and stack.redis.process is None

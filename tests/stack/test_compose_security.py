@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stream.connections import faust_credentials, kafka_python_security
+from stream.connections import kafka_python_security
+from stream.pipeline.runtime.credentials import faust_credentials
 from stream.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from mode.utils.queues import FlowControlEvent
 
 import pipeline_harness as harness
 from stream import engine
-from stream.pipeline.compat import DeliveryQueue
+from stream.pipeline.runtime.compat import DeliveryQueue
 
 ROUNDS = 1200
 PLAYERS = 4

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from stream.pipeline.app import create_app, freeze_heap
+from stream.pipeline.runtime.app import create_app, freeze_heap
 from stream.settings import Settings
 
 

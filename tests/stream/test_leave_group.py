@@ -11,7 +11,7 @@ import pytest
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.protocol.group import LeaveGroupRequest
 
-from stream.pipeline.compat import leave_group_on_stop
+from stream.pipeline.runtime.compat import leave_group_on_stop
 from stream.settings import Settings
 
 

@@ -4,7 +4,8 @@ to one partition): the loop seeks back and fetches the missing records again, de
 record in offset order, instead of acknowledging the gap (its records then never reached a
 stream: a lost ``player-updates`` message, its rounds and every later round of their players left
 to the sweeper). A gap that stays (Kafka with transactions or compaction) is accepted after
-``REFETCH_ATTEMPTS`` fetch loops."""
+``REFETCH_ATTEMPTS`` fetch loops. Only on the embedded broker (EMBEDDED_BROKER, set by the dev
+stack): against any other broker a gap is Faust's to handle at once."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import faust
 from faust.types import TP
 from faust.types.tuples import Message
 
-from stream.pipeline import compat
+from stream.pipeline.runtime import compat
 
 PARTITION = TP("player-updates", 0)
 
@@ -84,8 +85,11 @@ class FakeConsumer:
         self.seeks.append(offset)
 
 
-def drain(fetches: list[list[int]]) -> FakeConsumer:
+def drain(fetches: list[list[int]], *, refetch_attempts: int = compat.REFETCH_ATTEMPTS) -> FakeConsumer:
+    """Run the fetch loop over ``fetches``; ``refetch_attempts`` is what ``direct_delivery`` sets
+    (REFETCH_ATTEMPTS on the embedded broker, 0 on any other)."""
     consumer = FakeConsumer(fetches)
+    consumer._ems_refetch_attempts = refetch_attempts
     fetcher = type("Fetcher", (), {"_stopped": asyncio.Event()})()
     asyncio.run(compat._drain_messages(consumer, fetcher))
     return consumer
@@ -103,3 +107,21 @@ def test_missing_records_that_stay_missing_are_fetched_again_then_skipped() -> N
     consumer = drain([[5, 6], *skipping, [11]])
     assert consumer.seeks == [7] * compat.REFETCH_ATTEMPTS
     assert consumer.delivered == [5, 6, 9, 10, 11]  # then Faust's handling of a gap, as before
+
+
+def test_on_another_broker_a_gap_is_fausts_at_once() -> None:
+    consumer = drain([[5, 6], [9, 10], [11]], refetch_attempts=0)
+    assert consumer.seeks == []
+    assert consumer.delivered == [5, 6, 9, 10, 11]
+
+
+def test_the_refetch_is_installed_with_the_embedded_broker_only() -> None:
+    from faust.transport.consumer import Consumer
+
+    from stream.pipeline.runtime.app import create_app
+    from stream.settings import Settings
+
+    create_app(Settings.from_env({"EMBEDDED_BROKER": "false"}))
+    assert Consumer._ems_refetch_attempts == 0
+    create_app(Settings.from_env({"EMBEDDED_BROKER": "true"}))
+    assert Consumer._ems_refetch_attempts == compat.REFETCH_ATTEMPTS

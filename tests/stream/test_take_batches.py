@@ -13,7 +13,7 @@ import faust
 import pytest
 from faust.types.tuples import Message
 
-from stream.pipeline.compat import take_batches
+from stream.pipeline.runtime.compat import take_batches
 
 GENERATION = 7
 

@@ -7,7 +7,7 @@ several records.
 
 from __future__ import annotations
 
-from stream.pipeline.watchdog import Observation, Track, assess, decide, describe
+from stream.pipeline.runtime.watchdog import Observation, Track, assess, decide, describe
 
 ROUNDS = ("rounds", 0)
 OTHER = ("rounds", 1)

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 import faust
 
 from stream import dependencies
-from stream.connections import faust_broker, faust_credentials
 from stream.engine import warm_up
-from stream.pipeline import agents, watchdog
-from stream.pipeline.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
-                                    idle_fetch_wait, leave_group_on_stop)
+from stream.pipeline.runtime import agents, watchdog
+from stream.pipeline.runtime.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
+                                            idle_fetch_wait, leave_group_on_stop)
+from stream.pipeline.runtime.credentials import faust_broker, faust_credentials
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
 from stream.pipeline.shutdown import Drain
 from stream.pipeline.worker_status import TICK_S, WorkerStatus
-from stream.pipeline.topics import Topics, declare
+from stream.pipeline.runtime.topics import Topics, declare
 from stream.settings import Settings
 
 
@@ -71,7 +71,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
     idle_fetch_wait(settings.consumer_fetch_max_wait_ms,
                     max(settings.consumer_idle_fetch_wait_ms, settings.consumer_fetch_max_wait_ms))
-    direct_delivery()  # no tasks per fetched record (compat.direct_delivery)
+    direct_delivery(settings.embedded_broker)  # no tasks per fetched record; Refetch on the embedded broker only
     leave_group_on_stop(settings.leave_group_on_stop)
     app = faust.App(
         settings.app_id,

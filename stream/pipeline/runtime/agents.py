@@ -26,7 +26,7 @@ then their partition's commits stop there); so every handler call and send is re
 for any other exception, after which the message that keeps raising is dead-lettered
 (``internal_error``) and the stream moves on.
 
-Output goes through :class:`~stream.pipeline.producer.BatchProducer` (record batches per
+Output goes through :class:`~stream.pipeline.runtime.producer.BatchProducer` (record batches per
 partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
 the broker's acknowledgement before the input event is acknowledged, so an offset is
 committed only after what it produced is durable; a crash in between redelivers the input,
@@ -47,7 +47,7 @@ from stream.contracts import DeadLetter
 from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
 from stream.matchmaking import QueueConfig
 from stream.pipeline import faults, metrics, retry
-from stream.pipeline.compat import assigned_partitions, incoming, take_batches
+from stream.pipeline.runtime.compat import assigned_partitions, incoming, take_batches
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections_batches import correction_message
 from stream.pipeline.matchmaking import MatchTopicNames, Matchmaker, dead_letter, handle_tickets, tick_queue
@@ -55,12 +55,13 @@ from stream.pipeline.partitioner import partition_for
 from stream.pipeline.retry import GaveUp
 from stream.pipeline.messages import FanOutMessage, Incoming
 from stream.pipeline.outbox import Outgoing, Send, TopicNames, fanout_messages, letter_message, settle
-from stream.pipeline.producer import BatchProducer
+from stream.pipeline.runtime.producer import BatchProducer
 from stream.pipeline.retry import retrying
 from stream.pipeline.rounds_batches import phase_one_batch
 from stream.pipeline.shutdown import CORRECTIONS, PHASE_ONE, PHASE_TWO, Drain
 from stream.pipeline.sweeper import sweep
-from stream.pipeline.topics import MATCH_TICKETS_DLQ, MATCHES, TICKET_EVENTS, Topics
+from stream.pipeline.runtime.topics import Topics
+from stream.pipeline.topics import MATCH_TICKETS_DLQ, MATCHES, TICKET_EVENTS
 from stream.pipeline.timings import BatchTimings
 from stream.pipeline.updates_batches import apply_updates, emit_applied
 

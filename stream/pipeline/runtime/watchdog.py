@@ -50,7 +50,7 @@ import faust
 from faust.types import TP as FaustTP
 
 from stream.pipeline import faults, metrics
-from stream.pipeline.compat import committed_offsets, fetch_positions, in_consumer_thread, set_read_offset
+from stream.pipeline.runtime.compat import committed_offsets, fetch_positions, in_consumer_thread, set_read_offset
 from stream.pipeline.topics import PLAYER_UPDATES, ROUNDS
 from stream.settings import Settings
 

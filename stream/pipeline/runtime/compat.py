@@ -6,8 +6,9 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
   lengthens it while nothing arrives;
 * :func:`direct_delivery`: the consumer puts a fetched record on its streams' buffers without
   Faust's tasks per record when nothing can make that wait;
-* :class:`Refetch` (in that loop): records a fetch skipped (the embedded broker does) are
-  fetched again, not acknowledged unseen as Faust's gap handling does;
+* :class:`Refetch` (in that loop, with the embedded broker only: ``EMBEDDED_BROKER``): records a
+  fetch skipped (the embedded broker does) are fetched again, not acknowledged unseen as Faust's
+  gap handling does;
 * :func:`take_batches`: an agent's events in batches read from its stream's buffer directly,
   never acknowledging an event that was not handled; :func:`incoming`: an event as the
   handlers' plain input;
@@ -120,7 +121,7 @@ def idle_fetch_wait(busy_ms: int, idle_ms: int) -> None:
     setattr(fetcher_class, "_proc_fetch_request", proc_fetch_request)
 
 
-def direct_delivery() -> None:
+def direct_delivery(refetch_skipped: bool) -> None:
     """Make Faust's consumers put each fetched record on its streams' buffers in the fetch loop
     itself when nothing can make that wait, instead of Faust's task per record.
 
@@ -134,9 +135,12 @@ def direct_delivery() -> None:
     consumer's flow suspended, a consumer generation other than the record's, a channel that
     decodes, a queue that is full, Faust's producer buffer over its limit, the conductor
     updating its handlers) goes through Faust's own ``wait_first`` delivery, as before.
-    Read offsets, commit-every and the periodic yield are Faust's; a gap in a partition's
-    offsets is fetched again first (:class:`Refetch`). Idempotent."""
+    Read offsets, commit-every and the periodic yield are Faust's. With ``refetch_skipped`` (the
+    embedded broker, ``EMBEDDED_BROKER``), a gap in a partition's offsets is fetched again first
+    (:class:`Refetch`); without, a gap is Faust's to handle at once, as Kafka never makes one
+    but for transactions or compaction. Idempotent."""
     setattr(faust_consumer.Consumer, "_drain_messages", _drain_messages)
+    setattr(faust_consumer.Consumer, "_ems_refetch_attempts", REFETCH_ATTEMPTS if refetch_skipped else 0)
 
 
 ConductorHandler: Any = getattr(faust_conductor, "ConductorHandler", None)
@@ -214,7 +218,7 @@ async def _drain_messages(self: Any, fetcher: Any) -> None:  # pragma: no cover 
     num_since_yield = 0
     sleep = asyncio.sleep
     deliver_now = _DirectDelivery(self)
-    refetch = Refetch()
+    refetch = Refetch(self._ems_refetch_attempts)  # set by direct_delivery: 0 but on the embedded broker
     rounds = 0  # fetch loops so far (Refetch counts its attempts in them)
     try:
         while not (consumer_should_stop() or fetcher_should_stop()):
@@ -292,20 +296,22 @@ class Refetch:
     where a gap is real, it is accepted after :data:`REFETCH_ATTEMPTS` fetch loops that still
     skip it."""
 
-    def __init__(self) -> None:
+    def __init__(self, attempts: int = REFETCH_ATTEMPTS) -> None:
+        self._attempts = attempts
+        """Fetch loops that may skip the same hole before it is taken as real (0: at once)."""
         self._holes: dict[Any, tuple[int, int, int]] = {}
         """Per partition: (first missing offset, attempts, fetch loop of the last seek)."""
 
     def retry(self, tp: Any, hole: int, loop: int) -> bool:
         """Whether to fetch ``tp`` again from ``hole`` (its records past it, fetched in fetch loop
-        ``loop``, are not delivered): until :data:`REFETCH_ATTEMPTS` loops skipped it."""
+        ``loop``, are not delivered): until ``attempts`` (:data:`REFETCH_ATTEMPTS`) loops skipped it."""
         first, attempts, last = self._holes.get(tp, (hole, 0, -1))
         if first != hole:
             attempts, last = 0, -1
         if last != loop:
             attempts += 1
-        if attempts > REFETCH_ATTEMPTS:
-            del self._holes[tp]
+        if attempts > self._attempts:
+            self._holes.pop(tp, None)
             return False
         self._holes[tp] = (hole, attempts, last)
         return True
@@ -556,7 +562,7 @@ def incoming(event: faust.EventT[bytes]) -> Incoming:
                     message.timestamp)
 
 
-# --- the watchdog's reach into Faust's consumer and aiokafka (stream/pipeline/watchdog.py) ----------
+# --- the watchdog's reach into Faust's consumer and aiokafka (stream/pipeline/runtime/watchdog.py) ----------
 
 
 def in_consumer_thread(app: faust.App, fn: Callable[..., Awaitable[T]], *args: Any) -> Awaitable[T]:
