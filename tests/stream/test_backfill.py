@@ -69,6 +69,20 @@ async def stream_rounds(ctx: PipelineContext, rounds: Sequence[dict]) -> None:
             await ctx.store.confirm_emitted(done.emitted)
 
 
+def stream_and_backfill(redis_url: str, rounds: Sequence[dict], **extra: object) -> tuple[dict, dict]:
+    """``rounds`` streamed into db 0 and backfilled into db 1 (contexts with ``extra`` settings):
+    the two Redis dumps."""
+    async def body() -> None:
+        streamed, filled = context(redis_url, **extra), context(other_db(redis_url, 1), **extra)
+        await stream_rounds(streamed, rounds)
+        await backfill(filled, parsed(rounds))
+        await streamed.store.close()
+        await filled.store.close()
+
+    asyncio.run(body())
+    return dump(redis.Redis.from_url(redis_url)), dump(redis.Redis.from_url(other_db(redis_url, 1)))
+
+
 def test_backfill_writes_what_the_stream_writes(redis_url: str) -> None:
     rounds = history()
 
@@ -219,15 +233,6 @@ def test_backfill_of_team_rounds_writes_what_the_stream_writes(redis_url: str) -
                                          "rank": 2 - k % 2},
                                         {"player": names[5], "rank": 3, "weight": 0.25}]})
 
-    async def body() -> None:
-        streamed, filled = context(redis_url), context(other_db(redis_url, 1))
-        await stream_rounds(streamed, rounds)
-        await backfill(filled, parsed(rounds))
-        await streamed.store.close()
-        await filled.store.close()
-
-    asyncio.run(body())
-    a, b = redis.Redis.from_url(redis_url), redis.Redis.from_url(other_db(redis_url, 1))
-    stream_state, backfill_state = dump(a), dump(b)
+    stream_state, backfill_state = stream_and_backfill(redis_url, rounds)
     assert '"team":"blue","weight":0.5' in repr(stream_state), "the team rounds' events carry team and weight"
     assert differences(stream_state, backfill_state) == []

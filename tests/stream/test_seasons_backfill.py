@@ -4,16 +4,12 @@ another leaves the same keys byte for byte (states, tiers with "Placement k", hi
 
 from __future__ import annotations
 
-import asyncio
 import json
 
-import redis
-
 from stream.engine.season_schedule import iso_time
-from stream.pipeline.backfill import backfill
 from tests.stream import pipeline_harness as harness
-from tests.stream.redis_dump import differences, dump
-from tests.stream.test_backfill import context, history, other_db, parsed, stream_rounds
+from tests.stream.redis_dump import differences
+from tests.stream.test_backfill import history, stream_and_backfill
 
 SEASONS = {"schedule": [{"name": "S1", "start": iso_time(harness.BASE_TIME + 8 * harness.DAY_S)},
                         {"name": "S2", "start": iso_time(harness.BASE_TIME + 20 * harness.DAY_S)}],
@@ -24,18 +20,7 @@ LADDERS = json.dumps({"alpha": {"model": "mmr-bounded", "seasons": SEASONS, "dis
 
 def test_backfill_with_seasons_writes_what_the_stream_writes(redis_url: str) -> None:
     rounds = history(seed=32, count=120)  # a quarter of a day apart: 30 days, both starts crossed
-
-    async def body() -> None:
-        streamed = context(redis_url, ladders=LADDERS)
-        filled = context(other_db(redis_url, 1), ladders=LADDERS)
-        await stream_rounds(streamed, rounds)
-        await backfill(filled, parsed(rounds))
-        await streamed.store.close()
-        await filled.store.close()
-
-    asyncio.run(body())
-    a, b = redis.Redis.from_url(redis_url), redis.Redis.from_url(other_db(redis_url, 1))
-    stream_state, backfill_state = dump(a), dump(b)
+    stream_state, backfill_state = stream_and_backfill(redis_url, rounds, ladders=LADDERS)
     assert differences(stream_state, backfill_state) == []
     tiers = [h.get(b"tier") for k, h in stream_state.items() if k.startswith(b"ems:player:") and isinstance(h, dict)]
     assert any(t and t.startswith(b"Placement ") for t in tiers)  # players still in placement at the end
