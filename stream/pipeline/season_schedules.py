@@ -38,11 +38,17 @@ class SeasonRecord:
     current: Ladders = field(init=False)
     started: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The seasons of record last read, ladder -> entries."""
+    versions: dict[str, int] = field(default_factory=dict)
+    """The schedule version of each ladder in :attr:`started` (register_round.lua's check)."""
     read_at: float = -float("inf")
     """When :attr:`started` was read (``time.monotonic``)."""
 
     def __post_init__(self) -> None:
         self.current = self.configured
+
+    def version(self, ladder: str) -> int:
+        """The ladder's schedule version in the seasons of record applied (0: none read)."""
+        return self.versions.get(ladder, 0)
 
     def of(self, ladder: str) -> LadderConfig:
         """The ladder's configuration, with the seasons of record last read."""
@@ -55,15 +61,16 @@ class SeasonRecord:
         now = time.monotonic()
         if not force and now - self.read_at < self.refresh_s:
             return None
-        started = await store.scheduled_seasons(client)
+        started, versions = await store.schedule_of_record(client)
         self.read_at = now
         if started == self.started:
+            self.versions = versions
             return None
         try:
             ladders = with_schedules(self.configured, started)
         except ValueError as exc:
             log.error("seasons of record not applied (kept the previous schedule): %s", exc)
             return None
-        self.current, self.started = ladders, started
+        self.current, self.started, self.versions = ladders, started, versions
         log.info("seasons of record read: %s", {ladder: [e["name"] for e in entries] for ladder, entries in started.items()})
         return ladders
