@@ -6,12 +6,13 @@ through a :class:`SeasonRecord`.
 
 Why replay still equals the stream: a season is only added when no round at or after its start
 is registered to rate on the ladder (``schedule_season.lua`` checks the ladder's ``occurred_max``
-atomically), so no rating already done could have seen another schedule; and a start is at least
-SEASON_NOTICE_S ahead (at least twice SEASON_REFRESH_S), so every worker, which reads the schedule
-when a batch comes once SEASON_REFRESH_S has passed since its last read, has it before a round
-stamped at or after the start arrives. What the rule leaves open: a round whose ``occurred_at``
-runs ahead of the clock of the worker that rates it by more than the notice less the refresh
-period, registered between the start's scheduling and that worker's next read (README "Seasons").
+atomically), so no rating already done could have seen another schedule; and no round is
+registered by a worker holding an older schedule than Redis's if the round is at or after a start
+that worker has not read: ``schedule_season.lua`` records each start with a schedule version on
+the ladder hash, the worker registers with the version it holds (:attr:`SeasonRecord.versions`)
+and ``register_round.lua`` answers ``stale_schedule``; phase one then reads the schedule at once
+(``refresh_seasons(force=True)``) and registers again. SEASON_NOTICE_S (a start at least that far
+ahead) is a sanity rule only: it makes such a refusal rare.
 """
 
 from __future__ import annotations
