@@ -9,7 +9,9 @@ and merge with the ``LADDERS`` entry's schedule (``stream.pipeline.season_schedu
 ``LADDERS`` configuration (the ``--ladders`` file rewritten atomically, or the new JSON printed),
 which ``stream replay --ladders`` reads. The season of a round is a pure function of its time and
 the schedule, so the stream, replay, backfill and corrections reproduce every boundary exactly. A
-start is at least SEASON_NOTICE_S ahead (``--backdate`` lifts that; the Redis check stays);
+start is at least SEASON_NOTICE_S ahead, a sanity rule (``--backdate`` lifts it; the Redis check
+stays, and a worker that has not read the schedule yet is refused a round of the season:
+``register_round.lua``'s ``stale_schedule``);
 ``--config-only`` edits the configuration alone (a history to replay or backfill). The season's
 soft reset pulls mu toward ``--centre``, or with ``--centre-from-ladder`` toward the ladder's mean
 mu when the season is scheduled, frozen in the schedule (so replay sees the same).

@@ -64,6 +64,12 @@ class PipelineContext:
         if ladders is not None:
             self.ladders = ladders
 
+    def schedule_version(self, ladder: str) -> int:
+        """The ladder's schedule version this worker rates by (registered with each round:
+        register_round.lua refuses a round at or after a start it has not read)."""
+        assert self.seasons is not None
+        return self.seasons.version(ladder)
+
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
         return cls(

@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,7 +65,7 @@ from stream.engine.seasons import seasoned_view
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
 from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_REFUSED, SAVED_NOW, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
-                                OUTCOME_NEW,
+                                OUTCOME_NEW, OUTCOME_STALE_SCHEDULE,
                                 STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound,
                                 Registration, Store)
 
@@ -112,11 +112,12 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
         return await _record_no_outcome(ctx, round_, raw, now, origin)
 
     store = ctx.store
-    registration = await register_unless_held(ctx.settings, round_.ladder, lambda: store.register_round(
+    registration = await register_current(ctx, round_.ladder, lambda: store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
         received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
         due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players(), perf_ceiling=round_.perf_ceiling,
-        model=cfg.model, model_params=cfg.params_digest(), by_time=ctx.ladder_order.by_time(round_.ladder)))
+        model=cfg.model, model_params=cfg.params_digest(), by_time=ctx.ladder_order.by_time(round_.ladder),
+        schedule_version=ctx.schedule_version(round_.ladder)))
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
     if registration.outcome == OUTCOME_MODEL_CHANGED:
@@ -142,6 +143,26 @@ async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin
     first = registration.priors if registration.outcome == OUTCOME_NEW and not registration.earlier else None
     result.updates = await complete_round(ctx, round_, registration.seq, first=first)
     return result
+
+
+async def register_current(ctx: PipelineContext, ladder: str,
+                           register: Callable[[], Awaitable[Registration]]) -> Registration:
+    """``register()`` (as ``hold.register_unless_held``: again while a correction holds the ladder)
+    until the registration holds the ladder's current schedule: on ``stale_schedule`` (a season of
+    record starts at or before the round and after the schedule this worker holds, register_round.lua)
+    the schedule is read again at once and the round registered again. ``register`` reads
+    ``ctx.schedule_version`` when called. A schedule read again that is still stale (the seasons of
+    record do not merge with ``LADDERS``: logged by ``SeasonRecord.read``) raises: rating the round
+    with the old schedule would part Redis from the replay."""
+    registration = await register_unless_held(ctx.settings, ladder, register)
+    if registration.outcome == OUTCOME_STALE_SCHEDULE:
+        held = ctx.schedule_version(ladder)
+        await ctx.refresh_seasons(force=True)
+        if ctx.schedule_version(ladder) <= held:
+            raise RuntimeError(f"ladder {log_safe(ladder)}: its seasons of record (version {registration.status}) "
+                               f"could not be applied (this worker holds version {held})")
+        registration = await register_current(ctx, ladder, register)
+    return registration
 
 
 async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
@@ -406,9 +427,10 @@ async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: lis
 
 async def _record_no_outcome(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float,
                              origin: Origin) -> PhaseOneResult:
-    registration = await register_unless_held(ctx.settings, round_.ladder, lambda: ctx.store.register_round(
+    registration = await register_current(ctx, round_.ladder, lambda: ctx.store.register_round(
         round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
-        received_at=now, field_size=round_.field_size, status=STATUS_NO_OUTCOME))
+        received_at=now, field_size=round_.field_size, status=STATUS_NO_OUTCOME,
+        schedule_version=ctx.schedule_version(round_.ladder)))
     if registration.outcome == OUTCOME_CONFLICT:
         return _conflict(round_, raw, now, origin, registration.seq)
     return PhaseOneResult(NO_OUTCOME if registration.outcome == OUTCOME_NEW else "duplicate",
@@ -485,6 +507,9 @@ class _Plan:
     earlier: dict[str, dict[str, None]] = field(default_factory=dict)
     deferred: list[int] = field(default_factory=list)
     held: set[str] = field(default_factory=set)
+    """Ladders whose rounds of the batch wait: a correction's hold, or a ``stale_schedule``."""
+    stale_schedule: bool = False
+    """A round was refused ``stale_schedule``: the schedule is read again before the deferred rounds."""
 
 
 Columns = dict[str, np.ndarray | list[bytes | None]]
@@ -533,7 +558,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
                                       for p in r.players()))
     due_at = now + ctx.settings.sweep_timeout_s
-    ladders = {ladder: (*_model_of(ctx, ladder), ctx.ladder_order.by_time(ladder))
+    ladders = {ladder: (*_model_of(ctx, ladder), ctx.ladder_order.by_time(ladder), ctx.schedule_version(ladder))
                for ladder in {r.ladder for _, r, _ in accepted}}
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
@@ -541,6 +566,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
                   NEVER_DUE, r.perf_ceiling, *ladders[r.ladder])
          for i, r, status in accepted], participants)
     plan = await _plan(ctx, events, accepted, registrations, results)
+    if plan.stale_schedule:  # a season started behind this worker's back: read now (its rounds are deferred)
+        await ctx.refresh_seasons(force=True)
     _observe(ctx, accepted, registrations, plan.held)
     if plan.to_rate:
         await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
@@ -638,7 +665,9 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
     DROP_ROUND_AFTER_REGISTER; its ladder's later rounds are then deferred to one-by-one handling,
     which completes the dropped round first, as the ladder's next round does today. The rounds of
     a ladder a correction holds (``held``: nothing registered) are deferred the same way, as are
-    those after a ``late`` round (its registration held the ladder for its insert correction)."""
+    those after a ``late`` round (its registration held the ladder for its insert correction) and a
+    ladder's rounds from one refused ``stale_schedule`` on (a season started after the schedule this
+    worker holds: nothing registered; registered again one by one once the schedule is read again)."""
     plan = _Plan()
     rating: set[tuple[str, str]] = set()
     earlier: dict[str, tuple[str, ...]] = {}  # per ladder the longest ``earlier`` of its rounds to rate
@@ -646,9 +675,11 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
     held = plan.held
     for (i, round_, status), reg in zip(accepted, registrations):
         event = events[i]
-        if reg.outcome == OUTCOME_HELD or round_.ladder in held:
+        if reg.outcome in (OUTCOME_HELD, OUTCOME_STALE_SCHEDULE) or round_.ladder in held:
             # a correction holds the ladder: this round and the ladder's later ones (held too:
-            # the hold outlasts the batch) wait for it one by one (``hold.register_unless_held``)
+            # the hold outlasts the batch) wait for it one by one (``hold.register_unless_held``);
+            # a stale schedule: the ladder's rounds from this one on, registered again with the new one
+            plan.stale_schedule |= reg.outcome == OUTCOME_STALE_SCHEDULE
             held.add(round_.ladder)
             plan.deferred.append(i)
             continue

@@ -6,12 +6,13 @@ through a :class:`SeasonRecord`.
 
 Why replay still equals the stream: a season is only added when no round at or after its start
 is registered to rate on the ladder (``schedule_season.lua`` checks the ladder's ``occurred_max``
-atomically), so no rating already done could have seen another schedule; and a start is at least
-SEASON_NOTICE_S ahead (at least twice SEASON_REFRESH_S), so every worker, which reads the schedule
-when a batch comes once SEASON_REFRESH_S has passed since its last read, has it before a round
-stamped at or after the start arrives. What the rule leaves open: a round whose ``occurred_at``
-runs ahead of the clock of the worker that rates it by more than the notice less the refresh
-period, registered between the start's scheduling and that worker's next read (README "Seasons").
+atomically), so no rating already done could have seen another schedule; and no round is
+registered by a worker holding an older schedule than Redis's if the round is at or after a start
+that worker has not read: ``schedule_season.lua`` records each start with a schedule version on
+the ladder hash, the worker registers with the version it holds (:attr:`SeasonRecord.versions`)
+and ``register_round.lua`` answers ``stale_schedule``; phase one then reads the schedule at once
+(``refresh_seasons(force=True)``) and registers again. SEASON_NOTICE_S (a start at least that far
+ahead) is a sanity rule only: it makes such a refusal rare.
 """
 
 from __future__ import annotations
@@ -38,11 +39,17 @@ class SeasonRecord:
     current: Ladders = field(init=False)
     started: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The seasons of record last read, ladder -> entries."""
+    versions: dict[str, int] = field(default_factory=dict)
+    """The schedule version of each ladder in :attr:`started` (register_round.lua's check)."""
     read_at: float = -float("inf")
     """When :attr:`started` was read (``time.monotonic``)."""
 
     def __post_init__(self) -> None:
         self.current = self.configured
+
+    def version(self, ladder: str) -> int:
+        """The ladder's schedule version in the seasons of record applied (0: none read)."""
+        return self.versions.get(ladder, 0)
 
     def of(self, ladder: str) -> LadderConfig:
         """The ladder's configuration, with the seasons of record last read."""
@@ -55,15 +62,16 @@ class SeasonRecord:
         now = time.monotonic()
         if not force and now - self.read_at < self.refresh_s:
             return None
-        started = await store.scheduled_seasons(client)
+        started, versions = await store.schedule_of_record(client)
         self.read_at = now
         if started == self.started:
+            self.versions = versions
             return None
         try:
             ladders = with_schedules(self.configured, started)
         except ValueError as exc:
             log.error("seasons of record not applied (kept the previous schedule): %s", exc)
             return None
-        self.current, self.started = ladders, started
+        self.current, self.started, self.versions = ladders, started, versions
         log.info("seasons of record read: %s", {ladder: [e["name"] for e in entries] for ladder, entries in started.items()})
         return ladders

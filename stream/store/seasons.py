@@ -173,20 +173,37 @@ async def schedule_season(r: AsyncRedis, ladder: str, name: str, start: float,
 async def scheduled_seasons(r: AsyncRedis) -> dict[str, list[dict[str, Any]]]:
     """Every ladder's seasons of record (``schedule_season``), ladder -> entries in start order.
     Two round trips: the ladders, then their schedules."""
+    return (await schedule_of_record(r))[0]
+
+
+async def schedule_of_record(r: AsyncRedis) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """Every ladder's seasons of record (as :func:`scheduled_seasons`) and schedule version (the
+    ladder hash's ``schedule_version``, what register_round.lua compares with the version a worker
+    holds). Each version is read before its schedule (one pipeline, in order), so a season added
+    in between makes the version older than the entries, never newer: a worker holding it is at
+    worst refused once more. Two round trips."""
     ladders = sorted(as_text(m) for m in cast("set[bytes]", await r.smembers(keys.season_schedules())))
     if not ladders:
-        return {}
+        return {}, {}
     pipe = r.pipeline(transaction=False)
     for ladder in ladders:
+        pipe.hget(keys.ladder(ladder), "schedule_version")
+    for ladder in ladders:
         pipe.lrange(keys.season_schedule(ladder), 0, -1)
-    return {ladder: [json.loads(as_text(text)) for text in texts] for ladder, texts in zip(ladders, await pipe.execute())
-            if texts}
+    replies = await pipe.execute()
+    versions = {ladder: int(raw or 0) for ladder, raw in zip(ladders, replies[:len(ladders)])}
+    entries = {ladder: [json.loads(as_text(text)) for text in texts]
+               for ladder, texts in zip(ladders, replies[len(ladders):]) if texts}
+    return entries, versions
 
 
 async def restore_schedule(r: AsyncRedis, ladder: str, entries: Sequence[Mapping[str, Any]]) -> None:
-    """Set the ladder's seasons of record to ``entries`` (``stream import``)."""
+    """Set the ladder's seasons of record to ``entries`` (``stream import``). The schedule version
+    moves on with no start recorded for it: a worker holding an older one registers nothing more
+    of the ladder before it has read the schedule again (register_round.lua)."""
     pipe = r.pipeline(transaction=True)
     pipe.sadd(keys.season_schedules(), ladder)
+    pipe.hincrby(keys.ladder(ladder), "schedule_version", 1)
     pipe.delete(keys.season_schedule(ladder))
     if entries:
         pipe.rpush(keys.season_schedule(ladder), *[json.dumps(dict(e)) for e in entries])

@@ -52,8 +52,12 @@ OUTCOME_LATE = "late"
 """A round of a ladder rated by occurred_at, older than the ladder's newest round: registered with
 status ``late`` and the ladder held for its insert correction (``status`` = the correction's id)."""
 STATUS_LATE = "late"
+OUTCOME_STALE_SCHEDULE = "stale_schedule"
+"""A season of record starts at or before the round and after the schedule the registering worker
+holds (its ``schedule_version``): nothing was registered (nor the call's later rounds); read the
+schedule again (``refresh_seasons(force=True)``) and register again. ``status`` = the ladder's version."""
 _NOT_REGISTERED = frozenset(outcome.encode() for outcome in (OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_MODEL_CHANGED,
-                                                             OUTCOME_LATE))
+                                                             OUTCOME_LATE, OUTCOME_STALE_SCHEDULE))
 """register_round.lua's outcomes (as its reply's bytes) of a round it did not register to rate now."""
 STATUS_VOIDED = "voided"
 """A round a correction removed from the ladder's history (its record and seq stay: re-publishing
@@ -222,6 +226,9 @@ class NewRound:
     """A digest of the model's parameters, recorded with it."""
     by_time: bool = False
     """The ladder is rated in occurred_at order: an older round than its newest is ``late``."""
+    schedule_version: int = 0
+    """The ladder's schedule version the worker holds (``SeasonRecord.versions``): a round at or
+    after a season start it has not read is ``stale_schedule``. One per call: the ladder's rounds share it."""
 
 
 @dataclass(slots=True)
@@ -608,7 +615,7 @@ class Store:
         self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
         received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
         due_at: float = NEVER_DUE, prefetch: Sequence[str] = (), perf_ceiling: float = math.inf,
-        model: str = "", model_params: str = "", by_time: bool = False,
+        model: str = "", model_params: str = "", by_time: bool = False, schedule_version: int = 0,
     ) -> Registration:
         """Assign the round its ladder sequence number once; report re-use and conflicts.
 
@@ -616,7 +623,9 @@ class Store:
         (:data:`OUTCOME_HELD`, ``status`` = the correction's id) and the caller registers again
         later (``stream.pipeline.hold``). With ``by_time`` (the ladder is rated in occurred_at order)
         a round older than the ladder's newest is registered ``late`` (:data:`OUTCOME_LATE`, ``status``
-        = the id of the insert correction now holding the ladder). A finite ``perf_ceiling`` is kept on the round record
+        = the id of the insert correction now holding the ladder). A round to rate at or after a season
+        start newer than ``schedule_version`` (the ladder's schedule version the caller holds) is not
+        registered (:data:`OUTCOME_STALE_SCHEDULE`). A finite ``perf_ceiling`` is kept on the round record
         (a re-rate needs it: the stored fan-out does not carry it).
 
         A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
@@ -625,9 +634,9 @@ class Store:
         after the registration (as :meth:`load_priors` would right after it).
         """
         round_ = NewRound(ladder, round_id, content_hash, occurred_at, received_at, field_size, status, body, due_at,
-                          perf_ceiling, model, model_params, by_time)
+                          perf_ceiling, model, model_params, by_time, schedule_version)
         (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], player_hash.PRIORS)
-        if registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_LATE):
+        if registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_LATE, OUTCOME_STALE_SCHEDULE):
             return registration
         priors = self.priors(prefetch, columns, registration.seq) if prefetch else None
         return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
@@ -684,6 +693,7 @@ class Store:
                          r.field_size, r.status, r.body, due(r.due_at),
                          encode_float(r.perf_ceiling) if math.isfinite(r.perf_ceiling) else "",
                          r.model, r.model_params, "1" if r.by_time else "0"]
+            args.append(call[0].schedule_version)
             self._eval(pipe, "register_round",
                        [keys.ladder(ladder), keys.rounds(ladder), keys.registered_rounds(ladder),
                         keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r.round_id) for r in call)], args)

@@ -26,6 +26,12 @@
 --                          round to rate older than the ladder's newest one (the ladder
 --                          hash's "occurred_max", kept on every ladder: the newest occurred_at
 --                          registered to rate) is registered "late" instead (see below)
+-- ARGV[#ARGV] (after the rounds' arguments): the ladder's schedule version the registering worker
+--   holds (the ladder hash's "schedule_version" when it last read the seasons of record): a round to
+--   rate at or after a start it has not read ("season_start:<its version + 1>", the earliest: starts
+--   only grow; a missing one, after a restore, counts as every round) is not registered, nor is any
+--   later round of the call: {"stale_schedule", 0, the ladder's version} (the caller reads the
+--   schedule again and registers again), so no round is rated with a schedule older than Redis's.
 -- Returns per round: {"model_changed", 0, stored model} for a round of a ladder whose model changed;
 -- {"held", 0, correction id} while a correction re-rates the ladder (the ladder hash's
 -- field "hold": nothing is registered; the caller waits and registers again), else
@@ -40,9 +46,15 @@
 local FIELDS = 12
 local ladder_key, index_key, registered_key, incomplete_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
-local ladder = redis.call('HMGET', ladder_key, 'hold', 'model', 'occurred_max', 'seq')
+local ladder = redis.call('HMGET', ladder_key, 'hold', 'model', 'occurred_max', 'seq', 'schedule_version')
 local hold, model, occurred_max = ladder[1], ladder[2], ladder[3]
 local last_seq = tonumber(ladder[4] or '0')
+local held_version, schedule_version = tonumber(ARGV[#ARGV]), tonumber(ladder[5] or '0')
+local unread = nil             -- the earliest start the worker has not read (nil: none)
+if held_version < schedule_version then
+  unread = tonumber(redis.call('HGET', ladder_key, 'season_start:' .. (held_version + 1)) or '-1e308')
+end
+local stale = false            -- a round of the call was refused: so are the later ones
 local ladder_fields = {}            -- written with one HSET at the end
 local index, registered, incomplete = {}, {}, {}   -- (score, member) pairs, one ZADD each
 
@@ -70,6 +82,10 @@ local function register(round_key, a)
   end
 
   local to_rate = status == 'registered'
+  if stale or (to_rate and unread and tonumber(occurred_at) >= unread) then
+    stale = true
+    return {'stale_schedule', 0, tostring(schedule_version)}
+  end
   if wanted_model ~= '' and to_rate then
     if model and model ~= wanted_model then
       return {'model_changed', 0, model}
@@ -121,7 +137,7 @@ local function register(round_key, a)
 end
 
 local out = {}
-for k = 1, #KEYS - 4 do
+for k = 1, #KEYS - 4 do   -- ARGV[#ARGV] is the schedule version, after the rounds'
   out[k] = register(KEYS[4 + k], 1 + FIELDS * (k - 1))
 end
 if #index > 0 then

@@ -1,7 +1,10 @@
 -- schedule_season: add a season start to a ladder's schedule of record, unless a round at or after
 -- it is already registered to rate (then the stream and `stream replay` could disagree).
 -- One slot: both keys carry the ladder's hash tag {L}.
--- KEYS[1] ladder hash            ems:ladder:{L}   (field "occurred_max": the newest occurred_at registered)
+-- KEYS[1] ladder hash            ems:ladder:{L}   (field "occurred_max": the newest occurred_at registered;
+--                                 written: "schedule_version", the seasons of record added so far, and
+--                                 "season_start:<v>", the start of the v-th: register_round.lua refuses a
+--                                 round at or after a start the registering worker has not read)
 -- KEYS[2] schedule (list)        ems:season_schedule:{L}   (one JSON {"name", "start", "centre"?} each,
 --                                 kept as written: never re-encoded, so a start keeps every digit)
 -- ARGV[1] the entry's JSON ({"name", "start" epoch seconds, "centre"?})
@@ -24,4 +27,6 @@ for _, text in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
   end
 end
 redis.call('RPUSH', KEYS[2], ARGV[1])
+local version = redis.call('HINCRBY', KEYS[1], 'schedule_version', 1)
+redis.call('HSET', KEYS[1], 'season_start:' .. version, ARGV[2])
 return {'ok', ''}
