@@ -199,11 +199,11 @@ async def schedule_of_record(r: AsyncRedis) -> tuple[dict[str, list[dict[str, An
 
 async def restore_schedule(r: AsyncRedis, ladder: str, entries: Sequence[Mapping[str, Any]]) -> None:
     """Set the ladder's seasons of record to ``entries`` (``stream import``). The schedule version
-    moves on with no start recorded for it: a worker holding an older one registers nothing more
-    of the ladder before it has read the schedule again (register_round.lua)."""
+    and its starts come back with the ladder's hash, as exported (an import is an exact restore
+    into an empty ladder): a worker holding an older version registers nothing of the ladder at
+    or after an unread start before it has read the schedule again (register_round.lua)."""
     pipe = r.pipeline(transaction=True)
     pipe.sadd(keys.season_schedules(), ladder)
-    pipe.hincrby(keys.ladder(ladder), "schedule_version", 1)
     pipe.delete(keys.season_schedule(ladder))
     if entries:
         pipe.rpush(keys.season_schedule(ladder), *[json.dumps(dict(e)) for e in entries])
