@@ -61,7 +61,6 @@ from stream.pipeline.partitioner import group_by_partition, partitions_of
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds, round_performances
 from stream.pipeline.messages import join_fanout
-from stream.engine.seasons import seasoned_view
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
 from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_REFUSED, SAVED_NOW, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
@@ -246,9 +245,7 @@ async def _rate_round(ctx: PipelineContext, round_: RoundResult, seq: int, first
         newcomer = engine.PlayerState.new(params)
         mu = np.where(priors.known, priors.mu, newcomer.mu)
         sigma = np.where(priors.known, priors.sigma, newcomer.sigma)
-        elapsed = engine.elapsed_days(priors.last_time, round_.occurred_at)
-        mu, sigma = seasoned_view(mu, sigma, priors.last_time, round_.occurred_at, params)  # a new season's reset
-        performance = round_performances(mu, sigma, elapsed, round_, params)
+        performance = round_performances(mu, sigma, priors.last_time, round_, params)
         previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
         messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
     return messages

@@ -25,6 +25,7 @@ import numpy as np
 from stream import engine
 from stream.contracts import RoundResult
 from stream.contracts.round import TEAMS, Support
+from stream.engine.seasons import seasoned_view
 from stream.engine.teams import TeamRoundSpec, member_performances, rate_rounds_with_teams
 
 
@@ -81,11 +82,14 @@ def rate_plain_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], 
     return engine.rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params)
 
 
-def round_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, round_: RoundResult,
+def round_performances(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, round_: RoundResult,
                        params: engine.Params) -> np.ndarray:
-    """Phase one of one round (players in standings order, their prior ``mu``, ``sigma`` and
-    days since their last round): ``engine.phase_one``, or for a round with teams or partial play
-    each member's performance of Elo-MMR for teams."""
+    """Phase one of one round from the players' stored ``mu``, ``sigma`` and ``last_time``
+    (standings order): a new season's soft reset (``engine.seasons.seasoned_view``), then
+    ``engine.phase_one`` over the days since each one's last round, or for a round with teams or
+    partial play each member's performance of Elo-MMR for teams."""
+    days = engine.elapsed_days(last_time, round_.occurred_at)
+    mu, sigma = seasoned_view(mu, sigma, last_time, round_.occurred_at, params)
     if not is_team_round(round_):
         return engine.phase_one(mu, sigma, days, round_.ranks(), params, weight=round_.weight,
                                 perf_ceiling=round_.perf_ceiling)

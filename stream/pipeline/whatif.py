@@ -154,9 +154,7 @@ def rate(cfg: LadderConfig, round_: RoundResult, stored: StoredStates, *, keep_s
                                                           np.full(n, round_.occurred_at)))
     else:
         params = cfg.elo_mmr
-        days = engine.elapsed_days(before.last_time, round_.occurred_at)
-        mu0, sigma0 = seasoned_view(before.mu, before.sigma, before.last_time, round_.occurred_at, params)  # a new season's reset
-        performance = round_performances(mu0, sigma0, days, round_, params)  # phase one's call
+        performance = round_performances(before.mu, before.sigma, before.last_time, round_, params)  # phase one's call
         after = engine.phase_two(before, performance, params, weight=row_weights(round_),
                                  time=np.full(n, round_.occurred_at))  # phase two's update
         mu_after, sigma_after = after.mu, after.sigma
