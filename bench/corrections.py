@@ -44,7 +44,8 @@ from stream.pipeline.backfill import backfill  # noqa: E402
 from stream.pipeline.context import PipelineContext  # noqa: E402
 from stream.contracts import RoundResult, Standing  # noqa: E402
 from stream.pipeline.corrections import CorrectionResult, finish_correction, handle_correction  # noqa: E402
-from stream.pipeline.phase_one import handle_round  # noqa: E402
+from stream.pipeline.phase_one import handle_one  # noqa: E402
+from stream.pipeline.messages import Incoming  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
 from stream.store import keys  # noqa: E402
@@ -108,7 +109,7 @@ async def run_bench(args: argparse.Namespace, server: RedisServer) -> None:
     await late_ctx.store.client.hset(keys.ladder(LADDER), "occurred_max", repr(rounds[-1].occurred_at))
     late = RoundResult(round_id="late-1", ladder=LADDER, occurred_at=deep.occurred_at - 1.0,
                        standings=[Standing(p, r) for p, r in zip(deep.players(), (1, 2))])
-    registered = await handle_round(late_ctx, late.to_json().encode())
+    registered = await handle_one(late_ctx, Incoming(late.to_json().encode()))
     assert registered.outcome == "late" and registered.insert is not None, registered
     cpu, redis_cpu = time.process_time(), await server_cpu(ctx)
     started = time.perf_counter()

@@ -16,8 +16,8 @@ messages (the same batches) and with the Store and Lua scripts at REF, alternati
 servers. Each run's largest |mu - replay|
 shows whether it rated the chains right.
 
-With ``--phase-one-batch N`` it compares phase one one round at a time (``handle_round``, each
-round's phase two right after it) with phase one of N rounds as a unit (``handle_rounds``, then
+With ``--phase-one-batch N`` it compares phase one one round at a time (``handle_one``: a batch
+of one, each round's phase two right after it) with phase one of N rounds as a unit (``handle_rounds``, then
 the batch's phase two as the agent runs it), alternating on fresh servers in
 the same run (best of ``--repeat``): µs of phase one per round, and the whole per participation;
 with ``--profile`` the top functions of the batches' phase one alone (cProfile).
@@ -67,7 +67,7 @@ from stream.engine import preset, warm_up  # noqa: E402
 from stream.pipeline.context import PipelineContext  # noqa: E402
 from stream.pipeline.messages import Incoming  # noqa: E402
 from stream.pipeline.outbox import TopicNames  # noqa: E402
-from stream.pipeline.phase_one import handle_round, handle_rounds  # noqa: E402
+from stream.pipeline.phase_one import handle_one, handle_rounds  # noqa: E402
 from stream.pipeline.phase_two import handle_updates  # noqa: E402
 from stream.pipeline.updates_batches import phase_two_batch  # noqa: E402
 from stream.settings import Settings  # noqa: E402
@@ -81,7 +81,7 @@ REDIS_COMMANDS_SHOWN = 8
 async def run(url: str, rounds: list, partitions: int, verify: bool = True) -> None:  # type: ignore[type-arg]
     ctx = PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
     for r in rounds:
-        result = await handle_round(ctx, r.to_json().encode())
+        result = await handle_one(ctx, Incoming(r.to_json().encode()))
         # phase two of the round's messages in one batch (a worker's batch holds ~1-10 messages)
         await handle_updates(ctx, [message.value for message in result.updates], verify=verify)
     await ctx.store.close()
@@ -95,7 +95,7 @@ NAMES = TopicNames(player_updates="player-updates", rating_changes="rating-chang
 
 async def run_phase_one(url: str, rounds: list, partitions: int, batch: int,  # type: ignore[type-arg]
                         profiler: cProfile.Profile | None = None) -> tuple[float, float]:
-    """Phase one and phase two of every round; ``batch`` 0: one round at a time (handle_round,
+    """Phase one and phase two of every round; ``batch`` 0: one round at a time (handle_one,
     its phase two right after), else N rounds per ``handle_rounds`` then the batch's phase two
     (``phase_two_batch``, as the agent). Returns (phase one seconds, phase one CPU seconds).
     ``profiler``: enabled around phase one only."""
@@ -115,7 +115,7 @@ async def run_phase_one(url: str, rounds: list, partitions: int, batch: int,  # 
         if batch:
             messages = (await handle_rounds(ctx, [Incoming(raw) for raw in raws[start:start + batch]])).messages
         else:
-            messages = (await handle_round(ctx, raws[start])).updates
+            messages = (await handle_one(ctx, Incoming(raws[start]))).updates
         if profiler:
             profiler.disable()
         spent, cpu = spent + time.perf_counter() - t, cpu + time.process_time() - c
@@ -159,7 +159,7 @@ def compare_phase_one(rounds: list, partitions: int, batch: int, repeat: int, re
     print(f"| replay (in process) | | | {replay_s * 1e6 / parts:.1f} | | |")
     for mode in (0, batch):
         one_s, one_cpu, wall_s, redis_s, two_cpu = best[mode]
-        label = "one by one (handle_round)" if mode == 0 else f"batches of {batch} (handle_rounds)"
+        label = "one by one (handle_one)" if mode == 0 else f"batches of {batch} (handle_rounds)"
         print(f"| {label} | {one_s * 1e6 / n:.0f} | {one_cpu * 1e6 / n:.0f} | {wall_s * 1e6 / parts:.1f} "
               f"| {redis_s * 1e6 / parts:.1f} | {two_cpu * 1e6 / parts:.1f} |")
 
@@ -323,7 +323,7 @@ async def check_alone(url: str, rounds: list, partitions: int) -> dict[str, tupl
     ctx = PipelineContext.from_settings(Settings(redis_url=url, partitions=partitions))
     raws: list[bytes] = []
     for r in rounds:
-        raws = [message.value for message in (await handle_round(ctx, r.to_json().encode())).updates]
+        raws = [message.value for message in (await handle_one(ctx, Incoming(r.to_json().encode()))).updates]
         await handle_updates(ctx, raws)
     updates = [PlayerUpdate.from_json(raw) for raw in raws]
     ladder, round_id = updates[0].ladder, updates[0].round_id

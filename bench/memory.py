@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from stream.batch import synthetic_rounds  # noqa: E402
 from stream.pipeline.backfill import backfill  # noqa: E402
 from stream.pipeline.context import PipelineContext  # noqa: E402
-from stream.pipeline.phase_one import handle_round  # noqa: E402
+from stream.pipeline.phase_one import handle_one  # noqa: E402
+from stream.pipeline.messages import Incoming  # noqa: E402
 from stream.pipeline.phase_two import handle_updates  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
@@ -73,7 +74,7 @@ def duels(count: int, pool: int, seed: int = 0) -> list[bytes]:
 async def stream_duels(settings: Settings, rounds: list[bytes]) -> None:
     ctx = PipelineContext.from_settings(settings)
     for raw in rounds:
-        result = await handle_round(ctx, raw)
+        result = await handle_one(ctx, Incoming(raw))
         done = await handle_updates(ctx, [m.value for m in result.updates])
         await ctx.store.confirm_emitted(done.emitted)
     await ctx.store.close()

@@ -23,7 +23,7 @@ a player whose ``last_seq`` is at or past the round's seq (``Priors.overtaken``:
 e.g. the sweeper completing a round a crashed worker left, stored the round and phase two
 applied it while this attempt waited) stops the attempt with :class:`RoundOvertaken`; its
 caller treats the round as no longer its to rate (``phase_one``: the stored fan-out is sent,
-a batch's later rounds of the ladder are handled again one by one).
+a batch's rounds of the ladder are handled again, each as a batch of one).
 """
 
 from __future__ import annotations

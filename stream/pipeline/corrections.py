@@ -11,7 +11,7 @@ message, sends its dead letter or its events, then calls :func:`finish_correctio
 1. ``parse_correction``; a bad message is dead-lettered. A correction id already in the ladder's
    ledger (``ems:corrections:{L}``) is a no-op with the same content, a ``conflict`` otherwise.
 2. Hold the ladder (``hold_ladder.lua``: the ladder hash's ``hold`` = the correction id). Phase one
-   then registers none of the ladder's rounds (``hold.py``); the correction waits until the rounds
+   then registers none of the ladder's rounds (``phase_one.handle_one`` waits); the correction waits until the rounds
    registered before are done (none ``registered``, none in the sweeper's ledger), so nothing is
    rated on the state being replaced and the re-rate sees every round.
 3. Read the ladder's stored rounds (records and fan-outs: ``stream.store.corrections``) and build

@@ -29,8 +29,7 @@ as ``stream evaluate`` does):
 
 :meth:`RatingHealth.flush` then records the scored rounds through ``store.health`` (one script per ladder, skipping rounds at or below the ladder's last scored seq:
 a redelivered or retried round counts once), which keeps the cumulative sums and those of the last
-HEALTH_WINDOW rounds. Ladders with a rating-only model, and rounds phase one rates one by one (its
-fallback path), are not scored. Corrections re-rate history without re-scoring it.
+HEALTH_WINDOW rounds. Ladders with a rating-only model are not scored. Corrections re-rate history without re-scoring it.
 """
 
 from __future__ import annotations

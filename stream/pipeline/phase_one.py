@@ -1,10 +1,11 @@
 """Phase one: validate a round, assign its ladder sequence, rate performances, fan out.
 
 Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_rounds` for each
-batch of messages (rated as a unit: see its docstring and the end of this module), and
-:func:`handle_round` for a message alone (the fallback when a batch keeps raising), in publish
-order per ladder, and sends what they return. Steps of a round (paper Section 4, Algorithm 1,
-first half):
+batch of messages (rated as a unit: see its docstring and the end of this module), in publish
+order per ladder, and sends what it returns. One path: a message alone (the fallback when a
+batch keeps raising, a message a batch deferred) is a batch of one (:func:`handle_one`), and a
+round left ``registered`` is completed by the same machinery (:func:`complete_registered`).
+Steps of a round (paper Section 4, Algorithm 1, first half):
 
 1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round (fewer than two
    entries, or a draw on a ladder whose model does not rate draws: ``LadderConfig.draws_rate``)
@@ -13,8 +14,8 @@ first half):
    ladders, ``teams.py``; TrueSkill), else dead-lettered ``teams_unsupported`` or
    ``mixed_standings`` (``check_supported``).
 2. Register the round id (Lua, once; while a correction holds the ladder, registration answers
-   ``held`` and the round waits: ``hold.py``): a new id gets the ladder's next ``seq``; the same id
-   with the same content is a duplicate (its stored fan-out is re-sent if it is still
+   ``held`` and the round waits, registered again every HOLD_POLL_S: :func:`handle_one`): a new id
+   gets the ladder's next ``seq``; the same id with the same content is a duplicate (its stored fan-out is re-sent if it is still
    pending, since the first attempt may have crashed mid-send); different content is a
    ``conflict`` dead letter, the first round stands. Registration also enters the round in
    the sweeper's ledger (``sweeper.py``) with its canonical body, and reports the ladder's
@@ -23,10 +24,12 @@ first half):
    On a ladder rated by occurred_at (``LADDER_ORDER``), a round older than the ladder's newest
    one is registered ``late`` instead, holding the ladder at once: phase one publishes its
    ``insert`` correction (``corrections.py`` rates it in its place and re-rates what follows).
-3. Per-player barrier (``barrier.py``), then priors: stored (mu, sigma, last_time), the
-   engine's newcomer prior for unseen players.
-4. ``engine.phase_one``: every participant's performance (drift applied inside); for a round
-   with teams or partial play, each team's and then each member's (``teams.round_performances``).
+3. Per-player barrier (``barrier.py``), then priors: each player's stored state (the engine's
+   newcomer prior for an unseen player), or the posterior this worker computed for the round the
+   barrier waits on (``posteriors.py``).
+4. Per ladder one engine call over its rounds in seq order: every participant's performance
+   (drift applied inside); for a round with teams or partial play, each team's and then each
+   member's (``teams.rate_ladder_rounds``); a rating-only model's ratings (``rating_models``).
 5. Mark the participants ``queued_seq = seq``, store the fan-out (one PlayerUpdate per
    partition of the ``player-updates`` topic, as its metadata counts them, by Kafka's murmur2
    partition of each player id; split in parts of at most MAX_MESSAGE_BYTES) and mark the round
@@ -38,34 +41,33 @@ HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its roun
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from stream import engine
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
 from stream.contracts.round import (INTERNAL_ERROR, NO_OUTCOME, STORED, check_supported, conflict,
                                     model_changed)
-from stream.logsafe import log_safe
+from stream.logsafe import log_ids, log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
-from stream.pipeline.hold import register_unless_held
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
 from stream.pipeline.partitioner import group_by_partition, partitions_of
 from stream.pipeline.retry import TRANSIENT_ERRORS
-from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds, round_performances
+from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
 from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_REFUSED, SAVED_NOW, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
                                 OUTCOME_NEW, OUTCOME_STALE_SCHEDULE,
-                                STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound,
+                                STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, QueuedRound,
                                 Registration, Store)
 
 log = logging.getLogger(__name__)
@@ -93,113 +95,60 @@ def insert_of(round_: RoundResult, registration: Registration) -> PhaseOneResult
     return PhaseOneResult("late", round_.ladder, round_.round_id, registration.seq, insert=insert)
 
 
-async def handle_round(ctx: PipelineContext, raw: bytes, origin: Origin = Origin()) -> PhaseOneResult:
-    """Phase one of one ``rounds`` message (see the module docstring)."""
-    await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
-    now = time.time()
-    try:
-        round_ = parse_round(raw, limits=ctx.limits)
-        check_supported(round_, rating_models.support(ctx.ladder(round_.ladder)), "the stream")
-    except RoundRejected as rejection:
-        if rejection.reason == NO_OUTCOME and rejection.round is not None:
-            return await _record_no_outcome(ctx, rejection.round, raw, now, origin)
-        letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
-                                           partition=origin.partition, offset=origin.offset)
-        return PhaseOneResult("rejected", dead_letter=letter)
-    cfg = ctx.ladder(round_.ladder)
-    if round_.is_outcome_free(cfg.draws_rate):  # a draw its model does not rate
-        return await _record_no_outcome(ctx, round_, raw, now, origin)
-
-    store = ctx.store
-    registration = await register_current(ctx, round_.ladder, lambda: store.register_round(
-        round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
-        received_at=now, field_size=round_.field_size, body=raw,  # parses to round_ again
-        due_at=now + ctx.settings.sweep_timeout_s, prefetch=round_.players(), perf_ceiling=round_.perf_ceiling,
-        model=cfg.model, model_params=cfg.params_digest(), by_time=ctx.ladder_order.by_time(round_.ladder),
-        schedule_version=ctx.schedule_version(round_.ladder)))
-    if registration.outcome == OUTCOME_CONFLICT:
-        return _conflict(round_, raw, now, origin, registration.seq)
-    if registration.outcome == OUTCOME_MODEL_CHANGED:
-        return _model_changed(ctx, round_, raw, now, origin, registration.status)
-    if registration.outcome == OUTCOME_LATE:
-        return insert_of(round_, registration)
-    result = PhaseOneResult("rated", round_.ladder, round_.round_id, registration.seq)
-    for earlier in registration.earlier:  # an earlier round whose phase one never finished goes first
-        await complete_registered(ctx, round_.ladder, earlier)
-    if registration.outcome != OUTCOME_NEW and registration.status != STATUS_REGISTERED:
-        if registration.status != STATUS_PENDING:
-            result.outcome = "duplicate"
+async def handle_one(ctx: PipelineContext, event: Incoming) -> PhaseOneResult:
+    """Phase one of one message: :func:`handle_rounds` of a batch of one, again while that batch
+    defers it (every HOLD_POLL_S while a correction holds its ladder; at once, up to
+    ORDER_ATTEMPTS times, after its schedule was read again or another attempt stored a round of
+    its ladder first). Its ``updates``: every message the batch leaves to send."""
+    lost, waiting = 0, False
+    while True:
+        batch = await handle_rounds(ctx, [event])
+        (result,) = batch.results
+        if result is not None:
+            result.updates = batch.messages
             return result
-        result.outcome = "resent"
-        result.updates = await stored_fanout(ctx, round_.ladder, round_.round_id)
-        return result
-    if await faults.at(faults.DROP_ROUND_AFTER_REGISTER):
-        result.outcome = "dropped"
-        return result
-    await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
-    # the priors read with the registration are the barrier's first read, unless earlier rounds
-    # were completed since (they moved priors) or this is a redelivery
-    first = registration.priors if registration.outcome == OUTCOME_NEW and not registration.earlier else None
-    result.updates = await complete_round(ctx, round_, registration.seq, first=first)
-    return result
+        if batch.on_hold:  # a correction holds the ladder: the round is registered once it is released
+            if not waiting:
+                log.info("ladder %s is held by a correction: its next round waits", log_ids(batch.on_hold))
+            waiting = True
+            await asyncio.sleep(ctx.settings.hold_poll_s)
+            continue
+        lost += 1
+        if lost >= ORDER_ATTEMPTS:
+            raise RuntimeError(f"phase one of offset {event.origin.offset} was deferred {ORDER_ATTEMPTS} times")
 
 
-async def register_current(ctx: PipelineContext, ladder: str,
-                           register: Callable[[], Awaitable[Registration]]) -> Registration:
-    """``register()`` (as ``hold.register_unless_held``: again while a correction holds the ladder)
-    until the registration holds the ladder's current schedule: on ``stale_schedule`` (a season of
-    record starts at or before the round and after the schedule this worker holds, register_round.lua)
-    the schedule is read again at once and the round registered again. ``register`` reads
-    ``ctx.schedule_version`` when called. A schedule read again that is still stale (the seasons of
-    record do not merge with ``LADDERS``: logged by ``SeasonRecord.read``) raises: rating the round
-    with the old schedule would part Redis from the replay."""
-    registration = await register_unless_held(ctx.settings, ladder, register)
-    if registration.outcome == OUTCOME_STALE_SCHEDULE:
-        held = ctx.schedule_version(ladder)
-        await ctx.refresh_seasons(force=True)
-        if ctx.schedule_version(ladder) <= held:
-            raise RuntimeError(f"ladder {log_safe(ladder)}: its seasons of record (version {registration.status}) "
-                               f"could not be applied (this worker holds version {held})")
-        registration = await register_current(ctx, ladder, register)
-    return registration
+ORDER_ATTEMPTS = 3
+"""How many times a round is rated again after its attempt lost (save_fanout.lua refused it: an
+earlier round of the ladder registered, or the round before it in the chain stored by another
+attempt) before the attempt raises (the caller's retries go on)."""
 
 
-async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
-                         first: Priors | None = None) -> list[FanOutMessage]:
-    """Phase one proper of a registered round: barrier, priors, performances, stored fan-out.
+async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int) -> list[FanOutMessage]:
+    """Phase one proper of a registered round, as a batch of one (:func:`_rate_and_store`):
+    barrier, priors, performances, stored fan-out.
 
     Returns the messages to send: this attempt's, or those another attempt stored first (a
     redelivery, the sweeper or a batch racing it). Seq order per ladder, for every attempt: the
     ladder's earlier rounds still ``registered`` are completed first (a round's priors are final
     only once every earlier round is stored, its players marked queued), and save_fanout.lua
     refuses a fan-out while an earlier round is registered (then this attempt starts again). If
-    the barrier finds the round already applied to a player (``RoundOvertaken``: another
-    attempt stored it), nothing is computed from that state: the stored fan-out is returned.
+    the barrier finds the round already applied to a player (``RoundOvertaken``: another attempt
+    stored it), nothing is computed from that state: the stored fan-out is returned.
     """
-    ladder = round_.ladder
-    for attempt in range(ORDER_ATTEMPTS):
-        if await complete_before(ctx, ladder, seq):
-            first = None  # earlier rounds were stored since ``first`` was read
-        try:
-            messages = await _rate_round(ctx, round_, seq, first)
-        except RoundOvertaken as overtaken:
-            return await _rated_elsewhere(ctx, round_, overtaken)
-        await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[round_.round_id])
-        saved = await ctx.store.queue_round(ladder, round_.round_id, round_.players(), seq, pending=round_.field_size,
-                                            messages=[(m.partition, m.value) for m in messages],
-                                            due_at=time.time() + ctx.settings.sweep_timeout_s)
-        if saved != SAVE_REFUSED:
-            await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
-            # if another attempt saved first (a redelivery, the sweeper, a batch), send what it stored
-            return messages if saved == SAVED_NOW else await stored_fanout(ctx, ladder, round_.round_id)
-        first = None
-    raise RuntimeError(f"round {ladder}/{round_.round_id} (seq {seq}): its fan-out was refused {ORDER_ATTEMPTS} "
-                       "times, an earlier round of the ladder staying registered")
-
-
-ORDER_ATTEMPTS = 3
-"""How many times :func:`complete_round` rates a round whose store save_fanout.lua refused (an
-earlier round of the ladder still registered) before it raises (the caller's retries go on)."""
+    ladder, round_id = round_.ladder, round_.round_id
+    item = _ToRate(-1, round_, seq, round_.players())
+    for _ in range(ORDER_ATTEMPTS):
+        await complete_before(ctx, ladder, seq)
+        outcome = await _rate_and_store(ctx, {ladder: [item]}, None, {}, set())
+        (messages,) = outcome.messages
+        if messages is not None:
+            return messages
+        (status,) = await ctx.store.round_statuses(ladder, [round_id])
+        if status != STATUS_REGISTERED:  # another attempt stored it first (or it failed since)
+            return await stored_fanout(ctx, ladder, round_id)
+    raise RuntimeError(f"round {ladder}/{round_id} (seq {seq}): not stored after {ORDER_ATTEMPTS} attempts, an "
+                       "earlier round of the ladder staying registered")
 
 
 async def complete_before(ctx: PipelineContext, ladder: str, seq: int) -> bool:
@@ -211,44 +160,6 @@ async def complete_before(ctx: PipelineContext, ladder: str, seq: int) -> bool:
     for round_id in earlier:
         await complete_registered(ctx, ladder, round_id)
     return bool(earlier)
-
-
-async def _rated_elsewhere(ctx: PipelineContext, round_: RoundResult, overtaken: RoundOvertaken) -> list[FanOutMessage]:
-    """The messages of a round the barrier found already applied to some players: what another
-    attempt stored (nothing for a round since failed). A round still ``registered`` then is
-    a broken invariant (no later round is stored while an earlier one is registered): raised."""
-    (status,) = await ctx.store.round_statuses(round_.ladder, [round_.round_id])
-    if status == STATUS_REGISTERED:
-        raise RuntimeError(f"{overtaken}, yet the round is still registered")
-    log.warning("%s: rated by another attempt, its stored fan-out is sent", overtaken)
-    return await stored_fanout(ctx, round_.ladder, round_.round_id)
-
-
-async def _rate_round(ctx: PipelineContext, round_: RoundResult, seq: int, first: Priors | None) -> list[FanOutMessage]:
-    """Barrier, priors, performances and fan-out messages of one round (not stored)."""
-    store = ctx.store
-    players = round_.players()
-    cfg = ctx.ladder(round_.ladder)
-    if cfg.rating_model is not None:  # the model rates the round whole: as a batch of one round
-        fanouts, _ = await _rate_ladder(ctx, round_.ladder, [_ToRate(0, round_, seq, players)], None, {},
-                                        await ctx.partitions())
-        messages = fanouts[0]
-    else:
-        async def redrive(blocked: list[str]) -> None:
-            await redrive_rounds(ctx, round_.ladder, blocked)
-
-        priors = await wait_for_priors(store, ctx.settings, round_.ladder, players, seq,
-                                       round_.round_id, redrive=redrive, first=first)
-        params = cfg.elo_mmr
-        assert priors.known is not None and priors.mu is not None and priors.sigma is not None \
-            and priors.last_time is not None  # read without states
-        newcomer = engine.PlayerState.new(params)
-        mu = np.where(priors.known, priors.mu, newcomer.mu)
-        sigma = np.where(priors.known, priors.sigma, newcomer.sigma)
-        performance = round_performances(mu, sigma, priors.last_time, round_, params)
-        previous = None if priors.last_seq is None else priors.last_seq.tolist()  # the prior: the last applied round
-        messages = build_fanout(ctx, round_, seq, performance, await ctx.partitions(), previous)
-    return messages
 
 
 async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
@@ -274,7 +185,7 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
         record = await ctx.store.round_record(ladder, round_id)
         log.warning("completing phase one of round %s/%s (seq %s), left registered", log_safe(ladder),
                     log_safe(round_id), record.get("seq"))
-        messages = await complete_round(ctx, round_, int(record["seq"]))
+        messages = await _complete(ctx, round_, int(record["seq"]))
     except TRANSIENT_ERRORS:
         raise
     except Exception as exc:
@@ -325,7 +236,7 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     hash to one partition), each then holding a contiguous part of that partition's players.
     ``performance``: the values, or their texts (:func:`number_texts`, rendered once for a batch);
     ``previous_seqs``: per player, the seq of the round whose posterior was its prior (written
-    as each entry's ``previous_seq``; the one-by-one path leaves it out); ``ratings``: the texts
+    as each entry's ``previous_seq``; None: left out, as a re-rate does); ``ratings``: the texts
     of each player's new (mu, sigma), for a rating-only model's round (``rating_models``)."""
     texts = performance if isinstance(performance, list) else number_texts("performance", performance)
     return round_messages(round_, seq, round_entries(round_, texts, previous_seqs, ratings), partitions,
@@ -422,18 +333,6 @@ async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: lis
     return out
 
 
-async def _record_no_outcome(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float,
-                             origin: Origin) -> PhaseOneResult:
-    registration = await register_current(ctx, round_.ladder, lambda: ctx.store.register_round(
-        round_.ladder, round_.round_id, content_hash=round_.content_hash(), occurred_at=round_.occurred_at,
-        received_at=now, field_size=round_.field_size, status=STATUS_NO_OUTCOME,
-        schedule_version=ctx.schedule_version(round_.ladder)))
-    if registration.outcome == OUTCOME_CONFLICT:
-        return _conflict(round_, raw, now, origin, registration.seq)
-    return PhaseOneResult(NO_OUTCOME if registration.outcome == OUTCOME_NEW else "duplicate",
-                          round_.ladder, round_.round_id, registration.seq)
-
-
 def _model_changed(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float, origin: Origin,
                    stored: str) -> PhaseOneResult:
     """The dead letter of a round of a ladder whose recorded model is not the configured one
@@ -475,12 +374,14 @@ class BatchResult:
 
     ``results``: per message what happened (None for a deferred one); ``messages``: the batch's
     fan-out, its sections joined per partition (``messages.join_fanout``), to send once;
-    ``deferred``: indices of messages to hand to :func:`handle_round` one by one AFTER the
-    messages are sent (the rounds of a ladder after one a test fault dropped)."""
+    ``deferred``: indices of messages to handle again, each as a batch of one (:func:`handle_one`),
+    AFTER the messages are sent (see :func:`_plan` and :func:`_rate_and_store`); ``on_hold``: the
+    ladders a correction holds (their messages are among the deferred)."""
 
     results: list[PhaseOneResult | None]
     messages: list[FanOutMessage] = field(default_factory=list)
     deferred: list[int] = field(default_factory=list)
+    on_hold: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -505,6 +406,8 @@ class _Plan:
     deferred: list[int] = field(default_factory=list)
     held: set[str] = field(default_factory=set)
     """Ladders whose rounds of the batch wait: a correction's hold, or a ``stale_schedule``."""
+    on_hold: set[str] = field(default_factory=set)
+    """Ladders a correction holds (registration answered ``held``)."""
     stale_schedule: bool = False
     """A round was refused ``stale_schedule``: the schedule is read again before the deferred rounds."""
 
@@ -514,7 +417,7 @@ Columns = dict[str, np.ndarray | list[bytes | None]]
 
 async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> BatchResult:
     """Phase one of a batch of ``rounds`` messages as a unit (paper Algorithm 1, first half, for
-    many rounds): per message the outcomes of :func:`handle_round`, with
+    many rounds): per message its outcome (the module docstring's steps), with
 
     1. ONE Redis round trip registering every round (register_round.lua, one call per run of
        rounds of a ladder, in order) and reading every participant's stored state
@@ -537,8 +440,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     previous round of the batch was stored by this attempt and no earlier round of the ladder is
     still registered (save_fanout.lua, atomically with the store): once a round was stored by
     someone else, the batch's later rounds of that ladder are not stored (``SAVE_REFUSED``) but
-    deferred to one-by-one handling, as is a ladder whose barrier found a round already
-    applied (``RoundOvertaken``).
+    deferred, each handled again as a batch of one, as is a ladder whose barrier found a round
+    already applied (``RoundOvertaken``): :func:`_rate_and_store`.
     """
     await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
@@ -570,22 +473,65 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
     out = await _resend(ctx, plan.resend)
     stale = await _complete_earlier(ctx, plan.earlier, out)
-    row = {key: i for i, key in enumerate(participants)}
-    sections, queued, rated = [], [], []
-    posteriors: list[_Posteriors] = []
-    partitions = await ctx.partitions() if plan.to_rate else 0
-    token = os.urandom(8).hex()  # this attempt's: each stored round records it (``stored_by``)
-    for ladder, rounds in plan.to_rate.items():
-        rounds.sort(key=lambda r: r.seq)
-        first = None if ladder in stale else columns
-        try:
-            fanouts, after = await _rate_ladder(ctx, ladder, rounds, first, row, partitions)
-        except RoundOvertaken as overtaken:  # another attempt rated a round of the batch: not ours now
-            log.warning("%s: the ladder's rounds of the batch are handled again one by one", overtaken)
-            ctx.posteriors.drop(ladder)
-            _defer(results, plan, [item.index for item in rounds])
+    stored = await _rate_and_store(ctx, plan.to_rate, columns, {key: i for i, key in enumerate(participants)}, stale)
+    _keep(ctx, stored.posteriors, stored.unsaved)
+    sections: list[FanOutMessage] = []
+    lost: list[int] = []
+    for item, messages in zip(stored.items, stored.messages):
+        if messages is None:  # not stored from this attempt's chain: handled again as a batch of one
+            lost.append(item.index)
             continue
-        posteriors.append(after)
+        result = results[item.index]
+        if result is not None:
+            result.updates = messages
+        sections += messages
+    _defer(results, plan, lost)
+    out += join_fanout(sections, value_limit(ctx.settings.max_message_bytes))
+    return BatchResult(results, out, sorted(plan.deferred), plan.on_hold)
+
+
+@dataclass
+class _Stored:
+    """What :func:`_rate_and_store` did: per round rated (``items``, each ladder's in seq order)
+    the messages to send, or None where this attempt's chain lost it; the posteriors of the
+    ladders rated, and the ladders not wholly stored by this attempt (they keep none)."""
+
+    items: list[_ToRate] = field(default_factory=list)
+    messages: list[list[FanOutMessage] | None] = field(default_factory=list)
+    posteriors: list[_Posteriors] = field(default_factory=list)
+    unsaved: set[str] = field(default_factory=set)
+
+
+async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]], columns: Columns | None,
+                          row: dict[tuple[str, str], int], stale: set[str]) -> _Stored:
+    """Rate each ladder's registered rounds (``_rate_ladder``: barrier, one engine call, fan-out)
+    and store them all in ONE round trip (``Store.queue_batch``): the batch machinery, for a
+    batch's rounds and for a round completed alone (:func:`_complete`).
+
+    ``columns``, ``row``: the players' state read with the registration (None, or a ladder in
+    ``stale``: read again). Each round of a ladder is stored with this attempt's token and only
+    if the ladder's previous round here was stored by this attempt and no earlier round of the
+    ladder is still registered (save_fanout.lua, atomically with the store): a round whose chain
+    lost (``SAVE_REFUSED``), and every round of a ladder whose barrier found a round already
+    applied (``RoundOvertaken``), gets None; a round another attempt stored first (a redelivery,
+    the sweeper) gets the stored fan-out."""
+    out = _Stored()
+    queued: list[QueuedRound] = []
+    rated: list[tuple[_ToRate, list[FanOutMessage]]] = []
+    partitions = await ctx.partitions() if to_rate else 0
+    token = os.urandom(8).hex()  # this attempt's: each stored round records it (``stored_by``)
+    for ladder, rounds in to_rate.items():
+        rounds.sort(key=lambda r: r.seq)
+        try:
+            fanouts, after = await _rate_ladder(ctx, ladder, rounds, None if ladder in stale else columns, row,
+                                                partitions)
+        except RoundOvertaken as overtaken:  # another attempt rated a round of the ladder: not ours now
+            log.warning("%s: the ladder's rounds here are handled again", overtaken)
+            ctx.posteriors.drop(ladder)
+            out.items += rounds
+            out.messages += [None] * len(rounds)
+            continue
+        out.posteriors.append(after)
         due_at = time.time() + ctx.settings.sweep_timeout_s
         previous: str | None = None  # the chain: each round is stored only if the one before it was, by us
         for item, messages in zip(rounds, fanouts):
@@ -593,35 +539,33 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
                                       [(m.partition, m.value) for m in messages], due_at, token, previous))
             previous = item.round_.round_id
             rated.append((item, messages))
-    if rated:
-        await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[item.round_.round_id for item, _ in rated])
-        await faults.at(faults.IN_BATCH_STORE, store=ctx.store, queued=queued)
-        saved = await ctx.store.queue_batch(queued)
-        _keep(ctx, posteriors, {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW})
-        ctx.health.score_due()  # the rounds kept by _rate_ladder (health.py); the timer records them
-        await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
-        refused = [item.index for (item, _), code in zip(rated, saved) if code == SAVE_REFUSED]
-        for (item, messages), code in zip(rated, saved):
-            if code == SAVE_REFUSED:  # computed from a chain that lost: rated again one by one
-                continue
-            # another attempt (a redelivery, the sweeper) stored first: send what it stored
-            kept = messages if code == SAVED_NOW else await stored_fanout(ctx, item.round_.ladder, item.round_.round_id)
-            result = results[item.index]
-            if result is not None:
-                result.updates = kept
-            sections += kept
-        if refused:
-            log.warning("%d round(s) of the batch not stored (an earlier round of the ladder was stored by another "
-                        "attempt, or is still registered): handled again one by one", len(refused))
-            _defer(results, plan, refused)
-    out += join_fanout(sections, value_limit(ctx.settings.max_message_bytes))
-    return BatchResult(results, out, sorted(plan.deferred))
+    if not rated:
+        return out
+    await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[item.round_.round_id for item, _ in rated])
+    await faults.at(faults.IN_BATCH_STORE, store=ctx.store, queued=queued)
+    saved = await ctx.store.queue_batch(queued)
+    out.unsaved = {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW}
+    ctx.health.score_due()  # the rounds kept by _rate_ladder (health.py); the timer records them
+    await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
+    refused = 0
+    for (item, messages), code in zip(rated, saved):
+        out.items.append(item)
+        if code == SAVE_REFUSED:  # computed from a chain that lost: handled again
+            refused += 1
+            out.messages.append(None)
+        else:  # another attempt (a redelivery, the sweeper) stored first: send what it stored
+            out.messages.append(messages if code == SAVED_NOW else
+                                await stored_fanout(ctx, item.round_.ladder, item.round_.round_id))
+    if refused:
+        log.warning("%d round(s) not stored (an earlier round of the ladder was stored by another attempt, or is "
+                    "still registered): handled again", refused)
+    return out
 
 
 def _defer(results: list[PhaseOneResult | None], plan: _Plan, indices: list[int]) -> None:
-    """Hand the messages ``indices`` to one-by-one handling after the batch (``handle_round``,
-    which registers them again: a round another attempt stored is re-sent, one still registered
-    is rated from fresh priors, after the ladder's earlier rounds)."""
+    """Hand the messages ``indices`` to handling as batches of one after the batch
+    (:func:`handle_one`, which registers them again: a round another attempt stored is re-sent,
+    one still registered is rated from fresh priors, after the ladder's earlier rounds)."""
     for i in indices:
         results[i] = None
         plan.deferred.append(i)
@@ -655,16 +599,16 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
 
 async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
           registrations: list[Registration], results: list[PhaseOneResult | None]) -> _Plan:
-    """Each registered message's outcome (as :func:`handle_round` decides it) and the batch's plan.
+    """Each registered message's outcome and the batch's plan.
 
     A round twice in the batch is rated once (its later copy is ``resent``: the same sections go
     out with the batch). The first round to rate may be dropped by the test fault
-    DROP_ROUND_AFTER_REGISTER; its ladder's later rounds are then deferred to one-by-one handling,
+    DROP_ROUND_AFTER_REGISTER; its ladder's later rounds are then deferred (each a batch of one),
     which completes the dropped round first, as the ladder's next round does today. The rounds of
     a ladder a correction holds (``held``: nothing registered) are deferred the same way, as are
     those after a ``late`` round (its registration held the ladder for its insert correction) and a
     ladder's rounds from one refused ``stale_schedule`` on (a season started after the schedule this
-    worker holds: nothing registered; registered again one by one once the schedule is read again)."""
+    worker holds: nothing registered; registered again once the schedule is read again)."""
     plan = _Plan()
     rating: set[tuple[str, str]] = set()
     earlier: dict[str, tuple[str, ...]] = {}  # per ladder the longest ``earlier`` of its rounds to rate
@@ -674,9 +618,11 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
         event = events[i]
         if reg.outcome in (OUTCOME_HELD, OUTCOME_STALE_SCHEDULE) or round_.ladder in held:
             # a correction holds the ladder: this round and the ladder's later ones (held too:
-            # the hold outlasts the batch) wait for it one by one (``hold.register_unless_held``);
+            # the hold outlasts the batch) wait for it, each a batch of one (``handle_one``);
             # a stale schedule: the ladder's rounds from this one on, registered again with the new one
             plan.stale_schedule |= reg.outcome == OUTCOME_STALE_SCHEDULE
+            if reg.outcome == OUTCOME_HELD:
+                plan.on_hold.add(round_.ladder)
             held.add(round_.ladder)
             plan.deferred.append(i)
             continue

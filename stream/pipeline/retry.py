@@ -23,7 +23,7 @@ returned, failing or not: a call hung on a Redis that stopped answering shows th
 
 Retrying is safe because every handler is idempotent, including after a half-done attempt:
 
-* ``phase_one.handle_round``: registration is once per ``round_id`` (a retry finds the round
+* ``phase_one.handle_rounds``: registration is once per ``round_id`` (a retry finds the round
   ``registered`` and redoes its phase one from the same priors: its own ``queued_seq`` mark
   does not hold its barrier, ``mark_queued`` never lowers it, ``save_fanout`` stores once and
   a retry then sends the stored messages) or ``pending``/``rated`` (the stored fan-out is

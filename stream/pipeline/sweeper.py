@@ -17,7 +17,8 @@ pile work onto an overloaded service, while a lost message is still re-driven af
   applies the players still missing and re-emits the others' events from the stored results.
 * ``registered`` (phase one never finished: the input crashed and was not redelivered, or
   was acked by the framework without being handled): phase one is completed from the body
-  stored at registration (``phase_one.complete_registered``). Claims come by due time, not by
+  stored at registration, by phase one's batch machinery, the round a batch of one
+  (``phase_one.complete_registered``). Claims come by due time, not by
   seq (each round's due time moves with its own re-drives), so completing a round first
   completes the ladder's earlier rounds still registered, in seq order
   (``phase_one.complete_before``), and save_fanout.lua refuses a fan-out while an earlier round
@@ -120,7 +121,7 @@ async def _within(work: Coroutine[Any, Any, SweepReport], timeout_s: float) -> S
 
 async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
     """Re-drive one ladder's claimed rounds, in seq order (a registered one after the ladder's
-    earlier registered rounds, claimed or not: ``phase_one.complete_round``)."""
+    earlier registered rounds, claimed or not: ``phase_one.complete_before``)."""
     resent: list[tuple[str, str]] = []
     completed: list[tuple[str, str]] = []
     messages: list[FanOutMessage] = []

@@ -621,7 +621,7 @@ class Store:
 
         While a correction holds the ladder nothing is registered: the outcome is ``held``
         (:data:`OUTCOME_HELD`, ``status`` = the correction's id) and the caller registers again
-        later (``stream.pipeline.hold``). With ``by_time`` (the ladder is rated in occurred_at order)
+        later (``stream.pipeline.phase_one.handle_one``). With ``by_time`` (the ladder is rated in occurred_at order)
         a round older than the ladder's newest is registered ``late`` (:data:`OUTCOME_LATE`, ``status``
         = the id of the insert correction now holding the ladder). A round to rate at or after a season
         start newer than ``schedule_version`` (the ladder's schedule version the caller holds) is not
@@ -980,8 +980,8 @@ class Store:
         A player is held while an earlier round queued for them (``queued_seq``) is not yet
         applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
         attempt that crashed: their prior is final once the round that mark replaced is applied
-        (``queued_prev``, kept while it was not: mark_queued.lua; absent, 0, in the one-by-one
-        path, whose marks follow the barrier). A player whose ``last_seq`` is ``seq`` or more is
+        (``queued_prev``, kept while it was not: mark_queued.lua; absent, 0, when the round it
+        replaced was applied). A player whose ``last_seq`` is ``seq`` or more is
         ``overtaken``: his state already includes this round or a later one (another attempt
         stored the round and phase two applied it), so it is no prior of this round whatever
         the marks say (mark_queued.lua drops ``queued_prev`` once it is applied)."""

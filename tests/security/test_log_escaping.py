@@ -16,7 +16,8 @@ from stream.contracts import RoundResult, Standing
 from stream.logsafe import LOG_TEXT_LIMIT, log_ids, log_safe
 from stream.pipeline import retry
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.phase_one import complete_registered, handle_round
+from stream.pipeline.phase_one import complete_registered, handle_one
+from stream.pipeline.messages import Incoming
 from stream.settings import Settings
 
 HOSTILE = "r1\n2026-11-23 12:00:00 INFO stream.pipeline: round r9 rated\r\x1b[2K\u2028\u202e\x00"
@@ -73,7 +74,7 @@ def test_pipeline_log_lines_escape_ids(redis_url: str, caplog: pytest.LogCapture
                             standings=[Standing("a\nb", 1), Standing("z", 2)])
         # "a\nb" waits on the unapplied first round: the barrier warns (BARRIER_WARN_S=0) and re-drives
         with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(handle_round(ctx, later.to_json().encode()), timeout=0.5)
+            await asyncio.wait_for(handle_one(ctx, Incoming(later.to_json().encode())), timeout=0.5)
 
         async def fails() -> None:
             raise ValueError(f"bad id {HOSTILE}")

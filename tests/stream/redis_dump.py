@@ -6,8 +6,9 @@ from typing import Any
 
 import redis
 
-TIME_FIELDS = frozenset({b"received_at", b"rated_at", b"updated_at"})
-"""Wall-clock fields: when something was written, not what (never compared)."""
+TIME_FIELDS = frozenset({b"received_at", b"rated_at", b"updated_at", b"stored_by"})
+"""Wall-clock fields: when something was written, not what (never compared); and ``stored_by``,
+the random token of the phase-one attempt that stored a round's fan-out: who wrote it, not what."""
 
 DERIVED_KEYS = b"ems:round-digests:"
 """Key prefix of phase two's digest sets: a cache derived from the stored fan-out on first use

@@ -20,7 +20,8 @@ from stream.cli.main import app
 from stream.contracts import Limits, RoundResult, parse_round
 from stream.pipeline.backfill import BackfillRefused, backfill
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.phase_one import handle_round
+from stream.pipeline.phase_one import handle_one
+from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 from stream.store import keys
@@ -63,7 +64,7 @@ def parsed(rounds: Sequence[dict]) -> list[RoundResult]:
 async def stream_rounds(ctx: PipelineContext, rounds: Sequence[dict]) -> None:
     """Each round through phase one, its fan-out through phase two, its events confirmed."""
     for raw in rounds:
-        result = await handle_round(ctx, json.dumps(raw).encode())
+        result = await handle_one(ctx, Incoming(json.dumps(raw).encode()))
         if result.updates:
             done = await handle_updates(ctx, [m.value for m in result.updates])
             await ctx.store.confirm_emitted(done.emitted)

@@ -21,7 +21,8 @@ from stream.contracts.round import NOT_CORRECTABLE
 from stream.engine.state import PlayerState
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections import finish_correction, handle_correction
-from stream.pipeline.phase_one import handle_round
+from stream.pipeline.phase_one import handle_one
+from stream.pipeline.messages import Incoming
 from stream.stack.redis_server import RedisServer
 from stream.store import keys
 from tests.stream import pipeline_harness as harness
@@ -136,7 +137,7 @@ def test_inserts_of_late_rounds_on_a_glicko_ladder(redis_url: str) -> None:
         ctx = context(redis_url, ladders=ladders, ladder_order=order, history_length=5)
         inserts = 0
         for r in rounds:
-            inserts += await settle(ctx, await handle_round(ctx, json.dumps(r).encode()))
+            inserts += await settle(ctx, await handle_one(ctx, Incoming(json.dumps(r).encode())))
         await ctx.store.close()
         return inserts
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +20,10 @@ from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.messages import Incoming
-from stream.pipeline.phase_one import handle_round, handle_rounds
+from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
+from stream.store.store import QueuedRound
 from tests.contracts.wire_oracle import reference_json
 from tests.faults.injection import Injector
 
@@ -49,7 +51,7 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
 
     async def body() -> None:
         ctx = context(redis_url)
-        result = await handle_round(ctx, first.to_json().encode())
+        result = await handle_one(ctx, Incoming(first.to_json().encode()))
         assert result.outcome == "rated" and result.seq == 1
         entries = [PlayerUpdate.from_json(m.value) for m in result.updates]
         assert sorted(p for u in entries for p in u.players) == ["a", "b", "c", "d", "e"]
@@ -60,7 +62,7 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
 
         # phase two of only part of the fan-out, then the round is redelivered: same bytes
         done = await handle_updates(ctx, [result.updates[0].value])
-        again = await handle_round(ctx, first.to_json().encode())
+        again = await handle_one(ctx, Incoming(first.to_json().encode()))
         assert again.outcome == "resent" and again.updates == result.updates
 
         # every task twice (and the first one a third time): each player applied once
@@ -72,7 +74,7 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
             done.events + [e for e in everything.events if e not in done.events], key=lambda e: e.key)
         for event in repeat.events:
             validate("rating-change", event.value)
-        assert (await handle_round(ctx, first.to_json().encode())).outcome == "duplicate"
+        assert (await handle_one(ctx, Incoming(first.to_json().encode()))).outcome == "duplicate"
         record = await ctx.store.round_record("L", "r1")
         assert record["status"] == "rated" and record["pending"] == "0"
         await ctx.store.close()
@@ -86,16 +88,18 @@ def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str, 
               make_round("r3", ["b", "e", "a"], day=2)]
 
     async def scenario() -> dict[str, float]:
-        ctx = context(redis_url, barrier_direct_players=direct_players, barrier_full_check_s=60.0)
-        one = await handle_round(ctx, rounds[0].to_json().encode())
-        two = asyncio.create_task(handle_round(ctx, rounds[1].to_json().encode()))
+        # the posterior cache off: this worker's posterior of round 1 would let round 2 through
+        ctx = context(redis_url, barrier_direct_players=direct_players, barrier_full_check_s=60.0,
+                      phase_one_cache_players=0)
+        one = await handle_one(ctx, Incoming(rounds[0].to_json().encode()))
+        two = asyncio.create_task(handle_one(ctx, Incoming(rounds[1].to_json().encode())))
         for _ in range(20):
             await asyncio.sleep(0.005)
         assert not two.done(), "round 2 read player c's prior before round 1 was applied"
         await handle_updates(ctx, [m.value for m in one.updates])
         two_result = await asyncio.wait_for(two, timeout=30)
         await handle_updates(ctx, [m.value for m in two_result.updates])
-        three = await handle_round(ctx, rounds[2].to_json().encode())  # everyone applied: no wait
+        three = await handle_one(ctx, Incoming(rounds[2].to_json().encode()))  # everyone applied: no wait
         await handle_updates(ctx, [m.value for m in three.updates])
         perf = {}
         for result in (one, two_result, three):
@@ -232,22 +236,22 @@ def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(r
 
     async def body() -> dict[str, float]:
         ctx = context(redis_url)
-        one = await handle_round(ctx, rounds[0].to_json().encode())
+        one = await handle_one(ctx, Incoming(rounds[0].to_json().encode()))
         await handle_updates(ctx, [m.value for m in one.updates])
         store = ctx.store
-        real_queue_round = store.queue_round
+        real_queue_batch = store.queue_batch
 
-        async def killed_mid_pipeline(ladder: str, round_id: str, players: list[str], seq: int,
-                                      **_: object) -> bool:
-            await store.mark_queued(ladder, players, seq)  # the first half reached Redis, then the worker died
+        async def killed_mid_pipeline(queued: Sequence[QueuedRound]) -> list[int]:
+            (round_,) = queued
+            await store.mark_queued(round_.ladder, round_.players, round_.seq)  # the first half reached Redis, then the worker died
             raise ConnectionResetError("worker killed mid-pipeline")
 
-        store.queue_round = killed_mid_pipeline  # type: ignore[method-assign]
+        store.queue_batch = killed_mid_pipeline  # type: ignore[method-assign]
         with pytest.raises(ConnectionResetError):
-            await handle_round(ctx, rounds[1].to_json().encode())
+            await handle_one(ctx, Incoming(rounds[1].to_json().encode()))
         assert (await store.round_record("L", "r2"))["status"] == "registered"
-        store.queue_round = real_queue_round  # type: ignore[method-assign]
-        two = await asyncio.wait_for(handle_round(ctx, rounds[1].to_json().encode()), timeout=30)
+        store.queue_batch = real_queue_batch  # type: ignore[method-assign]
+        two = await asyncio.wait_for(handle_one(ctx, Incoming(rounds[1].to_json().encode())), timeout=30)
         assert two.outcome == "rated" and len(two.updates) > 0
         await handle_updates(ctx, [m.value for m in two.updates])
         assert (await store.round_record("L", "r2"))["status"] == "rated"
@@ -275,8 +279,8 @@ def test_one_batch_of_several_rounds_ladders_and_weights_equals_replay(redis_url
     async def body() -> dict[tuple[str, str], tuple[float, float]]:
         ctx = context(redis_url)
         for r in warmup:
-            await handle_updates(ctx, [m.value for m in (await handle_round(ctx, r.to_json().encode())).updates])
-        messages = [m.value for r in batch for m in (await handle_round(ctx, r.to_json().encode())).updates]
+            await handle_updates(ctx, [m.value for m in (await handle_one(ctx, Incoming(r.to_json().encode()))).updates])
+        messages = [m.value for r in batch for m in (await handle_one(ctx, Incoming(r.to_json().encode()))).updates]
         result = await handle_updates(ctx, messages)
         assert result.applied == sum(r.field_size for r in batch)
         out = {}
@@ -313,7 +317,7 @@ def test_rating_changes_carry_the_apis_provisional_rule(redis_url: str) -> None:
         ctx = context(redis_url, ladders=ladders)
         events: list[bytes] = []
         for r in rounds:
-            result = await handle_updates(ctx, [m.value for m in (await handle_round(ctx, r.to_json().encode())).updates])
+            result = await handle_updates(ctx, [m.value for m in (await handle_one(ctx, Incoming(r.to_json().encode()))).updates])
             events += [e.value for e in result.events]
         await ctx.store.close()
         return events
@@ -348,7 +352,7 @@ def test_a_fanout_larger_than_max_message_bytes_is_split_and_rated_whole(redis_u
             return 1
 
         ctx.partition_count = one_partition
-        result = await handle_round(ctx, raw)
+        result = await handle_one(ctx, Incoming(raw))
         assert result.outcome == "rated" and len(result.updates) > 3
         assert {m.partition for m in result.updates} == {0}
         assert all(len(m.value) <= 8_000 for m in result.updates)
@@ -420,7 +424,7 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
         assert [(x.reason, x.original) for x in letters] == [("internal_error", r.to_json().encode())]
         assert "InjectedFault" in letters[0].message
         assert (await ctx.store.round_record("L", "poison"))["status"] == "failed"
-        later = await handle_round(ctx, make_round("next", ["a", "b"], day=1).to_json().encode())
+        later = await handle_one(ctx, Incoming(make_round("next", ["a", "b"], day=1).to_json().encode()))
         assert later.outcome == "rated" and later.updates  # not held by the failed round
         await ctx.store.close()
 
@@ -441,14 +445,14 @@ def test_team_and_partial_play_rounds_are_rated(redis_url: str, standings: list[
 
     async def body() -> None:
         ctx = context(redis_url)
-        result = await handle_round(ctx, raw)
+        result = await handle_one(ctx, Incoming(raw))
         assert result.outcome == "rated" and result.dead_letter is None and result.seq == 1
         entries = [e for m in result.updates for e in PlayerUpdate.from_json(m.value).entries()]
         assert sorted(e.player for e in entries) == sorted(RoundResult.from_json(raw).players())
         assert all(e.weight is not None for e in entries)
         await handle_updates(ctx, [m.value for m in result.updates])  # t2's barrier waits for t1's players
-        after = await handle_round(ctx, RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
-                                                    standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode())
+        after = await handle_one(ctx, Incoming(RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
+                                                    standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode()))
         assert after.outcome == "rated" and after.seq == 2
         await ctx.store.close()
 
@@ -476,7 +480,7 @@ def test_bad_team_rounds_are_dead_lettered_with_their_reason(redis_url: str, sta
 
     async def body() -> None:
         ctx = context(redis_url)
-        result = await handle_round(ctx, raw)
+        result = await handle_one(ctx, Incoming(raw))
         assert result.outcome == "rejected" and result.updates == []
         assert result.dead_letter is not None and result.dead_letter.reason == reason
         validate("dead-letter", result.dead_letter.to_json())
@@ -484,8 +488,8 @@ def test_bad_team_rounds_are_dead_lettered_with_their_reason(redis_url: str, sta
         batch = await handle_rounds(ctx, [Incoming(raw)])
         assert batch.results[0] is not None and batch.results[0].dead_letter is not None
         assert batch.results[0].dead_letter.reason == reason
-        after = await handle_round(ctx, RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
-                                                    standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode())
+        after = await handle_one(ctx, Incoming(RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
+                                                    standings=[Standing("a", 1), Standing("b", 2)]).to_json().encode()))
         assert after.outcome == "rated" and after.seq == 1
         await ctx.store.close()
 

@@ -21,7 +21,7 @@ from stream.engine.ladders import parse_ladders
 from stream.engine.state import PlayerState
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, split_sections
-from stream.pipeline.phase_one import BatchResult, handle_round, handle_rounds
+from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
 from stream.store import keys
 from stream.settings import Settings
 from test_phase_one_batch import apply
@@ -114,14 +114,14 @@ def test_batches_mixing_ladder_models_equal_replay_ladders(redis_url: str) -> No
 
 
 def test_one_by_one_path_equals_replay_ladders(redis_url: str) -> None:
-    """``handle_round`` (the fallback when a batch keeps raising) rates a rating-only ladder's
+    """``handle_one`` (a batch of one: the fallback when a batch keeps raising) rates a rating-only ladder's
     round the same way: Redis equals the replay."""
     rounds = mixed_rounds(seed=4, count=24, ladders=("b", "c", "a"))
 
     async def body() -> None:
         ctx = context(redis_url)
         for round_ in rounds:
-            result = await handle_round(ctx, round_.to_json().encode())
+            result = await handle_one(ctx, Incoming(round_.to_json().encode()))
             assert result.outcome == "rated"
             await apply(ctx, BatchResult([result], result.updates))
         assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
@@ -148,7 +148,7 @@ def test_a_ladders_model_is_fixed_once_it_rated_a_round(redis_url: str, caplog: 
         changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}))
         with caplog.at_level(logging.ERROR, logger="stream.pipeline.phase_one"):
             batch = await handle_rounds(changed, [Incoming(r.to_json().encode()) for r in [first, later[0], other]])
-            one = await handle_round(changed, later[1].to_json().encode())
+            one = await handle_one(changed, Incoming(later[1].to_json().encode()))
         results = batch.results
         assert results[0] is not None and results[0].outcome == "duplicate"
         for result in (results[1], one):

@@ -29,7 +29,7 @@ from stream.contracts import Limits, parse_round
 from stream.contracts.ordering import LadderOrder, in_ladder_order, order_of
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming
-from stream.pipeline.phase_one import PhaseOneResult, handle_round, handle_rounds
+from stream.pipeline.phase_one import PhaseOneResult, handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.stack.redis_server import RedisServer
 from stream.store import keys
@@ -97,7 +97,7 @@ async def stream_in_batches(ctx: PipelineContext, rounds: Sequence[dict], size: 
             if result is not None and result.insert is not None:
                 inserts += await settle(ctx, PhaseOneResult("late", insert=result.insert))
         for i in batch.deferred:
-            inserts += await settle(ctx, await handle_round(ctx, events[i].value))
+            inserts += await settle(ctx, await handle_one(ctx, Incoming(events[i].value)))
     return inserts
 
 
@@ -156,8 +156,8 @@ def test_late_rounds_one_by_one(redis_url: str) -> None:
         ctx = context(redis_url, ladder_order=ORDER, history_length=5)
         inserts = 0
         for r in rounds:
-            inserts += await settle(ctx, await handle_round(ctx, json.dumps(r).encode()))
-        again = await handle_round(ctx, json.dumps(rounds[-1]).encode())  # a redelivery: a no-op
+            inserts += await settle(ctx, await handle_one(ctx, Incoming(json.dumps(r).encode())))
+        again = await handle_one(ctx, Incoming(json.dumps(rounds[-1]).encode()))  # a redelivery: a no-op
         assert again.outcome in ("duplicate", "resent") and again.insert is None
         await ctx.store.close()
         return inserts
@@ -209,7 +209,7 @@ def test_erase_backfill_and_export_refuse_a_held_ladder(redis_url: str, tmp_path
         ctx = context(redis_url, ladder_order=ORDER)
         result = None
         for r in rs:
-            result = await handle_round(ctx, json.dumps(r).encode())
+            result = await handle_one(ctx, Incoming(json.dumps(r).encode()))
             if result.updates:
                 done = await handle_updates(ctx, [m.value for m in result.updates])
                 await ctx.store.confirm_emitted(done.emitted)

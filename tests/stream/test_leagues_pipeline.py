@@ -17,7 +17,8 @@ from stream.engine.display import (
     tier_indices,
     tier_names,
 )
-from stream.pipeline.phase_one import handle_round
+from stream.pipeline.phase_one import handle_one
+from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_two import handle_updates
 from tests.stream.test_handlers import context, make_round
 
@@ -34,7 +35,7 @@ def test_phase_two_stores_and_emits_division_labels(redis_url: str) -> None:
         rounds = []
         for day, order in enumerate((["a", "b", "c", "d", "e"], ["e", "b", "c", "d", "a"])):
             rnd = make_round(f"r{day}", order, day=day)
-            result = await handle_updates(ctx, [m.value for m in (await handle_round(ctx, rnd.to_json().encode())).updates])
+            result = await handle_updates(ctx, [m.value for m in (await handle_one(ctx, Incoming(rnd.to_json().encode()))).updates])
             for event in result.events:
                 validate("rating-change", event.value)  # still the v1 schema
             rounds.append(sorted((RatingChange.from_json(e.value) for e in result.events), key=lambda c: c.player))

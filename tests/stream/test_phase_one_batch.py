@@ -237,15 +237,15 @@ async def _stored(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanO
 
 
 def test_one_by_one_path_names_the_prior_round_too(redis_url: str) -> None:
-    """``handle_round`` (the fallback) sets each entry's ``previous_seq``: the player's last
+    """``handle_one`` (the fallback, a batch of one) sets each entry's ``previous_seq``: the player's last
     applied round (0 for a newcomer), as the batch path does."""
-    from stream.pipeline.phase_one import handle_round
+    from stream.pipeline.phase_one import handle_one
 
     async def body() -> list[dict[str, int]]:
         ctx = context(redis_url)
         out = []
         for r in [game("r1", "A", ["a", "b"], 0), game("r2", "A", ["c", "a"], 1)]:
-            result = await handle_round(ctx, r.to_json().encode())
+            result = await handle_one(ctx, Incoming(r.to_json().encode()))
             updates = [PlayerUpdate.from_json(m.value) for m in result.updates]
             out.append({p: s for u in updates for p, s in zip(u.players, u.previous_seqs or [])})
             await handle_updates(ctx, [m.value for m in result.updates])

@@ -22,7 +22,7 @@ from stream.pipeline import phase_one
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections import finish_correction, handle_correction
 from stream.pipeline.messages import FanOutMessage, Incoming, Origin, split_sections
-from stream.pipeline.phase_one import handle_round, handle_rounds
+from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.posteriors import PosteriorCache
 from stream.pipeline.updates_batches import phase_two_batch, release_update
 from stream.store.store import Priors
@@ -289,7 +289,7 @@ def test_a_repair_after_the_cache_was_used_holds_and_drops_the_ladder(redis_url:
         result = await handle_correction(ctx, repair.to_json().encode())
         assert result.outcome == "applied", result
         await finish_correction(ctx, result)
-        one = await handle_round(ctx, incoming(rounds[2:])[0].value)
+        one = await handle_one(ctx, Incoming(incoming(rounds[2:])[0].value))
         assert one.outcome == "rated"
         await _apply(ctx, one.updates)
         await ctx.store.close()

@@ -16,7 +16,7 @@ from stream.batch.models import replay_ladders
 from stream.engine.ladders import parse_ladders
 from stream.engine.season_schedule import iso_time
 from stream.pipeline.messages import Incoming
-from stream.pipeline.phase_one import BatchResult, handle_round, handle_rounds
+from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
 from stream.store import seasons as season_store
 from stream.store.store import OUTCOME_NEW, OUTCOME_STALE_SCHEDULE
 from test_ladders_handlers import TOLERANCE, context, mixed_rounds, stored
@@ -60,7 +60,7 @@ def test_one_by_one_a_stale_worker_rates_the_new_season_with_it(redis_url: str) 
         for k, round_ in enumerate(rounds):
             if k == 21:  # round 20 rated: S2 (at 20.5) may start; the worker holds the old schedule
                 await _start_s2(ctx)
-            result = await handle_round(ctx, round_.to_json().encode())
+            result = await handle_one(ctx, Incoming(round_.to_json().encode()))
             assert result.outcome == "rated"
             await apply(ctx, BatchResult([result], result.updates))
         _assert_equals_full_replay(rounds, await stored(ctx, rounds))
@@ -87,7 +87,7 @@ def test_in_batches_a_stale_worker_rates_the_new_season_with_it(redis_url: str) 
             await apply(ctx, batch)
             deferred.extend(batch.deferred)
             for i in batch.deferred:  # handled one by one after the batch's phase two, as the agent does
-                result = await handle_round(ctx, rounds[lo + (3 if lo == 18 else 0) + i].to_json().encode())
+                result = await handle_one(ctx, Incoming(rounds[lo + (3 if lo == 18 else 0) + i].to_json().encode()))
                 assert result.outcome == "rated"
                 await apply(ctx, BatchResult([result], result.updates))
         assert deferred  # the batch after S2's start was refused (stale_schedule) and registered again

@@ -1,8 +1,7 @@
-"""Seasons in phase one's two paths on a real Redis: round by round (``handle_round``: the
-fallback, the sweeper and recovery; it reads priors, not states, and resets them with
-``engine.seasons.seasoned_view``) and in batches (``handle_rounds``: the engine's ``rate_rounds``,
-reset by ``engine.seasons.reset_rows``); both, with phase two, equal the replay of the same
-rounds, in which the players crossing a season start were soft-reset."""
+"""Seasons in phase one on a real Redis: round by round (``handle_one``: a batch of one, as the
+fallback and the sweeper rate) and in batches (``handle_rounds``); both (the engine's
+``rate_rounds``, reset by ``engine.seasons.reset_rows``), with phase two, equal the replay of the
+same rounds, in which the players crossing a season start were soft-reset."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from stream.engine.season_schedule import entering, iso_time
 from stream.engine.state import PlayerState
 from stream.pipeline import whatif
 from stream.pipeline.messages import Incoming
-from stream.pipeline.phase_one import BatchResult, handle_round, handle_rounds
+from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
 from stream.engine.display import tier_names
 from stream.pipeline.rerate import HistoryRound, rerate
 from test_ladders_handlers import assert_equals_replay, context, mixed_rounds, stored
@@ -44,7 +43,7 @@ def test_round_by_round_with_seasons_equals_replay(redis_url: str) -> None:
     async def body() -> None:
         ctx = context(redis_url, LADDERS)
         for round_ in rounds:
-            result = await handle_round(ctx, round_.to_json().encode())
+            result = await handle_one(ctx, Incoming(round_.to_json().encode()))
             assert result.outcome == "rated"
             await apply(ctx, BatchResult([result], result.updates))
         assert_equals_replay(ctx, rounds, await stored(ctx, rounds))
@@ -103,7 +102,7 @@ def test_what_if_with_seasons_equals_what_the_stream_then_stores(redis_url: str)
             crossed += int(entering(np.array([0.0 if s is None else PlayerState.from_bytes(s).last_time
                                               for s in stored_.states]),
                                     np.full(len(round_.players()), round_.occurred_at), cfg.seasons).sum())
-            result = await handle_round(ctx, round_.to_json().encode())
+            result = await handle_one(ctx, Incoming(round_.to_json().encode()))
             await apply(ctx, BatchResult([result], result.updates))
             for k, player in enumerate(rows.players):
                 row = await ctx.store.player(round_.ladder, player)

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from stream.contracts import PlayerUpdate, RatingChange, RoundResult, Standing, validate
 from stream.contracts.schemas import schema_path
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.phase_one import handle_round, handle_rounds
+from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
-from stream.pipeline.messages import split_sections
+from stream.pipeline.messages import Incoming, split_sections
 from tests.contracts.wire_oracle import reference_json
 
 from test_phase_one_batch import apply, assert_equals_replay, context, incoming, players_of, stored_states
@@ -171,14 +171,14 @@ def test_any_batching_of_team_rounds_equals_replay(redis_server, seed: int, cuts
 
 
 def test_one_by_one_path_rates_team_rounds_as_replay(redis_url: str) -> None:
-    """``handle_round`` (the fallback) rates a round of teams with partial play as the batch path."""
+    """``handle_one`` (the fallback, a batch of one) rates a round of teams with partial play as the batch path."""
     rounds = mixed_stream(seed=5, count=20, pool=12)
     by_key = {(r.ladder, r.round_id): r for r in rounds}
 
     async def body() -> dict[tuple[str, str], tuple[float, float]]:
         ctx = context(redis_url)
         for r in rounds:
-            result = await handle_round(ctx, r.to_json().encode())
+            result = await handle_one(ctx, Incoming(r.to_json().encode()))
             assert result.outcome == "rated"
             check_sections([m.value for m in result.updates], by_key)
             await handle_updates(ctx, [m.value for m in result.updates])

@@ -14,7 +14,8 @@ from stream.batch.replay import replay
 from stream.contracts import PlayerUpdate, RoundResult, Standing
 from stream.engine import preset
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.phase_one import handle_round
+from stream.pipeline.phase_one import handle_one
+from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 
@@ -55,9 +56,9 @@ def test_forged_updates_change_nothing_and_real_ones_rate_as_replay(redis_url: s
 
     async def body() -> dict[str, float]:
         ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=1))
-        one = await handle_round(ctx, rounds[0].to_json().encode())
+        one = await handle_one(ctx, Incoming(rounds[0].to_json().encode()))
         await handle_updates(ctx, [m.value for m in one.updates])
-        two = await handle_round(ctx, rounds[1].to_json().encode())
+        two = await handle_one(ctx, Incoming(rounds[1].to_json().encode()))
         (real,) = [m.value for m in two.updates]  # one partition: one message
         seq = json.loads(real)["seq"]
         fakes = [
@@ -94,7 +95,7 @@ def test_forged_updates_change_nothing_and_real_ones_rate_as_replay(redis_url: s
         again = await handle_updates(ctx, [real])
         assert again.unverified == [] and again.replayed == 4
 
-        three = await handle_round(ctx, rounds[2].to_json().encode())
+        three = await handle_one(ctx, Incoming(rounds[2].to_json().encode()))
         assert (await handle_updates(ctx, [m.value for m in three.updates])).applied == 3
         mu = {p: float((await ctx.store.player("V", p))["mu"]) for p in "abcde"}
         await ctx.store.close()
@@ -111,7 +112,7 @@ def test_verification_off_applies_a_forged_seq(redis_url: str) -> None:
     forged seq 2^53 is applied and blocks the player's later rounds."""
     async def body() -> int:
         ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=1))
-        one = await handle_round(ctx, make_round("u1", "xy", 0).to_json().encode())
+        one = await handle_one(ctx, Incoming(make_round("u1", "xy", 0).to_json().encode()))
         result = await handle_updates(ctx, [forged(one.updates[0].value, seq=2 ** 53)], verify=False)
         stored = int((await ctx.store.player("V", "x"))["last_seq"])
         await ctx.store.close()
@@ -131,7 +132,7 @@ def test_the_digest_set_is_built_once_and_checked_the_same(redis_url: str) -> No
 
     async def body() -> None:
         ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=4))
-        result = await handle_round(ctx, big.to_json().encode())
+        result = await handle_one(ctx, Incoming(big.to_json().encode()))
         raws = [m.value for m in result.updates]
         fake = forged(raws[0], seq=2 ** 53)
         for _ in range(2):  # the first check builds the set, the second uses it
@@ -163,7 +164,7 @@ def test_sections_or_their_digests_verify_alike_whatever_the_round_s_size(redis_
     async def body() -> None:
         ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=4))
         for r in (duel, lobby, big):
-            raws = [m.value for m in (await handle_round(ctx, r.to_json().encode())).updates]
+            raws = [m.value for m in (await handle_one(ctx, Incoming(r.to_json().encode()))).updates]
             assert len(raws) >= 2
             fakes = [forged(raws[0], seq=2 ** 53), forged(raws[0], field_size=2), forged(raws[0], field_size=40),
                      forged(raws[0], field_size=10)]
@@ -173,7 +174,7 @@ def test_sections_or_their_digests_verify_alike_whatever_the_round_s_size(redis_
                 check = FanOutCheck("V", r.round_id, items if raw else [hashlib.sha1(i).hexdigest() for i in items],
                                     raw=raw)
                 assert (await ctx.store.load_states([], [check])).verified == [expected], (r.round_id, raw)
-        duel_raws = [m.value for m in (await handle_round(ctx, duel.to_json().encode())).updates]
+        duel_raws = [m.value for m in (await handle_one(ctx, Incoming(duel.to_json().encode()))).updates]
         result = await handle_updates(ctx, [forged(duel_raws[0], performance=9999.0), *duel_raws])
         assert [i for i, _ in result.unverified] == [0] and result.applied == 2
         await ctx.store.close()
