@@ -59,7 +59,7 @@ from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
-from stream.pipeline.partitioner import group_by_partition, partitions_of
+from stream.pipeline.partitioner import partitions_of
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds
 from stream.pipeline.messages import join_fanout
@@ -151,15 +151,13 @@ async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int) -> list
                        "earlier round of the ladder staying registered")
 
 
-async def complete_before(ctx: PipelineContext, ladder: str, seq: int) -> bool:
+async def complete_before(ctx: PipelineContext, ladder: str, seq: int) -> None:
     """Complete the ladder's rounds still ``registered`` below ``seq``, in seq order (each one
     first completes those below it): whoever rates round ``seq`` (a batch, a redelivery, the
     sweeper, which claims rounds by due time, not by seq) does so only after every earlier
-    round of the ladder is stored. Returns whether there was any."""
-    earlier = await ctx.store.registered_before(ladder, seq)
-    for round_id in earlier:
+    round of the ladder is stored."""
+    for round_id in await ctx.store.registered_before(ladder, seq):
         await complete_registered(ctx, ladder, round_id)
-    return bool(earlier)
 
 
 async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
@@ -239,8 +237,10 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     as each entry's ``previous_seq``; None: left out, as a re-rate does); ``ratings``: the texts
     of each player's new (mu, sigma), for a rating-only model's round (``rating_models``)."""
     texts = performance if isinstance(performance, list) else number_texts("performance", performance)
-    return round_messages(round_, seq, round_entries(round_, texts, previous_seqs, ratings), partitions,
-                          value_limit(ctx.settings.max_message_bytes))
+    players = round_.players()
+    entries = round_entries(round_, texts, previous_seqs, ratings)
+    return _ladder_messages([_ToRate(-1, round_, seq, players)], entries, players, [0, len(players)], partitions,
+                            value_limit(ctx.settings.max_message_bytes))[0]
 
 
 def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequence[int] | None,
@@ -253,41 +253,13 @@ def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequ
                        weight_texts)
 
 
-def round_messages(round_: RoundResult, seq: int, entries: Sequence[str], partitions: int, limit: int,
-                   players: Sequence[str] | None = None, partition_of: Sequence[int] | None = None,
-                   ) -> list[FanOutMessage]:
-    """:func:`build_fanout`'s messages from the texts of the round's entries (:func:`round_entries`):
-    per partition its players' entries joined, split in halves while a part exceeds ``limit``.
-    ``players``, ``partition_of``: the round's players and each one's partition, if known."""
-    if players is None:
-        players = round_.players()
-    if partition_of is None:
-        groups = group_by_partition(players, partitions)
-    else:
-        groups = {}
-        for i, partition in enumerate(partition_of):
-            groups.setdefault(partition, []).append(i)
-    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
-
-    def encode(index: list[int]) -> list[tuple[int, bytes]]:
-        # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
-        value = join_entries(head, [entries[i] for i in index])
-        if len(value) <= limit or len(index) == 1:
-            return [(index[0], value)]
-        half = len(index) // 2
-        return encode(index[:half]) + encode(index[half:])
-
-    return [FanOutMessage(partition, players[first].encode(), value)
-            for partition, index in sorted(groups.items())
-            for first, value in encode(index)]
-
-
 def _ladder_messages(rounds: Sequence[_ToRate], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
                      partitions: int, limit: int) -> list[list[FanOutMessage]]:
-    """:func:`round_messages` of each of a ladder's rounds of a batch (round k: entries and players
-    ``bounds[k]:bounds[k + 1]`` of ``entries`` and ``flat``) in one pass: the same messages, without a
-    call and slices per round (a round one of whose messages would exceed ``limit`` goes through
-    :func:`round_messages`, which splits it)."""
+    """Each of a ladder's rounds' fan-out messages (round k: the texts of its entries, as
+    :func:`round_entries` writes them, and its players are ``bounds[k]:bounds[k + 1]`` of
+    ``entries`` and ``flat``), in one pass: per partition, ascending, its players' entries joined,
+    split in halves while a part exceeds ``limit`` (:func:`_split`), each message keyed by its
+    first player."""
     out: list[list[FanOutMessage]] = []
     partition_of = partitions_of(flat, partitions)
     for item, a, b in zip(rounds, bounds[:-1], bounds[1:]):
@@ -300,16 +272,30 @@ def _ladder_messages(rounds: Sequence[_ToRate], entries: Sequence[str], flat: Se
             else:
                 group.append(i)
         head = update_head(round_.ladder, round_.round_id, item.seq, round_.occurred_at, round_.weight, b - a)
-        messages = []
+        messages: list[FanOutMessage] = []
         for partition in sorted(groups):
             index = groups[partition]
+            # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
             value = join_entries(head, [entries[i] for i in index])
-            if len(value) > limit and len(index) > 1:
-                messages = round_messages(round_, item.seq, entries[a:b], partitions, limit, flat[a:b], partition_of[a:b])
-                break
-            messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+            if len(value) > limit and len(index) > 1:  # rare: joined again, in parts
+                _split(messages, partition, head, entries, flat, index, limit)
+            else:
+                messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
         out.append(messages)
     return out
+
+
+def _split(out: list[FanOutMessage], partition: int, head: str, entries: Sequence[str], flat: Sequence[str],
+           index: list[int], limit: int) -> None:
+    """Append the message of the entries ``index`` of one partition, or, while it would exceed
+    ``limit``, those of its halves (a huge round whose players hash to one partition)."""
+    value = join_entries(head, [entries[i] for i in index])
+    if len(value) <= limit or len(index) == 1:
+        out.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+        return
+    half = len(index) // 2
+    _split(out, partition, head, entries, flat, index[:half], limit)
+    _split(out, partition, head, entries, flat, index[half:], limit)
 
 
 def _first_player(value: bytes) -> bytes:

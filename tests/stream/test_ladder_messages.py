@@ -1,4 +1,6 @@
-"""Phase one's fan-out of a ladder's rounds built in one pass equals it built round by round."""
+"""Phase one's fan-out of a ladder's rounds built in one pass equals it built round by round by
+the plain definition (:func:`round_messages`, the oracle: per partition its players' entries
+joined, split in halves while a part exceeds the limit)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.contracts import RoundResult, Standing
-from stream.contracts.encoding import entry_texts, number_texts
-from stream.pipeline.phase_one import _ladder_messages, _ToRate, round_messages
+from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
+from stream.pipeline.messages import FanOutMessage
+from stream.pipeline.partitioner import group_by_partition
+from stream.pipeline.phase_one import _ladder_messages, _ToRate
 
 import numpy as np
+
+
+def round_messages(round_: RoundResult, seq: int, entries: list[str], partitions: int, limit: int) -> list[FanOutMessage]:
+    """The oracle: one round's fan-out messages from the texts of its entries, per partition
+    (ascending) its players' entries joined, split in halves while a part exceeds ``limit``."""
+    players = round_.players()
+    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, round_.field_size)
+
+    def encode(index: list[int]) -> list[tuple[int, bytes]]:
+        value = join_entries(head, [entries[i] for i in index])
+        if len(value) <= limit or len(index) == 1:
+            return [(index[0], value)]
+        half = len(index) // 2
+        return encode(index[:half]) + encode(index[half:])
+
+    return [FanOutMessage(partition, players[first].encode(), value)
+            for partition, index in sorted(group_by_partition(players, partitions).items())
+            for first, value in encode(index)]
 
 
 @st.composite
