@@ -797,23 +797,15 @@ class Store:
             args += [name, message]
         self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id, after), args)
 
-    async def queue_round(self, ladder: str, round_id: str, players: Sequence[str], seq: int, *, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> int:
-        """Phase one's last write in ONE round trip: :meth:`mark_queued` then :meth:`save_fanout`.
-
-        Not a transaction: a worker killed mid-pipeline may leave the queued marks without the
-        fan-out; the round is still ``registered`` then, and its next attempt (redelivery or
-        sweeper) does both again (each script is idempotent). Returns save_fanout's answer
-        (:data:`SAVED_NOW`, :data:`SAVED_BEFORE` or :data:`SAVE_REFUSED`)."""
-        (done,) = await self.queue_batch([QueuedRound(ladder, round_id, players, seq, pending, messages, due_at)])
-        return done
-
     async def queue_batch(self, rounds: Sequence[QueuedRound]) -> list[int]:
-        """:meth:`queue_round` of every round, in order, in ONE round trip (one pipeline, not a
-        transaction: a worker killed mid-pipeline leaves a prefix of it written; small rounds'
-        marks and fan-outs go in queue_rounds.lua calls, atomic, so at most one round, one above
-        ``players_per_call`` players, has marks without its fan-out; mark_queued.lua keeps what
-        the barrier of its next attempt needs). Returns, per round, :data:`SAVED_NOW`,
+        """Phase one's last write of its rounds, in order, in ONE round trip: per round
+        :meth:`mark_queued` then :meth:`save_fanout` (one pipeline, not a transaction: a worker
+        killed mid-pipeline leaves a prefix of it written, a round's marks possibly without its
+        fan-out; the round is still ``registered`` then, and its next attempt, a redelivery or the
+        sweeper, does both again, each script idempotent; small rounds' marks and fan-outs go in
+        queue_rounds.lua calls, atomic, so at most one round, one above ``players_per_call``
+        players, has marks without its fan-out; mark_queued.lua keeps what the barrier of its
+        next attempt needs). Returns, per round, :data:`SAVED_NOW`,
         :data:`SAVED_BEFORE` (another attempt stored it first: send the stored one) or
         :data:`SAVE_REFUSED` (it stays ``registered``: an earlier round of its ladder still is, or
         its chain's previous round, ``QueuedRound.after``, was stored by another attempt; decided

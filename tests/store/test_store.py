@@ -19,7 +19,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
-from stream.store.store import SAVE_REFUSED, SAVED_NOW, PlayerWrite, RoundWrites, Store
+from stream.store.store import SAVE_REFUSED, SAVED_NOW, PlayerWrite, QueuedRound, RoundWrites, Store
 
 T = TypeVar("T")
 HISTORY = 3
@@ -238,13 +238,13 @@ def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
             client.config_set("maxmemory", 1)
         try:
             with pytest.raises(redis.ResponseError, match="maxmemory"):
-                await store.queue_round("L", "r1", players, 1, pending=len(players), messages=[(0, b"m")])
+                await store.queue_batch([QueuedRound("L", "r1", players, 1, len(players), [(0, b"m")])])
         finally:
             for client in others:
                 client.config_set("maxmemory", 0)
         status = (await store.round_record("L", "r1"))["status"]
         fanout = await store.load_fanout("L", "r1")
-        assert await store.queue_round("L", "r1", players, 1, pending=len(players), messages=[(0, b"m")])
+        assert (await store.queue_batch([QueuedRound("L", "r1", players, 1, len(players), [(0, b"m")])])) == [SAVED_NOW]
         marks = [(await store.player("L", p)).get("queued_seq") for p in players]
         return status, fanout, (await store.round_record("L", "r1"))["status"], marks
 
@@ -380,7 +380,7 @@ def test_a_registration_lists_the_ladder_s_earlier_rounds_still_registered(targe
                 [NewRound("L", r, "h" + r, 0.0, 0.0, 2, body=b"{}", due_at=9.0) for r in batch], [])
             out.append([reg.earlier for reg in registrations])
         # fan-outs are stored in seq order: r3's is refused while r2 is registered (save_fanout.lua)
-        out.append([await store.queue_round("L", r, ["a"], seq, pending=1, messages=[(0, b"x")])
+        out.append([(await store.queue_batch([QueuedRound("L", r, ["a"], seq, 1, [(0, b"x")])]))[0]
                     for r, seq in (("r1", 1), ("r3", 3))])
         registrations, _ = await store.register_batch([NewRound("L", "r7", "hr7", 0.0, 0.0, 2, body=b"{}")], [])
         out.append([reg.earlier for reg in registrations])
