@@ -372,8 +372,9 @@ class BatchResult:
 
 @dataclass(slots=True)
 class _ToRate:
-    """A registered round of the batch to rate: its message's index, the round, its seq, and its
-    players (``round_.players()``, listed once)."""
+    """A registered round to rate: its message's index in the batch (-1: a round completed from
+    its stored body, :func:`_complete`), the round, its seq, and its players (``round_.players()``,
+    listed once)."""
 
     index: int
     round_: RoundResult
