@@ -7,8 +7,8 @@ as a unit (``phase_one.handle_rounds``), its fallbacks, dead letters and metrics
   so a message that cannot be digested fails alone: it is set aside (``phase_one.fail``: dead
   letter ``internal_error``, its round ``failed``) and the others are rated.
 * The batch's records (dead letters, the fan-out joined per partition, the insert corrections of
-  late rounds to ``corrections``) go to ``enqueue`` at
-  once; the messages left to one-by-one handling follow, each one's records enqueued before the
+  late rounds to ``corrections``) go to ``enqueue`` at once; the messages the batch deferred
+  (``BatchResult.deferred``) follow, each a batch of one, each one's records enqueued before the
   next is handled (its barrier may wait on them).
 * A round published under another key than its ladder (``messages.misrouted``) is not rated
   here: it is forwarded, unchanged, to its topic keyed by its ladder, with the batch's records
