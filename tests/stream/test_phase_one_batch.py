@@ -8,6 +8,7 @@ import asyncio
 import random
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -253,3 +254,34 @@ def test_one_by_one_path_names_the_prior_round_too(redis_url: str) -> None:
         return out
 
     assert asyncio.run(body()) == [{"a": 0, "b": 0}, {"c": 0, "a": 1}]
+
+
+def test_a_message_alone_is_a_batch_of_one_handled_again_while_deferred(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``handle_one``: ``handle_rounds`` of the message alone; while a correction holds its ladder
+    it is handled again (every HOLD_POLL_S, without limit), any other deferral at most
+    ORDER_ATTEMPTS times, then it raises (the caller's retries and set-aside take over). Its
+    result carries every message the batch leaves to send."""
+    from stream.pipeline import phase_one
+
+    sent = [FanOutMessage(0, b"a", b"{}")]
+    answers: list[BatchResult] = []
+    calls: list[Sequence[Incoming]] = []
+
+    async def fake(ctx: PipelineContext, events: Sequence[Incoming]) -> BatchResult:
+        calls.append(events)
+        return answers.pop(0)
+
+    monkeypatch.setattr(phase_one, "handle_rounds", fake)
+    ctx = PipelineContext.from_settings(Settings(redis_url="redis://127.0.0.1:1/0", hold_poll_s=0.001))
+    event = Incoming(b"{}", origin=Origin(offset=7))
+    held = BatchResult([None], deferred=[0], on_hold={"L"})
+    lost = BatchResult([None], deferred=[0])
+    answers += [held] * 5 + [lost, lost, BatchResult([phase_one.PhaseOneResult("rated", "L", "r")], sent)]
+    result = asyncio.run(phase_one.handle_one(ctx, event))
+    assert result.outcome == "rated" and result.updates == sent
+    assert len(calls) == 8 and all(list(events) == [event] for events in calls)
+    answers[:] = [lost] * phase_one.ORDER_ATTEMPTS + [BatchResult([None])]
+    calls.clear()
+    with pytest.raises(RuntimeError, match=f"offset 7 was deferred {phase_one.ORDER_ATTEMPTS} times"):
+        asyncio.run(phase_one.handle_one(ctx, event))
+    assert len(calls) == phase_one.ORDER_ATTEMPTS
