@@ -221,6 +221,8 @@ def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: Pipel
             started = time.monotonic()
             if await owned(queue.name):
                 await tick(queue)
+            else:  # not (or no longer) this worker's: a take-over later starts from a full read
+                mm.copies.drop(queue.name)
             await asyncio.sleep(max(0.0, queue.tick_interval_s - (time.monotonic() - started)))
 
     @app.task  # type: ignore[untyped-decorator]  # faust: untyped
