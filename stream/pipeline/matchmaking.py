@@ -11,13 +11,14 @@
 * :func:`tick_queue`: one tick of one queue, run by the worker that owns the queue's partition of
   ``match-tickets`` every ``tick_interval_s`` (sequential per queue, parallel across queues and
   workers). It reads the pool's version, the matches in play and the outbox (one round trip),
-  first re-sends what an earlier tick recorded but never saw acknowledged (the outbox) and
-  releases the players of matches whose round is rated (``round_id`` = ``match_id``) or held
-  MATCH_HOLD_S, takes the waiting tickets from the worker's copy of the pool (below), forms
-  matches with ``matchmaking.form_matches`` (the ladder's model), then ONE script commits them (each
+  first re-sends what an earlier tick recorded but never saw acknowledged (the outbox), takes the
+  waiting tickets from the worker's copy of the pool (below), forms matches with
+  ``matchmaking.form_matches`` (the ladder's model), then ONE script commits them (each
   match only if all its tickets still wait) with the timeouts and puts their records (the Match
   on ``matches``, the tickets' ``matched`` / ``timed_out`` events) in the outbox; the records are
-  sent until acknowledged, then the outbox forgets them. A kill -9 at any step loses no ticket
+  sent until acknowledged, then the outbox forgets them. Last (off the path from a ticket to its
+  match) it releases the players of matches whose round is rated (``round_id`` = ``match_id``) or
+  held MATCH_HOLD_S. A kill -9 at any step loses no ticket
   (the pool is in Redis until a commit takes it), books no player twice (the commit checks every
   ticket atomically) and never emits two different matches for one ticket; a match may be
   emitted twice with the same ``match_id`` and content (a crash after the send): consumers dedupe
@@ -223,9 +224,6 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
         await send([o for raw in view.outbox.values() for o in _outgoing(mm, name, raw)], "matchmaking outbox")
         await store.sent(name, list(view.outbox))
     now = mm.clock()
-    statuses = await store.round_statuses(queue.ladder, view.live)
-    rated = [m for m, s in zip(view.live, statuses) if s in ROUND_DONE]
-    released, expired = await store.release(name, rated, now=now, hold_s=settings.match_hold_s)
     copy = await _pool_copy(mm, name, view.version)
     stale = copy.stale_players(REFRESH_PLAYERS)
     if stale.size:
@@ -254,6 +252,10 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
         await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
         await faults.at(faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
+    # after the send, off the path from a ticket to its match (a release only lets players join again)
+    statuses = await store.round_statuses(queue.ladder, view.live)
+    rated = [m for m, s in zip(view.live, statuses) if s in ROUND_DONE]
+    released, expired = await store.release(name, rated, now=now, hold_s=settings.match_hold_s)
     _count(name, matches, len(timed_out), len(waiting) - sum(len(m.tickets) for m in matches) - len(timed_out),
            time.perf_counter() - started)
     if len(committed.matches if committed else []) < len(commits):
