@@ -88,3 +88,4 @@ def test_order_by_creation_then_id_equals_the_full_sort(created: list[float], se
     cols = TicketColumns(ids, np.ones(len(created), dtype=np.int64), ids.copy(), np.array(created, dtype=float),
                          np.zeros(len(created)), np.zeros(len(created)))
     assert _order(cols).tolist() == np.lexsort((ids.astype(str), np.array(created, dtype=float))).tolist()
+
