@@ -89,3 +89,19 @@ def test_order_by_creation_then_id_equals_the_full_sort(created: list[float], se
                          np.zeros(len(created)), np.zeros(len(created)))
     assert _order(cols).tolist() == np.lexsort((ids.astype(str), np.array(created, dtype=float))).tolist()
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(1, 3), st.sampled_from([1.0, 2.0, 3.0, 0.5]), st.booleans()), max_size=20))
+def test_a_full_read_loads_in_creation_order_with_every_party_intact(rows: list) -> None:
+    ids = np.array([f"t{i}" for i in range(len(rows))], dtype=object)
+    size = np.array([s for s, _, _ in rows], dtype=np.int64)
+    players = np.array([f"t{i}p{k}" for i, (s, _, _) in enumerate(rows) for k in range(s)], dtype=object)
+    since = np.array([t for _, t, _ in rows], dtype=float)
+    latencies = [{"eu": 1.0} if lat else None for _, _, lat in rows]
+    copy = PoolMirror.load(7, ids, size, players, since, latencies)
+    cols, _ = copy.columns()
+    assert (np.diff(cols.created) >= 0).all() and copy.version == 7
+    want = sorted((f"t{i}", tuple(f"t{i}p{k}" for k in range(s)), t, {"eu": 1.0} if lat else None)
+                  for i, (s, t, lat) in enumerate(rows))
+    assert _rows(cols) == want
