@@ -13,16 +13,23 @@ out. ``core cpu``: its matching alone (rating sort, windows, odds, choice); ``ob
 the result as FormedMatch objects (what the service does to write each match's records). Baselines: ``window``, the
 same tick with a fixed rating window (100) and no quality floor; ``all-pairs`` (duels, <= 2,000
 tickets), every pair's quality computed and the best pairs taken greedily (O(n^2 log n)), the
-quality our neighbour pairing gives up, if any. With ``--service``, a ``service`` row per
-shape and size: the tick's reads as the worker does them, from a private redis-server holding
-the pool (``MatchStore.read_pool``: the pool's columns; ``MatchStore.ratings``: the players'
-mu and sigma, here none rated yet) and then ``form_matches`` (its result as arrays, not the
-records a commit writes: those cost per match formed, not per ticket waiting).
+quality our neighbour pairing gives up, if any. With ``--service``, two rows per shape and
+size, from a private redis-server holding the pool and the rated players' hashes, each tick then
+``form_matches`` (its result as arrays, not the records a commit writes: those cost per match
+formed, not per ticket waiting), in one run: ``service``, the pool and every waiting player's
+rating read in full (``MatchStore.read_pool``, ``MatchStore.ratings``: what a tick did before
+the worker kept a copy, and what its first tick after a start or a take-over does);
+``service+``, the worker's incremental read (``stream.pipeline.matchmaking``: the pool's version
+compared, the copy's joins since the last tick appended, the new players' ratings and a
+round-robin slice of REFRESH_PLAYERS read), with 1 % of the pool joining (new players) and 1 %
+cancelling between two ticks through the tickets agent's path, whose handling of them in the
+copy is the ``objs cpu`` column of that row.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import sys
@@ -90,35 +97,85 @@ def all_pairs(waiting: TicketColumns, noob: tuple[float, float], model) -> tuple
     return len(taken), float(np.mean(taken)) if taken else float("nan")
 
 
-def service_tick(queue: QueueConfig, waiting: TicketColumns, ladder, repeat: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """Least wall and CPU ms of read_pool + ratings + form_matches over ``waiting`` joined to a
-    private redis-server (module docstring)."""
+def service_tick(queue: QueueConfig, waiting: TicketColumns, ladder, repeat: int,
+                 churn: float = 0.01) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], int, int]:  # type: ignore[no-untyped-def]
+    """The worker's reads and ``form_matches`` over ``waiting`` joined to a private redis-server,
+    its rated players' hashes written (module docstring), least wall and CPU ms of ``repeat``
+    ticks each way, in one run: ``full`` (the pool and every waiting player's rating read each
+    tick), ``incremental`` (the worker's copy of the pool: the version compared, the joins and
+    cancels since the last tick applied by the tickets agent's path, the new players' and a
+    round-robin slice's ratings read; ``churn`` of the pool joins and as many cancel between
+    ticks) and ``copy cost`` (that path's handling of the joins and cancels, per tick); the matches
+    each way's last tick formed."""
     import asyncio
 
+    from stream.pipeline.matchmaking import REFRESH_PLAYERS, MatchTopicNames, Matchmaker, _pool_copy
     from stream.stack.redis_server import RedisServer
+    from stream.store import keys
     from stream.store.matchmaking import MatchStore
     from stream.store.store import Store
 
-    async def run(url: str) -> tuple[float, float]:
+    formed: dict[str, int] = {}
+
+    def tick(way: str, pool: TicketColumns, last_time: np.ndarray) -> None:
+        mu, sigma = next_round_view(ladder.params, pool.mu, pool.sigma, last_time, NOW)  # as the worker's tick
+        formed[way] = len(form_matches(queue, TicketColumns(pool.ticket_id, pool.size, pool.players, pool.created,
+                                                            mu, sigma), NOW, ladder))
+
+    async def run(url: str) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], int, int]:
         store = Store.from_url(url, history_length=3)
         ms = MatchStore(store)
+        mm = Matchmaker(None, MatchTopicNames("m", "e", "d"), ms)  # type: ignore[arg-type]  # the copy's path only
         flat, first = waiting.players.tolist(), waiting.start.tolist()
+        rated = ~np.isnan(waiting.mu)
+        for chunk in range(0, len(flat), 5000):
+            pipe = store.client.pipeline(transaction=False)
+            for i in range(chunk, min(len(flat), chunk + 5000)):
+                if rated[i]:
+                    pipe.hset(keys.player(queue.ladder, flat[i]), mapping={
+                        "mu": repr(float(waiting.mu[i])), "sigma": repr(float(waiting.sigma[i])), "last_time": "1.0"})
+            await pipe.execute()
         for chunk in range(0, len(waiting), 5000):
             rows = range(chunk, min(len(waiting), chunk + 5000))
             await ms.join(queue.name, [(waiting.ticket_id[i], flat[first[i]:first[i + 1]], float(waiting.created[i]), None)
                                        for i in rows], now=NOW, hold_s=600.0)
-        wall, cpu = [], []
+        full, incremental, copy_cost = [], [], []
+        await _pool_copy(mm, queue.name, -1)  # the first tick of a worker: a full read
+        fresh, cancel_at = 0, 0
+        n = max(1, int(len(waiting) * churn))
         for _ in range(repeat):
+            gc.collect()  # each way's tick starts from the same collector state
             start, start_cpu = time.perf_counter(), time.process_time()
             pool = (await ms.read_pool(queue.name)).tickets
+            assert pool is not None
             mu, sigma, last_time = await ms.ratings(queue.ladder, pool.players.tolist())
-            mu, sigma = next_round_view(ladder.params, mu, sigma, last_time, NOW)  # as the worker's tick
-            form_matches(queue, TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma),
-                         NOW, ladder)
-            wall.append((time.perf_counter() - start) * 1000)
-            cpu.append((time.process_time() - start_cpu) * 1000)
+            tick("full", TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma), last_time)
+            full.append(((time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000))
+            # between two ticks: joins of new players and cancels, through the tickets agent's path
+            ops = [("join", (f"new{fresh + i}", [f"newp{fresh + i}"], NOW - 1.0, None)) for i in range(n)]
+            ops += [("cancel", waiting.ticket_id[(cancel_at + i) % len(waiting)]) for i in range(n)]
+            fresh, cancel_at = fresh + n, cancel_at + n
+            mm.copies.begin(queue.name)
+            applied = await ms.apply(queue.name, ops, now=NOW, hold_s=600.0)
+            start, start_cpu = time.perf_counter(), time.process_time()
+            mm.copies.applied(queue.name, applied.before, applied.after,
+                              joins=[a for (k, a), o in zip(ops, applied.outcomes) if k == "join" and o.outcome == "new"],
+                              removed=[a for (k, a), o in zip(ops, applied.outcomes) if k == "cancel" and o.outcome == "cancelled"])
+            copy_cost.append(((time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000))
+            gc.collect()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            view = await ms.read_pool(queue.name, tickets=False)
+            copy = await _pool_copy(mm, queue.name, view.version)
+            stale = copy.stale_players(REFRESH_PLAYERS)
+            if stale.size:
+                copy.set_ratings(stale, *await ms.ratings(queue.ladder, copy.players[stale].tolist()))
+            tick("incremental", *copy.columns())
+            incremental.append(((time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000))
         await store.close()
-        return min(wall), min(cpu)
+
+        def best(rows: list[tuple[float, float]]) -> tuple[float, float]:
+            return min(w for w, _ in rows), min(c for _, c in rows)
+        return best(full), best(incremental), best(copy_cost), formed["full"], formed["incremental"]
 
     server = RedisServer().start()
     try:
@@ -161,8 +218,10 @@ def main() -> None:
             print(f"{shape:<7}{n:>9}  {'ours':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{core[1]:>9.1f}{objects[1]:>9.1f}"
                   f"{len(tick):>9}{quality:>9.4f}")
             if args.service:
-                ms = service_tick(queue, waiting, ladder, args.repeat)
-                print(f"{shape:<7}{n:>9}  {'service':<10}{ms[0]:>9.1f}{ms[1]:>9.1f}{'':>9}{'':>9}{len(tick):>9}")
+                full, incremental, copy_cost, formed_full, formed_copy = service_tick(queue, waiting, ladder, args.repeat)
+                print(f"{shape:<7}{n:>9}  {'service':<10}{full[0]:>9.1f}{full[1]:>9.1f}{'':>9}{'':>9}{formed_full:>9}")
+                print(f"{shape:<7}{n:>9}  {'service+':<10}{incremental[0]:>9.1f}{incremental[1]:>9.1f}{'':>9}"
+                      f"{copy_cost[1]:>9.1f}{formed_copy:>9}")
             fixed = window_queue(queue, 100.0)
             ms, result = best_of(args.repeat, lambda: form_matches(fixed, waiting, NOW, ladder))
             tick = cast(TickResult, result)

@@ -49,7 +49,7 @@ class Settings:
     redis_keepalive_s: int = field(default=30, metadata={"env": "REDIS_KEEPALIVE_S", "doc": "TCP keepalive of Redis connections: first probe after this many idle seconds, then every third of it, 3 probes (a silently dead peer is found within 2x this); 0: off", "min": 0})
     topic_prefix: str = field(default="", metadata={"env": "TOPIC_PREFIX", "doc": "prefix put in front of every topic name"})
     partitions: int = field(default=4, metadata={"env": "PARTITIONS", "doc": "partitions of the player-updates and rating-changes topics", "min": 1})
-    engine_preset: str = field(default="mmr-bounded", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr-bounded, mmr, mmr-fast, mmx, mmx-fast, paper-codeforces): the model of ladders LADDERS gives none (shorthand for its \"*\" entry)"})
+    engine_preset: str = field(default="mmr-bounded", metadata={"env": "ENGINE_PRESET", "doc": "rating engine preset (mmr-bounded, mmr, mmr-duel, mmr-fast, mmx, mmx-fast, paper-codeforces): the model of ladders LADDERS gives none (shorthand for its \"*\" entry)"})
     app_id: str = field(default="elo-mmr-stream", metadata={"env": "APP_ID", "doc": "Faust application id (consumer group)"})
     web_port: int = field(default=6066, metadata={"env": "WEB_PORT", "doc": "HTTP port of the worker's read API and dashboard", "min": 1, "max": 65535})
     web_host: str = field(default="127.0.0.1", metadata={"env": "WEB_HOST", "doc": "bind address of the read API"})

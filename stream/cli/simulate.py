@@ -11,7 +11,9 @@ from typing import Annotated
 import typer
 
 from stream.cli.replay import _fail
+from stream.engine import PRESETS
 from stream.engine.ladders import LadderConfig, parse_ladders
+from stream.engine.params import DUEL_PRESET
 from stream.matchmaking.queues import QueueConfig, parse_queues
 from stream.matchmaking.sim_plot import write_plots
 from stream.matchmaking.sim_report import report, summarise
@@ -58,12 +60,14 @@ def simulate_command(
     strategies: Annotated[str, typer.Option("--strategies", help=f"comma-separated: {', '.join(STRATEGIES)}")] = ",".join(STRATEGIES),
     queues: Annotated[str | None, typer.Option("--queues", help="a QUEUES configuration (JSON text or a file): the duel queue to simulate")] = None,
     queue_name: Annotated[str | None, typer.Option("--queue", help="which --queues entry (default: the only one)")] = None,
-    ladders: Annotated[str | None, typer.Option("--ladders", help="a LADDERS configuration (JSON text or a file): the queue's ladder model (an Elo-MMR preset)")] = None,
+    ladders: Annotated[str | None, typer.Option("--ladders", help="a LADDERS configuration (JSON text or a file): the queue's ladder model (an Elo-MMR preset); overrides --preset")] = None,
+    preset: Annotated[str, typer.Option("--preset", help=f"the queue's ladder model without --ladders: an Elo-MMR preset ({', '.join(PRESETS)}; default: the duel preset)")] = DUEL_PRESET,
     as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON on stdout")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="write fairness.svg, accuracy.svg, calibration.svg into this directory")] = None,
     through_stream: Annotated[bool, typer.Option("--through-stream", help="rate the engine strategies' matches through the real pipeline (an embedded broker, Redis and worker; slow) instead of in process")] = False,
 ) -> None:
-    """Simulate players with hidden true skills queueing for duels: the matchmaker, a fixed rating
+    """Simulate players with hidden true skills queueing for duels (rated by the duel preset,
+    ``mmr-duel``, unless --preset or --ladders says otherwise): the matchmaker, a fixed rating
     window, the matchmaker over openskill ratings, random pairing and the ideal pairing; print
     fairness (true win probability within 35-65 %) by games played, pair accuracy, waits and
     calibration."""
@@ -90,7 +94,10 @@ def simulate_command(
             queue = parsed[name]
         if queue.players != 2:
             _fail(f"queue {queue.name!r}: stream simulate plays duels (teams 2, team_size 1)")
-        ladder = parse_ladders(_text(ladders) if ladders else "").of(queue.ladder)
+        if preset not in PRESETS:
+            _fail(f"--preset: unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        ladders_text = _text(ladders) if ladders else json.dumps({"*": {"model": preset}})
+        ladder = parse_ladders(ladders_text).of(queue.ladder)
     except (ValueError, OSError) as exc:
         _fail(str(exc))
     if ladder.rating_model is not None:
@@ -98,7 +105,7 @@ def simulate_command(
     sim = SimConfig(players=players, games=games, skill_sd=skill_sd, drift_per_hour=drift, break_s=break_s,
                     tick_s=tick_s, seed=seed, window=window)
     if through_stream:
-        records = _through_stream(sim, ladder, queue, chosen, _text(ladders) if ladders else "")
+        records = _through_stream(sim, ladder, queue, chosen, ladders_text)
     else:
         records = simulate(sim, ladder, queue, chosen)
     summaries = {name: summarise(record) for name, record in records.items()}

@@ -57,8 +57,14 @@ def _order(waiting: TicketColumns) -> NDArray[np.int64]:
     the order the pool was read in."""
     created = waiting.created
     order: NDArray[np.int64] = np.argsort(created, kind="stable")
-    if np.unique(created).size < created.size:
-        order = np.lexsort((waiting.ticket_id.astype(str), created))
+    ordered = created[order]
+    tied = np.concatenate(([False], ordered[1:] == ordered[:-1])) if created.size else np.zeros(0, dtype=bool)
+    if tied.any():  # only the tickets sharing a creation time are ranked by id (a batch's joins do)
+        tied[:-1] |= tied[1:]
+        rank = np.zeros(created.size, dtype=np.int64)
+        ties = order[tied]
+        rank[ties[np.argsort(waiting.ticket_id[ties].astype(str), kind="stable")]] = np.arange(ties.size)
+        order = np.lexsort((rank, created))
     return order
 
 

@@ -10,17 +10,35 @@
   idempotent; a redelivered ticket re-emits the event of its stored status).
 * :func:`tick_queue`: one tick of one queue, run by the worker that owns the queue's partition of
   ``match-tickets`` every ``tick_interval_s`` (sequential per queue, parallel across queues and
-  workers). It reads the pool (one round trip), first re-sends what an earlier tick recorded but
-  never saw acknowledged (the outbox) and releases the players of matches whose round is rated
-  (``round_id`` = ``match_id``) or held MATCH_HOLD_S, reads the players' ratings, forms matches
-  with ``matchmaking.form_matches`` (the ladder's model), then ONE script commits them (each
+  workers). It reads the pool's version, the matches in play and the outbox (one round trip),
+  first re-sends what an earlier tick recorded but never saw acknowledged (the outbox), takes the
+  waiting tickets from the worker's copy of the pool (below), forms matches with
+  ``matchmaking.form_matches`` (the ladder's model), then ONE script commits them (each
   match only if all its tickets still wait) with the timeouts and puts their records (the Match
   on ``matches``, the tickets' ``matched`` / ``timed_out`` events) in the outbox; the records are
-  sent until acknowledged, then the outbox forgets them. A kill -9 at any step loses no ticket
+  sent until acknowledged, then the outbox forgets them. Last (off the path from a ticket to its
+  match) it releases the players of matches whose round is rated (``round_id`` = ``match_id``) or
+  held MATCH_HOLD_S. A kill -9 at any step loses no ticket
   (the pool is in Redis until a commit takes it), books no player twice (the commit checks every
   ticket atomically) and never emits two different matches for one ticket; a match may be
   emitted twice with the same ``match_id`` and content (a crash after the send): consumers dedupe
   by ``match_id``.
+
+The pool a tick sees: the worker keeps a copy of each queue's pool it ticks (``mm_copies``), to
+which it applies the joins, cancels, matches and timeouts its own scripts wrote; the copy is used
+while its version equals the pool's version in Redis (every script that changes the pool bumps
+it), else (another writer, a start, a take-over) the tick re-reads the pool in full. The copy is
+only a view: the commit still checks every ticket in Redis, so a stale copy can cost a dropped
+match, never a double booking.
+
+The ratings a tick uses: each waiting player's ``mu`` / ``sigma`` as stored when it was last read,
+read at the first tick after his ticket entered the copy (a join, or a full read) and re-read round
+robin, REFRESH_PLAYERS players per tick. With at most REFRESH_PLAYERS players waiting (5,000),
+every tick reads every waiting player's current rating, as a tick always did; with more, a rating
+is at most ceil(waiting / REFRESH_PLAYERS) ticks old (a player rated while he waits, by another
+queue's match or a round sent directly, is seen within that; a player of this queue's matches is
+not waiting while his match is in play and reads his new rating when he joins again). A new
+season's soft reset is applied at every tick from the stored ``last_time``, as before.
 """
 
 from __future__ import annotations
@@ -39,11 +57,13 @@ from stream.contracts.round import BAD_PARTY, RoundRejected
 from stream.contracts.tickets import (CANCELLED, MATCHED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
                                       TicketCancel, TicketEvent, TicketJoin, check_party, match_id, parse_ticket)
 from stream.matchmaking import QueueConfig, Ticket, TicketColumns, TickResult, form_matches, ticket_problem
+from stream.matchmaking.mirror import PoolMirror
 from stream.pipeline import faults, metrics
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.mm_copies import PoolCopies
 from stream.pipeline.messages import Incoming, value_limit
 from stream.pipeline.outbox import Outgoing, Send
-from stream.store.matchmaking import CommitMatch, CommitTimeout, MatchStore, Outcome
+from stream.store.matchmaking import CommitMatch, CommitTimeout, Committed, MatchStore, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +71,9 @@ ROUND_DONE = frozenset({"rated", "no_outcome", "failed", "voided"})
 """Round statuses that end a match: its players may queue again."""
 MATCHES_KIND = "matches"
 EVENTS_KIND = "ticket-events"
+REFRESH_PLAYERS = 5_000
+"""Waiting players whose rating a tick re-reads, round robin, besides those who just joined (module
+docstring): with up to this many waiting, every tick reads every rating."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +97,8 @@ class Matchmaker:
     clock: Callable[[], float] = time.time
     live_from: dict[str, int] = field(default_factory=dict)
     """Per queue, where the next tick's slice of the matches in play starts (``read_pool``)."""
+    copies: PoolCopies = field(default_factory=PoolCopies)
+    """The pools of the queues this worker ticks, kept in memory (``mm_copies``)."""
 
     @classmethod
     def of(cls, ctx: PipelineContext, names: MatchTopicNames) -> "Matchmaker":
@@ -151,7 +176,16 @@ async def handle_tickets(mm: Matchmaker, events: Sequence[Incoming]) -> list[Out
     for queue, tickets in per_queue.items():
         ops = [("join", (t.ticket_id, t.players, now if t.created_at is None else min(t.created_at, now), t.latencies))
                if isinstance(t, TicketJoin) else ("cancel", t.ticket_id) for t in tickets]
-        outcomes = await mm.store.apply(queue, ops, now=now, hold_s=hold_s)
+        mm.copies.begin(queue)
+        try:
+            applied = await mm.store.apply(queue, ops, now=now, hold_s=hold_s)
+        except BaseException:
+            mm.copies.failed(queue)
+            raise
+        outcomes = applied.outcomes
+        mm.copies.applied(queue, applied.before, applied.after,
+                          joins=[arg for (kind, arg), o in zip(ops, outcomes) if kind == "join" and o.outcome == "new"],
+                          removed=[arg for (kind, arg), o in zip(ops, outcomes) if kind == "cancel" and o.outcome == "cancelled"])
         for ticket, outcome in zip(tickets, outcomes):
             out.append(Outgoing(mm.names.ticket_events, queue.encode(), _answer(queue, ticket, outcome).to_json().encode()))
         for label, count in Counter(_OUTCOME_LABEL.get(o.outcome, o.outcome) for o in outcomes).items():
@@ -184,31 +218,31 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     started = time.perf_counter()
     store, settings, name = mm.store, mm.ctx.settings, queue.name
     live_from = mm.live_from.get(name, 0)
-    view = await store.read_pool(name, live_from)
+    view = await store.read_pool(name, live_from, tickets=False)
     mm.live_from[name] = live_from + len(view.live) if live_from + len(view.live) < view.in_play else 0
     if view.outbox:  # an earlier tick's records never acknowledged (a crash): the same bytes again
         await send([o for raw in view.outbox.values() for o in _outgoing(mm, name, raw)], "matchmaking outbox")
         await store.sent(name, list(view.outbox))
     now = mm.clock()
-    statuses = await store.round_statuses(queue.ladder, view.live)
-    rated = [m for m, s in zip(view.live, statuses) if s in ROUND_DONE]
-    released, expired = await store.release(name, rated, now=now, hold_s=settings.match_hold_s)
-    pool = view.tickets
-    mu, sigma, last_time = await store.ratings(queue.ladder, pool.players.tolist())
+    copy = await _pool_copy(mm, name, view.version)
+    stale = copy.stale_players(REFRESH_PLAYERS)
+    if stale.size:
+        copy.set_ratings(stale, *await store.ratings(queue.ladder, copy.players[stale].tolist()))
+    pool, last_time = copy.columns()
     await mm.ctx.refresh_seasons()
-    mu, sigma = next_round_view(mm.ctx.ladder(queue.ladder).params, mu, sigma, last_time, now)  # a new season's reset
-    waiting = TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma, pool.latencies)
+    mu, sigma = next_round_view(mm.ctx.ladder(queue.ladder).params, pool.mu, pool.sigma, last_time, now)  # a new season's reset
+    waiting = TicketColumns(pool.ticket_id, pool.size, pool.players, pool.created, mu, sigma, pool.latencies)
     result = form_matches(queue, waiting, now, mm.ctx.ladder(queue.ladder))
     if len(result) or result.late.size:  # the crash points of a tick that has something to commit
         await faults.at(faults.MM_AFTER_FORM_BEFORE_COMMIT)
-    flat, first = pool.players.tolist(), waiting.start.tolist()
+    flat, first = waiting.players.tolist(), waiting.start.tolist()
     commits, formed = _match_commits(name, queue.ladder, result, flat, first, now)
     timeouts = []
-    for i, tid, since in zip(result.late.tolist(), result.timed_out, pool.since[result.late].tolist()):
+    for i, tid, since in zip(result.late.tolist(), result.timed_out, waiting.created[result.late].tolist()):
         wait = max(0.0, now - since)
         event = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None, flat[first[i]:first[i + 1]])
         timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, event.to_json())])))
-    committed = await store.commit(name, commits, timeouts, now=now) if commits or timeouts else None
+    committed = await _commit(mm, name, commits, formed, timeouts, now) if commits or timeouts else None
     matches = [formed[m] for m in committed.matches] if committed else []
     timed_out = committed.timed_out if committed else []
     if committed is not None and (committed.matches or committed.timed_out):
@@ -218,12 +252,45 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
         await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
         await faults.at(faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
-    _count(name, matches, len(timed_out), len(pool) - sum(len(m.tickets) for m in matches) - len(timed_out),
+    # after the send, off the path from a ticket to its match (a release only lets players join again)
+    statuses = await store.round_statuses(queue.ladder, view.live)
+    rated = [m for m, s in zip(view.live, statuses) if s in ROUND_DONE]
+    released, expired = await store.release(name, rated, now=now, hold_s=settings.match_hold_s)
+    _count(name, matches, len(timed_out), len(waiting) - sum(len(m.tickets) for m in matches) - len(timed_out),
            time.perf_counter() - started)
     if len(committed.matches if committed else []) < len(commits):
         log.info("queue %s: %d formed match(es) lost a race (a ticket left the pool) and were dropped", name,
                  len(commits) - len(matches))
     return TickReport(matches, timed_out, released + expired, len(view.outbox))
+
+
+async def _pool_copy(mm: Matchmaker, queue: str, version: int) -> PoolMirror:
+    """The worker's copy of the pool, current at ``version`` (the pool's, just read), its joins
+    since the last tick appended: re-read in full when another writer changed the pool, at the
+    first tick after a start or a take-over (``mm_copies``)."""
+    copy = await mm.copies.current(queue, version)
+    if copy is None:
+        full = await mm.store.read_pool(queue, tickets=True)
+        cols = full.tickets
+        assert cols is not None
+        copy = mm.copies.load(queue, PoolMirror.load(full.version, cols.ticket_id, cols.size, cols.players, cols.since,
+                                                     cols.latencies))
+    copy.flush()
+    return copy
+
+
+async def _commit(mm: Matchmaker, queue: str, commits: list[CommitMatch], formed: dict[str, Match],
+                  timeouts: list[CommitTimeout], now: float) -> Committed:
+    """The tick's commit (``MatchStore.commit``), its tickets then out of the worker's copy too."""
+    mm.copies.begin(queue)
+    try:
+        committed = await mm.store.commit(queue, commits, timeouts, now=now)
+    except BaseException:
+        mm.copies.failed(queue)
+        raise
+    gone = [t for m in committed.matches for t in formed[m].tickets] + committed.timed_out
+    mm.copies.applied(queue, committed.before, committed.after, removed=gone)
+    return committed
 
 
 def _match_commits(queue: str, ladder: str, result: TickResult, players: list[str], first: list[int],

@@ -172,11 +172,17 @@ def mm_waits(queue: str) -> str:
     return f"{PREFIX}mm:waits:{_queue_tag(queue)}"
 
 
+def mm_version(queue: str) -> str:
+    """String, a counter: bumped by every script call that changes the pool (mm_apply.lua, mm_commit.lua),
+    so a worker holding a copy of the pool knows it is current while the counter is what it last saw."""
+    return f"{PREFIX}mm:version:{_queue_tag(queue)}"
+
+
 def mm_keys(queue: str) -> list[str]:
     """Every matchmaking key of ``queue``, in the order the mm_*.lua scripts take them."""
     return [mm_pool(queue), mm_waiting(queue), mm_in_match(queue), mm_status(queue), mm_finished(queue),
             mm_matches(queue), mm_live(queue), mm_outcomes(queue), mm_outbox(queue), mm_recent(queue),
-            mm_waits(queue)]
+            mm_waits(queue), mm_version(queue)]
 
 
 def health(ladder_name: str) -> str:

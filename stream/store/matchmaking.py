@@ -99,14 +99,26 @@ def pool_columns(fields: Sequence[Any], records: Sequence[Any]) -> PoolColumns:
 
 @dataclass(frozen=True)
 class PoolView:
-    """What a tick reads in one round trip: the waiting tickets (columns), a slice of the matches
-    in play (at most LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and
-    the outbox's records not yet acknowledged (entry → bytes)."""
+    """What a tick reads in one round trip: the pool's version (``keys.mm_version``), the waiting
+    tickets (columns; None when not asked for), a slice of the matches in play (at most
+    LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and the outbox's
+    records not yet acknowledged (entry → bytes)."""
 
-    tickets: PoolColumns
+    tickets: PoolColumns | None
     live: list[str]
     outbox: dict[str, bytes]
     in_play: int = 0
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a batch of joins and cancels did: each op's outcome, and the pool's version before and
+    after the batch (equal: the pool did not change)."""
+
+    outcomes: list["Outcome"]
+    before: int
+    after: int
 
 
 @dataclass(frozen=True)
@@ -147,10 +159,13 @@ class CommitTimeout:
 
 @dataclass(frozen=True)
 class Committed:
-    """What a commit recorded: the matches (others lost a race and were dropped), the timeouts."""
+    """What a commit recorded: the matches (others lost a race and were dropped), the timeouts, the
+    pool's version before and after (equal: nothing left the pool)."""
 
     matches: list[str]
     timed_out: list[str]
+    before: int = 0
+    after: int = 0
 
 
 @dataclass(frozen=True)
@@ -197,18 +212,18 @@ class MatchStore:
     async def join(self, queue: str, tickets: Sequence[tuple[str, Sequence[str], float, dict[str, float] | None]], *,
                    now: float, hold_s: float) -> list[Outcome]:
         """Join tickets ``(ticket_id, players, since, latencies)`` to ``queue``'s pool (:meth:`apply`)."""
-        return await self.apply(queue, [("join", t) for t in tickets], now=now, hold_s=hold_s)
+        return (await self.apply(queue, [("join", t) for t in tickets], now=now, hold_s=hold_s)).outcomes
 
     async def cancel(self, queue: str, ticket_ids: Sequence[str], *, now: float) -> list[Outcome]:
         """Cancel tickets of ``queue`` (:meth:`apply`)."""
-        return await self.apply(queue, [("cancel", t) for t in ticket_ids], now=now, hold_s=0.0)
+        return (await self.apply(queue, [("cancel", t) for t in ticket_ids], now=now, hold_s=0.0)).outcomes
 
-    async def apply(self, queue: str, ops: Sequence[tuple[str, Any]], *, now: float, hold_s: float) -> list[Outcome]:
+    async def apply(self, queue: str, ops: Sequence[tuple[str, Any]], *, now: float, hold_s: float) -> Applied:
         """Joins (``("join", (ticket_id, players, since, latencies))``) and cancels (``("cancel",
         ticket_id)``) of ``queue`` in the order given: one mm_apply.lua call (one round trip, one
-        script run for the whole batch)."""
+        script run for the whole batch); with the pool's version before and after."""
         if not ops:
-            return []
+            return Applied([], 0, 0)
         args: list[Any] = []
         for kind, arg in ops:
             if kind == "join":
@@ -217,7 +232,8 @@ class MatchStore:
                 args += ["join", 4 + len(players), tid, repr(now), repr(hold_s), record, *players]
             else:
                 args += ["cancel", 2, arg, repr(now)]
-        (replies,) = await self.store._run(lambda pipe: self.store._eval(pipe, "mm_apply", keys.mm_keys(queue), args))
+        ((before, after, replies),) = await self.store._run(
+            lambda pipe: self.store._eval(pipe, "mm_apply", keys.mm_keys(queue), args))
         out = []
         for reply in replies:
             kind = _text(reply[0])
@@ -225,22 +241,31 @@ class MatchStore:
                 out.append(Outcome(kind, orjson.loads(reply[3]), _text(reply[1]), _text(reply[2])))
             else:
                 out.append(Outcome(kind, orjson.loads(reply[1])))
-        return out
+        return Applied(out, int(before), int(after))
 
-    async def read_pool(self, queue: str, live_from: int = 0) -> PoolView:
-        """The waiting tickets (:class:`PoolColumns`), LIVE_CHECKED matches in play from rank
-        ``live_from``, the unsent outbox: one round trip."""
+    async def read_pool(self, queue: str, live_from: int = 0, *, tickets: bool = True) -> PoolView:
+        """The pool's version, the waiting tickets (:class:`PoolColumns`; not read without
+        ``tickets``: a worker holding a current copy compares the version only), LIVE_CHECKED
+        matches in play from rank ``live_from``, the unsent outbox: one round trip. The version is
+        read before the tickets: a change in between shows as a newer version at the next read (the
+        copy is re-read then), never as a version newer than the tickets read."""
         def build(pipe: Any) -> None:
-            pipe.execute_command("HGETALL", keys.mm_pool(queue))
+            pipe.execute_command("GET", keys.mm_version(queue))
             pipe.execute_command("ZRANGE", keys.mm_live(queue), live_from, live_from + LIVE_CHECKED - 1)
             pipe.execute_command("ZCARD", keys.mm_live(queue))
             pipe.execute_command("HGETALL", keys.mm_outbox(queue))
+            if tickets:
+                pipe.execute_command("HGETALL", keys.mm_pool(queue))
 
-        pool, live, in_play, outbox = await self.store._run(build)
-        fields, records = (list(pool), list(pool.values())) if isinstance(pool, dict) else (pool[::2], pool[1::2])
-        return PoolView(pool_columns(fields, records), [_text(m) for m in live],
+        version, live, in_play, outbox, *pool = await self.store._run(build)
+        columns = None
+        if tickets:
+            fields, records = ((list(pool[0]), list(pool[0].values())) if isinstance(pool[0], dict)
+                               else (pool[0][::2], pool[0][1::2]))
+            columns = pool_columns(fields, records)
+        return PoolView(columns, [_text(m) for m in live],
                         {tid: raw if isinstance(raw, bytes) else raw.encode() for tid, raw in _pairs(outbox, raw=True)},
-                        int(in_play))
+                        int(in_play), int(version or 0))
 
     async def ratings(self, ladder: str, players: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(mu, sigma, last_time) of each player on ``ladder``, NaN for a player without a rating
@@ -263,7 +288,7 @@ class MatchStore:
         for t in timeouts:
             args += [t.ticket_id, repr(float(t.wait)), t.records]
         (reply,) = await self.store._run(lambda pipe: self.store._eval(pipe, "mm_commit", keys.mm_keys(queue), args))
-        return Committed([_text(m) for m in reply[0]], [_text(t) for t in reply[1]])
+        return Committed([_text(m) for m in reply[0]], [_text(t) for t in reply[1]], int(reply[2]), int(reply[3]))
 
     async def sent(self, queue: str, entries: Sequence[str]) -> None:
         """The outbox entries whose records the broker acknowledged: forget them."""

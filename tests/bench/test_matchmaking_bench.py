@@ -26,11 +26,13 @@ def test_matchmaking_bench_reports_every_shape_next_to_its_baselines() -> None:
 
 
 def test_matchmaking_bench_service_row_forms_the_same_matches_from_redis() -> None:
-    """--service: the pool joined to a private redis-server and read back as columns is matched
-    (its players are unrated there: every duel pairs up, as in memory; 5v5 lobbies form)."""
+    """--service: the pool joined to a private redis-server and read back as columns is matched as
+    in memory (every duel pairs up; 5v5 lobbies form), read in full and through the worker's copy
+    (1 % of the pool replaced by new players between ticks: every duel still pairs up)."""
     run = subprocess.run([sys.executable, str(REPO / "bench" / "matchmaking.py"), "--sizes", "300", "--repeat", "1",
                           "--shapes", "duel,5v5", "--service"], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     rows = {(r[0], r[2]): r for r in (line.split() for line in run.stdout.splitlines()) if r[:1] in (["duel"], ["5v5"])}
     assert int(rows[("duel", "service")][-1]) == int(rows[("duel", "ours")][-2]) == 150
     assert int(rows[("5v5", "service")][-1]) > 0
+    assert int(rows[("duel", "service+")][-1]) == 150 and int(rows[("5v5", "service+")][-1]) > 0

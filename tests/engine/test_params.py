@@ -21,7 +21,7 @@ def test_weight_scales_weight_limit_and_drift_uses_days():
 
 
 def test_presets():
-    assert set(PRESETS) == {"mmr", "mmr-bounded", "mmr-fast", "mmx", "mmx-fast", "paper-codeforces"}
+    assert set(PRESETS) == {"mmr", "mmr-bounded", "mmr-duel", "mmr-fast", "mmx", "mmx-fast", "paper-codeforces"}
     assert preset("mmr").subsample_size is None and preset("mmr").history_limit is None
     assert preset("mmr-fast").subsample_size == 100 and preset("mmr-fast").history_limit == 100
     assert preset("mmx").memoryless and not preset("mmr").memoryless

@@ -56,6 +56,25 @@ def test_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert bad.exit_code == 2 and "unknown elo" in bad.output
 
 
+def test_cli_rates_duels_with_the_duel_preset_unless_told_otherwise() -> None:
+    """Without --preset or --ladders the loop is rated by mmr-duel; --preset and --ladders override it."""
+    runner = CliRunner()
+    base = ["simulate", "--players", "60", "--games", "4", "--break-s", "20", "--strategies", "matchmaker", "--json"]
+
+    def accuracy(*extra: str) -> list:
+        result = runner.invoke(app, [*base, *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)["matchmaker"]["accuracy"]
+
+    default = accuracy()
+    assert default == accuracy("--preset", "mmr-duel")
+    assert default == accuracy("--ladders", '{"*": {"model": "mmr-duel"}}')
+    assert default != accuracy("--preset", "mmr-bounded")
+    assert accuracy("--preset", "mmr-bounded") == accuracy("--ladders", '{"*": {"model": "mmr-bounded"}}')
+    bad = runner.invoke(app, [*base, "--preset", "nope"])
+    assert bad.exit_code == 2 and "unknown preset 'nope'" in bad.output
+
+
 def test_drift_moves_the_true_skills() -> None:
     still = simulate(SimConfig(players=40, games=3, break_s=20.0, seed=2), LADDER, strategies=("matchmaker",))
     moving = simulate(SimConfig(players=40, games=3, break_s=20.0, seed=2, drift_per_hour=3000.0), LADDER,

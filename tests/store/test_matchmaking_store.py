@@ -201,8 +201,8 @@ def test_a_batch_of_joins_and_cancels_equals_applying_them_one_by_one(redis_url:
 
     async def body(ms: MatchStore) -> None:
         await ms.store.client.flushall()
-        batch = await ms.apply("batched", as_ops(ops), now=2.0, hold_s=HOLD)
-        single = [o for op in as_ops(ops) for o in await ms.apply("single", [op], now=2.0, hold_s=HOLD)]
+        batch = (await ms.apply("batched", as_ops(ops), now=2.0, hold_s=HOLD)).outcomes
+        single = [o for op in as_ops(ops) for o in (await ms.apply("single", [op], now=2.0, hold_s=HOLD)).outcomes]
         assert [(o.outcome, o.status, o.reason) for o in batch] == [(o.outcome, o.status, o.reason) for o in single]
         assert (await ms.read_pool("batched")).tickets.rows() == (await ms.read_pool("single")).tickets.rows()
         players = [p for _, party, _ in (await ms.read_pool("batched")).tickets.rows() for p in party]

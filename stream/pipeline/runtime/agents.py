@@ -214,15 +214,20 @@ def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: Pipel
             return False
         return partition_for(name, partitions) in owned_partitions
 
-    async def ticking(queue: QueueConfig) -> None:
+    async def ticking(queue: QueueConfig, offset_s: float) -> None:
         # one loop per queue: a tick starts every tick_interval_s (its own time included, unlike a
-        # Faust timer, which sleeps the whole interval after each run)
+        # Faust timer, which sleeps the whole interval after each run); the queues' first ticks are
+        # spread over the interval, so their ticks do not all compete for the event loop at once
+        await asyncio.sleep(offset_s)
         while True:
             started = time.monotonic()
             if await owned(queue.name):
                 await tick(queue)
+            else:  # not (or no longer) this worker's: a take-over later starts from a full read
+                mm.copies.drop(queue.name)
             await asyncio.sleep(max(0.0, queue.tick_interval_s - (time.monotonic() - started)))
 
     @app.task  # type: ignore[untyped-decorator]  # faust: untyped
     async def matchmaker() -> None:
-        await asyncio.gather(*(ticking(queue) for queue in ctx.queues.values()))
+        queues = list(ctx.queues.values())
+        await asyncio.gather(*(ticking(queue, i * queue.tick_interval_s / len(queues)) for i, queue in enumerate(queues)))

@@ -11,7 +11,8 @@
 --       per match: match_id, formed_at, match JSON, outbox records, quality, k, k ticket ids, k waits,
 --                  m, m players;
 --       per timeout: ticket_id, wait, outbox records
--- Returns {committed match ids, timed out ticket ids}.
+-- Returns {committed match ids, timed out ticket ids, version before, version after}: the pool's
+-- version (KEYS[12]) is bumped once if a ticket left the pool.
 --@include mm_unpool
 local pool, waiting, inmatch, status, finished, matches, live, outcomes, outbox, recent, waits =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
@@ -80,4 +81,9 @@ end
 if #old > 0 then
   redis.call('ZREM', finished, unpack(old))
 end
-return {committed, timed_out}
+local before = tonumber(redis.call('GET', KEYS[12]) or '0')
+local after = before
+if #committed > 0 or #timed_out > 0 then
+  after = redis.call('INCR', KEYS[12])
+end
+return {committed, timed_out, before, after}

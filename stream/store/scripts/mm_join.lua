@@ -1,7 +1,8 @@
 -- mm_join: a join of one ticket to its queue's pool, idempotent on the ticket id. A snippet, no script
 -- of its own: mm_apply.lua runs it as a function per join of a batch.
 -- One slot: every key of queue {q:Q}.
--- KEYS: keys.mm_keys(Q): pool, waiting, inmatch, status, finished, matches, live, outcomes, outbox, recent, waits
+-- KEYS: keys.mm_keys(Q): pool, waiting, inmatch, status, finished, matches, live, outcomes, outbox, recent, waits,
+--       version (bumped by mm_apply.lua and mm_commit.lua when they change the pool)
 -- ARGV: ticket_id, now, hold_s (MATCH_HOLD_S), the ticket's pool record (JSON), then the party's players
 -- Returns {'new', status JSON}: the ticket waits in the pool;
 --         {'duplicate', status JSON}: the ticket id is known (joined, cancelled, matched, ...): nothing done;
