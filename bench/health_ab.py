@@ -14,10 +14,11 @@ before each pass.
 ``--interleave batch`` (default): a pair is ONE pass in which both variants, each with its own
 context and redis-server, take each batch in turn (A then B, then B then A, ...), so both meet the
 machine's load within milliseconds of each other; the garbage collector's time is counted apart
-per variant (who triggered it; both variants' objects are on the heap, so a collection health's
-garbage triggers can land on either). ``--interleave pass``: a pair is two passes, one variant
-alone each (a collection is then paid by the variant whose garbage it is, but a pass lasts a
-second, and the machine's load drifts in between).
+per variant and left out of the A/B (both variants' objects are on the heap, so a full collection
+health's garbage triggers can land on either: a lobby run saw B's median at 3x A's).
+``--interleave pass``: a pair is two passes, one variant alone each; the A/B then includes the
+collections, each paid by the variant whose garbage triggered it (health's share of them), but a
+pass lasts a second, and the machine's load drifts in between.
 
 Pairs come in ABBA order (A first, then B first, ...), each A/B pair followed by an A/A pair (two
 variants with the same settings as A, X Y / Y X): the A/A pairs are the noise floor, measured in the
@@ -188,6 +189,10 @@ def main() -> None:
                 p, q = run((first, second))
                 return p, q
 
+            def figure(p: Pass) -> float:
+                """The A/B's figure: phase one's CPU, with the collections it triggered when they are its own."""
+                return p.total_s if args.interleave == "pass" else p.phase_one_s
+
             run(("A", "B"))  # warm-up: imports, caches, the engine's first calls
             passes: dict[str, list[Pass]] = {v: [] for v in settings}
             ratios: dict[bool, list[float]] = {False: [], True: []}
@@ -196,16 +201,16 @@ def main() -> None:
                 p, q = pair(first, second)
                 passes[first].append(p)
                 passes[second].append(q)
-                a, b = (p, q) if first in "AX" else (q, p)
-                ratios[control].append(a.total_s / b.total_s)
+                a, b = (figure(p), figure(q)) if first in "AX" else (figure(q), figure(p))
+                ratios[control].append(a / b)
                 if not control:
-                    deltas.append((a.total_s - b.total_s) / len(rounds) * 1e6)
+                    deltas.append((a - b) / len(rounds) * 1e6)
             ab, aa, delta = median_ci(ratios[False]), median_ci(ratios[True]), median_ci(deltas)
 
             def us(values: list[float]) -> float:
                 return statistics.median(values) / len(rounds) * 1e6
 
-            one = {v: us([p.total_s for p in passes[v]]) for v in "AB"}
+            one = {v: us([figure(p) for p in passes[v]]) for v in "AB"}
             collected = {v: us([p.gc_s for p in passes[v]]) for v in "AB"}
             two = us([p.phase_two_s for v in "AB" for p in passes[v]])
             own = us([p.health_s for p in passes["A"]])
@@ -225,9 +230,10 @@ def main() -> None:
     print(f"\nPhase one's handler with rating health on (A: HEALTH_WINDOW={args.window}) and off (B: 0), {args.rounds} "
           f"rounds per pass in batches of {args.batch}, a health flush every {args.flush_every} batches; {args.repeat} "
           f"A/B pairs (ABBA) interleaved with as many A/A pairs, interleaved by {args.interleave}; process CPU µs per "
-          "round (phase one: its handler, health's flushes and the garbage collections they triggered); intervals: "
+          "round (phase one: its handler and health's flushes, with the garbage collections they triggered when "
+          "interleaved by pass, without them by batch); intervals: "
           f"sign test, median of the pairs; load at end {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-    print("| players/round | A: phase one µs/round | B: phase one µs/round | of which GC, A / B "
+    print("| players/round | A: phase one µs/round | B: phase one µs/round | GC, A / B "
           "| phase two µs/round (not affected) | A/B: A / B - 1 [95 % CI] | A/A control | A - B µs/round [CI] "
           "| health's own µs/round | A - B as a share of the worker's CPU per round (µs) |")
     print("|---:|---:|---:|---|---:|---|---|---|---:|---|")
