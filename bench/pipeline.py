@@ -31,7 +31,9 @@ A/B pairs in ABBA order (A B, then B A, ...), each followed by an A/A pair of tw
 the same settings as A (X Y / Y X): the A/A pairs are the noise floor, measured in the same run.
 Printed: each pair's ratio A / B and the median over the pairs with the sign test's 95 % interval
 (bench/abstats.py), next to the A/A median and interval; and, as before, the worker CPU per
-participation of the bursts alone (no idle correction) and each A/B pair's overhead.
+participation of the bursts alone (no idle correction) and each A/B pair's overhead. On a shared
+2-core machine single pairs still spread by +-20 % (batching follows timing), so 10 pairs resolve
+about 10 %; bench/health_ab.py resolves 1-2 % of phase one's handler.
 
 Usage: python bench/pipeline.py --size 2,10 [--mode throughput,latency] [--rounds N] [--ladders 2]
        [--rate R] [--latency-seconds 20] [--breakdown] [--workers 2] [--partitions 4] [--repeat 1]
