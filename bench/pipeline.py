@@ -18,14 +18,26 @@ Reference, same run and same stack: bench/floor.py's floor for the same rounds (
 Kafka and Redis I/O alone, measured before the workers start), and the ratio pipeline / floor
 (issue 15's target: within 2x). The machine's load average is printed with the figures.
 
-Same-run A/B of a setting (``--ab NAME=VALUE``, throughput mode): each run rates every size twice,
-once with the workers as configured (A) and once restarted with NAME=VALUE (B), alternating A and B
-within the run so the machine's drift hits both; printed: each variant's median worker CPU per
-participation and the overhead A/B - 1 (e.g. ``--ab HEALTH_WINDOW=0``: the cost of rating health).
+Same-run A/B of a setting (``--ab NAME=VALUE``, throughput mode): the workers as configured (A)
+against workers restarted with NAME=VALUE (B), e.g. ``--ab HEALTH_WINDOW=0``: the cost of rating
+health. The figure is the workers' **CPU seconds per round rated**: the sum over the worker
+processes of /proc/PID/stat utime + stime, from just before the burst is published to
+``--settle-s`` after it is drained (every round rated, every event read back: the workers' timers,
+such as rating health's once-a-second flush, have done the burst's work), minus the workers' idle
+baseline (their CPU rate over ``--idle-s`` at rest just before the burst) times that span. Each
+generation of workers is fresh (restarted, warmed up on every size), every burst's ladders are new
+but on the same partitions (the first burst's), and the generations come in pairs, ``--repeat``
+A/B pairs in ABBA order (A B, then B A, ...), each followed by an A/A pair of two generations with
+the same settings as A (X Y / Y X): the A/A pairs are the noise floor, measured in the same run.
+Printed: each pair's ratio A / B and the median over the pairs with the sign test's 95 % interval
+(bench/abstats.py), next to the A/A median and interval; and, as before, the worker CPU per
+participation of the bursts alone (no idle correction) and each A/B pair's overhead. On a shared
+2-core machine single pairs still spread by +-20 % (batching follows timing), so 10 pairs resolve
+about 10 %; bench/health_ab.py resolves 1-2 % of phase one's handler.
 
 Usage: python bench/pipeline.py --size 2,10 [--mode throughput,latency] [--rounds N] [--ladders 2]
        [--rate R] [--latency-seconds 20] [--breakdown] [--workers 2] [--partitions 4] [--repeat 1]
-       [--ab NAME=VALUE]
+       [--ab NAME=VALUE] [--idle-s 4] [--settle-s 2.5]
 Prints Markdown tables (BENCHMARKS.md, pipeline section).
 """
 
@@ -49,6 +61,7 @@ import redis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from abstats import median_ci, pair_orders  # noqa: E402
 from clients import EventReader, RoundProducer  # noqa: E402
 from floor import Floor, measure  # noqa: E402
 from floor import table as floor_table  # noqa: E402
@@ -79,6 +92,13 @@ DEFAULT_RATE = 20.0
 """Offered rounds/s of the latency mode when neither --rate nor a throughput run of the size gives one."""
 BOUNDED_BACKLOG_S = 1.0
 """The latency run is bounded when, at the end of publishing, at most this many seconds of input are unrated."""
+IDLE_S = 4.0
+"""``--ab``: seconds the workers' idle CPU rate is measured over before each burst."""
+SETTLE_S = 2 * HEALTH_FLUSH_S + 0.5
+"""``--ab``: seconds after a burst is drained before the workers' CPU is read (rating health's timer
+scores the rounds kept once the oldest is FLUSH_S old, checked every FLUSH_S, then records them)."""
+AB_WARM_UP_ROUNDS = 64
+"""``--ab``: rounds of each size each fresh generation of workers rates before the bursts (one batch)."""
 
 
 @dataclass
@@ -105,6 +125,11 @@ class Throughput:
     health_cpu_s: float | None = None
     """The workers' CPU in rating health's own code (``ems_rating_health_cpu_seconds_total``
     scraped before and after; ``--health-cpu``), None when not scraped."""
+    net_cpu_s: float | None = None
+    """``--ab``: the workers' CPU from the publish to SETTLE_S after the burst is drained, minus
+    their idle rate over that span (see the module docstring); None when not measured."""
+    idle_cpu_s: float = 0.0
+    """The idle baseline subtracted from ``net_cpu_s`` (idle rate x span)."""
 
     @property
     def rounds_per_s(self) -> float:
@@ -216,14 +241,35 @@ class Bench:
         wait_rated(self.client, ladder_names(rounds), len(rounds))
         self.events.read_until(self.published, TIMEOUT_S)
 
-    def throughput(self, rounds: list[RoundResult]) -> Throughput:
-        """Publish every round at once; time to the last event read back and to all rated."""
+    def idle_rate(self, seconds: float) -> float:
+        """The workers' CPU seconds per second over ``seconds`` with nothing to rate."""
+        before, began = process_cpu_s(self.worker_pids), time.monotonic()
+        time.sleep(seconds)
+        return (process_cpu_s(self.worker_pids) - before) / (time.monotonic() - began)
+
+    def warm_up_sizes(self, sizes: list[int], ladders: int, tag: str) -> None:
+        """One batch of rounds of each size, rated (``--ab``: a fresh generation of workers has rated
+        every size once before its bursts are measured)."""
+        for size in sizes:
+            rounds = make_rounds(size, AB_WARM_UP_ROUNDS, f"{tag}-{size}", seed=size, ladders=ladders)
+            for r in rounds:
+                self.publish(r)
+            self.kafka.flush()
+            wait_rated(self.client, ladder_names(rounds), len(rounds))
+        self.events.read_until(self.published, TIMEOUT_S)
+
+    def throughput(self, rounds: list[RoundResult], idle_s: float = 0.0, settle_s: float = 0.0) -> Throughput:
+        """Publish every round at once; time to the last event read back and to all rated. With
+        ``idle_s``: also the workers' CPU to ``settle_s`` after the drain, net of their idle rate
+        measured over ``idle_s`` just before (``Throughput.net_cpu_s``)."""
+        idle = self.idle_rate(idle_s) if idle_s > 0 else None
         health_before = scraped_sum(self.web_ports, HEALTH_CPU_METRIC) if self.web_ports else None
         ladders = ladder_names(rounds)
         participations = sum(r.field_size for r in rounds)
         self.client.config_resetstat()
         cpu = process_cpu_s(self.worker_pids), redis_cpu_s(self.client), process_cpu_s([self.broker_pid])
         each = [process_cpu_s([pid]) for pid in self.worker_pids]
+        cpu_at = time.time()
         target = self.published + participations
         values = [r.to_json().encode() for r in rounds]  # encoded before the clock starts, as a producer's own work
         reader = threading.Thread(target=self.events.read_until, args=(target, TIMEOUT_S), daemon=True)
@@ -241,9 +287,14 @@ class Bench:
             raise TimeoutError(f"read {self.events.seen} of {target} rating-change events")
         worker_cpu = process_cpu_s(self.worker_pids) - cpu[0]
         each_cpu = [process_cpu_s([pid]) - before for pid, before in zip(self.worker_pids, each)]
+        net = idle_cpu = None
+        if idle is not None:  # drained: the timers' share of the burst done, then the idle baseline off
+            time.sleep(settle_s)
+            idle_cpu = idle * (time.time() - cpu_at)
+            net = process_cpu_s(self.worker_pids) - cpu[0] - idle_cpu
         health = None
         if self.web_ports:  # after the CPU read, once the rounds' last scoring is flushed (at most ~2 s later)
-            time.sleep(2 * HEALTH_FLUSH_S + 0.5)  # scored once the oldest is FLUSH_S old, by a 1 s timer
+            time.sleep(max(0.0, 2 * HEALTH_FLUSH_S + 0.5 - settle_s))  # scored once the oldest is FLUSH_S old, by a 1 s timer
             health = scraped_sum(self.web_ports, HEALTH_CPU_METRIC)
         return Throughput(rounds[0].field_size, len(ladders), len(rounds), participations,
                           self.events.last_arrival - first, rated_s, worker_cpu,
@@ -251,7 +302,8 @@ class Bench:
                           process_cpu_s([self.broker_pid]) - cpu[2], redis_commands(self.client),
                           each_cpu,
                           [partition_for(ladder, self.partitions) for ladder in ladders], clients_cpu,
-                          None if health is None or health_before is None else health - health_before)
+                          None if health is None or health_before is None else health - health_before,
+                          net, idle_cpu or 0.0)
 
     def latency(self, rounds: list[RoundResult], rate: float) -> Latency:
         """Publish ``rounds`` at ``rate`` rounds/s; publish -> rated_at per round once all are rated."""
@@ -281,6 +333,38 @@ class Bench:
         self.kafka.close()
         self.events.close()
         self.client.close()
+
+
+def tag_on_partitions(base: str, size: int, ladders: int, layout: list[int] | None, partitions: int) -> str:
+    """A name for a burst's ladders (``make_rounds``' tag) starting with ``base`` whose ladders fall
+    on the partitions ``layout`` (None: ``base`` itself): every burst of an A/B then loads the
+    workers' partitions alike (a ladder's phase one runs on its partition's owner)."""
+    for k in range(10_000):
+        tag = base if k == 0 else f"{base}.{k}"
+        names = ladder_names(make_rounds(size, ladders, tag, seed=size, ladders=ladders))
+        if layout is None or [partition_for(name, partitions) for name in names] == layout:
+            return tag
+    raise ValueError(f"no ladder names on partitions {layout}")
+
+
+def ab_rows(ab: dict[tuple[str, int], list[Throughput]], sizes: list[int]) -> list[str]:
+    """Per size: the workers' CPU per round rated net of idle (median of each variant's bursts), the
+    A/B pairs' median ratio with its interval, the A/A control's, and each pair's ratio."""
+    rows = ["| players/round | A: worker CPU µs/round | B: worker CPU µs/round | A/B: A / B - 1 [95 % CI] "
+            "| A/A control: X / Y - 1 [95 % CI] | A/B pairs | A/A pairs | idle baseline, share of the span's CPU "
+            "| A rounds/s |",
+            "|---:|---:|---:|---|---|---|---|---:|---:|"]
+    for size in sizes:
+        per = {v: [t.net_cpu_s / t.rounds * 1e6 for t in ab[(v, size)] if t.net_cpu_s is not None] for v in "ABXY"}
+        ab_pairs = [a / b for a, b in zip(per["A"], per["B"])]
+        aa_pairs = [x / y for x, y in zip(per["X"], per["Y"])]
+        idle = [t.idle_cpu_s / (t.idle_cpu_s + t.net_cpu_s) for v in "ABXY" for t in ab[(v, size)]
+                if t.net_cpu_s is not None]
+        rows.append(f"| {size:,} | {np.median(per['A']):,.1f} | {np.median(per['B']):,.1f} "
+                    f"| **{median_ci(ab_pairs).ratio_text()}** | {median_ci(aa_pairs).ratio_text()} "
+                    f"| {', '.join(f'{r - 1:+.1%}' for r in ab_pairs)} | {', '.join(f'{r - 1:+.1%}' for r in aa_pairs)} "
+                    f"| {np.median(idle):.0%} | {median_run(ab[('A', size)]).rounds_per_s:,.0f} |")
+    return rows
 
 
 def median_run(runs: list[Throughput]) -> Throughput:
@@ -407,7 +491,12 @@ def main() -> None:
                         help="workers with their web server, whose ems_rating_health_cpu_seconds_total is scraped "
                              "around each throughput run: rating health's own share of the worker CPU")
     parser.add_argument("--ab", default="", metavar="NAME=VALUE",
-                        help="throughput mode: same-run A/B, the workers as configured (A) against NAME=VALUE (B)")
+                        help="throughput mode: same-run A/B, the workers as configured (A) against NAME=VALUE (B); "
+                             "--repeat A/B pairs, each followed by an A/A pair (the noise floor)")
+    parser.add_argument("--idle-s", type=float, default=IDLE_S,
+                        help="--ab: seconds the workers' idle CPU rate is measured over before each burst")
+    parser.add_argument("--settle-s", type=float, default=SETTLE_S,
+                        help="--ab: seconds after a burst is drained before the workers' CPU is read")
     args = parser.parse_args()
     sizes, modes = [int(s) for s in parse_list(args.size)], parse_list(args.mode)
     if args.ab and ("=" not in args.ab or modes != ["throughput"]):
@@ -421,7 +510,7 @@ def main() -> None:
     floors: dict[int, Floor] = {}
     throughputs: dict[int, list[Throughput]] = {s: [] for s in sizes}
     latencies: dict[int, Latency] = {}
-    ab: dict[tuple[str, int], list[Throughput]] = {(v, s): [] for v in "AB" for s in sizes}
+    ab: dict[tuple[str, int], list[Throughput]] = {(v, s): [] for v in "ABXY" for s in sizes}
     with LocalStack.on_ports() as stack, tempfile.TemporaryDirectory() as tmp:
         for size in sizes:  # the floor first, on the fresh stack, with no worker running
             floors[size] = measure(stack, make_rounds(size, args.rounds or default_rounds(size), f"floor{size}",
@@ -453,33 +542,41 @@ def main() -> None:
             bench.warm_up()
             if args.ab:
                 name, value = args.ab.split("=", 1)
-                for run in range(args.repeat):
-                    # ABBA: each run pair in the previous one's reverse order, so neither variant is
-                    # always the one rating on the fuller Redis and broker of the later run
-                    variants = (("A", {}), ("B", {name: value}))[::1 if run % 2 == 0 else -1]
-                    for variant, extra in variants:
-                        if run or variant == "B":  # the group's offsets carry over: same APP_ID
+                extras = {"A": {}, "B": {name: value}, "X": {}, "Y": {}}
+                layouts: dict[int, list[int]] = {}
+                generation = 0
+                for pair, (first_v, second_v, control) in enumerate(pair_orders(args.repeat)):
+                    for variant in (first_v, second_v):
+                        if generation or variant == "B":  # each generation fresh; the group's offsets carry over
                             for w in workers:
                                 w.terminate()
                             for w in workers:
                                 w.wait(timeout=60)
-                            workers = start_workers(extra, f"-{variant}{run}")
+                            workers = start_workers(extras[variant], f"-{variant}{pair}")
                             time.sleep(args.startup_s)
                             bench.worker_pids = [w.pid for w in workers]
-                            bench.warm_up(f"warm-{variant}{run}")
+                            bench.warm_up(f"warm-{variant}{pair}")
+                        if web_ports:
+                            for port in web_ports:
+                                wait_for_port(port, 60.0)
+                        bench.warm_up_sizes(sizes, args.ladders, f"warm-{variant}{pair}")
+                        generation += 1
                         for size in sizes:
-                            rounds = make_rounds(size, args.rounds or default_rounds(size),
-                                                 f"ab{size}-{variant}{run}", seed=size, ladders=args.ladders)
-                            if web_ports:
-                                for port in web_ports:
-                                    wait_for_port(port, 60.0)
-                            t = bench.throughput(rounds)
+                            tag = tag_on_partitions(f"ab{size}-{variant}{pair}", size, args.ladders, layouts.get(size),
+                                                    args.partitions)
+                            rounds = make_rounds(size, args.rounds or default_rounds(size), tag, seed=size,
+                                                 ladders=args.ladders)
+                            layouts.setdefault(size, [partition_for(name, args.partitions)
+                                                      for name in ladder_names(rounds)])
+                            t = bench.throughput(rounds, args.idle_s, args.settle_s)
                             ab[(variant, size)].append(t)
+                            assert t.net_cpu_s is not None
                             share = "" if not t.health_cpu_s else \
                                 f", rating health's own {t.health_cpu_s / t.worker_cpu_s:.1%} of it"
-                            print(f"run {run + 1} {variant}, {size}-player rounds: {t.part_per_s:,.0f} part./s, "
-                                  f"worker CPU {t.worker_cpu_s / t.participations * 1e6:,.1f} µs/part.{share} "
-                                  f"(load {load_average()})", file=sys.stderr)
+                            print(f"pair {pair + 1}{' (A/A)' if control else ''} {variant}, {size}-player rounds: "
+                                  f"{t.part_per_s:,.0f} part./s, worker CPU {t.worker_cpu_s / t.participations * 1e6:,.1f}"
+                                  f" µs/part.{share}; {t.net_cpu_s / t.rounds * 1e6:,.1f} µs/round net of idle "
+                                  f"({t.idle_cpu_s:.2f} s idle baseline) (load {load_average()})", file=sys.stderr)
             elif "throughput" in modes:
                 for run in range(args.repeat):
                     for size in sizes:
@@ -519,9 +616,14 @@ def main() -> None:
           f"load average (1/5/15 min) at start {loads[0]}, at end {loads[1]}; "
           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC\n")
     if args.ab:
-        print(f"Same-run A/B: A = the workers as configured, B = {args.ab}; {args.repeat} run(s) of each, "
-              "alternating (A B, B A, ...); worker CPU µs per participation (median run), overhead = A / B - 1 (each run pair's "
-              "in brackets)\n")
+        print(f"Same-run A/B: A = the workers as configured, B = {args.ab}; {args.repeat} pair(s) of generations "
+              "A B, B A, ... (ABBA), each followed by an A/A pair X Y / Y X (X, Y: as configured). The workers' CPU per "
+              f"round rated, from the publish to {args.settle_s:g} s after the drain, minus their idle rate (measured "
+              f"over {args.idle_s:g} s before each burst) times that span; median of the pairs' ratios, interval: sign "
+              "test\n")
+        print("\n".join(ab_rows(ab, sizes)))
+        print("\nThe bursts alone (no settle, no idle correction): worker CPU µs per participation (median run), "
+              "overhead = A / B - 1 (each A/B pair's in brackets)\n")
         print("| players/round | A: worker CPU µs/part. | B: worker CPU µs/part. | overhead of A | A part./s | B part./s |"
               + (" rating health's own share of the worker CPU (runs with it on) |" if web_ports else ""))
         print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if web_ports else ""))

@@ -263,3 +263,19 @@ def test_pipeline_bench_ab_reports_rating_healths_own_cpu_share() -> None:
     assert len(row[3].split("(")[1].split(", ")) == 2  # two run pairs (A B, then B A)
     share = row[6].split(" (")[0]
     assert share == "nan%" or 0.0 <= number(share) <= 100.0
+    [cpu] = table_rows(out, "| players/round | A: worker CPU µs/round |")  # net of idle, with the A/A control
+    assert cpu[0] == "10" and number(cpu[1]) > 0 and number(cpu[2]) > 0
+    assert "(50%, 2 pairs)" in cpu[3] and "(50%, 2 pairs)" in cpu[4]  # 2 A/B pairs, 2 A/A pairs: no 95 % yet
+    assert len(cpu[5].split(", ")) == 2 and len(cpu[6].split(", ")) == 2
+
+
+def test_health_ab_bench_times_phase_one_with_health_on_and_off_next_to_an_aa_control() -> None:
+    """bench/health_ab.py: per size the two variants, the A/B and A/A intervals, and the share of
+    the worker CPU given."""
+    out = run_bench("health_ab.py", "--rounds", "130", "--repeat", "2", "--worker-cpu", "2=300,10=700")
+    rows = table_rows(out, "| players/round | A: phase one µs/round |")
+    assert [row[0] for row in rows] == ["2", "10"]
+    for row in rows:
+        assert number(row[1]) > 0 and number(row[2]) > 0 and number(row[8]) > 0  # health's own CPU counted
+        assert row[5].endswith("(50%, 2 pairs)") and row[6].endswith("(50%, 2 pairs)")
+        assert row[9].endswith(f"of {'300' if row[0] == '2' else '700'}")
