@@ -3,8 +3,10 @@ primaries, started when a test asks for it), and the local stack (Kafka + Redis)
 
 ``local_stack`` (session): Kafka bootstrap + Redis URL. With a reachable Docker engine it runs
 Kafka and Redis containers (testcontainers); otherwise the embedded Tansu broker and the
-session's private redis-server. ``fresh_prefix`` gives each test its own topic prefix / app id;
-``stack_redis_url`` is the stack's Redis, flushed before the test.
+session's private redis-server, the workers the tests start on them with the embedded broker's
+workarounds and a shorter consumer-group session (``EMBEDDED_GROUP_TIMING``: joins in 2 s, not
+3). ``fresh_prefix`` gives each test its own topic prefix / app id; ``stack_redis_url`` is the
+stack's Redis, flushed before the test.
 """
 
 from __future__ import annotations
