@@ -3,8 +3,10 @@ primaries, started when a test asks for it), and the local stack (Kafka + Redis)
 
 ``local_stack`` (session): Kafka bootstrap + Redis URL. With a reachable Docker engine it runs
 Kafka and Redis containers (testcontainers); otherwise the embedded Tansu broker and the
-session's private redis-server. ``fresh_prefix`` gives each test its own topic prefix / app id;
-``stack_redis_url`` is the stack's Redis, flushed before the test.
+session's private redis-server, the workers the tests start on them with the embedded broker's
+workarounds and a shorter consumer-group session (``EMBEDDED_GROUP_TIMING``: joins in 2 s, not
+3). ``fresh_prefix`` gives each test its own topic prefix / app id; ``stack_redis_url`` is the
+stack's Redis, flushed before the test.
 """
 
 from __future__ import annotations
@@ -113,6 +115,17 @@ def _container_stack() -> Iterator[StackEndpoints]:
         yield StackEndpoints(kafka.get_bootstrap_server(), redis_url, "containers")
 
 
+EMBEDDED_GROUP_TIMING = {"BROKER_SESSION_TIMEOUT_S": "4", "BROKER_HEARTBEAT_S": "0.5"}
+"""Consumer-group timing of the workers the tests start on the embedded broker (the production
+defaults are 6 s and 1 s). Tansu answers a JoinGroup about half the session timeout after it
+came, rounded up to a whole second (measured: 6 s -> 3.0 s, 4 and 3 s -> 2.0 s, 2 s -> 1.0 s),
+and every worker start, restart and rebalance waits for one: 4 s saves a second per join (and
+drops a killed worker's ghost membership 2 s sooner), with 8 heartbeats per session (the
+defaults allow 6), so a loaded machine does not drop a live worker. 0.5 s heartbeats also let
+the members see a rebalance sooner. A real Kafka refuses a session timeout below its
+group.min.session.timeout.ms (6 s by default): the container branch keeps the defaults."""
+
+
 @pytest.fixture(scope="session")
 def local_stack(request: pytest.FixtureRequest) -> Iterator[StackEndpoints]:
     """The session's Kafka + Redis: containers if Docker is reachable, else the embedded stack."""
@@ -123,17 +136,20 @@ def local_stack(request: pytest.FixtureRequest) -> Iterator[StackEndpoints]:
 
     server: RedisServer = request.getfixturevalue("redis_server")
     # Workers started in this process or from its environment (pipeline_harness.worker_env) run
-    # the embedded broker's workarounds, as `stream stack` configures them (EMBEDDED_BROKER).
-    before = os.environ.get("EMBEDDED_BROKER")
-    os.environ["EMBEDDED_BROKER"] = "true"
+    # the embedded broker's workarounds, as `stream stack` configures them (EMBEDDED_BROKER), and
+    # the test stack's consumer-group timing (EMBEDDED_GROUP_TIMING) unless the environment sets one.
+    settings = {"EMBEDDED_BROKER": "true", **{k: os.environ.get(k, v) for k, v in EMBEDDED_GROUP_TIMING.items()}}
+    before = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         with TansuBroker() as broker:
             yield StackEndpoints(broker.bootstrap, server.url, "embedded")
     finally:
-        if before is None:
-            os.environ.pop("EMBEDDED_BROKER", None)
-        else:
-            os.environ["EMBEDDED_BROKER"] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture()

@@ -138,8 +138,8 @@ def wait_ledgers_empty(redis_url: str, ladders: Sequence[str], logs: Callable[[]
 
 
 def stop_all(workers: Sequence[harness.Worker]) -> None:
-    for w in workers:
-        w.stop()
+    """Stop every worker, together (``pipeline_harness.stop_workers``)."""
+    harness.stop_workers(workers)
 
 
 def expected_event_ids(rounds: Sequence[dict]) -> set[str]:

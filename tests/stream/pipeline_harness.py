@@ -31,6 +31,8 @@ from stream.store import keys
 REPO = Path(__file__).resolve().parents[2]
 DRAIN_TIMEOUT_S = 240.0
 POLL_S = 0.2
+STOP_TIMEOUT_S = 20.0
+"""How long a stopping worker (SIGTERM) gets before it is killed."""
 TOLERANCE = 1e-9
 BASE_TIME = 1_700_000_000.0
 DAY_S = 86_400.0
@@ -96,17 +98,38 @@ class Worker:
         return self
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        """SIGTERM, then wait for the exit (killed after STOP_TIMEOUT_S)."""
+        self.terminate()
+        self.wait_stopped()
+
+    def terminate(self) -> None:
+        """Send SIGTERM, if the process still runs."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait_stopped(self) -> None:
+        """Wait for the process to exit; kill it if it is still there after STOP_TIMEOUT_S."""
+        if self.process is None:
             return
-        self.process.send_signal(signal.SIGTERM)
         try:
-            self.process.wait(timeout=20)
+            self.process.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
+
+
+def stop_workers(workers: Iterable[Worker]) -> None:
+    """Stop every worker: SIGTERM to all of them first, then wait for each (a worker's stop takes
+    about a second however little it has in hand: Faust's shutdown; stopped together, not one
+    after the other)."""
+    workers = list(workers)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.wait_stopped()
 
 
 def worker_env(bootstrap: str, redis_url: str, prefix: str, *, partitions: int = 4, **extra: str) -> dict[str, str]:

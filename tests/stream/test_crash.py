@@ -58,8 +58,7 @@ def test_killed_worker_is_replaced_and_the_result_is_unchanged(local_stack, stac
         workers.append(replacement)
     finally:
         client.close()
-        for w in workers:
-            w.stop()
+        harness.stop_workers(workers)
     harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
     by_id: dict[str, set[bytes]] = defaultdict(set)
     for _, value in events:

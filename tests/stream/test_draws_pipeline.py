@@ -76,8 +76,7 @@ def test_draws_through_the_real_pipeline(local_stack, stack_redis_url: str, fres
         events = [json.loads(v) for _, v in harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rating-changes",
                                                                 at_least=rated + 2)]
     finally:
-        for w in workers:
-            w.stop()
+        harness.stop_workers(workers)
     client = redis.Redis.from_url(stack_redis_url)
     try:
         # the reproduction: the drawn round moved all six (rounds 2), each got its event

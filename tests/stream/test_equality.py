@@ -57,8 +57,7 @@ def test_two_workers_two_ladders_equal_replay(local_stack, stack_redis_url: str,
                                      at_least=len(first_events) + re_emitted)
         client.close()
     finally:
-        for w in workers:
-            w.stop()
+        harness.stop_workers(workers)
     # state unchanged by the duplicate tasks
     harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
 

@@ -79,8 +79,7 @@ def test_workers_with_ladders_equal_replay_ladders(local_stack, stack_redis_url:
         events = harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rating-changes",
                                      at_least=individual + 20 * 5)
     finally:
-        for w in workers:
-            w.stop()
+        harness.stop_workers(workers)
     want = replay_csv(rounds, tmp_path, LADDERS)
     got = stored(stack_redis_url, {"a", "b", "c", "d"})
     assert set(got) == set(want)

@@ -54,8 +54,7 @@ def test_a_season_started_while_workers_run(local_stack, stack_redis_url: str, f
         harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", after)
         harness.wait_drained(stack_redis_url, harness.expected_rounds(published), workers)
     finally:
-        for w in workers:
-            w.stop()
+        harness.stop_workers(workers)
     assert json.loads(ladders_file.read_text()) == json.loads(json.dumps(LADDERS))  # the file holds S2 too
     got = assert_equals_replay(stack_redis_url, published, tmp_path)  # with S2, as the file now holds it
     # the live season took effect: ladder s differs from the same history with S1 only

@@ -86,8 +86,7 @@ def test_seasons_through_the_real_pipeline(local_stack, stack_redis_url: str, fr
         harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", published)
         harness.wait_drained(stack_redis_url, harness.expected_rounds(published), workers)
     finally:
-        for w in workers:
-            w.stop()
+        harness.stop_workers(workers)
     got = assert_equals_replay(stack_redis_url, published, tmp_path)
     # the resets happened: the seasoned ladders differ from the same history without seasons,
     # the ladder without a schedule does not

@@ -104,8 +104,7 @@ def test_team_rounds_through_the_stream_equal_replay(local_stack, stack_redis_ur
         events = harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rating-changes", at_least=participations)
         letters = harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rounds-dlq", at_least=len(bad))
     finally:
-        for w in workers:
-            w.stop()
+        harness.stop_workers(workers)
     harness.assert_equals_reference(stack_redis_url, harness.reference(rounds, engine.preset("mmr")))
 
     by_id = harness.events_by_id(events)  # validated against rating-change v5

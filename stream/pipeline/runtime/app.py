@@ -17,8 +17,8 @@ import faust
 from stream import dependencies
 from stream.engine import warm_up
 from stream.pipeline.runtime import agents, watchdog
-from stream.pipeline.runtime.compat import (QuietMonitor, cap_fetch_wait, deliver_without_blocking, direct_delivery,
-                                            idle_fetch_wait, leave_group_on_stop)
+from stream.pipeline.runtime.compat import (PromptTableManager, QuietMonitor, cap_fetch_wait, deliver_without_blocking,
+                                            direct_delivery, idle_fetch_wait, leave_group_on_stop)
 from stream.pipeline.runtime.credentials import faust_broker, faust_credentials
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
@@ -81,6 +81,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
         datadir=datadir or tempfile.mkdtemp(prefix="ems-faust-"),
         web_enabled=False,  # the read API is served by stream.api.server (its own thread) instead
         monitor=QuietMonitor(),  # no per-event Faust statistics: nothing reads them (compat.QuietMonitor)
+        TableManager=PromptTableManager,  # no tables: the group join starts a second sooner (compat.py)
         topic_partitions=settings.partitions,
         topic_replication_factor=1,
         topic_allow_declare=True,

@@ -16,6 +16,8 @@ faust-streaming is pinned (0.15.3); what here reaches into it is written against
   the delivery of the consumer's other partitions (phase one waiting at its barrier would
   otherwise hold back the ``player-updates`` records it waits for);
 * :class:`QuietMonitor`: Faust's monitor without its per-event statistics (nothing reads them);
+* :class:`PromptTableManager`: Faust's table manager without the second it sleeps before the
+  consumer may subscribe (a second of every worker start);
 * :func:`leave_group_on_stop`: whether a stopping consumer sends aiokafka's LeaveGroup;
 * the watchdog's reach into the consumer (watchdog.py): :func:`in_consumer_thread`,
   :func:`fetch_positions`, :func:`committed_offsets`, :func:`set_read_offset`.
@@ -33,6 +35,7 @@ import faust
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust.sensors.monitor import Monitor
+from faust.tables.manager import TableManager
 from faust.transport import consumer as faust_consumer
 from faust.transport import conductor as faust_conductor
 from faust.transport.drivers import aiokafka as faust_aiokafka
@@ -395,6 +398,22 @@ class QuietMonitor(Monitor):
 
     def track_tp_end_offset(self, tp: Any, offset: int) -> None:
         pass
+
+
+class PromptTableManager(TableManager):
+    """Faust's table manager (``App(TableManager=...)``), started without Faust's one-second sleep.
+
+    Faust's ``TableManager.on_start`` sleeps a second (time for tables declared late to be
+    added) before it registers the tables' changelogs, and the conductor subscribes the consumer
+    (the group join) only once that is done: a second of every worker start and restart, before
+    its group join. The pipeline keeps no Faust tables (Redis is the state, app.py), and every
+    topic and agent is declared by ``create_app`` before the worker starts, so there is nothing
+    to wait for; the rest is Faust's ``on_start`` as written."""
+
+    async def on_start(self) -> None:
+        if not self.should_stop:
+            await self._update_channels()
+            await self.recovery.start()
 
 
 def take_batches(stream: faust.StreamT[bytes], max_: int, within: float,
