@@ -66,11 +66,13 @@ def simulate_command(
     plot: Annotated[Path | None, typer.Option("--plot", help="write fairness.svg, accuracy.svg, calibration.svg into this directory")] = None,
     through_stream: Annotated[bool, typer.Option("--through-stream", help="rate the engine strategies' matches through the real pipeline (an embedded broker, Redis and worker; slow) instead of in process")] = False,
 ) -> None:
-    """Simulate players with hidden true skills queueing for duels (rated by the duel preset,
-    ``mmr-duel``, unless --preset or --ladders says otherwise): the matchmaker, a fixed rating
-    window, the matchmaker over openskill ratings, random pairing and the ideal pairing; print
-    fairness (true win probability within 35-65 %) by games played, pair accuracy, waits and
-    calibration."""
+    """Simulate players with hidden true skills queueing for duels: the matchmaker, a fixed
+    rating window, the matchmaker over openskill ratings, random pairing and the ideal pairing;
+    print fairness (true win probability within 35-65 %) by games played, pair accuracy, waits
+    and calibration.
+
+    The duels are rated by the duel preset, ``mmr-duel``, unless --preset or --ladders says
+    otherwise."""
     chosen = tuple(s.strip() for s in strategies.split(",") if s.strip())
     unknown = [s for s in chosen if s not in STRATEGIES]
     if not chosen or unknown:
