@@ -16,7 +16,8 @@
   ``matchmaking.form_matches`` (the ladder's model), then ONE script commits them (each
   match only if all its tickets still wait) with the timeouts and puts their records (the Match
   on ``matches``, the tickets' ``matched`` / ``timed_out`` events) in the outbox; the records are
-  sent until acknowledged, then the outbox forgets them. Last (off the path from a ticket to its
+  sent (the Matches first, from the JSON just built, then the events) until acknowledged, then the
+  outbox forgets them. Last (off the path from a ticket to its
   match) it releases the players of matches whose round is rated (``round_id`` = ``match_id``) or
   held MATCH_HOLD_S. A kill -9 at any step loses no ticket
   (the pool is in Redis until a commit takes it), books no player twice (the commit checks every
@@ -54,8 +55,9 @@ import orjson
 from stream.engine.seasons import next_round_view
 from stream.contracts import DeadLetter
 from stream.contracts.round import BAD_PARTY, RoundRejected
-from stream.contracts.tickets import (CANCELLED, MATCHED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
-                                      TicketCancel, TicketEvent, TicketJoin, check_party, match_id, parse_ticket)
+from stream.contracts.tickets import (CANCELLED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
+                                      TicketCancel, TicketEvent, TicketJoin, check_party, match_id,
+                                      matched_events_json, parse_ticket)
 from stream.matchmaking import QueueConfig, Ticket, TicketColumns, TickResult, form_matches, ticket_problem
 from stream.matchmaking.mirror import PoolMirror
 from stream.pipeline import faults, metrics
@@ -204,15 +206,13 @@ def _outgoing(mm: Matchmaker, queue: str, raw: bytes) -> list[Outgoing]:
 
 
 def _sending(mm: Matchmaker, queue: str, matches: Sequence[tuple[str, list[str]]],
-             timed_out: Sequence[str]) -> list[Outgoing]:
+             timed_out: Sequence[str]) -> tuple[list[Outgoing], list[Outgoing]]:
     """A tick's committed records as messages, from the JSON the tick built (not decoded back from
-    the outbox records): every Match first, then the tickets' events, so the ``matches`` batches
-    are the first the producer builds and sends."""
+    the outbox records): the Matches, and the tickets' events (sent once the Matches are)."""
     key, matches_topic, events_topic = queue.encode(), mm.names.matches, mm.names.ticket_events
-    out = [Outgoing(matches_topic, key, body.encode()) for body, _ in matches]
-    out += [Outgoing(events_topic, key, e.encode()) for _, events in matches for e in events]
-    out += [Outgoing(events_topic, key, e.encode()) for e in timed_out]
-    return out
+    events = [Outgoing(events_topic, key, e.encode()) for _, jsons in matches for e in jsons]
+    events += [Outgoing(events_topic, key, e.encode()) for e in timed_out]
+    return [Outgoing(matches_topic, key, body.encode()) for body, _ in matches], events
 
 
 @dataclass(frozen=True)
@@ -260,8 +260,13 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     if committed is not None and (committed.matches or committed.timed_out):
         await faults.at(faults.MM_AFTER_COMMIT_BEFORE_SEND)
         entries = [*committed.matches, *(f"t:{t}" for t in committed.timed_out)]
-        await send(_sending(mm, name, [bodies[m] for m in committed.matches],
-                            [late_events[t] for t in committed.timed_out]), "matches")
+        # the Matches alone first (a smaller request, acknowledged sooner: what players wait for), then
+        # the tickets' events; the outbox forgets the entries only once both are acknowledged
+        match_out, events_out = _sending(mm, name, [bodies[m] for m in committed.matches],
+                                         [late_events[t] for t in committed.timed_out])
+        if match_out:
+            await send(match_out, "matches")
+        await send(events_out, "ticket events")
         await faults.at(faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
     # after the send, off the path from a ticket to its match (a release only lets players join again)
@@ -317,14 +322,15 @@ def _match_commits(queue: str, ladder: str, result: TickResult, players: list[st
     for k, m in enumerate(result.matches):
         match = Match(match_id(queue, m.tickets), queue, ladder, [list(team) for team in m.teams], list(m.tickets),
                       m.quality, list(m.win_probability), dict(m.waits), now)
-        events = [TicketEvent(t, queue, MATCHED, match.waits[t], now, match.match_id, None, players[first[i]:first[i + 1]])
-                  for t, i in zip(m.tickets, tickets[ends[k]:ends[k + 1]])]
-        body, jsons = match.to_json(), [e.to_json() for e in events]
+        waits = [match.waits[t] for t in match.tickets]
+        jsons = matched_events_json(queue, match.match_id, now, match.tickets, waits,
+                                    [players[first[i]:first[i + 1]] for i in tickets[ends[k]:ends[k + 1]]])
+        body = match.to_json()
         records = _records([(MATCHES_KIND, body), *((EVENTS_KIND, e) for e in jsons)])
         formed[match.match_id] = match
         bodies[match.match_id] = (body, jsons)
-        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets,
-                                   [match.waits[t] for t in match.tickets], [p for team in match.teams for p in team]))
+        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets, waits,
+                                   [p for team in match.teams for p in team]))
     return commits, formed, bodies
 
 
