@@ -65,7 +65,8 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.mm_copies import PoolCopies
 from stream.pipeline.messages import Incoming, value_limit
 from stream.pipeline.outbox import Outgoing, Send
-from stream.store.matchmaking import CommitMatch, CommitTimeout, Committed, MatchStore, Outcome
+from stream.store.matchmaking import (CommitMatch, CommitTimeout, Committed, MatchStore, Outcome,
+                                      collector_paused)
 
 log = logging.getLogger(__name__)
 
@@ -247,13 +248,15 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     result = form_matches(queue, waiting, now, mm.ctx.ladder(queue.ladder))
     if len(result) or result.late.size:  # the crash points of a tick that has something to commit
         await faults.at(faults.MM_AFTER_FORM_BEFORE_COMMIT)
-    flat, first = waiting.players.tolist(), waiting.start.tolist()
-    commits, formed, bodies = _match_commits(name, queue.ladder, result, flat, first, now)
-    timeouts, late_events = [], {}
-    for i, tid, since in zip(result.late.tolist(), result.timed_out, waiting.created[result.late].tolist()):
-        wait = max(0.0, now - since)
-        late_events[tid] = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None, flat[first[i]:first[i + 1]]).to_json()
-        timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, late_events[tid])])))
+    with collector_paused():  # thousands of small acyclic objects, on the path from a ticket to its match
+        flat, first = waiting.players.tolist(), waiting.start.tolist()
+        commits, formed, bodies = _match_commits(name, queue.ladder, result, flat, first, now)
+        timeouts, late_events = [], {}
+        for i, tid, since in zip(result.late.tolist(), result.timed_out, waiting.created[result.late].tolist()):
+            wait = max(0.0, now - since)
+            late_events[tid] = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None,
+                                           flat[first[i]:first[i + 1]]).to_json()
+            timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, late_events[tid])])))
     committed = await _commit(mm, name, commits, formed, timeouts, now) if commits or timeouts else None
     matches = [formed[m] for m in committed.matches] if committed else []
     timed_out = committed.timed_out if committed else []
