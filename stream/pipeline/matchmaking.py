@@ -16,7 +16,8 @@
   ``matchmaking.form_matches`` (the ladder's model), then ONE script commits them (each
   match only if all its tickets still wait) with the timeouts and puts their records (the Match
   on ``matches``, the tickets' ``matched`` / ``timed_out`` events) in the outbox; the records are
-  sent until acknowledged, then the outbox forgets them. Last (off the path from a ticket to its
+  sent (the Matches first, from the JSON just built, then the events) until acknowledged, then the
+  outbox forgets them. Last (off the path from a ticket to its
   match) it releases the players of matches whose round is rated (``round_id`` = ``match_id``) or
   held MATCH_HOLD_S. A kill -9 at any step loses no ticket
   (the pool is in Redis until a commit takes it), books no player twice (the commit checks every
@@ -54,8 +55,9 @@ import orjson
 from stream.engine.seasons import next_round_view
 from stream.contracts import DeadLetter
 from stream.contracts.round import BAD_PARTY, RoundRejected
-from stream.contracts.tickets import (CANCELLED, MATCHED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
-                                      TicketCancel, TicketEvent, TicketJoin, check_party, match_id, parse_ticket)
+from stream.contracts.tickets import (CANCELLED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
+                                      TicketCancel, TicketEvent, TicketJoin, check_party, match_id,
+                                      matched_events_json, parse_ticket)
 from stream.matchmaking import QueueConfig, Ticket, TicketColumns, TickResult, form_matches, ticket_problem
 from stream.matchmaking.mirror import PoolMirror
 from stream.pipeline import faults, metrics
@@ -63,7 +65,8 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.mm_copies import PoolCopies
 from stream.pipeline.messages import Incoming, value_limit
 from stream.pipeline.outbox import Outgoing, Send
-from stream.store.matchmaking import CommitMatch, CommitTimeout, Committed, MatchStore, Outcome
+from stream.store.matchmaking import (CommitMatch, CommitTimeout, Committed, MatchStore, Outcome,
+                                      collector_paused)
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +206,16 @@ def _outgoing(mm: Matchmaker, queue: str, raw: bytes) -> list[Outgoing]:
     return [Outgoing(mm.topic(kind), queue.encode(), value.encode()) for kind, value in orjson.loads(raw)]
 
 
+def _sending(mm: Matchmaker, queue: str, matches: Sequence[tuple[str, list[str]]],
+             timed_out: Sequence[str]) -> tuple[list[Outgoing], list[Outgoing]]:
+    """A tick's committed records as messages, from the JSON the tick built (not decoded back from
+    the outbox records): the Matches, and the tickets' events (sent once the Matches are)."""
+    key, matches_topic, events_topic = queue.encode(), mm.names.matches, mm.names.ticket_events
+    events = [Outgoing(events_topic, key, e.encode()) for _, jsons in matches for e in jsons]
+    events += [Outgoing(events_topic, key, e.encode()) for e in timed_out]
+    return [Outgoing(matches_topic, key, body.encode()) for body, _ in matches], events
+
+
 @dataclass(frozen=True)
 class TickReport:
     """What one tick did: matches committed, tickets timed out, matches released, records re-sent."""
@@ -235,21 +248,28 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     result = form_matches(queue, waiting, now, mm.ctx.ladder(queue.ladder))
     if len(result) or result.late.size:  # the crash points of a tick that has something to commit
         await faults.at(faults.MM_AFTER_FORM_BEFORE_COMMIT)
-    flat, first = waiting.players.tolist(), waiting.start.tolist()
-    commits, formed = _match_commits(name, queue.ladder, result, flat, first, now)
-    timeouts = []
-    for i, tid, since in zip(result.late.tolist(), result.timed_out, waiting.created[result.late].tolist()):
-        wait = max(0.0, now - since)
-        event = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None, flat[first[i]:first[i + 1]])
-        timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, event.to_json())])))
+    with collector_paused():  # thousands of small acyclic objects, on the path from a ticket to its match
+        flat, first = waiting.players.tolist(), waiting.start.tolist()
+        commits, formed, bodies = _match_commits(name, queue.ladder, result, flat, first, now)
+        timeouts, late_events = [], {}
+        for i, tid, since in zip(result.late.tolist(), result.timed_out, waiting.created[result.late].tolist()):
+            wait = max(0.0, now - since)
+            late_events[tid] = TicketEvent(tid, name, TIMED_OUT, wait, now, None, None,
+                                           flat[first[i]:first[i + 1]]).to_json()
+            timeouts.append(CommitTimeout(tid, wait, _records([(EVENTS_KIND, late_events[tid])])))
     committed = await _commit(mm, name, commits, formed, timeouts, now) if commits or timeouts else None
     matches = [formed[m] for m in committed.matches] if committed else []
     timed_out = committed.timed_out if committed else []
     if committed is not None and (committed.matches or committed.timed_out):
         await faults.at(faults.MM_AFTER_COMMIT_BEFORE_SEND)
-        by_entry = {c.match_id: c.records for c in commits} | {f"t:{t.ticket_id}": t.records for t in timeouts}
         entries = [*committed.matches, *(f"t:{t}" for t in committed.timed_out)]
-        await send([o for e in entries for o in _outgoing(mm, name, by_entry[e])], "matches")
+        # the Matches alone first (a smaller request, acknowledged sooner: what players wait for), then
+        # the tickets' events; the outbox forgets the entries only once both are acknowledged
+        match_out, events_out = _sending(mm, name, [bodies[m] for m in committed.matches],
+                                         [late_events[t] for t in committed.timed_out])
+        if match_out:
+            await send(match_out, "matches")
+        await send(events_out, "ticket events")
         await faults.at(faults.MM_AFTER_SEND_BEFORE_MARK)
         await store.sent(name, entries)
     # after the send, off the path from a ticket to its match (a release only lets players join again)
@@ -294,23 +314,27 @@ async def _commit(mm: Matchmaker, queue: str, commits: list[CommitMatch], formed
 
 
 def _match_commits(queue: str, ladder: str, result: TickResult, players: list[str], first: list[int],
-                   now: float) -> tuple[list[CommitMatch], dict[str, Match]]:
-    """Each formed match's Match, its tickets' ``matched`` events and what the commit records;
+                   now: float) -> tuple[list[CommitMatch], dict[str, Match], dict[str, tuple[str, list[str]]]]:
+    """Each formed match's Match, its tickets' ``matched`` events and what the commit records, and
+    per match id its JSON and its events' JSON (sent as they are once committed);
     ``players[first[i]:first[i + 1]]``: ticket i's party."""
     commits: list[CommitMatch] = []
     formed: dict[str, Match] = {}
+    bodies: dict[str, tuple[str, list[str]]] = {}
     tickets, ends = result.tickets.tolist(), result.start.tolist()
     for k, m in enumerate(result.matches):
         match = Match(match_id(queue, m.tickets), queue, ladder, [list(team) for team in m.teams], list(m.tickets),
                       m.quality, list(m.win_probability), dict(m.waits), now)
-        events = [TicketEvent(t, queue, MATCHED, match.waits[t], now, match.match_id, None, players[first[i]:first[i + 1]])
-                  for t, i in zip(m.tickets, tickets[ends[k]:ends[k + 1]])]
+        waits = [match.waits[t] for t in match.tickets]
+        jsons = matched_events_json(queue, match.match_id, now, match.tickets, waits,
+                                    [players[first[i]:first[i + 1]] for i in tickets[ends[k]:ends[k + 1]]])
         body = match.to_json()
-        records = _records([(MATCHES_KIND, body), *((EVENTS_KIND, e.to_json()) for e in events)])
+        records = _records([(MATCHES_KIND, body), *((EVENTS_KIND, e) for e in jsons)])
         formed[match.match_id] = match
-        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets,
-                                   [match.waits[t] for t in match.tickets], [p for team in match.teams for p in team]))
-    return commits, formed
+        bodies[match.match_id] = (body, jsons)
+        commits.append(CommitMatch(match.match_id, now, body, records, match.quality, match.tickets, waits,
+                                   [p for team in match.teams for p in team]))
+    return commits, formed, bodies
 
 
 def _count(queue: str, matches: Sequence[Match], timed_out: int, waiting: int, seconds: float) -> None:

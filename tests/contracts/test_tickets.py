@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.contracts import REASONS, Limits, RoundRejected, load_schema, validate
-from stream.contracts.tickets import (STATUSES, Match, TicketCancel, TicketEvent, TicketJoin, check_party, match_id,
-                                      parse_ticket)
+from stream.contracts.tickets import (MATCHED, STATUSES, Match, TicketCancel, TicketEvent, TicketJoin, check_party,
+                                      match_id, matched_events_json, parse_ticket)
 
 LIMITS = Limits(max_id_length=16)
 
@@ -84,3 +84,25 @@ def test_a_number_that_is_not_finite_is_refused() -> None:
         Match("m", "q", "l", [["a"], ["b"]], ["t"], float("nan"), [0.5, 0.5], {"t": 1.0}, 1.0).to_json()
     with pytest.raises(ValueError):
         TicketEvent("t", "q", "matched", float("inf"), 1.0).to_json()
+
+
+_ids = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_ids, st.floats(0, 1e6, allow_nan=False), st.lists(_ids, min_size=1, max_size=4)),
+                min_size=1, max_size=8),
+       _ids, st.floats(0, 2e9, allow_nan=False))
+def test_matched_events_json_equals_encoding_each_event(rows: list[tuple[str, float, list[str]]], queue: str,
+                                                        at: float) -> None:
+    tickets, waits, parties = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    mid = match_id(queue, tickets)
+    assert matched_events_json(queue, mid, at, tickets, waits, parties) == \
+        [TicketEvent(t, queue, MATCHED, w, at, mid, None, p).to_json() for t, w, p in rows]
+
+
+def test_matched_events_json_refuses_a_number_that_is_not_finite() -> None:
+    with pytest.raises(ValueError):
+        matched_events_json("q", "m-1", 10.0, ["a", "b"], [1.0, float("nan")], [["x"], ["y"]])
+    with pytest.raises(ValueError):
+        matched_events_json("q", "m-1", float("inf"), ["a"], [1.0], [["x"]])

@@ -208,3 +208,32 @@ def test_a_batch_of_joins_and_cancels_equals_applying_them_one_by_one(redis_url:
         players = [p for _, party, _ in (await ms.read_pool("batched")).tickets.rows() for p in party]
         assert len(players) == len(set(players))  # one live ticket per player
     run((redis_url, False), body)
+
+
+def test_a_commit_of_many_matches_records_what_committing_them_one_by_one_does(url: tuple[str, bool]) -> None:
+    """mm_commit.lua checks every match, then writes each key in chunks: the same state as one
+    commit per match, across chunk boundaries, with a match reusing a ticket taken earlier in the
+    same commit and a match id twice."""
+    n = 2_100  # 4,200 tickets: 8,400 status values, more than one chunk
+    tickets = [f"t{i}" for i in range(2 * n + 1)]
+    matches = [match(f"m{i}", [tickets[2 * i], tickets[2 * i + 1]], [tickets[2 * i].upper(), tickets[2 * i + 1].upper()],
+                     formed=2.0) for i in range(n)]
+    matches.insert(7, match("reuses", ["t3", tickets[-1]], ["T3", tickets[-1].upper()], formed=2.0))
+    matches.append(match("m5", ["t10", "t11"], ["T10", "T11"], formed=2.0))  # m5 again
+    together, one_by_one = "all", "each"
+
+    async def body(ms: MatchStore) -> None:
+        for q in (together, one_by_one):
+            await ms.join(q, [(t, [t.upper()], 0.0, None) for t in tickets], now=1.0, hold_s=HOLD)
+        done = await ms.commit(together, matches, [], now=2.0)
+        each = [m for c in matches for m in (await ms.commit(one_by_one, [c], [], now=2.0)).matches]
+        assert done.matches == each == [f"m{i}" for i in range(n)]
+        assert done.after == done.before + 1
+        a, b = await ms.read_pool(together), await ms.read_pool(one_by_one)
+        assert a.tickets.rows() == b.tickets.rows() == [(tickets[-1], (tickets[-1].upper(),), 0.0)]
+        assert sorted(a.live) == sorted(b.live) and a.outbox == b.outbox and len(a.outbox) == n
+        client = ms.store.client
+        assert await queue_state(client, together) == await queue_state(client, one_by_one)
+        for t in tickets[:8] + tickets[-3:]:
+            assert await ticket_status(client, together, t) == await ticket_status(client, one_by_one, t)
+    run(url, body)

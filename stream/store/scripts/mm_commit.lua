@@ -20,6 +20,11 @@ local now, n_matches, n_timeouts = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumbe
 local trim_before, recent_max, waits_max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local at = 7
 local committed, timed_out = {}, {}
+-- the checks first, match by match (a ticket or id taken by an earlier match of this commit counts
+-- as gone), then each key written once per chunk of values (one call instead of one per ticket)
+local taken, ids = {}, {}
+local unpooled, statuses, finishes, pushed_waits, players_out, booked = {}, {}, {}, {}, {}, {}
+local bodies, lives, records_out, recents = {}, {}, {}, {}
 for _ = 1, n_matches do
   local mid, formed, body, records, quality = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
   local k = tonumber(ARGV[at + 5])
@@ -27,36 +32,60 @@ for _ = 1, n_matches do
   local m = tonumber(ARGV[w0 + k])
   local p0 = w0 + k + 1
   at = p0 + m
-  local ok = redis.call('HEXISTS', matches, mid) == 0
+  local ok = not ids[mid] and redis.call('HEXISTS', matches, mid) == 0
   if ok then
     for i = t0, t0 + k - 1 do
-      if redis.call('HEXISTS', pool, ARGV[i]) == 0 then
+      if taken[ARGV[i]] or redis.call('HEXISTS', pool, ARGV[i]) == 0 then
         ok = false
         break
       end
     end
   end
   if ok then
+    ids[mid] = true
     local max_wait = 0
     for i = 0, k - 1 do
       local tid, wait = ARGV[t0 + i], tonumber(ARGV[w0 + i])
-      redis.call('HDEL', pool, tid)
-      redis.call('HSET', status, tid, cjson.encode({status = 'matched', match_id = mid, wait = wait, at = now}))
-      redis.call('ZADD', finished, now, tid)
-      redis.call('LPUSH', waits, formed .. ' ' .. ARGV[w0 + i])
+      taken[tid] = true
+      unpooled[#unpooled + 1] = tid
+      statuses[#statuses + 1] = tid
+      statuses[#statuses + 1] = cjson.encode({status = 'matched', match_id = mid, wait = wait, at = now})
+      finishes[#finishes + 1] = now
+      finishes[#finishes + 1] = tid
+      pushed_waits[#pushed_waits + 1] = formed .. ' ' .. ARGV[w0 + i]
       if wait > max_wait then max_wait = wait end
     end
     for i = p0, p0 + m - 1 do
-      redis.call('HDEL', waiting, ARGV[i])
-      redis.call('HSET', inmatch, ARGV[i], mid)
+      players_out[#players_out + 1] = ARGV[i]
+      booked[#booked + 1] = ARGV[i]
+      booked[#booked + 1] = mid
     end
-    redis.call('HSET', matches, mid, body)
-    redis.call('ZADD', live, formed, mid)
-    redis.call('HSET', outbox, mid, records)
-    redis.call('LPUSH', recent, formed .. ' ' .. quality .. ' ' .. max_wait)
+    bodies[#bodies + 1] = mid
+    bodies[#bodies + 1] = body
+    lives[#lives + 1] = formed
+    lives[#lives + 1] = mid
+    records_out[#records_out + 1] = mid
+    records_out[#records_out + 1] = records
+    recents[#recents + 1] = formed .. ' ' .. quality .. ' ' .. max_wait
     committed[#committed + 1] = mid
   end
 end
+local function each_chunk(command, key, values)
+  -- command key v1 v2 ... in chunks (unpack's stack limit); the chunk size is even (field/value pairs)
+  for i = 1, #values, 4000 do
+    redis.call(command, key, unpack(values, i, math.min(i + 3999, #values)))
+  end
+end
+each_chunk('HDEL', pool, unpooled)
+each_chunk('HSET', status, statuses)
+each_chunk('ZADD', finished, finishes)
+each_chunk('LPUSH', waits, pushed_waits)
+each_chunk('HDEL', waiting, players_out)
+each_chunk('HSET', inmatch, booked)
+each_chunk('HSET', matches, bodies)
+each_chunk('ZADD', live, lives)
+each_chunk('HSET', outbox, records_out)
+each_chunk('LPUSH', recent, recents)
 for _ = 1, n_timeouts do
   local tid, wait, records = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   at = at + 3
