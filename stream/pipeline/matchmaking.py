@@ -187,8 +187,9 @@ async def handle_tickets(mm: Matchmaker, events: Sequence[Incoming]) -> list[Out
             raise
         outcomes = applied.outcomes
         mm.copies.applied(queue, applied.before, applied.after,
-                          joins=[arg for (kind, arg), o in zip(ops, outcomes) if kind == "join" and o.outcome == "new"],
-                          removed=[arg for (kind, arg), o in zip(ops, outcomes) if kind == "cancel" and o.outcome == "cancelled"])
+                          joins=[arg for (_, arg), o in zip(ops, outcomes) if isinstance(arg, tuple) and o.outcome == "new"],
+                          removed=[arg for (_, arg), o in zip(ops, outcomes)
+                                   if isinstance(arg, str) and o.outcome == "cancelled"])
         for ticket, outcome in zip(tickets, outcomes):
             out.append(Outgoing(mm.names.ticket_events, queue.encode(), _answer(queue, ticket, outcome).to_json().encode()))
         for label, count in Counter(_OUTCOME_LABEL.get(o.outcome, o.outcome) for o in outcomes).items():
