@@ -56,6 +56,7 @@ from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
 from stream.pipeline.hold import register_unless_held
+from stream.pipeline.lease import Leases
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
 from stream.pipeline.partitioner import group_by_partition, partitions_of
 from stream.pipeline.retry import TRANSIENT_ERRORS
@@ -63,7 +64,7 @@ from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rou
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
-from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_REFUSED, SAVED_NOW, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
+from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_FENCED, SAVE_REFUSED, SAVED_NOW, Lease, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
                                 OUTCOME_NEW, OUTCOME_STALE_SCHEDULE,
                                 STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, Priors, QueuedRound,
                                 Registration, Store)
@@ -75,7 +76,7 @@ log = logging.getLogger(__name__)
 class PhaseOneResult:
     """What to send for one input message, and what happened (for logs and metrics)."""
 
-    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | forwarded | dropped (test fault)
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | forwarded | fenced | dropped (test fault)
     ladder: str | None = None
     round_id: str | None = None
     seq: int | None = None
@@ -165,7 +166,7 @@ async def register_current(ctx: PipelineContext, ladder: str,
 
 
 async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
-                         first: Priors | None = None) -> list[FanOutMessage]:
+                         first: Priors | None = None, fence: int = 0) -> list[FanOutMessage]:
     """Phase one proper of a registered round: barrier, priors, performances, stored fan-out.
 
     Returns the messages to send: this attempt's, or those another attempt stored first (a
@@ -175,10 +176,12 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
     refuses a fan-out while an earlier round is registered (then this attempt starts again). If
     the barrier finds the round already applied to a player (``RoundOvertaken``: another
     attempt stored it), nothing is computed from that state: the stored fan-out is returned.
+    ``fence``: the caller's lease token on the ladder (``lease.py``; 0: none); fenced (another
+    attempt holds the lease now), nothing is stored or returned: the round stays registered.
     """
     ladder = round_.ladder
     for attempt in range(ORDER_ATTEMPTS):
-        if await complete_before(ctx, ladder, seq):
+        if await complete_before(ctx, ladder, seq, fence):
             first = None  # earlier rounds were stored since ``first`` was read
         try:
             messages = await _rate_round(ctx, round_, seq, first)
@@ -187,7 +190,11 @@ async def complete_round(ctx: PipelineContext, round_: RoundResult, seq: int,
         await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[round_.round_id])
         saved = await ctx.store.queue_round(ladder, round_.round_id, round_.players(), seq, pending=round_.field_size,
                                             messages=[(m.partition, m.value) for m in messages],
-                                            due_at=time.time() + ctx.settings.sweep_timeout_s)
+                                            due_at=time.time() + ctx.settings.sweep_timeout_s, fence=fence)
+        if saved == SAVE_FENCED:
+            log.warning("round %s/%s: not stored, another attempt holds the ladder's lease", log_safe(ladder),
+                        log_safe(round_.round_id))
+            return []
         if saved != SAVE_REFUSED:
             await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
             # if another attempt saved first (a redelivery, the sweeper, a batch), send what it stored
@@ -202,14 +209,14 @@ ORDER_ATTEMPTS = 3
 earlier round of the ladder still registered) before it raises (the caller's retries go on)."""
 
 
-async def complete_before(ctx: PipelineContext, ladder: str, seq: int) -> bool:
+async def complete_before(ctx: PipelineContext, ladder: str, seq: int, fence: int = 0) -> bool:
     """Complete the ladder's rounds still ``registered`` below ``seq``, in seq order (each one
     first completes those below it): whoever rates round ``seq`` (a batch, a redelivery, the
     sweeper, which claims rounds by due time, not by seq) does so only after every earlier
-    round of the ladder is stored. Returns whether there was any."""
+    round of the ladder is stored. Returns whether there was any. ``fence``: as :func:`complete_round`."""
     earlier = await ctx.store.registered_before(ladder, seq)
     for round_id in earlier:
-        await complete_registered(ctx, ladder, round_id)
+        await complete_registered(ctx, ladder, round_id, fence)
     return bool(earlier)
 
 
@@ -251,7 +258,7 @@ async def _rate_round(ctx: PipelineContext, round_: RoundResult, seq: int, first
     return messages
 
 
-async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
+async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str, fence: int = 0) -> list[FanOutMessage]:
     """Finish the phase one of a round left ``registered`` (its input was lost or acked early)
     from the body stored at registration, and send its fan-out (``ctx.resend``) right away:
     later rounds' barriers wait for it. Returns the messages; nothing if it is past registered.
@@ -261,7 +268,8 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
     HANDLER_ATTEMPTS-th time in this worker, the round is failed and dead-lettered
     (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds. A
     round registered before ``LADDERS`` changed the ladder's model is failed and dead-lettered
-    ``model_changed`` (it was accepted under the recorded model, which the stream no longer runs)."""
+    ``model_changed`` (it was accepted under the recorded model, which the stream no longer runs).
+    ``fence``: the caller's lease token on the ladder (:func:`complete_round`)."""
     body = await ctx.store.round_body(ladder, round_id)
     if body is None:
         return []
@@ -274,7 +282,7 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
         record = await ctx.store.round_record(ladder, round_id)
         log.warning("completing phase one of round %s/%s (seq %s), left registered", log_safe(ladder),
                     log_safe(round_id), record.get("seq"))
-        messages = await complete_round(ctx, round_, int(record["seq"]))
+        messages = await complete_round(ctx, round_, int(record["seq"]), fence=fence)
     except TRANSIENT_ERRORS:
         raise
     except Exception as exc:
@@ -538,7 +546,11 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     still registered (save_fanout.lua, atomically with the store): once a round was stored by
     someone else, the batch's later rounds of that ladder are not stored (``SAVE_REFUSED``) but
     deferred to one-by-one handling, as is a ladder whose barrier found a round already
-    applied (``RoundOvertaken``).
+    applied (``RoundOvertaken``). One rater per ladder at a time (``lease.py``): the batch rates
+    a ladder only under its lease, taken with the registrations and given up with the store, and
+    stores with the lease's fencing token; a ladder whose lease another attempt holds, or whose
+    store was refused as fenced (the lease lapsed and was taken), is not rated here: its rounds
+    are ``fenced``, left registered to the holder (or the sweeper).
     """
     await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
@@ -557,11 +569,13 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     due_at = now + ctx.settings.sweep_timeout_s
     ladders = {ladder: (*_model_of(ctx, ladder), ctx.ladder_order.by_time(ladder), ctx.schedule_version(ladder))
                for ladder in {r.ladder for _, r, _ in accepted}}
+    leases = Leases(ctx.lease_owner, ctx.settings.phase_one_lease_ms)
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
                   NEVER_DUE, r.perf_ceiling, *ladders[r.ladder])
-         for i, r, status in accepted], participants)
+         for i, r, status in accepted], participants, lease=Lease(leases.owner, leases.ttl_ms))
+    leases.tokens = {(r.ladder): reg.fence for (_, r, _), reg in zip(accepted, registrations) if reg.fence}
     plan = await _plan(ctx, events, accepted, registrations, results)
     if plan.stale_schedule:  # a season started behind this worker's back: read now (its rounds are deferred)
         await ctx.refresh_seasons(force=True)
@@ -569,13 +583,18 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     if plan.to_rate:
         await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
     out = await _resend(ctx, plan.resend)
-    stale = await _complete_earlier(ctx, plan.earlier, out)
+    await leases.take(ctx.store, [*plan.to_rate, *plan.earlier], ctx.settings.hold_poll_s)
+    stale = await _complete_earlier(ctx, plan.earlier, out, leases)
     row = {key: i for i, key in enumerate(participants)}
     sections, queued, rated = [], [], []
     posteriors: list[_Posteriors] = []
     partitions = await ctx.partitions() if plan.to_rate else 0
     token = os.urandom(8).hex()  # this attempt's: each stored round records it (``stored_by``)
     for ladder, rounds in plan.to_rate.items():
+        await leases.renew_if_due(ctx.store)
+        if not leases.token(ladder):  # another attempt holds the ladder's lease: its rounds are its own
+            _fenced(results, [item.index for item in rounds])
+            continue
         rounds.sort(key=lambda r: r.seq)
         first = None if ladder in stale else columns
         try:
@@ -590,19 +609,21 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
         previous: str | None = None  # the chain: each round is stored only if the one before it was, by us
         for item, messages in zip(rounds, fanouts):
             queued.append(QueuedRound(ladder, item.round_.round_id, item.players, item.seq, len(item.players),
-                                      [(m.partition, m.value) for m in messages], due_at, token, previous))
+                                      [(m.partition, m.value) for m in messages], due_at, token, previous,
+                                      leases.token(ladder)))
             previous = item.round_.round_id
             rated.append((item, messages))
     if rated:
         await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[item.round_.round_id for item, _ in rated])
         await faults.at(faults.IN_BATCH_STORE, store=ctx.store, queued=queued)
-        saved = await ctx.store.queue_batch(queued)
+        saved = await ctx.store.queue_batch(queued, release=(leases.owner, list(leases.tokens)))
         _keep(ctx, posteriors, {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW})
         ctx.health.score_due()  # the rounds kept by _rate_ladder (health.py); the timer records them
         await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
         refused = [item.index for (item, _), code in zip(rated, saved) if code == SAVE_REFUSED]
+        _fenced(results, [item.index for (item, _), code in zip(rated, saved) if code == SAVE_FENCED])
         for (item, messages), code in zip(rated, saved):
-            if code == SAVE_REFUSED:  # computed from a chain that lost: rated again one by one
+            if code in (SAVE_REFUSED, SAVE_FENCED):  # a chain that lost (rated again one by one), or fenced
                 continue
             # another attempt (a redelivery, the sweeper) stored first: send what it stored
             kept = messages if code == SAVED_NOW else await stored_fanout(ctx, item.round_.ladder, item.round_.round_id)
@@ -614,6 +635,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
             log.warning("%d round(s) of the batch not stored (an earlier round of the ladder was stored by another "
                         "attempt, or is still registered): handled again one by one", len(refused))
             _defer(results, plan, refused)
+    else:
+        await ctx.store.release_leases(list(leases.tokens), leases.owner)
     out += join_fanout(sections, value_limit(ctx.settings.max_message_bytes))
     return BatchResult(results, out, sorted(plan.deferred))
 
@@ -625,6 +648,17 @@ def _defer(results: list[PhaseOneResult | None], plan: _Plan, indices: list[int]
     for i in indices:
         results[i] = None
         plan.deferred.append(i)
+
+
+def _fenced(results: list[PhaseOneResult | None], indices: list[int]) -> None:
+    """The rounds ``indices`` are another attempt's to rate (it holds their ladder's lease): outcome
+    ``fenced``, nothing sent; they stay registered until it (or the sweeper) completes them."""
+    if indices:
+        log.warning("%d round(s) of the batch not rated here: another attempt holds their ladder's lease", len(indices))
+    for i in indices:
+        result = results[i]
+        if result is not None:
+            result.outcome, result.updates = "fenced", []
 
 
 def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
@@ -731,14 +765,15 @@ async def _resend(ctx: PipelineContext, keys: list[tuple[str, str]]) -> list[Fan
 
 
 async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, None]],
-                            out: list[FanOutMessage]) -> set[str]:
+                            out: list[FanOutMessage], leases: Leases) -> set[str]:
     """Complete the ladders' rounds left ``registered`` before the batch (in seq order); their
     messages are sent at once (``ctx.resend``), else added to ``out``. Returns the ladders whose
-    players' state read with the registration is stale now (their barrier reads it again)."""
+    players' state read with the registration is stale now (their barrier reads it again). A
+    ladder whose lease the batch does not hold is left to the holder."""
     stale: set[str] = set()
     for ladder, round_ids in earlier.items():
-        for round_id in round_ids:
-            messages = await complete_registered(ctx, ladder, round_id)
+        for round_id in round_ids if leases.token(ladder) else ():
+            messages = await complete_registered(ctx, ladder, round_id, leases.token(ladder))
             if ctx.resend is None:
                 out += messages
             stale.add(ladder)

@@ -202,7 +202,7 @@ def test_worker_killed_midway_through_the_batch_store_leaves_no_stale_prior(redi
         store = ctx.store
         original = store.queue_batch
 
-        async def killed(queued):  # type: ignore[no-untyped-def]
+        async def killed(queued, release=None):  # type: ignore[no-untyped-def]
             await original(queued[:1])  # round 1 whole
             await store.mark_queued(queued[1].ladder, queued[1].players, queued[1].seq)  # round 2's marks only
             raise RuntimeError("killed mid-pipeline")
