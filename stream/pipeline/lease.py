@@ -42,11 +42,12 @@ class Leases:
         """The ladder's fencing token; 0: not held."""
         return self.tokens.get(ladder, 0)
 
-    async def take(self, store: Store, ladders: Iterable[str], poll_s: float) -> None:
+    async def take(self, store: Store, ladders: Iterable[str], poll_s: float) -> set[str]:
         """Take the leases of ``ladders`` not held yet, trying again every ``poll_s`` for up to the
         lease time (a crashed holder's lease lapses within it); those still held by another owner
-        then stay untaken."""
+        then stay untaken. Returns the ladders taken now (another attempt held them until then)."""
         missing = [ladder for ladder in dict.fromkeys(ladders) if not self.token(ladder)]
+        wanted = set(missing)
         deadline = time.monotonic() + self.ttl_ms / 1000
         while missing:
             for ladder in missing:
@@ -57,6 +58,7 @@ class Leases:
             await asyncio.sleep(poll_s)
         for ladder in missing:
             del self.tokens[ladder]
+        return wanted - set(missing)
 
     async def renew_if_due(self, store: Store) -> None:
         """Renew the held leases once half the lease time has passed since they were taken (no Redis

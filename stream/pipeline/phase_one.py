@@ -575,7 +575,7 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
                   NEVER_DUE, r.perf_ceiling, *ladders[r.ladder])
          for i, r, status in accepted], participants, lease=Lease(leases.owner, leases.ttl_ms))
-    leases.tokens = {(r.ladder): reg.fence for (_, r, _), reg in zip(accepted, registrations) if reg.fence}
+    leases.tokens = {r.ladder: reg.fence for (_, r, _), reg in zip(accepted, registrations) if reg.fence}
     plan = await _plan(ctx, events, accepted, registrations, results)
     if plan.stale_schedule:  # a season started behind this worker's back: read now (its rounds are deferred)
         await ctx.refresh_seasons(force=True)
@@ -583,8 +583,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     if plan.to_rate:
         await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
     out = await _resend(ctx, plan.resend)
-    await leases.take(ctx.store, [*plan.to_rate, *plan.earlier], ctx.settings.hold_poll_s)
-    stale = await _complete_earlier(ctx, plan.earlier, out, leases)
+    late = await leases.take(ctx.store, [*plan.to_rate, *plan.earlier], ctx.settings.hold_poll_s)
+    stale = await _complete_earlier(ctx, plan.earlier, out, leases) | late  # late: the holder may have stored since
     row = {key: i for i, key in enumerate(participants)}
     sections, queued, rated = [], [], []
     posteriors: list[_Posteriors] = []
