@@ -170,3 +170,29 @@ def test_a_crashed_holder_s_lease_lapses_and_a_live_one_leaves_the_round_registe
     assert waited >= LEASE_MS / 1000 * 0.5, f"the batch rated at once ({waited:.3f}s) while the crashed lease held"
     assert left == ["registered"]
     assert_equals_replay(rounds, got)
+
+
+def test_a_long_batch_renews_its_leases_and_drops_one_taken_meanwhile(redis_url: str) -> None:
+    """``Leases.renew_if_due``: no Redis call before half the lease time; then each held lease is
+    renewed with the same token, and one another owner took after it lapsed is dropped."""
+    from stream.pipeline.lease import Leases
+    from stream.store import keys
+
+    async def body() -> None:
+        ctx = context(redis_url)
+        store = ctx.store
+        leases = Leases("w1", LEASE_MS)
+        assert await leases.take(store, ["A", "B"], 0.01) == {"A", "B"}
+        tokens = dict(leases.tokens)
+        await store.client.delete(keys.lease("A"))  # A lapsed: nobody took it
+        await leases.renew_if_due(store)  # too early: nothing asked
+        assert await store.client.get(keys.lease("A")) is None
+        await store.client.delete(keys.lease("B"))
+        assert await store.acquire_lease("B", "w2", 60_000), "w2 takes B after w1's lapsed"
+        await asyncio.sleep(LEASE_MS / 1000 * 0.6)
+        await leases.renew_if_due(store)
+        assert leases.tokens == {"A": tokens["A"]}, leases.tokens
+        assert await store.client.get(keys.lease("A")) == b"w1"
+        await store.close()
+
+    asyncio.run(body())
