@@ -35,6 +35,10 @@ Steps of a round (paper Section 4, Algorithm 1, first half):
    partition of each player id; split in parts of at most MAX_MESSAGE_BYTES) and mark the round
    pending; then the caller sends exactly the stored messages.
 
+Steps 3 to 5 of a ladder's rounds run under the ladder's lease (``lease.py``: one rater per ladder
+at a time, a batch's or the sweeper's), the fan-out stored with its fencing token; a round whose
+ladder another attempt holds is ``fenced``, left registered to that one (or the sweeper).
+
 A message whose phase one keeps raising is set aside by :func:`fail` (the agent calls it once
 HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its round ``failed``.
 """
