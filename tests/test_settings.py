@@ -36,6 +36,8 @@ def problems(environ: dict[str, str]) -> tuple[str, ...]:
     ("PHASE_ONE_BATCH", "1.5", "PHASE_ONE_BATCH='1.5': expected a whole number >= 1"),
     ("PHASE_ONE_BATCH", "", "PHASE_ONE_BATCH='': expected a whole number >= 1"),
     ("PHASE_ONE_BATCH", "0", "PHASE_ONE_BATCH='0': expected a whole number >= 1"),
+    ("PHASE_ONE_LEASE_MS", "99", "PHASE_ONE_LEASE_MS='99': expected a whole number >= 100"),
+    ("PHASE_ONE_LEASE_MS", "5s", "PHASE_ONE_LEASE_MS='5s': expected a whole number >= 100"),
     ("STREAM_BUFFER_MAXSIZE", "-5", "STREAM_BUFFER_MAXSIZE='-5': expected a whole number >= 1"),
     ("WEB_PORT", "0", "WEB_PORT='0': expected a whole number from 1 to 65535"),
     ("WEB_PORT", "65536", "WEB_PORT='65536': expected a whole number from 1 to 65535"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -48,6 +49,9 @@ class PipelineContext:
     """The matchmaking queues (``QUEUES``, checked by :func:`load_queues`)."""
     health: RatingHealth = field(default_factory=lambda: RatingHealth(0))
     """Rating health per ladder (``health.py``; HEALTH_WINDOW in :meth:`from_settings`, off when built directly)."""
+    lease_owner: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """This worker's owner id for its batches' ladder leases (``lease.py``; its sweeper's is this
+    with ``:sweeper``): unique per worker, so another worker, a zombie included, is another owner."""
     seasons: SeasonRecord | None = None
     """The configured ladders and the seasons started since (``season_schedules``; None: built
     from :attr:`ladders`, SEASON_REFRESH_S); :meth:`refresh_seasons` keeps :attr:`ladders` current."""

@@ -46,7 +46,7 @@ _own_process_metrics()
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 ROUNDS = Counter("ems_rounds_total", "Rounds handled by phase one, by outcome "
-                 "(rated, resent, duplicate, no_outcome, rejected, failed, forwarded)", ["outcome"])
+                 "(rated, resent, duplicate, no_outcome, rejected, failed, forwarded, fenced)", ["outcome"])
 ROUNDS_REJECTED = Counter("ems_rounds_rejected_total", "Messages sent to the dead-letter topic, by reason (rejected "
                           "rounds; bad_player_update: a player-updates message that is not a PlayerUpdate; unverified_player_update: one not in its round's stored fan-out; "
                           "internal_error: a "

@@ -35,6 +35,10 @@ Steps of a round (paper Section 4, Algorithm 1, first half):
    partition of each player id; split in parts of at most MAX_MESSAGE_BYTES) and mark the round
    pending; then the caller sends exactly the stored messages.
 
+Steps 3 to 5 of a ladder's rounds run under the ladder's lease (``lease.py``: one rater per ladder
+at a time, a batch's or the sweeper's), the fan-out stored with its fencing token; a round whose
+ladder another attempt holds is ``fenced``, left registered to that one (or the sweeper).
+
 A message whose phase one keeps raising is set aside by :func:`fail` (the agent calls it once
 HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its round ``failed``.
 """
@@ -58,6 +62,7 @@ from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
+from stream.pipeline.lease import Leases
 from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
 from stream.pipeline.partitioner import partitions_of
 from stream.pipeline.retry import TRANSIENT_ERRORS
@@ -65,7 +70,7 @@ from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rou
 from stream.pipeline.messages import join_fanout
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
-from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_REFUSED, SAVED_NOW, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
+from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_FENCED, SAVE_REFUSED, SAVED_NOW, Lease, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
                                 OUTCOME_NEW, OUTCOME_STALE_SCHEDULE,
                                 STATUS_NO_OUTCOME, STATUS_PENDING, STATUS_REGISTERED, NewRound, QueuedRound,
                                 Registration, Store)
@@ -77,7 +82,7 @@ log = logging.getLogger(__name__)
 class PhaseOneResult:
     """What to send for one input message, and what happened (for logs and metrics)."""
 
-    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | forwarded | dropped (test fault)
+    outcome: str  # rated | resent | duplicate | no_outcome | rejected | failed | forwarded | fenced | dropped (test fault)
     ladder: str | None = None
     round_id: str | None = None
     seq: int | None = None
@@ -124,9 +129,10 @@ earlier round of the ladder registered, or the round before it in the chain stor
 attempt) before the attempt raises (the caller's retries go on)."""
 
 
-async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int) -> list[FanOutMessage]:
+async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int, leases: Leases) -> list[FanOutMessage]:
     """Phase one proper of a registered round, as a batch of one (:func:`_rate_and_store`):
-    barrier, priors, performances, stored fan-out.
+    barrier, priors, performances, stored fan-out, under ``leases`` (the caller's lease of the
+    ladder, ``lease.py``: its fencing token goes with the store).
 
     Returns the messages to send: this attempt's, or those another attempt stored first (a
     redelivery, the sweeper or a batch racing it). Seq order per ladder, for every attempt: the
@@ -134,13 +140,19 @@ async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int) -> list
     only once every earlier round is stored, its players marked queued), and save_fanout.lua
     refuses a fan-out while an earlier round is registered (then this attempt starts again). If
     the barrier finds the round already applied to a player (``RoundOvertaken``: another attempt
-    stored it), nothing is computed from that state: the stored fan-out is returned.
+    stored it), nothing is computed from that state: the stored fan-out is returned. Fenced (the
+    caller no longer holds the ladder's lease, or its token is stale): nothing is stored or
+    returned, the round stays registered for the holder (or the sweeper).
     """
     ladder, round_id = round_.ladder, round_.round_id
     item = _ToRate(-1, round_, seq, round_.players())
     for _ in range(ORDER_ATTEMPTS):
-        await complete_before(ctx, ladder, seq)
-        outcome = await _rate_and_store(ctx, {ladder: [item]}, None, {}, set())
+        await complete_before(ctx, ladder, seq, leases)
+        outcome = await _rate_and_store(ctx, {ladder: [item]}, None, {}, set(), leases)
+        if outcome.fenced:
+            log.warning("round %s/%s: not stored, another attempt holds the ladder's lease", log_safe(ladder),
+                        log_safe(round_id))
+            return []
         (messages,) = outcome.messages
         if messages is not None:
             return messages
@@ -151,16 +163,16 @@ async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int) -> list
                        "earlier round of the ladder staying registered")
 
 
-async def complete_before(ctx: PipelineContext, ladder: str, seq: int) -> None:
+async def complete_before(ctx: PipelineContext, ladder: str, seq: int, leases: Leases) -> None:
     """Complete the ladder's rounds still ``registered`` below ``seq``, in seq order (each one
-    first completes those below it): whoever rates round ``seq`` (a batch, a redelivery, the
-    sweeper, which claims rounds by due time, not by seq) does so only after every earlier
-    round of the ladder is stored."""
+    first completes those below it), under ``leases`` (:func:`_complete`): whoever rates round
+    ``seq`` (a batch, a redelivery, the sweeper, which claims rounds by due time, not by seq)
+    does so only after every earlier round of the ladder is stored."""
     for round_id in await ctx.store.registered_before(ladder, seq):
-        await complete_registered(ctx, ladder, round_id)
+        await complete_registered(ctx, ladder, round_id, leases)
 
 
-async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
+async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str, leases: Leases) -> list[FanOutMessage]:
     """Finish the phase one of a round left ``registered`` (its input was lost or acked early)
     from the body stored at registration, and send its fan-out (``ctx.resend``) right away:
     later rounds' barriers wait for it. Returns the messages; nothing if it is past registered.
@@ -170,7 +182,9 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
     HANDLER_ATTEMPTS-th time in this worker, the round is failed and dead-lettered
     (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds. A
     round registered before ``LADDERS`` changed the ladder's model is failed and dead-lettered
-    ``model_changed`` (it was accepted under the recorded model, which the stream no longer runs)."""
+    ``model_changed`` (it was accepted under the recorded model, which the stream no longer runs).
+    ``leases``: the caller's (a batch's or the sweeper's), holding the ladder's lease: the round
+    is stored with its fencing token (:func:`_complete`)."""
     body = await ctx.store.round_body(ladder, round_id)
     if body is None:
         return []
@@ -183,7 +197,7 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str) 
         record = await ctx.store.round_record(ladder, round_id)
         log.warning("completing phase one of round %s/%s (seq %s), left registered", log_safe(ladder),
                     log_safe(round_id), record.get("seq"))
-        messages = await _complete(ctx, round_, int(record["seq"]))
+        messages = await _complete(ctx, round_, int(record["seq"]), leases)
     except TRANSIENT_ERRORS:
         raise
     except Exception as exc:
@@ -428,7 +442,13 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     still registered (save_fanout.lua, atomically with the store): once a round was stored by
     someone else, the batch's later rounds of that ladder are not stored (``SAVE_REFUSED``) but
     deferred, each handled again as a batch of one, as is a ladder whose barrier found a round
-    already applied (``RoundOvertaken``): :func:`_rate_and_store`.
+    already applied (``RoundOvertaken``): :func:`_rate_and_store`. One rater per ladder at a time
+    (``lease.py``): the batch rates a ladder only under its lease, taken with the registrations
+    (waiting up to the lease time for another holder to let go; a ladder taken only after that
+    wait has its players' state read again) and given up with the store, and stores with the
+    lease's fencing token; a ladder whose lease another attempt holds, or whose store was refused
+    as fenced (the lease lapsed and was taken), is not rated here: its rounds are ``fenced``, left
+    registered to the holder (or the sweeper).
     """
     await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
@@ -447,11 +467,13 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     due_at = now + ctx.settings.sweep_timeout_s
     ladders = {ladder: (*_model_of(ctx, ladder), ctx.ladder_order.by_time(ladder), ctx.schedule_version(ladder))
                for ladder in {r.ladder for _, r, _ in accepted}}
+    leases = Leases(ctx.lease_owner, ctx.settings.phase_one_lease_ms)
     registrations, columns = await ctx.store.register_batch(
         [NewRound(r.ladder, r.round_id, r.content_hash(), r.occurred_at, now, r.field_size, status,
                   events[i].value if status == STATUS_REGISTERED else "", due_at if status == STATUS_REGISTERED else
                   NEVER_DUE, r.perf_ceiling, *ladders[r.ladder])
-         for i, r, status in accepted], participants)
+         for i, r, status in accepted], participants, lease=Lease(leases.owner, leases.ttl_ms))
+    leases.tokens = {r.ladder: reg.fence for (_, r, _), reg in zip(accepted, registrations) if reg.fence}
     plan = await _plan(ctx, events, accepted, registrations, results)
     if plan.stale_schedule:  # a season started behind this worker's back: read now (its rounds are deferred)
         await ctx.refresh_seasons(force=True)
@@ -459,9 +481,12 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     if plan.to_rate:
         await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
     out = await _resend(ctx, plan.resend)
-    stale = await _complete_earlier(ctx, plan.earlier, out)
-    stored = await _rate_and_store(ctx, plan.to_rate, columns, {key: i for i, key in enumerate(participants)}, stale)
+    late = await leases.take(ctx.store, [*plan.to_rate, *plan.earlier], ctx.settings.hold_poll_s)
+    stale = await _complete_earlier(ctx, plan.earlier, out, leases) | late  # late: the holder may have stored since
+    stored = await _rate_and_store(ctx, plan.to_rate, columns, {key: i for i, key in enumerate(participants)}, stale,
+                                   leases, release=True)
     _keep(ctx, stored.posteriors, stored.unsaved)
+    _fenced(results, [item.index for item in stored.fenced])
     sections: list[FanOutMessage] = []
     lost: list[int] = []
     for item, messages in zip(stored.items, stored.messages):
@@ -480,17 +505,20 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
 @dataclass
 class _Stored:
     """What :func:`_rate_and_store` did: per round rated (``items``, each ladder's in seq order)
-    the messages to send, or None where this attempt's chain lost it; the posteriors of the
+    the messages to send, or None where this attempt's chain lost it; the rounds ``fenced`` (not
+    rated or not stored: another attempt holds their ladder's lease); the posteriors of the
     ladders rated, and the ladders not wholly stored by this attempt (they keep none)."""
 
     items: list[_ToRate] = field(default_factory=list)
     messages: list[list[FanOutMessage] | None] = field(default_factory=list)
+    fenced: list[_ToRate] = field(default_factory=list)
     posteriors: list[_Posteriors] = field(default_factory=list)
     unsaved: set[str] = field(default_factory=set)
 
 
 async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]], columns: Columns | None,
-                          row: dict[tuple[str, str], int], stale: set[str]) -> _Stored:
+                          row: dict[tuple[str, str], int], stale: set[str], leases: Leases, *,
+                          release: bool = False) -> _Stored:
     """Rate each ladder's registered rounds (``_rate_ladder``: barrier, one engine call, fan-out)
     and store them all in ONE round trip (``Store.queue_batch``): the batch machinery, for a
     batch's rounds and for a round completed alone (:func:`_complete`).
@@ -501,13 +529,23 @@ async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]
     ladder is still registered (save_fanout.lua, atomically with the store): a round whose chain
     lost (``SAVE_REFUSED``), and every round of a ladder whose barrier found a round already
     applied (``RoundOvertaken``), gets None; a round another attempt stored first (a redelivery,
-    the sweeper) gets the stored fan-out."""
+    the sweeper) gets the stored fan-out.
+
+    ``leases``: the attempt's ladder leases (``lease.py``: a batch's, or the sweeper's), renewed
+    once half their time has passed; a ladder is rated only while its lease is held, and stored
+    with its fencing token: a ladder not held, or a round save_fanout.lua refuses as fenced
+    (``SAVE_FENCED``), is ``fenced``. ``release``: give the leases up in the store's round trip
+    (a batch's, done with them; the sweeper gives its own up once it has completed its rounds)."""
     out = _Stored()
     queued: list[QueuedRound] = []
     rated: list[tuple[_ToRate, list[FanOutMessage]]] = []
     partitions = await ctx.partitions() if to_rate else 0
     token = os.urandom(8).hex()  # this attempt's: each stored round records it (``stored_by``)
     for ladder, rounds in to_rate.items():
+        await leases.renew_if_due(ctx.store)
+        if not leases.token(ladder):  # another attempt holds the ladder's lease: its rounds are its own
+            out.fenced += rounds
+            continue
         rounds.sort(key=lambda r: r.seq)
         try:
             fanouts, after = await _rate_ladder(ctx, ladder, rounds, None if ladder in stale else columns, row,
@@ -523,19 +561,25 @@ async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]
         previous: str | None = None  # the chain: each round is stored only if the one before it was, by us
         for item, messages in zip(rounds, fanouts):
             queued.append(QueuedRound(ladder, item.round_.round_id, item.players, item.seq, len(item.players),
-                                      [(m.partition, m.value) for m in messages], due_at, token, previous))
+                                      [(m.partition, m.value) for m in messages], due_at, token, previous,
+                                      leases.token(ladder)))
             previous = item.round_.round_id
             rated.append((item, messages))
     if not rated:
+        if release:
+            await ctx.store.release_leases(list(leases.tokens), leases.owner)
         return out
     await faults.at(faults.AFTER_PRIORS_BEFORE_FANOUT_STORED, rounds=[item.round_.round_id for item, _ in rated])
     await faults.at(faults.IN_BATCH_STORE, store=ctx.store, queued=queued)
-    saved = await ctx.store.queue_batch(queued)
+    saved = await ctx.store.queue_batch(queued, release=(leases.owner, list(leases.tokens)) if release else None)
     out.unsaved = {item.round_.ladder for (item, _), code in zip(rated, saved) if code != SAVED_NOW}
     ctx.health.score_due()  # the rounds kept by _rate_ladder (health.py); the timer records them
     await faults.at(faults.AFTER_FANOUT_STORED_BEFORE_SEND)
     refused = 0
     for (item, messages), code in zip(rated, saved):
+        if code == SAVE_FENCED:  # the lease lapsed and another attempt took it: its round now
+            out.fenced.append(item)
+            continue
         out.items.append(item)
         if code == SAVE_REFUSED:  # computed from a chain that lost: handled again
             refused += 1
@@ -556,6 +600,17 @@ def _defer(results: list[PhaseOneResult | None], plan: _Plan, indices: list[int]
     for i in indices:
         results[i] = None
         plan.deferred.append(i)
+
+
+def _fenced(results: list[PhaseOneResult | None], indices: list[int]) -> None:
+    """The rounds ``indices`` are another attempt's to rate (it holds their ladder's lease): outcome
+    ``fenced``, nothing sent; they stay registered until it (or the sweeper) completes them."""
+    if indices:
+        log.warning("%d round(s) of the batch not rated here: another attempt holds their ladder's lease", len(indices))
+    for i in indices:
+        result = results[i]
+        if result is not None:
+            result.outcome, result.updates = "fenced", []
 
 
 def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
@@ -664,14 +719,15 @@ async def _resend(ctx: PipelineContext, keys: list[tuple[str, str]]) -> list[Fan
 
 
 async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, None]],
-                            out: list[FanOutMessage]) -> set[str]:
+                            out: list[FanOutMessage], leases: Leases) -> set[str]:
     """Complete the ladders' rounds left ``registered`` before the batch (in seq order); their
     messages are sent at once (``ctx.resend``), else added to ``out``. Returns the ladders whose
-    players' state read with the registration is stale now (their barrier reads it again)."""
+    players' state read with the registration is stale now (their barrier reads it again). A
+    ladder whose lease the batch does not hold is left to the holder."""
     stale: set[str] = set()
     for ladder, round_ids in earlier.items():
-        for round_id in round_ids:
-            messages = await complete_registered(ctx, ladder, round_id)
+        for round_id in round_ids if leases.token(ladder) else ():
+            messages = await complete_registered(ctx, ladder, round_id, leases)
             if ctx.resend is None:
                 out += messages
             stale.add(ladder)

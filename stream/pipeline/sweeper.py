@@ -22,9 +22,12 @@ pile work onto an overloaded service, while a lost message is still re-driven af
   seq (each round's due time moves with its own re-drives), so completing a round first
   completes the ladder's earlier rounds still registered, in seq order
   (``phase_one.complete_before``), and save_fanout.lua refuses a fan-out while an earlier round
-  is registered: its priors are the right ones. A batch racing the sweeper on the same round
-  loses cleanly: whichever stores first wins, the other sends the stored fan-out, and a batch
-  never stores its later rounds of the ladder from a chain that lost (``phase_one.handle_rounds``).
+  is registered: its priors are the right ones. The sweeper completes a ladder's rounds under the
+  ladder's phase-one lease (``lease.py``: one rater per ladder at a time), as an owner of its own;
+  while another attempt (a batch of this worker or another) holds it, the rounds are left to that
+  one (and to the next sweep). Should both rate a round anyway (a lease lapsed), the loser loses
+  cleanly: whichever stores first wins, the other sends the stored fan-out, and a batch never
+  stores its later rounds of the ladder from a chain that lost (``phase_one.handle_rounds``).
 
 Without the sweeper a stuck round was re-driven only when a later round's barrier waited on
 it; a lost player update of a ladder's last round stayed lost (seen with faust-streaming
@@ -50,6 +53,7 @@ from typing import Any
 from stream.pipeline import metrics, retry
 from stream.logsafe import log_ids
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.lease import sweeper_lease
 from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import complete_registered, stored_fanout
 from stream.store.store import STATUS_PENDING, STATUS_RATED, STATUS_REGISTERED, DueRound
@@ -120,16 +124,14 @@ async def _within(work: Coroutine[Any, Any, SweepReport], timeout_s: float) -> S
 
 
 async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
-    """Re-drive one ladder's claimed rounds, in seq order (a registered one after the ladder's
-    earlier registered rounds, claimed or not: ``phase_one.complete_before``)."""
+    """Re-drive one ladder's claimed rounds: first complete the registered ones, in seq order (each
+    after the ladder's earlier registered rounds, claimed or not: ``phase_one.complete_before``),
+    under the ladder's lease (:func:`_complete_leased`), then re-send the others' fan-outs."""
     resent: list[tuple[str, str]] = []
-    completed: list[tuple[str, str]] = []
+    completed = await _complete_leased(ctx, ladder, [r.round_id for r in rounds if r.status == STATUS_REGISTERED])
     messages: list[FanOutMessage] = []
     for round_ in rounds:
-        if round_.status == STATUS_REGISTERED:
-            await complete_registered(ctx, round_.ladder, round_.round_id)
-            completed.append((round_.ladder, round_.round_id))
-        elif round_.status == STATUS_PENDING and round_.progressing:
+        if round_.status == STATUS_PENDING and round_.progressing:
             continue  # being applied: its messages are not lost, only behind others
         elif round_.status in (STATUS_PENDING, STATUS_RATED):  # rated: some events never confirmed
             messages += await stored_fanout(ctx, round_.ladder, round_.round_id)
@@ -141,3 +143,24 @@ async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]
                     len(resent) + len(completed), log_ids(f"{ladder}/{r}" for ladder, r in resent),
                     log_ids(f"{ladder}/{r}" for ladder, r in completed))
     return SweepReport(resent, completed)
+
+
+async def _complete_leased(ctx: PipelineContext, ladder: str, round_ids: list[str]) -> list[tuple[str, str]]:
+    """Complete the ladder's claimed registered rounds, in seq order, under the ladder's lease
+    (the sweeper's owner: ``PipelineContext.lease_owner`` + ``:sweeper``), each by phase one's
+    batch machinery with the lease's fencing token (``phase_one.complete_registered``); none
+    while another attempt holds it (it rates them: the rounds are re-driven at their next due
+    time if not)."""
+    if not round_ids:
+        return []
+    done: list[tuple[str, str]] = []
+    async with sweeper_lease(ctx.store, ladder, f"{ctx.lease_owner}:sweeper", ctx.settings.phase_one_lease_ms) as lease:
+        for round_id in round_ids:
+            await lease.renew_if_due(ctx.store)  # a long sweep keeps the lease; one taken meanwhile ends it
+            if not lease.token(ladder):
+                log.info("sweeper: ladder %r is rated by another attempt (its lease): %d round(s) left to it",
+                         ladder, len(round_ids) - len(done))
+                break
+            await complete_registered(ctx, ladder, round_id, lease)  # stored with the lease's token
+            done.append((ladder, round_id))
+    return done

@@ -69,6 +69,18 @@ def round_perf(ladder_name: str, round_id: str) -> str:
     return f"{PREFIX}round-perf:{{{ladder_name}}}:{round_id}"
 
 
+def lease(ladder_name: str) -> str:
+    """String, expiring (PX): the owner id of the attempt holding the ladder's phase-one lease
+    (one rater per ladder at a time: acquire_lease.lua)."""
+    return f"{PREFIX}lease:{{{ladder_name}}}"
+
+
+def fence(ladder_name: str) -> str:
+    """Hash, never expiring: ``token``, the ladder's fencing counter (up each time the lease changes
+    hands), and ``owner``, whom that token was handed to; save_fanout.lua refuses a lower token."""
+    return f"{PREFIX}fence:{{{ladder_name}}}"
+
+
 def erased(ladder_name: str) -> str:
     """Hash: pseudonym of each erased player → when (``stream erase``); never the erased id."""
     return f"{PREFIX}erased:{{{ladder_name}}}"

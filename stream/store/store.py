@@ -201,6 +201,10 @@ class Registration:
     """The ladder's ``corrections`` counter (re-rates so far: finish_correction.lua), read after
     the batch's registrations (:meth:`Store.register_batch`): phase one's cached posteriors of
     the ladder are stale once it moves (``pipeline/posteriors.py``)."""
+    fence: int = 0
+    """The fencing token of the ladder's phase-one lease taken in the same round trip, before the
+    registrations (``register_batch``'s ``lease``; acquire_lease.lua); 0: not asked, or another
+    owner holds the lease."""
 
 
 @dataclass(slots=True)
@@ -250,6 +254,9 @@ class QueuedRound:
     """The round of the same ladder the attempt stored just before this one, from whose
     posteriors this one may have been rated: this one is stored only if that one was stored by
     this attempt (``token``; save_fanout.lua), else :data:`SAVE_REFUSED`."""
+    fence: int = 0
+    """The fencing token of the writer's lease on the ladder (:meth:`Store.acquire_lease`): below the
+    ladder's fence, nothing is written (:data:`SAVE_FENCED`); 0: a writer without a lease, not fenced."""
 
 
 SAVED_NOW = 1
@@ -261,6 +268,19 @@ SAVE_REFUSED = -1
 """Store.queue_batch: nothing written, the round stays ``registered``: an earlier round of its
 ladder is still ``registered`` (fan-outs are stored in seq order), or the round the attempt
 rated it after (``QueuedRound.after``) was stored by another attempt (the chain lost)."""
+SAVE_FENCED = -2
+"""Store.queue_batch: nothing written (no fan-out, on a single Redis no queued mark), the round stays
+``registered``: the writer's lease token (``QueuedRound.fence``) is below the ladder's fence, its
+lease lapsed and another attempt took it; that attempt (or the sweeper) rates the round."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A request for the phase-one leases of a batch's ladders (:meth:`Store.register_batch`):
+    who asks (``owner``, an attempt's id) and for how long (``ttl_ms``, PHASE_ONE_LEASE_MS)."""
+
+    owner: str
+    ttl_ms: int
 
 
 @dataclass(frozen=True)
@@ -518,9 +538,9 @@ def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str
 
 
 def _fanout_keys(ladder: str, round_id: str, after: str | None = None) -> list[str]:
-    """save_fanout.lua's KEYS (the fifth: the chain's previous round, ``QueuedRound.after``)."""
+    """save_fanout.lua's KEYS (the sixth: the chain's previous round, ``QueuedRound.after``)."""
     out = [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id), keys.registered_rounds(ladder),
-           keys.incomplete_rounds(ladder)]
+           keys.incomplete_rounds(ladder), keys.fence(ladder)]
     if after is not None:
         out.append(keys.round_record(ladder, after))
     return out
@@ -642,18 +662,24 @@ class Store:
         return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
 
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
-                             fields: Sequence[str] = player_hash.PRIOR_STATES,
+                             fields: Sequence[str] = player_hash.PRIOR_STATES, lease: Lease | None = None,
                              ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
         """Register ``rounds`` in order (register_round.lua, one call per ladder of the batch:
         :func:`_register_calls`; see :meth:`register_round`), read each ladder's rounds still
         ``registered`` once, after them (each registration's ``earlier`` is taken from it),
         and each ladder's ``corrections`` counter, then read ``fields`` of the (ladder, player)
-        hashes (load_players.lua): ONE round trip. Returns the registrations (without priors,
-        with their ladder's counter) and the players' columns (:func:`_columns`)."""
+        hashes (load_players.lua): ONE round trip. With ``lease``, first the phase-one lease of each
+        ladder with a round to rate (``registered``) is taken (:meth:`acquire_lease`), its token in
+        each of the ladder's registrations (``Registration.fence``). Returns the registrations
+        (without priors, with their ladder's counter) and the players' columns (:func:`_columns`)."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
         ladders = list(dict.fromkeys(r.ladder for r in rounds))
+        leased = [] if lease is None else list(dict.fromkeys(r.ladder for r in rounds if r.status == STATUS_REGISTERED))
 
         def build(pipe: Pipeline) -> None:
+            for ladder in leased:
+                assert lease is not None
+                self._eval(pipe, "acquire_lease", [keys.lease(ladder), keys.fence(ladder)], [lease.owner, lease.ttl_ms])
             for ladder in ladders:
                 pipe.sadd(keys.ladders(), ladder)
             self._register_into(pipe, calls)
@@ -666,6 +692,8 @@ class Store:
         index = _register_calls(rounds)
         calls = [[rounds[i] for i in call] for call in index]
         replies = await self._run(build)
+        fences = {ladder: int(token) for ladder, token in zip(leased, replies)}
+        replies = replies[len(leased):]
         first, end = len(ladders), len(ladders) + len(calls)
         registered = {ladder: _ids_and_seqs(reply) for ladder, reply in zip(ladders, replies[end:end + len(ladders)])}
         counters = {ladder: _int(raw) for ladder, raw in zip(ladders, replies[end + len(ladders):end + 2 * len(ladders)])}
@@ -678,7 +706,7 @@ class Store:
             ids, seqs = registered[r.ladder]
             earlier = () if outcome in _NOT_REGISTERED else tuple(ids[:bisect.bisect_left(seqs, int(seq))])
             registrations.append(Registration(outcome.decode(), int(seq), status.decode(), earlier,
-                                              corrections=counters[r.ladder]))
+                                              corrections=counters[r.ladder], fence=fences.get(r.ladder, 0)))
         return registrations, _columns(replies[end + 2 * len(ladders):], fields)
 
     def _register_into(self, pipe: Pipeline, calls: Sequence[Sequence[NewRound]]) -> None:
@@ -697,6 +725,24 @@ class Store:
             self._eval(pipe, "register_round",
                        [keys.ladder(ladder), keys.rounds(ladder), keys.registered_rounds(ladder),
                         keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r.round_id) for r in call)], args)
+
+    async def acquire_lease(self, ladder: str, owner: str, ttl_ms: int) -> int:
+        """Take or renew the ladder's phase-one lease for ``ttl_ms`` (acquire_lease.lua): its fencing
+        token, the same while ``owner`` keeps it, higher once it changed hands; 0 if another owner
+        holds it (it lapses ``ttl_ms`` after its last renewal: a crashed holder's too)."""
+        (token,) = await self._run(lambda pipe: self._eval(
+            pipe, "acquire_lease", [keys.lease(ladder), keys.fence(ladder)], [owner, ttl_ms]))
+        return int(token)
+
+    async def release_leases(self, ladders: Sequence[str], owner: str) -> None:
+        """Give up ``owner``'s phase-one lease of each ladder (release_lease.lua; a lease another
+        owner took after ours lapsed is left alone): one round trip."""
+        def build(pipe: Pipeline) -> None:
+            for ladder in ladders:
+                self._eval(pipe, "release_lease", [keys.lease(ladder)], [owner])
+
+        if ladders:
+            await self._run(build)
 
     async def ladder_model(self, ladder: str) -> str | None:
         """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
@@ -790,14 +836,15 @@ class Store:
 
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
                           messages: Sequence[tuple[int, bytes]], due_at: float, token: str = "",
-                          after: str | None = None) -> None:
-        """Queue save_fanout.lua for a round (``token``, ``after``: see :class:`QueuedRound`)."""
-        args: list[Any] = [pending, encode_due(due_at), token]
+                          after: str | None = None, fence: int = 0) -> None:
+        """Queue save_fanout.lua for a round (``token``, ``after``, ``fence``: see :class:`QueuedRound`)."""
+        args: list[Any] = [pending, encode_due(due_at), token, fence or ""]
         for name, message in fanout_fields(messages):
             args += [name, message]
         self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id, after), args)
 
-    async def queue_batch(self, rounds: Sequence[QueuedRound]) -> list[int]:
+    async def queue_batch(self, rounds: Sequence[QueuedRound], release: tuple[str, Sequence[str]] | None = None,
+                          ) -> list[int]:
         """Phase one's last write of its rounds, in order, in ONE round trip: per round
         :meth:`mark_queued` then :meth:`save_fanout` (one pipeline, not a transaction: a worker
         killed mid-pipeline leaves a prefix of it written, a round's marks possibly without its
@@ -809,13 +856,22 @@ class Store:
         :data:`SAVED_BEFORE` (another attempt stored it first: send the stored one) or
         :data:`SAVE_REFUSED` (it stays ``registered``: an earlier round of its ladder still is, or
         its chain's previous round, ``QueuedRound.after``, was stored by another attempt; decided
-        in save_fanout.lua, atomically with the store). On a single Redis a refused small round
-        marks nobody (queue_rounds.lua).
+        in save_fanout.lua, atomically with the store) or :data:`SAVE_FENCED` (the writer's lease
+        token, ``QueuedRound.fence``, is stale). On a single Redis a refused or fenced small round
+        marks nobody (queue_rounds.lua). ``release`` (owner, ladders): then, in the same round trip,
+        the owner's phase-one leases of those ladders are given up (:meth:`release_leases`).
 
         On Redis Cluster in TWO round trips, every mark first: a cluster pipeline runs as
         concurrent per-node pipelines, so a node failing would leave any subset written, e.g. a
         round's fan-out stored (the round ``pending``: its next attempt only re-sends it) without
-        a player's mark (a later round of his would read his prior without this round's update)."""
+        a player's mark (a later round of his would read his prior without this round's update).
+        There a fenced writer's marks are written (player keys are other slots than the fence's):
+        marks of a round to be rated, as a crashed attempt leaves them (mark_queued.lua)."""
+        def release_into(pipe: Pipeline) -> None:
+            for ladder in () if release is None else release[1]:
+                assert release is not None
+                self._eval(pipe, "release_lease", [keys.lease(ladder)], [release[0]])
+
         if self.cluster and rounds:
             def marks(pipe: Pipeline) -> None:
                 for r in rounds:
@@ -824,16 +880,18 @@ class Store:
             def fanouts(pipe: Pipeline) -> None:
                 for r in rounds:
                     self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token,
-                                           r.after)
+                                           r.after, r.fence)
+                release_into(pipe)
 
             await self._run(marks)
-            return [int(done) for done in await self._run(fanouts)]
+            return [int(done) for done in (await self._run(fanouts))[:len(rounds)]]
         saves: list[tuple[int, int | None]] = []  # where each round's save_fanout answer is in the replies
 
         def build(pipe: Pipeline) -> None:
             saves[:] = self._queue_into(pipe, rounds)
+            release_into(pipe)
 
-        replies = await self._run(build) if rounds else []
+        replies = await self._run(build) if rounds or release else []
         return [int(replies[call] if at is None else replies[call][at]) for call, at in saves]
 
     def _queue_into(self, pipe: Pipeline, rounds: Sequence[QueuedRound]) -> list[tuple[int, int | None]]:
@@ -860,13 +918,14 @@ class Store:
             if len(r.players) > self.players_per_call:
                 flush()
                 calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token, r.after)
+                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token, r.after,
+                                       r.fence)
                 where.append((calls, None))
                 calls += 1
                 continue
             if players + len(r.players) > self.players_per_call:
                 flush()
-            fanout = [r.pending, due(r.due_at), r.token,
+            fanout = [r.pending, due(r.due_at), r.token, r.fence or "",
                       *(value for pair in fanout_fields(r.messages) for value in pair)]
             fanout_keys = _fanout_keys(r.ladder, r.round_id, r.after)
             where.append((calls, queued))

@@ -16,6 +16,7 @@ from stream.contracts import RoundResult, Standing
 from stream.logsafe import LOG_TEXT_LIMIT, log_ids, log_safe
 from stream.pipeline import retry
 from stream.pipeline.context import PipelineContext
+from stream.pipeline.lease import sweeper_lease
 from stream.pipeline.phase_one import complete_registered, handle_one
 from stream.pipeline.messages import Incoming
 from stream.settings import Settings
@@ -69,7 +70,8 @@ def test_pipeline_log_lines_escape_ids(redis_url: str, caplog: pytest.LogCapture
             "L", HOSTILE, content_hash=hostile_round.content_hash(), occurred_at=1.7e9, received_at=1.7e9,
             field_size=2, body=hostile_round.to_json())
         assert registered.outcome == "new"
-        await complete_registered(ctx, "L", HOSTILE)  # logs "completing phase one of round ..."
+        async with sweeper_lease(ctx.store, "L", "sweeper", ctx.settings.phase_one_lease_ms) as leases:
+            await complete_registered(ctx, "L", HOSTILE, leases)  # logs "completing phase one of round ..."
         later = RoundResult(round_id="r2\nFAKE", ladder="L", occurred_at=1.7e9 + 1,
                             standings=[Standing("a\nb", 1), Standing("z", 2)])
         # "a\nb" waits on the unapplied first round: the barrier warns (BARRIER_WARN_S=0) and re-drives

@@ -17,13 +17,15 @@ def test_names_match_the_contract() -> None:
     assert keys.round_perf("L", "R") == "ems:round-perf:{L}:R"
     assert keys.player("L", "P") == "ems:player:{L|P}"
     assert keys.history("L", "P") == "ems:history:{L|P}"
+    assert keys.lease("L") == "ems:lease:{L}"
+    assert keys.fence("L") == "ems:fence:{L}"
 
 
 def test_one_players_keys_share_a_slot_and_one_ladders_keys_too() -> None:
     assert key_slot(keys.player("L", "alice").encode()) == key_slot(keys.history("L", "alice").encode())
     ladder_slots = {key_slot(k.encode()) for k in (
         keys.ladder("L"), keys.leaderboard("L"), keys.rounds("L"), keys.round_record("L", "r1"),
-        keys.round_results("L", "r1"), keys.round_perf("L", "r1"))}
+        keys.round_results("L", "r1"), keys.round_perf("L", "r1"), keys.lease("L"), keys.fence("L"))}
     assert len(ladder_slots) == 1
 
 

@@ -15,11 +15,16 @@ DERIVED_KEYS = b"ems:round-digests:"
 (verify_updates.lua), so whether one exists says when phase two last ran, not what is stored."""
 
 
+COORDINATION_KEYS = (b"ems:lease:", b"ems:fence:")
+"""Key prefixes of phase one's ladder leases and fences: which attempt rated a ladder (one path
+takes them, another, e.g. a backfill, does not), not what is stored."""
+
+
 def dump(client: redis.Redis, *, skip_fields: frozenset[bytes] = TIME_FIELDS) -> dict[bytes, Any]:
     """Every key of the client's database with its value (hash fields in ``skip_fields`` left out)."""
     out: dict[bytes, Any] = {}
     for key in client.scan_iter(count=1000):
-        if key.startswith(DERIVED_KEYS):
+        if key.startswith(DERIVED_KEYS) or key.startswith(COORDINATION_KEYS):
             continue
         kind = client.type(key)
         if kind == b"hash":

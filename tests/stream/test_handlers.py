@@ -241,7 +241,7 @@ def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(r
         store = ctx.store
         real_queue_batch = store.queue_batch
 
-        async def killed_mid_pipeline(queued: Sequence[QueuedRound]) -> list[int]:
+        async def killed_mid_pipeline(queued: Sequence[QueuedRound], release: object = None) -> list[int]:
             (round_,) = queued
             await store.mark_queued(round_.ladder, round_.players, round_.seq)  # the first half reached Redis, then the worker died
             raise ConnectionResetError("worker killed mid-pipeline")
@@ -374,7 +374,7 @@ def test_a_fanout_larger_than_max_message_bytes_is_split_and_rated_whole(redis_u
 def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None:
     """A round accepted, then left ``registered``, is completed from its stored body even if
     MAX_ID_LENGTH, MAX_ROUND_SIZE or STRICT_SCHEMA were tightened meanwhile (it must not stall)."""
-    from stream.pipeline.phase_one import complete_registered
+    from test_phase_one_batch import complete_as_sweeper
 
     long_player = "q" * 100
     raw = json.dumps({"round_id": "r1", "ladder": "L", "occurred_at": 1.7e9, "extra": 1,
@@ -388,7 +388,7 @@ def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None
                                          received_at=0.0, field_size=3, body=raw)
         await loose.store.close()
         tight = context(redis_url, max_id_length=10, max_round_size=2, strict_schema=True)
-        messages = await complete_registered(tight, "L", "r1")
+        messages = await complete_as_sweeper(tight, "L", "r1")
         assert sorted(p for m in messages for p in PlayerUpdate.from_json(m.value).players) == sorted([long_player, "b", "c"])
         assert (await tight.store.round_record("L", "r1"))["status"] == "pending"
         await tight.store.close()
@@ -402,7 +402,7 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
     after HANDLER_ATTEMPTS the round is failed and its letter sent, so it stalls nothing."""
     from stream.contracts import DeadLetter
     from stream.pipeline import faults
-    from stream.pipeline.phase_one import complete_registered
+    from test_phase_one_batch import complete_as_sweeper
 
     r = make_round("poison", ["a", "b", "c"], day=0)
 
@@ -419,8 +419,8 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
                                        received_at=0.0, field_size=3, body=r.to_json().encode())
         for _ in range(2):
             with pytest.raises(faults.InjectedFault):
-                await complete_registered(ctx, "L", "poison")
-        assert await complete_registered(ctx, "L", "poison") == []
+                await complete_as_sweeper(ctx, "L", "poison")
+        assert await complete_as_sweeper(ctx, "L", "poison") == []
         assert [(x.reason, x.original) for x in letters] == [("internal_error", r.to_json().encode())]
         assert "InjectedFault" in letters[0].message
         assert (await ctx.store.round_record("L", "poison"))["status"] == "failed"

@@ -266,7 +266,7 @@ def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: s
     """A round registered under the ladder's recorded model whose phase one never finished, then
     completed (sweeper, or the ladder's next round) by a worker configured with another model:
     failed and dead-lettered ``model_changed``, not rated with the wrong model."""
-    from stream.pipeline.phase_one import complete_registered
+    from test_phase_one_batch import complete_as_sweeper
 
     round_ = RoundResult(round_id="r1", ladder="b", occurred_at=1.7e9, standings=[Standing("x", 1), Standing("y", 2)])
 
@@ -285,7 +285,7 @@ def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: s
             letters.append(letter)
 
         changed.reject = reject
-        assert await complete_registered(changed, "b", "r1") == []
+        assert await complete_as_sweeper(changed, "b", "r1") == []
         assert (await ctx.store.round_record("b", "r1"))["status"] == "failed"
         assert [letter.reason for letter in letters] == [MODEL_CHANGED]
         assert await ctx.store.player("b", "x") == {}  # nobody rated

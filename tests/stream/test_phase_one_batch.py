@@ -18,7 +18,8 @@ from stream.engine import preset
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, Incoming, Origin
 from stream.pipeline.outbox import Outgoing, TopicNames
-from stream.pipeline.phase_one import BatchResult, handle_rounds
+from stream.pipeline.lease import sweeper_lease
+from stream.pipeline.phase_one import BatchResult, complete_registered, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.messages import split_sections
 from stream.pipeline.updates_batches import phase_two_batch
@@ -67,6 +68,15 @@ async def apply(ctx: PipelineContext, batch: BatchResult) -> list[Outgoing]:
     await phase_two_batch(ctx, NAMES, [Incoming(m.value, m.key, Origin("player-updates", m.partition, i))
                                        for i, m in enumerate(batch.messages)], send)
     return sent
+
+
+async def complete_as_sweeper(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
+    """``phase_one.complete_registered`` as the worker's sweeper runs it: under its own lease of
+    the ladder (``lease.sweeper_lease``), which no other attempt may hold."""
+    owner = f"{ctx.lease_owner}:sweeper"
+    async with sweeper_lease(ctx.store, ladder, owner, ctx.settings.phase_one_lease_ms) as leases:
+        assert leases.token(ladder), f"the lease of ladder {ladder} is another attempt's"
+        return await complete_registered(ctx, ladder, round_id, leases)
 
 
 async def stored_states(ctx: PipelineContext, players: dict[str, set[str]]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -203,7 +213,7 @@ def test_worker_killed_midway_through_the_batch_store_leaves_no_stale_prior(redi
         store = ctx.store
         original = store.queue_batch
 
-        async def killed(queued):  # type: ignore[no-untyped-def]
+        async def killed(queued, release=None):  # type: ignore[no-untyped-def]
             await original(queued[:1])  # round 1 whole
             await store.mark_queued(queued[1].ladder, queued[1].players, queued[1].seq)  # round 2's marks only
             raise RuntimeError("killed mid-pipeline")

@@ -3,8 +3,8 @@ deterministically, without Kafka, on a single Redis and on a real Redis Cluster 
 marks and fan-outs go in two round trips):
 
 * a batch waits in its re-send of a pending round (``ctx.resend``, the send the batch awaits)
-  while the sweeper completes the round a crashed worker left ``registered`` and phase two
-  applies it: the batch must not rate that round from the posterior that already holds it, nor
+  past its ladder lease, and the sweeper, taking the lease, completes the round a crashed worker
+  left ``registered`` and phase two applies it: the batch must not rate that round from the posterior that already holds it, nor
   store its later rounds of the ladder from its own chain (it used to: a later round's
   performances came from the wrong prior, and Redis differed from replay);
 * the sweeper claims a ladder's later round (due earlier) while an earlier one is still
@@ -24,13 +24,20 @@ from stream.contracts import RoundResult
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, Incoming, Origin
 from stream.pipeline.outbox import Outgoing
+from stream.pipeline.lease import Leases
 from stream.pipeline.phase_one import complete_registered, handle_rounds
 from stream.pipeline.rounds_batches import phase_one_batch
 from stream.pipeline.sweeper import sweep
 from stream.pipeline.updates_batches import phase_two_batch
+from stream.settings import Settings
+from stream.store import keys
 from stream.store.store import NewRound
 
-from test_phase_one_batch import NAMES, assert_equals_replay, context, game, incoming, players_of, stored_states
+from test_phase_one_batch import (NAMES, assert_equals_replay, complete_as_sweeper, context, game, incoming, players_of,
+                                  stored_states)
+
+
+LEASE_MS = Settings().phase_one_lease_ms
 
 
 @pytest.fixture(params=["single", "real-cluster"])
@@ -62,6 +69,14 @@ async def phase_two(ctx: PipelineContext, values: Sequence[bytes]) -> None:
                           send)
 
 
+async def sweeper_after_lapse(sweeper: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
+    """The sweeper completes ``round_id`` once the lease of the batch rating the ladder lapsed (the
+    batch waited past PHASE_ONE_LEASE_MS, not renewing: its lease key gone), under a lease of its
+    own (a higher fencing token: the batch's stores of the ladder are fenced from then on)."""
+    await sweeper.store.client.delete(keys.lease(ladder))
+    return await complete_as_sweeper(sweeper, ladder, round_id)
+
+
 async def crashed_attempt(ctx: PipelineContext, round_: RoundResult) -> None:
     """What a worker killed in its batch's store leaves of ``round_`` (``phase_one.crash_in_batch_store``):
     registered (its body kept for the sweeper), its players marked queued, no fan-out."""
@@ -75,7 +90,8 @@ def test_a_batch_overtaken_in_its_resend_wait_by_the_sweeper_stores_nothing_from
         url_and_cluster: tuple[str, bool]) -> None:
     """r1 is pending (stored, not applied); a crashed worker left r2 registered with a and c marked
     queued for it (a's queued_prev: r1). The redelivered batch [r1, r2, r3] re-sends r1 and, while
-    that send is awaited, phase two applies r1, the sweeper completes r2 and phase two applies it.
+    that send is awaited (past the batch's lease), phase two applies r1, the sweeper completes r2
+    and phase two applies it.
     The batch then re-reads a (held at registration): his state holds r2 already. Then r2, r3 and
     r4 are handled one by one (r2 is the sweeper's, r3 and r4 rated from the stored posteriors)."""
     rounds = [game("r1", "L", ["a", "b"], 0), game("r2", "L", ["a", "c"], 1), game("r3", "L", ["c", "d"], 2),
@@ -91,7 +107,7 @@ def test_a_batch_overtaken_in_its_resend_wait_by_the_sweeper_stores_nothing_from
             if not fired:  # the batch's re-send of r1: the sweeper and phase two go first
                 fired.append(True)
                 await phase_two(sweeper, [m.value for m in messages])
-                assert await complete_registered(sweeper, "L", "r2"), "the sweeper completed r2"
+                assert await sweeper_after_lapse(sweeper, "L", "r2"), "the sweeper completed r2"
             await phase_two(batch_worker, [m.value for m in messages])
 
         batch_worker.resend = resend_wait
@@ -140,7 +156,9 @@ def test_a_batch_racing_the_sweeper_on_a_round_then_phase_two_equals_replay(url_
     """The crashed worker's r2 is completed by the sweeper while the redelivered batch [r2, r3, r4]
     waits at its barrier for r1 (applied by phase two only after the sweeper stored r2 and phase
     two applied it too), or, racing the sweeper, passes its barrier first: either way Redis equals
-    replay."""
+    replay. Both attempts pass the fence here (the sweeper stores with the ladder's current token,
+    as two attempts of one lease holder would): what is tested is the chain rule and the barrier
+    behind the lease."""
     rounds = [game("r1", "L", ["a", "b"], 0), game("r2", "L", ["a", "c"], 1), game("r3", "L", ["c", "a"], 2),
               game("r4", "L", ["b", "d"], 3)]
 
@@ -158,7 +176,8 @@ def test_a_batch_racing_the_sweeper_on_a_round_then_phase_two_equals_replay(url_
         assert not batch.done(), "the batch rated r2 before r1 was applied"
         await phase_two(sweeper, [m.value for m in r1.messages])  # r1 applied
         # the sweeper rates r2 (or finds it stored: the batch's barrier may pass first), phase two applies it
-        await complete_registered(sweeper, "L", "r2")
+        (token,) = await sweeper.store.client.hmget(keys.fence("L"), "token")
+        await complete_registered(sweeper, "L", "r2", Leases("sweeper", LEASE_MS, {"L": int(token)}))
         await asyncio.wait_for(batch, timeout=60.0)
         got = await stored_states(batch_worker, players_of(rounds))
         for ctx in (crashed, batch_worker, sweeper):

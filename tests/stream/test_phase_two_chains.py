@@ -52,13 +52,14 @@ async def phase_one(ctx: PipelineContext, rounds: list[RoundResult]) -> list[lis
 def snapshot(url: str) -> dict[bytes, object]:
     """Every key's content but wall-clock fields (``*_at`` of hashes, the sweeper ledger's due
     times), the token of the attempt that stored a round's fan-out (``stored_by``: random per
-    phase-one batch) and the digest cache."""
+    phase-one batch), the digest cache and phase one's ladder leases and fences (whose owner ids
+    are random per worker and whose tokens count hand-overs: which attempt rated, not what)."""
     client = redis.Redis.from_url(url)
     try:
         out: dict[bytes, object] = {}
         for key in client.keys("*"):
             kind = client.type(key)
-            if key.startswith(b"ems:round-digests:"):
+            if key.startswith((b"ems:round-digests:", b"ems:lease:", b"ems:fence:")):
                 continue
             if kind == b"hash":
                 out[key] = {k: v for k, v in client.hgetall(key).items() if not k.endswith(b"_at") and k != b"stored_by"}

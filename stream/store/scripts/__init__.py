@@ -7,7 +7,7 @@ from importlib import resources
 SCRIPT_NAMES = ("register_round", "save_fanout", "apply_player_update", "record_round_results", "load_players",
                 "mark_queued", "claim_due_rounds", "confirm_emitted", "fail_round", "release_queued",
                 "push_history", "hset_many", "trim_history", "verify_updates", "hold_ladder", "finish_correction", "read_rounds", "rewrite_rounds",
-                "queue_rounds", "mm_apply", "mm_commit", "mm_release")
+                "queue_rounds", "mm_apply", "mm_commit", "mm_release", "acquire_lease", "release_lease")
 
 
 INCLUDE = "--@include "

@@ -2,12 +2,13 @@
 -- one atomic call: per round, in order, save_fanout.lua on the round, then, if it stored the
 -- fan-out now, mark_queued.lua on its players (both included below, each run on its own KEYS and
 -- ARGV): a round is never marked without its fan-out, and a round save_fanout.lua refuses (an
--- earlier round of its ladder still registered, or the batch's chain lost: see there) marks nobody.
+-- earlier round of its ladder still registered, or the batch's chain lost: see there) or fences
+-- (the writer's lease token is stale) marks nobody.
 -- Its keys span hash slots: never sent to a Redis Cluster (there the two scripts are called on
 -- their own, every mark first).
 -- KEYS: per round: its n player hashes (mark_queued.lua's KEYS), then save_fanout.lua's k KEYS
 -- ARGV: per round: n, k, m, seq (mark_queued.lua's ARGV), then save_fanout.lua's m ARGV
--- Returns per round save_fanout.lua's reply (1 stored now, 0 stored before, -1 refused).
+-- Returns per round save_fanout.lua's reply (1 stored now, 0 stored before, -1 refused, -2 fenced).
 local mark_queued = function(KEYS, ARGV)
 --@include mark_queued
 end
