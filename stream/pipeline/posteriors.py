@@ -20,7 +20,7 @@ Why a matching seq is enough:
   entry's and the barrier is the fallback. Nothing needs to hear of partition revocation.
 * An entry is kept only for rounds whose fan-out this worker's attempt stored
   (``Store.queue_batch`` said so), after the store: a batch that raised or was killed keeps
-  nothing, and its next attempt waits as before (``queued_prev``).
+  nothing, and its next attempt waits as before (the marks below its round: ``Store.priors``).
 * A correction rewrites states without moving seqs. It holds the ladder first (registration
   answers ``held``) and moves the ladder's ``corrections`` counter when it re-rates
   (finish_correction.lua; read with every batch's registration): either drops the ladder's

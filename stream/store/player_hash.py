@@ -21,6 +21,7 @@ LAST_TIME = "last_time"
 LAST_SEQ = "last_seq"
 QUEUED_SEQ = "queued_seq"
 QUEUED_PREV = "queued_prev"
+QUEUED_OLDER = "queued_older"
 DISPLAY_RATING = "display_rating"
 TIER = "tier"
 STATE = "state"
@@ -34,7 +35,8 @@ FIELDS: dict[str, str] = {
     LAST_SEQ: "seq of the player's last applied round (the chain rule's and the barrier's watermark)",
     QUEUED_SEQ: "seq of the newest round phase one rated for the player (mark_queued.lua); above "
                 "last_seq while phase two has not applied it",
-    QUEUED_PREV: "the queued_seq a mark replaced, while that round is not applied (mark_queued.lua)",
+    QUEUED_PREV: "the next newest round rated for the player and not applied yet (mark_queued.lua)",
+    QUEUED_OLDER: "the older ones, newest first, space-separated (rare: mark_queued.lua)",
     DISPLAY_RATING: "the shown rating (float; also the leaderboard score)",
     TIER: 'tier name ("" = unplaced)',
     STATE: "the packed engine state (stream/engine/state.py): the factor history phase one carries on",
@@ -50,7 +52,7 @@ def numeric(*names: str) -> tuple[str, ...]:
 WRITE_FIELDS = (LAST_SEQ, QUEUED_SEQ, MU, SIGMA, ROUNDS, LAST_ROUND, LAST_TIME, DISPLAY_RATING, TIER, STATE)
 """What a bulk write sets (:class:`PlayerRows`): apply_player_update.lua's fields and mark_queued.lua's
 queued_seq."""
-BARRIER = numeric(QUEUED_SEQ, LAST_SEQ, QUEUED_PREV)
+BARRIER = (*numeric(QUEUED_SEQ, LAST_SEQ, QUEUED_PREV), QUEUED_OLDER)
 """What the per-player barrier reads (:meth:`stream.store.store.Store.priors`)."""
 PRIORS = (*numeric(MU, SIGMA, LAST_TIME), *BARRIER)
 """The priors as numbers, with the barrier's fields."""

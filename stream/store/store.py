@@ -313,13 +313,12 @@ class Priors:
     (player_hash.PRIOR_STATES), which hold them."""
     blocked: list[str] = field(default_factory=list)
     waiting_on: list[int] = field(default_factory=list)
-    """Distinct ``seq`` of the rounds the blocked players wait for (their ``queued_seq``)."""
+    """Distinct ``seq`` of the rounds the blocked players wait for (their ``waits_for``)."""
     last_seq: np.ndarray | None = None
     """Each player's last applied seq (0: none)."""
     waits_for: np.ndarray | None = None
-    """Per player, the seq of the round the barrier waits for (its ``queued_seq``, or
-    ``queued_prev`` when the round being rated marked it itself); a player is held while this
-    is above ``last_seq``."""
+    """Per player, the seq of the round the barrier waits for (the newest of his marks below the
+    round being rated: :meth:`Store.priors`); a player is held while this is above ``last_seq``."""
     states: list[bytes | None] | None = None
     """Each player's packed engine state (None: newcomer), when read (``load_priors(states=True)``)."""
     overtaken: list[str] = field(default_factory=list)
@@ -1028,24 +1027,30 @@ class Store:
                seq: int | np.ndarray) -> Priors:
         """Priors from the player_hash.PRIORS (or PRIOR_STATES) columns of ``players``.
 
-        A player is held while an earlier round queued for them (``queued_seq``) is not yet
-        applied (``last_seq``). ``queued_seq == seq`` means this very round marked them in an
-        attempt that crashed: their prior is final once the round that mark replaced is applied
-        (``queued_prev``, kept while it was not: mark_queued.lua; absent, 0, when the round it
-        replaced was applied). A player whose ``last_seq`` is ``seq`` or more is
-        ``overtaken``: his state already includes this round or a later one (another attempt
-        stored the round and phase two applied it), so it is no prior of this round whatever
-        the marks say (mark_queued.lua drops ``queued_prev`` once it is applied)."""
+        A player is held while the round he waits for is not applied yet (``last_seq`` below it):
+        the newest of his marks (mark_queued.lua: the rounds rated for him, not applied) below
+        ``seq``. While round ``seq`` is registered no later round of its ladder is stored
+        (save_fanout.lua), so a mark at or above ``seq`` is what an attempt that crashed or was
+        fenced left: ``seq`` itself, or later rounds of its batch (on Redis Cluster the marks go
+        before the fan-outs). A player whose ``last_seq`` is ``seq`` or more is ``overtaken``: his
+        state already includes this round or a later one (another attempt stored the round and
+        phase two applied it), so it is no prior of this round whatever the marks say."""
         mu, sigma, last_time, known = None, None, None, None
         if player_hash.MU in columns:
             mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64)
                                     for name in (player_hash.MU, player_hash.SIGMA, player_hash.LAST_TIME))
             known = ~np.isnan(mu)
         queued, last = _seq_column(columns[player_hash.QUEUED_SEQ]), _seq_column(columns[player_hash.LAST_SEQ])
-        waits_for = np.where(queued == seq, _seq_column(columns["queued_prev"]), queued)
+        prev = _seq_column(columns[player_hash.QUEUED_PREV])
+        seqs = np.broadcast_to(np.asarray(seq, dtype=np.int64), queued.shape)
+        waits_for = np.where(queued < seqs, queued, np.where(prev < seqs, prev, 0))
+        for row in np.flatnonzero(prev >= seqs).tolist():  # leftovers of a failed batch: rare
+            older = columns[player_hash.QUEUED_OLDER][row]
+            below = [mark for mark in map(int, (older or b"").split()) if mark < seqs[row]]
+            waits_for[row] = below[0] if below else 0
         held = np.flatnonzero(waits_for > last)
         blocked = [players[i] for i in held.tolist()]
-        overtaken = [players[i] for i in np.flatnonzero(last >= seq).tolist()]
+        overtaken = [players[i] for i in np.flatnonzero(last >= seqs).tolist()]
         states = list(columns[player_hash.STATE]) if player_hash.STATE in columns else None
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
                       waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,

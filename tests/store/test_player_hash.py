@@ -52,7 +52,8 @@ def test_apply_player_update_writes_what_a_bulk_write_writes() -> None:
     """A bulk write (backfill, re-rate) leaves the hash the stream leaves: apply_player_update.lua's
     fields and mark_queued.lua's queued_seq."""
     assert _literal_fields("apply_player_update") | {player_hash.QUEUED_SEQ} == set(player_hash.WRITE_FIELDS)
-    assert _literal_fields("mark_queued") == {player_hash.QUEUED_SEQ, player_hash.LAST_SEQ, player_hash.QUEUED_PREV}
+    assert _literal_fields("mark_queued") == {player_hash.QUEUED_SEQ, player_hash.LAST_SEQ, player_hash.QUEUED_PREV,
+                                             player_hash.QUEUED_OLDER}
 
 
 @pytest.mark.parametrize("view", ["WRITE_FIELDS", "BARRIER", "PRIORS", "PRIOR_STATES", "STATES", "STATES_QUEUED",

@@ -164,7 +164,8 @@ def test_scripts_reload_after_redis_forgets_them(target: Target) -> None:
 def test_registration_prefetches_the_same_priors_as_load_priors(target: Target) -> None:
     async def body(store: Store) -> None:
         await apply_one(store, "r1", [write("a", 1, 1234.5678901234567 / 3.0)], now=0.0)
-        await store.mark_queued("L", ["b"], 7)  # a round queued for b, not yet applied
+        r1 = await store.register_round("L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=2)
+        await store.mark_queued("L", ["b"], r1.seq)  # r1 queued for b too, not yet applied for him
         registration = await store.register_round("L", "r2", content_hash="h", occurred_at=0.0, received_at=0.0,
                                                    field_size=3, prefetch=["a", "b", "new"])
         assert registration.outcome == "new" and registration.priors is not None
@@ -172,7 +173,7 @@ def test_registration_prefetches_the_same_priors_as_load_priors(target: Target) 
         for name in ("mu", "sigma", "last_time", "known"):
             np.testing.assert_array_equal(getattr(registration.priors, name), getattr(direct, name))
         assert registration.priors.blocked == direct.blocked == ["b"]
-        assert registration.priors.waiting_on == direct.waiting_on == [7]
+        assert registration.priors.waiting_on == direct.waiting_on == [r1.seq]
         plain = await store.register_round("L", "r3", content_hash="h3", occurred_at=0.0, received_at=0.0, field_size=2)
         assert plain.priors is None
 
