@@ -205,7 +205,8 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
 async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundResult]) -> _LadderRun:
     """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
     info = await ladder_info(ctx.store, ladder)
-    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).newcomer), info.seq, await ctx.partitions(), info.fields)
+    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).newcomer), info.seq, await ctx.outbox.partition_count(),
+                     info.fields)
     if info.fields.get("occurred_max") is not None:  # an append keeps the ladder's newest occurred_at
         run.occurred_max = float(info.fields["occurred_max"])
     if not info.rounds:

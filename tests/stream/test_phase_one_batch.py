@@ -17,7 +17,7 @@ from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.engine import preset
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, Incoming, Origin
-from stream.pipeline.outbox import Outgoing, TopicNames
+from stream.pipeline.outbox import Outbox, Outgoing, TopicNames
 from stream.pipeline.lease import sweeper_lease
 from stream.pipeline.phase_one import BatchResult, complete_registered, handle_rounds
 from stream.pipeline.phase_two import handle_updates
@@ -34,9 +34,10 @@ def game(round_id: str, ladder: str, players: Sequence[str], day: float, weight:
                        standings=[Standing(p, i + 1) for i, p in enumerate(players)])
 
 
-def context(redis_url: str, **settings_: object) -> PipelineContext:
+def context(redis_url: str, outbox: Outbox | None = None, **settings_: object) -> PipelineContext:
     return PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=PARTITIONS, barrier_poll_s=0.001,
-                                                  barrier_max_poll_s=0.005, **settings_))  # type: ignore[arg-type]
+                                                  barrier_max_poll_s=0.005, **settings_),  # type: ignore[arg-type]
+                                         outbox=outbox)
 
 
 def incoming(rounds: Sequence[RoundResult | bytes]) -> list[Incoming]:
