@@ -105,7 +105,7 @@ class _LadderRun:
     table: LadderTable
     seq: int
     partitions: int
-    """How many partitions the fan-out spreads over (``PipelineContext.partitions``)."""
+    """How many partitions the fan-out spreads over (``Outbox.partition_count``)."""
     stored_fields: dict[str, str]
     """The ladder hash before the backfill."""
     columns: _PlayerColumns = field(default_factory=lambda: _PlayerColumns())

@@ -26,7 +26,8 @@ FIXED = frozenset({"settings", "store", "limits", "outbox", "ladder_order", "que
 
 @dataclass
 class PipelineContext:
-    """Dependencies of phase one and phase two (built once per worker)."""
+    """Dependencies of phase one and phase two (built once per worker): those :data:`FIXED` set at
+    construction only (assigning one again raises AttributeError), the others their state."""
 
     settings: Settings
     store: Store

@@ -52,7 +52,8 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
     first = make_round("r1", ["a", "b", "c", "d", "e"], day=0)
 
     async def body() -> None:
-        ctx = context(redis_url)
+        outbox = ListOutbox(PARTITIONS)
+        ctx = context(redis_url, outbox)
         result = await handle_one(ctx, Incoming(first.to_json().encode()))
         assert result.outcome == "rated" and result.seq == 1
         entries = [PlayerUpdate.from_json(m.value) for m in result.updates]
@@ -62,10 +63,10 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
             assert {partition_for(p, PARTITIONS) for p in update.players} == {message.partition}
             assert message.key == update.players[0].encode()
 
-        # phase two of only part of the fan-out, then the round is redelivered: same bytes
+        # phase two of only part of the fan-out, then the round is redelivered: same bytes, re-sent at once
         done = await handle_updates(ctx, [result.updates[0].value])
         again = await handle_one(ctx, Incoming(first.to_json().encode()))
-        assert again.outcome == "resent" and again.updates == result.updates
+        assert again.outcome == "resent" and outbox.resent == result.updates and again.updates == []
 
         # every task twice (and the first one a third time): each player applied once
         everything = await handle_updates(ctx, [m.value for m in result.updates] * 2)
