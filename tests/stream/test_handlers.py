@@ -42,6 +42,15 @@ def context(redis_url: str, outbox: Outbox | None = None, **settings: object) ->
                                          outbox=outbox)
 
 
+def test_the_context_s_configuration_is_fixed_at_construction() -> None:
+    """The outbox, settings and store come with the context: nothing installs them later."""
+    ctx = context("redis://127.0.0.1:1/0")
+    for name, value in (("outbox", ListOutbox(1)), ("settings", ctx.settings), ("store", ctx.store)):
+        with pytest.raises(AttributeError, match="fixed at construction"):
+            setattr(ctx, name, value)
+    ctx.ladders = ctx.ladders  # state (a season started) may change
+
+
 def test_partition_matches_kafkas_default_partitioner() -> None:
     partitions = list(range(PARTITIONS))
     for player in ["alice", "bob", "p000", "ünïcode", "x" * 100]:

@@ -2,7 +2,7 @@
 deterministically, without Kafka, on a single Redis and on a real Redis Cluster (where a batch's
 marks and fan-outs go in two round trips):
 
-* a batch waits in its re-send of a pending round (``ctx.resend``, the send the batch awaits)
+* a batch waits in its re-send of a pending round (``ctx.outbox.resend``, the send the batch awaits)
   past its ladder lease, and the sweeper, taking the lease, completes the round a crashed worker
   left ``registered`` and phase two applies it: the batch must not rate that round from the posterior that already holds it, nor
   store its later rounds of the ladder from its own chain (it used to: a later round's
