@@ -105,7 +105,7 @@ class _LadderRun:
     table: LadderTable
     seq: int
     partitions: int
-    """How many partitions the fan-out spreads over (``PipelineContext.partitions``)."""
+    """How many partitions the fan-out spreads over (``Outbox.partition_count``)."""
     stored_fields: dict[str, str]
     """The ladder hash before the backfill."""
     columns: _PlayerColumns = field(default_factory=lambda: _PlayerColumns())
@@ -205,7 +205,8 @@ async def backfill(ctx: PipelineContext, rounds: Sequence[RoundResult], *, appen
 async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundResult]) -> _LadderRun:
     """A ladder's run, seeded with the stored state of its players who appear in the backfill."""
     info = await ladder_info(ctx.store, ladder)
-    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).newcomer), info.seq, await ctx.partitions(), info.fields)
+    run = _LadderRun(ladder, LadderTable(ctx.ladder(ladder).newcomer), info.seq, await ctx.outbox.partition_count(),
+                     info.fields)
     if info.fields.get("occurred_max") is not None:  # an append keeps the ladder's newest occurred_at
         run.occurred_max = float(info.fields["occurred_max"])
     if not info.rounds:

@@ -1,41 +1,42 @@
-"""What the pipeline's handlers share: settings, the store, each ladder's model and display config."""
+"""What the pipeline's handlers share: settings, the store, the outbox, each ladder's model and
+display config (fixed at construction), and their state across batches (caches, failures, seasons)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from stream.connections import redis_client
-from stream.contracts import DeadLetter, Limits
+from stream.contracts import Limits
 from stream.engine.display import DisplayConfig
 from stream.engine.ladders import LadderConfig, Ladders, LaddersError, parse_ladders
 from stream.contracts.ordering import LadderOrder
 from stream.matchmaking.queues import QueueConfig, parse_queues
 from stream.pipeline.health import RatingHealth
-from stream.pipeline.messages import Resend
+from stream.pipeline.outbox import ListOutbox, Outbox
 from stream.pipeline.posteriors import PosteriorCache
 from stream.pipeline.season_schedules import SeasonRecord
 from stream.settings import Settings, SettingsError
 from stream.store.store import Store
 
 
+FIXED = frozenset({"settings", "store", "limits", "outbox", "ladder_order", "queues", "lease_owner"})
+"""The context's attributes set once, at construction (the others change as the worker runs)."""
+
+
 @dataclass
 class PipelineContext:
-    """Dependencies of phase one and phase two (built once per worker)."""
+    """Dependencies of phase one and phase two (built once per worker): those :data:`FIXED` set at
+    construction only (assigning one again raises AttributeError), the others their state."""
 
     settings: Settings
     store: Store
     ladders: Ladders
     """Each ladder's model, parameters and display (``LADDERS``, with its shorthands)."""
     limits: Limits
-    resend: Resend | None = None
-    """Sends re-driven fan-out messages (the worker sets it; None: the caller sends them)."""
-    reject: Callable[[DeadLetter], Awaitable[None]] | None = None
-    """Sends a dead letter found outside an input's own handling (a stored round set aside)."""
-    partition_count: Callable[[], Awaitable[int]] | None = None
-    """The ``player-updates`` topic's partition count from the broker's metadata (the worker
-    sets it; None: the PARTITIONS setting)."""
+    outbox: Outbox
+    """Where the handlers send re-driven fan-outs and dead letters found outside an input's own
+    handling, and the ``player-updates`` partition count (``outbox.py``)."""
     ladder_order: LadderOrder = field(default_factory=LadderOrder)
     """Which ladders are rated in occurred_at order (``LADDER_ORDER``)."""
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -60,6 +61,11 @@ class PipelineContext:
         if self.seasons is None:
             self.seasons = SeasonRecord(self.ladders, self.settings.season_refresh_s)
 
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in FIXED and name in self.__dict__:
+            raise AttributeError(f"PipelineContext.{name} is fixed at construction")
+        super().__setattr__(name, value)
+
     async def refresh_seasons(self, *, force: bool = False) -> None:
         """Take up the seasons started since (``stream season start``): read at most every
         SEASON_REFRESH_S (``force``: now), before a batch is rated."""
@@ -75,21 +81,21 @@ class PipelineContext:
         return self.seasons.version(ladder)
 
     @classmethod
-    def from_settings(cls, settings: Settings, store: Store | None = None) -> "PipelineContext":
+    def from_settings(cls, settings: Settings, store: Store | None = None,
+                      outbox: Outbox | None = None) -> "PipelineContext":
+        """The context of ``settings``; ``outbox``: the worker's, else a :class:`ListOutbox`
+        (of PARTITIONS partitions) recording what the handlers send."""
         return cls(
             settings=settings,
             store=store or Store(redis_client(settings), history_length=settings.history_length),
             ladders=load_ladders(settings),
             limits=Limits.from_settings(settings),
+            outbox=outbox or ListOutbox(settings.partitions),
             ladder_order=LadderOrder.parse(settings.ladder_order),
             posteriors=PosteriorCache(settings.phase_one_cache_players),
             queues=load_queues(settings, load_ladders(settings)),
             health=RatingHealth(settings.health_window),
         )
-
-    async def partitions(self) -> int:
-        """How many partitions the fan-out spreads over: the topic's, as the broker reports it."""
-        return await self.partition_count() if self.partition_count is not None else self.settings.partitions
 
     def failed_attempt(self, key: tuple[str, str]) -> bool:
         """Count one more unexpected failure of ``key``; True once HANDLER_ATTEMPTS are reached."""

@@ -463,7 +463,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     ladder, s = correction.ladder, target.seq
     cfg = ctx.display(ladder)
     writer = LadderWriter(ctx.store)
-    partitions = await ctx.partitions()
+    partitions = await ctx.outbox.partition_count()
     results_trimmed = await ledger.results_trimmed_seq(ctx.store, ladder)
     round_of = rated.round_of()
     is_affected = np.zeros(len(rated.rounds), dtype=bool)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -80,10 +80,6 @@ def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMes
             out.append(FanOutMessage(partition, group[first].key, value))
             first += value.count(SECTION_SEPARATOR) + 1
     return out
-
-
-Resend = Callable[[list[FanOutMessage]], Awaitable[None]]
-"""How the worker sends fan-out messages (set on the context by the agents)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""What the workers send, as plain records: fan-outs, rating changes and dead letters.
+"""What the workers send, as plain records: fan-outs, rating changes and dead letters; and the
+handlers' :class:`Outbox`, for what they send outside an input's own handling.
 
 Built from plain values (topic names as strings, input messages as :class:`Incoming`), so the
 handlers that build them run and are tested without Faust; the agents hand the records to the
@@ -11,7 +12,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from stream.contracts import DeadLetter
 from stream.contracts.correction import Correction
@@ -44,6 +46,42 @@ class TopicNames:
 
 Send = Callable[[list[Outgoing], str], Awaitable[None]]
 """Sends records until the broker acknowledged them (retrying), ``what`` naming them in logs."""
+
+
+class Outbox(Protocol):
+    """What the handlers send outside an input's own handling, each send done (acknowledged) when
+    it returns, and the partition count the fan-out spreads over. Given to the context at
+    construction: the worker's goes through its producer (``runtime.producer.WorkerOutbox``), the
+    tests' and in-process tools' is a :class:`ListOutbox`; the handlers' path is the same."""
+
+    async def resend(self, messages: list[FanOutMessage]) -> None:
+        """Send re-driven fan-out messages (stored fan-outs: a redelivered round's, a completed
+        registered round's, those the sweeper or a barrier re-drives)."""
+
+    async def reject(self, letter: DeadLetter) -> None:
+        """Send a dead letter found outside an input's own handling (a stored round set aside)."""
+
+    async def partition_count(self) -> int:
+        """The ``player-updates`` topic's partition count (the worker's: the broker's metadata)."""
+
+
+@dataclass
+class ListOutbox:
+    """An :class:`Outbox` that records what is sent (tests, ``stream backfill``, benchmarks);
+    ``partitions``: its partition count (PARTITIONS)."""
+
+    partitions: int
+    resent: list[FanOutMessage] = field(default_factory=list)
+    rejected: list[DeadLetter] = field(default_factory=list)
+
+    async def resend(self, messages: list[FanOutMessage]) -> None:
+        self.resent += messages
+
+    async def reject(self, letter: DeadLetter) -> None:
+        self.rejected.append(letter)
+
+    async def partition_count(self) -> int:
+        return self.partitions
 
 
 def letter_message(names: TopicNames, max_message_bytes: int, letter: DeadLetter, key: bytes | None,

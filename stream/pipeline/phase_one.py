@@ -174,7 +174,7 @@ async def complete_before(ctx: PipelineContext, ladder: str, seq: int, leases: L
 
 async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str, leases: Leases) -> list[FanOutMessage]:
     """Finish the phase one of a round left ``registered`` (its input was lost or acked early)
-    from the body stored at registration, and send its fan-out (``ctx.resend``) right away:
+    from the body stored at registration, and send its fan-out (``ctx.outbox``) right away:
     later rounds' barriers wait for it. Returns the messages; nothing if it is past registered.
 
     The body is re-read under the contract's fixed rules only (``STORED``): limits tightened
@@ -204,12 +204,11 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str, 
         if not ctx.failed_attempt((ladder, round_id)):
             raise
         result = await fail(ctx, body, Origin(), exc)
-        if ctx.reject is not None and result.dead_letter is not None:
-            await ctx.reject(result.dead_letter)
+        assert result.dead_letter is not None
+        await ctx.outbox.reject(result.dead_letter)
         return []
     ctx.succeeded((ladder, round_id))
-    if ctx.resend is not None:
-        await ctx.resend(messages)
+    await ctx.outbox.resend(messages)
     return messages
 
 
@@ -323,14 +322,10 @@ async def stored_fanout(ctx: PipelineContext, ladder: str, round_id: str) -> lis
     return [FanOutMessage(partition, _first_player(value), value) for partition, value in stored]
 
 
-async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: list[str]) -> list[FanOutMessage]:
-    """Stored fan-outs of the rounds the barrier waits on (the agent re-sends them)."""
-    out: list[FanOutMessage] = []
-    for round_id in await ctx.store.queued_rounds(ladder, blocked_players):
-        out += await stored_fanout(ctx, ladder, round_id)
-    if ctx.resend is not None:
-        await ctx.resend(out)
-    return out
+async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: list[str]) -> None:
+    """Re-send the stored fan-outs of the rounds the barrier waits on."""
+    await ctx.outbox.resend([m for round_id in await ctx.store.queued_rounds(ladder, blocked_players)
+                             for m in await stored_fanout(ctx, ladder, round_id)])
 
 
 def _model_changed(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float, origin: Origin,
@@ -353,8 +348,7 @@ async def _fail_model_changed(ctx: PipelineContext, round_: RoundResult, body: b
     assert result.dead_letter is not None
     await ctx.store.fail_round(round_.ladder, round_.round_id, content_hash=round_.content_hash(),
                                reason=result.dead_letter.message[:500], players=round_.players())
-    if ctx.reject is not None:
-        await ctx.reject(result.dead_letter)
+    await ctx.outbox.reject(result.dead_letter)
 
 
 def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:
@@ -480,9 +474,10 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     _observe(ctx, accepted, registrations, plan.held)
     if plan.to_rate:
         await faults.at(faults.AFTER_REGISTER_BEFORE_FANOUT)
-    out = await _resend(ctx, plan.resend)
+    # redelivered rounds already pending: their stored fan-out sent at once (later rounds' barriers may wait on it)
+    await ctx.outbox.resend([m for ladder, round_id in plan.resend for m in await stored_fanout(ctx, ladder, round_id)])
     late = await leases.take(ctx.store, [*plan.to_rate, *plan.earlier], ctx.settings.hold_poll_s)
-    stale = await _complete_earlier(ctx, plan.earlier, out, leases) | late  # late: the holder may have stored since
+    stale = await _complete_earlier(ctx, plan.earlier, leases) | late  # late: the holder may have stored since
     stored = await _rate_and_store(ctx, plan.to_rate, columns, {key: i for i, key in enumerate(participants)}, stale,
                                    leases, release=True)
     _keep(ctx, stored.posteriors, stored.unsaved)
@@ -498,8 +493,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
             result.updates = messages
         sections += messages
     _defer(results, plan, lost)
-    out += join_fanout(sections, value_limit(ctx.settings.max_message_bytes))
-    return BatchResult(results, out, sorted(plan.deferred), plan.on_hold)
+    return BatchResult(results, join_fanout(sections, value_limit(ctx.settings.max_message_bytes)),
+                       sorted(plan.deferred), plan.on_hold)
 
 
 @dataclass
@@ -539,7 +534,7 @@ async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]
     out = _Stored()
     queued: list[QueuedRound] = []
     rated: list[tuple[_ToRate, list[FanOutMessage]]] = []
-    partitions = await ctx.partitions() if to_rate else 0
+    partitions = await ctx.outbox.partition_count() if to_rate else 0
     token = os.urandom(8).hex()  # this attempt's: each stored round records it (``stored_by``)
     for ladder, rounds in to_rate.items():
         await leases.renew_if_due(ctx.store)
@@ -708,28 +703,15 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
     return plan
 
 
-async def _resend(ctx: PipelineContext, keys: list[tuple[str, str]]) -> list[FanOutMessage]:
-    """The stored fan-out of redelivered rounds already ``pending``: sent at once through
-    ``ctx.resend`` (the barrier of the batch's later rounds may wait on them), or returned."""
-    messages = [m for ladder, round_id in keys for m in await stored_fanout(ctx, ladder, round_id)]
-    if messages and ctx.resend is not None:
-        await ctx.resend(messages)
-        return []
-    return messages
-
-
-async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, None]],
-                            out: list[FanOutMessage], leases: Leases) -> set[str]:
+async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, None]], leases: Leases) -> set[str]:
     """Complete the ladders' rounds left ``registered`` before the batch (in seq order); their
-    messages are sent at once (``ctx.resend``), else added to ``out``. Returns the ladders whose
+    messages are sent at once (:func:`complete_registered`). Returns the ladders whose
     players' state read with the registration is stale now (their barrier reads it again). A
     ladder whose lease the batch does not hold is left to the holder."""
     stale: set[str] = set()
     for ladder, round_ids in earlier.items():
         for round_id in round_ids if leases.token(ladder) else ():
-            messages = await complete_registered(ctx, ladder, round_id, leases)
-            if ctx.resend is None:
-                out += messages
+            await complete_registered(ctx, ladder, round_id, leases)
             stale.add(ladder)
     return stale
 

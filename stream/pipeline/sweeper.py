@@ -136,8 +136,7 @@ async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]
         elif round_.status in (STATUS_PENDING, STATUS_RATED):  # rated: some events never confirmed
             messages += await stored_fanout(ctx, round_.ladder, round_.round_id)
             resent.append((round_.ladder, round_.round_id))
-    if messages and ctx.resend is not None:
-        await ctx.resend(messages)
+    await ctx.outbox.resend(messages)
     if resent or completed:
         log.warning("sweeper re-drove %d round(s): fan-out re-sent for %s, phase one completed for %s",
                     len(resent) + len(completed), log_ids(f"{ladder}/{r}" for ladder, r in resent),

@@ -12,6 +12,7 @@ from stream.engine.ladders import parse_ladders
 from stream.matchmaking.queues import QueueConfig, WideningStep
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.matchmaking import Matchmaker, MatchTopicNames, tick_queue
+from stream.pipeline.outbox import ListOutbox
 from stream.settings import Settings
 from stream.store import keys
 from stream.store.matchmaking import MatchStore
@@ -31,7 +32,8 @@ def tick(redis_url: str, ladders: dict) -> list[list[list[str]]]:
             for player, mu, last in (("ann", 2500.0, 500.0), ("bob", 1500.0, 1100.0)):  # ann last played before S1
                 await store.client.hset(keys.player("lad", player),
                                         mapping={"mu": repr(mu), "sigma": "50.0", "last_time": repr(last)})
-            ctx = PipelineContext(Settings(redis_url=redis_url), store, parse_ladders(json.dumps(ladders)), Limits())
+            ctx = PipelineContext(Settings(redis_url=redis_url), store, parse_ladders(json.dumps(ladders)), Limits(),
+                                  ListOutbox(1))
             mm = Matchmaker(ctx, MatchTopicNames("m", "e", "d"), MatchStore(store), clock=lambda: 2000.0)
             await mm.store.join("duel", [("t1", ["ann"], 1990.0, None), ("t2", ["bob"], 1991.0, None)], now=1995.0,
                                 hold_s=600.0)

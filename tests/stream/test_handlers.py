@@ -20,6 +20,7 @@ from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.messages import Incoming
+from stream.pipeline.outbox import ListOutbox, Outbox
 from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
@@ -35,9 +36,19 @@ def make_round(round_id: str, players: list[str], *, day: int) -> RoundResult:
                        standings=[Standing(p, i + 1) for i, p in enumerate(players)])
 
 
-def context(redis_url: str, **settings: object) -> PipelineContext:
+def context(redis_url: str, outbox: Outbox | None = None, **settings: object) -> PipelineContext:
     return PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=PARTITIONS, barrier_poll_s=0.001,
-                                                  barrier_max_poll_s=0.005, **settings))  # type: ignore[arg-type]
+                                                  barrier_max_poll_s=0.005, **settings),  # type: ignore[arg-type]
+                                         outbox=outbox)
+
+
+def test_the_context_s_configuration_is_fixed_at_construction() -> None:
+    """The outbox, settings and store come with the context: nothing installs them later."""
+    ctx = context("redis://127.0.0.1:1/0")
+    for name, value in (("outbox", ListOutbox(1)), ("settings", ctx.settings), ("store", ctx.store)):
+        with pytest.raises(AttributeError, match="fixed at construction"):
+            setattr(ctx, name, value)
+    ctx.ladders = ctx.ladders  # state (a season started) may change
 
 
 def test_partition_matches_kafkas_default_partitioner() -> None:
@@ -50,7 +61,8 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
     first = make_round("r1", ["a", "b", "c", "d", "e"], day=0)
 
     async def body() -> None:
-        ctx = context(redis_url)
+        outbox = ListOutbox(PARTITIONS)
+        ctx = context(redis_url, outbox)
         result = await handle_one(ctx, Incoming(first.to_json().encode()))
         assert result.outcome == "rated" and result.seq == 1
         entries = [PlayerUpdate.from_json(m.value) for m in result.updates]
@@ -60,10 +72,10 @@ def test_redelivered_round_resends_the_same_fanout_and_tasks_apply_once(redis_ur
             assert {partition_for(p, PARTITIONS) for p in update.players} == {message.partition}
             assert message.key == update.players[0].encode()
 
-        # phase two of only part of the fan-out, then the round is redelivered: same bytes
+        # phase two of only part of the fan-out, then the round is redelivered: same bytes, re-sent at once
         done = await handle_updates(ctx, [result.updates[0].value])
         again = await handle_one(ctx, Incoming(first.to_json().encode()))
-        assert again.outcome == "resent" and again.updates == result.updates
+        assert again.outcome == "resent" and outbox.resent == result.updates and again.updates == []
 
         # every task twice (and the first one a third time): each player applied once
         everything = await handle_updates(ctx, [m.value for m in result.updates] * 2)
@@ -346,12 +358,7 @@ def test_a_fanout_larger_than_max_message_bytes_is_split_and_rated_whole(redis_u
     assert len(raw) < 8_000
 
     async def body() -> None:
-        ctx = context(redis_url, max_message_bytes=8_000)
-
-        async def one_partition() -> int:
-            return 1
-
-        ctx.partition_count = one_partition
+        ctx = context(redis_url, ListOutbox(partitions=1), max_message_bytes=8_000)
         result = await handle_one(ctx, Incoming(raw))
         assert result.outcome == "rated" and len(result.updates) > 3
         assert {m.partition for m in result.updates} == {0}
@@ -400,7 +407,6 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The sweeper (or a later round) completing a registered round that raises at every attempt:
     after HANDLER_ATTEMPTS the round is failed and its letter sent, so it stalls nothing."""
-    from stream.contracts import DeadLetter
     from stream.pipeline import faults
     from test_phase_one_batch import complete_as_sweeper
 
@@ -408,21 +414,16 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
 
     async def body() -> None:
         monkeypatch.setattr(faults, "_hook", Injector(faults.RAISE_ALWAYS_IN_PHASE_ONE, str(tmp_path / "marker")))
-        ctx = context(redis_url, handler_attempts=3)
-        letters: list[DeadLetter] = []
-
-        async def reject(letter: DeadLetter) -> None:
-            letters.append(letter)
-
-        ctx.reject = reject
+        outbox = ListOutbox(PARTITIONS)
+        ctx = context(redis_url, outbox, handler_attempts=3)
         await ctx.store.register_round("L", "poison", content_hash=r.content_hash(), occurred_at=r.occurred_at,
                                        received_at=0.0, field_size=3, body=r.to_json().encode())
         for _ in range(2):
             with pytest.raises(faults.InjectedFault):
                 await complete_as_sweeper(ctx, "L", "poison")
         assert await complete_as_sweeper(ctx, "L", "poison") == []
-        assert [(x.reason, x.original) for x in letters] == [("internal_error", r.to_json().encode())]
-        assert "InjectedFault" in letters[0].message
+        assert [(x.reason, x.original) for x in outbox.rejected] == [("internal_error", r.to_json().encode())]
+        assert "InjectedFault" in outbox.rejected[0].message
         assert (await ctx.store.round_record("L", "poison"))["status"] == "failed"
         later = await handle_one(ctx, Incoming(make_round("next", ["a", "b"], day=1).to_json().encode()))
         assert later.outcome == "rated" and later.updates  # not held by the failed round

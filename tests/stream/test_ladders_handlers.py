@@ -21,6 +21,7 @@ from stream.engine.ladders import parse_ladders
 from stream.engine.state import PlayerState
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, split_sections
+from stream.pipeline.outbox import ListOutbox, Outbox
 from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
 from stream.store import keys
 from stream.settings import Settings
@@ -34,9 +35,10 @@ LADDERS = json.dumps({"a": {"model": "mmr", "params": {"weight_limit": 0.31, "si
                           "k": 0.0, "divisions": 2, "tiers": [["Low", None], ["Mid", 1450.0], ["High", 1550.0], ["Top", 1700.0]]}}})
 
 
-def context(redis_url: str, ladders: str = LADDERS, **extra: object) -> PipelineContext:
+def context(redis_url: str, ladders: str = LADDERS, outbox: Outbox | None = None, **extra: object) -> PipelineContext:
     return PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=PARTITIONS, barrier_poll_s=0.001,
-                                                  barrier_max_poll_s=0.005, ladders=ladders, **extra))  # type: ignore[arg-type]
+                                                  barrier_max_poll_s=0.005, ladders=ladders, **extra),  # type: ignore[arg-type]
+                                         outbox=outbox)
 
 
 def mixed_rounds(seed: int, count: int, ladders: Sequence[str] = ("a", "b", "c", "t", "d")) -> list[RoundResult]:
@@ -278,16 +280,11 @@ def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: s
             field_size=2, body=round_.to_json().encode(), due_at=1.7e9, model=cfg.model,
             model_params=cfg.params_digest())
         assert registration.outcome == "new"
-        changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}))
-        letters = []
-
-        async def reject(letter) -> None:  # type: ignore[no-untyped-def]
-            letters.append(letter)
-
-        changed.reject = reject
+        outbox = ListOutbox(PARTITIONS)
+        changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}), outbox=outbox)
         assert await complete_as_sweeper(changed, "b", "r1") == []
         assert (await ctx.store.round_record("b", "r1"))["status"] == "failed"
-        assert [letter.reason for letter in letters] == [MODEL_CHANGED]
+        assert [letter.reason for letter in outbox.rejected] == [MODEL_CHANGED]
         assert await ctx.store.player("b", "x") == {}  # nobody rated
         # the unchanged configuration would have completed it
         again = RoundResult(round_id="r2", ladder="b", occurred_at=1.7e9, standings=round_.standings)

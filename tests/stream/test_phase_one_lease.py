@@ -21,28 +21,19 @@ import pytest
 
 from stream.pipeline import faults
 from stream.pipeline.context import PipelineContext
-from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.phase_one import handle_rounds
 from stream.pipeline.sweeper import sweep
 from stream.store.store import NewRound
 
 from test_phase_one_batch import assert_equals_replay, context, game, incoming, players_of, stored_states
-from test_phase_one_races import phase_two, url_and_cluster  # noqa: F401 - the fixture
+from test_phase_one_races import phase_two, url_and_cluster, worker as races_worker  # noqa: F401 - the fixture
 
 LEASE_MS = 200
 
 
 def worker(url_and_cluster: tuple[str, bool], **settings: object) -> PipelineContext:
     """One worker (its own lease owner and posterior cache); its re-sends go through phase two."""
-    url, cluster = url_and_cluster
-    ctx = context(url, redis_cluster=cluster, phase_one_lease_ms=LEASE_MS, hold_poll_s=0.01,
-                  **{"sweep_timeout_s": 60.0, **settings})
-
-    async def resend(messages: list[FanOutMessage]) -> None:
-        await phase_two(ctx, [m.value for m in messages])
-
-    ctx.resend = resend
-    return ctx
+    return races_worker(url_and_cluster, phase_one_lease_ms=LEASE_MS, hold_poll_s=0.01, **settings)
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 deterministically, without Kafka, on a single Redis and on a real Redis Cluster (where a batch's
 marks and fan-outs go in two round trips):
 
-* a batch waits in its re-send of a pending round (``ctx.resend``, the send the batch awaits)
+* a batch waits in its re-send of a pending round (``ctx.outbox.resend``, the send the batch awaits)
   past its ladder lease, and the sweeper, taking the lease, completes the round a crashed worker
   left ``registered`` and phase two applies it: the batch must not rate that round from the posterior that already holds it, nor
   store its later rounds of the ladder from its own chain (it used to: a later round's
@@ -16,14 +16,14 @@ Each test ends with Redis equal to the in-process replay (``stream.batch.replay`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
 from stream.contracts import RoundResult
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage, Incoming, Origin
-from stream.pipeline.outbox import Outgoing
+from stream.pipeline.outbox import ListOutbox, Outgoing
 from stream.pipeline.lease import Leases
 from stream.pipeline.phase_one import complete_registered, handle_rounds
 from stream.pipeline.rounds_batches import phase_one_batch
@@ -33,7 +33,7 @@ from stream.settings import Settings
 from stream.store import keys
 from stream.store.store import NewRound
 
-from test_phase_one_batch import (NAMES, assert_equals_replay, complete_as_sweeper, context, game, incoming, players_of,
+from test_phase_one_batch import (NAMES, PARTITIONS, assert_equals_replay, complete_as_sweeper, context, game, incoming, players_of,
                                   stored_states)
 
 
@@ -48,15 +48,23 @@ def url_and_cluster(request: pytest.FixtureRequest) -> tuple[str, bool]:
     return request.getfixturevalue("redis_url"), False
 
 
-def worker(url_and_cluster: tuple[str, bool]) -> PipelineContext:
-    """One worker's context (its own posterior cache); its sends go through ``phase_two``."""
+class Relay(ListOutbox):
+    """An outbox whose re-sends go through ``relay`` at once (set by :func:`worker`)."""
+
+    relay: Callable[[list[FanOutMessage]], Awaitable[None]]
+
+    async def resend(self, messages: list[FanOutMessage]) -> None:
+        await self.relay(messages)
+
+
+def worker(url_and_cluster: tuple[str, bool], relay: Callable[[list[FanOutMessage]], Awaitable[None]] | None = None,
+           **settings: object) -> PipelineContext:
+    """One worker's context (its own posterior cache); its re-sends go through ``relay``, by default
+    its ``phase_two``."""
     url, cluster = url_and_cluster
-    ctx = context(url, redis_cluster=cluster, sweep_timeout_s=60.0)
-
-    async def resend(messages: list[FanOutMessage]) -> None:
-        await phase_two(ctx, [m.value for m in messages])
-
-    ctx.resend = resend
+    outbox = Relay(PARTITIONS)
+    ctx = context(url, outbox, redis_cluster=cluster, **{"sweep_timeout_s": 60.0, **settings})
+    outbox.relay = relay or (lambda messages: phase_two(ctx, [m.value for m in messages]))
     return ctx
 
 
@@ -98,9 +106,6 @@ def test_a_batch_overtaken_in_its_resend_wait_by_the_sweeper_stores_nothing_from
               game("r4", "L", ["d", "a", "b"], 3)]
 
     async def body() -> tuple[dict[tuple[str, str], tuple[float, float]], list[str | None]]:
-        crashed, batch_worker, sweeper = worker(url_and_cluster), worker(url_and_cluster), worker(url_and_cluster)
-        await handle_rounds(crashed, incoming(rounds[:1]))  # r1 stored, its send lost
-        await crashed_attempt(crashed, rounds[1])  # the batch's worker has no posterior of r1 cached
         fired = []
 
         async def resend_wait(messages: list[FanOutMessage]) -> None:
@@ -110,7 +115,9 @@ def test_a_batch_overtaken_in_its_resend_wait_by_the_sweeper_stores_nothing_from
                 assert await sweeper_after_lapse(sweeper, "L", "r2"), "the sweeper completed r2"
             await phase_two(batch_worker, [m.value for m in messages])
 
-        batch_worker.resend = resend_wait
+        crashed, batch_worker, sweeper = worker(url_and_cluster), worker(url_and_cluster, resend_wait), worker(url_and_cluster)
+        await handle_rounds(crashed, incoming(rounds[:1]))  # r1 stored, its send lost
+        await crashed_attempt(crashed, rounds[1])  # the batch's worker has no posterior of r1 cached
 
         async def enqueue(records: list[Outgoing]) -> None:
             await phase_two(batch_worker, [r.value for r in records if r.topic == NAMES.player_updates])

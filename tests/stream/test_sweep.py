@@ -10,21 +10,19 @@ import time
 from stream.contracts import PlayerUpdate, RoundResult, Standing
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import FanOutMessage
+from stream.pipeline.outbox import ListOutbox
 from stream.pipeline.sweeper import sweep
 from stream.settings import Settings
 from stream.store.store import PlayerWrite, RoundWrites
 
 
 def context(redis_url: str) -> tuple[PipelineContext, list[FanOutMessage]]:
+    """A context and the list of what it re-sends."""
+    outbox = ListOutbox(4)
     ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=4, sweep_timeout_s=1.0,
-                                                 barrier_poll_s=0.001, barrier_max_poll_s=0.01, barrier_warn_s=60.0))
-    sent: list[FanOutMessage] = []
-
-    async def resend(messages: list[FanOutMessage]) -> None:
-        sent.extend(messages)
-
-    ctx.resend = resend
-    return ctx, sent
+                                                 barrier_poll_s=0.001, barrier_max_poll_s=0.01, barrier_warn_s=60.0),
+                                        outbox=outbox)
+    return ctx, outbox.resent
 
 
 def update(ladder: str, round_id: str, players: list[str]) -> bytes:

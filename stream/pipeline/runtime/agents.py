@@ -43,7 +43,6 @@ import time
 
 import faust
 
-from stream.contracts import DeadLetter
 from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
 from stream.matchmaking import QueueConfig
 from stream.pipeline import faults, metrics, retry
@@ -53,9 +52,9 @@ from stream.pipeline.corrections_batches import correction_message
 from stream.pipeline.matchmaking import MatchTopicNames, Matchmaker, dead_letter, handle_tickets, tick_queue
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.retry import GaveUp
-from stream.pipeline.messages import FanOutMessage, Incoming
-from stream.pipeline.outbox import Outgoing, Send, TopicNames, fanout_messages, letter_message, settle
-from stream.pipeline.runtime.producer import BatchProducer
+from stream.pipeline.messages import Incoming
+from stream.pipeline.outbox import Outgoing, Send, TopicNames, settle
+from stream.pipeline.runtime.producer import BatchProducer, WorkerOutbox
 from stream.pipeline.retry import retrying
 from stream.pipeline.rounds_batches import phase_one_batch
 from stream.pipeline.shutdown import CORRECTIONS, PHASE_ONE, PHASE_TWO, Drain
@@ -77,36 +76,15 @@ def topic_names(topics: Topics) -> TopicNames:
                       corrections=topics.corrections.get_topic_name())
 
 
-def register(app: faust.App, topics: Topics, ctx: PipelineContext, drain: Drain | None = None) -> None:
-    """Register the phase-one and phase-two agents and the sweeper on ``app`` (and their producer);
-    ``drain``: SIGTERM's gates of the agents' intake (``shutdown.py``)."""
+def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox,
+             drain: Drain | None = None) -> None:
+    """Register the phase-one and phase-two agents and the sweeper on ``app`` (and the producer of
+    ``outbox``, ``ctx``'s); ``drain``: SIGTERM's gates of the agents' intake (``shutdown.py``)."""
     drain = drain if drain is not None else Drain()
-    producer = BatchProducer(ctx.settings)
+    producer, names, send = outbox.producer, outbox.names, outbox.send
     app.add_dependency(producer)
     settings = ctx.settings
     timings = BatchTimings(settings.batch_timings_dir)
-    names = topic_names(topics)
-
-    async def send(messages: list[Outgoing], what: str) -> None:
-        await retrying(lambda: producer.send(messages), f"sending {what}", max_delay_s=settings.retry_max_delay_s,
-                       handler=retry.SEND)
-
-    async def resend(messages: list[FanOutMessage]) -> None:
-        log.warning("re-driving %d stored fan-out message(s)", len(messages))
-        await send(fanout_messages(names, messages), "re-driven fan-out")
-
-    ctx.resend = resend
-
-    async def reject(letter: DeadLetter) -> None:
-        metrics.ROUNDS_REJECTED.labels(letter.reason).inc()
-        await send([letter_message(names, settings.max_message_bytes, letter, None, None)], "dead letter")
-
-    ctx.reject = reject
-
-    async def partition_count() -> int:
-        return await producer.partition_count(names.player_updates)
-
-    ctx.partition_count = partition_count
 
     @app.agent(topics.rounds, name="phase-one", isolated_partitions=True)
     async def phase_one(stream: faust.StreamT[bytes]) -> None:

@@ -20,6 +20,7 @@ from stream.pipeline.runtime import agents, watchdog
 from stream.pipeline.runtime.compat import (PromptTableManager, QuietMonitor, cap_fetch_wait, deliver_without_blocking,
                                             direct_delivery, idle_fetch_wait, leave_group_on_stop)
 from stream.pipeline.runtime.credentials import faust_broker, faust_credentials
+from stream.pipeline.runtime.producer import BatchProducer, WorkerOutbox
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
 from stream.pipeline.shutdown import Drain
@@ -102,14 +103,15 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     )
     deliver_without_blocking(app)  # a full stream buffer never blocks another stream's input (compat.py)
     topics = declare(app, settings)
-    ctx = PipelineContext.from_settings(settings)
+    outbox = WorkerOutbox(BatchProducer(settings), agents.topic_names(topics))
+    ctx = PipelineContext.from_settings(settings, outbox=outbox)
     if ctx.queues:  # the matchmaker's odds table built now, not by the first tick
         from stream.matchmaking.odds import warm_up as warm_up_matchmaking
 
         warm_up_matchmaking()
     status = WorkerStatus()
     drain = Drain(status)
-    agents.register(app, topics, ctx, drain)
+    agents.register(app, topics, ctx, outbox, drain)
     app.task(freeze_heap)
     watchdog.register(app, settings)  # stalled-partition detection (watchdog.py)
     register_heartbeat(app, status)
