@@ -30,6 +30,7 @@ from stream.store.store import Store
 
 from test_phase_one_batch import assert_equals_replay, complete_as_sweeper, context, game, incoming, players_of, stored_states
 from test_phase_one_races import phase_two, url_and_cluster  # noqa: F401 - the fixture
+from test_phase_one_races import worker as races_worker
 
 Step = tuple[str, int]
 """("mark", seq): phase one marks the player for round seq; ("apply", seq): phase two applied
@@ -88,16 +89,10 @@ def no_fault_hook() -> Any:
 
 
 def worker(url_and_cluster: tuple[str, bool]) -> PipelineContext:
-    """One worker; on a single Redis every round is marked on its own, before its fan-out, as on
-    Redis Cluster (``players_per_call`` 1)."""
-    url, cluster = url_and_cluster
-    ctx = context(url, redis_cluster=cluster, sweep_timeout_s=60.0)
+    """One worker whose re-sends go through phase two; on a single Redis every round is marked on
+    its own, before its fan-out, as on Redis Cluster (``players_per_call`` 1)."""
+    ctx = races_worker(url_and_cluster)
     ctx.store.players_per_call = 1
-
-    async def resend(messages: list[Any]) -> None:
-        await phase_two(ctx, [m.value for m in messages])
-
-    ctx.resend = resend
     return ctx
 
 

@@ -46,9 +46,12 @@ def test_a_ladder_stuck_at_its_barrier_does_not_stop_the_sweep_of_the_others(red
     async def body() -> tuple[float, list[tuple[str, str]], list[FanOutMessage]]:
         ctx, sent = context(redis_url)
         past = time.time() - 10.0
+        earlier = round_("A", "a0", ["x", "z"])  # stored, never applied: a1 waits for it forever
+        seq = await register(ctx, earlier, due_at=past)
+        await ctx.store.mark_queued("A", ["x", "z"], seq)
+        await ctx.store.save_fanout("A", "a0", pending=2, messages=[(0, update("A", "a0", ["x", "z"]))])
         stuck = round_("A", "a1", ["x", "y"])
         await register(ctx, stuck, due_at=past)
-        await ctx.store.mark_queued("A", ["x"], 99)  # an earlier round of x that never applies: a1 waits forever
         ok = round_("B", "b1", ["u", "v"])
         await register(ctx, ok, due_at=past)
         await ctx.store.save_fanout("B", "b1", pending=2, messages=[(1, update("B", "b1", ["u", "v"]))], due_at=past)
