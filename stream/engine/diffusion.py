@@ -2,17 +2,19 @@
 
 ``diffuse`` is the authors' ``add_noise_best`` for finite rho and ``add_noise_and_collapse`` for
 the memoryless variants (Elo-MMR(inf), Elo-MMchi), where the belief is replaced by the Gaussian
-N(mu, sigma^2 + gamma^2) and the logistic history is cleared.
+N(mu, sigma^2 + gamma^2) and the logistic history is cleared. The finite-rho rows run phase two's
+compiled diffusion (``kernels.diffuse_row``), which reads each row's own factors only: a row's
+floats never depend on the batch it is in (a season's soft reset diffuses the players entering it,
+in phase one's wave, phase two's batch or the backfill's round alike).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from .kernels import diffuse_rows
 from .params import Params
-from .state import PlayerBatch, factor_weight
+from .state import PlayerBatch
 
 SECS_PER_DAY = 86_400.0
 
@@ -58,14 +60,8 @@ def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatc
         out.n_factors = np.zeros(n, dtype=np.int64)
         return out
     decay = (batch.sigma / new_sigma) ** 2
-    transfer = decay**params.rho if not math.isinf(params.rho) else np.zeros_like(decay)
-    w_from_norm = transfer * batch.w0
-    w_logistic = np.asarray(factor_weight(batch.w_arg, batch.w_out)).sum(axis=1)
-    w_from_transfers = (1.0 - transfer) * (batch.w0 + w_logistic)
-    w_total = w_from_norm + w_from_transfers
-    out.mu0 = (w_from_norm * batch.mu0 + w_from_transfers * batch.mu) / w_total
-    out.w0 = decay * w_total
-    out.w_out = batch.w_out * (transfer * decay)[:, None]
+    # phase two's own compiled rows (kernels.diffuse_row): each row's floats whatever the batch's width
+    diffuse_rows(out.mu, out.mu0, out.w0, out.w_arg, out.w_out, out.n_factors, decay, decay**params.rho)
     out.sigma = new_sigma
     return out
 

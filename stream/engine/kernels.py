@@ -207,13 +207,13 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
-def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
-               n_factors: np.ndarray, i: int, performance: float, decay: float, transfer: float, beta: float,
-               history_limit: int) -> None:
-    """Phase two of the logistic model with finite rho on row ``i`` of a batch, in place: the
-    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
-    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
-    over the row's own factors only.  The factor arrays must hold the appended factor."""
+def diffuse_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
+                n_factors: np.ndarray, i: int, decay: float, transfer: float) -> None:
+    """The pseudodiffusion (Algorithm 2, finite rho; ``diffusion.diffuse``) of row ``i`` in place,
+    given kappa (``decay``) and kappa^rho (``transfer``): its ``mu0``, ``w0`` and the precisions of
+    its own ``n_factors`` factors. The factors' total precision is summed left to right over the
+    used entries only, so a row gives the same floats whatever its batch and the batch's padded
+    width (a numpy sum over the padded row would not: its pairwise order changes with the width)."""
     k = n_factors[i]
     w_logistic = 0.0
     for f in range(k):
@@ -221,11 +221,32 @@ def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w
     w_from_norm = transfer * w0[i]
     w_from_transfers = (1.0 - transfer) * (w0[i] + w_logistic)
     w_total = w_from_norm + w_from_transfers
-    centre = (w_from_norm * mu0[i] + w_from_transfers * mu[i]) / w_total
-    precision = decay * w_total
+    mu0[i] = (w_from_norm * mu0[i] + w_from_transfers * mu[i]) / w_total
+    w0[i] = decay * w_total
     scale = transfer * decay
     for f in range(k):
         w_out[i, f] *= scale
+
+
+@numba.njit(cache=True, error_model="numpy")
+def diffuse_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
+                 n_factors: np.ndarray, decay: np.ndarray, transfer: np.ndarray) -> None:
+    """:func:`diffuse_row` on every row of a batch (row i of ``decay``/``transfer`` for row i)."""
+    for i in range(mu.shape[0]):
+        diffuse_row(mu, mu0, w0, w_arg, w_out, n_factors, i, decay[i], transfer[i])
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
+               n_factors: np.ndarray, i: int, performance: float, decay: float, transfer: float, beta: float,
+               history_limit: int) -> None:
+    """Phase two of the logistic model with finite rho on row ``i`` of a batch, in place: the
+    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
+    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
+    over the row's own factors only.  The factor arrays must hold the appended factor."""
+    diffuse_row(mu, mu0, w0, w_arg, w_out, n_factors, i, decay, transfer)
+    k = n_factors[i]
+    centre, precision = mu0[i], w0[i]
     if history_limit > 0 and k >= history_limit:
         oldest = w_arg[i, 0] * w_out[i, 0] * 2.0 / TANH_MULTIPLIER**2  # state.factor_weight
         centre = (precision * centre + oldest * p[i, 0]) / (precision + oldest)
@@ -331,6 +352,7 @@ def warm_up() -> None:
     segment_roots(two, np.full(2, 200.0), np.array([0, 1]), np.array([0, 2]), np.array([0, 0]), two, 2.0)
     robust_average_roots(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), np.ones(1, dtype=np.int64), one, one, one)
     subsampled_roots(one, ints, ints, ints, ints, ints + 1, one, one * 0.01, ints + 1, np.array([0, 1]), ints, 2.0)
+    diffuse_rows(one.copy(), one.copy(), one.copy(), np.zeros((1, 1)), np.zeros((1, 1)), ints.copy(), one, one)
     logistic_update_rows(one.copy(), one.copy(), one.copy(), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)),
                          ints.copy(), ints, one, one, one, one * 200.0, 1)
     gather_factors((np.ones((1, 1)),), ints, ints + 1, 1)

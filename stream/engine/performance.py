@@ -8,7 +8,8 @@ bracket (-6000, 9000) with its safeguarded Newton.
 Three exact solvers:
 * ``segments`` (:func:`solve_segments`): small rounds, one or many at once (the rounds of a wave,
   module ``rounds``): every (round, tie group) equation over its round's players, padded to the
-  largest round, solved together by a bracketed Newton started at the group's mean mu;
+  largest round, solved together by a bracketed Newton started at the group's mean mu (each
+  equation summed left to right, so a round gets the floats it gets alone);
 * ``direct`` (module ``equations``): evaluates Q_g by summing over all N players (O(N) per
   evaluation, chunked); used for the two extreme groups of large rounds and as the test oracle;
 * ``chebyshev`` (module ``fastperf``): Chebyshev fits of the group equations, O(N x nodes) with
@@ -94,8 +95,9 @@ def solve_segments(
     may be outcome free.  One equation per (round, tie group), over its round's players, solved by
     a bracketed Newton from the group's mean mu: logistic by a compiled loop per equation
     (``kernels.segment_roots``), Gaussian vectorised over all equations padded to the largest
-    round (padding counts nothing).  Each equation only sees its own round, so the roots are those of
-    rating every round alone.  Returns performances aligned with the inputs (unclipped).
+    round (padding counts nothing; :func:`_row_sums`).  Each equation only sees its own round,
+    summed left to right as when the round is alone, so the roots are bit for bit those of rating
+    every round alone.  Returns performances aligned with the inputs (unclipped).
     """
     n = mu.shape[0]
     n_rounds = bounds.shape[0] - 1
@@ -131,14 +133,23 @@ def solve_segments(
     def f(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         loss, win, tie, loss_p, win_p, tie_p = terms(x[:, None], opp_mu[idx], opp_delta[idx], params.split_ties)
         r, u = rel[idx], use[idx]
-        value = (np.where(r < 0, loss, np.where(r > 0, win, tie)) * u).sum(axis=1)
-        deriv = (np.where(r < 0, loss_p, np.where(r > 0, win_p, tie_p)) * u).sum(axis=1)
+        value = _row_sums(np.where(r < 0, loss, np.where(r > 0, win, tie)) * u)
+        deriv = _row_sums(np.where(r < 0, loss_p, np.where(r > 0, win_p, tie_p)) * u)
         return value, deriv
 
     k = guess.shape[0]
     roots = solve_bracketed(f, np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1]), guess, increasing=False)
     perf[order] = roots[gid]
     return perf
+
+
+def _row_sums(terms: np.ndarray) -> np.ndarray:
+    """Each row's sum, left to right (a running sum: ``np.cumsum``'s last column). The padding
+    after a round's players adds exact zeros, so a round gets the same floats at any padded width
+    (alone, or in a wave padded to its widest round); ``.sum(axis=1)`` would not: numpy sums a
+    row pairwise, in an order that depends on the row's length."""
+    out: np.ndarray = np.cumsum(terms, axis=1)[:, -1]
+    return out
 
 
 def performance_of(

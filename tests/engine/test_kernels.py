@@ -13,6 +13,7 @@ from stream.engine.params import SOLVER_BOUNDS
 from stream.engine.subsample import bucket, subsampled_performance, window_bounds
 from stream.engine.terms import logistic_terms
 from stream.engine.update import update_beliefs
+from tests.engine.test_rounds import random_prior
 
 SETTINGS = settings(max_examples=60, deadline=None)
 ROOT_TOL = 1e-9
@@ -135,3 +136,25 @@ def test_phase_two_kernel_equals_the_numpy_functions(seed, n, limit, rho, rounds
     assert ours.p.shape[1] == h
     for field in ("p", "w_arg", "w_out"):
         np.testing.assert_allclose(getattr(ours, field), getattr(plain, field), rtol=1e-13, atol=0)
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.sampled_from([1.0, 0.04, 5.0]))
+def test_diffusion_gives_a_row_the_same_floats_in_any_batch(seed, n, rho):
+    """``diffuse`` (a season's soft reset) of a row alone, beside others or padded wider: the
+    same floats (stream waves, phase two's batches and the backfill's rounds hold a row at
+    different widths)."""
+    rng = np.random.default_rng(seed)
+    batch = random_prior(n, rng, 35)
+    params = preset("mmr").with_(rho=rho)
+    gamma = rng.uniform(1.0, 150.0, n)
+    whole = diffuse(batch, gamma, params)
+    h = whole.p.shape[1]
+    for width in (h + 1, 8, 16, 40):
+        wide = diffuse(batch.copy(width=width), gamma, params)
+        for field in ("mu0", "w0", "sigma"):
+            np.testing.assert_array_equal(getattr(wide, field), getattr(whole, field))
+        np.testing.assert_array_equal(wide.w_out[:, :h], whole.w_out)
+    for i in range(n):
+        alone = diffuse(batch.take(np.array([i])), gamma[[i]], params)
+        assert (alone.mu0[0], alone.w0[0]) == (whole.mu0[i], whole.w0[i])

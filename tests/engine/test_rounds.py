@@ -8,9 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stream.engine import OutcomeFree, PlayerBatch, RoundSpec, preset, rate_round, rate_rounds, warm_up
-from stream.engine.performance import DIRECT_MAX_PLAYERS
+from stream.engine.performance import DIRECT_MAX_PLAYERS, solve_segments
 from stream.engine import kernels as kernels_module
 from stream.engine.rounds import _waves, rate_flat
+from stream.engine.season_schedule import Seasons
 from stream.engine.state import pack_batch, unpack_batch
 
 DAY = 86_400.0
@@ -241,3 +242,52 @@ def test_a_large_draw_beside_small_rounds_is_rated_as_one_by_one(name):
     if params.subsample_size is None:  # one tie group, one equation (a subsampled Q holds ~100 near terms)
         assert np.ptp(perf) == 0.0
     assert_equal_to_one_by_one(prior, rounds, params)
+
+
+SEASONS = Seasons(starts=(3 * DAY, 9 * DAY), names=("S1", "S2"), sigma_to=250.0, sigma_share=0.5, mu_pull=0.25,
+                  centre=1400.0)
+
+
+@pytest.mark.parametrize("name", ["mmr", "mmx", "mmr-fast", "paper-codeforces"])
+def test_rate_rounds_equals_one_by_one_bit_for_bit_across_seasons(name):
+    """The stream rates a ladder's rounds in waves (``rate_rounds``), the backfill one by one
+    (``rate_round``): the same floats to the last bit, soft resets and histories of 8 factors and
+    more included (a numpy sum over a row padded to its batch's width depends on the width)."""
+    params = PARAMS[name].with_(season=SEASONS)
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(4, 40))
+        prior = warm_prior(n, params, rng)
+        rounds, t = [], 0.0
+        for _ in range(int(rng.integers(5, 30))):
+            size = int(rng.integers(2, min(n, 14) + 1))
+            t += float(rng.choice([0.0, 0.3, 2.0])) * DAY
+            rounds.append(RoundSpec(rng.choice(n, size, replace=False), rng.integers(0, 6, size), time=t,
+                                    weight=float(rng.choice([1.0, 0.5])),
+                                    perf_ceiling=float(rng.choice([math.inf, 1650.0]))))
+        expected_batch, expected = one_by_one(prior, rounds, params)
+        got = rate_rounds(prior, rounds, params)
+        for k, e in enumerate(expected):
+            part = slice(int(got.offsets[k]), int(got.offsets[k + 1]))
+            if e is not None:
+                for ours, theirs in zip((got.performance[part], got.mu[part], got.sigma[part]), e):
+                    np.testing.assert_array_equal(ours, theirs, err_msg=f"seed {seed}, round {k}")
+        for field in ("mu", "sigma", "mu0", "w0"):
+            np.testing.assert_array_equal(getattr(got.after, field), getattr(expected_batch, field),
+                                          err_msg=f"seed {seed}")
+
+
+@pytest.mark.parametrize("name", ["mmr", "mmx"])
+def test_segments_of_several_sizes_are_each_round_alone_bit_for_bit(name):
+    """``solve_segments`` of a wave's rounds of several sizes gives each round the floats it has
+    alone (phase one of one round), whatever the other rounds' sizes."""
+    params = PARAMS[name]
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(2, 20, 60)
+    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    mu, delta = rng.normal(1500, 300, bounds[-1]), rng.uniform(100, 400, bounds[-1])
+    ranks = np.concatenate([rng.integers(0, s, s) if s > 2 else np.arange(s) for s in sizes]).astype(float)
+    together = solve_segments(mu, delta, ranks, bounds, params)
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        alone = solve_segments(mu[a:b], delta[a:b], ranks[a:b], np.array([0, b - a]), params)
+        np.testing.assert_array_equal(together[a:b], alone)
