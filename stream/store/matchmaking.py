@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from itertools import chain, repeat
 from operator import itemgetter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -26,6 +26,9 @@ import orjson
 from stream.store import keys, player_hash
 from stream.store.client import as_text
 from stream.store.store import Store
+
+if TYPE_CHECKING:
+    from stream.matchmaking.tickets import TicketColumns
 
 STATUS_TTL_S = 86_400.0
 """Statuses of finished tickets and records of released matches are kept this long (a redelivered
@@ -38,30 +41,6 @@ LIVE_CHECKED = 500
 """Matches in play whose round status one tick checks: a slice of the live set, the next slice at
 the next tick (:meth:`MatchStore.read_pool`'s ``live_from``), so a tick's cost does not grow with the
 matches in play; a rated match's players are released within (in play / LIVE_CHECKED) ticks."""
-
-
-@dataclass(frozen=True)
-class PoolColumns:
-    """The waiting tickets as columns (no object per ticket; a tick over 100,000 reads them):
-    ticket ``i`` is ``ticket_id[i]``, waiting since ``since[i]``, its party the ``size[i]``
-    players ``players[sum(size[:i]):][:size[i]]``; ``latencies`` per ticket (None: no ticket has
-    any). In the order Redis returned them (a tick's result does not depend on it)."""
-
-    ticket_id: np.ndarray
-    size: np.ndarray
-    players: np.ndarray
-    since: np.ndarray
-    latencies: tuple[dict[str, float] | None, ...] | None = None
-
-    def __len__(self) -> int:
-        return int(self.size.size)
-
-    def rows(self) -> list[tuple[str, tuple[str, ...], float]]:
-        """(ticket id, players, since) of each ticket, by ticket id (tests and tools; a tick reads
-        the columns)."""
-        flat, ends = self.players.tolist(), np.cumsum(self.size).tolist()
-        parties = [tuple(flat[e - s:e]) for s, e in zip(self.size.tolist(), ends)]
-        return sorted(zip(self.ticket_id.tolist(), parties, self.since.tolist()))
 
 
 @contextmanager
@@ -79,11 +58,14 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def pool_columns(fields: Sequence[Any], records: Sequence[Any]) -> PoolColumns:
-    """Columns of the pool hash's ticket ids and records (JSON ``{players, since, latencies}``;
-    all bytes, or all text, as a client returns them):
-    the records decoded in one ``orjson.loads`` call (a JSON array of them), each column read with
-    C-level maps (no Python code per ticket)."""
+def pool_columns(fields: Sequence[Any], records: Sequence[Any]) -> TicketColumns:
+    """The waiting tickets of the pool hash's ticket ids and records (JSON ``{players, since,
+    latencies}``; all bytes, or all text, as a client returns them) as a tick's columns (``created``:
+    since; ratings not read: NaN), in the order Redis returned them (a tick's result does not depend
+    on it): the records decoded in one ``orjson.loads`` call (a JSON array of them), each column read
+    with C-level maps (no Python code per ticket)."""
+    from stream.matchmaking.tickets import TicketColumns  # the matchmaker's maths, loaded only by a tick
+
     n = len(records)
     with collector_paused():
         raw = records if not records or isinstance(records[0], bytes) else list(map(str.encode, records))
@@ -91,11 +73,11 @@ def pool_columns(fields: Sequence[Any], records: Sequence[Any]) -> PoolColumns:
         parties = list(map(itemgetter("players"), decoded))
         latencies = tuple(map(dict.get, decoded, repeat("latencies")))
         ids = list(map(bytes.decode, fields)) if fields and isinstance(fields[0], bytes) else list(fields)
-        return PoolColumns(np.array(ids, dtype=object),
-                           np.fromiter(map(len, parties), dtype=np.int64, count=n),
-                           np.array(list(chain.from_iterable(parties)), dtype=object),
-                           np.fromiter(map(itemgetter("since"), decoded), dtype=np.float64, count=n),
-                           latencies if any(latencies) else None)
+        players = np.array(list(chain.from_iterable(parties)), dtype=object)
+        unread = np.full(players.size, np.nan)
+        return TicketColumns(np.array(ids, dtype=object), np.fromiter(map(len, parties), dtype=np.int64, count=n),
+                             players, np.fromiter(map(itemgetter("since"), decoded), dtype=np.float64, count=n),
+                             unread, unread.copy(), latencies if any(latencies) else None)
 
 
 @dataclass(frozen=True)
@@ -105,7 +87,7 @@ class PoolView:
     LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and the outbox's
     records not yet acknowledged (entry → bytes)."""
 
-    tickets: PoolColumns | None
+    tickets: TicketColumns | None
     live: list[str]
     outbox: dict[str, bytes]
     in_play: int = 0
@@ -245,7 +227,7 @@ class MatchStore:
         return Applied(out, int(before), int(after))
 
     async def read_pool(self, queue: str, live_from: int = 0, *, tickets: bool = True) -> PoolView:
-        """The pool's version, the waiting tickets (:class:`PoolColumns`; not read without
+        """The pool's version, the waiting tickets (:class:`TicketColumns`; not read without
         ``tickets``: a worker holding a current copy compares the version only), LIVE_CHECKED
         matches in play from rank ``live_from``, the unsent outbox: one round trip. The version is
         read before the tickets: a change in between shows as a newer version at the next read (the
