@@ -75,12 +75,11 @@ class PoolMirror:
         are more than a quarter of all: positions change only here."""
         dead = int(self.alive.size) - len(self.row_of)
         if dead and dead * 4 > self.alive.size:
-            rows = np.flatnonzero(self.alive)
-            per_player = self.tickets.player_rows(rows)
-            self.tickets, self.last_time, self.fresh = (self.tickets.take(rows), self.last_time[per_player],
+            per_player = np.repeat(self.alive, self.tickets.size)
+            self.tickets, self.last_time, self.fresh = (self.tickets.take(self.alive), self.last_time[per_player],
                                                         self.fresh[per_player])
-            self.alive = np.ones(rows.size, dtype=bool)
-            self.row_of = dict(zip(self.tickets.ticket_id.tolist(), range(rows.size)))
+            self.alive = np.ones(len(self.tickets), dtype=bool)
+            self.row_of = dict(zip(self.tickets.ticket_id.tolist(), range(len(self.tickets))))
             self.cursor = 0
         if not self.joined:
             return
@@ -117,5 +116,4 @@ class PoolMirror:
         ``last_time`` (for a new season's reset); call :meth:`flush` first."""
         if self.alive.all():
             return self.tickets, self.last_time
-        rows = np.flatnonzero(self.alive)
-        return self.tickets.take(rows), self.last_time[self.tickets.player_rows(rows)]
+        return self.tickets.take(self.alive), self.last_time[np.repeat(self.alive, self.tickets.size)]
