@@ -34,6 +34,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -119,8 +120,7 @@ def service_tick(queue: QueueConfig, waiting: TicketColumns, ladder, repeat: int
 
     def tick(way: str, pool: TicketColumns, last_time: np.ndarray) -> None:
         mu, sigma = next_round_view(ladder.params, pool.mu, pool.sigma, last_time, NOW)  # as the worker's tick
-        formed[way] = len(form_matches(queue, TicketColumns(pool.ticket_id, pool.size, pool.players, pool.created,
-                                                            mu, sigma), NOW, ladder))
+        formed[way] = len(form_matches(queue, replace(pool, mu=mu, sigma=sigma), NOW, ladder))
 
     async def run(url: str) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], int, int]:
         store = Store.from_url(url, history_length=3)
@@ -149,7 +149,7 @@ def service_tick(queue: QueueConfig, waiting: TicketColumns, ladder, repeat: int
             pool = (await ms.read_pool(queue.name)).tickets
             assert pool is not None
             mu, sigma, last_time = await ms.ratings(queue.ladder, pool.players.tolist())
-            tick("full", TicketColumns(pool.ticket_id, pool.size, pool.players, pool.since, mu, sigma), last_time)
+            tick("full", replace(pool, mu=mu, sigma=sigma), last_time)
             full.append(((time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000))
             # between two ticks: joins of new players and cancels, through the tickets agent's path
             ops = [("join", (f"new{fresh + i}", [f"newp{fresh + i}"], NOW - 1.0, None)) for i in range(n)]
@@ -168,7 +168,7 @@ def service_tick(queue: QueueConfig, waiting: TicketColumns, ladder, repeat: int
             copy = await _pool_copy(mm, queue.name, view.version)
             stale = copy.stale_players(REFRESH_PLAYERS)
             if stale.size:
-                copy.set_ratings(stale, *await ms.ratings(queue.ladder, copy.players[stale].tolist()))
+                copy.set_ratings(stale, *await ms.ratings(queue.ladder, copy.tickets.players[stale].tolist()))
             tick("incremental", *copy.columns())
             incremental.append(((time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000))
         await store.close()

@@ -37,6 +37,7 @@ from stream.api.errors import ApiError, bad_request, json_errors, not_found
 from stream.api import health_export, probes
 from stream.api.health import KafkaProbe
 from stream.api import eligibility, whatif as whatif_api
+from stream.contracts.round import Limits
 from stream.engine.display import DisplayConfig, display_rating, league_division
 from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
 from stream.engine.params import Params, preset
@@ -614,7 +615,7 @@ async def what_if(request: web.Request) -> web.Response:
     (:mod:`stream.api.whatif`)."""
     ladder = await _ladder(request)
     cfg = request.app[LADDERS_KEY].of(ladder)
-    answer = await whatif_api.what_if(request, _redis(request), cfg, ladder, whatif_api.limits_of(request.app[SETTINGS_KEY]))
+    answer = await whatif_api.what_if(request, _redis(request), cfg, ladder, Limits.from_settings(request.app[SETTINGS_KEY]))
     return _json_body(orjson.dumps(answer))
 
 

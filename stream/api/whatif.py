@@ -20,7 +20,6 @@ from stream.api.errors import ApiError, bad_request
 from stream.contracts.round import Limits
 from stream.engine.ladders import LadderConfig
 from stream.pipeline import whatif
-from stream.settings import Settings
 from stream.store.client import AsyncRedis
 
 MAX_WHAT_IF_BYTES = 16 * 1024 * 1024
@@ -56,11 +55,6 @@ async def what_if(request: web.Request, r: AsyncRedis, cfg: LadderConfig, ladder
         raise bad_request(refused.message, code=refused.code) from None
     out["server_ms"] = (time.perf_counter() - started) * 1000.0
     return out
-
-
-def limits_of(settings: Settings) -> Limits:
-    """The worker's input limits: a what-if round is read as the stream reads a round."""
-    return Limits.from_settings(settings)
 
 
 __all__ = ["what_if", "MAX_WHAT_IF_BYTES"]

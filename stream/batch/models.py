@@ -14,19 +14,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
 from stream.batch.metrics import Metrics
 from stream.batch.replay import replay
+from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
 from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
-from stream.engine import PRESETS
+from stream.engine import PRESETS, Params
 from stream.engine.ladders import Ladders
 from stream.engine.models import MODELS, Model
 from stream.engine.ratings import ModelParams, Ratings
-
-INITIAL_CAPACITY = 1024
-"""Rows allocated for a new ladder; capacity doubles when full."""
 
 
 class Replayed(Protocol):
@@ -50,65 +46,13 @@ def support(name: str) -> Support:
 
 
 @dataclass
-class RatingTable:
-    """Players of one ladder as growable arrays: ``index`` maps player id -> row."""
-
-    params: ModelParams
-    index: dict[str, int] = field(default_factory=dict)
-    mu: np.ndarray = field(default_factory=lambda: np.empty(INITIAL_CAPACITY))
-    sigma: np.ndarray = field(default_factory=lambda: np.empty(INITIAL_CAPACITY))
-    rounds: np.ndarray = field(default_factory=lambda: np.zeros(INITIAL_CAPACITY, dtype=np.int64))
-
-    @property
-    def size(self) -> int:
-        return len(self.index)
-
-    def lookup(self, players: list[str]) -> np.ndarray:
-        """Rows of ``players`` (-1 for players not seen yet), without adding anyone."""
-        get = self.index.get
-        return np.fromiter((get(p, -1) for p in players), dtype=np.int64, count=len(players))
-
-    def rows(self, players: list[str]) -> np.ndarray:
-        """Rows of ``players``; newcomers get the next rows and the prior (mu_noob, sig_noob, 0)."""
-        start = self.size
-        index = self.index
-        rows = np.fromiter((index.setdefault(p, len(index)) for p in players), dtype=np.int64,
-                           count=len(players))
-        stop = self.size
-        if stop > start:
-            if stop > self.mu.shape[0]:
-                self._grow(stop)
-            self.mu[start:stop] = self.params.mu_noob
-            self.sigma[start:stop] = self.params.sig_noob
-            self.rounds[start:stop] = 0
-        return rows
-
-    def gather(self, rows: np.ndarray) -> Ratings:
-        return Ratings(self.mu[rows], self.sigma[rows], self.rounds[rows])
-
-    def scatter(self, rows: np.ndarray, after: Ratings) -> None:
-        self.mu[rows] = after.mu
-        self.sigma[rows] = after.sigma
-        self.rounds[rows] = after.rounds
-
-    def _grow(self, n: int) -> None:
-        cap = self.mu.shape[0]
-        while cap < n:
-            cap *= 2
-        for name in ("mu", "sigma", "rounds"):
-            old = getattr(self, name)
-            new = np.zeros(cap, dtype=old.dtype)
-            new[: old.shape[0]] = old
-            setattr(self, name, new)
-
-
-@dataclass
 class ModelReplay:
     """Final ratings per ladder of one model's replay, and the skipped rounds."""
 
     model: Model
     params: ModelParams
-    ladders: dict[str, RatingTable] = field(default_factory=dict)
+    ladders: dict[str, LadderTable] = field(default_factory=dict)
+    """Per ladder its players (the table's mu, sigma and rounds columns: a rating-only model's state)."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
     metrics: Metrics | None = None
 
@@ -116,7 +60,7 @@ class ModelReplay:
         """(ladder, player, mu, sigma, rounds) for every player, ladders in first-seen order."""
         for name, table in self.ladders.items():
             n = table.size
-            yield from zip([name] * n, table.index, table.mu[:n].tolist(), table.sigma[:n].tolist(),
+            yield from zip([name] * n, table.names, table.mu[:n].tolist(), table.sigma[:n].tolist(),
                            table.rounds[:n].tolist())
 
 
@@ -143,20 +87,21 @@ def _rate_one(result: ModelReplay, index: int, rnd: RoundResult) -> None:
         return
     table = result.ladders.get(rnd.ladder)
     if table is None:
-        table = result.ladders[rnd.ladder] = RatingTable(result.params)
+        newcomer = Params(name=result.model.name, mu_noob=result.params.mu_noob, sig_noob=result.params.sig_noob)
+        table = result.ladders[rnd.ladder] = LadderTable(newcomer)
     players = rnd.players()
     ranks = rnd.ranks()
     if result.metrics is not None:
         result.metrics.observe_rows(index, table.lookup(players), table.mu, table.rounds, ranks)
     rows = table.rows(players)
+    before = Ratings(table.mu[rows], table.sigma[rows], table.rounds[rows])
     if result.model.teams is not None and (rnd.has_teams() or rnd.is_partial()):
         entry, entry_ranks = rnd.entries()
-        update = result.model.rate_teams(table.gather(rows), entry, entry_ranks, rnd.player_weights(),
-                                         result.params)
+        update = result.model.rate_teams(before, entry, entry_ranks, rnd.player_weights(), result.params)
     else:
-        update = result.model.rate_round(table.gather(rows), ranks, result.params, weight=rnd.weight,
+        update = result.model.rate_round(before, ranks, result.params, weight=rnd.weight,
                                          perf_ceiling=rnd.perf_ceiling)
-    table.scatter(rows, update.after)
+    table.mu[rows], table.sigma[rows], table.rounds[rows] = update.after.mu, update.after.sigma, update.after.rounds
 
 
 def replay_named(

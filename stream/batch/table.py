@@ -65,21 +65,22 @@ class LadderTable:
         """Rows of ``players`` (repeats allowed: the rows of several rounds), adding newcomers in
         order of first appearance with the prior of :meth:`PlayerState.new`."""
         rows = self.lookup(players)
+        if rows.min(initial=0) >= 0:  # no newcomer: most rounds of a long history
+            return rows
         new = np.flatnonzero(rows < 0)
-        if new.size:
-            new_names = list(dict.fromkeys(map(players.__getitem__, new.tolist())))
-            start = self.size
-            stop = start + len(new_names)
-            self._reserve(stop)
-            self.index.update(zip(new_names, range(start, stop)))
-            get = self.index.__getitem__
-            rows[new] = list(map(get, map(players.__getitem__, new.tolist())))
-            self.names.extend(new_names)
-            prior = PlayerState.new(self.params)
-            self.mu[start:stop] = prior.mu
-            self.sigma[start:stop] = prior.sigma
-            self.mu0[start:stop] = prior.mu0
-            self.w0[start:stop] = prior.w0
+        new_names = list(dict.fromkeys(map(players.__getitem__, new.tolist())))
+        start = self.size
+        stop = start + len(new_names)
+        self._reserve(stop)
+        self.index.update(zip(new_names, range(start, stop)))
+        get = self.index.__getitem__
+        rows[new] = list(map(get, map(players.__getitem__, new.tolist())))
+        self.names.extend(new_names)
+        prior = PlayerState.new(self.params)
+        self.mu[start:stop] = prior.mu
+        self.sigma[start:stop] = prior.sigma
+        self.mu0[start:stop] = prior.mu0
+        self.w0[start:stop] = prior.w0
         return rows
 
     def gather(self, rows: np.ndarray) -> PlayerBatch:

@@ -13,7 +13,8 @@ import typer
 
 from stream.batch.evaluate import Evaluation, ModelFailed, evaluate
 from stream.batch.models import model_names
-from stream.cli.replay import _fail, _progress, load_accepted
+from stream.cli.replay import _progress, load_accepted
+from stream.cli.store_command import bad_input
 from stream.settings import Settings
 
 COLUMNS = ("model", "pair_all", "pair_exp", "rank_all", "rank_exp", "rounds/s", "seconds")
@@ -38,16 +39,16 @@ def evaluate_command(
     names = [m.strip() for m in models.split(",") if m.strip()]
     unknown = [m for m in names if m not in model_names()]
     if not names or unknown:
-        _fail(f"unknown model(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(model_names())}")
+        bad_input(f"unknown model(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(model_names())}")
     if len(set(names)) != len(names):
-        _fail("a model is listed twice")
+        bad_input("a model is listed twice")
     rounds = load_accepted(input, Settings.from_env(connect=False), None, names).rounds
     bar = _progress(len(rounds) * len(names))
     try:
         table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None,
                          start=score_from)
     except ModelFailed as exc:
-        _fail(f"{exc}; leave it out of --models")
+        bad_input(f"{exc}; leave it out of --models")
     if bar is not None:
         bar.close()
     if as_json:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
 from typing import Annotated, Any, TypeVar
 
 import typer
 
+from stream.cli.output import num, table, when
 from stream.cli.store_command import EXIT_NOT_FOUND, run_on_redis
 from stream.pipeline.context import load_ladders
 from stream.pipeline.status import status_fields
@@ -54,21 +54,6 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_NOT_FOUND)
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _when(epoch: float | None) -> str:
-    return "-" if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths))]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
-    return "\n".join(lines)
-
-
 def _echo_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2))
 
@@ -105,12 +90,12 @@ def leaderboard_command(
         _echo_json(page.to_dict())
         return
     marks = _status([(row.mu, row.sigma, row.rounds, row.last_time) for row in page.rows], ladder)
-    rows = [[str(row.position), row.player, _num(row.display_rating) + ("?" if m["provisional"] else ""), _num(row.mu),
-             _num(row.sigma), row.tier or "-", str(row.rounds or 0),
-             "-" if m["interval"] is None else f"{_num(m['interval'][0])}..{_num(m['interval'][1])}",
+    rows = [[str(row.position), row.player, num(row.display_rating) + ("?" if m["provisional"] else ""), num(row.mu),
+             num(row.sigma), row.tier or "-", str(row.rounds or 0),
+             "-" if m["interval"] is None else f"{num(m['interval'][0])}..{num(m['interval'][1])}",
              "" if m["eligible"] is not False else "ineligible"]
             for row, m in zip(page.rows, marks)]
-    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "tier", "rounds", "interval", ""], rows))
+    typer.echo(table(["#", "player", "rating", "mu", "sigma", "tier", "rounds", "interval", ""], rows))
     typer.echo(f"({len(page.rows)} of {page.total} players)")
 
 
@@ -124,9 +109,9 @@ def _season_leaderboard(ladder: str, season: str, top: int, as_json: bool) -> No
     if as_json:
         _echo_json({"ladder": ladder, "season": season, "total": total, "rows": rows})
         return
-    table = [[str(row["rank"]), row["player"], _num(row["display_rating"]), _num(row["mu"]), _num(row["sigma"]),
+    cells = [[str(row["rank"]), row["player"], num(row["display_rating"]), num(row["mu"]), num(row["sigma"]),
               row["league"] or "-", "-" if row["division"] is None else str(row["division"])] for row in rows]
-    typer.echo(_table(["#", "player", "rating", "mu", "sigma", "league", "division"], table))
+    typer.echo(table(["#", "player", "rating", "mu", "sigma", "league", "division"], cells))
     typer.echo(f"({len(rows)} of {total} players; season {season})")
 
 
@@ -144,16 +129,16 @@ def player_command(
         return
     position = f"{view.position} of {view.leaderboard_size}" if view.position else "-"
     (m,) = _status([(view.mu, view.sigma, view.rounds, view.last_time)], ladder)
-    typer.echo(f"{view.player} ({view.ladder}): rating {_num(view.display_rating)}{'? (provisional)' if m['provisional'] else ''}  "
-               f"mu {_num(view.mu)}  sigma {_num(view.sigma)} (now {_num(m['sigma_now'])})  "
-               f"interval [{_num(m['interval'][0])}, {_num(m['interval'][1])}]  tier {view.tier or '-'}  "
+    typer.echo(f"{view.player} ({view.ladder}): rating {num(view.display_rating)}{'? (provisional)' if m['provisional'] else ''}  "
+               f"mu {num(view.mu)}  sigma {num(view.sigma)} (now {num(m['sigma_now'])})  "
+               f"interval [{num(m['interval'][0])}, {num(m['interval'][1])}]  tier {view.tier or '-'}  "
                f"position {position}  rounds {view.rounds}"
                + ("" if m["eligible"] is not False else f"  not eligible: {', '.join(m['ineligible_reasons'])}"))
-    rows = [[h["round_id"], _when(h.get("occurred_at")), f"{h['rank']}/{h['field_size']}", _num(h["performance"]),
-             _num(h["mu_before"]), _num(h["mu_after"]), f"{h['mu_after'] - h['mu_before']:+.1f}"]
+    rows = [[h["round_id"], when(h.get("occurred_at")), f"{h['rank']}/{h['field_size']}", num(h["performance"]),
+             num(h["mu_before"]), num(h["mu_after"]), f"{h['mu_after'] - h['mu_before']:+.1f}"]
             for h in reversed(view.history)]
     if rows:
-        typer.echo(_table(["round", "when", "rank", "perf", "mu before", "mu after", "change"], rows))
+        typer.echo(table(["round", "when", "rank", "perf", "mu before", "mu after", "change"], rows))
 
 
 def round_command(
@@ -170,12 +155,12 @@ def round_command(
         return
     rec = view.record
     typer.echo(f"round {view.round_id} ({view.ladder}): {rec['status']}, {rec['field_size']} players, "
-               f"occurred {_when(rec['occurred_at'])}, rated {_when(rec['rated_at'])}")
+               f"occurred {when(rec['occurred_at'])}, rated {when(rec['rated_at'])}")
     for step in rec.get("corrections") or []:  # the correction trail: what changed the round, when, why
-        typer.echo(f"  {step.get('kind')} {_when(step.get('at'))} by correction {step.get('id')}"
+        typer.echo(f"  {step.get('kind')} {when(step.get('at'))} by correction {step.get('id')}"
                    + (f": {step['reason']}" if step.get("reason") else ""))
-    rows = [[str(c["rank"]), c["player"], _num(c["performance"]), _num(c["mu_before"]), _num(c["mu_after"]),
-             f"{c['mu_after'] - c['mu_before']:+.1f}", _num(c.get("display_rating"))] for c in view.results]
-    typer.echo(_table(["rank", "player", "perf", "mu before", "mu after", "change", "rating"], rows))
+    rows = [[str(c["rank"]), c["player"], num(c["performance"]), num(c["mu_before"]), num(c["mu_after"]),
+             f"{c['mu_after'] - c['mu_before']:+.1f}", num(c.get("display_rating"))] for c in view.results]
+    typer.echo(table(["rank", "player", "perf", "mu before", "mu after", "change", "rating"], rows))
     if not view.complete:
         typer.echo(f"(first {len(view.results)} results only)")

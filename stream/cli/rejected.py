@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
 
 import typer
 
 from stream.cli.publish import EXIT_UNREACHABLE
-from stream.cli.query import _table
+from stream.cli.output import table, when
 from stream.pipeline.deadletters import Rejection, follow, recent
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -22,10 +21,6 @@ from stream.settings import Settings
 DEFAULT_LIMIT = 20
 #: Longest message shown in a table cell.
 MESSAGE_WIDTH = 70
-
-
-def _when(epoch: float | None) -> str:
-    return "-" if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _cut(text: str, width: int) -> str:
@@ -37,7 +32,7 @@ HEADER = ["when (UTC)", "ladder", "round", "reason", "field", "message"]
 
 def row(x: Rejection) -> list[str]:
     """A rejection as table cells (ids and message shown as printable text)."""
-    return [_when(x.rejected_at), ascii(x.ladder)[1:-1] if x.ladder else "-",
+    return [when(x.rejected_at, seconds=True), ascii(x.ladder)[1:-1] if x.ladder else "-",
             ascii(x.round_id)[1:-1] if x.round_id is not None else "-", x.reason, x.field or "-",
             _cut(x.message + (" (original cut)" if x.truncated else ""), MESSAGE_WIDTH)]
 
@@ -62,8 +57,8 @@ def rejected(
             for x in items:
                 typer.echo(json.dumps(x.to_dict(), ensure_ascii=False))
         elif items:
-            table = _table(HEADER, [row(x) for x in items]).splitlines()
-            typer.echo("\n".join(table if header else table[1:]))
+            lines = table(HEADER, [row(x) for x in items]).splitlines()
+            typer.echo("\n".join(lines if header else lines[1:]))
 
     try:
         if follow_:

@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
@@ -34,10 +34,9 @@ from stream.contracts.round import check_supported
 from stream.engine import DEFAULT_PRESET, PRESETS
 from stream.engine.ladders import Ladders, LaddersError, parse_ladders
 from stream.pipeline.rating_models import support as ladder_support
+from stream.cli.store_command import bad_input, json_option
 from stream.settings import Settings
 
-EXIT_BAD_INPUT = 2
-"""Exit code for invalid input files or options (typer/click use 2 for usage errors too)."""
 CSV_HEADER = ("ladder", "player", "mu", "sigma", "rounds")
 
 
@@ -59,13 +58,13 @@ def replay_command(
 ) -> None:
     """Replay rounds through the engine in process and write every player's final rating."""
     if preset_name not in PRESETS:
-        _fail(f"unknown preset {preset_name!r}; known: {', '.join(PRESETS)}")
+        bad_input(f"unknown preset {preset_name!r}; known: {', '.join(PRESETS)}")
     if model_name is not None and model_name not in model_names():
-        _fail(f"unknown model {model_name!r}; known: {', '.join(model_names())}")
+        bad_input(f"unknown model {model_name!r}; known: {', '.join(model_names())}")
     name = preset_name if model_name is None else model_name
     ladders = None if ladders_option is None else _ladders(ladders_option, preset_name, model_name, metrics)
     if not output.parent.is_dir() or output.is_dir():
-        _fail(f"cannot write {output}: parent directory missing or output is a directory")
+        bad_input(f"cannot write {output}: parent directory missing or output is a directory")
     settings = Settings.from_env(connect=False)  # offline: reads a file, never Kafka or Redis
     started = time.perf_counter()
     rejected: list[SourceError] | None = [] if skip_rejected else None
@@ -106,17 +105,11 @@ def replay_command(
 def _ladders(option: str, preset_name: str, model_name: str | None, metrics: bool) -> Ladders:
     """``--ladders``: JSON text, or the file holding it, resolved as the stream resolves LADDERS."""
     if model_name is not None or metrics:
-        _fail("--ladders gives every ladder its model: it goes with neither --model nor --metrics")
-    text = option if option.lstrip().startswith("{") else None
-    if text is None:
-        try:
-            text = Path(option).read_text(encoding="utf-8")
-        except OSError as exc:
-            _fail(f"--ladders: cannot read {option}: {exc.strerror}")
+        bad_input("--ladders gives every ladder its model: it goes with neither --model nor --metrics")
     try:
-        return parse_ladders(text, engine_preset=preset_name)
+        return parse_ladders(json_option(option, "--ladders")[0], engine_preset=preset_name)
     except LaddersError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
 
 
 def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None,
@@ -129,11 +122,11 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
     try:
         by_time = LadderOrder.parse(settings.ladder_order).by_time
     except ValueError as exc:
-        _fail(f"configuration: {exc}")
+        bad_input(f"configuration: {exc}")
     try:
         unique = first_copies(read_rounds(input, limits=Limits.from_settings(settings), rejected=rejected), by_time)
     except SourceError as exc:
-        _fail(f"bad input: {exc}")
+        bad_input(f"bad input: {exc}")
     unsupported: list[tuple[int, RoundRejected]] = []
     kept = []
     for position, round_ in enumerate(unique.rounds):
@@ -150,7 +143,7 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
         error = SourceError(f"{input} (valid round #{position + 1})", f"{conflict.reason}: {conflict.message}",
                             conflict.field, conflict.reason)
         if rejected is None:
-            _fail(f"bad input: {error}")
+            bad_input(f"bad input: {error}")
         rejected.append(error)
     for error in rejected or []:
         typer.echo(f"rejected: {error}", err=True)
@@ -173,7 +166,7 @@ def generate_synthetic_command(
 ) -> None:
     """Write synthetic rounds: the paper's §6.1 dataset (default), a contest history or matches."""
     if profile not in PROFILES:
-        _fail(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+        bad_input(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
     from stream.contracts import parse_round
 
     names = {"ladder": ladder, "id_prefix": id_prefix} if id_prefix is not None else {"ladder": ladder}
@@ -182,11 +175,11 @@ def generate_synthetic_command(
                      "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]},
                     limits=Limits.from_settings(Settings.from_env(connect=False)))
     except RoundRejected as exc:
-        _fail(f"--ladder / --id-prefix: {exc.field}: {exc.message}")
+        bad_input(f"--ladder / --id-prefix: {exc.field}: {exc.message}")
     rows: Iterable[RoundResult]
     if profile == "contest-history":
         if not 0 < scale <= 1:
-            _fail("need 0 < --scale <= 1")
+            bad_input("need 0 < --scale <= 1")
         rows = contest_history_rounds(scale, seed, **names)
     else:
         paper = profile == "paper"
@@ -194,7 +187,7 @@ def generate_synthetic_command(
         size = round_size if round_size is not None else (2_500 if paper else 2)
         n_rounds = rounds if rounds is not None else (50 if paper else 10_000)
         if not 2 <= size <= n_players:
-            _fail("need 2 <= --round-size <= --players")
+            bad_input("need 2 <= --round-size <= --players")
         rows = (synthetic_rounds(n_players, n_rounds, size, seed, tie_quantum=tie_quantum, **names) if paper
                 else match_rounds(n_players, n_rounds, size, seed, **names))
     tmp = _temp_beside(output)
@@ -204,11 +197,6 @@ def generate_synthetic_command(
     finally:
         tmp.unlink(missing_ok=True)
     typer.echo(f"wrote {count} rounds to {output}")
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _progress(total: int, unit: str = "round") -> Any:

@@ -25,16 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from stream.engine.ladders import LADDER_NAME, LaddersError, parse_ladders
 from stream.engine.season_schedule import Seasons, iso_time, parse_time, season_of, with_started
+from stream.cli.store_command import bad_input, json_option, run_on_redis
 from stream.settings import Settings
-
-EXIT_BAD_INPUT = 2
-"""Exit code of a bad ladder, time, name or configuration."""
 
 T = TypeVar("T")
 
@@ -79,7 +77,7 @@ def start_command(
     """Start a season on a ladder: its players are soft-reset at their first round from then on.
     The running workers take it up within SEASON_REFRESH_S (the schedule of record in Redis)."""
     if not LADDER_NAME.match(ladder):
-        _fail(f"not a ladder name: {ladder!r}")
+        bad_input(f"not a ladder name: {ladder!r}")
     settings = Settings.from_env(connect=False)
     notice = max(settings.season_notice_s, 2 * settings.season_refresh_s)
     path, raw = _load(ladders)
@@ -87,27 +85,27 @@ def start_command(
     try:
         start = now + notice if at is None else parse_time(_number(at), "--at")
     except ValueError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
     if start < now + notice and not backdate and not config_only:
-        _fail(f"--at {at} is before now + the notice of {notice:g} s (SEASON_NOTICE_S, at least twice "
+        bad_input(f"--at {at} is before now + the notice of {notice:g} s (SEASON_NOTICE_S, at least twice "
               "SEASON_REFRESH_S): a worker may rate a round of the season before it has read the schedule "
               "(--backdate for a start after every round the ladder has; --config-only for a history to replay)")
     entry = raw.setdefault(ladder, {})
     if not isinstance(entry, dict):
-        _fail(f"LADDERS[{ladder!r}]: must be an object")
+        bad_input(f"LADDERS[{ladder!r}]: must be an object")
     try:
         current = Seasons.from_dict(entry.get("seasons", {}))
     except ValueError as exc:
-        _fail(f"LADDERS[{ladder!r}].seasons: {exc}")
+        bad_input(f"LADDERS[{ladder!r}].seasons: {exc}")
     if not config_only:
         current = _with_redis(ladder, current)
     label = name or f"S{len(current.names) + 1}"
     if current.starts and start <= current.starts[-1]:
-        _fail(f"a season must start after the last one ({current.names[-1]} at {iso_time(current.starts[-1])})")
+        bad_input(f"a season must start after the last one ({current.names[-1]} at {iso_time(current.starts[-1])})")
     if label in current.names:
-        _fail(f"ladder {ladder!r} already has a season named {label!r}")
+        bad_input(f"ladder {ladder!r} already has a season named {label!r}")
     if centre is not None and centre_from_ladder:
-        _fail("give --centre or --centre-from-ladder, not both")
+        bad_input("give --centre or --centre-from-ladder, not both")
     if centre_from_ladder:
         centre = _ladder_mean(ladder)
     seasons = dict(entry.get("seasons", {}))
@@ -118,7 +116,7 @@ def start_command(
     try:
         parse_ladders(text)
     except LaddersError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
     if not config_only:
         _schedule(ladder, label, start, centre)
     where = "" if config_only else "; running workers take it up within SEASON_REFRESH_S"
@@ -142,20 +140,18 @@ def _number(text: str) -> str | float:
 def _with_redis(ladder: str, seasons: Seasons) -> Seasons:
     """``seasons`` with the ladder's seasons of record in Redis (REDIS_URL): the schedule the
     workers rate by."""
-    from stream.cli.store_command import run_on_redis
     from stream.store.seasons import scheduled_seasons
 
     held = run_on_redis(Settings.from_env(), scheduled_seasons)
     try:
         return with_started(seasons, held.get(ladder, []))
     except ValueError as exc:
-        _fail(f"the seasons of {ladder!r} in Redis do not merge with LADDERS: {exc}")
+        bad_input(f"the seasons of {ladder!r} in Redis do not merge with LADDERS: {exc}")
 
 
 def _schedule(ladder: str, name: str, start: float, centre: float | None) -> None:
     """Add the season to the ladder's schedule of record in Redis; exit 2 if a round at or after
     its start is already registered (replay would differ) or Redis's schedule refuses it."""
-    from stream.cli.store_command import run_on_redis
     from stream.store.seasons import SCHEDULED, schedule_season
 
     outcome, detail = run_on_redis(Settings.from_env(), lambda r: schedule_season(r, ladder, name, start, centre),
@@ -163,11 +159,11 @@ def _schedule(ladder: str, name: str, start: float, centre: float | None) -> Non
     if outcome == SCHEDULED:
         return
     if outcome == "late":
-        _fail(f"ladder {ladder!r} has already registered a round at {iso_time(float(detail))}, at or after the start "
+        bad_input(f"ladder {ladder!r} has already registered a round at {iso_time(float(detail))}, at or after the start "
               f"{iso_time(start)}: it was rated without the season (start the season later)")
     if outcome == "order":
-        _fail(f"a season must start after the last one (at {iso_time(float(detail))} in Redis)")
-    _fail(f"ladder {ladder!r} already has a season named {name!r} (in Redis)")
+        bad_input(f"a season must start after the last one (at {iso_time(float(detail))} in Redis)")
+    bad_input(f"ladder {ladder!r} already has a season named {name!r} (in Redis)")
 
 
 def list_command(
@@ -182,7 +178,7 @@ def list_command(
     try:
         params = parse_ladders(json.dumps(raw)).of(ladder).params
     except LaddersError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
     seasons = getattr(params, "season", None) or Seasons()
     if not config_only:
         seasons = _with_redis(ladder, seasons)
@@ -232,7 +228,6 @@ def archive_command(
 def _on_ladder(ladder: str, work: Callable[[Any, Any], Awaitable[T]]) -> T:
     """``work(redis, the ladder's LadderConfig)`` on REDIS_URL with LADDERS of the environment; a
     ladder without the season configuration it needs is exit 2 (``SeasonsError``)."""
-    from stream.cli.store_command import run_on_redis
     from stream.pipeline.context import load_ladders
     from stream.pipeline.seasons import SeasonsError
 
@@ -241,39 +236,28 @@ def _on_ladder(ladder: str, work: Callable[[Any, Any], Awaitable[T]]) -> T:
     try:
         return run_on_redis(settings, lambda r: work(r, config), write=True)
     except SeasonsError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
 
 
 def _ladder_mean(ladder: str) -> float:
     """The ladder's mean mu now (REDIS_URL); exit 2 if it has no players."""
-    from stream.cli.store_command import run_on_redis
     from stream.store.seasons import mean_mu
 
     found = run_on_redis(Settings.from_env(), lambda r: mean_mu(r, ladder))
     if found is None:
-        _fail(f"ladder {ladder!r} has no players to take a mean of")
+        bad_input(f"ladder {ladder!r} has no players to take a mean of")
     return found
 
 
 def _load(option: str | None) -> tuple[Path | None, dict[str, Any]]:
     """The LADDERS configuration as a JSON object, and the file it came from (None: text)."""
-    path: Path | None = None
-    if option is None:
-        text = Settings.from_env(connect=False).ladders
-    elif option.lstrip().startswith("{"):
-        text = option
-    else:
-        path = Path(option)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            _fail(f"--ladders: cannot read {option}: {exc.strerror}")
+    text, path = (Settings.from_env(connect=False).ladders, None) if option is None else json_option(option, "--ladders")
     try:
         raw = json.loads(text) if text.strip() else {}
     except ValueError as exc:
-        _fail(f"LADDERS: not JSON ({exc})")
+        bad_input(f"LADDERS: not JSON ({exc})")
     if not isinstance(raw, dict):
-        _fail("LADDERS: must be a JSON object mapping ladder -> entry")
+        bad_input("LADDERS: must be a JSON object mapping ladder -> entry")
     return path, raw
 
 
@@ -287,8 +271,3 @@ def _write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(EXIT_BAD_INPUT)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from stream.cli.replay import _fail
+from stream.cli.store_command import bad_input
 from stream.engine import PRESETS
 from stream.engine.ladders import LadderConfig, parse_ladders
 from stream.engine.params import DUEL_PRESET
@@ -41,7 +41,7 @@ def _through_stream(sim: SimConfig, ladder: LadderConfig, queue: QueueConfig, st
     try:
         check_ladders(ladders_text, ladder, queue.ladder, [s for s in strategies if s != "openskill"])
     except ValueError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
     with tempfile.TemporaryDirectory() as tmp, embedded_pipeline(ladders_text, Path(tmp) / "worker.log") as link:
         def rater(config: LadderConfig, names: list[str], tag: str) -> StreamRater:
             return StreamRater(config, names, tag, link=link, ladder_name=queue.ladder)
@@ -76,34 +76,34 @@ def simulate_command(
     chosen = tuple(s.strip() for s in strategies.split(",") if s.strip())
     unknown = [s for s in chosen if s not in STRATEGIES]
     if not chosen or unknown:
-        _fail(f"--strategies: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(STRATEGIES)}")
+        bad_input(f"--strategies: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(STRATEGIES)}")
     if players < 2 or games < 1:
-        _fail("--players must be >= 2 and --games >= 1")
+        bad_input("--players must be >= 2 and --games >= 1")
     for name, value in (("--skill-sd", skill_sd), ("--break-s", break_s), ("--tick-s", tick_s), ("--window", window)):
         if not value > 0:
-            _fail(f"{name} must be > 0")
+            bad_input(f"{name} must be > 0")
     if drift < 0:
-        _fail("--drift must be >= 0")
+        bad_input("--drift must be >= 0")
     try:
         queue = default_queue()
         if queues is not None:
             parsed = parse_queues(_text(queues))
             if queue_name is None and len(parsed) != 1:
-                _fail(f"--queue: name one of {', '.join(parsed) or '(none configured)'}")
+                bad_input(f"--queue: name one of {', '.join(parsed) or '(none configured)'}")
             name = queue_name or next(iter(parsed))
             if name not in parsed:
-                _fail(f"--queue: {name!r} is not in --queues ({', '.join(parsed)})")
+                bad_input(f"--queue: {name!r} is not in --queues ({', '.join(parsed)})")
             queue = parsed[name]
         if queue.players != 2:
-            _fail(f"queue {queue.name!r}: stream simulate plays duels (teams 2, team_size 1)")
+            bad_input(f"queue {queue.name!r}: stream simulate plays duels (teams 2, team_size 1)")
         if preset not in PRESETS:
-            _fail(f"--preset: unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+            bad_input(f"--preset: unknown preset {preset!r}; known: {', '.join(PRESETS)}")
         ladders_text = _text(ladders) if ladders else json.dumps({"*": {"model": preset}})
         ladder = parse_ladders(ladders_text).of(queue.ladder)
     except (ValueError, OSError) as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
     if ladder.rating_model is not None:
-        _fail(f"ladder {queue.ladder!r}: model {ladder.model!r}; stream simulate rates with an Elo-MMR preset")
+        bad_input(f"ladder {queue.ladder!r}: model {ladder.model!r}; stream simulate rates with an Elo-MMR preset")
     sim = SimConfig(players=players, games=games, skill_sd=skill_sd, drift_per_hour=drift, break_s=break_s,
                     tick_s=tick_s, seed=seed, window=window)
     if through_stream:

@@ -35,7 +35,7 @@ from stream.contracts import RoundResult
 from stream.settings import Settings, running_stacks, stack_state_path
 from stream.pipeline.topics import partition_counts
 from stream.stack.local import LocalStack
-from stream.stack.ports import free_port
+from stream.stack.ports import free_port, stop_process
 from stream.stack.state import remove_state, write_state
 from stream.pipeline.topics import ensure_topics
 
@@ -73,14 +73,8 @@ class StackRun:
 
 def stop_child(child: subprocess.Popen[bytes]) -> None:
     """SIGTERM a child, SIGKILL it if it does not exit in time."""
-    if child.poll() is not None:
-        return
-    child.terminate()
-    try:
-        child.wait(timeout=CHILD_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+    if child.poll() is None:
+        stop_process(child, CHILD_STOP_TIMEOUT_S)
 
 
 def start_child(args: list[str], env: dict[str, str], log_path: str) -> subprocess.Popen[bytes]:

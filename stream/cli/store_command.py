@@ -1,10 +1,12 @@
-"""What the commands that talk to Redis directly share (read commands, backfill, export, import,
-erase): running a coroutine on a client or a :class:`Store`, and their exit codes."""
+"""What the commands share: their exit codes and one-line errors, ``--ladders``-style options
+(JSON text or a file holding it), and, for those that talk to Redis directly (read commands,
+backfill, export, import, erase), running a coroutine on a client or a :class:`Store`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
@@ -30,6 +32,22 @@ def fail(message: str, code: int) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code``."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def bad_input(message: str) -> NoReturn:
+    """:func:`fail` with EXIT_BAD_INPUT: a bad option, input file or configuration."""
+    fail(message, EXIT_BAD_INPUT)
+
+
+def json_option(option: str, name: str) -> tuple[str, Path | None]:
+    """An option given as JSON text (starting with ``{``) or as the file holding it: the text, and
+    the file (None: given as text); an unreadable file is exit 2."""
+    if option.lstrip().startswith("{"):
+        return option, None
+    try:
+        return Path(option).read_text(encoding="utf-8"), Path(option)
+    except OSError as exc:
+        bad_input(f"{name}: cannot read {option}: {exc.strerror}")
 
 
 def run_on_redis(settings: Settings, work: Callable[[AsyncRedis], Awaitable[T]], *,

@@ -14,7 +14,8 @@ import typer
 from stream.batch import SourceError, read_rounds
 from stream.batch.models import model_names
 from stream.batch.tune import SPACES, Candidate, Scored, compare_held_out, held_out, split_index, tune
-from stream.cli.replay import _fail, _progress
+from stream.cli.replay import _progress
+from stream.cli.store_command import bad_input
 from stream.contracts import Limits, RoundResult
 from stream.settings import Settings
 
@@ -42,29 +43,29 @@ def tune_command(
     inversion of players with >= 5 earlier rounds), then the best and the defaults rated through
     every round and scored on the held-out last part only."""
     if model not in SPACES:
-        _fail(f"unknown model {model!r}; known: {', '.join(SPACES)}")
+        bad_input(f"unknown model {model!r}; known: {', '.join(SPACES)}")
     if compare is not None and compare not in model_names():
-        _fail(f"unknown --compare model {compare!r}; known: {', '.join(model_names())}")
+        bad_input(f"unknown --compare model {compare!r}; known: {', '.join(model_names())}")
     if budget < 0:
-        _fail("--budget must be >= 0")
+        bad_input("--budget must be >= 0")
     if jobs is not None and jobs < 1:
-        _fail("--jobs must be >= 1")
+        bad_input("--jobs must be >= 1")
     if not 0.0 < holdout < 1.0:
-        _fail("--holdout must be in (0, 1)")
+        bad_input("--holdout must be in (0, 1)")
     try:
         rounds = read_rounds(input, limits=Limits.from_settings(Settings.from_env(connect=False)))
     except SourceError as exc:
-        _fail(f"bad input: {exc}")
+        bad_input(f"bad input: {exc}")
     try:
         split_index(len(rounds), holdout)
     except ValueError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
     bar = _progress(budget + 1, unit="candidate")
     try:
         result = tune(rounds, model, budget=budget, holdout=holdout, seed=seed, jobs=jobs,
                       on_candidate=(lambda: bar.update(1)) if bar is not None else None)
     except ValueError as exc:
-        _fail(str(exc))
+        bad_input(str(exc))
     finally:
         if bar is not None:
             bar.close()

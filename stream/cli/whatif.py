@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from stream.cli.output import num, table
 from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_on_redis
 from stream.contracts.round import Limits
 from stream.pipeline import explain, whatif
@@ -30,17 +31,6 @@ def register(app: typer.Typer) -> None:
     """Add ``what-if`` and ``explain`` to the ``stream`` app."""
     app.command("what-if")(what_if_command)
     app.command("explain")(explain_command)
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths))]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
-    return "\n".join(lines)
 
 
 def what_if_command(
@@ -83,11 +73,11 @@ def what_if_command(
         return
     typer.echo(f"what-if on {ladder} ({answer['model']}): {answer['field_size']} players, weight "
                f"{answer['weight']:g}; nothing written")
-    rows = [[str(c["rank"]), c["player"] + ("" if c["known"] else " (new)"), _num(c["performance"]),
-             _num(c["mu_before"]), _num(c["mu_after"]), f"{c['delta']:+.1f}", _num(c["sigma_after"]),
-             _num(c["display_rating"]), f"{c['tier_before'] or '-'} -> {c['tier'] or '-'}"]
+    rows = [[str(c["rank"]), c["player"] + ("" if c["known"] else " (new)"), num(c["performance"]),
+             num(c["mu_before"]), num(c["mu_after"]), f"{c['delta']:+.1f}", num(c["sigma_after"]),
+             num(c["display_rating"]), f"{c['tier_before'] or '-'} -> {c['tier'] or '-'}"]
             for c in answer["changes"]]
-    typer.echo(_table(["rank", "player", "perf", "mu before", "mu after", "change", "sigma", "rating", "tier"], rows))
+    typer.echo(table(["rank", "player", "perf", "mu before", "mu after", "change", "sigma", "rating", "tier"], rows))
     for t in answer["targets"]:
         typer.echo(target_line(t))
 

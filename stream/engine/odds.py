@@ -12,14 +12,10 @@ tests/engine/test_odds.py bounds the logistic form's distance to the exact one (
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import NDArray
 
-from stream.engine.predict import PerformanceModel, normal_cdf
-
-LOGISTIC_SCALE_PER_SD = math.sqrt(3.0) / math.pi
+from stream.engine.predict import LOGISTIC_SCALE_PER_SD, PerformanceModel, normal_cdf
 
 
 def approx_win_probability(mu_a: NDArray[np.float64], sigma_a: NDArray[np.float64], mu_b: NDArray[np.float64],

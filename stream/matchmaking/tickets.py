@@ -130,6 +130,32 @@ class TicketColumns:
                    np.array([t.created_at for t in tickets], dtype=np.float64), rated[:, 0], rated[:, 1],
                    latencies if any(lat is not None for lat in latencies) else None)
 
+    def take(self, idx: NDArray[np.int64] | NDArray[np.bool_]) -> "TicketColumns":
+        """Tickets ``idx`` (positions, in that order, or a mask: cheaper), each with its party and its
+        players' ratings (``latencies`` None when none of them has any)."""
+        mask = idx.dtype == np.bool_
+        rows = np.repeat(idx, self.size) if mask else self.player_rows(idx)  # type: ignore[arg-type]
+        latencies = None if self.latencies is None else tuple(
+            self.latencies[i] for i in (np.flatnonzero(idx) if mask else idx).tolist())
+        return TicketColumns(self.ticket_id[idx], self.size[idx], self.players[rows], self.created[idx], self.mu[rows],
+                             self.sigma[rows], latencies if latencies and any(latencies) else None)
+
+    def concat(self, other: "TicketColumns") -> "TicketColumns":
+        """These tickets, then ``other``'s."""
+        latencies = (None if self.latencies is None and other.latencies is None
+                     else (self.latencies or (None,) * len(self)) + (other.latencies or (None,) * len(other)))
+        return TicketColumns(np.concatenate((self.ticket_id, other.ticket_id)), np.concatenate((self.size, other.size)),
+                             np.concatenate((self.players, other.players)),
+                             np.concatenate((self.created, other.created)), np.concatenate((self.mu, other.mu)),
+                             np.concatenate((self.sigma, other.sigma)), latencies)
+
+    def rows(self) -> list[tuple[str, tuple[str, ...], float]]:
+        """(ticket id, players, created) of each ticket, by ticket id (tests and tools; a tick reads
+        the columns)."""
+        flat, start = self.players.tolist(), self.start.tolist()
+        return sorted((t, tuple(flat[start[i]:start[i + 1]]), c)
+                      for i, (t, c) in enumerate(zip(self.ticket_id.tolist(), self.created.tolist())))
+
     def player_rows(self, idx: NDArray[np.int64]) -> NDArray[np.int64]:
         """The rows in ``players`` of tickets ``idx``, ticket after ticket (vectorised)."""
         size = self.size[idx]

@@ -48,7 +48,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
 
@@ -58,7 +58,7 @@ from stream.contracts.round import BAD_PARTY, RoundRejected
 from stream.contracts.tickets import (CANCELLED, REJECTED, SEARCHING, TIMED_OUT, TOO_LATE, Match,
                                       TicketCancel, TicketEvent, TicketJoin, check_party, match_id,
                                       matched_events_json, parse_ticket)
-from stream.matchmaking import QueueConfig, Ticket, TicketColumns, TickResult, form_matches, ticket_problem
+from stream.matchmaking import QueueConfig, Ticket, TickResult, form_matches, ticket_problem
 from stream.matchmaking.mirror import PoolMirror
 from stream.pipeline import faults, metrics
 from stream.pipeline.context import PipelineContext
@@ -241,11 +241,11 @@ async def tick_queue(mm: Matchmaker, queue: QueueConfig, send: Send) -> TickRepo
     copy = await _pool_copy(mm, name, view.version)
     stale = copy.stale_players(REFRESH_PLAYERS)
     if stale.size:
-        copy.set_ratings(stale, *await store.ratings(queue.ladder, copy.players[stale].tolist()))
+        copy.set_ratings(stale, *await store.ratings(queue.ladder, copy.tickets.players[stale].tolist()))
     pool, last_time = copy.columns()
     await mm.ctx.refresh_seasons()
     mu, sigma = next_round_view(mm.ctx.ladder(queue.ladder).params, pool.mu, pool.sigma, last_time, now)  # a new season's reset
-    waiting = TicketColumns(pool.ticket_id, pool.size, pool.players, pool.created, mu, sigma, pool.latencies)
+    waiting = replace(pool, mu=mu, sigma=sigma)
     result = form_matches(queue, waiting, now, mm.ctx.ladder(queue.ladder))
     if len(result) or result.late.size:  # the crash points of a tick that has something to commit
         await faults.at(faults.MM_AFTER_FORM_BEFORE_COMMIT)
@@ -292,10 +292,8 @@ async def _pool_copy(mm: Matchmaker, queue: str, version: int) -> PoolMirror:
     copy = await mm.copies.current(queue, version)
     if copy is None:
         full = await mm.store.read_pool(queue, tickets=True)
-        cols = full.tickets
-        assert cols is not None
-        copy = mm.copies.load(queue, PoolMirror.load(full.version, cols.ticket_id, cols.size, cols.players, cols.since,
-                                                     cols.latencies))
+        assert full.tickets is not None
+        copy = mm.copies.load(queue, PoolMirror.load(full.version, full.tickets))
     copy.flush()
     return copy
 

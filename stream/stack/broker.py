@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stream.stack.ports import free_port, wait_for_port
+from stream.stack.ports import free_port, stop_process, wait_for_port
 
 #: Storage engine of the embedded broker: everything in memory, nothing on disk.
 MEMORY_STORAGE = "memory://tansu/"
@@ -110,12 +110,7 @@ class TansuBroker:
     def stop(self) -> None:
         """Stop the broker (SIGTERM, then SIGKILL after ``STOP_TIMEOUT_S``); remove a temporary workdir."""
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_process(self.process, STOP_TIMEOUT_S)
             self.process = None
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stream.stack.ports import free_port, wait_for_port
+from stream.stack.ports import free_port, stop_process, wait_for_port
 
 START_TIMEOUT_S = 20.0
 """Seconds a redis-server gets to start listening."""
@@ -109,15 +109,7 @@ class RedisServer:
         """Stop the server (SIGKILL with ``kill=True``, as a crash would)."""
         if self.process is None:
             return
-        if kill:
-            self.process.kill()
-        else:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, 10.0, kill=kill)
         self.process = None
 
     def close(self) -> None:

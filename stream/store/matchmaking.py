@@ -18,14 +18,17 @@ from contextlib import contextmanager
 from itertools import chain, repeat
 from operator import itemgetter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
 from stream.store import keys, player_hash
-from stream.store.client import as_text
+from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
+
+if TYPE_CHECKING:
+    from stream.matchmaking.tickets import TicketColumns
 
 STATUS_TTL_S = 86_400.0
 """Statuses of finished tickets and records of released matches are kept this long (a redelivered
@@ -38,30 +41,6 @@ LIVE_CHECKED = 500
 """Matches in play whose round status one tick checks: a slice of the live set, the next slice at
 the next tick (:meth:`MatchStore.read_pool`'s ``live_from``), so a tick's cost does not grow with the
 matches in play; a rated match's players are released within (in play / LIVE_CHECKED) ticks."""
-
-
-@dataclass(frozen=True)
-class PoolColumns:
-    """The waiting tickets as columns (no object per ticket; a tick over 100,000 reads them):
-    ticket ``i`` is ``ticket_id[i]``, waiting since ``since[i]``, its party the ``size[i]``
-    players ``players[sum(size[:i]):][:size[i]]``; ``latencies`` per ticket (None: no ticket has
-    any). In the order Redis returned them (a tick's result does not depend on it)."""
-
-    ticket_id: np.ndarray
-    size: np.ndarray
-    players: np.ndarray
-    since: np.ndarray
-    latencies: tuple[dict[str, float] | None, ...] | None = None
-
-    def __len__(self) -> int:
-        return int(self.size.size)
-
-    def rows(self) -> list[tuple[str, tuple[str, ...], float]]:
-        """(ticket id, players, since) of each ticket, by ticket id (tests and tools; a tick reads
-        the columns)."""
-        flat, ends = self.players.tolist(), np.cumsum(self.size).tolist()
-        parties = [tuple(flat[e - s:e]) for s, e in zip(self.size.tolist(), ends)]
-        return sorted(zip(self.ticket_id.tolist(), parties, self.since.tolist()))
 
 
 @contextmanager
@@ -79,11 +58,14 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def pool_columns(fields: Sequence[Any], records: Sequence[Any]) -> PoolColumns:
-    """Columns of the pool hash's ticket ids and records (JSON ``{players, since, latencies}``;
-    all bytes, or all text, as a client returns them):
-    the records decoded in one ``orjson.loads`` call (a JSON array of them), each column read with
-    C-level maps (no Python code per ticket)."""
+def pool_columns(fields: Sequence[Any], records: Sequence[Any]) -> TicketColumns:
+    """The waiting tickets of the pool hash's ticket ids and records (JSON ``{players, since,
+    latencies}``; all bytes, or all text, as a client returns them) as a tick's columns (``created``:
+    since; ratings not read: NaN), in the order Redis returned them (a tick's result does not depend
+    on it): the records decoded in one ``orjson.loads`` call (a JSON array of them), each column read
+    with C-level maps (no Python code per ticket)."""
+    from stream.matchmaking.tickets import TicketColumns  # the matchmaker's maths, loaded only by a tick
+
     n = len(records)
     with collector_paused():
         raw = records if not records or isinstance(records[0], bytes) else list(map(str.encode, records))
@@ -91,11 +73,11 @@ def pool_columns(fields: Sequence[Any], records: Sequence[Any]) -> PoolColumns:
         parties = list(map(itemgetter("players"), decoded))
         latencies = tuple(map(dict.get, decoded, repeat("latencies")))
         ids = list(map(bytes.decode, fields)) if fields and isinstance(fields[0], bytes) else list(fields)
-        return PoolColumns(np.array(ids, dtype=object),
-                           np.fromiter(map(len, parties), dtype=np.int64, count=n),
-                           np.array(list(chain.from_iterable(parties)), dtype=object),
-                           np.fromiter(map(itemgetter("since"), decoded), dtype=np.float64, count=n),
-                           latencies if any(latencies) else None)
+        players = np.array(list(chain.from_iterable(parties)), dtype=object)
+        unread = np.full(players.size, np.nan)
+        return TicketColumns(np.array(ids, dtype=object), np.fromiter(map(len, parties), dtype=np.int64, count=n),
+                             players, np.fromiter(map(itemgetter("since"), decoded), dtype=np.float64, count=n),
+                             unread, unread.copy(), latencies if any(latencies) else None)
 
 
 @dataclass(frozen=True)
@@ -105,7 +87,7 @@ class PoolView:
     LIVE_CHECKED, oldest first from ``live_from``) and how many are in play, and the outbox's
     records not yet acknowledged (entry → bytes)."""
 
-    tickets: PoolColumns | None
+    tickets: TicketColumns | None
     live: list[str]
     outbox: dict[str, bytes]
     in_play: int = 0
@@ -200,10 +182,6 @@ class QueueState:
         }
 
 
-def _text(raw: Any) -> str:
-    return as_text(raw)
-
-
 class MatchStore:
     """Matchmaking's Redis access, over the service's :class:`Store` (its connection and scripts)."""
 
@@ -237,15 +215,15 @@ class MatchStore:
             lambda pipe: self.store._eval(pipe, "mm_apply", keys.mm_keys(queue), args))
         out = []
         for reply in replies:
-            kind = _text(reply[0])
+            kind = as_text(reply[0])
             if kind == "rejected":
-                out.append(Outcome(kind, orjson.loads(reply[3]), _text(reply[1]), _text(reply[2])))
+                out.append(Outcome(kind, orjson.loads(reply[3]), as_text(reply[1]), as_text(reply[2])))
             else:
                 out.append(Outcome(kind, orjson.loads(reply[1])))
         return Applied(out, int(before), int(after))
 
     async def read_pool(self, queue: str, live_from: int = 0, *, tickets: bool = True) -> PoolView:
-        """The pool's version, the waiting tickets (:class:`PoolColumns`; not read without
+        """The pool's version, the waiting tickets (:class:`TicketColumns`; not read without
         ``tickets``: a worker holding a current copy compares the version only), LIVE_CHECKED
         matches in play from rank ``live_from``, the unsent outbox: one round trip. The version is
         read before the tickets: a change in between shows as a newer version at the next read (the
@@ -259,14 +237,9 @@ class MatchStore:
                 pipe.execute_command("HGETALL", keys.mm_pool(queue))
 
         version, live, in_play, outbox, *pool = await self.store._run(build)
-        columns = None
-        if tickets:
-            fields, records = ((list(pool[0]), list(pool[0].values())) if isinstance(pool[0], dict)
-                               else (pool[0][::2], pool[0][1::2]))
-            columns = pool_columns(fields, records)
-        return PoolView(columns, [_text(m) for m in live],
-                        {tid: raw if isinstance(raw, bytes) else raw.encode() for tid, raw in _pairs(outbox, raw=True)},
-                        int(in_play), int(version or 0))
+        entries, records = _hash(outbox)
+        return PoolView(pool_columns(*_hash(pool[0])) if tickets else None, [as_text(m) for m in live],
+                        {as_text(e): as_bytes(raw) for e, raw in zip(entries, records)}, int(in_play), int(version or 0))
 
     async def ratings(self, ladder: str, players: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(mu, sigma, last_time) of each player on ``ladder``, NaN for a player without a rating
@@ -289,7 +262,7 @@ class MatchStore:
         for t in timeouts:
             args += [t.ticket_id, repr(float(t.wait)), t.records]
         (reply,) = await self.store._run(lambda pipe: self.store._eval(pipe, "mm_commit", keys.mm_keys(queue), args))
-        return Committed([_text(m) for m in reply[0]], [_text(t) for t in reply[1]], int(reply[2]), int(reply[3]))
+        return Committed([as_text(m) for m in reply[0]], [as_text(t) for t in reply[1]], int(reply[2]), int(reply[3]))
 
     async def sent(self, queue: str, entries: Sequence[str]) -> None:
         """The outbox entries whose records the broker acknowledged: forget them."""
@@ -300,20 +273,18 @@ class MatchStore:
         """Release the players of the matches whose round is rated, and of expired ones (mm_release.lua)."""
         (reply,) = await self.store._run(lambda pipe: self.store._eval(
             pipe, "mm_release", keys.mm_keys(queue), [repr(now), repr(hold_s), *rated]))
-        return [_text(m) for m in reply[0]], [_text(m) for m in reply[1]]
+        return [as_text(m) for m in reply[0]], [as_text(m) for m in reply[1]]
 
     async def round_statuses(self, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
         """The rating status of rounds (a match's round has round_id = match_id)."""
         return await self.store.round_statuses(ladder, round_ids) if round_ids else []
 
 
-def _pairs(reply: Any, raw: bool = False) -> list[tuple[str, Any]]:
-    """An HGETALL reply (a dict, or a flat list with a lean pipeline) as (field, value) pairs."""
+def _hash(reply: Any) -> tuple[list[Any], list[Any]]:
+    """An HGETALL reply (a dict, or a flat list with a lean pipeline) as its fields and its values."""
     if isinstance(reply, dict):
-        items = list(reply.items())
-    else:
-        items = list(zip(reply[::2], reply[1::2]))
-    return [(_text(k), v if raw else _text(v)) for k, v in items]
+        return list(reply), list(reply.values())
+    return list(reply[::2]), list(reply[1::2])
 
 
 # ---- reads (the read API and the CLI; a plain redis.asyncio client) -----------------------------
@@ -327,8 +298,8 @@ async def queue_state(client: Any, queue: str) -> QueueState:
     pipe.lrange(keys.mm_recent(queue), 0, RECENT_MATCHES - 1)
     pipe.lrange(keys.mm_waits(queue), 0, RECENT_WAITS - 1)
     tickets, players, live, unsent, recent, waits = await pipe.execute()
-    rows = [tuple(float(x) for x in _text(r).split()) for r in recent]
-    wrows = [tuple(float(x) for x in _text(w).split()) for w in waits]
+    rows = [tuple(float(x) for x in as_text(r).split()) for r in recent]
+    wrows = [tuple(float(x) for x in as_text(w).split()) for w in waits]
     return QueueState(int(tickets), int(players), int(live), int(unsent), rows, wrows)  # type: ignore[arg-type]
 
 
@@ -354,4 +325,4 @@ async def match_record(client: Any, queue: str, match_id: str) -> tuple[dict[str
     pipe.hget(keys.mm_matches(queue), match_id)
     pipe.hget(keys.mm_outcomes(queue), match_id)
     body, outcome = await pipe.execute()
-    return (None if body is None else json.loads(body)), (None if outcome is None else _text(outcome))
+    return (None if body is None else json.loads(body)), (None if outcome is None else as_text(outcome))

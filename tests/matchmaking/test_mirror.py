@@ -33,8 +33,7 @@ def test_deltas_equal_the_pool_built_one_by_one(batches: list, flush_every: int)
     a batch's removal of it follows its join; flushing now and then, as ticks do) leaves the copy's live
     tickets equal to a dict of the pool updated op by op, and every player's rating is read once
     his ticket entered."""
-    copy = PoolMirror.load(0, np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object),
-                           np.zeros(0), None)
+    copy = PoolMirror.load(0, TicketColumns.of([], {}))
     truth: dict[str, tuple[tuple[str, ...], float, object]] = {}
     used: set[str] = set()  # a ticket id joins once at most (the store's idempotency ledger)
     for b, batch in enumerate(batches):
@@ -65,7 +64,8 @@ def test_ratings_are_refreshed_round_robin() -> None:
     """New players are read at once; the others ``refresh`` per tick, all within ceil(n / refresh) ticks."""
     n = 10
     ids = np.array([f"t{i}" for i in range(n)], dtype=object)
-    copy = PoolMirror.load(3, ids, np.ones(n, dtype=np.int64), ids.copy(), np.arange(n, dtype=float), None)
+    copy = PoolMirror.load(3, TicketColumns(ids, np.ones(n, dtype=np.int64), ids.copy(), np.arange(n, dtype=float),
+                                            np.full(n, np.nan), np.full(n, np.nan)))
     assert copy.stale_players(4).tolist() == list(range(n))  # never read: all of them
     copy.set_ratings(np.arange(n), np.zeros(n), np.zeros(n), np.zeros(n))
     seen: list[int] = []
@@ -77,7 +77,7 @@ def test_ratings_are_refreshed_round_robin() -> None:
     copy.delta([("new", ["p"], 1.0, None)], ["t0"], 4)
     copy.flush()
     turn = copy.stale_players(4)
-    assert int(np.flatnonzero(copy.players == "p")[0]) in turn.tolist()  # the new player, besides the slice of 4
+    assert int(np.flatnonzero(copy.tickets.players == "p")[0]) in turn.tolist()  # the new player, besides the slice of 4
     assert 0 not in turn.tolist() or copy.alive[0]  # a removed ticket's player is not read
 
 
@@ -99,7 +99,9 @@ def test_a_full_read_loads_in_creation_order_with_every_party_intact(rows: list)
     players = np.array([f"t{i}p{k}" for i, (s, _, _) in enumerate(rows) for k in range(s)], dtype=object)
     since = np.array([t for _, t, _ in rows], dtype=float)
     latencies = [{"eu": 1.0} if lat else None for _, _, lat in rows]
-    copy = PoolMirror.load(7, ids, size, players, since, latencies)
+    nan = np.full(players.size, np.nan)
+    copy = PoolMirror.load(7, TicketColumns(ids, size, players, since, nan, nan.copy(),
+                                            tuple(latencies) if any(latencies) else None))
     cols, _ = copy.columns()
     assert (np.diff(cols.created) >= 0).all() and copy.version == 7
     want = sorted((f"t{i}", tuple(f"t{i}p{k}" for k in range(s)), t, {"eu": 1.0} if lat else None)

@@ -92,7 +92,7 @@ def test_another_writer_or_a_lost_pool_means_a_full_read(redis_url: str) -> None
             mm = Matchmaker(None, MatchTopicNames("m", "e", "d"), ms)  # type: ignore[arg-type]
             await _apply(ms, mm.copies, [("join", ("t1", ["ann"], 1.0, None))], 1.0)  # no copy yet: ignored
             first = await _pool_copy(mm, Q, (await ms.read_pool(Q, tickets=False)).version)
-            assert first.ticket_id.tolist() == ["t1"]
+            assert first.tickets.ticket_id.tolist() == ["t1"]
             await ms.join(Q, [("t2", ["bob"], 2.0, None)], now=2.0, hold_s=HOLD)  # another writer
             version = (await ms.read_pool(Q, tickets=False)).version
             assert await mm.copies.current(Q, version) is None

@@ -74,7 +74,7 @@ def test_the_pool_reads_as_columns_aligned_ticket_by_ticket(url: tuple[str, bool
         assert len(cols) == 3 and int(cols.size.sum()) == cols.players.size == 6
         ends = np.cumsum(cols.size).tolist()
         got = {tid: (cols.players[e - s:e].tolist(), since, lat)
-               for tid, s, e, since, lat in zip(cols.ticket_id.tolist(), cols.size.tolist(), ends, cols.since.tolist(),
+               for tid, s, e, since, lat in zip(cols.ticket_id.tolist(), cols.size.tolist(), ends, cols.created.tolist(),
                                                 cols.latencies or [None] * 3)}
         assert got == {tid: (players, since, lat) for tid, players, since, lat in joined}
         await ms.cancel(Q, ["duo", "trio"], now=6.0)

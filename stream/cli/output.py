@@ -1,0 +1,24 @@
+"""How the commands print: aligned tables, numbers and UTC times (``-`` where there is none)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    """``value`` with ``digits`` decimals, ``-`` for None."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def when(epoch: float | None, seconds: bool = False) -> str:
+    """An epoch time as UTC ``YYYY-MM-DD HH:MM`` (``:SS`` with ``seconds``), ``-`` for None."""
+    fmt = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    return "-" if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc).strftime(fmt)
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """The rows under the header, each column left-aligned to its widest cell."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths))]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)
