@@ -35,8 +35,8 @@ FIELDS: dict[str, str] = {
     LAST_SEQ: "seq of the player's last applied round (the chain rule's and the barrier's watermark)",
     QUEUED_SEQ: "seq of the newest round phase one rated for the player (mark_queued.lua); above "
                 "last_seq while phase two has not applied it",
-    QUEUED_PREV: "the next newest round rated for the player and not applied yet (mark_queued.lua)",
-    QUEUED_OLDER: "the older ones, newest first, space-separated (rare: mark_queued.lua)",
+    QUEUED_PREV: "the next newest round rated for the player that a barrier may wait for (mark_queued.lua)",
+    QUEUED_OLDER: "the older ones, oldest first, space-separated (mark_queued.lua)",
     DISPLAY_RATING: "the shown rating (float; also the leaderboard score)",
     TIER: 'tier name ("" = unplaced)',
     STATE: "the packed engine state (stream/engine/state.py): the factor history phase one carries on",

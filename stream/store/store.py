@@ -1028,8 +1028,8 @@ class Store:
         """Priors from the player_hash.PRIORS (or PRIOR_STATES) columns of ``players``.
 
         A player is held while the round he waits for is not applied yet (``last_seq`` below it):
-        the newest of his marks (mark_queued.lua: the rounds rated for him, not applied) below
-        ``seq``. While round ``seq`` is registered no later round of its ladder is stored
+        the newest of his marks (mark_queued.lua: the rounds rated for him that a barrier may
+        still wait for) below ``seq``. While round ``seq`` is registered no later round of its ladder is stored
         (save_fanout.lua), so a mark at or above ``seq`` is what an attempt that crashed or was
         fenced left: ``seq`` itself, or later rounds of its batch (on Redis Cluster the marks go
         before the fan-outs). A player whose ``last_seq`` is ``seq`` or more is ``overtaken``: his
@@ -1046,8 +1046,7 @@ class Store:
         waits_for = np.where(queued < seqs, queued, np.where(prev < seqs, prev, 0))
         for row in np.flatnonzero(prev >= seqs).tolist():  # leftovers of a failed batch: rare
             older = columns[player_hash.QUEUED_OLDER][row]
-            below = [mark for mark in map(int, (older or b"").split()) if mark < seqs[row]]
-            waits_for[row] = below[0] if below else 0
+            waits_for[row] = max((mark for mark in map(int, (older or b"").split()) if mark < seqs[row]), default=0)
         held = np.flatnonzero(waits_for > last)
         blocked = [players[i] for i in held.tolist()]
         overtaken = [players[i] for i in np.flatnonzero(last >= seqs).tolist()]

@@ -32,7 +32,7 @@ while a <= #ARGV do
   local n, f, m = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local saved = save_fanout(slice(KEYS, k + n, f), slice(ARGV, a + 4, m))
   if saved == 1 then
-    mark_queued(slice(KEYS, k, n), {ARGV[a + 3]})
+    mark_queued(slice(KEYS, k, n), {ARGV[a + 3], 'stored'})
   end
   out[#out + 1] = saved
   k = k + n + f
