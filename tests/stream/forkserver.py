@@ -244,9 +244,23 @@ def _become(request: dict[str, Any]) -> None:
     runpy._run_module_as_main(request["module"])  # type: ignore[attr-defined]  # what `python -m` calls
 
 
+def _warm_engine() -> None:
+    """Load the engine's compiled kernels (numba, cached on disk; compiled here on a fresh clone)
+    by rating three small rounds, so that no child loads or compiles them again."""
+    from stream import engine
+    from stream.batch.replay import replay
+    from stream.contracts import Limits, parse_round
+
+    rounds = [parse_round(json.dumps({"round_id": f"w{i}", "ladder": "warm", "occurred_at": 1_700_000_000 + i,
+                                      "standings": [{"player": f"p{j}", "rank": j + 1} for j in range(3 + i)]}),
+                          limits=Limits()) for i in range(3)]
+    replay(rounds, engine.preset("mmr"), keep_rounds=False).states()
+
+
 def main() -> None:
     for name in PRELOAD:
         __import__(name)
+    _warm_engine()
     if threading.active_count() != 1:  # a fork copies only the forking thread
         raise RuntimeError(f"a preloaded module started threads: {threading.enumerate()}")
     gc.freeze()  # the children's collections leave the preloaded objects (and their shared pages) alone
