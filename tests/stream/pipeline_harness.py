@@ -1,7 +1,8 @@
 """Test harness of the streaming pipeline: synthetic rounds, worker subprocesses, the replay oracle.
 
-Workers run as real ``python -m stream worker`` processes against the session's real broker
-and redis-server; nothing is mocked.
+Workers run as real ``python -m stream worker`` processes (forked from the session's fork server,
+tests/stream/forkserver.py: the same entry point, without the imports) against the session's real
+broker and redis-server; nothing is mocked.
 """
 
 from __future__ import annotations
