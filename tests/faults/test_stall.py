@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -52,15 +50,8 @@ class WebWorker(harness.Worker):
     """A worker that serves /metrics on ``port`` (the harness' workers run without the web server)."""
 
     def __init__(self, env: dict[str, str], log_path: Path, port: int) -> None:
-        super().__init__({**env, "WEB_PORT": str(port), "WEB_HOST": "127.0.0.1"}, log_path)
+        super().__init__({**env, "WEB_PORT": str(port), "WEB_HOST": "127.0.0.1"}, log_path, web=True)
         self.port = port
-
-    def start(self) -> "WebWorker":
-        log = open(self.log_path, "wb")
-        self.process = subprocess.Popen([sys.executable, "-m", harness.entry_point(self.env), "worker"], cwd=harness.REPO,
-                                        env=self.env,
-                                        stdout=log, stderr=subprocess.STDOUT)
-        return self
 
     def sample(self, name: str, **labels: str) -> float | None:
         """The value of metric sample ``name`` with ``labels`` on /metrics, None if absent or not served yet."""

@@ -1,7 +1,8 @@
 """Test harness of the streaming pipeline: synthetic rounds, worker subprocesses, the replay oracle.
 
-Workers run as real ``python -m stream worker`` processes against the session's real broker
-and redis-server; nothing is mocked.
+Workers run as real ``python -m stream worker`` processes (forked from the session's fork server,
+tests/stream/forkserver.py: the same entry point, without the imports) against the session's real
+broker and redis-server; nothing is mocked.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 import redis
@@ -27,6 +29,7 @@ from stream.batch.replay import replay
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round, validate
 from stream.contracts.ordering import LadderOrder
 from stream.store import keys
+from tests.stream import forkserver
 
 REPO = Path(__file__).resolve().parents[2]
 DRAIN_TIMEOUT_S = 240.0
@@ -87,14 +90,20 @@ class Worker:
 
     env: dict[str, str]
     log_path: Path
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | forkserver.ForkedProcess | None = field(default=None, repr=False)
     web: bool = False  # also serve the read API (WEB_PORT of env)
 
-    def start(self) -> "Worker":
-        log = open(self.log_path, "wb")
+    def start(self) -> Self:
+        """``python -m stream worker``, forked from the session's fork server (tests/stream/forkserver.py:
+        the same entry point in its own process, without seconds of imports), or a plain subprocess
+        with WORKER_FORKSERVER=0."""
         args = ["worker"] if self.web else ["worker", "--no-web"]
-        self.process = subprocess.Popen([sys.executable, "-m", entry_point(self.env), *args], cwd=REPO,
-                                        env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        if forkserver.enabled():
+            self.process = forkserver.spawn(entry_point(self.env), args, self.env, REPO, self.log_path)
+            return self
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", entry_point(self.env), *args], cwd=REPO,
+                                            env=self.env, stdout=log, stderr=subprocess.STDOUT)
         return self
 
     def stop(self) -> None:
