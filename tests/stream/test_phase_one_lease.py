@@ -138,7 +138,9 @@ def test_a_crashed_holder_s_lease_lapses_and_a_live_one_leaves_the_round_registe
 
     async def body() -> tuple[dict[tuple[str, str], tuple[float, float]], list[str], float, list[str | None]]:
         ctx = worker(url_and_cluster, sweep_timeout_s=0.5)
-        await ctx.store.acquire_lease("L", "crashed", LEASE_MS)
+        # the crashed holder's lease lapses well within the batch's wait (up to LEASE_MS): under load
+        # a lease lapsing at the end of that wait may be missed (then the round is fenced, not lost)
+        await ctx.store.acquire_lease("L", "crashed", LEASE_MS // 4)
         started = time.monotonic()
         first = await handle_rounds(ctx, incoming(rounds[:1]))
         waited = time.monotonic() - started
@@ -158,7 +160,7 @@ def test_a_crashed_holder_s_lease_lapses_and_a_live_one_leaves_the_round_registe
 
     got, outcomes, waited, left = asyncio.run(body())
     assert outcomes == ["rated", "fenced"], outcomes
-    assert waited >= LEASE_MS / 1000 * 0.5, f"the batch rated at once ({waited:.3f}s) while the crashed lease held"
+    assert waited >= LEASE_MS / 1000 / 8, f"the batch rated at once ({waited:.3f}s) while the crashed lease held"
     assert left == ["registered"]
     assert_equals_replay(rounds, got)
 
