@@ -1,4 +1,4 @@
-"""Redis key builders, exactly as the key table of docs/contracts.md says.
+"""Redis key builders, exactly as the key table of docs/contracts.md says (what each key holds is there).
 
 Every key starts with :data:`PREFIX`. The part in ``{…}`` is the Redis Cluster hash tag:
 all of one ladder's keys (ladder hash, leaderboard, rounds index, round records, round
@@ -8,10 +8,42 @@ history) share the slot of ``{L|P}``. Scripts touch keys of one slot only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 PREFIX = "ems:"
 PLAYER_TAG_SEPARATOR = "|"
+
+
+def _of_ladder(kind: str) -> Callable[[str], str]:
+    """The builder of a ladder's ``ems:KIND:{L}``."""
+    def key(ladder_name: str) -> str:
+        return f"{PREFIX}{kind}:{{{ladder_name}}}"
+
+    return key
+
+
+def _in_ladder(kind: str) -> Callable[[str, str], str]:
+    """The builder of ``ems:KIND:{L}:ID``: one of a ladder's rounds (seasons, corrections), in its slot."""
+    def key(ladder_name: str, item: str) -> str:
+        return f"{PREFIX}{kind}:{{{ladder_name}}}:{item}"
+
+    return key
+
+
+def _of_player(kind: str) -> Callable[[str, str], str]:
+    """The builder of a player's ``ems:KIND:{L|P}``."""
+    def key(ladder_name: str, player_id: str) -> str:
+        return f"{PREFIX}{kind}:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
+
+    return key
+
+
+def _of_queue(kind: str) -> Callable[[str], str]:
+    """The builder of a matchmaking queue's ``ems:mm:KIND:{q:QUEUE}`` (a queue's keys share its slot)."""
+    def key(queue: str) -> str:
+        return f"{PREFIX}mm:{kind}:{{q:{queue}}}"
+
+    return key
 
 
 def ladders() -> str:
@@ -19,81 +51,40 @@ def ladders() -> str:
     return f"{PREFIX}ladders"
 
 
-def ladder(ladder_name: str) -> str:
-    """Hash: ``seq``, ``rounds_rated``, ``players``, ``last_round``, ``updated_at``."""
-    return f"{PREFIX}ladder:{{{ladder_name}}}"
+def season_schedules() -> str:
+    """Set: the ladders that have a :func:`season_schedule` key (what a worker's refresh reads)."""
+    return f"{PREFIX}season_schedules"
 
 
-def leaderboard(ladder_name: str) -> str:
-    """Sorted set: member = player, score = display rating."""
-    return f"{PREFIX}lb:{{{ladder_name}}}"
+ladder = _of_ladder("ladder")  # hash: seq, rounds_rated, players, last_round, updated_at, ...
+leaderboard = _of_ladder("lb")  # zset: member = player, score = display rating
+player_names = _of_ladder("names")  # zset: every leaderboard player at score 0 (prefix search)
+rounds = _of_ladder("rounds")  # zset: round ids by seq
+registered_rounds = _of_ladder("registered")  # zset: rounds whose phase one has not finished, by seq
+incomplete_rounds = _of_ladder("incomplete")  # zset: the sweeper's ledger, by when it may re-drive a round
+lease = _of_ladder("lease")  # string, expiring: owner of the phase-one lease (acquire_lease.lua)
+fence = _of_ladder("fence")  # hash: the lease's fencing ``token`` and its ``owner`` (save_fanout.lua)
+erased = _of_ladder("erased")  # hash: pseudonym of each erased player → when
+corrections = _of_ladder("corrections")  # hash: correction id → JSON of each applied (the ledger)
+rejected_corrections = _of_ladder("corrections-rejected")  # hash: correction id → {reason, message}
+health = _of_ladder("health")  # hash: rating health sums (stream/store/health.py)
+health_window = _of_ladder("health_window")  # list: the last scored rounds, newest first
+climbers = _of_ladder("climbers")  # list: rapid-climber events (JSON), newest first, capped
+league_shares = _of_ladder("shares")  # zset: league threshold sets (JSON), by when they took effect
+season_archives = _of_ladder("season_archives")  # set: the ladder's archived seasons
+season_schedule = _of_ladder("season_schedule")  # list: seasons of record (JSON), in start order
 
+round_record = _in_ladder("round")  # hash: status, seq, field size, pending count, times, content hash
+round_results = _in_ladder("round-results")  # hash: player → RatingChange JSON
+round_perf = _in_ladder("round-perf")  # hash: the stored fan-out (partition, ``partition.k`` → PlayerUpdate JSON)
+round_digests = _in_ladder("round-digests")  # set: SHA-1 hex of each stored fan-out message
+round_emitted = _in_ladder("emitted")  # set: players whose RatingChange was emitted
+correction_plan = _in_ladder("correction-plan")  # string (JSON): player → [mu, sigma] before correction C
+season_archive = _in_ladder("season_lb")  # zset: season S's final standings, score = final display rating
+season_standings = _in_ladder("season")  # hash: player → JSON of his final standing in season S
 
-def player_names(ladder_name: str) -> str:
-    """Sorted set: every player on the leaderboard, all at score 0 (a name index for prefix search)."""
-    return f"{PREFIX}names:{{{ladder_name}}}"
-
-
-def rounds(ladder_name: str) -> str:
-    """Sorted set of round ids by sequence number."""
-    return f"{PREFIX}rounds:{{{ladder_name}}}"
-
-
-def registered_rounds(ladder_name: str) -> str:
-    """Sorted set: rounds whose phase one has not finished (status ``registered``), score = seq."""
-    return f"{PREFIX}registered:{{{ladder_name}}}"
-
-
-def incomplete_rounds(ladder_name: str) -> str:
-    """Sorted set: rounds not yet ``rated`` (the sweeper's ledger), score = when the sweeper may re-drive it."""
-    return f"{PREFIX}incomplete:{{{ladder_name}}}"
-
-
-def round_emitted(ladder_name: str, round_id: str) -> str:
-    """Set: players whose RatingChange of the round was emitted (deleted once all were)."""
-    return f"{PREFIX}emitted:{{{ladder_name}}}:{round_id}"
-
-
-def round_record(ladder_name: str, round_id: str) -> str:
-    """Hash: the round's status, sequence number, field size, pending count, times, content hash."""
-    return f"{PREFIX}round:{{{ladder_name}}}:{round_id}"
-
-
-def round_results(ladder_name: str, round_id: str) -> str:
-    """Hash: player → RatingChange JSON (the round page and the re-emission source)."""
-    return f"{PREFIX}round-results:{{{ladder_name}}}:{round_id}"
-
-
-def round_perf(ladder_name: str, round_id: str) -> str:
-    """Hash: phase one's stored fan-out (partition, ``partition.k`` for a split one's parts → PlayerUpdate JSON)."""
-    return f"{PREFIX}round-perf:{{{ladder_name}}}:{round_id}"
-
-
-def lease(ladder_name: str) -> str:
-    """String, expiring (PX): the owner id of the attempt holding the ladder's phase-one lease
-    (one rater per ladder at a time: acquire_lease.lua)."""
-    return f"{PREFIX}lease:{{{ladder_name}}}"
-
-
-def fence(ladder_name: str) -> str:
-    """Hash, never expiring: ``token``, the ladder's fencing counter (up each time the lease changes
-    hands), and ``owner``, whom that token was handed to; save_fanout.lua refuses a lower token."""
-    return f"{PREFIX}fence:{{{ladder_name}}}"
-
-
-def erased(ladder_name: str) -> str:
-    """Hash: pseudonym of each erased player → when (``stream erase``); never the erased id."""
-    return f"{PREFIX}erased:{{{ladder_name}}}"
-
-
-def round_digests(ladder_name: str, round_id: str) -> str:
-    """Set: SHA-1 hex of each stored fan-out message (phase two's check of incoming updates)."""
-    return f"{PREFIX}round-digests:{{{ladder_name}}}:{round_id}"
-
-
-def player(ladder_name: str, player_id: str) -> str:
-    """Hash: the fields of :data:`stream.store.player_hash.FIELDS`."""
-    return f"{PREFIX}player:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
+player = _of_player("player")  # hash: the fields of :data:`stream.store.player_hash.FIELDS`
+history = _of_player("history")  # list, newest last, bounded: RatingChange JSON per rated round
 
 
 def players(ladder_name: str, player_ids: Iterable[str]) -> list[str]:
@@ -102,145 +93,22 @@ def players(ladder_name: str, player_ids: Iterable[str]) -> list[str]:
     return [f"{head}{player_id}}}" for player_id in player_ids]
 
 
-def history(ladder_name: str, player_id: str) -> str:
-    """List, newest last, bounded: one RatingChange JSON per rated round."""
-    return f"{PREFIX}history:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
-
-
-def corrections(ladder_name: str) -> str:
-    """Hash: correction id → JSON of each correction applied to the ladder (its ledger: idempotency)."""
-    return f"{PREFIX}corrections:{{{ladder_name}}}"
-
-
-def correction_plan(ladder_name: str, correction_id: str) -> str:
-    """String (JSON), while a correction is applied: player → [mu, sigma] before it, written whole
-    before the re-rate writes anything; a redelivered correction computes its events from it."""
-    return f"{PREFIX}correction-plan:{{{ladder_name}}}:{correction_id}"
-
-
-def rejected_corrections(ladder_name: str) -> str:
-    """Hash: correction id → JSON ``{reason, message}`` of a correction the worker dead-lettered
-    (what ``stream void/amend --wait`` reports; not consulted for idempotency)."""
-    return f"{PREFIX}corrections-rejected:{{{ladder_name}}}"
-
-
-# ---- matchmaking: every key of one queue shares the slot of ``{q:QUEUE}`` ----------------------
-def _queue_tag(queue: str) -> str:
-    return f"{{q:{queue}}}"
-
-
-def mm_pool(queue: str) -> str:
-    """Hash: ticket id → JSON ``{players, created_at, joined_at, latencies}`` of every waiting ticket."""
-    return f"{PREFIX}mm:pool:{_queue_tag(queue)}"
-
-
-def mm_waiting(queue: str) -> str:
-    """Hash: player → the id of the live ticket he waits with (at most one per queue)."""
-    return f"{PREFIX}mm:waiting:{_queue_tag(queue)}"
-
-
-def mm_in_match(queue: str) -> str:
-    """Hash: player → the id of his match not rated yet (joins rejected ``in_match`` meanwhile)."""
-    return f"{PREFIX}mm:inmatch:{_queue_tag(queue)}"
-
-
-def mm_status(queue: str) -> str:
-    """Hash: ticket id → JSON of its last status (the idempotency ledger of joins and cancels)."""
-    return f"{PREFIX}mm:status:{_queue_tag(queue)}"
-
-
-def mm_finished(queue: str) -> str:
-    """Sorted set: tickets (and ``m:``match ids) done with, score = when; trimmed after a day."""
-    return f"{PREFIX}mm:finished:{_queue_tag(queue)}"
-
-
-def mm_matches(queue: str) -> str:
-    """Hash: match id → the Match JSON as emitted (with its predicted win probabilities)."""
-    return f"{PREFIX}mm:matches:{_queue_tag(queue)}"
-
-
-def mm_live(queue: str) -> str:
-    """Sorted set: matches whose players are in match (round not rated yet), score = formed_at."""
-    return f"{PREFIX}mm:live:{_queue_tag(queue)}"
-
-
-def mm_outcomes(queue: str) -> str:
-    """Hash: match id → ``rated|when`` or ``expired|when`` (its players released)."""
-    return f"{PREFIX}mm:outcomes:{_queue_tag(queue)}"
-
-
-def mm_outbox(queue: str) -> str:
-    """Hash: entry id (match id, ``t:``ticket id) → records to send, until the broker acknowledged them."""
-    return f"{PREFIX}mm:outbox:{_queue_tag(queue)}"
-
-
-def mm_recent(queue: str) -> str:
-    """List, newest first, bounded: ``formed_at quality max_wait`` of the queue's recent matches."""
-    return f"{PREFIX}mm:recent:{_queue_tag(queue)}"
-
-
-def mm_waits(queue: str) -> str:
-    """List, newest first, bounded: ``formed_at wait`` of the recently matched tickets."""
-    return f"{PREFIX}mm:waits:{_queue_tag(queue)}"
-
-
-def mm_version(queue: str) -> str:
-    """String, a counter: bumped by every script call that changes the pool (mm_apply.lua, mm_commit.lua),
-    so a worker holding a copy of the pool knows it is current while the counter is what it last saw."""
-    return f"{PREFIX}mm:version:{_queue_tag(queue)}"
+mm_pool = _of_queue("pool")  # hash: ticket id → JSON of every waiting ticket
+mm_waiting = _of_queue("waiting")  # hash: player → his live ticket
+mm_in_match = _of_queue("inmatch")  # hash: player → his match not rated yet
+mm_status = _of_queue("status")  # hash: ticket id → JSON of its last status (idempotency)
+mm_finished = _of_queue("finished")  # zset: tickets and ``m:``match ids done with, by when
+mm_matches = _of_queue("matches")  # hash: match id → the Match JSON as emitted
+mm_live = _of_queue("live")  # zset: matches in play, by formed_at
+mm_outcomes = _of_queue("outcomes")  # hash: match id → ``rated|when`` or ``expired|when``
+mm_outbox = _of_queue("outbox")  # hash: entry id → records to send until the broker acknowledged them
+mm_recent = _of_queue("recent")  # list, newest first: ``formed_at quality max_wait`` per match
+mm_waits = _of_queue("waits")  # list, newest first: ``formed_at wait`` per matched ticket
+mm_version = _of_queue("version")  # string: a counter bumped by every script call that changes the pool
+_MM_KEYS = (mm_pool, mm_waiting, mm_in_match, mm_status, mm_finished, mm_matches, mm_live, mm_outcomes, mm_outbox,
+            mm_recent, mm_waits, mm_version)
 
 
 def mm_keys(queue: str) -> list[str]:
     """Every matchmaking key of ``queue``, in the order the mm_*.lua scripts take them."""
-    return [mm_pool(queue), mm_waiting(queue), mm_in_match(queue), mm_status(queue), mm_finished(queue),
-            mm_matches(queue), mm_live(queue), mm_outcomes(queue), mm_outbox(queue), mm_recent(queue),
-            mm_waits(queue), mm_version(queue)]
-
-
-def health(ladder_name: str) -> str:
-    """Hash: the ladder's rating health: ``last_seq`` (last scored round), ``c:<field>`` cumulative and
-    ``r:<field>`` rolling sums (stream/store/health.py ``FIELDS``)."""
-    return f"{PREFIX}health:{{{ladder_name}}}"
-
-
-def health_window(ladder_name: str) -> str:
-    """List: the last HEALTH_WINDOW scored rounds, newest first, each ``seq,<fields>,median_mu``."""
-    return f"{PREFIX}health_window:{{{ladder_name}}}"
-
-
-def climbers(ladder_name: str) -> str:
-    """List: rapid-climber events (JSON), newest first, capped (stream/store/health.py)."""
-    return f"{PREFIX}climbers:{{{ladder_name}}}"
-
-
-def league_shares(ladder_name: str) -> str:
-    """Sorted set: the ladder's league thresholds from target shares (JSON: thresholds, counts,
-    players), score = the time they took effect (stream/store/seasons.py)."""
-    return f"{PREFIX}shares:{{{ladder_name}}}"
-
-
-def season_archive(ladder_name: str, season: str) -> str:
-    """Sorted set: a season's final standings, member = player, score = his final display rating."""
-    return f"{PREFIX}season_lb:{{{ladder_name}}}:{season}"
-
-
-def season_standings(ladder_name: str, season: str) -> str:
-    """Hash: a season's final standings, player -> JSON (mu, sigma, rating, tier, league, division, rank)."""
-    return f"{PREFIX}season:{{{ladder_name}}}:{season}"
-
-
-def season_archives(ladder_name: str) -> str:
-    """Set: the names of the ladder's archived seasons (``stream erase`` removes a player from each)."""
-    return f"{PREFIX}season_archives:{{{ladder_name}}}"
-
-
-def season_schedule(ladder_name: str) -> str:
-    """List: the ladder's seasons started with ``stream season start``, one JSON
-    ``{"name", "start" (epoch seconds), "centre" (optional)}`` each, in start order: the schedule of
-    record the workers read (merged with the ``LADDERS`` entry's, stream/store/seasons.py)."""
-    return f"{PREFIX}season_schedule:{{{ladder_name}}}"
-
-
-def season_schedules() -> str:
-    """Set: the ladders that have a :func:`season_schedule` key (what a worker's refresh reads)."""
-    return f"{PREFIX}season_schedules"
+    return [key(queue) for key in _MM_KEYS]
