@@ -252,15 +252,8 @@ async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) ->
 async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:
     """Packed state, tier and last applied seq of ``players`` (None / 0 for players the ladder
     has not rated)."""
-    states: list[bytes | None] = []
-    tiers: list[bytes | None] = []
-    last_seqs: list[int] = []
-    for lo in range(0, len(players), FLUSH_COMMANDS):
-        pipe = store.client.pipeline(transaction=False)
-        for player in players[lo:lo + FLUSH_COMMANDS]:
-            pipe.hmget(keys.player(ladder, player), (player_hash.STATE, player_hash.TIER, player_hash.LAST_SEQ))
-        for state, tier, last_seq in await pipe.execute():
-            states.append(None if state is None else as_bytes(state))
-            tiers.append(None if tier is None else as_bytes(tier))
-            last_seqs.append(0 if last_seq is None else int(last_seq))
-    return StoredPlayers(states, tiers, last_seqs)
+    rows = await player_hash.read(store.client, ladder, players, (player_hash.STATE, player_hash.TIER,
+                                                                   player_hash.LAST_SEQ))
+    return StoredPlayers([None if state is None else as_bytes(state) for state, _, _ in rows],
+                         [None if tier is None else as_bytes(tier) for _, tier, _ in rows],
+                         [0 if last_seq is None else int(last_seq) for _, _, last_seq in rows])

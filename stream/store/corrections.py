@@ -14,7 +14,6 @@ from itertools import chain
 from typing import Any, cast
 
 from stream.store import keys, player_hash
-from stream.store.bulk import FLUSH_COMMANDS
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
@@ -185,16 +184,9 @@ async def finish(store: Store, ladder: str, correction_id: str, entry: dict[str,
 
 async def ratings(store: Store, ladder: str, players: Sequence[str]) -> dict[str, tuple[str, str]]:
     """The stored (mu, sigma) text of each of ``players`` that has a state."""
-    out: dict[str, tuple[str, str]] = {}
-    for lo in range(0, len(players), FLUSH_COMMANDS):
-        pipe = store.client.pipeline(transaction=False)
-        chunk = players[lo:lo + FLUSH_COMMANDS]
-        for player in chunk:
-            pipe.hmget(keys.player(ladder, player), player_hash.RATING)
-        for player, (mu, sigma) in zip(chunk, await pipe.execute()):
-            if mu is not None and sigma is not None:
-                out[player] = (as_text(mu), as_text(sigma))
-    return out
+    rows = await player_hash.read(store.client, ladder, players, player_hash.RATING)
+    return {player: (as_text(mu), as_text(sigma)) for player, (mu, sigma) in zip(players, rows)
+            if mu is not None and sigma is not None}
 
 
 async def read_plan(store: Store, ladder: str, correction_id: str) -> dict[str, list[str]] | None:

@@ -1,5 +1,5 @@
-"""The player hash (:func:`stream.store.keys.player`): its fields, named once, and the views the
-store reads and writes it by.
+"""The player hash (:func:`stream.store.keys.player`): its fields, named once, the views the
+store reads and writes it by, and the plain reader of many players' fields (:func:`read`).
 
 Every Python reader and writer of a player hash takes its field names from here; the Lua scripts
 (apply_player_update.lua, mark_queued.lua, release_queued.lua) name theirs literally, and
@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from stream.store import keys
+from stream.store.client import AsyncRedis
 
 MU = "mu"
 SIGMA = "sigma"
@@ -99,6 +102,22 @@ class PlayerRows:
                    LAST_ROUND: self.last_round, LAST_TIME: self.last_time, DISPLAY_RATING: self.display_rating,
                    TIER: self.tier, STATE: self.state}
         return list(zip(*(columns[name] for name in WRITE_FIELDS)))
+
+
+READ_CHUNK = 2_000
+"""Players per pipeline of :func:`read` (bounds the client's buffer and one pipeline's work in Redis)."""
+
+
+async def read(r: AsyncRedis, ladder: str, players: Sequence[str], fields: Sequence[str]) -> list[list[Any]]:
+    """HMGET ``fields`` of each player's hash, the replies as they are (None where missing):
+    :data:`READ_CHUNK` players a round trip."""
+    rows: list[list[Any]] = []
+    for lo in range(0, len(players), READ_CHUNK):
+        pipe = r.pipeline(transaction=False)
+        for player in players[lo:lo + READ_CHUNK]:
+            pipe.hmget(keys.player(ladder, player), fields)
+        rows += await pipe.execute()
+    return rows
 
 
 def known(fields: Sequence[str]) -> list[str]:

@@ -262,10 +262,7 @@ async def ladder_updated_at(r: AsyncRedis, ladder: str) -> float | None:
 
 async def _rows(r: AsyncRedis, ladder: str, members: list[tuple[str, float, int]]) -> list[LeaderboardRow]:
     """Leaderboard rows for (player, score, position) with each player's hash fields, one round trip."""
-    pipe = r.pipeline(transaction=False)
-    for player, _, _ in members:
-        pipe.hmget(keys.player(ladder, player), player_hash.ELIGIBILITY)
-    fetched = await pipe.execute() if members else []
+    fetched = await player_hash.read(r, ladder, [player for player, _, _ in members], player_hash.ELIGIBILITY)
     return [LeaderboardRow(position=pos, player=player, display_rating=score, mu=_float(mu),
                            sigma=_float(sigma), rounds=_int(rounds), tier=_text(tier), last_time=_float(last_time))
             for (player, score, pos), (mu, sigma, rounds, tier, last_time) in zip(members, fetched)]
@@ -374,15 +371,6 @@ async def player(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: i
                       display_rating=_float(display), tier=_text(tier) or None,
                       position=None if rank is None else int(rank) + 1, leaderboard_size=int(lb_size),
                       history=[_json(h) for h in history] if isinstance(history, list) else [])
-
-
-async def players_state(r: AsyncRedis, ladder: str, player_ids: list[str]) -> list[tuple[float, float] | None]:
-    """(mu, sigma) of each requested player, None for unknown ones (for predictions)."""
-    pipe = r.pipeline(transaction=False)
-    for p in player_ids:
-        pipe.hmget(keys.player(ladder, p), player_hash.RATING)
-    rows = await pipe.execute() if player_ids else []
-    return [None if mu is None else (float(mu), float(sigma)) for mu, sigma in rows]
 
 
 async def lobby_state(r: AsyncRedis, ladder: str,

@@ -79,11 +79,9 @@ async def leaderboard_rows(r: AsyncRedis, ladder: str, offset: int, count: int) 
 
 async def player_fields(r: AsyncRedis, ladder: str, players: Sequence[str],
                         fields: Sequence[str]) -> list[list[str | None]]:
-    """``fields`` of each player's hash (None where missing). One round trip."""
-    pipe = r.pipeline(transaction=False)
-    for player in players:
-        pipe.hmget(keys.player(ladder, player), player_hash.known(fields))
-    return [[None if v is None else as_text(v) for v in row] for row in await pipe.execute()]
+    """``fields`` of each player's hash as text (None where missing): :func:`player_hash.read`."""
+    rows = await player_hash.read(r, ladder, players, player_hash.known(fields))
+    return [[None if v is None else as_text(v) for v in row] for row in rows]
 
 
 async def write_archive(r: AsyncRedis, ladder: str, season: str, standings: Mapping[str, Mapping[str, Any]],

@@ -1,24 +1,21 @@
 """The pipeline's Redis store: round registration, priors, fan-outs, atomic idempotent updates.
 
-Everything the pipeline reads or writes goes through :class:`Store` (redis.asyncio). Writes
-that must be atomic are Lua scripts (``scripts/*.lua``), each touching the keys of ONE hash
-slot so the service runs unchanged on Redis Cluster: per-player scripts on ``{L|P}``,
-round/leaderboard bookkeeping on ``{L}``. Batches go out as one pipeline (one round trip).
-
-Floats are stored as ``repr(float)``, which round-trips exactly: phase one reads mu, sigma
-and last_time back bit for bit, so the stream equals the in-process replay.
+Atomic writes are Lua scripts (``scripts/*.lua``), each on ONE hash slot (per-player on ``{L|P}``,
+round bookkeeping on ``{L}``) so Redis Cluster works unchanged; a batch is one pipeline. Floats
+are stored as ``repr(float)``, exact, so the stream equals the in-process replay.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import numpy as np
 import redis.asyncio as aioredis
@@ -44,60 +41,44 @@ OUTCOME_NEW = "new"
 OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 OUTCOME_HELD = "held"
-"""A correction holds the ladder (re-rating it): nothing was registered; register again later."""
+"""A correction holds the ladder: nothing was registered (``status`` = its id); register again later."""
 OUTCOME_MODEL_CHANGED = "model_changed"
-"""The ladder has recorded another model than the round's registration names: nothing was
-registered; ``Registration.status`` is the stored model."""
+"""The ladder recorded another model than the round names: nothing registered (``status`` = the stored model)."""
 OUTCOME_LATE = "late"
-"""A round of a ladder rated by occurred_at, older than the ladder's newest round: registered with
-status ``late`` and the ladder held for its insert correction (``status`` = the correction's id)."""
+"""A by-occurred_at ladder's round older than its newest: registered ``late``, the ladder held for its
+insert correction (``status`` = the correction's id)."""
 STATUS_LATE = "late"
 OUTCOME_STALE_SCHEDULE = "stale_schedule"
-"""A season of record starts at or before the round and after the schedule the registering worker
-holds (its ``schedule_version``): nothing was registered (nor the call's later rounds); read the
-schedule again (``refresh_seasons(force=True)``) and register again. ``status`` = the ladder's version."""
+"""A season of record starts at or before the round, newer than the worker's ``schedule_version``: nothing
+registered (nor the call's later rounds); refresh the schedule and register again (``status`` = its version)."""
 _NOT_REGISTERED = frozenset(outcome.encode() for outcome in (OUTCOME_CONFLICT, OUTCOME_HELD, OUTCOME_MODEL_CHANGED,
                                                              OUTCOME_LATE, OUTCOME_STALE_SCHEDULE))
 """register_round.lua's outcomes (as its reply's bytes) of a round it did not register to rate now."""
 STATUS_VOIDED = "voided"
-"""A round a correction removed from the ladder's history (its record and seq stay: re-publishing
-it is still a no-op)."""
+"""A round a correction removed from the ladder's history (record and seq stay: re-publishing is a no-op)."""
 
 LOAD_PLAYERS_SHA = hashlib.sha1(source("load_players").encode()).hexdigest()
 """The SHA1 Redis knows load_players.lua by (once SCRIPT LOAD ran: :meth:`Store.load_scripts`)."""
 
 PLAYERS_PER_CALL = 500
-"""Players per script call on a single Redis: bounds how long one call blocks the server.
-On Redis Cluster every per-player call carries one player (its keys are one slot)."""
+"""Players per script call on a single Redis (bounds how long one call blocks it); one on a Cluster."""
 
 ROUND_PLAYERS_PER_CALL = 5_000
-"""Players per call of the round-side scripts (record_round_results, confirm_emitted): one call
-per round would carry all of a 250,000-player round's players and block Redis for every client."""
-
-
-def _round_chunks(n: int) -> list[range]:
-    """Index ranges of the round-side script calls for n players (at least one call)."""
-    return [range(i, min(i + ROUND_PLAYERS_PER_CALL, n)) for i in range(0, max(n, 1), ROUND_PLAYERS_PER_CALL)]
+"""Players per call of record_round_results.lua and confirm_emitted.lua (a 250,000-player round in one
+call would block Redis for every client)."""
 
 
 ROUNDS_PER_CALL = 1_000
 """Rounds per register_round.lua and verify_updates.lua call (one call per ladder of a batch otherwise)."""
 
 RoundResults = tuple[str, str, Sequence[str], Sequence[bytes], Sequence[str], Sequence[bool]]
-"""A round's results to record: ladder, round_id, players, RatingChange JSON, display ratings
-(text), newcomer flags (aligned)."""
-
-
-def _with_last(chunks: Sequence[range]) -> list[tuple[range, bool]]:
-    """Each chunk and whether it is the last one."""
-    return [(chunk, i == len(chunks) - 1) for i, chunk in enumerate(chunks)]
+"""A round's results: ladder, round_id, players, RatingChange JSON, display ratings (text), newcomer flags."""
 
 
 @dataclass(frozen=True)
 class _Results:
-    """Rounds' results to record as columns: per round its ladder and id and its rows
-    ``starts[i]:starts[i + 1]`` of the row columns (players, RatingChange JSON, display rating
-    text, newcomer flags as one ``"0"``/``"1"`` text)."""
+    """Rounds' results as columns: round ``i``'s rows are ``starts[i]:starts[i + 1]`` (newcomer
+    flags as one ``"0"``/``"1"`` text)."""
 
     ladders: Sequence[str]
     round_ids: Sequence[str]
@@ -114,13 +95,13 @@ class _Results:
                    [x for r in rounds for x in r[4]], "".join("1" if flag else "0" for r in rounds for flag in r[5]))
 
 
-def _record_calls(results: _Results) -> list[list[tuple[int, int, int]]]:
-    """record_round_results.lua calls, each a list of (round, first row, end row) segments:
-    consecutive rounds of one ladder together up to ROUND_PLAYERS_PER_CALL players a call, a
-    bigger round cut in parts over several calls (a round without rows keeps its segment)."""
+def _segments(ladders: Sequence[str], starts: Sequence[int]) -> list[list[tuple[int, int, int]]]:
+    """Round-side script calls (record_round_results.lua, confirm_emitted.lua), each a list of
+    (round, first row, end row) segments: consecutive rounds of one ladder together up to
+    ROUND_PLAYERS_PER_CALL players a call, a bigger round cut in parts over several calls (a round
+    without rows keeps its segment)."""
     calls: list[list[tuple[int, int, int]]] = []
     size = 0
-    ladders, starts = results.ladders, results.starts
     for r, ladder in enumerate(ladders):
         lo, hi = starts[r], starts[r + 1]
         step = ROUND_PLAYERS_PER_CALL
@@ -135,28 +116,15 @@ def _record_calls(results: _Results) -> list[list[tuple[int, int, int]]]:
     return calls
 
 
-class _OfLadder(Protocol):
-    """Anything of one ladder (a :class:`FanOutCheck`, a :class:`NewRound`)."""
-
-    @property
-    def ladder(self) -> str: ...
-
-
-def _by_ladder(items: Sequence[_OfLadder], limit: int) -> list[list[int]]:
+def _by_ladder(items: Sequence[FanOutCheck] | Sequence[NewRound]) -> list[list[int]]:
     """Indices of the items of each per-ladder script call (verify_updates.lua, register_round.lua):
-    one ladder's, in their order, up to ``limit`` a call; ladders in order of first appearance."""
+    one ladder's, in their order, up to ROUNDS_PER_CALL a call, whatever the ladders' interleaving
+    (ladders share no key; a round's registration sees its ladder's rounds before it)."""
     by_ladder: dict[str, list[int]] = {}
     for i, item in enumerate(items):
         by_ladder.setdefault(item.ladder, []).append(i)
-    return [index[k:k + limit] for index in by_ladder.values() for k in range(0, len(index), limit)]
-
-
-def _register_calls(rounds: Sequence[NewRound]) -> list[list[int]]:
-    """register_round.lua calls (indices in ``rounds``): each ladder's rounds in their order, up to
-    ROUNDS_PER_CALL a call, whatever the ladders' interleaving in the batch (a batch read from a
-    partition that several ladders share alternates them: one call per round otherwise). A
-    round's registration sees its ladder's rounds before it; ladders share no key."""
-    return _by_ladder(rounds, ROUNDS_PER_CALL)
+    return [index[k:k + ROUNDS_PER_CALL] for index in by_ladder.values()
+            for k in range(0, len(index), ROUNDS_PER_CALL)]
 
 
 def encode_float(value: float) -> str:
@@ -173,45 +141,31 @@ NEVER_DUE = math.inf
 
 
 def encode_due(due_at: float) -> str:
-    """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`), rounded up to whole
-    seconds: a re-drive is at most a second later than asked, and the ledger's scores are integers,
-    which Redis keeps in a small sorted set's listpack as integers (a float score is parsed with
-    strtod at every entry an insert walks past); a round registered and queued within the same
-    second keeps its score (no re-insert)."""
+    """A sweep due time as a zset score (``+inf`` for :data:`NEVER_DUE`), rounded up to whole seconds:
+    integer scores stay integers in a small zset's listpack (no strtod per entry an insert walks past)."""
     return "+inf" if math.isinf(due_at) else str(math.ceil(due_at))
 
 
 @dataclass(slots=True)
 class Registration:
-    """Outcome of registering a round id: ``new``, ``existing`` or ``conflict``; its seq and status.
-    Not frozen: a batch builds one per round (as :class:`NewRound`).
-
-    ``earlier``: ids of the ladder's rounds with a smaller seq whose phase one never finished
-    (still ``registered``); phase one completes them before this round reads its priors.
-    """
+    """Outcome of registering a round id (``new``, ``existing``, ``conflict``, ...), its seq and status.
+    ``earlier``: the ladder's rounds with a smaller seq still ``registered`` (phase one completes them
+    first). Not frozen: a batch builds one per round (as :class:`NewRound`)."""
 
     outcome: str
     seq: int
     status: str
     earlier: tuple[str, ...] = ()
-    priors: Priors | None = None
-    """The participants' priors read in the same round trip, right after registering (when asked
-    for with ``prefetch``); the first read of the barrier, saving phase one a round trip."""
     corrections: int = 0
-    """The ladder's ``corrections`` counter (re-rates so far: finish_correction.lua), read after
-    the batch's registrations (:meth:`Store.register_batch`): phase one's cached posteriors of
-    the ladder are stale once it moves (``pipeline/posteriors.py``)."""
+    """The ladder's ``corrections`` counter: phase one's cached posteriors are stale once it moves."""
     fence: int = 0
-    """The fencing token of the ladder's phase-one lease taken in the same round trip, before the
-    registrations (``register_batch``'s ``lease``; acquire_lease.lua); 0: not asked, or another
-    owner holds the lease."""
+    """The fencing token of the ladder's lease taken in the same round trip (0: not asked, or held by another)."""
 
 
 @dataclass(slots=True)
 class NewRound:
-    """A round to register (:meth:`Store.register_batch`; register_round.lua's arguments). Not
-    frozen: phase one builds one per round, and a frozen dataclass's ``__init__`` costs ~2 µs
-    more (one ``object.__setattr__`` per field)."""
+    """A round to register (register_round.lua's arguments). Not frozen: phase one builds one per
+    round, and a frozen ``__init__`` costs ~2 µs more."""
 
     ladder: str
     round_id: str
@@ -224,22 +178,19 @@ class NewRound:
     due_at: float = NEVER_DUE
     perf_ceiling: float = math.inf
     model: str = ""
-    """The ladder's configured model: recorded with the first round to rate, checked by later
-    ones (``model_changed``); "" = not checked."""
+    """The ladder's model: recorded with its first round to rate, checked by later ones ("" = not checked)."""
     model_params: str = ""
     """A digest of the model's parameters, recorded with it."""
     by_time: bool = False
     """The ladder is rated in occurred_at order: an older round than its newest is ``late``."""
     schedule_version: int = 0
-    """The ladder's schedule version the worker holds (``SeasonRecord.versions``): a round at or
-    after a season start it has not read is ``stale_schedule``. One per call: the ladder's rounds share it."""
+    """The ladder's schedule version the worker holds (``SeasonRecord.versions``; one per call)."""
 
 
 @dataclass(slots=True)
 class QueuedRound:
-    """A rated round's last phase-one write (:meth:`Store.queue_batch`): its players marked
-    queued for ``seq``, its fan-out ((partition, section) pairs) stored, the round pending.
-    Not frozen, as :class:`NewRound`."""
+    """A rated round's last phase-one write (:meth:`Store.queue_batch`): players marked queued for
+    ``seq``, fan-out ((partition, section) pairs) stored, round pending. Not frozen, as :class:`NewRound`."""
 
     ladder: str
     round_id: str
@@ -249,35 +200,29 @@ class QueuedRound:
     messages: Sequence[tuple[int, bytes]]
     due_at: float = NEVER_DUE
     token: str = ""
-    """The attempt's token, recorded as the round's ``stored_by`` when its fan-out is stored."""
+    """The attempt's token, recorded as the round's ``stored_by``."""
     after: str | None = None
-    """The round of the same ladder the attempt stored just before this one, from whose
-    posteriors this one may have been rated: this one is stored only if that one was stored by
-    this attempt (``token``; save_fanout.lua), else :data:`SAVE_REFUSED`."""
+    """The round the attempt stored just before this one (rated from its posteriors): this one is
+    stored only if that one was stored by this attempt, else :data:`SAVE_REFUSED`."""
     fence: int = 0
-    """The fencing token of the writer's lease on the ladder (:meth:`Store.acquire_lease`): below the
-    ladder's fence, nothing is written (:data:`SAVE_FENCED`); 0: a writer without a lease, not fenced."""
+    """The writer's lease token: below the ladder's fence nothing is written (:data:`SAVE_FENCED`); 0: not fenced."""
 
 
 SAVED_NOW = 1
 """Store.queue_batch: the round's fan-out was stored by this call."""
 SAVED_BEFORE = 0
-"""Store.queue_batch: the round was already past ``registered`` (another attempt stored its
-fan-out: send the stored one; or it failed): nothing written."""
+"""Store.queue_batch: the round was already past ``registered`` (stored by another attempt, or failed)."""
 SAVE_REFUSED = -1
-"""Store.queue_batch: nothing written, the round stays ``registered``: an earlier round of its
-ladder is still ``registered`` (fan-outs are stored in seq order), or the round the attempt
-rated it after (``QueuedRound.after``) was stored by another attempt (the chain lost)."""
+"""Store.queue_batch: nothing written, the round stays ``registered``: an earlier round of its ladder
+still is, or ``QueuedRound.after`` was stored by another attempt (the chain lost)."""
 SAVE_FENCED = -2
-"""Store.queue_batch: nothing written (no fan-out, on a single Redis no queued mark), the round stays
-``registered``: the writer's lease token (``QueuedRound.fence``) is below the ladder's fence, its
-lease lapsed and another attempt took it; that attempt (or the sweeper) rates the round."""
+"""Store.queue_batch: nothing written (on a single Redis no mark either), the round stays ``registered``:
+the writer's lease lapsed and another attempt took it (``QueuedRound.fence`` below the ladder's fence)."""
 
 
 @dataclass(frozen=True)
 class Lease:
-    """A request for the phase-one leases of a batch's ladders (:meth:`Store.register_batch`):
-    who asks (``owner``, an attempt's id) and for how long (``ttl_ms``, PHASE_ONE_LEASE_MS)."""
+    """A request for the phase-one leases of a batch's ladders: ``owner`` (an attempt's id), ``ttl_ms``."""
 
     owner: str
     ttl_ms: int
@@ -292,39 +237,32 @@ class DueRound:
     status: str
     seq: int
     progressing: bool = False
-    """``pending`` with fewer players pending than at its previous claim (or than its field size
-    at the first): its updates are being applied, its fan-out is not re-sent this time."""
+    """``pending`` with fewer players pending than at its previous claim: not re-sent this time."""
 
 
 @dataclass
 class Priors:
     """Participants' stored posteriors (phase one's input), aligned with the requested players.
-
-    ``known`` is False for newcomers (their mu/sigma/last_time are nan: the caller fills the
-    ladder's prior). ``blocked`` lists the players whose earlier round is queued but not yet
-    applied (the per-player barrier): priors are only final when it is empty.
-    """
+    ``known`` is False for newcomers (nan: the caller fills the ladder's prior); ``blocked``: the
+    players the per-player barrier holds (priors are final when it is empty)."""
 
     mu: np.ndarray | None
     sigma: np.ndarray | None
     last_time: np.ndarray | None
     known: np.ndarray | None
-    """(``mu``, ``sigma``, ``last_time``, ``known``): None when read with the packed ``states``
-    (player_hash.PRIOR_STATES), which hold them."""
+    """(``mu``, ``sigma``, ``last_time``, ``known``): None when read as packed ``states``, which hold them."""
     blocked: list[str] = field(default_factory=list)
     waiting_on: list[int] = field(default_factory=list)
     """Distinct ``seq`` of the rounds the blocked players wait for (their ``waits_for``)."""
     last_seq: np.ndarray | None = None
     """Each player's last applied seq (0: none)."""
     waits_for: np.ndarray | None = None
-    """Per player, the seq of the round the barrier waits for (the newest of his marks below the
-    round being rated: :meth:`Store.priors`); a player is held while this is above ``last_seq``."""
+    """Per player, the seq the barrier waits for (:meth:`Store.priors`); held while above ``last_seq``."""
     states: list[bytes | None] | None = None
     """Each player's packed engine state (None: newcomer), when read (``load_priors(states=True)``)."""
     overtaken: list[str] = field(default_factory=list)
-    """The players whose stored state already holds the round being rated or a later one
-    (``last_seq >= seq``): another attempt stored the round and phase two applied it. Their
-    stored state is no prior of the round: the attempt stops (``barrier.RoundOvertaken``)."""
+    """Players whose stored state already holds this round or a later one (``last_seq >= seq``):
+    no prior of it, the attempt stops (``barrier.RoundOvertaken``)."""
 
     @property
     def ready(self) -> bool:
@@ -340,11 +278,9 @@ class StoredStates:
     states: list[bytes | None]
     tiers: list[bytes | None]
     verified: list[list[bool]] = field(default_factory=list)
-    """Per :class:`FanOutCheck` asked for, whether each of its messages is one of the round's
-    stored fan-out messages."""
+    """Per :class:`FanOutCheck`, whether each of its messages is one of the round's stored fan-out."""
     queued_seq: np.ndarray | None = None
-    """Each player's ``queued_seq`` (0: none), where read (:meth:`Store.read_states`): above
-    ``last_seq`` while a round of his is rated by phase one but not yet applied."""
+    """Each player's ``queued_seq`` (0: none), where read (:meth:`Store.read_states`)."""
 
     def take(self, rows: Sequence[int]) -> "StoredStates":
         """These rows only, in this order (``verified`` is left out)."""
@@ -353,17 +289,14 @@ class StoredStates:
 
 
 VERIFY_RAW_MAX = 10
-"""Rounds of at most this many players (duels, lobbies) are checked against their stored sections
-by the sections themselves, not their SHA-1 digests (verify_updates.lua's SMALL: it compares them with
-the stored ones as they are, nothing hashed on either side)."""
+"""Rounds of at most this many players are checked by their sections themselves, not SHA-1 digests
+(verify_updates.lua's SMALL)."""
 
 
 @dataclass(slots=True)
 class FanOutCheck:
-    """Messages claiming to belong to round ``round_id`` of ``ladder`` (verify_updates.lua tells
-    which are exactly messages of its stored fan-out): their SHA-1 hex digests, or with ``raw`` the
-    messages themselves (:data:`VERIFY_RAW_MAX`; any round is checked right either way). Not
-    frozen: phase two builds one per round of every batch, as :class:`NewRound`."""
+    """Messages claiming to belong to a round (verify_updates.lua tells which are of its stored fan-out):
+    SHA-1 hex digests, or with ``raw`` the messages (:data:`VERIFY_RAW_MAX`). Not frozen, as :class:`NewRound`."""
 
     ladder: str
     round_id: str
@@ -372,50 +305,11 @@ class FanOutCheck:
 
 
 @dataclass(frozen=True)
-class PlayerWrite:
-    """One player's new state after round ``seq`` (input of apply_player_update.lua)."""
-
-    player: str
-    seq: int
-    mu: float
-    sigma: float
-    rounds: int
-    last_round: str
-    last_time: float
-    display_rating: float
-    tier: str
-    state: bytes
-    change: bytes
-    newcomer: bool
-
-
-@dataclass(frozen=True)
-class RoundWrites:
-    """The player writes of one round, one object per player (tests and tools; the pipeline
-    builds :class:`BatchWrites` directly). Every write carries the same ``seq`` and ``last_time``."""
-
-    ladder: str
-    round_id: str
-    writes: Sequence[PlayerWrite]
-
-    def check(self) -> None:
-        """Raise ValueError unless the round's writes share one ``seq`` and one ``last_time``."""
-        if len({w.seq for w in self.writes}) > 1 or len({w.last_time for w in self.writes}) > 1:
-            raise ValueError("the writes of one round share seq and last_time")
-
-
-@dataclass(frozen=True)
 class BatchWrites:
-    """The player writes of a phase-two batch's rounds as columns over all their rows (round
-    ``i``'s rows are ``starts[i]:starts[i + 1]``; a round may have none: its bookkeeping still
-    runs). What :meth:`Store.apply_batch` takes: a batch of duels is hundreds of rounds, and
-    the columns are built, and cut into script calls, once for the batch, not once per round.
-
-    Input of apply_player_update.lua (state, history) and record_round_results.lua (results,
-    leaderboard). Per round: ``ladders``, ``round_ids``, ``seqs``, ``last_times``. Per row:
-    ``tiers`` are names ("" = unplaced); ``changes`` the RatingChange JSON of each player;
-    ``mu``, ``sigma`` and ``display_rating`` are already the exact text stored
-    (:func:`encode_float`): phase two renders them once for the events and for Redis."""
+    """A phase-two batch's player writes as columns over all rows (round ``i``'s rows are
+    ``starts[i]:starts[i + 1]``, maybe none): built and cut into script calls once per batch.
+    ``tiers`` are names ("" = unplaced), ``changes`` RatingChange JSON; ``mu``, ``sigma`` and
+    ``display_rating`` are the exact text stored (:func:`encode_float`)."""
 
     ladders: Sequence[str]
     round_ids: Sequence[str]
@@ -431,23 +325,6 @@ class BatchWrites:
     states: Sequence[bytes]
     changes: Sequence[bytes]
     newcomer: np.ndarray
-
-    @classmethod
-    def of(cls, rounds: Sequence[RoundWrites]) -> BatchWrites:
-        """The rounds' writes, in order, as one batch (``mu``, ``sigma`` and ``display_rating``
-        rendered as stored: :func:`encode_float`)."""
-        for r in rounds:
-            r.check()
-        ws = [w for r in rounds for w in r.writes]
-        return cls(
-            ladders=[r.ladder for r in rounds], round_ids=[r.round_id for r in rounds],
-            seqs=[r.writes[0].seq if r.writes else 0 for r in rounds],
-            last_times=[r.writes[0].last_time if r.writes else math.nan for r in rounds],
-            starts=np.cumsum([0, *(len(r.writes) for r in rounds)]).tolist(), players=[w.player for w in ws],
-            mu=[encode_float(w.mu) for w in ws], sigma=[encode_float(w.sigma) for w in ws],
-            rounds=[w.rounds for w in ws], display_rating=[encode_float(w.display_rating) for w in ws],
-            tiers=[w.tier for w in ws], states=[w.state for w in ws], changes=[w.change for w in ws],
-            newcomer=np.array([w.newcomer for w in ws], dtype=bool))
 
     def round_of(self) -> np.ndarray:
         """The round (index) of each row."""
@@ -485,19 +362,6 @@ def _columns(replies: list[Any], fields: Sequence[str]) -> dict[str, np.ndarray 
         else:
             out[field_] = [value for reply in replies for value in reply[j]]
     return out
-
-
-def _memo(encode: Callable[[float], str]) -> Callable[[float], str]:
-    """``encode`` remembering its texts (a batch's rounds share their received and due times)."""
-    texts: dict[float, str] = {}
-
-    def text(value: float) -> str:
-        found = texts.get(value)
-        if found is None:
-            found = texts[value] = encode(value)
-        return found
-
-    return text
 
 
 def _ids_and_seqs(reply: list[Any]) -> tuple[list[str], list[int]]:
@@ -630,47 +494,16 @@ class Store:
         return _columns(await self._run(lambda pipe: self._read_players_into(pipe, player_keys, fields)), fields)
 
     # ---- rounds -------------------------------------------------------------------------
-    async def register_round(
-        self, ladder: str, round_id: str, *, content_hash: str, occurred_at: float,
-        received_at: float, field_size: int, status: str = STATUS_REGISTERED, body: str | bytes = "",
-        due_at: float = NEVER_DUE, prefetch: Sequence[str] = (), perf_ceiling: float = math.inf,
-        model: str = "", model_params: str = "", by_time: bool = False, schedule_version: int = 0,
-    ) -> Registration:
-        """Assign the round its ladder sequence number once; report re-use and conflicts.
-
-        While a correction holds the ladder nothing is registered: the outcome is ``held``
-        (:data:`OUTCOME_HELD`, ``status`` = the correction's id) and the caller registers again
-        later (``stream.pipeline.phase_one.handle_one``). With ``by_time`` (the ladder is rated in occurred_at order)
-        a round older than the ladder's newest is registered ``late`` (:data:`OUTCOME_LATE`, ``status``
-        = the id of the insert correction now holding the ladder). A round to rate at or after a season
-        start newer than ``schedule_version`` (the ladder's schedule version the caller holds) is not
-        registered (:data:`OUTCOME_STALE_SCHEDULE`). A finite ``perf_ceiling`` is kept on the round record
-        (a re-rate needs it: the stored fan-out does not carry it).
-
-        A new round to rate also enters the sweeper's ledger (due at ``due_at``) and keeps its
-        canonical ``body`` until its fan-out is stored, so a sweeper can finish its phase one.
-        With ``prefetch`` (the participants), their priors are read in the same round trip,
-        after the registration (as :meth:`load_priors` would right after it).
-        """
-        round_ = NewRound(ladder, round_id, content_hash, occurred_at, received_at, field_size, status, body, due_at,
-                          perf_ceiling, model, model_params, by_time, schedule_version)
-        (registration,), columns = await self.register_batch([round_], [(ladder, p) for p in prefetch], player_hash.PRIORS)
-        if registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_LATE, OUTCOME_STALE_SCHEDULE):
-            return registration
-        priors = self.priors(prefetch, columns, registration.seq) if prefetch else None
-        return Registration(registration.outcome, registration.seq, registration.status, registration.earlier, priors)
-
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
                              fields: Sequence[str] = player_hash.PRIOR_STATES, lease: Lease | None = None,
                              ) -> tuple[list[Registration], dict[str, np.ndarray | list[bytes | None]]]:
-        """Register ``rounds`` in order (register_round.lua, one call per ladder of the batch:
-        :func:`_register_calls`; see :meth:`register_round`), read each ladder's rounds still
-        ``registered`` once, after them (each registration's ``earlier`` is taken from it),
-        and each ladder's ``corrections`` counter, then read ``fields`` of the (ladder, player)
-        hashes (load_players.lua): ONE round trip. With ``lease``, first the phase-one lease of each
-        ladder with a round to rate (``registered``) is taken (:meth:`acquire_lease`), its token in
-        each of the ladder's registrations (``Registration.fence``). Returns the registrations
-        (without priors, with their ladder's counter) and the players' columns (:func:`_columns`)."""
+        """Assign each round its ladder seq once, in order (register_round.lua: :func:`_by_ladder`;
+        ``new``, ``existing``, ``conflict`` or an ``OUTCOME_*`` that registered nothing), read each
+        ladder's rounds still ``registered`` (``earlier``) and ``corrections`` counter, then ``fields``
+        of the (ladder, player) hashes (load_players.lua): ONE round trip. A new round to rate enters
+        the sweeper's ledger and keeps its ``body`` until its fan-out is stored. With ``lease``, first
+        the lease of each ladder with a round to rate (``Registration.fence``). Returns the
+        registrations and the players' columns (:func:`_columns`)."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
         ladders = list(dict.fromkeys(r.ladder for r in rounds))
         leased = [] if lease is None else list(dict.fromkeys(r.ladder for r in rounds if r.status == STATUS_REGISTERED))
@@ -688,7 +521,7 @@ class Store:
                 pipe.hget(keys.ladder(ladder), "corrections")
             self._read_players_into(pipe, player_keys, fields)
 
-        index = _register_calls(rounds)
+        index = _by_ladder(rounds)
         calls = [[rounds[i] for i in call] for call in index]
         replies = await self._run(build)
         fences = {ladder: int(token) for ladder, token in zip(leased, replies)}
@@ -709,9 +542,9 @@ class Store:
         return registrations, _columns(replies[end + 2 * len(ladders):], fields)
 
     def _register_into(self, pipe: Pipeline, calls: Sequence[Sequence[NewRound]]) -> None:
-        """Queue register_round.lua calls, each of rounds of one ladder (:func:`_register_calls`)."""
-        received = _memo(encode_float)  # the times a batch's rounds share, as text once
-        due = _memo(encode_due)
+        """Queue register_round.lua calls, each of rounds of one ladder (:func:`_by_ladder`)."""
+        received = functools.cache(encode_float)  # the times a batch's rounds share, as text once
+        due = functools.cache(encode_due)
         for call in calls:
             ladder = call[0].ladder
             args: list[Any] = []
@@ -823,16 +656,6 @@ class Store:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {as_text(k): as_text(v) for k, v in raw.items()}
 
-    async def save_fanout(self, ladder: str, round_id: str, *, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
-        """Store phase one's messages ((partition, PlayerUpdate JSON) pairs, several per partition
-        when a partition's players did not fit one message) and mark the round pending (the
-        sweeper may re-send them from ``due_at`` on if the round is not rated by then). Returns
-        whether it was stored now (not while an earlier round of the ladder is ``registered``)."""
-        (done,) = await self._run(lambda pipe: self._save_fanout_into(pipe, ladder, round_id, pending, messages,
-                                                                      due_at))
-        return int(done) == SAVED_NOW
-
     def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
                           messages: Sequence[tuple[int, bytes]], due_at: float, token: str = "",
                           after: str | None = None, fence: int = 0) -> None:
@@ -904,7 +727,7 @@ class Store:
         keys_: list[str] = []
         args: list[Any] = []
         players = queued = 0  # in the queue_rounds call being built
-        due = _memo(encode_due)  # one text per due time the batch's rounds share
+        due = functools.cache(encode_due)  # one text per due time the batch's rounds share
 
         def flush() -> None:
             nonlocal calls, keys_, args, players, queued
@@ -936,58 +759,36 @@ class Store:
         return where
 
     async def confirm_emitted(self, emitted: Sequence[tuple[str, str, Sequence[str]]]) -> list[int]:
-        """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip;
-        a round whose every event is confirmed leaves the sweeper's ledger. Returns, per round
-        with players, how many players are still unconfirmed.
-
-        confirm_emitted.lua takes consecutive rounds of one ladder together, up to
-        ROUND_PLAYERS_PER_CALL players a call (a bigger round cut in parts over several calls):
-        a batch of duels is one call, not one per round."""
-        segments: list[tuple[str, str, Sequence[str], bool]] = []
-        for ladder, round_id, players in emitted:
-            if len(players) <= ROUND_PLAYERS_PER_CALL:  # one segment (a batch of small rounds: every one)
-                if players:
-                    segments.append((ladder, round_id, players, True))
-                continue
-            segments += [(ladder, round_id, players[chunk.start:chunk.stop], last)
-                         for chunk, last in _with_last(_round_chunks(len(players)))]
-        calls: list[list[tuple[str, str, Sequence[str], bool]]] = []
-        size = 0
-        for segment in segments:
-            n = len(segment[2])
-            if not calls or calls[-1][0][0] != segment[0] or size + n > ROUND_PLAYERS_PER_CALL:
-                calls.append([])
-                size = 0
-            calls[-1].append(segment)
-            size += n
+        """Record (ladder, round_id, players) whose events the broker acknowledged, one round trip
+        (confirm_emitted.lua calls laid out by :func:`_segments`: a batch of duels is one call); a
+        round whose every event is confirmed leaves the sweeper's ledger. Returns, per round with
+        players, how many players are still unconfirmed."""
+        rounds = [r for r in emitted if r[2]]
+        starts = np.cumsum([0, *(len(r[2]) for r in rounds)]).tolist()
+        calls = _segments([r[0] for r in rounds], starts)
 
         def build(pipe: Pipeline) -> None:
             for call in calls:
-                ladder = call[0][0]
+                ladder = rounds[call[0][0]][0]
                 keys_ = [keys.incomplete_rounds(ladder)]
                 args: list[Any] = []
-                for _, round_id, players, _ in call:
+                for r, lo, hi in call:
+                    _, round_id, players = rounds[r]
                     keys_ += [keys.round_record(ladder, round_id), keys.round_emitted(ladder, round_id)]
-                    args += [len(players), *players]
+                    args += [hi - lo, *players[lo - starts[r]:hi - starts[r]]]
                 self._eval(pipe, "confirm_emitted", keys_, args)
 
-        if not segments:
+        if not rounds:
             return []
         replies = [int(n) for reply in await self._run(build) for n in reply]
-        return [n for n, (_, _, _, last) in zip(replies, segments) if last]  # a round's last segment tells
+        return [n for n, (r, _, hi) in zip(replies, (s for call in calls for s in call))
+                if hi == starts[r + 1]]  # a round's last segment tells
 
     async def load_fanout(self, ladder: str, round_id: str) -> list[tuple[int, bytes]]:
         """The stored fan-out: (partition, PlayerUpdate JSON), by partition and part."""
         raw = await self.client.hgetall(keys.round_perf(ladder, round_id))
         order = sorted((tuple(int(x) for x in as_text(k).split(".")), as_bytes(v)) for k, v in raw.items())
         return [(where[0], value) for where, value in order]
-
-    async def load_results(self, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None]:
-        """The stored RatingChange JSON of ``players`` in a round (None where absent)."""
-        if not players:
-            return []
-        stored = await self.client.hmget(keys.round_results(ladder, round_id), list(players))
-        return [None if value is None else as_bytes(value) for value in stored]
 
     async def load_results_of(self, rounds: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[bytes | None] | None]:
         """:meth:`load_results` of several (ladder, round_id, players) in one round trip; None for a
@@ -1054,10 +855,6 @@ class Store:
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
                       waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,
                       waits_for=waits_for, states=states, overtaken=overtaken)
-
-    async def mark_queued(self, ladder: str, players: Sequence[str], seq: int) -> None:
-        """Record that round ``seq`` is queued for each player (the barrier of later rounds)."""
-        await self._run(lambda pipe: self._mark_queued_into(pipe, ladder, players, seq))
 
     def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> int:
         """Queue mark_queued.lua for the players (in chunks); returns how many calls."""
@@ -1141,7 +938,7 @@ class Store:
         The check may run before the writes it guards: a round's fan-out (and the digest set
         verify_updates.lua derives from it) never changes once stored, so its answer still holds."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
-        calls = _by_ladder(verify, ROUNDS_PER_CALL)
+        calls = _by_ladder(verify)
 
         def build(pipe: Pipeline) -> None:
             self._read_players_into(pipe, player_keys, player_hash.STATES)
@@ -1165,13 +962,6 @@ class Store:
                 verified[i] = [bool(next(flags)) for _ in verify[i].digests]
         return StoredStates(_seq_column(columns[player_hash.LAST_SEQ]), list(columns[player_hash.STATE]),
                             list(columns[player_hash.TIER]), verified)
-
-    async def apply(self, rounds: Sequence[RoundWrites], *, now: float) -> list[list[bool]]:
-        """:meth:`apply_batch` of these rounds' writes, in order; returns, per round, which writes
-        were applied now."""
-        batch = BatchWrites.of(rounds)
-        applied = (await self.apply_batch(batch, now=now)).tolist()
-        return [applied[lo:hi] for lo, hi in zip(batch.starts[:-1], batch.starts[1:])]
 
     async def apply_batch(self, batch: BatchWrites, *, now: float) -> np.ndarray:
         """Apply the player updates of a batch of rounds in TWO round trips, idempotently.
@@ -1203,7 +993,7 @@ class Store:
         round_of = batch.round_of()
         starts = batch.starts
         ladder_of = [batch.ladders[r] for r in round_of.tolist()] if len(batch.ladders) > 1 else [batch.ladders[0]] * n
-        times = _memo(encode_float)
+        times = functools.cache(encode_float)
         step = self.players_per_call
         calls = 0
         for lo in range(0, n, step):
@@ -1259,7 +1049,7 @@ class Store:
         ROUND_PLAYERS_PER_CALL players (a bigger round spans calls; the last one sees them all
         recorded); a round without players still gets its segment (its status is re-checked)."""
         now_text = encode_float(now)
-        for call in _record_calls(results):
+        for call in _segments(results.ladders, results.starts):
             ladder = results.ladders[call[0][0]]
             keys_ = [keys.leaderboard(ladder), keys.ladder(ladder), keys.incomplete_rounds(ladder),
                      keys.player_names(ladder)]
@@ -1272,12 +1062,7 @@ class Store:
             args += _interleave(results.players[lo:hi], results.changes[lo:hi], results.shown[lo:hi])
             self._eval(pipe, "record_round_results", keys_, args)
 
-    # ---- reads used by tests and tools --------------------------------------------------
     async def player(self, ladder: str, player: str) -> dict[str, bytes]:
+        """A player's hash (tests and tools)."""
         raw = await self.client.hgetall(keys.player(ladder, player))
         return {as_text(k): as_bytes(v) for k, v in raw.items()}
-
-    async def players(self, ladder: str) -> list[str]:
-        """Every rated player of a ladder (from the leaderboard)."""
-        members = cast("list[bytes]", await self.client.zrange(keys.leaderboard(ladder), 0, -1))
-        return [as_text(m) for m in members]

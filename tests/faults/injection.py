@@ -26,6 +26,7 @@ from typing import Any
 
 from stream.pipeline import faults
 from stream.pipeline.runtime.compat import in_consumer_thread
+from tests.store_calls import mark_queued
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class Injector:
         self.note("ladders " + ",".join(ladders))
         half = len(queued) // 2
         await store.queue_batch(queued[:half])
-        await store.mark_queued(queued[half].ladder, queued[half].players, queued[half].seq)
+        await mark_queued(store, queued[half].ladder, queued[half].players, queued[half].seq)
         os._exit(CRASH_EXIT_CODE)
 
     async def stall(self, app: Any, observed: Mapping[Any, Any], rounds: str) -> bool:

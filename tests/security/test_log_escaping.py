@@ -20,6 +20,7 @@ from stream.pipeline.lease import sweeper_lease
 from stream.pipeline.phase_one import complete_registered, handle_one
 from stream.pipeline.messages import Incoming
 from stream.settings import Settings
+from store_calls import register_round
 
 HOSTILE = "r1\n2026-11-23 12:00:00 INFO stream.pipeline: round r9 rated\r\x1b[2K\u2028\u202e\x00"
 
@@ -66,7 +67,7 @@ def test_pipeline_log_lines_escape_ids(redis_url: str, caplog: pytest.LogCapture
 
     async def body() -> None:
         ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=2, barrier_warn_s=0.0))
-        registered = await ctx.store.register_round(
+        registered = await register_round(ctx.store, 
             "L", HOSTILE, content_hash=hostile_round.content_hash(), occurred_at=1.7e9, received_at=1.7e9,
             field_size=2, body=hostile_round.to_json())
         assert registered.outcome == "new"

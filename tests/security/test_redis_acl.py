@@ -21,7 +21,8 @@ from stream.connections import redis_client, redis_error_message
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import queries
-from stream.store.store import PlayerWrite, RoundWrites, Store
+from stream.store.store import Store
+from store_calls import PlayerWrite, RoundWrites, apply, register_round
 
 #: Seconds a CLI subprocess may take.
 CLI_TIMEOUT_S = 60
@@ -97,10 +98,10 @@ def test_worker_user_runs_the_stores_scripts(acl_redis: RedisServer) -> None:
         store = Store(redis_client(settings), history_length=3)
         try:
             await store.load_scripts()
-            await store.register_round("acl", "r1", content_hash="h", occurred_at=1.0, received_at=2.0, field_size=2)
+            await register_round(store, "acl", "r1", content_hash="h", occurred_at=1.0, received_at=2.0, field_size=2)
             write = PlayerWrite(player="p", seq=1, mu=1600.0, sigma=90.0, rounds=1, last_round="r1", last_time=1.0,
                                 display_rating=1420.0, tier="", state=b"\x01", change=b'{"player":"p"}', newcomer=True)
-            applied = await store.apply([RoundWrites("acl", "r1", [write])], now=3.0)
+            applied = await apply(store, [RoundWrites("acl", "r1", [write])], now=3.0)
             return applied, await store.player("acl", "p")  # keys decoded, values bytes
         finally:
             await store.close()

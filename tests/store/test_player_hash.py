@@ -82,10 +82,12 @@ def test_python_readers_and_writers_name_fields_through_the_schema() -> None:
     root = Path(__file__).resolve().parents[2] / "stream"
     calls = []
     for path in root.rglob("*.py"):
+        if path.name == "player_hash.py":  # its reader (player_hash.read) takes the names its callers give
+            continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if (m := PYTHON_HASH_CALL.search(line)) is not None:
                 calls.append((f"{path.relative_to(root)}:{number}", m.group(2)))
-    assert len(calls) >= 8  # the store's reads (queries, erase, bulk, corrections, store)
+    assert len(calls) >= 6  # the store's reads besides player_hash.read (queries, erase, store)
     literal = [(where, rest) for where, rest in calls if re.search(r"""["'][a-z_]+["']""", rest)]
     assert not literal, literal
     assert all("player_hash." in rest for _, rest in calls), calls

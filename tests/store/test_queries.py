@@ -122,7 +122,7 @@ def test_queries_never_write(redis_url: str, seeded: Seeded) -> None:
         await queries.player(r, LADDER, "p01")
         await queries.round_view(r, LADDER, "r1")
         await queries.recent_rounds(r, LADDER)
-        await queries.players_state(r, LADDER, ["p01", "ghost"])
+        await queries.lobby_state(r, LADDER, ["p01", "ghost"])
 
     run(redis_url, everything)
     assert {k: client.dump(k) for k in client.keys("*")} == before

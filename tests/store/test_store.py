@@ -19,7 +19,8 @@ from redis.asyncio.cluster import RedisCluster
 
 from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
-from stream.store.store import SAVE_REFUSED, SAVED_NOW, PlayerWrite, QueuedRound, RoundWrites, Store
+from stream.store.store import SAVE_REFUSED, SAVED_NOW, QueuedRound, Store
+from store_calls import PlayerWrite, RoundWrites, apply, load_results, mark_queued, register_round, save_fanout
 
 T = TypeVar("T")
 HISTORY = 3
@@ -59,7 +60,7 @@ def run(target: Target, body: Callable[[Store], Awaitable[T]]) -> T:
 
 
 async def apply_one(store: Store, round_id: str, writes: list[PlayerWrite], *, now: float) -> list[bool]:
-    return (await store.apply([RoundWrites("L", round_id, writes)], now=now))[0]
+    return (await apply(store, [RoundWrites("L", round_id, writes)], now=now))[0]
 
 
 def write(player: str, seq: int, mu: float, *, round_id: str = "r1", newcomer: bool = True) -> PlayerWrite:
@@ -70,11 +71,11 @@ def write(player: str, seq: int, mu: float, *, round_id: str = "r1", newcomer: b
 
 def test_register_assigns_sequence_once_and_detects_conflicts(target: Target) -> None:
     async def body(store: Store) -> list[tuple[str, int, str]]:
-        a = await store.register_round("L", "r1", content_hash="h1", occurred_at=1.5, received_at=2.0, field_size=3)
-        b = await store.register_round("L", "r2", content_hash="h2", occurred_at=1.5, received_at=2.0, field_size=3)
-        again = await store.register_round("L", "r1", content_hash="h1", occurred_at=1.5, received_at=9.0, field_size=3)
-        clash = await store.register_round("L", "r1", content_hash="hX", occurred_at=1.5, received_at=9.0, field_size=3)
-        other = await store.register_round("M", "r1", content_hash="hX", occurred_at=1.5, received_at=9.0, field_size=3)
+        a = await register_round(store, "L", "r1", content_hash="h1", occurred_at=1.5, received_at=2.0, field_size=3)
+        b = await register_round(store, "L", "r2", content_hash="h2", occurred_at=1.5, received_at=2.0, field_size=3)
+        again = await register_round(store, "L", "r1", content_hash="h1", occurred_at=1.5, received_at=9.0, field_size=3)
+        clash = await register_round(store, "L", "r1", content_hash="hX", occurred_at=1.5, received_at=9.0, field_size=3)
+        other = await register_round(store, "M", "r1", content_hash="hX", occurred_at=1.5, received_at=9.0, field_size=3)
         record = await store.round_record("L", "r1")
         assert record["content_hash"] == "h1" and record["received_at"] == "2.0"
         assert set(await store.client.smembers(keys.ladders())) == {b"L", b"M"}
@@ -87,9 +88,9 @@ def test_register_assigns_sequence_once_and_detects_conflicts(target: Target) ->
 
 def test_fanout_is_stored_once(target: Target) -> None:
     async def body(store: Store) -> None:
-        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
-        assert await store.save_fanout("L", "r1", pending=2, messages=[(3, b"m3"), (0, b"m0"), (3, b"m3b")])
-        assert not await store.save_fanout("L", "r1", pending=2, messages=[(1, b"other")])
+        await register_round(store, "L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
+        assert await save_fanout(store, "L", "r1", pending=2, messages=[(3, b"m3"), (0, b"m0"), (3, b"m3b")])
+        assert not await save_fanout(store, "L", "r1", pending=2, messages=[(1, b"other")])
         assert await store.load_fanout("L", "r1") == [(0, b"m0"), (3, b"m3"), (3, b"m3b")]
         record = await store.round_record("L", "r1")
         assert record["status"] == "pending" and record["pending"] == "2"
@@ -99,8 +100,8 @@ def test_fanout_is_stored_once(target: Target) -> None:
 
 def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
     async def body(store: Store) -> None:
-        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
-        await store.save_fanout("L", "r1", pending=2, messages=[(0, b"m")])
+        await register_round(store, "L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2)
+        await save_fanout(store, "L", "r1", pending=2, messages=[(0, b"m")])
         first = await apply_one(store, "r1", [write("a", 1, 1600.0)], now=5.0)
         assert first == [True]
         assert (await store.round_record("L", "r1"))["pending"] == "1"
@@ -118,7 +119,7 @@ def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
         # a replayed batch leaves the counters alone
         await apply_one(store, "r1", [write("a", 1, 1600.0), write("b", 1, 1400.0)], now=7.0)
         assert (await store.client.hgetall(keys.ladder("L")))[b"rounds_rated"] == b"1"
-        assert (await store.load_results("L", "r1", ["a", "b", "c"]))[2] is None
+        assert (await load_results(store, "L", "r1", ["a", "b", "c"]))[2] is None
 
     run(target, body)
 
@@ -139,7 +140,7 @@ def test_priors_round_trip_floats_exactly_and_hold_the_barrier(target: Target) -
     async def body(store: Store) -> None:
         w = write("a", 1, mu)
         await apply_one(store, "r1", [w], now=0.0)
-        await store.mark_queued("L", ["a", "new"], 2)
+        await mark_queued(store, "L", ["a", "new"], 2)
         priors = await store.load_priors("L", ["a", "new", "ghost"], seq=3)
         assert priors.mu[0] == mu and priors.sigma[0] == w.sigma and priors.last_time[0] == w.last_time
         assert list(priors.known) == [True, False, False] and math.isnan(priors.mu[1])
@@ -164,9 +165,9 @@ def test_scripts_reload_after_redis_forgets_them(target: Target) -> None:
 def test_registration_prefetches_the_same_priors_as_load_priors(target: Target) -> None:
     async def body(store: Store) -> None:
         await apply_one(store, "r1", [write("a", 1, 1234.5678901234567 / 3.0)], now=0.0)
-        r1 = await store.register_round("L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=2)
-        await store.mark_queued("L", ["b"], r1.seq)  # r1 queued for b too, not yet applied for him
-        registration = await store.register_round("L", "r2", content_hash="h", occurred_at=0.0, received_at=0.0,
+        r1 = await register_round(store, "L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=2)
+        await mark_queued(store, "L", ["b"], r1.seq)  # r1 queued for b too, not yet applied for him
+        registration = await register_round(store, "L", "r2", content_hash="h", occurred_at=0.0, received_at=0.0,
                                                    field_size=3, prefetch=["a", "b", "new"])
         assert registration.outcome == "new" and registration.priors is not None
         direct = await store.load_priors("L", ["a", "b", "new"], registration.seq)
@@ -174,7 +175,7 @@ def test_registration_prefetches_the_same_priors_as_load_priors(target: Target) 
             np.testing.assert_array_equal(getattr(registration.priors, name), getattr(direct, name))
         assert registration.priors.blocked == direct.blocked == ["b"]
         assert registration.priors.waiting_on == direct.waiting_on == [r1.seq]
-        plain = await store.register_round("L", "r3", content_hash="h3", occurred_at=0.0, received_at=0.0, field_size=2)
+        plain = await register_round(store, "L", "r3", content_hash="h3", occurred_at=0.0, received_at=0.0, field_size=2)
         assert plain.priors is None
 
     run(target, body)
@@ -184,9 +185,9 @@ def test_on_a_real_cluster_the_keys_spread_over_the_nodes(redis_cluster_url: str
     players = [f"p{i:02d}" for i in range(40)]
 
     async def body(store: Store) -> list[bool]:
-        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
+        await register_round(store, "L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
                                    field_size=len(players), prefetch=players)
-        await store.save_fanout("L", "r1", pending=len(players), messages=[(0, b"m")])
+        await save_fanout(store, "L", "r1", pending=len(players), messages=[(0, b"m")])
         return await apply_one(store, "r1", [write(p, 1, 1500.0 + i) for i, p in enumerate(players)], now=1.0)
 
     assert run(Target(redis_cluster_url, True, True), body) == [True] * len(players)
@@ -204,14 +205,14 @@ def test_a_skipped_write_records_no_result(target: Target) -> None:
     rating (phase two re-emits the stored result, recovering it from the history: recover_results)."""
     async def body(store: Store) -> tuple[list[bool], list[bytes | None], float | None]:
         for seq in (1, 2):
-            await store.register_round("L", f"r{seq}", content_hash=f"h{seq}", occurred_at=0.0, received_at=0.0,
+            await register_round(store, "L", f"r{seq}", content_hash=f"h{seq}", occurred_at=0.0, received_at=0.0,
                                        field_size=1)
-            await store.save_fanout("L", f"r{seq}", pending=1, messages=[(0, b"m")])
+            await save_fanout(store, "L", f"r{seq}", pending=1, messages=[(0, b"m")])
         await apply_one(store, "r1", [write("a", 1, 1600.0)], now=1.0)
         await store.client.delete(keys.round_results("L", "r1"))  # r1's result lost (a crash between the writes)
         await apply_one(store, "r2", [write("a", 2, 1700.0, round_id="r2")], now=2.0)
         skipped = await apply_one(store, "r1", [write("a", 1, 1600.0)], now=3.0)  # r1's update again
-        return (skipped, await store.load_results("L", "r1", ["a"]),
+        return (skipped, await load_results(store, "L", "r1", ["a"]),
                 await store.client.zscore(keys.leaderboard("L"), "a"))
 
     skipped, results, score = run(target, body)
@@ -232,7 +233,7 @@ def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
     assert others
 
     async def body(store: Store) -> tuple[str, list[tuple[int, bytes]], str, list[bytes | None]]:
-        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
+        await register_round(store, "L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
                                    field_size=len(players))
         for client in others:
             client.config_set("maxmemory-policy", "noeviction")
@@ -260,7 +261,7 @@ def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
 
 def test_a_round_is_re_driven_less_and_less_often(target: Target) -> None:
     async def body(store: Store) -> list[tuple[float, list[str], float | None]]:
-        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2,
+        await register_round(store, "L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0, field_size=2,
                                    due_at=100.0)
         seen = []
         for now in (99.0, 100.0, 105.0, 110.0, 125.0, 130.0, 170.0, 210.0):
@@ -295,9 +296,9 @@ def test_no_script_call_carries_a_whole_big_round(target: Target, monkeypatch: p
     monkeypatch.setattr(Store, "_eval", eval_)
 
     async def body(store: Store) -> tuple[list[bool], list[int], dict[str, str], int | None]:
-        await store.register_round("L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
+        await register_round(store, "L", "r1", content_hash="h", occurred_at=0.0, received_at=0.0,
                                    field_size=len(players))
-        await store.save_fanout("L", "r1", pending=len(players), messages=[(0, b"m")])
+        await save_fanout(store, "L", "r1", pending=len(players), messages=[(0, b"m")])
         applied = await apply_one(store, "r1", [write(p, 1, 1500.0 + i) for i, p in enumerate(players)], now=1.0)
         missing = await store.confirm_emitted([("L", "r1", players[:20]), ("L", "r1", players[20:])])
         record = await store.round_record("L", "r1")
@@ -327,9 +328,9 @@ def test_confirm_emitted_confirms_a_batch_of_rounds_per_ladder_in_one_call(
 
     async def body(store: Store) -> tuple[list[int], list[str | None], list[list[bytes]]]:
         for ladder, round_id in (("L", "r1"), ("L", "r2"), ("M", "r1")):
-            await store.register_round(ladder, round_id, content_hash="h" + round_id, occurred_at=0.0,
+            await register_round(store, ladder, round_id, content_hash="h" + round_id, occurred_at=0.0,
                                        received_at=0.0, field_size=2)
-            await store.save_fanout(ladder, round_id, pending=2, messages=[(0, b"m")])
+            await save_fanout(store, ladder, round_id, pending=2, messages=[(0, b"m")])
         missing = await store.confirm_emitted([("L", "r1", ["a", "b"]), ("L", "r2", ["a"]), ("M", "r1", ["c"]),
                                                ("L", "r2", []), ("M", "r1", ["d"])])
         records = [(await store.round_record(ladder, round_id)).get("emitted")
@@ -346,15 +347,15 @@ def test_confirm_emitted_confirms_a_batch_of_rounds_per_ladder_in_one_call(
 
 def test_a_failed_round_leaves_the_ledger_and_releases_its_queued_players(target: Target) -> None:
     async def body(store: Store) -> tuple[bool, bool, dict[str, str], list[float], float | None, float | None]:
-        await store.register_round("L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=3,
+        await register_round(store, "L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=3,
                                    body=b"{}", due_at=5.0)
-        await store.mark_queued("L", ["a", "b"], 1)
+        await mark_queued(store, "L", ["a", "b"], 1)
         failed = await store.fail_round("L", "r1", content_hash="h1", reason="OverflowError: x", players=["a", "b", "c"])
         again = await store.fail_round("L", "r1", content_hash="h1", reason="x", players=["a", "b", "c"])
-        later = await store.register_round("L", "r2", content_hash="h2", occurred_at=0.0, received_at=0.0,
+        later = await register_round(store, "L", "r2", content_hash="h2", occurred_at=0.0, received_at=0.0,
                                            field_size=2, prefetch=["a", "b"])
         assert later.earlier == () and later.priors is not None and later.priors.ready
-        duplicate = await store.register_round("L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0,
+        duplicate = await register_round(store, "L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0,
                                                field_size=3)
         assert (duplicate.outcome, duplicate.status) == ("existing", "failed")
         record = await store.round_record("L", "r1")
@@ -436,15 +437,15 @@ def test_a_batch_applies_as_its_rounds_one_by_one_whatever_the_call_size(  # typ
                                        for i, p in enumerate(players)])
              for k, players in enumerate(rounds)]
     done_before = [batch[k] for k in sorted(set(again)) if k < len(batch)]
-    async def apply(store: Store, together: bool) -> list[list[bool]]:
+    async def run(store: Store, together: bool) -> list[list[bool]]:
         store.players_per_call = per_call
         for r in done_before:
-            await store.apply([r], now=1.0)
+            await apply(store, [r], now=1.0)
         if together:
-            return await store.apply(batch, now=2.0)
-        return [(await store.apply([r], now=2.0))[0] for r in batch]
+            return await apply(store, batch, now=2.0)
+        return [(await apply(store, [r], now=2.0))[0] for r in batch]
 
-    _together_as_one_by_one(redis_server.url, apply)
+    _together_as_one_by_one(redis_server.url, run)
 
 
 def _together_as_one_by_one(url: str, run: Callable[[Store, bool], Awaitable[object]]) -> None:
@@ -482,7 +483,7 @@ def test_a_batch_s_later_rounds_are_not_stored_once_another_attempt_stored_an_ea
 
     async def body(store: Store) -> tuple[list[int], list[str], list[list[tuple[int, bytes]]], list[int]]:
         await store.register_batch([NewRound("L", r, "h" + r, 0.0, 0.0, 2, body=b"{}") for r in ("r1", "r2", "r3")], [])
-        assert await store.save_fanout("L", "r1", pending=2, messages=[(0, b"r1/sweeper")])  # another attempt
+        assert await save_fanout(store, "L", "r1", pending=2, messages=[(0, b"r1/sweeper")])  # another attempt
         lost = await store.queue_batch([queued("r1", 1, "batch", None), queued("r2", 2, "batch", "r1"),
                                         queued("r3", 3, "batch", "r2")])
         statuses = [(await store.round_record("L", r))["status"] for r in ("r1", "r2", "r3")]

@@ -27,6 +27,7 @@ from stream.settings import Settings
 from stream.store.store import QueuedRound
 from tests.contracts.wire_oracle import reference_json
 from tests.faults.injection import Injector
+from store_calls import mark_queued, register_round
 
 PARTITIONS = 4
 
@@ -255,7 +256,7 @@ def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(r
 
         async def killed_mid_pipeline(queued: Sequence[QueuedRound], release: object = None) -> list[int]:
             (round_,) = queued
-            await store.mark_queued(round_.ladder, round_.players, round_.seq)  # the first half reached Redis, then the worker died
+            await mark_queued(store, round_.ladder, round_.players, round_.seq)  # the first half reached Redis, then the worker died
             raise ConnectionResetError("worker killed mid-pipeline")
 
         store.queue_batch = killed_mid_pipeline  # type: ignore[method-assign]
@@ -391,7 +392,7 @@ def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None
     async def body() -> None:
         loose = context(redis_url)
         r = RoundResult.from_json(raw)
-        await loose.store.register_round("L", "r1", content_hash=r.content_hash(), occurred_at=r.occurred_at,
+        await register_round(loose.store, "L", "r1", content_hash=r.content_hash(), occurred_at=r.occurred_at,
                                          received_at=0.0, field_size=3, body=raw)
         await loose.store.close()
         tight = context(redis_url, max_id_length=10, max_round_size=2, strict_schema=True)
@@ -416,7 +417,7 @@ def test_a_stored_round_that_keeps_raising_is_failed_and_dead_lettered(redis_url
         monkeypatch.setattr(faults, "_hook", Injector(faults.RAISE_ALWAYS_IN_PHASE_ONE, str(tmp_path / "marker")))
         outbox = ListOutbox(PARTITIONS)
         ctx = context(redis_url, outbox, handler_attempts=3)
-        await ctx.store.register_round("L", "poison", content_hash=r.content_hash(), occurred_at=r.occurred_at,
+        await register_round(ctx.store, "L", "poison", content_hash=r.content_hash(), occurred_at=r.occurred_at,
                                        received_at=0.0, field_size=3, body=r.to_json().encode())
         for _ in range(2):
             with pytest.raises(faults.InjectedFault):

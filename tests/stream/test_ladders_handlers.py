@@ -26,6 +26,7 @@ from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
 from stream.store import keys
 from stream.settings import Settings
 from test_phase_one_batch import apply
+from store_calls import register_round
 
 PARTITIONS = 4
 TOLERANCE = 1e-9
@@ -275,7 +276,7 @@ def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: s
     async def body() -> None:
         ctx = context(redis_url)
         cfg = ctx.ladder("b")
-        registration = await ctx.store.register_round(
+        registration = await register_round(ctx.store, 
             "b", "r1", content_hash=round_.content_hash(), occurred_at=round_.occurred_at, received_at=1.7e9,
             field_size=2, body=round_.to_json().encode(), due_at=1.7e9, model=cfg.model,
             model_params=cfg.params_digest())

@@ -24,6 +24,7 @@ from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.messages import split_sections
 from stream.pipeline.updates_batches import phase_two_batch
 from stream.settings import Settings
+from store_calls import mark_queued
 
 PARTITIONS = 4
 TOLERANCE = 1e-9
@@ -218,7 +219,7 @@ def test_worker_killed_midway_through_the_batch_store_leaves_no_stale_prior(redi
 
         async def killed(queued, release=None):  # type: ignore[no-untyped-def]
             await original(queued[:1])  # round 1 whole
-            await store.mark_queued(queued[1].ladder, queued[1].players, queued[1].seq)  # round 2's marks only
+            await mark_queued(store, queued[1].ladder, queued[1].players, queued[1].seq)  # round 2's marks only
             raise RuntimeError("killed mid-pipeline")
 
         store.queue_batch = killed  # type: ignore[method-assign]

@@ -34,6 +34,7 @@ from stream.store import keys
 from stream.store.store import NewRound
 
 from test_phase_one_batch import (NAMES, PARTITIONS, assert_equals_replay, complete_as_sweeper, context, game, incoming, players_of,
+from store_calls import mark_queued
                                   stored_states)
 
 
@@ -91,7 +92,7 @@ async def crashed_attempt(ctx: PipelineContext, round_: RoundResult) -> None:
     registrations, _ = await ctx.store.register_batch(
         [NewRound(round_.ladder, round_.round_id, round_.content_hash(), round_.occurred_at, 0.0, round_.field_size,
                   body=round_.to_json().encode(), due_at=1e18)], [])
-    await ctx.store.mark_queued(round_.ladder, round_.players(), registrations[0].seq)
+    await mark_queued(ctx.store, round_.ladder, round_.players(), registrations[0].seq)
 
 
 def test_a_batch_overtaken_in_its_resend_wait_by_the_sweeper_stores_nothing_from_its_chain(

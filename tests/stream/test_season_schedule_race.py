@@ -21,6 +21,7 @@ from stream.store import seasons as season_store
 from stream.store.store import OUTCOME_NEW, OUTCOME_STALE_SCHEDULE
 from test_ladders_handlers import TOLERANCE, context, mixed_rounds, stored
 from test_phase_one_batch import apply
+from store_calls import register_round
 
 T0 = 1.7e9  # mixed_rounds: round k at T0 + 30,000 k seconds
 LIVE = T0 + 30_000.0 * 20.5
@@ -103,7 +104,7 @@ def test_the_script_refuses_only_rounds_at_or_after_an_unread_start(redis_url: s
         assert await season_store.schedule_season(store.client, "a", "S2", LIVE) == (season_store.SCHEDULED, "")
 
         async def register(round_id: str, at: float, version: int) -> str:
-            reg = await store.register_round("a", round_id, content_hash=round_id, occurred_at=at, received_at=at,
+            reg = await register_round(store, "a", round_id, content_hash=round_id, occurred_at=at, received_at=at,
                                              field_size=2, schedule_version=version)
             return reg.outcome
 

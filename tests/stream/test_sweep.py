@@ -13,7 +13,7 @@ from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.outbox import ListOutbox
 from stream.pipeline.sweeper import sweep
 from stream.settings import Settings
-from stream.store.store import PlayerWrite, RoundWrites
+from store_calls import PlayerWrite, RoundWrites, apply, mark_queued, register_round, save_fanout
 
 
 def context(redis_url: str) -> tuple[PipelineContext, list[FanOutMessage]]:
@@ -36,7 +36,7 @@ def round_(ladder: str, round_id: str, players: list[str]) -> RoundResult:
 
 
 async def register(ctx: PipelineContext, r: RoundResult, *, due_at: float) -> int:
-    registration = await ctx.store.register_round(
+    registration = await register_round(ctx.store, 
         r.ladder, r.round_id, content_hash=r.content_hash(), occurred_at=r.occurred_at, received_at=0.0,
         field_size=r.field_size, body=r.to_json().encode(), due_at=due_at)
     return registration.seq
@@ -48,13 +48,13 @@ def test_a_ladder_stuck_at_its_barrier_does_not_stop_the_sweep_of_the_others(red
         past = time.time() - 10.0
         earlier = round_("A", "a0", ["x", "z"])  # stored, never applied: a1 waits for it forever
         seq = await register(ctx, earlier, due_at=past)
-        await ctx.store.mark_queued("A", ["x", "z"], seq)
-        await ctx.store.save_fanout("A", "a0", pending=2, messages=[(0, update("A", "a0", ["x", "z"]))])
+        await mark_queued(ctx.store, "A", ["x", "z"], seq)
+        await save_fanout(ctx.store, "A", "a0", pending=2, messages=[(0, update("A", "a0", ["x", "z"]))])
         stuck = round_("A", "a1", ["x", "y"])
         await register(ctx, stuck, due_at=past)
         ok = round_("B", "b1", ["u", "v"])
         await register(ctx, ok, due_at=past)
-        await ctx.store.save_fanout("B", "b1", pending=2, messages=[(1, update("B", "b1", ["u", "v"]))], due_at=past)
+        await save_fanout(ctx.store, "B", "b1", pending=2, messages=[(1, update("B", "b1", ["u", "v"]))], due_at=past)
         started = time.monotonic()
         report = await asyncio.wait_for(sweep(ctx), timeout=20.0)
         await ctx.store.close()
@@ -75,14 +75,14 @@ def test_a_round_being_applied_is_not_re_sent_whole(redis_url: str) -> None:
     async def body() -> list[list[tuple[str, str]]]:
         ctx, _ = context(redis_url)
         await register(ctx, round_("L", "r1", players), due_at=0.0)
-        await ctx.store.save_fanout("L", "r1", pending=10, messages=[(0, update("L", "r1", players[:5])),
+        await save_fanout(ctx.store, "L", "r1", pending=10, messages=[(0, update("L", "r1", players[:5])),
                                                                          (1, update("L", "r1", players[5:]))], due_at=0.0)
         seen = []
-        await ctx.store.apply([writes(players[:3])], now=1.0)  # progress since it was stored
+        await apply(ctx.store, [writes(players[:3])], now=1.0)  # progress since it was stored
         seen.append((await sweep(ctx)).resent)
         await ctx.store.client.hset("ems:round:{L}:r1", "redrives", 0)  # due again at once
         await ctx.store.client.zadd("ems:incomplete:{L}", {"r1": 0})
-        await ctx.store.apply([writes(players[3:5])], now=2.0)  # more progress
+        await apply(ctx.store, [writes(players[3:5])], now=2.0)  # more progress
         seen.append((await sweep(ctx)).resent)
         await ctx.store.client.zadd("ems:incomplete:{L}", {"r1": 0})
         seen.append((await sweep(ctx)).resent)  # no progress since the last claim: stuck, re-sent

@@ -19,6 +19,7 @@ from stream.pipeline.messages import Incoming
 from stream.pipeline.outbox import ListOutbox
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
+from store_calls import register_round
 
 TOLERANCE = 1e-9
 
@@ -80,7 +81,7 @@ def test_forged_updates_change_nothing_and_real_ones_rate_as_replay(redis_url: s
         assert "never-published" in alone.unverified[3][1] and "not applied" in alone.unverified[3][1]
 
         # a round still "registered" (phase one not done: no fan-out) verifies nothing either
-        registered = await ctx.store.register_round("W", "w1", content_hash="x", occurred_at=1.7e9, received_at=1.7e9,
+        registered = await register_round(ctx.store, "W", "w1", content_hash="x", occurred_at=1.7e9, received_at=1.7e9,
                                                     field_size=2)
         assert registered.status == "registered"
         early = await handle_updates(ctx, [forged(real, ladder="W", round_id="w1", seq=registered.seq)])
