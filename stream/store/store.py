@@ -413,9 +413,8 @@ class Store:
     """Async access to the service's Redis state (key schema: docs/contracts.md)."""
 
     def __init__(self, client: AsyncRedis, *, history_length: int, cluster: bool = False) -> None:
-        """``cluster``: lay calls out as on a Redis Cluster (one player per per-player script call)
-        on whatever server ``client`` reaches; a ``RedisCluster`` client always gets that layout.
-        Refuses another redis-py than the pinned one (:mod:`stream.dependencies`)."""
+        """``cluster``: the Redis Cluster layout (one player per per-player script call) on any server
+        (a ``RedisCluster`` client always gets it). Refuses another redis-py than the pinned one."""
         dependencies.check(dependencies.STORE)
         self.client = client
         self.cluster = cluster or is_cluster(client)
@@ -426,8 +425,7 @@ class Store:
         self.players_per_call = 1 if self.cluster else PLAYERS_PER_CALL
         self._sha: dict[str, str] = {}
         self._lean = response_callbacks(client) if isinstance(client, aioredis.Redis) and lean_capable(client) else None
-        """The response callbacks of :class:`LeanPipeline` when ``client`` can run it (one server,
-        hiredis, RESP2), else None (redis-py's pipelines)."""
+        """:class:`LeanPipeline`'s response callbacks when ``client`` can run it, else None (redis-py's pipelines)."""
 
     @classmethod
     def from_url(cls, url: str, *, history_length: int, cluster: bool = False) -> "Store":
@@ -437,21 +435,14 @@ class Store:
         await self.client.aclose()
 
     async def load_scripts(self) -> None:
-        """SCRIPT LOAD every script once, so batches are plain EVALSHA pipelines (one round trip).
-
-        The table is swapped in whole: a concurrent coroutine (phase one, phase two, the sweeper)
-        must never see it half filled (it would EVALSHA a script that is not in it yet)."""
+        """SCRIPT LOAD every script once (batches are then plain EVALSHA pipelines); the table is
+        swapped in whole, so a concurrent coroutine never EVALSHAs a script not in it yet."""
         loaded = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
         self._sha = loaded
 
     async def _run(self, build: Callable[[Pipeline], object]) -> list[Any]:
-        """Build and execute one pipeline (EVALSHAs and plain commands): one round trip.
-        On a single Redis a :class:`~stream.store.lean.LeanPipeline` (redis-py's pipeline costs
-        more CPU than the commands: see its module), on a Cluster redis-py's cluster pipeline.
-
-        If Redis lost its script cache (restart), reload the scripts and run it again; every
-        script is idempotent, so a partial first run is harmless.
-        """
+        """Build and execute one pipeline (:meth:`_pipeline`): one round trip. If Redis lost its
+        script cache (restart), reload the scripts and run it again (every script is idempotent)."""
         if not self._sha:
             await self.load_scripts()
         for attempt in range(2):
@@ -560,21 +551,19 @@ class Store:
 
     async def acquire_lease(self, ladder: str, owner: str, ttl_ms: int) -> int:
         """Take or renew the ladder's phase-one lease for ``ttl_ms`` (acquire_lease.lua): its fencing
-        token, the same while ``owner`` keeps it, higher once it changed hands; 0 if another owner
-        holds it (it lapses ``ttl_ms`` after its last renewal: a crashed holder's too)."""
+        token (up each time it changes hands), or 0 if another owner holds it."""
         (token,) = await self._run(lambda pipe: self._eval(
             pipe, "acquire_lease", [keys.lease(ladder), keys.fence(ladder)], [owner, ttl_ms]))
         return int(token)
 
     async def release_leases(self, ladders: Sequence[str], owner: str) -> None:
-        """Give up ``owner``'s phase-one lease of each ladder (release_lease.lua; a lease another
-        owner took after ours lapsed is left alone): one round trip."""
-        def build(pipe: Pipeline) -> None:
-            for ladder in ladders:
-                self._eval(pipe, "release_lease", [keys.lease(ladder)], [owner])
-
+        """Give up ``owner``'s phase-one lease of each ladder (release_lease.lua): one round trip."""
         if ladders:
-            await self._run(build)
+            await self._run(lambda pipe: self._release_into(pipe, ladders, owner))
+
+    def _release_into(self, pipe: Pipeline, ladders: Sequence[str], owner: str) -> None:
+        for ladder in ladders:  # a lease another owner took after ours lapsed is left alone
+            self._eval(pipe, "release_lease", [keys.lease(ladder)], [owner])
 
     async def ladder_model(self, ladder: str) -> str | None:
         """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
@@ -587,13 +576,9 @@ class Store:
         return None if body is None else as_bytes(body)
 
     async def claim_due_rounds(self, *, now: float, period: float, max_doublings: int, limit: int) -> list[DueRound]:
-        """Claim every ladder's incomplete rounds past their due time (at most ``limit`` per ladder).
-
-        Claiming moves a round's due time ahead atomically, so concurrent sweepers re-drive a round
-        once per period; the period doubles with each re-drive of the round (``period`` after the
-        first, at most ``period * 2**max_doublings``: claim_due_rounds.lua). Rated rounds found in
-        the ledger are dropped from it. Ordered by (ladder, seq): earlier rounds of a ladder first.
-        """
+        """Claim every ladder's incomplete rounds past their due time (at most ``limit`` per ladder),
+        by (ladder, seq). Claiming moves the due time ahead atomically, by a period doubling with each
+        re-drive up to ``period * 2**max_doublings`` (claim_due_rounds.lua)."""
         ladders = sorted(as_text(m) for m in await self.client.smembers(keys.ladders()))
         if not ladders:
             return []
@@ -619,31 +604,27 @@ class Store:
 
     async def fail_round(self, ladder: str, round_id: str, *, content_hash: str, reason: str,
                          players: Sequence[str]) -> bool:
-        """Set aside a round still ``registered`` with this content (status ``failed``: see
-        fail_round.lua) and release the ``players`` it marked queued (release_queued.lua, in
-        chunks). Returns whether it was failed now."""
-        (seq,) = await self._run(lambda pipe: self._eval(
-            pipe, "fail_round", [keys.round_record(ladder, round_id), keys.registered_rounds(ladder),
-                                 keys.incomplete_rounds(ladder)], [content_hash, reason]))
-        if not int(seq):
+        """Set aside a round still ``registered`` with this content (status ``failed``) and release
+        the ``players`` it marked queued. Returns whether it was failed now."""
+        seq = await self._fail(ladder, round_id, [content_hash, reason])
+        if not seq:
             return False
-        await self.release_queued(ladder, players, int(seq))
+        await self.release_queued(ladder, players, seq)
         return True
 
     async def fail_pending_round(self, ladder: str, round_id: str, *, seq: int, reason: str) -> bool:
         """Set aside a round still ``pending`` as round ``seq`` (status ``failed``, out of the
-        sweeper's ledger): phase two gave up on part of its fan-out (fail_round.lua)."""
-        (done,) = await self._run(lambda pipe: self._eval(
-            pipe, "fail_round", [keys.round_record(ladder, round_id), keys.registered_rounds(ladder),
-                                 keys.incomplete_rounds(ladder)], [seq, reason, STATUS_PENDING]))
-        return bool(int(done))
+        sweeper's ledger): phase two gave up on part of its fan-out."""
+        return bool(await self._fail(ladder, round_id, [seq, reason, STATUS_PENDING]))
+
+    async def _fail(self, ladder: str, round_id: str, args: list[Any]) -> int:
+        (reply,) = await self._run(lambda pipe: self._eval(pipe, "fail_round", [
+            keys.round_record(ladder, round_id), keys.registered_rounds(ladder), keys.incomplete_rounds(ladder)], args))
+        return int(reply)
 
     async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
-        """Let the ladder go on past round ``seq`` for ``players`` it marked queued, which it will
-        not rate (a failed round, or a dead-lettered section of its fan-out): their ``last_seq``
-        moves up to ``seq``, their state unchanged (release_queued.lua, in chunks), so later
-        rounds' barriers let them through and phase two applies the later rounds whose
-        ``previous_seq`` names this one. Returns how many."""
+        """Let the ladder go on past round ``seq``, which it will not rate, for ``players`` it marked
+        queued: their ``last_seq`` moves up to it, state unchanged (release_queued.lua). Returns how many."""
         player_keys = [keys.player(ladder, p) for p in players]
 
         def release(pipe: Pipeline) -> None:
@@ -667,32 +648,19 @@ class Store:
 
     async def queue_batch(self, rounds: Sequence[QueuedRound], release: tuple[str, Sequence[str]] | None = None,
                           ) -> list[int]:
-        """Phase one's last write of its rounds, in order, in ONE round trip: per round
-        :meth:`mark_queued` then :meth:`save_fanout` (one pipeline, not a transaction: a worker
-        killed mid-pipeline leaves a prefix of it written, a round's marks possibly without its
-        fan-out; the round is still ``registered`` then, and its next attempt, a redelivery or the
-        sweeper, does both again, each script idempotent; small rounds' marks and fan-outs go in
-        queue_rounds.lua calls, atomic, so at most one round, one above ``players_per_call``
-        players, has marks without its fan-out; mark_queued.lua keeps what the barrier of its
-        next attempt needs). Returns, per round, :data:`SAVED_NOW`,
-        :data:`SAVED_BEFORE` (another attempt stored it first: send the stored one) or
-        :data:`SAVE_REFUSED` (it stays ``registered``: an earlier round of its ladder still is, or
-        its chain's previous round, ``QueuedRound.after``, was stored by another attempt; decided
-        in save_fanout.lua, atomically with the store) or :data:`SAVE_FENCED` (the writer's lease
-        token, ``QueuedRound.fence``, is stale). On a single Redis a refused or fenced small round
-        marks nobody (queue_rounds.lua). ``release`` (owner, ladders): then, in the same round trip,
-        the owner's phase-one leases of those ladders are given up (:meth:`release_leases`).
+        """Phase one's last write of its rounds, in order, in ONE round trip: per round its players'
+        queued marks then its fan-out (:meth:`_queue_into`). Not a transaction: a killed worker leaves
+        a prefix written, the round still ``registered``, and its next attempt redoes both (each script
+        idempotent; queue_rounds.lua makes a small round's pair atomic). Returns per round
+        :data:`SAVED_NOW`, :data:`SAVED_BEFORE`, :data:`SAVE_REFUSED` or :data:`SAVE_FENCED`.
+        ``release`` (owner, ladders): the owner's leases of those ladders given up in the same trip.
 
-        On Redis Cluster in TWO round trips, every mark first: a cluster pipeline runs as
-        concurrent per-node pipelines, so a node failing would leave any subset written, e.g. a
-        round's fan-out stored (the round ``pending``: its next attempt only re-sends it) without
-        a player's mark (a later round of his would read his prior without this round's update).
-        There a fenced writer's marks are written (player keys are other slots than the fence's):
-        marks of a round to be rated, as a crashed attempt leaves them (mark_queued.lua)."""
+        On Redis Cluster in TWO round trips, every mark first: per-node pipelines fail independently,
+        and a fan-out stored without a player's mark would let a later round read his prior without
+        this one (a fenced writer's marks are written there, as a crashed attempt leaves them)."""
         def release_into(pipe: Pipeline) -> None:
-            for ladder in () if release is None else release[1]:
-                assert release is not None
-                self._eval(pipe, "release_lease", [keys.lease(ladder)], [release[0]])
+            if release is not None:
+                self._release_into(pipe, release[1], release[0])
 
         if self.cluster and rounds:
             def marks(pipe: Pipeline) -> None:
@@ -717,11 +685,9 @@ class Store:
         return [int(replies[call] if at is None else replies[call][at]) for call, at in saves]
 
     def _queue_into(self, pipe: Pipeline, rounds: Sequence[QueuedRound]) -> list[tuple[int, int | None]]:
-        """Queue the rounds' marks and fan-outs, in order, on a single Redis: consecutive rounds of
-        up to ``players_per_call`` players together in one queue_rounds.lua call (save_fanout.lua
-        then, if it stored now, mark_queued.lua per round, atomically), a bigger round as mark_queued.lua calls (in
-        chunks) then save_fanout.lua. Returns per round (call, index in its reply or None: the
-        reply is the round's own save_fanout answer)."""
+        """Queue the rounds' marks and fan-outs on a single Redis: consecutive rounds of up to
+        ``players_per_call`` players in one queue_rounds.lua call, a bigger round as mark_queued.lua
+        calls then save_fanout.lua. Returns per round (call, index in its reply or None: its own call)."""
         where: list[tuple[int, int | None]] = []
         calls = 0
         keys_: list[str] = []
@@ -791,12 +757,9 @@ class Store:
         return [(where[0], value) for where, value in order]
 
     async def load_results_of(self, rounds: Sequence[tuple[str, str, Sequence[str]]]) -> list[list[bytes | None] | None]:
-        """:meth:`load_results` of several (ladder, round_id, players) in one round trip; None for a
-        round a correction re-rated since its events were sent (``rerated_by`` on its record): its
-        stored results are no longer the ones emitted, and re-emitting them would give an
-        ``event_id`` a second content (the correction sent its own events). Each round's results
-        are read before its mark, which a re-rate sets in the script that rewrites the results
-        (rewrite_rounds.lua)."""
+        """The stored RatingChange JSON of each (ladder, round_id, players) (None where absent), one round
+        trip; None for a round re-rated since (``rerated_by``, set by rewrite_rounds.lua with the new
+        results, read after them): re-emitting would give an ``event_id`` a second content."""
         asked = [(ladder, round_id, list(players)) for ladder, round_id, players in rounds if players]
         if not asked:
             return [[] for _ in rounds]
@@ -817,25 +780,17 @@ class Store:
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int | np.ndarray, *,
                           states: bool = False) -> Priors:
-        """Stored (mu, sigma, last_time) of each player (or its packed state, with ``states``), and
-        which ones the barrier still holds for round ``seq`` (or one seq per player: a batch's
-        players each wait for their first round of the batch). See :meth:`priors`."""
+        """Stored (mu, sigma, last_time) of each player (or packed state, with ``states``), and whom the
+        barrier holds for round ``seq`` (or one seq per player): :meth:`priors`."""
         fields = player_hash.PRIOR_STATES if states else player_hash.PRIORS
         return self.priors(players, await self._read_players([keys.player(ladder, p) for p in players], fields), seq)
 
     @staticmethod
     def priors(players: Sequence[str], columns: dict[str, np.ndarray | list[bytes | None]],
                seq: int | np.ndarray) -> Priors:
-        """Priors from the player_hash.PRIORS (or PRIOR_STATES) columns of ``players``.
-
-        A player is held while the round he waits for is not applied yet (``last_seq`` below it):
-        the newest of his marks (mark_queued.lua: the rounds rated for him that a barrier may
-        still wait for) below ``seq``. While round ``seq`` is registered no later round of its ladder is stored
-        (save_fanout.lua), so a mark at or above ``seq`` is what an attempt that crashed or was
-        fenced left: ``seq`` itself, or later rounds of its batch (on Redis Cluster the marks go
-        before the fan-outs). A player whose ``last_seq`` is ``seq`` or more is ``overtaken``: his
-        state already includes this round or a later one (another attempt stored the round and
-        phase two applied it), so it is no prior of this round whatever the marks say."""
+        """Priors from the player_hash.PRIORS (or PRIOR_STATES) columns of ``players``. A player is held
+        while the newest of his marks below ``seq`` (mark_queued.lua) is above his ``last_seq``; marks at
+        or above ``seq`` are a crashed or fenced attempt's leftovers. ``last_seq >= seq``: ``overtaken``."""
         mu, sigma, last_time, known = None, None, None, None
         if player_hash.MU in columns:
             mu, sigma, last_time = (np.asarray(columns[name], dtype=np.float64)
@@ -869,11 +824,7 @@ class Store:
         pipe = self._pipeline()
         for player in players:
             pipe.hget(keys.player(ladder, player), player_hash.QUEUED_SEQ)
-        seqs = sorted({_int(raw) for raw in await pipe.execute()} - {0})
-        pipe = self._pipeline()
-        for seq in seqs:
-            pipe.zrangebyscore(keys.rounds(ladder), seq, seq)
-        return [rid.decode() for ids in await pipe.execute() for rid in ids]
+        return await self.round_ids(ladder, sorted({_int(raw) for raw in await pipe.execute()} - {0}))
 
     async def registered_before(self, ladder: str, seq: int) -> list[str]:
         """Ids of the ladder's rounds still ``registered`` (phase one unfinished) with a seq below
@@ -897,11 +848,9 @@ class Store:
 
     # ---- phase two ----------------------------------------------------------------------
     async def read_states(self, ladder: str, players: Sequence[str]) -> StoredStates:
-        """:meth:`load_states`' columns of a ladder's players by read-only commands only, one round
-        trip (what-if reads with it: the read API may run as a reader ACL user that runs no scripts
-        and must never write). On a single Redis, load_players.lua by EVALSHA_RO (readonly, ~5x less
-        CPU here than a command per player), if Redis has it cached (the worker loads it) and the
-        user may run it; else, and on a Cluster, plain HMGETs."""
+        """:meth:`load_states`' columns (and ``queued_seq``) by read-only commands, one round trip (what-if:
+        the read API's ACL user runs no scripts that write). load_players.lua by EVALSHA_RO on a single
+        Redis that has it cached and lets the user run it (~5x less CPU); else plain HMGETs."""
         player_keys = keys.players(ladder, players)
         if not player_keys:
             return StoredStates(np.zeros(0, dtype=np.int64), [], [], queued_seq=np.zeros(0, dtype=np.int64))
@@ -915,11 +864,9 @@ class Store:
             except ResponseError:  # NOSCRIPT, NOPERM (a reader user), an older Redis: the plain reads
                 pass
             else:
-                last = cast("np.ndarray", columns[player_hash.LAST_SEQ])
-                queued = cast("np.ndarray", columns[player_hash.QUEUED_SEQ])
-                return StoredStates(np.nan_to_num(last).astype(np.int64), cast("list[bytes | None]", columns[player_hash.STATE]),
-                                    cast("list[bytes | None]", columns[player_hash.TIER]),
-                                    queued_seq=np.nan_to_num(queued).astype(np.int64))
+                return StoredStates(_seq_column(columns[player_hash.LAST_SEQ]), list(columns[player_hash.STATE]),
+                                    list(columns[player_hash.TIER]),
+                                    queued_seq=_seq_column(columns[player_hash.QUEUED_SEQ]))
         pipe = self._pipeline()
         queue = pipe.execute_command  # redis-py's hmget() wrapper costs more than queuing the command
         for key in player_keys:
@@ -931,12 +878,9 @@ class Store:
 
     async def load_states(self, players: Sequence[tuple[str, str]],
                           verify: Sequence[FanOutCheck] = ()) -> StoredStates:
-        """Last applied seq, packed state and tier of (ladder, player) pairs and, for each of
-        ``verify``, which sections are exactly ones of the round's stored fan-out: one round trip
-        (verify_updates.lua: one call per ladder for up to ROUNDS_PER_CALL rounds).
-
-        The check may run before the writes it guards: a round's fan-out (and the digest set
-        verify_updates.lua derives from it) never changes once stored, so its answer still holds."""
+        """Last applied seq, packed state and tier of (ladder, player) pairs and, per ``verify``, which
+        sections are exactly ones of the round's stored fan-out (verify_updates.lua): one round trip.
+        A stored fan-out never changes, so the check may run before the writes it guards."""
         player_keys = [keys.player(ladder, p) for ladder, p in players]
         calls = _by_ladder(verify)
 
@@ -964,38 +908,25 @@ class Store:
                             list(columns[player_hash.TIER]), verified)
 
     async def apply_batch(self, batch: BatchWrites, *, now: float) -> np.ndarray:
-        """Apply the player updates of a batch of rounds in TWO round trips, idempotently.
-
-        First apply_player_update.lua per chunk of players, the rounds' players one after the
-        other (several small rounds share a call; one player per call on Redis Cluster: its own
-        slot), so a player's writes land in the order of the rounds (phase two gives a player's
-        rounds in seq order). Then record_round_results.lua per run of rounds of one ladder (the
-        ladder's slot), up to ROUND_PLAYERS_PER_CALL players a call, for the players applied now
-        only: a player whose script skipped the write (this or a later round already applied,
-        e.g. by another worker around a rebalance) gets no result from these writes, which would
-        put this round's rating back on the leaderboard over a later one's (the caller re-emits
-        his stored result, recovered from his history if it is missing: ``recover_results``).
-        Recording after the writes also means a round is never ``rated`` while one of its
-        players' writes failed (on Redis Cluster a pipeline's per-node parts fail independently).
-        Returns whether each write (row) was applied now.
-        """
+        """Apply a batch's player updates in TWO round trips, idempotently: apply_player_update.lua
+        per chunk of players in round order, then record_round_results.lua (:func:`_segments`) for
+        the players applied now only (a skipped write must not put an older rating back on the
+        leaderboard; a round is never ``rated`` while a write failed). Returns, per row, whether applied now."""
         replies = await self._run(lambda pipe: self._apply_into(pipe, batch)) if len(batch.players) else []
         applied = np.array([flag for reply in replies for flag in reply], dtype=bool)
         results = batch.results(applied)
         await self._run(lambda pipe: self._record_into(pipe, results, now))
         return applied
 
-    def _apply_into(self, pipe: Pipeline, batch: BatchWrites) -> int:
+    def _apply_into(self, pipe: Pipeline, batch: BatchWrites) -> None:
         """Queue apply_player_update.lua calls of the batch's rows, in order, up to
-        ``players_per_call`` players a call, each call carrying the rounds its rows belong to;
-        returns how many calls."""
+        ``players_per_call`` players a call, each call carrying the rounds its rows belong to."""
         n = len(batch.players)
         round_of = batch.round_of()
         starts = batch.starts
         ladder_of = [batch.ladders[r] for r in round_of.tolist()] if len(batch.ladders) > 1 else [batch.ladders[0]] * n
         times = functools.cache(encode_float)
         step = self.players_per_call
-        calls = 0
         for lo in range(0, n, step):
             hi = min(lo + step, n)
             first, last = int(round_of[lo]), int(round_of[hi - 1])
@@ -1008,20 +939,12 @@ class Store:
                     *_interleave(batch.mu[lo:hi], batch.sigma[lo:hi], batch.rounds[lo:hi], batch.display_rating[lo:hi],
                                  batch.tiers[lo:hi], batch.states[lo:hi], batch.changes[lo:hi])]
             self._eval(pipe, "apply_player_update", keys_, args)
-            calls += 1
-        return calls
 
     async def recover_results(self, ladder: str, round_id: str, players: Sequence[str], *,
                               now: float) -> list[bytes | None]:
-        """Record the round results of players applied without them (their RatingChange JSON
-        taken from their history) and return those changes (None where not found).
-
-        ``apply`` sends the players' scripts and then the rounds' bookkeeping in one pipeline,
-        but a pipeline is not a transaction: a worker killed mid-pipeline (seen with a 20,000
-        -player round) leaves players applied (state + history, atomically) whose result is
-        missing, so the round never reaches ``rated`` and their events could not be re-emitted.
-        The leaderboard gets the player's current display rating (a later round may have moved it).
-        """
+        """Record the round results of players applied without them (a worker killed between
+        :meth:`apply_batch`'s two round trips), taken from their history, at their current display
+        rating; returns those changes (None where not found)."""
         pipe = self._pipeline()
         for player in players:
             pipe.lrange(keys.history(ladder, player), 0, -1)
@@ -1044,10 +967,8 @@ class Store:
         return found
 
     def _record_into(self, pipe: Pipeline, results: _Results, now: float) -> None:
-        """Queue record_round_results.lua for rounds' players: results, leaderboard scores, each
-        round's status. One call per run of rounds of one ladder holding up to
-        ROUND_PLAYERS_PER_CALL players (a bigger round spans calls; the last one sees them all
-        recorded); a round without players still gets its segment (its status is re-checked)."""
+        """Queue record_round_results.lua calls (:func:`_segments`): results, leaderboard scores, each
+        round's status (a round without players still gets its segment: its status is re-checked)."""
         now_text = encode_float(now)
         for call in _segments(results.ladders, results.starts):
             ladder = results.ladders[call[0][0]]
