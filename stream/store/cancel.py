@@ -1,12 +1,8 @@
 """redis.asyncio connections that never drop a task's cancellation.
 
-redis-py bounds each write with ``asyncio.wait_for(send, socket_timeout)``. On Python 3.11,
-``wait_for`` returns the inner result when the write finishes in the same loop iteration as a
-cancellation of the calling task, and the ``CancelledError`` is lost (CPython gh-86296, fixed
-in 3.12 where ``wait_for`` is built on ``asyncio.timeout``). The caller then runs on as if
-nothing happened: measured with short pipelines cancelled at random moments, a third of the
-cancellations were dropped, and a phase-one barrier cancelled by a timeout (or a rebalance)
-polled Redis for ever. :class:`CancelSafeSend` re-raises such a cancellation after the write.
+redis-py bounds each write with ``asyncio.wait_for``, which on Python 3.11 loses a cancellation that
+lands in the loop iteration the write finishes in (CPython gh-86296; a third of them, measured: a
+cancelled phase-one barrier polled Redis for ever). :class:`CancelSafeSend` re-raises it after the write.
 """
 
 from __future__ import annotations
@@ -19,9 +15,8 @@ if TYPE_CHECKING:
 
 
 class CancelSafeSend:
-    """Mixin for a redis.asyncio connection class: a cancellation requested while a command was
-    being written is raised once the write returns (the connection is dropped first: the
-    command's reply will never be read, so the connection must not serve another call)."""
+    """Mixin for a redis.asyncio connection class: a cancellation requested during a write is raised
+    once it returns, the connection dropped first (the reply will never be read)."""
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         task = asyncio.current_task()
@@ -37,9 +32,8 @@ def _safe(base: type) -> type:
 
 
 def make_cancel_safe(client: AsyncRedis) -> None:
-    """Make the connections ``client`` opens from now on :class:`CancelSafeSend` (idempotent).
-    A single Redis: its pool's connection class. A Redis Cluster: the class every node's pool
-    is built with (the nodes known now and those discovered later)."""
+    """Make the connections ``client`` opens from now on :class:`CancelSafeSend` (idempotent): a single
+    Redis's pool's, or every Cluster node's, known now or discovered later."""
     pool = getattr(client, "connection_pool", None)
     if pool is not None:
         pool.connection_class = _safe(pool.connection_class)

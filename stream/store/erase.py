@@ -1,15 +1,9 @@
-"""Erasure of one player from a ladder (``stream erase LADDER PLAYER``).
+"""Erasure of one player from a ladder (``stream erase LADDER PLAYER``; docs/history.md, Erasure).
 
-The player's own keys go (state hash, rating history) with his leaderboard entry; in the
-ladder's stored rounds (results, stored fan-outs, unconfirmed-emission sets) his id is replaced
-by a pseudonym, so the rounds keep their standings and a later re-rate of the ladder gives every
-other player the same result as before. The pseudonym is ``erased:`` + the first 32 hex digits
-of HMAC-SHA256(``ERASURE_SECRET``, ladder NUL player): deterministic, so an interrupted erasure
-is completed by running it again, and not reversible without the secret. Every pseudonym is
-recorded in ``ems:erased:{L}`` (pseudonym → erased_at), never the id it replaces.
-
-Other players' ratings are not changed (they were computed with the player's results, which
-stay, under the pseudonym) until a re-rate, which rates the pseudonym in his place.
+His own keys (state hash, history) and leaderboard entry go; in the ladder's stored rounds his id is
+replaced by a pseudonym, ``erased:`` + the first 32 hex digits of HMAC-SHA256(``ERASURE_SECRET``,
+ladder NUL player): deterministic, so a re-run completes an interrupted erasure; not reversible
+without the secret. Pseudonyms are recorded in ``ems:erased:{L}``, never the id they replace.
 """
 
 from __future__ import annotations

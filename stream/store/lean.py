@@ -1,26 +1,12 @@
 """A non-transactional pipeline for one Redis server, without redis-py's per-command machinery.
 
-Every :class:`~stream.store.store.Store` batch is one pipeline (EVALSHAs and a few plain
-commands). redis-py's ``Pipeline.execute`` spent most of its time around the wire, not on it:
-``pack_commands`` chunking each command, then ``parse_response`` per reply (an awaited
-``read_response`` with its own timeout context, option handling, a response-callback lookup).
-:class:`LeanPipeline` queues ``(args, callback)`` pairs, packs them with hiredis into one
-buffer, writes it once (as the connection's ``send_packed_command`` does: health check,
-reconnect, the same errors; but bounded by ``asyncio.timeout`` in the calling task, not in a task
-of its own: :func:`_send`) and reads the N replies from the connection's own hiredis reader,
-awaiting the socket only when the reader runs dry.
-
-What callers see is unchanged: the reader is the connection's, so ``decode_responses`` types the
-replies as before; a command with a redis-py response callback (e.g. ``ZRANGE ... WITHSCORES``,
-``HEXISTS``) still gets it (EVALSHA, HGET, SADD... have none); error replies are read to the end
-of the pipeline, then the first one is raised annotated as redis-py does (``NoScriptError`` for
-NOSCRIPT, so ``Store._run`` reloads the scripts); a connection or timeout error disconnects and is
-retried by the connection's ``Retry`` as redis-py's pipeline does. Any exception while the
-replies are being read (a cancellation included) disconnects the connection before it goes back
-to the pool, so no pooled connection is ever left with unread replies.
-
-Only for a plain ``redis.asyncio.Redis`` whose connections read with hiredis and speak RESP2
-(:func:`lean_capable`); a Redis Cluster keeps redis-py's cluster pipeline.
+redis-py's ``Pipeline.execute`` spent most of a Store batch's time around the wire (chunked packing,
+an awaited ``read_response`` per reply). :class:`LeanPipeline` packs the queued commands with hiredis
+into one buffer, writes it once and reads the N replies from the connection's own hiredis reader.
+Callers see the same replies (the connection's reader, redis-py's response callbacks), errors
+(the first error reply raised annotated, after reading them all; ``Retry`` on connection errors);
+any exception while reading disconnects the connection, so none goes back to the pool with unread
+replies. Only for a ``redis.asyncio.Redis`` reading with hiredis in RESP2 (:func:`lean_capable`).
 """
 
 from __future__ import annotations
@@ -72,13 +58,11 @@ else:
 
 
 class LeanPipeline(_Base):
-    """Commands queued by redis-py's command methods (``sadd``, ``zrange``, ``execute_command``...)
-    and sent as one round trip by :meth:`execute` (see the module docstring). Not a redis-py
-    ``Pipeline`` at run time: only those command methods, ``execute`` and ``len``."""
+    """Commands queued by redis-py's command methods, sent as one round trip by :meth:`execute`
+    (not a redis-py ``Pipeline`` at run time: only the command methods, ``execute`` and ``len``)."""
 
     def __init__(self, client: aioredis.Redis, callbacks: dict[str, Callback]) -> None:
-        """``callbacks``: :func:`response_callbacks` of ``client`` (taken once per client: a copy
-        per pipeline would cost more than the lookups it saves)."""
+        """``callbacks``: :func:`response_callbacks` of ``client``, taken once per client."""
         self.redis = client
         self.callbacks = callbacks
         self.commands: list[Queued] = []
@@ -102,9 +86,8 @@ class LeanPipeline(_Base):
         return len(self.commands)
 
     async def execute(self, raise_on_error: bool = True) -> list[Any]:
-        """Send every queued command in one write and read their replies (one per command, in
-        order); raise the first error reply (after reading them all) as redis-py's pipeline does,
-        or with ``raise_on_error=False`` leave every error reply in its place."""
+        """Send every queued command in one write and read their replies, in order; raise the first
+        error reply (after reading them all), or with ``raise_on_error=False`` leave them in place."""
         commands = self.commands
         if not commands:
             return []
@@ -133,12 +116,9 @@ def _pack(conn: Any, commands: list[Queued]) -> bytes:
 
 
 async def _send(conn: Any, packed: bytes) -> None:
-    """Write ``packed`` as the connection's ``send_packed_command`` does (connecting first if
-    needed, its health check, the same errors), the write bounded by ``socket_timeout`` with
-    ``asyncio.timeout`` in the calling task, as the replies are read: redis-py's
-    ``asyncio.wait_for`` runs each write in a task of its own (a task and a loop iteration per
-    round trip), and on Python 3.11 can drop a cancellation (``stream.store.cancel``), which a
-    write in the caller's task never does. Any exception disconnects the connection."""
+    """Write ``packed`` as ``send_packed_command`` does (connect, health check, the same errors), bounded
+    by ``asyncio.timeout`` in the calling task: redis-py's ``wait_for`` costs a task per write and on
+    Python 3.11 can drop a cancellation (``stream.store.cancel``). Any exception disconnects."""
     if not conn.is_connected:
         await conn.connect_check_health(check_health=False)
     await conn.check_health()

@@ -1,17 +1,11 @@
 """Retention: delete the stored results and fan-outs of old rounds, and history entries of old
-rounds (RETAIN_* settings).
+rounds (RETAIN_* settings; docs/history.md, Retention).
 
-Per ladder and kind (``results``: ``ems:round-results:{L}:R``, ``fanouts``:
-``ems:round-perf:{L}:R``) a watermark in the ladder hash (``results_trimmed_seq``,
-``fanouts_trimmed_seq``) says up to which sequence number the kind is deleted; each call walks
-forward from it over at most ``limit`` rounds, deleting while a round is beyond the count limit
-(more than ``keep`` rated rounds after it) or older than the age limit, and stops at the first
-round that is neither, or that is still in the sweeper's ledger (its fan-out and results may
-still be re-sent). So a call costs a few commands per ladder when there is nothing to do.
-Round records and the rounds index are kept (re-published rounds stay duplicates). The
-``history`` kind (RETAIN_HISTORY_DAYS, watermark ``history_trimmed_seq``) deletes no round key:
-for the players of each round passing the age it drops their history entries older than the
-age (trim_history.lua); it runs first, while the rounds' results or fan-outs still name them.
+Per ladder and kind a watermark in the ladder hash (``<kind>_trimmed_seq``) says up to which seq the
+kind is deleted; a call walks forward from it over at most ``limit`` rounds and stops at the first
+one within both limits or still in the sweeper's ledger. Round records and the index are kept. The
+``history`` kind deletes no round key: it drops the rounds' players' history entries older than the
+age (trim_history.lua), first, while the rounds' results or fan-outs still name them.
 """
 
 from __future__ import annotations
