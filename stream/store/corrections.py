@@ -111,11 +111,7 @@ async def hold(store: Store, ladder: str, correction_id: str, *, now: float) -> 
 
 async def release(store: Store, ladder: str, correction_id: str) -> bool:
     """Release the ladder's hold if ``correction_id`` has it (nothing recorded in the ledger)."""
-    (released,) = await store._run(lambda pipe: store._eval(
-        pipe, "finish_correction",
-        [keys.ladder(ladder), keys.corrections(ladder), keys.correction_plan(ladder, correction_id)],
-        [correction_id, "", "0"]))
-    return bool(int(released))
+    return await _finish(store, ladder, correction_id, "", "0")
 
 
 async def record_rejection(store: Store, ladder: str, correction_id: str, reason: str, message: str) -> None:
@@ -152,12 +148,6 @@ async def recount_players(store: Store, ladder: str) -> None:
     await store.client.hset(keys.ladder(ladder), "players", await store.client.zcard(keys.leaderboard(ladder)))
 
 
-async def holder(store: Store, ladder: str) -> str | None:
-    """The id of the correction holding the ladder, if any."""
-    raw = await store.client.hget(keys.ladder(ladder), "hold")
-    return None if raw is None else as_text(raw)
-
-
 async def in_flight(store: Store, ladder: str) -> int:
     """The ladder's rounds not yet done: registered, or in the sweeper's ledger (events unconfirmed)."""
     pipe = store.client.pipeline(transaction=False)
@@ -175,10 +165,15 @@ async def ledger_entry(store: Store, ladder: str, correction_id: str) -> dict[st
 
 async def finish(store: Store, ladder: str, correction_id: str, entry: dict[str, Any], *, rerated: bool) -> bool:
     """Record the correction in the ledger, drop its plan, release its hold (finish_correction.lua)."""
+    return await _finish(store, ladder, correction_id, json.dumps(entry, separators=(",", ":"), ensure_ascii=False),
+                         "1" if rerated else "0")
+
+
+async def _finish(store: Store, ladder: str, correction_id: str, entry: str, rerated: str) -> bool:
     (released,) = await store._run(lambda pipe: store._eval(
         pipe, "finish_correction",
         [keys.ladder(ladder), keys.corrections(ladder), keys.correction_plan(ladder, correction_id)],
-        [correction_id, json.dumps(entry, separators=(",", ":"), ensure_ascii=False), "1" if rerated else "0"]))
+        [correction_id, entry, rerated]))
     return bool(int(released))
 
 

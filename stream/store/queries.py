@@ -11,22 +11,16 @@ ladder / player / round does not exist.
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from collections.abc import Sequence
 from typing import Any, cast
-
 
 from stream.store import keys, player_hash
 from stream.store.client import AsyncRedis
 
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
-ROUND_FIELDS = ("round_id", "seq", "status", "field_size", "occurred_at", "received_at", "rated_at",
-                "content_hash", "pending")
-ROUND_FLOAT_FIELDS = ("occurred_at", "received_at", "rated_at")
-ROUND_INT_FIELDS = ("seq", "field_size", "pending")
 #: A corrected round's marks (stream/pipeline/corrections.py writes them): the correction trail
 #: (JSON: id, kind, at, reason of each) and the correction that voided, amended or inserted it.
 ROUND_CORRECTION_FIELDS = ("corrections", "voided_by", "amended_by", "inserted_by")
@@ -61,6 +55,12 @@ def _int(raw: Any) -> int | None:
 
 def _json(raw: Any) -> dict[str, Any]:
     return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
+
+
+ROUND_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "round_id": _text, "seq": _int, "status": _text, "field_size": _int, "occurred_at": _float,
+    "received_at": _float, "rated_at": _float, "content_hash": _text, "pending": _int}
+"""The round record fields a round page shows, each with its reader."""
 
 
 class View:
@@ -288,14 +288,9 @@ def _prefix_range(prefix: str) -> tuple[bytes, bytes]:
 
 async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset: int = 0,
                              limit: int = 50) -> LeaderboardPage:
-    """Players whose id starts with ``prefix``, best first, with their leaderboard positions.
-
-    From the ladder's name index (:func:`stream.store.keys.player_names`, every member at score 0):
-    ZRANGEBYLEX finds the matches in O(log N + matches), so a prefix that matches nothing costs
-    one lookup; at most :data:`MAX_SEARCH_MATCHES` are collected. A ladder whose index is not
-    complete (rated before the index existed) is scanned instead, at most :data:`MAX_SEARCH_SCAN`
-    entries.
-    """
+    """Players whose id starts with ``prefix``, best first, with their leaderboard positions: by
+    ZRANGEBYLEX on the name index (O(log N + matches), at most :data:`MAX_SEARCH_MATCHES`), or, where
+    the index is not complete (rated before it existed), a scan of :data:`MAX_SEARCH_SCAN` entries."""
     lb, names = keys.leaderboard(ladder), keys.player_names(ladder)
     pipe = r.pipeline(transaction=False)
     pipe.zcard(lb)
@@ -388,22 +383,10 @@ async def lobby_state(r: AsyncRedis, ladder: str,
             for mu, sigma, last in rows]
 
 
-def _round_record(raw: list[Any]) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for name, value in zip(ROUND_FIELDS, raw):
-        if name in ROUND_FLOAT_FIELDS:
-            record[name] = _float(value)
-        elif name in ROUND_INT_FIELDS:
-            record[name] = _int(value)
-        else:
-            record[name] = _text(value)
-    return record
-
-
 async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | None:
     """A round's record and every player's rating change, ordered by rank."""
     pipe = r.pipeline(transaction=False)
-    pipe.hmget(keys.round_record(ladder, round_id), ROUND_FIELDS + ROUND_CORRECTION_FIELDS)
+    pipe.hmget(keys.round_record(ladder, round_id), [*ROUND_FIELDS, *ROUND_CORRECTION_FIELDS])
     pipe.hlen(keys.round_results(ladder, round_id))
     raw_all, n_results = await pipe.execute()
     raw_record, raw_marks = raw_all[:len(ROUND_FIELDS)], raw_all[len(ROUND_FIELDS):]
@@ -419,7 +402,7 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
             if len(values) >= MAX_ROUND_RESULTS:
                 break
     results = sorted((_json(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
-    record = _round_record(raw_record)
+    record = {name: read(value) for (name, read), value in zip(ROUND_FIELDS.items(), raw_record)}
     trail = _text(raw_marks[0])
     record["corrections"] = json.loads(trail) if trail else []  # the trail: each correction's id, kind, at, reason
     record.update({name: _text(value) for name, value in zip(ROUND_CORRECTION_FIELDS[1:], raw_marks[1:])})
@@ -445,10 +428,9 @@ LADDER_VERSION_FIELDS = ("seq", "rounds_rated", "updated_at")
 
 
 async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
-    """What changes whenever a round is registered or rated (``seq``, ``rounds_rated``,
-    ``updated_at`` of the ladder hash), or None for an unknown ladder. The read API keys its cached
-    answers on it, so it is one command: a ladder hash with any of them is a ladder (the ladder's
-    first round put it in the ladder set and counted ``seq``); only without them is the set asked."""
+    """What changes whenever a round is registered or rated (the ladder hash's ``seq``, ``rounds_rated``,
+    ``updated_at``; None: unknown ladder): the read API's cache key, so one command (the ladder set is
+    asked only when the hash has none of them)."""
     fields = await r.hmget(keys.ladder(ladder), LADDER_VERSION_FIELDS)
     if all(f is None for f in fields) and not await ladder_exists(r, ladder):
         return None
@@ -471,11 +453,9 @@ def _spread(n: int, points: int) -> list[int]:
 
 
 async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOverTime:
-    """How the ladder's rounds accumulated: ``points`` rounds spread evenly over its rounds index (by
-    sequence number), each with its place in the index (``rounds``: how many rounds were registered
-    up to it, the last one's is the total) and its times. Three round trips whatever the ladder's
-    size; the index and round records are never trimmed (retention keeps them). A place counts the
-    rounds not rated too (``rounds`` - ``rounds_rated`` of all, failed or still pending)."""
+    """How the ladder's rounds accumulated: ``points`` rounds spread evenly over its index (by seq),
+    each with its place in it (``rounds``: registered up to it, any status) and its times. Three round
+    trips whatever the ladder's size (retention keeps the index and the records)."""
     pipe = r.pipeline(transaction=False)
     pipe.zcard(keys.rounds(ladder))
     pipe.hget(keys.ladder(ladder), "rounds_rated")
@@ -508,13 +488,9 @@ class RankTimeline(View):
 
 
 async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> RankTimeline | None:
-    """A player's tier and leaderboard place after each of the last ``history_limit`` rated rounds,
-    from the history entries: two round trips.
-
-    Redis keeps no past leaderboards, so the place is the one the rating of then holds on today's
-    leaderboard (1 + the players now rated above it, the player itself left out): exact for the
-    newest entry, an estimate for older ones that drifts as the other players' ratings move. The
-    tier, mu and sigma are the ones the entry recorded (its ``mu_after``, ``sigma_after``)."""
+    """A player's tier and leaderboard place after each of the last ``history_limit`` rated rounds, from
+    the history entries: two round trips. The place is the one the rating of then holds on today's
+    leaderboard (no past one is kept): exact for the newest entry, an estimate for older ones."""
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
     pipe.hget(keys.player(ladder, player_id), player_hash.MU)
