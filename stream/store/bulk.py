@@ -1,12 +1,8 @@
 """Bulk writes of a ladder's rated history (``stream backfill``, a correction's re-rate, ``stream import``).
 
-The stream writes one round at a time through the Lua scripts of :mod:`stream.store.store`;
-a backfill writes the same keys with the same contents (key schema: docs/contracts.md) as plain
-pipelined commands, chunked: per round its record, results and stored fan-out; per player its
-history entries, then once its final state hash and leaderboard score; per ladder its counters.
-:class:`LadderWriter` is what the pipeline calls (rounds, histories, players, counters: it names
-every key); :class:`BulkWriter` is its plain-command queue (and the snapshot import's).
-Nothing here is atomic: the caller checks beforehand that no worker touches the ladder.
+The same keys and contents as the stream's scripts write, as chunked pipelines of plain commands:
+:class:`LadderWriter` names every key for the pipeline, :class:`BulkWriter` is its command queue
+(and the snapshot import's). Not atomic: the caller checks first that no worker touches the ladder.
 """
 
 from __future__ import annotations
@@ -24,8 +20,7 @@ from stream.store.store import Store
 FLUSH_COMMANDS = 2_000
 """Queued commands per pipeline round trip."""
 FLUSH_ARGUMENTS = 20_000
-"""Queued command arguments per pipeline round trip (a few MB: bounds the client's buffer and
-how long Redis works through one pipeline, well within a client's socket timeout)."""
+"""Queued command arguments per pipeline round trip (a few MB: bounds the client's buffer and Redis' work)."""
 ZADD_MEMBERS = 10_000
 """Members per ZADD command (a million-player leaderboard goes out in pieces)."""
 ROUND_OUTPUTS = (keys.round_results, keys.round_perf, keys.round_digests, keys.round_emitted)
@@ -34,8 +29,7 @@ ROUND_OUTPUTS = (keys.round_results, keys.round_perf, keys.round_digests, keys.r
 
 @dataclass(frozen=True)
 class LadderInfo:
-    """What a bulk command (backfill, export, erase) checks of a ladder first: its hash and its
-    in-flight rounds."""
+    """What a bulk command (backfill, export, erase) checks of a ladder first: its hash and rounds."""
 
     fields: dict[str, str]
     rounds: int
@@ -94,9 +88,7 @@ class BulkWriter:
             await self._pipe.execute()
         self._pipe, self._commands, self._arguments = None, 0, 0
 
-    async def close(self) -> None:
-        """Send the rest and wait for every reply."""
-        await self.flush()
+    close = flush
 
     async def hset(self, key: str, mapping: Mapping[Any, Any]) -> None:
         """HSET the fields of ``mapping`` (names and values: str, bytes or numbers)."""
@@ -216,10 +208,10 @@ class LadderWriter:
             await self.bulk.hdel(keys.ladder(ladder), *drop)
 
     async def flush(self) -> None:
+        """Send what is queued (``close``: the rest)."""
         await self.bulk.flush()
 
-    async def close(self) -> None:
-        await self.bulk.close()
+    close = flush
 
 
 async def members(store: Store, key: str) -> list[str]:

@@ -14,6 +14,7 @@ from itertools import chain
 from typing import Any, cast
 
 from stream.store import keys, player_hash
+from stream.store.bulk import ladder_info
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
@@ -43,9 +44,7 @@ ROUNDS_PER_READ = 500
 
 async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
     """Every round of the ladder in seq order, with its record fields and stored fan-out
-    (read_rounds.lua: one reply per ROUNDS_PER_READ rounds, a few calls per pipeline, the next
-    pipeline sent before the last one's reply is decoded; the seq is read from the record, which
-    holds it as the index does)."""
+    (read_rounds.lua, ROUNDS_PER_READ rounds a call; the next pipelines in Redis while one is decoded)."""
     ids = [as_text(member) for member in cast("list[bytes]", await store.client.zrange(keys.rounds(ladder), 0, -1))]
     chunks = [ids[lo:lo + ROUNDS_PER_READ] for lo in range(0, len(ids), ROUNDS_PER_READ)]
     fields = [*RECORD_FIELDS, "seq"]
@@ -150,11 +149,7 @@ async def recount_players(store: Store, ladder: str) -> None:
 
 async def in_flight(store: Store, ladder: str) -> int:
     """The ladder's rounds not yet done: registered, or in the sweeper's ledger (events unconfirmed)."""
-    pipe = store.client.pipeline(transaction=False)
-    pipe.zcard(keys.registered_rounds(ladder))
-    pipe.zcard(keys.incomplete_rounds(ladder))
-    registered, incomplete = await pipe.execute()
-    return int(registered) + int(incomplete)
+    return (await ladder_info(store, ladder)).in_flight
 
 
 async def ledger_entry(store: Store, ladder: str, correction_id: str) -> dict[str, Any] | None:

@@ -118,9 +118,6 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
         await store.client.hincrby(keys.ladder(ladder), "players", -1)
     await store.client.zrem(keys.player_names(ladder), player)
     await seasons.forget_player(store.client, ladder, player)  # his archived season standings
-    pipe = store.client.pipeline(transaction=False)
-    pipe.delete(keys.history(ladder, player))
-    pipe.delete(keys.player(ladder, player))
-    await pipe.execute()
+    await store.client.delete(keys.history(ladder, player), keys.player(ladder, player))  # one slot: {L|P}
     return Erasure(ladder, alias, touched)
 

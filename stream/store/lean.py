@@ -126,10 +126,7 @@ async def _send(conn: Any, packed: bytes) -> None:
     timeout = conn.socket_timeout
     try:
         writer.write(packed)
-        if timeout:
-            async with asyncio.timeout(timeout):
-                await writer.drain()
-        else:
+        async with asyncio.timeout(timeout or None):  # None: no bound (socket_timeout unset)
             await writer.drain()
     except asyncio.TimeoutError:
         await conn.disconnect(nowait=True)
@@ -166,10 +163,7 @@ async def _round_trip(conn: Any, packed: bytes, n: int) -> list[Any]:
                         conn.next_health_check = asyncio.get_running_loop().time() + conn.health_check_interval
                     return replies
                 reply = reader.gets()
-            if timeout:
-                async with asyncio.timeout(timeout):
-                    data = await stream.read(size)
-            else:
+            async with asyncio.timeout(timeout or None):
                 data = await stream.read(size)
             if not data:
                 raise ConnectionError(SERVER_CLOSED)

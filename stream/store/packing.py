@@ -18,10 +18,8 @@ class HiredisPacking:
 
     def pack_command(self, *args: Any) -> list[bytes]:
         first = args[0]
-        if isinstance(first, str) and " " in first:  # e.g. "SCRIPT LOAD": redis-py sends the words apart
-            args = (*first.split(), *args[1:])
-        elif isinstance(first, bytes) and b" " in first:
-            args = (*first.split(), *args[1:])
+        if isinstance(first, str) and " " in first or isinstance(first, bytes) and b" " in first:
+            args = (*first.split(), *args[1:])  # e.g. "SCRIPT LOAD": redis-py sends the words apart
         try:
             return [hiredis.pack_command(args)]
         except TypeError:

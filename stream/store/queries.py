@@ -67,8 +67,8 @@ class View:
     """A query's answer (a dataclass of JSON-ready values: numbers, strings, lists of dicts)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a new dict, values as they are (no deep copy as ``dataclasses.asdict``
-        makes: it was most of a leaderboard request's CPU)."""
+        """The fields as a new dict, values as they are (``dataclasses.asdict``'s deep copy was most
+        of a leaderboard request's CPU)."""
         return dict(vars(self))
 
 

@@ -42,6 +42,9 @@ BINARY_FIELDS = frozenset({player_hash.STATE})
 """Player fields that are bytes, not text: base64 in a snapshot."""
 KINDS = ("snapshot", "ladder", "player", "history", "round", "results", "fanout", "season", "season_lb", "shares",
          "schedule")
+HASHES = {"round": keys.round_record, "results": keys.round_results, "fanout": keys.round_perf,
+          "season": keys.season_standings}
+"""The kinds of record that are one hash named by the ladder and the record's id (a round's, a season's)."""
 
 
 class SnapshotError(ValueError):
@@ -58,11 +61,8 @@ class Record:
 
 
 def _text_fields(raw: dict[bytes | str, bytes | str], binary: frozenset[str] = frozenset()) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in raw.items():
-        name = as_text(k)
-        out[name] = base64.b64encode(as_bytes(v)).decode() if name in binary else as_text(v)
-    return out
+    return {name: base64.b64encode(as_bytes(v)).decode() if name in binary else as_text(v)
+            for name, v in ((as_text(k), v) for k, v in raw.items())}
 
 
 async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterator[Record]:
@@ -86,8 +86,8 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
             yield Record("history", player, {str(j): as_text(e) for j, e in enumerate(history)})
 
     def round_reads(pipe: Any, round_id: str) -> None:
-        for key in (keys.round_record, keys.round_results, keys.round_perf):
-            pipe.hgetall(key(ladder, round_id))
+        for kind in ("round", "results", "fanout"):
+            pipe.hgetall(HASHES[kind](ladder, round_id))
 
     async for round_id, replies in _read_each(store, await members(store, keys.rounds(ladder)), round_reads, 3):
         for kind, raw in zip(("round", "results", "fanout"), replies):
@@ -166,18 +166,13 @@ def _plan(records: Iterable[Record]) -> _Plan:
             plan.hashes.append((keys.player(ladder, record.id), fields))
         elif record.kind == "history":
             plan.histories[keys.history(ladder, record.id)] = [e.encode() for e in _numbered(record, where)]
-        elif record.kind == "round":
-            try:
-                plan.seqs[record.id] = int(record.fields["seq"])
-            except (ValueError, KeyError):
-                raise SnapshotError(f"{where}: no integer seq") from None
-            plan.hashes.append((keys.round_record(ladder, record.id), fields))
-        elif record.kind == "results":
-            plan.hashes.append((keys.round_results(ladder, record.id), fields))
-        elif record.kind == "fanout":
-            plan.hashes.append((keys.round_perf(ladder, record.id), fields))
-        elif record.kind == "season":
-            plan.hashes.append((keys.season_standings(ladder, record.id), fields))
+        elif record.kind in HASHES:
+            if record.kind == "round":
+                try:
+                    plan.seqs[record.id] = int(record.fields["seq"])
+                except (ValueError, KeyError):
+                    raise SnapshotError(f"{where}: no integer seq") from None
+            plan.hashes.append((HASHES[record.kind](ladder, record.id), fields))
         elif record.kind == "season_lb":
             try:
                 plan.boards[record.id] = {p: repr(float(v)) for p, v in record.fields.items()}

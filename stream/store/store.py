@@ -71,10 +71,6 @@ call would block Redis for every client)."""
 ROUNDS_PER_CALL = 1_000
 """Rounds per register_round.lua and verify_updates.lua call (one call per ladder of a batch otherwise)."""
 
-RoundResults = tuple[str, str, Sequence[str], Sequence[bytes], Sequence[str], Sequence[bool]]
-"""A round's results: ladder, round_id, players, RatingChange JSON, display ratings (text), newcomer flags."""
-
-
 @dataclass(frozen=True)
 class _Results:
     """Rounds' results as columns: round ``i``'s rows are ``starts[i]:starts[i + 1]`` (newcomer
@@ -87,12 +83,6 @@ class _Results:
     changes: Sequence[bytes]
     shown: Sequence[str]
     newcomer: str
-
-    @classmethod
-    def of(cls, rounds: Sequence[RoundResults]) -> _Results:
-        return cls([r[0] for r in rounds], [r[1] for r in rounds], np.cumsum([0, *(len(r[2]) for r in rounds)]).tolist(),
-                   [p for r in rounds for p in r[2]], [c for r in rounds for c in r[3]],
-                   [x for r in rounds for x in r[4]], "".join("1" if flag else "0" for r in rounds for flag in r[5]))
 
 
 def _segments(ladders: Sequence[str], starts: Sequence[int]) -> list[list[tuple[int, int, int]]]:
@@ -349,9 +339,8 @@ def _flags(values: np.ndarray) -> str:
 
 
 def _columns(replies: list[Any], fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
-    """load_players.lua replies (one per call: a reply per field) as one column per field name,
-    the calls' columns concatenated: numbers as a float array (NaN where absent), bytes as a
-    list (None where absent)."""
+    """load_players.lua replies (a reply per field per call) as a column per field over all calls:
+    numbers (``#name``) as a float array, NaN where absent; bytes as a list, None where absent."""
     out: dict[str, np.ndarray | list[bytes | None]] = {}
     for j, field_ in enumerate(fields):
         if field_.startswith("#"):
@@ -373,15 +362,13 @@ def _ids_and_seqs(reply: list[Any]) -> tuple[list[str], list[int]]:
 
 
 def _seq_column(column: np.ndarray | list[bytes | None]) -> np.ndarray:
-    """A numeric column of sequence numbers (``queued_seq``, ``last_seq``: integers, NaN where
-    absent) as int64, 0 where absent."""
+    """A numeric column of sequence numbers (NaN where absent) as int64, 0 where absent."""
     values = np.asarray(column, dtype=np.float64)
     return np.where(np.isnan(values), 0.0, values).astype(np.int64)
 
 
 def _interleave(*columns: Sequence[Any]) -> list[Any]:
-    """Per-row arguments from aligned columns: row 1's values, then row 2's, ... (the scripts'
-    per-player argument layout)."""
+    """Per-row arguments from aligned columns, row by row (the scripts' per-player argument layout)."""
     return [value for row in zip(*columns) for value in row]
 
 
@@ -951,7 +938,7 @@ class Store:
             pipe.hget(keys.player(ladder, player), player_hash.DISPLAY_RATING)
         replies = await pipe.execute()
         found: list[bytes | None] = []
-        rows: list[tuple[str, bytes, float, bool]] = []
+        rows: list[tuple[str, bytes, str, str]] = []  # player, change, display rating, newcomer flag
         for i, player in enumerate(players):
             history, shown = replies[2 * i], replies[2 * i + 1]
             change = next((entry for entry in reversed(history)
@@ -959,10 +946,11 @@ class Store:
                           None)
             found.append(change)
             if change is not None and shown is not None:
-                rows.append((player, change, float(shown), json.loads(change).get("rounds_played") == 1))
+                rows.append((player, change, encode_float(float(shown)),
+                             "1" if json.loads(change).get("rounds_played") == 1 else "0"))
         if rows:
-            results = _Results.of([(ladder, round_id, [row[0] for row in rows], [row[1] for row in rows],
-                                    [encode_float(row[2]) for row in rows], [row[3] for row in rows])])
+            names, changes, shown_texts, flags = zip(*rows)
+            results = _Results([ladder], [round_id], [0, len(rows)], names, changes, shown_texts, "".join(flags))
             await self._run(lambda pipe: self._record_into(pipe, results, now))
         return found
 
