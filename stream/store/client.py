@@ -16,11 +16,6 @@ AsyncRedis: TypeAlias = aioredis.Redis | RedisCluster
 AsyncPipeline: TypeAlias = Pipeline | ClusterPipeline
 
 
-def is_cluster(client: AsyncRedis) -> bool:
-    """Whether ``client`` talks to a Redis Cluster (commands are routed by key slot)."""
-    return isinstance(client, RedisCluster)
-
-
 def as_text(raw: bytes | str) -> str:
     """A reply as text (the service's clients do not decode replies: redis-py types them bytes | str)."""
     return raw.decode() if isinstance(raw, bytes) else raw

@@ -19,9 +19,8 @@ from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
 RECORD_FIELDS = ("status", "occurred_at", "perf_ceiling", "field_size", "amended", "corrections", "body")
-"""The round record fields a re-rate reads (``amended``: the canonical JSON of the standings a
-correction put in place of the published ones, or of an inserted late round; ``corrections``: the
-round's trail, JSON; ``body``: a ``late`` round's canonical JSON, until its insert)."""
+"""The round record fields a re-rate reads (``amended``: the standings a correction put in place, or an
+inserted late round's; ``corrections``: the trail; ``body``: a ``late`` round's, until its insert)."""
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,8 @@
 """The player hash (:func:`stream.store.keys.player`): its fields, named once, the views the
 store reads and writes it by, and the plain reader of many players' fields (:func:`read`).
 
-Every Python reader and writer of a player hash takes its field names from here; the Lua scripts
-(apply_player_update.lua, mark_queued.lua, release_queued.lua) name theirs literally, and
-tests/store/test_player_hash.py checks each of those names is a field of :data:`FIELDS`.
-Numbers are stored as text (floats as ``repr``, exact: docs/contracts.md).
+Python names the fields from here; the Lua scripts name theirs literally (tests/store/test_player_hash.py
+checks them against :data:`FIELDS`). Numbers are stored as text (floats as ``repr``, exact).
 """
 
 from __future__ import annotations

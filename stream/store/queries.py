@@ -1,12 +1,9 @@
 """Read-only queries over the service's Redis state, for the read API, dashboard and CLI.
 
-Only reads, only the keys of docs/contracts.md (built by :mod:`stream.store.keys`). User input
-(ladder, player, round ids, search prefixes) is only ever used inside key NAMES, which Redis
-treats as opaque bytes, and in ZSCAN's MATCH pattern after :func:`escape_glob`; never as a
-command name. Works with clients built with or without ``decode_responses``.
-
-Every function returns plain dataclasses with ``to_dict()`` (JSON-ready) or ``None`` when the
-ladder / player / round does not exist.
+Only reads, only the keys of docs/contracts.md. User input (ids, search prefixes) is only used inside
+key NAMES (opaque bytes to Redis) and in ZSCAN's MATCH after :func:`escape_glob`, never as a command
+name. Works with or without ``decode_responses``. Each function returns a dataclass with ``to_dict()``
+(JSON-ready), or None when the ladder / player / round does not exist.
 """
 
 from __future__ import annotations

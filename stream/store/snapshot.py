@@ -20,8 +20,7 @@ kind           id          fields
 =============  ==========  =====================================================================
 
 The leaderboard is rebuilt from the players' ``display_rating`` (and the name index from the players) (the score the stream gave
-each player at their last round). Only a ladder with no round in flight is exported: its
-state is then complete and stands still while the stream has nothing of it to do.
+each player at their last round). Only a ladder with no round in flight is exported (complete, standing still).
 """
 
 from __future__ import annotations

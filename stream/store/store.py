@@ -19,12 +19,13 @@ from typing import Any, cast
 
 import numpy as np
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 from stream import dependencies
 from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import AsyncRedis, as_bytes, as_text, is_cluster
+from stream.store.client import AsyncRedis, as_bytes, as_text
 from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
 from stream.store.cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
@@ -404,7 +405,7 @@ class Store:
         (a ``RedisCluster`` client always gets it). Refuses another redis-py than the pinned one."""
         dependencies.check(dependencies.STORE)
         self.client = client
-        self.cluster = cluster or is_cluster(client)
+        self.cluster = cluster or isinstance(client, RedisCluster)  # commands routed by key slot
         make_cancel_safe(client)
         if isinstance(client, aioredis.Redis):  # a cluster client's node connections keep redis-py's packer
             use_hiredis_packing(client)
