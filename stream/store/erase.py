@@ -42,12 +42,6 @@ def pseudonym(secret: str, ladder: str, player: str) -> str:
     return PSEUDONYM_PREFIX + digest[:32]
 
 
-def _renamed_change(raw: bytes, alias: str) -> bytes:
-    change = RatingChange.from_json(raw)
-    change.player = alias
-    return change.to_json().encode()
-
-
 def _renamed_fanout(raw: bytes, player: str, alias: str) -> bytes | None:
     """The fan-out message with the player renamed (None if he is not in it)."""
     if _json_form(player) not in raw:
@@ -103,7 +97,9 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
                 continue
             touched += 1
             if result is not None:
-                writes.hset(keys.round_results(ladder, round_id), alias, _renamed_change(as_bytes(result), alias))
+                change = RatingChange.from_json(as_bytes(result))
+                change.player = alias
+                writes.hset(keys.round_results(ladder, round_id), alias, change.to_json().encode())
                 writes.hdel(keys.round_results(ladder, round_id), player)
             if renamed:
                 writes.hset(keys.round_perf(ladder, round_id), mapping=renamed)

@@ -92,13 +92,7 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
         for kind, raw in zip(("round", "results", "fanout"), replies):
             if raw or kind == "round":
                 yield Record(kind, round_id, _text_fields(raw))
-    async for record in _season_records(store, ladder):
-        yield record
-
-
-async def _season_records(store: Store, ladder: str) -> AsyncIterator[Record]:
-    """The ladder's season archives, league threshold sets and seasons of record."""
-    client = store.client
+    client = store.client  # the season archives, league threshold sets and seasons of record
     for season in sorted(as_text(s) for s in await client.smembers(keys.season_archives(ladder))):
         yield Record("season", season, _text_fields(await client.hgetall(keys.season_standings(ladder, season))))
         board = cast("list[tuple[bytes, float]]",
