@@ -30,8 +30,8 @@ async def register_round(
     (registration,), columns = await store.register_batch([round_], [(ladder, p) for p in prefetch], player_hash.PRIORS)
     held = registration.outcome in (OUTCOME_HELD, OUTCOME_MODEL_CHANGED, OUTCOME_LATE, OUTCOME_STALE_SCHEDULE)
     priors = store.priors(prefetch, columns, registration.seq) if prefetch and not held else None
-    kept = (registration.corrections, registration.fence) if held else ()
-    return Registered(registration.outcome, registration.seq, registration.status, registration.earlier, *kept,
+    return Registered(registration.outcome, registration.seq, registration.status, registration.earlier,
+                      corrections=registration.corrections if held else 0, fence=registration.fence if held else 0,
                       priors=priors)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from redis.asyncio.connection import Connection
+
 if TYPE_CHECKING:
     from stream.store.client import AsyncRedis
 
@@ -40,12 +42,6 @@ def make_cancel_safe(client: AsyncRedis) -> None:
         return
     manager = client.nodes_manager  # type: ignore[union-attr]
     manager.connection_kwargs["connection_class"] = _safe(manager.connection_kwargs.get("connection_class")
-                                                          or _default_connection())
+                                                          or Connection)
     for node in [*manager.startup_nodes.values(), *manager.nodes_cache.values()]:
         node.connection_class = _safe(node.connection_class)
-
-
-def _default_connection() -> type:
-    from redis.asyncio.connection import Connection
-
-    return Connection

@@ -41,9 +41,6 @@ class Retention:
     def watermark_field(self) -> str:
         return f"{self.kind}_trimmed_seq"
 
-    def key(self, ladder: str, round_id: str) -> str:
-        return keys.round_results(ladder, round_id) if self.kind == "results" else keys.round_perf(ladder, round_id)
-
 
 HISTORY = "history"
 """The kind whose rounds are not deleted: their players' history entries older than the age are."""
@@ -100,7 +97,7 @@ async def _trim_ladder(store: Store, ladder: str, rule: Retention, *, now: float
         assert cutoff is not None
         await _trim_histories(store, ladder, doomed, cutoff)
     else:
-        doomed_keys = [rule.key(ladder, r) for r in doomed]
+        doomed_keys = [(keys.round_results if rule.kind == "results" else keys.round_perf)(ladder, r) for r in doomed]
         if rule.kind == "fanouts":  # phase two's digests of a fan-out go with it
             doomed_keys += [keys.round_digests(ladder, r) for r in doomed]
         await store.client.delete(*doomed_keys)

@@ -68,9 +68,9 @@ ROUND_PLAYERS_PER_CALL = 5_000
 """Players per call of record_round_results.lua and confirm_emitted.lua (a 250,000-player round in one
 call would block Redis for every client)."""
 
-
 ROUNDS_PER_CALL = 1_000
 """Rounds per register_round.lua and verify_updates.lua call (one call per ladder of a batch otherwise)."""
+
 
 @dataclass(frozen=True)
 class _Results:
@@ -107,7 +107,7 @@ def _segments(ladders: Sequence[str], starts: Sequence[int]) -> list[list[tuple[
     return calls
 
 
-def _by_ladder(items: Sequence[FanOutCheck] | Sequence[NewRound]) -> list[list[int]]:
+def _by_ladder(items: Sequence[FanOutCheck | NewRound]) -> list[list[int]]:
     """Indices of the items of each per-ladder script call (verify_updates.lua, register_round.lua):
     one ladder's, in their order, up to ROUNDS_PER_CALL a call, whatever the ladders' interleaving
     (ladders share no key; a round's registration sees its ladder's rounds before it)."""
