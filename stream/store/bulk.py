@@ -98,29 +98,24 @@ class BulkWriter:
 
     async def push_history(self, histories: Mapping[str, Sequence[bytes]], history_length: int) -> None:
         """Append entries to history lists (key -> entries, oldest first), each list kept to its last
-        ``history_length`` entries (push_history.lua: a call per chunk of players)."""
-        await self._scripts()
-        names = list(histories)
-        for chunk in self.store._chunks(len(names)):
-            args: list[Any] = [history_length]
-            for i in chunk:
-                args += [len(histories[names[i]]), *histories[names[i]]]
-            self.store._eval(self.pipe, "push_history", [names[i] for i in chunk], args)
-            await self._count(len(args))
+        ``history_length`` entries (push_history.lua)."""
+        await self._per_key("push_history", list(histories), [history_length],
+                            [[len(entries), *entries] for entries in histories.values()])
 
     async def hset_many(self, names: Sequence[str], fields: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Set ``fields`` of each hash ``names[i]`` to ``rows[i]`` (hset_many.lua: a call per chunk)."""
-        await self._scripts()
-        for chunk in self.store._chunks(len(names)):
-            args: list[Any] = [len(fields), *fields]
-            for i in chunk:
-                args += rows[i]
-            self.store._eval(self.pipe, "hset_many", [names[i] for i in chunk], args)
-            await self._count(len(args))
+        """Set ``fields`` of each hash ``names[i]`` to ``rows[i]`` (hset_many.lua)."""
+        await self._per_key("hset_many", names, [len(fields), *fields], rows)
 
-    async def _scripts(self) -> None:
+    async def _per_key(self, script: str, names: Sequence[str], head: list[Any], rows: Sequence[Sequence[Any]]) -> None:
+        """A ``script`` call per chunk of keys ``names``: ``head``, then each key's ``rows[i]``."""
         if not self.store._sha:
             await self.store.load_scripts()
+        for chunk in self.store._chunks(len(names)):
+            args = list(head)
+            for i in chunk:
+                args += rows[i]
+            self.store._eval(self.pipe, script, [names[i] for i in chunk], args)
+            await self._count(len(args))
 
     async def zadd(self, key: str, scores: Mapping[str, float | str]) -> None:
         """ZADD in chunks of :data:`ZADD_MEMBERS` members."""
