@@ -1,38 +1,12 @@
 """Thin Faust agents: read messages, call the plain handlers, send what they return.
 
-* ``phase-one`` on ``rounds`` (key = ladder, so one ladder is one partition and its rounds
-  come in publish order); one actor per partition (``isolated_partitions``), so ladders on
-  different partitions proceed in parallel while each ladder stays sequential.
-* ``phase-two`` on ``player-updates``, in batches (``stream.take``); re-emits to
-  ``rating-changes``.
-* ``corrections`` on ``corrections`` (key = ladder): one correction at a time
-  (``corrections.py``): it holds its ladder, waits for the ladder's rounds in flight, re-rates,
-  sends its events (or its dead letter), then records itself and releases the hold.
-* ``sweeper``: a timer (every SWEEP_INTERVAL_S) re-driving rounds still incomplete after
-  SWEEP_TIMEOUT_S (``sweeper.py``).
-* with QUEUES: ``matchmaking-tickets`` on ``match-tickets`` (key = queue) applies joins and cancels,
-  and the ``matchmaker`` task ticks, every queue's tick_interval_s, each queue whose
-  ``match-tickets`` partition this worker owns (``matchmaking.py``).
-
-The work on each batch is plain code (no Faust): ``rounds_batches.phase_one_batch``,
-``updates_batches.phase_two_batch`` (its two halves, ``apply_updates`` then ``emit_applied``) and
-``corrections_batches.correction_message`` (retries, one-by-one fallbacks, dead letters, metrics).
-With BATCH_TIMINGS_DIR set, each phase-one and phase-two batch's time per step is written there
-(``timings.py``; bench/pipeline.py ``--breakdown`` reads it).
-``take_batches`` acks a batch's events once the agent asks for the next batch, never when the
-agent raised or was cancelled (those records come again after a rebalance or restart; until
-then their partition's commits stop there); so every handler call and send is retried
-(``retry.py``): forever while Redis or Kafka is unreachable, and up to HANDLER_ATTEMPTS times
-for any other exception, after which the message that keeps raising is dead-lettered
-(``internal_error``) and the stream moves on.
-
-Output goes through :class:`~stream.pipeline.runtime.producer.BatchProducer` (record batches per
-partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
-the broker's acknowledgement before the input event is acknowledged, so an offset is
-committed only after what it produced is durable; a crash in between redelivers the input,
-and the handlers' idempotency makes that harmless. Phase one takes its rounds in batches
-(``PHASE_ONE_BATCH`` / ``PHASE_ONE_WITHIN_S``) and rates each batch as a unit
-(``phase_one.handle_rounds``); the batch's acknowledgements are awaited together.
+``phase-one`` on ``rounds`` (key = ladder; one actor per partition, so each ladder stays sequential) rates
+its rounds in batches (``rounds_batches.phase_one_batch``); ``phase-two`` on ``player-updates``
+(``updates_batches``); ``corrections`` one at a time (``corrections_batches``); the ``sweeper`` timer
+(``sweeper.py``); with QUEUES, the ``matchmaking-tickets`` agent and the ``matchmaker`` task (``matchmaking.py``).
+Every send is awaited to the broker's acknowledgement before the input is acknowledged (``take_batches``
+acks a batch only when the agent asks for the next one), and retried (``retry.py``): forever while Redis or
+Kafka is unreachable, up to HANDLER_ATTEMPTS for other errors, then dead-lettered ``internal_error``.
 """
 
 from __future__ import annotations

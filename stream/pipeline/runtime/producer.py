@@ -1,14 +1,7 @@
-"""The worker's Kafka producer for its outputs (player-updates, rating-changes, rounds-dlq), and
-the handlers' outbox over it (:class:`WorkerOutbox`).
+"""The worker's Kafka producer for its outputs, and the handlers' outbox over it (:class:`WorkerOutbox`).
 
-Faust's ``Topic.send`` costs about 1-2 ms per message in this setup (measured: 10,000 rating
-changes took 12-20 s to send from a worker, against 0.4 s for plain aiokafka), so the agents
-hand their output to this aiokafka producer instead: messages are grouped per partition into
-record batches (``send_batch``), and :meth:`send` returns once the broker acknowledged all of
-them (acks=all), before the input event is acknowledged.
-
-A keyed message without an explicit partition goes where Kafka's default partitioner puts its
-key (murmur2), so ``rating-changes`` stays partitioned by player as a keyed producer would do.
+Faust's ``Topic.send`` cost 1-2 ms per message (10,000 rating changes took 12-20 s, plain aiokafka 0.4 s), so
+messages are sent as record batches per partition, keyed ones where Kafka's default partitioner puts the key.
 """
 
 from __future__ import annotations

@@ -19,13 +19,8 @@ LOGGING_LEVELS = {"crit": logging.CRITICAL, "error": logging.ERROR, "warn": logg
 
 def make_worker(app: faust.App, log_level: str, drain: Drain | None = None, shutdown_timeout_s: float = 20.0,
                 ) -> faust.Worker:
-    """A Faust worker for ``app`` logging at ``log_level`` (LOG_LEVEL), without the terminal spinner;
-    with ``drain``, SIGTERM first finishes the batches in hand and commits, within
-    ``shutdown_timeout_s`` (SHUTDOWN_TIMEOUT_S; ``stream.pipeline.shutdown``).
-
-    Faust's spinner (on whenever the level is warn or above) sets the ROOT logger to DEBUG so it can
-    spin on every record: every library's debug record was then built and dropped, ~3 % of a
-    busy worker's CPU (aiokafka logs each request at debug)."""
+    """A Faust worker for ``app`` logging at ``log_level``; with ``drain``, SIGTERM first finishes the batches
+    in hand and commits, within ``shutdown_timeout_s``. No spinner: it set the ROOT logger to DEBUG (~3 % CPU)."""
     level = FAUST_LOG_LEVELS.get(log_level.lower(), "info")
     logging.getLogger("stream").setLevel(LOGGING_LEVELS[level])
     if drain is None:
