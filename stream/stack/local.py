@@ -50,14 +50,14 @@ class LocalStack:
         try:
             self.broker.start()
         except BaseException:
-            self.redis.stop()
+            self.redis.close()
             raise
         return self
 
     def stop(self) -> None:
         """Stop both services (safe to call twice); Redis's temporary folder is removed with it."""
         try:
-            self.broker.stop()
+            self.broker.close()
         finally:
             self.redis.close()
 

@@ -70,7 +70,7 @@ class RedisCluster:
 
     def stop(self) -> None:
         for node in self.nodes:
-            node.stop()
+            node.close()
         self.nodes = []
 
     def __enter__(self) -> "RedisCluster":
