@@ -1,11 +1,6 @@
-"""Untrusted text (player, round and ladder ids; messages quoting them) made safe for a log line.
-
-Ids reach the logs from producers: an id holding a newline, a carriage return, an ANSI escape or
-another control character could forge or hide log lines. :func:`log_safe` is the one helper
-every log line built with an id goes through: backslash escapes for every character that is not
-printable (``str.isprintable``: controls, format characters such as bidi overrides, line and
-paragraph separators, lone surrogates), the backslash and the double quote; a cut after
-:data:`LOG_TEXT_LIMIT` characters; double quotes around an id.
+"""Untrusted text (ids; messages quoting them) made safe for a log line: :func:`log_safe` escapes every
+non-printable character (controls, bidi overrides, line separators, lone surrogates), the backslash and the
+double quote, so an id cannot forge or hide log lines; cut after :data:`LOG_TEXT_LIMIT` characters.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""A private Redis Cluster on loopback: a few ``redis-server`` primaries sharing the 16,384 slots.
-
-The service claims to run unchanged on Redis Cluster (every script touches one slot, keys carry
-hash tags); this starts a real cluster so tests can hold it to that.  No replicas, no
-persistence: a test fixture, not a deployment.  Slots are split evenly and assigned with
-``CLUSTER ADDSLOTSRANGE``; the nodes are joined with ``CLUSTER MEET`` (what ``redis-cli --cluster
-create`` does, without needing redis-cli).
+"""A private Redis Cluster on loopback (a test fixture: no replicas, no persistence): a few ``redis-server``
+primaries sharing the 16,384 slots (``CLUSTER ADDSLOTSRANGE``), joined with ``CLUSTER MEET``.
 """
 
 from __future__ import annotations

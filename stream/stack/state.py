@@ -1,7 +1,5 @@
-"""The state file of a running ``stream stack``: its pid and addresses, read back by Settings.
-
-:func:`stream.settings.running_stack_env` is the reader (so every command finds the stack
-when KAFKA_BOOTSTRAP / REDIS_URL are unset); this module writes and removes the file.
+"""The state file of a running ``stream stack`` (its pid and addresses): written and removed here, read by
+:func:`stream.settings.running_stack_env` (commands find the stack when KAFKA_BOOTSTRAP / REDIS_URL are unset).
 """
 
 from __future__ import annotations
@@ -14,11 +12,8 @@ from typing import Any
 
 
 def write_state(path: Path, env: dict[str, str], **extra: Any) -> None:
-    """Record this process as the running stack: ``{"pid", "started_at", "env", **extra}``.
-
-    Written to a temporary sibling and renamed, so a reader never sees half a file; mode 0600
-    because the Redis URL may carry a password.
-    """
+    """Record this process as the running stack: ``{"pid", "started_at", "env", **extra}``, renamed into place
+    (a reader never sees half a file), mode 0600 (the Redis URL may carry a password)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     payload = {"pid": os.getpid(), "started_at": time.time(), "env": env, **extra}
