@@ -36,9 +36,6 @@ def broker_binary() -> str:
 class TansuBroker(LocalService):
     """A ``tansu broker`` child process on ``127.0.0.1:port``; ``close()`` ends it."""
 
-    cluster_id: str = CLUSTER_ID
-    storage: str = MEMORY_STORAGE
-
     @property
     def bootstrap(self) -> str:
         """The ``host:port`` string Kafka clients use as bootstrap servers."""
@@ -49,23 +46,23 @@ class TansuBroker(LocalService):
         """Where the broker's stdout/stderr go (inside ``workdir``)."""
         return None if self.workdir is None else self.workdir / "tansu.log"
 
-    def start(self, ready_timeout_s: float = READY_TIMEOUT_S) -> "TansuBroker":
+    def start(self) -> "TansuBroker":
         """Start the broker and block until it answers Metadata; raise RuntimeError if it does not."""
         workdir = self.prepare("ems-tansu-")
         url = f"tcp://127.0.0.1:{self.port}"
         args = [
             broker_binary(), "broker",
-            "--cluster-id", self.cluster_id,
+            "--cluster-id", CLUSTER_ID,
             "--listener-url", url,
             "--advertised-listener-url", url,
-            "--storage-engine", self.storage,
+            "--storage-engine", MEMORY_STORAGE,
         ]
         with open(workdir / "tansu.log", "ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
                                             start_new_session=self.detached)
         try:
-            wait_for_port(self.port, timeout_s=ready_timeout_s)
-            wait_until_ready(self.bootstrap, timeout_s=ready_timeout_s)
+            wait_for_port(self.port, timeout_s=READY_TIMEOUT_S)
+            wait_until_ready(self.bootstrap)
         except Exception as exc:
             self.close()
             raise RuntimeError(f"Tansu broker did not become ready on {self.bootstrap}: {exc} (log: {self.log_path})") from exc

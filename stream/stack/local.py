@@ -20,12 +20,11 @@ class LocalStack:
     redis: RedisServer = field(default_factory=RedisServer)
 
     @classmethod
-    def on_ports(cls, kafka_port: int = 0, redis_port: int = 0, *, redis_appendonly: bool = False,
-                 detached: bool = False) -> "LocalStack":
+    def on_ports(cls, kafka_port: int = 0, redis_port: int = 0, *, detached: bool = False) -> "LocalStack":
         """A stack on the given ports (0 = pick a free one); ``detached``: each service in its own
         process session (``stream stack``: Ctrl-C stops the worker before the services it uses)."""
         return cls(TansuBroker(port=kafka_port, detached=detached),
-                   RedisServer(port=redis_port, appendonly=redis_appendonly, detached=detached))
+                   RedisServer(port=redis_port, detached=detached))
 
     @property
     def bootstrap(self) -> str:

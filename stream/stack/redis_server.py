@@ -33,16 +33,13 @@ class RedisServer(LocalService):
     """
 
     appendonly: bool = False
-    password: str | None = None
     config: Sequence[str] = ()
     tls: bool = False
     binary: str | None = None
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        scheme = "rediss" if self.tls else "redis"
-        return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
         """Start on ``port`` (a free one if 0) and wait until it listens; raise RuntimeError with
@@ -70,8 +67,6 @@ class RedisServer(LocalService):
             "--save", "", "--appendonly", "yes" if self.appendonly else "no",
             "--appendfsync", "always", "--logfile", str(workdir / "redis.log"),
         ]
-        if self.password:
-            args += ["--requirepass", self.password]
         return args
 
     def _wait_listening(self, binary: str, workdir: Path) -> None:
