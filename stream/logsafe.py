@@ -15,18 +15,12 @@ EXCEPTION_TEXT_LIMIT = 2000
 
 
 def _escape_char(char: str) -> str:
-    if char == "\\":
-        return "\\\\"
-    if char == '"':
-        return '\\"'
+    if char in '\\"':
+        return "\\" + char
     if char.isprintable():
         return char
     code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def log_safe(value: object, *, quote: bool = True, limit: int = LOG_TEXT_LIMIT) -> str:

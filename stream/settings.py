@@ -144,12 +144,10 @@ class Settings:
 
     def redacted(self) -> dict[str, object]:
         """Settings as a dict with secrets masked, safe to log."""
-        out: dict[str, object] = {}
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         for f in fields(self):
-            value = getattr(self, f.name)
-            if f.metadata.get("secret") and value:
-                value = _redact(str(value))
-            out[f.name] = value
+            if f.metadata.get("secret") and out[f.name]:
+                out[f.name] = _redact(str(out[f.name]))
         return out
 
 

@@ -17,7 +17,7 @@ import time
 
 import faust
 
-from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
+from stream.contracts.round import INTERNAL_ERROR
 from stream.matchmaking import QueueConfig
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.runtime.compat import assigned_partitions, incoming, take_batches
@@ -40,14 +40,10 @@ from stream.pipeline.updates_batches import apply_updates, emit_applied
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BAD_PLAYER_UPDATE", "register"]
-
 
 def topic_names(topics: Topics) -> TopicNames:
-    return TopicNames(player_updates=topics.player_updates.get_topic_name(),
-                      rating_changes=topics.rating_changes.get_topic_name(),
-                      rounds_dlq=topics.rounds_dlq.get_topic_name(),
-                      corrections=topics.corrections.get_topic_name())
+    return TopicNames(*(topic.get_topic_name() for topic in (topics.player_updates, topics.rating_changes,
+                                                             topics.rounds_dlq, topics.corrections)))
 
 
 def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox,

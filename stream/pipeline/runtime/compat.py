@@ -357,7 +357,6 @@ class _Intake:
     def __init__(self, stream: faust.Stream[bytes]) -> None:
         app = stream.app
         self.app = app
-        self.stream = stream
         self.is_active = app.flow_control.is_active
         self.acking_topics: set[str] = cast(Any, app.topics)._acking_topics
         self.add_unacked = cast(Any, app.consumer)._unacked_messages.add
