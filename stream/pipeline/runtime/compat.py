@@ -74,12 +74,9 @@ def idle_fetch_wait(busy_ms: int, idle_ms: int) -> None:
     async def proc_fetch_request(self, assignment, node_id, request):  # type: ignore[no-untyped-def]
         got_records = await original(self, assignment, node_id, request)
         now = time.monotonic()
-        if got_records:
+        if got_records or not hasattr(self, "_ems_last_records"):
             self._ems_last_records = now
-        quiet = now - getattr(self, "_ems_last_records", now) >= IDLE_AFTER_S
-        if not hasattr(self, "_ems_last_records"):
-            self._ems_last_records = now
-        self._fetch_max_wait_ms = idle_ms if quiet else busy_ms
+        self._fetch_max_wait_ms = idle_ms if now - self._ems_last_records >= IDLE_AFTER_S else busy_ms
         return got_records
 
     setattr(fetcher_class, "_ems_original_proc", original)

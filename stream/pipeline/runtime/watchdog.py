@@ -72,10 +72,7 @@ class Observation:
     @property
     def lagging(self) -> bool:
         """The broker has records beyond what this worker processed (as far as the end offset shows)."""
-        if self.end is None:
-            return False
-        done = self.done
-        return self.end > (done if done is not None else 0)
+        return self.end is not None and self.end > (self.done or 0)
 
 
 @dataclass(frozen=True)
