@@ -193,10 +193,8 @@ def _parse(f: Field[Any], raw: str) -> object:
             CHECKS[f.metadata["check"]][0](raw)
         return raw.strip() if choices is not None else raw
     number: int | float = int(raw) if kind == "int" else float(raw)
-    if not math.isfinite(number):
-        raise ValueError(raw)
     low, above, high = f.metadata.get("min"), f.metadata.get("above"), f.metadata.get("max")
-    if (low is not None and number < low) or (above is not None and number <= above) or (
+    if not math.isfinite(number) or (low is not None and number < low) or (above is not None and number <= above) or (
             high is not None and number > high):
         raise ValueError(raw)
     return number

@@ -10,11 +10,7 @@ from stream.stack.redis_server import RedisServer
 
 @dataclass
 class LocalStack:
-    """Tansu broker + redis-server on free (or given) loopback ports; a context manager.
-
-    >>> with LocalStack() as stack:
-    ...     stack.bootstrap, stack.redis_url     # ('127.0.0.1:PORT', 'redis://127.0.0.1:PORT/0')
-    """
+    """Tansu broker + redis-server on free (or given) loopback ports; a context manager."""
 
     broker: TansuBroker = field(default_factory=TansuBroker)
     redis: RedisServer = field(default_factory=RedisServer)
@@ -37,9 +33,8 @@ class LocalStack:
         return self.redis.url
 
     def env(self) -> dict[str, str]:
-        """The environment variables that point the service at this stack, and make its workers
-        stop without a LeaveGroup (LEAVE_GROUP_ON_STOP) and fetch again what a fetch skipped
-        (EMBEDDED_BROKER): the broker's quirks, README.md."""
+        """The environment that points the service at this stack, with the broker's workarounds on
+        (LEAVE_GROUP_ON_STOP, EMBEDDED_BROKER: README.md)."""
         return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url, "LEAVE_GROUP_ON_STOP": "false",
                 "EMBEDDED_BROKER": "true"}
 

@@ -1,8 +1,5 @@
-"""A private ``redis-server`` on a free loopback port (never the machine's shared one).
-
-Besides the plain server of the stack and the tests, it runs servers configured like a secured
-deployment: extra ``redis.conf`` lines (``config``: ACL ``user`` rules, TLS certificate files)
-and a TLS-only listener (``tls=True``), with a chosen binary (a build with TLS).
+"""A private ``redis-server`` on a free loopback port (never the machine's shared one), plain or configured
+like a secured deployment (ACL rules and TLS files in ``config``, a TLS-only listener, a binary built with TLS).
 """
 
 from __future__ import annotations
@@ -26,11 +23,8 @@ CONSOLE_FILE = "redis.console"
 
 @dataclass
 class RedisServer(LocalService):
-    """A redis-server child process; ``stop()`` ends it, keeping ``workdir`` (a restart replays the AOF from it).
-
-    ``config``: extra redis.conf lines (the options this class sets, port, bind, dir, persistence and log,
-    come after them and win); ``tls``: the port speaks TLS only; ``binary``: default the one on PATH.
-    """
+    """A redis-server child process: ``config``, extra redis.conf lines (the options this class sets come after
+    them and win); ``tls``: the port speaks TLS only; ``binary``: default the one on PATH."""
 
     appendonly: bool = False
     config: Sequence[str] = ()

@@ -1,8 +1,5 @@
-"""The Faust application, built from Settings (one app per worker process).
-
-Kafka offsets are the only thing Faust keeps; all state lives in Redis (no Faust tables:
-the embedded broker's ListOffsets makes changelog recovery unreliable, and the store must be
-readable by the API anyway).
+"""The Faust application, built from Settings (one app per worker process). Faust keeps only Kafka offsets; all
+state lives in Redis (no Faust tables: the embedded broker's ListOffsets makes changelog recovery unreliable).
 """
 
 from __future__ import annotations
@@ -56,10 +53,8 @@ async def freeze_heap() -> None:
 
 
 def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
-    """The worker's Faust app: topics declared, phase one and phase two agents registered; the
-    engine's compiled loops loaded (or compiled) before any input, not by the first round; the
-    heap of its start frozen once it has started (:func:`freeze_heap`). Refuses another Faust,
-    mode or aiokafka than the pinned ones (:mod:`stream.dependencies`: compat.py patches them)."""
+    """The worker's Faust app, its topics, agents and timers registered, the engine's compiled loops loaded before
+    any input; refuses another Faust, mode or aiokafka than the pinned ones (compat.py patches them)."""
     dependencies.check(dependencies.RUNTIME)
     warm_up()
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)

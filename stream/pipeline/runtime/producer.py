@@ -94,9 +94,8 @@ class BatchProducer(mode.Service):
 
 
 class WorkerOutbox:
-    """The worker's :class:`~stream.pipeline.outbox.Outbox`: records sent through ``producer``, each
-    send retried until the broker acknowledged it (``retry.retrying``); :meth:`send` is the
-    agents' :data:`~stream.pipeline.outbox.Send` too."""
+    """The worker's :class:`~stream.pipeline.outbox.Outbox`: each send retried until the broker acknowledged it;
+    :meth:`send` is the agents' :data:`~stream.pipeline.outbox.Send` too."""
 
     def __init__(self, producer: BatchProducer, names: TopicNames) -> None:
         self.producer, self.names, self.settings = producer, names, producer.settings
