@@ -1,8 +1,6 @@
-"""Every Kafka and Redis client's connection options, from Settings, in one place (docs/security.md).
-
-kafka-python, aiokafka (and Faust, :mod:`stream.pipeline.runtime.credentials`) and redis-py each spell TLS and
-authentication their own way; this maps the one set of settings onto all of them. Misconfiguration fails early
-with :class:`ConnectionConfigError` naming the variable; no message built here contains a password.
+"""Every Kafka and Redis client's connection options (TLS, authentication), from the one set of settings, in one
+place (docs/security.md): misconfiguration fails early with :class:`ConnectionConfigError` naming the variable,
+and no message built here contains a password.
 """
 
 from __future__ import annotations

@@ -108,8 +108,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
 
 
 def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
-    """Score and record the rounds rating health keeps (``health.py``) once they are FLUSH_S old,
-    also when no phase-one batch comes to do it (a Faust timer; a failure is logged and retried)."""
+    """Score and record the rounds rating health keeps once FLUSH_S old, also when no phase-one batch comes."""
 
     @app.timer(interval=FLUSH_S, name="rating-health")  # type: ignore[untyped-decorator]  # faust: untyped
     async def rating_health() -> None:
@@ -122,8 +121,7 @@ def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
 
 
 def register_heartbeat(app: faust.App, status: WorkerStatus) -> None:
-    """Tick ``status`` every TICK_S from the pipeline's loop: the heartbeat /live reads, and the
-    consumer's assignment and rebalancing state /ready reads."""
+    """Tick ``status`` every TICK_S from the pipeline's loop: the heartbeat, assignment and rebalancing state."""
 
     @app.timer(interval=TICK_S, name="heartbeat")  # type: ignore[untyped-decorator]  # faust: untyped
     async def heartbeat() -> None:

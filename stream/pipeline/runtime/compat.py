@@ -97,16 +97,14 @@ ConductorHandler: Any = getattr(faust_conductor, "ConductorHandler", None)
 
 
 def _raw_bytes(channel: Any) -> bool:
-    """Whether ``channel`` (a topic) decodes a record as Faust's ``Schema`` with raw bytes keys and
-    values does: key and value unchanged (``want_bytes`` of bytes), so the event needs no decode."""
+    """Whether ``channel`` (a topic) takes raw bytes keys and values, unchanged: its events need no decode."""
     schema = getattr(channel, "schema", None)
     return (type(schema) is faust.Schema and schema.key_type is bytes and schema.value_type is bytes
             and schema.key_serializer == "raw" and schema.value_serializer == "raw")
 
 
 class _DirectDelivery:
-    """``ConductorHandler.__call__`` of a record, done in place when it would not wait (see
-    :func:`direct_delivery`); what it reads of the app is looked up once per fetch loop."""
+    """``ConductorHandler.__call__`` of a record, done in place when it would not wait (:func:`direct_delivery`)."""
 
     def __init__(self, consumer: Any) -> None:
         app = consumer.app
@@ -127,8 +125,7 @@ class _DirectDelivery:
             self.producer_busy = lambda: len(buffer.pending._queue) > buffer.max_messages
 
     def __call__(self, message: Any) -> bool:
-        """Put ``message`` on its streams' buffers now, as the conductor's handler does when it
-        does not wait; False (nothing done) when it might wait or decode: Faust's delivery then."""
+        """Put ``message`` on its streams' buffers now; False (nothing done) when it might wait or decode."""
         consumer = self.consumer
         if (self.suspend_flow.is_set() or not consumer.flow_active or not self.flow_control_active()
                 or message.generation_id != self.app.consumer_generation_id or self.handlers_updating()):
@@ -293,8 +290,7 @@ class DeliveryQueue(ThrowableQueue[Any]):
 
 
 def deliver_without_blocking(app: faust.App) -> None:
-    """Make every stream buffer ``app`` creates from now on a :class:`DeliveryQueue` (call it
-    before the agents start: Faust creates a channel's buffer when its stream first reads)."""
+    """Make every stream buffer ``app`` creates from now on (before the agents start) a :class:`DeliveryQueue`."""
 
     def flow_control_queue(maxsize: int | None = None, *, clear_on_resume: bool = False) -> ThrowableQueue[Any]:
         return DeliveryQueue(maxsize=maxsize or 0, flow_control=app.flow_control, clear_on_resume=clear_on_resume)

@@ -109,9 +109,8 @@ class Decision:
 
 def decide(stalled: Collection[TP], healed_at: Mapping[TP, float], now: float, timeout_s: float,
            exit_enabled: bool) -> Decision:
-    """Heal a stalled partition first; once it is still stalled ``timeout_s`` after its heal it
-    is hopeless: exit if ``exit_enabled``, else heal it again (and keep alerting). Partitions no
-    longer stalled forget their heal (pure)."""
+    """Heal a stalled partition; still stalled ``timeout_s`` after its heal it is hopeless: exit if
+    ``exit_enabled``, else heal it again. Partitions no longer stalled forget their heal (pure)."""
     kept = {tp: at for tp, at in healed_at.items() if tp in stalled}
     heal: set[TP] = set()
     hopeless: set[TP] = set()
