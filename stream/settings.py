@@ -172,14 +172,9 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
 
-def _kind(f: Field[Any]) -> str:
-    """``bool``, ``int``, ``float`` or ``str``: the type of field ``f`` (annotations are strings here)."""
-    return f.type if isinstance(f.type, str) else f.type.__name__
-
-
 def _parse(f: Field[Any], raw: str) -> object:
     """``raw`` as the value of field ``f``; ValueError when it is not one that ``f`` accepts."""
-    kind = _kind(f)
+    kind = str(f.type)  # bool, int, float or str (annotations are strings here)
     if kind == "bool":
         word = raw.strip().lower()
         if word not in TRUE_WORDS + FALSE_WORDS:
@@ -203,7 +198,7 @@ def _parse(f: Field[Any], raw: str) -> object:
 def accepted(f: Field[Any]) -> str:
     """What field ``f`` accepts, from its type and metadata: ``min``/``max`` (inclusive), ``above`` (exclusive),
     ``choices`` (in any case), ``check`` (:data:`CHECKS`); empty for any text."""
-    kind = _kind(f)
+    kind = str(f.type)
     if kind == "bool":
         return f"one of {', '.join(TRUE_WORDS)} (true) or {', '.join(FALSE_WORDS)} (false)"
     if kind not in ("int", "float"):
@@ -305,11 +300,8 @@ CHECKS = {
 
 def _shown(f: Field[Any], raw: str) -> str:
     """``raw`` as a problem shows it: a secret masked, but not a REDIS_URL without credentials (``notaurl``)."""
-    if not f.metadata.get("secret"):
-        return raw
-    if f.metadata.get("check") == "redis_url" and "@" not in raw and not re.search(r"(?i)pass|pwd", raw):
-        return raw
-    return _redact(raw)
+    plain = f.metadata.get("check") == "redis_url" and "@" not in raw and not re.search(r"(?i)pass|pwd", raw)
+    return _redact(raw) if f.metadata.get("secret") and not plain else raw
 
 
 class StackChoiceError(SettingsError):
@@ -389,7 +381,5 @@ def _redact(value: str) -> str:
 
 def env_table() -> str:
     """Markdown table of every environment variable, its default, meaning and accepted values."""
-    rows = ["| variable | default | meaning | accepted |", "|---|---|---|---|"]
-    for f in fields(Settings):
-        rows.append(f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} | {accepted(f)} |")
-    return "\n".join(rows)
+    rows = [f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} | {accepted(f)} |" for f in fields(Settings)]
+    return "\n".join(["| variable | default | meaning | accepted |", "|---|---|---|---|", *rows])

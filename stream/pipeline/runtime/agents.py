@@ -148,8 +148,7 @@ def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: Pipel
                     queue.name, type(exc).__name__, exc, exc_info=kind != retry.TRANSIENT)
 
     async def owned(name: str) -> bool:
-        """Whether this worker owns the queue's partition of match-tickets (then it ticks the queue);
-        False while the producer or the consumer is not started yet."""
+        """Whether this worker owns (and ticks) the queue's partition of match-tickets; False before it starts."""
         owned_partitions = assigned_partitions(app, tickets_topic)
         if not owned_partitions or producer.producer is None:
             return False
