@@ -68,7 +68,7 @@ class StackRun:
         for child in reversed(self.children):
             stop_child(child)
         self.children.clear()
-        self.stack.stop()
+        self.stack.close()
 
 
 def stop_child(child: subprocess.Popen[bytes]) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stream.stack.broker import TansuBroker
+from stream.stack.ports import Managed
 from stream.stack.redis_server import RedisServer
 
 
 @dataclass
-class LocalStack:
+class LocalStack(Managed):
     """Tansu broker + redis-server on free (or given) loopback ports; a context manager."""
 
     broker: TansuBroker = field(default_factory=TansuBroker)
@@ -48,15 +49,9 @@ class LocalStack:
             raise
         return self
 
-    def stop(self) -> None:
+    def close(self) -> None:
         """Stop both services (safe to call twice); Redis's temporary folder is removed with it."""
         try:
             self.broker.close()
         finally:
             self.redis.close()
-
-    def __enter__(self) -> "LocalStack":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -48,10 +48,26 @@ def stop_process(process: subprocess.Popen[bytes], timeout_s: float, *, kill: bo
         process.wait()
 
 
+class Managed:
+    """``with`` starts it and closes it again."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @dataclass
-class LocalService:
+class LocalService(Managed):
     """A child process serving on loopback ``port`` (a free one if 0) with its own ``workdir`` (a temporary
-    folder if None, removed by :meth:`close`); a context manager (``start`` is the subclass's)."""
+    folder if None, removed by :meth:`close`)."""
 
     port: int = 0
     workdir: Path | None = None
@@ -71,9 +87,6 @@ class LocalService:
         self.workdir.mkdir(parents=True, exist_ok=True)
         return self.workdir
 
-    def start(self) -> Self:
-        raise NotImplementedError
-
     def alive(self) -> bool:
         """Whether the process is still running."""
         return self.process is not None and self.process.poll() is None
@@ -90,9 +103,3 @@ class LocalService:
         if self.temporary and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir, self.temporary = None, False
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

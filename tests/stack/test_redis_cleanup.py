@@ -27,6 +27,6 @@ def test_a_stopped_local_stack_leaves_no_redis_folder() -> None:
     stack = LocalStack().start()
     folder = stack.redis.workdir
     assert folder is not None and folder.is_dir()
-    stack.stop()
-    stack.stop()  # twice is fine
+    stack.close()
+    stack.close()  # twice is fine
     assert not folder.exists()

@@ -17,7 +17,7 @@ from stream.pipeline.runtime import agents, watchdog
 from stream.pipeline.runtime.compat import (PromptTableManager, QuietMonitor, cap_fetch_wait, deliver_without_blocking,
                                             direct_delivery, idle_fetch_wait, leave_group_on_stop)
 from stream.pipeline.runtime.credentials import faust_broker, faust_credentials
-from stream.pipeline.runtime.producer import BatchProducer, WorkerOutbox
+from stream.pipeline.runtime.producer import BATCH_BYTES, BatchProducer, WorkerOutbox
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
 from stream.pipeline.shutdown import Drain
@@ -27,10 +27,6 @@ from stream.settings import Settings
 
 
 log = logging.getLogger(__name__)
-
-PRODUCER_BATCH_BYTES = 1024 * 1024
-"""Bytes per producer batch and partition (Faust's default is 16 KiB)."""
-
 
 @dataclass
 class Pipeline:
@@ -85,7 +81,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
         producer_max_request_size=settings.max_message_bytes,
         # aiokafka's send() waits for a full per-partition batch to be delivered before it
         # accepts more; with the default 16 KiB a 10,000-event round waited on ~200 round trips.
-        producer_max_batch_size=PRODUCER_BATCH_BYTES,
+        producer_max_batch_size=BATCH_BYTES,
         consumer_max_fetch_size=settings.max_message_bytes,
         stream_buffer_maxsize=settings.stream_buffer_maxsize,
     )

@@ -25,7 +25,8 @@ from stream.settings import Settings
 log = logging.getLogger(__name__)
 
 BATCH_BYTES = 1024 * 1024
-"""Largest record batch sent at once (a bigger single message gets a batch of its own)."""
+"""Largest record batch sent at once, per partition (a bigger single message gets a batch of its own); Faust's
+own producer's too (its default is 16 KiB)."""
 ACKS = "all"
 
 
