@@ -10,11 +10,9 @@ from faust import Worker
 from stream.pipeline.runtime.compat import graceful_worker
 from stream.pipeline.shutdown import Drain
 
-#: Faust's log level names (it rejects "warning") and the matching logging levels.
+#: Faust's log level names (it rejects "warning"); logging's are the LOG_LEVEL words in upper case.
 FAUST_LOG_LEVELS = {"critical": "crit", "error": "error", "warning": "warn", "warn": "warn", "info": "info",
                     "debug": "debug"}
-LOGGING_LEVELS = {"crit": logging.CRITICAL, "error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO,
-                  "debug": logging.DEBUG}
 
 
 def make_worker(app: faust.App, log_level: str, drain: Drain | None = None, shutdown_timeout_s: float = 20.0,
@@ -22,7 +20,7 @@ def make_worker(app: faust.App, log_level: str, drain: Drain | None = None, shut
     """A Faust worker for ``app`` logging at ``log_level``; with ``drain``, SIGTERM first finishes the batches
     in hand and commits, within ``shutdown_timeout_s``. No spinner: it set the ROOT logger to DEBUG (~3 % CPU)."""
     level = FAUST_LOG_LEVELS.get(log_level.lower(), "info")
-    logging.getLogger("stream").setLevel(LOGGING_LEVELS[level])
+    logging.getLogger("stream").setLevel(logging.getLevelNamesMapping().get(log_level.upper(), logging.INFO))
     if drain is None:
         worker = Worker(app, loglevel=level)
     else:
