@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
@@ -332,6 +333,27 @@ def running_stacks(env: Mapping[str, str] = os.environ) -> dict[str, dict[str, o
             continue
         found[str(state.get("name") or path.stem)] = state
     return found
+
+
+def write_state(path: Path, env: dict[str, str], **extra: Any) -> None:
+    """Record this process as a running stack (what :func:`running_stacks` reads): ``{"pid", "started_at", "env",
+    **extra}``, renamed into place (a reader never sees half a file), mode 0600 (the Redis URL may hold a password)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    payload = {"pid": os.getpid(), "started_at": time.time(), "env": env, **extra}
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(payload, out, indent=2)
+    os.replace(tmp, path)
+
+
+def remove_state(path: Path) -> None:
+    """Remove the state file if it is still this process's (another stack may have replaced it)."""
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
 
 
 def running_stack_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
