@@ -44,11 +44,9 @@ def topic_names(topics: Topics) -> TopicNames:
                                                              topics.rounds_dlq, topics.corrections)))
 
 
-def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox,
-             drain: Drain | None = None) -> None:
+def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox, drain: Drain) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and the producer of
     ``outbox``, ``ctx``'s); ``drain``: SIGTERM's gates of the agents' intake (``shutdown.py``)."""
-    drain = drain if drain is not None else Drain()
     producer, names, send = outbox.producer, outbox.names, outbox.send
     app.add_dependency(producer)
     settings = ctx.settings
