@@ -103,7 +103,7 @@ async def run(seconds: float, producers: int) -> None:
         print(f"\nlive consumer: {gaps} offset gap(s); read again from the start: {len(again):,} records, "
               f"{regaps} offset gap(s), {len(expected - set(again))} missing")
     finally:
-        broker.stop()
+        broker.close()
 
 
 def main() -> None:

@@ -1,23 +1,13 @@
-"""Every Kafka and Redis client's connection options, from Settings, in one place.
-
-The service has four kinds of clients: kafka-python (CLI producer and consumer, topic admin),
-aiokafka (what Faust speaks), Faust itself (``broker_credentials``, mapped in
-:mod:`stream.pipeline.runtime.credentials` from the same options) and redis-py (sync and
-asyncio). Each takes TLS and authentication in its own spelling; this module maps the one set
-of environment variables (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_*``,
-``REDIS_URL``, ``REDIS_USERNAME``/``REDIS_PASSWORD``, ``REDIS_TLS_*``) onto all of them, so a
-deployment secures every client by configuration alone (docs/security.md).
-
-Misconfiguration fails early with :class:`ConnectionConfigError` naming the variable, and no
-message built here ever contains a password: :func:`describe_redis` and
-:func:`redis_error_message` are what logs and CLI errors show.
+"""Every Kafka and Redis client's connection options (TLS, authentication), from the one set of settings, in one
+place (docs/security.md): misconfiguration fails early with :class:`ConnectionConfigError` naming the variable,
+and no message built here contains a password.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 from urllib.parse import urlsplit
 
 from stream.store.cancel import make_cancel_safe
@@ -31,8 +21,7 @@ if TYPE_CHECKING:
 
     SyncRedis = redis.Redis | redis.cluster.RedisCluster
 
-#: URL schemes of a Redis server over TCP without / with TLS (unix:// sockets take neither TLS nor these checks).
-REDIS_PLAIN_SCHEME = "redis"
+#: URL scheme of a Redis server over TCP with TLS.
 REDIS_TLS_SCHEME = "rediss"
 
 
@@ -83,14 +72,20 @@ def kafka_ssl_context(settings: Settings) -> ssl.SSLContext | None:
     return context
 
 
-def kafka_python_security(settings: Settings) -> dict[str, Any]:
-    """kafka-python's security options (``KafkaProducer``/``KafkaConsumer``/``KafkaAdminClient`` kwargs)."""
+def _kafka_auth(settings: Settings) -> tuple[str, dict[str, Any]]:
+    """The checked protocol, and the protocol and SASL options kafka-python and aiokafka both take."""
     protocol = kafka_protocol(settings)
     config: dict[str, Any] = {"security_protocol": protocol}
     if protocol.startswith("SASL"):
         config |= {"sasl_mechanism": settings.kafka_sasl_mechanism.upper(),
                    "sasl_plain_username": settings.kafka_sasl_username,
                    "sasl_plain_password": settings.kafka_sasl_password}
+    return protocol, config
+
+
+def kafka_python_security(settings: Settings) -> dict[str, Any]:
+    """kafka-python's security options (``KafkaProducer``/``KafkaConsumer``/``KafkaAdminClient`` kwargs)."""
+    protocol, config = _kafka_auth(settings)
     if kafka_uses_tls(protocol):
         config |= {"ssl_check_hostname": True}
         if settings.kafka_ssl_cafile:
@@ -107,12 +102,7 @@ def kafka_python_config(settings: Settings) -> dict[str, Any]:
 
 def aiokafka_config(settings: Settings) -> dict[str, Any]:
     """``AIOKafkaProducer``/``AIOKafkaConsumer`` kwargs: bootstrap, protocol, SASL user and an ``ssl_context``."""
-    protocol = kafka_protocol(settings)
-    config: dict[str, Any] = {"bootstrap_servers": kafka_bootstrap(settings), "security_protocol": protocol}
-    if protocol.startswith("SASL"):
-        config |= {"sasl_mechanism": settings.kafka_sasl_mechanism.upper(),
-                   "sasl_plain_username": settings.kafka_sasl_username,
-                   "sasl_plain_password": settings.kafka_sasl_password}
+    config = {"bootstrap_servers": kafka_bootstrap(settings), **_kafka_auth(settings)[1]}
     context = kafka_ssl_context(settings)
     if context is not None:
         config["ssl_context"] = context
@@ -127,20 +117,18 @@ REDIS_KEEPALIVE_PROBES = 3
 
 
 def redis_keepalive_options(idle_s: int) -> dict[int, int]:
-    """``socket_keepalive_options`` for ``REDIS_KEEPALIVE_S``: first probe after ``idle_s`` idle
-    seconds, then every third of it, :data:`REDIS_KEEPALIVE_PROBES` probes (Linux / BSD names;
-    options the platform lacks are left at the system default)."""
+    """``socket_keepalive_options``: first probe after ``idle_s`` idle seconds, then every third of it,
+    :data:`REDIS_KEEPALIVE_PROBES` probes (options the platform lacks are left at the system default)."""
     wanted = {"TCP_KEEPIDLE": idle_s, "TCP_KEEPINTVL": max(1, idle_s // 3), "TCP_KEEPCNT": REDIS_KEEPALIVE_PROBES}
     return {getattr(socket, name): value for name, value in wanted.items() if hasattr(socket, name)}
 
 
 def redis_timeouts(settings: Settings) -> dict[str, Any]:
-    """redis-py options bounding a call: reply and connect timeouts (None for 0: no limit) and
-    TCP keepalive, so a hung or silently dead Redis makes a call fail (and be retried) instead
-    of waiting for ever (keepalive on TCP only: unix:// sockets have none)."""
+    """redis-py options bounding a call (reply and connect timeouts, None for 0: no limit; TCP keepalive), so a
+    hung or silently dead Redis makes a call fail and be retried instead of waiting for ever."""
     options: dict[str, Any] = {"socket_timeout": settings.redis_socket_timeout_s or None,
                                "socket_connect_timeout": settings.redis_connect_timeout_s or None}
-    tcp = urlsplit(settings.redis_url).scheme.lower() in (REDIS_PLAIN_SCHEME, REDIS_TLS_SCHEME)  # not unix://
+    tcp = urlsplit(settings.redis_url).scheme.lower() in ("redis", REDIS_TLS_SCHEME)  # unix:// has no keepalive
     if settings.redis_keepalive_s > 0 and tcp:
         options |= {"socket_keepalive": True,
                     "socket_keepalive_options": redis_keepalive_options(settings.redis_keepalive_s)}
@@ -148,13 +136,9 @@ def redis_timeouts(settings: Settings) -> dict[str, Any]:
 
 
 def redis_options(settings: Settings) -> dict[str, Any]:
-    """redis-py ``from_url`` keyword options beyond the URL: :func:`redis_timeouts`, ACL
-    user/password overrides and TLS files.
-
-    ``rediss://`` turns TLS on with the server certificate and its host name verified, set
-    explicitly (redis-py 5.x leaves ``ssl_check_hostname`` off by default); ``REDIS_TLS_*`` with a
-    plain ``redis://`` URL is a configuration error rather than a silent plaintext connection.
-    """
+    """redis-py ``from_url`` options beyond the URL: :func:`redis_timeouts`, ACL user/password overrides and TLS
+    files; ``rediss://`` verifies the certificate and host name (redis-py leaves the latter off by default), and
+    ``REDIS_TLS_*`` with ``redis://`` is an error rather than a silent plaintext connection."""
     scheme = urlsplit(settings.redis_url).scheme.lower()
     options = redis_timeouts(settings)
     if settings.redis_username:
@@ -186,33 +170,27 @@ def redis_client(settings: Settings, *, asyncio: Literal[False], decode_response
 
 def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: bool = False,
                  **extra: Any) -> "AsyncRedis | SyncRedis":
-    """A redis-py client for ``REDIS_URL`` with :func:`redis_options` (``extra`` goes to ``from_url``,
-    e.g. timeouts): ``redis.asyncio`` by default (its connections :mod:`cancel-safe
-    <stream.store.cancel>`), the blocking client with ``asyncio=False``.
-
-    With ``REDIS_CLUSTER`` it is a cluster client (``RedisCluster``): ``REDIS_URL`` names any node,
-    the others are discovered, and each command goes to the node serving its key's slot. A Cluster
-    has database 0 only, so a URL selecting another one is a :class:`ConnectionConfigError`."""
+    """A redis-py client for ``REDIS_URL`` with :func:`redis_options` and ``extra``: ``redis.asyncio`` (its
+    connections :mod:`cancel-safe <stream.store.cancel>`) unless ``asyncio=False``; with ``REDIS_CLUSTER`` a
+    cluster client (``REDIS_URL`` names any node; database 0 only, another is a :class:`ConnectionConfigError`)."""
     options = {**redis_options(settings), **extra}
+    kind: Any
     if settings.redis_cluster:
         database = urlsplit(settings.redis_url).path.strip("/")
         if database not in ("", "0"):
             raise ConnectionConfigError(f"REDIS_URL selects database {database}, but REDIS_CLUSTER=true: "
                                         "a Redis Cluster has database 0 only")
-        if asyncio:
-            from redis.asyncio.cluster import RedisCluster as AsyncCluster
-            cluster = AsyncCluster.from_url(settings.redis_url, decode_responses=decode_responses, **options)
-            make_cancel_safe(cluster)
-            return cluster
+        from redis.asyncio.cluster import RedisCluster as AsyncCluster
         from redis.cluster import RedisCluster
-        return RedisCluster.from_url(settings.redis_url, decode_responses=decode_responses, **options)
+        kind = AsyncCluster if asyncio else RedisCluster
+    else:
+        import redis
+        import redis.asyncio
+        kind = redis.asyncio.Redis if asyncio else redis.Redis
+    client = kind.from_url(settings.redis_url, decode_responses=decode_responses, **options)
     if asyncio:
-        import redis.asyncio as aioredis
-        client = aioredis.Redis.from_url(settings.redis_url, decode_responses=decode_responses, **options)
         make_cancel_safe(client)
-        return client
-    import redis
-    return redis.Redis.from_url(settings.redis_url, decode_responses=decode_responses, **options)
+    return cast("AsyncRedis | SyncRedis", client)
 
 
 def describe_redis(settings: Settings) -> str:

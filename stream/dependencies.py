@@ -1,12 +1,5 @@
-"""The dependencies whose private internals the service reaches into, pinned exactly.
-
-``stream/pipeline/runtime/compat.py`` patches Faust's consumer, conductor and monitor, aiokafka's fetcher
-and mode's queues; ``stream/store/lean.py`` drives redis-py's connections and hiredis parser. A
-different release may have moved any of those names, and the patches would then fail at run
-time, or worse, silently not apply. So pyproject.toml pins each exactly, and :func:`check` refuses
-to start (one line naming the package, the version found and the one required) when the
-installed version is another: the worker checks its runtime's packages when it builds its app,
-the store checks redis-py when it is created.
+"""The dependencies whose internals the service reaches into (pipeline/runtime/compat.py, store/lean.py), pinned
+exactly: :func:`check` refuses to start with another installed (a patch might fail, or silently not apply).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Untrusted text (player, round and ladder ids; messages quoting them) made safe for a log line.
-
-Ids reach the logs from producers: an id holding a newline, a carriage return, an ANSI escape or
-another control character could forge or hide log lines. :func:`log_safe` is the one helper
-every log line built with an id goes through: backslash escapes for every character that is not
-printable (``str.isprintable``: controls, format characters such as bidi overrides, line and
-paragraph separators, lone surrogates), the backslash and the double quote; a cut after
-:data:`LOG_TEXT_LIMIT` characters; double quotes around an id.
+"""Untrusted text (ids, messages quoting them) made safe for a log line, so an id cannot forge or hide log lines:
+non-printable characters (controls, bidi overrides, line separators, lone surrogates), ``\\`` and ``"`` escaped.
 """
 
 from __future__ import annotations
@@ -20,18 +14,12 @@ EXCEPTION_TEXT_LIMIT = 2000
 
 
 def _escape_char(char: str) -> str:
-    if char == "\\":
-        return "\\\\"
-    if char == '"':
-        return '\\"'
+    if char in '\\"':
+        return "\\" + char
     if char.isprintable():
         return char
     code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def log_safe(value: object, *, quote: bool = True, limit: int = LOG_TEXT_LIMIT) -> str:

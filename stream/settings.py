@@ -1,7 +1,5 @@
-"""All configuration in one place: environment variables with documented defaults.
-
-Every knob the service reads lives here; nothing else calls ``os.environ``.
-The README's configuration table is generated from :data:`ENV_VARS`' docs.
+"""All configuration in one place: environment variables with documented defaults; nothing else calls
+``os.environ``. The README's configuration table is generated from the fields' docs (:func:`env_table`).
 """
 
 from __future__ import annotations
@@ -10,6 +8,7 @@ import json
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
@@ -114,12 +113,8 @@ class Settings:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, *, connect: bool = True,
                  **overrides: object) -> "Settings":
-        """Read every field from its environment variable, falling back to the default.
-
-        Raises :class:`SettingsError` listing every variable whose value is not what its field
-        accepts (a number, a boolean, out of the bounds in the field's metadata, or a connection
-        string that is no URL / host:port list). ``connect=False`` (offline commands: replay,
-        evaluate, tune, publish --dry-run) does not look for a running ``stream stack``."""
+        """Every field from its environment variable, else its default (:class:`SettingsError` lists the values not
+        accepted); ``connect=False`` (offline commands) does not look for a running ``stream stack``."""
         env: dict[str, str] = dict(os.environ) if environ is None else environ
         if connect and environ is None and not all(env.get(name) for name in STACK_ENV_VARS):
             # only the real process environment falls back to a running `stream stack`
@@ -149,12 +144,10 @@ class Settings:
 
     def redacted(self) -> dict[str, object]:
         """Settings as a dict with secrets masked, safe to log."""
-        out: dict[str, object] = {}
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         for f in fields(self):
-            value = getattr(self, f.name)
-            if f.metadata.get("secret") and value:
-                value = _redact(str(value))
-            out[f.name] = value
+            if f.metadata.get("secret") and out[f.name]:
+                out[f.name] = _redact(str(out[f.name]))
         return out
 
 
@@ -166,9 +159,8 @@ STACK_FORWARDED = (*STACK_ENV_VARS, "LEAVE_GROUP_ON_STOP", "EMBEDDED_BROKER")
 
 
 class SettingsError(ValueError):
-    """The configuration is invalid: ``problems`` has one line per bad setting, naming the
-    variable (and its value, or the key at fault) and what is expected. Every command exits
-    with code 2 on it, printing each line (stream/cli/main.py)."""
+    """The configuration is invalid: one line per bad setting in ``problems``, naming the variable (its value,
+    or the key at fault) and what is expected. Every command prints them and exits 2 (stream/cli/main.py)."""
 
     def __init__(self, *problems: str) -> None:
         super().__init__("; ".join(problems))
@@ -180,14 +172,9 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
 
-def _kind(f: Field[Any]) -> str:
-    """``bool``, ``int``, ``float`` or ``str``: the type of field ``f`` (annotations are strings here)."""
-    return f.type if isinstance(f.type, str) else f.type.__name__
-
-
 def _parse(f: Field[Any], raw: str) -> object:
     """``raw`` as the value of field ``f``; ValueError when it is not one that ``f`` accepts."""
-    kind = _kind(f)
+    kind = str(f.type)  # bool, int, float or str (annotations are strings here)
     if kind == "bool":
         word = raw.strip().lower()
         if word not in TRUE_WORDS + FALSE_WORDS:
@@ -201,20 +188,17 @@ def _parse(f: Field[Any], raw: str) -> object:
             CHECKS[f.metadata["check"]][0](raw)
         return raw.strip() if choices is not None else raw
     number: int | float = int(raw) if kind == "int" else float(raw)
-    if not math.isfinite(number):
-        raise ValueError(raw)
     low, above, high = f.metadata.get("min"), f.metadata.get("above"), f.metadata.get("max")
-    if (low is not None and number < low) or (above is not None and number <= above) or (
+    if not math.isfinite(number) or (low is not None and number < low) or (above is not None and number <= above) or (
             high is not None and number > high):
         raise ValueError(raw)
     return number
 
 
 def accepted(f: Field[Any]) -> str:
-    """What field ``f`` accepts, from its type and its metadata: ``min`` and ``max`` (inclusive),
-    ``above`` (exclusive), ``choices`` (the words a text setting takes, in any case); empty for
-    a text setting without choices (any text)."""
-    kind = _kind(f)
+    """What field ``f`` accepts, from its type and metadata: ``min``/``max`` (inclusive), ``above`` (exclusive),
+    ``choices`` (in any case), ``check`` (:data:`CHECKS`); empty for any text."""
+    kind = str(f.type)
     if kind == "bool":
         return f"one of {', '.join(TRUE_WORDS)} (true) or {', '.join(FALSE_WORDS)} (false)"
     if kind not in ("int", "float"):
@@ -234,81 +218,56 @@ def accepted(f: Field[Any]) -> str:
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
-def _fail(text: str) -> None:
-    raise ValueError(text)
-
-
-def _whole(low: int) -> Callable[[str], None]:
+def _whole(low: int) -> Callable[[str], bool]:
     """The check of a whole number >= ``low``."""
-    def check(text: str) -> None:
-        if not text.isdigit() or int(text) < low:
-            _fail(text)
-    return check
+    return lambda text: text.isdigit() and int(text) >= low
 
 
-def _seconds(text: str) -> None:
-    if not math.isfinite(value := float(text)) or value < 0:
-        _fail(text)
+def _seconds(text: str) -> bool:
+    return math.isfinite(value := float(text)) and value >= 0
 
 
-def _one_of(*words: str) -> Callable[[str], None]:
-    """The check of a word among ``words``."""
-    def check(text: str) -> None:
-        if text not in words:
-            _fail(text)
-    return check
-
-
-def _any(text: str) -> None:
+def _any(text: str) -> bool:
     """Any text (redis-py reads it as it is, or as a boolean: any word is one)."""
+    return True
 
 
-#: Query parameters of REDIS_URL (redis-py's connection options) and the check of each value: the
-#: numbers redis-py parses itself (a bad one made it raise at connect time), the texts it passes on.
-REDIS_URL_PARAMETERS: dict[str, Callable[[str], None]] = {
+#: Query parameters of REDIS_URL (redis-py's connection options) and whether a value is good: the numbers
+#: redis-py parses itself (a bad one made it raise at connect time), the texts it passes on.
+REDIS_URL_PARAMETERS: dict[str, Callable[[str], bool]] = {
     "db": _whole(0), "socket_timeout": _seconds, "socket_connect_timeout": _seconds, "timeout": _seconds,
     "health_check_interval": _whole(0), "max_connections": _whole(1), "socket_read_size": _whole(1),
-    "protocol": _one_of("2", "3"), "socket_keepalive": _any, "retry_on_timeout": _any, "username": _any,
+    "protocol": ("2", "3").__contains__, "socket_keepalive": _any, "retry_on_timeout": _any, "username": _any,
     "password": _any, "client_name": _any,
 }
 #: Further parameters of a rediss:// URL (redis-py's TLS options; a plain connection refuses them).
-REDIS_TLS_URL_PARAMETERS: dict[str, Callable[[str], None]] = {
-    "ssl_cert_reqs": _one_of("none", "optional", "required"), "ssl_check_hostname": _any, "ssl_ca_certs": _any,
-    "ssl_certfile": _any, "ssl_keyfile": _any, "ssl_min_version": _whole(0),
+REDIS_TLS_URL_PARAMETERS: dict[str, Callable[[str], bool]] = {
+    "ssl_cert_reqs": ("none", "optional", "required").__contains__, "ssl_check_hostname": _any,
+    "ssl_ca_certs": _any, "ssl_certfile": _any, "ssl_keyfile": _any, "ssl_min_version": _whole(0),
 }
 
 
 def check_redis_url(raw: str) -> None:
-    """ValueError unless ``raw`` is a Redis URL redis-py can open: redis:// or rediss:// with a host,
-    a port from 1 to 65535 and a database that is a whole number >= 0, or unix:// with a socket path;
-    query parameters among :data:`REDIS_URL_PARAMETERS` (and :data:`REDIS_TLS_URL_PARAMETERS` for
-    rediss://) with values each accepts."""
+    """ValueError unless ``raw`` is a Redis URL redis-py can open (what :data:`CHECKS` says it accepts)."""
     parts = urlsplit(raw.strip())
     scheme = parts.scheme.lower()
     if scheme not in REDIS_SCHEMES:
         raise ValueError(raw)
     allowed = {**REDIS_URL_PARAMETERS, **(REDIS_TLS_URL_PARAMETERS if scheme == "rediss" else {})}
     query = parse_qs(parts.query, keep_blank_values=True)
-    for name, values in query.items():
-        if name not in allowed:
-            raise ValueError(raw)
-        allowed[name](values[-1])
+    good = all(name in allowed and allowed[name](values[-1]) for name, values in query.items())
     if scheme == "unix":
-        if not parts.path:
-            raise ValueError(raw)
-        return
-    if not parts.hostname or "," in parts.netloc or any(c.isspace() for c in parts.netloc):
-        raise ValueError(raw)
-    if parts.port == 0:  # ValueError when not a number from 0 to 65535
-        raise ValueError(raw)
-    database = parts.path.strip("/") or query.get("db", ["0"])[-1]
-    if not database.isdigit():
+        good = good and bool(parts.path)
+    else:  # parts.port: ValueError when not a number from 0 to 65535
+        database = parts.path.strip("/") or query.get("db", ["0"])[-1]
+        good = (good and bool(parts.hostname) and "," not in parts.netloc and not any(c.isspace() for c in parts.netloc)
+                and parts.port != 0 and database.isdigit())
+    if not good:
         raise ValueError(raw)
 
 
 def check_kafka_bootstrap(raw: str) -> None:
-    """ValueError unless ``raw`` is a comma-separated list of host:port ([v6 address]:port) with
-    ports from 1 to 65535."""
+    """ValueError unless ``raw`` is a comma-separated list of host:port ([v6 address]:port), ports 1 to 65535."""
     servers = [s.strip() for s in raw.split(",") if s.strip()]
     if not servers:
         raise ValueError(raw)
@@ -316,9 +275,8 @@ def check_kafka_bootstrap(raw: str) -> None:
         host, _, port = server.rpartition(":")
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
-        if not host or not port.isdigit() or not 1 <= int(port) <= 65535 or ":" in host and not server.startswith("["):
-            raise ValueError(raw)
-        if any(c in host for c in "/@ "):
+        if (not host or not port.isdigit() or not 1 <= int(port) <= 65535 or ":" in host and not server.startswith("[")
+                or any(c in host for c in "/@ ")):
             raise ValueError(raw)
 
 
@@ -341,37 +299,30 @@ CHECKS = {
 
 
 def _shown(f: Field[Any], raw: str) -> str:
-    """``raw`` as a problem shows it: a secret masked, but a REDIS_URL without credentials as it is
-    (so ``REDIS_URL=notaurl`` says what was wrong)."""
-    if not f.metadata.get("secret"):
-        return raw
-    if f.metadata.get("check") == "redis_url" and "@" not in raw and not re.search(r"(?i)pass|pwd", raw):
-        return raw
-    return _redact(raw)
+    """``raw`` as a problem shows it: a secret masked, but not a REDIS_URL without credentials (``notaurl``)."""
+    plain = f.metadata.get("check") == "redis_url" and "@" not in raw and not re.search(r"(?i)pass|pwd", raw)
+    return _redact(raw) if f.metadata.get("secret") and not plain else raw
 
 
 class StackChoiceError(SettingsError):
     """Several embedded stacks run and nothing says which one to use."""
 
 
-def stacks_dir(environ: Mapping[str, str] | None = None) -> Path:
+def stacks_dir(env: Mapping[str, str] = os.environ) -> Path:
     """Where ``stream stack`` writes one state file per running stack (and its logs)."""
-    env = os.environ if environ is None else environ
     cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
     return cache / "elo-mmr-stream" / "stacks"
 
 
-def stack_state_path(name: str, environ: Mapping[str, str] | None = None) -> Path:
+def stack_state_path(name: str, env: Mapping[str, str] = os.environ) -> Path:
     """The state file of the stack called ``name``: ``$STACK_STATE_FILE`` or ``stacks_dir()/NAME.json``."""
-    env = os.environ if environ is None else environ
     if env.get("STACK_STATE_FILE"):
         return Path(env["STACK_STATE_FILE"])
     return stacks_dir(env) / f"{name}.json"
 
 
-def running_stacks(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, object]]:
+def running_stacks(env: Mapping[str, str] = os.environ) -> dict[str, dict[str, object]]:
     """Name → state of every embedded stack whose process is alive (stale files are ignored)."""
-    env = os.environ if environ is None else environ
     files = [Path(env["STACK_STATE_FILE"])] if env.get("STACK_STATE_FILE") else sorted(stacks_dir(env).glob("*.json"))
     found: dict[str, dict[str, object]] = {}
     for path in files:
@@ -384,26 +335,37 @@ def running_stacks(environ: Mapping[str, str] | None = None) -> dict[str, dict[s
     return found
 
 
-def running_stack_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of the running embedded stack (KAFKA_BOOTSTRAP / REDIS_URL and the settings
-    its broker needs: ``LocalStack.env``): the one named ``STACK_NAME``, or the only one running;
-    {} when none runs (or the named one does not).
+def write_state(path: Path, env: dict[str, str], **extra: Any) -> None:
+    """Record this process as a running stack (what :func:`running_stacks` reads): ``{"pid", "started_at", "env",
+    **extra}``, renamed into place (a reader never sees half a file), mode 0600 (the Redis URL may hold a password)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    payload = {"pid": os.getpid(), "started_at": time.time(), "env": env, **extra}
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(payload, out, indent=2)
+    os.replace(tmp, path)
 
-    Raises :class:`StackChoiceError` when several run and ``STACK_NAME`` does not pick one.
-    """
-    chosen = chosen_stack(environ)
-    state = chosen[1] if chosen else None
-    stack_env = state.get("env", {}) if state else {}
+
+def remove_state(path: Path) -> None:
+    """Remove the state file if it is still this process's (another stack may have replaced it)."""
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def running_stack_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """What the :func:`chosen_stack` forwards of its environment (:data:`STACK_FORWARDED`); {} when none runs."""
+    chosen = chosen_stack(env)
+    stack_env = chosen[1].get("env") if chosen else None
     return {k: str(v) for k, v in stack_env.items() if k in STACK_FORWARDED} if isinstance(stack_env, dict) else {}
 
 
-def chosen_stack(environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, object]] | None:
-    """(name, state) of the running embedded stack other commands use: the one ``STACK_NAME`` names,
-    or the only one running; None when none runs and STACK_NAME is unset.
-
-    Raises :class:`StackChoiceError` when several run and ``STACK_NAME`` does not pick one, or when
-    ``STACK_NAME`` names no running stack (the error lists those that run)."""
-    env = os.environ if environ is None else environ
+def chosen_stack(env: Mapping[str, str] = os.environ) -> tuple[str, dict[str, object]] | None:
+    """(name, state) of the running embedded stack other commands use: the one ``STACK_NAME`` names, or the only
+    one running; None when none runs. :class:`StackChoiceError` when that is not one stack (it lists those running)."""
     stacks = running_stacks(env)
     name = env.get("STACK_NAME", "")
     running = f"running: {', '.join(sorted(stacks))}" if stacks else "none is running (start one with `stream stack`)"
@@ -417,19 +379,14 @@ def chosen_stack(environ: Mapping[str, str] | None = None) -> tuple[str, dict[st
     return next(iter(stacks.items()), None)
 
 
-def connection_origin(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Where KAFKA_BOOTSTRAP and REDIS_URL come from, as :meth:`Settings.from_env` reads them:
-    ``"environment"``, ``"stack NAME"`` (a running ``stream stack``) or ``"default"`` (neither:
-    the built-in 127.0.0.1 address, which may be a server nobody chose)."""
-    env = os.environ if environ is None else environ
+def connection_origin(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Where KAFKA_BOOTSTRAP and REDIS_URL come from, as :meth:`Settings.from_env` reads them: ``"environment"``,
+    ``"stack NAME"`` or ``"default"`` (the built-in 127.0.0.1 address, which may be a server nobody chose)."""
     origin = {name: "environment" for name in STACK_ENV_VARS if env.get(name)}
     if len(origin) < len(STACK_ENV_VARS):
-        chosen = chosen_stack(env)
-        stack_env = chosen[1].get("env", {}) if chosen else {}
+        chosen, forwarded = chosen_stack(env), running_stack_env(env)
         for name in STACK_ENV_VARS:
-            if name not in origin:
-                found = isinstance(stack_env, dict) and stack_env.get(name)
-                origin[name] = f"stack {chosen[0]}" if found and chosen else "default"
+            origin.setdefault(name, f"stack {chosen[0]}" if chosen and forwarded.get(name) else "default")
     return origin
 
 
@@ -445,7 +402,5 @@ def _redact(value: str) -> str:
 
 def env_table() -> str:
     """Markdown table of every environment variable, its default, meaning and accepted values."""
-    rows = ["| variable | default | meaning | accepted |", "|---|---|---|---|"]
-    for f in fields(Settings):
-        rows.append(f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} | {accepted(f)} |")
-    return "\n".join(rows)
+    rows = [f"| `{f.metadata['env']}` | `{f.default}` | {f.metadata['doc']} | {accepted(f)} |" for f in fields(Settings)]
+    return "\n".join(["| variable | default | meaning | accepted |", "|---|---|---|---|", *rows])

@@ -52,7 +52,7 @@ def redis_cluster() -> Iterator[RedisCluster]:
     """A Redis Cluster of this test session only: three local primaries on free ports."""
     cluster = RedisCluster(primaries=3).start()
     yield cluster
-    cluster.stop()
+    cluster.close()
 
 
 @pytest.fixture()

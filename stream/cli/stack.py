@@ -32,11 +32,10 @@ from typing import cast
 import typer
 
 from stream.contracts import RoundResult
-from stream.settings import Settings, running_stacks, stack_state_path
+from stream.settings import Settings, remove_state, running_stacks, stack_state_path, write_state
 from stream.pipeline.topics import partition_counts
 from stream.stack.local import LocalStack
 from stream.stack.ports import free_port, stop_process
-from stream.stack.state import remove_state, write_state
 from stream.pipeline.topics import ensure_topics
 
 #: Demo defaults: synthetic players, rounds, field size and publishing pace.
@@ -68,7 +67,7 @@ class StackRun:
         for child in reversed(self.children):
             stop_child(child)
         self.children.clear()
-        self.stack.stop()
+        self.stack.close()
 
 
 def stop_child(child: subprocess.Popen[bytes]) -> None:

@@ -5,27 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from stream.stack.broker import TansuBroker
+from stream.stack.ports import Managed
 from stream.stack.redis_server import RedisServer
 
 
 @dataclass
-class LocalStack:
-    """Tansu broker + redis-server on free (or given) loopback ports; a context manager.
-
-    >>> with LocalStack() as stack:
-    ...     stack.bootstrap, stack.redis_url     # ('127.0.0.1:PORT', 'redis://127.0.0.1:PORT/0')
-    """
+class LocalStack(Managed):
+    """Tansu broker + redis-server on free (or given) loopback ports; a context manager."""
 
     broker: TansuBroker = field(default_factory=TansuBroker)
     redis: RedisServer = field(default_factory=RedisServer)
 
     @classmethod
-    def on_ports(cls, kafka_port: int = 0, redis_port: int = 0, *, redis_appendonly: bool = False,
-                 detached: bool = False) -> "LocalStack":
+    def on_ports(cls, kafka_port: int = 0, redis_port: int = 0, *, detached: bool = False) -> "LocalStack":
         """A stack on the given ports (0 = pick a free one); ``detached``: each service in its own
         process session (``stream stack``: Ctrl-C stops the worker before the services it uses)."""
         return cls(TansuBroker(port=kafka_port, detached=detached),
-                   RedisServer(port=redis_port, appendonly=redis_appendonly, detached=detached))
+                   RedisServer(port=redis_port, detached=detached))
 
     @property
     def bootstrap(self) -> str:
@@ -38,9 +34,8 @@ class LocalStack:
         return self.redis.url
 
     def env(self) -> dict[str, str]:
-        """The environment variables that point the service at this stack, and make its workers
-        stop without a LeaveGroup (LEAVE_GROUP_ON_STOP) and fetch again what a fetch skipped
-        (EMBEDDED_BROKER): the broker's quirks, README.md."""
+        """The environment that points the service at this stack, with the broker's workarounds on
+        (LEAVE_GROUP_ON_STOP, EMBEDDED_BROKER: README.md)."""
         return {"KAFKA_BOOTSTRAP": self.bootstrap, "REDIS_URL": self.redis_url, "LEAVE_GROUP_ON_STOP": "false",
                 "EMBEDDED_BROKER": "true"}
 
@@ -50,19 +45,13 @@ class LocalStack:
         try:
             self.broker.start()
         except BaseException:
-            self.redis.stop()
+            self.redis.close()
             raise
         return self
 
-    def stop(self) -> None:
+    def close(self) -> None:
         """Stop both services (safe to call twice); Redis's temporary folder is removed with it."""
         try:
-            self.broker.stop()
+            self.broker.close()
         finally:
             self.redis.close()
-
-    def __enter__(self) -> "LocalStack":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -1,10 +1,19 @@
-"""Free loopback ports for the embedded services, waiting for one to listen, stopping a process."""
+"""Free loopback ports for the embedded services, waiting for one to listen, stopping a process, and
+:class:`LocalService`, what the broker and redis-server have in common."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+#: Seconds a stopping service gets after SIGTERM before it is killed.
+STOP_TIMEOUT_S = 10.0
 
 
 def free_port() -> int:
@@ -37,3 +46,60 @@ def stop_process(process: subprocess.Popen[bytes], timeout_s: float, *, kill: bo
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+class Managed:
+    """``with`` starts it and closes it again."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class LocalService(Managed):
+    """A child process serving on loopback ``port`` (a free one if 0) with its own ``workdir`` (a temporary
+    folder if None, removed by :meth:`close`)."""
+
+    port: int = 0
+    workdir: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    detached: bool = False
+    """Run in its own process session: a terminal's Ctrl-C (SIGINT to the foreground process group) then
+    reaches only the parent, which stops the service after its clients."""
+    temporary: bool = field(default=False, repr=False)
+    """``workdir`` is a temporary folder this service made: :meth:`close` removes it."""
+
+    def prepare(self, prefix: str) -> Path:
+        """Pick the port and the workdir (made if missing) before the start."""
+        if not self.port:
+            self.port = free_port()
+        if self.workdir is None:
+            self.workdir, self.temporary = Path(tempfile.mkdtemp(prefix=prefix)), True
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        return self.workdir
+
+    def alive(self) -> bool:
+        """Whether the process is still running."""
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, kill: bool = False) -> None:
+        """Stop the process (SIGKILL with ``kill=True``, as a crash would); the workdir is kept."""
+        if self.process is not None:
+            stop_process(self.process, STOP_TIMEOUT_S, kill=kill)
+            self.process = None
+
+    def close(self) -> None:
+        """Stop, and remove the workdir if it is a temporary one (its data with it): nothing is left behind."""
+        self.stop()
+        if self.temporary and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir, self.temporary = None, False

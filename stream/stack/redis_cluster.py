@@ -1,10 +1,5 @@
-"""A private Redis Cluster on loopback: a few ``redis-server`` primaries sharing the 16,384 slots.
-
-The service claims to run unchanged on Redis Cluster (every script touches one slot, keys carry
-hash tags); this starts a real cluster so tests can hold it to that.  No replicas, no
-persistence: a test fixture, not a deployment.  Slots are split evenly and assigned with
-``CLUSTER ADDSLOTSRANGE``; the nodes are joined with ``CLUSTER MEET`` (what ``redis-cli --cluster
-create`` does, without needing redis-cli).
+"""A private Redis Cluster on loopback (a test fixture: no replicas, no persistence): a few ``redis-server``
+primaries sharing the 16,384 slots (``CLUSTER ADDSLOTSRANGE``), joined with ``CLUSTER MEET``.
 """
 
 from __future__ import annotations
@@ -14,7 +9,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from stream.stack.ports import free_port
+from stream.stack.ports import Managed, free_port
 from stream.stack.redis_server import RedisServer
 
 SLOTS = 16_384
@@ -25,7 +20,7 @@ CLUSTER_CONFIG = ("cluster-enabled yes", "cluster-config-file nodes.conf", "clus
 
 
 @dataclass
-class RedisCluster:
+class RedisCluster(Managed):
     """``primaries`` redis-server processes forming one cluster; ``url`` reaches it through any node."""
 
     primaries: int = 3
@@ -53,7 +48,7 @@ class RedisCluster:
             for client in clients:
                 client.close()
         except BaseException:
-            self.stop()
+            self.close()
             raise
         return self
 
@@ -68,13 +63,7 @@ class RedisCluster:
         raise RuntimeError(f"the Redis Cluster on ports {[n.port for n in self.nodes]} did not become ok "
                            f"within {READY_TIMEOUT_S:.0f}s")
 
-    def stop(self) -> None:
+    def close(self) -> None:
         for node in self.nodes:
-            node.stop()
+            node.close()
         self.nodes = []
-
-    def __enter__(self) -> "RedisCluster":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -1,21 +1,17 @@
-"""A private ``redis-server`` on a free loopback port (never the machine's shared one).
-
-Besides the plain server of the stack and the tests, it runs servers configured like a secured
-deployment: extra ``redis.conf`` lines (``config``: ACL ``user`` rules, TLS certificate files)
-and a TLS-only listener (``tls=True``), with a chosen binary (a build with TLS).
+"""A private ``redis-server`` on a free loopback port (never the machine's shared one), plain or configured
+like a secured deployment (ACL rules and TLS files in ``config``, a TLS-only listener, a binary built with TLS).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from stream.stack.ports import free_port, stop_process, wait_for_port
+from stream.stack.ports import LocalService, wait_for_port
 
 START_TIMEOUT_S = 20.0
 """Seconds a redis-server gets to start listening."""
@@ -26,33 +22,18 @@ CONSOLE_FILE = "redis.console"
 
 
 @dataclass
-class RedisServer:
-    """A redis-server child process with its own directory; ``stop()`` ends it.
+class RedisServer(LocalService):
+    """A redis-server child process: ``config``, extra redis.conf lines (the options this class sets come after
+    them and win); ``tls``: the port speaks TLS only; ``binary``: default the one on PATH."""
 
-    ``config``: extra redis.conf lines, written to ``workdir/redis.conf`` (the options this class
-    sets itself, port, bind, dir, persistence and log, come after them and win).  ``tls``: the
-    port speaks TLS only (no plaintext port); the certificate files come from ``config``.
-    ``binary``: the redis-server to run (default: the one on PATH).
-    """
-
-    port: int = 0
     appendonly: bool = False
-    workdir: Path | None = None
-    password: str | None = None
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     config: Sequence[str] = ()
     tls: bool = False
     binary: str | None = None
-    detached: bool = False
-    """Run in its own process session (see ``TansuBroker.detached``)."""
-    temporary: bool = field(default=False, repr=False)
-    """``workdir`` is a temporary folder this server made (``ems-redis-*``): :meth:`close` removes it."""
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        scheme = "rediss" if self.tls else "redis"
-        return f"{scheme}://{auth}127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
         """Start on ``port`` (a free one if 0) and wait until it listens; raise RuntimeError with
@@ -60,16 +41,11 @@ class RedisServer:
         binary = self.binary or shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server not found: install Debian's redis-server package (apt-get install redis-server)")
-        if not self.port:
-            self.port = free_port()
-        if self.workdir is None:
-            self.workdir = Path(tempfile.mkdtemp(prefix="ems-redis-"))
-            self.temporary = True
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        with open(self.workdir / CONSOLE_FILE, "ab") as console:  # config errors go there, not to the log
-            self.process = subprocess.Popen(self._command(binary, self.workdir), stdout=console, stderr=console,
+        workdir = self.prepare("ems-redis-")
+        with open(workdir / CONSOLE_FILE, "ab") as console:  # config errors go there, not to the log
+            self.process = subprocess.Popen(self._command(binary, workdir), stdout=console, stderr=console,
                                             start_new_session=self.detached)
-        self._wait_listening(binary, self.workdir)
+        self._wait_listening(binary, workdir)
         return self
 
     def _command(self, binary: str, workdir: Path) -> list[str]:
@@ -85,8 +61,6 @@ class RedisServer:
             "--save", "", "--appendonly", "yes" if self.appendonly else "no",
             "--appendfsync", "always", "--logfile", str(workdir / "redis.log"),
         ]
-        if self.password:
-            args += ["--requirepass", self.password]
         return args
 
     def _wait_listening(self, binary: str, workdir: Path) -> None:
@@ -104,24 +78,3 @@ class RedisServer:
                       if f.exists())
         self.stop()
         raise RuntimeError(f"{binary} did not start on port {self.port}: {log[-LOG_TAIL_CHARS:]}")
-
-    def stop(self, kill: bool = False) -> None:
-        """Stop the server (SIGKILL with ``kill=True``, as a crash would)."""
-        if self.process is None:
-            return
-        stop_process(self.process, 10.0, kill=kill)
-        self.process = None
-
-    def close(self) -> None:
-        """Stop the server, and remove its folder if it is a temporary one it made (its data with it):
-        a stopped embedded Redis leaves nothing behind. :meth:`stop` keeps the folder (a restart
-        replays the AOF from it)."""
-        self.stop()
-        if self.temporary and self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir, self.temporary = None, False
-
-    def restart(self) -> None:
-        """Crash and restart on the same port and directory (AOF, if on, is replayed)."""
-        self.stop(kill=True)
-        self.start()

@@ -27,7 +27,7 @@ from stream import engine
 from stream.contracts import validate
 from stream.pipeline import faults
 from tests.faults import injection
-from stream.pipeline.runtime.agents import BAD_PLAYER_UPDATE
+from stream.contracts.round import BAD_PLAYER_UPDATE
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.store import keys

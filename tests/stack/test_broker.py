@@ -41,7 +41,7 @@ def test_broker_starts_answers_and_stops() -> None:
         assert broker.alive()
         assert ensure_topics(broker.bootstrap, {"a": 2}) == {"a": 2}
     finally:
-        broker.stop()
+        broker.close()
     assert not broker.alive()
 
 

@@ -12,7 +12,8 @@ def test_close_removes_the_temporary_folder_but_not_a_given_one(tmp_path: Path) 
     server = RedisServer().start()
     made = server.workdir
     assert made is not None and made.name.startswith("ems-redis-") and made.is_dir()
-    server.restart()  # a restart keeps the folder (the AOF is replayed from it)
+    server.stop(kill=True)  # a crash and restart keep the folder (the AOF is replayed from it)
+    server.start()
     assert made.is_dir()
     server.close()
     assert not made.exists() and server.process is None
@@ -26,6 +27,6 @@ def test_a_stopped_local_stack_leaves_no_redis_folder() -> None:
     stack = LocalStack().start()
     folder = stack.redis.workdir
     assert folder is not None and folder.is_dir()
-    stack.stop()
-    stack.stop()  # twice is fine
+    stack.close()
+    stack.close()  # twice is fine
     assert not folder.exists()

@@ -1,38 +1,10 @@
 """Thin Faust agents: read messages, call the plain handlers, send what they return.
 
-* ``phase-one`` on ``rounds`` (key = ladder, so one ladder is one partition and its rounds
-  come in publish order); one actor per partition (``isolated_partitions``), so ladders on
-  different partitions proceed in parallel while each ladder stays sequential.
-* ``phase-two`` on ``player-updates``, in batches (``stream.take``); re-emits to
-  ``rating-changes``.
-* ``corrections`` on ``corrections`` (key = ladder): one correction at a time
-  (``corrections.py``): it holds its ladder, waits for the ladder's rounds in flight, re-rates,
-  sends its events (or its dead letter), then records itself and releases the hold.
-* ``sweeper``: a timer (every SWEEP_INTERVAL_S) re-driving rounds still incomplete after
-  SWEEP_TIMEOUT_S (``sweeper.py``).
-* with QUEUES: ``matchmaking-tickets`` on ``match-tickets`` (key = queue) applies joins and cancels,
-  and the ``matchmaker`` task ticks, every queue's tick_interval_s, each queue whose
-  ``match-tickets`` partition this worker owns (``matchmaking.py``).
-
-The work on each batch is plain code (no Faust): ``rounds_batches.phase_one_batch``,
-``updates_batches.phase_two_batch`` (its two halves, ``apply_updates`` then ``emit_applied``) and
-``corrections_batches.correction_message`` (retries, one-by-one fallbacks, dead letters, metrics).
-With BATCH_TIMINGS_DIR set, each phase-one and phase-two batch's time per step is written there
-(``timings.py``; bench/pipeline.py ``--breakdown`` reads it).
-``take_batches`` acks a batch's events once the agent asks for the next batch, never when the
-agent raised or was cancelled (those records come again after a rebalance or restart; until
-then their partition's commits stop there); so every handler call and send is retried
-(``retry.py``): forever while Redis or Kafka is unreachable, and up to HANDLER_ATTEMPTS times
-for any other exception, after which the message that keeps raising is dead-lettered
-(``internal_error``) and the stream moves on.
-
-Output goes through :class:`~stream.pipeline.runtime.producer.BatchProducer` (record batches per
-partition; Faust's per-message send was the bottleneck). Delivery: every send is awaited to
-the broker's acknowledgement before the input event is acknowledged, so an offset is
-committed only after what it produced is durable; a crash in between redelivers the input,
-and the handlers' idempotency makes that harmless. Phase one takes its rounds in batches
-(``PHASE_ONE_BATCH`` / ``PHASE_ONE_WITHIN_S``) and rates each batch as a unit
-(``phase_one.handle_rounds``); the batch's acknowledgements are awaited together.
+``phase-one`` on ``rounds`` (one actor per partition: each ladder sequential), ``phase-two`` on
+``player-updates``, ``corrections`` one at a time, the ``sweeper`` timer, and with QUEUES the matchmaking
+agent and task. Every send is awaited to the broker's acknowledgement before the input is acknowledged, and
+retried (``retry.py``): forever while Redis or Kafka is unreachable, else up to HANDLER_ATTEMPTS, then
+dead-lettered ``internal_error``.
 """
 
 from __future__ import annotations
@@ -43,7 +15,7 @@ import time
 
 import faust
 
-from stream.contracts.round import BAD_PLAYER_UPDATE, INTERNAL_ERROR
+from stream.contracts.round import INTERNAL_ERROR
 from stream.matchmaking import QueueConfig
 from stream.pipeline import faults, metrics, retry
 from stream.pipeline.runtime.compat import assigned_partitions, incoming, take_batches
@@ -66,21 +38,15 @@ from stream.pipeline.updates_batches import apply_updates, emit_applied
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BAD_PLAYER_UPDATE", "register"]
-
 
 def topic_names(topics: Topics) -> TopicNames:
-    return TopicNames(player_updates=topics.player_updates.get_topic_name(),
-                      rating_changes=topics.rating_changes.get_topic_name(),
-                      rounds_dlq=topics.rounds_dlq.get_topic_name(),
-                      corrections=topics.corrections.get_topic_name())
+    return TopicNames(*(topic.get_topic_name() for topic in (topics.player_updates, topics.rating_changes,
+                                                             topics.rounds_dlq, topics.corrections)))
 
 
-def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox,
-             drain: Drain | None = None) -> None:
+def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox, drain: Drain) -> None:
     """Register the phase-one and phase-two agents and the sweeper on ``app`` (and the producer of
     ``outbox``, ``ctx``'s); ``drain``: SIGTERM's gates of the agents' intake (``shutdown.py``)."""
-    drain = drain if drain is not None else Drain()
     producer, names, send = outbox.producer, outbox.names, outbox.send
     app.add_dependency(producer)
     settings = ctx.settings
@@ -180,8 +146,7 @@ def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: Pipel
                     queue.name, type(exc).__name__, exc, exc_info=kind != retry.TRANSIENT)
 
     async def owned(name: str) -> bool:
-        """Whether this worker owns the queue's partition of match-tickets (then it ticks the queue);
-        False while the producer or the consumer is not started yet."""
+        """Whether this worker owns (and ticks) the queue's partition of match-tickets; False before it starts."""
         owned_partitions = assigned_partitions(app, tickets_topic)
         if not owned_partitions or producer.producer is None:
             return False

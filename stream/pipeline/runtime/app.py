@@ -1,8 +1,5 @@
-"""The Faust application, built from Settings (one app per worker process).
-
-Kafka offsets are the only thing Faust keeps; all state lives in Redis (no Faust tables:
-the embedded broker's ListOffsets makes changelog recovery unreliable, and the store must be
-readable by the API anyway).
+"""The Faust application, built from Settings (one app per worker process). Faust keeps only Kafka offsets; all
+state lives in Redis (no Faust tables: the embedded broker's ListOffsets makes changelog recovery unreliable).
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from stream.pipeline.runtime import agents, watchdog
 from stream.pipeline.runtime.compat import (PromptTableManager, QuietMonitor, cap_fetch_wait, deliver_without_blocking,
                                             direct_delivery, idle_fetch_wait, leave_group_on_stop)
 from stream.pipeline.runtime.credentials import faust_broker, faust_credentials
-from stream.pipeline.runtime.producer import BatchProducer, WorkerOutbox
+from stream.pipeline.runtime.producer import BATCH_BYTES, BatchProducer, WorkerOutbox
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
 from stream.pipeline.shutdown import Drain
@@ -30,10 +27,6 @@ from stream.settings import Settings
 
 
 log = logging.getLogger(__name__)
-
-PRODUCER_BATCH_BYTES = 1024 * 1024
-"""Bytes per producer batch and partition (Faust's default is 16 KiB)."""
-
 
 @dataclass
 class Pipeline:
@@ -49,24 +42,15 @@ class Pipeline:
 
 
 async def freeze_heap() -> None:
-    """Collect, then move every object alive now into the collector's permanent generation
-    (``gc.freeze``): run once the app has started (a Faust app task).
-
-    A started worker holds ~190,000 tracked objects of its own start (modules, Faust,
-    aiokafka, numpy, the engine's warm-up) that live as long as the process. A full (oldest
-    generation) collection walks all of them: measured 110-180 ms per collection on this
-    machine, each a stall of the worker's only event loop, the first of them within seconds of
-    the first rounds (the tail of publish -> rated). Frozen, they are never walked again; what the
-    worker allocates afterwards is collected as before."""
+    """Collect, then ``gc.freeze`` the ~190,000 objects of the worker's start (a Faust app task): a full
+    collection walked them all, 110-180 ms stalls of the only event loop (measured); never walked again."""
     gc.collect()
     gc.freeze()
 
 
 def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
-    """The worker's Faust app: topics declared, phase one and phase two agents registered; the
-    engine's compiled loops loaded (or compiled) before any input, not by the first round; the
-    heap of its start frozen once it has started (:func:`freeze_heap`). Refuses another Faust,
-    mode or aiokafka than the pinned ones (:mod:`stream.dependencies`: compat.py patches them)."""
+    """The worker's Faust app, its topics, agents and timers registered, the engine's compiled loops loaded before
+    any input; refuses another Faust, mode or aiokafka than the pinned ones (compat.py patches them)."""
     dependencies.check(dependencies.RUNTIME)
     warm_up()
     cap_fetch_wait(settings.consumer_fetch_max_wait_ms)
@@ -97,7 +81,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
         producer_max_request_size=settings.max_message_bytes,
         # aiokafka's send() waits for a full per-partition batch to be delivered before it
         # accepts more; with the default 16 KiB a 10,000-event round waited on ~200 round trips.
-        producer_max_batch_size=PRODUCER_BATCH_BYTES,
+        producer_max_batch_size=BATCH_BYTES,
         consumer_max_fetch_size=settings.max_message_bytes,
         stream_buffer_maxsize=settings.stream_buffer_maxsize,
     )
@@ -120,8 +104,7 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
 
 
 def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
-    """Score and record the rounds rating health keeps (``health.py``) once they are FLUSH_S old,
-    also when no phase-one batch comes to do it (a Faust timer; a failure is logged and retried)."""
+    """Score and record the rounds rating health keeps once FLUSH_S old, also when no phase-one batch comes."""
 
     @app.timer(interval=FLUSH_S, name="rating-health")  # type: ignore[untyped-decorator]  # faust: untyped
     async def rating_health() -> None:
@@ -134,8 +117,7 @@ def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
 
 
 def register_heartbeat(app: faust.App, status: WorkerStatus) -> None:
-    """Tick ``status`` every TICK_S from the pipeline's loop: the heartbeat /live reads, and the
-    consumer's assignment and rebalancing state /ready reads."""
+    """Tick ``status`` every TICK_S from the pipeline's loop: the heartbeat, assignment and rebalancing state."""
 
     @app.timer(interval=TICK_S, name="heartbeat")  # type: ignore[untyped-decorator]  # faust: untyped
     async def heartbeat() -> None:

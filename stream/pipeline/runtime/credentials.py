@@ -16,12 +16,8 @@ def faust_broker(settings: Settings) -> list[str]:
 
 
 def faust_credentials(settings: Settings) -> faust.types.auth.CredentialsT | None:
-    """Faust's ``broker_credentials``: SASL (with TLS for SASL_SSL) or TLS alone; None for PLAINTEXT.
-
-    Faust hands these to aiokafka (``credentials_to_aiokafka_auth``), so they carry the same
-    protocol, mechanism, user and TLS context as :func:`aiokafka_config`. Note that
-    ``faust.SASLCredentials`` reports SASL_PLAINTEXT when given no ``ssl_context``.
-    """
+    """Faust's ``broker_credentials`` (handed to aiokafka): SASL (with TLS for SASL_SSL) or TLS alone; None for
+    PLAINTEXT. ``faust.SASLCredentials`` reports SASL_PLAINTEXT when given no ``ssl_context``."""
     protocol = kafka_protocol(settings)
     if protocol == "PLAINTEXT":
         return None

@@ -1,14 +1,5 @@
-"""The worker's Kafka producer for its outputs (player-updates, rating-changes, rounds-dlq), and
-the handlers' outbox over it (:class:`WorkerOutbox`).
-
-Faust's ``Topic.send`` costs about 1-2 ms per message in this setup (measured: 10,000 rating
-changes took 12-20 s to send from a worker, against 0.4 s for plain aiokafka), so the agents
-hand their output to this aiokafka producer instead: messages are grouped per partition into
-record batches (``send_batch``), and :meth:`send` returns once the broker acknowledged all of
-them (acks=all), before the input event is acknowledged.
-
-A keyed message without an explicit partition goes where Kafka's default partitioner puts its
-key (murmur2), so ``rating-changes`` stays partitioned by player as a keyed producer would do.
+"""The worker's Kafka producer (record batches per partition: Faust's ``Topic.send`` cost 1-2 ms per message),
+keyed messages where Kafka's default partitioner puts the key; and the handlers' outbox over it.
 """
 
 from __future__ import annotations
@@ -32,7 +23,8 @@ from stream.settings import Settings
 log = logging.getLogger(__name__)
 
 BATCH_BYTES = 1024 * 1024
-"""Largest record batch sent at once (a bigger single message gets a batch of its own)."""
+"""Largest record batch sent at once, per partition (a bigger single message gets a batch of its own); Faust's
+own producer's too (its default is 16 KiB)."""
 ACKS = "all"
 
 
@@ -101,9 +93,8 @@ class BatchProducer(mode.Service):
 
 
 class WorkerOutbox:
-    """The worker's :class:`~stream.pipeline.outbox.Outbox`: records sent through ``producer``, each
-    send retried until the broker acknowledged it (``retry.retrying``); :meth:`send` is the
-    agents' :data:`~stream.pipeline.outbox.Send` too."""
+    """The worker's :class:`~stream.pipeline.outbox.Outbox`: each send retried until the broker acknowledged it;
+    :meth:`send` is the agents' :data:`~stream.pipeline.outbox.Send` too."""
 
     def __init__(self, producer: BatchProducer, names: TopicNames) -> None:
         self.producer, self.names, self.settings = producer, names, producer.settings

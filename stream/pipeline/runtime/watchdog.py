@@ -1,39 +1,9 @@
 """The stalled-partition watchdog: find an input partition this worker no longer fetches, heal it or exit.
 
-faust-streaming has a known class of bugs (faust-streaming/faust #596, #629, #175, #523): after
-a rebalance the consumer sometimes never fetches one of its assigned partitions again, with no
-error (at most "Aiokafka has not sent fetch request for TP ... since start"). On ``rounds`` that
-means the ladders of that partition are silently never rated: a round enters the Redis ledger
-(and so the sweeper's reach) only once phase one reads it. On ``player-updates`` the sweeper
-re-drives the rounds after SWEEP_TIMEOUT_S, but a stalled partition would keep them waiting.
-
-Every worker runs :func:`check` every WATCHDOG_INTERVAL_S (a Faust timer). It observes each
-``rounds`` and ``player-updates`` partition assigned to this worker: the broker's end offset (ONE
-ListOffsets request for all of them), the worker's committed offset (Faust's own record: no
-request) and the fetch position (aiokafka's state), and whether Faust holds unacknowledged
-messages of it. :func:`assess` (pure) calls a partition stalled when, for STALL_TIMEOUT_S, the
-end offset stayed ahead of the committed offset while neither the committed offset nor the
-position moved and nothing of the partition was in the worker's hands (fetched but not yet
-acknowledged: that is a slow or failing handler, which ``retry.py`` reports, not a fetch stall).
-
-The embedded Tansu broker answers ListOffsets(LATEST) with the base offset of the partition's
-last record batch + 1, which can be BELOW the real end: an idle partition then shows its end
-behind the committed offset (never a false alarm), and a stall is seen as soon as the reported
-end passes the committed offset (a stall inside the last batch of a partition that receives
-nothing more goes unseen: nothing is waiting behind it but that batch's other records).
-
-What :func:`decide` does about stalled partitions: the gauge ``ems_stalled_partitions{topic}``
-and an ERROR naming them (again every LOG_EVERY_S, and whenever the set changes); then the
-self-heal many operators use — seek the partition to its committed offset and resume it, in
-aiokafka (its fetcher skips a paused partition) and in Faust (its active set) — counted in
-``ems_stall_heals_total{topic}``; and when a healed partition is still stalled STALL_TIMEOUT_S
-later, with STALL_EXIT=true (default), the worker exits with status :data:`STALL_EXIT_CODE` so its
-supervisor restarts it: the new consumer fetches from the committed offset, the uncommitted input
-is redelivered, and the handlers' idempotency makes that harmless.
-
-aiokafka runs in Faust's consumer thread (its own event loop): every aiokafka call here goes
-through ``compat.in_consumer_thread``; Faust's structures are touched in the main loop. Every
-private attribute of Faust or aiokafka read or written here is behind a ``compat`` function.
+After some rebalances faust-streaming never fetches an assigned partition again (faust-streaming/faust #596,
+#629, #175, #523). A ``rounds`` or ``player-updates`` partition that lags with nothing moving nor in hand for
+STALL_TIMEOUT_S (:func:`assess`) is alerted and healed (seek to the committed offset and resume); still stalled
+STALL_TIMEOUT_S after that, the worker exits with :data:`STALL_EXIT_CODE` (STALL_EXIT) to be restarted.
 """
 
 from __future__ import annotations
@@ -44,13 +14,14 @@ import os
 import time
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import faust
 from faust.types import TP as FaustTP
 
 from stream.pipeline import faults, metrics
-from stream.pipeline.runtime.compat import committed_offsets, fetch_positions, in_consumer_thread, set_read_offset
+from stream.pipeline.runtime.compat import (committed_offsets, fetch_positions, in_consumer_thread, seek_partitions,
+                                            set_read_offset)
 from stream.pipeline.topics import PLAYER_UPDATES, ROUNDS
 from stream.settings import Settings
 
@@ -74,13 +45,8 @@ TP = tuple[str, int]
 
 @dataclass(frozen=True)
 class Observation:
-    """One partition as seen by one check.
-
-    ``end``: the broker's end offset (ListOffsets LATEST; below the real end on Tansu), None if
-    unknown. ``committed``: the next offset this worker will commit from (Faust's record), None
-    if nothing is committed. ``position``: the next offset the fetcher hands to Faust, None
-    without a valid position. ``in_flight``: Faust holds unacknowledged messages of it.
-    """
+    """One partition as seen by one check: the broker's end offset, the next offset to commit from (Faust's
+    record), the fetch position (each None if unknown), and whether Faust holds unacknowledged messages of it."""
 
     end: int | None
     committed: int | None
@@ -101,10 +67,7 @@ class Observation:
     @property
     def lagging(self) -> bool:
         """The broker has records beyond what this worker processed (as far as the end offset shows)."""
-        if self.end is None:
-            return False
-        done = self.done
-        return self.end > (done if done is not None else 0)
+        return self.end is not None and self.end > (self.done or 0)
 
 
 @dataclass(frozen=True)
@@ -117,15 +80,9 @@ class Track:
 
 def assess(tracks: Mapping[TP, Track], observed: Mapping[TP, Observation], now: float,
            timeout_s: float) -> tuple[dict[TP, Track], set[TP]]:
-    """The offsets history → the stalled partitions (pure).
-
-    ``tracks`` is the previous result's history; ``observed`` every assigned watched partition
-    now. A partition is suspicious when it lags (end offset ahead of the committed offset) and
-    nothing of it is in the worker's hands; its track starts when it becomes suspicious and
-    restarts whenever its committed offset or position moves. Stalled: suspicious, unmoved, for
-    ``timeout_s``. Partitions not observed (no longer assigned) and not suspicious are dropped.
-    Returns the new history and the stalled partitions.
-    """
+    """(new history, stalled partitions) from the previous ``tracks`` and ``observed`` now (pure): a partition
+    that lags with nothing in hand is suspicious, its track restarting whenever it moves; stalled once
+    suspicious and unmoved for ``timeout_s``."""
     new: dict[TP, Track] = {}
     stalled: set[TP] = set()
     for tp, seen in observed.items():
@@ -152,9 +109,8 @@ class Decision:
 
 def decide(stalled: Collection[TP], healed_at: Mapping[TP, float], now: float, timeout_s: float,
            exit_enabled: bool) -> Decision:
-    """Heal a stalled partition first; once it is still stalled ``timeout_s`` after its heal it
-    is hopeless: exit if ``exit_enabled``, else heal it again (and keep alerting). Partitions no
-    longer stalled forget their heal (pure)."""
+    """Heal a stalled partition; still stalled ``timeout_s`` after its heal it is hopeless: exit if
+    ``exit_enabled``, else heal it again. Partitions no longer stalled forget their heal (pure)."""
     kept = {tp: at for tp, at in healed_at.items() if tp in stalled}
     heal: set[TP] = set()
     hopeless: set[TP] = set()
@@ -184,14 +140,8 @@ def describe(tps: Iterable[TP], observed: Mapping[TP, Observation]) -> str:
 # --- the consumer side (aiokafka in Faust's consumer thread) --------------------------------------
 
 
-def _consumer(app: faust.App) -> Any:
-    """Faust's consumer (typed Any: the watchdog uses attributes ConsumerT does not declare)."""
-    return app.consumer
-
-
 async def _snapshot(consumer: Any, topics: frozenset[str]) -> dict[TP, tuple[int | None, int | None]]:
-    """In the consumer thread: (end offset, position) of every assigned partition of ``topics``,
-    the end offsets in one ListOffsets request (per partition leader)."""
+    """In the consumer thread: (end offset, position) of every assigned partition of ``topics``."""
     assigned = [tp for tp in consumer.assignment() if tp.topic in topics]
     if not assigned:
         return {}
@@ -202,38 +152,19 @@ async def _snapshot(consumer: Any, topics: frozenset[str]) -> dict[TP, tuple[int
 
 
 async def observe(app: faust.App, topics: frozenset[str]) -> dict[TP, Observation]:
-    """Every assigned partition of ``topics``: end offset and position from aiokafka (consumer
-    thread), committed offset and in-flight messages from Faust (this loop)."""
+    """Every assigned partition of ``topics`` (aiokafka's view from its thread, Faust's from this loop)."""
     snapshot = await in_consumer_thread(app, _snapshot, topics)
-    consumer = _consumer(app)
-    in_flight = {(m.tp.topic, m.tp.partition) for m in list(consumer.unacked)}
+    in_flight = {(m.tp.topic, m.tp.partition) for m in list(cast(Any, app.consumer).unacked)}
     committed = committed_offsets(app)
     return {tp: Observation(end, committed.get(FaustTP(*tp)), position, tp in in_flight)
             for tp, (end, position) in snapshot.items()}
 
 
-async def _seek_and_resume(consumer: Any, offsets: Mapping[TP, int | None]) -> None:
-    """In the consumer thread: seek each still-assigned partition to its offset (None: keep the
-    position) and resume it in aiokafka."""
-    from aiokafka import TopicPartition
-
-    assigned = set(consumer.assignment())
-    for (topic, partition), offset in offsets.items():
-        tp = TopicPartition(topic, partition)
-        if tp not in assigned:
-            continue
-        if offset is not None:
-            consumer.seek(tp, offset)
-        consumer.resume(tp)
-
-
 async def heal(app: faust.App, tps: Collection[TP], observed: Mapping[TP, Observation]) -> None:
-    """The self-heal: seek each partition to its committed offset (its fetch position when
-    nothing is committed) and resume it, in aiokafka and in Faust; Faust's read offset follows
-    the seek so the records fetched again are not dropped as already read."""
+    """Seek each partition to its committed offset (else its position) and resume it, in aiokafka and Faust."""
     offsets = {tp: observed[tp].done for tp in tps}
-    await in_consumer_thread(app, _seek_and_resume, offsets)
-    consumer = _consumer(app)
+    await in_consumer_thread(app, seek_partitions, offsets, True)
+    consumer = cast(Any, app.consumer)
     assigned = consumer.assignment()  # a partition revoked meanwhile must not join Faust's active set
     faust_tps = [FaustTP(*tp) for tp in tps if FaustTP(*tp) in assigned]
     for tp in faust_tps:
@@ -288,8 +219,7 @@ class Watchdog:
 
     async def check(self, app: faust.App) -> Decision | None:
         """One watchdog round: observe, assess, alert, heal or exit. None when nothing was observed."""
-        consumer = _consumer(app)
-        if getattr(app, "rebalancing", False) or not consumer.flow_active:
+        if getattr(app, "rebalancing", False) or not cast(Any, app.consumer).flow_active:
             self.reset()
             return None
         try:

@@ -10,24 +10,17 @@ from faust import Worker
 from stream.pipeline.runtime.compat import graceful_worker
 from stream.pipeline.shutdown import Drain
 
-#: Faust's log level names (it rejects "warning") and the matching logging levels.
+#: Faust's log level names (it rejects "warning"); logging's are the LOG_LEVEL words in upper case.
 FAUST_LOG_LEVELS = {"critical": "crit", "error": "error", "warning": "warn", "warn": "warn", "info": "info",
                     "debug": "debug"}
-LOGGING_LEVELS = {"crit": logging.CRITICAL, "error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO,
-                  "debug": logging.DEBUG}
 
 
 def make_worker(app: faust.App, log_level: str, drain: Drain | None = None, shutdown_timeout_s: float = 20.0,
                 ) -> faust.Worker:
-    """A Faust worker for ``app`` logging at ``log_level`` (LOG_LEVEL), without the terminal spinner;
-    with ``drain``, SIGTERM first finishes the batches in hand and commits, within
-    ``shutdown_timeout_s`` (SHUTDOWN_TIMEOUT_S; ``stream.pipeline.shutdown``).
-
-    Faust's spinner (on whenever the level is warn or above) sets the ROOT logger to DEBUG so it can
-    spin on every record: every library's debug record was then built and dropped, ~3 % of a
-    busy worker's CPU (aiokafka logs each request at debug)."""
+    """A Faust worker for ``app`` logging at ``log_level``; with ``drain``, SIGTERM first finishes the batches
+    in hand and commits, within ``shutdown_timeout_s``. No spinner: it set the ROOT logger to DEBUG (~3 % CPU)."""
     level = FAUST_LOG_LEVELS.get(log_level.lower(), "info")
-    logging.getLogger("stream").setLevel(LOGGING_LEVELS[level])
+    logging.getLogger("stream").setLevel(logging.getLevelNamesMapping().get(log_level.upper(), logging.INFO))
     if drain is None:
         worker = Worker(app, loglevel=level)
     else:
