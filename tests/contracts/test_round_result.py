@@ -58,7 +58,7 @@ def test_canonical_json_round_trips_and_validates() -> None:
     r = parse_round(round_dict(weight=0.5, perf_ceiling=2500), limits=LIMITS)
     text = r.to_json()
     validate("round-result", text)
-    again = RoundResult.from_json(text)
+    again = parse_round(text, limits=Limits())
     assert again == r and again.content_hash() == r.content_hash()
     assert parse_round(round_dict(weight=0.7), limits=LIMITS).content_hash() != r.content_hash()
 

@@ -16,7 +16,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from stream.batch.replay import replay
 from stream.engine import preset
-from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
+from stream.contracts import Limits, PlayerUpdate, RoundResult, Standing, parse_round, validate
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.messages import Incoming
@@ -390,7 +390,7 @@ def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None
 
     async def body() -> None:
         loose = context(redis_url)
-        r = RoundResult.from_json(raw)
+        r = parse_round(raw, limits=Limits())
         await loose.store.register_round("L", "r1", content_hash=r.content_hash(), occurred_at=r.occurred_at,
                                          received_at=0.0, field_size=3, body=raw)
         await loose.store.close()
@@ -449,7 +449,7 @@ def test_team_and_partial_play_rounds_are_rated(redis_url: str, standings: list[
         result = await handle_one(ctx, Incoming(raw))
         assert result.outcome == "rated" and result.dead_letter is None and result.seq == 1
         entries = [e for m in result.updates for e in PlayerUpdate.from_json(m.value).entries()]
-        assert sorted(e.player for e in entries) == sorted(RoundResult.from_json(raw).players())
+        assert sorted(e.player for e in entries) == sorted(parse_round(raw, limits=Limits()).players())
         assert all(e.weight is not None for e in entries)
         await handle_updates(ctx, [m.value for m in result.updates])  # t2's barrier waits for t1's players
         after = await handle_one(ctx, Incoming(RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,
