@@ -1,8 +1,6 @@
 """The events the service emits: ``PlayerUpdate`` (internal fan-out), ``RatingChange`` (public),
-``DeadLetter`` (rejected input).  Each has ``to_json()`` / ``from_json()`` producing compact JSON
-with a stable key order, valid against its schema in ``schemas/`` (checked by
-:func:`stream.contracts.schemas.validate` in tests).  Floats are written with ``repr`` precision,
-so a round trip is exact; NaN and infinities are refused (``ValueError``).
+``DeadLetter`` (rejected input); ``to_json()`` / ``from_json()``: compact JSON valid against its schema,
+floats at ``repr`` precision (exact round trips), NaN and infinities refused (``ValueError``).
 """
 
 from __future__ import annotations
@@ -10,7 +8,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,14 +23,14 @@ def _dumps(obj: dict[str, Any]) -> str:
 
 
 def _loads(raw: bytes | str | dict[str, Any]) -> dict[str, Any]:
-    return raw if isinstance(raw, dict) else json.loads(raw)
-
-
-def event_id(ladder: str, round_id: str, player: str, correction_id: str | None = None) -> str:
-    """The unique id of a rating change: ``ladder/round_id/player``, and ``/correction_id`` for
-    the change a correction of round ``round_id`` made."""
-    base = f"{ladder}/{round_id}/{player}"
-    return base if correction_id is None else f"{base}/{correction_id}"
+    """A message's JSON (a dict passes through): orjson (several times faster), ``json.loads`` for what
+    orjson refuses (NaN, lone surrogates, UTF-16...), so a message parses, or fails, as the standard decoder decides."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        return orjson.loads(raw)  # type: ignore[no-any-return]
+    except orjson.JSONDecodeError:
+        return json.loads(raw)  # type: ignore[no-any-return]
 
 
 ROUND_CHANGE = "round"
@@ -42,11 +39,8 @@ CORRECTION_CHANGE = "correction"
 
 @dataclass(slots=True)
 class RatingChange:
-    """One player's rating change (topic ``rating-changes``, key = player): in one round, or
-    (``kind`` "correction") by a correction of round ``round_id`` (schema rating-change v2: then
-    rank, field size and performance are those of his last round after it, None if none is left;
-    schema v3: ``league``/``division``, and ``performance`` None for a model without one; v4:
-    ``team``/``weight``; v5: ``provisional``)."""
+    """One player's rating change (topic ``rating-changes``, key = player) in a round, or by a correction
+    of it (``kind`` "correction": rank, field size and performance of his last round after it, None if none)."""
 
     ladder: str
     round_id: str
@@ -66,38 +60,16 @@ class RatingChange:
     correction_id: str | None = None
     league: str | None = None
     division: int | None = None
-    """The player's league and division after the change (schema v3; ``tier`` is their label:
-    league "Gold", division 2 for tier "Gold 2"; division None for an undivided league; both None
-    when unplaced)."""
+    """After the change (v3): ``tier`` "Gold 2" is league "Gold", division 2; None when unplaced or undivided."""
     team: str | None = None
     """The player's team in a round with teams or partial play (None: an individual entry)."""
     weight: float | None = None
-    """The share of the match the player played, in a round with teams or partial play (schema
-    v4); None for a plain round's change, which then has neither ``team`` nor ``weight`` (as in v3)."""
+    """The share of the match played (v4); None for a plain round's change, written without ``team`` and ``weight``."""
     provisional: bool | None = None
-    """Whether the player's rating is provisional right after the change, by the ladder's display
-    rule (``engine.display.is_provisional`` of ``sigma_after`` and ``rounds_played``; schema v5,
-    written last); None only for an event stored before v5, which then has no such key."""
-
-    @property
-    def event_id(self) -> str:
-        return event_id(self.ladder, self.round_id, self.player, self.correction_id)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON values; a round's change has neither ``kind`` nor ``correction_id`` (as in v1),
-        a change of a plain round (``weight`` None) neither ``team`` nor ``weight`` (as in v3), an
-        event read from before v5 (``provisional`` None) no ``provisional``."""
-        out = {"event_id": self.event_id, **{name: getattr(self, name) for name in self.__slots__}}
-        if self.kind == ROUND_CHANGE:
-            del out["kind"], out["correction_id"]
-        if self.weight is None:
-            del out["team"], out["weight"]
-        if self.provisional is None:
-            del out["provisional"]
-        return out
+    """``engine.display.is_provisional`` after the change (v5, written last); None: an event from before v5."""
 
     def to_json(self) -> str:
-        """:meth:`to_dict` as compact JSON, by the bulk encoder (:mod:`stream.contracts.encoding`) with one row."""
+        """Compact JSON, by the bulk encoder (:mod:`stream.contracts.encoding`) with one row."""
         if self.kind not in (ROUND_CHANGE, CORRECTION_CHANGE) or (self.kind == CORRECTION_CHANGE) != (
                 self.correction_id is not None):
             raise ValueError(f"a {self.kind!r} change with correction id {self.correction_id!r}")
@@ -123,38 +95,16 @@ class RatingChange:
         return cls(**data)
 
 
-@dataclass(slots=True)
-class UpdateEntry:
-    """One player of a :class:`PlayerUpdate`: rank in the round, phase one's performance and the
-    seq of the round whose posterior was its prior (None where the message does not say); in a
-    round with teams or partial play his team (None: an individual entry) and share of the match
-    played (``weight``; None in a plain round: 1)."""
-
-    player: str
-    rank: int
-    performance: float
-    previous_seq: int | None = None
-    team: str | None = None
-    weight: float | None = None
-
-
 _EXTENDED_ENTRY = frozenset(("mu_after", "sigma_after", "team", "weight"))
 """Entry fields of a rating-only model's or a team round's section (the usual section has none)."""
 
 
 @dataclass(slots=True)
 class PlayerUpdate:
-    """Phase one's output for the round's players on one partition (topic ``player-updates``).
-
-    Held as columns (``players``, ``ranks``, ``performances``, ``previous_seqs``, aligned) so
-    phase two can work on arrays; serialised as ``entries: [{player, rank, performance,
-    previous_seq}]``. ``previous_seqs`` is the ladder seq of each player's previous round whose
-    posterior phase one used as the prior (0: none, the newcomer prior); phase two applies an
-    entry only once the player's stored ``last_seq`` reached it (the chain rule). None when
-    any entry lacks the field (a message of a phase one that did not write it).
-    ``mu_after``/``sigma_after``: each player's new rating, computed by phase one for a ladder
-    rated by a rating-only model (``stream.pipeline.rating_models``); None for Elo-MMR rounds.
-    """
+    """Phase one's output for the round's players on one partition (topic ``player-updates``), as aligned
+    columns, serialised as ``entries``. ``previous_seqs``: the seq of each player's round whose posterior
+    was his prior (0: newcomer; phase two applies an entry once his ``last_seq`` reached it, the chain
+    rule). ``mu_after``/``sigma_after``: the new ratings of a rating-only model's round."""
 
     ladder: str
     round_id: str
@@ -171,47 +121,10 @@ class PlayerUpdate:
     teams: list[str | None] | None = None
     """Each entry's team (schema v2; None for an individual entry); None: no entry names one."""
     weights: list[float] | None = None
-    """Each entry's share of the match played (schema v2), written for every entry of a round
-    with teams or partial play (phase two weighs the update by it, ``stream.engine.teams``);
-    None: a plain round, every weight 1 (v1 messages)."""
-
-    def entries(self) -> Iterator[UpdateEntry]:
-        n = len(self.players)
-        previous: list[int | None] = [None] * n if self.previous_seqs is None else [*self.previous_seqs]
-        teams: list[str | None] = [None] * n if self.teams is None else self.teams
-        weights: list[float | None] = [None] * n if self.weights is None else [*self.weights]
-        for p, r, x, q, t, w in zip(self.players, self.ranks, self.performances, previous, teams, weights):
-            yield UpdateEntry(p, r, x, q, t, w)
-
-    def to_dict(self) -> dict[str, Any]:
-        entries: list[dict[str, Any]] = [
-            {"player": p, "rank": int(r), "performance": float(x)}
-            for p, r, x in zip(self.players, self.ranks, self.performances)
-        ]
-        if self.previous_seqs is not None:
-            for entry, q in zip(entries, self.previous_seqs):
-                entry["previous_seq"] = int(q)
-        if self.mu_after is not None and self.sigma_after is not None:
-            for entry, mu, sigma in zip(entries, self.mu_after, self.sigma_after):
-                entry["mu_after"], entry["sigma_after"] = float(mu), float(sigma)
-        if self.weights is not None:
-            teams: list[str | None] = [None] * len(entries) if self.teams is None else self.teams
-            for entry, t, w in zip(entries, teams, self.weights):
-                if t is not None:
-                    entry["team"] = t
-                entry["weight"] = float(w)
-        return {
-            "ladder": self.ladder,
-            "round_id": self.round_id,
-            "seq": self.seq,
-            "occurred_at": self.occurred_at,
-            "weight": self.weight,
-            "field_size": self.field_size,
-            "entries": entries,
-        }
+    """Each entry's share of the match played (v2), in a round with teams or partial play; None: every weight 1."""
 
     def to_json(self) -> str:
-        """:meth:`to_dict` as compact JSON, by the bulk encoder (:mod:`stream.contracts.encoding`)."""
+        """Compact JSON, by the bulk encoder (:mod:`stream.contracts.encoding`)."""
         def texts(values: list[float]) -> list[str]:
             return [json_number(float(v)) for v in values]
 
@@ -224,21 +137,10 @@ class PlayerUpdate:
 
     @classmethod
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> PlayerUpdate:
-        """The update of a message (its text, or the parsed dict); raises (KeyError, TypeError,
-        ValueError) on a malformed one. Text is parsed by orjson (several times faster than
-        ``json.loads``, the same values for every document it accepts), and what orjson refuses
-        (NaN, huge integers, lone surrogates, UTF-16...) by ``json.loads``, so a section parses, or
-        fails, as the standard decoder decides. One pass over the entries for the usual section
-        (an Elo-MMR round's: player, rank, performance, ``previous_seq``): phase two reads every
-        section with it, a duel's one-entry sections by the thousand. The optional columns are
-        None unless every entry has the field (``weights``: unless one has it, 1 where absent)."""
-        if isinstance(raw, dict):
-            data = raw
-        else:
-            try:
-                data = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                data = json.loads(raw)
+        """The update of a message (KeyError, TypeError, ValueError on a malformed one): one pass over the
+        usual section's entries (phase two reads duels' sections by the thousand); an optional column is
+        None unless every entry has it (``weights``: unless one has it, 1 where absent)."""
+        data = _loads(raw)
         entries = data["entries"]
         players: list[str] = []
         ranks: list[int] = []
@@ -269,12 +171,9 @@ class PlayerUpdate:
 
 @dataclass(slots=True)
 class DeadLetter:
-    """A rejected input message (topic ``rounds-dlq``); ``original`` holds the raw bytes.
-
-    Serialised, ``original`` is base64 and may be cut to a prefix so that the letter fits a
-    size (:meth:`to_json`'s ``max_bytes``): ``original_length`` and ``original_sha256`` always
-    describe the whole original, so a reader can tell a cut letter (prefix shorter than the
-    length) and match it to its source."""
+    """A rejected input message (topic ``rounds-dlq``); ``original`` holds the raw bytes, written as
+    base64 and maybe cut to a prefix (:meth:`to_json`); ``original_length`` and ``original_sha256``
+    always describe the whole original."""
 
     reason: str
     message: str

@@ -25,7 +25,7 @@ from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 from stream.store.store import QueuedRound
-from tests.contracts.wire_oracle import reference_json
+from tests.contracts.wire_oracle import entries as update_entries, reference_json
 from tests.faults.injection import Injector
 
 PARTITIONS = 4
@@ -448,7 +448,7 @@ def test_team_and_partial_play_rounds_are_rated(redis_url: str, standings: list[
         ctx = context(redis_url)
         result = await handle_one(ctx, Incoming(raw))
         assert result.outcome == "rated" and result.dead_letter is None and result.seq == 1
-        entries = [e for m in result.updates for e in PlayerUpdate.from_json(m.value).entries()]
+        entries = [e for m in result.updates for e in update_entries(PlayerUpdate.from_json(m.value))]
         assert sorted(e.player for e in entries) == sorted(parse_round(raw, limits=Limits()).players())
         assert all(e.weight is not None for e in entries)
         await handle_updates(ctx, [m.value for m in result.updates])  # t2's barrier waits for t1's players
