@@ -14,7 +14,8 @@ from typing import Any
 
 import typer
 
-from stream.cli.publish import EXIT_UNREACHABLE, kafka_client_config
+from stream.cli.publish import EXIT_UNREACHABLE
+from stream.connections import kafka_python_config
 from stream.settings import Settings
 
 #: Milliseconds one poll waits for records.
@@ -31,7 +32,7 @@ def follow_records(settings: Settings, topics: Sequence[str], *, from_beginning:
 
     names = {settings.topic(topic): topic for topic in topics}
     consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
-                             **kafka_client_config(settings))
+                             **kafka_python_config(settings))
     try:
         parts: list[Any] = []
         while True:

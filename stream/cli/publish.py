@@ -34,6 +34,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from stream.cli.store_command import fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
 from stream.settings import Settings
@@ -214,11 +215,6 @@ def ladder_outcomes(rounds: list[tuple[RoundResult, bool]], settings: Settings) 
 # ---------------------------------------------------------------- producing
 
 
-def kafka_client_config(settings: Settings) -> dict[str, Any]:
-    """kafka-python connection settings (bootstrap, TLS, SASL): :func:`stream.connections.kafka_python_config`."""
-    return kafka_python_config(settings)
-
-
 class RoundProducer:
     """kafka-python producer of RoundResults to ``rounds``: key = ladder, acks=all; a context manager."""
 
@@ -227,7 +223,7 @@ class RoundProducer:
 
         self.topic = settings.topic(ROUNDS_TOPIC)
         self._producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes,
-                                       **kafka_client_config(settings))
+                                       **kafka_python_config(settings))
 
     def send(self, round_: RoundResult) -> Any:
         """Queue one round; returns the future of its RecordMetadata."""
@@ -246,13 +242,16 @@ class RoundProducer:
         self.close()
 
 
-def ensure_rounds_topic(settings: Settings) -> None:
-    """Create ``rounds`` with ``PARTITIONS`` partitions if missing (a broker would otherwise auto-create it
-    with its own default); on a cluster where we may not create topics this is left to the operator."""
+def ensure_topic(settings: Settings, topic: str) -> None:
+    """Create ``topic`` (before the prefix) with ``PARTITIONS`` partitions if missing (a broker would
+    auto-create it with its own default); where we may not create topics, a warning: it is the operator's."""
     from stream.pipeline.topics import ensure_topics
 
-    config = kafka_client_config(settings)
-    ensure_topics(config.pop("bootstrap_servers"), {settings.topic(ROUNDS_TOPIC): settings.partitions}, **config)
+    config = kafka_python_config(settings)
+    try:
+        ensure_topics(config.pop("bootstrap_servers"), {settings.topic(topic): settings.partitions}, **config)
+    except Exception as exc:  # noqa: BLE001 - e.g. no CreateTopics permission
+        typer.echo(f"warning: could not ensure topic {settings.topic(topic)}: {exc}", err=True)
 
 
 def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool) -> PublishSummary:
@@ -311,10 +310,7 @@ def publish(
         require(settings, kafka=True, redis=wait, write=True)
         if wait:  # Redis is at hand: a round of a ladder nobody rated yet starts one for good (a typo?)
             note_new_ladders(settings, sorted({r.ladder for r, _ in rounds}))
-        try:
-            ensure_rounds_topic(settings)
-        except Exception as exc:  # e.g. no CreateTopics permission: the topic is the operator's
-            typer.echo(f"warning: could not ensure topic {settings.topic(ROUNDS_TOPIC)}: {exc}", err=True)
+        ensure_topic(settings, ROUNDS_TOPIC)
         from kafka.errors import KafkaError
 
         from stream.connections import redis_connection_errors, redis_error_message
@@ -325,11 +321,9 @@ def publish(
             else:
                 summary = produce(settings, rounds, str(file), progress)
         except (KafkaError, ConnectionConfigError) as exc:
-            typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
-            raise typer.Exit(EXIT_UNREACHABLE) from None
+            fail(f"cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", EXIT_UNREACHABLE)
         except redis_connection_errors() as exc:  # --wait reads the outcomes from Redis
-            typer.echo(f"error: {redis_error_message(settings, exc)}", err=True)
-            raise typer.Exit(EXIT_UNREACHABLE) from None
+            fail(redis_error_message(settings, exc), EXIT_UNREACHABLE)
     if json_output:
         typer.echo(json.dumps(summary.to_dict() | (_outcomes_dict(waited) if waited is not None else {})))
     else:

@@ -31,6 +31,7 @@ from typing import cast
 
 import typer
 
+from stream.cli.store_command import bad_input
 from stream.contracts import RoundResult
 from stream.settings import Settings, running_stacks, stack_state_path
 from stream.pipeline.topics import partition_counts
@@ -206,14 +207,11 @@ def stack(
     kafka_port, redis_port = kafka_port or free_port(), redis_port or free_port()
     name = name or f"k{kafka_port}-r{redis_port}"
     if not NAME_PATTERN.fullmatch(name):
-        typer.echo(f"error: --name must match {NAME_PATTERN.pattern}, got {name!r}", err=True)
-        raise typer.Exit(2)
+        bad_input(f"--name must match {NAME_PATTERN.pattern}, got {name!r}")
     state_file = stack_state_path(name)
     running = running_stacks()
     if name in running or (os.environ.get("STACK_STATE_FILE") and running):
-        typer.echo(f"error: a stack is already running with the state file {state_file} "
-                   "(stop it, or choose another --name)", err=True)
-        raise typer.Exit(2)
+        bad_input(f"a stack is already running with the state file {state_file} (stop it, or choose another --name)")
     run = StackRun(LocalStack.on_ports(kafka_port, redis_port, detached=True))
     logs = state_file.parent / f"{state_file.stem}-logs"  # kept after exit, for post-mortems
     run.stack.broker.workdir = logs
