@@ -1,9 +1,7 @@
 """``stream backfill FILE [--append]``: write a history of rounds into Redis at replay speed, no Kafka.
 
-The file is read and validated completely first (the readers of ``stream publish``: JSONL, CSV
-or a directory of the authors' contest files; exit 2 naming the line and field, nothing
-written); then :func:`stream.pipeline.backfill.backfill` rates it in process and writes exactly
-what the stream would have (a ladder with rounds is refused, exit 2, unless ``--append``).
+The file is validated completely first (``stream publish``'s readers; exit 2, nothing written), then
+:func:`stream.pipeline.backfill.backfill` writes what the stream would have (a ladder with rounds only with ``--append``).
 """
 
 from __future__ import annotations

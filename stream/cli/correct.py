@@ -1,9 +1,6 @@
-"""``stream void LADDER ROUND_ID`` and ``stream amend FILE``: publish a correction to ``corrections``.
-
-The correction is validated here as the worker validates it (``parse_correction``: exit 2 naming
-the field, nothing published); the worker re-rates the ladder (stream.pipeline.corrections).
-``--wait`` then reads the outcome the worker records in Redis (the ladder's correction ledger,
-or the reason it was dead-lettered).
+"""``stream void LADDER ROUND_ID`` and ``stream amend FILE``: publish a correction to ``corrections``,
+validated here as the worker validates it (exit 2, nothing published); ``--wait`` reads the outcome
+the worker records in Redis.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Follow topics from the CLI (``stream tail``, ``stream queue watch``): a group-less consumer
-over every partition of the topics, and the print loop with ``--max-events`` / ``--timeout``.
-
-The consumer has no group: it assigns itself every partition (no group join, so it starts at once
-and leaves nothing behind), from the beginning with ``from_beginning``, else from the end.
+"""Follow topics from the CLI (``stream tail``, ``stream queue watch``): a group-less consumer assigned
+every partition (starts at once, leaves nothing behind), from the beginning or the end, and the print
+loop with ``--max-events`` / ``--timeout``.
 """
 
 from __future__ import annotations

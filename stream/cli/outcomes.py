@@ -1,11 +1,5 @@
-"""``stream publish --wait``: what became of each published round.
-
-Each round ends as one of: ``rated`` / ``no_outcome`` (recorded by this publish), ``duplicate`` (the
-same round was already there: a no-op), ``rejected`` (a dead letter on ``rounds-dlq`` names the very
-record that was sent: topic, partition and offset; with its reason, field and message), or still
-``pending`` when the wait ends. Redis says which rounds are recorded (status and content hash of
-the round record); the dead-letter topic, read from where it ended before the publish, says which
-were rejected.
+"""``stream publish --wait``: what became of each published round: ``rated`` / ``no_outcome`` / ``duplicate``
+(Redis's round records), ``rejected`` (a dead letter naming the very record sent), or still ``pending``.
 """
 
 from __future__ import annotations

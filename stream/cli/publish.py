@@ -1,24 +1,8 @@
-"""``stream publish FILE``: validate a file of rounds completely, then produce them to ``rounds``.
+"""``stream publish FILE``: validate a file of rounds completely (JSONL, CSV or contest files, read by
+:mod:`stream.batch.sources`; formats in README.md), then produce them to ``rounds`` (key = ladder, acks=all).
 
-Inputs (by extension / kind):
-
-* ``*.jsonl`` / ``*.ndjson`` (``.gz`` too): one ``RoundResult`` JSON object per line (blank lines
-  skipped), read with :mod:`stream.batch.sources`;
-* ``*.csv``: a header with ``round_id, ladder, player, rank`` and optionally ``occurred_at``,
-  ``weight``, ``team`` and ``player_weight``; rows of one round share ``(ladder, round_id)`` (they
-  need not be adjacent); rows of one round with the same ``team`` are one team entry (its rank
-  given on every row); ``player_weight`` is the player's share of the match (partial play); a
-  round without ``occurred_at`` gets the publish time;
-* a directory: the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/<n>.json``), read
-  with :mod:`stream.batch.sources`.
-
-Everything is parsed with :func:`stream.contracts.parse_round` BEFORE anything is sent: every bad
-row is reported (the first :data:`MAX_REPORTED_ERRORS`, all counted) as ``file:line: field: message
-[reason]`` with exit code 2 and nothing is published.
-Outcome-free rounds (``no_outcome``: fewer than two entries, or a draw on a ladder whose model does
-not rate draws, as ``LADDERS`` resolves it here) are valid: they are published and recorded,
-nobody is rated.
-Then each round goes to topic ``rounds`` (with ``TOPIC_PREFIX``), key = ladder, acks=all.
+Every bad row is reported (the first :data:`MAX_REPORTED_ERRORS`, all counted) as ``file:line: field:
+message [reason]``, exit 2, and nothing is published. Outcome-free rounds are valid: published, recorded.
 """
 
 from __future__ import annotations
@@ -168,12 +152,9 @@ def _one_line(message: str) -> str:
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None,
                 ignored: list[InvalidInput] | None = None) -> list[tuple[RoundResult, bool]]:
-    """Every round of ``path``, validated; raises :class:`InvalidFile` listing every bad row or round
-    (and :class:`InvalidInput` when the file is unusable as a whole); with ``ignored``, what the
-    service would accept but ignore (an unknown field or CSV column, STRICT_SCHEMA off) is listed there.
-
-    Also rejects a round_id reused within the file for different content (``conflict``).
-    """
+    """Every round of ``path``, validated (a round_id reused for other content is a ``conflict``); raises
+    :class:`InvalidFile` listing every bad row or round (:class:`InvalidInput`: the file is unusable);
+    ``ignored`` lists what the service would accept but ignore (STRICT_SCHEMA off)."""
     from stream.batch.sources import unknown_csv_columns
 
     now = time.time() if now is None else now

@@ -1,8 +1,5 @@
-"""``stream rejected``: the rounds the service rejected, read from the dead-letter topic ``rounds-dlq``.
-
-Shows the most recent ones (``--limit``, of ``--ladder`` if given) as a table, newest first, or
-one JSON object per line (``--json``). With ``--follow`` they are shown oldest first, as ``tail -f``
-does, and new ones follow as they arrive.
+"""``stream rejected``: the rounds the service rejected (topic ``rounds-dlq``), newest first, as a table or
+JSON lines; ``--follow``: oldest first, then new ones as they arrive (as ``tail -f``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """``stream replay`` and ``stream generate-synthetic``: batch commands (no Kafka, no Redis).
 
-``replay`` validates the whole input before rating anything, with the stream's acceptance
-(``parse_round`` under the service's limits) and registration rule (``first_copies``: a
-re-published round is a no-op, a round id re-used with other content is a ``conflict``), and
-writes the CSV to a temporary file renamed into place at the end: on bad input (exit code 2, the
-round, field and reason named on stderr) or any failure, no output file appears. With
-``--skip-rejected`` a rejected round is reported on stderr and left out, as the stream
-dead-letters it, so the output equals what the stream stores for the same messages.
+``replay`` validates the whole input as the stream accepts and registers it (``parse_round``,
+``first_copies``) before rating anything, and writes its CSV atomically: on bad input (exit 2) or any
+failure no output appears; ``--skip-rejected`` leaves a rejected round out, as the stream dead-letters it.
 """
 
 from __future__ import annotations
@@ -114,11 +110,9 @@ def _ladders(option: str, preset_name: str, model_name: str | None, metrics: boo
 
 def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None,
                   models: list[str] | Ladders) -> Deduplicated:
-    """The rounds of ``input`` the stream would rate: its acceptance and registration rule
-    (``first_copies``), and rounds every one of ``models`` can rate (``check_supported``: teams,
-    partial play; ``Ladders``: what the stream rates on each round's ladder). A rejected round
-    exits with code 2, or, if ``rejected`` is a list, is appended to it and reported on stderr
-    (left out, as the stream dead-letters it)."""
+    """The rounds of ``input`` the stream would rate (acceptance, ``first_copies``, ``check_supported`` by
+    each of ``models`` or each round's ladder). A rejected round exits 2, or with a ``rejected`` list is
+    appended to it and reported on stderr."""
     try:
         by_time = LadderOrder.parse(settings.ladder_order).by_time
     except ValueError as exc:

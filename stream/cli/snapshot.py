@@ -1,11 +1,6 @@
-"""``stream export LADDER --output FILE`` and ``stream import FILE``: a ladder's state as a file.
-
-The file holds the records of :mod:`stream.store.snapshot` (everything needed to restore the
-ladder exactly: player hashes with the packed engine state, histories, round records, results
-and stored fan-outs, the ladder's counters and sequence), as JSON lines
-(``{"kind", "id", "fields"}``) or, for ``.csv``, one ``kind,id,field,value`` row per field.
-``import`` reads and checks the whole file before writing anything, and only into a ladder
-that has no state.
+"""``stream export LADDER --output FILE`` and ``stream import FILE``: a ladder's state as a file, the
+records of :mod:`stream.store.snapshot` as JSON lines or ``kind,id,field,value`` CSV rows. ``import``
+checks the whole file before writing, and only into a ladder that has no state.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """``stream stack``: run the embedded local stack (Tansu broker + redis-server), optionally with a demo.
 
-Without options it starts both services on free loopback ports, prints their addresses and the
-environment variables to use, records them in its own state file (so ``stream publish``,
-``stream tail``, ``stream worker`` … find them when KAFKA_BOOTSTRAP / REDIS_URL are unset) and
-runs until Ctrl-C. Each stack has a name (``--name``, else ``k<kafka port>-r<redis port>``) and its
-own state file and log folder, so several can run side by side; with more than one running, the
-other commands need ``STACK_NAME`` to know which to use.
-
-``--demo`` also starts a worker subprocess (``stream worker``, which serves the read
-API, the dashboard and the Prometheus metrics) and publishes a stream of synthetic rounds, paced so
-the dashboard shows ratings moving.
+Both services on free loopback ports, recorded in the stack's own state file (other commands find them
+when KAFKA_BOOTSTRAP / REDIS_URL are unset; ``STACK_NAME`` picks one of several), until Ctrl-C.
+``--demo`` also runs a worker (API, dashboard, metrics) and publishes paced synthetic rounds.
 """
 
 from __future__ import annotations

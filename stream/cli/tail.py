@@ -1,11 +1,8 @@
 """``stream tail``: follow the ``rating-changes`` topic, optionally filtered, as table lines or JSON.
 
-The consumer (stream/cli/follow.py) has no group: it reads every partition of the topic, from the
-beginning with ``--from-beginning``, else from the end. ``--max-events`` and ``--timeout`` make it usable in scripts and tests: it exits 0
-once ``--max-events`` events were printed, and 1 if the timeout ends the wait first.
-
-Against the embedded Tansu broker "the end" is the start of the last stored batch (its
-ListOffsets(LATEST) quirk, stream/stack/README.md), so a few already-published events may show.
+Exits 0 once ``--max-events`` events were printed, 1 if ``--timeout`` ends the wait first. Against the
+embedded Tansu broker "the end" is the start of the last stored batch (stream/stack/README.md), so a
+few already-published events may show.
 """
 
 from __future__ import annotations
@@ -27,10 +24,8 @@ EXIT_TIMEOUT = 1
 
 
 def format_change(change: dict[str, Any]) -> str:
-    """One human-readable line: ladder, round, player, rank/field, mu and sigma moves, display rating, tier;
-    for a change of a round with teams or partial play (RatingChange v4: it carries ``weight``) also
-    the player's team ("-": an individual entry) and the share of the match played. A provisional
-    rating (RatingChange v5) is marked as the leaderboard marks it: ``1500.0?``."""
+    """One human-readable line of a change; with ``weight`` (v4) also the team ("-": none) and share played;
+    a provisional rating (v5) marked as the leaderboard marks it: ``1500.0?``."""
     delta = change["mu_after"] - change["mu_before"]
     tier = change.get("tier") or "-"
     line = (f"{change['ladder']:<12} {change['round_id']:<16} {change['player']:<20} "
