@@ -1,14 +1,9 @@
 """The read API and dashboard: ``create_app(redis_client, settings) -> aiohttp.web.Application``.
 
-Read-only JSON endpoints over :mod:`stream.store.queries` (documented in ``openapi.json``,
-served at ``/openapi.json``; answers cached by :mod:`stream.api.cache`), live updates by
-Server-Sent Events, Prometheus metrics, and the static dashboard at ``/``. Served standalone by
-``stream api``; the worker mounts the same app.
-
-Ladder, player and round ids in paths are percent-encoded segments (any id the input contract
-accepts: ``/``, ``%``, spaces, Unicode), decoded by :func:`stream.api.inputs.path_param`; a player
-or round can also be asked for as ``/player?id=`` / ``/round?id=``, the only way for the ids ``.``
-and ``..``.
+Read-only JSON endpoints over :mod:`stream.store.queries` (``openapi.json``; answers cached by
+:mod:`stream.api.cache`), live updates by Server-Sent Events, Prometheus metrics and the dashboard at
+``/``; served by ``stream api`` and by the worker. Ids in paths are percent-encoded segments
+(:func:`stream.api.inputs.path_param`), or ``/player?id=`` / ``/round?id=`` (the only way for ``.`` and ``..``).
 """
 
 from __future__ import annotations
@@ -119,10 +114,8 @@ LADDER_ROUTES = "/api/ladders/"
 
 @web.middleware
 async def current_seasons(request: web.Request, handler: Any) -> web.StreamResponse:
-    """The seasons started since (``stream season start``) read before a request once
-    SEASON_REFRESH_S has passed, so the API shows and predicts with the schedule the workers rate by.
-    Only for a ladder's routes (/health, /live, /metrics and the dashboard's files never wait on it);
-    Redis unreachable: the schedule last read serves."""
+    """The seasons started since (``stream season start``) re-read every SEASON_REFRESH_S before a ladder's
+    routes, so the API uses the schedule the workers rate by (Redis unreachable: the last one read)."""
     if request.path.startswith(LADDER_ROUTES):
         try:
             await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
@@ -165,12 +158,8 @@ async def _ladder(request: web.Request) -> str:
 
 
 def _item_id(request: web.Request, param: str, what: str) -> str:
-    """The player or round id: the path segment ``{param}``, or on the query-form routes
-    (``/player?id=``, ``/round?id=``) the ``id`` query parameter.
-
-    The query form exists for the ids ``.`` and ``..``: URL parsers (browsers, yarl, curl) remove
-    them as dot-segments, even written ``%2E``, so no path can carry them.
-    """
+    """The player or round id: the path segment ``{param}``, or on the query-form routes the ``id`` query
+    parameter (URL parsers remove ``.`` and ``..`` as dot-segments, even written ``%2E``)."""
     resource = request.match_info.route.resource
     in_path = resource is not None and f"{{{param}}}" in resource.canonical
     raw = inputs.path_param(request, param, what) if in_path else request.query.get("id", "")
@@ -198,10 +187,8 @@ def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]])
 
 # ---- handlers ---------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
-    """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag).
-
-    503 only when Redis fails (no read can be answered); Kafka down is ``degraded`` with 200 (the
-    API still serves what Redis holds). ``kafka`` is null where nothing checks it (tests)."""
+    """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag): 503 only
+    when Redis fails; Kafka down is ``degraded`` with 200 (``kafka`` null where nothing checks it)."""
     try:
         redis_ok = bool(await _redis(request).ping())
     except Exception:  # noqa: BLE001 - any failure means "not healthy"
@@ -246,9 +233,8 @@ LadderAnswer = Callable[[web.Request, str], Awaitable[dict[str, Any]]]
 
 
 def cached_by_ladder(answer: LadderAnswer) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """A GET handler serving ``answer(request, ladder)`` for the path's ladder (404 when unknown) as
-    JSON, from the response cache (:mod:`stream.api.cache`): a fresh answer costs no Redis command,
-    one still under the ladder's version one."""
+    """A GET handler serving ``answer(request, ladder)`` for the path's ladder (404 when unknown) as JSON,
+    from the response cache (:mod:`stream.api.cache`)."""
     async def handler(request: web.Request) -> web.Response:
         cache = request.app[CACHE_KEY]
         fresh = cache.fresh(request.raw_path)
@@ -379,13 +365,8 @@ async def get_round(request: web.Request, ladder: str) -> dict[str, Any]:
 
 
 async def predict(request: web.Request) -> web.Response:
-    """Win probabilities, expected order, rank distribution and match quality for a lobby.
-
-    Predicted by the ladder's model (its rating-only model, or Elo-MMR); players without a rating yet
-    with the model's newcomer prior (``known: false``).
-    A prediction is a function of the players' (mu, sigma) and the weight, so it is cached under
-    those: one Redis round trip while none of the players' ratings changed, none for CACHE_FRESH_S.
-    """
+    """Win probabilities, expected order, rank distribution and match quality for a lobby, by the ladder's
+    model (unrated players: its newcomer prior, ``known: false``); cached under the players' states."""
     ladder = _ladder_name(request)
     if request.method == "POST":
         try:
@@ -423,9 +404,8 @@ States = list[tuple[float, float] | None]
 
 
 def _next_round_states(cfg: LadderConfig, stored: list[tuple[float, float, float] | None], now: float) -> States:
-    """Each rated player's (mu, sigma) as a round now would rate from: a returning player's first
-    round of a new season starts from his soft-reset belief (``engine.seasons.next_round_view``),
-    so a prediction agrees with the rating the match will do."""
+    """Each rated player's (mu, sigma) as a round now would rate from (a new season's soft reset:
+    ``engine.seasons.next_round_view``)."""
     rows = [s for s in stored if s is not None]
     if not rows:
         return [None] * len(stored)
@@ -481,9 +461,8 @@ async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, r
 async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
                            states: list[tuple[float, float] | None], weight: float, margin: float,
                            interval_z: float = 2.0) -> dict[str, Any]:
-    """The answer of a team prediction (``engine.predict.predict_teams``): per team its players,
-    belief, probability of finishing first, expected rank; per pair of teams the probabilities
-    of a win and a draw; the match quality; for two teams the three outcomes."""
+    """The answer of a team prediction (``engine.predict.predict_teams``): per team, per pair of teams,
+    the match quality, and for two teams the three outcomes."""
     mu = np.array([s[0] if s else params.mu_noob for s in states])
     sigma = np.array([s[1] if s else params.sig_noob for s in states])
     model = PerformanceModel.from_params(params, weight)
@@ -545,11 +524,8 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes, sent
-    CACHE_FRESH_S after the change is seen, so what the event makes a page read shows the change.
-
-    At most API_MAX_EVENT_STREAMS at once (503 with Retry-After beyond). A client that goes away
-    ends its stream quietly: that is how every tab closes."""
+    """Server-Sent Events: ``update`` when the ladder's ``updated_at`` changes, CACHE_FRESH_S after (so the
+    page it makes read shows it); at most API_MAX_EVENT_STREAMS at once (503 with Retry-After beyond)."""
     ladder = await _ladder(request)
     r = _redis(request)
     open_streams = request.app[STREAMS_KEY]
@@ -595,9 +571,7 @@ async def ladder_health(request: web.Request) -> web.Response:
 
 
 async def rejected(request: web.Request) -> web.Response:
-    """The ladder's most recent dead letters (from ``rounds-dlq``): reason, field, message, when.
-
-    The ladder need not exist in Redis (a ladder whose every round was rejected never does)."""
+    """The ladder's most recent dead letters (``rounds-dlq``); the ladder need not exist in Redis."""
     ladder = _ladder_name(request)
     limit = inputs.int_query(request, "limit", DEFAULT_REJECTED, low=1, high=MAX_REJECTED)
     settings = request.app[SETTINGS_KEY]
@@ -635,9 +609,8 @@ async def explain_change(request: web.Request) -> web.Response:
 # ---- the app ----------------------------------------------------------------------------
 def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None,
                status: WorkerStatus | None = None) -> web.Application:
-    """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
-    ``probe``: the Kafka check /health reports (None: not checked); ``status``: the pipeline of
-    this process, for /live and /ready (None: the API alone)."""
+    """The read API + dashboard over ``redis_client`` (the caller's to close); ``probe``: the Kafka check
+    /health reports; ``status``: this process's pipeline, for /live and /ready (None: the API alone)."""
     app = web.Application(middlewares=[count_requests, json_errors, current_seasons],
                           client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client

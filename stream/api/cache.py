@@ -1,13 +1,9 @@
 """Cached answers of the read API: the JSON bytes of an answer, least recently used first out.
 
-An answer younger than ``fresh_s`` is served as it is, without asking Redis anything (so answers
-lag Redis by at most ``fresh_s``: the live-update events wait that long before announcing a change,
-so the page they make a browser read shows it). An older one is served while the version it was
-computed under still holds, for at most ``ttl_s``: a ladder's answers are versioned by
-:func:`stream.store.queries.ladder_version` (it changes when a round is registered or rated), read
-in one Redis command; the TTL bounds what the version does not cover (a round's players updated
-before the round is rated, erasures, retention). Concurrent requests for an answer not cached share
-one computation.
+An answer younger than ``fresh_s`` is served without asking Redis (the live-update events wait that
+long before announcing a change); an older one while the version it was computed under holds
+(:func:`stream.store.queries.ladder_version`), for at most ``ttl_s`` (what the version does not cover:
+erasures, retention). Concurrent requests for an answer not cached share one computation.
 """
 
 from __future__ import annotations

@@ -62,10 +62,7 @@ def build_app(settings: Settings, client: AsyncRedis, probe: KafkaProbe | None,
 
 class ApiThread:
     """The read API on ``host:port`` in a daemon thread with its own event loop; a context manager.
-
-    ``probe``: check Kafka and the worker's lag for /health and /ready (off in tests of the API
-    alone); ``status``: the pipeline of this process (``stream worker``), for /live and /ready.
-    """
+    ``probe``: check Kafka for /health and /ready; ``status``: this process's pipeline, for /live and /ready."""
 
     def __init__(self, settings: Settings, *, host: str | None = None, port: int | None = None,
                  probe: bool = True, client: AsyncRedis | None = None, status: WorkerStatus | None = None) -> None:
