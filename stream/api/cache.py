@@ -33,8 +33,6 @@ class ResponseCache:
         self.max_entry_bytes = max_entry_bytes
         self.clock = clock
         self.size = 0
-        self.hits = 0
-        self.misses = 0
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()
         self._running: dict[tuple[Hashable, Hashable], asyncio.Task[bytes]] = {}
 
@@ -47,7 +45,6 @@ class ResponseCache:
         if entry is None or self.clock() - entry.made >= self.fresh_s:
             return None
         self._entries.move_to_end(key)
-        self.hits += 1
         return entry.body
 
     async def get(self, key: Hashable, version: Hashable, compute: Callable[[], Awaitable[bytes]]) -> bytes:
@@ -57,9 +54,7 @@ class ResponseCache:
         now = self.clock()
         if entry is not None and entry.version == version and now - entry.made < self.ttl_s:
             self._entries.move_to_end(key)
-            self.hits += 1
             return entry.body
-        self.misses += 1
         running = self._running.get((key, version))
         if running is None:
             running = asyncio.ensure_future(self._compute(key, version, now, compute))
