@@ -1,7 +1,8 @@
 """``stream backfill FILE [--append]``: write a history of rounds into Redis at replay speed, no Kafka.
 
 The file is validated completely first (``stream publish``'s readers; exit 2, nothing written), then
-:func:`stream.pipeline.backfill.backfill` writes what the stream would have (a ladder with rounds only with ``--append``).
+:func:`stream.pipeline.backfill.backfill` writes what the stream would have (into a ladder with rounds
+only with ``--append``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from stream.cli.publish import EXIT_UNREACHABLE
+from stream.cli.store_command import fail
 from stream.connections import kafka_python_config
 from stream.settings import Settings
 
@@ -71,8 +72,7 @@ def print_lines(settings: Settings, lines: Iterable[str], *, max_events: int, ti
             if max_events and shown >= max_events:
                 return
     except KafkaError as exc:
-        typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
+        fail(f"cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", EXIT_UNREACHABLE)
     if max_events:
         typer.echo(f"timeout: {shown} of {max_events} events", err=True)
         raise typer.Exit(timeout_exit)

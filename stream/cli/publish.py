@@ -21,6 +21,7 @@ import typer
 from stream.cli.store_command import fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
+from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
 
 #: Exit codes: bad input (nothing published) and a failed produce.
@@ -40,8 +41,6 @@ JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
 FLUSH_TIMEOUT_S = 120.0
-#: Topic name (before the prefix).
-ROUNDS_TOPIC = "rounds"
 
 
 class InvalidInput(ValueError):
@@ -202,7 +201,7 @@ class RoundProducer:
     def __init__(self, settings: Settings) -> None:
         from kafka import KafkaProducer
 
-        self.topic = settings.topic(ROUNDS_TOPIC)
+        self.topic = settings.topic(ROUNDS)
         self._producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes,
                                        **kafka_python_config(settings))
 
@@ -239,7 +238,7 @@ def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: 
     """Send every round, wait for all acknowledgements, and summarise."""
     from tqdm import tqdm
 
-    summary = PublishSummary(source=source, topic=settings.topic(ROUNDS_TOPIC))
+    summary = PublishSummary(source=source, topic=settings.topic(ROUNDS))
     with RoundProducer(settings) as producer:
         futures = []
         for round_, outcome_free in tqdm(rounds, desc="publishing", unit="round", disable=not progress):
@@ -282,7 +281,7 @@ def publish(
     warn_ignored(ignored)
     waited = None
     if dry_run:
-        summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS_TOPIC), rounds=len(rounds),
+        summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS), rounds=len(rounds),
                                  no_outcome=sum(free for _, free in rounds),
                                  standings=sum(r.field_size for r, _ in rounds))
     else:
@@ -291,7 +290,7 @@ def publish(
         require(settings, kafka=True, redis=wait, write=True)
         if wait:  # Redis is at hand: a round of a ladder nobody rated yet starts one for good (a typo?)
             note_new_ladders(settings, sorted({r.ladder for r, _ in rounds}))
-        ensure_topic(settings, ROUNDS_TOPIC)
+        ensure_topic(settings, ROUNDS)
         from kafka.errors import KafkaError
 
         from stream.connections import redis_connection_errors, redis_error_message

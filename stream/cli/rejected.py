@@ -11,6 +11,7 @@ import typer
 
 from stream.cli.publish import EXIT_UNREACHABLE
 from stream.cli.output import table, when
+from stream.cli.store_command import fail
 from stream.pipeline.deadletters import Rejection, follow, recent
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -70,9 +71,8 @@ def rejected(
         if not found and not json_output:
             typer.echo("no rejected rounds" + (f" in ladder {ladder!r}" if ladder else ""))
     except (KafkaError, TimeoutError) as exc:
-        typer.echo(f"error: cannot read {settings.topic(ROUNDS_DLQ)} from Kafka at {settings.kafka_bootstrap}: {exc}",
-                   err=True)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
+        fail(f"cannot read {settings.topic(ROUNDS_DLQ)} from Kafka at {settings.kafka_bootstrap}: {exc}",
+             EXIT_UNREACHABLE)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import typer
 
 from stream.cli.follow import follow_records, print_lines
+from stream.pipeline.topics import RATING_CHANGES
 from stream.settings import Settings
 
-#: Topic name (before the prefix).
-RATING_CHANGES_TOPIC = "rating-changes"
 #: Exit code when --timeout ends the wait before --max-events events arrived.
 EXIT_TIMEOUT = 1
 
@@ -42,13 +40,6 @@ def matches(change: dict[str, Any], ladders: list[str], players: list[str]) -> b
     return (not ladders or change.get("ladder") in ladders) and (not players or change.get("player") in players)
 
 
-def follow(settings: Settings, *, from_beginning: bool, deadline: float | None) -> Iterator[dict[str, Any]]:
-    """Every RatingChange on ``rating-changes`` (decoded JSON), until ``deadline`` (monotonic) if given."""
-    for _, _, change in follow_records(settings, [RATING_CHANGES_TOPIC], from_beginning=from_beginning,
-                                       deadline=deadline):
-        yield change
-
-
 def tail(
     ladder: list[str] = typer.Option([], "--ladder", help="only these ladders (repeatable)"),
     player: list[str] = typer.Option([], "--player", help="only these players (repeatable)"),
@@ -63,8 +54,8 @@ def tail(
 
     require(settings, kafka=True)
     deadline = time.monotonic() + timeout if timeout > 0 else None
-    changes = (change for change in follow(settings, from_beginning=from_beginning, deadline=deadline)
-               if matches(change, ladder, player))
+    changes = (change for _, _, change in follow_records(settings, [RATING_CHANGES], from_beginning=from_beginning,
+                                                         deadline=deadline) if matches(change, ladder, player))
     print_lines(settings, (json.dumps(change, separators=(",", ":")) if json_output else format_change(change)
                            for change in changes), max_events=max_events, timeout_exit=EXIT_TIMEOUT)
 

@@ -94,7 +94,8 @@ class ChangeColumns:
     """Tier names; "" (unplaced) is written as ``null`` like ``RatingChange.tier = None``."""
     rounds_played: Sequence[int]
     ranks_text: Sequence[str] | None = None
-    """The ranks as JSON text, in place of ``ranks`` (``null``: a correction's change of a player left without a round)."""
+    """The ranks as JSON text, in place of ``ranks`` (``null``: a correction's change of a player left
+    without a round)."""
     teams: Sequence[str | None] | None = None
     """Per row the player's team (None: an individual entry), or None for no row."""
     weights: Sequence[str | None] | None = None
