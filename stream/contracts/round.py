@@ -662,13 +662,8 @@ def _standings(items: list[Any], limits: Limits,
     weights: list[float] | None = None
     if individuals is not None:
         players, ranks = individuals
-    elif explicit and any("players" in item or "weight" in item for item in items):
-        players, ranks, teams, weights = _entries(items)
     elif explicit:
-        players = [item["player"] for item in items]
-        ranks = [item["rank"] for item in items]
-        if not all(type(r) is int for r in ranks):
-            ranks = [int(r) for r in ranks]  # integral floats such as 2.0 pass the schema
+        players, ranks, teams, weights = _entries(items)
     else:
         players, ranks = [], []
         place = 1
@@ -702,9 +697,9 @@ def _standings(items: list[Any], limits: Limits,
 
 
 def _entries(items: list[dict[str, Any]]) -> tuple[list[str], list[int], list[str | None], list[float]]:
-    """Schema-valid explicit entries with teams or weights, flattened one row per player; rejects
-    an empty team, a team name used twice and a player weight outside (0, 1] (the schema checks
-    these too, but plain individual entries skip the compiled validator)."""
+    """Schema-valid explicit entries flattened one row per player (ranks as ints: integral floats such as
+    2.0 pass the schema); rejects an empty team, a team named twice and a player weight outside (0, 1]
+    (the schema's rules too, but plain entries skip the compiled validator)."""
     players: list[str] = []
     ranks: list[int] = []
     teams: list[str | None] = []
