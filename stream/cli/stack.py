@@ -79,13 +79,6 @@ def start_child(args: list[str], env: dict[str, str], log_path: str) -> subproce
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iterator[RoundResult]:
-    """Synthetic RoundResults (paper §6.1: hidden drifting skills, noisy performances), one day apart."""
-    from stream.batch.synthetic import synthetic_rounds
-
-    return synthetic_rounds(players, rounds, field_size, ladder=ladder, id_prefix=DEMO_ID_PREFIX)
-
-
 def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> int:
     """Produce ``rounds`` to the ``rounds`` topic at ``per_second`` (0: as fast as the producer
     takes them), until exhausted or ``stop`` is set; closing the producer waits for the last ones."""
@@ -150,18 +143,10 @@ def _default_web_port(preferred: int) -> int:
         return free_port()
 
 
-def stream_command() -> str:
-    """How to run ``stream`` from a shell: ``stream`` when it is on PATH, else its full path (the
-    venv's script) or ``python -m stream``."""
-    if shutil.which("stream"):
-        return "stream"
-    script = Path(sys.executable).parent / "stream"
-    return str(script) if script.exists() else f"{sys.executable} -m stream"
-
-
 def _banner(stack: LocalStack, name: str, state_file: str, web_port: int | None) -> str:
     env = stack.env()
-    command = stream_command()
+    script = Path(sys.executable).parent / "stream"  # how to run ``stream`` from a shell: on PATH, the venv's, -m
+    command = "stream" if shutil.which("stream") else str(script) if script.exists() else f"{sys.executable} -m stream"
     lines = [
         f"embedded stack {name!r} running:",
         f"  Kafka (Tansu)  {stack.bootstrap}",
@@ -231,7 +216,10 @@ def stack(
             # One worker rates and serves the read API, the dashboard and /metrics.
             run.children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
             write_state(state_file, env, name=name, web_port=shown_port, logs=str(logs))
-            rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
+            from stream.batch.synthetic import synthetic_rounds  # paper §6.1: drifting skills, noisy performances
+
+            rounds = synthetic_rounds(demo_players, demo_rounds_total, DEMO_FIELD, ladder=DEMO_LADDER,
+                                      id_prefix=DEMO_ID_PREFIX)
             progress = DemoProgress(settings)
             threading.Thread(target=progress.publish, args=(rounds, demo_rate, run.stop_event),
                              name="demo-publisher", daemon=True).start()
