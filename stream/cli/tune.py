@@ -14,6 +14,7 @@ import typer
 from stream.batch import SourceError, read_rounds
 from stream.batch.models import model_names
 from stream.batch.tune import SPACES, Candidate, Scored, compare_held_out, held_out, split_index, tune
+from stream.cli.output import table
 from stream.cli.replay import _progress
 from stream.cli.store_command import bad_input
 from stream.contracts import Limits, RoundResult
@@ -123,13 +124,8 @@ def _num(value: float) -> float | None:
 
 
 def _format(rows: list[tuple[str, str, Candidate | None, float]], scored: list[Scored]) -> str:
-    header = ["", "params", "tune pair_exp", *(f"held-out {c}" for c in METRIC_COLUMNS)]
-    cells = [header]
-    for (label, _name, params, obj), s in zip(rows, scored):
-        shown = " ".join(f"{k}={v:g}" for k, v in params.items()) if params is not None else "(its defaults)"
-        cells.append([label, shown, "-" if math.isnan(obj) else f"{obj:.2f}",
-                      *(f"{getattr(s, c):.2f}" if c.startswith("pair") else f"{getattr(s, c):.3f}"
-                        for c in METRIC_COLUMNS)])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in cells)
+    cells = [[label, " ".join(f"{k}={v:g}" for k, v in params.items()) if params is not None else "(its defaults)",
+              "-" if math.isnan(obj) else f"{obj:.2f}",
+              *(f"{getattr(s, c):.2f}" if c.startswith("pair") else f"{getattr(s, c):.3f}" for c in METRIC_COLUMNS)]
+             for (label, _name, params, obj), s in zip(rows, scored)]
+    return table(["", "params", "tune pair_exp", *(f"held-out {c}" for c in METRIC_COLUMNS)], cells, right_from=2)
