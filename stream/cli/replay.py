@@ -14,7 +14,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -184,12 +185,8 @@ def generate_synthetic_command(
             bad_input("need 2 <= --round-size <= --players")
         rows = (synthetic_rounds(n_players, n_rounds, size, seed, tie_quantum=tie_quantum, **names) if paper
                 else match_rounds(n_players, n_rounds, size, seed, **names))
-    tmp = _temp_beside(output)
-    try:
+    with replaced(output) as tmp:
         count = write_jsonl(rows, tmp)
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
     typer.echo(f"wrote {count} rounds to {output}")
 
 
@@ -202,25 +199,27 @@ def _progress(total: int, unit: str = "round") -> Any:
     return tqdm(total=total, unit=unit, file=sys.stderr)
 
 
-def _temp_beside(path: Path) -> Path:
-    """A fresh temporary file next to ``path`` (same filesystem, so the rename is atomic)."""
+@contextmanager
+def replaced(path: Path) -> Iterator[Path]:
+    """A fresh temporary file beside ``path`` (same filesystem), renamed onto it when the block succeeds
+    and removed in any case: ``path`` appears whole or not at all."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent or Path("."))
     os.close(fd)
-    return Path(name)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _write_csv(result: Replayed, output: Path) -> int:
     """Write ladder,player,mu,sigma,rounds (repr floats: full precision) atomically."""
-    tmp = _temp_beside(output)
     count = 0
-    try:
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(CSV_HEADER)
-            for row in result.ratings():
-                writer.writerow(row)
-                count += 1
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with replaced(output) as tmp, tmp.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_HEADER)
+        for row in result.ratings():
+            writer.writerow(row)
+            count += 1
     return count

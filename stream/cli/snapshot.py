@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import IO, Annotated, Any, cast
 
 import typer
 
-from stream.cli.replay import _temp_beside
+from stream.cli.replay import replaced
 from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_with_store
 from stream.settings import Settings
 from stream.store.snapshot import Record, SnapshotError, export_ladder, import_ladder
@@ -104,13 +103,8 @@ def export_command(
         records = run_with_store(settings, go)
     except SnapshotError as exc:
         fail(str(exc), EXIT_NOT_FOUND)
-    tmp = _temp_beside(output)
-    try:
-        with _open(tmp, "w") as handle:
-            write_records(records, handle, _is_csv(output))
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with replaced(output) as tmp, _open(tmp, "w") as handle:
+        write_records(records, handle, _is_csv(output))
     counts = {kind: sum(r.kind == kind for r in records) for kind in ("player", "round")}
     typer.echo(f"exported ladder {ladder!r}: {counts['player']} players, {counts['round']} rounds to {output}")
 
