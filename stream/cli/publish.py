@@ -297,7 +297,11 @@ def publish(
 
         try:
             if wait:
-                summary, waited = _publish_and_wait(settings, rounds, str(file), progress, wait_timeout)
+                from stream.cli.outcomes import OutcomeWatcher
+
+                with OutcomeWatcher(settings, [r for r, _ in rounds]) as watcher:  # opened before anything is sent
+                    summary = produce(settings, rounds, str(file), progress)
+                    waited = watcher.wait(summary.sent, wait_timeout)
             else:
                 summary = produce(settings, rounds, str(file), progress)
         except (KafkaError, ConnectionConfigError) as exc:
@@ -378,16 +382,6 @@ def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -
     if len(errors) > len(shown):
         typer.echo(f"  … and {len(errors) - len(shown)} more", err=True)
     raise typer.Exit(EXIT_INVALID)
-
-
-def _publish_and_wait(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool,
-                      timeout_s: float) -> tuple[PublishSummary, list[Any]]:
-    """Produce, then wait for every round's outcome (the watcher is opened before anything is sent)."""
-    from stream.cli.outcomes import OutcomeWatcher
-
-    with OutcomeWatcher(settings, [r for r, _ in rounds]) as watcher:
-        summary = produce(settings, rounds, source, progress)
-        return summary, watcher.wait(summary.sent, timeout_s)
 
 
 def _outcomes_dict(outcomes: list[Any]) -> dict[str, Any]:

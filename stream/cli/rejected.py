@@ -21,18 +21,15 @@ DEFAULT_LIMIT = 20
 MESSAGE_WIDTH = 70
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 HEADER = ["when (UTC)", "ladder", "round", "reason", "field", "message"]
 
 
 def row(x: Rejection) -> list[str]:
     """A rejection as table cells (ids and message shown as printable text)."""
+    message = x.message + (" (original cut)" if x.truncated else "")
     return [when(x.rejected_at, seconds=True), ascii(x.ladder)[1:-1] if x.ladder else "-",
             ascii(x.round_id)[1:-1] if x.round_id is not None else "-", x.reason, x.field or "-",
-            _cut(x.message + (" (original cut)" if x.truncated else ""), MESSAGE_WIDTH)]
+            message if len(message) <= MESSAGE_WIDTH else message[:MESSAGE_WIDTH - 1] + "…"]
 
 
 def rejected(

@@ -17,7 +17,7 @@ from stream.batch.tune import SPACES, Candidate, Scored, compare_held_out, held_
 from stream.cli.output import table
 from stream.cli.replay import _progress
 from stream.cli.store_command import bad_input
-from stream.contracts import Limits, RoundResult
+from stream.contracts import Limits
 from stream.settings import Settings
 
 METRIC_COLUMNS = ("pair_all", "pair_exp", "rank_all", "rank_exp")
@@ -77,7 +77,8 @@ def tune_command(
     if compare is not None:
         rows.append((f"compare {compare}", compare, None, math.nan))
     scored = [held_out(rounds, result.split, name, params) for _label, name, params, _obj in rows]
-    entry = {_ladder_key(rounds): {"model": model, "params": result.best_params}}
+    ladders = {r.ladder for r in rounds}  # the input's ladder when it has one, else the fallback "*"
+    entry = {ladders.pop() if len(ladders) == 1 else "*": {"model": model, "params": result.best_params}}
     better, worse = compare_held_out(scored[0], scored[1])
     if as_json:
         typer.echo(json.dumps({
@@ -110,12 +111,6 @@ def tune_command(
     typer.echo(json.dumps(entry))
     if worse:
         typer.echo(f"note: the tuned parameters do better on {', '.join(better)} but worse on {', '.join(worse)}")
-
-
-def _ladder_key(rounds: list[RoundResult]) -> str:
-    """The input's ladder when it has one, else the fallback key ``"*"``."""
-    ladders = {r.ladder for r in rounds}
-    return ladders.pop() if len(ladders) == 1 else "*"
 
 
 def _num(value: float) -> float | None:
