@@ -380,12 +380,21 @@ async def predict(request: web.Request) -> web.Response:
     else:
         raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
         raw_teams, raw_margin = request.query.get("teams"), request.query.get("draw_margin")
-    if raw_teams is not None:
-        return await _predict_teams(request, ladder, raw_teams, raw_weight, raw_margin)
-    players = inputs.player_list(raw_players, _max_id(request))
+    teams = None if raw_teams is None else inputs.team_list(raw_teams, _max_id(request))  # teams=a,b;c,d
+    players = inputs.player_list(raw_players, _max_id(request)) if teams is None else teams[0]
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
     margin = _draw_margin(raw_margin)
     cfg = request.app[LADDERS_KEY].of(ladder)
+    if teams is not None:  # cached as a lobby's, under the players' states, their teams and shares too
+        if cfg.rating_model is not None:
+            raise bad_request(f"team predictions use Elo-MMR for teams; ladder {ladder!r} is rated by "
+                              f"{cfg.model!r}", code="teams_unsupported")
+        _, entry, shares = teams
+        key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
+        return await _cached_prediction(
+            request, ladder, key, players,
+            lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin,
+                                            cfg.display.interval_z))
     if margin and cfg.rating_model is not None:
         raise bad_request(f"draw_margin is Elo-MMR's; ladder {ladder!r} is rated by {cfg.model!r}, whose own tie "
                           "probabilities are pairwise_tie", code="bad_request")
@@ -411,11 +420,8 @@ def _next_round_states(cfg: LadderConfig, stored: list[tuple[float, float, float
         return [None] * len(stored)
     table = np.array(rows, dtype=np.float64)
     mu, sigma = next_round_view(cfg.params, table[:, 0], table[:, 1], table[:, 2], now)
-    out: States = []
     it = iter(zip(mu.tolist(), sigma.tolist()))
-    for s in stored:
-        out.append(None if s is None else next(it))
-    return out
+    return [None if s is None else next(it) for s in stored]
 
 
 async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, ...], players: list[str],
@@ -438,24 +444,6 @@ async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, 
         return orjson.dumps(out)
 
     return _json_body(await cache.get(key, tuple(states), compute))
-
-
-async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, raw_weight: object,
-                         raw_margin: object) -> web.Response:
-    """``predict`` of a match of teams (``teams=a,b;c,d`` or the POST form's ``teams``): cached
-    as a lobby's, under the players' (mu, sigma), their teams and shares, weight and margin."""
-    players, entry, shares = inputs.team_list(raw_teams, _max_id(request))
-    weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
-    margin = _draw_margin(raw_margin)
-    cfg = request.app[LADDERS_KEY].of(ladder)
-    if cfg.rating_model is not None:
-        raise bad_request(f"team predictions use Elo-MMR for teams; ladder {ladder!r} is rated by "
-                          f"{cfg.model!r}", code="teams_unsupported")
-    key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
-    return await _cached_prediction(
-        request, ladder, key, players,
-        lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin,
-                                        cfg.display.interval_z))
 
 
 async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
