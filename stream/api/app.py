@@ -96,27 +96,20 @@ SSE_HEARTBEAT_S = 15.0
 SSE_MAX_S = 300.0
 """An events connection is closed after this long; EventSource reconnects by itself."""
 
-REQUESTS = metrics_.API_REQUESTS  # ems_api_requests_total{route,status} (stream/pipeline/metrics.py)
-
-
 @web.middleware
 async def count_requests(request: web.Request, handler: Any) -> web.StreamResponse:
     response: web.StreamResponse = await handler(request)
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
-    REQUESTS.labels(route=route, status=str(response.status)).inc()
+    metrics_.API_REQUESTS.labels(route=route, status=str(response.status)).inc()  # ems_api_requests_total
     return response
-
-
-LADDER_ROUTES = "/api/ladders/"
-"""The routes of one ladder (whose answers may depend on its season schedule)."""
 
 
 @web.middleware
 async def current_seasons(request: web.Request, handler: Any) -> web.StreamResponse:
     """The seasons started since (``stream season start``) re-read every SEASON_REFRESH_S before a ladder's
     routes, so the API uses the schedule the workers rate by (Redis unreachable: the last one read)."""
-    if request.path.startswith(LADDER_ROUTES):
+    if request.path.startswith("/api/ladders/"):  # a ladder's routes
         try:
             await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
         except (RedisError, OSError) as exc:
