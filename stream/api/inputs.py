@@ -8,6 +8,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from stream.api.errors import bad_request
+from stream.contracts.round import BAD_PLAYER_WEIGHT, DUPLICATE_PLAYER, EMPTY_TEAM
 
 MAX_PAGE_LIMIT = 200
 """Largest leaderboard / rounds page."""
@@ -82,7 +83,7 @@ def player_list(raw: object, max_length: int) -> list[str]:
     if not 2 <= len(players) <= MAX_LOBBY:
         raise bad_request(f"a prediction needs 2 to {MAX_LOBBY} players, got {len(players)}")
     if len(set(players)) != len(players):
-        raise bad_request("players must be distinct", code="duplicate_player")
+        raise bad_request("players must be distinct", code=DUPLICATE_PLAYER)
     return players
 
 
@@ -100,7 +101,7 @@ def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[
     weights: list[float] = []
     for k, team in enumerate(raw):
         if not team:
-            raise bad_request(f"team {k} has no players", code="empty_team")
+            raise bad_request(f"team {k} has no players", code=EMPTY_TEAM)
         for member in team:
             if isinstance(member, dict) and isinstance(member.get("player"), str):
                 name, share = member["player"], member.get("weight", 1.0)
@@ -110,7 +111,7 @@ def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[
                 raise bad_request("a team member is a player id or {player, weight}", code="bad_teams")
             if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
                 raise bad_request(f"a player's weight (share of the match) must be in (0, 1], got {share!r}",
-                                  code="bad_player_weight")
+                                  code=BAD_PLAYER_WEIGHT)
             players.append(ident(name, "player", max_length))
             entry.append(k)
             weights.append(float(share))
@@ -118,5 +119,5 @@ def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[
         raise bad_request(f"a prediction needs 2 to {MAX_LOBBY} teams and at most {MAX_LOBBY} players, got "
                           f"{len(raw)} teams of {len(players)} players", code="bad_teams")
     if len(set(players)) != len(players):
-        raise bad_request("a player may be in one team only", code="duplicate_player")
+        raise bad_request("a player may be in one team only", code=DUPLICATE_PLAYER)
     return players, entry, weights

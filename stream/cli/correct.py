@@ -16,6 +16,7 @@ import typer
 from stream.cli.publish import EXIT_INVALID, EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, ensure_topic
 from stream.cli.store_command import fail, run_with_store
 from stream.contracts import Limits, RoundRejected
+from stream.contracts.round import CONFLICT
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
 from stream.pipeline.topics import CORRECTIONS
 from stream.connections import kafka_python_config
@@ -117,7 +118,7 @@ async def _wait(store: Store, correction: Correction, timeout_s: float) -> dict[
         entry, rejected = await ledger.outcome(store, correction.ladder, correction.correction_id)
         if entry is not None:
             if entry.get("content_hash") != correction.content_hash():
-                return {"outcome": "rejected", "reason": "conflict",
+                return {"outcome": "rejected", "reason": CONFLICT,
                         "message": "the correction id was already used for another correction"}
             return {"outcome": entry.get("outcome", "applied")}
         if rejected is not None:

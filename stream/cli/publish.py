@@ -21,6 +21,7 @@ import typer
 from stream.cli.store_command import fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
+from stream.contracts.round import CONFLICT, NO_OUTCOME, UNKNOWN_FIELD
 from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
 
@@ -94,7 +95,7 @@ def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] 
     try:
         return parse_round(raw, limits=limits), False
     except RoundRejected as exc:
-        if exc.reason == "no_outcome" and exc.round is not None:
+        if exc.reason == NO_OUTCOME and exc.round is not None:
             return exc.round, True
         where = location
         if field_lines and exc.field:
@@ -163,7 +164,7 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
         unknown = unknown_csv_columns(path) if ignored is not None else []
         if unknown and ignored is not None:
             ignored.append(InvalidInput(f"{path}:1", unknown[0], f"unknown column(s) ignored: {', '.join(unknown)}",
-                                        "unknown_field"))
+                                        UNKNOWN_FIELD))
         items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
         items = read_with_sources(path, limits, errors, ignored)
@@ -176,7 +177,7 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
         digest = round_.content_hash()
         if seen.setdefault(key, digest) != digest:
             errors.append(InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
-                                       "appears twice with different content", "conflict"))
+                                       "appears twice with different content", CONFLICT))
         out.append((round_, outcome_free))
     if errors:
         raise InvalidFile(errors)
