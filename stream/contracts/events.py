@@ -169,6 +169,11 @@ class PlayerUpdate:
                    None if None in previous else cast("list[int]", previous), mu_after, sigma_after, teams, weights)
 
 
+LETTER_KEYS = ("reason", "message", "field", "original", "original_length", "original_sha256", "rejected_at",
+               "topic", "partition", "offset")
+"""A dead letter's JSON members, in the order they are written."""
+
+
 @dataclass(slots=True)
 class DeadLetter:
     """A rejected input message (topic ``rounds-dlq``); ``original`` holds the raw bytes, written as
@@ -204,19 +209,10 @@ class DeadLetter:
         return cls(exc.reason, exc.message, exc.field, original, rejected_at, topic, partition, offset)
 
     def to_dict(self, original: bytes | None = None) -> dict[str, Any]:
-        """The letter as JSON values; ``original``: the bytes to write in place of the whole one (a prefix)."""
-        return {
-            "reason": self.reason,
-            "message": self.message,
-            "field": self.field,
-            "original": base64.b64encode(self.original if original is None else original).decode("ascii"),
-            "original_length": self.original_length,
-            "original_sha256": self.original_sha256,
-            "rejected_at": self.rejected_at,
-            "topic": self.topic,
-            "partition": self.partition,
-            "offset": self.offset,
-        }
+        """The letter as JSON values, in :data:`LETTER_KEYS` order; ``original``: the bytes to write in place of
+        the whole one (a prefix)."""
+        text = base64.b64encode(self.original if original is None else original).decode("ascii")
+        return {k: text if k == "original" else getattr(self, k) for k in LETTER_KEYS}
 
     def to_json(self, max_bytes: int | None = None) -> str:
         """Compact JSON; with ``max_bytes``, ``original`` is cut to the longest prefix that keeps
