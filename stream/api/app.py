@@ -1,9 +1,6 @@
-"""The read API and dashboard: ``create_app(redis_client, settings) -> aiohttp.web.Application``.
-
-Read-only JSON endpoints over :mod:`stream.store.queries` (``openapi.json``; answers cached by
-:mod:`stream.api.cache`), live updates by Server-Sent Events, Prometheus metrics and the dashboard at
-``/``; served by ``stream api`` and by the worker. Ids in paths are percent-encoded segments
-(:func:`stream.api.inputs.path_param`), or ``/player?id=`` / ``/round?id=`` (the only way for ``.`` and ``..``).
+"""The read API and dashboard: ``create_app(redis_client, settings) -> aiohttp.web.Application``: JSON
+endpoints over :mod:`stream.store.queries` (``openapi.json``), Server-Sent Events, metrics, the dashboard.
+Ids in paths are percent-encoded segments (:func:`stream.api.inputs.path_param`), or ``?id=`` for ``.``/``..``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Cached answers of the read API: the JSON bytes of an answer, least recently used first out.
-
-An answer younger than ``fresh_s`` is served without asking Redis (the live-update events wait that
-long before announcing a change); an older one while the version it was computed under holds
-(:func:`stream.store.queries.ladder_version`), for at most ``ttl_s`` (what the version does not cover:
-erasures, retention). Concurrent requests for an answer not cached share one computation.
+"""Cached answers of the read API (JSON bytes, least recently used out): served without Redis while younger
+than ``fresh_s``, then while their version (:func:`stream.store.queries.ladder_version`) holds, for at most
+``ttl_s``; concurrent requests for an answer not cached share one computation.
 """
 
 from __future__ import annotations

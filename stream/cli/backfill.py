@@ -1,8 +1,5 @@
-"""``stream backfill FILE [--append]``: write a history of rounds into Redis at replay speed, no Kafka.
-
-The file is validated completely first (``stream publish``'s readers; exit 2, nothing written), then
-:func:`stream.pipeline.backfill.backfill` writes what the stream would have (into a ladder with rounds
-only with ``--append``).
+"""``stream backfill FILE [--append]``: validate a history of rounds completely (exit 2, nothing written),
+then write what the stream would have into Redis (:func:`stream.pipeline.backfill.backfill`), no Kafka.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""``stream tail``: follow the ``rating-changes`` topic, optionally filtered, as table lines or JSON.
-
-Exits 0 once ``--max-events`` events were printed, 1 if ``--timeout`` ends the wait first. Against the
-embedded Tansu broker "the end" is the start of the last stored batch (stream/stack/README.md), so a
-few already-published events may show.
+"""``stream tail``: follow the ``rating-changes`` topic, optionally filtered, as table lines or JSON (exit 1
+if ``--timeout`` ends the wait before ``--max-events``). On the embedded Tansu broker "the end" is the last
+stored batch's start (stream/stack/README.md): a few earlier events may show.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The one encoder of ``RatingChange`` and ``PlayerUpdate`` JSON, in bulk, from columns.
-
-Every writer (phase one and two, re-rates, backfill) and ``to_json()`` (one row) go through it. The
-bytes are ``json.dumps(values, separators=(",", ":"), ensure_ascii=False)``'s (tests hold them equal)
-and must stay so: phase two accepts a fan-out section only if it equals the stored one byte for byte.
-A row is one f-string, a round's shared fields encoded once (a dataclass and ``json.dumps`` per
-player cost ~40 µs each on 10,000-player rounds).
+"""The one encoder of ``RatingChange`` and ``PlayerUpdate`` JSON, in bulk, from columns (every writer, and
+``to_json()`` with one row): ``json.dumps(values, separators=(",", ":"), ensure_ascii=False)``'s bytes
+(tests hold them equal; phase two accepts a fan-out section only if it equals the stored one byte for
+byte), one f-string a row (a dataclass and ``json.dumps`` per player cost ~40 µs on 10,000-player rounds).
 """
 
 from __future__ import annotations

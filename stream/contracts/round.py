@@ -1,10 +1,6 @@
-"""``RoundResult``: one ranked round of one ladder, and :func:`parse_round`, its one reader and validator.
-
-Input: topic ``rounds``, schema ``schemas/round-result.v2.json`` (v1 rounds are valid v2 rounds); the
-standings forms (explicit ``{player, rank}``, finishing order, teams, partial play) are in docs/contracts.md.
-Every rejection is a :class:`RoundRejected` with a machine ``reason`` (:data:`REASONS`), a message and
-the offending field as a path (``standings[3].rank``); an outcome-free round (``no_outcome``) carries
-the parsed round on ``.round``.
+"""``RoundResult``: one ranked round of one ladder, and :func:`parse_round`, its one reader and validator
+(schema ``schemas/round-result.v2.json``; the standings forms are in docs/contracts.md). A rejection is a
+:class:`RoundRejected`: a ``reason`` (:data:`REASONS`), a message, the field as a path (``standings[3].rank``).
 """
 
 from __future__ import annotations
