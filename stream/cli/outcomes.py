@@ -5,8 +5,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from stream.contracts import RoundResult
 from stream.pipeline.deadletters import DeadLetterReader, Rejection
@@ -31,9 +30,6 @@ class Outcome:
     reason: str | None = None
     field: str | None = None
     message: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class OutcomeWatcher:

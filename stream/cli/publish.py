@@ -12,7 +12,7 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -388,7 +388,7 @@ def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -
 def _outcomes_dict(outcomes: list[Any]) -> dict[str, Any]:
     from stream.cli.outcomes import counts
 
-    return {"outcomes": counts(outcomes), "rounds_outcome": [o.to_dict() for o in outcomes]}
+    return {"outcomes": counts(outcomes), "rounds_outcome": [asdict(o) for o in outcomes]}
 
 
 def _echo_outcomes(outcomes: list[Any]) -> None:
