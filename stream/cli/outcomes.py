@@ -34,7 +34,7 @@ class Outcome:
 
 class OutcomeWatcher:
     """Opened BEFORE publishing (notes where the dead-letter topic ends and which rounds Redis
-    already holds), then :meth:`wait` for the outcomes of what was sent. A context manager."""
+    already holds), then :meth:`wait` for the outcomes of what was sent; :meth:`close` after."""
 
     def __init__(self, settings: Settings, rounds: list[RoundResult]) -> None:
         from stream.connections import redis_client
@@ -105,12 +105,6 @@ class OutcomeWatcher:
     def close(self) -> None:
         self.reader.close()
         self.redis.close()
-
-    def __enter__(self) -> "OutcomeWatcher":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _rejected(round_: RoundResult, x: Rejection) -> Outcome:

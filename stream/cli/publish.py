@@ -12,6 +12,7 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -197,7 +198,7 @@ def ladder_outcomes(rounds: list[tuple[RoundResult, bool]], settings: Settings) 
 
 
 class RoundProducer:
-    """kafka-python producer of RoundResults to ``rounds``: key = ladder, acks=all; a context manager."""
+    """kafka-python producer of RoundResults to ``rounds``: key = ladder, acks=all (``with closing(...)``)."""
 
     def __init__(self, settings: Settings) -> None:
         from kafka import KafkaProducer
@@ -215,12 +216,6 @@ class RoundProducer:
 
     def close(self) -> None:
         self._producer.close(timeout=FLUSH_TIMEOUT_S)
-
-    def __enter__(self) -> "RoundProducer":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def ensure_topic(settings: Settings, topic: str) -> None:
@@ -240,7 +235,7 @@ def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: 
     from tqdm import tqdm
 
     summary = PublishSummary(source=source, topic=settings.topic(ROUNDS))
-    with RoundProducer(settings) as producer:
+    with closing(RoundProducer(settings)) as producer:
         futures = []
         for round_, outcome_free in tqdm(rounds, desc="publishing", unit="round", disable=not progress):
             futures.append(producer.send(round_))
@@ -300,7 +295,7 @@ def publish(
             if wait:
                 from stream.cli.outcomes import OutcomeWatcher
 
-                with OutcomeWatcher(settings, [r for r, _ in rounds]) as watcher:  # opened before anything is sent
+                with closing(OutcomeWatcher(settings, [r for r, _ in rounds])) as watcher:  # before anything is sent
                     summary = produce(settings, rounds, str(file), progress)
                     waited = watcher.wait(summary.sent, wait_timeout)
             else:

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -85,7 +86,7 @@ def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second:
     from stream.cli.publish import RoundProducer
 
     sent = 0
-    with RoundProducer(settings) as producer:
+    with closing(RoundProducer(settings)) as producer:
         for round_ in rounds:
             if stop.is_set():
                 break
