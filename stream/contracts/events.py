@@ -1,6 +1,6 @@
 """The events the service emits: ``PlayerUpdate`` (internal fan-out), ``RatingChange`` (public),
-``DeadLetter`` (rejected input); ``to_json()`` / ``from_json()``: compact JSON valid against its schema,
-floats at ``repr`` precision (exact round trips), NaN and infinities refused (``ValueError``).
+``DeadLetter`` (rejected input); ``to_json()``: compact JSON valid against its schema, floats at ``repr``
+precision (exact round trips), NaN and infinities refused (``ValueError``).
 """
 
 from __future__ import annotations
@@ -20,17 +20,6 @@ from stream.contracts.round import RoundRejected
 
 def _dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _loads(raw: bytes | str | dict[str, Any]) -> dict[str, Any]:
-    """A message's JSON (a dict passes through): orjson (several times faster), ``json.loads`` for what
-    orjson refuses (NaN, lone surrogates, UTF-16...), so a message parses, or fails, as the standard decoder decides."""
-    if isinstance(raw, dict):
-        return raw
-    try:
-        return orjson.loads(raw)  # type: ignore[no-any-return]
-    except orjson.JSONDecodeError:
-        return json.loads(raw)  # type: ignore[no-any-return]
 
 
 ROUND_CHANGE = "round"
@@ -88,12 +77,6 @@ class RatingChange:
         return encode_changes_of_rounds(self.ladder, [self.round_id], [self.field_size], [self.occurred_at], [0],
                                         columns)[0].decode()
 
-    @classmethod
-    def from_json(cls, raw: bytes | str | dict[str, Any]) -> RatingChange:
-        data = dict(_loads(raw))
-        data.pop("event_id", None)
-        return cls(**data)
-
 
 _EXTENDED_ENTRY = frozenset(("mu_after", "sigma_after", "team", "weight"))
 """Entry fields of a rating-only model's or a team round's section (the usual section has none)."""
@@ -139,8 +122,15 @@ class PlayerUpdate:
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> PlayerUpdate:
         """The update of a message (KeyError, TypeError, ValueError on a malformed one): one pass over the
         usual section's entries (phase two reads duels' sections by the thousand); an optional column is
-        None unless every entry has it (``weights``: unless one has it, 1 where absent)."""
-        data = _loads(raw)
+        None unless every entry has it (``weights``: unless one has it, 1 where absent). Text is read by
+        orjson (several times faster), and what orjson refuses (NaN, lone surrogates...) by ``json.loads``."""
+        if isinstance(raw, dict):
+            data = raw
+        else:
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                data = json.loads(raw)
         entries = data["entries"]
         players: list[str] = []
         ranks: list[int] = []
@@ -197,11 +187,6 @@ class DeadLetter:
         if self.original_sha256 is None:
             self.original_sha256 = hashlib.sha256(self.original).hexdigest()
 
-    @property
-    def truncated(self) -> bool:
-        """Whether ``original`` is only a prefix of the rejected message."""
-        return len(self.original) < (self.original_length or 0)
-
     @classmethod
     def from_rejection(cls, exc: RoundRejected, original: bytes, *, rejected_at: float,
                        topic: str | None = None, partition: int | None = None,
@@ -223,9 +208,3 @@ class DeadLetter:
         rest = len(_dumps(self.to_dict(b"")).encode())
         keep = max(0, (max_bytes - rest) // 4 * 3)  # base64: 4 characters per 3 bytes
         return _dumps(self.to_dict(self.original[:keep]))
-
-    @classmethod
-    def from_json(cls, raw: bytes | str | dict[str, Any]) -> DeadLetter:
-        data = dict(_loads(raw))
-        data["original"] = base64.b64decode(data["original"], validate=True)
-        return cls(**data)

@@ -4,12 +4,32 @@ and a PlayerUpdate's entries one by one (:func:`entries`)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from stream.contracts.events import ROUND_CHANGE, PlayerUpdate, RatingChange
+from stream.contracts.events import ROUND_CHANGE, DeadLetter, PlayerUpdate, RatingChange
+
+
+def change_from_json(raw: bytes | str) -> RatingChange:
+    """The RatingChange of an event's JSON."""
+    data = json.loads(raw)
+    data.pop("event_id", None)
+    return RatingChange(**data)
+
+
+def letter_from_json(raw: bytes | str) -> DeadLetter:
+    """The DeadLetter of a dead letter's JSON."""
+    data = json.loads(raw)
+    data["original"] = base64.b64decode(data["original"], validate=True)
+    return DeadLetter(**data)
+
+
+def truncated(letter: DeadLetter) -> bool:
+    """Whether the letter's ``original`` is only a prefix of the rejected message."""
+    return len(letter.original) < (letter.original_length or 0)
 
 
 def event_id(ladder: str, round_id: str, player: str, correction_id: str | None = None) -> str:
