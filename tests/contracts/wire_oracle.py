@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from stream.contracts.events import ROUND_CHANGE, DeadLetter, PlayerUpdate, RatingChange
@@ -78,22 +78,11 @@ def reference_json(message: Any) -> bytes:
     return json.dumps(to_dict(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
-@dataclass(slots=True)
-class UpdateEntry:
-    """One player of a PlayerUpdate (None where the message does not say)."""
-
-    player: str
-    rank: int
-    performance: float
-    previous_seq: int | None = None
-    team: str | None = None
-    weight: float | None = None
-
-
-def entries(u: PlayerUpdate) -> Iterator[UpdateEntry]:
+def entries(u: PlayerUpdate) -> Iterator[SimpleNamespace]:
+    """Each entry of the update: player, rank, performance, previous_seq, team, weight (None where not said)."""
     n = len(u.players)
     previous: list[int | None] = [None] * n if u.previous_seqs is None else [*u.previous_seqs]
     teams: list[str | None] = [None] * n if u.teams is None else u.teams
     weights: list[float | None] = [None] * n if u.weights is None else [*u.weights]
     for p, r, x, q, t, w in zip(u.players, u.ranks, u.performances, previous, teams, weights):
-        yield UpdateEntry(p, r, x, q, t, w)
+        yield SimpleNamespace(player=p, rank=r, performance=x, previous_seq=q, team=t, weight=w)
