@@ -160,11 +160,6 @@ def _display(request: web.Request, ladder: str) -> DisplayConfig:
     return request.app[LADDERS_KEY].of(ladder).display
 
 
-def _interval(mu: float, sigma: float, z: float) -> list[float]:
-    """A rating's interval as every answer carries it: mu +/- z*sigma (the display entry's ``interval_z``)."""
-    return [mu - z * sigma, mu + z * sigma]
-
-
 def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]]) -> None:
     """Add each rating's interval, provisional status, eligibility and drifted sigma at read time
     (:mod:`stream.pipeline.status`) to ``items`` (dicts with mu, sigma, rounds, last_time)."""
@@ -436,13 +431,23 @@ async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, 
     return _json_body(await cache.get(key, tuple(states), compute))
 
 
+def _beliefs(params: Params, players: list[str], states: States,
+             z: float) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    """Each player's mu and sigma (the newcomer prior when unrated) and his entry in the answer, with the
+    interval mu +/- z*sigma that every answer carries."""
+    mu = np.array([s[0] if s else params.mu_noob for s in states])
+    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    rows = [{"player": p, "known": s is not None, "mu": m, "sigma": d, "interval": [m - z * d, m + z * d]}
+            for p, s, m, d in zip(players, states, mu.tolist(), sigma.tolist())]
+    return mu, sigma, rows
+
+
 async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
                            states: list[tuple[float, float] | None], weight: float, margin: float,
                            interval_z: float = 2.0) -> dict[str, Any]:
     """The answer of a team prediction (``engine.predict.predict_teams``): per team, per pair of teams,
     the match quality, and for two teams the three outcomes."""
-    mu = np.array([s[0] if s else params.mu_noob for s in states])
-    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    mu, sigma, rows = _beliefs(params, players, states, interval_z)
     model = PerformanceModel.from_params(params, weight)
     teams = np.asarray(entry, dtype=np.int64)
     pred = await asyncio.to_thread(predict_teams, mu, sigma, teams, np.asarray(shares), model, draw_margin=margin,
@@ -456,9 +461,7 @@ async def _team_prediction(params: Params, ladder: str, players: list[str], entr
             {"team": k, "mu": float(pred.mu[k]), "sigma": float(pred.sigma[k]),
              "win_probability": float(lobby.rank_distribution[k][0]), "expected_rank": float(lobby.expected_rank[k]),
              "rank_distribution": lobby.rank_distribution[k].tolist(),
-             "players": [{"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
-                          "interval": _interval(float(mu[i]), float(sigma[i]), interval_z), "weight": shares[i]}
-                         for i, (p, s) in enumerate(zip(players, states)) if entry[i] == k]}
+             "players": [{**row, "weight": shares[i]} for i, row in enumerate(rows) if entry[i] == k]}
             for k in range(len(pred.mu))
         ],
         "expected_order": lobby.expected_order.tolist(),
@@ -476,9 +479,7 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
                       weight: float, margin: float = 0.0) -> dict[str, Any]:
     """The prediction by the ladder's model (``outcome_model``: its rating-only model, or Elo-MMR,
     with pairwise draws within ``margin``); ``model.draws_rate`` says whether a draw would rate."""
-    params = cfg.newcomer
-    mu = np.array([s[0] if s else params.mu_noob for s in states])
-    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    mu, sigma, rows = _beliefs(cfg.newcomer, players, states, cfg.display.interval_z)
     model = outcome_model(cfg, weight)
     pred = await asyncio.to_thread(predict_lobby, mu, sigma, model, draw_margin=margin, samples=PREDICT_SAMPLES,
                                    seed=PREDICT_SEED)
@@ -486,13 +487,9 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
         "ladder": ladder,
         "model": model.describe(cfg.model, weight) | {"draws_rate": cfg.draws_rate}
         | ({"draw_margin": margin} if cfg.rating_model is None else {}),
-        "players": [
-            {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
-             "interval": _interval(float(mu[i]), float(sigma[i]), cfg.display.interval_z),
-             "win_probability": float(pred.rank_distribution[i][0]),
-             "expected_rank": float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
-            for i, (p, s) in enumerate(zip(players, states))
-        ],
+        "players": [{**row, "win_probability": float(pred.rank_distribution[i][0]), "expected_rank":
+                     float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
+                    for i, row in enumerate(rows)],
         "expected_order": [players[i] for i in pred.expected_order.tolist()],
         "pairwise": pred.pairwise.tolist(),
         "pairwise_tie": None if pred.tie is None else pred.tie.tolist(),
