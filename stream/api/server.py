@@ -65,13 +65,12 @@ class ApiThread:
     ``probe``: check Kafka for /health and /ready; ``status``: this process's pipeline, for /live and /ready."""
 
     def __init__(self, settings: Settings, *, host: str | None = None, port: int | None = None,
-                 probe: bool = True, client: AsyncRedis | None = None, status: WorkerStatus | None = None) -> None:
+                 probe: bool = True, status: WorkerStatus | None = None) -> None:
         self.settings = settings
         self.status = status
         self.host = host or settings.web_host
         self.port = port if port is not None else settings.web_port
         self._probe = probe
-        self._client = client
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -90,9 +89,9 @@ class ApiThread:
         self._loop.run_forever()
 
     async def _start(self) -> None:
-        client = self._client if self._client is not None else api_redis_client(self.settings)
         probe = KafkaProbe(self.settings).start() if self._probe else None
-        self._runner = web.AppRunner(build_app(self.settings, client, probe, self.status), shutdown_timeout=SHUTDOWN_S)
+        self._runner = web.AppRunner(build_app(self.settings, api_redis_client(self.settings), probe, self.status),
+                                     shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self.port).start()
         log.info("read API on http://%s:%d/", self.host, self.port)
