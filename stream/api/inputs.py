@@ -60,9 +60,8 @@ def ident(value: str, what: str, max_length: int) -> str:
 
 
 def path_param(request: web.Request, name: str, what: str) -> str:
-    """The route parameter ``{name}``, percent-decoded once, as strict UTF-8, from the raw path's segment
-    (an id may hold ``/``, ``%``, any Unicode): not ``match_info``, whose decoding changed in aiohttp
-    3.10.6 (aiohttp#8898); the router keeps ``%2F`` encoded, so the raw segments line up with the route's."""
+    """The route parameter ``{name}`` percent-decoded once, as strict UTF-8, from the raw path's segment
+    (``match_info``'s decoding changed in aiohttp 3.10.6, aiohttp#8898; the router keeps ``%2F`` encoded)."""
     resource = request.match_info.route.resource
     assert resource is not None, "path_param is for handlers of dynamic routes"
     position = resource.canonical.split("/").index(f"{{{name}}}")
@@ -88,9 +87,8 @@ def player_list(raw: object, max_length: int) -> list[str]:
 
 
 def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[float]]:
-    """The teams of a prediction (2..MAX_LOBBY teams, MAX_LOBBY players at most, none twice): the query
-    form ``a,b;c,d`` or the POST form, lists of ids or ``{"player": P, "weight": w}`` (w in (0, 1]).
-    Returns the players, each one's team index and share."""
+    """The players of a prediction's teams (``a,b;c,d``, or lists of ids or ``{"player": P, "weight": w}``),
+    each one's team index and share: 2..MAX_LOBBY teams, MAX_LOBBY players at most, none twice."""
     if isinstance(raw, str):
         raw = [[p for p in team.split(",") if p != ""] for team in raw.split(";") if team.strip(",") != ""]
     if not isinstance(raw, list) or not all(isinstance(team, list) for team in raw):

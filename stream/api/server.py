@@ -1,6 +1,5 @@
-"""Serving the read API: its bounded Redis client, and :class:`ApiThread`, the API on its own event
-loop in a thread (how ``stream worker`` serves it: a slow request never delays the pipeline's loop,
-and a busy pipeline delays requests only by the CPU they share)."""
+"""Serving the read API: its bounded Redis client, and :class:`ApiThread`, the API on its own event loop in
+a thread (``stream worker``'s: a slow request never delays the pipeline's loop)."""
 
 from __future__ import annotations
 

@@ -115,9 +115,8 @@ def require(settings: Settings, *, kafka: bool = False, redis: bool = False, wri
 
 
 def warn_unreachable_redis(settings: Settings) -> None:
-    """For a server that reports Redis's state itself (``stream api``: /health answers 503): announce
-    the Redis it uses, and one ``warning:`` line when it does not answer now (a database the
-    server lacks is still exit 2)."""
+    """For ``stream api`` (its /health reports Redis): :func:`announce`, and a ``warning:`` when Redis does not
+    answer now (a database the server lacks is still exit 2)."""
     origin = announce(settings, kafka=False, redis=True)
     found = redis_problem(settings)
     if found is not None:

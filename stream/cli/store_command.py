@@ -1,6 +1,5 @@
-"""What the commands share: their exit codes and one-line errors, ``--ladders``-style options
-(JSON text or a file holding it), and, for those that talk to Redis directly (read commands,
-backfill, export, import, erase), running a coroutine on a client or a :class:`Store`."""
+"""What the commands share: exit codes, one-line errors, ``--ladders``-style options (JSON text or its file),
+and running a coroutine on a Redis client or a :class:`Store`."""
 
 from __future__ import annotations
 
@@ -52,9 +51,8 @@ def json_option(option: str, name: str) -> tuple[str, Path | None]:
 
 def run_on_redis(settings: Settings, work: Callable[[AsyncRedis], Awaitable[T]], *,
                  socket_timeout: float | None = None, write: bool = False) -> T:
-    """Run ``work`` on a client of REDIS_URL (closed after); Redis unreachable is exit 4 with a
-    one-line message (never the URL's password), within seconds (:func:`stream.cli.reach.require`,
-    which also refuses to ``write`` to a Redis nobody chose)."""
+    """Run ``work`` on a client of REDIS_URL (closed after); Redis unreachable (:func:`stream.cli.reach.require`,
+    which also refuses to ``write`` to a Redis nobody chose) is exit 4 with one line."""
     from stream.cli.reach import require
 
     require(settings, redis=True, write=write)

@@ -1,6 +1,5 @@
-"""``stream tune``: search a model's parameters on the first part of the user's history and
-report them with their held-out metrics next to the defaults' (:mod:`stream.batch.tune`), in
-process (no Kafka, no Redis), and print a ``LADDERS`` entry to paste."""
+"""``stream tune``: search a model's parameters on the first part of a history, score them on the rest
+beside the defaults (:mod:`stream.batch.tune`), in process, and print a ``LADDERS`` entry to paste."""
 
 from __future__ import annotations
 

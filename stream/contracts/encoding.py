@@ -50,9 +50,8 @@ def _orjson_texts(values: np.ndarray) -> list[str]:
 
 
 def columns_texts(columns: Sequence[tuple[str, np.ndarray]]) -> list[list[str]]:
-    """:func:`number_texts` of each (name, values) column in one render over the columns joined (a few
-    duels' columns are a handful of floats: the call's fixed cost is most of the work); column by column
-    when a value is not :data:`POSITIONAL` (so an error names its column)."""
+    """:func:`number_texts` of each (name, values) column in one render over the columns joined (a call's
+    fixed cost is most of a few duels' work); column by column when one is not :data:`POSITIONAL`."""
     if len(columns) < 2:
         return [number_texts(name, values) for name, values in columns]
     arrays = [np.asarray(values, dtype=np.float64).ravel() for _, values in columns]
@@ -198,9 +197,8 @@ def entry_texts(players: Sequence[str], ranks: Sequence[int], performance_texts:
                 previous_seqs: Sequence[int] | None,
                 ratings: tuple[Sequence[str], Sequence[str]] | None = None,
                 teams: Sequence[str | None] | None = None, weight_texts: Sequence[str] | None = None) -> list[str]:
-    """The JSON text of each entry of a PlayerUpdate (joined per message by :func:`join_entries`);
-    ``ratings``: the texts of ``mu_after`` and ``sigma_after`` (a rating-only model's round);
-    ``weight_texts``: each entry then ends with its ``team`` (if any) and ``weight``."""
+    """The JSON text of each entry of a PlayerUpdate (joined by :func:`join_entries`); ``ratings``: the texts
+    of ``mu_after`` and ``sigma_after``; with ``weight_texts`` each entry ends with its ``team`` and ``weight``."""
     if ratings is not None or weight_texts is not None:
         n = len(players)
         previous = [""] * n if previous_seqs is None else [f',"previous_seq":{int(q)!r}' for q in previous_seqs]

@@ -84,10 +84,9 @@ _EXTENDED_ENTRY = frozenset(("mu_after", "sigma_after", "team", "weight"))
 
 @dataclass(slots=True)
 class PlayerUpdate:
-    """Phase one's output for the round's players on one partition (topic ``player-updates``), as aligned
-    columns, serialised as ``entries``. ``previous_seqs``: the seq of each player's round whose posterior
-    was his prior (0: newcomer; phase two applies an entry once his ``last_seq`` reached it, the chain
-    rule). ``mu_after``/``sigma_after``: the new ratings of a rating-only model's round."""
+    """Phase one's output for a round's players on one partition (``player-updates``), as aligned columns.
+    ``previous_seqs``: each player's prior's round (0: newcomer; phase two's chain rule waits for it);
+    ``mu_after``/``sigma_after``: a rating-only model's new ratings."""
 
     ladder: str
     round_id: str
@@ -120,10 +119,9 @@ class PlayerUpdate:
 
     @classmethod
     def from_json(cls, raw: bytes | str | dict[str, Any]) -> PlayerUpdate:
-        """The update of a message (KeyError, TypeError, ValueError on a malformed one): one pass over the
-        usual section's entries (phase two reads duels' sections by the thousand); an optional column is
-        None unless every entry has it (``weights``: unless one has it, 1 where absent). Text is read by
-        orjson (several times faster), and what orjson refuses (NaN, lone surrogates...) by ``json.loads``."""
+        """The update of a message (KeyError, TypeError, ValueError if malformed), in one pass over the usual
+        entries; an optional column is None unless every entry has it (``weights``: unless one has it, 1
+        where absent). Read by orjson (several times faster), by ``json.loads`` what orjson refuses."""
         if isinstance(raw, dict):
             data = raw
         else:
@@ -166,9 +164,8 @@ LETTER_KEYS = ("reason", "message", "field", "original", "original_length", "ori
 
 @dataclass(slots=True)
 class DeadLetter:
-    """A rejected input message (topic ``rounds-dlq``); ``original`` holds the raw bytes, written as
-    base64 and maybe cut to a prefix (:meth:`to_json`); ``original_length`` and ``original_sha256``
-    always describe the whole original."""
+    """A rejected input message (``rounds-dlq``): ``original``, written as base64 and maybe cut to a prefix
+    (:meth:`to_json`), and ``original_length`` / ``original_sha256`` of the whole original."""
 
     reason: str
     message: str

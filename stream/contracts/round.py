@@ -293,9 +293,8 @@ def model_changed(round_: RoundResult, stored: str, configured: str) -> RoundRej
 
 
 def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:
-    """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected`. Checks, in
-    order: size, UTF-8, JSON, round size, nesting, the schema, unknown fields (strict mode), id
-    lengths, ladder, weight, ceiling, time, UTF-8 ids, duplicate players, two entries at least."""
+    """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected` (checks in order:
+    size, UTF-8, JSON, nesting, schema, strict fields, ids, ladder, numbers, duplicates, two entries)."""
     return _validate(_decode(raw, limits), limits)
 
 
@@ -693,9 +692,8 @@ def _standings(items: list[Any], limits: Limits,
 
 
 def _entries(items: list[dict[str, Any]]) -> tuple[list[str], list[int], list[str | None], list[float]]:
-    """Schema-valid explicit entries flattened one row per player (ranks as ints: integral floats such as
-    2.0 pass the schema); rejects an empty team, a team named twice and a player weight outside (0, 1]
-    (the schema's rules too, but plain entries skip the compiled validator)."""
+    """Schema-valid explicit entries, one row per player (ranks as ints: the schema passes 2.0); rejects an
+    empty team, a team named twice, a player weight outside (0, 1] (plain entries skip the validator)."""
     players: list[str] = []
     ranks: list[int] = []
     teams: list[str | None] = []
