@@ -1,6 +1,6 @@
 """The events the service emits: ``PlayerUpdate`` (internal fan-out), ``RatingChange`` (public),
 ``DeadLetter`` (rejected input); ``to_json()``: compact JSON valid against its schema, floats at ``repr``
-precision (exact round trips), NaN and infinities refused (``ValueError``).
+precision (exact round trips: ``from_json``), NaN and infinities refused (``ValueError``).
 """
 
 from __future__ import annotations
@@ -76,6 +76,12 @@ class RatingChange:
             provisional=None if self.provisional is None else [self.provisional])
         return encode_changes_of_rounds(self.ladder, [self.round_id], [self.field_size], [self.occurred_at], [0],
                                         columns)[0].decode()
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> RatingChange:
+        data = json.loads(raw)
+        data.pop("event_id", None)
+        return cls(**data)
 
 
 _EXTENDED_ENTRY = frozenset(("mu_after", "sigma_after", "team", "weight"))

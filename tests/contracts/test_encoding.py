@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from stream.contracts import PlayerUpdate, RatingChange
 from stream.contracts.schemas import validate
-from tests.contracts.wire_oracle import change_from_json, reference_json, to_dict
+from tests.contracts.wire_oracle import reference_json, to_dict
 
 TEXT = st.text(max_size=6)
 FLOAT = st.floats(allow_nan=False, allow_infinity=False) | st.integers(-10**6, 10**6).map(float)
@@ -56,7 +56,7 @@ def updates(draw: st.DrawFn) -> PlayerUpdate:
 @given(changes())
 def test_rating_change_json_is_the_reference(change: RatingChange) -> None:
     assert change.to_json().encode() == reference_json(change)
-    assert change_from_json(change.to_json()) == change
+    assert RatingChange.from_json(change.to_json()) == change
 
 
 @settings(max_examples=400, deadline=None)
@@ -74,7 +74,7 @@ def test_a_correction_change_validates_and_names_its_correction() -> None:
     assert value == reference_json(change)
     validate("rating-change", value)
     assert to_dict(change)["event_id"] == "L/r/1/p\"/c-1"
-    assert to_dict(change_from_json(value))["event_id"] == to_dict(change)["event_id"]
+    assert to_dict(RatingChange.from_json(value))["event_id"] == to_dict(change)["event_id"]
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])

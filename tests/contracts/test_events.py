@@ -12,7 +12,7 @@ from stream.contracts import (
     SCHEMA_NAMES, DeadLetter, PlayerUpdate, RatingChange, RoundRejected, SchemaError, load_schema,
     validate,
 )
-from tests.contracts.wire_oracle import change_from_json, entries as update_entries, letter_from_json, to_dict
+from tests.contracts.wire_oracle import entries as update_entries, letter_from_json, to_dict
 
 
 @pytest.mark.parametrize("name", SCHEMA_NAMES)
@@ -39,7 +39,7 @@ def test_rating_change_round_trip_and_schema() -> None:
     validate("rating-change", text)
     data = json.loads(text)
     assert data["event_id"] == "blitz/r1/ann"
-    assert change_from_json(text) == event
+    assert RatingChange.from_json(text) == event
     validate("rating-change", to_dict(rating_change(tier="gold")))
     jsonschema.validate(data, load_schema("rating-change"))
 
@@ -96,7 +96,7 @@ def test_rating_change_v4_team_and_weight() -> None:
         data = json.loads(change.to_json())
         assert (data["team"], data["weight"]) == (team, 0.25) and list(data)[-2:] == ["team", "weight"]
         validate("rating-change", change.to_json())
-        assert change_from_json(change.to_json()) == change
+        assert RatingChange.from_json(change.to_json()) == change
         for missing in ("team", "weight"):
             with pytest.raises(SchemaError):
                 validate("rating-change", {k: v for k, v in data.items() if k != missing})
@@ -114,9 +114,9 @@ def test_rating_change_v5_provisional() -> None:
         data = json.loads(change.to_json())
         assert list(data)[-1] == "provisional" and data["provisional"] is flag
         validate("rating-change", data)
-        assert change_from_json(change.to_json()) == change
+        assert RatingChange.from_json(change.to_json()) == change
     old = rating_change()
-    assert "provisional" not in to_dict(old) and change_from_json(old.to_json()).provisional is None
+    assert "provisional" not in to_dict(old) and RatingChange.from_json(old.to_json()).provisional is None
     validate("rating-change", to_dict(old))
     v4 = json.loads(schema_path("rating-change", "v4").read_text())
     with pytest.raises(jsonschema.ValidationError):  # v4 has no such member

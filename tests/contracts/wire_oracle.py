@@ -13,13 +13,6 @@ from typing import Any
 from stream.contracts.events import ROUND_CHANGE, DeadLetter, PlayerUpdate, RatingChange
 
 
-def change_from_json(raw: bytes | str) -> RatingChange:
-    """The RatingChange of an event's JSON."""
-    data = json.loads(raw)
-    data.pop("event_id", None)
-    return RatingChange(**data)
-
-
 def letter_from_json(raw: bytes | str) -> DeadLetter:
     """The DeadLetter of a dead letter's JSON."""
     data = json.loads(raw)

@@ -25,7 +25,7 @@ from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 from stream.store.store import QueuedRound
-from tests.contracts.wire_oracle import change_from_json, entries as update_entries, reference_json
+from tests.contracts.wire_oracle import entries as update_entries, reference_json
 from tests.faults.injection import Injector
 
 PARTITIONS = 4
@@ -158,7 +158,7 @@ def test_bulk_change_encoding_equals_the_contracts_json() -> None:
     for value in expected:
         validate("rating-change", value)
     marks = [True, False]  # v5: each row's provisional status, the last member
-    flagged = [change_from_json(value) for value in expected]
+    flagged = [RatingChange.from_json(value) for value in expected]
     for change, flag in zip(flagged, marks):
         change.provisional = flag
     assert encode_changes(dataclasses.replace(columns, provisional=marks)) == [c.to_json().encode() for c in flagged]
@@ -340,7 +340,7 @@ def test_rating_changes_carry_the_apis_provisional_rule(redis_url: str) -> None:
     flags: dict[str, set[bool]] = {"A": set(), "B": set()}
     for value in events:
         validate("rating-change", value)
-        change = change_from_json(value)
+        change = RatingChange.from_json(value)
         assert isinstance(change.provisional, bool)
         api = status_fields(configs.of(change.ladder), [change.mu_after], [change.sigma_after], [change.rounds_played],
                             [change.occurred_at], change.occurred_at)[0]

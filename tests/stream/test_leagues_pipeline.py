@@ -20,7 +20,6 @@ from stream.engine.display import (
 from stream.pipeline.phase_one import handle_one
 from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_two import handle_updates
-from tests.contracts.wire_oracle import change_from_json
 from tests.stream.test_handlers import context, make_round
 
 DISPLAY = json.dumps({"*": {"mode": "mu", "k": 0, "divisions": 2, "demotion_margin": 100,
@@ -39,7 +38,7 @@ def test_phase_two_stores_and_emits_division_labels(redis_url: str) -> None:
             result = await handle_updates(ctx, [m.value for m in (await handle_one(ctx, Incoming(rnd.to_json().encode()))).updates])
             for event in result.events:
                 validate("rating-change", event.value)  # still the v1 schema
-            rounds.append(sorted((change_from_json(e.value) for e in result.events), key=lambda c: c.player))
+            rounds.append(sorted((RatingChange.from_json(e.value) for e in result.events), key=lambda c: c.player))
         stored = {p: (await ctx.store.player("L", p))["tier"].decode() for p in "abcde"}
         await ctx.store.close()
         return rounds, stored

@@ -16,7 +16,6 @@ import pytest
 import pipeline_harness as harness
 from stream import engine
 from stream.contracts import RatingChange, validate
-from tests.contracts.wire_oracle import change_from_json
 
 pytestmark = pytest.mark.integration
 
@@ -117,7 +116,7 @@ def test_team_rounds_through_the_stream_equal_replay(local_stack, stack_redis_ur
     assert set(by_id) == {f"{ladder}/{rid}/{p}" for (ladder, rid), players in given.items() for p in players}
     carried = 0
     for contents in by_id.values():
-        change = change_from_json(next(iter(contents)))
+        change = RatingChange.from_json(next(iter(contents)))
         key = (change.ladder, change.round_id)
         if key in teamed:
             assert (change.team, change.weight) == given[key][change.player]

@@ -21,7 +21,7 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.messages import Incoming, split_sections
-from tests.contracts.wire_oracle import change_from_json, reference_json
+from tests.contracts.wire_oracle import reference_json
 
 from test_phase_one_batch import apply, assert_equals_replay, context, incoming, players_of, stored_states
 
@@ -106,7 +106,7 @@ def check_events(values: Sequence[bytes], rounds: dict[tuple[str, str], RoundRes
     old = fastjsonschema.compile(json.loads(schema_path("rating-change", "v3").read_text()))
     for value in values:
         validate("rating-change", value)
-        change = change_from_json(value)
+        change = RatingChange.from_json(value)
         assert change.to_json().encode() == value == reference_json(change)
         round_ = rounds[(change.ladder, change.round_id)]
         standing = next(s for s in round_.standings if s.player == change.player)
