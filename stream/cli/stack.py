@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -134,16 +133,6 @@ class DemoProgress:
             client.close()
 
 
-def _default_web_port(preferred: int) -> int:
-    """The configured WEB_PORT when nothing listens there, a free port otherwise."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", preferred))
-        return preferred
-    except OSError:
-        return free_port()
-
-
 def _banner(stack: LocalStack, name: str, state_file: str, web_port: int | None) -> str:
     env = stack.env()
     script = Path(sys.executable).parent / "stream"  # how to run ``stream`` from a shell: on PATH, the venv's, -m
@@ -212,7 +201,10 @@ def stack(
         progress: DemoProgress | None = None
         shown_port: int | None = None
         if demo:
-            shown_port = web_port or _default_web_port(settings.web_port)
+            from stream.cli.reach import port_problem  # WEB_PORT when nothing listens there, else a free port
+
+            shown_port = web_port or (settings.web_port if port_problem("127.0.0.1", settings.web_port) is None
+                                      else free_port())
             worker_env = {**env, "WEB_PORT": str(shown_port)}
             # One worker rates and serves the read API, the dashboard and /metrics.
             run.children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
