@@ -37,7 +37,8 @@ EXIT_TIMEOUT = 1
 WAIT_TIMEOUT_S = 120.0
 #: Bad rows / rounds listed before giving up (all are counted).
 MAX_REPORTED_ERRORS = 20
-#: "at line 1 column N" in a JSON decoder's message about a one-line record.
+#: "at line 1 column N" in a JSON decoder's message about a one-line record: the location gives the file's
+#: line, so it is shown as a column only ("line 1" beside it would read as a second, contradicting line).
 JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
@@ -137,18 +138,13 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
     except SourceError as exc:  # the file itself cannot be read
         found.append(exc)
         rounds = []
-    errors += [InvalidInput(exc.where, exc.field, _one_line(exc.message.removeprefix(f"{exc.reason}: ")), exc.reason)
-               for exc in found]
+    for exc in found:
+        message = JSON_LINE_ONE.sub(r"at column \1", exc.message.removeprefix(f"{exc.reason}: "))
+        errors.append(InvalidInput(exc.where, exc.field, message, exc.reason))
     if ignored is not None:
         ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
     for round_ in rounds:
         yield round_, round_.is_outcome_free(draws_rate=True)
-
-
-def _one_line(message: str) -> str:
-    """A JSON decoder's position inside a one-line record as a column only: the location already
-    gives the file's line, and "line 1" beside it reads as a second, contradicting line number."""
-    return JSON_LINE_ONE.sub(r"at column \1", message)
 
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None,
