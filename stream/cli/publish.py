@@ -138,9 +138,9 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
     except SourceError as exc:  # the file itself cannot be read
         found.append(exc)
         rounds = []
-    for exc in found:
-        message = JSON_LINE_ONE.sub(r"at column \1", exc.message.removeprefix(f"{exc.reason}: "))
-        errors.append(InvalidInput(exc.where, exc.field, message, exc.reason))
+    for error in found:
+        message = JSON_LINE_ONE.sub(r"at column \1", error.message.removeprefix(f"{error.reason}: "))
+        errors.append(InvalidInput(error.where, error.field, message, error.reason))
     if ignored is not None:
         ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
     for round_ in rounds:
