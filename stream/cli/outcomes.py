@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from stream.contracts import RoundResult
-from stream.pipeline.deadletters import DeadLetterReader, Rejection
+from stream.pipeline.deadletters import DeadLetterReader
 from stream.settings import Settings
 from stream.store.queries import round_states
 
@@ -77,7 +77,8 @@ class OutcomeWatcher:
                 if x.topic == rounds_topic and x.partition is not None and x.offset is not None:
                     mine = where.get((x.partition, x.offset))
                     if mine is not None:
-                        outcomes[mine] = _rejected(self.rounds[mine], x)
+                        round_ = self.rounds[mine]
+                        outcomes[mine] = Outcome(round_.ladder, round_.round_id, REJECTED, x.reason, x.field, x.message)
             open_ = [i for i, o in enumerate(outcomes) if o is None]
             if open_:
                 now = self._records()
@@ -105,10 +106,6 @@ class OutcomeWatcher:
     def close(self) -> None:
         self.reader.close()
         self.redis.close()
-
-
-def _rejected(round_: RoundResult, x: Rejection) -> Outcome:
-    return Outcome(round_.ladder, round_.round_id, REJECTED, x.reason, x.field, x.message)
 
 
 def counts(outcomes: list[Outcome]) -> dict[str, int]:

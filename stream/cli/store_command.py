@@ -74,7 +74,6 @@ def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]], *,
     """Run ``work`` on a :class:`Store` over REDIS_URL (bulk socket timeout), as :func:`run_on_redis`."""
     from stream.store.store import Store
 
-    def on_store(client: AsyncRedis) -> Awaitable[T]:
-        return work(Store(client, history_length=settings.history_length, cluster=settings.redis_cluster))
-
-    return run_on_redis(settings, on_store, socket_timeout=BULK_SOCKET_TIMEOUT_S, write=write)
+    return run_on_redis(settings, lambda client: work(Store(client, history_length=settings.history_length,
+                                                            cluster=settings.redis_cluster)),
+                        socket_timeout=BULK_SOCKET_TIMEOUT_S, write=write)
