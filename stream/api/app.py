@@ -1,14 +1,6 @@
-"""The read API and dashboard: ``create_app(redis_client, settings) -> aiohttp.web.Application``.
-
-Read-only JSON endpoints over :mod:`stream.store.queries` (documented in ``openapi.json``,
-served at ``/openapi.json``; answers cached by :mod:`stream.api.cache`), live updates by
-Server-Sent Events, Prometheus metrics, and the static dashboard at ``/``. Served standalone by
-``stream api``; the worker mounts the same app.
-
-Ladder, player and round ids in paths are percent-encoded segments (any id the input contract
-accepts: ``/``, ``%``, spaces, Unicode), decoded by :func:`stream.api.inputs.path_param`; a player
-or round can also be asked for as ``/player?id=`` / ``/round?id=``, the only way for the ids ``.``
-and ``..``.
+"""The read API and dashboard: ``create_app(redis_client, settings) -> aiohttp.web.Application``: JSON
+endpoints over :mod:`stream.store.queries` (``openapi.json``), Server-Sent Events, metrics, the dashboard.
+Ids in paths are percent-encoded segments (:func:`stream.api.inputs.path_param`), or ``?id=`` for ``.``/``..``.
 """
 
 from __future__ import annotations
@@ -101,29 +93,20 @@ SSE_HEARTBEAT_S = 15.0
 SSE_MAX_S = 300.0
 """An events connection is closed after this long; EventSource reconnects by itself."""
 
-REQUESTS = metrics_.API_REQUESTS  # ems_api_requests_total{route,status} (stream/pipeline/metrics.py)
-
-
 @web.middleware
 async def count_requests(request: web.Request, handler: Any) -> web.StreamResponse:
     response: web.StreamResponse = await handler(request)
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
-    REQUESTS.labels(route=route, status=str(response.status)).inc()
+    metrics_.API_REQUESTS.labels(route=route, status=str(response.status)).inc()  # ems_api_requests_total
     return response
-
-
-LADDER_ROUTES = "/api/ladders/"
-"""The routes of one ladder (whose answers may depend on its season schedule)."""
 
 
 @web.middleware
 async def current_seasons(request: web.Request, handler: Any) -> web.StreamResponse:
-    """The seasons started since (``stream season start``) read before a request once
-    SEASON_REFRESH_S has passed, so the API shows and predicts with the schedule the workers rate by.
-    Only for a ladder's routes (/health, /live, /metrics and the dashboard's files never wait on it);
-    Redis unreachable: the schedule last read serves."""
-    if request.path.startswith(LADDER_ROUTES):
+    """The seasons started since (``stream season start``) re-read every SEASON_REFRESH_S before a ladder's
+    routes, so the API uses the schedule the workers rate by (Redis unreachable: the last one read)."""
+    if request.path.startswith("/api/ladders/"):  # a ladder's routes
         try:
             await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
         except (RedisError, OSError) as exc:
@@ -165,12 +148,8 @@ async def _ladder(request: web.Request) -> str:
 
 
 def _item_id(request: web.Request, param: str, what: str) -> str:
-    """The player or round id: the path segment ``{param}``, or on the query-form routes
-    (``/player?id=``, ``/round?id=``) the ``id`` query parameter.
-
-    The query form exists for the ids ``.`` and ``..``: URL parsers (browsers, yarl, curl) remove
-    them as dot-segments, even written ``%2E``, so no path can carry them.
-    """
+    """The player or round id: the path segment ``{param}``, or on the query-form routes the ``id`` query
+    parameter (URL parsers remove ``.`` and ``..`` as dot-segments, even written ``%2E``)."""
     resource = request.match_info.route.resource
     in_path = resource is not None and f"{{{param}}}" in resource.canonical
     raw = inputs.path_param(request, param, what) if in_path else request.query.get("id", "")
@@ -179,11 +158,6 @@ def _item_id(request: web.Request, param: str, what: str) -> str:
 
 def _display(request: web.Request, ladder: str) -> DisplayConfig:
     return request.app[LADDERS_KEY].of(ladder).display
-
-
-def _interval(mu: float, sigma: float, z: float) -> list[float]:
-    """A rating's interval as every answer carries it: mu +/- z*sigma (the display entry's ``interval_z``)."""
-    return [mu - z * sigma, mu + z * sigma]
 
 
 def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]]) -> None:
@@ -198,10 +172,8 @@ def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]])
 
 # ---- handlers ---------------------------------------------------------------------------
 async def health(request: web.Request) -> web.Response:
-    """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag).
-
-    503 only when Redis fails (no read can be answered); Kafka down is ``degraded`` with 200 (the
-    API still serves what Redis holds). ``kafka`` is null where nothing checks it (tests)."""
+    """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag): 503 only
+    when Redis fails; Kafka down is ``degraded`` with 200 (``kafka`` null where nothing checks it)."""
     try:
         redis_ok = bool(await _redis(request).ping())
     except Exception:  # noqa: BLE001 - any failure means "not healthy"
@@ -246,9 +218,8 @@ LadderAnswer = Callable[[web.Request, str], Awaitable[dict[str, Any]]]
 
 
 def cached_by_ladder(answer: LadderAnswer) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """A GET handler serving ``answer(request, ladder)`` for the path's ladder (404 when unknown) as
-    JSON, from the response cache (:mod:`stream.api.cache`): a fresh answer costs no Redis command,
-    one still under the ladder's version one."""
+    """A GET handler serving ``answer(request, ladder)`` for the path's ladder (404 when unknown) as JSON,
+    from the response cache (:mod:`stream.api.cache`)."""
     async def handler(request: web.Request) -> web.Response:
         cache = request.app[CACHE_KEY]
         fresh = cache.fresh(request.raw_path)
@@ -379,13 +350,8 @@ async def get_round(request: web.Request, ladder: str) -> dict[str, Any]:
 
 
 async def predict(request: web.Request) -> web.Response:
-    """Win probabilities, expected order, rank distribution and match quality for a lobby.
-
-    Predicted by the ladder's model (its rating-only model, or Elo-MMR); players without a rating yet
-    with the model's newcomer prior (``known: false``).
-    A prediction is a function of the players' (mu, sigma) and the weight, so it is cached under
-    those: one Redis round trip while none of the players' ratings changed, none for CACHE_FRESH_S.
-    """
+    """Win probabilities, expected order, rank distribution and match quality for a lobby, by the ladder's
+    model (unrated players: its newcomer prior, ``known: false``); cached under the players' states."""
     ladder = _ladder_name(request)
     if request.method == "POST":
         try:
@@ -399,12 +365,21 @@ async def predict(request: web.Request) -> web.Response:
     else:
         raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
         raw_teams, raw_margin = request.query.get("teams"), request.query.get("draw_margin")
-    if raw_teams is not None:
-        return await _predict_teams(request, ladder, raw_teams, raw_weight, raw_margin)
-    players = inputs.player_list(raw_players, _max_id(request))
+    teams = None if raw_teams is None else inputs.team_list(raw_teams, _max_id(request))  # teams=a,b;c,d
+    players = inputs.player_list(raw_players, _max_id(request)) if teams is None else teams[0]
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
     margin = _draw_margin(raw_margin)
     cfg = request.app[LADDERS_KEY].of(ladder)
+    if teams is not None:  # cached as a lobby's, under the players' states, their teams and shares too
+        if cfg.rating_model is not None:
+            raise bad_request(f"team predictions use Elo-MMR for teams; ladder {ladder!r} is rated by "
+                              f"{cfg.model!r}", code="teams_unsupported")
+        _, entry, shares = teams
+        key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
+        return await _cached_prediction(
+            request, ladder, key, players,
+            lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin,
+                                            cfg.display.interval_z))
     if margin and cfg.rating_model is not None:
         raise bad_request(f"draw_margin is Elo-MMR's; ladder {ladder!r} is rated by {cfg.model!r}, whose own tie "
                           "probabilities are pairwise_tie", code="bad_request")
@@ -423,19 +398,15 @@ States = list[tuple[float, float] | None]
 
 
 def _next_round_states(cfg: LadderConfig, stored: list[tuple[float, float, float] | None], now: float) -> States:
-    """Each rated player's (mu, sigma) as a round now would rate from: a returning player's first
-    round of a new season starts from his soft-reset belief (``engine.seasons.next_round_view``),
-    so a prediction agrees with the rating the match will do."""
+    """Each rated player's (mu, sigma) as a round now would rate from (a new season's soft reset:
+    ``engine.seasons.next_round_view``)."""
     rows = [s for s in stored if s is not None]
     if not rows:
         return [None] * len(stored)
     table = np.array(rows, dtype=np.float64)
     mu, sigma = next_round_view(cfg.params, table[:, 0], table[:, 1], table[:, 2], now)
-    out: States = []
     it = iter(zip(mu.tolist(), sigma.tolist()))
-    for s in stored:
-        out.append(None if s is None else next(it))
-    return out
+    return [None if s is None else next(it) for s in stored]
 
 
 async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, ...], players: list[str],
@@ -460,32 +431,23 @@ async def _cached_prediction(request: web.Request, ladder: str, key: tuple[Any, 
     return _json_body(await cache.get(key, tuple(states), compute))
 
 
-async def _predict_teams(request: web.Request, ladder: str, raw_teams: object, raw_weight: object,
-                         raw_margin: object) -> web.Response:
-    """``predict`` of a match of teams (``teams=a,b;c,d`` or the POST form's ``teams``): cached
-    as a lobby's, under the players' (mu, sigma), their teams and shares, weight and margin."""
-    players, entry, shares = inputs.team_list(raw_teams, _max_id(request))
-    weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
-    margin = _draw_margin(raw_margin)
-    cfg = request.app[LADDERS_KEY].of(ladder)
-    if cfg.rating_model is not None:
-        raise bad_request(f"team predictions use Elo-MMR for teams; ladder {ladder!r} is rated by "
-                          f"{cfg.model!r}", code="teams_unsupported")
-    key = (ladder, "teams", tuple(players), tuple(entry), tuple(shares), weight, margin)
-    return await _cached_prediction(
-        request, ladder, key, players,
-        lambda states: _team_prediction(cfg.newcomer, ladder, players, entry, shares, states, weight, margin,
-                                        cfg.display.interval_z))
+def _beliefs(params: Params, players: list[str], states: States,
+             z: float) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    """Each player's mu and sigma (the newcomer prior when unrated) and his entry in the answer, with the
+    interval mu +/- z*sigma that every answer carries."""
+    mu = np.array([s[0] if s else params.mu_noob for s in states])
+    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    rows = [{"player": p, "known": s is not None, "mu": m, "sigma": d, "interval": [m - z * d, m + z * d]}
+            for p, s, m, d in zip(players, states, mu.tolist(), sigma.tolist())]
+    return mu, sigma, rows
 
 
 async def _team_prediction(params: Params, ladder: str, players: list[str], entry: list[int], shares: list[float],
                            states: list[tuple[float, float] | None], weight: float, margin: float,
                            interval_z: float = 2.0) -> dict[str, Any]:
-    """The answer of a team prediction (``engine.predict.predict_teams``): per team its players,
-    belief, probability of finishing first, expected rank; per pair of teams the probabilities
-    of a win and a draw; the match quality; for two teams the three outcomes."""
-    mu = np.array([s[0] if s else params.mu_noob for s in states])
-    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    """The answer of a team prediction (``engine.predict.predict_teams``): per team, per pair of teams,
+    the match quality, and for two teams the three outcomes."""
+    mu, sigma, rows = _beliefs(params, players, states, interval_z)
     model = PerformanceModel.from_params(params, weight)
     teams = np.asarray(entry, dtype=np.int64)
     pred = await asyncio.to_thread(predict_teams, mu, sigma, teams, np.asarray(shares), model, draw_margin=margin,
@@ -499,9 +461,7 @@ async def _team_prediction(params: Params, ladder: str, players: list[str], entr
             {"team": k, "mu": float(pred.mu[k]), "sigma": float(pred.sigma[k]),
              "win_probability": float(lobby.rank_distribution[k][0]), "expected_rank": float(lobby.expected_rank[k]),
              "rank_distribution": lobby.rank_distribution[k].tolist(),
-             "players": [{"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
-                          "interval": _interval(float(mu[i]), float(sigma[i]), interval_z), "weight": shares[i]}
-                         for i, (p, s) in enumerate(zip(players, states)) if entry[i] == k]}
+             "players": [{**row, "weight": shares[i]} for i, row in enumerate(rows) if entry[i] == k]}
             for k in range(len(pred.mu))
         ],
         "expected_order": lobby.expected_order.tolist(),
@@ -519,9 +479,7 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
                       weight: float, margin: float = 0.0) -> dict[str, Any]:
     """The prediction by the ladder's model (``outcome_model``: its rating-only model, or Elo-MMR,
     with pairwise draws within ``margin``); ``model.draws_rate`` says whether a draw would rate."""
-    params = cfg.newcomer
-    mu = np.array([s[0] if s else params.mu_noob for s in states])
-    sigma = np.array([s[1] if s else params.sig_noob for s in states])
+    mu, sigma, rows = _beliefs(cfg.newcomer, players, states, cfg.display.interval_z)
     model = outcome_model(cfg, weight)
     pred = await asyncio.to_thread(predict_lobby, mu, sigma, model, draw_margin=margin, samples=PREDICT_SAMPLES,
                                    seed=PREDICT_SEED)
@@ -529,13 +487,9 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
         "ladder": ladder,
         "model": model.describe(cfg.model, weight) | {"draws_rate": cfg.draws_rate}
         | ({"draw_margin": margin} if cfg.rating_model is None else {}),
-        "players": [
-            {"player": p, "known": s is not None, "mu": float(mu[i]), "sigma": float(sigma[i]),
-             "interval": _interval(float(mu[i]), float(sigma[i]), cfg.display.interval_z),
-             "win_probability": float(pred.rank_distribution[i][0]),
-             "expected_rank": float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
-            for i, (p, s) in enumerate(zip(players, states))
-        ],
+        "players": [{**row, "win_probability": float(pred.rank_distribution[i][0]), "expected_rank":
+                     float(pred.expected_rank[i]), "rank_distribution": pred.rank_distribution[i].tolist()}
+                    for i, row in enumerate(rows)],
         "expected_order": [players[i] for i in pred.expected_order.tolist()],
         "pairwise": pred.pairwise.tolist(),
         "pairwise_tie": None if pred.tie is None else pred.tie.tolist(),
@@ -545,11 +499,8 @@ async def _prediction(cfg: LadderConfig, ladder: str, players: list[str], states
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-Sent Events: an ``update`` event whenever the ladder's ``updated_at`` changes, sent
-    CACHE_FRESH_S after the change is seen, so what the event makes a page read shows the change.
-
-    At most API_MAX_EVENT_STREAMS at once (503 with Retry-After beyond). A client that goes away
-    ends its stream quietly: that is how every tab closes."""
+    """Server-Sent Events: ``update`` when the ladder's ``updated_at`` changes, CACHE_FRESH_S after (so the
+    page it makes read shows it); at most API_MAX_EVENT_STREAMS at once (503 with Retry-After beyond)."""
     ladder = await _ladder(request)
     r = _redis(request)
     open_streams = request.app[STREAMS_KEY]
@@ -595,9 +546,7 @@ async def ladder_health(request: web.Request) -> web.Response:
 
 
 async def rejected(request: web.Request) -> web.Response:
-    """The ladder's most recent dead letters (from ``rounds-dlq``): reason, field, message, when.
-
-    The ladder need not exist in Redis (a ladder whose every round was rejected never does)."""
+    """The ladder's most recent dead letters (``rounds-dlq``); the ladder need not exist in Redis."""
     ladder = _ladder_name(request)
     limit = inputs.int_query(request, "limit", DEFAULT_REJECTED, low=1, high=MAX_REJECTED)
     settings = request.app[SETTINGS_KEY]
@@ -635,9 +584,8 @@ async def explain_change(request: web.Request) -> web.Response:
 # ---- the app ----------------------------------------------------------------------------
 def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProbe | None = None,
                status: WorkerStatus | None = None) -> web.Application:
-    """The read API + dashboard over ``redis_client`` (never closed here: the caller owns it);
-    ``probe``: the Kafka check /health reports (None: not checked); ``status``: the pipeline of
-    this process, for /live and /ready (None: the API alone)."""
+    """The read API + dashboard over ``redis_client`` (the caller's to close); ``probe``: the Kafka check
+    /health reports; ``status``: this process's pipeline, for /live and /ready (None: the API alone)."""
     app = web.Application(middlewares=[count_requests, json_errors, current_seasons],
                           client_max_size=inputs.MAX_BODY_BYTES)
     app[REDIS_KEY] = redis_client

@@ -1,13 +1,6 @@
-"""Cached answers of the read API: the JSON bytes of an answer, least recently used first out.
-
-An answer younger than ``fresh_s`` is served as it is, without asking Redis anything (so answers
-lag Redis by at most ``fresh_s``: the live-update events wait that long before announcing a change,
-so the page they make a browser read shows it). An older one is served while the version it was
-computed under still holds, for at most ``ttl_s``: a ladder's answers are versioned by
-:func:`stream.store.queries.ladder_version` (it changes when a round is registered or rated), read
-in one Redis command; the TTL bounds what the version does not cover (a round's players updated
-before the round is rated, erasures, retention). Concurrent requests for an answer not cached share
-one computation.
+"""Cached answers of the read API (JSON bytes, least recently used out): served without Redis while younger
+than ``fresh_s``, then while their version (:func:`stream.store.queries.ladder_version`) holds, for at most
+``ttl_s``; concurrent requests for an answer not cached share one computation.
 """
 
 from __future__ import annotations
@@ -37,8 +30,6 @@ class ResponseCache:
         self.max_entry_bytes = max_entry_bytes
         self.clock = clock
         self.size = 0
-        self.hits = 0
-        self.misses = 0
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()
         self._running: dict[tuple[Hashable, Hashable], asyncio.Task[bytes]] = {}
 
@@ -51,7 +42,6 @@ class ResponseCache:
         if entry is None or self.clock() - entry.made >= self.fresh_s:
             return None
         self._entries.move_to_end(key)
-        self.hits += 1
         return entry.body
 
     async def get(self, key: Hashable, version: Hashable, compute: Callable[[], Awaitable[bytes]]) -> bytes:
@@ -61,9 +51,7 @@ class ResponseCache:
         now = self.clock()
         if entry is not None and entry.version == version and now - entry.made < self.ttl_s:
             self._entries.move_to_end(key)
-            self.hits += 1
             return entry.body
-        self.misses += 1
         running = self._running.get((key, version))
         if running is None:
             running = asyncio.ensure_future(self._compute(key, version, now, compute))

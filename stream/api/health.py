@@ -1,15 +1,8 @@
-"""Kafka's side of ``/health``: a background check of the broker and of the workers' lag.
-
-A thread checks every :data:`CHECK_INTERVAL_S` (never per request, so ``/health`` stays as cheap
-as a Redis PING): can the broker be reached, and per partition of ``rounds`` and
-``player-updates`` how many messages the worker group (``APP_ID``) has not committed yet and how
-old the oldest of them is (its Kafka timestamp, read by a second client that never joins the
-group: one small fetch per lagging partition). ``/health`` shows the last result and its age;
-``/ready`` reads it (:func:`stream.api.probes.ready`); the figures are exported as
-``ems_consumer_lag_messages`` / ``ems_consumer_lag_seconds`` (``metrics.CONSUMER_LAG``).
-
-Offsets are the group's committed ones: Faust commits every few seconds, so while records flow
-the age includes up to that interval of records already handled.
+"""Kafka's side of ``/health``: a background check (every :data:`CHECK_INTERVAL_S`, never per request)
+of the broker and, per partition of ``rounds`` and ``player-updates``, of the worker group's
+uncommitted messages and the age of the oldest (read by a client that never joins the group).
+``/ready`` reads it; exported as ``ems_consumer_lag_messages`` / ``ems_consumer_lag_seconds``. The
+offsets are the group's committed ones, so the age includes up to Faust's commit interval.
 """
 
 from __future__ import annotations
@@ -91,9 +84,8 @@ class KafkaProbe:
         self._close()
 
     def check(self) -> KafkaHealth:
-        """One check: the group's committed offsets and the topics' end offsets, then the age of
-        the oldest uncommitted record of each lagging partition (the clients are kept between
-        checks, so an idle API costs little; rebuilt after a failure)."""
+        """One check: committed and end offsets, then the age of each lagging partition's oldest uncommitted
+        record (the clients are kept between checks; rebuilt after a failure)."""
         from kafka import TopicPartition
 
         try:

@@ -8,6 +8,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from stream.api.errors import bad_request
+from stream.contracts.round import BAD_PLAYER_WEIGHT, DUPLICATE_PLAYER, EMPTY_TEAM
 
 MAX_PAGE_LIMIT = 200
 """Largest leaderboard / rounds page."""
@@ -51,27 +52,16 @@ def float_query(value: object, name: str, default: float, *, low: float, high: f
 
 
 def ident(value: str, what: str, max_length: int) -> str:
-    """A ladder, player or round id from the request: non-empty and at most ``max_length`` characters.
-
-    Any other Unicode string is an id: the input contract accepts any non-empty player and round
-    id (control characters included), so the API serves every id the stream may have stored. An
-    id is only ever a key suffix or a command argument, never parsed, so no character is special."""
+    """A ladder, player or round id from the request: non-empty, at most ``max_length`` characters, any
+    other Unicode (the input contract's ids; never parsed, so no character is special)."""
     if not value or len(value) > max_length:
         raise bad_request(f"{what} must be 1 to {max_length} characters", code=f"bad_{what}")
     return value
 
 
 def path_param(request: web.Request, name: str, what: str) -> str:
-    """The route parameter ``name`` (``{name}`` in the route), percent-decoded here from the raw path.
-
-    Ids are percent-encoded path segments (a client encodes them with ``encodeURIComponent`` /
-    ``quote(id, safe="")``), so an id may hold ``/``, ``%``, spaces or any Unicode.  The segment is
-    taken from the still-encoded path and decoded once, as strict UTF-8, here rather than read
-    from ``match_info``, whose decoding has changed between aiohttp releases (aiohttp#8898,
-    3.10.6, a breaking change for some users).  The router matches a path in which ``%2F`` stays
-    encoded (the raw path, or ``path_safe`` since 3.10.6), so the raw path's ``/``-separated
-    segments line up with the route's.
-    """
+    """The route parameter ``{name}`` percent-decoded once, as strict UTF-8, from the raw path's segment
+    (``match_info``'s decoding changed in aiohttp 3.10.6, aiohttp#8898; the router keeps ``%2F`` encoded)."""
     resource = request.match_info.route.resource
     assert resource is not None, "path_param is for handlers of dynamic routes"
     position = resource.canonical.split("/").index(f"{{{name}}}")
@@ -92,16 +82,13 @@ def player_list(raw: object, max_length: int) -> list[str]:
     if not 2 <= len(players) <= MAX_LOBBY:
         raise bad_request(f"a prediction needs 2 to {MAX_LOBBY} players, got {len(players)}")
     if len(set(players)) != len(players):
-        raise bad_request("players must be distinct", code="duplicate_player")
+        raise bad_request("players must be distinct", code=DUPLICATE_PLAYER)
     return players
 
 
 def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[float]]:
-    """The teams of a prediction: 2..MAX_LOBBY teams, each of at least one player, no player in
-    two teams, at most MAX_LOBBY players in all.  ``raw`` is the query form ``a,b;c,d`` (teams
-    separated by ``;``, players by ``,``) or the POST form, a list of teams, each a list of
-    player ids or ``{"player": P, "weight": w}`` (w in (0, 1], the share of the match he will
-    play; default 1).  Returns the players, each one's team index and share."""
+    """The players of a prediction's teams (``a,b;c,d``, or lists of ids or ``{"player": P, "weight": w}``),
+    each one's team index and share: 2..MAX_LOBBY teams, MAX_LOBBY players at most, none twice."""
     if isinstance(raw, str):
         raw = [[p for p in team.split(",") if p != ""] for team in raw.split(";") if team.strip(",") != ""]
     if not isinstance(raw, list) or not all(isinstance(team, list) for team in raw):
@@ -112,7 +99,7 @@ def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[
     weights: list[float] = []
     for k, team in enumerate(raw):
         if not team:
-            raise bad_request(f"team {k} has no players", code="empty_team")
+            raise bad_request(f"team {k} has no players", code=EMPTY_TEAM)
         for member in team:
             if isinstance(member, dict) and isinstance(member.get("player"), str):
                 name, share = member["player"], member.get("weight", 1.0)
@@ -122,7 +109,7 @@ def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[
                 raise bad_request("a team member is a player id or {player, weight}", code="bad_teams")
             if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
                 raise bad_request(f"a player's weight (share of the match) must be in (0, 1], got {share!r}",
-                                  code="bad_player_weight")
+                                  code=BAD_PLAYER_WEIGHT)
             players.append(ident(name, "player", max_length))
             entry.append(k)
             weights.append(float(share))
@@ -130,5 +117,5 @@ def team_list(raw: object, max_length: int) -> tuple[list[str], list[int], list[
         raise bad_request(f"a prediction needs 2 to {MAX_LOBBY} teams and at most {MAX_LOBBY} players, got "
                           f"{len(raw)} teams of {len(players)} players", code="bad_teams")
     if len(set(players)) != len(players):
-        raise bad_request("a player may be in one team only", code="duplicate_player")
+        raise bad_request("a player may be in one team only", code=DUPLICATE_PLAYER)
     return players, entry, weights

@@ -1,6 +1,5 @@
-"""Serving the read API: its bounded Redis client, and :class:`ApiThread`, the API on its own event
-loop in a thread (how ``stream worker`` serves it: a slow request never delays the pipeline's loop,
-and a busy pipeline delays requests only by the CPU they share)."""
+"""Serving the read API: its bounded Redis client, and :class:`ApiThread`, the API on its own event loop in
+a thread (``stream worker``'s: a slow request never delays the pipeline's loop)."""
 
 from __future__ import annotations
 
@@ -62,19 +61,15 @@ def build_app(settings: Settings, client: AsyncRedis, probe: KafkaProbe | None,
 
 class ApiThread:
     """The read API on ``host:port`` in a daemon thread with its own event loop; a context manager.
-
-    ``probe``: check Kafka and the worker's lag for /health and /ready (off in tests of the API
-    alone); ``status``: the pipeline of this process (``stream worker``), for /live and /ready.
-    """
+    ``probe``: check Kafka for /health and /ready; ``status``: this process's pipeline, for /live and /ready."""
 
     def __init__(self, settings: Settings, *, host: str | None = None, port: int | None = None,
-                 probe: bool = True, client: AsyncRedis | None = None, status: WorkerStatus | None = None) -> None:
+                 probe: bool = True, status: WorkerStatus | None = None) -> None:
         self.settings = settings
         self.status = status
         self.host = host or settings.web_host
         self.port = port if port is not None else settings.web_port
         self._probe = probe
-        self._client = client
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -93,9 +88,9 @@ class ApiThread:
         self._loop.run_forever()
 
     async def _start(self) -> None:
-        client = self._client if self._client is not None else api_redis_client(self.settings)
         probe = KafkaProbe(self.settings).start() if self._probe else None
-        self._runner = web.AppRunner(build_app(self.settings, client, probe, self.status), shutdown_timeout=SHUTDOWN_S)
+        self._runner = web.AppRunner(build_app(self.settings, api_redis_client(self.settings), probe, self.status),
+                                     shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self.port).start()
         log.info("read API on http://%s:%d/", self.host, self.port)

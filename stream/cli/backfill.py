@@ -1,9 +1,5 @@
-"""``stream backfill FILE [--append]``: write a history of rounds into Redis at replay speed, no Kafka.
-
-The file is read and validated completely first (the readers of ``stream publish``: JSONL, CSV
-or a directory of the authors' contest files; exit 2 naming the line and field, nothing
-written); then :func:`stream.pipeline.backfill.backfill` rates it in process and writes exactly
-what the stream would have (a ladder with rounds is refused, exit 2, unless ``--append``).
+"""``stream backfill FILE [--append]``: validate a history of rounds completely (exit 2, nothing written),
+then write what the stream would have into Redis (:func:`stream.pipeline.backfill.backfill`), no Kafka.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""``stream void LADDER ROUND_ID`` and ``stream amend FILE``: publish a correction to ``corrections``.
-
-The correction is validated here as the worker validates it (``parse_correction``: exit 2 naming
-the field, nothing published); the worker re-rates the ladder (stream.pipeline.corrections).
-``--wait`` then reads the outcome the worker records in Redis (the ladder's correction ledger,
-or the reason it was dead-lettered).
+"""``stream void LADDER ROUND_ID`` and ``stream amend FILE``: publish a correction to ``corrections``,
+validated here as the worker validates it (exit 2, nothing published); ``--wait`` reads the outcome
+the worker records in Redis.
 """
 
 from __future__ import annotations
@@ -16,11 +13,13 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.cli.publish import EXIT_INVALID, EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, kafka_client_config
+from stream.cli.publish import EXIT_INVALID, EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, ensure_topic
 from stream.cli.store_command import fail, run_with_store
 from stream.contracts import Limits, RoundRejected
+from stream.contracts.round import CONFLICT
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
 from stream.pipeline.topics import CORRECTIONS
+from stream.connections import kafka_python_config
 from stream.settings import Settings
 from stream.store import corrections as ledger
 from stream.store.store import Store
@@ -103,15 +102,8 @@ def _publish(message: dict[str, Any], reason: str, correction_id: str, wait: boo
 def _produce(settings: Settings, correction: Correction) -> None:
     from kafka import KafkaProducer
 
-    from stream.pipeline.topics import ensure_topics
-
-    config = kafka_client_config(settings)
-    try:
-        ensure_topics(config["bootstrap_servers"], {settings.topic(CORRECTIONS): settings.partitions},
-                      **{k: v for k, v in config.items() if k != "bootstrap_servers"})
-    except Exception as exc:  # noqa: BLE001 - e.g. no CreateTopics permission: the topic is the operator's
-        typer.echo(f"warning: could not ensure topic {settings.topic(CORRECTIONS)}: {exc}", err=True)
-    producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes, **config)
+    ensure_topic(settings, CORRECTIONS)
+    producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes, **kafka_python_config(settings))
     try:
         producer.send(settings.topic(CORRECTIONS), key=correction.ladder.encode(),
                       value=correction.to_json().encode()).get(timeout=60)
@@ -126,7 +118,7 @@ async def _wait(store: Store, correction: Correction, timeout_s: float) -> dict[
         entry, rejected = await ledger.outcome(store, correction.ladder, correction.correction_id)
         if entry is not None:
             if entry.get("content_hash") != correction.content_hash():
-                return {"outcome": "rejected", "reason": "conflict",
+                return {"outcome": "rejected", "reason": CONFLICT,
                         "message": "the correction id was already used for another correction"}
             return {"outcome": entry.get("outcome", "applied")}
         if rejected is not None:

@@ -13,6 +13,7 @@ import typer
 
 from stream.batch.evaluate import Evaluation, ModelFailed, evaluate
 from stream.batch.models import model_names
+from stream.cli.output import table
 from stream.cli.replay import _progress, load_accepted
 from stream.cli.store_command import bad_input
 from stream.settings import Settings
@@ -45,7 +46,7 @@ def evaluate_command(
     rounds = load_accepted(input, Settings.from_env(connect=False), None, names).rounds
     bar = _progress(len(rounds) * len(names))
     try:
-        table = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None,
+        found = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None,
                          start=score_from)
     except ModelFailed as exc:
         bad_input(f"{exc}; leave it out of --models")
@@ -53,20 +54,15 @@ def evaluate_command(
         bar.close()
     if as_json:
         rows = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in dataclasses.asdict(row).items()}
-                for row in table]  # nan (nobody scored, e.g. no experienced players yet) -> null
+                for row in found]  # nan (nobody scored, e.g. no experienced players yet) -> null
         typer.echo(json.dumps({"input": str(input), "rounds": len(rounds), "models": rows}))
         return
     typer.echo(f"{input}: {len(rounds)} rounds; pair: % of pairs ordered right (higher is better), "
                "rank: rank deviation (lower is better); exp = players with >= 5 earlier rounds")
-    typer.echo(_format(table))
+    typer.echo(_format(found))
 
 
-def _format(table: list[Evaluation]) -> str:
-    cells = [list(COLUMNS)]
-    for row in table:
-        cells.append([row.model, f"{row.pair_all:.2f}", f"{row.pair_exp:.2f}", f"{row.rank_all:.3f}",
-                      f"{row.rank_exp:.3f}", f"{row.rounds_per_s:.1f}", f"{row.seconds:.2f}"])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
-    return "\n".join(
-        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells
-    )
+def _format(rows: list[Evaluation]) -> str:
+    return table(list(COLUMNS), [[row.model, f"{row.pair_all:.2f}", f"{row.pair_exp:.2f}", f"{row.rank_all:.3f}",
+                                  f"{row.rank_exp:.3f}", f"{row.rounds_per_s:.1f}", f"{row.seconds:.2f}"]
+                                 for row in rows], right_from=1)

@@ -1,8 +1,6 @@
-"""Follow topics from the CLI (``stream tail``, ``stream queue watch``): a group-less consumer
-over every partition of the topics, and the print loop with ``--max-events`` / ``--timeout``.
-
-The consumer has no group: it assigns itself every partition (no group join, so it starts at once
-and leaves nothing behind), from the beginning with ``from_beginning``, else from the end.
+"""Follow topics from the CLI (``stream tail``, ``stream queue watch``): a group-less consumer assigned
+every partition (starts at once, leaves nothing behind), from the beginning or the end, and the print
+loop with ``--max-events`` / ``--timeout``.
 """
 
 from __future__ import annotations
@@ -14,7 +12,9 @@ from typing import Any
 
 import typer
 
-from stream.cli.publish import EXIT_UNREACHABLE, kafka_client_config
+from stream.cli.publish import EXIT_UNREACHABLE
+from stream.cli.store_command import fail
+from stream.connections import kafka_python_config
 from stream.settings import Settings
 
 #: Milliseconds one poll waits for records.
@@ -31,7 +31,7 @@ def follow_records(settings: Settings, topics: Sequence[str], *, from_beginning:
 
     names = {settings.topic(topic): topic for topic in topics}
     consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
-                             **kafka_client_config(settings))
+                             **kafka_python_config(settings))
     try:
         parts: list[Any] = []
         while True:
@@ -72,8 +72,7 @@ def print_lines(settings: Settings, lines: Iterable[str], *, max_events: int, ti
             if max_events and shown >= max_events:
                 return
     except KafkaError as exc:
-        typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
+        fail(f"cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", EXIT_UNREACHABLE)
     if max_events:
         typer.echo(f"timeout: {shown} of {max_events} events", err=True)
         raise typer.Exit(timeout_exit)

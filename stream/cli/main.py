@@ -1,10 +1,8 @@
 """The ``stream`` command: one typer app; each command lives in its own module under stream/cli.
 
-Command modules are imported LAZILY: :data:`COMMANDS` names each command's module and its one-line
-help, so ``stream --help`` and a command's start import only what that command needs (the engine,
-numba, Faust, aiohttp cost seconds: bench/cli_start.py). A module still registers its commands
-with ``register(app)``, called on a fresh typer app when the command runs. Adding a command is one
-line in :data:`COMMANDS` (a module registered eagerly with ``register(app)`` below works too).
+Command modules are imported lazily (:data:`COMMANDS`: module and one-line help), so ``stream --help``
+and a command's start import only what it needs (bench/cli_start.py); a module adds its commands with
+``register(app)``.
 """
 
 from __future__ import annotations
@@ -97,10 +95,8 @@ def load_command(name: str) -> Any:
 
 
 class Commands(TyperGroup):
-    """The command group: lists :data:`COMMANDS` without importing them, imports the one that runs,
-    and is the one place that turns an invalid configuration into ``error: ...`` lines and exit
-    code 2 for every command (a bad setting from ``Settings.from_env``, a bad ``LADDERS``, several
-    running stacks), never a traceback."""
+    """The command group: lists :data:`COMMANDS` without importing them, imports the one that runs, and
+    turns an invalid configuration (settings, ``LADDERS``, several stacks) into ``error:`` lines, exit 2."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]

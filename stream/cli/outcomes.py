@@ -1,21 +1,14 @@
-"""``stream publish --wait``: what became of each published round.
-
-Each round ends as one of: ``rated`` / ``no_outcome`` (recorded by this publish), ``duplicate`` (the
-same round was already there: a no-op), ``rejected`` (a dead letter on ``rounds-dlq`` names the very
-record that was sent: topic, partition and offset; with its reason, field and message), or still
-``pending`` when the wait ends. Redis says which rounds are recorded (status and content hash of
-the round record); the dead-letter topic, read from where it ended before the publish, says which
-were rejected.
+"""``stream publish --wait``: what became of each published round: ``rated`` / ``no_outcome`` / ``duplicate``
+(Redis's round records), ``rejected`` (a dead letter naming the very record sent), or still ``pending``.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from stream.contracts import RoundResult
-from stream.pipeline.deadletters import DeadLetterReader, Rejection
+from stream.pipeline.deadletters import DeadLetterReader
 from stream.settings import Settings
 from stream.store.queries import round_states
 
@@ -38,13 +31,10 @@ class Outcome:
     field: str | None = None
     message: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 class OutcomeWatcher:
     """Opened BEFORE publishing (notes where the dead-letter topic ends and which rounds Redis
-    already holds), then :meth:`wait` for the outcomes of what was sent. A context manager."""
+    already holds), then :meth:`wait` for the outcomes of what was sent; :meth:`close` after."""
 
     def __init__(self, settings: Settings, rounds: list[RoundResult]) -> None:
         from stream.connections import redis_client
@@ -87,7 +77,8 @@ class OutcomeWatcher:
                 if x.topic == rounds_topic and x.partition is not None and x.offset is not None:
                     mine = where.get((x.partition, x.offset))
                     if mine is not None:
-                        outcomes[mine] = _rejected(self.rounds[mine], x)
+                        round_ = self.rounds[mine]
+                        outcomes[mine] = Outcome(round_.ladder, round_.round_id, REJECTED, x.reason, x.field, x.message)
             open_ = [i for i, o in enumerate(outcomes) if o is None]
             if open_:
                 now = self._records()
@@ -115,16 +106,6 @@ class OutcomeWatcher:
     def close(self) -> None:
         self.reader.close()
         self.redis.close()
-
-    def __enter__(self) -> "OutcomeWatcher":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _rejected(round_: RoundResult, x: Rejection) -> Outcome:
-    return Outcome(round_.ladder, round_.round_id, REJECTED, x.reason, x.field, x.message)
 
 
 def counts(outcomes: list[Outcome]) -> dict[str, int]:

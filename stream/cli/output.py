@@ -16,9 +16,9 @@ def when(epoch: float | None, seconds: bool = False) -> str:
     return "-" if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc).strftime(fmt)
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
-    """The rows under the header, each column left-aligned to its widest cell."""
+def table(header: list[str], rows: list[list[str]], right_from: int | None = None) -> str:
+    """The rows under the header, each column left-aligned to its widest cell (right-aligned from
+    column ``right_from`` on)."""
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths))]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
-    return "\n".join(lines)
+    return "\n".join("  ".join(str(c).rjust(w) if right_from is not None and i >= right_from else str(c).ljust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))) for row in [header, *rows])

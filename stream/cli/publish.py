@@ -1,24 +1,8 @@
-"""``stream publish FILE``: validate a file of rounds completely, then produce them to ``rounds``.
+"""``stream publish FILE``: validate a file of rounds completely (JSONL, CSV or contest files, read by
+:mod:`stream.batch.sources`; formats in README.md), then produce them to ``rounds`` (key = ladder, acks=all).
 
-Inputs (by extension / kind):
-
-* ``*.jsonl`` / ``*.ndjson`` (``.gz`` too): one ``RoundResult`` JSON object per line (blank lines
-  skipped), read with :mod:`stream.batch.sources`;
-* ``*.csv``: a header with ``round_id, ladder, player, rank`` and optionally ``occurred_at``,
-  ``weight``, ``team`` and ``player_weight``; rows of one round share ``(ladder, round_id)`` (they
-  need not be adjacent); rows of one round with the same ``team`` are one team entry (its rank
-  given on every row); ``player_weight`` is the player's share of the match (partial play); a
-  round without ``occurred_at`` gets the publish time;
-* a directory: the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/<n>.json``), read
-  with :mod:`stream.batch.sources`.
-
-Everything is parsed with :func:`stream.contracts.parse_round` BEFORE anything is sent: every bad
-row is reported (the first :data:`MAX_REPORTED_ERRORS`, all counted) as ``file:line: field: message
-[reason]`` with exit code 2 and nothing is published.
-Outcome-free rounds (``no_outcome``: fewer than two entries, or a draw on a ladder whose model does
-not rate draws, as ``LADDERS`` resolves it here) are valid: they are published and recorded,
-nobody is rated.
-Then each round goes to topic ``rounds`` (with ``TOPIC_PREFIX``), key = ladder, acks=all.
+Every bad row is reported (the first :data:`MAX_REPORTED_ERRORS`, all counted) as ``file:line: field:
+message [reason]``, exit 2, and nothing is published. Outcome-free rounds are valid: published, recorded.
 """
 
 from __future__ import annotations
@@ -28,14 +12,18 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from contextlib import closing
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 
+from stream.cli.store_command import fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
+from stream.contracts.round import CONFLICT, NO_OUTCOME, UNKNOWN_FIELD
+from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
 
 #: Exit codes: bad input (nothing published) and a failed produce.
@@ -49,14 +37,13 @@ EXIT_TIMEOUT = 1
 WAIT_TIMEOUT_S = 120.0
 #: Bad rows / rounds listed before giving up (all are counted).
 MAX_REPORTED_ERRORS = 20
-#: "at line 1 column N" in a JSON decoder's message about a one-line record.
+#: "at line 1 column N" in a JSON decoder's message about a one-line record: the location gives the file's
+#: line, so it is shown as a column only ("line 1" beside it would read as a second, contradicting line).
 JSON_LINE_ONE = re.compile(r"at line 1 column (\d+)")
 #: Extensions read as JSON lines.
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 #: Seconds to wait for every acknowledgement at the end.
 FLUSH_TIMEOUT_S = 120.0
-#: Topic name (before the prefix).
-ROUNDS_TOPIC = "rounds"
 
 
 class InvalidInput(ValueError):
@@ -110,7 +97,7 @@ def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] 
     try:
         return parse_round(raw, limits=limits), False
     except RoundRejected as exc:
-        if exc.reason == "no_outcome" and exc.round is not None:
+        if exc.reason == NO_OUTCOME and exc.round is not None:
             return exc.round, True
         where = location
         if field_lines and exc.field:
@@ -151,28 +138,20 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
     except SourceError as exc:  # the file itself cannot be read
         found.append(exc)
         rounds = []
-    errors += [InvalidInput(exc.where, exc.field, _one_line(exc.message.removeprefix(f"{exc.reason}: ")), exc.reason)
-               for exc in found]
+    for error in found:
+        message = JSON_LINE_ONE.sub(r"at column \1", error.message.removeprefix(f"{error.reason}: "))
+        errors.append(InvalidInput(error.where, error.field, message, error.reason))
     if ignored is not None:
         ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
     for round_ in rounds:
         yield round_, round_.is_outcome_free(draws_rate=True)
 
 
-def _one_line(message: str) -> str:
-    """A JSON decoder's position inside a one-line record as a column only: the location already
-    gives the file's line, and "line 1" beside it reads as a second, contradicting line number."""
-    return JSON_LINE_ONE.sub(r"at column \1", message)
-
-
 def read_rounds(path: Path, limits: Limits, now: float | None = None,
                 ignored: list[InvalidInput] | None = None) -> list[tuple[RoundResult, bool]]:
-    """Every round of ``path``, validated; raises :class:`InvalidFile` listing every bad row or round
-    (and :class:`InvalidInput` when the file is unusable as a whole); with ``ignored``, what the
-    service would accept but ignore (an unknown field or CSV column, STRICT_SCHEMA off) is listed there.
-
-    Also rejects a round_id reused within the file for different content (``conflict``).
-    """
+    """Every round of ``path``, validated (a round_id reused for other content is a ``conflict``); raises
+    :class:`InvalidFile` listing every bad row or round (:class:`InvalidInput`: the file is unusable);
+    ``ignored`` lists what the service would accept but ignore (STRICT_SCHEMA off)."""
     from stream.batch.sources import unknown_csv_columns
 
     now = time.time() if now is None else now
@@ -182,7 +161,7 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
         unknown = unknown_csv_columns(path) if ignored is not None else []
         if unknown and ignored is not None:
             ignored.append(InvalidInput(f"{path}:1", unknown[0], f"unknown column(s) ignored: {', '.join(unknown)}",
-                                        "unknown_field"))
+                                        UNKNOWN_FIELD))
         items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
         items = read_with_sources(path, limits, errors, ignored)
@@ -195,7 +174,7 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
         digest = round_.content_hash()
         if seen.setdefault(key, digest) != digest:
             errors.append(InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
-                                       "appears twice with different content", "conflict"))
+                                       "appears twice with different content", CONFLICT))
         out.append((round_, outcome_free))
     if errors:
         raise InvalidFile(errors)
@@ -214,20 +193,15 @@ def ladder_outcomes(rounds: list[tuple[RoundResult, bool]], settings: Settings) 
 # ---------------------------------------------------------------- producing
 
 
-def kafka_client_config(settings: Settings) -> dict[str, Any]:
-    """kafka-python connection settings (bootstrap, TLS, SASL): :func:`stream.connections.kafka_python_config`."""
-    return kafka_python_config(settings)
-
-
 class RoundProducer:
-    """kafka-python producer of RoundResults to ``rounds``: key = ladder, acks=all; a context manager."""
+    """kafka-python producer of RoundResults to ``rounds``: key = ladder, acks=all (``with closing(...)``)."""
 
     def __init__(self, settings: Settings) -> None:
         from kafka import KafkaProducer
 
-        self.topic = settings.topic(ROUNDS_TOPIC)
+        self.topic = settings.topic(ROUNDS)
         self._producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes,
-                                       **kafka_client_config(settings))
+                                       **kafka_python_config(settings))
 
     def send(self, round_: RoundResult) -> Any:
         """Queue one round; returns the future of its RecordMetadata."""
@@ -239,28 +213,25 @@ class RoundProducer:
     def close(self) -> None:
         self._producer.close(timeout=FLUSH_TIMEOUT_S)
 
-    def __enter__(self) -> "RoundProducer":
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def ensure_rounds_topic(settings: Settings) -> None:
-    """Create ``rounds`` with ``PARTITIONS`` partitions if missing (a broker would otherwise auto-create it
-    with its own default); on a cluster where we may not create topics this is left to the operator."""
+def ensure_topic(settings: Settings, topic: str) -> None:
+    """Create ``topic`` (before the prefix) with ``PARTITIONS`` partitions if missing (a broker would
+    auto-create it with its own default); where we may not create topics, a warning: it is the operator's."""
     from stream.pipeline.topics import ensure_topics
 
-    config = kafka_client_config(settings)
-    ensure_topics(config.pop("bootstrap_servers"), {settings.topic(ROUNDS_TOPIC): settings.partitions}, **config)
+    config = kafka_python_config(settings)
+    try:
+        ensure_topics(config.pop("bootstrap_servers"), {settings.topic(topic): settings.partitions}, **config)
+    except Exception as exc:  # noqa: BLE001 - e.g. no CreateTopics permission
+        typer.echo(f"warning: could not ensure topic {settings.topic(topic)}: {exc}", err=True)
 
 
 def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool) -> PublishSummary:
     """Send every round, wait for all acknowledgements, and summarise."""
     from tqdm import tqdm
 
-    summary = PublishSummary(source=source, topic=settings.topic(ROUNDS_TOPIC))
-    with RoundProducer(settings) as producer:
+    summary = PublishSummary(source=source, topic=settings.topic(ROUNDS))
+    with closing(RoundProducer(settings)) as producer:
         futures = []
         for round_, outcome_free in tqdm(rounds, desc="publishing", unit="round", disable=not progress):
             futures.append(producer.send(round_))
@@ -302,7 +273,7 @@ def publish(
     warn_ignored(ignored)
     waited = None
     if dry_run:
-        summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS_TOPIC), rounds=len(rounds),
+        summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS), rounds=len(rounds),
                                  no_outcome=sum(free for _, free in rounds),
                                  standings=sum(r.field_size for r, _ in rounds))
     else:
@@ -311,25 +282,24 @@ def publish(
         require(settings, kafka=True, redis=wait, write=True)
         if wait:  # Redis is at hand: a round of a ladder nobody rated yet starts one for good (a typo?)
             note_new_ladders(settings, sorted({r.ladder for r, _ in rounds}))
-        try:
-            ensure_rounds_topic(settings)
-        except Exception as exc:  # e.g. no CreateTopics permission: the topic is the operator's
-            typer.echo(f"warning: could not ensure topic {settings.topic(ROUNDS_TOPIC)}: {exc}", err=True)
+        ensure_topic(settings, ROUNDS)
         from kafka.errors import KafkaError
 
         from stream.connections import redis_connection_errors, redis_error_message
 
         try:
             if wait:
-                summary, waited = _publish_and_wait(settings, rounds, str(file), progress, wait_timeout)
+                from stream.cli.outcomes import OutcomeWatcher
+
+                with closing(OutcomeWatcher(settings, [r for r, _ in rounds])) as watcher:  # before anything is sent
+                    summary = produce(settings, rounds, str(file), progress)
+                    waited = watcher.wait(summary.sent, wait_timeout)
             else:
                 summary = produce(settings, rounds, str(file), progress)
         except (KafkaError, ConnectionConfigError) as exc:
-            typer.echo(f"error: cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", err=True)
-            raise typer.Exit(EXIT_UNREACHABLE) from None
+            fail(f"cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", EXIT_UNREACHABLE)
         except redis_connection_errors() as exc:  # --wait reads the outcomes from Redis
-            typer.echo(f"error: {redis_error_message(settings, exc)}", err=True)
-            raise typer.Exit(EXIT_UNREACHABLE) from None
+            fail(redis_error_message(settings, exc), EXIT_UNREACHABLE)
     if json_output:
         typer.echo(json.dumps(summary.to_dict() | (_outcomes_dict(waited) if waited is not None else {})))
     else:
@@ -406,20 +376,10 @@ def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -
     raise typer.Exit(EXIT_INVALID)
 
 
-def _publish_and_wait(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool,
-                      timeout_s: float) -> tuple[PublishSummary, list[Any]]:
-    """Produce, then wait for every round's outcome (the watcher is opened before anything is sent)."""
-    from stream.cli.outcomes import OutcomeWatcher
-
-    with OutcomeWatcher(settings, [r for r, _ in rounds]) as watcher:
-        summary = produce(settings, rounds, source, progress)
-        return summary, watcher.wait(summary.sent, timeout_s)
-
-
 def _outcomes_dict(outcomes: list[Any]) -> dict[str, Any]:
     from stream.cli.outcomes import counts
 
-    return {"outcomes": counts(outcomes), "rounds_outcome": [o.to_dict() for o in outcomes]}
+    return {"outcomes": counts(outcomes), "rounds_outcome": [asdict(o) for o in outcomes]}
 
 
 def _echo_outcomes(outcomes: list[Any]) -> None:

@@ -25,11 +25,12 @@ from typing import Any
 import typer
 
 from stream.cli.follow import follow_records, print_lines
-from stream.cli.publish import EXIT_UNREACHABLE, kafka_client_config
+from stream.cli.publish import EXIT_UNREACHABLE
 from stream.cli.store_command import EXIT_NOT_FOUND, run_on_redis
 from stream.contracts import Limits, RoundRejected
 from stream.contracts.tickets import FINAL_STATUSES, TicketCancel, TicketJoin, check_party, parse_ticket
 from stream.pipeline.topics import MATCH_TICKETS, MATCHES, TICKET_EVENTS
+from stream.connections import kafka_python_config
 from stream.settings import Settings
 from stream.store.matchmaking import queue_state, ticket_status
 
@@ -49,7 +50,7 @@ def _publish(settings: Settings, queue: str, value: str) -> None:
     from kafka.errors import KafkaError
 
     try:
-        producer = KafkaProducer(acks="all", **kafka_client_config(settings))
+        producer = KafkaProducer(acks="all", **kafka_python_config(settings))
         try:
             producer.send(settings.topic(MATCH_TICKETS), key=queue.encode(), value=value.encode()).get(
                 timeout=FLUSH_TIMEOUT_S)

@@ -1,14 +1,7 @@
-"""Before a command talks to Kafka or Redis: say which ones it uses when they were not chosen in
-the environment, refuse to write to a server nobody chose, and fail fast when one is unreachable.
-
-* Origin (:func:`stream.settings.connection_origin`): ``KAFKA_BOOTSTRAP`` / ``REDIS_URL`` from the
-  environment are used silently; from a running ``stream stack`` or the built-in default, one
-  ``note:`` line on stderr names the address and where it came from.
-* A write (publish, amend, void, backfill, import, erase) to a *default* address is refused with
-  exit 2: ``redis://127.0.0.1:6379/0`` may be a system Redis nobody meant to fill.
-* Reachability: a TCP connect to Kafka (any bootstrap server) and a Redis PING, each bounded by
-  :data:`REACH_TIMEOUT_S`; failing, one ``error:`` line naming the address, the setting and a
-  hint, exit 4 (:data:`EXIT_UNREACHABLE`), instead of a client retrying for a minute.
+"""Before a command talks to Kafka or Redis: a ``note:`` naming each server not chosen in the environment
+(:func:`stream.settings.connection_origin`), exit 2 for a write to a built-in default address (it may be
+a system Redis nobody meant to fill), and exit 4 with one ``error:`` line and a hint when one does not
+answer within :data:`REACH_TIMEOUT_S` (instead of a client retrying for a minute).
 """
 
 from __future__ import annotations
@@ -122,9 +115,8 @@ def require(settings: Settings, *, kafka: bool = False, redis: bool = False, wri
 
 
 def warn_unreachable_redis(settings: Settings) -> None:
-    """For a server that reports Redis's state itself (``stream api``: /health answers 503): announce
-    the Redis it uses, and one ``warning:`` line when it does not answer now (a database the
-    server lacks is still exit 2)."""
+    """For ``stream api`` (its /health reports Redis): :func:`announce`, and a ``warning:`` when Redis does not
+    answer now (a database the server lacks is still exit 2)."""
     origin = announce(settings, kafka=False, redis=True)
     found = redis_problem(settings)
     if found is not None:

@@ -1,8 +1,5 @@
-"""``stream rejected``: the rounds the service rejected, read from the dead-letter topic ``rounds-dlq``.
-
-Shows the most recent ones (``--limit``, of ``--ladder`` if given) as a table, newest first, or
-one JSON object per line (``--json``). With ``--follow`` they are shown oldest first, as ``tail -f``
-does, and new ones follow as they arrive.
+"""``stream rejected``: the rounds the service rejected (topic ``rounds-dlq``), newest first, as a table or
+JSON lines; ``--follow``: oldest first, then new ones as they arrive (as ``tail -f``).
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ import typer
 
 from stream.cli.publish import EXIT_UNREACHABLE
 from stream.cli.output import table, when
+from stream.cli.store_command import fail
 from stream.pipeline.deadletters import Rejection, follow, recent
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
@@ -23,18 +21,15 @@ DEFAULT_LIMIT = 20
 MESSAGE_WIDTH = 70
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 HEADER = ["when (UTC)", "ladder", "round", "reason", "field", "message"]
 
 
 def row(x: Rejection) -> list[str]:
     """A rejection as table cells (ids and message shown as printable text)."""
+    message = x.message + (" (original cut)" if x.truncated else "")
     return [when(x.rejected_at, seconds=True), ascii(x.ladder)[1:-1] if x.ladder else "-",
             ascii(x.round_id)[1:-1] if x.round_id is not None else "-", x.reason, x.field or "-",
-            _cut(x.message + (" (original cut)" if x.truncated else ""), MESSAGE_WIDTH)]
+            message if len(message) <= MESSAGE_WIDTH else message[:MESSAGE_WIDTH - 1] + "…"]
 
 
 def rejected(
@@ -73,9 +68,8 @@ def rejected(
         if not found and not json_output:
             typer.echo("no rejected rounds" + (f" in ladder {ladder!r}" if ladder else ""))
     except (KafkaError, TimeoutError) as exc:
-        typer.echo(f"error: cannot read {settings.topic(ROUNDS_DLQ)} from Kafka at {settings.kafka_bootstrap}: {exc}",
-                   err=True)
-        raise typer.Exit(EXIT_UNREACHABLE) from None
+        fail(f"cannot read {settings.topic(ROUNDS_DLQ)} from Kafka at {settings.kafka_bootstrap}: {exc}",
+             EXIT_UNREACHABLE)
 
 
 def register(app: typer.Typer) -> None:

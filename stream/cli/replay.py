@@ -1,12 +1,8 @@
 """``stream replay`` and ``stream generate-synthetic``: batch commands (no Kafka, no Redis).
 
-``replay`` validates the whole input before rating anything, with the stream's acceptance
-(``parse_round`` under the service's limits) and registration rule (``first_copies``: a
-re-published round is a no-op, a round id re-used with other content is a ``conflict``), and
-writes the CSV to a temporary file renamed into place at the end: on bad input (exit code 2, the
-round, field and reason named on stderr) or any failure, no output file appears. With
-``--skip-rejected`` a rejected round is reported on stderr and left out, as the stream
-dead-letters it, so the output equals what the stream stores for the same messages.
+``replay`` validates the whole input as the stream accepts and registers it (``parse_round``,
+``first_copies``) before rating anything, and writes its CSV atomically: on bad input (exit 2) or any
+failure no output appears; ``--skip-rejected`` leaves a rejected round out, as the stream dead-letters it.
 """
 
 from __future__ import annotations
@@ -18,7 +14,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -114,11 +111,9 @@ def _ladders(option: str, preset_name: str, model_name: str | None, metrics: boo
 
 def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] | None,
                   models: list[str] | Ladders) -> Deduplicated:
-    """The rounds of ``input`` the stream would rate: its acceptance and registration rule
-    (``first_copies``), and rounds every one of ``models`` can rate (``check_supported``: teams,
-    partial play; ``Ladders``: what the stream rates on each round's ladder). A rejected round
-    exits with code 2, or, if ``rejected`` is a list, is appended to it and reported on stderr
-    (left out, as the stream dead-letters it)."""
+    """The rounds of ``input`` the stream would rate (acceptance, ``first_copies``, ``check_supported`` by
+    each of ``models`` or each round's ladder). A rejected round exits 2, or with a ``rejected`` list is
+    appended to it and reported on stderr."""
     try:
         by_time = LadderOrder.parse(settings.ladder_order).by_time
     except ValueError as exc:
@@ -190,12 +185,8 @@ def generate_synthetic_command(
             bad_input("need 2 <= --round-size <= --players")
         rows = (synthetic_rounds(n_players, n_rounds, size, seed, tie_quantum=tie_quantum, **names) if paper
                 else match_rounds(n_players, n_rounds, size, seed, **names))
-    tmp = _temp_beside(output)
-    try:
+    with replaced(output) as tmp:
         count = write_jsonl(rows, tmp)
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
     typer.echo(f"wrote {count} rounds to {output}")
 
 
@@ -208,25 +199,27 @@ def _progress(total: int, unit: str = "round") -> Any:
     return tqdm(total=total, unit=unit, file=sys.stderr)
 
 
-def _temp_beside(path: Path) -> Path:
-    """A fresh temporary file next to ``path`` (same filesystem, so the rename is atomic)."""
+@contextmanager
+def replaced(path: Path) -> Iterator[Path]:
+    """A fresh temporary file beside ``path`` (same filesystem), renamed onto it when the block succeeds
+    and removed in any case: ``path`` appears whole or not at all."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent or Path("."))
     os.close(fd)
-    return Path(name)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _write_csv(result: Replayed, output: Path) -> int:
     """Write ladder,player,mu,sigma,rounds (repr floats: full precision) atomically."""
-    tmp = _temp_beside(output)
     count = 0
-    try:
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(CSV_HEADER)
-            for row in result.ratings():
-                writer.writerow(row)
-                count += 1
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with replaced(output) as tmp, tmp.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_HEADER)
+        for row in result.ratings():
+            writer.writerow(row)
+            count += 1
     return count

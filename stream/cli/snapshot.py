@@ -1,11 +1,6 @@
-"""``stream export LADDER --output FILE`` and ``stream import FILE``: a ladder's state as a file.
-
-The file holds the records of :mod:`stream.store.snapshot` (everything needed to restore the
-ladder exactly: player hashes with the packed engine state, histories, round records, results
-and stored fan-outs, the ladder's counters and sequence), as JSON lines
-(``{"kind", "id", "fields"}``) or, for ``.csv``, one ``kind,id,field,value`` row per field.
-``import`` reads and checks the whole file before writing anything, and only into a ladder
-that has no state.
+"""``stream export LADDER --output FILE`` and ``stream import FILE``: a ladder's state as a file, the
+records of :mod:`stream.store.snapshot` as JSON lines or ``kind,id,field,value`` CSV rows. ``import``
+checks the whole file before writing, and only into a ladder that has no state.
 """
 
 from __future__ import annotations
@@ -13,7 +8,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +15,7 @@ from typing import IO, Annotated, Any, cast
 
 import typer
 
-from stream.cli.replay import _temp_beside
+from stream.cli.replay import replaced
 from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_with_store
 from stream.settings import Settings
 from stream.store.snapshot import Record, SnapshotError, export_ladder, import_ladder
@@ -109,13 +103,8 @@ def export_command(
         records = run_with_store(settings, go)
     except SnapshotError as exc:
         fail(str(exc), EXIT_NOT_FOUND)
-    tmp = _temp_beside(output)
-    try:
-        with _open(tmp, "w") as handle:
-            write_records(records, handle, _is_csv(output))
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with replaced(output) as tmp, _open(tmp, "w") as handle:
+        write_records(records, handle, _is_csv(output))
     counts = {kind: sum(r.kind == kind for r in records) for kind in ("player", "round")}
     typer.echo(f"exported ladder {ladder!r}: {counts['player']} players, {counts['round']} rounds to {output}")
 

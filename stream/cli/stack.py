@@ -1,15 +1,8 @@
 """``stream stack``: run the embedded local stack (Tansu broker + redis-server), optionally with a demo.
 
-Without options it starts both services on free loopback ports, prints their addresses and the
-environment variables to use, records them in its own state file (so ``stream publish``,
-``stream tail``, ``stream worker`` … find them when KAFKA_BOOTSTRAP / REDIS_URL are unset) and
-runs until Ctrl-C. Each stack has a name (``--name``, else ``k<kafka port>-r<redis port>``) and its
-own state file and log folder, so several can run side by side; with more than one running, the
-other commands need ``STACK_NAME`` to know which to use.
-
-``--demo`` also starts a worker subprocess (``stream worker``, which serves the read
-API, the dashboard and the Prometheus metrics) and publishes a stream of synthetic rounds, paced so
-the dashboard shows ratings moving.
+Both services on free loopback ports, recorded in the stack's own state file (other commands find them
+when KAFKA_BOOTSTRAP / REDIS_URL are unset; ``STACK_NAME`` picks one of several), until Ctrl-C.
+``--demo`` also runs a worker (API, dashboard, metrics) and publishes paced synthetic rounds.
 """
 
 from __future__ import annotations
@@ -18,12 +11,12 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -31,6 +24,7 @@ from typing import cast
 
 import typer
 
+from stream.cli.store_command import bad_input
 from stream.contracts import RoundResult
 from stream.settings import Settings, remove_state, running_stacks, stack_state_path, write_state
 from stream.pipeline.topics import partition_counts
@@ -84,20 +78,13 @@ def start_child(args: list[str], env: dict[str, str], log_path: str) -> subproce
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def demo_rounds(players: int, rounds: int, field_size: int, ladder: str) -> Iterator[RoundResult]:
-    """Synthetic RoundResults (paper §6.1: hidden drifting skills, noisy performances), one day apart."""
-    from stream.batch.synthetic import synthetic_rounds
-
-    return synthetic_rounds(players, rounds, field_size, ladder=ladder, id_prefix=DEMO_ID_PREFIX)
-
-
 def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> int:
     """Produce ``rounds`` to the ``rounds`` topic at ``per_second`` (0: as fast as the producer
     takes them), until exhausted or ``stop`` is set; closing the producer waits for the last ones."""
     from stream.cli.publish import RoundProducer
 
     sent = 0
-    with RoundProducer(settings) as producer:
+    with closing(RoundProducer(settings)) as producer:
         for round_ in rounds:
             if stop.is_set():
                 break
@@ -145,28 +132,10 @@ class DemoProgress:
             client.close()
 
 
-def _default_web_port(preferred: int) -> int:
-    """The configured WEB_PORT when nothing listens there, a free port otherwise."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", preferred))
-        return preferred
-    except OSError:
-        return free_port()
-
-
-def stream_command() -> str:
-    """How to run ``stream`` from a shell: ``stream`` when it is on PATH, else its full path (the
-    venv's script) or ``python -m stream``."""
-    if shutil.which("stream"):
-        return "stream"
-    script = Path(sys.executable).parent / "stream"
-    return str(script) if script.exists() else f"{sys.executable} -m stream"
-
-
 def _banner(stack: LocalStack, name: str, state_file: str, web_port: int | None) -> str:
     env = stack.env()
-    command = stream_command()
+    script = Path(sys.executable).parent / "stream"  # how to run ``stream`` from a shell: on PATH, the venv's, -m
+    command = "stream" if shutil.which("stream") else str(script) if script.exists() else f"{sys.executable} -m stream"
     lines = [
         f"embedded stack {name!r} running:",
         f"  Kafka (Tansu)  {stack.bootstrap}",
@@ -205,14 +174,11 @@ def stack(
     kafka_port, redis_port = kafka_port or free_port(), redis_port or free_port()
     name = name or f"k{kafka_port}-r{redis_port}"
     if not NAME_PATTERN.fullmatch(name):
-        typer.echo(f"error: --name must match {NAME_PATTERN.pattern}, got {name!r}", err=True)
-        raise typer.Exit(2)
+        bad_input(f"--name must match {NAME_PATTERN.pattern}, got {name!r}")
     state_file = stack_state_path(name)
     running = running_stacks()
     if name in running or (os.environ.get("STACK_STATE_FILE") and running):
-        typer.echo(f"error: a stack is already running with the state file {state_file} "
-                   "(stop it, or choose another --name)", err=True)
-        raise typer.Exit(2)
+        bad_input(f"a stack is already running with the state file {state_file} (stop it, or choose another --name)")
     run = StackRun(LocalStack.on_ports(kafka_port, redis_port, detached=True))
     logs = state_file.parent / f"{state_file.stem}-logs"  # kept after exit, for post-mortems
     run.stack.broker.workdir = logs
@@ -234,12 +200,18 @@ def stack(
         progress: DemoProgress | None = None
         shown_port: int | None = None
         if demo:
-            shown_port = web_port or _default_web_port(settings.web_port)
+            from stream.cli.reach import port_problem  # WEB_PORT when nothing listens there, else a free port
+
+            shown_port = web_port or (settings.web_port if port_problem("127.0.0.1", settings.web_port) is None
+                                      else free_port())
             worker_env = {**env, "WEB_PORT": str(shown_port)}
             # One worker rates and serves the read API, the dashboard and /metrics.
             run.children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
             write_state(state_file, env, name=name, web_port=shown_port, logs=str(logs))
-            rounds = demo_rounds(demo_players, demo_rounds_total, DEMO_FIELD, DEMO_LADDER)
+            from stream.batch.synthetic import synthetic_rounds  # paper §6.1: drifting skills, noisy performances
+
+            rounds = synthetic_rounds(demo_players, demo_rounds_total, DEMO_FIELD, ladder=DEMO_LADDER,
+                                      id_prefix=DEMO_ID_PREFIX)
             progress = DemoProgress(settings)
             threading.Thread(target=progress.publish, args=(rounds, demo_rate, run.stop_event),
                              name="demo-publisher", daemon=True).start()

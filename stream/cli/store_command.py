@@ -1,6 +1,5 @@
-"""What the commands share: their exit codes and one-line errors, ``--ladders``-style options
-(JSON text or a file holding it), and, for those that talk to Redis directly (read commands,
-backfill, export, import, erase), running a coroutine on a client or a :class:`Store`."""
+"""What the commands share: exit codes, one-line errors, ``--ladders``-style options (JSON text or its file),
+and running a coroutine on a Redis client or a :class:`Store`."""
 
 from __future__ import annotations
 
@@ -52,9 +51,8 @@ def json_option(option: str, name: str) -> tuple[str, Path | None]:
 
 def run_on_redis(settings: Settings, work: Callable[[AsyncRedis], Awaitable[T]], *,
                  socket_timeout: float | None = None, write: bool = False) -> T:
-    """Run ``work`` on a client of REDIS_URL (closed after); Redis unreachable is exit 4 with a
-    one-line message (never the URL's password), within seconds (:func:`stream.cli.reach.require`,
-    which also refuses to ``write`` to a Redis nobody chose)."""
+    """Run ``work`` on a client of REDIS_URL (closed after); Redis unreachable (:func:`stream.cli.reach.require`,
+    which also refuses to ``write`` to a Redis nobody chose) is exit 4 with one line."""
     from stream.cli.reach import require
 
     require(settings, redis=True, write=write)
@@ -76,7 +74,6 @@ def run_with_store(settings: Settings, work: Callable[[Store], Awaitable[T]], *,
     """Run ``work`` on a :class:`Store` over REDIS_URL (bulk socket timeout), as :func:`run_on_redis`."""
     from stream.store.store import Store
 
-    def on_store(client: AsyncRedis) -> Awaitable[T]:
-        return work(Store(client, history_length=settings.history_length, cluster=settings.redis_cluster))
-
-    return run_on_redis(settings, on_store, socket_timeout=BULK_SOCKET_TIMEOUT_S, write=write)
+    return run_on_redis(settings, lambda client: work(Store(client, history_length=settings.history_length,
+                                                            cluster=settings.redis_cluster)),
+                        socket_timeout=BULK_SOCKET_TIMEOUT_S, write=write)

@@ -1,36 +1,27 @@
-"""``stream tail``: follow the ``rating-changes`` topic, optionally filtered, as table lines or JSON.
-
-The consumer (stream/cli/follow.py) has no group: it reads every partition of the topic, from the
-beginning with ``--from-beginning``, else from the end. ``--max-events`` and ``--timeout`` make it usable in scripts and tests: it exits 0
-once ``--max-events`` events were printed, and 1 if the timeout ends the wait first.
-
-Against the embedded Tansu broker "the end" is the start of the last stored batch (its
-ListOffsets(LATEST) quirk, stream/stack/README.md), so a few already-published events may show.
+"""``stream tail``: follow the ``rating-changes`` topic, optionally filtered, as table lines or JSON (exit 1
+if ``--timeout`` ends the wait before ``--max-events``). On the embedded Tansu broker "the end" is the last
+stored batch's start (stream/stack/README.md): a few earlier events may show.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import typer
 
 from stream.cli.follow import follow_records, print_lines
+from stream.pipeline.topics import RATING_CHANGES
 from stream.settings import Settings
 
-#: Topic name (before the prefix).
-RATING_CHANGES_TOPIC = "rating-changes"
 #: Exit code when --timeout ends the wait before --max-events events arrived.
 EXIT_TIMEOUT = 1
 
 
 def format_change(change: dict[str, Any]) -> str:
-    """One human-readable line: ladder, round, player, rank/field, mu and sigma moves, display rating, tier;
-    for a change of a round with teams or partial play (RatingChange v4: it carries ``weight``) also
-    the player's team ("-": an individual entry) and the share of the match played. A provisional
-    rating (RatingChange v5) is marked as the leaderboard marks it: ``1500.0?``."""
+    """One human-readable line of a change; with ``weight`` (v4) also the team ("-": none) and share played;
+    a provisional rating (v5) marked as the leaderboard marks it: ``1500.0?``."""
     delta = change["mu_after"] - change["mu_before"]
     tier = change.get("tier") or "-"
     line = (f"{change['ladder']:<12} {change['round_id']:<16} {change['player']:<20} "
@@ -47,13 +38,6 @@ def matches(change: dict[str, Any], ladders: list[str], players: list[str]) -> b
     return (not ladders or change.get("ladder") in ladders) and (not players or change.get("player") in players)
 
 
-def follow(settings: Settings, *, from_beginning: bool, deadline: float | None) -> Iterator[dict[str, Any]]:
-    """Every RatingChange on ``rating-changes`` (decoded JSON), until ``deadline`` (monotonic) if given."""
-    for _, _, change in follow_records(settings, [RATING_CHANGES_TOPIC], from_beginning=from_beginning,
-                                       deadline=deadline):
-        yield change
-
-
 def tail(
     ladder: list[str] = typer.Option([], "--ladder", help="only these ladders (repeatable)"),
     player: list[str] = typer.Option([], "--player", help="only these players (repeatable)"),
@@ -68,8 +52,8 @@ def tail(
 
     require(settings, kafka=True)
     deadline = time.monotonic() + timeout if timeout > 0 else None
-    changes = (change for change in follow(settings, from_beginning=from_beginning, deadline=deadline)
-               if matches(change, ladder, player))
+    changes = (change for _, _, change in follow_records(settings, [RATING_CHANGES], from_beginning=from_beginning,
+                                                         deadline=deadline) if matches(change, ladder, player))
     print_lines(settings, (json.dumps(change, separators=(",", ":")) if json_output else format_change(change)
                            for change in changes), max_events=max_events, timeout_exit=EXIT_TIMEOUT)
 

@@ -1,6 +1,5 @@
-"""``stream tune``: search a model's parameters on the first part of the user's history and
-report them with their held-out metrics next to the defaults' (:mod:`stream.batch.tune`), in
-process (no Kafka, no Redis), and print a ``LADDERS`` entry to paste."""
+"""``stream tune``: search a model's parameters on the first part of a history, score them on the rest
+beside the defaults (:mod:`stream.batch.tune`), in process, and print a ``LADDERS`` entry to paste."""
 
 from __future__ import annotations
 
@@ -14,9 +13,10 @@ import typer
 from stream.batch import SourceError, read_rounds
 from stream.batch.models import model_names
 from stream.batch.tune import SPACES, Candidate, Scored, compare_held_out, held_out, split_index, tune
+from stream.cli.output import table
 from stream.cli.replay import _progress
 from stream.cli.store_command import bad_input
-from stream.contracts import Limits, RoundResult
+from stream.contracts import Limits
 from stream.settings import Settings
 
 METRIC_COLUMNS = ("pair_all", "pair_exp", "rank_all", "rank_exp")
@@ -76,7 +76,8 @@ def tune_command(
     if compare is not None:
         rows.append((f"compare {compare}", compare, None, math.nan))
     scored = [held_out(rounds, result.split, name, params) for _label, name, params, _obj in rows]
-    entry = {_ladder_key(rounds): {"model": model, "params": result.best_params}}
+    ladders = {r.ladder for r in rounds}  # the input's ladder when it has one, else the fallback "*"
+    entry = {ladders.pop() if len(ladders) == 1 else "*": {"model": model, "params": result.best_params}}
     better, worse = compare_held_out(scored[0], scored[1])
     if as_json:
         typer.echo(json.dumps({
@@ -111,25 +112,14 @@ def tune_command(
         typer.echo(f"note: the tuned parameters do better on {', '.join(better)} but worse on {', '.join(worse)}")
 
 
-def _ladder_key(rounds: list[RoundResult]) -> str:
-    """The input's ladder when it has one, else the fallback key ``"*"``."""
-    ladders = {r.ladder for r in rounds}
-    return ladders.pop() if len(ladders) == 1 else "*"
-
-
 def _num(value: float) -> float | None:
     """NaN (nobody scored) as JSON null."""
     return None if math.isnan(value) else value
 
 
 def _format(rows: list[tuple[str, str, Candidate | None, float]], scored: list[Scored]) -> str:
-    header = ["", "params", "tune pair_exp", *(f"held-out {c}" for c in METRIC_COLUMNS)]
-    cells = [header]
-    for (label, _name, params, obj), s in zip(rows, scored):
-        shown = " ".join(f"{k}={v:g}" for k, v in params.items()) if params is not None else "(its defaults)"
-        cells.append([label, shown, "-" if math.isnan(obj) else f"{obj:.2f}",
-                      *(f"{getattr(s, c):.2f}" if c.startswith("pair") else f"{getattr(s, c):.3f}"
-                        for c in METRIC_COLUMNS)])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in cells)
+    cells = [[label, " ".join(f"{k}={v:g}" for k, v in params.items()) if params is not None else "(its defaults)",
+              "-" if math.isnan(obj) else f"{obj:.2f}",
+              *(f"{getattr(s, c):.2f}" if c.startswith("pair") else f"{getattr(s, c):.3f}" for c in METRIC_COLUMNS)]
+             for (label, _name, params, obj), s in zip(rows, scored)]
+    return table(["", "params", "tune pair_exp", *(f"held-out {c}" for c in METRIC_COLUMNS)], cells, right_from=2)

@@ -1,10 +1,6 @@
-"""``stream worker``: run the pipeline's Faust worker (phase one + phase two agents).
-
-Creates the topics if they do not exist, then runs the Faust worker in this process until
-SIGTERM / Ctrl-C. With ``--web`` (default) the worker also serves the read API and dashboard
-(stream.api, with Prometheus /metrics including the pipeline's) on WEB_HOST:WEB_PORT, on its own
-event loop in a thread (:class:`stream.api.server.ApiThread`): requests never wait on the
-pipeline's loop, nor the pipeline on them.
+"""``stream worker``: run the pipeline's Faust worker (phase one + phase two agents) until SIGTERM / Ctrl-C;
+with ``--web`` (default) also the read API and dashboard on WEB_HOST:WEB_PORT, on its own event loop in
+a thread (:class:`stream.api.server.ApiThread`), so requests and the pipeline never wait on each other.
 """
 
 from __future__ import annotations
@@ -15,10 +11,8 @@ from stream.settings import Settings
 
 
 def run_worker(settings: Settings, *, web: bool = True) -> None:
-    """Check the configuration, create topics, build the app and run the Faust worker (blocks
-    until stopped). An invalid ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG`` / ``QUEUES``) exits with
-    code 2 and names the bad key, before anything is connected (its ``LaddersError`` is reported
-    by the command group, stream/cli/main.py)."""
+    """Check the configuration (a bad one exits 2 before anything connects), create topics, build the app and
+    run the Faust worker (blocks until stopped)."""
     from stream.pipeline import topics
     from stream.pipeline.runtime.app import create_app
     from stream.pipeline.runtime.worker import make_worker

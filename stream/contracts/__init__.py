@@ -3,7 +3,7 @@
 See docs/contracts.md "Contracts" and the schema files in ``schemas/``.
 """
 
-from stream.contracts.events import DeadLetter, PlayerUpdate, RatingChange, UpdateEntry, event_id
+from stream.contracts.events import DeadLetter, PlayerUpdate, RatingChange
 from stream.contracts.round import (
     DEFAULT_LADDER,
     LADDER_PATTERN,
@@ -20,6 +20,5 @@ from stream.contracts.schemas import SCHEMA_NAMES, SchemaError, load_schema, val
 __all__ = [
     "DEFAULT_LADDER", "LADDER_PATTERN", "REASONS", "SCHEMA_NAMES", "UNVERIFIED_PLAYER_UPDATE",
     "DeadLetter", "Limits", "PlayerUpdate", "RatingChange", "RoundRejected", "RoundResult",
-    "SchemaError", "Standing", "UpdateEntry",
-    "event_id", "load_schema", "parse_round", "validate",
+    "SchemaError", "Standing", "load_schema", "parse_round", "validate",
 ]

@@ -5,12 +5,9 @@
     {"kind": "amend", "round": {"round_id": "r-17", "ladder": "blitz", "occurred_at": ..., "standings": [...]}}
     {"kind": "insert", "ladder": "blitz", "round_id": "r-12", "correction_id": "late/18/r-12"}
 
-(``insert`` is what phase one publishes for a late round of a ladder rated by occurred_at.)
-
-An amended round is validated exactly as a round on ``rounds`` (:func:`parse_round`; its
-rejections keep their reason, with the field under ``round.``); it may be outcome-free (then the
-round rates nobody). ``correction_id`` is the idempotency key; when absent it is derived from the
-content, so publishing the same correction twice is a no-op.
+An amended round is read by :func:`parse_round` (its rejections keep their reason, the field under
+``round.``) and may be outcome-free. ``correction_id``, the idempotency key, defaults to one derived
+from the content.
 """
 
 from __future__ import annotations
@@ -27,9 +24,8 @@ from stream.contracts.schemas import CORRECTION
 VOID = "void"
 AMEND = "amend"
 INSERT = "insert"
-"""Rate the ladder's ``late`` rounds in their place (a ladder rated by occurred_at: phase one
-registers a round older than the ladder's newest one as ``late`` and publishes this correction,
-``round_id`` naming it; ``stream.pipeline.corrections`` inserts every late round of the ladder)."""
+"""Rate the ladder's ``late`` rounds in their place (phase one publishes it for a late round of a ladder
+rated by occurred_at)."""
 
 
 @dataclass(frozen=True)

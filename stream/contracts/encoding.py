@@ -1,14 +1,7 @@
-"""The one encoder of ``RatingChange`` and ``PlayerUpdate`` JSON, in bulk, from columns.
-
-Phase one, phase two, a correction's re-rate and the backfill all write these messages through
-:func:`encode_changes_of_rounds` (RatingChange) and :func:`update_head` / :func:`entry_texts` /
-:func:`join_entries` (PlayerUpdate); ``RatingChange.to_json()`` and ``PlayerUpdate.to_json()`` are
-the same encoders called with one row. The bytes are what ``json.dumps(obj.to_dict(),
-separators=(",", ":"), ensure_ascii=False)`` writes (same keys, order, float ``repr``, string
-escaping, NaN and infinities refused: tests hold them equal), and must stay so: phase two accepts a
-fan-out section only if it equals the stored one byte for byte. Building a dataclass and calling
-``json.dumps`` per player cost ~40 µs each on 10,000-player rounds; here a row is one f-string and
-a round's shared fields are encoded once.
+"""The one encoder of ``RatingChange`` and ``PlayerUpdate`` JSON, in bulk, from columns (every writer, and
+``to_json()`` with one row): ``json.dumps(values, separators=(",", ":"), ensure_ascii=False)``'s bytes
+(tests hold them equal; phase two accepts a fan-out section only if it equals the stored one byte for
+byte), one f-string a row (a dataclass and ``json.dumps`` per player cost ~40 µs on 10,000-player rounds).
 """
 
 from __future__ import annotations
@@ -27,16 +20,13 @@ NULL = "null"
 
 
 POSITIONAL = (1e-4, 1e16)
-"""``repr`` writes a float of magnitude in [1e-4, 1e16) (or zero) in positional notation, as
-orjson does: there both write the same shortest round-trip digits (checked by a property test);
-outside, their exponent formats differ (``1e-05`` / ``1e-5``)."""
+"""Where ``repr`` and orjson both write a float (or zero) positionally, the same shortest digits
+(a property test); outside, their exponent formats differ (``1e-05`` / ``1e-5``)."""
 
 
 def number_texts(name: str, values: np.ndarray) -> list[str]:
-    """The JSON (and Redis) text of each float: exactly ``repr``, as ``json.dumps`` writes it;
-    NaN and infinities refused like ``RatingChange.to_json()`` does. Rendered by orjson (Ryu,
-    ~10x faster than ``repr``, ~0.7 µs a float here) when every value is in the range where
-    the two texts are identical, else by ``repr``."""
+    """The JSON (and Redis) text of each float, exactly ``repr``'s, NaN and infinities refused; by
+    orjson (~10x faster) when every value is :data:`POSITIONAL`, else by ``repr``."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     if not np.isfinite(values).all():
         raise ValueError(f"Out of range float values are not JSON compliant ({name})")
@@ -60,11 +50,8 @@ def _orjson_texts(values: np.ndarray) -> list[str]:
 
 
 def columns_texts(columns: Sequence[tuple[str, np.ndarray]]) -> list[list[str]]:
-    """:func:`number_texts` of each (name, values) column, the same texts, rendered by one call
-    over the columns joined: a batch of a few duels has a handful of floats per column, and each
-    call's fixed cost (its checks, the render, the split) is most of the work. Columns with a
-    value outside the range both renderers agree on, or not finite, are rendered column by
-    column (so an error names its column as :func:`number_texts` does)."""
+    """:func:`number_texts` of each (name, values) column in one render over the columns joined (a call's
+    fixed cost is most of a few duels' work); column by column when one is not :data:`POSITIONAL`."""
     if len(columns) < 2:
         return [number_texts(name, values) for name, values in columns]
     arrays = [np.asarray(values, dtype=np.float64).ravel() for _, values in columns]
@@ -84,8 +71,8 @@ def columns_texts(columns: Sequence[tuple[str, np.ndarray]]) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class ChangeColumns:
-    """One round's rating changes as aligned columns (one entry per player); the float columns
-    as their text (:func:`number_texts`), rendered once and shared with the Redis writes."""
+    """One round's rating changes as aligned columns; floats as their text (:func:`number_texts`), shared with
+    the Redis writes."""
 
     ladder: str
     round_id: str
@@ -103,22 +90,19 @@ class ChangeColumns:
     """Tier names; "" (unplaced) is written as ``null`` like ``RatingChange.tier = None``."""
     rounds_played: Sequence[int]
     ranks_text: Sequence[str] | None = None
-    """The ranks as JSON text (``null`` where none: a correction's change of a player left without a
-    round), in place of ``ranks``."""
+    """The ranks as JSON text, in place of ``ranks`` (``null``: a correction's change of a player left
+    without a round)."""
     teams: Sequence[str | None] | None = None
     """Per row the player's team (None: an individual entry), or None for no row."""
     weights: Sequence[str | None] | None = None
-    """Per row the text of the share of the match played, None for a row of a plain round (its
-    event has neither ``team`` nor ``weight``, as ``RatingChange.weight = None``); None: every row."""
+    """Per row the text of the share of the match played (None: a plain round's row, written without ``team``
+    and ``weight``); None: every row."""
     placement: Placement | None = None
-    """Each tier label's league and division (the ladder's display config:
-    ``partial(league_division, cfg=...)``); None: both null."""
+    """Each tier label's league and division (``partial(league_division, cfg=...)``); None: both null."""
     corrections: Sequence[str] | None = None
-    """Per row the id of the correction that made the change (``kind`` "correction", schema v2),
-    or None: every row a round's change."""
+    """Per row the id of the correction that made the change (v2); None: every row a round's change."""
     provisional: Sequence[bool] | None = None
-    """Per row whether the rating is provisional after the change (``engine.display.is_provisional``;
-    RatingChange v5, written last); None: no row says (an event as written before v5)."""
+    """Per row ``engine.display.is_provisional`` after the change (v5); None: no row says (as before v5)."""
 
 
 Placement = Callable[[str | None], tuple[str | None, int | None]]
@@ -142,9 +126,8 @@ def encode_changes(c: ChangeColumns) -> list[bytes]:
 
 def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes: Sequence[int | None],
                              occurred_at: Sequence[float], round_of: Sequence[int], c: ChangeColumns) -> list[bytes]:
-    """:func:`encode_changes` of rows from many rounds of one ladder (row i from round
-    ``round_of[i]``; ``c``'s own round fields unused): a re-rate encodes a long history's changes
-    without a call per round."""
+    """:func:`encode_changes` of rows from many rounds of one ladder (row i from round ``round_of[i]``;
+    ``c``'s own round fields unused): a re-rate's history without a call per round."""
     ladder_json = encode_basestring(ladder)
     round_jsons = [encode_basestring(r) for r in round_ids]
     heads = [f',"ladder":{ladder_json},"round_id":{r},"player":' for r in round_jsons]
@@ -214,12 +197,8 @@ def entry_texts(players: Sequence[str], ranks: Sequence[int], performance_texts:
                 previous_seqs: Sequence[int] | None,
                 ratings: tuple[Sequence[str], Sequence[str]] | None = None,
                 teams: Sequence[str | None] | None = None, weight_texts: Sequence[str] | None = None) -> list[str]:
-    """The JSON text of each entry of a PlayerUpdate: ``performance_texts`` the performances' texts
-    (:func:`number_texts`); ``ratings``: the texts of each entry's ``mu_after`` and ``sigma_after``
-    (a rating-only model's round, which sets ``previous_seqs`` too); ``weight_texts`` (a round with
-    teams or partial play): each entry then ends with its ``team`` (if any) and ``weight``. Rendered
-    once per participation, then joined per message (:func:`join_entries`), so a batch's rounds are
-    written in one pass and a split message's parts re-use the texts."""
+    """The JSON text of each entry of a PlayerUpdate (joined by :func:`join_entries`); ``ratings``: the texts
+    of ``mu_after`` and ``sigma_after``; with ``weight_texts`` each entry ends with its ``team`` and ``weight``."""
     if ratings is not None or weight_texts is not None:
         n = len(players)
         previous = [""] * n if previous_seqs is None else [f',"previous_seq":{int(q)!r}' for q in previous_seqs]

@@ -1,13 +1,7 @@
-"""In which order a ladder's rounds are rated: ``published`` (the order the stream registers
-them, the default) or ``occurred_at`` (by the round's ``occurred_at``, ties in publish order).
-
-The ``LADDER_ORDER`` setting says it per ladder (a JSON object ladder -> order, ``"*"`` the
-fallback; empty: every ladder ``published``); :func:`order_of` is the one place that reads it.
-:func:`in_ladder_order` puts accepted rounds (first copies, in publish order) in the order they
-are rated: ``stream replay``, ``stream backfill`` and the stream's re-rates (``stream.pipeline
-.corrections``) all go through it, so a late round of an ``occurred_at`` ladder ends where the
-replay puts it. On such a ladder the stream rates a round older than the ladder's newest one by
-inserting it in its place and re-rating what follows (docs/corrections.md, "Late rounds").
+"""In which order a ladder's rounds are rated: ``published`` (the order the stream registers them, the
+default) or ``occurred_at`` (ties in publish order), per ladder by ``LADDER_ORDER`` (:class:`LadderOrder`).
+:func:`in_ladder_order` is the one sort of accepted rounds into rating order (replay, backfill and the
+stream's re-rates); docs/history.md, "Late rounds", for how the stream inserts a late round.
 """
 
 from __future__ import annotations
@@ -53,11 +47,6 @@ class LadderOrder:
         return self.order_of(ladder) == OCCURRED_AT
 
 
-def order_of(ladder: str, raw: str) -> str:
-    """The order of ``ladder`` under the ``LADDER_ORDER`` text ``raw`` (see :class:`LadderOrder`)."""
-    return LadderOrder.parse(raw).order_of(ladder)
-
-
 class _Timed(Protocol):
     @property
     def ladder(self) -> str: ...
@@ -70,10 +59,8 @@ T = TypeVar("T", bound=_Timed)
 
 
 def in_ladder_order(rounds: Sequence[T], by_time: Callable[[str], bool]) -> list[T]:
-    """``rounds`` (in publish order) in rating order: the rounds of each ladder for which
-    ``by_time(ladder)`` is true sorted by ``occurred_at`` (stable: ties keep publish order), in
-    the places that ladder's rounds hold; other ladders' rounds untouched. Ladders are
-    independent pools, so only each ladder's own order matters."""
+    """``rounds`` (in publish order) in rating order: each ``by_time`` ladder's rounds sorted (stably) by
+    ``occurred_at`` in the places its rounds hold; other ladders' rounds untouched."""
     timed: dict[str, list[int]] = {}
     decided: dict[str, bool] = {}
     for i, r in enumerate(rounds):

@@ -1,27 +1,6 @@
-"""``RoundResult``: one ranked round of one ladder, and :func:`parse_round`, its validator.
-
-Input (topic ``rounds``, schema ``schemas/round-result.v2.json``; v1 rounds are valid v2 rounds)::
-
-    {"round_id": "r-17", "ladder": "blitz", "occurred_at": "2024-05-01T12:00:00Z",
-     "standings": [{"player": "ann", "rank": 1}, {"player": "bob", "rank": 2}],
-     "weight": 1.0, "perf_ceiling": null}
-
-Standings are explicit ``{player, rank}`` objects (ranks 1-based, equal ranks tie; only their
-order matters) or finishing order, one entry per place: a player id, or an array of tied ids
-(competition ranking: k players tied at rank r are followed by rank r + k).  Both forms cannot
-be mixed in one round.  An explicit entry may instead be a team
-``{"team": T, "players": [P, {"player": P, "weight": w}, ...], "rank": r}``; ``weight`` in (0, 1]
-(default 1) is the share of the match a player played (partial play), and an individual entry may
-carry one too.  Every player becomes one :class:`Standing` with his entry's rank and, in a team,
-the team's name.  Whether a model can rate teams, rounds mixing teams and individuals, or partial
-play is checked by :func:`check_supported` with the rater's :class:`Support`.  ``occurred_at`` is an RFC 3339 date-time with offset, or epoch seconds.
-
-Every rejection is a :class:`RoundRejected` with a machine ``reason`` (see :data:`REASONS`), a
-human ``message`` and the offending ``field`` written as a path, e.g. ``standings[3].rank``.
-A round with fewer than two entries (players, or teams) is "outcome free" (reason ``no_outcome``):
-it is valid, recorded, and rates nobody; the parsed round is on ``.round``.  A round in which two
-entries or more all tie is a draw: it parses, and is rated or recorded ``no_outcome`` as its
-ladder's model says (:meth:`RoundResult.is_outcome_free` with the model's ``draws_rate``).
+"""``RoundResult``: one ranked round of one ladder, and :func:`parse_round`, its one reader and validator
+(schema ``schemas/round-result.v2.json``; the standings forms are in docs/contracts.md). A rejection is a
+:class:`RoundRejected`: a ``reason`` (:data:`REASONS`), a message, the field as a path (``standings[3].rank``).
 """
 
 from __future__ import annotations
@@ -67,39 +46,23 @@ UNKNOWN_ROUND = "unknown_round"
 NOT_CORRECTABLE = "not_correctable"
 HISTORY_TRIMMED = "history_trimmed"
 CORRECTION_REASONS = (BAD_CORRECTION, UNKNOWN_ROUND, NOT_CORRECTABLE, HISTORY_TRIMMED)
-"""The reason codes of a rejected correction (topic ``corrections``, ``stream.contracts.correction``)
-besides the round reasons of an amended round and ``conflict``: ``bad_correction`` (not a
-correction: schema, an amended round of another id or ladder), ``unknown_round`` (the ladder has
-no such round), ``not_correctable`` (the round is not rated or outcome-free, e.g. ``failed``, or an
-amend of a voided round), ``history_trimmed`` (a stored fan-out the re-rate needs was dropped by
-retention: docs/history.md, "How far back corrections reach")."""
+"""A rejected correction's own codes (``stream.contracts.correction``; docs/history.md for ``history_trimmed``)."""
 ROUND_REASONS = (
     NOT_UTF8, NOT_JSON, SCHEMA, UNKNOWN_FIELD, NO_OUTCOME, DUPLICATE_PLAYER, BAD_RANK,
     BAD_WEIGHT, ID_TOO_LONG, ROUND_TOO_LARGE, MESSAGE_TOO_LARGE, BAD_LADDER, BAD_NUMBER, CONFLICT,
     EMPTY_TEAM, DUPLICATE_TEAM, BAD_PLAYER_WEIGHT, MIXED_STANDINGS, TEAMS_UNSUPPORTED, MODEL_CHANGED,
 )
-"""The reason codes of a rejected round.  ``conflict`` (a round_id reused with different
-content) is detected against the rounds already accepted (Redis in the stream, the replay's
-ledger in ``stream replay``), not by :func:`parse_round`; ``teams_unsupported`` (teams or
-partial play for a rater that cannot rate them) and ``mixed_standings`` (teams and individuals
-in one round for a rater that rates teams but not that) by :func:`check_supported`;
-``model_changed`` (the ladder's configured model is not the one it has rated with: changing it
-is a re-rate) by the stream's registration (:func:`model_changed`)."""
+"""A rejected round's codes: ``conflict`` is found against the rounds already accepted, ``teams_unsupported``
+and ``mixed_standings`` by :func:`check_supported`, ``model_changed`` by registration (:func:`model_changed`)."""
 BAD_TICKET = "bad_ticket"
 UNKNOWN_QUEUE = "unknown_queue"
 BAD_PARTY = "bad_party"
 TICKET_REASONS = (BAD_TICKET, UNKNOWN_QUEUE, BAD_PARTY)
-"""The reason codes of a rejected ``match-tickets`` message (``stream.contracts.tickets``) besides
-not_utf8, not_json, message_too_large, id_too_long and internal_error: ``bad_ticket`` (not a join
-nor a cancel: schema), ``unknown_queue`` (no such queue in QUEUES), ``bad_party`` (more players
-than the queue's team_size, or a player twice)."""
+"""A rejected ``match-tickets`` message's own codes (``stream.contracts.tickets``)."""
 REASONS = (*ROUND_REASONS, BAD_PLAYER_UPDATE, UNVERIFIED_PLAYER_UPDATE, INTERNAL_ERROR, *CORRECTION_REASONS,
            *TICKET_REASONS)
-"""Every machine reason code of a dead letter: the round reasons, ``bad_player_update`` (a
-``player-updates`` message that is not a PlayerUpdate), ``unverified_player_update`` (one that is
-not exactly a message of its round's stored fan-out) and ``internal_error`` (a message whose
-handling kept raising an unexpected exception, named in the letter's message, HANDLER_ATTEMPTS
-times: it is set aside so the stream moves on), the :data:`CORRECTION_REASONS` and the :data:`TICKET_REASONS`."""
+"""Every reason code of a dead letter; ``internal_error``: a message whose handling kept raising
+HANDLER_ATTEMPTS times, set aside so the stream moves on."""
 
 MIN_TIME = -62_135_596_800.0
 MAX_TIME = 253_402_300_799.0
@@ -122,10 +85,8 @@ MEMBER_FIELDS = frozenset({"player", "weight"})
 
 
 class RoundRejected(ValueError):
-    """A round that cannot be rated: ``reason`` (one of :data:`REASONS`), ``message``, ``field``.
-
-    For ``no_outcome`` the parsed, valid round is available as ``round``.
-    """
+    """A round that cannot be rated: ``reason`` (:data:`REASONS`), ``message``, ``field``; for
+    ``no_outcome`` the parsed round is on ``round``."""
 
     def __init__(self, reason: str, message: str, field: str | None = None,
                  round: RoundResult | None = None) -> None:
@@ -149,21 +110,14 @@ class Limits:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
-        return cls(
-            max_round_size=settings.max_round_size,
-            max_message_bytes=settings.max_message_bytes,
-            max_id_length=settings.max_id_length,
-            strict=settings.strict_schema,
-            min_weight=settings.min_weight,
-            max_weight=settings.max_weight,
-        )
+        return cls(settings.max_round_size, settings.max_message_bytes, settings.max_id_length,
+                   settings.strict_schema, settings.min_weight, settings.max_weight)
 
 
 STORED = Limits(max_round_size=2**62, max_message_bytes=2**62, max_id_length=2**62, strict=False,
                 min_weight=0.0, max_weight=math.inf)
-"""Limits for re-reading a round the service already accepted (its stored body): only the
-contract's fixed rules apply, not the configurable limits, which may have been tightened since
-(a round accepted before must still be completed, never stall)."""
+"""Limits for re-reading a stored, accepted round: the contract's fixed rules only (limits tightened
+since must not stall a round accepted before)."""
 
 
 @dataclass(slots=True)
@@ -189,8 +143,7 @@ class Support:
 INDIVIDUALS_ONLY = Support()
 """A rater of individual, full-time rounds only (the rating-only models)."""
 TEAMS = Support(teams=True, mixed=True, partial=True)
-"""A rater of teams, rounds mixing teams and individuals, and partial play (Elo-MMR for teams,
-``stream.engine.teams``, in the stream and the batch commands; TrueSkill in the batch commands)."""
+"""A rater of teams, mixed rounds and partial play (Elo-MMR for teams, ``stream.engine.teams``; TrueSkill)."""
 
 
 def check_supported(round_: RoundResult, support: Support, rater: str) -> None:
@@ -270,9 +223,8 @@ class RoundResult:
         return all(s.rank == first for s in self.standings) and self.entry_count() >= 2
 
     def is_outcome_free(self, draws_rate: bool) -> bool:
-        """True when the round rates nobody: fewer than two entries (for every model), or a draw
-        (:meth:`is_draw`) on a ladder whose model does not rate draws (``draws_rate``: the ladder's
-        parameters' ``draws_rate``, ``stream.engine``; False for preset ``mmr``, as elo_mmr_py)."""
+        """True when the round rates nobody: fewer than two entries, or a draw (:meth:`is_draw`) on a
+        ladder whose model does not rate draws (its parameters' ``draws_rate``)."""
         return self.entry_count() < 2 or (not draws_rate and self.is_draw())
 
     def to_dict(self) -> dict[str, Any]:
@@ -306,11 +258,6 @@ class RoundResult:
     def to_json(self) -> str:
         """Compact canonical JSON (what producers may publish on ``rounds``)."""
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, raw: bytes | str | dict[str, Any], *, limits: Limits | None = None) -> RoundResult:
-        """Same as :func:`parse_round` (rounds of fewer than two entries raise ``no_outcome``)."""
-        return parse_round(raw, limits=limits or Limits())
 
     def content_hash(self) -> str:
         """sha256 (hex) of the canonical content, to detect a round_id reused for another round."""
@@ -346,13 +293,8 @@ def model_changed(round_: RoundResult, stored: str, configured: str) -> RoundRej
 
 
 def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:
-    """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected`.
-
-    Checks, in order: size, UTF-8, JSON (integers of at most 4,300 digits), round size, nesting,
-    the JSON Schema, unknown fields (strict mode only), id lengths, ladder name, weight, ceiling
-    and time ranges, ids encodable as UTF-8, duplicate players, and finally whether the round has
-    two entries at least (``no_outcome`` carries the parsed round; a draw is valid).
-    """
+    """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected` (checks in order:
+    size, UTF-8, JSON, nesting, schema, strict fields, ids, ladder, numbers, duplicates, two entries)."""
     return _validate(_decode(raw, limits), limits)
 
 
@@ -407,10 +349,8 @@ def _validate(data: Any, limits: Limits) -> RoundResult:
 
 
 MAX_NESTING = 100
-"""Deepest nesting of arrays and objects accepted in a round (``not_json`` beyond). The JSON
-decoder's own limit is Python's recursion limit less the caller's stack depth, so without this
-bound whether a message nested ~900 deep is accepted would depend on who parses it (the
-worker, ``stream replay``, a test)."""
+"""Deepest nesting accepted (``not_json`` beyond): the decoder's own limit depends on the caller's
+stack depth, so the verdict would depend on who parses it."""
 
 
 def _check_nesting(data: dict[str, Any], plain: bool) -> None:
@@ -426,10 +366,8 @@ def _check_nesting(data: dict[str, Any], plain: bool) -> None:
 
 
 def _check_schema(data: dict[str, Any], plain: bool) -> None:
-    """Validate against the compiled schema.  Standings in the plain forms (every item a
-    ``{player: str, rank: int}`` object, or every item a player id / array of ids: ``plain``, as
-    :func:`_plain_standings` found, same rules, ~50x faster on a million players) are left out of
-    the compiled validator; anything else goes through it in full for a precise diagnosis."""
+    """Validate against the compiled schema; ``plain`` standings (:func:`_plain_standings`: same rules,
+    ~50x faster on a million players) are left out of it, anything else goes through it for a precise diagnosis."""
     if plain and _plain_top_level(data):
         return  # what the compiled validator accepts of it, checked directly
     target = {**data, "standings": []} if plain else data
@@ -440,13 +378,8 @@ def _check_schema(data: dict[str, Any], plain: bool) -> None:
 
 
 def _plain_top_level(data: dict[str, Any]) -> bool:
-    """True if the compiled validator surely accepts the round's fields besides its standings:
-    a non-empty string ``round_id``, ``occurred_at`` a number (int or float: a date-time string
-    goes through the validator, which checks its format), ``standings`` present, ``ladder``
-    absent or a string the schema's pattern matches whole (its ``$`` would also match before a
-    final newline, which the validator refuses), ``weight`` absent or a number > 0,
-    ``perf_ceiling`` absent, null or a number (other fields are not the schema's). False sends
-    the round through the validator, which gives the verdict and its precise reason."""
+    """True if the compiled validator surely accepts the round's fields besides its standings (exact
+    types; a date-time string, a ladder ending in a newline, anything else go through the validator)."""
     round_id, when = data.get("round_id"), data.get("occurred_at")
     if not (type(round_id) is str and round_id and (type(when) is float or type(when) is int)
             and "standings" in data):
@@ -466,10 +399,8 @@ MAX_RANK = 2**53 - 1
 
 
 def _individuals(items: Any) -> tuple[list[str], list[int]] | None:
-    """The players and ranks of standings whose every item is exactly a ``{player, rank}`` object
-    (no other field) with a non-empty string id and an integer rank in range (the common form:
-    what the schema and strict mode accept of them, read in one pass); None for any other
-    standings (empty ones included), which :func:`_plain_standings` and :func:`_standings` read."""
+    """The players and ranks of standings of exactly ``{player: non-empty str, rank: int in range}``
+    objects (the common form, read in one pass); None for any other (or empty) standings."""
     if type(items) is not list or not items:
         return None
     players: list[str] = []
@@ -486,23 +417,10 @@ def _individuals(items: Any) -> tuple[list[str], list[int]] | None:
 
 
 def _plain_standings(items: list[Any]) -> bool:
-    """True if every item matches the schema's standing definitions with exact types: ``{player,
-    rank}`` objects, or those and team entries (:func:`_plain_team`), or player ids / arrays."""
-    if not items:
-        return True
-    if type(items[0]) is dict:
-        players_ok = ranks_ok = True  # one pass: a duel's standings cost a few checks, not five passes
-        for d in items:
-            if type(d) is not dict:
-                return False
-            player, rank = d.get("player"), d.get("rank")
-            if not (type(player) is str and player):
-                players_ok = False
-            elif not (type(rank) is int and 1 <= rank <= MAX_RANK):
-                ranks_ok = False
-        if not players_ok:
-            return all(_plain_team(d) if "player" not in d else _plain_standing(d) for d in items)
-        return ranks_ok
+    """True if every item matches the schema's standing definitions with exact types: individual
+    and team entries (:func:`_plain_standing`, :func:`_plain_team`), or player ids / arrays."""
+    if items and type(items[0]) is dict:  # the common {player, rank} form is :func:`_individuals`'
+        return all(type(d) is dict and (_plain_standing(d) if "player" in d else _plain_team(d)) for d in items)
     return all(
         (type(x) is str and x) or (type(x) is list and x and all(type(p) is str and p for p in x))
         for x in items
@@ -518,10 +436,8 @@ def _plain_standing(item: dict[str, Any]) -> bool:
 
 
 def _plain_team(item: dict[str, Any]) -> bool:
-    """A team entry ``{team, players, rank}`` that the schema's ``team`` definition accepts, with
-    exact types: a non-empty name, at least one member (a player id, or ``{player, weight}`` with
-    a weight in (0, 1]), an integer rank in range.  Anything else (an empty team, a bad member or
-    weight) goes through the compiled validator for its precise reason."""
+    """A team entry ``{team, players, rank}`` the schema accepts, with exact types (anything else, an
+    empty team, a bad member or weight, goes through the validator for its precise reason)."""
     team, members, rank = item.get("team"), item.get("players"), item.get("rank")
     if not (type(team) is str and team and type(members) is list and members and type(rank) is int
             and 1 <= rank <= MAX_RANK):
@@ -741,13 +657,8 @@ def _standings(items: list[Any], limits: Limits,
     weights: list[float] | None = None
     if individuals is not None:
         players, ranks = individuals
-    elif explicit and any("players" in item or "weight" in item for item in items):
-        players, ranks, teams, weights = _entries(items)
     elif explicit:
-        players = [item["player"] for item in items]
-        ranks = [item["rank"] for item in items]
-        if not all(type(r) is int for r in ranks):
-            ranks = [int(r) for r in ranks]  # integral floats such as 2.0 pass the schema
+        players, ranks, teams, weights = _entries(items)
     else:
         players, ranks = [], []
         place = 1
@@ -767,7 +678,7 @@ def _standings(items: list[Any], limits: Limits,
     try:
         "".join(players).encode("utf-8")
     except UnicodeEncodeError:
-        i = next(i for i, p in enumerate(players) if not _encodable(p))
+        i = next(i for i, p in enumerate(players) if re.search("[\ud800-\udfff]", p))  # a lone surrogate
         _check_text(players[i], _player_path(items, i))
     if len(set(players)) != len(players):
         seen: set[str] = set()
@@ -781,9 +692,8 @@ def _standings(items: list[Any], limits: Limits,
 
 
 def _entries(items: list[dict[str, Any]]) -> tuple[list[str], list[int], list[str | None], list[float]]:
-    """Schema-valid explicit entries with teams or weights, flattened one row per player; rejects
-    an empty team, a team name used twice and a player weight outside (0, 1] (the schema checks
-    these too, but plain individual entries skip the compiled validator)."""
+    """Schema-valid explicit entries, one row per player (ranks as ints: the schema passes 2.0); rejects an
+    empty team, a team named twice, a player weight outside (0, 1] (plain entries skip the validator)."""
     players: list[str] = []
     ranks: list[int] = []
     teams: list[str | None] = []
@@ -815,14 +725,6 @@ def _entries(items: list[dict[str, Any]]) -> tuple[list[str], list[int], list[st
             teams.append(team)
             weights.append(float(weight))
     return players, ranks, teams, weights
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _player_path(items: list[Any], flat_index: int) -> str:

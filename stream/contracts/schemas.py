@@ -1,9 +1,5 @@
-"""The JSON Schemas of the events (``schemas/<name>.<version>.json``), compiled once with fastjsonschema.
-
-Every event the service emits is checked against its schema in tests with :func:`validate`;
-``RoundResult`` input is checked by :func:`stream.contracts.round.parse_round` with the same
-compiled validator.
-"""
+"""The JSON Schemas of the events (``schemas/<name>.<version>.json``), compiled once with fastjsonschema
+(:func:`validator`: ``parse_round``'s; :func:`validate`: the tests')."""
 
 from __future__ import annotations
 
@@ -29,14 +25,8 @@ SCHEMA_NAMES = (ROUND_RESULT, PLAYER_UPDATE, RATING_CHANGE, DEAD_LETTER, CORRECT
 SCHEMA_VERSION = "v1"
 """The version of every schema not named in :data:`SCHEMA_VERSIONS`."""
 SCHEMA_VERSIONS = {ROUND_RESULT: "v2", RATING_CHANGE: "v5", PLAYER_UPDATE: "v2"}
-"""Current versions that are not v1: ``round-result`` v2 adds teams and partial play (every v1
-round is a valid v2 round; the v1 file stays in ``schemas/`` for producers pinned to it);
-``rating-change`` v2 adds the events of corrections (``kind``, ``correction_id``; every v1 event
-is a valid v2 event), v3 the player's ``league`` and ``division`` and ``performance: null`` for a
-model without performances (every v2 event is a valid v3 event), v4 ``team`` and ``weight`` in the
-changes of rounds with teams or partial play (a plain round's change is a v3 event), v5 ``provisional``
-(written in every event, not required: every v4 event is a valid v5 event);
-``player-update`` v2 adds ``team`` and ``weight`` per entry (every v1 message is a valid v2 message)."""
+"""Current versions that are not v1; each version accepts every message of the one before (the older
+files stay in ``schemas/``). What each adds: docs/contracts.md."""
 
 SchemaError = fastjsonschema.JsonSchemaValueException
 """Raised by :func:`validate`; ``.path`` names the offending field, ``.message`` says why."""

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from stream.cli.main import app
 from stream.cli.tail import EXIT_TIMEOUT, format_change
 from stream.contracts import RatingChange
+from tests.contracts.wire_oracle import to_dict
 from stream.pipeline.topics import ensure_topics
 from tests.cli.kafka_helpers import produce, topic_exists
 
@@ -63,7 +64,7 @@ def test_ladder_filter_and_table_lines(published) -> None:
     result = _tail(published, "--ladder", "classic", "--max-events", "1")
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
-    assert lines == [format_change(CHANGES[2].to_dict())]
+    assert lines == [format_change(to_dict(CHANGES[2]))]
     assert "classic" in lines[0] and "ann" in lines[0] and "-50.0" in lines[0]
 
 

@@ -7,6 +7,7 @@ import json
 
 from stream.cli.tail import format_change
 from stream.contracts import RatingChange
+from tests.contracts.wire_oracle import to_dict
 
 
 def _change(team: str | None, weight: float | None) -> RatingChange:
@@ -17,11 +18,11 @@ def _change(team: str | None, weight: float | None) -> RatingChange:
 
 
 def test_team_and_weight_shown_for_v4_changes() -> None:
-    plain = format_change(_change(None, None).to_dict())
+    plain = format_change(to_dict(_change(None, None)))
     assert "team" not in plain and "weight" not in plain
-    teamed = format_change(_change("red", 0.5).to_dict())
+    teamed = format_change(to_dict(_change("red", 0.5)))
     assert teamed == f"{plain}  team red  weight 0.5"
-    individual = format_change(_change(None, 1.0).to_dict())  # an individual entry of a team round
+    individual = format_change(to_dict(_change(None, 1.0)))  # an individual entry of a team round
     assert individual == f"{plain}  team -  weight 1"
     # as read from the topic (JSON): the same line
     assert format_change(json.loads(_change("red", 0.5).to_json())) == teamed
@@ -30,7 +31,7 @@ def test_team_and_weight_shown_for_v4_changes() -> None:
 def test_a_provisional_rating_is_marked() -> None:
     """RatingChange v5: a provisional rating shows as ``900.0?``; a settled one (or an event from
     before v5, without the field) as before."""
-    plain = format_change(_change(None, None).to_dict())
+    plain = format_change(to_dict(_change(None, None)))
     settled = _change(None, None)
     settled.provisional = False
     assert format_change(json.loads(settled.to_json())) == plain

@@ -20,7 +20,7 @@ from stream.pipeline.lease import sweeper_lease
 from stream.pipeline.phase_one import complete_registered, handle_one
 from stream.pipeline.messages import Incoming
 from stream.settings import Settings
-from store_calls import register_round
+from tests.store_calls import register_round
 
 HOSTILE = "r1\n2026-11-23 12:00:00 INFO stream.pipeline: round r9 rated\r\x1b[2K\u2028\u202e\x00"
 

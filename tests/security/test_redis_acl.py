@@ -22,7 +22,7 @@ from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import queries
 from stream.store.store import Store
-from store_calls import PlayerWrite, RoundWrites, apply, register_round
+from tests.store_calls import PlayerWrite, RoundWrites, apply, register_round
 
 #: Seconds a CLI subprocess may take.
 CLI_TIMEOUT_S = 60

@@ -20,7 +20,7 @@ from redis.asyncio.cluster import RedisCluster
 from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
 from stream.store.store import SAVE_REFUSED, SAVED_NOW, QueuedRound, Store
-from store_calls import PlayerWrite, RoundWrites, apply, load_results, mark_queued, register_round, save_fanout
+from tests.store_calls import PlayerWrite, RoundWrites, apply, load_results, mark_queued, register_round, save_fanout
 
 T = TypeVar("T")
 HISTORY = 3

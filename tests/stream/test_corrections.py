@@ -32,7 +32,7 @@ from stream.pipeline.rerate import HistoryRound, Texts, encode_changes, encode_f
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import keys, player_hash
-from tests.contracts.wire_oracle import reference_json
+from tests.contracts.wire_oracle import entries as update_entries, reference_json
 from tests.stream import pipeline_harness as harness
 from tests.stream.test_backfill import stream_rounds
 
@@ -44,7 +44,7 @@ TOLERANCE = harness.TOLERANCE
 def _standings(update: PlayerUpdate) -> list[dict[str, object]]:
     """A stored fan-out message's entries without ``previous_seq`` (with team and share played)."""
     return [{"player": e.player, "rank": e.rank, "performance": e.performance, "team": e.team, "weight": e.weight}
-            for e in update.entries()]
+            for e in update_entries(update)]
 
 def other_db(url: str, db: int) -> str:
     return url.rsplit("/", 1)[0] + f"/{db}"

@@ -16,7 +16,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from stream.batch.replay import replay
 from stream.engine import preset
-from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
+from stream.contracts import Limits, PlayerUpdate, RoundResult, Standing, parse_round, validate
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.messages import Incoming
@@ -25,9 +25,9 @@ from stream.pipeline.phase_one import handle_one, handle_rounds
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
 from stream.store.store import QueuedRound
-from tests.contracts.wire_oracle import reference_json
+from tests.contracts.wire_oracle import entries as update_entries, reference_json
 from tests.faults.injection import Injector
-from store_calls import mark_queued, register_round
+from tests.store_calls import mark_queued, register_round
 
 PARTITIONS = 4
 
@@ -391,7 +391,7 @@ def test_a_stored_round_completes_under_tightened_limits(redis_url: str) -> None
 
     async def body() -> None:
         loose = context(redis_url)
-        r = RoundResult.from_json(raw)
+        r = parse_round(raw, limits=Limits())
         await register_round(loose.store, "L", "r1", content_hash=r.content_hash(), occurred_at=r.occurred_at,
                                          received_at=0.0, field_size=3, body=raw)
         await loose.store.close()
@@ -449,8 +449,8 @@ def test_team_and_partial_play_rounds_are_rated(redis_url: str, standings: list[
         ctx = context(redis_url)
         result = await handle_one(ctx, Incoming(raw))
         assert result.outcome == "rated" and result.dead_letter is None and result.seq == 1
-        entries = [e for m in result.updates for e in PlayerUpdate.from_json(m.value).entries()]
-        assert sorted(e.player for e in entries) == sorted(RoundResult.from_json(raw).players())
+        entries = [e for m in result.updates for e in update_entries(PlayerUpdate.from_json(m.value))]
+        assert sorted(e.player for e in entries) == sorted(parse_round(raw, limits=Limits()).players())
         assert all(e.weight is not None for e in entries)
         await handle_updates(ctx, [m.value for m in result.updates])  # t2's barrier waits for t1's players
         after = await handle_one(ctx, Incoming(RoundResult(round_id="t2", ladder=ladder, occurred_at=1.7e9 + 60,

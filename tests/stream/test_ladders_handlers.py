@@ -26,7 +26,7 @@ from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
 from stream.store import keys
 from stream.settings import Settings
 from test_phase_one_batch import apply
-from store_calls import register_round
+from tests.store_calls import register_round
 
 PARTITIONS = 4
 TOLERANCE = 1e-9

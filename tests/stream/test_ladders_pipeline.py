@@ -20,6 +20,7 @@ from stream.cli.main import app
 from stream.contracts import DeadLetter, validate
 from stream.contracts.round import MODEL_CHANGED
 from stream.store import keys
+from tests.contracts.wire_oracle import letter_from_json
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +105,7 @@ def test_workers_with_ladders_equal_replay_ladders(local_stack, stack_redis_url:
     try:
         harness.publish(local_stack.bootstrap, f"{fresh_prefix}rounds", late)
         harness.wait_drained(stack_redis_url, {"a": {"late-a"}}, [worker])
-        letters = [DeadLetter.from_json(value) for _, value in
+        letters = [letter_from_json(value) for _, value in
                    harness.consume_all(local_stack.bootstrap, f"{fresh_prefix}rounds-dlq", at_least=1)]
     finally:
         worker.stop()

@@ -26,7 +26,7 @@ from stream import engine
 from stream.batch.dedup import first_copies
 from stream.cli.main import app
 from stream.contracts import Limits, parse_round
-from stream.contracts.ordering import LadderOrder, in_ladder_order, order_of
+from stream.contracts.ordering import LadderOrder, in_ladder_order
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_one import PhaseOneResult, handle_one, handle_rounds
@@ -125,10 +125,11 @@ def check(url: str, rounds: list[dict], history_length: int) -> None:
 
 
 def test_order_setting() -> None:
-    assert order_of("timed", ORDER) == "occurred_at" and order_of("pub", ORDER) == "published"
-    assert order_of("x", '{"*": "occurred_at", "y": "published"}') == "occurred_at"
-    assert order_of("y", '{"*": "occurred_at", "y": "published"}') == "published"
-    assert order_of("any", "") == "published"
+    assert LadderOrder.parse(ORDER).order_of("timed") == "occurred_at"
+    assert LadderOrder.parse(ORDER).order_of("pub") == "published"
+    assert LadderOrder.parse('{"*": "occurred_at", "y": "published"}').order_of("x") == "occurred_at"
+    assert LadderOrder.parse('{"*": "occurred_at", "y": "published"}').order_of("y") == "published"
+    assert LadderOrder.parse("").order_of("any") == "published"
     for bad in ('{"a": "newest"}', "[1]", "{"):
         try:
             LadderOrder.parse(bad)

@@ -24,7 +24,7 @@ from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.messages import split_sections
 from stream.pipeline.updates_batches import phase_two_batch
 from stream.settings import Settings
-from store_calls import mark_queued
+from tests.store_calls import mark_queued
 
 PARTITIONS = 4
 TOLERANCE = 1e-9

@@ -35,7 +35,7 @@ from stream.store.store import NewRound
 
 from test_phase_one_batch import (NAMES, PARTITIONS, assert_equals_replay, complete_as_sweeper, context, game, incoming, players_of,
                                   stored_states)
-from store_calls import mark_queued
+from tests.store_calls import mark_queued
 
 
 LEASE_MS = Settings().phase_one_lease_ms

@@ -26,7 +26,7 @@ from stream.pipeline.phase_two import PhaseTwoResult, handle_updates
 from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store.store import StoredStates
-from tests.contracts.wire_oracle import reference_json
+from tests.contracts.wire_oracle import entries as update_entries, reference_json
 
 TOLERANCE = 1e-9
 PARAMS = preset("mmr")
@@ -107,7 +107,7 @@ def test_previous_seq_is_written_read_and_valid() -> None:
     assert value == reference_json(update) and b"\n" not in value
     validate("player-update", value)
     assert PlayerUpdate.from_json(value) == update
-    assert [e.previous_seq for e in update.entries()] == [0, 7]
+    assert [e.previous_seq for e in update_entries(update)] == [0, 7]
     data = json.loads(value)
     del data["entries"][1]["previous_seq"]  # absent in any entry: no chain information
     assert PlayerUpdate.from_json(data).previous_seqs is None

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from stream.contracts import PlayerUpdate
 from stream.pipeline.chains import NO_PREVIOUS
 from stream.pipeline.phase_two import _Rows, group_updates
+from tests.contracts.wire_oracle import entries as update_entries
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False), st.text(max_size=3))
 OPTIONAL = ("previous_seq", "mu_after", "sigma_after", "team", "weight")
@@ -96,7 +97,7 @@ def one_by_one(updates: list[PlayerUpdate]) -> list[tuple[str, str, str, int, fl
     for u in updates:
         rows = rounds.setdefault((u.ladder, u.round_id), [])
         seq.setdefault((u.ladder, u.round_id), u.seq)
-        for i, entry in enumerate(u.entries()):
+        for i, entry in enumerate(update_entries(u)):
             if all(row[2] != entry.player for row in rows):
                 share = 1.0 if entry.weight is None else entry.weight
                 rows.append((u.ladder, u.round_id, entry.player, entry.rank, entry.performance,

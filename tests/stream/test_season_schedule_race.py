@@ -21,7 +21,7 @@ from stream.store import seasons as season_store
 from stream.store.store import OUTCOME_NEW, OUTCOME_STALE_SCHEDULE
 from test_ladders_handlers import TOLERANCE, context, mixed_rounds, stored
 from test_phase_one_batch import apply
-from store_calls import register_round
+from tests.store_calls import register_round
 
 T0 = 1.7e9  # mixed_rounds: round k at T0 + 30,000 k seconds
 LIVE = T0 + 30_000.0 * 20.5

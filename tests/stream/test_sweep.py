@@ -13,7 +13,7 @@ from stream.pipeline.messages import FanOutMessage
 from stream.pipeline.outbox import ListOutbox
 from stream.pipeline.sweeper import sweep
 from stream.settings import Settings
-from store_calls import PlayerWrite, RoundWrites, apply, mark_queued, register_round, save_fanout
+from tests.store_calls import PlayerWrite, RoundWrites, apply, mark_queued, register_round, save_fanout
 
 
 def context(redis_url: str) -> tuple[PipelineContext, list[FanOutMessage]]:

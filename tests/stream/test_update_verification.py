@@ -19,7 +19,7 @@ from stream.pipeline.messages import Incoming
 from stream.pipeline.outbox import ListOutbox
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
-from store_calls import register_round
+from tests.store_calls import register_round
 
 TOLERANCE = 1e-9
 
