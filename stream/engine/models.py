@@ -15,25 +15,19 @@ from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
 RateRound = Callable[..., ModelRound]
 RateTeams = Callable[..., ModelRound]
-"""``rate_teams(before, entry, entry_ranks, weights, params) -> ModelRound``: a round of teams
-(``entry[i]`` player i's team, an index into ``entry_ranks``) with per-player shares of the match."""
+"""``rate_teams(before, entry, entry_ranks, weights, params)``: ``entry[i]`` player i's team (an
+index into ``entry_ranks``), ``weights`` the players' shares of the match."""
 OddsCall = Callable[..., PairOdds]
-"""``pair_odds(mu_a, sigma_a, mu_b, sigma_b, params, *, weight) -> (P(a ahead of b), P(tie))``."""
 SampleCall = Callable[..., np.ndarray]
-"""``sample_performances(mu, sigma, params, *, weight, rng, samples) -> (samples, n)`` performances."""
 QualityCall = Callable[[np.ndarray, np.ndarray, Any], float]
-"""``quality(mu, sigma, params)``: a model's own match quality of a lobby."""
 
 
 @dataclass(frozen=True, slots=True)
 class Model:
-    """A model: name, default parameters, round call, maths source, the elo_mmr_py system it
-    reproduces (None when the authors' code has no counterpart), its team round call (None:
-    the model rates individual full-time rounds only), and whether its round call returns
-    performances (``performs``; the stream's RatingChange carries ``performance: null`` otherwise).
-    For predictions (:mod:`stream.engine.predict`): the model's pair odds and performance sampler
-    (``odds``, ``sample``, in its own module) and its own match quality where it has one
-    (``quality``: TrueSkill's; None: the mean pairwise outcome entropy)."""
+    """A model: its defaults, round call, maths source, the elo_mmr_py system it reproduces (None:
+    none), team round call (None: individual full-time rounds only), whether it gives performances
+    (else RatingChange carries ``performance: null``), and for ``predict`` its pair odds, sampler
+    and own match quality (None: the mean pairwise outcome entropy)."""
 
     name: str
     params: ModelParams

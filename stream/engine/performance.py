@@ -1,20 +1,11 @@
 """Phase one: every participant's performance p_i, the zero of Q_i (Section 3.1, Algorithm 3).
 
-Q_i(x) = sum over strictly better players of LOSS terms + strictly worse players of WIN terms +
-its own tie group (itself included) of TIE terms (see ``terms``).  Every member of a tie group
-has the same equation, so one root is solved per group.  Roots are solved on the reference's
-bracket (-6000, 9000) with its safeguarded Newton.
-
-Three exact solvers:
-* ``segments`` (:func:`solve_segments`): small rounds, one or many at once (the rounds of a wave,
-  module ``rounds``): every (round, tie group) equation over its round's players, padded to the
-  largest round, solved together by a bracketed Newton started at the group's mean mu (each
-  equation summed left to right, so a round gets the floats it gets alone);
-* ``direct`` (module ``equations``): evaluates Q_g by summing over all N players (O(N) per
-  evaluation, chunked); used for the two extreme groups of large rounds and as the test oracle;
-* ``chebyshev`` (module ``fastperf``): Chebyshev fits of the group equations, O(N x nodes) with
-  ~100-600 N-sized passes, for large rounds (exact to ~1e-11 rating points).
-The ``-fast`` presets instead use the authors' opponent subsampling (module ``subsample``).
+Q_i(x) sums LOSS terms over strictly better players, WIN terms over strictly worse ones and TIE
+terms over its own tie group (``terms``); one root per tie group, on the reference's bracket
+(-6000, 9000). Exact solvers: :func:`solve_segments` (small rounds, one or a wave at once),
+``equations`` (direct O(N) per evaluation: large draws, extreme groups, test oracle) and the
+Chebyshev fits of ``fastperf_logistic`` / ``fastperf_gaussian`` (large rounds, O(N x nodes),
+roots within ~1e-11, ``chebyshev.ROOT_TOL``). The ``-fast`` presets subsample (``subsample``).
 """
 
 from __future__ import annotations
@@ -25,7 +16,8 @@ import numpy as np
 
 from .diffusion import drifted_sigma, gammas
 from .equations import GroupEquations, solve_groups_direct
-from .fastperf import solve_groups_chebyshev
+from .fastperf_gaussian import solve_gaussian
+from .fastperf_logistic import solve_logistic
 from .kernels import segment_roots
 from .numerical import solve_bracketed
 from .params import SOLVER_BOUNDS, Params, performance_noise
@@ -74,16 +66,11 @@ def phase_one(
         perf = np.repeat(solve_groups_direct(GroupEquations(mu, delta, groups, params), np.zeros(1, np.int64)),
                          mu.shape[0])
     else:
-        group_perf = solve_all_groups(mu, delta, groups, params)
-        perf = group_perf[groups.group_of]
+        solve = solve_logistic if params.variant == "logistic" else solve_gaussian
+        perf = solve(GroupEquations(mu, delta, groups, params), groups)[groups.group_of]
     if params.variant == "logistic":
         perf = np.minimum(perf, perf_ceiling)
     return perf
-
-
-def solve_all_groups(mu: np.ndarray, delta: np.ndarray, groups: TieGroups, params: Params) -> np.ndarray:
-    """One exact root per tie group (best group first) of a large round (Chebyshev fits)."""
-    return solve_groups_chebyshev(GroupEquations(mu, delta, groups, params), groups)
 
 
 def solve_segments(

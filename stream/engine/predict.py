@@ -1,42 +1,19 @@
 """Outcome predictions from current ratings: who finishes ahead, expected order, match quality.
 
-The model is the paper's (Section 2): in the next round player i's skill is
-``S_i ~ N(mu_i, sigma_i^2 + gamma^2)`` (the posterior after the round's drift, Algorithm 2) and
-the performance is ``P_i = S_i + eps_i`` with independent noise of standard deviation beta:
-logistic for Elo-MMR(rho) (scale ``s = beta*sqrt(3)/pi``), Gaussian for Elo-MMchi.
+The paper's model (Section 2): skill ``S_i ~ N(mu_i, sigma_i^2 + gamma^2)`` after the drift
+(Algorithm 2), performance ``P_i = S_i + eps_i``, noise of sd beta: logistic for Elo-MMR(rho)
+(scale ``s = beta*sqrt(3)/pi``), Gaussian for Elo-MMchi. P(i ahead of j) = P(Z + D > 0),
+``Z ~ N(mu_i - mu_j, sigma_i^2 + sigma_j^2 + 2 gamma^2)``, ``D = eps_i - eps_j``:
 
-P(i finishes ahead of j) = P(Z + D > 0) with ``Z = S_i - S_j ~ N(m, v)``,
-``m = mu_i - mu_j``, ``v = sigma_i^2 + sigma_j^2 + 2 gamma^2`` and ``D = eps_i - eps_j``.
+* Gaussian noise: exact, ``Phi(m / sqrt(v + 2 beta^2))``;
+* logistic noise: D's CDF ``F_D(x) = e^x (e^x - x - 1) / (e^x - 1)^2`` and density
+  ``f_D(x) = e^x ((x - 2) e^x + x + 2) / (e^x - 1)^3`` are closed form; the Gaussian expectation is
+  a trapezoid rule over the smoother of ``E_Z[F_D(Z/s)]`` and ``E_D[Phi((m + sD)/sqrt(v))]``.
 
-* Gaussian noise: D ~ N(0, 2 beta^2) and the answer is exact, ``Phi(m / sqrt(v + 2 beta^2))``.
-* Logistic noise: D is NOT logistic. For standard logistics its CDF and density are closed form,
-  ``F_D(x) = e^x (e^x - x - 1) / (e^x - 1)^2`` and
-  ``f_D(x) = e^x ((x - 2) e^x + x + 2) / (e^x - 1)^3`` (F_D(0) = 1/2, f_D(0) = 1/6),
-  and the remaining one-dimensional Gaussian expectation is done by quadrature (trapezoid rule on
-  a fixed grid; the integrands are analytic and decay fast, so it converges geometrically).
-  Of the two equivalent forms ``E_Z[F_D(Z/s)]`` and ``E_D[Phi((m + sD)/sqrt(v))]`` we integrate
-  over the variable whose integrand is the smoother one (the wider of sqrt(v) and s), so the
-  grid never has to resolve a near-step. Accuracy ~1e-7 (the erfc approximation's).
-
-Expected rank of i in a lobby is exact by linearity: ``1 + sum_{j != i} P(j ahead of i)``.
-The full rank distribution needs the joint law and is estimated by seeded Monte Carlo.
-
-Match quality (:func:`match_quality`): the mean over pairs of the binary entropy (in bits) of
-"who finishes ahead"; 1 when every pair is a coin flip, towards 0 when the order is foregone.
-It is TrueSkill's idea (a good match is one whose outcome is least predictable) without its
-draw margin. Elo-MMR's performances are continuous, so a draw (which every preset but ``mmr`` rates,
-by the paper's tie terms) has probability 0 unless the caller gives a ``draw_margin``: a pair
-whose performances differ by at most that many rating points draws (:func:`pair_matrices`).
-
-A ladder rated by a rating-only model (``LADDERS``: glicko, codeforces, topcoder, bar,
-elo-multiplayer, trueskill) is predicted with that model's own maths (:class:`RatedModel`,
-chosen by :func:`outcome_model` from the ladder's configuration): every function here dispatches
-on the model. Each model's module gives ``pair_odds`` (P(a ahead of b) and P(tie): its expected
-score, e.g. Glicko's E with g of the combined deviation, TrueSkill's win and draw probabilities
-with its draw margin) and ``sample_performances`` (its generative reading, for the Monte Carlo
-rank distribution). Expected rank = 1 + sum_j (P(j ahead of i) + P(tie)/2), a tie counting half
-as in every model's score S = 1/2. Quality is the model's own where it has one (TrueSkill's, as
-the ``trueskill`` package computes it), else the mean pairwise entropy above.
+Expected rank = 1 + sum_j (P(j ahead of i) + P(tie)/2); the rank distribution is seeded Monte
+Carlo. Match quality: the model's own (TrueSkill's), else the mean pairwise binary entropy of
+"who finishes ahead" (1: every pair a coin flip). A ladder rated by a rating-only model is
+predicted with its own ``pair_odds`` and ``sample_performances`` (:class:`RatedModel`).
 """
 
 from __future__ import annotations
@@ -48,6 +25,7 @@ from typing import Any, Literal, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import ndtr
 
 from stream.engine.ladders import LadderConfig
 from stream.engine.models import Model
@@ -140,21 +118,10 @@ def outcome_model(cfg: LadderConfig, weight: float = 1.0) -> OutcomeModel:
     return RatedModel(rating, cfg.model_params, weight)
 
 
-def _erfc(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Complementary error function, vectorised (Numerical Recipes ``erfcc``, relative error
-    < 1.2e-7 everywhere); numpy has no erf and this keeps the engine free of scipy."""
-    z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    ans = t * np.exp(poly)
-    return np.where(x >= 0, ans, 2.0 - ans)
-
-
 def normal_cdf(x: ArrayLike) -> NDArray[np.float64]:
     """Phi(x), the standard normal CDF."""
-    return 0.5 * _erfc(-np.asarray(x, dtype=np.float64) / math.sqrt(2.0))
+    out: NDArray[np.float64] = ndtr(np.asarray(x, dtype=np.float64))
+    return out
 
 
 def logistic_difference_cdf(x: ArrayLike) -> NDArray[np.float64]:
@@ -237,22 +204,6 @@ def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel,
     return ahead, tie
 
 
-def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
-    """``P[i, j]`` = P(i finishes ahead of j); the diagonal is 0 (nobody beats themselves)."""
-    return pair_matrices(mu, sigma, model)[0]
-
-
-def _ranks(ahead: NDArray[np.float64], tie: NDArray[np.float64]) -> NDArray[np.float64]:
-    ranks: NDArray[np.float64] = 1.0 + ahead.sum(axis=0) + 0.5 * tie.sum(axis=0)
-    return ranks
-
-
-def expected_ranks(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
-    """Exact expected 1-based finishing position of every player: 1 + sum_j P(j ahead of i)
-    (+ half of P(tie) for models with draws)."""
-    return _ranks(*pair_matrices(mu, sigma, model))
-
-
 def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
                       samples: int = DEFAULT_SAMPLES, seed: int = 0) -> NDArray[np.float64]:
     """``R[i, r]`` = P(player i finishes at position r + 1), by seeded Monte Carlo from the model."""
@@ -279,7 +230,7 @@ def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
 
 def duel_rank_distribution(ahead: NDArray[np.float64], tie: NDArray[np.float64]) -> NDArray[np.float64]:
     """The exact rank distribution of two players: first = P(ahead of the other) + half of P(tie)
-    (a tie split evenly, as :func:`expected_ranks` counts it), so P(first) is the pairwise figure
+    (a tie split evenly, as expected ranks count it), so P(first) is the pairwise figure
     and the distribution's mean is the expected rank."""
     first = float(np.clip(ahead[0, 1] + 0.5 * tie[0, 1], 0.0, 1.0))
     return np.array([[first, 1.0 - first], [1.0 - first, first]])
@@ -293,21 +244,14 @@ def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
     return bits
 
 
-def _quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, ahead: NDArray[np.float64]) -> float:
+def lobby_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, ahead: NDArray[np.float64]) -> float:
+    """The model's own match quality (TrueSkill's), else the mean pairwise outcome entropy in
+    [0, 1] over ``ahead`` (:func:`pair_matrices`); 1 = perfectly even lobby."""
     if isinstance(model, RatedModel) and model.model.quality is not None:
         return model.model.quality(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
                                    model.params)
     i, j = np.triu_indices(ahead.shape[0], k=1)
     return float(binary_entropy(ahead[i, j]).mean())
-
-
-def match_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> float:
-    """The model's own match quality (TrueSkill's), else the mean pairwise outcome entropy in
-    [0, 1] (module docstring); 1 = perfectly even lobby."""
-    p = pairwise_matrix(mu, sigma, model)
-    if p.shape[0] < 2:
-        raise ValueError("match quality needs at least 2 players")
-    return _quality(mu, sigma, model, p)
 
 
 @dataclass(frozen=True)
@@ -336,13 +280,13 @@ def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *, draw_
         ranks = distribution @ np.array([1.0, 2.0])
     else:
         distribution = rank_distribution(mu, sigma, model, samples=samples, seed=seed)
-        ranks = _ranks(pairwise, tie)
+        ranks = 1.0 + pairwise.sum(axis=0) + 0.5 * tie.sum(axis=0)
     return LobbyPrediction(
         expected_rank=ranks,
         expected_order=np.argsort(ranks, kind="stable"),
         pairwise=pairwise,
         rank_distribution=distribution,
-        quality=_quality(mu, sigma, model, pairwise),
+        quality=lobby_quality(mu, sigma, model, pairwise),
         tie=tie if tie.any() else None,
     )
 

@@ -2,21 +2,12 @@
 expectation propagation on the factor graph of the ``trueskill`` PyPI package, with its defaults
 (mu 25, sigma 25/3, beta 25/6, tau 25/300, draw probability 0.10) and its message schedule.
 
-The graph, per round (teams sorted by rank, stable):
-
-* prior: each player's skill ~ N(mu, sigma^2 + tau^2) (dynamics tau added before the round);
-* likelihood: performance p_i ~ N(skill_i, beta^2);
-* team sum: t_j = sum_i w_i p_i over team j's members (w_i: share of the match played, clamped
-  below at the package's min_delta 1e-4);
-* difference: d_j = t_j - t_{j+1} of neighbouring teams, truncated: d_j > eps (a win) or
-  |d_j| <= eps (a draw, equal ranks), eps = Phi^-1((draw_probability + 1) / 2) sqrt(n_j + n_{j+1}) beta.
-
-The player layers (prior, likelihood, team sums: all players at once) are vectorised with numpy;
-the team chain (one difference and truncation per neighbouring pair, iterated forwards and
-backwards until the largest change is <= 1e-4, at most 10 sweeps) is sequential by nature and
-runs on scalars over the teams.  With two teams one sweep is exact.  Normal cdf/pdf/quantile are
-exact (``math.erfc``, ``statistics.NormalDist``); compare with the package's ``scipy`` backend.
-TrueSkill has no round weight and no performance ceiling: both are ignored.
+Per round (teams sorted by rank, stable): skill ~ N(mu, sigma^2 + tau^2); performance
+p_i ~ N(skill_i, beta^2); team sum t_j = sum_i w_i p_i (w_i: share of the match, at least the
+package's min_delta 1e-4); d_j = t_j - t_{j+1} truncated to d_j > eps (win) or |d_j| <= eps
+(draw), eps = Phi^-1((draw_probability + 1) / 2) sqrt(n_j + n_{j+1}) beta.  The player layers
+are numpy; the team chain is iterated on scalars, forwards and backwards, until the largest change
+is <= 1e-4 (at most 10 sweeps; one is exact for two teams).  No round weight, no performance ceiling.
 """
 
 from __future__ import annotations
@@ -254,12 +245,6 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TrueSkillParams, *, w
     return rate_teams(before, np.arange(n), ranks, np.ones(n), params)
 
 
-def _normal_cdf(x: np.ndarray) -> np.ndarray:
-    """Phi, vectorised (scipy's ndtr)."""
-    out: np.ndarray = ndtr(x)
-    return out
-
-
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: TrueSkillParams,
               *, weight: float = 1.0) -> PairOdds:
     """TrueSkill's outcome probabilities of a 1-vs-1 in the next round (Herbrich et al. 2006,
@@ -269,8 +254,8 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
     d = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
     c = np.sqrt(2.0 * params.beta**2 + np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.tau**2)
     eps = draw_margin(params, 2)
-    ahead = _normal_cdf((d - eps) / c)
-    draw = np.clip(_normal_cdf((eps - d) / c) - _normal_cdf((-eps - d) / c), 0.0, 1.0)
+    ahead = ndtr((d - eps) / c)
+    draw = np.clip(ndtr((eps - d) / c) - ndtr((-eps - d) / c), 0.0, 1.0)
     return ahead, draw
 
 

@@ -1,0 +1,34 @@
+"""Test-only helpers over the engine's production functions (oracles and shorthands)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from stream.engine.display import DEFAULT_LADDER_KEY, DisplayConfig
+from stream.engine.predict import OutcomeModel, lobby_quality, pair_matrices
+
+
+def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
+    """``P[i, j]`` = P(i finishes ahead of j); the diagonal is 0."""
+    return pair_matrices(mu, sigma, model)[0]
+
+
+def expected_ranks(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
+    """Exact expected 1-based position: 1 + sum_j P(j ahead of i) + half of P(tie)."""
+    ahead, tie = pair_matrices(mu, sigma, model)
+    ranks: NDArray[np.float64] = 1.0 + ahead.sum(axis=0) + 0.5 * tie.sum(axis=0)
+    return ranks
+
+
+def match_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> float:
+    """:func:`stream.engine.predict.lobby_quality` of a lobby (at least 2 players)."""
+    ahead = pairwise_matrix(mu, sigma, model)
+    if ahead.shape[0] < 2:
+        raise ValueError("match quality needs at least 2 players")
+    return lobby_quality(mu, sigma, model, ahead)
+
+
+def config_for(ladder: str, configs: dict[str, DisplayConfig]) -> DisplayConfig:
+    """The ladder's display config, else the ``"*"`` entry, else the defaults."""
+    return configs.get(ladder) or configs.get(DEFAULT_LADDER_KEY) or DisplayConfig()
