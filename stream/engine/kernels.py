@@ -1,12 +1,6 @@
-"""Compiled (numba) root solvers for the engine's many small independent equations.
-
-Each equation is solved on its own by the same safeguarded Newton as
-:func:`numerical.solve_bracketed` (:func:`newton_step` is its rule for one equation), in a
-plain loop over its own terms: no Python cost per iteration, no padding to the longest equation.
-Every equation is a sum of tanh terms, evaluated by :func:`tanh_sum`: an exp of its own
-(:func:`exp_nonpositive`, no libm call) lets the compiler run the sum on SIMD lanes.
-Compiled on first use and cached on disk (numba ``cache=True``; see BENCHMARKS.md for the cold
-start).
+"""Compiled (numba, cached on disk) root solvers for the engine's many small equations: each by
+:func:`numerical.solve_bracketed`'s safeguarded Newton (:func:`newton_step`) over its own tanh
+terms (:func:`tanh_sum`, whose own exp lets the sum run on SIMD lanes).
 """
 
 from __future__ import annotations
@@ -43,9 +37,8 @@ def _double_from_bits(typingctx, bits):  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def exp_nonpositive(y: float) -> float:
-    """exp(y) for y <= 0 (taken at ``EXP_FLOOR`` below it): y = n ln 2 + r, |r| <= ln 2 / 2,
-    exp(r) by its Taylor polynomial to r^13 (truncation < 1e-17 relative), times 2^n built from
-    its bits.  Within ~2 ulp of libm's exp, and no call: loops over it vectorise."""
+    """exp(y) for y <= 0 (at least ``EXP_FLOOR``): y = n ln 2 + r, exp(r) by Taylor to r^13, times
+    2^n from its bits; within ~2 ulp of libm's, and no call, so loops over it vectorise."""
     y = max(y, EXP_FLOOR)
     n = math.floor(y * _LOG2E + 0.5)
     r = (y - n * _LN2_HI) - n * _LN2_LO
@@ -77,9 +70,7 @@ def fast_tanh(z: float) -> float:
 @numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
 def tanh_sum(x: float, centre: np.ndarray, scale: np.ndarray, weight: np.ndarray, m: int) -> tuple[float, float, float]:
     """(S, S', S'') of S(x) = sum_k w_k tanh((x - c_k) a_k) over the first ``m`` terms:
-    S' = sum_k w_k a_k (1 - t_k^2), S'' = -2 sum_k w_k a_k^2 t_k (1 - t_k^2).  The sums may be
-    reassociated (SIMD lanes): the same floats on every call, not necessarily those of a
-    left-to-right sum (differences ~1e-16 relative)."""
+    S' = sum_k w_k a_k (1 - t_k^2), S'' = -2 sum_k w_k a_k^2 t_k (1 - t_k^2) (reassociated: SIMD)."""
     value = 0.0
     slope = 0.0
     curve = 0.0
@@ -116,9 +107,8 @@ def halley_step(s: float, sp: float, spp: float) -> float:
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def newton_step(lo: float, hi: float, x: float, s: float, step: float, last: float, older: float,
                 increasing: bool) -> tuple[float, float, float, float, float, bool]:
-    """One step of :func:`numerical.solve_bracketed` for one equation: (lo, hi, next x, |last
-    step|, |step before|, done) after evaluating s at x; ``step``: the proposed x - x' (Newton's
-    s / s', or :func:`halley_step`), 0 where s = 0."""
+    """One step of :func:`numerical.solve_bracketed` for one equation, given s at x and the
+    proposed step x - x': (lo, hi, next x, |last step|, |step before|, done)."""
     root_above = s < 0.0 if increasing else s > 0.0
     a = x if root_above else lo
     b = hi if root_above else x
@@ -155,9 +145,8 @@ def solve_tanh_equation(constant: float, linear: float, centre: np.ndarray, scal
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def tie_group_terms(c: np.ndarray, gid: np.ndarray, a: int, m: int, g: int, tie_mult: float,
                     weight: np.ndarray) -> float:
-    """Tie group ``g``'s equation over a round's players ``a:a + m`` (group ids ``gid``, widths'
-    terms ``c``): its constant (players above the group count ``-c``, below ``+c``) returned,
-    each player's tanh weight written to ``weight[:m]`` (``tie_mult`` for the group's own)."""
+    """Tie group ``g``'s equation over players ``a:a + m``: returns its constant (better players
+    ``-c``, worse ``+c``), writes each player's tanh weight to ``weight[:m]`` (x ``tie_mult`` if tied)."""
     constant = 0.0
     for j in range(a, a + m):
         mult = 1.0
@@ -209,11 +198,9 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def diffuse_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
                 n_factors: np.ndarray, i: int, decay: float, transfer: float) -> None:
-    """The pseudodiffusion (Algorithm 2, finite rho; ``diffusion.diffuse``) of row ``i`` in place,
-    given kappa (``decay``) and kappa^rho (``transfer``): its ``mu0``, ``w0`` and the precisions of
-    its own ``n_factors`` factors. The factors' total precision is summed left to right over the
-    used entries only, so a row gives the same floats whatever its batch and the batch's padded
-    width (a numpy sum over the padded row would not: its pairwise order changes with the width)."""
+    """The pseudodiffusion (Algorithm 2, finite rho) of row ``i`` in place, given kappa (``decay``)
+    and kappa^rho (``transfer``), summed over its own factors left to right: the same floats
+    whatever the batch's padded width."""
     k = n_factors[i]
     w_logistic = 0.0
     for f in range(k):
@@ -240,10 +227,8 @@ def diffuse_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, w_arg: np.ndar
 def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
                n_factors: np.ndarray, i: int, performance: float, decay: float, transfer: float, beta: float,
                history_limit: int) -> None:
-    """Phase two of the logistic model with finite rho on row ``i`` of a batch, in place: the
-    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
-    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
-    over the row's own factors only.  The factor arrays must hold the appended factor."""
+    """Phase two (finite rho) of row ``i`` in place: diffusion, history bound (0: none), the new
+    factor and mu (``update``'s functions), over its own factors; the arrays must have room."""
     diffuse_row(mu, mu0, w0, w_arg, w_out, n_factors, i, decay, transfer)
     k = n_factors[i]
     centre, precision = mu0[i], w0[i]
@@ -277,18 +262,11 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
                      beg: np.ndarray, end: np.ndarray, term_mu: np.ndarray, term_c: np.ndarray,
                      term_size: np.ndarray, term_start: np.ndarray, member_rank: np.ndarray,
                      tie_mult: float) -> np.ndarray:
-    """Logistic phase one against subsampled, bucketed opponents (module ``subsample``): player
-    i's equation sums the merged terms ``beg[i]:end[i]`` (c = ``term_c``), each counting its
-    members ranked better (loss: b - c), tied (tie: ``tie_mult`` b) and worse (win: b + c) than
-    i.  Term t's members are ``term_start[t]:term_start[t + 1]`` (``term_start`` ends with the
-    number of members), their dense ranks ``member_rank`` (ascending within a term).
-
-    The equation is sum_t w_t tanh((x - mu_t) c_t / 2) + K with w_t = -(size_t + (tie_mult - 1)
-    x tied_t) c_t and K = sum over the window's members j of c_j sign(rank_j - rank_i).  Players
-    are visited in ``by_window`` order (mu bucket, then rank): a bucket's players share the
-    window, so only the terms holding one of the player's tie group change w_t.  A player starts
-    from the root of the previous one in his bucket (same window, next rank: a close root), the
-    first of a bucket from his own mu; Halley steps."""
+    """Logistic phase one against subsampled, bucketed opponents (``subsample``): player i solves
+    sum_t w_t tanh((x - mu_t) c_t / 2) + K over the merged terms ``beg[i]:end[i]``, with
+    w_t = -(size_t + (tie_mult - 1) tied_t) c_t and K = sum_j c_j sign(rank_j - rank_i) over the
+    window's members (term t's at ``term_start[t]:term_start[t + 1]``, dense ranks ``member_rank``).
+    Visited by (mu bucket, rank): a bucket shares its window and starts from the previous root."""
     n = mu.shape[0]
     n_terms = term_mu.shape[0]
     out = np.empty(n)
@@ -345,8 +323,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
 
 
 def warm_up() -> None:
-    """Compile or load from the cache every kernel now (a first round otherwise pays it: seconds
-    on the first run after installation, a fraction of a second after; see BENCHMARKS.md)."""
+    """Compile or load from the cache every kernel now (else the first round pays it; BENCHMARKS.md)."""
     one, two = np.ones(1), np.array([1500.0, 1400.0])
     ints = np.zeros(1, dtype=np.int64)
     segment_roots(two, np.full(2, 200.0), np.array([0, 1]), np.array([0, 2]), np.array([0, 0]), two, 2.0)

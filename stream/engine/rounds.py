@@ -1,15 +1,10 @@
 """Many rounds of one ladder per engine call: :func:`rate_rounds`.
 
-Rounds are grouped into waves of player-disjoint rounds: a round joins the wave after the last
-wave holding any of its players, so every player's rounds keep their order and each wave's
-rounds depend only on earlier waves.  A wave is rated in one vectorised pass: phase one of its
-small exact rounds as one segmented solve (``performance.solve_segments``), its other rounds
-(large, or subsampled presets) one by one with :func:`phase_one`; then phase two of all of the
-wave's players in place (``round.update_rows``, what :func:`phase_two` runs on its copy).  The
-result equals rating the rounds one by one with :func:`rate_round` (to rounding: the same
-equations, solved to floating-point resolution).  That is :func:`rate_flat`, for every model
-and round size (a compiled loop over the rounds in input order for the exact logistic presets'
-small rounds was measured and removed: BENCHMARKS.md "Engine batch call").
+A round joins the wave after the last wave holding any of its players (waves of player-disjoint
+rounds, each player's rounds in order). A wave is one pass: phase one of its small exact rounds as
+one segmented solve (``performance.solve_segments``), the others one by one; then phase two of all
+its players in place (``round.update_rows``). Equals :func:`rate_round` one by one to rounding
+(BENCHMARKS.md "Engine batch call").
 """
 
 from __future__ import annotations
@@ -30,8 +25,7 @@ from .state import PlayerBatch
 
 @dataclass(frozen=True, slots=True)
 class RoundSpec:
-    """One round for :func:`rate_rounds`: ``players`` are row indices into the prior batch
-    (distinct), ``ranks[i]`` player i's rank (ties equal, only the order matters)."""
+    """One round: ``players`` row indices into the prior batch (distinct), ``ranks[i]`` player i's rank."""
 
     players: np.ndarray
     ranks: np.ndarray
@@ -42,14 +36,10 @@ class RoundSpec:
 
 @dataclass(frozen=True, slots=True)
 class RoundsUpdate:
-    """Result of :func:`rate_rounds`.
-
-    ``after``: the prior batch with every rated player's final state.  Per participation (round k
-    holds ``offsets[k]:offsets[k + 1]``, players in the round's order): ``performance`` and the
-    posterior ``mu``/``sigma`` right after that round, and ``previous``, the index of the same
-    player's previous participation in this call (-1 for none).  ``rated[k]`` is False for an
-    outcome-free round (fewer than two players, or everyone tied unless ``Params.draws_rate``):
-    it rates nobody, and its participations hold NaN."""
+    """Result of :func:`rate_rounds`: ``after`` the final states; per participation (round k at
+    ``offsets[k]:offsets[k + 1]``) ``performance``, ``mu``/``sigma`` right after it and ``previous``
+    (the player's previous participation, -1: none); ``rated[k]`` False for an outcome-free round
+    (its participations hold NaN)."""
 
     after: PlayerBatch
     offsets: np.ndarray
@@ -76,11 +66,8 @@ def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params)
 
 def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: np.ndarray, times: np.ndarray,
               weights: np.ndarray, ceilings: np.ndarray, params: Params) -> RoundsUpdate:
-    """:func:`rate_rounds` of rounds given as flat arrays (no :class:`RoundSpec` per round): round k
-    holds participations ``offsets[k]:offsets[k + 1]`` of ``rows`` (int64 row indices into
-    ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round. Callers that hold a
-    long history as arrays (a correction's re-rate) skip building a spec per round.  Rated wave
-    by wave (module docstring): every model and round size."""
+    """:func:`rate_rounds` of rounds as flat arrays: round k is ``offsets[k]:offsets[k + 1]`` of
+    ``rows`` (int64 rows of ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round."""
     n_rounds = offsets.shape[0] - 1
     sizes = np.diff(offsets)
     total = int(offsets[-1])
@@ -96,8 +83,8 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
         wave_rows = rows[part]
         rnd = round_of[part]
         reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
-        perf = _wave_performances(after.mu[wave_rows], after.sigma[wave_rows], after.last_time[wave_rows],
-                                  ranks[part], rnd, times, weights, params)
+        perf = wave_performances(after.mu[wave_rows], after.sigma[wave_rows],
+                                 elapsed_days(after.last_time[wave_rows], times[rnd]), ranks[part], rnd, weights, params)
         if params.variant == "logistic":
             perf = np.minimum(perf, ceilings[rnd])
         update_rows(after, wave_rows, perf, params, weights[rnd], times[rnd])  # phase two, in place
@@ -116,14 +103,6 @@ def wave_parts(wave: np.ndarray, round_of: np.ndarray, rated: np.ndarray) -> Ite
         yield order[a:b]
 
 
-def _widen_for(batch: PlayerBatch, rows: np.ndarray, params: Params) -> None:
-    """Widen the factor arrays once to the longest history the rated participations ``rows``
-    leave (not once per wave as the histories grow)."""
-    need = _history_need(batch, rows, params)
-    if need > batch.p.shape[1]:
-        batch.widen(need)
-
-
 def _history_need(batch: PlayerBatch, rows: np.ndarray, params: Params) -> int:
     """The longest history the rated participations ``rows`` leave (0 for a memoryless model)."""
     if params.memoryless or rows.shape[0] == 0:
@@ -136,9 +115,7 @@ def _history_need(batch: PlayerBatch, rows: np.ndarray, params: Params) -> int:
 
 
 def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, draws: bool) -> np.ndarray:
-    """Rounds rated: at least two entries (``sizes``: players, or a team round's entries;
-    ``ranks``/``offsets``: its entries' ranks) and two distinct ranks, or all tied where
-    ``draws`` (``Params.draws_rate``: a draw is rated)."""
+    """Rounds rated: at least two entries and two distinct ranks, or all tied where ``draws``."""
     n = ranks.shape[0]
     if n == 0:
         return np.zeros(sizes.shape[0], dtype=bool)
@@ -156,8 +133,7 @@ def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, draws: boo
 
 
 def _waves(rows: np.ndarray, offsets: np.ndarray, rated: np.ndarray, n_players: int) -> np.ndarray:
-    """Each round's wave: one after the last wave holding any of its players (-1: not rated).
-    Plain Python lists: for the small rounds this is made for, cheaper than numpy calls."""
+    """Each round's wave (-1: not rated); plain lists: cheaper than numpy for small rounds."""
     last = [-1] * n_players
     wave = [-1] * rated.shape[0]
     players = rows.tolist()
@@ -182,21 +158,12 @@ def previous_participations(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
     return previous
 
 
-def _wave_performances(
-    mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, times: np.ndarray,
-    weights: np.ndarray, params: Params,
-) -> np.ndarray:
-    """Phase one of every round of a wave (participations grouped by round, input order; the
-    players' ``mu``, ``sigma`` and ``last_time`` before it)."""
-    return wave_performances(mu, sigma, elapsed_days(last_time, times[rnd]), ranks, rnd, weights, params)
-
-
 def wave_performances(
     mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, weights: np.ndarray,
     params: Params,
 ) -> np.ndarray:
-    """:func:`_wave_performances` from each participant's days since his last round (the teams
-    of ``stream.engine.teams`` have an average of their members' days, no ``last_time``)."""
+    """Phase one of every round of a wave (participations grouped by round, input order), from each
+    participant's days since his last round (``teams`` passes its members' average)."""
     n = mu.shape[0]
     first = np.ones(n, dtype=bool)  # a participation that starts its round (rounds are contiguous)
     np.not_equal(rnd[1:], rnd[:-1], out=first[1:])

@@ -75,20 +75,6 @@ class PlayerState:
         body = np.asarray(self.factors, dtype=_FACTOR_DTYPE).reshape(-1, 3).tobytes()
         return head + body
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> PlayerState:
-        """Inverse of :meth:`to_bytes`; raises ValueError on a malformed or unknown-version blob."""
-        if len(data) < _HEADER.size:
-            raise ValueError("packed player state too short")
-        version, mu, sigma, mu0, w0, rounds, last, k = _HEADER.unpack_from(data)
-        if version != PACK_VERSION:
-            raise ValueError(f"unknown packed state version {version}")
-        if len(data) != _HEADER.size + 24 * k:
-            raise ValueError("packed player state has the wrong length")
-        arr = np.frombuffer(data, dtype=_FACTOR_DTYPE, offset=_HEADER.size).reshape(k, 3)
-        factors = tuple((float(a), float(b), float(c)) for a, b, c in arr)
-        return cls(mu, sigma, mu0, w0, factors, rounds, None if math.isnan(last) else last)
-
 
 @dataclass(slots=True)
 class PlayerBatch:
@@ -206,14 +192,9 @@ def _newcomer_blob(params: Params) -> bytes:
 
 
 def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
-    """``PlayerBatch.from_states([PlayerState.from_bytes(b) ...])`` without per-player objects.
-
-    ``None`` stands for a newcomer (:meth:`PlayerState.new`). Vectorised: each blob is padded
-    with zero bytes to the longest one's length (zero bytes read as 0.0: the batch's zero
-    padding past a shorter history) and the rows joined once, so the headers and factors are
-    fixed-width views of one buffer (no index arrays of every byte). Raises ValueError like
-    :meth:`PlayerState.from_bytes`.
-    """
+    """The batch of packed states (the inverse of :meth:`PlayerState.to_bytes`; ``None``: a
+    newcomer); ValueError on a malformed or unknown-version blob. Vectorised: blobs zero-padded to
+    the longest (zero bytes read as the batch's 0.0 padding), headers and factors views of one buffer."""
     n = len(blobs)
     newcomer = _newcomer_blob(params)
     joined = [newcomer if b is None else b for b in blobs]

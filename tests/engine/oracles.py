@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from stream.engine import Params, PlayerState
 from stream.engine.display import DEFAULT_LADDER_KEY, DisplayConfig
 from stream.engine.predict import OutcomeModel, lobby_quality, pair_matrices
+from stream.engine.state import unpack_batch
 
 
 def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
@@ -32,3 +34,8 @@ def match_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> float
 def config_for(ladder: str, configs: dict[str, DisplayConfig]) -> DisplayConfig:
     """The ladder's display config, else the ``"*"`` entry, else the defaults."""
     return configs.get(ladder) or configs.get(DEFAULT_LADDER_KEY) or DisplayConfig()
+
+
+def state_from_bytes(data: bytes) -> PlayerState:
+    """One packed state read back (:func:`stream.engine.state.unpack_batch`); ValueError if malformed."""
+    return unpack_batch([data], Params()).to_states()[0]

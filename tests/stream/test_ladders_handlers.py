@@ -18,7 +18,7 @@ from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.contracts.round import MODEL_CHANGED
 from stream.engine.display import league_division
 from stream.engine.ladders import parse_ladders
-from stream.engine.state import PlayerState
+from tests.engine.oracles import state_from_bytes
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, split_sections
 from stream.pipeline.outbox import ListOutbox, Outbox
@@ -72,7 +72,7 @@ def assert_equals_replay(ctx: PipelineContext, rounds: Sequence[RoundResult],
     for key, (mu, sigma, n, state) in got.items():
         want = reference[key]
         assert abs(mu - want[0]) <= TOLERANCE and abs(sigma - want[1]) <= TOLERANCE and n == want[2], (key, mu, want)
-        packed = PlayerState.from_bytes(state)
+        packed = state_from_bytes(state)
         assert (packed.mu, packed.sigma, packed.rounds) == (mu, sigma, n)  # the state holds the same rating
 
 
