@@ -1,13 +1,7 @@
-"""Batch replay: rate a sequence of rounds in process.  THE reference the streaming pipeline must
-equal (DESIGN.md, "The guarantee that matters most").
-
-Rounds of each ladder are rated in input order with :func:`stream.engine.rate_rounds`, many
-rounds per vectorised call (equal to rating them one by one); ladders are independent pools.  Outcome-free rounds (fewer than two
-entries, or everyone tied where ``Params.draws_rate`` is False: preset ``mmr``) rate nobody and are
-recorded in ``ReplayResult.skipped``; a draw is rated by the paper's tie terms otherwise.  Rounds with
-teams or partial play are rated by Elo-MMR for teams in the same calls and waves
-(:func:`stream.engine.teams.rate_rounds_with_teams`, what the stream's phase one calls; equal
-to :func:`stream.engine.teams.rate_team_round` one round at a time).
+"""Batch replay: rate a sequence of rounds in process, THE reference the streaming pipeline must
+equal (DESIGN.md, "The guarantee that matters most"). Each ladder's rounds in input order, many per
+engine call (:func:`stream.engine.teams.rate_rounds_with_teams`, teams and partial play included);
+outcome-free rounds rate nobody and are recorded in ``ReplayResult.skipped``.
 """
 
 from __future__ import annotations
@@ -85,14 +79,9 @@ def replay(
     keep_rounds: bool = True,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> ReplayResult:
-    """Rate ``rounds`` in order; see the module docstring.
-
-    ``metrics``: if given, every round is scored before its update (see
-    :mod:`stream.batch.metrics`; round indices count every input round, skipped ones too).
-    ``keep_rounds=False`` drops per-round performances (saves memory on big replays).
-    ``on_round`` is called after each round (progress bars; in batches, after the engine call
-    that rated it).
-    """
+    """Rate ``rounds`` in order, each scored before its update into ``metrics`` if given (indices
+    count skipped rounds too); ``keep_rounds=False`` drops per-round performances; ``on_round``
+    is called after each round (after the engine call that rated it)."""
     result = ReplayResult(params=params, metrics=metrics)
     rate_sequence(result, rounds, keep_rounds=keep_rounds, on_round=on_round)
     return result
@@ -105,9 +94,8 @@ def rate_sequence(
     keep_rounds: bool = True,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> None:
-    """The rating loop of :func:`replay`: rate ``rounds`` (already accepted) in order into
-    ``result``, in chunks of consecutive rounds, one :func:`stream.engine.rate_rounds` call per
-    ladder and chunk.  Round indices (metrics) continue from the rounds ``result`` has seen."""
+    """:func:`replay`'s loop into ``result``: chunks of consecutive rounds, one engine call per
+    ladder and chunk; metrics indices continue from the rounds ``result`` has seen."""
     chunk: list[RoundResult] = []
     size = 0
     for rnd in rounds:
@@ -149,7 +137,7 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
         update = rate_rounds_with_teams(prior, specs, result.params)
         table.scatter(touched, update.after)
         if result.metrics is not None:
-            mu_before, earlier = _before(prior, local, update)
+            mu_before, earlier = before_rounds(prior, local, update)
             observed += [(first + i, mu_before[a:b], ranks[a:b], earlier[a:b])
                          for i, a, b in zip(members, cuts[:-1], cuts[1:])]
         if keep_rounds:
@@ -182,9 +170,9 @@ def _spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray) -> RoundSpec | 
                          rnd.perf_ceiling)
 
 
-def _before(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:
-    """Each participation's mu and number of rated rounds just before its round (metrics; the
-    service's online rating health reads them the same way: ``before_rounds``)."""
+def before_rounds(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:
+    """Each participation's mu and number of rated rounds just before its round (metrics, and the
+    online rating health in ``pipeline/health.py``)."""
     prev = update.previous
     mu = np.where(prev >= 0, update.mu[np.maximum(prev, 0)], prior.mu[local])
     by_player = np.argsort(local, kind="stable")  # participations of a player in round order
@@ -195,6 +183,3 @@ def _before(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tupl
     occurrence[by_player] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
     return mu, prior.rounds[local] + occurrence
 
-
-before_rounds = _before
-"""Public name of :func:`_before` (``stream/pipeline/health.py`` scores from it, as the replay does)."""

@@ -1,18 +1,11 @@
-"""Hyper-parameter search on a user's own history (``stream tune``).
+"""Hyper-parameter search on a user's own history (``stream tune``), scored as the authors'
+``bin/hparam_search.rs`` scores systems: pair inversion of the experienced players.
 
-The history is split by time (input order, the order replay rates in): the first part tunes,
-the last ``holdout`` share is held out.  Each candidate replays the tuning part and is scored as
-the authors' ``bin/hparam_search.rs`` scores systems: pair inversion of the experienced players
-(:mod:`stream.batch.metrics`, first 10 % of the part not scored).  The best candidate and the
-defaults are then replayed through the whole history with only the held-out rounds scored (the
-rating runs through every round; the tuning part is the warm-up).
-
-Candidates: the model's defaults first, then ``budget - budget // 2`` random draws from the
-model's space (:data:`SPACES`, ranges after ``hparam_search.rs``) from
-``numpy.random.default_rng(seed)``, then ``budget // 2`` random neighbours of the best so far
-(:func:`refinements`), all rounded to three significant digits.  Candidates are scored in a
-process pool; the result does not depend on the number of processes (ties go to the earlier
-candidate, so the defaults win ties).
+The first part of the history (input order) tunes, the last ``holdout`` share is held out: the
+best candidate and the defaults are then replayed through everything, held-out rounds scored.
+Candidates: the defaults, ``budget - budget // 2`` draws from :data:`SPACES` (seeded), then
+``budget // 2`` neighbours of the best (:func:`refinements`), at three significant digits; a
+process pool scores them, ties going to the earlier (the defaults).
 """
 
 from __future__ import annotations
