@@ -1,10 +1,6 @@
-"""Chebyshev interpolation on an interval: nested Lobatto nodes, coefficients, Clenshaw, and an
-adaptive fit that adds nodes until the series' tail is below a tolerance (used by ``fastperf``).
-
-A function analytic in the Bernstein ellipse E_rho around [a, b] has Chebyshev coefficients
-decaying like rho^-k (Trefethen, ATAP Thm 8.1), so the size of the last coefficients of an
-interpolant bounds its error; the Lobatto sets with 2^j + 1 points are nested, so raising the
-degree reuses every value already computed.
+"""Chebyshev interpolation for ``fastperf_*``: nested Lobatto nodes (2^j + 1: raising the degree
+reuses every value), coefficients, Clenshaw, and an adaptive fit accepted when the series' tail
+is below a tolerance (coefficients decay like rho^-k in the Bernstein ellipse: ATAP Thm 8.1).
 """
 
 from __future__ import annotations
@@ -95,14 +91,9 @@ def fit_adaptive(
     tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
     levels: tuple[int, ...] = NODE_LEVELS,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Chebyshev coefficients (m, series) of the functions ``evaluate`` tabulates on [a, b].
-
-    ``evaluate(xs)`` returns the (len(xs), series) values at the points xs; ``tolerance(xs,
-    values)`` the largest acceptable interpolation error of each series.  The node count goes
-    through ``levels`` (nested Lobatto sizes) until the coefficient tail of every series is
-    within tolerance; returns (coefficients, values at the m Lobatto points (descending x),
-    converged).  Values are only ever computed once per point.
-    """
+    """(coefficients (m, series), values at the m Lobatto points (descending x), converged) of the
+    functions ``evaluate(xs)`` tabulates on [a, b], raising the node count through ``levels`` until
+    every series' coefficient tail is within ``tolerance(xs, values)``."""
     mid, half = 0.5 * (a + b), 0.5 * (b - a)
     values = None
     for m in levels:

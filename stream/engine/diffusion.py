@@ -1,11 +1,6 @@
-"""Skill drift between rounds: the pseudodiffusion of Section 4.2 (Algorithm 2), vectorised.
-
-``diffuse`` is the authors' ``add_noise_best`` for finite rho and ``add_noise_and_collapse`` for
-the memoryless variants (Elo-MMR(inf), Elo-MMchi), where the belief is replaced by the Gaussian
-N(mu, sigma^2 + gamma^2) and the logistic history is cleared. The finite-rho rows run phase two's
-compiled diffusion (``kernels.diffuse_row``), which reads each row's own factors only: a row's
-floats never depend on the batch it is in (a season's soft reset diffuses the players entering it,
-in phase one's wave, phase two's batch or the backfill's round alike).
+"""Skill drift between rounds: the pseudodiffusion of Section 4.2 (Algorithm 2), vectorised:
+the authors' ``add_noise_best`` for finite rho (``kernels.diffuse_row``: a row's floats whatever its
+batch) and ``add_noise_and_collapse`` for the memoryless variants (N(mu, sigma^2 + gamma^2)).
 """
 
 from __future__ import annotations
@@ -67,8 +62,7 @@ def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatc
 
 
 def sigma_at(sigma: np.ndarray, last_time: np.ndarray, time: float, params: Params) -> np.ndarray:
-    """Each player's sigma as the next round at ``time`` would see it after its drift (weight 1):
-    ``sqrt(sigma^2 + gamma^2)`` with the days since his last round; what the read side shows of an
-    inactive player's uncertainty, computed at read time (nothing stored changes)."""
+    """Each player's sigma after the drift a round of weight 1 at ``time`` would apply: what the read
+    side shows of an inactive player's uncertainty (nothing stored changes)."""
     days = np.maximum(elapsed_days(last_time, time), 0.0)
     return drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, 1.0, days))

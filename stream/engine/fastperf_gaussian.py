@@ -2,15 +2,10 @@
 
 Players sorted by rank, tie group g:
     Q_g(x) = sum_{j in groups < g} loss_j(x) + sum_{j in groups > g} win_j(x) + sum_{j in g} tie_j(x)
-has no shared part like the logistic S(x), so the groups are tabulated piece by piece.  The
-extreme groups are solved first; all roots lie between theirs (Theorem 5.2).  That range is cut
-into pieces of ``PIECE_HALF_WIDTH`` delta_min; the sign of Q_g at the edges (Q_g decreases)
-says which piece holds each group's root, and the groups of a piece form a contiguous range.
-For such a range (``GaussianGroups``) the players outside enter as two weighted sums over their
-distinct (mu, delta) terms, the players inside by prefix sums of losses and suffix sums of wins.
-Each piece's Q_g are fitted together (17 or 33 Lobatto nodes; halved if that is not enough, or if
-the piece holds more than ``MAX_PIECE_GROUPS`` groups: memory), and each root is found by a
-bracketed Newton on its series, started at the secant between the nodes around its sign change.
+has no shared part, so the range between the extreme groups' roots (Theorem 5.2) is cut into
+pieces; the sign of Q_g at their edges says which piece holds each root (a contiguous range of
+groups, :class:`GaussianGroups`), each piece's Q_g are fitted together, and each root is found by a
+bracketed Newton on its series from the secant around its sign change.
 """
 
 from __future__ import annotations
@@ -48,13 +43,8 @@ class Outside:
 
 
 class GaussianGroups:
-    """Q_g(x) of a contiguous range of groups [g_a, g_b] (Elo-MMchi).
-
-    The players outside the range enter as two weighted sums over their distinct (mu, delta)
-    terms (losses of the players better than g_a, wins of those worse than g_b: one erfcx per
-    distinct term); the players inside by prefix sums of losses and suffix sums of wins over the
-    rank order plus tie group sums.
-    """
+    """Q_g(x) of a contiguous range of groups [g_a, g_b]: the players outside as weighted sums over
+    their distinct (mu, delta) terms, those inside by prefix sums of losses and suffix sums of wins."""
 
     def __init__(self, eq: GroupEquations, groups: TieGroups):
         pairs, inverse = np.unique(eq.mu + 1j * eq.delta, return_inverse=True)
@@ -189,9 +179,8 @@ def solve_gaussian(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
 
 
 def _solve_on_series(coef: np.ndarray, values: np.ndarray, a: float, b: float) -> np.ndarray:
-    """Root of each column's (decreasing) Chebyshev series on [a, b], given its ``values`` at the
-    Lobatto points (descending x): bracketed by the nodes
-    where its tabulated values change sign, started at the secant point, polished by Newton."""
+    """Root of each column's (decreasing) Chebyshev series on [a, b], bracketed by the Lobatto nodes
+    where its ``values`` change sign, from the secant point."""
     m = coef.shape[0]
     mid, half = 0.5 * (a + b), 0.5 * (b - a)
     x_nodes = mid + half * lobatto(m)  # descending

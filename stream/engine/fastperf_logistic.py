@@ -4,16 +4,10 @@ Loss/win terms differ from b_j(x) = -c_j tanh((x - mu_j) c_j/2) by -/+ c_j (modu
 so for tie group g (players sorted by rank)
     Q_g(x) = S(x) + K_g + e sum_{j in g} b_j(x),   S = sum_j b_j,
     K_g = sum_{worse} c_j - sum_{better} c_j,      e = 1 (0 with split ties):
-ONE function S shared by all groups.  Players with identical (mu, delta) (all newcomers, say)
-merge into one term of S with a multiplicity.  The extreme groups are solved first (each
-evaluation one pass over the distinct terms); all roots lie between theirs (Theorem 5.2).  S is
-fitted there by adaptive piecewise Chebyshev interpolation (pieces of ``PIECE_HALF_WIDTH``
-delta_min, 17..129 nodes, halved if that is not enough; the points on a small thread pool),
-re-expanded into short degree-11 pieces, and every group's root is found by a bracketed Newton
-on S + K_g + its own tie terms (those evaluated exactly), from an inverse-table guess.
-
-Accuracy: tanh's poles make the terms analytic for |Im x| < sqrt(3) delta_min, so the Chebyshev
-coefficients decay geometrically; a fit is accepted when its tail / slope < ROOT_TOL.
+ONE function S for all groups (identical (mu, delta) merged).  The extreme groups are solved
+first; all roots lie between theirs (Theorem 5.2), where S is fitted piecewise (analytic for
+|Im x| < sqrt(3) delta_min), re-expanded into short degree-11 pieces, and each root found by a
+bracketed Newton on S + K_g + its own tie terms (exact) from an inverse-table guess.
 """
 
 from __future__ import annotations

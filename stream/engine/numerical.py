@@ -25,16 +25,10 @@ Equations = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray, *, increasing: bool) -> np.ndarray:
-    """Zero of each monotone (increasing or decreasing) equation on its bracket [lo, hi].
-
-    Exactly the reference's rule per equation: start at the midpoint; after evaluating (s, s') at
-    the guess, the Newton point x - s/s' moves the bracket's upper end to the guess if it lies
-    below, else the lower end; the next guess is the Newton point clamped to the 75 % of the new
-    bracket adjacent to the old guess.  An equation stops once its guess is no longer strictly
-    inside its bracket (floating-point resolution).  All equations still running are evaluated
-    together in one call of ``f``.  ``increasing`` gives the monotone direction, used only when
-    the derivative underflows to 0 far in a tail (the step then goes the right way, clamped).
-    """
+    """Zero of each monotone equation on its bracket [lo, hi], by exactly the reference's rule:
+    from the midpoint, the Newton point x - s/s' moves the bracket's end on its side to the guess,
+    the next guess is it clamped to the 75 % of the new bracket next to the old guess; an equation
+    stops when its guess leaves the open bracket. ``increasing``: the direction where s' underflows."""
     tiny = np.finfo(float).tiny if increasing else -np.finfo(float).tiny
     lo = np.array(lo, dtype=float, copy=True)
     hi = np.array(hi, dtype=float, copy=True)
@@ -73,15 +67,10 @@ BRACKET_RTOL = 4.0 * np.finfo(float).eps
 def solve_bracketed(
     f: Equations, lo: np.ndarray, hi: np.ndarray, guess: np.ndarray, *, increasing: bool
 ) -> np.ndarray:
-    """Zero of each monotone equation on its bracket [lo, hi], starting from ``guess``.
-
-    Safeguarded Newton (rtsafe): each evaluation's sign moves one end of the bracket to the
-    guess; a Newton point outside the new bracket, or a Newton step longer than half the step
-    before last (Newton cycling between the shoulders of a tanh), is replaced by the bracket's
-    midpoint.  An equation stops after a Newton step shorter than ``NEWTON_STEP_TOL`` or when its
-    bracket reaches floating-point resolution.  Unlike :func:`solve_newton` (the reference's
-    rule) this starts from a good guess and so needs only a few evaluations.
-    """
+    """Zero of each monotone equation on its bracket [lo, hi] from ``guess``: safeguarded Newton
+    (rtsafe), a step outside the bracket or longer than half the one before last (cycling on a
+    tanh's shoulders) replaced by bisection; stops at a step below ``NEWTON_STEP_TOL`` or at
+    floating-point resolution."""
     # rows: lower end, upper end, guess, |last step|, |step before| (one gather/scatter each)
     state = np.empty((5, np.shape(guess)[0]))
     state[0], state[1] = lo, hi
@@ -136,10 +125,8 @@ def _pool_of(pid: int) -> ThreadPoolExecutor | None:
 
 
 def map_points(fn: Callable[[T], R], items: Iterable[T], *, parallel: bool = True) -> list[R]:
-    """``[fn(item) for item in items]``, on a small thread pool when ``parallel``.
-
-    Each item is computed entirely by one thread, so the results are bit-identical whatever the
-    number of threads (a requirement: the pipeline and replay must obtain the same floats)."""
+    """``[fn(item) for item in items]``, on a small thread pool when ``parallel``; each item on one
+    thread, so the floats do not depend on the thread count (pipeline and replay must agree)."""
     pool = _pool() if parallel else None
     if pool is None:
         return [fn(item) for item in items]
@@ -147,11 +134,8 @@ def map_points(fn: Callable[[T], R], items: Iterable[T], *, parallel: bool = Tru
 
 
 def prefix_sums(values: np.ndarray) -> np.ndarray:
-    """[0, v0, v0 + v1, ..., sum(values)]: cumulative sums with the error of a two-level sum.
-
-    A plain running sum of n terms accumulates ~sqrt(n) roundings; summing blocks of ~sqrt(n)
-    (running sums inside each block, plus the running sum of the block totals) cuts that to
-    ~2 n^(1/4), which keeps the Chebyshev fits of phase one above their rounding plateau."""
+    """[0, v0, v0 + v1, ..., sum(values)] summed in blocks of ~sqrt(n): ~2 n^(1/4) roundings instead
+    of ~sqrt(n), which keeps phase one's Chebyshev fits above their rounding plateau."""
     n = values.shape[0]
     block = max(1, int(math.isqrt(n)))
     n_blocks = -(-n // block)

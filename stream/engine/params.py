@@ -29,20 +29,11 @@ EXACT_BUCKET = 1e-5
 
 @dataclass(frozen=True, slots=True)
 class Params:
-    """Everything that defines one rating pool's maths.
-
-    ``subsample_size=None`` means exact phase one (every opponent); ``history_limit=None`` means the
-    logistic factor history is unbounded.  ``rho=math.inf`` is Elo-MMR(inf) (memoryless); the
-    Gaussian variant is Elo-MMchi (memoryless too).
-
-    ``draws_rate``: whether a round in which every entry ties (two or more: a draw) is rated, by
-    the paper's tie terms (Theorem 3.2: each tie, the player's own included, counts as a win plus
-    a loss in Q_i, so every participant's performance is the uncertainty-weighted balance point of
-    their ratings and the ratings move toward each other).  False keeps the authors' skip
-    (``simulate_contest`` passes over an "outcome free" contest), the parity of preset ``mmr``
-    with elo_mmr_py; such a round is then recorded ``no_outcome``.  Rounds with ties but two or
-    more distinct ranks are rated either way.
-    """
+    """Everything that defines one rating pool's maths. ``subsample_size=None``: exact phase one;
+    ``history_limit=None``: unbounded history; ``rho=math.inf``: Elo-MMR(inf) (memoryless, as the
+    Gaussian Elo-MMchi). ``draws_rate``: an all-tied round (a draw) is rated by the tie terms
+    (Theorem 3.2: the ratings move toward each other); False keeps the authors' "outcome free" skip
+    (preset ``mmr``'s parity with elo_mmr_py; recorded ``no_outcome``)."""
 
     name: str = "mmr"
     variant: Variant = "logistic"

@@ -8,7 +8,7 @@ from numpy.typing import ArrayLike, NDArray
 from stream.engine import Params, PlayerState
 from stream.engine.display import DEFAULT_LADDER_KEY, DisplayConfig
 from stream.engine.predict import OutcomeModel, lobby_quality, pair_matrices
-from stream.engine.state import unpack_batch
+from stream.engine.state import PlayerBatch, factor_weight, unpack_batch
 
 
 def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
@@ -39,3 +39,23 @@ def config_for(ladder: str, configs: dict[str, DisplayConfig]) -> DisplayConfig:
 def state_from_bytes(data: bytes) -> PlayerState:
     """One packed state read back (:func:`stream.engine.state.unpack_batch`); ValueError if malformed."""
     return unpack_batch([data], Params()).to_states()[0]
+
+
+def fold_oldest(batch: PlayerBatch, history_limit: int | None) -> PlayerBatch:
+    """Fold the oldest logistic factor of every player whose history holds ``history_limit``
+    factors into the Gaussian factor (in place; returns it): the numpy oracle of the history
+    bound in ``kernels.update_row``."""
+    if history_limit is None or batch.p.shape[1] == 0:
+        return batch
+    rows = np.flatnonzero(batch.n_factors >= history_limit)
+    if rows.size == 0:
+        return batch
+    wn = batch.w0[rows]
+    wl = factor_weight(batch.w_arg[rows, 0], batch.w_out[rows, 0])
+    batch.mu0[rows] = (wn * batch.mu0[rows] + wl * batch.p[rows, 0]) / (wn + wl)
+    batch.w0[rows] = wn + wl
+    for arr in (batch.p, batch.w_arg, batch.w_out):
+        arr[rows, :-1] = arr[rows, 1:]
+        arr[rows, -1] = 0.0
+    batch.n_factors[rows] -= 1
+    return batch
