@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -29,10 +29,9 @@ from scipy.special import ndtr
 
 from stream.engine.ladders import LadderConfig
 from stream.engine.models import Model
+from stream.engine.params import Params, Variant
 from stream.engine.ratings import ModelParams
 from .teams import team_beliefs
-
-NoiseKind = Literal["logistic", "gaussian"]
 
 LOGISTIC_SCALE_PER_SD = math.sqrt(3.0) / math.pi
 """A logistic distribution with standard deviation 1 has scale sqrt(3)/pi."""
@@ -55,7 +54,7 @@ class PerformanceModel:
 
     beta: float
     gamma: float = 0.0
-    kind: NoiseKind = "logistic"
+    kind: Variant = "logistic"
 
     def __post_init__(self) -> None:
         if not (self.beta > 0 and math.isfinite(self.beta)):
@@ -66,12 +65,9 @@ class PerformanceModel:
             raise ValueError(f"kind must be logistic or gaussian, got {self.kind!r}")
 
     @classmethod
-    def from_params(cls, params: Any, weight: float = 1.0, elapsed_days: float = 0.0) -> "PerformanceModel":
-        """The model of a round of ``weight`` under engine ``Params`` (``params.beta``,
-        ``params.gamma``); Gaussian when the params select the Elo-MMchi variant."""
-        variant = str(getattr(params, "variant", getattr(params, "kind", "logistic"))).lower()
-        kind: NoiseKind = "gaussian" if ("gauss" in variant or "mmx" in variant) else "logistic"
-        return cls(beta=float(params.beta(weight)), gamma=float(params.gamma(weight, elapsed_days)), kind=kind)
+    def from_params(cls, params: Params, weight: float = 1.0) -> "PerformanceModel":
+        """The model of a round of ``weight`` under Elo-MMR ``params`` (Gaussian for Elo-MMchi)."""
+        return cls(beta=float(params.beta(weight)), gamma=float(params.gamma(weight)), kind=params.variant)
 
     def describe(self, name: str, weight: float) -> dict[str, Any]:
         """What the API says about the model it predicted with."""
@@ -110,8 +106,7 @@ OutcomeModel = Union[PerformanceModel, RatedModel]
 
 
 def outcome_model(cfg: LadderConfig, weight: float = 1.0) -> OutcomeModel:
-    """The model to predict a ladder's next round of ``weight`` with: its rating-only model, or
-    the performance model of its Elo-MMR parameters."""
+    """The model of a ladder's next round of ``weight``: its rating-only model, or Elo-MMR's."""
     rating = cfg.rating_model
     if rating is None:
         return PerformanceModel.from_params(cfg.elo_mmr, weight)
@@ -182,12 +177,9 @@ def win_probability(mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike, sigma_
 
 def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel,
                   draw_margin: float = 0.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie); both
-    diagonals 0. A rating-only model gives its own tie probabilities (TrueSkill's draw margin;
-    zero for the others). Elo-MMR's performances are continuous: with ``draw_margin`` d > 0 a
-    pair ties (a draw, which the presets rating draws rate by the paper's tie terms) when its
-    performances differ by at most d, ``A[i, j] = P(P_i - P_j > d)`` (:func:`win_probability`
-    with mu_i shifted by -d) and ``T = 1 - A - A^T``; d = 0: no ties."""
+    """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie), diagonals 0;
+    a rating-only model's own ties; Elo-MMR's with ``draw_margin`` d: performances within d draw,
+    ``A[i, j] = P(P_i - P_j > d)`` and ``T = 1 - A - A^T``."""
     mu = np.asarray(mu, dtype=np.float64)
     sigma = np.asarray(sigma, dtype=np.float64)
     if not (draw_margin >= 0 and math.isfinite(draw_margin)):
@@ -226,14 +218,6 @@ def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
     counts = np.zeros((n, n), dtype=np.int64)
     np.add.at(counts, (order, np.broadcast_to(np.arange(n), order.shape)), 1)
     return counts / samples
-
-
-def duel_rank_distribution(ahead: NDArray[np.float64], tie: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The exact rank distribution of two players: first = P(ahead of the other) + half of P(tie)
-    (a tie split evenly, as expected ranks count it), so P(first) is the pairwise figure
-    and the distribution's mean is the expected rank."""
-    first = float(np.clip(ahead[0, 1] + 0.5 * tie[0, 1], 0.0, 1.0))
-    return np.array([[first, 1.0 - first], [1.0 - first, first]])
 
 
 def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
@@ -275,8 +259,9 @@ def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *, draw_
     pairwise, tie = pair_matrices(mu, sigma, model, draw_margin)
     if pairwise.shape[0] < 2:
         raise ValueError("a lobby needs at least 2 players")
-    if pairwise.shape[0] == 2:  # exact, and one figure: the ranks are the distribution's mean (to the last bit)
-        distribution = duel_rank_distribution(pairwise, tie)
+    if pairwise.shape[0] == 2:  # exact: P(first) = P(ahead) + half of P(tie), ranks its mean to the last bit
+        first = float(np.clip(pairwise[0, 1] + 0.5 * tie[0, 1], 0.0, 1.0))
+        distribution = np.array([[first, 1.0 - first], [1.0 - first, first]])
         ranks = distribution @ np.array([1.0, 2.0])
     else:
         distribution = rank_distribution(mu, sigma, model, samples=samples, seed=seed)
@@ -293,10 +278,8 @@ def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *, draw_
 
 @dataclass(frozen=True)
 class TeamPrediction:
-    """A proposed match of teams (aligned with the teams): each team's belief (its
-    weighted-average member, as Elo-MMR for teams rates it), the lobby prediction over the teams,
-    and per pair of teams the probabilities that the first wins (finishes ahead by more than the
-    draw margin) and that they draw (performances within the margin)."""
+    """A proposed match of teams: each team's belief (``teams.team_beliefs``), the lobby prediction
+    over the teams, and per pair of teams P(the first wins by more than the draw margin) and P(draw)."""
 
     mu: NDArray[np.float64]
     sigma: NDArray[np.float64]
@@ -308,18 +291,9 @@ class TeamPrediction:
 def predict_teams(mu: ArrayLike, sigma: ArrayLike, entry: NDArray[np.int64], weights: ArrayLike,
                   model: PerformanceModel, *, draw_margin: float = 0.0, samples: int = DEFAULT_SAMPLES,
                   seed: int = 0) -> TeamPrediction:
-    """Predict a match of teams from the players' ``mu``, ``sigma``, their team ``entry[i]``
-    (0..k-1) and shares of the match ``weights``.
-
-    A team is one participant with the belief of its weighted-average member
-    (``stream.engine.teams.team_beliefs``, what phase one rates it with), so every lobby figure
-    (:func:`predict_lobby`: first-place probabilities, expected ranks, match quality) is that of
-    the teams.  Elo-MMR's performances are continuous, so an exact draw has probability 0: with a
-    ``draw_margin`` d >= 0 (rating points) a pair draws when its performances differ by at most
-    d, ``P(win_a) = P(P_a - P_b > d)`` (:func:`win_probability` with mu_a shifted by -d, exact as
-    it is) and ``P(draw) = 1 - P(win_a) - P(win_b)`` (:func:`pair_matrices`)."""
-    if not (draw_margin >= 0 and math.isfinite(draw_margin)):
-        raise ValueError(f"draw_margin must be finite and >= 0, got {draw_margin}")
+    """Predict a match of teams from the players' ``mu``, ``sigma``, team ``entry[i]`` (0..k-1) and
+    shares ``weights``: a team is one participant with its weighted-average member's belief (as
+    phase one rates it); ``draw_margin``: :func:`pair_matrices`."""
     k = int(np.max(entry)) + 1
     mu_t, sigma_t = team_beliefs(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
                                  entry, np.asarray(weights, dtype=np.float64), k)

@@ -145,7 +145,7 @@ def test_a_ladders_model_is_fixed_once_it_rated_a_round(redis_url: str, caplog: 
         batch = await handle_rounds(ctx, [Incoming(first.to_json().encode())])
         await apply(ctx, batch)
         ladder = await ctx.store.client.hgetall(keys.ladder("b"))
-        assert ladder[b"model"] == b"glicko" and ladder[b"model_params"] == ctx.ladder("b").params_digest().encode()
+        assert ladder[b"model"] == b"glicko" and ladder[b"model_params"] == ctx.ladder("b").digest.encode()
 
         changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}))
         with caplog.at_level(logging.ERROR, logger="stream.pipeline.phase_one"):
@@ -278,7 +278,7 @@ def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: s
         registration = await ctx.store.register_round(
             "b", "r1", content_hash=round_.content_hash(), occurred_at=round_.occurred_at, received_at=1.7e9,
             field_size=2, body=round_.to_json().encode(), due_at=1.7e9, model=cfg.model,
-            model_params=cfg.params_digest())
+            model_params=cfg.digest)
         assert registration.outcome == "new"
         outbox = ListOutbox(PARTITIONS)
         changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}), outbox=outbox)
