@@ -83,8 +83,8 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
         wave_rows = rows[part]
         rnd = round_of[part]
         reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
-        perf = wave_performances(after.mu[wave_rows], after.sigma[wave_rows],
-                                 elapsed_days(after.last_time[wave_rows], times[rnd]), ranks[part], rnd, weights, params)
+        days = elapsed_days(after.last_time[wave_rows], times[rnd])
+        perf = wave_performances(after.mu[wave_rows], after.sigma[wave_rows], days, ranks[part], rnd, weights, params)
         if params.variant == "logistic":
             perf = np.minimum(perf, ceilings[rnd])
         update_rows(after, wave_rows, perf, params, weights[rnd], times[rnd])  # phase two, in place

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import struct
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -59,3 +62,11 @@ def fold_oldest(batch: PlayerBatch, history_limit: int | None) -> PlayerBatch:
         arr[rows, -1] = 0.0
     batch.n_factors[rows] -= 1
     return batch
+
+
+def state_to_bytes(state: PlayerState) -> bytes:
+    """One state packed by ``struct`` (the oracle of :func:`stream.engine.state.pack_batch`)."""
+    last = math.nan if state.last_time is None else float(state.last_time)
+    head = struct.pack("<BddddIdI", 1, state.mu, state.sigma, state.mu0, state.w0, state.rounds, last,
+                       len(state.factors))
+    return head + np.asarray(state.factors, dtype="<f8").reshape(-1, 3).tobytes()
