@@ -34,8 +34,7 @@ SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/codeforces_sys.rs (f6f83bb); co
 
 @dataclass(frozen=True, slots=True)
 class CodeforcesParams(ModelParams):
-    """``beta``: performance noise of a weight-1 round (only sets the scale); ``weight``: how far
-    a rating moves toward the round's performance (mu' = (mu + w p)/(1 + w))."""
+    """``beta``: performance noise of a weight-1 round (the scale); ``weight``: w of mu' = (mu + w p)/(1 + w)."""
 
     beta: float = DEFAULT_BETA
     weight: float = 1.0
@@ -65,8 +64,7 @@ def tanh_sum(x: np.ndarray, centres: np.ndarray, c: float) -> tuple[np.ndarray, 
 
 
 def solve_tanh_sum(targets: np.ndarray, centres: np.ndarray, c: float, known: np.ndarray) -> np.ndarray:
-    """x with F(x) = target for every target, F(x) = sum_j tanh(c (x - centres_j)) increasing;
-    ``known`` = F(centres).  Roots outside the solver bounds end at a bound, as the authors'."""
+    """x with F(x) = target for every target (``known`` = F(centres)); out of bounds: at a bound."""
     order = np.argsort(centres, kind="stable")
     xs = centres[order]
     fs = np.maximum.accumulate(known[order])  # F is increasing: remove rounding wiggles

@@ -32,8 +32,7 @@ DIRECT_MAX_PLAYERS = 256
 def opponent_deltas(
     sigma: np.ndarray, days: np.ndarray, params: Params, weight: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(sigma', delta): the drifted uncertainty sqrt(sigma^2 + gamma^2) and the opponent-term
-    width delta = sqrt(sigma'^2 + beta^2) (Algorithm 1).  ``weight``: the round's, or per row."""
+    """(sigma', delta) = (sqrt(sigma^2 + gamma^2), sqrt(sigma'^2 + beta^2)) (Algorithm 1)."""
     sig_drifted = drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, weight, days))
     return sig_drifted, np.hypot(sig_drifted, performance_noise(params, weight))
 
@@ -48,13 +47,9 @@ def phase_one(
     weight: float = 1.0,
     perf_ceiling: float = math.inf,
 ) -> np.ndarray:
-    """Performances of all participants, aligned with the inputs.
-
-    ``mu``/``sigma`` are the stored posteriors before this round's drift; the drift is applied
-    here.  Raises ``OutcomeFree`` for fewer than 2 players, or an all-tied round unless
-    ``params.draws_rate`` (a draw: one tie group, every player's Q the sum of the tie terms).  The
-    logistic result is clipped to ``perf_ceiling`` (the Gaussian one is not, as in the reference).
-    """
+    """Performances of all participants from their stored posteriors (the drift is applied here);
+    ``OutcomeFree`` for fewer than 2 players or a draw unless ``params.draws_rate``; logistic
+    results clipped to ``perf_ceiling`` (Gaussian not, as in the reference)."""
     mu = np.asarray(mu, dtype=float)
     groups = TieGroups.from_ranks(ranks, draws=params.draws_rate)
     _, delta = opponent_deltas(sigma, elapsed_days, params, weight)
@@ -76,16 +71,10 @@ def phase_one(
 def solve_segments(
     mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, params: Params
 ) -> np.ndarray:
-    """Exact performances of several small rounds at once (Algorithm 3, phase one).
-
-    Participants are concatenated; round r holds positions ``bounds[r]:bounds[r + 1]`` and none
-    may be outcome free.  One equation per (round, tie group), over its round's players, solved by
-    a bracketed Newton from the group's mean mu: logistic by a compiled loop per equation
-    (``kernels.segment_roots``), Gaussian vectorised over all equations padded to the largest
-    round (padding counts nothing; :func:`_row_sums`).  Each equation only sees its own round,
-    summed left to right as when the round is alone, so the roots are bit for bit those of rating
-    every round alone.  Returns performances aligned with the inputs (unclipped).
-    """
+    """Exact performances (unclipped) of several small rounds at once, round r at positions
+    ``bounds[r]:bounds[r + 1]`` (none outcome free): one equation per (round, tie group) over its
+    own round, summed left to right, from the group's mean mu, so each round gets the floats it gets
+    alone; logistic compiled (``kernels.segment_roots``), Gaussian padded to the largest round."""
     n = mu.shape[0]
     n_rounds = bounds.shape[0] - 1
     sizes = np.diff(bounds)
@@ -131,10 +120,8 @@ def solve_segments(
 
 
 def _row_sums(terms: np.ndarray) -> np.ndarray:
-    """Each row's sum, left to right (a running sum: ``np.cumsum``'s last column). The padding
-    after a round's players adds exact zeros, so a round gets the same floats at any padded width
-    (alone, or in a wave padded to its widest round); ``.sum(axis=1)`` would not: numpy sums a
-    row pairwise, in an order that depends on the row's length."""
+    """Each row's sum left to right (``np.cumsum``'s last column): padding zeros change nothing,
+    whereas ``.sum(axis=1)``'s pairwise order depends on the row's length."""
     out: np.ndarray = np.cumsum(terms, axis=1)[:, -1]
     return out
 
@@ -150,10 +137,8 @@ def performance_of(
     weight: float = 1.0,
     perf_ceiling: float = math.inf,
 ) -> float:
-    """Participant ``i``'s performance alone, as :func:`phase_one` gives it (its tie group's
-    equation solved by the direct method: O(N) per Newton step; the Chebyshev solver of large
-    rounds agrees to ~1e-11). For searches over one player's rank (what-if tier targets); the
-    subsampling presets go through :func:`phase_one` (their opponents are drawn per round)."""
+    """Participant ``i``'s performance alone, as :func:`phase_one` gives it (to ~1e-11: its group's
+    equation solved directly), for what-if searches over one player's rank."""
     if params.subsample_size is not None:
         return float(phase_one(mu, sigma, elapsed_days, ranks, params, weight=weight, perf_ceiling=perf_ceiling)[i])
     mu = np.asarray(mu, dtype=float)

@@ -67,8 +67,7 @@ class PlayerState:
 
 @dataclass(slots=True)
 class PlayerBatch:
-    """n players as arrays; factor arrays are (n, H), left-aligned (oldest first), padded with
-    zeros (a zero ``w_out``/``w_arg`` factor contributes nothing) up to H = longest history."""
+    """n players as arrays; factor arrays (n, H) left-aligned (oldest first), zero-padded."""
 
     mu: np.ndarray
     sigma: np.ndarray
@@ -101,47 +100,26 @@ class PlayerBatch:
             if k:
                 fac[i, :k] = s.factors
             n_factors[i] = k
-        return cls(
-            mu=np.array([s.mu for s in states], dtype=float),
-            sigma=np.array([s.sigma for s in states], dtype=float),
-            mu0=np.array([s.mu0 for s in states], dtype=float),
-            w0=np.array([s.w0 for s in states], dtype=float),
-            p=np.ascontiguousarray(fac[:, :, 0]),
-            w_arg=np.ascontiguousarray(fac[:, :, 1]),
-            w_out=np.ascontiguousarray(fac[:, :, 2]),
-            n_factors=n_factors,
-            rounds=np.array([s.rounds for s in states], dtype=np.int64),
-            last_time=np.array(
-                [math.nan if s.last_time is None else s.last_time for s in states], dtype=float
-            ),
-        )
+        mu, sigma, mu0, w0 = (np.array([getattr(s, name) for s in states], dtype=float)
+                              for name in ("mu", "sigma", "mu0", "w0"))
+        return cls(mu=mu, sigma=sigma, mu0=mu0, w0=w0, p=np.ascontiguousarray(fac[:, :, 0]),
+                   w_arg=np.ascontiguousarray(fac[:, :, 1]), w_out=np.ascontiguousarray(fac[:, :, 2]),
+                   n_factors=n_factors, rounds=np.array([s.rounds for s in states], dtype=np.int64),
+                   last_time=np.array([math.nan if s.last_time is None else s.last_time for s in states], dtype=float))
 
     def to_states(self) -> list[PlayerState]:
         """Unpack into one :class:`PlayerState` per player (order preserved)."""
         out = []
         for i in range(len(self)):
             k = int(self.n_factors[i])
-            factors = tuple(
-                (float(a), float(b), float(c))
-                for a, b, c in zip(self.p[i, :k], self.w_arg[i, :k], self.w_out[i, :k])
-            )
+            factors = tuple(zip(self.p[i, :k].tolist(), self.w_arg[i, :k].tolist(), self.w_out[i, :k].tolist()))
             last = float(self.last_time[i])
-            out.append(
-                PlayerState(
-                    mu=float(self.mu[i]),
-                    sigma=float(self.sigma[i]),
-                    mu0=float(self.mu0[i]),
-                    w0=float(self.w0[i]),
-                    factors=factors,
-                    rounds=int(self.rounds[i]),
-                    last_time=None if math.isnan(last) else last,
-                )
-            )
+            out.append(PlayerState(float(self.mu[i]), float(self.sigma[i]), float(self.mu0[i]), float(self.w0[i]),
+                                   factors, int(self.rounds[i]), None if math.isnan(last) else last))
         return out
 
     def copy(self, width: int = 0) -> PlayerBatch:
-        """A deep copy (phase two never mutates its input), its factor arrays padded to at least
-        ``width``; of the factor arrays only the used entries are read (the padding is zeros)."""
+        """A deep copy, factor arrays padded to at least ``width`` (only the used entries read)."""
         p, w_arg, w_out = gather_factors((self.p, self.w_arg, self.w_out), np.arange(len(self)), self.n_factors,
                                          max(width, self.p.shape[1]))
         return PlayerBatch(mu=self.mu.copy(), sigma=self.sigma.copy(), mu0=self.mu0.copy(), w0=self.w0.copy(), p=p,
@@ -161,8 +139,7 @@ class PlayerBatch:
             setattr(self, name, new)
 
     def put(self, index: np.ndarray, other: PlayerBatch) -> None:
-        """Overwrite the given rows with ``other`` (aligned; in place), widening the factor
-        arrays if ``other`` holds longer histories."""
+        """Overwrite the given rows with ``other`` (aligned; in place), widening as needed."""
         h = other.p.shape[1]
         if h > self.p.shape[1]:
             self.widen(h)

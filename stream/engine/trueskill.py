@@ -173,8 +173,8 @@ class _Diff:
 
 def rate_teams(before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
                params: TrueSkillParams) -> ModelRound:
-    """One round: ``entry[i]`` is player i's team (index into ``entry_ranks``, 1-based ranks, equal
-    ranks draw), ``weights`` each player's share of the match.  Returns the players' new ratings."""
+    """One round: ``entry[i]`` player i's team (index into ``entry_ranks``; equal ranks draw),
+    ``weights`` each player's share of the match."""
     order = np.argsort(entry_ranks, kind="stable")  # teams by rank, ties in input order
     position = np.empty_like(order)
     position[order] = np.arange(order.shape[0])
@@ -247,10 +247,9 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TrueSkillParams, *, w
 
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: TrueSkillParams,
               *, weight: float = 1.0) -> PairOdds:
-    """TrueSkill's outcome probabilities of a 1-vs-1 in the next round (Herbrich et al. 2006,
-    eq. (1)-(2)): with c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2 + 2 tau^2 (the dynamics added before
-    the round) and the draw margin eps of two players, P(a wins) = Phi((mu_a - mu_b - eps) / c),
-    P(draw) = Phi((eps - d) / c) - Phi((-eps - d) / c), d = mu_a - mu_b.  No round weight."""
+    """A 1-vs-1's outcome probabilities (Herbrich et al. 2006, eq. (1)-(2)): d = mu_a - mu_b,
+    c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2 + 2 tau^2, P(a wins) = Phi((d - eps) / c),
+    P(draw) = Phi((eps - d) / c) - Phi((-eps - d) / c)."""
     d = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
     c = np.sqrt(2.0 * params.beta**2 + np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.tau**2)
     eps = draw_margin(params, 2)
@@ -261,20 +260,17 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """Performances N(mu, sigma^2 + tau^2 + beta^2) (the factor graph's prior and likelihood);
-    draws within the margin are not drawn: a rank distribution orders them arbitrarily."""
+    """Performances N(mu, sigma^2 + tau^2 + beta^2) (prior and likelihood; no draws)."""
     sd = np.sqrt(np.square(sigma) + params.tau**2 + params.beta**2)
     draws: np.ndarray = mu + sd * rng.standard_normal((samples, len(mu)))
     return draws
 
 
 def quality(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> float:
-    """Match quality of a free-for-all of single players, as the ``trueskill`` package's
-    ``quality`` computes it (Herbrich et al. 2006, Section 4): with A the (n, n-1) matrix of
-    neighbouring differences, S = diag(sigma^2 + tau^2) and B = beta^2 A^T A,
-    q = sqrt(det B / det(B + A^T S A)) exp(-mu^T A (B + A^T S A)^-1 A^T mu / 2): the likelihood of a
-    draw relative to that of equally skilled players.  (The package takes sigma as given; here tau is
-    added first, the next round's prior, as in :func:`pair_odds`.)"""
+    """Match quality of a free-for-all as the ``trueskill`` package's ``quality`` (Herbrich et al.
+    2006, Section 4): A the (n, n-1) neighbouring differences, S = diag(sigma^2 + tau^2) (tau added:
+    the next round's prior), B = beta^2 A^T A, q = sqrt(det B / det(B + A^T S A))
+    exp(-mu^T A (B + A^T S A)^-1 A^T mu / 2)."""
     mu = np.asarray(mu, dtype=float)
     if mu.shape[0] < 2:
         raise ValueError("match quality needs at least 2 players")
