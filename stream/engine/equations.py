@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerical import Equations, solve_bracketed, solve_newton
+from .numerical import Equations, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
 from .ranking import TieGroups
 from .terms import terms_for
@@ -45,14 +45,10 @@ class GroupEquations:
 
 
 def solve_groups_direct(eq: GroupEquations, groups_to_solve: np.ndarray) -> np.ndarray:
-    """Roots of Q_g for the given groups on the reference bracket."""
+    """Roots of Q_g for the given groups on the reference bracket, from its midpoint."""
     k = groups_to_solve.shape[0]
-    return solve_newton(
-        lambda x, idx: eq(x, groups_to_solve[idx]),
-        np.full(k, SOLVER_BOUNDS[0]),
-        np.full(k, SOLVER_BOUNDS[1]),
-        increasing=False,
-    )
+    lo, hi = np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1])
+    return solve_bracketed(lambda x, idx: eq(x, groups_to_solve[idx]), lo, hi, 0.5 * (lo + hi), increasing=False)
 
 
 def solve_extreme_groups(f_ends: Equations, n_groups: int) -> tuple[np.ndarray, bool]:

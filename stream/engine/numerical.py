@@ -1,5 +1,5 @@
-"""Vectorised root solving: the authors' safeguarded Newton (``numerical.rs: solve_newton``),
-run for many independent monotone equations at once."""
+"""Vectorised root solving of many independent monotone equations at once (safeguarded Newton,
+as the authors' ``numerical.rs: solve_newton`` on the same bracket), and the engine's thread pool."""
 
 from __future__ import annotations
 
@@ -15,48 +15,11 @@ import numpy as np
 T = TypeVar("T")
 R = TypeVar("R")
 
-NEWTON_SHRINK = 0.75
-"""A Newton guess is clamped to the 75 % of the bracket nearest the side it came from."""
 MAX_NEWTON_ITER = 400
-"""Safety cap; the reference has none and stops at floating-point resolution (< ~60 steps)."""
+"""Safety cap (the reference has none)."""
 
 # f(x, idx) -> (value, derivative) of the equations `idx` at points `x` (same length).
 Equations = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray, *, increasing: bool) -> np.ndarray:
-    """Zero of each monotone equation on its bracket [lo, hi], by exactly the reference's rule:
-    from the midpoint, the Newton point x - s/s' moves the bracket's end on its side to the guess,
-    the next guess is it clamped to the 75 % of the new bracket next to the old guess; an equation
-    stops when its guess leaves the open bracket. ``increasing``: the direction where s' underflows."""
-    tiny = np.finfo(float).tiny if increasing else -np.finfo(float).tiny
-    lo = np.array(lo, dtype=float, copy=True)
-    hi = np.array(hi, dtype=float, copy=True)
-    guess = 0.5 * (lo + hi)
-    result: np.ndarray = guess.copy()
-    active = np.arange(guess.shape[0])
-    for _ in range(MAX_NEWTON_ITER):
-        if active.size == 0:
-            break
-        g = guess[active]
-        s, sp = f(g, active)
-        sp = np.where(sp == 0.0, tiny, sp)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ext = g - s / sp
-        ext = np.where(np.isnan(ext), g, ext)  # s == s' == 0: the guess is the root
-        down = ext < g
-        a = np.where(down, lo[active], g)
-        b = np.where(down, g, hi[active])
-        span = NEWTON_SHRINK * (b - a)
-        nxt = np.where(down, np.clip(ext, b - span, b), np.clip(ext, a, a + span))
-        lo[active], hi[active], guess[active] = a, b, nxt
-        done = (a >= nxt) | (nxt >= b)
-        result[active[done]] = nxt[done]
-        active = active[~done]
-    result[active] = guess[active]
-    return result
-
-
 NEWTON_STEP_TOL = 1e-7
 """Rating points: a Newton step this small ends the iteration; the error left after it is
 ~ step^2 |f''/2f'| (quadratic convergence), far below 1e-12 for phase one's equations."""
