@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stream.engine.ratings import tie_spans
+
 EXPERIENCED_MIN_ROUNDS = 5
 """'Experienced' players have at least this many earlier rounds (the authors' min_history)."""
 SKIPPED_FRACTION_DENOMINATOR = 10
@@ -52,13 +54,8 @@ def count_inversions(values: np.ndarray) -> int:
 def renormalised_ranks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(order, lo, hi)``: the stable order by rank, and each sorted member's tie group span."""
     order = np.argsort(ranks, kind="stable")
-    sorted_ranks = ranks[order]
-    n = sorted_ranks.shape[0]
-    starts = np.r_[True, sorted_ranks[1:] != sorted_ranks[:-1]] if n else np.zeros(0, dtype=bool)
-    group = np.cumsum(starts) - 1
-    first = np.flatnonzero(starts)
-    last = np.r_[first[1:] - 1, n - 1] if n else first
-    return order, first[group], last[group]
+    lo, hi = tie_spans(ranks)
+    return order, lo[order], hi[order]
 
 
 def pair_metric(mu: np.ndarray, ranks: np.ndarray) -> tuple[float, int]:

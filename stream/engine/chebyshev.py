@@ -10,8 +10,6 @@ from functools import cache
 
 import numpy as np
 
-NODE_LEVELS = (17, 33, 65, 129)
-"""Nested Chebyshev-Lobatto sizes tried in turn by :func:`fit_adaptive`."""
 TAIL_FRACTION = 4
 """The tail checked for convergence: the last 1/TAIL_FRACTION of the coefficients."""
 ROOT_TOL = 1e-11
@@ -84,13 +82,9 @@ def root_tolerance(scale: float) -> Callable[[np.ndarray, np.ndarray], np.ndarra
     return tolerance
 
 
-def fit_adaptive(
-    evaluate: Callable[[np.ndarray], np.ndarray],
-    a: float,
-    b: float,
-    tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    levels: tuple[int, ...] = NODE_LEVELS,
-) -> tuple[np.ndarray, np.ndarray, bool]:
+def fit_adaptive(evaluate: Callable[[np.ndarray], np.ndarray], a: float, b: float,
+                 tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 levels: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
     """(coefficients (m, series), values at the m Lobatto points (descending x), converged) of the
     functions ``evaluate(xs)`` tabulates on [a, b], raising the node count through ``levels`` until
     every series' coefficient tail is within ``tolerance(xs, values)``."""

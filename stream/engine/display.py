@@ -154,6 +154,19 @@ class DisplayConfig:
         """Thresholds of the placement steps, the lowest replaced by -inf."""
         return np.array([p.threshold for p in self.placements], dtype=np.float64)
 
+    @functools.cached_property
+    def _bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """:attr:`thresholds`, and less the demotion margin, read-only, built once."""
+        thresholds = self.thresholds
+        demoted = thresholds - self.demotion_margin
+        thresholds.flags.writeable = demoted.flags.writeable = False
+        return thresholds, demoted
+
+    @functools.cached_property
+    def _label_index(self) -> dict[str, int]:
+        """Label of each placement step -> its index (labels are unique)."""
+        return {label: i for i, label in enumerate(self.tier_names)}
+
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "DisplayConfig":
         """Build from the JSON form: ``{"mode", "k", "center", "scale", "tiers": [[name, t], ...],
@@ -215,7 +228,7 @@ def next_tier(current_tier: ArrayLike, mu: ArrayLike, sigma: ArrayLike,
     current = np.asarray(current_tier, dtype=np.int64)
     mu_arr = np.asarray(mu, dtype=np.float64)
     sigma_arr = np.asarray(sigma, dtype=np.float64)
-    thresholds, demoted = _thresholds(cfg)
+    thresholds, demoted = cfg._bounds
     top = len(thresholds) - 1
     lower = thresholds.searchsorted(mu_arr - cfg.k * sigma_arr, side="right") - 1
     upper = demoted.searchsorted(mu_arr + cfg.k * sigma_arr, side="right") - 1
@@ -224,16 +237,6 @@ def next_tier(current_tier: ArrayLike, mu: ArrayLike, sigma: ArrayLike,
     upper = np.minimum(np.maximum(upper, 0), top)
     held = np.where(current == UNPLACED, lower, np.minimum(current, top))
     return np.minimum(np.maximum(held, lower), upper).astype(np.int64)
-
-
-@functools.lru_cache(maxsize=256)
-def _thresholds(cfg: DisplayConfig) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The config's thresholds, and less its demotion margin, read-only, built once per config."""
-    thresholds = cfg.thresholds
-    demoted = thresholds - cfg.demotion_margin
-    thresholds.flags.writeable = False
-    demoted.flags.writeable = False
-    return thresholds, demoted
 
 
 PLACEMENT_PREFIX = "Placement "
@@ -261,7 +264,7 @@ def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDA
     if len(names) == 0:
         return np.empty(0, dtype=np.int64)
     wanted = [n.decode() if isinstance(n, bytes) else (n or "") for n in names]
-    index = _label_index(cfg)
+    index = cfg._label_index
     out = np.fromiter(map(index.get, wanted, [_UNKNOWN] * len(wanted)), dtype=np.int64, count=len(wanted))
     unknown = np.flatnonzero(out == _UNKNOWN)
     if unknown.size:
@@ -282,12 +285,6 @@ def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDA
 
 _UNKNOWN = -(1 << 40)
 """:func:`tier_indices`' marker of a name that is no label of the config (never an index)."""
-
-
-@functools.lru_cache(maxsize=256)
-def _label_index(cfg: DisplayConfig) -> dict[str, int]:
-    """Label of each placement step -> its index (labels are unique: ``DisplayConfig`` checks)."""
-    return {label: i for i, label in enumerate(cfg.tier_names)}
 
 
 def _lowest_step_of_league(cfg: DisplayConfig) -> dict[str, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,16 +53,22 @@ class RoundsUpdate:
 
 def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params) -> RoundsUpdate:
     """Rate ``rounds`` in order against ``prior`` (not modified); see the module docstring."""
-    n_rounds = len(rounds)
-    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
-    offsets = np.zeros(n_rounds + 1, dtype=np.int64)
+    return rate_flat(prior, *flat_rounds(rounds), params)
+
+
+Flat = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def flat_rounds(rounds: Sequence[RoundSpec | Any]) -> Flat:
+    """(rows, ranks, offsets, times, weights, ceilings) of round specs, as :func:`rate_flat` takes them."""
+    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=len(rounds))
+    offsets = np.zeros(len(rounds) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    rows = np.concatenate([r.players for r in rounds]).astype(np.int64) if n_rounds else np.zeros(0, np.int64)
-    ranks = np.concatenate([r.ranks for r in rounds]) if n_rounds else np.zeros(0)
-    times = np.array([r.time for r in rounds], dtype=float)
-    weights = np.array([r.weight for r in rounds], dtype=float)
-    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
-    return rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params)
+    rows = np.concatenate([r.players for r in rounds]).astype(np.int64) if rounds else np.zeros(0, np.int64)
+    ranks = np.concatenate([r.ranks for r in rounds]) if rounds else np.zeros(0)
+    times, weights, ceilings = (np.array([getattr(r, name) for r in rounds], dtype=float)
+                                for name in ("time", "weight", "perf_ceiling"))
+    return rows, ranks, offsets, times, weights, ceilings
 
 
 def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: np.ndarray, times: np.ndarray,

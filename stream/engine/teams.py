@@ -27,8 +27,8 @@ from .params import Params
 from .performance import phase_one
 from .round import RoundUpdate, phase_two, update_rows
 from .seasons import reset_rows, seasoned
-from .rounds import (RoundSpec, RoundsUpdate, _history_need, _rated, _waves, previous_participations, rate_rounds,
-                     wave_parts, wave_performances)
+from .rounds import (RoundSpec, RoundsUpdate, _history_need, _rated, _waves, flat_rounds, previous_participations,
+                     rate_rounds, wave_parts, wave_performances)
 from .state import PlayerBatch
 
 
@@ -112,13 +112,9 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     if len(individual) == len(rounds):
         return rate_rounds(prior, individual, params)
     n_rounds = len(rounds)
-    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
-    offsets = np.zeros(n_rounds + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
+    rows, _, offsets, times, weights, ceilings = flat_rounds(rounds)
     total = int(offsets[-1])
-    rows = np.concatenate([r.players for r in rounds]).astype(np.int64)
-    ranks = np.concatenate([r.ranks for r in rounds])
-    round_of = np.repeat(np.arange(n_rounds), sizes)
+    round_of = np.repeat(np.arange(n_rounds), np.diff(offsets))
     # every round as entries (an individual round's players are entries of one), numbered globally
     local = [r.entry if isinstance(r, TeamRoundSpec) else np.arange(r.players.shape[0]) for r in rounds]
     entry_ranks = [r.entry_ranks if isinstance(r, TeamRoundSpec) else r.ranks for r in rounds]
@@ -136,9 +132,6 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     previous = previous_participations(rows, rated[round_of])
     after = prior.copy(_history_need(prior, rows[rated[round_of]], params))  # copied at its final width at once
     wave = _waves(rows, offsets, rated, len(prior))
-    times = np.array([r.time for r in rounds], dtype=float)
-    weights = np.array([r.weight for r in rounds], dtype=float)
-    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
 
     for part in wave_parts(wave, round_of, rated):
         wave_rows = rows[part]
