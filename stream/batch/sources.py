@@ -189,9 +189,7 @@ def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
             return
         except RoundRejected as exc:
             if exc.reason == UNKNOWN_FIELD:
-                round_id = _round_id(raw)
-                label = f"{where} (round {round_id})" if round_id is not None else where
-                ignored.append(SourceError(label, f"{exc.message} ignored", exc.field, UNKNOWN_FIELD))
+                ignored.append(SourceError(_label(raw, where), f"{exc.message} ignored", exc.field, UNKNOWN_FIELD))
     try:
         rounds.append(parse_round(raw, limits=limits))
         return
@@ -199,23 +197,22 @@ def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
         if exc.reason == NO_OUTCOME and exc.round is not None:
             rounds.append(exc.round)
             return
-        round_id = _round_id(raw)
-        label = f"{where} (round {round_id})" if round_id is not None else where
-        error = SourceError(label, f"{exc.reason}: {exc.message}", exc.field, exc.reason)
+        error = SourceError(_label(raw, where), f"{exc.reason}: {exc.message}", exc.field, exc.reason)
     if rejected is None:
         raise error
     rejected.append(error)
 
 
-def _round_id(raw: Any) -> str | None:
-    """The round id of a rejected message, if it has a readable one (for the error's label)."""
+def _label(raw: Any, where: str) -> str:
+    """``where``, with the round id of a rejected message if it has a readable one."""
     if isinstance(raw, bytes):
         try:
             raw = json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):  # not UTF-8, not JSON, a 4,300+ digit integer, too deep
-            return None
+            return where
     round_id = raw.get("round_id") if isinstance(raw, dict) else None
-    return round_id if isinstance(round_id, str) and round_id.isprintable() and len(round_id) <= 200 else None
+    readable = isinstance(round_id, str) and round_id.isprintable() and len(round_id) <= 200
+    return f"{where} (round {round_id})" if readable else where
 
 
 def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None,

@@ -43,21 +43,16 @@ def _log(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def _mmr(rng: np.random.Generator) -> Candidate:
-    return {"weight_limit": _log(rng, 0.01, 2.0), "sig_limit": _log(rng, 20.0, 160.0),
-            "rho": float(RHO_CHOICES[int(rng.integers(len(RHO_CHOICES)))])}
+def _rho(rng: np.random.Generator) -> float:
+    return float(RHO_CHOICES[int(rng.integers(len(RHO_CHOICES)))])
 
 
-def _mmx(rng: np.random.Generator) -> Candidate:
-    return {"weight_limit": _log(rng, 0.01, 2.0), "sig_limit": _log(rng, 20.0, 160.0)}
-
-
-def _beta_drift(rng: np.random.Generator) -> Candidate:
-    return {"beta": _log(rng, 30.0, 600.0), "sig_drift": _log(rng, 5.0, 80.0)}
-
-
-def _codeforces(rng: np.random.Generator) -> Candidate:
-    return {"beta": _log(rng, 30.0, 600.0), "weight": _log(rng, 0.05, 10.0)}
+def _space(rho: bool = False, **ranges: tuple[float, float]) -> Sampler:
+    """A sampler: each field log-uniform in its range, in order, then ``rho`` (if asked)."""
+    def draw(rng: np.random.Generator) -> Candidate:
+        out = {k: _log(rng, *bounds) for k, bounds in ranges.items()}
+        return {**out, "rho": _rho(rng)} if rho else out
+    return draw
 
 
 def _topcoder(rng: np.random.Generator) -> Candidate:
@@ -65,17 +60,15 @@ def _topcoder(rng: np.random.Generator) -> Candidate:
     return {"weight_noob": noob, "weight_limit": _log(rng, 0.1 * noob, noob)}
 
 
-def _elo_multiplayer(rng: np.random.Generator) -> Candidate:
-    return {"temperature": _log(rng, 40.0, 700.0), "max_gain": _log(rng, 4.0, 128.0)}
-
-
+_ELO_MMR = {"weight_limit": (0.01, 2.0), "sig_limit": (20.0, 160.0)}
+_BETA_DRIFT = _space(beta=(30.0, 600.0), sig_drift=(5.0, 80.0))
 SPACES: dict[str, Sampler] = {
-    **{name: (_mmx if p.variant == "gaussian" else _mmr) for name, p in PRESETS.items()},
-    "glicko": _beta_drift,
-    "bar": _beta_drift,
-    "codeforces": _codeforces,
+    **{name: _space(p.variant == "logistic", **_ELO_MMR) for name, p in PRESETS.items()},
+    "glicko": _BETA_DRIFT,
+    "bar": _BETA_DRIFT,
+    "codeforces": _space(beta=(30.0, 600.0), weight=(0.05, 10.0)),
     "topcoder": _topcoder,
-    "elo-multiplayer": _elo_multiplayer,
+    "elo-multiplayer": _space(temperature=(40.0, 700.0), max_gain=(4.0, 128.0)),
 }
 """Each tunable model's sampler: Elo-MMR presets vary weight_limit, sig_limit and (logistic) rho
 and keep the rest of the preset (subsampling, history bound)."""
@@ -106,7 +99,7 @@ def refinements(name: str, around: Candidate, count: int, seed: int) -> list[Can
         step: Candidate = {}
         for key, value in around.items():
             if key == "rho":
-                step[key] = float(RHO_CHOICES[int(rng.integers(len(RHO_CHOICES)))]) if rng.random() < 0.25 else value
+                step[key] = _rho(rng) if rng.random() < 0.25 else value
             else:
                 step[key] = round_sig(value * math.exp(rng.normal(0.0, REFINE_STEP))) if value > 0 else value
         try:
