@@ -118,15 +118,14 @@ class DisplayConfig:
                 raise ValueError(f"{name} must be a finite number >= 0{'' if name == 'interval_z' else ' or null'}, "
                                  f"got {value!r}")
             object.__setattr__(self, name, float(value))
-        for name in ("provisional_rounds", "min_rounds"):
+        for name, low, high in (("provisional_rounds", 0, 0), ("min_rounds", 0, 0), ("divisions", 1, MAX_DIVISIONS)):
             value = getattr(self, name)
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
                 object.__setattr__(self, name, value)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-        if isinstance(self.divisions, bool) or not isinstance(self.divisions, int) or not 1 <= self.divisions <= MAX_DIVISIONS:
-            raise ValueError(f"divisions must be an integer in [1, {MAX_DIVISIONS}], got {self.divisions!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or 0 < high < value:
+                bounds = f"in [{low}, {high}]" if high else ">= 0"
+                raise ValueError(f"{name} must be an integer {bounds}, got {value!r}")
         if len(set(self.tier_names)) != len(self.placements):
             raise ValueError("league and division labels must be unique")
 
@@ -179,8 +178,6 @@ class DisplayConfig:
         for key in ("k", "center", "scale", "demotion_margin"):
             if key in kwargs:
                 kwargs[key] = float(kwargs[key])
-        if "divisions" in kwargs and isinstance(kwargs["divisions"], float) and kwargs["divisions"].is_integer():
-            kwargs["divisions"] = int(kwargs["divisions"])
         if "tiers" in raw:
             kwargs["tiers"] = tuple(
                 (str(name), float("-inf") if threshold is None else float(threshold))

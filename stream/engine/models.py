@@ -13,15 +13,6 @@ import numpy as np
 from stream.engine import bar, codeforces, elo_multiplayer, glicko, topcoder, trueskill
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
-RateRound = Callable[..., ModelRound]
-RateTeams = Callable[..., ModelRound]
-"""``rate_teams(before, entry, entry_ranks, weights, params)``: ``entry[i]`` player i's team (an
-index into ``entry_ranks``), ``weights`` the players' shares of the match."""
-OddsCall = Callable[..., PairOdds]
-SampleCall = Callable[..., np.ndarray]
-QualityCall = Callable[[np.ndarray, np.ndarray, Any], float]
-
-
 @dataclass(frozen=True, slots=True)
 class Model:
     """A model: its defaults, round call, maths source, the elo_mmr_py system it reproduces (None:
@@ -31,14 +22,15 @@ class Model:
 
     name: str
     params: ModelParams
-    rate: RateRound
+    rate: Callable[..., ModelRound]
     source: str
     oracle: str | None
-    teams: RateTeams | None = None
+    teams: Callable[..., ModelRound] | None = None
+    """``rate_teams(before, entry, entry_ranks, weights, params)``: ``entry[i]`` player i's team."""
     performs: bool = False
-    odds: OddsCall | None = None
-    sample: SampleCall | None = None
-    quality: QualityCall | None = None
+    odds: Callable[..., PairOdds] | None = None
+    sample: Callable[..., np.ndarray] | None = None
+    quality: Callable[[np.ndarray, np.ndarray, Any], float] | None = None
 
     def rate_round(self, before: Ratings, ranks: np.ndarray, params: ModelParams | None = None, *,
                    weight: float = 1.0, perf_ceiling: float = math.inf) -> ModelRound:
@@ -48,7 +40,7 @@ class Model:
 
     def rate_teams(self, before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
                    params: ModelParams | None = None) -> ModelRound:
-        """One team round (see :data:`RateTeams`); ValueError if the model has no team call."""
+        """One team round (see :attr:`teams`); ValueError if the model has no team call."""
         if self.teams is None:
             raise ValueError(f"model {self.name!r} does not rate team rounds")
         chosen: Any = self.params if params is None else params

@@ -61,7 +61,7 @@ def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, p
     ``weights`` and ``times`` for ``rows[q]``: finite rho by the compiled
     ``kernels.logistic_update_rows``, the memoryless models by numpy."""
     days = elapsed_days(batch.last_time[rows], times)
-    gamma, beta = _noise_per_row(params, weights, days)
+    gamma, beta = gammas(params, weights, days), performance_noise(params, weights)  # Eq. 9, Params.beta per row
     sigma = batch.sigma[rows]
     new_sigma = drifted_sigma(sigma, gamma)
     if params.memoryless:
@@ -88,14 +88,6 @@ def history_width(n_factors: np.ndarray, params: Params) -> int:
     """Factor entries the longest of these histories needs after one more round."""
     kept = n_factors if params.history_limit is None else np.minimum(n_factors, params.history_limit - 1)
     return int(kept.max(initial=-1)) + 1
-
-
-def _noise_per_row(params: Params, weights: np.ndarray, days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's drift gamma and performance noise beta (Eq. 9 / ``Params.beta``) for its round's weight."""
-    first = float(weights[0]) if len(weights) else 1.0
-    if (weights == first).all():  # one round (or rounds of one weight): no per-weight split
-        return gammas(params, first, days), np.full(len(weights), params.beta(first))
-    return gammas(params, weights, days), performance_noise(params, weights)
 
 
 def rate_round(
