@@ -1,8 +1,5 @@
-"""``LadderTable``: every player of one ladder as growable arrays (struct of arrays).
-
-Replay gathers a round's rows into a :class:`~stream.engine.PlayerBatch` with fancy indexing and
-scatters the engine's result back, so per round there is no per-player Python maths, only the
-id → row dictionary lookups.
+"""``LadderTable``: every player of one ladder as growable arrays, gathered into a
+:class:`~stream.engine.PlayerBatch` per engine call and scattered back (no per-player Python maths).
 """
 
 from __future__ import annotations
@@ -42,16 +39,10 @@ class LadderTable:
 
     def __post_init__(self) -> None:
         cap = INITIAL_CAPACITY
-        self.mu = np.empty(cap)
-        self.sigma = np.empty(cap)
-        self.mu0 = np.empty(cap)
-        self.w0 = np.empty(cap)
-        self.n_factors = np.zeros(cap, dtype=np.int64)
-        self.rounds = np.zeros(cap, dtype=np.int64)
+        self.mu, self.sigma, self.mu0, self.w0 = (np.empty(cap) for _ in range(4))
+        self.n_factors, self.rounds = np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
         self.last_time = np.full(cap, np.nan)
-        self.p = np.zeros((cap, 0))
-        self.w_arg = np.zeros((cap, 0))
-        self.w_out = np.zeros((cap, 0))
+        self.p, self.w_arg, self.w_out = (np.zeros((cap, 0)) for _ in range(3))
 
     @property
     def size(self) -> int:
