@@ -23,6 +23,8 @@ _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 """ln 2 in two parts (fdlibm's): n ln 2 exact in the first for |n| < 2^20."""
+_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
+"""1/k! for k = 13..0: Horner's coefficients of exp(r) to r^13 (truncation < 1e-17 relative)."""
 EXP_FLOOR = -40.0
 """exp below this is taken at it: tanh(20) is 1 to the last bit, and 1 - tanh^2 < 1e-17."""
 
@@ -42,20 +44,9 @@ def exp_nonpositive(y: float) -> float:
     y = max(y, EXP_FLOOR)
     n = math.floor(y * _LOG2E + 0.5)
     r = (y - n * _LN2_HI) - n * _LN2_LO
-    p = 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
+    p = _TAYLOR[0]
+    for c in _TAYLOR[1:]:
+        p = p * r + c
     return p * _double_from_bits((np.int64(n) + 1023) << 52)  # type: ignore[call-arg]  # numba intrinsic
 
 
