@@ -132,7 +132,7 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
         ranks = np.fromiter((s.rank for st in standings for s in st), dtype=np.int64, count=len(players))
         touched, local = np.unique(table.rows(players), return_inverse=True)
         cuts = bounds.tolist()
-        specs = [_spec(chunk[i], local[a:b], ranks[a:b]) for i, a, b in zip(members, cuts[:-1], cuts[1:])]
+        specs = [round_spec(chunk[i], local[a:b], ranks[a:b]) for i, a, b in zip(members, cuts[:-1], cuts[1:])]
         prior = table.gather(touched)
         update = rate_rounds_with_teams(prior, specs, result.params)
         table.scatter(touched, update.after)
@@ -160,9 +160,10 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
             on_round(rnd)
 
 
-def _spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray) -> RoundSpec | TeamRoundSpec:
-    """The engine's spec of a round, its players at ``rows`` of the chunk's prior: a round with
-    teams or partial play is a :class:`TeamRoundSpec` (Elo-MMR for teams)."""
+def round_spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray | None = None) -> RoundSpec | TeamRoundSpec:
+    """The engine's spec of a round, its players at ``rows`` of the prior batch (``ranks``: its
+    ranks, if the caller has them): a :class:`TeamRoundSpec` for teams or partial play."""
+    ranks = rnd.ranks() if ranks is None else ranks
     if not (rnd.has_teams() or rnd.is_partial()):
         return RoundSpec(rows, ranks, time=rnd.occurred_at, weight=rnd.weight, perf_ceiling=rnd.perf_ceiling)
     entry, entry_ranks = rnd.entries()
