@@ -122,8 +122,7 @@ def solve_segments(
 def _row_sums(terms: np.ndarray) -> np.ndarray:
     """Each row's sum left to right (``np.cumsum``'s last column): padding zeros change nothing,
     whereas ``.sum(axis=1)``'s pairwise order depends on the row's length."""
-    out: np.ndarray = np.cumsum(terms, axis=1)[:, -1]
-    return out
+    return np.cumsum(terms, axis=1)[:, -1]
 
 
 def performance_of(

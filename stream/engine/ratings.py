@@ -79,8 +79,7 @@ def noisy_skills(mu: np.ndarray, sd: np.ndarray | None, gumbel: float, rng: np.r
     ``gumbel``: a pair's difference of Gumbels is logistic (the rankings are Plackett-Luce)."""
     shape = (samples, len(mu))
     skill = mu if sd is None else mu + sd * rng.standard_normal(shape)
-    draws: np.ndarray = skill + rng.gumbel(0.0, gumbel, shape)
-    return draws
+    return skill + rng.gumbel(0.0, gumbel, shape)
 
 
 def tie_spans(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

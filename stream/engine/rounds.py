@@ -127,8 +127,7 @@ def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, draws: boo
     if n == 0:
         return np.zeros(sizes.shape[0], dtype=bool)
     if draws:
-        enough: np.ndarray = sizes >= 2
-        return enough
+        return sizes >= 2
     differs = np.zeros(n, dtype=np.int64)
     differs[1:] = ranks[1:] != ranks[:-1]
     cum = np.concatenate(([0], np.cumsum(differs)))

@@ -60,8 +60,7 @@ def _averager(entry: np.ndarray, weights: np.ndarray, k: int) -> Callable[[np.nd
         own = np.zeros(k)
         own[entry[members]] = values[members]
         mean = np.bincount(entry, weights=weights * values, minlength=k) / total
-        out: np.ndarray = np.where(single, own, mean)
-        return out
+        return np.where(single, own, mean)
 
     return average
 

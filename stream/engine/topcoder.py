@@ -91,5 +91,4 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: TopcoderParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
     """mu plus N(0, sigma^2 / W): exactly :func:`pair_odds` for every pair."""
-    draws: np.ndarray = mu + sigma / math.sqrt(weight) * rng.standard_normal((samples, len(mu)))
-    return draws
+    return mu + sigma / math.sqrt(weight) * rng.standard_normal((samples, len(mu)))

@@ -271,10 +271,7 @@ def quality(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> float
     2006, Section 4): A the (n, n-1) neighbouring differences, S = diag(sigma^2 + tau^2) (tau added:
     the next round's prior), B = beta^2 A^T A, q = sqrt(det B / det(B + A^T S A))
     exp(-mu^T A (B + A^T S A)^-1 A^T mu / 2)."""
-    mu = np.asarray(mu, dtype=float)
-    if mu.shape[0] < 2:
-        raise ValueError("match quality needs at least 2 players")
-    return float(quality_many(mu[None, :], np.asarray(sigma, dtype=float)[None, :], params)[0])
+    return float(quality_many(np.asarray(mu, dtype=float)[None, :], np.asarray(sigma, dtype=float)[None, :], params)[0])
 
 
 def quality_many(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> np.ndarray:
