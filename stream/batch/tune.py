@@ -142,13 +142,11 @@ class Scored:
 def objective(rounds: Sequence[RoundResult], name: str, params: Candidate) -> float:
     """Pair inversion of the experienced players over ``rounds`` (the tuning part) with
     ``params``; NaN when nobody experienced was scored."""
-    metrics = Metrics(len(rounds))
-    replay_named(rounds, name, overrides=params, metrics=metrics)
-    return float(metrics.summary()["pair_exp"])
+    return held_out(rounds, None, name, params).pair_exp
 
 
-def held_out(rounds: Sequence[RoundResult], split: int, name: str, params: Candidate | None = None) -> Scored:
-    """Replay every round with ``params``, scoring rounds ``split`` onwards only."""
+def held_out(rounds: Sequence[RoundResult], split: int | None, name: str, params: Candidate | None = None) -> Scored:
+    """Replay every round with ``params``, scoring rounds ``split`` onwards only (None: the first 10 % not)."""
     metrics = Metrics(len(rounds), start=split)
     replay_named(rounds, name, overrides=params, metrics=metrics)
     return Scored.of(metrics)
