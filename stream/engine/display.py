@@ -342,9 +342,7 @@ def standing(mu: ArrayLike, sigma_now: ArrayLike, rounds: ArrayLike, days_idle: 
         checks.append((~(idle <= cfg.active_days), f"no round in the last {cfg.active_days:g} days"))
     if cfg.max_sigma is not None:
         checks.append((sig > cfg.max_sigma, f"uncertainty (sigma) above {cfg.max_sigma:g}"))
-    failing = np.zeros(mu_a.shape, dtype=bool)
-    for bad, _ in checks:
-        failing = failing | bad
+    failing = np.logical_or.reduce([bad for bad, _ in checks])
     reasons = [[why for bad, why in checks if bad[i]] for i in range(mu_a.shape[0])] if failing.any() else \
         [[] for _ in range(mu_a.shape[0])]
     return Standing(sig, mu_a - cfg.interval_z * sig, mu_a + cfg.interval_z * sig, provisional, ~failing, reasons)

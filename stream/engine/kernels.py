@@ -133,24 +133,6 @@ def solve_tanh_equation(constant: float, linear: float, centre: np.ndarray, scal
     return x
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")
-def tie_group_terms(c: np.ndarray, gid: np.ndarray, a: int, m: int, g: int, tie_mult: float,
-                    weight: np.ndarray) -> float:
-    """Tie group ``g``'s equation over players ``a:a + m``: returns its constant (better players
-    ``-c``, worse ``+c``), writes each player's tanh weight to ``weight[:m]`` (x ``tie_mult`` if tied)."""
-    constant = 0.0
-    for j in range(a, a + m):
-        mult = 1.0
-        if gid[j] < g:
-            constant -= c[j]
-        elif gid[j] > g:
-            constant += c[j]
-        else:
-            mult = tie_mult
-        weight[j - a] = -mult * c[j]
-    return constant
-
-
 @numba.njit(cache=True, error_model="numpy")
 def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.ndarray, eq_round: np.ndarray,
                   guess: np.ndarray, tie_mult: float) -> np.ndarray:
@@ -162,14 +144,20 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
     out = np.empty(n_eq)
     c = TANH_MULTIPLIER / delta
     half = 0.5 * c
-    width = 0
-    for r in range(start.shape[0] - 1):
-        width = max(width, start[r + 1] - start[r])
-    weight = np.empty(width)
+    weight = np.empty((start[1:] - start[:-1]).max())
     for g in range(n_eq):
         r = eq_round[g]
         a, m = start[r], start[r + 1] - start[r]
-        constant = tie_group_terms(c, gid, a, m, g, tie_mult, weight)
+        constant = 0.0  # better players count -c, worse +c; each player's tanh weight -c (x tie_mult if tied)
+        for j in range(a, a + m):
+            mult = 1.0
+            if gid[j] < g:
+                constant -= c[j]
+            elif gid[j] > g:
+                constant += c[j]
+            else:
+                mult = tie_mult
+            weight[j - a] = -mult * c[j]
         out[g] = solve_tanh_equation(constant, 0.0, mu[a:], half[a:], weight, m, guess[g], False)
     return out
 
@@ -266,9 +254,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
     for t in range(n_terms):
         member_c[term_start[t]:term_start[t + 1]] = term_c[t]
     # the terms holding each rank's members (a tie group's terms), by counting sort
-    n_ranks = 0
-    for j in range(member_rank.shape[0]):
-        n_ranks = max(n_ranks, member_rank[j] + 1)
+    n_ranks = member_rank.max() + 1
     rank_start = np.zeros(n_ranks + 1, dtype=np.int64)
     for j in range(member_rank.shape[0]):
         rank_start[member_rank[j] + 1] += 1
@@ -281,10 +267,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
             term_by_rank[fill[member_rank[j]]] = t
             fill[member_rank[j]] += 1
     tied = np.zeros(n_terms, dtype=np.int64)
-    width = 0
-    for i in range(n):
-        width = max(width, end[i] - beg[i])
-    weight = np.empty(width)
+    weight = np.empty((end - beg).max())
     pos = 0
     while pos < n:
         first = by_window[pos]
