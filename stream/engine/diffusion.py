@@ -42,20 +42,14 @@ def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatc
     scales by t kappa (``w_out *= t kappa``), sigma <- sigma'.  mu is unchanged (rating
     preservation) and 1/sigma^2 drops to kappa/sigma^2, i.e. sigma^2 grows by gamma^2.
     """
-    out = batch.copy()
     new_sigma = drifted_sigma(batch.sigma, gamma)
-    if params.memoryless:
-        out.sigma = new_sigma
-        out.mu0 = batch.mu.copy()
-        out.w0 = new_sigma**-2
-        n = len(batch)
-        out.p = np.zeros((n, 0))
-        out.w_arg = np.zeros((n, 0))
-        out.w_out = np.zeros((n, 0))
-        out.n_factors = np.zeros(n, dtype=np.int64)
-        return out
+    if params.memoryless:  # collapse: N(mu, sigma^2), no history
+        empty = np.zeros((len(batch), 0))
+        return PlayerBatch(batch.mu.copy(), new_sigma, batch.mu.copy(), new_sigma**-2, empty, empty.copy(),
+                           empty.copy(), np.zeros(len(batch), dtype=np.int64), batch.rounds.copy(),
+                           batch.last_time.copy())
+    out = batch.copy()
     decay = (batch.sigma / new_sigma) ** 2
-    # phase two's own compiled rows (kernels.diffuse_row): each row's floats whatever the batch's width
     diffuse_rows(out.mu, out.mu0, out.w0, out.w_arg, out.w_out, out.n_factors, decay, decay**params.rho)
     out.sigma = new_sigma
     return out

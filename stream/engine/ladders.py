@@ -67,8 +67,7 @@ class LadderConfig:
 
     @property
     def draws_rate(self) -> bool:
-        """Whether the ladder's model rates a draw (the one answer phase one, corrections, backfill
-        and replay ask)."""
+        """Whether the ladder's model rates a draw (what phase one, corrections, backfill and replay ask)."""
         return self.params.draws_rate
 
     @property

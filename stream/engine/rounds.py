@@ -101,8 +101,7 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
 
 
 def wave_parts(wave: np.ndarray, round_of: np.ndarray, rated: np.ndarray) -> Iterator[np.ndarray]:
-    """The rated participations (indices), wave by wave (``wave``: each round's), each wave's in
-    input order."""
+    """The rated participations (indices), wave by wave (``wave``: each round's), in input order."""
     live = np.flatnonzero(rated[round_of])
     order = live[np.argsort(wave[round_of[live]], kind="stable")]
     bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
