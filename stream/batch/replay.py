@@ -41,10 +41,6 @@ class ReplayResult:
     seen: int = 0
     """Input rounds handled so far, skipped ones included (the next round's metrics index)."""
 
-    def state(self, ladder: str, player: str) -> PlayerState:
-        """One player's final state (KeyError if the player never played in that ladder)."""
-        return self.ladders[ladder].state(player)
-
     def states(self) -> dict[tuple[str, str], PlayerState]:
         """Every final state, keyed by (ladder, player)."""
         out: dict[tuple[str, str], PlayerState] = {}

@@ -96,10 +96,6 @@ class LadderTable:
         scatter_factors((self.p, self.w_arg, self.w_out), rows, n_old, (batch.p, batch.w_arg, batch.w_out),
                         batch.n_factors)
 
-    def state(self, player: str) -> PlayerState:
-        """One player's full state."""
-        return self.gather(np.array([self.index[player]])).to_states()[0]
-
     def _reserve(self, n: int) -> None:
         cap = self.mu.shape[0]
         if n <= cap:

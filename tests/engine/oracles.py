@@ -8,6 +8,7 @@ import struct
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from stream.batch.replay import ReplayResult
 from stream.engine import Params, PlayerState
 from stream.engine.display import DEFAULT_LADDER_KEY, DisplayConfig
 from stream.engine.predict import OutcomeModel, lobby_quality, pair_matrices
@@ -70,3 +71,9 @@ def state_to_bytes(state: PlayerState) -> bytes:
     head = struct.pack("<BddddIdI", 1, state.mu, state.sigma, state.mu0, state.w0, state.rounds, last,
                        len(state.factors))
     return head + np.asarray(state.factors, dtype="<f8").reshape(-1, 3).tobytes()
+
+
+def final_state(result: ReplayResult, ladder: str, player: str) -> PlayerState:
+    """One player's final state in a replay (KeyError if he never played in that ladder)."""
+    table = result.ladders[ladder]
+    return table.gather(np.array([table.index[player]])).to_states()[0]
