@@ -172,11 +172,16 @@ def before_rounds(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -
     online rating health in ``pipeline/health.py``)."""
     prev = update.previous
     mu = np.where(prev >= 0, update.mu[np.maximum(prev, 0)], prior.mu[local])
+    return mu, prior.rounds[local] + occurrence(local)
+
+
+def occurrence(local: np.ndarray) -> np.ndarray:
+    """For each participation (``local``: its player), how many earlier ones of the same player there are."""
     by_player = np.argsort(local, kind="stable")  # participations of a player in round order
     first = np.ones(local.shape[0], dtype=bool)
     first[1:] = local[by_player[1:]] != local[by_player[:-1]]
     starts = np.flatnonzero(first)
-    occurrence = np.empty(local.shape[0], dtype=np.int64)
-    occurrence[by_player] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
-    return mu, prior.rounds[local] + occurrence
+    out = np.empty(local.shape[0], dtype=np.int64)
+    out[by_player] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
+    return out
 
