@@ -10,7 +10,7 @@ its players in place (``round.update_rows``). Equals :func:`rate_round` one by o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,15 +71,21 @@ def flat_rounds(rounds: Sequence[RoundSpec | Any]) -> Flat:
     return rows, ranks, offsets, times, weights, ceilings
 
 
+WavePhaseOne = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``(participations, mu, sigma, days) -> (performances, round weights)`` of a wave (``teams``)."""
+
+
 def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: np.ndarray, times: np.ndarray,
-              weights: np.ndarray, ceilings: np.ndarray, params: Params) -> RoundsUpdate:
+              weights: np.ndarray, ceilings: np.ndarray, params: Params, *, rated: np.ndarray | None = None,
+              phase_one_of: WavePhaseOne | None = None) -> RoundsUpdate:
     """:func:`rate_rounds` of rounds as flat arrays: round k is ``offsets[k]:offsets[k + 1]`` of
-    ``rows`` (int64 rows of ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round."""
+    ``rows`` (int64 rows of ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round;
+    ``rated`` and a wave's phase one replaced by the caller's (Elo-MMR for teams)."""
     n_rounds = offsets.shape[0] - 1
     sizes = np.diff(offsets)
     total = int(offsets[-1])
     round_of = np.repeat(np.arange(n_rounds), sizes)
-    rated = _rated(ranks, offsets, sizes, params.draws_rate)
+    rated = _rated(ranks, offsets, sizes, params.draws_rate) if rated is None else rated
 
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
     previous = previous_participations(rows, rated[round_of])
@@ -91,10 +97,15 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
         rnd = round_of[part]
         reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
         days = elapsed_days(after.last_time[wave_rows], times[rnd])
-        perf = wave_performances(after.mu[wave_rows], after.sigma[wave_rows], days, ranks[part], rnd, weights, params)
-        if params.variant == "logistic":
-            perf = np.minimum(perf, ceilings[rnd])
-        update_rows(after, wave_rows, perf, params, weights[rnd], times[rnd])  # phase two, in place
+        if phase_one_of is not None:
+            perf, row_weights = phase_one_of(part, after.mu[wave_rows], after.sigma[wave_rows], days)
+        else:
+            perf = wave_performances(after.mu[wave_rows], after.sigma[wave_rows], days, ranks[part], rnd, weights,
+                                     params)
+            if params.variant == "logistic":
+                perf = np.minimum(perf, ceilings[rnd])
+            row_weights = weights[rnd]
+        update_rows(after, wave_rows, perf, params, row_weights, times[rnd])  # phase two, in place
         performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
     return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
                         previous=previous, rated=rated)

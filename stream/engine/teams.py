@@ -25,10 +25,9 @@ import numpy as np
 from .diffusion import elapsed_days
 from .params import Params
 from .performance import phase_one
-from .round import RoundUpdate, phase_two, update_rows
-from .seasons import reset_rows, seasoned
-from .rounds import (RoundSpec, RoundsUpdate, _history_need, _rated, _waves, flat_rounds, previous_participations,
-                     rate_rounds, wave_parts, wave_performances)
+from .round import RoundUpdate, phase_two
+from .seasons import seasoned
+from .rounds import RoundSpec, RoundsUpdate, _rated, flat_rounds, rate_flat, rate_rounds, wave_performances
 from .state import PlayerBatch
 
 
@@ -111,8 +110,7 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     if len(individual) == len(rounds):
         return rate_rounds(prior, individual, params)
     n_rounds = len(rounds)
-    rows, _, offsets, times, weights, ceilings = flat_rounds(rounds)
-    total = int(offsets[-1])
+    rows, ranks, offsets, times, weights, ceilings = flat_rounds(rounds)
     round_of = np.repeat(np.arange(n_rounds), np.diff(offsets))
     # every round as entries (an individual round's players are entries of one), numbered globally
     local = [r.entry if isinstance(r, TeamRoundSpec) else np.arange(r.players.shape[0]) for r in rounds]
@@ -127,19 +125,10 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     entry_offsets = np.concatenate(([0], np.cumsum(n_entries)))
     rated = _rated(all_entry_ranks, entry_offsets, n_entries, params.draws_rate)
 
-    performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
-    previous = previous_participations(rows, rated[round_of])
-    after = prior.copy(_history_need(prior, rows[rated[round_of]], params))  # copied at its final width at once
-    wave = _waves(rows, offsets, rated, len(prior))
-
-    for part in wave_parts(wave, round_of, rated):
-        wave_rows = rows[part]
-        rnd = round_of[part]
-        reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
+    def phase_one_of(part: np.ndarray, member_mu: np.ndarray, member_sigma: np.ndarray,
+                     days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         entries, at = np.unique(entry[part], return_inverse=True)  # the wave's entries, grouped by round
         k = entries.shape[0]
-        member_mu, member_sigma = after.mu[wave_rows], after.sigma[wave_rows]
-        days = elapsed_days(after.last_time[wave_rows], times[rnd])
         mu_team, sigma_team = team_beliefs(member_mu, member_sigma, at, share[part], k)
         team_round = entry_round[entries]
         perf_team = wave_performances(mu_team, sigma_team, _averager(at, share[part], k)(days),
@@ -148,7 +137,7 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
             perf_team = np.minimum(perf_team, ceilings[team_round])
         single = np.bincount(at, minlength=k) == 1
         perf = perf_team[at] + np.where(single[at], 0.0, member_mu - mu_team[at])
-        update_rows(after, wave_rows, perf, params, weights[rnd] * share[part], times[rnd])  # phase two, in place
-        performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
-    return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
-                        previous=previous, rated=rated)
+        return perf, weights[round_of[part]] * share[part]
+
+    return rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params, rated=rated,
+                     phase_one_of=phase_one_of)
