@@ -14,8 +14,6 @@ import math
 
 import numpy as np
 
-from dataclasses import dataclass
-
 from .chebyshev import MIN_PIECE_HALF_WIDTH, clenshaw, derivative_coefficients, fit_adaptive, lobatto, root_tolerance
 from .equations import GroupEquations, solve_extreme_groups
 from .numerical import map_points, prefix_sums, solve_bracketed, worth_threads
@@ -33,13 +31,10 @@ MAX_PIECE_GROUPS = 1 << 17
 """Pieces holding more groups are halved before fitting: bounds the (nodes x groups) tables."""
 
 
-@dataclass(frozen=True, slots=True)
-class Outside:
-    """The players outside a range of groups, as distinct (mu, delta) terms with multiplicities:
-    ``better`` (they contribute losses) and ``worse`` (wins), each (mu, delta, count/delta)."""
-
-    better: tuple[np.ndarray, np.ndarray, np.ndarray]
-    worse: tuple[np.ndarray, np.ndarray, np.ndarray]
+Terms = tuple[np.ndarray, np.ndarray, np.ndarray]
+Outside = tuple[Terms, Terms]
+"""The players outside a range of groups as distinct (mu, delta, count/delta) terms: those better
+(they contribute losses), those worse (wins)."""
 
 
 class GaussianGroups:
@@ -60,23 +55,20 @@ class GaussianGroups:
         self.parallel = worth_threads(self.n_terms)
         self.scale = eq.mu.shape[0] / float(eq.delta.min())  # ~ sum of |terms|, for rounding
 
-    def _distinct(self, players: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _distinct(self, players: slice) -> Terms:
         count = np.bincount(self.inverse[players], minlength=self.n_terms)
         used = np.flatnonzero(count)
         delta = self.term_delta[used]
         return self.term_mu[used], delta, count[used] / delta
 
     def outside(self, g_a: int, g_b: int) -> Outside:
-        return Outside(
-            better=self._distinct(slice(0, self.start[g_a])),
-            worse=self._distinct(slice(self.end[g_b], None)),
-        )
+        return self._distinct(slice(0, self.start[g_a])), self._distinct(slice(self.end[g_b], None))
 
     def values(self, x: float, g_a: int, g_b: int, out: Outside) -> np.ndarray:
         """Q_g(x) for g = g_a..g_b."""
-        mu, delta, weight = out.better
+        mu, delta, weight = out[0]
         far = -float((gaussian_win_ratio((mu - x) / delta) * weight).sum())
-        mu, delta, weight = out.worse
+        mu, delta, weight = out[1]
         far += float((gaussian_win_ratio((x - mu) / delta) * weight).sum())
         p0, p1 = self.start[g_a], self.end[g_b]
         delta = self.delta[p0:p1]
@@ -98,11 +90,11 @@ class GaussianGroups:
         """(Q_g, Q_g') of the best (g = 0: wins + own ties) or worst group (losses + own ties);
         ``out`` = ``outside(g, g)``."""
         if g == 0:
-            mu, delta, weight = out.worse
+            mu, delta, weight = out[1]
             z = (x - mu) / delta
             r = gaussian_win_ratio(z)
         else:
-            mu, delta, weight = out.better
+            mu, delta, weight = out[0]
             z = (x - mu) / delta
             r = -gaussian_win_ratio(-z)
         value = float((r * weight).sum())
