@@ -35,13 +35,9 @@ def drifted_sigma(sigma: np.ndarray, gamma: np.ndarray) -> np.ndarray:
 
 
 def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatch:
-    """Algorithm 2 on every player of the batch (returns a new batch, the input is untouched).
-
-    With kappa = sigma^2/sigma'^2 and t = kappa^rho: w_G = t w0, w_L = (1 - t)(w0 + sum_k w_k),
-    mu0 <- (w_G mu0 + w_L mu)/(w_G + w_L), w0 <- kappa (w_G + w_L), each factor's precision
-    scales by t kappa (``w_out *= t kappa``), sigma <- sigma'.  mu is unchanged (rating
-    preservation) and 1/sigma^2 drops to kappa/sigma^2, i.e. sigma^2 grows by gamma^2.
-    """
+    """Algorithm 2 on every player (a new batch): with kappa = sigma^2/sigma'^2 and t = kappa^rho,
+    w_G = t w0, w_L = (1 - t)(w0 + sum_k w_k), mu0 <- (w_G mu0 + w_L mu)/(w_G + w_L),
+    w0 <- kappa (w_G + w_L), ``w_out *= t kappa``, sigma <- sigma'; mu is unchanged."""
     new_sigma = drifted_sigma(batch.sigma, gamma)
     if params.memoryless:  # collapse: N(mu, sigma^2), no history
         empty = np.zeros((len(batch), 0))

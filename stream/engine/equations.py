@@ -1,8 +1,6 @@
-"""The tie groups' equations Q_g of one round, evaluated directly (Section 3.1, Algorithm 3).
-
-Q_g(x) sums every player's LOSS, WIN or TIE term (``terms``) against the sorted players: O(N)
-per evaluation, chunked.  The direct solver uses it for the two extreme groups of large rounds
-(whose roots bracket all others, Theorem 5.2) and as the fast solvers' test oracle.
+"""The tie groups' equations Q_g of one round evaluated directly (Section 3.1, Algorithm 3): every
+player's LOSS, WIN or TIE term (``terms``), O(N) per evaluation, chunked; for large draws, the extreme
+groups of large rounds (Theorem 5.2) and the fast solvers' test oracle.
 """
 
 from __future__ import annotations

@@ -14,11 +14,8 @@ class OutcomeFree(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TieGroups:
-    """Players sorted by rank (best first) and cut into tie groups.
-
-    ``order[k]`` is the input index of the k-th best player; group g holds sorted positions
-    ``start[g] : start[g] + size[g]``; ``group_of[i]`` is input player i's group.
-    """
+    """Players sorted by rank (best first) in tie groups: ``order[k]`` the input index of the k-th
+    best, group g at sorted positions ``start[g] : start[g] + size[g]``, ``group_of[i]`` player i's."""
 
     order: np.ndarray
     start: np.ndarray

@@ -28,10 +28,8 @@ BLOCK_ELEMENTS = 1 << 16
 
 @dataclass(frozen=True, slots=True)
 class ModelParams:
-    """What every model's parameters hold: a newcomer's prior, and whether a round in which every
-    entry ties (a draw) is rated (``draws_rate``, by the model's own tie terms; False: skipped,
-    as elo_mmr_py's harness skips every "outcome free" contest).  Same field as
-    :attr:`stream.engine.params.Params.draws_rate`."""
+    """What every model's parameters hold: a newcomer's prior, and whether a draw is rated (as
+    :attr:`stream.engine.params.Params.draws_rate`; False: skipped as an "outcome free" contest)."""
 
     mu_noob: float = MU_NOOB
     sig_noob: float = SIG_NOOB
@@ -102,10 +100,8 @@ def signed_sums(weights: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
 
 
 def by_rows(block: Callable[[slice], np.ndarray], n_rows: int, n_cols: int) -> np.ndarray:
-    """``block(rows)`` (one value per row of a rows x n_cols pairwise computation) for all rows,
-    in row blocks of at most :data:`BLOCK_ELEMENTS` elements (bounded memory, cache-sized), on
-    the engine's thread pool when large; each block is computed whole by one thread, so the
-    floats do not depend on the thread count."""
+    """``block(rows)`` (one value per row of a rows x n_cols pairwise computation) for all rows, in
+    blocks of at most :data:`BLOCK_ELEMENTS` elements, on the thread pool when large (same floats)."""
     step = max(1, BLOCK_ELEMENTS // max(1, n_cols))
     blocks = [slice(start, min(n_rows, start + step)) for start in range(0, n_rows, step)]
     parts = map_points(block, blocks, parallel=worth_threads(n_rows * n_cols) and len(blocks) > 1)

@@ -35,9 +35,7 @@ def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.
 
 def robust_average(batch: PlayerBatch) -> np.ndarray:
     """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)
-    (Algorithm 3's second zero), by a bracketed Newton warm-started at the batch's ``mu`` (the
-    prior rating: the new one is close).  Compiled: each player stops on his own and sums only
-    his own factors (no padding to the longest history)."""
+    (Algorithm 3's second zero), compiled, from the prior ``mu`` (the new one is close)."""
     roots: np.ndarray = robust_average_roots(
         np.ascontiguousarray(batch.p), np.ascontiguousarray(batch.w_arg), np.ascontiguousarray(batch.w_out),
         np.asarray(batch.n_factors, dtype=np.int64), batch.w0, batch.mu0, batch.mu)
