@@ -46,10 +46,8 @@ def evaluate(
     on_round: Callable[[RoundResult], None] | None = None,
     start: int | None = None,
 ) -> list[Evaluation]:
-    """One :class:`Evaluation` per model name, in the given order (KeyError for unknown names;
-    :class:`ModelFailed` when a model cannot rate the rounds). ``start``: the first scored round
-    (None: the authors' rule, the first 10 % not scored; 0: every round, as the service's online
-    rating health scores them)."""
+    """One :class:`Evaluation` per model name, in order (KeyError: unknown name; :class:`ModelFailed`);
+    ``start``: the first scored round (None: the first 10 % not scored; 0: every round)."""
     rows = []
     for name in names:
         metrics = Metrics(len(rounds), start=start)

@@ -184,17 +184,18 @@ class Metrics:
     def observe(self, round_index: int, mu: np.ndarray, ranks: np.ndarray, earlier_rounds: np.ndarray) -> None:
         """Score one round before its update.  ``mu``/``ranks``/``earlier_rounds`` are aligned
         over the round's participants; players never rated before have ``earlier_rounds == 0``."""
-        self.observe_many(np.array([round_index]), mu, ranks, earlier_rounds, np.array([0, mu.shape[0]]))
+        self.observe_many([(round_index, mu, ranks, earlier_rounds)])
 
-    def observe_many(self, round_indices: np.ndarray, mu: np.ndarray, ranks: np.ndarray, earlier_rounds: np.ndarray,
-                     offsets: np.ndarray) -> None:
-        """:meth:`observe` of several rounds in index order (round k: ``offsets[k]:offsets[k + 1]``),
+    def observe_many(self, rounds: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """:meth:`observe` of several rounds, each (index, mu, ranks, earlier rounds), in index order,
         scored together by :func:`score_rounds`."""
         first = self.n_rounds // SKIPPED_FRACTION_DENOMINATOR if self.start is None else self.start
-        scored = np.asarray(round_indices) >= first
-        if not scored.any():
+        rounds = [r for r in rounds if r[0] >= first]
+        if not rounds:
             return
-        for row in score_rounds(mu, ranks, earlier_rounds, offsets)[scored]:
+        offsets = np.cumsum([0, *(r[1].shape[0] for r in rounds)], dtype=np.int64)
+        mu, ranks, earlier = (np.concatenate([r[k] for r in rounds]) for k in (1, 2, 3))
+        for row in score_rounds(mu, ranks, earlier, offsets):
             self.scored_rounds += 1
             self.pair_all.add(row[0], int(row[1]))
             self.pair_exp.add(row[2], int(row[3]))

@@ -139,14 +139,8 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
         if keep_rounds:
             for i, a, b in zip(members, cuts[:-1], cuts[1:]):
                 rated[i] = RatedRound(ladder, chunk[i].round_id, players[a:b], ranks[a:b], update.performance[a:b])
-    if result.metrics is not None and observed:
-        observed.sort(key=lambda o: o[0])
-        sizes = np.fromiter((o[1].shape[0] for o in observed), dtype=np.int64, count=len(observed))
-        offsets = np.zeros(len(observed) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        result.metrics.observe_many(np.fromiter((o[0] for o in observed), dtype=np.int64, count=len(observed)),
-                                    np.concatenate([o[1] for o in observed]), np.concatenate([o[2] for o in observed]),
-                                    np.concatenate([o[3] for o in observed]), offsets)
+    if result.metrics is not None:
+        result.metrics.observe_many(sorted(observed, key=lambda o: o[0]))
     for i, rnd in enumerate(chunk):
         if free[i]:
             result.skipped.append((rnd.ladder, rnd.round_id))

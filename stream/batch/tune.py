@@ -1,11 +1,8 @@
-"""Hyper-parameter search on a user's own history (``stream tune``), scored as the authors'
-``bin/hparam_search.rs`` scores systems: pair inversion of the experienced players.
-
-The first part of the history (input order) tunes, the last ``holdout`` share is held out: the
-best candidate and the defaults are then replayed through everything, held-out rounds scored.
-Candidates: the defaults, ``budget - budget // 2`` draws from :data:`SPACES` (seeded), then
-``budget // 2`` neighbours of the best (:func:`refinements`), at three significant digits; a
-process pool scores them, ties going to the earlier (the defaults).
+"""Hyper-parameter search on a user's own history (``stream tune``), scored as ``bin/hparam_search.rs``
+scores systems (pair inversion of the experienced players) on the first part; the last ``holdout``
+share is held out for the best and the defaults. Candidates: the defaults, ``budget - budget // 2``
+seeded draws from :data:`SPACES`, ``budget // 2`` neighbours of the best (:func:`refinements`), at
+three significant digits, scored in a process pool (ties go to the earlier: the defaults).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Hyper-parameters of Elo-MMR and the named presets.
-
-The parametrisation is the authors' (EbTech/Elo-MMR, ``systems/elo_mmr.rs``): a round of weight
-``w = weight * weight_limit`` has performance noise ``beta`` and adds skill drift ``gamma`` such
-that ``sigma^2 = sig_limit^2`` is the fixed point of ``sigma^2 <- 1/(1/(sigma^2+gamma^2) + 1/beta^2)``.
+"""Hyper-parameters of Elo-MMR and the named presets, parametrised as the authors' ``elo_mmr.rs``: a
+round of weight ``w = weight * weight_limit`` has noise ``beta`` and drift ``gamma`` such that
+``sigma^2 = sig_limit^2`` is the fixed point of ``sigma^2 <- 1/(1/(sigma^2+gamma^2) + 1/beta^2)``.
 """
 
 from __future__ import annotations
