@@ -27,8 +27,7 @@ class Deduplicated:
 
 
 def first_copies(rounds: Iterable[RoundResult], by_time: Callable[[str], bool] | None = None) -> Deduplicated:
-    """Each (ladder, round_id) once, as the stream registers it (a ladder's seq counts its distinct
-    rounds); ``by_time(ladder)``: whether it is rated in ``occurred_at`` order (None: none is)."""
+    """Each (ladder, round_id) once, as the stream registers it; ``by_time(ladder)``: by occurred_at."""
     out = Deduplicated()
     seen: dict[tuple[str, str], tuple[str, int]] = {}
     seqs: dict[str, int] = {}

@@ -14,8 +14,7 @@ from stream.contracts import RoundResult
 
 
 class ModelFailed(ValueError):
-    """A model's maths broke down on the history (e.g. TrueSkill's factor graph on huge
-    free-for-alls of newcomers, as in the ``trueskill`` package)."""
+    """A model's maths broke down on the history (e.g. TrueSkill on huge free-for-alls of newcomers)."""
 
     def __init__(self, model: str, error: ArithmeticError) -> None:
         super().__init__(f"model {model!r} cannot rate this history: {type(error).__name__}: {error}")

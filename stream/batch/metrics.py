@@ -182,8 +182,7 @@ class Metrics:
     scored_rounds: int = 0
 
     def observe(self, round_index: int, mu: np.ndarray, ranks: np.ndarray, earlier_rounds: np.ndarray) -> None:
-        """Score one round before its update.  ``mu``/``ranks``/``earlier_rounds`` are aligned
-        over the round's participants; players never rated before have ``earlier_rounds == 0``."""
+        """Score one round before its update (``earlier_rounds == 0``: never rated before)."""
         self.observe_many([(round_index, mu, ranks, earlier_rounds)])
 
     def observe_many(self, rounds: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> None:
@@ -204,8 +203,7 @@ class Metrics:
 
     def observe_rows(self, round_index: int, rows: np.ndarray, mu: np.ndarray, rounds: np.ndarray,
                      ranks: np.ndarray) -> None:
-        """:meth:`observe` for participants at table ``rows`` (-1 = never rated) of the columns
-        ``mu`` and ``rounds`` (a ladder's ratings and rounds played)."""
+        """:meth:`observe` of participants at table ``rows`` (-1: never rated) of ``mu`` and ``rounds``."""
         seen = rows >= 0
         at = np.where(seen, rows, 0)
         self.observe(round_index, np.where(seen, mu[at], 0.0), ranks, np.where(seen, rounds[at], 0))

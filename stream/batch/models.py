@@ -34,8 +34,7 @@ def model_names() -> list[str]:
 
 
 def support(name: str) -> Support:
-    """What ``--model name`` can rate beyond individual full-time rounds: the Elo-MMR presets
-    (:mod:`stream.engine.teams`) and the models with a team call rate teams."""
+    """What ``--model name`` rates beyond individual full-time rounds: teams if it has a team call."""
     model = MODELS.get(name)
     return TEAMS if name in PRESETS or (model is not None and model.teams is not None) else INDIVIDUALS_ONLY
 

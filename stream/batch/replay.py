@@ -106,8 +106,7 @@ def rate_sequence(
 
 def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: bool,
                 on_round: Callable[[RoundResult], None] | None) -> None:
-    """Rate consecutive rounds: per ladder one engine call; skipped rounds, metrics and the
-    rated rounds recorded in input order."""
+    """Rate consecutive rounds, one engine call per ladder, recording them in input order."""
     first = result.seen
     result.seen += len(chunk)
     free = [rnd.is_outcome_free(result.params.draws_rate) for rnd in chunk]
@@ -162,8 +161,7 @@ def round_spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray | None = No
 
 
 def before_rounds(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:
-    """Each participation's mu and number of rated rounds just before its round (metrics, and the
-    online rating health in ``pipeline/health.py``)."""
+    """Each participation's mu and rated rounds just before its round (metrics, rating health)."""
     prev = update.previous
     mu = np.where(prev >= 0, update.mu[np.maximum(prev, 0)], prior.mu[local])
     return mu, prior.rounds[local] + occurrence(local)

@@ -53,8 +53,7 @@ class LadderTable:
         return np.array(list(map(self.index.get, players, repeat(-1))), dtype=np.int64).reshape(len(players))
 
     def rows(self, players: list[str]) -> np.ndarray:
-        """Rows of ``players`` (repeats allowed: the rows of several rounds), adding newcomers in
-        order of first appearance with the prior of :meth:`PlayerState.new`."""
+        """Rows of ``players`` (repeats allowed), adding newcomers (:meth:`PlayerState.new`) in order."""
         rows = self.lookup(players)
         if rows.min(initial=0) >= 0:  # no newcomer: most rounds of a long history
             return rows
@@ -75,8 +74,7 @@ class LadderTable:
         return rows
 
     def gather(self, rows: np.ndarray) -> PlayerBatch:
-        """The players at ``rows`` as a batch, factor arrays trimmed to their longest history
-        (the same width :meth:`PlayerBatch.from_states` would give)."""
+        """The players at ``rows`` as a batch, factor arrays trimmed to their longest history."""
         n_factors = self.n_factors[rows]
         h = int(n_factors.max(initial=0))
         p, w_arg, w_out = gather_factors((self.p, self.w_arg, self.w_out), rows, n_factors, h)

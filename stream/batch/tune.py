@@ -137,8 +137,7 @@ class Scored:
 
 
 def objective(rounds: Sequence[RoundResult], name: str, params: Candidate) -> float:
-    """Pair inversion of the experienced players over ``rounds`` (the tuning part) with
-    ``params``; NaN when nobody experienced was scored."""
+    """Pair inversion of the experienced players over ``rounds`` with ``params`` (NaN: nobody scored)."""
     return held_out(rounds, None, name, params).pair_exp
 
 

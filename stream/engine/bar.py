@@ -26,8 +26,7 @@ SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/bar.rs (f6f83bb); Weng & Lin, J
 
 @dataclass(frozen=True, slots=True)
 class BarParams(ModelParams):
-    """``beta``: performance noise of a weight-1 round; ``sig_drift``: uncertainty added per
-    round; ``kappa``: floor of the variance reduction factor."""
+    """``beta``: noise of a weight-1 round; ``sig_drift``: drift per round; ``kappa``: variance floor."""
 
     beta: float = DEFAULT_BETA
     sig_drift: float = 35.0

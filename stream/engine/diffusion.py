@@ -15,8 +15,7 @@ SECS_PER_DAY = 86_400.0
 
 
 def elapsed_days(last_time: np.ndarray, time: float | np.ndarray) -> np.ndarray:
-    """Days since each player's last round; NaN (never played) gives 0, as for the authors'
-    newcomers whose update_time is the current contest's time."""
+    """Days since each player's last round; 0 for a newcomer (NaN), as the authors'."""
     last_time = np.asarray(last_time, dtype=float)
     days = (time - last_time) / SECS_PER_DAY
     return np.where(np.isnan(last_time), 0.0, days)

@@ -54,8 +54,7 @@ STATUS_KEYS = ("interval_z", "provisional_sigma", "provisional_rounds", "min_rou
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """One placement step: its label, the mu threshold to be promoted into it, its league
-    (index into the config's ``tiers``) and division (1 = the league's top; None: undivided)."""
+    """A placement step: label, promotion threshold, league (index) and division (None: undivided)."""
 
     label: str
     threshold: float
@@ -168,8 +167,7 @@ class DisplayConfig:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "DisplayConfig":
-        """Build from the JSON form: ``{"mode", "k", "center", "scale", "tiers": [[name, t], ...],
-        "demotion_margin"}``, every key optional. A null threshold means -inf."""
+        """Build from the JSON form (:meth:`to_dict`), every key optional; a null threshold means -inf."""
         known = {"mode", "k", "center", "scale", "tiers", "demotion_margin", "divisions", *STATUS_KEYS}
         unknown = set(raw) - known
         if unknown:
@@ -248,8 +246,7 @@ def placement_index(rounds: ArrayLike) -> NDArray[np.int64]:
 
 
 def tier_names(indices: ArrayLike, cfg: DisplayConfig) -> list[str]:
-    """Tier names for indices (``""`` for :data:`UNPLACED`, ``"Placement k"`` in placement), what
-    the player hash stores."""
+    """Stored tier names of indices (``""``: unplaced, ``"Placement k"`` in placement)."""
     names = cfg.tier_names
     return [names[i] if 0 <= i < len(names) else f"{PLACEMENT_PREFIX}{UNPLACED - i}" if i < UNPLACED else ""
             for i in np.asarray(indices, dtype=np.int64).tolist()]
@@ -330,8 +327,7 @@ class Standing:
 
 def standing(mu: ArrayLike, sigma_now: ArrayLike, rounds: ArrayLike, days_idle: ArrayLike,
              cfg: DisplayConfig) -> Standing:
-    """Interval, provisional status and eligibility of players whose drifted sigma is
-    ``sigma_now``, with ``rounds`` played and ``days_idle`` since their last round (NaN: never)."""
+    """The :class:`Standing` of players with drifted sigma ``sigma_now``, ``days_idle`` (NaN: never)."""
     mu_a = np.asarray(mu, dtype=np.float64)
     sig = np.asarray(sigma_now, dtype=np.float64)
     played = np.asarray(rounds, dtype=np.int64)

@@ -24,8 +24,7 @@ SOURCE = "seed 002: Kreimeier, 'Rising from the Ranks: Rating for Multiplayer Ga
 
 @dataclass(frozen=True, slots=True)
 class EloMultiplayerParams(ModelParams):
-    """``temperature`` T of the Fermi function (400/ln 10 gives chess Elo's scale) and
-    ``max_gain``, the most one round can move a rating."""
+    """``temperature`` T of the Fermi function (400/ln 10: chess Elo) and ``max_gain`` of a round."""
 
     temperature: float = 400.0 / math.log(10.0)
     max_gain: float = 32.0

@@ -87,8 +87,7 @@ class GaussianGroups:
         return total
 
     def end_value_and_slope(self, x: float, g: int, out: Outside) -> tuple[float, float]:
-        """(Q_g, Q_g') of the best (g = 0: wins + own ties) or worst group (losses + own ties);
-        ``out`` = ``outside(g, g)``."""
+        """(Q_g, Q_g') of the best (g = 0) or worst group; ``out`` = ``outside(g, g)``."""
         if g == 0:
             mu, delta, weight = out[1]
             z = (x - mu) / delta

@@ -112,8 +112,7 @@ class PiecewiseSeries:
         self.dcoef = derivative_coefficients(self.coef) / self.half
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(value, derivative) at x (clamped to the covered range); elementwise, so evaluated in
-        fixed chunks on the thread pool with the same floats."""
+        """(value, derivative) at x (clamped), in fixed chunks on the thread pool (the same floats)."""
         if x.shape[0] <= EVAL_CHUNK:
             return self._at(x)
         parts = map_points(lambda a: self._at(x[a : a + EVAL_CHUNK]), range(0, x.shape[0], EVAL_CHUNK))

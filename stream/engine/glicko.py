@@ -80,7 +80,6 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: GlickoParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """Skill ~ N(mu, RD^2) (after drift) plus Gumbel noise of scale sig_perf / TM: Glicko's E up
-    to its g approximation."""
+    """N(mu, RD^2) skills plus Gumbel noise of scale sig_perf / TM: E up to its g approximation."""
     return noisy_skills(mu, np.hypot(sigma, params.sig_drift), params.beta / math.sqrt(weight) / TANH_MULTIPLIER,
                         rng, samples)

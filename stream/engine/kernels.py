@@ -229,8 +229,7 @@ def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w
 def logistic_update_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray,
                          w_out: np.ndarray, n_factors: np.ndarray, rows: np.ndarray, performance: np.ndarray,
                          decay: np.ndarray, transfer: np.ndarray, beta: np.ndarray, history_limit: int) -> None:
-    """:func:`update_row` on ``rows`` (distinct) of a batch, row q of ``performance``/``decay``/
-    ``transfer``/``beta`` for ``rows[q]``."""
+    """:func:`update_row` on ``rows`` (distinct), row q of the per-row arrays for ``rows[q]``."""
     for q in range(rows.shape[0]):
         update_row(mu, mu0, w0, p, w_arg, w_out, n_factors, rows[q], performance[q], decay[q], transfer[q], beta[q],
                    history_limit)

@@ -29,8 +29,7 @@ LADDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 
 class LaddersError(ValueError):
-    """The ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) setting is invalid (the message
-    names the setting, the key and what is wrong)."""
+    """``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) is invalid; the message says where."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,7 @@ class LadderConfig:
 
     @property
     def newcomer(self) -> Params:
-        """Parameters whose newcomer prior (:meth:`PlayerState.new`) is the model's (mu_noob, sig_noob):
-        the packed player state of every model starts from it."""
+        """Parameters whose :meth:`PlayerState.new` is the model's prior (mu_noob, sig_noob)."""
         if isinstance(self.params, Params):
             return self.params
         return Params(name=self.model, mu_noob=self.params.mu_noob, sig_noob=self.params.sig_noob)
@@ -207,8 +205,7 @@ def _check_shares(key: str, params: Params | ModelParams, display: DisplayConfig
 
 
 def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_config: str = "") -> Ladders:
-    """Resolve ``LADDERS`` (with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``; module
-    docstring). Raises :class:`LaddersError` naming the setting and key at fault."""
+    """Resolve ``LADDERS`` and its shorthands (module docstring); :class:`LaddersError` if invalid."""
     if engine_preset not in PRESETS:
         raise LaddersError(f"ENGINE_PRESET: unknown preset {engine_preset!r}; known: {', '.join(PRESETS)}")
     try:

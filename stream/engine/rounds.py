@@ -178,8 +178,7 @@ def wave_performances(
     mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, weights: np.ndarray,
     params: Params,
 ) -> np.ndarray:
-    """Phase one of every round of a wave (participations grouped by round, input order), from each
-    participant's days since his last round (``teams`` passes its members' average)."""
+    """Phase one of a wave's rounds (grouped, input order) from each participant's idle days."""
     n = mu.shape[0]
     first = np.ones(n, dtype=bool)  # a participation that starts its round (rounds are contiguous)
     np.not_equal(rnd[1:], rnd[:-1], out=first[1:])

@@ -189,8 +189,7 @@ def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
 
 
 def pack_batch(batch: PlayerBatch) -> list[bytes]:
-    """Each player's packed state (module docstring): fixed-width records (header and every factor
-    slot) written at once, each blob cut from its record."""
+    """Each player's packed state (module docstring), cut from fixed-width records written at once."""
     n = len(batch)
     k = np.asarray(batch.n_factors, dtype=np.int64)
     h = batch.p.shape[1] if batch.p.ndim == 2 else 0

@@ -49,8 +49,7 @@ def member_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, ent
 
 
 def _averager(entry: np.ndarray, weights: np.ndarray, k: int) -> Callable[[np.ndarray], np.ndarray]:
-    """The weighted average over each of the ``k`` teams of a per-player value; a team of one
-    takes its member's own value (exactly, not x w / w)."""
+    """Weighted average per team of a per-player value (a team of one: its member's, exactly)."""
     total = np.bincount(entry, weights=weights, minlength=k)
     single = np.bincount(entry, minlength=k) == 1
     members = np.flatnonzero(single[entry])  # players who are a team of one
@@ -66,8 +65,7 @@ def _averager(entry: np.ndarray, weights: np.ndarray, k: int) -> Callable[[np.nd
 
 def team_beliefs(mu: np.ndarray, sigma: np.ndarray, entry: np.ndarray, weights: np.ndarray,
                  k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each of the ``k`` teams' belief, that of its weighted-average member (module docstring), for
-    phase one and ``predict.predict_teams``."""
+    """Each team's belief, its weighted-average member's (module docstring)."""
     average = _averager(entry, weights, k)
     single = np.bincount(entry, minlength=k) == 1
     return average(mu), np.where(single, average(sigma), np.sqrt(average(sigma**2)))
@@ -75,8 +73,7 @@ def team_beliefs(mu: np.ndarray, sigma: np.ndarray, entry: np.ndarray, weights: 
 
 def rate_team_round(batch: PlayerBatch, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
                     params: Params, *, weight: float = 1.0, perf_ceiling: float = math.inf, time: float) -> RoundUpdate:
-    """Rate one round of teams (individuals are teams of one); raises ``OutcomeFree`` when there
-    is one team, or all teams tie and ``params.draws_rate`` is False."""
+    """Rate one round of teams (individuals: teams of one); ``OutcomeFree`` as :func:`phase_one`."""
     prior = seasoned(batch, time, params)  # phase_two resets the same rows of ``batch`` alike
     perf = member_performances(prior.mu, prior.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
                                weights, params, weight=weight, perf_ceiling=perf_ceiling)

@@ -173,8 +173,7 @@ class _Diff:
 
 def rate_teams(before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
                params: TrueSkillParams) -> ModelRound:
-    """One round: ``entry[i]`` player i's team (index into ``entry_ranks``; equal ranks draw),
-    ``weights`` each player's share of the match."""
+    """One round: ``entry[i]`` player i's team (into ``entry_ranks``), ``weights`` the shares played."""
     order = np.argsort(entry_ranks, kind="stable")  # teams by rank, ties in input order
     position = np.empty_like(order)
     position[order] = np.arange(order.shape[0])
