@@ -45,8 +45,7 @@ def evaluate(
     on_round: Callable[[RoundResult], None] | None = None,
     start: int | None = None,
 ) -> list[Evaluation]:
-    """One :class:`Evaluation` per model name, in order (KeyError: unknown name; :class:`ModelFailed`);
-    ``start``: the first scored round (None: the first 10 % not scored; 0: every round)."""
+    """One :class:`Evaluation` per model name; ``start``: the first scored round (None: after 10 %)."""
     rows = []
     for name in names:
         metrics = Metrics(len(rounds), start=start)

@@ -125,8 +125,7 @@ def _small_scores(mu: np.ndarray, ranks: np.ndarray, valid: np.ndarray) -> np.nd
 
 
 def score_rounds(mu: np.ndarray, ranks: np.ndarray, earlier: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Every round's scores (columns :data:`SCORES`): round k is ``offsets[k]:offsets[k + 1]`` of
-    ``mu``, ``ranks`` and ``earlier`` (rounds played before it; 0 = never rated)."""
+    """Every round's scores (:data:`SCORES`): round k at ``offsets[k]:offsets[k + 1]``, before its update."""
     n_rounds = offsets.shape[0] - 1
     out = np.zeros((n_rounds, len(SCORES)))
     sizes = np.diff(offsets)
@@ -186,8 +185,7 @@ class Metrics:
         self.observe_many([(round_index, mu, ranks, earlier_rounds)])
 
     def observe_many(self, rounds: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        """:meth:`observe` of several rounds, each (index, mu, ranks, earlier rounds), in index order,
-        scored together by :func:`score_rounds`."""
+        """:meth:`observe` of several rounds, (index, mu, ranks, earlier rounds) each, in index order."""
         first = self.n_rounds // SKIPPED_FRACTION_DENOMINATOR if self.start is None else self.start
         rounds = [r for r in rounds if r[0] >= first]
         if not rounds:

@@ -106,8 +106,7 @@ def replay_named(
     metrics: Metrics | None = None,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> Replayed:
-    """Replay with the named model's defaults, some replaced by ``overrides`` (TypeError for a field
-    the model lacks, ValueError for a value its parameters reject)."""
+    """Replay with the named model's defaults, ``overrides`` replacing some (TypeError, ValueError)."""
     changes: dict[str, Any] = dict(overrides or {})
     if name in PRESETS:
         return replay(rounds, PRESETS[name].with_(**changes), metrics=metrics, keep_rounds=False,

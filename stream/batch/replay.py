@@ -90,8 +90,7 @@ def rate_sequence(
     keep_rounds: bool = True,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> None:
-    """:func:`replay`'s loop into ``result``: chunks of consecutive rounds, one engine call per
-    ladder and chunk; metrics indices continue from the rounds ``result`` has seen."""
+    """:func:`replay`'s loop into ``result``, one engine call per ladder and chunk of rounds."""
     chunk: list[RoundResult] = []
     size = 0
     for rnd in rounds:

@@ -181,8 +181,7 @@ def read_csv(path: Path, *, limits: Limits, rejected: list[SourceError] | None =
 
 def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
             rejected: list[SourceError] | None, ignored: list[SourceError] | None = None) -> None:
-    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it);
-    with ``ignored`` (STRICT_SCHEMA off), a field the service would ignore is listed there."""
+    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it)."""
     if ignored is not None and not limits.strict:
         try:
             rounds.append(parse_round(raw, limits=replace(limits, strict=True)))

@@ -153,8 +153,7 @@ HIGHER_IS_BETTER = {"pair_all": True, "pair_exp": True, "rank_all": False, "rank
 
 
 def compare_held_out(defaults: Scored, tuned: Scored) -> tuple[list[str], list[str]]:
-    """(held-out metrics on which ``tuned`` is strictly better, those on which ``defaults`` is);
-    a metric nobody was scored on (NaN) is in neither."""
+    """(held-out metrics on which ``tuned`` is strictly better, those where ``defaults`` is; NaN: neither)."""
     better: list[str] = []
     worse: list[str] = []
     for name, higher in HIGHER_IS_BETTER.items():

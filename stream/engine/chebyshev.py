@@ -53,8 +53,7 @@ def derivative_coefficients(coef: np.ndarray) -> np.ndarray:
 
 
 def clenshaw(coef: np.ndarray, t: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
-    """Evaluate Chebyshev series at t in [-1, 1].  ``coef`` is (m, series) degree-major; with
-    ``idx`` point i uses series idx[i], otherwise ``coef`` must be (m,) (one shared series)."""
+    """Chebyshev series ``coef`` (m, series) at t in [-1, 1], point i on series ``idx[i]`` (or ``coef`` (m,))."""
     b1 = np.zeros_like(t)
     b2 = np.zeros_like(t)
     two_t = 2.0 * t

@@ -51,7 +51,6 @@ def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatc
 
 
 def sigma_at(sigma: np.ndarray, last_time: np.ndarray, time: float, params: Params) -> np.ndarray:
-    """Each player's sigma after the drift a round of weight 1 at ``time`` would apply: what the read
-    side shows of an inactive player's uncertainty (nothing stored changes)."""
+    """Each player's sigma after the drift of a weight-1 round at ``time`` (read side; nothing stored)."""
     days = np.maximum(elapsed_days(last_time, time), 0.0)
     return drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, 1.0, days))

@@ -192,8 +192,7 @@ class DisplayConfig:
 
 
 def parse_display_configs(raw: str) -> dict[str, DisplayConfig]:
-    """The ``DISPLAY_CONFIG`` setting: a JSON object ladder (or ``"*"``, the default) -> config
-    object; empty: every ladder uses :class:`DisplayConfig`'s defaults."""
+    """The ``DISPLAY_CONFIG`` setting: JSON ladder (or ``"*"``) -> config object; empty: none."""
     if not raw.strip():
         return {}
     data = json.loads(raw)
@@ -314,8 +313,7 @@ def is_provisional(sigma: ArrayLike, rounds: ArrayLike, cfg: DisplayConfig) -> N
 
 @dataclass(frozen=True)
 class Standing:
-    """Players at read time (vectorised): drifted sigma, interval ``mu +/- z*sigma_now``,
-    provisional status, leaderboard eligibility and the reasons a player is not eligible."""
+    """Players at read time: drifted sigma, interval, provisional, eligible and why not."""
 
     sigma_now: NDArray[np.float64]
     low: NDArray[np.float64]

@@ -50,8 +50,7 @@ def solve_groups_direct(eq: GroupEquations, groups_to_solve: np.ndarray) -> np.n
 
 
 def solve_extreme_groups(f_ends: Equations, n_groups: int) -> tuple[np.ndarray, bool]:
-    """Roots of the worst and best groups (``f_ends``), which bracket all others (Theorem 5.2):
-    every root with both ends filled, and whether inner roots remain to solve."""
+    """Roots of the worst and best groups (bracketing all, Theorem 5.2), and whether inner ones remain."""
     x_lo, x_hi = solve_bracketed(
         f_ends, np.full(2, SOLVER_BOUNDS[0]), np.full(2, SOLVER_BOUNDS[1]),
         np.full(2, 0.5 * sum(SOLVER_BOUNDS)), increasing=False,

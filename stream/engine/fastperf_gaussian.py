@@ -170,8 +170,7 @@ def solve_gaussian(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
 
 
 def _solve_on_series(coef: np.ndarray, values: np.ndarray, a: float, b: float) -> np.ndarray:
-    """Root of each column's (decreasing) Chebyshev series on [a, b], bracketed by the Lobatto nodes
-    where its ``values`` change sign, from the secant point."""
+    """Root of each column's decreasing series on [a, b], from the secant where its ``values`` change sign."""
     m = coef.shape[0]
     mid, half = 0.5 * (a + b), 0.5 * (b - a)
     x_nodes = mid + half * lobatto(m)  # descending

@@ -130,8 +130,7 @@ Piece = tuple[float, float, np.ndarray]
 
 def _fit_pieces(evaluate: Callable[[np.ndarray], np.ndarray], a: float, b: float, half_width: float,
                 tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> list[Piece]:
-    """Adaptive piecewise fit of [a, b]: pieces of ``half_width`` refined by degree, then halved
-    while a piece's tail stays above tolerance.  Returns (a_k, b_k, coefficients) in order."""
+    """Adaptive piecewise fit of [a, b]: (a_k, b_k, coefficients), pieces halved until within tolerance."""
     n = max(1, math.ceil((b - a) / (2.0 * half_width)))
     edges = np.linspace(a, b, n + 1).tolist()
     todo = list(zip(edges[:-1], edges[1:]))
@@ -149,8 +148,7 @@ def _fit_pieces(evaluate: Callable[[np.ndarray], np.ndarray], a: float, b: float
 
 
 def _reexpand(pieces: list[Piece], sub_half: float) -> PiecewiseSeries:
-    """The fitted pieces re-expanded into short pieces of degree SUB_NODES - 1 (exact to
-    rounding: each is analytic well beyond its Bernstein ellipse), for fast evaluation."""
+    """The fitted pieces re-expanded into short degree-(SUB_NODES - 1) pieces (exact to rounding)."""
     edges, coefs, table_x, table_value = [], [], [], []
     nodes = lobatto(SUB_NODES)
     to_coef = values_to_coefficients(SUB_NODES)

@@ -165,8 +165,7 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
 @numba.njit(cache=True, error_model="numpy")
 def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_factors: np.ndarray,
                          w0: np.ndarray, mu0: np.ndarray, guess: np.ndarray) -> np.ndarray:
-    """Each row's zero of w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k) over its own
-    ``n_factors`` factors (Algorithm 3's second zero), from ``guess``."""
+    """Each row's zero of w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k) (Algorithm 3), from ``guess``."""
     n = guess.shape[0]
     out = np.empty(n)
     for i in range(n):

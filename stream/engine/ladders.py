@@ -95,8 +95,7 @@ class Ladders:
 
 
 def with_schedules(ladders: Ladders, started: Mapping[str, Sequence[Mapping[str, Any]]]) -> Ladders:
-    """``ladders`` with each ladder's seasons started since (``started``: ladder -> entries,
-    ``season_schedule.with_started``); ValueError naming the ladder if that cannot be."""
+    """``ladders`` with the seasons started since (``season_schedule.with_started``); ValueError if not."""
     entries = dict(ladders.entries)
     for ladder, seasons in started.items():
         cfg = ladders.of(ladder)
@@ -112,8 +111,7 @@ def with_schedules(ladders: Ladders, started: Mapping[str, Sequence[Mapping[str,
 
 
 def setting_object(setting: str, text: str, mapping: str, error: type[ValueError]) -> dict[str, Any]:
-    """A JSON-object setting (``LADDERS``, ``QUEUES``; empty: ``{}``) decoded; else ``error`` naming
-    ``setting`` and what it maps (``mapping``)."""
+    """A JSON-object setting (``LADDERS``, ``QUEUES``; empty: ``{}``) decoded, else ``error``."""
     try:
         data = json.loads(text) if text.strip() else {}
     except ValueError as exc:

@@ -229,8 +229,7 @@ def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
 
 
 def lobby_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, ahead: NDArray[np.float64]) -> float:
-    """The model's own match quality (TrueSkill's), else the mean pairwise outcome entropy in
-    [0, 1] over ``ahead`` (:func:`pair_matrices`); 1 = perfectly even lobby."""
+    """The model's own match quality, else the mean pairwise outcome entropy of ``ahead`` (1: even)."""
     if isinstance(model, RatedModel) and model.model.quality is not None:
         return model.model.quality(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
                                    model.params)

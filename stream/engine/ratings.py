@@ -91,8 +91,7 @@ def tie_spans(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def signed_sums(weights: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """sum_j weights_j sign(lo_j - lo_i) for every player i (the weights of the players it beat
-    minus those of the players who beat it), in O(n log n) from prefix sums in rank order."""
+    """sum_j weights_j sign(lo_j - lo_i) for every player i, in O(n log n) by prefix sums in rank order."""
     order = np.argsort(lo, kind="stable")
     prefix = np.concatenate(([0.0], np.cumsum(weights[order])))
     result: np.ndarray = (prefix[-1] - prefix[hi + 1]) - prefix[lo]

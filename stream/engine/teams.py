@@ -34,9 +34,7 @@ from .state import PlayerBatch
 def member_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, entry: np.ndarray,
                         entry_ranks: np.ndarray, weights: np.ndarray, params: Params, *, weight: float = 1.0,
                         perf_ceiling: float = math.inf) -> np.ndarray:
-    """Phase one: each member's performance p_i (see the module docstring) from the members' ``mu``,
-    ``sigma`` and days since their last round; ``entry[i]`` is player i's team (index into
-    ``entry_ranks``), ``weights`` the shares played."""
+    """Phase one of a team round: each member's p_i (module docstring); ``entry[i]`` player i's team."""
     k = entry_ranks.shape[0]
     average = _averager(entry, weights, k)
     mu_team, sigma_team = team_beliefs(mu, sigma, entry, weights, k)

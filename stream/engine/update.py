@@ -45,8 +45,7 @@ def robust_average(batch: PlayerBatch) -> np.ndarray:
 def update_beliefs(
     diffused: PlayerBatch, performance: np.ndarray, beta: float | np.ndarray, params: Params
 ) -> PlayerBatch:
-    """Algorithm 3's second half on a batch ``diffuse`` collapsed (memoryless: no history to
-    bound), as a new batch; ``beta``: the round's performance noise, or one per row."""
+    """Algorithm 3's second half on a collapsed (memoryless) batch, as a new batch; ``beta``: per round or row."""
     out = diffused.copy()
     performance = np.asarray(performance, dtype=float)
     if params.variant == "gaussian":
