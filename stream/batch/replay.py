@@ -75,9 +75,8 @@ def replay(
     keep_rounds: bool = True,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> ReplayResult:
-    """Rate ``rounds`` in order, each scored before its update into ``metrics`` if given (indices
-    count skipped rounds too); ``keep_rounds=False`` drops per-round performances; ``on_round``
-    is called after each round (after the engine call that rated it)."""
+    """Rate ``rounds`` in order, scoring each before its update into ``metrics`` if given (indices count
+    skipped rounds); ``keep_rounds=False`` drops the performances; ``on_round`` after each engine call."""
     result = ReplayResult(params=params, metrics=metrics)
     rate_sequence(result, rounds, keep_rounds=keep_rounds, on_round=on_round)
     return result

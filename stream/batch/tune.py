@@ -212,9 +212,8 @@ def tune(
     jobs: int | None = None,
     on_candidate: Callable[[], None] | None = None,
 ) -> TuneResult:
-    """Search ``name``'s parameters on the tuning part (see the module docstring).  ``jobs``
-    processes (default: the machine's cores; 1 = in this process).  ValueError when the split is
-    impossible or the tuning part has no experienced player to score."""
+    """Search ``name``'s parameters (module docstring) in ``jobs`` processes (default: the cores; 1: here);
+    ValueError when the split is impossible or the tuning part has no experienced player."""
     if name not in SPACES:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(SPACES)}")
     if budget < 0:

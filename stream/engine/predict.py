@@ -252,9 +252,8 @@ class LobbyPrediction:
 
 def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *, draw_margin: float = 0.0,
                   samples: int = DEFAULT_SAMPLES, seed: int = 0) -> LobbyPrediction:
-    """Expected ranks and order (exact; a tie counts half), rank distribution (exact for two
-    players, else Monte Carlo) and match quality; ``draw_margin``: Elo-MMR's pairwise draws
-    (:func:`pair_matrices`)."""
+    """Expected ranks and order (exact), rank distribution (exact for two players, else Monte Carlo)
+    and match quality; ``draw_margin``: :func:`pair_matrices`."""
     pairwise, tie = pair_matrices(mu, sigma, model, draw_margin)
     if pairwise.shape[0] < 2:
         raise ValueError("a lobby needs at least 2 players")
@@ -290,9 +289,8 @@ class TeamPrediction:
 def predict_teams(mu: ArrayLike, sigma: ArrayLike, entry: NDArray[np.int64], weights: ArrayLike,
                   model: PerformanceModel, *, draw_margin: float = 0.0, samples: int = DEFAULT_SAMPLES,
                   seed: int = 0) -> TeamPrediction:
-    """Predict a match of teams from the players' ``mu``, ``sigma``, team ``entry[i]`` (0..k-1) and
-    shares ``weights``: a team is one participant with its weighted-average member's belief (as
-    phase one rates it); ``draw_margin``: :func:`pair_matrices`."""
+    """Predict a match of teams (``entry[i]``: player i's, 0..k-1; ``weights``: shares), a team being one
+    participant with its weighted-average member's belief; ``draw_margin``: :func:`pair_matrices`."""
     k = int(np.max(entry)) + 1
     mu_t, sigma_t = team_beliefs(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
                                  entry, np.asarray(weights, dtype=np.float64), k)

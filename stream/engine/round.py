@@ -57,9 +57,8 @@ def _per_row(value: float | np.ndarray, n: int) -> np.ndarray:
 
 def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, params: Params, weights: np.ndarray,
                 times: np.ndarray) -> None:
-    """:func:`phase_two` of ``rows`` (distinct) of ``batch`` in place, row q of ``performance``,
-    ``weights`` and ``times`` for ``rows[q]``: finite rho by the compiled
-    ``kernels.logistic_update_rows``, the memoryless models by numpy."""
+    """:func:`phase_two` of ``rows`` (distinct) of ``batch`` in place, row q of the per-row arrays for
+    ``rows[q]``: finite rho compiled (``kernels.logistic_update_rows``), memoryless models by numpy."""
     days = elapsed_days(batch.last_time[rows], times)
     gamma, beta = gammas(params, weights, days), performance_noise(params, weights)  # Eq. 9, Params.beta per row
     sigma = batch.sigma[rows]

@@ -97,10 +97,8 @@ class TeamRoundSpec:
 
 def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | TeamRoundSpec],
                            params: Params) -> RoundsUpdate:
-    """:func:`stream.engine.rate_rounds` over rounds of which some are :class:`TeamRoundSpec`, in
-    its waves and layout: per wave one phase one over every round's entries (:func:`team_beliefs`,
-    ``rounds.wave_performances``), then one phase two with weights ``round weight x share``.
-    Equals :func:`rate_team_round` / ``rate_round`` one by one to rounding."""
+    """:func:`stream.engine.rate_rounds` with :class:`TeamRoundSpec` among the rounds: each wave's entries
+    in one phase one (:func:`team_beliefs`), its members in one phase two (weights ``round x share``)."""
     individual = [r for r in rounds if isinstance(r, RoundSpec)]
     if len(individual) == len(rounds):
         return rate_rounds(prior, individual, params)
