@@ -38,7 +38,7 @@ def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatc
     w_G = t w0, w_L = (1 - t)(w0 + sum_k w_k), mu0 <- (w_G mu0 + w_L mu)/(w_G + w_L),
     w0 <- kappa (w_G + w_L), ``w_out *= t kappa``, sigma <- sigma'; mu is unchanged."""
     new_sigma = drifted_sigma(batch.sigma, gamma)
-    if params.memoryless:  # collapse: N(mu, sigma^2), no history
+    if params.memoryless:  # collapse to N(mu, sigma'^2), no history
         empty = np.zeros((len(batch), 0))
         return PlayerBatch(batch.mu.copy(), new_sigma, batch.mu.copy(), new_sigma**-2, empty, empty.copy(),
                            empty.copy(), np.zeros(len(batch), dtype=np.int64), batch.rounds.copy(),

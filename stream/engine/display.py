@@ -46,15 +46,18 @@ DEFAULT_TIERS: tuple[tuple[str, float], ...] = (
 
 MAX_DIVISIONS = 10
 """Most divisions per league a config may ask for."""
+
 DEFAULT_LADDER_KEY = "*"
 """Key of the fallback entry in the ``DISPLAY_CONFIG`` mapping."""
+
+
 STATUS_KEYS = ("interval_z", "provisional_sigma", "provisional_rounds", "min_rounds", "active_days", "max_sigma")
 """Display-entry keys of a rating's status: its interval, provisional status and leaderboard eligibility."""
 
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """A placement step: label, promotion threshold, league (index) and division (None: undivided)."""
+    """A placement step: label, promotion threshold, league (index), division (1: top; None: undivided)."""
 
     label: str
     threshold: float

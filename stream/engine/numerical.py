@@ -1,5 +1,5 @@
-"""Vectorised root solving of many independent monotone equations at once (safeguarded Newton,
-as the authors' ``numerical.rs: solve_newton`` on the same bracket), and the engine's thread pool."""
+"""Vectorised root solving of many independent monotone equations at once (a safeguarded Newton on
+the authors' bracket, ``numerical.rs``), and the engine's thread pool."""
 
 from __future__ import annotations
 
