@@ -50,6 +50,7 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TopcoderParams, *, we
     mean_mu = mu.sum() / n
     competition = math.sqrt(var.sum() / n + float(((mu - mean_mu) ** 2).sum()) / (n - 1))
     sqrt_w = math.sqrt(weight)
+
     scale = sqrt_w / math.sqrt(2.0)
 
     def block(rows: slice) -> np.ndarray:
