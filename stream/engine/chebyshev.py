@@ -81,9 +81,13 @@ def root_tolerance(scale: float) -> Callable[[np.ndarray, np.ndarray], np.ndarra
     return tolerance
 
 
-def fit_adaptive(evaluate: Callable[[np.ndarray], np.ndarray], a: float, b: float,
-                 tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 levels: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, bool]:
+def fit_adaptive(
+    evaluate: Callable[[np.ndarray], np.ndarray],
+    a: float,
+    b: float,
+    tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    levels: tuple[int, ...],
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """(coefficients (m, series), values at the m Lobatto points (descending x), converged) of the
     functions ``evaluate(xs)`` tabulates on [a, b], raising the node count through ``levels`` until
     every series' coefficient tail is within ``tolerance(xs, values)``."""
