@@ -42,9 +42,8 @@ class SourceError(ValueError):
 
 def read_rounds(path: Path, *, limits: Limits | None = None, rejected: list[SourceError] | None = None,
                 ignored: list[SourceError] | None = None) -> list[RoundResult]:
-    """All rounds of ``path`` (a JSONL or CSV file or a directory of contest files), in order; invalid
-    rounds into ``rejected`` if given; what the service accepts but ignores (STRICT_SCHEMA off: an
-    unknown field or CSV column) into ``ignored``, one entry per round or file."""
+    """All rounds of ``path`` (JSONL, CSV or a contest directory), in order; invalid ones into ``rejected``
+    if given; what the service would ignore (STRICT_SCHEMA off) into ``ignored``, one per round or file."""
     limits = limits or Limits()
     if path.is_dir():
         return read_contest_dir(path, limits=limits, rejected=rejected)

@@ -136,10 +136,9 @@ def solve_tanh_equation(constant: float, linear: float, centre: np.ndarray, scal
 @numba.njit(cache=True, error_model="numpy")
 def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.ndarray, eq_round: np.ndarray,
                   guess: np.ndarray, tie_mult: float) -> np.ndarray:
-    """Logistic phase one of many small rounds: players sorted by (round, rank), ``gid`` their
-    tie group (global, increasing), round r at ``start[r]:start[r + 1]``; one root per group.
-    Q_g(x) = sum_j b_j - c_j [j better] + c_j [j worse], b_j = -c_j tanh((x - mu_j) c_j / 2)
-    times ``tie_mult`` for j tied (module ``terms``)."""
+    """Logistic phase one of many small rounds (players by (round, rank), ``gid`` their global tie group,
+    round r at ``start[r]:start[r + 1]``), a root per group: Q_g(x) = sum_j b_j - c_j [j better] + c_j
+    [j worse], b_j = -c_j tanh((x - mu_j) c_j / 2) (x ``tie_mult`` for j tied; module ``terms``)."""
     n_eq = guess.shape[0]
     out = np.empty(n_eq)
     c = TANH_MULTIPLIER / delta
@@ -241,9 +240,8 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
                      tie_mult: float) -> np.ndarray:
     """Logistic phase one against subsampled, bucketed opponents (``subsample``): player i solves
     sum_t w_t tanh((x - mu_t) c_t / 2) + K over the merged terms ``beg[i]:end[i]``, with
-    w_t = -(size_t + (tie_mult - 1) tied_t) c_t and K = sum_j c_j sign(rank_j - rank_i) over the
-    window's members (term t's at ``term_start[t]:term_start[t + 1]``, dense ranks ``member_rank``).
-    Visited by (mu bucket, rank): a bucket shares its window and starts from the previous root."""
+    w_t = -(size_t + (tie_mult - 1) tied_t) c_t and K = sum_j c_j sign(rank_j - rank_i) over the window;
+    by (mu bucket, rank): a bucket shares its window and starts from the previous root."""
     n = mu.shape[0]
     n_terms = term_mu.shape[0]
     out = np.empty(n)

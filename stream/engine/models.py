@@ -15,10 +15,9 @@ from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
 @dataclass(frozen=True, slots=True)
 class Model:
-    """A model: its defaults, round call, maths source, the elo_mmr_py system it reproduces (None:
-    none), team round call (None: individual full-time rounds only), whether it gives performances
-    (else RatingChange carries ``performance: null``), and for ``predict`` its pair odds, sampler
-    and own match quality (None: the mean pairwise outcome entropy)."""
+    """A model: defaults, round call, maths source, the elo_mmr_py system it reproduces, team call
+    (None: individual full-time rounds only), whether it gives performances, and for ``predict``
+    its pair odds, sampler and own match quality (None: the mean pairwise outcome entropy)."""
 
     name: str
     params: ModelParams

@@ -30,10 +30,8 @@ BRACKET_RTOL = 4.0 * np.finfo(float).eps
 def solve_bracketed(
     f: Equations, lo: np.ndarray, hi: np.ndarray, guess: np.ndarray, *, increasing: bool
 ) -> np.ndarray:
-    """Zero of each monotone equation on its bracket [lo, hi] from ``guess``: safeguarded Newton
-    (rtsafe), a step outside the bracket or longer than half the one before last (cycling on a
-    tanh's shoulders) replaced by bisection; stops at a step below ``NEWTON_STEP_TOL`` or at
-    floating-point resolution."""
+    """Zero of each monotone equation on its bracket [lo, hi] from ``guess``: safeguarded Newton (rtsafe;
+    bisection for a step outside the bracket or cycling on a tanh's shoulders) to ``NEWTON_STEP_TOL``."""
     # rows: lower end, upper end, guess, |last step|, |step before| (one gather/scatter each)
     state = np.empty((5, np.shape(guess)[0]))
     state[0], state[1] = lo, hi

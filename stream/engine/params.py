@@ -27,11 +27,9 @@ EXACT_BUCKET = 1e-5
 
 @dataclass(frozen=True, slots=True)
 class Params:
-    """Everything that defines one rating pool's maths. ``subsample_size=None``: exact phase one;
-    ``history_limit=None``: unbounded history; ``rho=math.inf``: Elo-MMR(inf) (memoryless, as the
-    Gaussian Elo-MMchi). ``draws_rate``: an all-tied round (a draw) is rated by the tie terms
-    (Theorem 3.2: the ratings move toward each other); False keeps the authors' "outcome free" skip
-    (preset ``mmr``'s parity with elo_mmr_py; recorded ``no_outcome``)."""
+    """One rating pool's maths. ``subsample_size=None``: exact phase one; ``history_limit=None``:
+    unbounded; ``rho=math.inf``: Elo-MMR(inf) (memoryless, as Elo-MMchi). ``draws_rate``: a draw is
+    rated by the tie terms (Theorem 3.2); False: the authors' "outcome free" skip (``mmr``'s parity)."""
 
     name: str = "mmr"
     variant: Variant = "logistic"

@@ -35,10 +35,9 @@ def phase_two(
     time: float | np.ndarray,
     in_place: bool = False,
 ) -> PlayerBatch:
-    """A season's soft reset (``seasons.reset_rows``), diffusion (Algorithm 2, days from
-    ``last_time`` to ``time``), belief update (Algorithm 3), history bound, sigma (Eq. 8),
-    ``rounds += 1``, ``last_time = time``. ``weight``/``time``: one round's or per row; rows are
-    independent (any sub-batch gives the same floats). A copy unless ``in_place``."""
+    """A season's soft reset, diffusion (Algorithm 2), belief update (Algorithm 3), history bound,
+    sigma (Eq. 8), ``rounds += 1``, ``last_time = time``; ``weight``/``time`` per round or row, rows
+    independent (any sub-batch: the same floats); a copy unless ``in_place``."""
     n = len(batch)
     after = batch if in_place else batch.copy(width=0 if params.memoryless else history_width(batch.n_factors,
                                                                                              params))

@@ -38,9 +38,8 @@ class RoundSpec:
 @dataclass(frozen=True, slots=True)
 class RoundsUpdate:
     """Result of :func:`rate_rounds`: ``after`` the final states; per participation (round k at
-    ``offsets[k]:offsets[k + 1]``) ``performance``, ``mu``/``sigma`` right after it and ``previous``
-    (the player's previous participation, -1: none); ``rated[k]`` False for an outcome-free round
-    (its participations hold NaN)."""
+    ``offsets[k]:offsets[k + 1]``) ``performance``, ``mu``/``sigma`` after it and ``previous`` (-1: none);
+    ``rated[k]`` False for an outcome-free round (NaN participations)."""
 
     after: PlayerBatch
     offsets: np.ndarray
