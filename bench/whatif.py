@@ -44,6 +44,7 @@ from stream.batch.replay import replay  # noqa: E402
 from stream.contracts import RoundResult  # noqa: E402
 from stream.contracts.round import Standing  # noqa: E402
 from stream.engine.display import DisplayConfig, next_tier, tier_names, UNPLACED  # noqa: E402
+from stream.engine.state import pack_batch  # noqa: E402
 from stream.stack.ports import free_port, wait_for_port  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
 from stream.store import keys  # noqa: E402
@@ -71,7 +72,8 @@ def seed(url: str, players: list[str], rounds: int, scripts: bool = True) -> Non
     sigma = np.array([s.sigma for s in states.values()])
     tiers = tier_names(next_tier(np.full(len(names), UNPLACED), mu, sigma, cfg), cfg)
     for (_, p), s, tier in zip(states.items(), states.values(), tiers):
-        pipe.hset(keys.player(LADDER, p), mapping={"state": s.to_bytes(), "tier": tier, "last_seq": rounds,
+        blob = pack_batch(engine.PlayerBatch.from_states([s]))[0]
+        pipe.hset(keys.player(LADDER, p), mapping={"state": blob, "tier": tier, "last_seq": rounds,
                                                    "mu": repr(s.mu), "sigma": repr(s.sigma), "rounds": s.rounds})
     pipe.execute()
     if scripts:  # as a running worker leaves it: what-if then reads by EVALSHA_RO (Store.read_states)

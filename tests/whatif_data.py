@@ -15,6 +15,7 @@ from stream import engine
 from stream.batch.replay import replay
 from stream.contracts.round import Limits, parse_round
 from stream.store import keys
+from tests.engine.oracles import state_to_bytes
 
 LADDER = "wi"
 START = 1_700_000_000.0
@@ -38,7 +39,7 @@ def seed_states(url: str) -> dict[str, engine.PlayerState]:
     pipe.sadd(keys.ladders(), LADDER)
     pipe.hset(keys.ladder(LADDER), mapping={"seq": 6, "rounds_rated": 6, "updated_at": repr(START)})
     for p, s in states.items():
-        pipe.hset(keys.player(LADDER, p), mapping={"state": s.to_bytes(), "tier": "Gold", "last_seq": 6,
+        pipe.hset(keys.player(LADDER, p), mapping={"state": state_to_bytes(s), "tier": "Gold", "last_seq": 6,
                                                    "mu": repr(s.mu), "sigma": repr(s.sigma), "rounds": s.rounds})
     pipe.execute()
     client.close()

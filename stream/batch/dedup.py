@@ -1,12 +1,7 @@
-"""The stream's registration rule applied to a sequence of rounds, for ``stream replay``.
-
-The stream registers each (ladder, round_id) once (register_round.lua): a re-published round
-with the same content (``content_hash``) is a no-op, one with different content is rejected as
-``conflict`` (``stream.contracts.round.conflict``: the first round stands), outcome-free rounds
-included. :func:`first_copies` does the same in process, before rating, so that replaying the
-messages the stream read gives what the stream stored ("Redis equals replay"). The first copies
-are then put in each ladder's rating order (``stream.contracts.ordering.in_ladder_order``:
-by ``occurred_at`` on the ladders ``LADDER_ORDER`` says, as the stream rates them).
+"""The stream's registration rule (register_round.lua) in process, for ``stream replay`` ("Redis
+equals replay"): each (ladder, round_id) once, a re-published round with the same content a no-op,
+with different content a ``conflict`` (the first stands); then each ladder's rating order
+(``contracts.ordering.in_ladder_order``).
 """
 
 from __future__ import annotations
@@ -32,9 +27,7 @@ class Deduplicated:
 
 
 def first_copies(rounds: Iterable[RoundResult], by_time: Callable[[str], bool] | None = None) -> Deduplicated:
-    """Each (ladder, round_id) once, as the stream registers it (see the module docstring);
-    a ladder's seq counts its distinct rounds, as the stream's does. ``by_time(ladder)``: whether
-    the ladder is rated in ``occurred_at`` order (``LadderOrder.by_time``; None: none is)."""
+    """Each (ladder, round_id) once, as the stream registers it; ``by_time(ladder)``: by occurred_at."""
     out = Deduplicated()
     seen: dict[tuple[str, str], tuple[str, int]] = {}
     seqs: dict[str, int] = {}

@@ -14,8 +14,7 @@ from stream.contracts import RoundResult
 
 
 class ModelFailed(ValueError):
-    """A model's maths broke down on the history (e.g. TrueSkill's factor graph on huge
-    free-for-alls of newcomers, as in the ``trueskill`` package)."""
+    """A model's maths broke down on the history (e.g. TrueSkill on huge free-for-alls of newcomers)."""
 
     def __init__(self, model: str, error: ArithmeticError) -> None:
         super().__init__(f"model {model!r} cannot rate this history: {type(error).__name__}: {error}")
@@ -46,10 +45,7 @@ def evaluate(
     on_round: Callable[[RoundResult], None] | None = None,
     start: int | None = None,
 ) -> list[Evaluation]:
-    """One :class:`Evaluation` per model name, in the given order (KeyError for unknown names;
-    :class:`ModelFailed` when a model cannot rate the rounds). ``start``: the first scored round
-    (None: the authors' rule, the first 10 % not scored; 0: every round, as the service's online
-    rating health scores them)."""
+    """One :class:`Evaluation` per model name; ``start``: the first scored round (None: after 10 %)."""
     rows = []
     for name in names:
         metrics = Metrics(len(rounds), start=start)

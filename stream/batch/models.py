@@ -1,10 +1,5 @@
-"""Batch replay of the rating-only models (:mod:`stream.engine.models`), and one entry point for
-every model name, Elo-MMR presets included (those go through :func:`stream.batch.replay.replay`).
-
-Same rules as the Elo-MMR replay: rounds of each ladder in input order, one vectorised call per
-round, ladders independent, outcome-free rounds skipped and recorded; with ``metrics`` every
-round is scored before its update.  A model with a team call rates rounds with teams or partial
-play through it (individuals as teams of one); :func:`support` says what each name can rate.
+"""Batch replay of the rating-only models (:mod:`stream.engine.models`), with the rules of the
+Elo-MMR replay (one engine call per round), and one entry point for every model name.
 """
 
 from __future__ import annotations
@@ -39,8 +34,7 @@ def model_names() -> list[str]:
 
 
 def support(name: str) -> Support:
-    """What ``--model name`` can rate beyond individual full-time rounds: the Elo-MMR presets
-    (:mod:`stream.engine.teams`) and the models with a team call rate teams."""
+    """What ``--model name`` rates beyond individual full-time rounds: teams if it has a team call."""
     model = MODELS.get(name)
     return TEAMS if name in PRESETS or (model is not None and model.teams is not None) else INDIVIDUALS_ONLY
 
@@ -112,9 +106,7 @@ def replay_named(
     metrics: Metrics | None = None,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> Replayed:
-    """Replay with the named model's defaults (an Elo-MMR preset or a rating-only model), some
-    parameters replaced by ``overrides`` (TypeError for a field the model lacks, ValueError for
-    a value its parameters reject)."""
+    """Replay with the named model's defaults, ``overrides`` replacing some (TypeError, ValueError)."""
     changes: dict[str, Any] = dict(overrides or {})
     if name in PRESETS:
         return replay(rounds, PRESETS[name].with_(**changes), metrics=metrics, keep_rounds=False,
@@ -147,10 +139,7 @@ def replay_ladders(
     *,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> LaddersReplay:
-    """Replay every ladder with the model and parameters ``ladders`` gives it (``LADDERS``, as the
-    stream resolves it): ladders are independent, so each ladder's rounds (in input order) are
-    replayed apart, an Elo-MMR preset by :func:`stream.batch.replay.replay`, a rating-only model
-    by :func:`replay_model`."""
+    """Replay each ladder apart with the model and parameters ``ladders`` (``LADDERS``) gives it."""
     by_ladder: dict[str, list[RoundResult]] = {}
     for rnd in rounds:
         by_ladder.setdefault(rnd.ladder, []).append(rnd)

@@ -1,11 +1,8 @@
 """Synthetic workloads shaped like what users bring (``stream generate-synthetic --profile``).
 
-* ``contest-history``: a long contest history (issue 11's shape, at ``scale`` 1): ~1,000 rounds
-  whose sizes grow over time (median ~1,800, mean ~2,600, p90 ~5,600, max ~17,000); ~258,000
-  players with heavy-tailed activity (rounds per player median ~4, p90 ~28, p99 ~91, max some
-  hundreds); ~9 % of each round's players are newcomers; about half of each round's players share
-  their rank with a neighbour (tie groups).  ``scale`` < 1 shrinks the number of rounds and the
-  round sizes alike (a small version for tests and quick runs).
+* ``contest-history`` (issue 11's shape at ``scale`` 1): ~1,000 growing rounds (median ~1,800,
+  max ~17,000), ~258,000 players of heavy-tailed activity, ~9 % newcomers per round, about half of
+  each round in tie groups; ``scale`` < 1 shrinks rounds and sizes alike.
 * ``matches``: duels or lobbies of ``round_size`` players drawn uniformly from a pool, ranks by
   performance, one match a minute.
 

@@ -1,13 +1,7 @@
-"""Batch replay: rate a sequence of rounds in process.  THE reference the streaming pipeline must
-equal (DESIGN.md, "The guarantee that matters most").
-
-Rounds of each ladder are rated in input order with :func:`stream.engine.rate_rounds`, many
-rounds per vectorised call (equal to rating them one by one); ladders are independent pools.  Outcome-free rounds (fewer than two
-entries, or everyone tied where ``Params.draws_rate`` is False: preset ``mmr``) rate nobody and are
-recorded in ``ReplayResult.skipped``; a draw is rated by the paper's tie terms otherwise.  Rounds with
-teams or partial play are rated by Elo-MMR for teams in the same calls and waves
-(:func:`stream.engine.teams.rate_rounds_with_teams`, what the stream's phase one calls; equal
-to :func:`stream.engine.teams.rate_team_round` one round at a time).
+"""Batch replay: rate a sequence of rounds in process, THE reference the streaming pipeline must
+equal (DESIGN.md, "The guarantee that matters most"). Each ladder's rounds in input order, many per
+engine call (:func:`stream.engine.teams.rate_rounds_with_teams`, teams and partial play included);
+outcome-free rounds rate nobody and are recorded in ``ReplayResult.skipped``.
 """
 
 from __future__ import annotations
@@ -47,10 +41,6 @@ class ReplayResult:
     seen: int = 0
     """Input rounds handled so far, skipped ones included (the next round's metrics index)."""
 
-    def state(self, ladder: str, player: str) -> PlayerState:
-        """One player's final state (KeyError if the player never played in that ladder)."""
-        return self.ladders[ladder].state(player)
-
     def states(self) -> dict[tuple[str, str], PlayerState]:
         """Every final state, keyed by (ladder, player)."""
         out: dict[tuple[str, str], PlayerState] = {}
@@ -85,14 +75,8 @@ def replay(
     keep_rounds: bool = True,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> ReplayResult:
-    """Rate ``rounds`` in order; see the module docstring.
-
-    ``metrics``: if given, every round is scored before its update (see
-    :mod:`stream.batch.metrics`; round indices count every input round, skipped ones too).
-    ``keep_rounds=False`` drops per-round performances (saves memory on big replays).
-    ``on_round`` is called after each round (progress bars; in batches, after the engine call
-    that rated it).
-    """
+    """Rate ``rounds`` in order, scoring each before its update into ``metrics`` if given (indices count
+    skipped rounds); ``keep_rounds=False`` drops the performances; ``on_round`` after each engine call."""
     result = ReplayResult(params=params, metrics=metrics)
     rate_sequence(result, rounds, keep_rounds=keep_rounds, on_round=on_round)
     return result
@@ -105,9 +89,7 @@ def rate_sequence(
     keep_rounds: bool = True,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> None:
-    """The rating loop of :func:`replay`: rate ``rounds`` (already accepted) in order into
-    ``result``, in chunks of consecutive rounds, one :func:`stream.engine.rate_rounds` call per
-    ladder and chunk.  Round indices (metrics) continue from the rounds ``result`` has seen."""
+    """:func:`replay`'s loop into ``result``, one engine call per ladder and chunk of rounds."""
     chunk: list[RoundResult] = []
     size = 0
     for rnd in rounds:
@@ -122,8 +104,7 @@ def rate_sequence(
 
 def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: bool,
                 on_round: Callable[[RoundResult], None] | None) -> None:
-    """Rate consecutive rounds: per ladder one engine call; skipped rounds, metrics and the
-    rated rounds recorded in input order."""
+    """Rate consecutive rounds, one engine call per ladder, recording them in input order."""
     first = result.seen
     result.seen += len(chunk)
     free = [rnd.is_outcome_free(result.params.draws_rate) for rnd in chunk]
@@ -144,25 +125,19 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
         ranks = np.fromiter((s.rank for st in standings for s in st), dtype=np.int64, count=len(players))
         touched, local = np.unique(table.rows(players), return_inverse=True)
         cuts = bounds.tolist()
-        specs = [_spec(chunk[i], local[a:b], ranks[a:b]) for i, a, b in zip(members, cuts[:-1], cuts[1:])]
+        specs = [round_spec(chunk[i], local[a:b], ranks[a:b]) for i, a, b in zip(members, cuts[:-1], cuts[1:])]
         prior = table.gather(touched)
         update = rate_rounds_with_teams(prior, specs, result.params)
         table.scatter(touched, update.after)
         if result.metrics is not None:
-            mu_before, earlier = _before(prior, local, update)
+            mu_before, earlier = before_rounds(prior, local, update)
             observed += [(first + i, mu_before[a:b], ranks[a:b], earlier[a:b])
                          for i, a, b in zip(members, cuts[:-1], cuts[1:])]
         if keep_rounds:
             for i, a, b in zip(members, cuts[:-1], cuts[1:]):
                 rated[i] = RatedRound(ladder, chunk[i].round_id, players[a:b], ranks[a:b], update.performance[a:b])
-    if result.metrics is not None and observed:
-        observed.sort(key=lambda o: o[0])
-        sizes = np.fromiter((o[1].shape[0] for o in observed), dtype=np.int64, count=len(observed))
-        offsets = np.zeros(len(observed) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        result.metrics.observe_many(np.fromiter((o[0] for o in observed), dtype=np.int64, count=len(observed)),
-                                    np.concatenate([o[1] for o in observed]), np.concatenate([o[2] for o in observed]),
-                                    np.concatenate([o[3] for o in observed]), offsets)
+    if result.metrics is not None:
+        result.metrics.observe_many(sorted(observed, key=lambda o: o[0]))
     for i, rnd in enumerate(chunk):
         if free[i]:
             result.skipped.append((rnd.ladder, rnd.round_id))
@@ -172,9 +147,10 @@ def _rate_chunk(result: ReplayResult, chunk: list[RoundResult], keep_rounds: boo
             on_round(rnd)
 
 
-def _spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray) -> RoundSpec | TeamRoundSpec:
-    """The engine's spec of a round, its players at ``rows`` of the chunk's prior: a round with
-    teams or partial play is a :class:`TeamRoundSpec` (Elo-MMR for teams)."""
+def round_spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray | None = None) -> RoundSpec | TeamRoundSpec:
+    """The engine's spec of a round, its players at ``rows`` of the prior batch (``ranks``: its
+    ranks, if the caller has them): a :class:`TeamRoundSpec` for teams or partial play."""
+    ranks = rnd.ranks() if ranks is None else ranks
     if not (rnd.has_teams() or rnd.is_partial()):
         return RoundSpec(rows, ranks, time=rnd.occurred_at, weight=rnd.weight, perf_ceiling=rnd.perf_ceiling)
     entry, entry_ranks = rnd.entries()
@@ -182,19 +158,20 @@ def _spec(rnd: RoundResult, rows: np.ndarray, ranks: np.ndarray) -> RoundSpec | 
                          rnd.perf_ceiling)
 
 
-def _before(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:
-    """Each participation's mu and number of rated rounds just before its round (metrics; the
-    service's online rating health reads them the same way: ``before_rounds``)."""
+def before_rounds(prior: PlayerBatch, local: np.ndarray, update: RoundsUpdate) -> tuple[np.ndarray, np.ndarray]:
+    """Each participation's mu and rated rounds just before its round (metrics, rating health)."""
     prev = update.previous
     mu = np.where(prev >= 0, update.mu[np.maximum(prev, 0)], prior.mu[local])
+    return mu, prior.rounds[local] + occurrence(local)
+
+
+def occurrence(local: np.ndarray) -> np.ndarray:
+    """For each participation (``local``: its player), how many earlier ones of the same player there are."""
     by_player = np.argsort(local, kind="stable")  # participations of a player in round order
     first = np.ones(local.shape[0], dtype=bool)
     first[1:] = local[by_player[1:]] != local[by_player[:-1]]
     starts = np.flatnonzero(first)
-    occurrence = np.empty(local.shape[0], dtype=np.int64)
-    occurrence[by_player] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
-    return mu, prior.rounds[local] + occurrence
+    out = np.empty(local.shape[0], dtype=np.int64)
+    out[by_player] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
+    return out
 
-
-before_rounds = _before
-"""Public name of :func:`_before` (``stream/pipeline/health.py`` scores from it, as the replay does)."""

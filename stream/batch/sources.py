@@ -1,22 +1,17 @@
 """Input files of a batch replay, validated completely before anything is rated or written.
 
-* JSONL (``.jsonl`` / ``.json`` lines, ``.gz`` accepted): one RoundResult per line
-  (schema ``schemas/round-result.v1.json``); blank lines are ignored.
-* CSV (``.csv``, the rows ``stream publish`` and ``stream backfill`` take): a header with
-  ``round_id, ladder, player, rank`` and optionally ``occurred_at``, ``weight``, ``team`` and
-  ``player_weight``; rows of one round share ``(ladder, round_id)`` (they need not be adjacent),
-  rows with the same ``team`` are one team entry; a round without ``occurred_at`` gets the time
-  the file is read (:func:`csv_rounds`, the one CSV reader).
-* A directory of the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/0.json, 1.json``,
-  in numeric order): ``{"name", "time_seconds", "standings": [[player, lo, hi], ...],
-  "weight"?, "perf_ceiling"?}`` with 0-based inclusive tie ranges; ladder ``default``,
-  ``round_id`` = file stem, rank = lo + 1.
+* JSONL (``.jsonl`` / ``.json`` lines, ``.gz`` accepted): one RoundResult per non-blank line.
+* CSV (what ``stream publish`` and ``stream backfill`` take; :func:`csv_rounds`, the one CSV
+  reader): columns ``round_id, ladder, player, rank`` and optionally ``occurred_at``, ``weight``,
+  ``team``, ``player_weight``; a round's rows share ``(ladder, round_id)``, a ``team``'s rows are
+  one entry; no ``occurred_at``: the time the file is read.
+* A directory of the authors' contest files (EbTech/Elo-MMR ``cache/<dataset>/0.json, 1.json``):
+  ``{"name", "time_seconds", "standings": [[player, lo, hi], ...], "weight"?, "perf_ceiling"?}``,
+  0-based inclusive tie ranges; ladder ``default``, ``round_id`` = file stem, rank = lo + 1.
 
-Each line (or contest) goes through the same acceptance as a message on the stream's ``rounds``
-topic (``parse_round`` with the service's limits, on the line's bytes).  Outcome-free rounds are
-valid input (returned; replay records and skips them).  Anything else raises
-:class:`SourceError` naming the file, line or round, field and reason, or, with ``rejected``,
-is added to that list and left out (what the stream does: dead-letter it and go on).
+Each round is accepted as a ``rounds`` message is (``parse_round``); outcome-free rounds are valid.
+Anything else raises :class:`SourceError` (file, line or round, field, reason) or, with
+``rejected``, is listed there and left out (as the stream dead-letters it).
 """
 
 from __future__ import annotations
@@ -47,10 +42,8 @@ class SourceError(ValueError):
 
 def read_rounds(path: Path, *, limits: Limits | None = None, rejected: list[SourceError] | None = None,
                 ignored: list[SourceError] | None = None) -> list[RoundResult]:
-    """All rounds of ``path`` (a JSONL or CSV file or a directory of contest files), in order; with
-    ``rejected``, invalid rounds are collected there instead of raised; with ``ignored``, what the
-    service accepts but ignores (without STRICT_SCHEMA: a field the schema does not define, a CSV
-    column it does not know) is listed there, one entry per round or file."""
+    """All rounds of ``path`` (JSONL, CSV or a contest directory), in order; invalid ones into ``rejected``
+    if given; what the service would ignore (STRICT_SCHEMA off) into ``ignored``, one per round or file."""
     limits = limits or Limits()
     if path.is_dir():
         return read_contest_dir(path, limits=limits, rejected=rejected)
@@ -69,9 +62,8 @@ CSV_PER_PLAYER = ("team", "player_weight")
 
 @dataclass
 class CsvRound:
-    """One round's rows of a CSV file: the RoundResult JSON they make (``raw``), the line of its first
-    row, the line of each standing (``standings[i]`` / ``standings[i].players[j]`` → ``file:line``),
-    and the problem of each bad row (then ``raw`` is incomplete)."""
+    """One round's rows of a CSV file: the RoundResult JSON they make, the line of its first row and
+    of each standing (``standings[i]`` / ``standings[i].players[j]``), and each bad row's problem."""
 
     raw: dict[str, Any]
     first: str
@@ -80,9 +72,8 @@ class CsvRound:
 
 
 def csv_rounds(path: Path, now: float | None = None) -> Iterator[CsvRound]:
-    """The rounds of a CSV file, rows grouped by ``(ladder, round_id)`` in order of first appearance
-    (not yet validated: :func:`parse_round` does that); a header without the required columns is one
-    :class:`CsvRound` with an empty ``raw`` and the error at line 1."""
+    """The rounds of a CSV file by ``(ladder, round_id)`` in order of first appearance, not yet
+    validated; a bad header or an unreadable file: one :class:`CsvRound` with an empty ``raw``."""
     now = time.time() if now is None else now
     rounds: dict[tuple[str, str], CsvRound] = {}
     try:
@@ -189,18 +180,14 @@ def read_csv(path: Path, *, limits: Limits, rejected: list[SourceError] | None =
 
 def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
             rejected: list[SourceError] | None, ignored: list[SourceError] | None = None) -> None:
-    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it);
-    with ``ignored`` (and STRICT_SCHEMA off), a field the service would ignore is listed there (the
-    round parsed strictly first, again leniently only when strict mode refuses it)."""
+    """Append the round of ``raw`` to ``rounds``, or its rejection to ``rejected`` (else raise it)."""
     if ignored is not None and not limits.strict:
         try:
             rounds.append(parse_round(raw, limits=replace(limits, strict=True)))
             return
         except RoundRejected as exc:
             if exc.reason == UNKNOWN_FIELD:
-                round_id = _round_id(raw)
-                label = f"{where} (round {round_id})" if round_id is not None else where
-                ignored.append(SourceError(label, f"{exc.message} ignored", exc.field, UNKNOWN_FIELD))
+                ignored.append(SourceError(_label(raw, where), f"{exc.message} ignored", exc.field, UNKNOWN_FIELD))
     try:
         rounds.append(parse_round(raw, limits=limits))
         return
@@ -208,23 +195,22 @@ def _accept(raw: Any, limits: Limits, where: str, rounds: list[RoundResult],
         if exc.reason == NO_OUTCOME and exc.round is not None:
             rounds.append(exc.round)
             return
-        round_id = _round_id(raw)
-        label = f"{where} (round {round_id})" if round_id is not None else where
-        error = SourceError(label, f"{exc.reason}: {exc.message}", exc.field, exc.reason)
+        error = SourceError(_label(raw, where), f"{exc.reason}: {exc.message}", exc.field, exc.reason)
     if rejected is None:
         raise error
     rejected.append(error)
 
 
-def _round_id(raw: Any) -> str | None:
-    """The round id of a rejected message, if it has a readable one (for the error's label)."""
+def _label(raw: Any, where: str) -> str:
+    """``where``, with the round id of a rejected message if it has a readable one."""
     if isinstance(raw, bytes):
         try:
             raw = json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):  # not UTF-8, not JSON, a 4,300+ digit integer, too deep
-            return None
+            return where
     round_id = raw.get("round_id") if isinstance(raw, dict) else None
-    return round_id if isinstance(round_id, str) and round_id.isprintable() and len(round_id) <= 200 else None
+    readable = isinstance(round_id, str) and round_id.isprintable() and len(round_id) <= 200
+    return f"{where} (round {round_id})" if readable else where
 
 
 def read_jsonl(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None,

@@ -1,9 +1,6 @@
-"""Synthetic rounds as in the paper's Section 6.1 (Table 1: 10K players, 50 rounds of 2,500).
-
-Skills start N(SKILL_MEAN, SKILL_SD^2); each round samples ``round_size`` distinct players,
-each performs at skill + N(0, PERF_SD^2), and the ranks follow the performances (best = 1);
-between rounds every skill takes a step N(0, DRIFT_SD^2).  Fully determined by ``seed``.
-``tie_quantum > 0`` rounds performances to that grid first, which creates ties.
+"""Synthetic rounds as in the paper's Section 6.1 (Table 1: 10K players, 50 rounds of 2,500), seeded:
+skills N(SKILL_MEAN, SKILL_SD^2) drift by N(0, DRIFT_SD^2) a round; ``round_size`` players perform at
+skill + N(0, PERF_SD^2), ranked by performance (``tie_quantum > 0`` rounds it to a grid: ties).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""``LadderTable``: every player of one ladder as growable arrays (struct of arrays).
-
-Replay gathers a round's rows into a :class:`~stream.engine.PlayerBatch` with fancy indexing and
-scatters the engine's result back, so per round there is no per-player Python maths, only the
-id → row dictionary lookups.
+"""``LadderTable``: every player of one ladder as growable arrays, gathered into a
+:class:`~stream.engine.PlayerBatch` per engine call and scattered back (no per-player Python maths).
 """
 
 from __future__ import annotations
@@ -42,16 +39,10 @@ class LadderTable:
 
     def __post_init__(self) -> None:
         cap = INITIAL_CAPACITY
-        self.mu = np.empty(cap)
-        self.sigma = np.empty(cap)
-        self.mu0 = np.empty(cap)
-        self.w0 = np.empty(cap)
-        self.n_factors = np.zeros(cap, dtype=np.int64)
-        self.rounds = np.zeros(cap, dtype=np.int64)
+        self.mu, self.sigma, self.mu0, self.w0 = (np.empty(cap) for _ in range(4))
+        self.n_factors, self.rounds = np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
         self.last_time = np.full(cap, np.nan)
-        self.p = np.zeros((cap, 0))
-        self.w_arg = np.zeros((cap, 0))
-        self.w_out = np.zeros((cap, 0))
+        self.p, self.w_arg, self.w_out = (np.zeros((cap, 0)) for _ in range(3))
 
     @property
     def size(self) -> int:
@@ -62,8 +53,7 @@ class LadderTable:
         return np.array(list(map(self.index.get, players, repeat(-1))), dtype=np.int64).reshape(len(players))
 
     def rows(self, players: list[str]) -> np.ndarray:
-        """Rows of ``players`` (repeats allowed: the rows of several rounds), adding newcomers in
-        order of first appearance with the prior of :meth:`PlayerState.new`."""
+        """Rows of ``players`` (repeats allowed), adding newcomers (:meth:`PlayerState.new`) in order."""
         rows = self.lookup(players)
         if rows.min(initial=0) >= 0:  # no newcomer: most rounds of a long history
             return rows
@@ -84,8 +74,7 @@ class LadderTable:
         return rows
 
     def gather(self, rows: np.ndarray) -> PlayerBatch:
-        """The players at ``rows`` as a batch, factor arrays trimmed to their longest history
-        (the same width :meth:`PlayerBatch.from_states` would give)."""
+        """The players at ``rows`` as a batch, factor arrays trimmed to their longest history."""
         n_factors = self.n_factors[rows]
         h = int(n_factors.max(initial=0))
         p, w_arg, w_out = gather_factors((self.p, self.w_arg, self.w_out), rows, n_factors, h)
@@ -104,10 +93,6 @@ class LadderTable:
             getattr(self, name)[rows] = getattr(batch, name)
         scatter_factors((self.p, self.w_arg, self.w_out), rows, n_old, (batch.p, batch.w_arg, batch.w_out),
                         batch.n_factors)
-
-    def state(self, player: str) -> PlayerState:
-        """One player's full state."""
-        return self.gather(np.array([self.index[player]])).to_states()[0]
 
     def _reserve(self, n: int) -> None:
         cap = self.mu.shape[0]

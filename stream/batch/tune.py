@@ -1,18 +1,8 @@
-"""Hyper-parameter search on a user's own history (``stream tune``).
-
-The history is split by time (input order, the order replay rates in): the first part tunes,
-the last ``holdout`` share is held out.  Each candidate replays the tuning part and is scored as
-the authors' ``bin/hparam_search.rs`` scores systems: pair inversion of the experienced players
-(:mod:`stream.batch.metrics`, first 10 % of the part not scored).  The best candidate and the
-defaults are then replayed through the whole history with only the held-out rounds scored (the
-rating runs through every round; the tuning part is the warm-up).
-
-Candidates: the model's defaults first, then ``budget - budget // 2`` random draws from the
-model's space (:data:`SPACES`, ranges after ``hparam_search.rs``) from
-``numpy.random.default_rng(seed)``, then ``budget // 2`` random neighbours of the best so far
-(:func:`refinements`), all rounded to three significant digits.  Candidates are scored in a
-process pool; the result does not depend on the number of processes (ties go to the earlier
-candidate, so the defaults win ties).
+"""Hyper-parameter search on a user's own history (``stream tune``), scored as ``bin/hparam_search.rs``
+scores systems (pair inversion of the experienced players) on the first part; the last ``holdout``
+share is held out for the best and the defaults. Candidates: the defaults, ``budget - budget // 2``
+seeded draws from :data:`SPACES`, ``budget // 2`` neighbours of the best (:func:`refinements`), at
+three significant digits, scored in a process pool (ties go to the earlier: the defaults).
 """
 
 from __future__ import annotations
@@ -50,21 +40,16 @@ def _log(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def _mmr(rng: np.random.Generator) -> Candidate:
-    return {"weight_limit": _log(rng, 0.01, 2.0), "sig_limit": _log(rng, 20.0, 160.0),
-            "rho": float(RHO_CHOICES[int(rng.integers(len(RHO_CHOICES)))])}
+def _rho(rng: np.random.Generator) -> float:
+    return float(RHO_CHOICES[int(rng.integers(len(RHO_CHOICES)))])
 
 
-def _mmx(rng: np.random.Generator) -> Candidate:
-    return {"weight_limit": _log(rng, 0.01, 2.0), "sig_limit": _log(rng, 20.0, 160.0)}
-
-
-def _beta_drift(rng: np.random.Generator) -> Candidate:
-    return {"beta": _log(rng, 30.0, 600.0), "sig_drift": _log(rng, 5.0, 80.0)}
-
-
-def _codeforces(rng: np.random.Generator) -> Candidate:
-    return {"beta": _log(rng, 30.0, 600.0), "weight": _log(rng, 0.05, 10.0)}
+def _space(rho: bool = False, **ranges: tuple[float, float]) -> Sampler:
+    """A sampler: each field log-uniform in its range, in order, then ``rho`` (if asked)."""
+    def draw(rng: np.random.Generator) -> Candidate:
+        out = {k: _log(rng, *bounds) for k, bounds in ranges.items()}
+        return {**out, "rho": _rho(rng)} if rho else out
+    return draw
 
 
 def _topcoder(rng: np.random.Generator) -> Candidate:
@@ -72,17 +57,15 @@ def _topcoder(rng: np.random.Generator) -> Candidate:
     return {"weight_noob": noob, "weight_limit": _log(rng, 0.1 * noob, noob)}
 
 
-def _elo_multiplayer(rng: np.random.Generator) -> Candidate:
-    return {"temperature": _log(rng, 40.0, 700.0), "max_gain": _log(rng, 4.0, 128.0)}
-
-
+_ELO_MMR = {"weight_limit": (0.01, 2.0), "sig_limit": (20.0, 160.0)}
+_BETA_DRIFT = _space(beta=(30.0, 600.0), sig_drift=(5.0, 80.0))
 SPACES: dict[str, Sampler] = {
-    **{name: (_mmx if p.variant == "gaussian" else _mmr) for name, p in PRESETS.items()},
-    "glicko": _beta_drift,
-    "bar": _beta_drift,
-    "codeforces": _codeforces,
+    **{name: _space(p.variant == "logistic", **_ELO_MMR) for name, p in PRESETS.items()},
+    "glicko": _BETA_DRIFT,
+    "bar": _BETA_DRIFT,
+    "codeforces": _space(beta=(30.0, 600.0), weight=(0.05, 10.0)),
     "topcoder": _topcoder,
-    "elo-multiplayer": _elo_multiplayer,
+    "elo-multiplayer": _space(temperature=(40.0, 700.0), max_gain=(4.0, 128.0)),
 }
 """Each tunable model's sampler: Elo-MMR presets vary weight_limit, sig_limit and (logistic) rho
 and keep the rest of the preset (subsampling, history bound)."""
@@ -113,7 +96,7 @@ def refinements(name: str, around: Candidate, count: int, seed: int) -> list[Can
         step: Candidate = {}
         for key, value in around.items():
             if key == "rho":
-                step[key] = float(RHO_CHOICES[int(rng.integers(len(RHO_CHOICES)))]) if rng.random() < 0.25 else value
+                step[key] = _rho(rng) if rng.random() < 0.25 else value
             else:
                 step[key] = round_sig(value * math.exp(rng.normal(0.0, REFINE_STEP))) if value > 0 else value
         try:
@@ -154,15 +137,12 @@ class Scored:
 
 
 def objective(rounds: Sequence[RoundResult], name: str, params: Candidate) -> float:
-    """Pair inversion of the experienced players over ``rounds`` (the tuning part) with
-    ``params``; NaN when nobody experienced was scored."""
-    metrics = Metrics(len(rounds))
-    replay_named(rounds, name, overrides=params, metrics=metrics)
-    return float(metrics.summary()["pair_exp"])
+    """Pair inversion of the experienced players over ``rounds`` with ``params`` (NaN: nobody scored)."""
+    return held_out(rounds, None, name, params).pair_exp
 
 
-def held_out(rounds: Sequence[RoundResult], split: int, name: str, params: Candidate | None = None) -> Scored:
-    """Replay every round with ``params``, scoring rounds ``split`` onwards only."""
+def held_out(rounds: Sequence[RoundResult], split: int | None, name: str, params: Candidate | None = None) -> Scored:
+    """Replay every round with ``params``, scoring rounds ``split`` onwards only (None: the first 10 % not)."""
     metrics = Metrics(len(rounds), start=split)
     replay_named(rounds, name, overrides=params, metrics=metrics)
     return Scored.of(metrics)
@@ -173,8 +153,7 @@ HIGHER_IS_BETTER = {"pair_all": True, "pair_exp": True, "rank_all": False, "rank
 
 
 def compare_held_out(defaults: Scored, tuned: Scored) -> tuple[list[str], list[str]]:
-    """(held-out metrics on which ``tuned`` is strictly better, those on which ``defaults`` is);
-    a metric nobody was scored on (NaN) is in neither."""
+    """(held-out metrics on which ``tuned`` is strictly better, those where ``defaults`` is; NaN: neither)."""
     better: list[str] = []
     worse: list[str] = []
     for name, higher in HIGHER_IS_BETTER.items():
@@ -233,9 +212,8 @@ def tune(
     jobs: int | None = None,
     on_candidate: Callable[[], None] | None = None,
 ) -> TuneResult:
-    """Search ``name``'s parameters on the tuning part (see the module docstring).  ``jobs``
-    processes (default: the machine's cores; 1 = in this process).  ValueError when the split is
-    impossible or the tuning part has no experienced player to score."""
+    """Search ``name``'s parameters (module docstring) in ``jobs`` processes (default: the cores; 1: here);
+    ValueError when the split is impossible or the tuning part has no experienced player."""
     if name not in SPACES:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(SPACES)}")
     if budget < 0:

@@ -1,7 +1,4 @@
-"""Elo-MMR rating engine (Ebtekar & Liu, WWW 2021): numpy maths and compiled root loops (numba), no I/O.
-
-See docs/contracts.md "Engine" for the API and the module docstrings for the equations.
-"""
+"""Elo-MMR rating engine (Ebtekar & Liu, WWW 2021), no I/O; API: docs/contracts.md "Engine"."""
 
 from .diffusion import elapsed_days
 from .kernels import warm_up

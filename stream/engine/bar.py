@@ -1,15 +1,11 @@
 """BAR, the Bayesian Approximation Ranking (Weng & Lin, JMLR 2011, Algorithm 1 "BT-Full") as the
-authors run it (EbTech/Elo-MMR ``systems/bar.rs``).
-
-Per round, with ``s2 = beta^2 / weight``:
+authors run it (EbTech/Elo-MMR ``systems/bar.rs``); ``s2 = beta^2 / weight``:
 
 * drift: sigma <- sqrt(sigma^2 + sig_drift^2);
 * c_ij = sqrt(sigma_i^2 + sigma_j^2 + 2 s2), P_ij = logistic((mu_i - mu_j) / c_ij),
   update_i = mean_j (S_ij - P_ij) / c_ij over everyone (itself included, which cancels);
 * mu' = mu + sigma^2 update_i; the round counts as one informative match:
-  sigma' = sigma sqrt(max(kappa, 1 - sigma^2 / (4 (sigma^2 + 2 s2)))).
-
-No performance.  O(n^2) per round, evaluated in row blocks.
+  sigma' = sigma sqrt(max(kappa, 1 - sigma^2 / (4 (sigma^2 + 2 s2)))).  No performance.
 """
 
 from __future__ import annotations
@@ -21,16 +17,16 @@ import numpy as np
 from scipy.special import expit
 
 from stream.engine.ratings import (
-    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans,
+    DEFAULT_BETA, ModelParams, ModelRound, PairOdds, Ratings, by_rows, logistic_odds, noisy_skills, tie_spans,
 )
+from stream.engine.state import TANH_MULTIPLIER
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/bar.rs (f6f83bb); Weng & Lin, JMLR 12 (2011), Algorithm 1"
 
 
 @dataclass(frozen=True, slots=True)
 class BarParams(ModelParams):
-    """``beta``: performance noise of a weight-1 round; ``sig_drift``: uncertainty added per
-    round; ``kappa``: floor of the variance reduction factor."""
+    """``beta``: noise of a weight-1 round; ``sig_drift``: drift per round; ``kappa``: variance floor."""
 
     beta: float = DEFAULT_BETA
     sig_drift: float = 35.0
@@ -80,21 +76,16 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: BarParams, *, weight:
 
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: BarParams,
               *, weight: float = 1.0) -> PairOdds:
-    """BAR's (Bradley-Terry-Full) probability that a finishes ahead of b, no draws:
-    P_ab = logistic((mu_a - mu_b) / c_ab), c_ab = sqrt(sigma_a^2 + sigma_b^2 + 2 beta^2 / weight)
-    (Weng & Lin 2011, eq. (43) as :func:`rate_round` uses it), sigmas after the round's drift."""
+    """BAR's P_ab = logistic((mu_a - mu_b) / c_ab), c_ab = sqrt(sigma_a^2 + sigma_b^2 + 2 beta^2 / weight)
+    (Weng & Lin 2011, eq. (43)), sigmas after the round's drift; no draws."""
     drift_and_noise = 2.0 * params.sig_drift**2 + 2.0 * params.beta**2 / weight
-    spread = np.sqrt(np.square(sigma_a) + np.square(sigma_b) + drift_and_noise)
-    ahead: np.ndarray = expit(TANH_MULTIPLIER * (np.asarray(mu_a, dtype=float) - mu_b) / spread)
-    return ahead, np.zeros_like(ahead)
+    return logistic_odds(np.asarray(mu_a, dtype=float) - mu_b,
+                         np.sqrt(np.square(sigma_a) + np.square(sigma_b) + drift_and_noise))
 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: BarParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """Skill ~ N(mu, sigma^2) (after drift) plus Gumbel noise whose pair difference is logistic
-    with the sd of two performances (sqrt 2 beta / sqrt weight): BAR's P_ab up to the logistic-normal
-    approximation its c_ab makes."""
-    sd = np.hypot(sigma, params.sig_drift)
-    scale = math.sqrt(2.0) * params.beta / math.sqrt(weight) / TANH_MULTIPLIER
-    draws: np.ndarray = mu + sd * rng.standard_normal((samples, len(mu))) + rng.gumbel(0.0, scale, (samples, len(mu)))
-    return draws
+    """Skill ~ N(mu, sigma^2) (after drift) plus Gumbel noise whose pair difference is logistic of sd
+    sqrt 2 beta / sqrt weight: P_ab up to the logistic-normal approximation of c_ab."""
+    return noisy_skills(mu, np.hypot(sigma, params.sig_drift),
+                        math.sqrt(2.0) * params.beta / math.sqrt(weight) / TANH_MULTIPLIER, rng, samples)

@@ -1,10 +1,6 @@
-"""Chebyshev interpolation on an interval: nested Lobatto nodes, coefficients, Clenshaw, and an
-adaptive fit that adds nodes until the series' tail is below a tolerance (used by ``fastperf``).
-
-A function analytic in the Bernstein ellipse E_rho around [a, b] has Chebyshev coefficients
-decaying like rho^-k (Trefethen, ATAP Thm 8.1), so the size of the last coefficients of an
-interpolant bounds its error; the Lobatto sets with 2^j + 1 points are nested, so raising the
-degree reuses every value already computed.
+"""Chebyshev interpolation for ``fastperf_*``: nested Lobatto nodes (2^j + 1: raising the degree
+reuses every value), coefficients, Clenshaw, and an adaptive fit accepted when the series' tail
+is below a tolerance (coefficients decay like rho^-k in the Bernstein ellipse: ATAP Thm 8.1).
 """
 
 from __future__ import annotations
@@ -14,8 +10,6 @@ from functools import cache
 
 import numpy as np
 
-NODE_LEVELS = (17, 33, 65, 129)
-"""Nested Chebyshev-Lobatto sizes tried in turn by :func:`fit_adaptive`."""
 TAIL_FRACTION = 4
 """The tail checked for convergence: the last 1/TAIL_FRACTION of the coefficients."""
 ROOT_TOL = 1e-11
@@ -59,8 +53,7 @@ def derivative_coefficients(coef: np.ndarray) -> np.ndarray:
 
 
 def clenshaw(coef: np.ndarray, t: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
-    """Evaluate Chebyshev series at t in [-1, 1].  ``coef`` is (m, series) degree-major; with
-    ``idx`` point i uses series idx[i], otherwise ``coef`` must be (m,) (one shared series)."""
+    """Chebyshev series ``coef`` (m, series) at t in [-1, 1], point i on series ``idx[i]`` (or ``coef`` (m,))."""
     b1 = np.zeros_like(t)
     b2 = np.zeros_like(t)
     two_t = 2.0 * t
@@ -93,16 +86,11 @@ def fit_adaptive(
     a: float,
     b: float,
     tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    levels: tuple[int, ...] = NODE_LEVELS,
+    levels: tuple[int, ...],
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Chebyshev coefficients (m, series) of the functions ``evaluate`` tabulates on [a, b].
-
-    ``evaluate(xs)`` returns the (len(xs), series) values at the points xs; ``tolerance(xs,
-    values)`` the largest acceptable interpolation error of each series.  The node count goes
-    through ``levels`` (nested Lobatto sizes) until the coefficient tail of every series is
-    within tolerance; returns (coefficients, values at the m Lobatto points (descending x),
-    converged).  Values are only ever computed once per point.
-    """
+    """(coefficients (m, series), values at the m Lobatto points (descending x), converged) of the
+    functions ``evaluate(xs)`` tabulates on [a, b], raising the node count through ``levels`` until
+    every series' coefficient tail is within ``tolerance(xs, values)``."""
     mid, half = 0.5 * (a + b), 0.5 * (b - a)
     values = None
     for m in levels:

@@ -11,8 +11,7 @@ with ``c = (pi/sqrt 3) / (2 sig_perf)`` and F(x) = sum_j tanh(c (x - mu_j)) over
   then clipped to the round's ``perf_ceiling``;
 * mu' = (mu + w p) / (1 + w) with w = weight x ``weight``; sigma is never changed.
 
-F is one increasing function shared by the whole round, so every root is bracketed between two
-consecutive sorted ratings (where F is already known) and refined by safeguarded Newton.
+F is increasing and shared by the round: each root is bracketed by two consecutive sorted ratings.
 """
 
 from __future__ import annotations
@@ -24,17 +23,18 @@ import numpy as np
 from scipy.special import expit
 
 from stream.engine.numerical import solve_bracketed
+from stream.engine.params import SOLVER_BOUNDS
 from stream.engine.ratings import (
-    DEFAULT_BETA, SOLVER_BOUNDS, TANH_MULTIPLIER, ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans,
+    DEFAULT_BETA, ModelParams, ModelRound, PairOdds, Ratings, by_rows, logistic_odds, noisy_skills, tie_spans,
 )
+from stream.engine.state import TANH_MULTIPLIER
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/codeforces_sys.rs (f6f83bb); codeforces.com/blog/entry/20762"
 
 
 @dataclass(frozen=True, slots=True)
 class CodeforcesParams(ModelParams):
-    """``beta``: performance noise of a weight-1 round (only sets the scale); ``weight``: how far
-    a rating moves toward the round's performance (mu' = (mu + w p)/(1 + w))."""
+    """``beta``: performance noise of a weight-1 round (the scale); ``weight``: w of mu' = (mu + w p)/(1 + w)."""
 
     beta: float = DEFAULT_BETA
     weight: float = 1.0
@@ -64,8 +64,7 @@ def tanh_sum(x: np.ndarray, centres: np.ndarray, c: float) -> tuple[np.ndarray, 
 
 
 def solve_tanh_sum(targets: np.ndarray, centres: np.ndarray, c: float, known: np.ndarray) -> np.ndarray:
-    """x with F(x) = target for every target, F(x) = sum_j tanh(c (x - centres_j)) increasing;
-    ``known`` = F(centres).  Roots outside the solver bounds end at a bound, as the authors'."""
+    """x with F(x) = target for every target (``known`` = F(centres)); out of bounds: at a bound."""
     order = np.argsort(centres, kind="stable")
     xs = centres[order]
     fs = np.maximum.accumulate(known[order])  # F is increasing: remove rounding wiggles
@@ -108,20 +107,12 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: CodeforcesParams, *, 
 
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: CodeforcesParams,
               *, weight: float = 1.0) -> PairOdds:
-    """The Codeforces expected score of a against b, no draws: logistic((mu_a - mu_b) / sig_perf)
-    (= 1 / (1 + 10^((r_b - r_a)/400)) at the default beta), the term of the expected rank
-    ex_i = 1/2 + sum_j logistic((mu_j - mu_i) / sig_perf) of :func:`rate_round`; sigma plays no part."""
-    sig_perf = params.beta / math.sqrt(weight)
-    delta = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
-    ahead: np.ndarray = expit(TANH_MULTIPLIER * delta / sig_perf)
-    ahead = ahead + 0.0 * (np.asarray(sigma_a) + np.asarray(sigma_b))  # broadcast to the sigmas' shape too
-    return ahead, np.zeros_like(ahead)
+    """logistic((mu_a - mu_b) / sig_perf), the term of the expected rank of :func:`rate_round`
+    (= 1 / (1 + 10^((r_b - r_a)/400)) at the default beta); no draws, sigma plays no part."""
+    return logistic_odds(np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float), params.beta / math.sqrt(weight))
 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: CodeforcesParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """mu plus Gumbel noise of scale sig_perf / TM: every pair's difference is exactly the logistic
-    of :func:`pair_odds` (the rankings are Plackett-Luce)."""
-    scale = params.beta / math.sqrt(weight) / TANH_MULTIPLIER
-    draws: np.ndarray = mu + rng.gumbel(0.0, scale, (samples, len(mu)))
-    return draws
+    """mu plus Gumbel noise of scale sig_perf / TM: exactly :func:`pair_odds` for every pair."""
+    return noisy_skills(mu, None, params.beta / math.sqrt(weight) / TANH_MULTIPLIER, rng, samples)

@@ -1,11 +1,6 @@
-"""Skill drift between rounds: the pseudodiffusion of Section 4.2 (Algorithm 2), vectorised.
-
-``diffuse`` is the authors' ``add_noise_best`` for finite rho and ``add_noise_and_collapse`` for
-the memoryless variants (Elo-MMR(inf), Elo-MMchi), where the belief is replaced by the Gaussian
-N(mu, sigma^2 + gamma^2) and the logistic history is cleared. The finite-rho rows run phase two's
-compiled diffusion (``kernels.diffuse_row``), which reads each row's own factors only: a row's
-floats never depend on the batch it is in (a season's soft reset diffuses the players entering it,
-in phase one's wave, phase two's batch or the backfill's round alike).
+"""Skill drift between rounds: the pseudodiffusion of Section 4.2 (Algorithm 2), vectorised:
+the authors' ``add_noise_best`` for finite rho (``kernels.diffuse_row``: a row's floats whatever its
+batch) and ``add_noise_and_collapse`` for the memoryless variants (N(mu, sigma^2 + gamma^2)).
 """
 
 from __future__ import annotations
@@ -20,8 +15,7 @@ SECS_PER_DAY = 86_400.0
 
 
 def elapsed_days(last_time: np.ndarray, time: float | np.ndarray) -> np.ndarray:
-    """Days since each player's last round; NaN (never played) gives 0, as for the authors'
-    newcomers whose update_time is the current contest's time."""
+    """Days since each player's last round; 0 for a newcomer (NaN), as the authors'."""
     last_time = np.asarray(last_time, dtype=float)
     days = (time - last_time) / SECS_PER_DAY
     return np.where(np.isnan(last_time), 0.0, days)
@@ -40,35 +34,23 @@ def drifted_sigma(sigma: np.ndarray, gamma: np.ndarray) -> np.ndarray:
 
 
 def diffuse(batch: PlayerBatch, gamma: np.ndarray, params: Params) -> PlayerBatch:
-    """Algorithm 2 on every player of the batch (returns a new batch, the input is untouched).
-
-    With kappa = sigma^2/sigma'^2 and t = kappa^rho: w_G = t w0, w_L = (1 - t)(w0 + sum_k w_k),
-    mu0 <- (w_G mu0 + w_L mu)/(w_G + w_L), w0 <- kappa (w_G + w_L), each factor's precision
-    scales by t kappa (``w_out *= t kappa``), sigma <- sigma'.  mu is unchanged (rating
-    preservation) and 1/sigma^2 drops to kappa/sigma^2, i.e. sigma^2 grows by gamma^2.
-    """
-    out = batch.copy()
+    """Algorithm 2 on every player (a new batch): with kappa = sigma^2/sigma'^2 and t = kappa^rho,
+    w_G = t w0, w_L = (1 - t)(w0 + sum_k w_k), mu0 <- (w_G mu0 + w_L mu)/(w_G + w_L),
+    w0 <- kappa (w_G + w_L), ``w_out *= t kappa``, sigma <- sigma'; mu is unchanged."""
     new_sigma = drifted_sigma(batch.sigma, gamma)
-    if params.memoryless:
-        out.sigma = new_sigma
-        out.mu0 = batch.mu.copy()
-        out.w0 = new_sigma**-2
-        n = len(batch)
-        out.p = np.zeros((n, 0))
-        out.w_arg = np.zeros((n, 0))
-        out.w_out = np.zeros((n, 0))
-        out.n_factors = np.zeros(n, dtype=np.int64)
-        return out
+    if params.memoryless:  # collapse to N(mu, sigma'^2), no history
+        empty = np.zeros((len(batch), 0))
+        return PlayerBatch(batch.mu.copy(), new_sigma, batch.mu.copy(), new_sigma**-2, empty, empty.copy(),
+                           empty.copy(), np.zeros(len(batch), dtype=np.int64), batch.rounds.copy(),
+                           batch.last_time.copy())
+    out = batch.copy()
     decay = (batch.sigma / new_sigma) ** 2
-    # phase two's own compiled rows (kernels.diffuse_row): each row's floats whatever the batch's width
     diffuse_rows(out.mu, out.mu0, out.w0, out.w_arg, out.w_out, out.n_factors, decay, decay**params.rho)
     out.sigma = new_sigma
     return out
 
 
 def sigma_at(sigma: np.ndarray, last_time: np.ndarray, time: float, params: Params) -> np.ndarray:
-    """Each player's sigma as the next round at ``time`` would see it after its drift (weight 1):
-    ``sqrt(sigma^2 + gamma^2)`` with the days since his last round; what the read side shows of an
-    inactive player's uncertainty, computed at read time (nothing stored changes)."""
+    """Each player's sigma after the drift of a weight-1 round at ``time`` (read side; nothing stored)."""
     days = np.maximum(elapsed_days(last_time, time), 0.0)
     return drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, 1.0, days))

@@ -1,41 +1,16 @@
-"""Display ratings and tiers: what a player sees, derived from the hidden (mu, sigma).
+"""Display ratings and tiers: what a player sees, derived from the hidden (mu, sigma); pure numpy.
 
-Pure maths, vectorised over numpy arrays, no I/O. The pipeline calls :func:`display_rating`
-and :func:`next_tier` after every rating update and stores the results (leaderboard score and
-the player's ``tier``); the read API only reads them back.
+Modes (per ladder, :class:`DisplayConfig`): ``"mu"``; ``"conservative"`` ``mu - k*sigma`` (monotone
+in rank after a round: Eq. 8's sigma does not depend on the outcome, so Theorem 5.5 still holds);
+``"fixed-range"`` ``10000 / (1 + exp(-(mu - center) / scale))`` (Kreimeier's Fermi map, 5,000 average).
 
-Display modes (per ladder, :class:`DisplayConfig`):
-
-* ``"mu"``: the posterior mean itself, as Codeforces-style systems show it.
-* ``"conservative"``: ``mu - k*sigma``, a lower confidence bound (TrueSkill leaderboards,
-  StarCraft II). A newcomer with one lucky round cannot top the board: sigma must shrink first.
-  In Elo-MMR the new sigma after a round does not depend on the outcome (paper Eq. 8, the
-  sigma update), so ``mu - k*sigma`` stays monotone in a player's rank (Theorem 5.5 still holds
-  for the displayed number).
-* ``"fixed-range"``: ``10000 / (1 + exp(-(mu - center) / scale))``, the Fermi/logistic map
-  onto 0-10,000 of Kreimeier's "Rising from the Ranks" (average player 5,000; ``scale`` plays
-  the article's ``display_scale`` ~ half the population's width).
-
-Tiers (leagues) use hysteresis as in the StarCraft II ladder analysis: thresholds are on the
-mu scale, sorted ascending, the lowest tier takes everyone.
-
-* Promotion into tier t needs confidence: ``mu - k*sigma >= threshold[t]``.
-* Demotion out of the current tier t needs confidence plus a margin:
-  ``mu + k*sigma < threshold[t] - demotion_margin``.
-* Otherwise the tier stays. An unplaced player (tier :data:`UNPLACED`) is placed at the highest
-  tier its lower bound reaches. Several tiers can be crossed in one update.
-
-Equivalently ``new = clip(current, lower, upper)`` with ``lower`` the highest tier with
-``threshold <= mu - k*sigma`` and ``upper`` the highest tier with
-``threshold - demotion_margin <= mu + k*sigma``; ``lower <= upper`` always holds.
-
-Leagues and divisions (seed 003, as StarCraft II shows "Gold 2"): the configured ``tiers`` are the
-leagues; ``divisions = D > 1`` splits every league with a finite band (not the lowest, not the
-top one, as SC2's Grandmaster has none) into D equal bands labelled ``"<league> D"`` (lowest) ..
-``"<league> 1"`` (highest).  The placement steps are then those divisions, and the rule above runs
-on them unchanged: what the pipeline stores as a player's ``tier`` is the step's label.  Because
-the league of a step is monotone in the step, the league a player is in is exactly the rule above
-run on the leagues alone: divisions never change league placement.
+Tiers with hysteresis (StarCraft II ladder): thresholds on the mu scale, the lowest tier takes
+everyone; ``new = clip(current, lower, upper)`` with ``lower`` the highest tier with
+``threshold <= mu - k*sigma`` (promotion needs confidence) and ``upper`` the highest with
+``threshold - demotion_margin <= mu + k*sigma``; an unplaced player goes to ``lower``.
+``divisions = D > 1`` splits every finite league band (not the lowest, not the top) into D equal
+steps ``"<league> D"`` .. ``"<league> 1"`` (seed 003); the rule runs on the steps, and since a
+step's league is monotone in the step, divisions never change league placement.
 """
 
 from __future__ import annotations
@@ -58,16 +33,6 @@ UNPLACED = -1
 FIXED_RANGE_MAX = 10_000.0
 """Upper end of the fixed-range display scale (Kreimeier's ``max_rating``)."""
 
-DEFAULT_MODE: DisplayMode = "conservative"
-DEFAULT_K = 2.0
-"""Two standard deviations: a ~97.7 % one-sided lower bound on skill."""
-DEFAULT_CENTER = 1500.0
-"""Fixed-range centre: the newcomers' prior mean (mu_noob) maps to 5,000."""
-DEFAULT_SCALE = 200.0
-"""Fixed-range scale: about half the width of a typical rated population (sd ~350-400)."""
-DEFAULT_DEMOTION_MARGIN = 0.0
-DEFAULT_INTERVAL_Z = 2.0
-"""Every rating answer's interval: mu +/- 2 sigma (~95 %)."""
 DEFAULT_TIERS: tuple[tuple[str, float], ...] = (
     ("Bronze", float("-inf")),
     ("Silver", 1300.0),
@@ -92,8 +57,7 @@ STATUS_KEYS = ("interval_z", "provisional_sigma", "provisional_rounds", "min_rou
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """One placement step: its label, the mu threshold to be promoted into it, its league
-    (index into the config's ``tiers``) and division (1 = the league's top; None: undivided)."""
+    """A placement step: label, promotion threshold, league (index), division (1: top; None: undivided)."""
 
     label: str
     threshold: float
@@ -103,24 +67,22 @@ class Placement:
 
 @dataclass(frozen=True)
 class DisplayConfig:
-    """How one ladder shows ratings and tiers.
+    """How one ladder shows ratings and tiers. ``tiers`` are the leagues, ``(name, threshold)``
+    sorted by threshold (the first one's is ignored); the placement steps that ``next_tier``
+    indexes are :attr:`placements`."""
 
-    ``tiers`` are the leagues: ``(name, threshold)`` pairs on the mu scale, sorted by threshold;
-    the first league's threshold is ignored (it takes everyone). ``k`` is both the
-    conservative-mode multiplier and the confidence needed to change tier. ``divisions`` splits
-    each finite league band (module docstring); the placement steps (what ``next_tier`` indexes
-    and the player's stored ``tier`` names) are :attr:`placements`.
-    """
-
-    mode: DisplayMode = DEFAULT_MODE
-    k: float = DEFAULT_K
-    center: float = DEFAULT_CENTER
-    scale: float = DEFAULT_SCALE
+    mode: DisplayMode = "conservative"
+    k: float = 2.0
+    """The conservative multiplier and the confidence needed to change tier (~97.7 % one-sided)."""
+    center: float = 1500.0
+    """Fixed-range centre: the newcomers' prior mean maps to 5,000."""
+    scale: float = 200.0
+    """Fixed-range scale: about half the width of a typical rated population (sd ~350-400)."""
     tiers: tuple[tuple[str, float], ...] = field(default=DEFAULT_TIERS)
-    demotion_margin: float = DEFAULT_DEMOTION_MARGIN
+    demotion_margin: float = 0.0
     divisions: int = 1
-    interval_z: float = DEFAULT_INTERVAL_Z
-    """Half-width of the interval every rating answer carries, in sigmas: ``mu +/- z*sigma``."""
+    interval_z: float = 2.0
+    """Half-width of every rating answer's interval, in sigmas: ``mu +/- z*sigma`` (~95 %)."""
     provisional_sigma: float | None = None
     """A player is provisional while his sigma is above this (None: never for sigma)..."""
     provisional_rounds: int = 0
@@ -131,7 +93,6 @@ class DisplayConfig:
     """a round within the last this many days (None: no limit),"""
     max_sigma: float | None = None
     """and sigma (grown by the drift since his last round) at most this (None: no bound)."""
-    _placements: tuple[Placement, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
         if self.mode not in DISPLAY_MODES:
@@ -159,26 +120,20 @@ class DisplayConfig:
                 raise ValueError(f"{name} must be a finite number >= 0{'' if name == 'interval_z' else ' or null'}, "
                                  f"got {value!r}")
             object.__setattr__(self, name, float(value))
-        for name in ("provisional_rounds", "min_rounds"):
+        for name, low, high in (("provisional_rounds", 0, 0), ("min_rounds", 0, 0), ("divisions", 1, MAX_DIVISIONS)):
             value = getattr(self, name)
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
                 object.__setattr__(self, name, value)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-        if isinstance(self.divisions, bool) or not isinstance(self.divisions, int) or not 1 <= self.divisions <= MAX_DIVISIONS:
-            raise ValueError(f"divisions must be an integer in [1, {MAX_DIVISIONS}], got {self.divisions!r}")
-        steps = self._steps()
-        if len({p.label for p in steps}) != len(steps):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or 0 < high < value:
+                bounds = f"in [{low}, {high}]" if high else ">= 0"
+                raise ValueError(f"{name} must be an integer {bounds}, got {value!r}")
+        if len(set(self.tier_names)) != len(self.placements):
             raise ValueError("league and division labels must be unique")
-        object.__setattr__(self, "_placements", steps)
 
-    @property
+    @functools.cached_property
     def placements(self) -> tuple[Placement, ...]:
         """The placement steps, lowest first: each league's divisions (module docstring)."""
-        return self._placements
-
-    def _steps(self) -> tuple[Placement, ...]:
         leagues = [t for _, t in self.tiers]
         steps: list[Placement] = []
         for i, (name, low) in enumerate(self.tiers):
@@ -190,7 +145,7 @@ class DisplayConfig:
                 steps.append(Placement(name, -np.inf if i == 0 else low, i, None))
         return tuple(steps)
 
-    @property
+    @functools.cached_property
     def tier_names(self) -> tuple[str, ...]:
         """Labels of the placement steps (the league names when ``divisions`` is 1)."""
         return tuple(p.label for p in self.placements)
@@ -200,10 +155,22 @@ class DisplayConfig:
         """Thresholds of the placement steps, the lowest replaced by -inf."""
         return np.array([p.threshold for p in self.placements], dtype=np.float64)
 
+    @functools.cached_property
+    def _bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """:attr:`thresholds`, and less the demotion margin, read-only, built once."""
+        thresholds = self.thresholds
+        demoted = thresholds - self.demotion_margin
+        thresholds.flags.writeable = demoted.flags.writeable = False
+        return thresholds, demoted
+
+    @functools.cached_property
+    def _label_index(self) -> dict[str, int]:
+        """Label of each placement step -> its index (labels are unique)."""
+        return {label: i for i, label in enumerate(self.tier_names)}
+
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "DisplayConfig":
-        """Build from the JSON form: ``{"mode", "k", "center", "scale", "tiers": [[name, t], ...],
-        "demotion_margin"}``, every key optional. A null threshold means -inf."""
+        """Build from the JSON form (:meth:`to_dict`), every key optional; a null threshold means -inf."""
         known = {"mode", "k", "center", "scale", "tiers", "demotion_margin", "divisions", *STATUS_KEYS}
         unknown = set(raw) - known
         if unknown:
@@ -212,8 +179,6 @@ class DisplayConfig:
         for key in ("k", "center", "scale", "demotion_margin"):
             if key in kwargs:
                 kwargs[key] = float(kwargs[key])
-        if "divisions" in kwargs and isinstance(kwargs["divisions"], float) and kwargs["divisions"].is_integer():
-            kwargs["divisions"] = int(kwargs["divisions"])
         if "tiers" in raw:
             kwargs["tiers"] = tuple(
                 (str(name), float("-inf") if threshold is None else float(threshold))
@@ -230,22 +195,13 @@ class DisplayConfig:
 
 
 def parse_display_configs(raw: str) -> dict[str, DisplayConfig]:
-    """Parse the ``DISPLAY_CONFIG`` setting: a JSON object ladder -> config object.
-
-    The entry ``"*"`` (if any) is the default for ladders not listed; an empty string means
-    every ladder uses :class:`DisplayConfig`'s defaults.
-    """
+    """The ``DISPLAY_CONFIG`` setting: JSON ladder (or ``"*"``) -> config object; empty: none."""
     if not raw.strip():
         return {}
     data = json.loads(raw)
     if not isinstance(data, dict):
         raise ValueError("DISPLAY_CONFIG must be a JSON object mapping ladder -> config")
     return {str(ladder): DisplayConfig.from_dict(cfg) for ladder, cfg in data.items()}
-
-
-def config_for(ladder: str, configs: Mapping[str, DisplayConfig]) -> DisplayConfig:
-    """The ladder's config, else the ``"*"`` entry, else the defaults."""
-    return configs.get(ladder) or configs.get(DEFAULT_LADDER_KEY) or DisplayConfig()
 
 
 def display_rating(mu: ArrayLike, sigma: ArrayLike, cfg: DisplayConfig) -> NDArray[np.float64]:
@@ -264,35 +220,20 @@ def display_rating(mu: ArrayLike, sigma: ArrayLike, cfg: DisplayConfig) -> NDArr
 
 def next_tier(current_tier: ArrayLike, mu: ArrayLike, sigma: ArrayLike,
               cfg: DisplayConfig) -> NDArray[np.int64]:
-    """New tier indices after a rating change, with confidence and hysteresis (module docstring).
-
-    ``current_tier`` holds indices into ``cfg.placements`` or :data:`UNPLACED`; indices beyond
-    the config (a shortened tier list) are treated as the top tier.
-    """
+    """New tier indices (into ``cfg.placements``, or :data:`UNPLACED`) after a rating change, with
+    confidence and hysteresis (module docstring); indices beyond the config count as the top tier."""
     current = np.asarray(current_tier, dtype=np.int64)
     mu_arr = np.asarray(mu, dtype=np.float64)
     sigma_arr = np.asarray(sigma, dtype=np.float64)
-    thresholds, demoted = _thresholds(cfg)
+    thresholds, demoted = cfg._bounds
     top = len(thresholds) - 1
     lower = thresholds.searchsorted(mu_arr - cfg.k * sigma_arr, side="right") - 1
     upper = demoted.searchsorted(mu_arr + cfg.k * sigma_arr, side="right") - 1
-    # np.clip's bounds by the ufuncs themselves (the same integers; np.clip's wrapper costs
-    # more than the work on a few duels' rows)
+    # np.clip by the ufuncs themselves: its wrapper costs more than a few duels' rows
     lower = np.minimum(np.maximum(lower, 0), top)
     upper = np.minimum(np.maximum(upper, 0), top)
     held = np.where(current == UNPLACED, lower, np.minimum(current, top))
     return np.minimum(np.maximum(held, lower), upper).astype(np.int64)
-
-
-@functools.lru_cache(maxsize=256)
-def _thresholds(cfg: DisplayConfig) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The config's :attr:`~DisplayConfig.thresholds`, and less its demotion margin (built once
-    per config: :func:`next_tier` runs for every wave of a phase-two batch). Read-only."""
-    thresholds = cfg.thresholds
-    demoted = thresholds - cfg.demotion_margin
-    thresholds.flags.writeable = False
-    demoted.flags.writeable = False
-    return thresholds, demoted
 
 
 PLACEMENT_PREFIX = "Placement "
@@ -307,22 +248,19 @@ def placement_index(rounds: ArrayLike) -> NDArray[np.int64]:
 
 
 def tier_names(indices: ArrayLike, cfg: DisplayConfig) -> list[str]:
-    """Tier names for indices (``""`` for :data:`UNPLACED`, ``"Placement k"`` in placement), what
-    the player hash stores."""
-    names = _names(cfg)
+    """Stored tier names of indices (``""``: unplaced, ``"Placement k"`` in placement)."""
+    names = cfg.tier_names
     return [names[i] if 0 <= i < len(names) else f"{PLACEMENT_PREFIX}{UNPLACED - i}" if i < UNPLACED else ""
             for i in np.asarray(indices, dtype=np.int64).tolist()]
 
 
 def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDArray[np.int64]:
-    """Inverse of :func:`tier_names`: stored names back to indices; unknown or empty -> UNPLACED.
-
-    A dict lookup per name (the labels' index cached per config): phase two maps every applied
-    row's stored tier, and numpy string arrays cost more than the lookups for a batch's rows."""
+    """Inverse of :func:`tier_names`: stored names back to indices; unknown or empty -> UNPLACED
+    (a dict lookup per name: cheaper than numpy string arrays for a batch's rows)."""
     if len(names) == 0:
         return np.empty(0, dtype=np.int64)
     wanted = [n.decode() if isinstance(n, bytes) else (n or "") for n in names]
-    index = _label_index(cfg)
+    index = cfg._label_index
     out = np.fromiter(map(index.get, wanted, [_UNKNOWN] * len(wanted)), dtype=np.int64, count=len(wanted))
     unknown = np.flatnonzero(out == _UNKNOWN)
     if unknown.size:
@@ -345,18 +283,6 @@ _UNKNOWN = -(1 << 40)
 """:func:`tier_indices`' marker of a name that is no label of the config (never an index)."""
 
 
-@functools.lru_cache(maxsize=256)
-def _names(cfg: DisplayConfig) -> tuple[str, ...]:
-    """The config's :attr:`~DisplayConfig.tier_names`, built once per config."""
-    return cfg.tier_names
-
-
-@functools.lru_cache(maxsize=256)
-def _label_index(cfg: DisplayConfig) -> dict[str, int]:
-    """Label of each placement step -> its index (labels are unique: ``DisplayConfig`` checks)."""
-    return {label: i for i, label in enumerate(cfg.tier_names)}
-
-
 def _lowest_step_of_league(cfg: DisplayConfig) -> dict[str, int]:
     """League name -> index of its lowest placement step."""
     out: dict[str, int] = {}
@@ -366,9 +292,8 @@ def _lowest_step_of_league(cfg: DisplayConfig) -> dict[str, int]:
 
 
 def league_division(label: str | None, cfg: DisplayConfig) -> tuple[str | None, int | None]:
-    """(league, division) of a stored tier label, read as written: ``"Gold 2"`` -> ``("Gold", 2)``,
-    a bare league name -> ``(name, None)`` (undivided, or stored before ``divisions`` changed);
-    unplaced or unknown -> ``(None, None)``."""
+    """(league, division) of a stored tier label: ``"Gold 2"`` -> ``("Gold", 2)``, a bare league
+    name -> ``(name, None)``, unplaced or unknown -> ``(None, None)``."""
     if not label:
         return None, None
     leagues = {name for name, _ in cfg.tiers}
@@ -381,11 +306,8 @@ def league_division(label: str | None, cfg: DisplayConfig) -> tuple[str | None, 
 
 
 def is_provisional(sigma: ArrayLike, rounds: ArrayLike, cfg: DisplayConfig) -> NDArray[np.bool_]:
-    """The provisional rule of the display entry (Lichess's "1500?"): sigma above
-    ``provisional_sigma`` or fewer than ``provisional_rounds`` rounds played. The one rule for every
-    place that says it: the API at read time (``sigma`` grown by the drift since the last round,
-    :func:`standing`), and each RatingChange event and what-if answer right after its round
-    (``sigma_after``, ``rounds_played``)."""
+    """Lichess's "1500?": sigma above ``provisional_sigma`` or fewer than ``provisional_rounds``
+    rounds played; the one rule for the API (drifted sigma), RatingChange events and what-if answers."""
     provisional: NDArray[np.bool_] = np.asarray(rounds, dtype=np.int64) < cfg.provisional_rounds
     if cfg.provisional_sigma is not None:
         provisional = provisional | (np.asarray(sigma, dtype=np.float64) > cfg.provisional_sigma)
@@ -394,10 +316,7 @@ def is_provisional(sigma: ArrayLike, rounds: ArrayLike, cfg: DisplayConfig) -> N
 
 @dataclass(frozen=True)
 class Standing:
-    """What a player's stored (mu, sigma, rounds, last round) means at read time (vectorised):
-    sigma grown by the drift the next round would apply (``sigma_now``, given by the caller: the
-    engine's diffusion), the interval ``mu +/- z*sigma_now``, provisional status and leaderboard
-    eligibility with the reasons a player is not eligible."""
+    """Players at read time: drifted sigma, interval, provisional, eligible and why not."""
 
     sigma_now: NDArray[np.float64]
     low: NDArray[np.float64]
@@ -409,8 +328,7 @@ class Standing:
 
 def standing(mu: ArrayLike, sigma_now: ArrayLike, rounds: ArrayLike, days_idle: ArrayLike,
              cfg: DisplayConfig) -> Standing:
-    """Interval, provisional status and eligibility of players whose drifted sigma is
-    ``sigma_now``, with ``rounds`` played and ``days_idle`` since their last round (NaN: never)."""
+    """The :class:`Standing` of players with drifted sigma ``sigma_now``, ``days_idle`` (NaN: never)."""
     mu_a = np.asarray(mu, dtype=np.float64)
     sig = np.asarray(sigma_now, dtype=np.float64)
     played = np.asarray(rounds, dtype=np.int64)
@@ -421,9 +339,7 @@ def standing(mu: ArrayLike, sigma_now: ArrayLike, rounds: ArrayLike, days_idle: 
         checks.append((~(idle <= cfg.active_days), f"no round in the last {cfg.active_days:g} days"))
     if cfg.max_sigma is not None:
         checks.append((sig > cfg.max_sigma, f"uncertainty (sigma) above {cfg.max_sigma:g}"))
-    failing = np.zeros(mu_a.shape, dtype=bool)
-    for bad, _ in checks:
-        failing = failing | bad
+    failing = np.logical_or.reduce([bad for bad, _ in checks])
     reasons = [[why for bad, why in checks if bad[i]] for i in range(mu_a.shape[0])] if failing.any() else \
         [[] for _ in range(mu_a.shape[0])]
     return Standing(sig, mu_a - cfg.interval_z * sig, mu_a + cfg.interval_z * sig, provisional, ~failing, reasons)

@@ -1,17 +1,12 @@
 """Multiplayer Elo over a ranking (Kreimeier, "Rising from the Ranks", seed 002): every pair of a
-round's participants is one encounter, rated from the ratings before the round.
+round is one encounter, rated from the ratings before the round.
 
-* expectancy of i against j: E_ij = Fermi(mu_i - mu_j) = 1 / (1 + exp(-(mu_i - mu_j) / T)) (the
-  seed's Fermi function of temperature T; the seed's listing passes ``opponent - my``, but its text
-  -- the largest gain for a weak player beating a strong one -- needs ``my - opponent``);
-* result S_ij = 1 (better rank), 0.5 (tie), 0 (worse);
-* change mu_i += max_gain / (n - 1) sum_{j != i} (S_ij - E_ij): each round is worth one
-  encounter's ``max_gain`` whatever its size (the seed's per-encounter gain, averaged over the
-  opponents so big free-for-alls stay on the same scale).
+* E_ij = Fermi(mu_i - mu_j) = 1 / (1 + exp(-(mu_i - mu_j) / T)) (the seed's listing passes
+  ``opponent - my``; its text, the largest gain for a weak player beating a strong one, needs this);
+* S_ij = 1 (better rank), 0.5 (tie), 0 (worse);
+* mu_i += max_gain / (n - 1) sum_{j != i} (S_ij - E_ij): a round is worth one encounter whatever its size.
 
-Zero-sum (E_ij + E_ji = S_ij + S_ji = 1), so newcomers entering at ``mu_noob`` keep the mean at
-``mu_noob``.  Ratings only: sigma stays the prior (the seed keeps confidence as a separate count,
-which ``rounds`` is).  No performance.
+Zero-sum, so the mean stays at ``mu_noob``; sigma stays the prior; no performance.
 """
 
 from __future__ import annotations
@@ -22,15 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans
+from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, noisy_skills, tie_spans
 
 SOURCE = "seed 002: Kreimeier, 'Rising from the Ranks: Rating for Multiplayer Games' (Gamasutra, 2000)"
 
 
 @dataclass(frozen=True, slots=True)
 class EloMultiplayerParams(ModelParams):
-    """``temperature`` T of the Fermi function (400/ln 10 gives chess Elo's scale) and
-    ``max_gain``, the most one round can move a rating."""
+    """``temperature`` T of the Fermi function (400/ln 10: chess Elo) and ``max_gain`` of a round."""
 
     temperature: float = 400.0 / math.log(10.0)
     max_gain: float = 32.0
@@ -69,17 +63,12 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: EloMultiplayerParams,
 
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray,
               params: EloMultiplayerParams, *, weight: float = 1.0) -> PairOdds:
-    """The seed's expectancy E_ab = Fermi(mu_a - mu_b) (:func:`expectancy`), no draws; sigma and
-    the round's weight (which scales the gain only) play no part."""
-    delta = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
-    delta = delta + 0.0 * (np.asarray(sigma_a) + np.asarray(sigma_b))  # broadcast to the sigmas' shape too
-    ahead = expectancy(delta, params.temperature)
+    """E_ab = Fermi(mu_a - mu_b) (:func:`expectancy`), no draws; sigma and weight play no part."""
+    ahead = expectancy(np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float), params.temperature)
     return ahead, np.zeros_like(ahead)
 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: EloMultiplayerParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """mu plus Gumbel noise of scale T: every pair's difference is exactly the Fermi function of
-    :func:`pair_odds` (the rankings are Plackett-Luce)."""
-    draws: np.ndarray = mu + rng.gumbel(0.0, params.temperature, (samples, len(mu)))
-    return draws
+    """mu plus Gumbel noise of scale T: exactly the Fermi function of :func:`pair_odds` for every pair."""
+    return noisy_skills(mu, None, params.temperature, rng, samples)

@@ -1,15 +1,13 @@
-"""The tie groups' equations Q_g of one round, evaluated directly (Section 3.1, Algorithm 3).
-
-Q_g(x) sums every player's LOSS, WIN or TIE term (``terms``) against the sorted players: O(N)
-per evaluation, chunked.  The direct solver uses it for the two extreme groups of large rounds
-(whose roots bracket all others, Theorem 5.2) and as the fast solvers' test oracle.
+"""The tie groups' equations Q_g of one round evaluated directly (Section 3.1, Algorithm 3): every
+player's LOSS, WIN or TIE term (``terms``), O(N) per evaluation, chunked; for large draws, the extreme
+groups of large rounds (Theorem 5.2) and the fast solvers' test oracle.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .numerical import Equations, solve_bracketed, solve_newton
+from .numerical import Equations, solve_bracketed
 from .params import SOLVER_BOUNDS, Params
 from .ranking import TieGroups
 from .terms import terms_for
@@ -45,23 +43,14 @@ class GroupEquations:
 
 
 def solve_groups_direct(eq: GroupEquations, groups_to_solve: np.ndarray) -> np.ndarray:
-    """Roots of Q_g for the given groups on the reference bracket."""
+    """Roots of Q_g for the given groups on the reference bracket, from its midpoint."""
     k = groups_to_solve.shape[0]
-    return solve_newton(
-        lambda x, idx: eq(x, groups_to_solve[idx]),
-        np.full(k, SOLVER_BOUNDS[0]),
-        np.full(k, SOLVER_BOUNDS[1]),
-        increasing=False,
-    )
+    lo, hi = np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1])
+    return solve_bracketed(lambda x, idx: eq(x, groups_to_solve[idx]), lo, hi, 0.5 * (lo + hi), increasing=False)
 
 
 def solve_extreme_groups(f_ends: Equations, n_groups: int) -> tuple[np.ndarray, bool]:
-    """Roots of the worst and the best group (``f_ends`` evaluates those two equations).
-
-    Every other group's root lies between them (Theorem 5.2), so they bracket the fast solvers'
-    work.  Returns the array of all roots with both ends filled, and whether the inner roots still
-    need solving: not when there are none, nor when the range is empty (they all equal its end).
-    """
+    """Roots of the worst and best groups (bracketing all, Theorem 5.2), and whether inner ones remain."""
     x_lo, x_hi = solve_bracketed(
         f_ends, np.full(2, SOLVER_BOUNDS[0]), np.full(2, SOLVER_BOUNDS[1]),
         np.full(2, 0.5 * sum(SOLVER_BOUNDS)), increasing=False,

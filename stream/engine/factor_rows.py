@@ -1,8 +1,5 @@
-"""Compiled copies of the rows of padded factor arrays (``PlayerBatch.p``/``w_arg``/``w_out``)
-that touch only each row's ``n_factors`` used entries.
-
-Histories are padded to the longest one in the batch: on a long contest history a batch is
-~100 wide while its rows use ~10-15 entries, so copying whole rows moves mostly zeros.
+"""Compiled copies of the rows of padded factor arrays (``PlayerBatch.p``/``w_arg``/``w_out``) that
+touch only each row's ``n_factors`` used entries (a batch ~100 wide may use ~10-15 of them a row).
 """
 
 from __future__ import annotations

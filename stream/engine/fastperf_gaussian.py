@@ -2,15 +2,10 @@
 
 Players sorted by rank, tie group g:
     Q_g(x) = sum_{j in groups < g} loss_j(x) + sum_{j in groups > g} win_j(x) + sum_{j in g} tie_j(x)
-has no shared part like the logistic S(x), so the groups are tabulated piece by piece.  The
-extreme groups are solved first; all roots lie between theirs (Theorem 5.2).  That range is cut
-into pieces of ``PIECE_HALF_WIDTH`` delta_min; the sign of Q_g at the edges (Q_g decreases)
-says which piece holds each group's root, and the groups of a piece form a contiguous range.
-For such a range (``GaussianGroups``) the players outside enter as two weighted sums over their
-distinct (mu, delta) terms, the players inside by prefix sums of losses and suffix sums of wins.
-Each piece's Q_g are fitted together (17 or 33 Lobatto nodes; halved if that is not enough, or if
-the piece holds more than ``MAX_PIECE_GROUPS`` groups: memory), and each root is found by a
-bracketed Newton on its series, started at the secant between the nodes around its sign change.
+has no shared part, so the range between the extreme groups' roots (Theorem 5.2) is cut into
+pieces; the sign of Q_g at their edges says which piece holds each root (a contiguous range of
+groups, :class:`GaussianGroups`), each piece's Q_g are fitted together, and each root is found by a
+bracketed Newton on its series from the secant around its sign change.
 """
 
 from __future__ import annotations
@@ -18,8 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from dataclasses import dataclass
 
 from .chebyshev import MIN_PIECE_HALF_WIDTH, clenshaw, derivative_coefficients, fit_adaptive, lobatto, root_tolerance
 from .equations import GroupEquations, solve_extreme_groups
@@ -38,23 +31,15 @@ MAX_PIECE_GROUPS = 1 << 17
 """Pieces holding more groups are halved before fitting: bounds the (nodes x groups) tables."""
 
 
-@dataclass(frozen=True, slots=True)
-class Outside:
-    """The players outside a range of groups, as distinct (mu, delta) terms with multiplicities:
-    ``better`` (they contribute losses) and ``worse`` (wins), each (mu, delta, count/delta)."""
-
-    better: tuple[np.ndarray, np.ndarray, np.ndarray]
-    worse: tuple[np.ndarray, np.ndarray, np.ndarray]
+Terms = tuple[np.ndarray, np.ndarray, np.ndarray]
+Outside = tuple[Terms, Terms]
+"""The players outside a range of groups as distinct (mu, delta, count/delta) terms: those better
+(they contribute losses), those worse (wins)."""
 
 
 class GaussianGroups:
-    """Q_g(x) of a contiguous range of groups [g_a, g_b] (Elo-MMchi).
-
-    The players outside the range enter as two weighted sums over their distinct (mu, delta)
-    terms (losses of the players better than g_a, wins of those worse than g_b: one erfcx per
-    distinct term); the players inside by prefix sums of losses and suffix sums of wins over the
-    rank order plus tie group sums.
-    """
+    """Q_g(x) of a contiguous range of groups [g_a, g_b]: the players outside as weighted sums over
+    their distinct (mu, delta) terms, those inside by prefix sums of losses and suffix sums of wins."""
 
     def __init__(self, eq: GroupEquations, groups: TieGroups):
         pairs, inverse = np.unique(eq.mu + 1j * eq.delta, return_inverse=True)
@@ -70,23 +55,20 @@ class GaussianGroups:
         self.parallel = worth_threads(self.n_terms)
         self.scale = eq.mu.shape[0] / float(eq.delta.min())  # ~ sum of |terms|, for rounding
 
-    def _distinct(self, players: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _distinct(self, players: slice) -> Terms:
         count = np.bincount(self.inverse[players], minlength=self.n_terms)
         used = np.flatnonzero(count)
         delta = self.term_delta[used]
         return self.term_mu[used], delta, count[used] / delta
 
     def outside(self, g_a: int, g_b: int) -> Outside:
-        return Outside(
-            better=self._distinct(slice(0, self.start[g_a])),
-            worse=self._distinct(slice(self.end[g_b], None)),
-        )
+        return self._distinct(slice(0, self.start[g_a])), self._distinct(slice(self.end[g_b], None))
 
     def values(self, x: float, g_a: int, g_b: int, out: Outside) -> np.ndarray:
         """Q_g(x) for g = g_a..g_b."""
-        mu, delta, weight = out.better
+        mu, delta, weight = out[0]
         far = -float((gaussian_win_ratio((mu - x) / delta) * weight).sum())
-        mu, delta, weight = out.worse
+        mu, delta, weight = out[1]
         far += float((gaussian_win_ratio((x - mu) / delta) * weight).sum())
         p0, p1 = self.start[g_a], self.end[g_b]
         delta = self.delta[p0:p1]
@@ -105,14 +87,13 @@ class GaussianGroups:
         return total
 
     def end_value_and_slope(self, x: float, g: int, out: Outside) -> tuple[float, float]:
-        """(Q_g, Q_g') of the best (g = 0: wins + own ties) or worst group (losses + own ties);
-        ``out`` = ``outside(g, g)``."""
+        """(Q_g, Q_g') of the best (g = 0) or worst group; ``out`` = ``outside(g, g)``."""
         if g == 0:
-            mu, delta, weight = out.worse
+            mu, delta, weight = out[1]
             z = (x - mu) / delta
             r = gaussian_win_ratio(z)
         else:
-            mu, delta, weight = out.better
+            mu, delta, weight = out[0]
             z = (x - mu) / delta
             r = -gaussian_win_ratio(-z)
         value = float((r * weight).sum())
@@ -189,9 +170,7 @@ def solve_gaussian(eq: GroupEquations, groups: TieGroups) -> np.ndarray:
 
 
 def _solve_on_series(coef: np.ndarray, values: np.ndarray, a: float, b: float) -> np.ndarray:
-    """Root of each column's (decreasing) Chebyshev series on [a, b], given its ``values`` at the
-    Lobatto points (descending x): bracketed by the nodes
-    where its tabulated values change sign, started at the secant point, polished by Newton."""
+    """Root of each column's decreasing series on [a, b], from the secant where its ``values`` change sign."""
     m = coef.shape[0]
     mid, half = 0.5 * (a + b), 0.5 * (b - a)
     x_nodes = mid + half * lobatto(m)  # descending

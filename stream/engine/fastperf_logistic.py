@@ -4,16 +4,10 @@ Loss/win terms differ from b_j(x) = -c_j tanh((x - mu_j) c_j/2) by -/+ c_j (modu
 so for tie group g (players sorted by rank)
     Q_g(x) = S(x) + K_g + e sum_{j in g} b_j(x),   S = sum_j b_j,
     K_g = sum_{worse} c_j - sum_{better} c_j,      e = 1 (0 with split ties):
-ONE function S shared by all groups.  Players with identical (mu, delta) (all newcomers, say)
-merge into one term of S with a multiplicity.  The extreme groups are solved first (each
-evaluation one pass over the distinct terms); all roots lie between theirs (Theorem 5.2).  S is
-fitted there by adaptive piecewise Chebyshev interpolation (pieces of ``PIECE_HALF_WIDTH``
-delta_min, 17..129 nodes, halved if that is not enough; the points on a small thread pool),
-re-expanded into short degree-11 pieces, and every group's root is found by a bracketed Newton
-on S + K_g + its own tie terms (those evaluated exactly), from an inverse-table guess.
-
-Accuracy: tanh's poles make the terms analytic for |Im x| < sqrt(3) delta_min, so the Chebyshev
-coefficients decay geometrically; a fit is accepted when its tail / slope < ROOT_TOL.
+ONE function S for all groups (identical (mu, delta) merged).  The extreme groups are solved
+first; all roots lie between theirs (Theorem 5.2), where S is fitted piecewise (analytic for
+|Im x| < sqrt(3) delta_min), re-expanded into short degree-11 pieces, and each root found by a
+bracketed Newton on S + K_g + its own tie terms (exact) from an inverse-table guess.
 """
 
 from __future__ import annotations
@@ -118,8 +112,7 @@ class PiecewiseSeries:
         self.dcoef = derivative_coefficients(self.coef) / self.half
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(value, derivative) at x (clamped to the covered range); elementwise, so evaluated in
-        fixed chunks on the thread pool with the same floats."""
+        """(value, derivative) at x (clamped), in fixed chunks on the thread pool (the same floats)."""
         if x.shape[0] <= EVAL_CHUNK:
             return self._at(x)
         parts = map_points(lambda a: self._at(x[a : a + EVAL_CHUNK]), range(0, x.shape[0], EVAL_CHUNK))
@@ -137,8 +130,7 @@ Piece = tuple[float, float, np.ndarray]
 
 def _fit_pieces(evaluate: Callable[[np.ndarray], np.ndarray], a: float, b: float, half_width: float,
                 tolerance: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> list[Piece]:
-    """Adaptive piecewise fit of [a, b]: pieces of ``half_width`` refined by degree, then halved
-    while a piece's tail stays above tolerance.  Returns (a_k, b_k, coefficients) in order."""
+    """Adaptive piecewise fit of [a, b]: (a_k, b_k, coefficients), pieces halved until within tolerance."""
     n = max(1, math.ceil((b - a) / (2.0 * half_width)))
     edges = np.linspace(a, b, n + 1).tolist()
     todo = list(zip(edges[:-1], edges[1:]))
@@ -156,8 +148,7 @@ def _fit_pieces(evaluate: Callable[[np.ndarray], np.ndarray], a: float, b: float
 
 
 def _reexpand(pieces: list[Piece], sub_half: float) -> PiecewiseSeries:
-    """The fitted pieces re-expanded into short pieces of degree SUB_NODES - 1 (exact to
-    rounding: each is analytic well beyond its Bernstein ellipse), for fast evaluation."""
+    """The fitted pieces re-expanded into short degree-(SUB_NODES - 1) pieces (exact to rounding)."""
     edges, coefs, table_x, table_value = [], [], [], []
     nodes = lobatto(SUB_NODES)
     to_coef = values_to_coefficients(SUB_NODES)

@@ -1,15 +1,12 @@
-"""Glicko as the authors run it on multiplayer rounds (EbTech/Elo-MMR ``systems/glicko.rs``).
-
-Per round, with ``sig_perf = beta / sqrt(weight)`` and ``q = (pi/sqrt 3) / sig_perf``:
+"""Glicko as the authors run it on multiplayer rounds (EbTech/Elo-MMR ``systems/glicko.rs``);
+``sig_perf = beta / sqrt(weight)``, ``q = (pi/sqrt 3) / sig_perf``:
 
 * drift: sigma <- sqrt(sigma^2 + sig_drift^2);
 * every participant i plays everyone (itself included, a 0.5-0.5 tie that cancels):
   g_j = 1 / sqrt(1 + sigma_j^2 / sig_perf^2), P_ij = logistic((mu_i - mu_j) / sqrt(sigma_j^2 + sig_perf^2)),
   update_i = mean_j g_j (S_ij - P_ij) with S the rank outcome (1 / 0.5 / 0);
 * the round counts as one highly informative match (information 1/4, the authors' choice):
-  sigma' = (sigma^-2 + q^2 / 4)^-1/2, mu' = mu + q sigma'^2 update_i.
-
-No performance.  O(n^2) per round, evaluated in row blocks.
+  sigma' = (sigma^-2 + q^2 / 4)^-1/2, mu' = mu + q sigma'^2 update_i.  No performance.
 """
 
 from __future__ import annotations
@@ -21,8 +18,10 @@ import numpy as np
 from scipy.special import expit
 
 from stream.engine.ratings import (
-    DEFAULT_BETA, TANH_MULTIPLIER, ModelParams, ModelRound, PairOdds, Ratings, by_rows, signed_sums, tie_spans,
+    DEFAULT_BETA, ModelParams, ModelRound, PairOdds, Ratings, by_rows, logistic_odds, noisy_skills, signed_sums,
+    tie_spans,
 )
+from stream.engine.state import TANH_MULTIPLIER
 
 SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/glicko.rs (f6f83bb); Glickman's Glicko"
 
@@ -71,23 +70,16 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: GlickoParams, *, weig
 
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: GlickoParams,
               *, weight: float = 1.0) -> PairOdds:
-    """Glicko's expected score of a against b in the next round, no draws (Glickman, "The Glicko
-    system", step 3's E with g of the combined deviation, the two-player prediction):
-    E = 1 / (1 + 10^(-g(sqrt(RD_a^2 + RD_b^2)) (r_a - r_b) / 400)), g(RD) = 1 / sqrt(1 + 3 q^2 RD^2 / pi^2),
-    q = ln 10 / 400.  With S = pi / (sqrt 3 q) (= DEFAULT_BETA) this is
-    logistic(TM (r_a - r_b) / sqrt(S^2 + RD_a^2 + RD_b^2)); the model's ``sig_perf`` stands for S
-    and each RD is the deviation after the round's drift, as :func:`rate_round` applies it."""
+    """Glickman's two-player E with g of the combined deviation, E = 1 / (1 + 10^(-g(sqrt(RD_a^2 +
+    RD_b^2)) (r_a - r_b) / 400)), i.e. logistic(TM (r_a - r_b) / sqrt(sig_perf^2 + RD_a^2 + RD_b^2)),
+    RDs after the round's drift; no draws."""
     sig_perf = params.beta / math.sqrt(weight)
-    spread = np.sqrt(sig_perf**2 + np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.sig_drift**2)
-    ahead: np.ndarray = expit(TANH_MULTIPLIER * (np.asarray(mu_a, dtype=float) - mu_b) / spread)
-    return ahead, np.zeros_like(ahead)
+    return logistic_odds(np.asarray(mu_a, dtype=float) - mu_b, np.sqrt(
+        sig_perf**2 + np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.sig_drift**2))
 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: GlickoParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """Skill ~ N(mu, RD^2) (RD after drift) plus Gumbel noise of scale sig_perf / TM: a pair's
-    difference of noises is logistic, so a pair's marginal is Glicko's E up to its g approximation."""
-    sd = np.hypot(sigma, params.sig_drift)
-    scale = params.beta / math.sqrt(weight) / TANH_MULTIPLIER
-    draws: np.ndarray = mu + sd * rng.standard_normal((samples, len(mu))) + rng.gumbel(0.0, scale, (samples, len(mu)))
-    return draws
+    """N(mu, RD^2) skills plus Gumbel noise of scale sig_perf / TM: E up to its g approximation."""
+    return noisy_skills(mu, np.hypot(sigma, params.sig_drift), params.beta / math.sqrt(weight) / TANH_MULTIPLIER,
+                        rng, samples)

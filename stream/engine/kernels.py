@@ -1,12 +1,6 @@
-"""Compiled (numba) root solvers for the engine's many small independent equations.
-
-Each equation is solved on its own by the same safeguarded Newton as
-:func:`numerical.solve_bracketed` (:func:`newton_step` is its rule for one equation), in a
-plain loop over its own terms: no Python cost per iteration, no padding to the longest equation.
-Every equation is a sum of tanh terms, evaluated by :func:`tanh_sum`: an exp of its own
-(:func:`exp_nonpositive`, no libm call) lets the compiler run the sum on SIMD lanes.
-Compiled on first use and cached on disk (numba ``cache=True``; see BENCHMARKS.md for the cold
-start).
+"""Compiled (numba, cached on disk) root solvers for the engine's many small equations: each by
+:func:`numerical.solve_bracketed`'s safeguarded Newton (:func:`newton_step`) over its own tanh
+terms (:func:`tanh_sum`, whose own exp lets the sum run on SIMD lanes).
 """
 
 from __future__ import annotations
@@ -29,6 +23,8 @@ _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 """ln 2 in two parts (fdlibm's): n ln 2 exact in the first for |n| < 2^20."""
+_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
+"""1/k! for k = 13..0: Horner's coefficients of exp(r) to r^13 (truncation < 1e-17 relative)."""
 EXP_FLOOR = -40.0
 """exp below this is taken at it: tanh(20) is 1 to the last bit, and 1 - tanh^2 < 1e-17."""
 
@@ -43,26 +39,14 @@ def _double_from_bits(typingctx, bits):  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def exp_nonpositive(y: float) -> float:
-    """exp(y) for y <= 0 (taken at ``EXP_FLOOR`` below it): y = n ln 2 + r, |r| <= ln 2 / 2,
-    exp(r) by its Taylor polynomial to r^13 (truncation < 1e-17 relative), times 2^n built from
-    its bits.  Within ~2 ulp of libm's exp, and no call: loops over it vectorise."""
+    """exp(y) for y <= 0 (at least ``EXP_FLOOR``): y = n ln 2 + r, exp(r) by Taylor to r^13, times
+    2^n from its bits; within ~2 ulp of libm's, and no call, so loops over it vectorise."""
     y = max(y, EXP_FLOOR)
     n = math.floor(y * _LOG2E + 0.5)
     r = (y - n * _LN2_HI) - n * _LN2_LO
-    p = 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
+    p = _TAYLOR[0]
+    for c in _TAYLOR[1:]:
+        p = p * r + c
     return p * _double_from_bits((np.int64(n) + 1023) << 52)  # type: ignore[call-arg]  # numba intrinsic
 
 
@@ -77,9 +61,7 @@ def fast_tanh(z: float) -> float:
 @numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
 def tanh_sum(x: float, centre: np.ndarray, scale: np.ndarray, weight: np.ndarray, m: int) -> tuple[float, float, float]:
     """(S, S', S'') of S(x) = sum_k w_k tanh((x - c_k) a_k) over the first ``m`` terms:
-    S' = sum_k w_k a_k (1 - t_k^2), S'' = -2 sum_k w_k a_k^2 t_k (1 - t_k^2).  The sums may be
-    reassociated (SIMD lanes): the same floats on every call, not necessarily those of a
-    left-to-right sum (differences ~1e-16 relative)."""
+    S' = sum_k w_k a_k (1 - t_k^2), S'' = -2 sum_k w_k a_k^2 t_k (1 - t_k^2) (reassociated: SIMD)."""
     value = 0.0
     slope = 0.0
     curve = 0.0
@@ -116,9 +98,8 @@ def halley_step(s: float, sp: float, spp: float) -> float:
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def newton_step(lo: float, hi: float, x: float, s: float, step: float, last: float, older: float,
                 increasing: bool) -> tuple[float, float, float, float, float, bool]:
-    """One step of :func:`numerical.solve_bracketed` for one equation: (lo, hi, next x, |last
-    step|, |step before|, done) after evaluating s at x; ``step``: the proposed x - x' (Newton's
-    s / s', or :func:`halley_step`), 0 where s = 0."""
+    """One step of :func:`numerical.solve_bracketed` for one equation, given s at x and the
+    proposed step x - x': (lo, hi, next x, |last step|, |step before|, done)."""
     root_above = s < 0.0 if increasing else s > 0.0
     a = x if root_above else lo
     b = hi if root_above else x
@@ -152,44 +133,30 @@ def solve_tanh_equation(constant: float, linear: float, centre: np.ndarray, scal
     return x
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")
-def tie_group_terms(c: np.ndarray, gid: np.ndarray, a: int, m: int, g: int, tie_mult: float,
-                    weight: np.ndarray) -> float:
-    """Tie group ``g``'s equation over a round's players ``a:a + m`` (group ids ``gid``, widths'
-    terms ``c``): its constant (players above the group count ``-c``, below ``+c``) returned,
-    each player's tanh weight written to ``weight[:m]`` (``tie_mult`` for the group's own)."""
-    constant = 0.0
-    for j in range(a, a + m):
-        mult = 1.0
-        if gid[j] < g:
-            constant -= c[j]
-        elif gid[j] > g:
-            constant += c[j]
-        else:
-            mult = tie_mult
-        weight[j - a] = -mult * c[j]
-    return constant
-
-
 @numba.njit(cache=True, error_model="numpy")
 def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.ndarray, eq_round: np.ndarray,
                   guess: np.ndarray, tie_mult: float) -> np.ndarray:
-    """Logistic phase one of many small rounds: players sorted by (round, rank), ``gid`` their
-    tie group (global, increasing), round r at ``start[r]:start[r + 1]``; one root per group.
-    Q_g(x) = sum_j b_j - c_j [j better] + c_j [j worse], b_j = -c_j tanh((x - mu_j) c_j / 2)
-    times ``tie_mult`` for j tied (module ``terms``)."""
+    """Logistic phase one of many small rounds (players by (round, rank), ``gid`` their global tie group,
+    round r at ``start[r]:start[r + 1]``), a root per group: Q_g(x) = sum_j b_j - c_j [j better] + c_j
+    [j worse], b_j = -c_j tanh((x - mu_j) c_j / 2) (x ``tie_mult`` for j tied; module ``terms``)."""
     n_eq = guess.shape[0]
     out = np.empty(n_eq)
     c = TANH_MULTIPLIER / delta
     half = 0.5 * c
-    width = 0
-    for r in range(start.shape[0] - 1):
-        width = max(width, start[r + 1] - start[r])
-    weight = np.empty(width)
+    weight = np.empty((start[1:] - start[:-1]).max())
     for g in range(n_eq):
         r = eq_round[g]
         a, m = start[r], start[r + 1] - start[r]
-        constant = tie_group_terms(c, gid, a, m, g, tie_mult, weight)
+        constant = 0.0  # better players count -c, worse +c; each player's tanh weight -c (x tie_mult if tied)
+        for j in range(a, a + m):
+            mult = 1.0
+            if gid[j] < g:
+                constant -= c[j]
+            elif gid[j] > g:
+                constant += c[j]
+            else:
+                mult = tie_mult
+            weight[j - a] = -mult * c[j]
         out[g] = solve_tanh_equation(constant, 0.0, mu[a:], half[a:], weight, m, guess[g], False)
     return out
 
@@ -197,8 +164,7 @@ def segment_roots(mu: np.ndarray, delta: np.ndarray, gid: np.ndarray, start: np.
 @numba.njit(cache=True, error_model="numpy")
 def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_factors: np.ndarray,
                          w0: np.ndarray, mu0: np.ndarray, guess: np.ndarray) -> np.ndarray:
-    """Each row's zero of w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k) over its own
-    ``n_factors`` factors (Algorithm 3's second zero), from ``guess``."""
+    """Each row's zero of w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k) (Algorithm 3), from ``guess``."""
     n = guess.shape[0]
     out = np.empty(n)
     for i in range(n):
@@ -209,11 +175,9 @@ def robust_average_roots(p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray, n_
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def diffuse_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
                 n_factors: np.ndarray, i: int, decay: float, transfer: float) -> None:
-    """The pseudodiffusion (Algorithm 2, finite rho; ``diffusion.diffuse``) of row ``i`` in place,
-    given kappa (``decay``) and kappa^rho (``transfer``): its ``mu0``, ``w0`` and the precisions of
-    its own ``n_factors`` factors. The factors' total precision is summed left to right over the
-    used entries only, so a row gives the same floats whatever its batch and the batch's padded
-    width (a numpy sum over the padded row would not: its pairwise order changes with the width)."""
+    """The pseudodiffusion (Algorithm 2, finite rho) of row ``i`` in place, given kappa (``decay``)
+    and kappa^rho (``transfer``), summed over its own factors left to right: the same floats
+    whatever the batch's padded width."""
     k = n_factors[i]
     w_logistic = 0.0
     for f in range(k):
@@ -240,10 +204,8 @@ def diffuse_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, w_arg: np.ndar
 def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray, w_out: np.ndarray,
                n_factors: np.ndarray, i: int, performance: float, decay: float, transfer: float, beta: float,
                history_limit: int) -> None:
-    """Phase two of the logistic model with finite rho on row ``i`` of a batch, in place: the
-    pseudodiffusion (``diffusion.diffuse``), the history bound (``update.fold_oldest``; 0 for
-    none), the new factor (``update.append_factor``) and the new mu (``update.robust_average``),
-    over the row's own factors only.  The factor arrays must hold the appended factor."""
+    """Phase two (finite rho) of row ``i`` in place: diffusion, history bound (0: none), the new
+    factor and mu (``update``'s functions), over its own factors; the arrays must have room."""
     diffuse_row(mu, mu0, w0, w_arg, w_out, n_factors, i, decay, transfer)
     k = n_factors[i]
     centre, precision = mu0[i], w0[i]
@@ -265,8 +227,7 @@ def update_row(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w
 def logistic_update_rows(mu: np.ndarray, mu0: np.ndarray, w0: np.ndarray, p: np.ndarray, w_arg: np.ndarray,
                          w_out: np.ndarray, n_factors: np.ndarray, rows: np.ndarray, performance: np.ndarray,
                          decay: np.ndarray, transfer: np.ndarray, beta: np.ndarray, history_limit: int) -> None:
-    """:func:`update_row` on ``rows`` (distinct) of a batch, row q of ``performance``/``decay``/
-    ``transfer``/``beta`` for ``rows[q]``."""
+    """:func:`update_row` on ``rows`` (distinct), row q of the per-row arrays for ``rows[q]``."""
     for q in range(rows.shape[0]):
         update_row(mu, mu0, w0, p, w_arg, w_out, n_factors, rows[q], performance[q], decay[q], transfer[q], beta[q],
                    history_limit)
@@ -277,18 +238,10 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
                      beg: np.ndarray, end: np.ndarray, term_mu: np.ndarray, term_c: np.ndarray,
                      term_size: np.ndarray, term_start: np.ndarray, member_rank: np.ndarray,
                      tie_mult: float) -> np.ndarray:
-    """Logistic phase one against subsampled, bucketed opponents (module ``subsample``): player
-    i's equation sums the merged terms ``beg[i]:end[i]`` (c = ``term_c``), each counting its
-    members ranked better (loss: b - c), tied (tie: ``tie_mult`` b) and worse (win: b + c) than
-    i.  Term t's members are ``term_start[t]:term_start[t + 1]`` (``term_start`` ends with the
-    number of members), their dense ranks ``member_rank`` (ascending within a term).
-
-    The equation is sum_t w_t tanh((x - mu_t) c_t / 2) + K with w_t = -(size_t + (tie_mult - 1)
-    x tied_t) c_t and K = sum over the window's members j of c_j sign(rank_j - rank_i).  Players
-    are visited in ``by_window`` order (mu bucket, then rank): a bucket's players share the
-    window, so only the terms holding one of the player's tie group change w_t.  A player starts
-    from the root of the previous one in his bucket (same window, next rank: a close root), the
-    first of a bucket from his own mu; Halley steps."""
+    """Logistic phase one against subsampled, bucketed opponents (``subsample``): player i solves
+    sum_t w_t tanh((x - mu_t) c_t / 2) + K over the merged terms ``beg[i]:end[i]``, with
+    w_t = -(size_t + (tie_mult - 1) tied_t) c_t and K = sum_j c_j sign(rank_j - rank_i) over the window;
+    by (mu bucket, rank): a bucket shares its window and starts from the previous root."""
     n = mu.shape[0]
     n_terms = term_mu.shape[0]
     out = np.empty(n)
@@ -297,9 +250,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
     for t in range(n_terms):
         member_c[term_start[t]:term_start[t + 1]] = term_c[t]
     # the terms holding each rank's members (a tie group's terms), by counting sort
-    n_ranks = 0
-    for j in range(member_rank.shape[0]):
-        n_ranks = max(n_ranks, member_rank[j] + 1)
+    n_ranks = member_rank.max() + 1
     rank_start = np.zeros(n_ranks + 1, dtype=np.int64)
     for j in range(member_rank.shape[0]):
         rank_start[member_rank[j] + 1] += 1
@@ -312,10 +263,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
             term_by_rank[fill[member_rank[j]]] = t
             fill[member_rank[j]] += 1
     tied = np.zeros(n_terms, dtype=np.int64)
-    width = 0
-    for i in range(n):
-        width = max(width, end[i] - beg[i])
-    weight = np.empty(width)
+    weight = np.empty((end - beg).max())
     pos = 0
     while pos < n:
         first = by_window[pos]
@@ -345,8 +293,7 @@ def subsampled_roots(mu: np.ndarray, rank_pos: np.ndarray, mu_bucket: np.ndarray
 
 
 def warm_up() -> None:
-    """Compile or load from the cache every kernel now (a first round otherwise pays it: seconds
-    on the first run after installation, a fraction of a second after; see BENCHMARKS.md)."""
+    """Compile or load from the cache every kernel now (else the first round pays it; BENCHMARKS.md)."""
     one, two = np.ones(1), np.array([1500.0, 1400.0])
     ints = np.zeros(1, dtype=np.int64)
     segment_roots(two, np.full(2, 200.0), np.array([0, 1]), np.array([0, 2]), np.array([0, 0]), two, 2.0)

@@ -1,20 +1,8 @@
-"""Which model rates each ladder: the ``LADDERS`` configuration, resolved per ladder.
-
-``LADDERS`` is a JSON object ladder -> ``{"model": NAME, "params": {...}, "display": {...}}``;
-the key ``"*"`` is the fallback for ladders not listed. ``model`` is an Elo-MMR preset
-(:data:`~stream.engine.params.PRESETS`) or a rating-only model (:data:`~stream.engine.models.MODELS`);
-``params`` replaces fields of that model's defaults (``stream tune`` prints such an entry);
-``display`` is a display config (:class:`~stream.engine.display.DisplayConfig`); ``seasons`` the
-ladder's season schedule and soft reset (:class:`~stream.engine.seasons.Seasons`, Elo-MMR presets
-only; an entry without ``model`` nor ``seasons`` takes the ``"*"`` entry's with its params). An entry without
-``model`` takes the ``"*"`` entry's model and params; without ``display``, ``DISPLAY_CONFIG``'s
-entry for the ladder, else the ``"*"`` display. The two older settings are shorthands:
-``ENGINE_PRESET`` is the ``"*"`` model when ``LADDERS`` names none, ``DISPLAY_CONFIG`` the display
-of ladders whose ``LADDERS`` entry gives none.
-
-One resolution (:func:`parse_ladders`, :meth:`Ladders.of`) serves the worker, ``stream replay
---ladders``, the read API and the CLI, so they rate and show every ladder alike. Engine layer: no
-I/O, the setting's text comes in as a string.
+"""Which model rates each ladder: the ``LADDERS`` setting (a JSON object ladder or ``"*"``, the
+fallback -> ``{"model", "params", "display", "seasons"}``), resolved once for the worker, replay,
+API and CLI alike. ``model``: an Elo-MMR preset or a rating-only model (``"*"``'s, with its params,
+if absent); ``params`` replace the model's defaults; ``display`` (else ``DISPLAY_CONFIG``'s entry,
+else ``"*"``'s); ``seasons`` (Elo-MMR only). ``ENGINE_PRESET`` is the ``"*"`` model when none is named.
 """
 
 from __future__ import annotations
@@ -41,8 +29,7 @@ LADDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 
 class LaddersError(ValueError):
-    """The ``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) setting is invalid; the
-    message names the setting, the ladder key and what is wrong."""
+    """``LADDERS`` (or ``ENGINE_PRESET`` / ``DISPLAY_CONFIG``) is invalid; the message says where."""
 
 
 @dataclass(frozen=True)
@@ -79,15 +66,12 @@ class LadderConfig:
 
     @property
     def draws_rate(self) -> bool:
-        """Whether the ladder's model rates a draw (a round in which every entry ties): its
-        parameters' ``draws_rate``, the one answer phase one, corrections, backfill and replay ask
-        (``RoundResult.is_outcome_free``)."""
+        """Whether the ladder's model rates a draw (what phase one, corrections, backfill and replay ask)."""
         return self.params.draws_rate
 
     @property
     def newcomer(self) -> Params:
-        """Parameters whose newcomer prior (:meth:`PlayerState.new`) is the model's (mu_noob, sig_noob):
-        the packed player state of every model starts from it."""
+        """Parameters whose :meth:`PlayerState.new` is the model's prior (mu_noob, sig_noob)."""
         if isinstance(self.params, Params):
             return self.params
         return Params(name=self.model, mu_noob=self.params.mu_noob, sig_noob=self.params.sig_noob)
@@ -96,10 +80,6 @@ class LadderConfig:
     def digest(self) -> str:
         """A short digest of the parameters (recorded on the ladder with its model), computed once."""
         return hashlib.sha1(repr(self.params).encode()).hexdigest()[:16]
-
-    def params_digest(self) -> str:
-        """:attr:`digest`."""
-        return self.digest
 
 
 @dataclass(frozen=True)
@@ -115,10 +95,7 @@ class Ladders:
 
 
 def with_schedules(ladders: Ladders, started: Mapping[str, Sequence[Mapping[str, Any]]]) -> Ladders:
-    """``ladders`` with each ladder's seasons started since (``started``: ladder -> entries,
-    :func:`~stream.engine.season_schedule.with_started`). A ladder resolved by the fallback gets an
-    entry of its own. ValueError naming the ladder if its model is rating-only or the merged
-    schedule is not one."""
+    """``ladders`` with the seasons started since (``season_schedule.with_started``); ValueError if not."""
     entries = dict(ladders.entries)
     for ladder, seasons in started.items():
         cfg = ladders.of(ladder)
@@ -134,8 +111,7 @@ def with_schedules(ladders: Ladders, started: Mapping[str, Sequence[Mapping[str,
 
 
 def setting_object(setting: str, text: str, mapping: str, error: type[ValueError]) -> dict[str, Any]:
-    """A JSON-object setting (``LADDERS``, ``QUEUES``; empty: ``{}``) decoded; else ``error`` naming
-    ``setting`` and what it maps (``mapping``)."""
+    """A JSON-object setting (``LADDERS``, ``QUEUES``; empty: ``{}``) decoded, else ``error``."""
     try:
         data = json.loads(text) if text.strip() else {}
     except ValueError as exc:
@@ -227,8 +203,7 @@ def _check_shares(key: str, params: Params | ModelParams, display: DisplayConfig
 
 
 def parse_ladders(raw: str, *, engine_preset: str = DEFAULT_PRESET, display_config: str = "") -> Ladders:
-    """Resolve ``LADDERS`` (with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``; module
-    docstring). Raises :class:`LaddersError` naming the setting and key at fault."""
+    """Resolve ``LADDERS`` and its shorthands (module docstring); :class:`LaddersError` if invalid."""
     if engine_preset not in PRESETS:
         raise LaddersError(f"ENGINE_PRESET: unknown preset {engine_preset!r}; known: {', '.join(PRESETS)}")
     try:

@@ -13,38 +13,23 @@ import numpy as np
 from stream.engine import bar, codeforces, elo_multiplayer, glicko, topcoder, trueskill
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
-RateRound = Callable[..., ModelRound]
-RateTeams = Callable[..., ModelRound]
-"""``rate_teams(before, entry, entry_ranks, weights, params) -> ModelRound``: a round of teams
-(``entry[i]`` player i's team, an index into ``entry_ranks``) with per-player shares of the match."""
-OddsCall = Callable[..., PairOdds]
-"""``pair_odds(mu_a, sigma_a, mu_b, sigma_b, params, *, weight) -> (P(a ahead of b), P(tie))``."""
-SampleCall = Callable[..., np.ndarray]
-"""``sample_performances(mu, sigma, params, *, weight, rng, samples) -> (samples, n)`` performances."""
-QualityCall = Callable[[np.ndarray, np.ndarray, Any], float]
-"""``quality(mu, sigma, params)``: a model's own match quality of a lobby."""
-
-
 @dataclass(frozen=True, slots=True)
 class Model:
-    """A model: name, default parameters, round call, maths source, the elo_mmr_py system it
-    reproduces (None when the authors' code has no counterpart), its team round call (None:
-    the model rates individual full-time rounds only), and whether its round call returns
-    performances (``performs``; the stream's RatingChange carries ``performance: null`` otherwise).
-    For predictions (:mod:`stream.engine.predict`): the model's pair odds and performance sampler
-    (``odds``, ``sample``, in its own module) and its own match quality where it has one
-    (``quality``: TrueSkill's; None: the mean pairwise outcome entropy)."""
+    """A model: defaults, round call, maths source, the elo_mmr_py system it reproduces, team call
+    (None: individual full-time rounds only), whether it gives performances, and for ``predict``
+    its pair odds, sampler and own match quality (None: the mean pairwise outcome entropy)."""
 
     name: str
     params: ModelParams
-    rate: RateRound
+    rate: Callable[..., ModelRound]
     source: str
     oracle: str | None
-    teams: RateTeams | None = None
+    teams: Callable[..., ModelRound] | None = None
+    """``rate_teams(before, entry, entry_ranks, weights, params)``: ``entry[i]`` player i's team."""
     performs: bool = False
-    odds: OddsCall | None = None
-    sample: SampleCall | None = None
-    quality: QualityCall | None = None
+    odds: Callable[..., PairOdds] | None = None
+    sample: Callable[..., np.ndarray] | None = None
+    quality: Callable[[np.ndarray, np.ndarray, Any], float] | None = None
 
     def rate_round(self, before: Ratings, ranks: np.ndarray, params: ModelParams | None = None, *,
                    weight: float = 1.0, perf_ceiling: float = math.inf) -> ModelRound:
@@ -54,7 +39,7 @@ class Model:
 
     def rate_teams(self, before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
                    params: ModelParams | None = None) -> ModelRound:
-        """One team round (see :data:`RateTeams`); ValueError if the model has no team call."""
+        """One team round (see :attr:`teams`); ValueError if the model has no team call."""
         if self.teams is None:
             raise ValueError(f"model {self.name!r} does not rate team rounds")
         chosen: Any = self.params if params is None else params

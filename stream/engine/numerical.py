@@ -1,5 +1,5 @@
-"""Vectorised root solving: the authors' safeguarded Newton (``numerical.rs: solve_newton``),
-run for many independent monotone equations at once."""
+"""Vectorised root solving of many independent monotone equations at once (a safeguarded Newton on
+the authors' bracket, ``numerical.rs``), and the engine's thread pool."""
 
 from __future__ import annotations
 
@@ -15,54 +15,11 @@ import numpy as np
 T = TypeVar("T")
 R = TypeVar("R")
 
-NEWTON_SHRINK = 0.75
-"""A Newton guess is clamped to the 75 % of the bracket nearest the side it came from."""
 MAX_NEWTON_ITER = 400
-"""Safety cap; the reference has none and stops at floating-point resolution (< ~60 steps)."""
+"""Safety cap (the reference has none)."""
 
 # f(x, idx) -> (value, derivative) of the equations `idx` at points `x` (same length).
 Equations = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-def solve_newton(f: Equations, lo: np.ndarray, hi: np.ndarray, *, increasing: bool) -> np.ndarray:
-    """Zero of each monotone (increasing or decreasing) equation on its bracket [lo, hi].
-
-    Exactly the reference's rule per equation: start at the midpoint; after evaluating (s, s') at
-    the guess, the Newton point x - s/s' moves the bracket's upper end to the guess if it lies
-    below, else the lower end; the next guess is the Newton point clamped to the 75 % of the new
-    bracket adjacent to the old guess.  An equation stops once its guess is no longer strictly
-    inside its bracket (floating-point resolution).  All equations still running are evaluated
-    together in one call of ``f``.  ``increasing`` gives the monotone direction, used only when
-    the derivative underflows to 0 far in a tail (the step then goes the right way, clamped).
-    """
-    tiny = np.finfo(float).tiny if increasing else -np.finfo(float).tiny
-    lo = np.array(lo, dtype=float, copy=True)
-    hi = np.array(hi, dtype=float, copy=True)
-    guess = 0.5 * (lo + hi)
-    result: np.ndarray = guess.copy()
-    active = np.arange(guess.shape[0])
-    for _ in range(MAX_NEWTON_ITER):
-        if active.size == 0:
-            break
-        g = guess[active]
-        s, sp = f(g, active)
-        sp = np.where(sp == 0.0, tiny, sp)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ext = g - s / sp
-        ext = np.where(np.isnan(ext), g, ext)  # s == s' == 0: the guess is the root
-        down = ext < g
-        a = np.where(down, lo[active], g)
-        b = np.where(down, g, hi[active])
-        span = NEWTON_SHRINK * (b - a)
-        nxt = np.where(down, np.clip(ext, b - span, b), np.clip(ext, a, a + span))
-        lo[active], hi[active], guess[active] = a, b, nxt
-        done = (a >= nxt) | (nxt >= b)
-        result[active[done]] = nxt[done]
-        active = active[~done]
-    result[active] = guess[active]
-    return result
-
-
 NEWTON_STEP_TOL = 1e-7
 """Rating points: a Newton step this small ends the iteration; the error left after it is
 ~ step^2 |f''/2f'| (quadratic convergence), far below 1e-12 for phase one's equations."""
@@ -73,15 +30,8 @@ BRACKET_RTOL = 4.0 * np.finfo(float).eps
 def solve_bracketed(
     f: Equations, lo: np.ndarray, hi: np.ndarray, guess: np.ndarray, *, increasing: bool
 ) -> np.ndarray:
-    """Zero of each monotone equation on its bracket [lo, hi], starting from ``guess``.
-
-    Safeguarded Newton (rtsafe): each evaluation's sign moves one end of the bracket to the
-    guess; a Newton point outside the new bracket, or a Newton step longer than half the step
-    before last (Newton cycling between the shoulders of a tanh), is replaced by the bracket's
-    midpoint.  An equation stops after a Newton step shorter than ``NEWTON_STEP_TOL`` or when its
-    bracket reaches floating-point resolution.  Unlike :func:`solve_newton` (the reference's
-    rule) this starts from a good guess and so needs only a few evaluations.
-    """
+    """Zero of each monotone equation on its bracket [lo, hi] from ``guess``: safeguarded Newton (rtsafe;
+    bisection for a step outside the bracket or cycling on a tanh's shoulders) to ``NEWTON_STEP_TOL``."""
     # rows: lower end, upper end, guess, |last step|, |step before| (one gather/scatter each)
     state = np.empty((5, np.shape(guess)[0]))
     state[0], state[1] = lo, hi
@@ -136,10 +86,8 @@ def _pool_of(pid: int) -> ThreadPoolExecutor | None:
 
 
 def map_points(fn: Callable[[T], R], items: Iterable[T], *, parallel: bool = True) -> list[R]:
-    """``[fn(item) for item in items]``, on a small thread pool when ``parallel``.
-
-    Each item is computed entirely by one thread, so the results are bit-identical whatever the
-    number of threads (a requirement: the pipeline and replay must obtain the same floats)."""
+    """``[fn(item) for item in items]``, on a small thread pool when ``parallel``; each item on one
+    thread, so the floats do not depend on the thread count (pipeline and replay must agree)."""
     pool = _pool() if parallel else None
     if pool is None:
         return [fn(item) for item in items]
@@ -147,11 +95,8 @@ def map_points(fn: Callable[[T], R], items: Iterable[T], *, parallel: bool = Tru
 
 
 def prefix_sums(values: np.ndarray) -> np.ndarray:
-    """[0, v0, v0 + v1, ..., sum(values)]: cumulative sums with the error of a two-level sum.
-
-    A plain running sum of n terms accumulates ~sqrt(n) roundings; summing blocks of ~sqrt(n)
-    (running sums inside each block, plus the running sum of the block totals) cuts that to
-    ~2 n^(1/4), which keeps the Chebyshev fits of phase one above their rounding plateau."""
+    """[0, v0, v0 + v1, ..., sum(values)] summed in blocks of ~sqrt(n): ~2 n^(1/4) roundings instead
+    of ~sqrt(n), which keeps phase one's Chebyshev fits above their rounding plateau."""
     n = values.shape[0]
     block = max(1, int(math.isqrt(n)))
     n_blocks = -(-n // block)

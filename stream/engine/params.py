@@ -1,8 +1,6 @@
-"""Hyper-parameters of Elo-MMR and the named presets.
-
-The parametrisation is the authors' (EbTech/Elo-MMR, ``systems/elo_mmr.rs``): a round of weight
-``w = weight * weight_limit`` has performance noise ``beta`` and adds skill drift ``gamma`` such
-that ``sigma^2 = sig_limit^2`` is the fixed point of ``sigma^2 <- 1/(1/(sigma^2+gamma^2) + 1/beta^2)``.
+"""Hyper-parameters of Elo-MMR and the named presets, parametrised as the authors' ``elo_mmr.rs``: a
+round of weight ``w = weight * weight_limit`` has noise ``beta`` and drift ``gamma`` such that
+``sigma^2 = sig_limit^2`` is the fixed point of ``sigma^2 <- 1/(1/(sigma^2+gamma^2) + 1/beta^2)``.
 """
 
 from __future__ import annotations
@@ -29,20 +27,9 @@ EXACT_BUCKET = 1e-5
 
 @dataclass(frozen=True, slots=True)
 class Params:
-    """Everything that defines one rating pool's maths.
-
-    ``subsample_size=None`` means exact phase one (every opponent); ``history_limit=None`` means the
-    logistic factor history is unbounded.  ``rho=math.inf`` is Elo-MMR(inf) (memoryless); the
-    Gaussian variant is Elo-MMchi (memoryless too).
-
-    ``draws_rate``: whether a round in which every entry ties (two or more: a draw) is rated, by
-    the paper's tie terms (Theorem 3.2: each tie, the player's own included, counts as a win plus
-    a loss in Q_i, so every participant's performance is the uncertainty-weighted balance point of
-    their ratings and the ratings move toward each other).  False keeps the authors' skip
-    (``simulate_contest`` passes over an "outcome free" contest), the parity of preset ``mmr``
-    with elo_mmr_py; such a round is then recorded ``no_outcome``.  Rounds with ties but two or
-    more distinct ranks are rated either way.
-    """
+    """One rating pool's maths. ``subsample_size=None``: exact phase one; ``history_limit=None``:
+    unbounded; ``rho=math.inf``: Elo-MMR(inf) (memoryless, as Elo-MMchi). ``draws_rate``: a draw is
+    rated by the tie terms (Theorem 3.2); False: the authors' "outcome free" skip (``mmr``'s parity)."""
 
     name: str = "mmr"
     variant: Variant = "logistic"
@@ -109,29 +96,23 @@ DEFAULT_HISTORY_LIMIT = 30
 """Logistic factors kept per player by the default preset (older ones fold into the Gaussian)."""
 
 PRESETS: dict[str, Params] = {
-    # The authors' EloMMR::default(): exact (usize::MAX subsample, 1e-5 bucket), rho = 1; an all-tied
-    # round is skipped as elo_mmr_py skips it (``draws_rate=False``: the preset's point is parity).
+    # The authors' EloMMR::default(): exact, rho = 1; draws skipped as elo_mmr_py does (parity).
     "mmr": Params(name="mmr", draws_rate=False),
     # EloMMR::default_fast(): 100 opponent terms, bucket 2; history bounded by the same 100.
     "mmr-fast": Params(name="mmr-fast", subsample_size=100, subsample_bucket=2.0, history_limit=100),
-    # The service's default: the authors' default maths with exact phase one, and a bounded history
-    # (state bytes per player at most 49 + 24 x DEFAULT_HISTORY_LIMIT; bound chosen in BENCHMARKS.md).
+    # The service's default: the authors' maths, exact, history bounded (BENCHMARKS.md).
     "mmr-bounded": Params(name="mmr-bounded", history_limit=DEFAULT_HISTORY_LIMIT),
     # EloMMR::default_gaussian() / default_gaussian_fast(): Elo-MMchi.
     "mmx": Params(name="mmx", variant="gaussian"),
     "mmx-fast": Params(
         name="mmx-fast", variant="gaussian", subsample_size=100, subsample_bucket=2.0, history_limit=100
     ),
-    # Duels (issue 27): mmr-bounded's maths with the parameters `stream tune` chose on a simulated
-    # duel queue's history (bench/duel_history.py --seed 100: 30,015 matched duels of 2,000 players,
-    # true skills sd 350; `stream tune --model mmr-bounded --budget 64 --seed 0`): held-out pair
-    # accuracy 58.8 % vs the defaults' 54.2 %. rho 5 forgets old rounds fast, the small weight
-    # keeps sigma wide: a duel says little, so the ratings keep moving (README "Configuration").
+    # Duels (issue 27): `stream tune --model mmr-bounded --budget 64 --seed 0` on bench/duel_history.py
+    # --seed 100 (held-out pair accuracy 58.8 % vs 54.2 %; README "Configuration").
     "mmr-duel": Params(name="mmr-duel", weight_limit=0.0159, sig_limit=83.8, rho=5.0,
                        history_limit=DEFAULT_HISTORY_LIMIT),
-    # The shipped Codeforces config `[0.23, 54.0, 0, 100.0, 2.0, 0.04]` (REFERENCE.md): its
-    # params[3] = 100 is BOTH the opponent subsample and the history bound, with bucket 2.0, so
-    # this preset subsamples opponents as the reference run did.
+    # The shipped Codeforces config `[0.23, 54.0, 0, 100.0, 2.0, 0.04]` (REFERENCE.md): params[3] = 100
+    # is both the opponent subsample and the history bound.
     "paper-codeforces": Params(
         name="paper-codeforces",
         rho=0.04,

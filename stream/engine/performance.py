@@ -1,20 +1,11 @@
 """Phase one: every participant's performance p_i, the zero of Q_i (Section 3.1, Algorithm 3).
 
-Q_i(x) = sum over strictly better players of LOSS terms + strictly worse players of WIN terms +
-its own tie group (itself included) of TIE terms (see ``terms``).  Every member of a tie group
-has the same equation, so one root is solved per group.  Roots are solved on the reference's
-bracket (-6000, 9000) with its safeguarded Newton.
-
-Three exact solvers:
-* ``segments`` (:func:`solve_segments`): small rounds, one or many at once (the rounds of a wave,
-  module ``rounds``): every (round, tie group) equation over its round's players, padded to the
-  largest round, solved together by a bracketed Newton started at the group's mean mu (each
-  equation summed left to right, so a round gets the floats it gets alone);
-* ``direct`` (module ``equations``): evaluates Q_g by summing over all N players (O(N) per
-  evaluation, chunked); used for the two extreme groups of large rounds and as the test oracle;
-* ``chebyshev`` (module ``fastperf``): Chebyshev fits of the group equations, O(N x nodes) with
-  ~100-600 N-sized passes, for large rounds (exact to ~1e-11 rating points).
-The ``-fast`` presets instead use the authors' opponent subsampling (module ``subsample``).
+Q_i(x) sums LOSS terms over strictly better players, WIN terms over strictly worse ones and TIE
+terms over its own tie group (``terms``); one root per tie group, on the reference's bracket
+(-6000, 9000). Exact solvers: :func:`solve_segments` (small rounds, one or a wave at once),
+``equations`` (direct O(N) per evaluation: large draws, extreme groups, test oracle) and the
+Chebyshev fits of ``fastperf_logistic`` / ``fastperf_gaussian`` (large rounds, O(N x nodes),
+roots within ~1e-11, ``chebyshev.ROOT_TOL``). The ``-fast`` presets subsample (``subsample``).
 """
 
 from __future__ import annotations
@@ -25,7 +16,8 @@ import numpy as np
 
 from .diffusion import drifted_sigma, gammas
 from .equations import GroupEquations, solve_groups_direct
-from .fastperf import solve_groups_chebyshev
+from .fastperf_gaussian import solve_gaussian
+from .fastperf_logistic import solve_logistic
 from .kernels import segment_roots
 from .numerical import solve_bracketed
 from .params import SOLVER_BOUNDS, Params, performance_noise
@@ -40,8 +32,7 @@ DIRECT_MAX_PLAYERS = 256
 def opponent_deltas(
     sigma: np.ndarray, days: np.ndarray, params: Params, weight: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(sigma', delta): the drifted uncertainty sqrt(sigma^2 + gamma^2) and the opponent-term
-    width delta = sqrt(sigma'^2 + beta^2) (Algorithm 1).  ``weight``: the round's, or per row."""
+    """(sigma', delta) = (sqrt(sigma^2 + gamma^2), sqrt(sigma'^2 + beta^2)) (Algorithm 1)."""
     sig_drifted = drifted_sigma(np.asarray(sigma, dtype=float), gammas(params, weight, days))
     return sig_drifted, np.hypot(sig_drifted, performance_noise(params, weight))
 
@@ -56,13 +47,9 @@ def phase_one(
     weight: float = 1.0,
     perf_ceiling: float = math.inf,
 ) -> np.ndarray:
-    """Performances of all participants, aligned with the inputs.
-
-    ``mu``/``sigma`` are the stored posteriors before this round's drift; the drift is applied
-    here.  Raises ``OutcomeFree`` for fewer than 2 players, or an all-tied round unless
-    ``params.draws_rate`` (a draw: one tie group, every player's Q the sum of the tie terms).  The
-    logistic result is clipped to ``perf_ceiling`` (the Gaussian one is not, as in the reference).
-    """
+    """Performances of all participants from their stored posteriors (the drift is applied here);
+    ``OutcomeFree`` for fewer than 2 players or a draw unless ``params.draws_rate``; logistic
+    results clipped to ``perf_ceiling`` (Gaussian not, as in the reference)."""
     mu = np.asarray(mu, dtype=float)
     groups = TieGroups.from_ranks(ranks, draws=params.draws_rate)
     _, delta = opponent_deltas(sigma, elapsed_days, params, weight)
@@ -74,31 +61,20 @@ def phase_one(
         perf = np.repeat(solve_groups_direct(GroupEquations(mu, delta, groups, params), np.zeros(1, np.int64)),
                          mu.shape[0])
     else:
-        group_perf = solve_all_groups(mu, delta, groups, params)
-        perf = group_perf[groups.group_of]
+        solve = solve_logistic if params.variant == "logistic" else solve_gaussian
+        perf = solve(GroupEquations(mu, delta, groups, params), groups)[groups.group_of]
     if params.variant == "logistic":
         perf = np.minimum(perf, perf_ceiling)
     return perf
 
 
-def solve_all_groups(mu: np.ndarray, delta: np.ndarray, groups: TieGroups, params: Params) -> np.ndarray:
-    """One exact root per tie group (best group first) of a large round (Chebyshev fits)."""
-    return solve_groups_chebyshev(GroupEquations(mu, delta, groups, params), groups)
-
-
 def solve_segments(
     mu: np.ndarray, delta: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, params: Params
 ) -> np.ndarray:
-    """Exact performances of several small rounds at once (Algorithm 3, phase one).
-
-    Participants are concatenated; round r holds positions ``bounds[r]:bounds[r + 1]`` and none
-    may be outcome free.  One equation per (round, tie group), over its round's players, solved by
-    a bracketed Newton from the group's mean mu: logistic by a compiled loop per equation
-    (``kernels.segment_roots``), Gaussian vectorised over all equations padded to the largest
-    round (padding counts nothing; :func:`_row_sums`).  Each equation only sees its own round,
-    summed left to right as when the round is alone, so the roots are bit for bit those of rating
-    every round alone.  Returns performances aligned with the inputs (unclipped).
-    """
+    """Exact performances (unclipped) of several small rounds at once, round r at positions
+    ``bounds[r]:bounds[r + 1]`` (none outcome free): one equation per (round, tie group) over its
+    own round, summed left to right, from the group's mean mu, so each round gets the floats it gets
+    alone; logistic compiled (``kernels.segment_roots``), Gaussian padded to the largest round."""
     n = mu.shape[0]
     n_rounds = bounds.shape[0] - 1
     sizes = np.diff(bounds)
@@ -144,12 +120,9 @@ def solve_segments(
 
 
 def _row_sums(terms: np.ndarray) -> np.ndarray:
-    """Each row's sum, left to right (a running sum: ``np.cumsum``'s last column). The padding
-    after a round's players adds exact zeros, so a round gets the same floats at any padded width
-    (alone, or in a wave padded to its widest round); ``.sum(axis=1)`` would not: numpy sums a
-    row pairwise, in an order that depends on the row's length."""
-    out: np.ndarray = np.cumsum(terms, axis=1)[:, -1]
-    return out
+    """Each row's sum left to right (``np.cumsum``'s last column): padding zeros change nothing,
+    whereas ``.sum(axis=1)``'s pairwise order depends on the row's length."""
+    return np.cumsum(terms, axis=1)[:, -1]
 
 
 def performance_of(
@@ -163,10 +136,8 @@ def performance_of(
     weight: float = 1.0,
     perf_ceiling: float = math.inf,
 ) -> float:
-    """Participant ``i``'s performance alone, as :func:`phase_one` gives it (its tie group's
-    equation solved by the direct method: O(N) per Newton step; the Chebyshev solver of large
-    rounds agrees to ~1e-11). For searches over one player's rank (what-if tier targets); the
-    subsampling presets go through :func:`phase_one` (their opponents are drawn per round)."""
+    """Participant ``i``'s performance alone, as :func:`phase_one` gives it (to ~1e-11: its group's
+    equation solved directly), for what-if searches over one player's rank."""
     if params.subsample_size is not None:
         return float(phase_one(mu, sigma, elapsed_days, ranks, params, weight=weight, perf_ceiling=perf_ceiling)[i])
     mu = np.asarray(mu, dtype=float)

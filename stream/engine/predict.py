@@ -1,42 +1,19 @@
 """Outcome predictions from current ratings: who finishes ahead, expected order, match quality.
 
-The model is the paper's (Section 2): in the next round player i's skill is
-``S_i ~ N(mu_i, sigma_i^2 + gamma^2)`` (the posterior after the round's drift, Algorithm 2) and
-the performance is ``P_i = S_i + eps_i`` with independent noise of standard deviation beta:
-logistic for Elo-MMR(rho) (scale ``s = beta*sqrt(3)/pi``), Gaussian for Elo-MMchi.
+The paper's model (Section 2): skill ``S_i ~ N(mu_i, sigma_i^2 + gamma^2)`` after the drift
+(Algorithm 2), performance ``P_i = S_i + eps_i``, noise of sd beta: logistic for Elo-MMR(rho)
+(scale ``s = beta*sqrt(3)/pi``), Gaussian for Elo-MMchi. P(i ahead of j) = P(Z + D > 0),
+``Z ~ N(mu_i - mu_j, sigma_i^2 + sigma_j^2 + 2 gamma^2)``, ``D = eps_i - eps_j``:
 
-P(i finishes ahead of j) = P(Z + D > 0) with ``Z = S_i - S_j ~ N(m, v)``,
-``m = mu_i - mu_j``, ``v = sigma_i^2 + sigma_j^2 + 2 gamma^2`` and ``D = eps_i - eps_j``.
+* Gaussian noise: exact, ``Phi(m / sqrt(v + 2 beta^2))``;
+* logistic noise: D's CDF ``F_D(x) = e^x (e^x - x - 1) / (e^x - 1)^2`` and density
+  ``f_D(x) = e^x ((x - 2) e^x + x + 2) / (e^x - 1)^3`` are closed form; the Gaussian expectation is
+  a trapezoid rule over the smoother of ``E_Z[F_D(Z/s)]`` and ``E_D[Phi((m + sD)/sqrt(v))]``.
 
-* Gaussian noise: D ~ N(0, 2 beta^2) and the answer is exact, ``Phi(m / sqrt(v + 2 beta^2))``.
-* Logistic noise: D is NOT logistic. For standard logistics its CDF and density are closed form,
-  ``F_D(x) = e^x (e^x - x - 1) / (e^x - 1)^2`` and
-  ``f_D(x) = e^x ((x - 2) e^x + x + 2) / (e^x - 1)^3`` (F_D(0) = 1/2, f_D(0) = 1/6),
-  and the remaining one-dimensional Gaussian expectation is done by quadrature (trapezoid rule on
-  a fixed grid; the integrands are analytic and decay fast, so it converges geometrically).
-  Of the two equivalent forms ``E_Z[F_D(Z/s)]`` and ``E_D[Phi((m + sD)/sqrt(v))]`` we integrate
-  over the variable whose integrand is the smoother one (the wider of sqrt(v) and s), so the
-  grid never has to resolve a near-step. Accuracy ~1e-7 (the erfc approximation's).
-
-Expected rank of i in a lobby is exact by linearity: ``1 + sum_{j != i} P(j ahead of i)``.
-The full rank distribution needs the joint law and is estimated by seeded Monte Carlo.
-
-Match quality (:func:`match_quality`): the mean over pairs of the binary entropy (in bits) of
-"who finishes ahead"; 1 when every pair is a coin flip, towards 0 when the order is foregone.
-It is TrueSkill's idea (a good match is one whose outcome is least predictable) without its
-draw margin. Elo-MMR's performances are continuous, so a draw (which every preset but ``mmr`` rates,
-by the paper's tie terms) has probability 0 unless the caller gives a ``draw_margin``: a pair
-whose performances differ by at most that many rating points draws (:func:`pair_matrices`).
-
-A ladder rated by a rating-only model (``LADDERS``: glicko, codeforces, topcoder, bar,
-elo-multiplayer, trueskill) is predicted with that model's own maths (:class:`RatedModel`,
-chosen by :func:`outcome_model` from the ladder's configuration): every function here dispatches
-on the model. Each model's module gives ``pair_odds`` (P(a ahead of b) and P(tie): its expected
-score, e.g. Glicko's E with g of the combined deviation, TrueSkill's win and draw probabilities
-with its draw margin) and ``sample_performances`` (its generative reading, for the Monte Carlo
-rank distribution). Expected rank = 1 + sum_j (P(j ahead of i) + P(tie)/2), a tie counting half
-as in every model's score S = 1/2. Quality is the model's own where it has one (TrueSkill's, as
-the ``trueskill`` package computes it), else the mean pairwise entropy above.
+Expected rank = 1 + sum_j (P(j ahead of i) + P(tie)/2); the rank distribution is seeded Monte
+Carlo. Match quality: the model's own (TrueSkill's), else the mean pairwise binary entropy of
+"who finishes ahead" (1: every pair a coin flip). A ladder rated by a rating-only model is
+predicted with its own ``pair_odds`` and ``sample_performances`` (:class:`RatedModel`).
 """
 
 from __future__ import annotations
@@ -44,17 +21,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import ndtr
 
 from stream.engine.ladders import LadderConfig
 from stream.engine.models import Model
+from stream.engine.params import Params, Variant
 from stream.engine.ratings import ModelParams
 from .teams import team_beliefs
-
-NoiseKind = Literal["logistic", "gaussian"]
 
 LOGISTIC_SCALE_PER_SD = math.sqrt(3.0) / math.pi
 """A logistic distribution with standard deviation 1 has scale sqrt(3)/pi."""
@@ -77,7 +54,7 @@ class PerformanceModel:
 
     beta: float
     gamma: float = 0.0
-    kind: NoiseKind = "logistic"
+    kind: Variant = "logistic"
 
     def __post_init__(self) -> None:
         if not (self.beta > 0 and math.isfinite(self.beta)):
@@ -88,12 +65,9 @@ class PerformanceModel:
             raise ValueError(f"kind must be logistic or gaussian, got {self.kind!r}")
 
     @classmethod
-    def from_params(cls, params: Any, weight: float = 1.0, elapsed_days: float = 0.0) -> "PerformanceModel":
-        """The model of a round of ``weight`` under engine ``Params`` (``params.beta``,
-        ``params.gamma``); Gaussian when the params select the Elo-MMchi variant."""
-        variant = str(getattr(params, "variant", getattr(params, "kind", "logistic"))).lower()
-        kind: NoiseKind = "gaussian" if ("gauss" in variant or "mmx" in variant) else "logistic"
-        return cls(beta=float(params.beta(weight)), gamma=float(params.gamma(weight, elapsed_days)), kind=kind)
+    def from_params(cls, params: Params, weight: float = 1.0) -> "PerformanceModel":
+        """The model of a round of ``weight`` under Elo-MMR ``params`` (Gaussian for Elo-MMchi)."""
+        return cls(beta=float(params.beta(weight)), gamma=float(params.gamma(weight)), kind=params.variant)
 
     def describe(self, name: str, weight: float) -> dict[str, Any]:
         """What the API says about the model it predicted with."""
@@ -132,29 +106,17 @@ OutcomeModel = Union[PerformanceModel, RatedModel]
 
 
 def outcome_model(cfg: LadderConfig, weight: float = 1.0) -> OutcomeModel:
-    """The model to predict a ladder's next round of ``weight`` with: its rating-only model, or
-    the performance model of its Elo-MMR parameters."""
+    """The model of a ladder's next round of ``weight``: its rating-only model, or Elo-MMR's."""
     rating = cfg.rating_model
     if rating is None:
         return PerformanceModel.from_params(cfg.elo_mmr, weight)
     return RatedModel(rating, cfg.model_params, weight)
 
 
-def _erfc(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Complementary error function, vectorised (Numerical Recipes ``erfcc``, relative error
-    < 1.2e-7 everywhere); numpy has no erf and this keeps the engine free of scipy."""
-    z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    ans = t * np.exp(poly)
-    return np.where(x >= 0, ans, 2.0 - ans)
-
-
 def normal_cdf(x: ArrayLike) -> NDArray[np.float64]:
     """Phi(x), the standard normal CDF."""
-    return 0.5 * _erfc(-np.asarray(x, dtype=np.float64) / math.sqrt(2.0))
+    out: NDArray[np.float64] = ndtr(np.asarray(x, dtype=np.float64))
+    return out
 
 
 def logistic_difference_cdf(x: ArrayLike) -> NDArray[np.float64]:
@@ -215,12 +177,9 @@ def win_probability(mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike, sigma_
 
 def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel,
                   draw_margin: float = 0.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie); both
-    diagonals 0. A rating-only model gives its own tie probabilities (TrueSkill's draw margin;
-    zero for the others). Elo-MMR's performances are continuous: with ``draw_margin`` d > 0 a
-    pair ties (a draw, which the presets rating draws rate by the paper's tie terms) when its
-    performances differ by at most d, ``A[i, j] = P(P_i - P_j > d)`` (:func:`win_probability`
-    with mu_i shifted by -d) and ``T = 1 - A - A^T``; d = 0: no ties."""
+    """``(A, T)``: ``A[i, j]`` = P(i finishes ahead of j), ``T[i, j]`` = P(i and j tie), diagonals 0;
+    a rating-only model's own ties; Elo-MMR's with ``draw_margin`` d: performances within d draw,
+    ``A[i, j] = P(P_i - P_j > d)`` and ``T = 1 - A - A^T``."""
     mu = np.asarray(mu, dtype=np.float64)
     sigma = np.asarray(sigma, dtype=np.float64)
     if not (draw_margin >= 0 and math.isfinite(draw_margin)):
@@ -235,22 +194,6 @@ def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel,
     np.fill_diagonal(tie, 0.0)
     np.fill_diagonal(ahead, 0.0)
     return ahead, tie
-
-
-def pairwise_matrix(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
-    """``P[i, j]`` = P(i finishes ahead of j); the diagonal is 0 (nobody beats themselves)."""
-    return pair_matrices(mu, sigma, model)[0]
-
-
-def _ranks(ahead: NDArray[np.float64], tie: NDArray[np.float64]) -> NDArray[np.float64]:
-    ranks: NDArray[np.float64] = 1.0 + ahead.sum(axis=0) + 0.5 * tie.sum(axis=0)
-    return ranks
-
-
-def expected_ranks(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> NDArray[np.float64]:
-    """Exact expected 1-based finishing position of every player: 1 + sum_j P(j ahead of i)
-    (+ half of P(tie) for models with draws)."""
-    return _ranks(*pair_matrices(mu, sigma, model))
 
 
 def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
@@ -277,14 +220,6 @@ def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
     return counts / samples
 
 
-def duel_rank_distribution(ahead: NDArray[np.float64], tie: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The exact rank distribution of two players: first = P(ahead of the other) + half of P(tie)
-    (a tie split evenly, as :func:`expected_ranks` counts it), so P(first) is the pairwise figure
-    and the distribution's mean is the expected rank."""
-    first = float(np.clip(ahead[0, 1] + 0.5 * tie[0, 1], 0.0, 1.0))
-    return np.array([[first, 1.0 - first], [1.0 - first, first]])
-
-
 def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
     """Entropy in bits of a two-outcome event with probability p."""
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-300, 1.0)
@@ -293,21 +228,13 @@ def binary_entropy(p: ArrayLike) -> NDArray[np.float64]:
     return bits
 
 
-def _quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, ahead: NDArray[np.float64]) -> float:
+def lobby_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, ahead: NDArray[np.float64]) -> float:
+    """The model's own match quality, else the mean pairwise outcome entropy of ``ahead`` (1: even)."""
     if isinstance(model, RatedModel) and model.model.quality is not None:
         return model.model.quality(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
                                    model.params)
     i, j = np.triu_indices(ahead.shape[0], k=1)
     return float(binary_entropy(ahead[i, j]).mean())
-
-
-def match_quality(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel) -> float:
-    """The model's own match quality (TrueSkill's), else the mean pairwise outcome entropy in
-    [0, 1] (module docstring); 1 = perfectly even lobby."""
-    p = pairwise_matrix(mu, sigma, model)
-    if p.shape[0] < 2:
-        raise ValueError("match quality needs at least 2 players")
-    return _quality(mu, sigma, model, p)
 
 
 @dataclass(frozen=True)
@@ -325,34 +252,32 @@ class LobbyPrediction:
 
 def predict_lobby(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *, draw_margin: float = 0.0,
                   samples: int = DEFAULT_SAMPLES, seed: int = 0) -> LobbyPrediction:
-    """Expected ranks and order (exact; a tie counts half), rank distribution (exact for two
-    players, else Monte Carlo) and match quality; ``draw_margin``: Elo-MMR's pairwise draws
-    (:func:`pair_matrices`)."""
+    """Expected ranks and order (exact), rank distribution (exact for two players, else Monte Carlo)
+    and match quality; ``draw_margin``: :func:`pair_matrices`."""
     pairwise, tie = pair_matrices(mu, sigma, model, draw_margin)
     if pairwise.shape[0] < 2:
         raise ValueError("a lobby needs at least 2 players")
-    if pairwise.shape[0] == 2:  # exact, and one figure: the ranks are the distribution's mean (to the last bit)
-        distribution = duel_rank_distribution(pairwise, tie)
+    if pairwise.shape[0] == 2:  # exact: P(first) = P(ahead) + half of P(tie), ranks its mean to the last bit
+        first = float(np.clip(pairwise[0, 1] + 0.5 * tie[0, 1], 0.0, 1.0))
+        distribution = np.array([[first, 1.0 - first], [1.0 - first, first]])
         ranks = distribution @ np.array([1.0, 2.0])
     else:
         distribution = rank_distribution(mu, sigma, model, samples=samples, seed=seed)
-        ranks = _ranks(pairwise, tie)
+        ranks = 1.0 + pairwise.sum(axis=0) + 0.5 * tie.sum(axis=0)
     return LobbyPrediction(
         expected_rank=ranks,
         expected_order=np.argsort(ranks, kind="stable"),
         pairwise=pairwise,
         rank_distribution=distribution,
-        quality=_quality(mu, sigma, model, pairwise),
+        quality=lobby_quality(mu, sigma, model, pairwise),
         tie=tie if tie.any() else None,
     )
 
 
 @dataclass(frozen=True)
 class TeamPrediction:
-    """A proposed match of teams (aligned with the teams): each team's belief (its
-    weighted-average member, as Elo-MMR for teams rates it), the lobby prediction over the teams,
-    and per pair of teams the probabilities that the first wins (finishes ahead by more than the
-    draw margin) and that they draw (performances within the margin)."""
+    """A proposed match of teams: each team's belief (``teams.team_beliefs``), the lobby prediction
+    over the teams, and per pair of teams P(the first wins by more than the draw margin) and P(draw)."""
 
     mu: NDArray[np.float64]
     sigma: NDArray[np.float64]
@@ -364,18 +289,8 @@ class TeamPrediction:
 def predict_teams(mu: ArrayLike, sigma: ArrayLike, entry: NDArray[np.int64], weights: ArrayLike,
                   model: PerformanceModel, *, draw_margin: float = 0.0, samples: int = DEFAULT_SAMPLES,
                   seed: int = 0) -> TeamPrediction:
-    """Predict a match of teams from the players' ``mu``, ``sigma``, their team ``entry[i]``
-    (0..k-1) and shares of the match ``weights``.
-
-    A team is one participant with the belief of its weighted-average member
-    (``stream.engine.teams.team_beliefs``, what phase one rates it with), so every lobby figure
-    (:func:`predict_lobby`: first-place probabilities, expected ranks, match quality) is that of
-    the teams.  Elo-MMR's performances are continuous, so an exact draw has probability 0: with a
-    ``draw_margin`` d >= 0 (rating points) a pair draws when its performances differ by at most
-    d, ``P(win_a) = P(P_a - P_b > d)`` (:func:`win_probability` with mu_a shifted by -d, exact as
-    it is) and ``P(draw) = 1 - P(win_a) - P(win_b)`` (:func:`pair_matrices`)."""
-    if not (draw_margin >= 0 and math.isfinite(draw_margin)):
-        raise ValueError(f"draw_margin must be finite and >= 0, got {draw_margin}")
+    """Predict a match of teams (``entry[i]``: player i's, 0..k-1; ``weights``: shares), a team being one
+    participant with its weighted-average member's belief; ``draw_margin``: :func:`pair_matrices`."""
     k = int(np.max(entry)) + 1
     mu_t, sigma_t = team_beliefs(np.asarray(mu, dtype=np.float64), np.asarray(sigma, dtype=np.float64),
                                  entry, np.asarray(weights, dtype=np.float64), k)

@@ -8,17 +8,13 @@ import numpy as np
 
 
 class OutcomeFree(ValueError):
-    """The round has fewer than 2 players, or everyone tied and the parameters do not rate a draw
-    (``draws_rate`` False: the authors' ``outcome_free`` skip).  Callers record the round and skip it."""
+    """Fewer than 2 players, or a draw not rated (``draws_rate`` False): recorded and skipped."""
 
 
 @dataclass(frozen=True, slots=True)
 class TieGroups:
-    """Players sorted by rank (best first) and cut into tie groups.
-
-    ``order[k]`` is the input index of the k-th best player; group g holds sorted positions
-    ``start[g] : start[g] + size[g]``; ``group_of[i]`` is input player i's group.
-    """
+    """Players sorted by rank (best first) in tie groups: ``order[k]`` the input index of the k-th
+    best, group g at sorted positions ``start[g] : start[g] + size[g]``, ``group_of[i]`` player i's."""
 
     order: np.ndarray
     start: np.ndarray
@@ -31,8 +27,7 @@ class TieGroups:
 
     @classmethod
     def from_ranks(cls, ranks: np.ndarray, *, draws: bool = False) -> TieGroups:
-        """Group by equal rank; only the order of ranks matters (1-based or 0-based alike).
-        ``draws``: an all-tied round is one group (a draw), else :class:`OutcomeFree`."""
+        """Group by equal rank (only the order matters); a draw is one group if ``draws``, else OutcomeFree."""
         ranks = np.asarray(ranks)
         if ranks.ndim != 1:
             raise ValueError("ranks must be one-dimensional")

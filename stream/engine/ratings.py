@@ -1,17 +1,7 @@
-"""The interface shared by the rating-only models (glicko, codeforces, topcoder, bar,
-elo-multiplayer): a parameters dataclass, per-player state arrays, and one call per round.
-
-Each model module defines ``<Model>Params(ModelParams)`` and
-``rate_round(before, ranks, params, *, weight=1.0, perf_ceiling=inf) -> ModelRound``: ``before``
-holds the round's participants (aligned with ``ranks``, 1-based, equal ranks tie), ``after`` is
-their new state, ``performance`` their performance in this round where the system has one.
-Pure numpy, no I/O; the caller skips outcome-free rounds (:func:`stream.engine.ranking.rates_round`:
-fewer than two entries, or all tied where ``draws_rate`` is False).
-
-For predictions (``stream.engine.predict``) each module also defines
-``pair_odds(mu_a, sigma_a, mu_b, sigma_b, params, *, weight=1.0) -> PairOdds``, the model's own
-expected score of a pair, and ``sample_performances(mu, sigma, params, *, weight, rng, samples)``,
-performances drawn from the model's generative reading (rank distributions by Monte Carlo).
+"""The interface shared by the rating-only models: each module defines ``<Model>Params(ModelParams)``,
+``rate_round(before, ranks, params, *, weight=1.0, perf_ceiling=inf) -> ModelRound`` (``ranks``
+1-based, equal ranks tie; the caller skips outcome-free rounds), and for ``predict``
+``pair_odds(...) -> PairOdds`` and ``sample_performances(...)`` (:class:`stream.engine.models.Model`).
 """
 
 from __future__ import annotations
@@ -21,18 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
 
 from stream.engine.numerical import map_points, worth_threads
+from stream.engine.params import MU_NOOB, SIG_NOOB, SOLVER_BOUNDS
+from stream.engine.state import TANH_MULTIPLIER
 
-MU_NOOB = 1500.0
-"""A newcomer's rating (the authors' default, as for Elo-MMR)."""
-SIG_NOOB = 350.0
-"""A newcomer's uncertainty (the authors' default)."""
-TANH_MULTIPLIER = math.pi / 1.7320508075688772
-"""pi / sqrt(3): the logistic distribution of unit standard deviation is 1/2 + tanh(TM z / 2) / 2
-(``numerical.rs``)."""
-SOLVER_BOUNDS = (-6000.0, 9000.0)
-"""Bracket of the authors' root solves (``robust_average``)."""
 DEFAULT_BETA = 400.0 * TANH_MULTIPLIER / math.log(10.0)
 """~315.1: the logistic noise whose win probabilities are chess Elo's 1/(1 + 10^(-d/400))."""
 PairOdds = tuple[np.ndarray, np.ndarray]
@@ -44,10 +28,8 @@ BLOCK_ELEMENTS = 1 << 16
 
 @dataclass(frozen=True, slots=True)
 class ModelParams:
-    """What every model's parameters hold: a newcomer's prior, and whether a round in which every
-    entry ties (a draw) is rated (``draws_rate``, by the model's own tie terms; False: skipped,
-    as elo_mmr_py's harness skips every "outcome free" contest).  Same field as
-    :attr:`stream.engine.params.Params.draws_rate`."""
+    """What every model's parameters hold: a newcomer's prior, and whether a draw is rated (as
+    :attr:`stream.engine.params.Params.draws_rate`; False: skipped as an "outcome free" contest)."""
 
     mu_noob: float = MU_NOOB
     sig_noob: float = SIG_NOOB
@@ -83,6 +65,21 @@ class ModelRound:
     performance: np.ndarray | None
 
 
+def logistic_odds(delta: np.ndarray, spread: np.ndarray | float) -> PairOdds:
+    """``pair_odds`` of a logistic difference of sd ``spread``: (expit(TM delta / spread), no ties)."""
+    ahead: np.ndarray = expit(TANH_MULTIPLIER * np.asarray(delta, dtype=float) / spread)
+    return ahead, np.zeros_like(ahead)
+
+
+def noisy_skills(mu: np.ndarray, sd: np.ndarray | None, gumbel: float, rng: np.random.Generator,
+                 samples: int) -> np.ndarray:
+    """``samples`` draws of mu + N(0, sd^2) (none if ``sd`` is None) + Gumbel noise of scale
+    ``gumbel``: a pair's difference of Gumbels is logistic (the rankings are Plackett-Luce)."""
+    shape = (samples, len(mu))
+    skill = mu if sd is None else mu + sd * rng.standard_normal(shape)
+    return skill + rng.gumbel(0.0, gumbel, shape)
+
+
 def tie_spans(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """0-based inclusive positions [lo, hi] of each player's tie group in the round's order
     (the authors' standings ``(player, lo, hi)``): lo players ranked strictly better, n-1-hi
@@ -94,8 +91,7 @@ def tie_spans(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def signed_sums(weights: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """sum_j weights_j sign(lo_j - lo_i) for every player i (the weights of the players it beat
-    minus those of the players who beat it), in O(n log n) from prefix sums in rank order."""
+    """sum_j weights_j sign(lo_j - lo_i) for every player i, in O(n log n) by prefix sums in rank order."""
     order = np.argsort(lo, kind="stable")
     prefix = np.concatenate(([0.0], np.cumsum(weights[order])))
     result: np.ndarray = (prefix[-1] - prefix[hi + 1]) - prefix[lo]
@@ -103,10 +99,8 @@ def signed_sums(weights: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
 
 
 def by_rows(block: Callable[[slice], np.ndarray], n_rows: int, n_cols: int) -> np.ndarray:
-    """``block(rows)`` (one value per row of a rows x n_cols pairwise computation) for all rows,
-    in row blocks of at most :data:`BLOCK_ELEMENTS` elements (bounded memory, cache-sized), on
-    the engine's thread pool when large; each block is computed whole by one thread, so the
-    floats do not depend on the thread count."""
+    """``block(rows)`` (one value per row of a rows x n_cols pairwise computation) for all rows, in
+    blocks of at most :data:`BLOCK_ELEMENTS` elements, on the thread pool when large (same floats)."""
     step = max(1, BLOCK_ELEMENTS // max(1, n_cols))
     blocks = [slice(start, min(n_rows, start + step)) for start in range(0, n_rows, step)]
     parts = map_points(block, blocks, parallel=worth_threads(n_rows * n_cols) and len(blocks) > 1)

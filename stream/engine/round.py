@@ -1,8 +1,5 @@
-"""One rated round: phase one (performances) then phase two (belief updates).
-
-The pipeline calls :func:`phase_one` and :func:`phase_two` separately (phase two per partition,
-on sub-batches); replay calls :func:`rate_round`.  Both paths run the same functions on the same
-inputs and therefore produce the same floats.
+"""One rated round: phase one (performances) then phase two (belief updates); the pipeline calls
+them apart (phase two per partition, on sub-batches), replay through :func:`rate_round`: the same floats.
 """
 
 from __future__ import annotations
@@ -38,18 +35,9 @@ def phase_two(
     time: float | np.ndarray,
     in_place: bool = False,
 ) -> PlayerBatch:
-    """A new season's soft reset of the rows entering one (``seasons.reset_rows``), diffusion
-    (Algorithm 2, elapsed days from ``last_time`` to ``time``), belief update (Algorithm 3),
-    history bound, sigma (Eq. 8), ``rounds += 1``, ``last_time = time``.
-
-    ``weight`` and ``time`` are one round's, or per row (players of several rounds rated in one
-    call: the pipeline's phase two batches rounds). Rows are independent: any sub-batch, alone or
-    beside other rounds' rows, gives the same floats for its rows (each distinct weight's noise
-    terms are computed once, as for a lone round, and spread over its rows).
-
-    The input is left untouched (the result is a copy) unless ``in_place``: then ``batch``
-    itself is updated and returned (a caller's own copy, e.g. a ``PlayerBatch.take``; the same
-    floats, its factor arrays widened only if a history needs it)."""
+    """A season's soft reset, diffusion (Algorithm 2), belief update (Algorithm 3), history bound,
+    sigma (Eq. 8), ``rounds += 1``, ``last_time = time``; ``weight``/``time`` per round or row, rows
+    independent (any sub-batch: the same floats); a copy unless ``in_place``."""
     n = len(batch)
     after = batch if in_place else batch.copy(width=0 if params.memoryless else history_width(batch.n_factors,
                                                                                              params))
@@ -60,8 +48,7 @@ def phase_two(
 
 
 def _per_row(value: float | np.ndarray, n: int) -> np.ndarray:
-    """``value`` as n floats, one per row (read only): an array of them as it is, a scalar
-    broadcast (``np.broadcast_to`` costs more than a few duels' update)."""
+    """``value`` as n floats, one per row (read only; an array of them as it is)."""
     if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.shape == (n,):
         return value
     return np.broadcast_to(np.asarray(value, dtype=float), (n,))
@@ -69,12 +56,10 @@ def _per_row(value: float | np.ndarray, n: int) -> np.ndarray:
 
 def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, params: Params, weights: np.ndarray,
                 times: np.ndarray) -> None:
-    """:func:`phase_two` of ``rows`` (distinct) of ``batch`` in place, row q of ``performance``,
-    ``weights`` and ``times`` for ``rows[q]`` (the factor arrays are widened if a history grows
-    past them).  The logistic model with finite rho runs one compiled loop per row over its own
-    factors (``kernels.logistic_update_rows``); the memoryless ones the numpy functions."""
+    """:func:`phase_two` of ``rows`` (distinct) of ``batch`` in place, row q of the per-row arrays for
+    ``rows[q]``: finite rho compiled (``kernels.logistic_update_rows``), memoryless models by numpy."""
     days = elapsed_days(batch.last_time[rows], times)
-    gamma, beta = _noise_per_row(params, weights, days)
+    gamma, beta = gammas(params, weights, days), performance_noise(params, weights)  # Eq. 9, Params.beta per row
     sigma = batch.sigma[rows]
     new_sigma = drifted_sigma(sigma, gamma)
     if params.memoryless:
@@ -98,20 +83,9 @@ def update_rows(batch: PlayerBatch, rows: np.ndarray, performance: np.ndarray, p
 
 
 def history_width(n_factors: np.ndarray, params: Params) -> int:
-    """Factor entries the longest of these histories needs after one more round (the oldest
-    folded first at the bound)."""
+    """Factor entries the longest of these histories needs after one more round."""
     kept = n_factors if params.history_limit is None else np.minimum(n_factors, params.history_limit - 1)
     return int(kept.max(initial=-1)) + 1
-
-
-def _noise_per_row(params: Params, weights: np.ndarray, days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's drift gamma and performance noise beta (Eq. 9 / ``Params.beta``) for its round's weight."""
-    first = float(weights[0]) if len(weights) else 1.0
-    if (weights == first).all():  # one round (or rounds of one weight): no per-weight split
-        return gammas(params, first, days), np.full(len(weights), params.beta(first))
-    # rows of several weights (rounds of different weights, players' shares of a team round):
-    # the same elementwise formulas on arrays, the same floats as per weight
-    return gammas(params, weights, days), performance_noise(params, weights)
 
 
 def rate_round(

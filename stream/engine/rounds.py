@@ -1,22 +1,18 @@
 """Many rounds of one ladder per engine call: :func:`rate_rounds`.
 
-Rounds are grouped into waves of player-disjoint rounds: a round joins the wave after the last
-wave holding any of its players, so every player's rounds keep their order and each wave's
-rounds depend only on earlier waves.  A wave is rated in one vectorised pass: phase one of its
-small exact rounds as one segmented solve (``performance.solve_segments``), its other rounds
-(large, or subsampled presets) one by one with :func:`phase_one`; then phase two of all of the
-wave's players in place (``round.update_rows``, what :func:`phase_two` runs on its copy).  The
-result equals rating the rounds one by one with :func:`rate_round` (to rounding: the same
-equations, solved to floating-point resolution).  That is :func:`rate_flat`, for every model
-and round size (a compiled loop over the rounds in input order for the exact logistic presets'
-small rounds was measured and removed: BENCHMARKS.md "Engine batch call").
+A round joins the wave after the last wave holding any of its players (waves of player-disjoint
+rounds, each player's rounds in order). A wave is one pass: phase one of its small exact rounds as
+one segmented solve (``performance.solve_segments``), the others one by one; then phase two of all
+its players in place (``round.update_rows``). Equals :func:`rate_round` one by one to rounding
+(BENCHMARKS.md "Engine batch call").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,8 +26,7 @@ from .state import PlayerBatch
 
 @dataclass(frozen=True, slots=True)
 class RoundSpec:
-    """One round for :func:`rate_rounds`: ``players`` are row indices into the prior batch
-    (distinct), ``ranks[i]`` player i's rank (ties equal, only the order matters)."""
+    """One round: ``players`` row indices into the prior batch (distinct), ``ranks[i]`` player i's rank."""
 
     players: np.ndarray
     ranks: np.ndarray
@@ -42,14 +37,9 @@ class RoundSpec:
 
 @dataclass(frozen=True, slots=True)
 class RoundsUpdate:
-    """Result of :func:`rate_rounds`.
-
-    ``after``: the prior batch with every rated player's final state.  Per participation (round k
-    holds ``offsets[k]:offsets[k + 1]``, players in the round's order): ``performance`` and the
-    posterior ``mu``/``sigma`` right after that round, and ``previous``, the index of the same
-    player's previous participation in this call (-1 for none).  ``rated[k]`` is False for an
-    outcome-free round (fewer than two players, or everyone tied unless ``Params.draws_rate``):
-    it rates nobody, and its participations hold NaN."""
+    """Result of :func:`rate_rounds`: ``after`` the final states; per participation (round k at
+    ``offsets[k]:offsets[k + 1]``) ``performance``, ``mu``/``sigma`` after it and ``previous`` (-1: none);
+    ``rated[k]`` False for an outcome-free round (NaN participations)."""
 
     after: PlayerBatch
     offsets: np.ndarray
@@ -62,30 +52,39 @@ class RoundsUpdate:
 
 def rate_rounds(prior: PlayerBatch, rounds: Sequence[RoundSpec], params: Params) -> RoundsUpdate:
     """Rate ``rounds`` in order against ``prior`` (not modified); see the module docstring."""
-    n_rounds = len(rounds)
-    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
-    offsets = np.zeros(n_rounds + 1, dtype=np.int64)
+    return rate_flat(prior, *flat_rounds(rounds), params)
+
+
+Flat = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def flat_rounds(rounds: Sequence[RoundSpec | Any]) -> Flat:
+    """(rows, ranks, offsets, times, weights, ceilings) of round specs, as :func:`rate_flat` takes them."""
+    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=len(rounds))
+    offsets = np.zeros(len(rounds) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    rows = np.concatenate([r.players for r in rounds]).astype(np.int64) if n_rounds else np.zeros(0, np.int64)
-    ranks = np.concatenate([r.ranks for r in rounds]) if n_rounds else np.zeros(0)
-    times = np.array([r.time for r in rounds], dtype=float)
-    weights = np.array([r.weight for r in rounds], dtype=float)
-    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
-    return rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params)
+    rows = np.concatenate([r.players for r in rounds]).astype(np.int64) if rounds else np.zeros(0, np.int64)
+    ranks = np.concatenate([r.ranks for r in rounds]) if rounds else np.zeros(0)
+    times, weights, ceilings = (np.array([getattr(r, name) for r in rounds], dtype=float)
+                                for name in ("time", "weight", "perf_ceiling"))
+    return rows, ranks, offsets, times, weights, ceilings
+
+
+WavePhaseOne = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``(participations, mu, sigma, days) -> (performances, round weights)`` of a wave (``teams``)."""
 
 
 def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: np.ndarray, times: np.ndarray,
-              weights: np.ndarray, ceilings: np.ndarray, params: Params) -> RoundsUpdate:
-    """:func:`rate_rounds` of rounds given as flat arrays (no :class:`RoundSpec` per round): round k
-    holds participations ``offsets[k]:offsets[k + 1]`` of ``rows`` (int64 row indices into
-    ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round. Callers that hold a
-    long history as arrays (a correction's re-rate) skip building a spec per round.  Rated wave
-    by wave (module docstring): every model and round size."""
+              weights: np.ndarray, ceilings: np.ndarray, params: Params, *, rated: np.ndarray | None = None,
+              phase_one_of: WavePhaseOne | None = None) -> RoundsUpdate:
+    """:func:`rate_rounds` of rounds as flat arrays: round k is ``offsets[k]:offsets[k + 1]`` of
+    ``rows`` (int64 rows of ``prior``) and ``ranks``; ``times``, ``weights``, ``ceilings`` per round;
+    ``rated`` and a wave's phase one replaced by the caller's (Elo-MMR for teams)."""
     n_rounds = offsets.shape[0] - 1
     sizes = np.diff(offsets)
     total = int(offsets[-1])
     round_of = np.repeat(np.arange(n_rounds), sizes)
-    rated = _rated(ranks, offsets, sizes, params.draws_rate)
+    rated = _rated(ranks, offsets, sizes, params.draws_rate) if rated is None else rated
 
     performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
     previous = previous_participations(rows, rated[round_of])
@@ -96,32 +95,28 @@ def rate_flat(prior: PlayerBatch, rows: np.ndarray, ranks: np.ndarray, offsets: 
         wave_rows = rows[part]
         rnd = round_of[part]
         reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
-        perf = _wave_performances(after.mu[wave_rows], after.sigma[wave_rows], after.last_time[wave_rows],
-                                  ranks[part], rnd, times, weights, params)
-        if params.variant == "logistic":
-            perf = np.minimum(perf, ceilings[rnd])
-        update_rows(after, wave_rows, perf, params, weights[rnd], times[rnd])  # phase two, in place
+        days = elapsed_days(after.last_time[wave_rows], times[rnd])
+        if phase_one_of is not None:
+            perf, row_weights = phase_one_of(part, after.mu[wave_rows], after.sigma[wave_rows], days)
+        else:
+            perf = wave_performances(after.mu[wave_rows], after.sigma[wave_rows], days, ranks[part], rnd, weights,
+                                     params)
+            if params.variant == "logistic":
+                perf = np.minimum(perf, ceilings[rnd])
+            row_weights = weights[rnd]
+        update_rows(after, wave_rows, perf, params, row_weights, times[rnd])  # phase two, in place
         performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
     return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
                         previous=previous, rated=rated)
 
 
 def wave_parts(wave: np.ndarray, round_of: np.ndarray, rated: np.ndarray) -> Iterator[np.ndarray]:
-    """The rated participations (indices), wave by wave (``wave``: each round's), each wave's in
-    input order."""
+    """The rated participations (indices), wave by wave (``wave``: each round's), in input order."""
     live = np.flatnonzero(rated[round_of])
     order = live[np.argsort(wave[round_of[live]], kind="stable")]
     bounds = np.searchsorted(wave[round_of[order]], np.arange(int(wave.max(initial=-1)) + 2))
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         yield order[a:b]
-
-
-def _widen_for(batch: PlayerBatch, rows: np.ndarray, params: Params) -> None:
-    """Widen the factor arrays once to the longest history the rated participations ``rows``
-    leave (not once per wave as the histories grow)."""
-    need = _history_need(batch, rows, params)
-    if need > batch.p.shape[1]:
-        batch.widen(need)
 
 
 def _history_need(batch: PlayerBatch, rows: np.ndarray, params: Params) -> int:
@@ -136,15 +131,12 @@ def _history_need(batch: PlayerBatch, rows: np.ndarray, params: Params) -> int:
 
 
 def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, draws: bool) -> np.ndarray:
-    """Rounds rated: at least two entries (``sizes``: players, or a team round's entries;
-    ``ranks``/``offsets``: its entries' ranks) and two distinct ranks, or all tied where
-    ``draws`` (``Params.draws_rate``: a draw is rated)."""
+    """Rounds rated: at least two entries and two distinct ranks, or all tied where ``draws``."""
     n = ranks.shape[0]
     if n == 0:
         return np.zeros(sizes.shape[0], dtype=bool)
     if draws:
-        enough: np.ndarray = sizes >= 2
-        return enough
+        return sizes >= 2
     differs = np.zeros(n, dtype=np.int64)
     differs[1:] = ranks[1:] != ranks[:-1]
     cum = np.concatenate(([0], np.cumsum(differs)))
@@ -156,8 +148,7 @@ def _rated(ranks: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, draws: boo
 
 
 def _waves(rows: np.ndarray, offsets: np.ndarray, rated: np.ndarray, n_players: int) -> np.ndarray:
-    """Each round's wave: one after the last wave holding any of its players (-1: not rated).
-    Plain Python lists: for the small rounds this is made for, cheaper than numpy calls."""
+    """Each round's wave (-1: not rated); plain lists: cheaper than numpy for small rounds."""
     last = [-1] * n_players
     wave = [-1] * rated.shape[0]
     players = rows.tolist()
@@ -182,21 +173,11 @@ def previous_participations(rows: np.ndarray, live: np.ndarray) -> np.ndarray:
     return previous
 
 
-def _wave_performances(
-    mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, times: np.ndarray,
-    weights: np.ndarray, params: Params,
-) -> np.ndarray:
-    """Phase one of every round of a wave (participations grouped by round, input order; the
-    players' ``mu``, ``sigma`` and ``last_time`` before it)."""
-    return wave_performances(mu, sigma, elapsed_days(last_time, times[rnd]), ranks, rnd, weights, params)
-
-
 def wave_performances(
     mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, ranks: np.ndarray, rnd: np.ndarray, weights: np.ndarray,
     params: Params,
 ) -> np.ndarray:
-    """:func:`_wave_performances` from each participant's days since his last round (the teams
-    of ``stream.engine.teams`` have an average of their members' days, no ``last_time``)."""
+    """Phase one of a wave's rounds (grouped, input order) from each participant's idle days."""
     n = mu.shape[0]
     first = np.ones(n, dtype=bool)  # a participation that starts its round (rounds are contiguous)
     np.not_equal(rnd[1:], rnd[:-1], out=first[1:])

@@ -6,7 +6,7 @@ logistic factors, one per remembered round k, stored as the authors' ``TanhTerm`
 and its weight (precision, Eq. 10's w_k) is ``2 w_arg_k w_out_k / TANH_MULTIPLIER^2``.
 ``mu``/``sigma`` are the published rating (the posterior's mode and the Eq. 8 uncertainty).
 
-Packed form (:meth:`PlayerState.to_bytes`), little-endian, 49 + 24 k bytes::
+Packed form (:func:`pack_batch`, :func:`unpack_batch`), little-endian, 49 + 24 k bytes::
 
     u8  version (= 1)
     f64 mu, f64 sigma, f64 mu0, f64 w0
@@ -19,7 +19,6 @@ Packed form (:meth:`PlayerState.to_bytes`), little-endian, 49 + 24 k bytes::
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,13 +32,12 @@ TANH_MULTIPLIER = math.pi / math.sqrt(3.0)
 """pi/sqrt(3): a logistic of std-dev s has scale s*sqrt(3)/pi (``numerical.rs``)."""
 
 PACK_VERSION = 1
-_HEADER = struct.Struct("<BddddIdI")
 _FACTOR_DTYPE = np.dtype("<f8")
 _HEADER_DTYPE = np.dtype([("version", "u1"), ("mu", "<f8"), ("sigma", "<f8"), ("mu0", "<f8"), ("w0", "<f8"),
                           ("rounds", "<u4"), ("last_time", "<f8"), ("k", "<u4")])
 """The packed header as a numpy record (49 bytes, no padding): whole batches in one view."""
 _FACTOR_BYTES = 3 * _FACTOR_DTYPE.itemsize
-assert _HEADER_DTYPE.itemsize == _HEADER.size
+_HEADER_BYTES = _HEADER_DTYPE.itemsize
 
 Factor = tuple[float, float, float]
 
@@ -66,34 +64,10 @@ class PlayerState:
         """A newcomer: N(mu_noob, sig_noob^2) prior, no factors, never played."""
         return cls(mu=params.mu_noob, sigma=params.sig_noob, mu0=params.mu_noob, w0=params.sig_noob**-2)
 
-    def to_bytes(self) -> bytes:
-        """The packed form documented in the module docstring."""
-        last = math.nan if self.last_time is None else float(self.last_time)
-        head = _HEADER.pack(
-            PACK_VERSION, self.mu, self.sigma, self.mu0, self.w0, self.rounds, last, len(self.factors)
-        )
-        body = np.asarray(self.factors, dtype=_FACTOR_DTYPE).reshape(-1, 3).tobytes()
-        return head + body
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> PlayerState:
-        """Inverse of :meth:`to_bytes`; raises ValueError on a malformed or unknown-version blob."""
-        if len(data) < _HEADER.size:
-            raise ValueError("packed player state too short")
-        version, mu, sigma, mu0, w0, rounds, last, k = _HEADER.unpack_from(data)
-        if version != PACK_VERSION:
-            raise ValueError(f"unknown packed state version {version}")
-        if len(data) != _HEADER.size + 24 * k:
-            raise ValueError("packed player state has the wrong length")
-        arr = np.frombuffer(data, dtype=_FACTOR_DTYPE, offset=_HEADER.size).reshape(k, 3)
-        factors = tuple((float(a), float(b), float(c)) for a, b, c in arr)
-        return cls(mu, sigma, mu0, w0, factors, rounds, None if math.isnan(last) else last)
-
 
 @dataclass(slots=True)
 class PlayerBatch:
-    """n players as arrays; factor arrays are (n, H), left-aligned (oldest first), padded with
-    zeros (a zero ``w_out``/``w_arg`` factor contributes nothing) up to H = longest history."""
+    """n players as arrays; factor arrays (n, H) left-aligned (oldest first), zero-padded."""
 
     mu: np.ndarray
     sigma: np.ndarray
@@ -126,47 +100,26 @@ class PlayerBatch:
             if k:
                 fac[i, :k] = s.factors
             n_factors[i] = k
-        return cls(
-            mu=np.array([s.mu for s in states], dtype=float),
-            sigma=np.array([s.sigma for s in states], dtype=float),
-            mu0=np.array([s.mu0 for s in states], dtype=float),
-            w0=np.array([s.w0 for s in states], dtype=float),
-            p=np.ascontiguousarray(fac[:, :, 0]),
-            w_arg=np.ascontiguousarray(fac[:, :, 1]),
-            w_out=np.ascontiguousarray(fac[:, :, 2]),
-            n_factors=n_factors,
-            rounds=np.array([s.rounds for s in states], dtype=np.int64),
-            last_time=np.array(
-                [math.nan if s.last_time is None else s.last_time for s in states], dtype=float
-            ),
-        )
+        mu, sigma, mu0, w0 = (np.array([getattr(s, name) for s in states], dtype=float)
+                              for name in ("mu", "sigma", "mu0", "w0"))
+        return cls(mu=mu, sigma=sigma, mu0=mu0, w0=w0, p=np.ascontiguousarray(fac[:, :, 0]),
+                   w_arg=np.ascontiguousarray(fac[:, :, 1]), w_out=np.ascontiguousarray(fac[:, :, 2]),
+                   n_factors=n_factors, rounds=np.array([s.rounds for s in states], dtype=np.int64),
+                   last_time=np.array([math.nan if s.last_time is None else s.last_time for s in states], dtype=float))
 
     def to_states(self) -> list[PlayerState]:
         """Unpack into one :class:`PlayerState` per player (order preserved)."""
         out = []
         for i in range(len(self)):
             k = int(self.n_factors[i])
-            factors = tuple(
-                (float(a), float(b), float(c))
-                for a, b, c in zip(self.p[i, :k], self.w_arg[i, :k], self.w_out[i, :k])
-            )
+            factors = tuple(zip(self.p[i, :k].tolist(), self.w_arg[i, :k].tolist(), self.w_out[i, :k].tolist()))
             last = float(self.last_time[i])
-            out.append(
-                PlayerState(
-                    mu=float(self.mu[i]),
-                    sigma=float(self.sigma[i]),
-                    mu0=float(self.mu0[i]),
-                    w0=float(self.w0[i]),
-                    factors=factors,
-                    rounds=int(self.rounds[i]),
-                    last_time=None if math.isnan(last) else last,
-                )
-            )
+            out.append(PlayerState(float(self.mu[i]), float(self.sigma[i]), float(self.mu0[i]), float(self.w0[i]),
+                                   factors, int(self.rounds[i]), None if math.isnan(last) else last))
         return out
 
     def copy(self, width: int = 0) -> PlayerBatch:
-        """A deep copy (phase two never mutates its input), its factor arrays padded to at least
-        ``width``; of the factor arrays only the used entries are read (the padding is zeros)."""
+        """A deep copy, factor arrays padded to at least ``width`` (only the used entries read)."""
         p, w_arg, w_out = gather_factors((self.p, self.w_arg, self.w_out), np.arange(len(self)), self.n_factors,
                                          max(width, self.p.shape[1]))
         return PlayerBatch(mu=self.mu.copy(), sigma=self.sigma.copy(), mu0=self.mu0.copy(), w0=self.w0.copy(), p=p,
@@ -186,8 +139,7 @@ class PlayerBatch:
             setattr(self, name, new)
 
     def put(self, index: np.ndarray, other: PlayerBatch) -> None:
-        """Overwrite the given rows with ``other`` (aligned; in place), widening the factor
-        arrays if ``other`` holds longer histories."""
+        """Overwrite the given rows with ``other`` (aligned; in place), widening as needed."""
         h = other.p.shape[1]
         if h > self.p.shape[1]:
             self.widen(h)
@@ -202,35 +154,30 @@ class PlayerBatch:
 @lru_cache(maxsize=64)
 def _newcomer_blob(params: Params) -> bytes:
     """The packed state of a newcomer under ``params`` (:meth:`PlayerState.new`), built once."""
-    return PlayerState.new(params).to_bytes()
+    return pack_batch(PlayerBatch.new(1, params))[0]
 
 
 def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
-    """``PlayerBatch.from_states([PlayerState.from_bytes(b) ...])`` without per-player objects.
-
-    ``None`` stands for a newcomer (:meth:`PlayerState.new`). Vectorised: each blob is padded
-    with zero bytes to the longest one's length (zero bytes read as 0.0: the batch's zero
-    padding past a shorter history) and the rows joined once, so the headers and factors are
-    fixed-width views of one buffer (no index arrays of every byte). Raises ValueError like
-    :meth:`PlayerState.from_bytes`.
-    """
+    """The batch of packed states (the inverse of :func:`pack_batch`; ``None``: a
+    newcomer); ValueError on a malformed or unknown-version blob. Vectorised: blobs zero-padded to
+    the longest (zero bytes read as the batch's 0.0 padding), headers and factors views of one buffer."""
     n = len(blobs)
     newcomer = _newcomer_blob(params)
     joined = [newcomer if b is None else b for b in blobs]
     lengths = np.fromiter(map(len, joined), dtype=np.int64, count=n)
-    if n and lengths.min() < _HEADER.size:
+    if n and lengths.min() < _HEADER_BYTES:
         raise ValueError("packed player state too short")
-    width = int(lengths.max(initial=_HEADER.size))
+    width = int(lengths.max(initial=_HEADER_BYTES))
     rows = np.frombuffer(b"".join([blob.ljust(width, b"\0") for blob in joined]), dtype=np.uint8).reshape(n, width)
     versions = rows[:, 0]
     if (versions != PACK_VERSION).any():
         raise ValueError(f"unknown packed state version {int(versions[versions != PACK_VERSION][0])}")
-    head = np.ascontiguousarray(rows[:, :_HEADER.size]).view(_HEADER_DTYPE).reshape(n)
+    head = np.ascontiguousarray(rows[:, :_HEADER_BYTES]).view(_HEADER_DTYPE).reshape(n)
     k = head["k"].astype(np.int64)
-    if (lengths != _HEADER.size + _FACTOR_BYTES * k).any():
+    if (lengths != _HEADER_BYTES + _FACTOR_BYTES * k).any():
         raise ValueError("packed player state has the wrong length")
     h = int(k.max(initial=0))
-    fac = np.ascontiguousarray(rows[:, _HEADER.size:_HEADER.size + h * _FACTOR_BYTES]).view(_FACTOR_DTYPE)
+    fac = np.ascontiguousarray(rows[:, _HEADER_BYTES:_HEADER_BYTES + h * _FACTOR_BYTES]).view(_FACTOR_DTYPE)
     fac = fac.reshape(n, h, 3)
     return PlayerBatch(
         mu=head["mu"].astype(float), sigma=head["sigma"].astype(float), mu0=head["mu0"].astype(float),
@@ -242,12 +189,7 @@ def unpack_batch(blobs: Sequence[bytes | None], params: Params) -> PlayerBatch:
 
 
 def pack_batch(batch: PlayerBatch) -> list[bytes]:
-    """``[s.to_bytes() for s in batch.to_states()]`` without per-player objects (same bytes).
-
-    Each row's header and all its factor slots are laid out as one fixed-width record, the
-    records written once, and each player's blob cut from its record (its header and its
-    ``n_factors`` factors).
-    """
+    """Each player's packed state (module docstring), cut from fixed-width records written at once."""
     n = len(batch)
     k = np.asarray(batch.n_factors, dtype=np.int64)
     h = batch.p.shape[1] if batch.p.ndim == 2 else 0
@@ -256,10 +198,10 @@ def pack_batch(batch: PlayerBatch) -> list[bytes]:
     head["version"] = PACK_VERSION
     head["mu"], head["sigma"], head["mu0"], head["w0"] = batch.mu, batch.sigma, batch.mu0, batch.w0
     head["rounds"], head["k"] = batch.rounds, k
-    head["last_time"] = np.where(np.isnan(batch.last_time), math.nan, batch.last_time)  # one NaN, as to_bytes
+    head["last_time"] = np.where(np.isnan(batch.last_time), math.nan, batch.last_time)  # one NaN bit pattern
     fac = rows["fac"]
     fac[:, :, 0], fac[:, :, 1], fac[:, :, 2] = batch.p, batch.w_arg, batch.w_out
     flat = rows.tobytes()
     width = rows.dtype.itemsize
     starts = range(0, n * width, width)
-    return [flat[a:a + length] for a, length in zip(starts, (_HEADER.size + _FACTOR_BYTES * k).tolist())]
+    return [flat[a:a + length] for a, length in zip(starts, (_HEADER_BYTES + _FACTOR_BYTES * k).tolist())]

@@ -1,20 +1,14 @@
 """The authors' opponent subsampling for huge rounds (``elo_mmr.rs``, ``subsample_size`` and
 ``subsample_bucket``), used by the ``-fast`` presets.
 
-1. Every player contributes an opponent term N(mu, delta) with its rank.  Terms are sorted by
-   (bucket(mu), bucket(delta), rank), bucket(x) = round(x / width) (half away from zero, as
-   Rust's ``f64::round``), and terms sharing a (mu, delta) bucket pair are merged into one term
-   (mean mu, mean delta) that carries all of its members' ranks.  (The reference merges with a
-   running mean; the plain mean used here is the same number up to rounding.)
-2. Player i's equation uses only a window of ~``subsample_size`` consecutive merged terms around
-   the first term whose mu-bucket is >= bucket(mu_i): ``subsample_size // 2`` (rounded up) on
-   each side, the window shifted inwards at the edges.  Each merged term counts
-   (#better x loss + #tied x tie + #worse x win) against i's rank.
-Each player then has its own equation (the window depends on its mu), solved by a bracketed
-Newton started near its root (a few steps; the reference's rule from the middle of (-6000, 9000)
-takes ~100), to the same root: logistic by a compiled loop per player (``kernels``: a bucket's
-players share their window, Halley steps, SIMD tanh sums), Gaussian vectorised over chunks of
-players.
+1. Opponent terms N(mu, delta) sharing a (bucket(mu), bucket(delta)) pair, bucket(x) =
+   round(x / width) half away from zero (Rust's ``f64::round``), merge into one (mean mu, mean
+   delta; the reference's running mean to rounding) that keeps its members' ranks.
+2. Player i uses a window of ~``subsample_size`` consecutive merged terms around the first whose
+   mu-bucket is >= bucket(mu_i), shifted inwards at the edges; each term counts
+   #better x loss + #tied x tie + #worse x win.
+Each equation is solved by a bracketed Newton from near its root (the same root as the
+reference's rule): logistic compiled per player (``kernels``), Gaussian vectorised by chunks.
 """
 
 from __future__ import annotations
@@ -54,11 +48,9 @@ def window_bounds(term_mu_bucket: np.ndarray, player_mu_bucket: np.ndarray, size
 
 
 def _solve_with_probes(f: Equations, start: np.ndarray, window: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Roots of the chunk's equations (players in (mu bucket, rank) order; ``window`` = the mu
-    bucket, which fixes the window): the first, last and every ``PROBE_STRIDE``-th player of
-    each bucket from its own mu, then the others from the roots interpolated by rank between
-    the probes of their bucket (same window, close ranks: close roots), which saves most of the
-    long first Newton steps."""
+    """Roots of a chunk's equations (players by (mu bucket = ``window``, rank)): the first, last and
+    every ``PROBE_STRIDE``-th of a bucket from its mu, the others from the probes' roots
+    interpolated by rank (same window, close ranks: close roots)."""
     k = start.shape[0]
     lo, hi = np.full(k, SOLVER_BOUNDS[0]), np.full(k, SOLVER_BOUNDS[1])
     first = np.flatnonzero(np.diff(window, prepend=window[0] - 1))

@@ -1,41 +1,17 @@
-"""Elo-MMR for teams and partial play, composed of the engine's own phases (``phase_one``,
-``phase_two``): a team is rated as one participant in phase one, and its result is shared by its
-members in phase two.
+"""Elo-MMR for teams and partial play from the engine's own phases: a team is one participant in
+phase one, its result shared by its members in phase two.  Team T's members i have prior
+N(mu_i, sigma_i^2), days since their last round d_i and share of the match w_i in (0, 1], W_T = sum w_i.
 
-Notation: team T has members i with prior belief N(mu_i, sigma_i^2), days since their last round
-d_i and share of the match played w_i in (0, 1]; W_T = sum_i w_i.
+Phase one (Algorithm 1 on teams): the team has the belief of its weighted-average member,
 
-Phase one (Algorithm 1 on teams).  Each team is one participant of the round, ranked by its rank,
-with the belief of its weighted average member:
+    mu_T = sum_i w_i mu_i / W_T,   sigma_T^2 = sum_i w_i sigma_i^2 / W_T,   d_T = sum_i w_i d_i / W_T
 
-    mu_T      = sum_i w_i mu_i / W_T
-    sigma_T^2 = sum_i w_i sigma_i^2 / W_T,    d_T = sum_i w_i d_i / W_T
+(gamma^2 is linear in the days, Eq. 9, so the team's drifted variance is the mean of its members').
 
-so the team's drifted variance sigma_T^2 + gamma^2(d_T) (Eq. 9: gamma^2 is linear in the days)
-is the weighted mean of its members' drifted variances, and its opponent width is
-delta_T = sqrt(sigma_T'^2 + beta^2).  ``phase_one`` solves the team performances p_T exactly as
-it solves players' (Eq. 3-5: one root of Q per tie group of teams).
-
-Phase two (Algorithm 3 per member).  Every member is credited the team's surprise: his
-performance is
-
-    p_i = p_T + (mu_i - mu_T),
-
-his own expectation moved by as much as the team beat its expectation; the update is shared by
-weight: the member's factor is appended with the noise of a round of weight w * w_i (w the
-round's weight), beta(w w_i) = sqrt(L^2 (1 + 1/(w w_i)) + drift_per_day / (w w_i)), and his drift
-gamma(w w_i, d_i) is that of such a round.  A player who played a small share of the match is a
-noisy observation and moves little; weight 1 is the individual update.
-
-Properties (tests/engine/test_elo_mmr_teams.py): p_T is non-increasing in the team's rank, so is p_i, and
-a member's new rating is non-decreasing in p_i (Theorem 1), so a better team rank never lowers a
-member's rating; at a given performance p_i a smaller w_i moves a player less (only beta and
-gamma depend on it), so scaling a whole team's shares down (p_T unchanged: the averages are
-scale-free) moves each member less; a member's own share is not monotone, since it moves mu_T and
-so the team's surprise p_T - mu_T (a strong member's small share can make a win surprising and
-move him more than a full share); a team of one (any w_i = 1) takes exactly the
-individual path (the averages are not computed for a team of one: the member's own values are
-used), so a round of individuals equals :func:`stream.engine.rate_round` to the bit.
+Phase two (Algorithm 3 per member): p_i = p_T + (mu_i - mu_T), the team's surprise, with the noise
+beta(w w_i) and drift gamma(w w_i, d_i) of a round of weight w * w_i: a small share moves little.
+A team of one takes exactly the individual path (the bit-exact :func:`stream.engine.rate_round`);
+monotonicity properties: tests/engine/test_elo_mmr_teams.py.
 """
 
 from __future__ import annotations
@@ -49,19 +25,16 @@ import numpy as np
 from .diffusion import elapsed_days
 from .params import Params
 from .performance import phase_one
-from .round import RoundUpdate, phase_two, update_rows
-from .seasons import reset_rows, seasoned
-from .rounds import (RoundSpec, RoundsUpdate, _rated, _waves, _widen_for, previous_participations, rate_rounds,
-                     wave_parts, wave_performances)
+from .round import RoundUpdate, phase_two
+from .seasons import seasoned
+from .rounds import RoundSpec, RoundsUpdate, _rated, flat_rounds, rate_flat, rate_rounds, wave_performances
 from .state import PlayerBatch
 
 
 def member_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, entry: np.ndarray,
                         entry_ranks: np.ndarray, weights: np.ndarray, params: Params, *, weight: float = 1.0,
                         perf_ceiling: float = math.inf) -> np.ndarray:
-    """Phase one: each member's performance p_i (see the module docstring) from the members' ``mu``,
-    ``sigma`` and days since their last round; ``entry[i]`` is player i's team (index into
-    ``entry_ranks``), ``weights`` the shares played."""
+    """Phase one of a team round: each member's p_i (module docstring); ``entry[i]`` player i's team."""
     k = entry_ranks.shape[0]
     average = _averager(entry, weights, k)
     mu_team, sigma_team = team_beliefs(mu, sigma, entry, weights, k)
@@ -74,8 +47,7 @@ def member_performances(mu: np.ndarray, sigma: np.ndarray, days: np.ndarray, ent
 
 
 def _averager(entry: np.ndarray, weights: np.ndarray, k: int) -> Callable[[np.ndarray], np.ndarray]:
-    """The weighted average over each of the ``k`` teams of a per-player value; a team of one
-    takes its member's own value (exactly, not x w / w)."""
+    """Weighted average per team of a per-player value (a team of one: its member's, exactly)."""
     total = np.bincount(entry, weights=weights, minlength=k)
     single = np.bincount(entry, minlength=k) == 1
     members = np.flatnonzero(single[entry])  # players who are a team of one
@@ -84,17 +56,14 @@ def _averager(entry: np.ndarray, weights: np.ndarray, k: int) -> Callable[[np.nd
         own = np.zeros(k)
         own[entry[members]] = values[members]
         mean = np.bincount(entry, weights=weights * values, minlength=k) / total
-        out: np.ndarray = np.where(single, own, mean)
-        return out
+        return np.where(single, own, mean)
 
     return average
 
 
 def team_beliefs(mu: np.ndarray, sigma: np.ndarray, entry: np.ndarray, weights: np.ndarray,
                  k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each of the ``k`` teams' belief, that of its weighted-average member (module docstring):
-    ``mu_T = sum w_i mu_i / W_T``, ``sigma_T = sqrt(sum w_i sigma_i^2 / W_T)``; phase one rates a
-    team with it, and predictions (``stream.engine.predict.predict_teams``) use it too."""
+    """Each team's belief, its weighted-average member's (module docstring)."""
     average = _averager(entry, weights, k)
     single = np.bincount(entry, minlength=k) == 1
     return average(mu), np.where(single, average(sigma), np.sqrt(average(sigma**2)))
@@ -102,8 +71,7 @@ def team_beliefs(mu: np.ndarray, sigma: np.ndarray, entry: np.ndarray, weights: 
 
 def rate_team_round(batch: PlayerBatch, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
                     params: Params, *, weight: float = 1.0, perf_ceiling: float = math.inf, time: float) -> RoundUpdate:
-    """Rate one round of teams (individuals are teams of one); raises ``OutcomeFree`` when there
-    is one team, or all teams tie and ``params.draws_rate`` is False."""
+    """Rate one round of teams (individuals: teams of one); ``OutcomeFree`` as :func:`phase_one`."""
     prior = seasoned(batch, time, params)  # phase_two resets the same rows of ``batch`` alike
     perf = member_performances(prior.mu, prior.sigma, elapsed_days(batch.last_time, time), entry, entry_ranks,
                                weights, params, weight=weight, perf_ceiling=perf_ceiling)
@@ -113,10 +81,9 @@ def rate_team_round(batch: PlayerBatch, entry: np.ndarray, entry_ranks: np.ndarr
 
 @dataclass(frozen=True, slots=True)
 class TeamRoundSpec:
-    """A round of teams or partial play for :func:`rate_rounds_with_teams`: ``players`` are row
-    indices into the prior batch (distinct), ``ranks[i]`` player i's entry's rank, ``entry[i]`` his
-    entry (index into ``entry_ranks``; individuals are entries of one) and ``weights[i]`` the share
-    of the match he played."""
+    """A round of teams or partial play: ``players`` row indices into the prior batch (distinct),
+    ``ranks[i]`` player i's entry's rank, ``entry[i]`` his entry (index into ``entry_ranks``) and
+    ``weights[i]`` his share of the match."""
 
     players: np.ndarray
     ranks: np.ndarray
@@ -130,26 +97,14 @@ class TeamRoundSpec:
 
 def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | TeamRoundSpec],
                            params: Params) -> RoundsUpdate:
-    """:func:`stream.engine.rate_rounds` over rounds of which some are :class:`TeamRoundSpec`,
-    in the same waves of player-disjoint rounds and with its layout (``previous`` links a
-    player's participations).  Per wave, phase one solves every round's entries together (a
-    team is the belief of its weighted-average member, an individual his own:
-    :func:`team_beliefs`; ``rounds.wave_performances``, the solve ``rate_rounds`` runs), each
-    member is credited his team's surprise, and phase two updates every member in one call with
-    the weight of a round of weight ``round weight x share played`` (``round.update_rows``).
-    The result equals rating the rounds one by one with :func:`rate_team_round` (and
-    ``rate_round`` for individual rounds) to rounding; without team rounds it is ``rate_rounds``."""
+    """:func:`stream.engine.rate_rounds` with :class:`TeamRoundSpec` among the rounds: each wave's entries
+    in one phase one (:func:`team_beliefs`), its members in one phase two (weights ``round x share``)."""
     individual = [r for r in rounds if isinstance(r, RoundSpec)]
     if len(individual) == len(rounds):
         return rate_rounds(prior, individual, params)
     n_rounds = len(rounds)
-    sizes = np.fromiter((r.players.shape[0] for r in rounds), dtype=np.int64, count=n_rounds)
-    offsets = np.zeros(n_rounds + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    total = int(offsets[-1])
-    rows = np.concatenate([r.players for r in rounds]).astype(np.int64)
-    ranks = np.concatenate([r.ranks for r in rounds])
-    round_of = np.repeat(np.arange(n_rounds), sizes)
+    rows, ranks, offsets, times, weights, ceilings = flat_rounds(rounds)
+    round_of = np.repeat(np.arange(n_rounds), np.diff(offsets))
     # every round as entries (an individual round's players are entries of one), numbered globally
     local = [r.entry if isinstance(r, TeamRoundSpec) else np.arange(r.players.shape[0]) for r in rounds]
     entry_ranks = [r.entry_ranks if isinstance(r, TeamRoundSpec) else r.ranks for r in rounds]
@@ -163,23 +118,10 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
     entry_offsets = np.concatenate(([0], np.cumsum(n_entries)))
     rated = _rated(all_entry_ranks, entry_offsets, n_entries, params.draws_rate)
 
-    performance, mu, sigma = np.full(total, np.nan), np.full(total, np.nan), np.full(total, np.nan)
-    previous = previous_participations(rows, rated[round_of])
-    after = prior.copy()
-    _widen_for(after, rows[rated[round_of]], params)
-    wave = _waves(rows, offsets, rated, len(prior))
-    times = np.array([r.time for r in rounds], dtype=float)
-    weights = np.array([r.weight for r in rounds], dtype=float)
-    ceilings = np.array([r.perf_ceiling for r in rounds], dtype=float)
-
-    for part in wave_parts(wave, round_of, rated):
-        wave_rows = rows[part]
-        rnd = round_of[part]
-        reset_rows(after, wave_rows, times[rnd], params)  # a new season's soft reset, before the round reads them
+    def phase_one_of(part: np.ndarray, member_mu: np.ndarray, member_sigma: np.ndarray,
+                     days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         entries, at = np.unique(entry[part], return_inverse=True)  # the wave's entries, grouped by round
         k = entries.shape[0]
-        member_mu, member_sigma = after.mu[wave_rows], after.sigma[wave_rows]
-        days = elapsed_days(after.last_time[wave_rows], times[rnd])
         mu_team, sigma_team = team_beliefs(member_mu, member_sigma, at, share[part], k)
         team_round = entry_round[entries]
         perf_team = wave_performances(mu_team, sigma_team, _averager(at, share[part], k)(days),
@@ -188,7 +130,7 @@ def rate_rounds_with_teams(prior: PlayerBatch, rounds: Sequence[RoundSpec | Team
             perf_team = np.minimum(perf_team, ceilings[team_round])
         single = np.bincount(at, minlength=k) == 1
         perf = perf_team[at] + np.where(single[at], 0.0, member_mu - mu_team[at])
-        update_rows(after, wave_rows, perf, params, weights[rnd] * share[part], times[rnd])  # phase two, in place
-        performance[part], mu[part], sigma[part] = perf, after.mu[wave_rows], after.sigma[wave_rows]
-    return RoundsUpdate(after=after, offsets=offsets, performance=performance, mu=mu, sigma=sigma,
-                        previous=previous, rated=rated)
+        return perf, weights[round_of[part]] * share[part]
+
+    return rate_flat(prior, rows, ranks, offsets, times, weights, ceilings, params, rated=rated,
+                     phase_one_of=phase_one_of)

@@ -1,16 +1,13 @@
 """Phase one's per-opponent terms (Section 3.1, Algorithm 3 first line; ``elo_mmr.rs: Term``).
 
-For an opponent j with prior mean ``mu`` and ``delta = sqrt(sigma'^2 + beta^2)``, player i's
-equation Q_i(x) = 0 gets a LOSS term if j ranked strictly better, a WIN term if strictly worse,
-and a TIE term if tied (including j = i).  Every term is decreasing in x, and
-loss <= tie <= win pointwise (this ordering is what makes better ranks give higher performances,
-Lemma 5.1/Theorem 5.2).
+Opponent j (mean ``mu``, ``delta = sqrt(sigma'^2 + beta^2)``) adds to Q_i a LOSS term if ranked
+strictly better, a WIN term if strictly worse, a TIE term if tied (j = i included); all decrease
+in x and loss <= tie <= win (Lemma 5.1/Theorem 5.2).
 
 * logistic: with c = (pi/sqrt 3)/delta, b(x) = -c tanh((x - mu) c/2):
   loss = b - c, win = b + c, tie = 2b (a full win plus a full loss; b with ``split_ties``).
 * gaussian (Elo-MMchi), z = (x - mu)/delta: loss = pdf/(cdf - 1), win = pdf/cdf,
-  tie = d/dx log pdf = -z/delta (split ties: the mean of win and loss).  The ratios are computed
-  from the scaled complementary error function so they stay finite far in the tails.
+  tie = d/dx log pdf = -z/delta (split ties: the mean of win and loss); finite in the tails (erfcx).
 """
 
 from __future__ import annotations
@@ -27,32 +24,22 @@ INV_SQRT2 = 1.0 / math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-def logistic_terms(
-    x: np.ndarray, mu: np.ndarray, delta: np.ndarray, split_ties: bool, derivative: bool = True
-) -> tuple[np.ndarray, ...]:
-    """(loss, win, tie, loss', win', tie') of logistic opponents, broadcasting x against mu/delta.
-    Without ``derivative`` only the three values are returned."""
+def logistic_terms(x: np.ndarray, mu: np.ndarray, delta: np.ndarray, split_ties: bool) -> tuple[np.ndarray, ...]:
+    """(loss, win, tie, loss', win', tie') of logistic opponents, broadcasting x against mu/delta."""
     c = TANH_MULTIPLIER / delta
     z = (x - mu) * (0.5 * c)
     b = -c * np.tanh(z)
     tie_mult = 1.0 if split_ties else 2.0
-    values = (b - c, b + c, tie_mult * b)
-    if not derivative:
-        return values
     with np.errstate(over="ignore"):
         sech2 = np.cosh(z) ** -2.0  # not 1 - tanh^2, which underflows to 0 already at |z| ~ 19
     bp = -sech2 * (0.5 * c * c)
-    return (*values, bp, bp, tie_mult * bp)
+    return b - c, b + c, tie_mult * b, bp, bp, tie_mult * bp
 
 
 def gaussian_ratios(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(pdf/cdf, pdf/(cdf - 1)) at z, in z units, from ONE scaled complementary error function.
-
-    With y = |z|/sqrt 2: pdf/cdf(-|z|) = sqrt(2/pi)/erfcx(y) and pdf/cdf(|z|) =
-    sqrt(2/pi)/erfcx(-y), where erfcx(-y) = 2 exp(y^2) - erfcx(y) (>= 1, no cancellation; it
-    overflows to inf only where the ratio underflows to 0 anyway).  pdf/(cdf(z) - 1) =
-    -pdf/cdf(-z) by symmetry.  Finite everywhere, like the log-cdf form it replaces, at a third
-    of the cost (one erfcx instead of two log_ndtr)."""
+    """(pdf/cdf, pdf/(cdf - 1)) at z, in z units, from ONE erfcx: with y = |z|/sqrt 2,
+    pdf/cdf(-|z|) = sqrt(2/pi)/erfcx(y), pdf/cdf(|z|) = sqrt(2/pi)/erfcx(-y) and
+    erfcx(-y) = 2 exp(y^2) - erfcx(y) (no cancellation); pdf/(cdf(z) - 1) = -pdf/cdf(-z)."""
     y = np.abs(z) * INV_SQRT2
     scaled = erfcx(y)
     np.square(y, out=y)
@@ -78,17 +65,13 @@ def gaussian_win_ratio(z: np.ndarray) -> np.ndarray:
     return ratio
 
 
-def gaussian_terms(
-    x: np.ndarray, mu: np.ndarray, delta: np.ndarray, split_ties: bool, derivative: bool = True
-) -> tuple[np.ndarray, ...]:
+def gaussian_terms(x: np.ndarray, mu: np.ndarray, delta: np.ndarray, split_ties: bool) -> tuple[np.ndarray, ...]:
     """(loss, win, tie, loss', win', tie') of Gaussian opponents (Elo-MMchi)."""
     z = (x - mu) / delta
     r_win, r_loss = gaussian_ratios(z)
     win = r_win / delta
     loss = r_loss / delta
     tie = 0.5 * (win + loss) if split_ties else -z / delta
-    if not derivative:
-        return loss, win, tie
     d2 = delta * delta
     win_p = (-z * r_win - r_win * r_win) / d2
     loss_p = (-z * r_loss - r_loss * r_loss) / d2

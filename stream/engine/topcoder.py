@@ -83,8 +83,7 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TopcoderParams, *, we
 
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: TopcoderParams,
               *, weight: float = 1.0) -> PairOdds:
-    """Topcoder's win probability of a against b, no draws: Phi(sqrt(W) (mu_a - mu_b) /
-    sqrt(sigma_a^2 + sigma_b^2)), the term of the expected rank of :func:`rate_round`."""
+    """Phi(sqrt(W) (mu_a - mu_b) / sqrt(sigma_a^2 + sigma_b^2)), the expected rank's term; no draws."""
     z = math.sqrt(weight) * (np.asarray(mu_a, dtype=float) - mu_b) / np.sqrt(np.square(sigma_a) + np.square(sigma_b))
     ahead: np.ndarray = 0.5 * erfc(-z / math.sqrt(2.0))
     return ahead, np.zeros_like(ahead)
@@ -92,6 +91,5 @@ def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: TopcoderParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """mu plus N(0, sigma^2 / W): every pair's difference is exactly :func:`pair_odds`'s normal."""
-    draws: np.ndarray = mu + sigma / math.sqrt(weight) * rng.standard_normal((samples, len(mu)))
-    return draws
+    """mu plus N(0, sigma^2 / W): exactly :func:`pair_odds` for every pair."""
+    return mu + sigma / math.sqrt(weight) * rng.standard_normal((samples, len(mu)))

@@ -2,21 +2,12 @@
 expectation propagation on the factor graph of the ``trueskill`` PyPI package, with its defaults
 (mu 25, sigma 25/3, beta 25/6, tau 25/300, draw probability 0.10) and its message schedule.
 
-The graph, per round (teams sorted by rank, stable):
-
-* prior: each player's skill ~ N(mu, sigma^2 + tau^2) (dynamics tau added before the round);
-* likelihood: performance p_i ~ N(skill_i, beta^2);
-* team sum: t_j = sum_i w_i p_i over team j's members (w_i: share of the match played, clamped
-  below at the package's min_delta 1e-4);
-* difference: d_j = t_j - t_{j+1} of neighbouring teams, truncated: d_j > eps (a win) or
-  |d_j| <= eps (a draw, equal ranks), eps = Phi^-1((draw_probability + 1) / 2) sqrt(n_j + n_{j+1}) beta.
-
-The player layers (prior, likelihood, team sums: all players at once) are vectorised with numpy;
-the team chain (one difference and truncation per neighbouring pair, iterated forwards and
-backwards until the largest change is <= 1e-4, at most 10 sweeps) is sequential by nature and
-runs on scalars over the teams.  With two teams one sweep is exact.  Normal cdf/pdf/quantile are
-exact (``math.erfc``, ``statistics.NormalDist``); compare with the package's ``scipy`` backend.
-TrueSkill has no round weight and no performance ceiling: both are ignored.
+Per round (teams sorted by rank, stable): skill ~ N(mu, sigma^2 + tau^2); performance
+p_i ~ N(skill_i, beta^2); team sum t_j = sum_i w_i p_i (w_i: share of the match, at least the
+package's min_delta 1e-4); d_j = t_j - t_{j+1} truncated to d_j > eps (win) or |d_j| <= eps
+(draw), eps = Phi^-1((draw_probability + 1) / 2) sqrt(n_j + n_{j+1}) beta.  The player layers
+are numpy; the team chain is iterated on scalars, forwards and backwards, until the largest change
+is <= 1e-4 (at most 10 sweeps; one is exact for two teams).  No round weight, no performance ceiling.
 """
 
 from __future__ import annotations
@@ -182,8 +173,7 @@ class _Diff:
 
 def rate_teams(before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
                params: TrueSkillParams) -> ModelRound:
-    """One round: ``entry[i]`` is player i's team (index into ``entry_ranks``, 1-based ranks, equal
-    ranks draw), ``weights`` each player's share of the match.  Returns the players' new ratings."""
+    """One round: ``entry[i]`` player i's team (into ``entry_ranks``), ``weights`` the shares played."""
     order = np.argsort(entry_ranks, kind="stable")  # teams by rank, ties in input order
     position = np.empty_like(order)
     position[order] = np.arange(order.shape[0])
@@ -254,46 +244,33 @@ def rate_round(before: Ratings, ranks: np.ndarray, params: TrueSkillParams, *, w
     return rate_teams(before, np.arange(n), ranks, np.ones(n), params)
 
 
-def _normal_cdf(x: np.ndarray) -> np.ndarray:
-    """Phi, vectorised (scipy's ndtr)."""
-    out: np.ndarray = ndtr(x)
-    return out
-
-
 def pair_odds(mu_a: np.ndarray, sigma_a: np.ndarray, mu_b: np.ndarray, sigma_b: np.ndarray, params: TrueSkillParams,
               *, weight: float = 1.0) -> PairOdds:
-    """TrueSkill's outcome probabilities of a 1-vs-1 in the next round (Herbrich et al. 2006,
-    eq. (1)-(2)): with c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2 + 2 tau^2 (the dynamics added before
-    the round) and the draw margin eps of two players, P(a wins) = Phi((mu_a - mu_b - eps) / c),
-    P(draw) = Phi((eps - d) / c) - Phi((-eps - d) / c), d = mu_a - mu_b.  No round weight."""
+    """A 1-vs-1's outcome probabilities (Herbrich et al. 2006, eq. (1)-(2)): d = mu_a - mu_b,
+    c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2 + 2 tau^2, P(a wins) = Phi((d - eps) / c),
+    P(draw) = Phi((eps - d) / c) - Phi((-eps - d) / c)."""
     d = np.asarray(mu_a, dtype=float) - np.asarray(mu_b, dtype=float)
     c = np.sqrt(2.0 * params.beta**2 + np.square(sigma_a) + np.square(sigma_b) + 2.0 * params.tau**2)
     eps = draw_margin(params, 2)
-    ahead = _normal_cdf((d - eps) / c)
-    draw = np.clip(_normal_cdf((eps - d) / c) - _normal_cdf((-eps - d) / c), 0.0, 1.0)
+    ahead = ndtr((d - eps) / c)
+    draw = np.clip(ndtr((eps - d) / c) - ndtr((-eps - d) / c), 0.0, 1.0)
     return ahead, draw
 
 
 def sample_performances(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams, *, weight: float,
                         rng: np.random.Generator, samples: int) -> np.ndarray:
-    """Performances N(mu, sigma^2 + tau^2 + beta^2) (the factor graph's prior and likelihood);
-    draws within the margin are not drawn: a rank distribution orders them arbitrarily."""
+    """Performances N(mu, sigma^2 + tau^2 + beta^2) (prior and likelihood; no draws)."""
     sd = np.sqrt(np.square(sigma) + params.tau**2 + params.beta**2)
     draws: np.ndarray = mu + sd * rng.standard_normal((samples, len(mu)))
     return draws
 
 
 def quality(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> float:
-    """Match quality of a free-for-all of single players, as the ``trueskill`` package's
-    ``quality`` computes it (Herbrich et al. 2006, Section 4): with A the (n, n-1) matrix of
-    neighbouring differences, S = diag(sigma^2 + tau^2) and B = beta^2 A^T A,
-    q = sqrt(det B / det(B + A^T S A)) exp(-mu^T A (B + A^T S A)^-1 A^T mu / 2): the likelihood of a
-    draw relative to that of equally skilled players.  (The package takes sigma as given; here tau is
-    added first, the next round's prior, as in :func:`pair_odds`.)"""
-    mu = np.asarray(mu, dtype=float)
-    if mu.shape[0] < 2:
-        raise ValueError("match quality needs at least 2 players")
-    return float(quality_many(mu[None, :], np.asarray(sigma, dtype=float)[None, :], params)[0])
+    """Match quality of a free-for-all as the ``trueskill`` package's ``quality`` (Herbrich et al.
+    2006, Section 4): A the (n, n-1) neighbouring differences, S = diag(sigma^2 + tau^2) (tau added:
+    the next round's prior), B = beta^2 A^T A, q = sqrt(det B / det(B + A^T S A))
+    exp(-mu^T A (B + A^T S A)^-1 A^T mu / 2)."""
+    return float(quality_many(np.asarray(mu, dtype=float)[None, :], np.asarray(sigma, dtype=float)[None, :], params)[0])
 
 
 def quality_many(mu: np.ndarray, sigma: np.ndarray, params: TrueSkillParams) -> np.ndarray:

@@ -1,11 +1,8 @@
-"""Phase two's belief update (Algorithm 3, second half), vectorised over a batch.
+"""Phase two's belief update (Algorithm 3, second half) of memoryless rows, vectorised (finite rho
+runs ``kernels.update_row``), from the diffused belief and the performance p (precision 1/beta^2):
 
-Given each player's diffused belief and this round's performance p (precision 1/beta^2):
-
-* logistic: fold the oldest factor into the Gaussian if the history is full (precision-weighted
-  mean, precisions added: total weight preserved), append TanhTerm(p, beta), then the new mu is
-  the zero of L'(x) = w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k)  (Eq. 10; the
-  authors' ``robust_average``), solved for every player at once;
+* logistic (Elo-MMR(inf)): append TanhTerm(p, beta); mu is the zero of
+  L'(x) = w0 (x - mu0) + sum_k w_out_k tanh((x - p_k) w_arg_k) (Eq. 10, ``robust_average``);
 * gaussian: the Gaussian factor absorbs N(p, beta^2) and mu is its mean;
 * both: sigma_new = (sigma'^-2 + beta^-2)^-1/2 (Eq. 8 applied incrementally, as the reference).
 """
@@ -16,26 +13,7 @@ import numpy as np
 
 from .kernels import robust_average_roots
 from .params import Params
-from .state import TANH_MULTIPLIER, PlayerBatch, factor_weight
-
-
-def fold_oldest(batch: PlayerBatch, history_limit: int | None) -> PlayerBatch:
-    """Fold the oldest logistic factor of every player whose history holds ``history_limit``
-    factors into the Gaussian factor (in place on ``batch``; returns it)."""
-    if history_limit is None or batch.p.shape[1] == 0:
-        return batch
-    rows = np.flatnonzero(batch.n_factors >= history_limit)
-    if rows.size == 0:
-        return batch
-    wn = batch.w0[rows]
-    wl = factor_weight(batch.w_arg[rows, 0], batch.w_out[rows, 0])
-    batch.mu0[rows] = (wn * batch.mu0[rows] + wl * batch.p[rows, 0]) / (wn + wl)
-    batch.w0[rows] = wn + wl
-    for arr in (batch.p, batch.w_arg, batch.w_out):
-        arr[rows, :-1] = arr[rows, 1:]
-        arr[rows, -1] = 0.0
-    batch.n_factors[rows] -= 1
-    return batch
+from .state import TANH_MULTIPLIER, PlayerBatch
 
 
 def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.ndarray) -> PlayerBatch:
@@ -57,9 +35,7 @@ def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.
 
 def robust_average(batch: PlayerBatch) -> np.ndarray:
     """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)
-    (Algorithm 3's second zero), by a bracketed Newton warm-started at the batch's ``mu`` (the
-    prior rating: the new one is close).  Compiled: each player stops on his own and sums only
-    his own factors (no padding to the longest history)."""
+    (Algorithm 3's second zero), compiled, from the prior ``mu`` (the new one is close)."""
     roots: np.ndarray = robust_average_roots(
         np.ascontiguousarray(batch.p), np.ascontiguousarray(batch.w_arg), np.ascontiguousarray(batch.w_out),
         np.asarray(batch.n_factors, dtype=np.int64), batch.w0, batch.mu0, batch.mu)
@@ -69,8 +45,7 @@ def robust_average(batch: PlayerBatch) -> np.ndarray:
 def update_beliefs(
     diffused: PlayerBatch, performance: np.ndarray, beta: float | np.ndarray, params: Params
 ) -> PlayerBatch:
-    """Algorithm 3's second half on a diffused batch (a new batch; mu and sigma updated,
-    rounds/last_time untouched). ``beta``: the round's performance noise, or one per row."""
+    """Algorithm 3's second half on a collapsed (memoryless) batch, as a new batch; ``beta``: per round or row."""
     out = diffused.copy()
     performance = np.asarray(performance, dtype=float)
     if params.variant == "gaussian":
@@ -79,7 +54,6 @@ def update_beliefs(
         out.w0 = out.w0 + wp
         out.mu = out.mu0.copy()
     else:
-        fold_oldest(out, params.history_limit)
         append_factor(out, performance, beta)
         out.mu = robust_average(out)
     out.sigma = (diffused.sigma**-2 + beta**-2) ** -0.5

@@ -330,7 +330,7 @@ async def _finish(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, n
     fields: dict[str | bytes, str | int] = {"seq": run.seq}
     if run.rated and not run.stored_fields.get("model"):  # fixed from its first rated round, as register_round.lua
         cfg = ctx.ladder(run.name)
-        fields.update({"model": cfg.model, "model_params": cfg.params_digest()})
+        fields.update({"model": cfg.model, "model_params": cfg.digest})
     if run.new_players:
         fields["players"] = int(run.stored_fields.get("players", 0)) + run.new_players
     if run.occurred_max is not None:  # what register_round.lua keeps: the newest occurred_at rated

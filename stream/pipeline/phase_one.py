@@ -611,7 +611,7 @@ def _fenced(results: list[PhaseOneResult | None], indices: list[int]) -> None:
 def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
     """The ladder's configured model and its parameters' digest (recorded and checked at registration)."""
     cfg = ctx.ladder(ladder)
-    return cfg.model, cfg.params_digest()
+    return cfg.model, cfg.digest
 
 
 def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult | tuple[RoundResult, str]:

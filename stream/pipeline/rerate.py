@@ -25,7 +25,7 @@ from functools import partial
 
 import numpy as np
 
-from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS
+from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS, occurrence as occurrence_of
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
 from stream.engine import Params, RoundSpec, rate_flat
@@ -154,7 +154,7 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         mu_a[lo:hi], sigma_a[lo:hi] = update.mu, update.sigma
         mu_b[lo:hi] = np.where(has_prev, update.mu[np.maximum(prev, 0)], prior.mu[local])
         sigma_b[lo:hi] = np.where(has_prev, update.sigma[np.maximum(prev, 0)], prior.sigma[local])
-        occurrence = _occurrence(local)
+        occurrence = occurrence_of(local)
         played[lo:hi] = prior.rounds[local] + occurrence + 1
         chunk_rows = rows[lo:hi]
         starting = _starting(params, times[a:b], sizes[a:b], prev, prior.last_time[local])
@@ -237,17 +237,6 @@ def _chunks(sizes: np.ndarray) -> list[tuple[int, int]]:
             a, total = k + 1, 0
     if a < len(sizes):
         out.append((a, len(sizes)))
-    return out
-
-
-def _occurrence(local: np.ndarray) -> np.ndarray:
-    """For each participation, how many earlier participations of the same player the chunk holds."""
-    order = np.argsort(local, kind="stable")
-    first = np.ones(local.shape[0], dtype=bool)
-    first[1:] = local[order[1:]] != local[order[:-1]]
-    starts = np.flatnonzero(first)
-    out = np.empty(local.shape[0], dtype=np.int64)
-    out[order] = np.arange(local.shape[0]) - np.repeat(starts, np.diff(np.append(starts, local.shape[0])))
     return out
 
 

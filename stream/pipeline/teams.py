@@ -23,10 +23,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from stream import engine
+from stream.batch.replay import round_spec
 from stream.contracts import RoundResult
 from stream.contracts.round import TEAMS, Support
 from stream.engine.seasons import seasoned_view
-from stream.engine.teams import TeamRoundSpec, member_performances, rate_rounds_with_teams
+from stream.engine.teams import member_performances, rate_rounds_with_teams
 
 
 def support(params: engine.Params) -> Support:
@@ -39,15 +40,6 @@ def is_team_round(round_: RoundResult) -> bool:
     """True when the round has teams or partial play: rated by Elo-MMR for teams, and its
     fan-out entries carry ``team`` and ``weight``."""
     return round_.has_teams() or round_.is_partial()
-
-
-def round_spec(round_: RoundResult, rows: np.ndarray) -> engine.RoundSpec | TeamRoundSpec:
-    """The engine's spec of ``round_``, its players at rows ``rows`` of the prior batch."""
-    if not is_team_round(round_):
-        return engine.RoundSpec(rows, round_.ranks(), round_.occurred_at, round_.weight, round_.perf_ceiling)
-    entry, entry_ranks = round_.entries()
-    return TeamRoundSpec(rows, round_.ranks(), entry, entry_ranks, round_.player_weights(), round_.occurred_at,
-                         round_.weight, round_.perf_ceiling)
 
 
 def rate_ladder_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], members: Sequence[np.ndarray],

@@ -11,6 +11,7 @@ import pytest
 from stream.batch import replay, synthetic_rounds
 from stream.contracts import RoundResult, Standing
 from stream.engine import Params, PlayerBatch, PlayerState, preset, rate_round
+from tests.engine.oracles import final_state
 
 
 def reference_replay(rounds: list[RoundResult], params: Params) -> dict[tuple[str, str], PlayerState]:
@@ -62,7 +63,7 @@ def test_bounded_history_is_respected() -> None:
     assert params.history_limit is not None
     rounds = list(synthetic_rounds(6, params.history_limit + 5, 6, seed=1))
     result = replay(rounds, params)
-    state = result.state("default", "p0")
+    state = final_state(result, "default", "p0")
     assert state.rounds == params.history_limit + 5
     assert len(state.factors) == params.history_limit
 
@@ -81,7 +82,7 @@ def test_outcome_free_rounds_are_recorded_and_rate_nobody() -> None:
     result = replay(mixed_rounds(), preset("mmr"))
     assert result.skipped == [("a", "solo"), ("b", "tie")]
     with pytest.raises(KeyError):
-        result.state("a", "lonely")
+        final_state(result, "a", "lonely")
     assert "solo" not in [r.round_id for r in result.rounds]
 
 

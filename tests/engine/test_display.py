@@ -13,7 +13,6 @@ from stream.engine.display import (
     FIXED_RANGE_MAX,
     UNPLACED,
     DisplayConfig,
-    config_for,
     display_rating,
     next_tier,
     parse_display_configs,
@@ -21,6 +20,7 @@ from stream.engine.display import (
     tier_names,
 )
 from stream.settings import Settings
+from tests.engine.oracles import config_for
 
 TIERS = (("Bronze", float("-inf")), ("Silver", 1400.0), ("Gold", 1600.0), ("Diamond", 1800.0))
 CFG = DisplayConfig(mode="conservative", k=2.0, tiers=TIERS)

@@ -14,6 +14,7 @@ from stream.batch import read_rounds, replay
 from stream.engine import PlayerBatch, preset, rate_round
 from stream.engine.round import phase_two
 from stream.engine.teams import rate_team_round
+from tests.engine.oracles import final_state
 
 PARAMS = preset("mmr")
 TIME = 1.7e9
@@ -166,13 +167,13 @@ def test_replay_rates_team_rounds_with_elo_mmr_teams(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rounds))
     result = replay(read_rounds(path), PARAMS)
     assert len(result.rounds) == 2 and not result.skipped
-    a, b, c, d = (result.state("L", p) for p in "abcd")
+    a, b, c, d = (final_state(result, "L", p) for p in "abcd")
     assert a.rounds == 2 and b.rounds == 2 and d.rounds == 1
     assert d.mu < PARAMS.mu_noob < b.mu
     # the same two rounds, one at a time, through the team call
     batch = PlayerBatch.new(4, PARAMS)
     first = rate_team_round(batch, np.array([0, 0, 1, 1]), np.array([1, 2]), np.array([1, 0.5, 1, 1]), PARAMS, time=TIME)
-    assert [result.state("L", "d").mu] == [first.after.mu[3]]
+    assert [final_state(result, "L", "d").mu] == [first.after.mu[3]]
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,4 +1,4 @@
-"""The fast exact phase one (Chebyshev fits, module ``fastperf``) agrees with the direct O(N^2)
+"""The fast exact phase one (Chebyshev fits, modules ``fastperf_*``) agrees with the direct O(N^2)
 evaluation; its building blocks (Gaussian ratios, prefix sums, bracketed Newton, threads) are
 exact where they claim to be; the subsampled -fast path gives the same floats on any thread count."""
 
@@ -11,7 +11,6 @@ import pytest
 from scipy.special import log_ndtr
 
 from stream.engine import fastperf_gaussian, fastperf_logistic, numerical, phase_one, preset, subsample
-from stream.engine.fastperf import solve_groups_chebyshev
 from stream.engine.numerical import prefix_sums, solve_bracketed
 from stream.engine.equations import GroupEquations, solve_groups_direct
 from stream.engine.performance import opponent_deltas
@@ -36,7 +35,7 @@ def _round(rng, n, n_ranks, newcomer_share, p):
 def _direct_and_fast(mu, delta, ranks, p):
     groups = TieGroups.from_ranks(ranks)
     eq = GroupEquations(mu, delta, groups, p)
-    return solve_groups_direct(eq, np.arange(groups.n_groups)), solve_groups_chebyshev(eq, groups)
+    return solve_groups_direct(eq, np.arange(groups.n_groups)), (fastperf_logistic.solve_logistic if p.variant == "logistic" else fastperf_gaussian.solve_gaussian)(eq, groups)
 
 
 @pytest.mark.parametrize("name", ["mmr", "mmx"])

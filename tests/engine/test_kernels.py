@@ -13,6 +13,7 @@ from stream.engine.params import SOLVER_BOUNDS
 from stream.engine.subsample import bucket, subsampled_performance, window_bounds
 from stream.engine.terms import logistic_terms
 from stream.engine.update import update_beliefs
+from tests.engine.oracles import fold_oldest
 from tests.engine.test_rounds import random_prior
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -103,7 +104,7 @@ def numpy_phase_two(batch: PlayerBatch, performance: np.ndarray, params: Params,
     days = elapsed_days(batch.last_time, times)
     gamma = np.array([gammas(params, w, d) for w, d in zip(weights, days)]).reshape(-1)
     beta = np.array([params.beta(w) for w in weights])
-    after = update_beliefs(diffuse(batch, gamma, params), performance, beta, params)
+    after = update_beliefs(fold_oldest(diffuse(batch, gamma, params), params.history_limit), performance, beta, params)
     after.rounds = batch.rounds + 1
     after.last_time = times.copy()
     return after

@@ -55,7 +55,7 @@ def test_entries_models_params_and_fallbacks() -> None:
     assert d.model == "codeforces" and d.display == DisplayConfig.from_dict(TIERS)
     assert ladders.of("e").model == "codeforces" and ladders.of("e").display.k == 4.0  # DISPLAY_CONFIG entry
     assert ladders.of("zzz").model == "codeforces"
-    assert a.params_digest() != parse_ladders("").of("a").params_digest()
+    assert a.digest != parse_ladders("").of("a").digest
     with pytest.raises(TypeError):
         b.elo_mmr  # noqa: B018
 

@@ -12,16 +12,14 @@ from hypothesis import strategies as st
 from stream.engine.predict import (
     LOGISTIC_SCALE_PER_SD,
     PerformanceModel,
-    expected_ranks,
     logistic_difference_cdf,
     logistic_difference_pdf,
-    match_quality,
     normal_cdf,
-    pairwise_matrix,
     predict_lobby,
     rank_distribution,
     win_probability,
 )
+from tests.engine.oracles import expected_ranks, match_quality, pairwise_matrix
 
 LOGISTIC = PerformanceModel(beta=125.0, gamma=26.0)
 GAUSSIAN = PerformanceModel(beta=125.0, gamma=26.0, kind="gaussian")

@@ -20,9 +20,9 @@ from stream.engine.glicko import GlickoParams
 from stream.engine.ladders import parse_ladders
 from stream.engine.models import MODELS
 from stream.engine.predict import (
-    PerformanceModel, RatedModel, expected_ranks, match_quality, outcome_model, pair_matrices, predict_lobby,
-    rank_distribution,
+    PerformanceModel, RatedModel, outcome_model, pair_matrices, predict_lobby, rank_distribution,
 )
+from tests.engine.oracles import expected_ranks, match_quality
 from stream.engine.trueskill import TrueSkillParams, draw_margin
 
 TRUESKILL = MODELS["trueskill"]

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from stream.engine import PlayerBatch, PlayerState, Params, phase_one, preset, rate_round
 from stream.engine.diffusion import diffuse, gammas
 from stream.engine.state import factor_weight
-from stream.engine.update import fold_oldest, robust_average, update_beliefs
+from stream.engine.update import robust_average, update_beliefs
+from tests.engine.oracles import fold_oldest
 
 DAY = 86_400.0
 SETTINGS = settings(max_examples=25, deadline=None)

@@ -7,7 +7,7 @@ import numpy as np
 from stream.engine.ladders import parse_ladders
 from stream.engine.predict import PerformanceModel, outcome_model, win_probability
 from stream.matchmaking.odds import ahead, lobby_odds
-from stream.engine.predict import match_quality
+from tests.engine.oracles import match_quality
 
 
 def test_table_matches_predict() -> None:

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 import pytest
 
 from stream.engine.ladders import LadderConfig, parse_ladders
-from stream.engine.predict import match_quality, outcome_model, win_probability
+from stream.engine.predict import outcome_model, win_probability
 from stream.matchmaking import QueueConfig, Ticket, TicketColumns, TickResult, WideningStep, form_matches
 from stream.matchmaking.tolerance import match_tolerance
+from tests.engine.oracles import match_quality
 
 LADDER = parse_ladders("").of("x")
 TRUESKILL = parse_ladders(json.dumps({"*": {"model": "trueskill"}})).of("x")

@@ -29,6 +29,7 @@ from stream.batch.replay import replay
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round, validate
 from stream.contracts.ordering import LadderOrder
 from stream.store import keys
+from tests.engine.oracles import state_from_bytes
 from tests.stream import forkserver
 
 REPO = Path(__file__).resolve().parents[2]
@@ -225,7 +226,7 @@ def assert_equals_reference(redis_url: str, expected: dict[tuple[str, str], engi
             assert abs(float(mu) - want.mu) <= TOLERANCE, (ladder, player, float(mu), want.mu)
             assert abs(float(sigma) - want.sigma) <= TOLERANCE, (ladder, player, float(sigma), want.sigma)
             assert int(rounds) == want.rounds, (ladder, player, int(rounds), want.rounds)
-            got = engine.PlayerState.from_bytes(state)
+            got = state_from_bytes(state)
             assert len(got.factors) == len(want.factors)
             assert np.allclose(np.asarray(got.factors).reshape(-1, 3), np.asarray(want.factors).reshape(-1, 3),
                                rtol=0, atol=TOLERANCE) if got.factors else True

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from stream.contracts import PlayerUpdate, RatingChange, validate
 from stream.contracts.round import (BAD_CORRECTION, CONFLICT, HISTORY_TRIMMED, NOT_CORRECTABLE,
                                     UNKNOWN_ROUND)
-from stream.engine import PlayerState
 from stream.engine.display import tier_names
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections import CorrectionResult, finish_correction, handle_correction
@@ -33,6 +32,7 @@ from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import keys, player_hash
 from tests.contracts.wire_oracle import entries as update_entries, reference_json
+from tests.engine.oracles import state_from_bytes
 from tests.stream import pipeline_harness as harness
 from tests.stream.test_backfill import stream_rounds
 
@@ -114,7 +114,7 @@ def assert_same_ladders(url_a: str, url_b: str, ladders: Sequence[str]) -> None:
             for name in PLAYER_FIELDS:
                 va, vb = pa.get(name), pb.get(name)
                 assert va == vb or close(float(va), float(vb)), (ladder, player, name, va, vb)
-            sa, sb = PlayerState.from_bytes(pa[b"state"]), PlayerState.from_bytes(pb[b"state"])
+            sa, sb = state_from_bytes(pa[b"state"]), state_from_bytes(pb[b"state"])
             assert close([sa.mu, sa.sigma, *map(list, sa.factors)], [sb.mu, sb.sigma, *map(list, sb.factors)])
             ha = [json.loads(x) for x in a.lrange(keys.history(ladder, player), 0, -1)]
             hb = [json.loads(x) for x in b.lrange(keys.history(ladder, player), 0, -1)]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from stream.batch.models import replay_ladders
 from stream.contracts import Limits, PlayerUpdate, RoundResult, parse_round
 from stream.contracts.round import NOT_CORRECTABLE
-from stream.engine.state import PlayerState
+from tests.engine.oracles import state_from_bytes
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections import finish_correction, handle_correction
 from stream.pipeline.phase_one import handle_one
@@ -61,7 +61,7 @@ def assert_equals_replay(url: str, rounds: Sequence[dict], ladders_of: PipelineC
         row = client.hgetall(keys.player(ladder, player))
         assert abs(float(row[b"mu"]) - mu) <= TOLERANCE and abs(float(row[b"sigma"]) - sigma) <= TOLERANCE
         assert int(row[b"rounds"]) == n
-        state = PlayerState.from_bytes(row[b"state"])
+        state = state_from_bytes(row[b"state"])
         assert (state.mu, state.sigma, state.rounds) == (float(row[b"mu"]), float(row[b"sigma"]), n)
     client.close()
 

@@ -18,7 +18,7 @@ from stream.contracts import PlayerUpdate, RoundResult, Standing, validate
 from stream.contracts.round import MODEL_CHANGED
 from stream.engine.display import league_division
 from stream.engine.ladders import parse_ladders
-from stream.engine.state import PlayerState
+from tests.engine.oracles import state_from_bytes
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.messages import Incoming, split_sections
 from stream.pipeline.outbox import ListOutbox, Outbox
@@ -73,7 +73,7 @@ def assert_equals_replay(ctx: PipelineContext, rounds: Sequence[RoundResult],
     for key, (mu, sigma, n, state) in got.items():
         want = reference[key]
         assert abs(mu - want[0]) <= TOLERANCE and abs(sigma - want[1]) <= TOLERANCE and n == want[2], (key, mu, want)
-        packed = PlayerState.from_bytes(state)
+        packed = state_from_bytes(state)
         assert (packed.mu, packed.sigma, packed.rounds) == (mu, sigma, n)  # the state holds the same rating
 
 
@@ -146,7 +146,7 @@ def test_a_ladders_model_is_fixed_once_it_rated_a_round(redis_url: str, caplog: 
         batch = await handle_rounds(ctx, [Incoming(first.to_json().encode())])
         await apply(ctx, batch)
         ladder = await ctx.store.client.hgetall(keys.ladder("b"))
-        assert ladder[b"model"] == b"glicko" and ladder[b"model_params"] == ctx.ladder("b").params_digest().encode()
+        assert ladder[b"model"] == b"glicko" and ladder[b"model_params"] == ctx.ladder("b").digest.encode()
 
         changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}))
         with caplog.at_level(logging.ERROR, logger="stream.pipeline.phase_one"):
@@ -279,7 +279,7 @@ def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: s
         registration = await register_round(ctx.store, 
             "b", "r1", content_hash=round_.content_hash(), occurred_at=round_.occurred_at, received_at=1.7e9,
             field_size=2, body=round_.to_json().encode(), due_at=1.7e9, model=cfg.model,
-            model_params=cfg.params_digest())
+            model_params=cfg.digest)
         assert registration.outcome == "new"
         outbox = ListOutbox(PARTITIONS)
         changed = context(redis_url, ladders=json.dumps({"b": {"model": "mmr"}}), outbox=outbox)

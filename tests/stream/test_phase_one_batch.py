@@ -25,6 +25,7 @@ from stream.pipeline.messages import split_sections
 from stream.pipeline.updates_batches import phase_two_batch
 from stream.settings import Settings
 from tests.store_calls import mark_queued
+from tests.engine.oracles import final_state
 
 PARTITIONS = 4
 TOLERANCE = 1e-9
@@ -94,7 +95,7 @@ def assert_equals_replay(rounds: Sequence[RoundResult], got: dict[tuple[str, str
     reference = replay(rounds, preset(Settings().engine_preset))
     assert got, "nothing stored"
     for (ladder, player), (mu, sigma) in got.items():
-        state = reference.state(ladder, player)
+        state = final_state(reference, ladder, player)
         assert abs(mu - state.mu) <= TOLERANCE and abs(sigma - state.sigma) <= TOLERANCE, (ladder, player)
 
 

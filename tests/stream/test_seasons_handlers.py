@@ -13,7 +13,7 @@ import numpy as np
 from stream.batch.models import replay_ladders
 from stream.engine.ladders import parse_ladders
 from stream.engine.season_schedule import entering, iso_time
-from stream.engine.state import PlayerState
+from tests.engine.oracles import state_from_bytes
 from stream.pipeline import whatif
 from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
@@ -99,7 +99,7 @@ def test_what_if_with_seasons_equals_what_the_stream_then_stores(redis_url: str)
             cfg = ctx.ladder(round_.ladder)
             stored_ = await whatif.load(ctx.store.client, round_.ladder, round_.players())
             rows = whatif.rate(cfg, round_, stored_)
-            crossed += int(entering(np.array([0.0 if s is None else PlayerState.from_bytes(s).last_time
+            crossed += int(entering(np.array([0.0 if s is None else state_from_bytes(s).last_time
                                               for s in stored_.states]),
                                     np.full(len(round_.players()), round_.occurred_at), cfg.seasons).sum())
             result = await handle_one(ctx, Incoming(round_.to_json().encode()))
