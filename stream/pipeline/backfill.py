@@ -1,23 +1,12 @@
 """Backfill: rate a history of rounds in process and write into Redis what the stream would have.
 
-``stream backfill`` loads years of history at replay speed, without Kafka. Rounds go through
-the stream's acceptance (``parse_round``, by the input readers) and registration rule
-(``first_copies``: a re-published round is a no-op, an id re-used with other content is a
-``conflict``); each ladder's rounds are then rated in order with the replay's engine path
-(``rate_round`` on a :class:`LadderTable`, the reference the stream equals; ``rate_team_round``
-for a round with teams or partial play) and written with
-:class:`stream.store.bulk.LadderWriter`: the same keys, fields and bytes as phase one and phase two
-(round record ``rated`` with its events marked emitted, results, stored fan-out, history,
-player hash with ``last_seq = queued_seq`` = the player's last round, leaderboard, ladder
-counters and ``seq``), so the stream continues the ladder's sequence exactly.
-
-Every ladder's model is the stream's (``LADDERS``): an Elo-MMR preset's rounds are rated as
-above, a rating-only model's (glicko, trueskill, ...) by the stream's own calls for them
-(``rating_models.rate_one`` as phase one, ``rating_models.apply`` as phase two, the fan-out
-carrying the new ratings); a round the ladder's model cannot rate (teams on a ladder whose model
-has no team call) is refused. A ladder that already has rounds is refused unless ``append``;
-appending needs a ladder with no round in flight (no worker rating it) and continues from its
-stored states, seq and tiers.
+``stream backfill`` (docs/history.md "Backfill") loads history at replay speed, without Kafka:
+rounds go through the stream's acceptance and registration rule (``first_copies``), each
+ladder's rounds are rated in order by the replay's engine path (``rate_round``,
+``rate_team_round``; a rating-only model's through ``rating_models.rate_one`` and ``apply``) and
+written with :class:`stream.store.bulk.LadderWriter`: the same keys, fields and bytes as phase
+one and phase two, so the stream continues the ladder's sequence exactly. A ladder with rounds is
+refused unless ``append`` (no round in flight; continues from its stored states, seq and tiers).
 """
 
 from __future__ import annotations

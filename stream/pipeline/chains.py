@@ -1,19 +1,10 @@
 """Phase two's chain rule: which (player, round) rows of a batch to apply, in which wave.
 
-Phase one rates a batch of rounds at once, so one ``player-updates`` batch may hold several
-rounds of one player, each entry naming the round whose posterior was its prior
-(``previous_seq``). Per row, against the player's stored ``last_seq`` (docs/contracts.md,
-"Chains"):
-
-* ``last_seq >= seq``: already applied (:data:`DONE`: its stored result is re-emitted);
-* no ``previous_seq``: applied (:data:`APPLY`) as long as ``last_seq < seq``;
-* the player's state (stored, or moved by the batch's earlier rows of that player) has not
-  reached ``previous_seq``: a :data:`GAP` (an earlier round's section is still on its way):
-  not applied, never on stale state;
-* otherwise :data:`APPLY`.
-
-A player's rows are applied in seq order: wave k holds every player's k-th row, and each wave
-reads the posterior the previous one left (one engine call per wave).
+Per row, against the player's ``last_seq`` (docs/contracts.md, "Chains"): :data:`DONE` when
+``last_seq >= seq`` (its stored result is re-emitted); a :data:`GAP` when the player's state
+(stored, or moved by the batch's earlier rows) has not reached the row's ``previous_seq`` (never
+applied on stale state); else :data:`APPLY`. Wave k holds every player's k-th row to apply (one
+engine call per wave, each reading the posteriors the previous one left).
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import number_texts
 from stream.pipeline.messages import Origin, RatingChangeMessage
 from stream.pipeline.phase_one import build_fanout
-from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate, rerate_model
+from stream.pipeline.rerate import (HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, occurrence, rerate,
+                                    rerate_model)
 from stream.store import corrections as ledger
 from stream.store.bulk import LadderWriter
 from stream.store.player_hash import PlayerRows
@@ -424,8 +425,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     is_touched = np.zeros(table.size, dtype=bool)
     is_touched[touched_rows[present]] = True
     count = np.bincount(rated.rows, minlength=table.size)
-    seen = _running_count(rated.rows, table.size)
-    keep = is_touched[rated.rows] & (count[rated.rows] - seen < ctx.store.history_length)
+    keep = is_touched[rated.rows] & (count[rated.rows] - occurrence(rated.rows) <= ctx.store.history_length)
     keep |= is_affected[round_of]
     at = np.flatnonzero(keep)
     changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at), cfg)
@@ -438,12 +438,9 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         if k in results:
             results[k][player] = change
 
-    def split(h: HistoryRound, performance: np.ndarray) -> list[tuple[int, bytes]]:
-        return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round(ladder), h.seq, performance, partitions)]
-
     split_at: set[int] = set()
     if rated.previous is None:
-        fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split, split_at)
+        fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split_at)
     else:
         fanouts = _model_fanouts(ctx, rated, ladder, affected, partitions, split_at)
     await rewrite_rounds(ctx.store, ladder, correction.correction_id, [  # fields: partition, or partition.k if split
@@ -499,16 +496,6 @@ def _model_fanouts(ctx: PipelineContext, rated: Rerated, ladder: str, ks: list[i
         if len({m.partition for m in messages}) < len(messages):
             split_at.add(j)
         out.append([(m.partition, m.value) for m in messages])
-    return out
-
-
-def _running_count(rows: np.ndarray, size: int) -> np.ndarray:
-    """Per participation, how many participations of the same row come before it, plus one."""
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    starts = np.searchsorted(sorted_rows, sorted_rows, side="left")
-    out = np.empty(rows.shape[0], dtype=np.int64)
-    out[order] = np.arange(rows.shape[0]) - starts + 1
     return out
 
 

@@ -1,16 +1,11 @@
 """The fault seam: the named places in the handlers where a test injects a failure, and the one
 hook that does it.
 
-A handler calls :func:`at` at each place (``await faults.at(POINT, **context)``). With no hook
-installed (production) it returns False at once. A test installs one (:func:`install`; the fault
-suite's, tests/faults/injection.py, runs the worker under ``python -m tests.faults.injection``)
-that may, at the place it was told: end the process as ``kill -9`` does, raise
-:class:`InjectedFault` (what a bug or a race does), do what a half-finished step leaves (the
-batch's store cut in the middle), stop the consumer fetching a partition (the watchdog must
-notice, watchdog.py), or return True: the caller then loses what the place names (the ``drop_*``
-places). ``context`` is what the place hands the hook (the round ids at the raise places, the
-store and the batch's rounds at IN_BATCH_STORE, the app and its observed partitions at the stall
-place). The places' names are the tests' FAULT_POINT values.
+A handler calls ``await faults.at(POINT, **context)``; with no hook installed (production) it
+returns False at once. The fault suite's hook (:func:`install`, tests/faults/injection.py) may
+kill the process, raise :class:`InjectedFault`, cut the batch's store, stall a partition, or
+return True: the caller then loses what the place names (the ``drop_*`` places). The places'
+names are the tests' FAULT_POINT values.
 """
 
 from __future__ import annotations

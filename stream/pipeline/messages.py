@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stream.contracts.encoding import join_entries
+from stream.pipeline.partitioner import partitions_of
+
 
 @dataclass(slots=True)
 class FanOutMessage:
@@ -80,6 +83,46 @@ def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMes
             out.append(FanOutMessage(partition, group[first].key, value))
             first += value.count(SECTION_SEPARATOR) + 1
     return out
+
+
+def fanout_messages(heads: Sequence[str], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
+                    partitions: int, limit: int) -> list[list[FanOutMessage]]:
+    """Each round's fan-out messages (round k: its ``update_head`` ``heads[k]``, its entries' texts
+    and players ``bounds[k]:bounds[k + 1]`` of ``entries`` and ``flat``): per partition, ascending,
+    split in halves while over ``limit``, keyed by the first player (phase one and the re-rate)."""
+    out: list[list[FanOutMessage]] = []
+    partition_of = partitions_of(flat, partitions)
+    for head, a, b in zip(heads, bounds[:-1], bounds[1:]):
+        groups: dict[int, list[int]] = {}
+        for i in range(a, b):
+            group = groups.get(partition_of[i])
+            if group is None:
+                groups[partition_of[i]] = [i]
+            else:
+                group.append(i)
+        messages: list[FanOutMessage] = []
+        for partition in sorted(groups):
+            index = groups[partition]
+            # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
+            value = join_entries(head, [entries[i] for i in index])
+            if len(value) > limit and len(index) > 1:  # rare: joined again, in parts
+                _split(messages, partition, head, entries, flat, index, limit)
+            else:
+                messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+        out.append(messages)
+    return out
+
+
+def _split(out: list[FanOutMessage], partition: int, head: str, entries: Sequence[str], flat: Sequence[str],
+           index: list[int], limit: int) -> None:
+    """Append the message of the entries ``index`` of one partition, in halves while over ``limit``."""
+    value = join_entries(head, [entries[i] for i in index])
+    if len(value) <= limit or len(index) == 1:
+        out.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+        return
+    half = len(index) // 2
+    _split(out, partition, head, entries, flat, index[:half], limit)
+    _split(out, partition, head, entries, flat, index[half:], limit)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ the same partition (and so the same phase-two consumer) whoever produced them.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 from kafka.partitioner.default import murmur2
@@ -47,10 +46,3 @@ def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
                 out[i] = known[key] = _hashed(key, partitions)
     return out  # type: ignore[return-value]  # every None replaced
 
-
-def group_by_partition(players: Sequence[str], partitions: int) -> dict[int, list[int]]:
-    """Indices of ``players`` grouped by their partition (in input order within a group)."""
-    groups: dict[int, list[int]] = defaultdict(list)
-    for index, partition in enumerate(partitions_of(players, partitions)):
-        groups[partition].append(index)
-    return dict(groups)

@@ -29,10 +29,10 @@ from stream.logsafe import log_ids, log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
-from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
+from stream.contracts.encoding import entry_texts, number_texts, update_head
 from stream.pipeline.lease import Leases
-from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, join_fanout, misrouted, value_limit
-from stream.pipeline.partitioner import partitions_of
+from stream.pipeline.messages import (FORWARDED, FanOutMessage, Incoming, Origin, fanout_messages, join_fanout, misrouted,
+                                     value_limit)
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds
 from stream.engine.state import pack_batch, unpack_batch
@@ -185,8 +185,9 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     texts = performance if isinstance(performance, list) else number_texts("performance", performance)
     players = round_.players()
     entries = round_entries(round_, texts, previous_seqs, ratings)
-    return _ladder_messages([_ToRate(-1, round_, seq, players)], entries, players, [0, len(players)], partitions,
-                            value_limit(ctx.settings.max_message_bytes))[0]
+    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, len(players))
+    return fanout_messages([head], entries, players, [0, len(players)], partitions,
+                           value_limit(ctx.settings.max_message_bytes))[0]
 
 
 def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequence[int] | None,
@@ -196,47 +197,6 @@ def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequ
     weight_texts = None if weights is None else number_texts("weight", np.asarray(weights))
     return entry_texts(round_.players(), [s.rank for s in round_.standings], texts, previous_seqs, ratings, teams,
                        weight_texts)
-
-
-def _ladder_messages(rounds: Sequence[_ToRate], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
-                     partitions: int, limit: int) -> list[list[FanOutMessage]]:
-    """Each round's fan-out messages (round k: ``bounds[k]:bounds[k + 1]`` of ``entries`` and
-    ``flat``): per partition, ascending, split while over ``limit``, keyed by the first player."""
-    out: list[list[FanOutMessage]] = []
-    partition_of = partitions_of(flat, partitions)
-    for item, a, b in zip(rounds, bounds[:-1], bounds[1:]):
-        round_ = item.round_
-        groups: dict[int, list[int]] = {}
-        for i in range(a, b):
-            group = groups.get(partition_of[i])
-            if group is None:
-                groups[partition_of[i]] = [i]
-            else:
-                group.append(i)
-        head = update_head(round_.ladder, round_.round_id, item.seq, round_.occurred_at, round_.weight, b - a)
-        messages: list[FanOutMessage] = []
-        for partition in sorted(groups):
-            index = groups[partition]
-            # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
-            value = join_entries(head, [entries[i] for i in index])
-            if len(value) > limit and len(index) > 1:  # rare: joined again, in parts
-                _split(messages, partition, head, entries, flat, index, limit)
-            else:
-                messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
-        out.append(messages)
-    return out
-
-
-def _split(out: list[FanOutMessage], partition: int, head: str, entries: Sequence[str], flat: Sequence[str],
-           index: list[int], limit: int) -> None:
-    """Append the message of the entries ``index`` of one partition, in halves while over ``limit``."""
-    value = join_entries(head, [entries[i] for i in index])
-    if len(value) <= limit or len(index) == 1:
-        out.append(FanOutMessage(partition, flat[index[0]].encode(), value))
-        return
-    half = len(index) // 2
-    _split(out, partition, head, entries, flat, index[:half], limit)
-    _split(out, partition, head, entries, flat, index[half:], limit)
 
 
 def _first_player(value: bytes) -> bytes:
@@ -682,7 +642,9 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
         entries = [entry for item, a, b in zip(rounds, bounds[:-1], bounds[1:])
                    for entry in round_entries(item.round_, texts[a:b], previous[a:b],
                                               None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))]
-    fanouts = _ladder_messages(rounds, entries, flat, bounds, partitions, value_limit(ctx.settings.max_message_bytes))
+    heads = [update_head(r.round_.ladder, r.round_.round_id, r.seq, r.round_.occurred_at, r.round_.weight,
+                         len(r.players)) for r in rounds]
+    fanouts = fanout_messages(heads, entries, flat, bounds, partitions, value_limit(ctx.settings.max_message_bytes))
     last = np.zeros(len(players), dtype=np.int64)
     np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch
     # Elo-MMR ladders keep their posteriors (the states phase two will store); a rating-only

@@ -1,22 +1,13 @@
 """Ladders rated by a rating-only model (``LADDERS``: glicko, codeforces, topcoder, bar,
 elo-multiplayer, trueskill) through the same pipeline as Elo-MMR ladders.
 
-Such a model's round call maps the participants' prior ratings to their new ones in one step
-(:mod:`stream.engine.models`), so phase one rates the round completely: after the same
-registration and per-player barrier as an Elo-MMR round, it calls the model on the priors (a
-later round of the batch from the ratings the earlier ones left, as phase two will store them)
-and every fan-out entry carries the player's new rating (``mu_after``, ``sigma_after``) beside
-the round's performance (the new mu when the model has none). Phase two then applies the
-carried rating as the new state without an engine call (:func:`apply`), writes and emits as for
-Elo-MMR, so rounds keep their publish order and barrier exactly as Elo-MMR rounds do. A model
-with a team call (TrueSkill) rates team rounds and partial play this way too (:func:`support`):
-each member's entry carries his team's rank and his own new rating.
-
-The player's packed ``state`` keeps the engine's layout (``stream.engine.state``) with no
-logistic factor: Gaussian term (mu, sigma^-2), published (mu, sigma), rounds played, time of
-the last round; the newcomer is the model's prior (mu_noob, sig_noob). ``stream replay
---ladders`` (``stream.batch.models.replay_model``) applies the same calls to the same floats, so
-Redis equals it; ``stream backfill`` rates through :func:`rate_one` and :func:`apply` too.
+Such a model maps the priors to the new ratings in one step (:mod:`stream.engine.models`), so
+phase one rates the round completely and every fan-out entry carries the new rating
+(``mu_after``, ``sigma_after``) beside the performance (the new mu when the model has none);
+phase two stores the carried rating without an engine call (:func:`apply`). A model with a team
+call (TrueSkill) rates team rounds and partial play too (:func:`support`). The packed ``state``
+keeps the engine's layout without a logistic factor; ``stream replay --ladders`` and ``stream
+backfill`` apply the same calls, so Redis equals them.
 """
 
 from __future__ import annotations

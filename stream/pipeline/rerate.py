@@ -1,25 +1,16 @@
 """Re-rate a ladder's whole history in process, keeping what every participation produced.
 
-A correction (``corrections.py``) replaces part of a ladder's history; the players' states just
-before the corrected round are not stored, so the ladder is rated again from its first round
-with the replay's engine path (:func:`stream.engine.rate_rounds` on a :class:`LadderTable`, in
-the chunks of :mod:`stream.batch.replay`, the reference the stream equals; called as
-:func:`stream.engine.rate_flat` on the history's arrays, without a spec per round), keeping per
-participation what the stream writes: performance, rating before and after, rounds played,
-display rating and tier (the tier's hysteresis follows each player's rounds in order). The caller
-then writes only the part of it that the correction changed.
-
-A ladder rated by a rating-only model (``LADDERS``: glicko, trueskill, ...) is re-rated by
-:func:`rerate_model`: one round at a time, with phase one's call
-(:func:`stream.pipeline.rating_models.rate_one`) and phase two's state
-(:func:`~stream.pipeline.rating_models.apply`), as ``stream backfill`` rates, so the packed
-states are the stream's; it keeps the same per participation, the performance being the new mu
-where the model has none (the fan-out's value; ``RatingChange`` says null).
+A correction (``corrections.py``) cannot start from stored states before the corrected round, so
+the ladder is rated again from its first round with the replay's engine path (``rate_flat`` on a
+:class:`LadderTable`, in the chunks of :mod:`stream.batch.replay`), keeping per participation what
+the stream writes (performance, rating before and after, rounds played, display rating, tier).
+A rating-only model's ladder is re-rated by :func:`rerate_model`, one round at a time with phase
+one's and phase two's calls (``rating_models.rate_one``, ``apply``), as ``stream backfill`` rates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -36,10 +27,8 @@ from stream.engine.seasons import season_next_tier
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.pipeline import rating_models
-from stream.contracts.encoding import (ChangeColumns, encode_changes_of_rounds, entry_texts, join_entries, number_texts,
-                                       update_head)
-from stream.pipeline.messages import value_limit
-from stream.pipeline.partitioner import partition_for
+from stream.contracts.encoding import ChangeColumns, encode_changes_of_rounds, entry_texts, number_texts, update_head
+from stream.pipeline.messages import fanout_messages, value_limit
 from stream.pipeline.teams import fanout_columns
 
 
@@ -57,12 +46,10 @@ class HistoryRound:
     ranks: list[int]
     teams: list[str | None] | None = None
     shares: list[float] | None = None
-    """A round with teams or partial play: each player's team (None: an individual entry) and
-    share of the match played; None, None for a plain round."""
+    """Each player's team and share of the match played (None, None: a plain round)."""
     ordered: bool = True
-    """False when the players' order within a tie may differ from the round's standings (read from
-    a fan-out whose messages split a tie: each partition's message keeps its own order only). The
-    Elo-MMR and most models' ratings do not depend on it; TrueSkill's do (``corrections.py``)."""
+    """False when the order within a tie may differ from the standings (a tie split across fan-out
+    messages): TrueSkill's ratings depend on it (``corrections.py``)."""
 
     @classmethod
     def of(cls, round_: RoundResult, seq: int) -> "HistoryRound":
@@ -110,8 +97,7 @@ class Rerated:
     last: np.ndarray
     """Per table row: index of the player's last participation."""
     no_performance: bool = False
-    """A rating-only model without a performance: ``performance`` holds the new mu (the fan-out's
-    value) and the RatingChange texts say null."""
+    """A rating-only model without a performance: ``performance`` holds the new mu, events say null."""
     previous: np.ndarray | None = None
     """Rating-only models: per participation, the player's previous participation (-1: none)."""
 
@@ -154,12 +140,12 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         mu_a[lo:hi], sigma_a[lo:hi] = update.mu, update.sigma
         mu_b[lo:hi] = np.where(has_prev, update.mu[np.maximum(prev, 0)], prior.mu[local])
         sigma_b[lo:hi] = np.where(has_prev, update.sigma[np.maximum(prev, 0)], prior.sigma[local])
-        occurrence = _occurrence(local)
-        played[lo:hi] = prior.rounds[local] + occurrence + 1
+        seen = occurrence(local)
+        played[lo:hi] = prior.rounds[local] + seen + 1
         chunk_rows = rows[lo:hi]
         starting = _starting(params, times[a:b], sizes[a:b], prev, prior.last_time[local])
-        for k in range(int(occurrence.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
-            at = np.flatnonzero(occurrence == k)
+        for k in range(int(seen.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
+            at = np.flatnonzero(seen == k)
             moved = season_next_tier(row_tier[chunk_rows[at]], starting[at], update.mu[at], update.sigma[at], cfg,
                                      params.season)
             tier[lo + at] = moved
@@ -174,8 +160,7 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
 
 def _starting(params: Params, times: np.ndarray, sizes: np.ndarray, previous: np.ndarray,
               prior_time: np.ndarray) -> np.ndarray:
-    """Per participation of a chunk: whether its round starts a new season for the player (his
-    previous round, in the chunk or before it, in an earlier season: ``season_schedule.entering``)."""
+    """Per participation of a chunk: whether its round starts a new season for the player."""
     if params.season is None:
         return np.zeros(previous.shape[0], dtype=bool)
     at = np.repeat(times, sizes)
@@ -184,8 +169,7 @@ def _starting(params: Params, times: np.ndarray, sizes: np.ndarray, previous: np
 
 
 def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: DisplayConfig) -> Rerated:
-    """Rate ``history`` from newcomers with the ladder's rating-only model, one round at a time
-    (module docstring): what phase one and phase two of the stream compute for each round."""
+    """Rate ``history`` from newcomers with the ladder's rating-only model, one round at a time."""
     model = cfg.rating_model
     if model is None:
         raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
@@ -240,8 +224,8 @@ def _chunks(sizes: np.ndarray) -> list[tuple[int, int]]:
     return out
 
 
-def _occurrence(local: np.ndarray) -> np.ndarray:
-    """For each participation, how many earlier participations of the same player the chunk holds."""
+def occurrence(local: np.ndarray) -> np.ndarray:
+    """For each participation, how many earlier participations of the same row ``local`` holds."""
     order = np.argsort(local, kind="stable")
     first = np.ones(local.shape[0], dtype=bool)
     first[1:] = local[order[1:]] != local[order[:-1]]
@@ -275,9 +259,8 @@ class Texts:
 
 def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                    display: DisplayConfig | None = None) -> list[bytes]:
-    """The RatingChange JSON of the participations ``at`` (in round order; ``texts`` aligned with
-    them), byte for byte what phase two writes for them (``display``: the ladder's, for each
-    change's league and division and its provisional status; None: neither written)."""
+    """The RatingChange JSON of the participations ``at`` (in round order), byte for byte phase
+    two's (``display``: for league, division and provisional; None: neither written)."""
     round_of = r.round_of()[at]
     ks = np.unique(round_of)
     local = np.searchsorted(ks, round_of).tolist()
@@ -305,40 +288,25 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                       is_provisional(r.sigma_after[at], r.rounds_played[at], display).tolist()))
 
 
-Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]
-"""Phase one's fan-out of one round whose message for a partition exceeds MAX_MESSAGE_BYTES
-(``build_fanout``: it splits such messages)."""
-
-
 def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
-                   split: Split, split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
-    """The stored fan-out of each round ``ks`` ((partition, PlayerUpdate JSON) pairs: the bytes of
-    phase one's ``build_fanout``, ``PlayerUpdate.to_json()``, tested equal), each player's partition
-    computed once for the ladder and the messages written without a call per message. A round's
-    messages are in partition order, one per partition, unless the round was split (a message over
-    the limit): ``split_at`` (if given) receives the positions in ``ks`` of such rounds."""
-    partition_of = [partition_for(name, partitions) for name in r.table.names]
-    limit = value_limit(max_message_bytes)
+                   split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
+    """The stored fan-out of each round ``ks`` as (partition, PlayerUpdate JSON) pairs, phase one's
+    bytes (``messages.fanout_messages``); ``split_at`` (if given) receives the positions in ``ks``
+    of rounds whose message for a partition was split (over MAX_MESSAGE_BYTES)."""
     bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
     at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
     texts = number_texts("performance", r.performance[at])
-    rows = r.rows.tolist()
-    out: list[list[tuple[int, bytes]]] = []
-    first = 0
+    heads: list[str] = []
+    entries: list[str] = []
+    flat: list[str] = []
     for k, (lo, hi) in zip(ks, bounds):
         h = r.rounds[k]
-        head = update_head(ladder, h.round_id, h.seq, h.occurred_at, h.weight, hi - lo)
-        entries = entry_texts([r.table.names[row] for row in rows[lo:hi]], h.ranks, texts[first:first + hi - lo], None,
-                              teams=h.teams, weight_texts=None if h.shares is None else
-                              number_texts("weight", np.asarray(h.shares)))
-        groups: dict[int, list[str]] = {}
-        for row, entry in zip(rows[lo:hi], entries):
-            groups.setdefault(partition_of[row], []).append(entry)
-        messages = [(partition, join_entries(head, group)) for partition, group in sorted(groups.items())]
-        if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
-            messages = split(h, r.performance[lo:hi])
-            if split_at is not None:
-                split_at.add(len(out))
-        out.append(messages)
-        first += hi - lo
-    return out
+        heads.append(update_head(ladder, h.round_id, h.seq, h.occurred_at, h.weight, hi - lo))
+        entries += entry_texts(h.players, h.ranks, texts[len(flat):len(flat) + hi - lo], None, teams=h.teams,
+                               weight_texts=None if h.shares is None else number_texts("weight", np.asarray(h.shares)))
+        flat += h.players
+    cuts = np.cumsum([0, *(hi - lo for lo, hi in bounds)]).tolist()
+    out = fanout_messages(heads, entries, flat, cuts, partitions, value_limit(max_message_bytes))
+    if split_at is not None:
+        split_at.update(j for j, messages in enumerate(out) if len({m.partition for m in messages}) < len(messages))
+    return [[(m.partition, m.value) for m in messages] for messages in out]

@@ -2,18 +2,11 @@
 engine call for a ladder's rounds (:func:`rate_ladder_rounds`) or one round
 (:func:`round_performances`), teams included.
 
-Elo-MMR for teams (``stream.engine.teams``, the maths in its docstring) rates a round of teams
-or partial play: phase one estimates each team's performance from its members' weighted-average
-belief and credits every member the team's surprise (``member_performances``); the fan-out then
-carries, per player, his performance, his team and his share of the match played (PlayerUpdate
-v2 ``team``/``weight``), and phase two applies each row's update with the weight of a round of
-weight ``round weight x share`` (``engine.phase_two`` takes per-row weights).  A round of
-individuals at full time keeps the individual path to the bit (``engine.rate_rounds``; a team
-round inside a batch is rated alone in its place: ``engine.teams.rate_rounds_with_teams``).
-
-Every function takes the ladder's engine ``Params``: a per-ladder model dispatch picks the
-rater here (:func:`support`: what the ladder's model rates; a model that cannot rate teams
-dead-letters their rounds ``teams_unsupported``).
+Elo-MMR for teams (``stream.engine.teams``, the maths in its docstring): each member is credited
+his team's performance, and the fan-out carries his team and share of the match played
+(PlayerUpdate v2 ``team``/``weight``: phase two's row weight is ``round weight x share``). A round
+of individuals at full time keeps the individual path to the bit. :func:`support` says what a
+ladder's model rates (else ``teams_unsupported``).
 """
 
 from __future__ import annotations
