@@ -85,7 +85,7 @@ def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMes
     return out
 
 
-def fanout_messages(heads: Sequence[str], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
+def partition_messages(heads: Sequence[str], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
                     partitions: int, limit: int) -> list[list[FanOutMessage]]:
     """Each round's fan-out messages (round k: its ``update_head`` ``heads[k]``, its entries' texts
     and players ``bounds[k]:bounds[k + 1]`` of ``entries`` and ``flat``): per partition, ascending,

@@ -31,8 +31,8 @@ from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import entry_texts, number_texts, update_head
 from stream.pipeline.lease import Leases
-from stream.pipeline.messages import (FORWARDED, FanOutMessage, Incoming, Origin, fanout_messages, join_fanout, misrouted,
-                                     value_limit)
+from stream.pipeline.messages import (FORWARDED, FanOutMessage, Incoming, Origin, join_fanout, misrouted,
+                                      partition_messages, value_limit)
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds
 from stream.engine.state import pack_batch, unpack_batch
@@ -186,7 +186,7 @@ def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performanc
     players = round_.players()
     entries = round_entries(round_, texts, previous_seqs, ratings)
     head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, len(players))
-    return fanout_messages([head], entries, players, [0, len(players)], partitions,
+    return partition_messages([head], entries, players, [0, len(players)], partitions,
                            value_limit(ctx.settings.max_message_bytes))[0]
 
 
@@ -644,7 +644,7 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
                                               None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))]
     heads = [update_head(r.round_.ladder, r.round_.round_id, r.seq, r.round_.occurred_at, r.round_.weight,
                          len(r.players)) for r in rounds]
-    fanouts = fanout_messages(heads, entries, flat, bounds, partitions, value_limit(ctx.settings.max_message_bytes))
+    fanouts = partition_messages(heads, entries, flat, bounds, partitions, value_limit(ctx.settings.max_message_bytes))
     last = np.zeros(len(players), dtype=np.int64)
     np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch
     # Elo-MMR ladders keep their posteriors (the states phase two will store); a rating-only

@@ -19,8 +19,8 @@ import numpy as np
 from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
-from stream.engine import Params, RoundSpec, rate_flat
-from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
+from stream.engine import Params, rate_flat
+from stream.engine.teams import rate_rounds_with_teams
 from stream.engine.display import UNPLACED, DisplayConfig, display_rating, is_provisional, league_division, next_tier, tier_names
 from stream.engine.season_schedule import entering
 from stream.engine.seasons import season_next_tier
@@ -28,8 +28,8 @@ from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.pipeline import rating_models
 from stream.contracts.encoding import ChangeColumns, encode_changes_of_rounds, entry_texts, number_texts, update_head
-from stream.pipeline.messages import fanout_messages, value_limit
-from stream.pipeline.teams import fanout_columns
+from stream.pipeline.messages import partition_messages, value_limit
+from stream.pipeline.teams import fanout_columns, round_spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +64,6 @@ class HistoryRound:
                            standings=[Standing(p, r, t, w) for p, r, t, w in zip(self.players, self.ranks, teams, shares)],
                            weight=self.weight, perf_ceiling=self.perf_ceiling)
 
-    def spec(self, rows: np.ndarray) -> RoundSpec | TeamRoundSpec:
-        """The engine's spec of the round, its players at ``rows`` of the prior batch."""
-        ranks = np.asarray(self.ranks, dtype=np.int64)
-        if self.shares is None:
-            return RoundSpec(rows, ranks, time=self.occurred_at, weight=self.weight, perf_ceiling=self.perf_ceiling)
-        entry, entry_ranks = self.to_round("-").entries()
-        return TeamRoundSpec(rows, ranks, entry, entry_ranks, np.asarray(self.shares, dtype=np.float64),
-                             self.occurred_at, self.weight, self.perf_ceiling)
 
 
 @dataclass
@@ -128,7 +120,8 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         touched, local = np.unique(rows[lo:hi], return_inverse=True)
         prior = table.gather(touched)
         if any(history[k].shares is not None for k in range(a, b)):  # teams or partial play in the chunk
-            specs = [history[k].spec(local[offsets[k] - lo:offsets[k + 1] - lo]) for k in range(a, b)]
+            specs = [round_spec(history[k].to_round("-"), local[offsets[k] - lo:offsets[k + 1] - lo])
+                     for k in range(a, b)]
             update = rate_rounds_with_teams(prior, specs, params)
         else:
             update = rate_flat(prior, local.astype(np.int64, copy=False), ranks[lo:hi], offsets[a:b + 1] - lo,
@@ -291,7 +284,7 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
 def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
                    split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
     """The stored fan-out of each round ``ks`` as (partition, PlayerUpdate JSON) pairs, phase one's
-    bytes (``messages.fanout_messages``); ``split_at`` (if given) receives the positions in ``ks``
+    bytes (``messages.partition_messages``); ``split_at`` (if given) receives the positions in ``ks``
     of rounds whose message for a partition was split (over MAX_MESSAGE_BYTES)."""
     bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
     at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
@@ -306,7 +299,7 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
                                weight_texts=None if h.shares is None else number_texts("weight", np.asarray(h.shares)))
         flat += h.players
     cuts = np.cumsum([0, *(hi - lo for lo, hi in bounds)]).tolist()
-    out = fanout_messages(heads, entries, flat, cuts, partitions, value_limit(max_message_bytes))
+    out = partition_messages(heads, entries, flat, cuts, partitions, value_limit(max_message_bytes))
     if split_at is not None:
         split_at.update(j for j, messages in enumerate(out) if len({m.partition for m in messages}) < len(messages))
     return [[(m.partition, m.value) for m in messages] for messages in out]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from stream.contracts import RoundResult, Standing
 from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
-from stream.pipeline.messages import FanOutMessage, fanout_messages
+from stream.pipeline.messages import FanOutMessage, partition_messages
 from stream.pipeline.partitioner import partitions_of
 from stream.pipeline.phase_one import _ToRate
 
@@ -70,7 +70,7 @@ def test_ladder_messages_equal_round_messages_one_by_one(rounds: list[RoundResul
                   for item, a, b in zip(items, bounds[:-1], bounds[1:])]
     heads = [update_head(i.round_.ladder, i.round_.round_id, i.seq, i.round_.occurred_at, i.round_.weight,
                          len(i.players)) for i in items]
-    assert fanout_messages(heads, entries, flat, bounds, partitions, limit) == one_by_one
+    assert partition_messages(heads, entries, flat, bounds, partitions, limit) == one_by_one
 
 
 @settings(max_examples=100, deadline=None)
