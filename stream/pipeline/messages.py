@@ -150,9 +150,6 @@ FORWARDED = "forwarded"
 
 
 def misrouted(event: Incoming, ladder: str) -> bool:
-    """Whether a round read from a partition was published under another key than its ladder
-    (or none). A ladder's rounds are rated in their order on ONE partition, the one its key
-    picks, by the one actor reading it: a round elsewhere would be rated concurrently with its
-    ladder's others, in no defined order. So it is not rated where it is read but forwarded to
-    its topic keyed by its ladder (``rounds_batches``), and rated when it arrives there."""
+    """Whether a round read from a partition was published under another key than its ladder: a
+    ladder's rounds are rated in order on the one partition its key picks, so it is forwarded there."""
     return event.origin.topic is not None and event.origin.partition is not None and event.key != ladder.encode()

@@ -59,12 +59,6 @@ class PhaseOneResult:
     """For a ``late`` round: the insert correction to publish (the ladder is held for it)."""
 
 
-def insert_of(round_: RoundResult, registration: Registration) -> PhaseOneResult:
-    """A ``late`` round's insert correction (the ladder is held for it: ``corrections.py``)."""
-    insert = Correction(INSERT, round_.ladder, round_.round_id, registration.status)
-    return PhaseOneResult("late", round_.ladder, round_.round_id, registration.seq, insert=insert)
-
-
 async def handle_one(ctx: PipelineContext, event: Incoming) -> PhaseOneResult:
     """:func:`handle_rounds` of a batch of one, again while it defers the message (every
     HOLD_POLL_S while its ladder is held; else up to ORDER_ATTEMPTS times)."""
@@ -199,21 +193,11 @@ def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequ
                        weight_texts)
 
 
-def _first_player(value: bytes) -> bytes:
-    """The key of a stored fan-out message: its first entry's player id."""
-    return PlayerUpdate.from_json(value).players[0].encode()
-
-
 async def stored_fanout(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
     """The fan-out stored for a round, as messages to (re-)send."""
     stored = await ctx.store.load_fanout(ladder, round_id)
-    return [FanOutMessage(partition, _first_player(value), value) for partition, value in stored]
-
-
-async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: list[str]) -> None:
-    """Re-send the stored fan-outs of the rounds the barrier waits on."""
-    await ctx.outbox.resend([m for round_id in await ctx.store.queued_rounds(ladder, blocked_players)
-                             for m in await stored_fanout(ctx, ladder, round_id)])
+    return [FanOutMessage(partition, PlayerUpdate.from_json(value).players[0].encode(), value)  # key: first player
+            for partition, value in stored]
 
 
 def _model_changed(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float, origin: Origin,
@@ -312,7 +296,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
                                       for p in r.players()))
     due_at = now + ctx.settings.sweep_timeout_s
-    ladders = {ladder: (*_model_of(ctx, ladder), ctx.ladder_order.by_time(ladder), ctx.schedule_version(ladder))
+    ladders = {ladder: (ctx.ladder(ladder).model, ctx.ladder(ladder).params_digest(), ctx.ladder_order.by_time(ladder),
+                        ctx.schedule_version(ladder))
                for ladder in {r.ladder for _, r, _ in accepted}}
     leases = Leases(ctx.lease_owner, ctx.settings.phase_one_lease_ms)
     registrations, columns = await ctx.store.register_batch(
@@ -444,12 +429,6 @@ def _fenced(results: list[PhaseOneResult | None], indices: list[int]) -> None:
             result.outcome, result.updates = "fenced", []
 
 
-def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
-    """The ladder's configured model and its parameters' digest (recorded and checked at registration)."""
-    cfg = ctx.ladder(ladder)
-    return cfg.model, cfg.params_digest()
-
-
 def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult | tuple[RoundResult, str]:
     """A dead-letter result, or the round with the status to register it with."""
     origin = event.origin
@@ -498,7 +477,8 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
             results[i] = _model_changed(ctx, round_, event.value, time.time(), event.origin, reg.status)
             continue
         if reg.outcome == OUTCOME_LATE:  # the ladder is held for its insert from now on
-            results[i] = insert_of(round_, reg)
+            insert = Correction(INSERT, round_.ladder, round_.round_id, reg.status)  # corrections.py rates it
+            results[i] = PhaseOneResult("late", round_.ladder, round_.round_id, reg.seq, insert=insert)
             held.add(round_.ladder)
             continue
         if status == STATUS_NO_OUTCOME:
@@ -613,8 +593,9 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
         first = Store.priors(players, _take_columns(columns, [row[(ladder, p)] for p in players]), first_seq)
     ctx.posteriors.fill(ladder, players, first)
 
-    async def redrive(blocked: list[str]) -> None:
-        await redrive_rounds(ctx, ladder, blocked)
+    async def redrive(blocked: list[str]) -> None:  # re-send the stored fan-outs of the rounds the barrier waits on
+        await ctx.outbox.resend([m for round_id in await ctx.store.queued_rounds(ladder, blocked)
+                                 for m in await stored_fanout(ctx, ladder, round_id)])
 
     priors = await wait_for_priors(ctx.store, ctx.settings, ladder, players, first_seq, rounds[0].round_.round_id,
                                    redrive=redrive, first=first, states=True)
