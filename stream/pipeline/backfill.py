@@ -65,8 +65,7 @@ class BackfillSummary:
 @dataclass
 class _PlayerColumns:
     """Per table row: the seq and index of the player's last round in the backfill (0 / -1: none),
-    display rating and tier index after it, and the seq of the player's last round stored before
-    the backfill (0: none; an appending backfill) (grown with the table)."""
+    display rating and tier after it, and the seq of his last round stored before (an append)."""
 
     last_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     stored_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -79,11 +78,9 @@ class _PlayerColumns:
         if n <= size:
             return
         grow = max(n, 2 * size) - size
-        self.last_seq = np.concatenate([self.last_seq, np.zeros(grow, dtype=np.int64)])
-        self.stored_seq = np.concatenate([self.stored_seq, np.zeros(grow, dtype=np.int64)])
-        self.last_round = np.concatenate([self.last_round, np.full(grow, -1, dtype=np.int64)])
-        self.shown = np.concatenate([self.shown, np.zeros(grow)])
-        self.tier = np.concatenate([self.tier, np.full(grow, UNPLACED, dtype=np.int64)])
+        for name, fill in (("last_seq", 0), ("stored_seq", 0), ("last_round", -1), ("shown", 0.0), ("tier", UNPLACED)):
+            column = getattr(self, name)
+            setattr(self, name, np.concatenate([column, np.full(grow, fill, dtype=column.dtype)]))
 
 
 @dataclass
@@ -94,7 +91,6 @@ class _LadderRun:
     table: LadderTable
     seq: int
     partitions: int
-    """How many partitions the fan-out spreads over (``Outbox.partition_count``)."""
     stored_fields: dict[str, str]
     """The ladder hash before the backfill."""
     columns: _PlayerColumns = field(default_factory=lambda: _PlayerColumns())
@@ -111,9 +107,8 @@ class _LadderRun:
 
 
 async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: bool) -> tuple[list[RoundResult], int]:
-    """The rounds to write (first copies, without those already stored) and how many were duplicates;
-    raises :class:`BackfillRefused` for a ladder with rounds (without ``append``), a ladder with rounds
-    in flight, or a round id the ladder already holds with other content."""
+    """The rounds to write (first copies, not already stored) and how many were duplicates; raises
+    :class:`BackfillRefused` for what the stream would refuse or a ladder it cannot write into."""
     by_time = ctx.ladder_order.by_time
     deduplicated = first_copies(rounds, by_time)
     if deduplicated.conflicts:

@@ -35,7 +35,6 @@ from stream.pipeline import faults, rating_models
 from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import number_texts
 from stream.pipeline.messages import Origin, RatingChangeMessage
-from stream.pipeline.phase_one import build_fanout
 from stream.pipeline.rerate import (HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, occurrence, rerate,
                                     rerate_model)
 from stream.store import corrections as ledger
@@ -439,10 +438,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
             results[k][player] = change
 
     split_at: set[int] = set()
-    if rated.previous is None:
-        fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split_at)
-    else:
-        fanouts = _model_fanouts(ctx, rated, ladder, affected, partitions, split_at)
+    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split_at)
     await rewrite_rounds(ctx.store, ladder, correction.correction_id, [  # fields: partition, or partition.k if split
         RoundRewrite(rated.rounds[k].round_id, results[k] if rated.rounds[k].seq > results_trimmed else {},
                      dict(fanout_fields(fanout)) if j in split_at else dict(fanout))
@@ -476,27 +472,6 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     await ledger.recount_players(ctx.store, ladder)
     occurred_at = float(target.record.get("occurred_at", 0.0))
     return _events(ctx, correction, rated, before, kept, rows, last, mu, sigma, shown, removed, occurred_at)
-
-
-def _model_fanouts(ctx: PipelineContext, rated: Rerated, ladder: str, ks: list[int], partitions: int,
-                   split_at: set[int]) -> list[list[tuple[int, bytes]]]:
-    """The fan-out of each round ``ks`` of a rating-only ladder (phase one's ``build_fanout``);
-    ``split_at`` receives the positions in ``ks`` of rounds with a partition's message split."""
-    assert rated.previous is not None
-    out: list[list[tuple[int, bytes]]] = []
-    seq_of = np.fromiter((h.seq for h in rated.rounds), dtype=np.int64, count=len(rated.rounds))
-    round_of = rated.round_of()
-    for j, k in enumerate(ks):
-        lo, hi = int(rated.offsets[k]), int(rated.offsets[k + 1])
-        previous = rated.previous[lo:hi]
-        seqs = np.where(previous >= 0, seq_of[round_of[np.maximum(previous, 0)]], 0).tolist()
-        ratings = number_texts("mu_after", rated.mu_after[lo:hi]), number_texts("sigma_after", rated.sigma_after[lo:hi])
-        messages = build_fanout(ctx, rated.rounds[k].to_round(ladder), rated.rounds[k].seq,
-                                rated.performance[lo:hi], partitions, seqs, ratings)
-        if len({m.partition for m in messages}) < len(messages):
-            split_at.add(j)
-        out.append([(m.partition, m.value) for m in messages])
-    return out
 
 
 def _ladder_fields(rated: Rerated) -> dict[str, Any]:

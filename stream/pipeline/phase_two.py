@@ -121,12 +121,7 @@ def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tup
     as they are (:data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
     by_round: dict[tuple[str, str], list[int]] = {}
     for i, update in enumerate(updates):
-        key = (update.ladder, update.round_id)
-        index = by_round.get(key)
-        if index is None:
-            by_round[key] = [i]
-        else:
-            index.append(i)
+        by_round.setdefault((update.ladder, update.round_id), []).append(i)
     checks = [FanOutCheck(ladder, round_id, [raws[i] for i in index], True)
               if all([updates[i].field_size <= VERIFY_RAW_MAX for i in index]) else
               FanOutCheck(ladder, round_id, [hashlib.sha1(raws[i]).hexdigest() for i in index])
@@ -355,8 +350,8 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
     rated = _Rated.empty(np.flatnonzero(plan.status == APPLY))
     if len(rated.rows):
         # per player (a newcomer: his ladder model's prior); each wave moves its rows' players
-        current = unpack_batch(stored.states, _newcomer_params(ctx, rows, len(stored.states)))
-        _newcomers(ctx, rows, stored.states, current)
+        current = unpack_batch(stored.states, ctx.ladder(rows.ladders[0]).newcomer)
+        _newcomers(ctx, rows, stored.states, current)  # the other ladders' newcomers
         tiers = np.array(stored.tiers, dtype=object)
         fresh = np.fromiter((state is None for state in stored.states), dtype=bool, count=len(stored.states))
         for k, wave in enumerate(waves):
@@ -423,11 +418,6 @@ def _by_model(ctx: PipelineContext, rows: _Rows, ladder: np.ndarray) -> list[tup
     return [(cfg, np.sort(np.concatenate(parts))) for cfg, parts in groups.values()]
 
 
-def _newcomer_params(ctx: PipelineContext, rows: _Rows, n: int) -> engine.Params:
-    """The first ladder's newcomer prior (other ladders' newcomers: :func:`_newcomers`)."""
-    return ctx.ladder(rows.ladders[0]).newcomer if rows.ladders else engine.preset(engine.DEFAULT_PRESET)
-
-
 def _newcomers(ctx: PipelineContext, rows: _Rows, states: Sequence[bytes | None], current: engine.PlayerBatch) -> None:
     """Give every newcomer of a ladder whose model's prior differs from the first ladder's that prior."""
     if len(rows.ladders) < 2:
@@ -441,13 +431,6 @@ def _newcomers(ctx: PipelineContext, rows: _Rows, states: Sequence[bytes | None]
         keys = keys[[states[k] is None for k in keys.tolist()]]
         if len(keys):
             current.put(keys, unpack_batch([None] * len(keys), prior))
-
-
-def _null_performances(texts: list[str], missing: np.ndarray) -> list[str]:
-    """The performances' texts, ``null`` for rows whose model has no performance."""
-    for i in np.flatnonzero(missing).tolist():
-        texts[i] = "null"
-    return texts
 
 
 @dataclass(frozen=True)
@@ -491,9 +474,11 @@ class _Texts:
         perf, mu_before, sigma_before, mu, sigma, shown = columns_texts((
             ("performance", performance), ("mu_before", rated.mu_before), ("sigma_before", rated.sigma_before),
             ("mu_after", rated.mu), ("sigma_after", rated.sigma), ("display_rating", rated.shown)))
+        for i in np.flatnonzero(rated.no_performance).tolist() if missing else ():  # a model without one: null
+            perf[i] = "null"
         return cls(
             teams=teams, weights=weights, players=players, ranks=ranks,
-            performance=_null_performances(perf, rated.no_performance) if missing else perf,
+            performance=perf,
             mu_before=mu_before, sigma_before=sigma_before, mu=mu, sigma=sigma,
             rounds=rated.rounds.tolist(), shown=shown, states=rated.states.tolist(), tiers=rated.tiers.tolist(),
             provisional=rated.provisional.tolist())

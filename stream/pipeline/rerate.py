@@ -285,17 +285,27 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
                    split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
     """The stored fan-out of each round ``ks`` as (partition, PlayerUpdate JSON) pairs, phase one's
     bytes (``messages.partition_messages``); ``split_at`` (if given) receives the positions in ``ks``
-    of rounds whose message for a partition was split (over MAX_MESSAGE_BYTES)."""
+    of rounds whose message for a partition was split (over MAX_MESSAGE_BYTES). A rating-only
+    model's entries name their prior's round (``previous_seq``, 0: a newcomer) and the new rating."""
     bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
     at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
     texts = number_texts("performance", r.performance[at])
+    previous: list[int] | None = None
+    ratings: tuple[list[str], list[str]] | None = None
+    if r.previous is not None:
+        seq_of = np.fromiter((h.seq for h in r.rounds), dtype=np.int64, count=len(r.rounds))
+        before = r.previous[at]
+        previous = np.where(before >= 0, seq_of[r.round_of()[np.maximum(before, 0)]], 0).tolist()
+        ratings = number_texts("mu_after", r.mu_after[at]), number_texts("sigma_after", r.sigma_after[at])
     heads: list[str] = []
     entries: list[str] = []
     flat: list[str] = []
     for k, (lo, hi) in zip(ks, bounds):
         h = r.rounds[k]
         heads.append(update_head(ladder, h.round_id, h.seq, h.occurred_at, h.weight, hi - lo))
-        entries += entry_texts(h.players, h.ranks, texts[len(flat):len(flat) + hi - lo], None, teams=h.teams,
+        s, e = len(flat), len(flat) + hi - lo
+        entries += entry_texts(h.players, h.ranks, texts[s:e], None if previous is None else previous[s:e],
+                               None if ratings is None else (ratings[0][s:e], ratings[1][s:e]), teams=h.teams,
                                weight_texts=None if h.shares is None else number_texts("weight", np.asarray(h.shares)))
         flat += h.players
     cuts = np.cumsum([0, *(hi - lo for lo, hi in bounds)]).tolist()
