@@ -128,6 +128,7 @@ class ConsumerLag(Collector):
 CONSUMER_LAG = ConsumerLag()
 REGISTRY.register(CONSUMER_LAG)
 
+
 class LadderHealthMetrics(Collector):
     """Each ladder's rating health (``store.health.ladder_health``, refreshed from Redis by the API's
     loop every ``HEALTH_EXPORT_S``: every worker exports the same figures, take ``max by (ladder)``);
