@@ -98,23 +98,28 @@ class Rerated:
         return np.repeat(np.arange(len(self.rounds)), np.diff(self.offsets))
 
 
-def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) -> Rerated:
-    """Rate ``history`` (rounds with an outcome, in order) from newcomers; see the module docstring."""
+def _blank(history: Sequence[HistoryRound], newcomer: Params) -> Rerated:
+    """The history's participations on a table of newcomers, their columns to fill (``shown`` last)."""
     sizes = np.fromiter((len(h.players) for h in history), dtype=np.int64, count=len(history))
-    offsets = np.zeros(len(history) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
     players = [p for h in history for p in h.players]
     ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
+    table, n = LadderTable(newcomer), len(players)
+    return Rerated(table=table, rounds=history, offsets=np.concatenate(([0], np.cumsum(sizes))), players=players,
+                   rows=table.rows(players), ranks=ranks, performance=np.empty(n), mu_before=np.empty(n),
+                   sigma_before=np.empty(n), mu_after=np.empty(n), sigma_after=np.empty(n),
+                   rounds_played=np.empty(n, dtype=np.int64), shown=np.empty(0), tier=np.empty(n, dtype=np.int64),
+                   final_tier=np.full(table.size, UNPLACED, dtype=np.int64),
+                   last=np.full(table.size, -1, dtype=np.int64))
+
+
+def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) -> Rerated:
+    """Rate ``history`` (rounds with an outcome, in order) from newcomers; see the module docstring."""
+    r = _blank(history, params)
+    table, offsets, rows, ranks, tier, row_tier = r.table, r.offsets, r.rows, r.ranks, r.tier, r.final_tier
+    sizes = np.diff(offsets)
     times = np.fromiter((h.occurred_at for h in history), dtype=float, count=len(history))
     weights = np.fromiter((h.weight for h in history), dtype=float, count=len(history))
     ceilings = np.fromiter((h.perf_ceiling for h in history), dtype=float, count=len(history))
-    table = LadderTable(params)
-    rows = table.rows(players)
-    n = len(players)
-    performance, mu_b, sigma_b, mu_a, sigma_a = (np.empty(n) for _ in range(5))
-    played = np.empty(n, dtype=np.int64)
-    tier = np.empty(n, dtype=np.int64)
-    row_tier = np.full(table.size, UNPLACED, dtype=np.int64)
     for a, b in _chunks(sizes):
         lo, hi = int(offsets[a]), int(offsets[b])
         touched, local = np.unique(rows[lo:hi], return_inverse=True)
@@ -129,12 +134,12 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         table.scatter(touched, update.after)
         prev = update.previous
         has_prev = prev >= 0
-        performance[lo:hi] = update.performance
-        mu_a[lo:hi], sigma_a[lo:hi] = update.mu, update.sigma
-        mu_b[lo:hi] = np.where(has_prev, update.mu[np.maximum(prev, 0)], prior.mu[local])
-        sigma_b[lo:hi] = np.where(has_prev, update.sigma[np.maximum(prev, 0)], prior.sigma[local])
+        r.performance[lo:hi] = update.performance
+        r.mu_after[lo:hi], r.sigma_after[lo:hi] = update.mu, update.sigma
+        r.mu_before[lo:hi] = np.where(has_prev, update.mu[np.maximum(prev, 0)], prior.mu[local])
+        r.sigma_before[lo:hi] = np.where(has_prev, update.sigma[np.maximum(prev, 0)], prior.sigma[local])
         seen = occurrence(local)
-        played[lo:hi] = prior.rounds[local] + seen + 1
+        r.rounds_played[lo:hi] = prior.rounds[local] + seen + 1
         chunk_rows = rows[lo:hi]
         starting = _starting(params, times[a:b], sizes[a:b], prev, prior.last_time[local])
         for k in range(int(seen.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
@@ -143,12 +148,9 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
                                      params.season)
             tier[lo + at] = moved
             row_tier[chunk_rows[at]] = moved
-    last = np.full(table.size, -1, dtype=np.int64)
-    last[rows] = np.arange(n)  # the last assignment of a repeated index wins: the latest participation
-    return Rerated(table=table, rounds=history, offsets=offsets, players=players, rows=rows, ranks=ranks,
-                   performance=performance, mu_before=mu_b, sigma_before=sigma_b, mu_after=mu_a, sigma_after=sigma_a,
-                   rounds_played=played, shown=display_rating(mu_a, sigma_a, cfg), tier=tier, final_tier=row_tier,
-                   last=last)
+    r.last[rows] = np.arange(len(rows))  # the last assignment of a repeated index wins: the latest participation
+    r.shown = display_rating(r.mu_after, r.sigma_after, cfg)
+    return r
 
 
 def _starting(params: Params, times: np.ndarray, sizes: np.ndarray, previous: np.ndarray,
@@ -166,20 +168,9 @@ def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: Di
     model = cfg.rating_model
     if model is None:
         raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
-    sizes = np.fromiter((len(h.players) for h in history), dtype=np.int64, count=len(history))
-    offsets = np.zeros(len(history) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    players = [p for h in history for p in h.players]
-    ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
-    table = LadderTable(cfg.newcomer)
-    rows = table.rows(players)
-    n = len(players)
-    performance, mu_b, sigma_b, mu_a, sigma_a = (np.empty(n) for _ in range(5))
-    played = np.empty(n, dtype=np.int64)
-    tier = np.empty(n, dtype=np.int64)
-    previous = np.empty(n, dtype=np.int64)
-    row_tier = np.full(table.size, UNPLACED, dtype=np.int64)
-    last = np.full(table.size, -1, dtype=np.int64)
+    r = _blank(history, cfg.newcomer)
+    r.no_performance, r.previous = not model.performs, np.empty(len(r.players), dtype=np.int64)
+    table, offsets, rows, last = r.table, r.offsets, r.rows, r.last
     for k, h in enumerate(history):
         lo, hi = int(offsets[k]), int(offsets[k + 1])
         at = rows[lo:hi]
@@ -187,19 +178,17 @@ def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: Di
         update = rating_models.rate_one(cfg, Ratings(before.mu, before.sigma, before.rounds), h.to_round(""))
         after = rating_models.apply(before, update.after.mu, update.after.sigma, np.full(hi - lo, h.occurred_at))
         table.scatter(at, after)
-        mu_b[lo:hi], sigma_b[lo:hi] = before.mu, before.sigma
-        mu_a[lo:hi], sigma_a[lo:hi] = after.mu, after.sigma
-        performance[lo:hi] = after.mu if update.performance is None else update.performance
-        played[lo:hi] = after.rounds
-        moved = next_tier(row_tier[at], after.mu, after.sigma, display)
-        tier[lo:hi] = moved
-        row_tier[at] = moved
-        previous[lo:hi] = last[at]
+        r.mu_before[lo:hi], r.sigma_before[lo:hi] = before.mu, before.sigma
+        r.mu_after[lo:hi], r.sigma_after[lo:hi] = after.mu, after.sigma
+        r.performance[lo:hi] = after.mu if update.performance is None else update.performance
+        r.rounds_played[lo:hi] = after.rounds
+        moved = next_tier(r.final_tier[at], after.mu, after.sigma, display)
+        r.tier[lo:hi] = moved
+        r.final_tier[at] = moved
+        r.previous[lo:hi] = last[at]
         last[at] = np.arange(lo, hi)
-    return Rerated(table=table, rounds=history, offsets=offsets, players=players, rows=rows, ranks=ranks,
-                   performance=performance, mu_before=mu_b, sigma_before=sigma_b, mu_after=mu_a, sigma_after=sigma_a,
-                   rounds_played=played, shown=display_rating(mu_a, sigma_a, display), tier=tier,
-                   final_tier=row_tier, last=last, no_performance=not model.performs, previous=previous)
+    r.shown = display_rating(r.mu_after, r.sigma_after, display)
+    return r
 
 
 def _chunks(sizes: np.ndarray) -> list[tuple[int, int]]:
