@@ -437,12 +437,10 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         if k in results:
             results[k][player] = change
 
-    split_at: set[int] = set()
-    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split_at)
+    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes)
     await rewrite_rounds(ctx.store, ladder, correction.correction_id, [  # fields: partition, or partition.k if split
         RoundRewrite(rated.rounds[k].round_id, results[k] if rated.rounds[k].seq > results_trimmed else {},
-                     dict(fanout_fields(fanout)) if j in split_at else dict(fanout))
-        for j, (k, fanout) in enumerate(zip(affected, fanouts))])
+                     dict(fanout_fields(fanout))) for k, fanout in zip(affected, fanouts)])
     written = {h.round_id for h in rated.rounds}
     for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)
         if r.seq >= s and r.round_id not in written:

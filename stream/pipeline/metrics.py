@@ -129,6 +129,29 @@ CONSUMER_LAG = ConsumerLag()
 REGISTRY.register(CONSUMER_LAG)
 
 
+_LADDER_HEALTH = (  # name (``_total``: a counter), help, labels
+    ("ems_ladder_scored_rounds_total", "Rounds scored before their update", "ladder"),
+    ("ems_ladder_rapid_climbers_total", "Rapid-climber events", "ladder"),
+    ("ems_ladder_pair_accuracy_ratio", "Share of pairs the ratings before the round ordered right (the paper's pair "
+     "metric / 100)", "ladder subset window"),
+    ("ems_ladder_rank_deviation_ratio", "The paper's rank deviation / 100", "ladder subset window"),
+    ("ems_ladder_pair_log_loss", "Mean log-loss (nats) of the pairwise win probabilities", "ladder window"),
+    ("ems_ladder_calibration_error", "Expected calibration error of the pairwise win probabilities (sum over bins "
+     "|wins - predicted| / pairs)", "ladder window"),
+    ("ems_ladder_calibration_observed_ratio", "Share of pairs the favourite won, per bin of its predicted probability",
+     "ladder bin window"),
+    ("ems_ladder_calibration_predicted_ratio", "Mean predicted probability of the favourite, per bin",
+     "ladder bin window"),
+    ("ems_ladder_calibration_pairs_total", "Pairs scored, per bin of the favourite's predicted probability",
+     "ladder bin"),
+    ("ems_ladder_mean_mu", "Mean mu: pool (every player ever rated) or participants (rolling window)",
+     "ladder population"),
+    ("ems_ladder_median_mu", "Median over the rolling window of each round's median mu before it", "ladder"),
+    ("ems_ladder_provisional_ratio", "Share of participations by provisional players (fewer than 5 earlier rounds)",
+     "ladder window"),
+)
+
+
 class LadderHealthMetrics(Collector):
     """Each ladder's rating health (``store.health.ladder_health``, refreshed from Redis by the API's
     loop every ``HEALTH_EXPORT_S``: every worker exports the same figures, take ``max by (ladder)``);
@@ -143,30 +166,9 @@ class LadderHealthMetrics(Collector):
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily
 
-        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
-            return GaugeMetricFamily(name, doc, labels=labels)
-
-        scored = CounterMetricFamily("ems_ladder_scored_rounds", "Rounds scored before their update", labels=["ladder"])
-        climbers = CounterMetricFamily("ems_ladder_rapid_climbers", "Rapid-climber events", labels=["ladder"])
-        pair = gauge("ems_ladder_pair_accuracy_ratio", "Share of pairs the ratings before the round ordered right "
-                     "(the paper's pair metric / 100)", ["ladder", "subset", "window"])
-        rank = gauge("ems_ladder_rank_deviation_ratio", "The paper's rank deviation / 100", ["ladder", "subset", "window"])
-        loss = gauge("ems_ladder_pair_log_loss", "Mean log-loss (nats) of the pairwise win probabilities",
-                     ["ladder", "window"])
-        ece = gauge("ems_ladder_calibration_error", "Expected calibration error of the pairwise win probabilities "
-                    "(sum over bins |wins - predicted| / pairs)", ["ladder", "window"])
-        observed = gauge("ems_ladder_calibration_observed_ratio", "Share of pairs the favourite won, per bin of its "
-                         "predicted probability", ["ladder", "bin", "window"])
-        predicted = gauge("ems_ladder_calibration_predicted_ratio", "Mean predicted probability of the favourite, per bin",
-                          ["ladder", "bin", "window"])
-        pairs = CounterMetricFamily("ems_ladder_calibration_pairs", "Pairs scored, per bin of the favourite's predicted "
-                                    "probability", labels=["ladder", "bin"])
-        mean_mu = gauge("ems_ladder_mean_mu", "Mean mu: pool (every player ever rated) or participants (rolling window)",
-                        ["ladder", "population"])
-        median_mu = gauge("ems_ladder_median_mu", "Median over the rolling window of each round's median mu before it",
-                          ["ladder"])
-        provisional = gauge("ems_ladder_provisional_ratio", "Share of participations by provisional players "
-                            "(fewer than 5 earlier rounds)", ["ladder", "window"])
+        families = [(CounterMetricFamily if name.endswith("_total") else GaugeMetricFamily)(
+            name.removesuffix("_total"), doc, labels=labels.split()) for name, doc, labels in _LADDER_HEALTH]
+        scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional = families
 
         def number(value: object) -> float:
             return math.nan if value is None else float(value)  # type: ignore[arg-type]
@@ -193,7 +195,7 @@ class LadderHealthMetrics(Collector):
             mean_mu.add_metric([ladder, "pool"], number(health["pool"]["mean_mu"]))
             mean_mu.add_metric([ladder, "participants"], number(health["rolling"]["mean_mu"]))
             median_mu.add_metric([ladder], number(health["median_mu"]))
-        yield from (scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional)
+        yield from families
 
     def describe(self) -> Iterator[Metric]:
         return iter(())

@@ -270,12 +270,11 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                       is_provisional(r.sigma_after[at], r.rounds_played[at], display).tolist()))
 
 
-def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
-                   split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
+def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int,
+                   max_message_bytes: int) -> list[list[tuple[int, bytes]]]:
     """The stored fan-out of each round ``ks`` as (partition, PlayerUpdate JSON) pairs, phase one's
-    bytes (``messages.partition_messages``); ``split_at`` (if given) receives the positions in ``ks``
-    of rounds whose message for a partition was split (over MAX_MESSAGE_BYTES). A rating-only
-    model's entries name their prior's round (``previous_seq``, 0: a newcomer) and the new rating."""
+    bytes (``messages.partition_messages``). A rating-only model's entries name their prior's round
+    (``previous_seq``, 0: a newcomer) and the new rating."""
     bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
     at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
     texts = number_texts("performance", r.performance[at])
@@ -299,6 +298,4 @@ def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, 
         flat += h.players
     cuts = np.cumsum([0, *(hi - lo for lo, hi in bounds)]).tolist()
     out = partition_messages(heads, entries, flat, cuts, partitions, value_limit(max_message_bytes))
-    if split_at is not None:
-        split_at.update(j for j, messages in enumerate(out) if len({m.partition for m in messages}) < len(messages))
     return [[(m.partition, m.value) for m in messages] for messages in out]
