@@ -147,12 +147,9 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str, 
 async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseException) -> PhaseOneResult:
     """Set aside a message whose phase one kept raising ``error``: an ``internal_error`` dead
     letter, and its round, if still ``registered``, marked ``failed`` (store.fail_round)."""
-    now = time.time()
     text = f"{type(error).__name__}: {error}"
     rejection = RoundRejected(INTERNAL_ERROR, f"handling the message kept raising {text[:500]}")
-    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
-                                       partition=origin.partition, offset=origin.offset)
-    result = PhaseOneResult("failed", dead_letter=letter)
+    result = _rejected(rejection, raw, time.time(), origin, outcome="failed")
     try:
         try:
             round_ = parse_round(raw, limits=STORED)
@@ -207,9 +204,7 @@ def _model_changed(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: f
     if (round_.ladder, stored) not in ctx.model_conflicts:
         ctx.model_conflicts.add((round_.ladder, stored))
         log.error("%s: its rounds are dead-lettered (reason %s)", rejection.message, rejection.reason)
-    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
-                                       partition=origin.partition, offset=origin.offset)
-    return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
+    return _rejected(rejection, raw, now, origin, round_)
 
 
 async def _fail_model_changed(ctx: PipelineContext, round_: RoundResult, body: bytes, stored: str) -> None:
@@ -221,11 +216,14 @@ async def _fail_model_changed(ctx: PipelineContext, round_: RoundResult, body: b
     await ctx.outbox.reject(result.dead_letter)
 
 
-def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:
-    rejection = conflict(round_, first_seq)
+def _rejected(rejection: RoundRejected, raw: bytes, now: float, origin: Origin, round_: RoundResult | None = None,
+              outcome: str = "rejected") -> PhaseOneResult:
+    """The dead letter of the message ``raw`` read at ``origin``, as its result."""
     letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
                                        partition=origin.partition, offset=origin.offset)
-    return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
+    if round_ is None:
+        return PhaseOneResult(outcome, dead_letter=letter)
+    return PhaseOneResult(outcome, round_.ladder, round_.round_id, dead_letter=letter)
 
 
 
@@ -438,9 +436,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return rejection.round, STATUS_NO_OUTCOME
-        letter = DeadLetter.from_rejection(rejection, event.value, rejected_at=now, topic=origin.topic,
-                                           partition=origin.partition, offset=origin.offset)
-        return PhaseOneResult("rejected", dead_letter=letter)
+        return _rejected(rejection, event.value, now, origin)
     # parse_round rejects a round of fewer than two entries (``no_outcome``, above); a draw is
     # outcome-free where the ladder's model does not rate draws
     if round_.is_outcome_free(ctx.ladder(round_.ladder).draws_rate):
@@ -471,7 +467,7 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
             plan.deferred.append(i)
             continue
         if reg.outcome == OUTCOME_CONFLICT:
-            results[i] = _conflict(round_, event.value, time.time(), event.origin, reg.seq)
+            results[i] = _rejected(conflict(round_, reg.seq), event.value, time.time(), event.origin, round_)
             continue
         if reg.outcome == OUTCOME_MODEL_CHANGED:
             results[i] = _model_changed(ctx, round_, event.value, time.time(), event.origin, reg.status)
