@@ -316,19 +316,27 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     stale = await _complete_earlier(ctx, plan.earlier, leases) | late  # late: the holder may have stored since
     stored = await _rate_and_store(ctx, plan.to_rate, columns, {key: i for i, key in enumerate(participants)}, stale,
                                    leases, release=True)
-    _keep(ctx, stored.posteriors, stored.unsaved)
-    _fenced(results, [item.index for item in stored.fenced])
+    for after in stored.posteriors:  # kept once stored; a ladder another attempt stored a round of keeps none
+        if after.ladder in stored.unsaved:
+            ctx.posteriors.drop(after.ladder)
+        elif after.states:
+            ctx.posteriors.keep(after.ladder, after.players, after.last, after.states)
+    if stored.fenced:  # another attempt holds their ladder's lease: its rounds, nothing sent here
+        log.warning("%d round(s) of the batch not rated here: another attempt holds their ladder's lease",
+                    len(stored.fenced))
+    for item in stored.fenced:
+        if (fenced := results[item.index]) is not None:
+            fenced.outcome, fenced.updates = "fenced", []
     sections: list[FanOutMessage] = []
-    lost: list[int] = []
     for item, messages in zip(stored.items, stored.messages):
-        if messages is None:  # not stored from this attempt's chain: handled again as a batch of one
-            lost.append(item.index)
+        if messages is None:  # not stored from this attempt's chain: handled again as a batch of one (handle_one)
+            results[item.index] = None
+            plan.deferred.append(item.index)
             continue
         result = results[item.index]
         if result is not None:
             result.updates = messages
         sections += messages
-    _defer(results, plan, lost)
     return BatchResult(results, join_fanout(sections, value_limit(ctx.settings.max_message_bytes)),
                        sorted(plan.deferred), plan.on_hold)
 
@@ -408,23 +416,6 @@ async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]
         log.warning("%d round(s) not stored (an earlier round of the ladder was stored by another attempt, or is "
                     "still registered): handled again", refused)
     return out
-
-
-def _defer(results: list[PhaseOneResult | None], plan: _Plan, indices: list[int]) -> None:
-    """Hand the messages ``indices`` to handling as batches of one after the batch (:func:`handle_one`)."""
-    for i in indices:
-        results[i] = None
-        plan.deferred.append(i)
-
-
-def _fenced(results: list[PhaseOneResult | None], indices: list[int]) -> None:
-    """The rounds ``indices`` are another attempt's to rate (it holds their ladder's lease): ``fenced``."""
-    if indices:
-        log.warning("%d round(s) of the batch not rated here: another attempt holds their ladder's lease", len(indices))
-    for i in indices:
-        result = results[i]
-        if result is not None:
-            result.outcome, result.updates = "fenced", []
 
 
 def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult | tuple[RoundResult, str]:
@@ -551,15 +542,6 @@ def _observe(ctx: PipelineContext, accepted: list[tuple[int, RoundResult, str]],
             ctx.posteriors.drop(ladder)
         else:
             ctx.posteriors.observe(ladder, corrections=counters[ladder], new_seqs=new)
-
-
-def _keep(ctx: PipelineContext, posteriors: list[_Posteriors], unsaved: set[str]) -> None:
-    """Keep the batch's posteriors once stored; a ladder another attempt stored a round of keeps none."""
-    for after in posteriors:
-        if after.ladder in unsaved:
-            ctx.posteriors.drop(after.ladder)
-        elif after.states:
-            ctx.posteriors.keep(after.ladder, after.players, after.last, after.states)
 
 
 async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate], columns: Columns | None,
