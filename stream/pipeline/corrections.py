@@ -222,14 +222,14 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
 
 
 def _stored_round(seq: int, stored: StoredRound, draws_rate: bool) -> HistoryRound | None:
-    """The standings a stored round is rated with now (None: it rates nobody): its amendment, or
-    its fan-out's entries (players in rank order; ties in fan-out order)."""
+    """The standings a stored round is rated with now (None: it rates nobody): its amendment (or a
+    late round's body), or its fan-out's entries (players in rank order; ties in fan-out order)."""
     status = stored.status
     if status == STATUS_VOIDED:
         return None
     record = stored.record
-    if "amended" in record:
-        amended = _amended(record["amended"])
+    if "amended" in record or status == STATUS_LATE:  # a late round: the body its registration kept
+        amended = _amended(record["amended"] if "amended" in record else record["body"])
         return None if amended.is_outcome_free(draws_rate) else HistoryRound.of(amended, seq)
     if status != STATUS_RATED:
         return None
@@ -271,12 +271,6 @@ def _amended(body: str) -> RoundResult:
     except RoundRejected as rejection:  # an outcome-free amendment
         assert rejection.round is not None, rejection
         return rejection.round
-
-
-def _late_round(stored: StoredRound, draws_rate: bool) -> HistoryRound | None:
-    """A ``late`` round's standings, from the body its registration kept."""
-    round_ = _amended(stored.record["body"])
-    return None if round_.is_outcome_free(draws_rate) else HistoryRound.of(round_, stored.seq)
 
 
 def _inserted(correction: Correction, stored: list[StoredRound]) -> list[StoredRound]:
@@ -342,7 +336,7 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
     starts: list[tuple[float, int]] = []
     late = {r.round_id for r in inserted}
     for r in stored:
-        current = _late_round(r, draws_rate) if r.status == STATUS_LATE else _stored_round(r.seq, r, draws_rate)
+        current = _stored_round(r.seq, r, draws_rate)
         if r.round_id in late:
             if current is not None:
                 target_players.update(current.players)

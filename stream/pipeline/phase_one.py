@@ -509,13 +509,6 @@ async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, N
     return stale
 
 
-def _take_columns(columns: Columns, rows: list[int]) -> Columns:
-    """The rows ``rows`` of load_players columns (see ``store._columns``)."""
-    index = np.asarray(rows, dtype=np.int64)
-    return {name: column[index] if isinstance(column, np.ndarray) else [column[i] for i in rows]
-            for name, column in columns.items()}
-
-
 @dataclass(frozen=True)
 class _Posteriors:
     """A ladder's players after the batch: each one's last seq and packed state (empty: not kept)."""
@@ -568,7 +561,10 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     if columns is None:
         first = await ctx.store.load_priors(ladder, players, first_seq, states=True)
     else:
-        first = Store.priors(players, _take_columns(columns, [row[(ladder, p)] for p in players]), first_seq)
+        rows = [row[(ladder, p)] for p in players]  # the players' rows of the registration's read
+        index = np.asarray(rows, dtype=np.int64)
+        first = Store.priors(players, {name: column[index] if isinstance(column, np.ndarray) else
+                                       [column[i] for i in rows] for name, column in columns.items()}, first_seq)
     ctx.posteriors.fill(ladder, players, first)
 
     async def redrive(blocked: list[str]) -> None:  # re-send the stored fan-outs of the rounds the barrier waits on
