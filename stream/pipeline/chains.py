@@ -37,12 +37,9 @@ class ChainPlan:
 
 
 def plan_chains(key: np.ndarray, seq: np.ndarray, previous: np.ndarray, last_seq: np.ndarray) -> ChainPlan:
-    """The chain rule (module docstring) for rows of players ``key`` (indices into ``last_seq``,
-    the players' stored ``last_seq``) in rounds ``seq``, with ``previous`` their ``previous_seq``
-    (:data:`NO_PREVIOUS` where absent). A player has at most one row per round.
-
-    Vectorised per occurrence: the k-th rows (by seq) of every player are decided together,
-    each player's cursor (the seq its state has reached) moved by its applied rows."""
+    """The chain rule (module docstring) for rows of players ``key`` (indices into their stored
+    ``last_seq``) in rounds ``seq`` with ``previous_seq`` ``previous``, at most one row per player
+    and round; the k-th rows (by seq) of every player decided together, each player's cursor moved."""
     n = len(key)
     if not n or np.bincount(key).max() == 1:  # every player once (a batch of small rounds, usually): one wave
         reached = np.asarray(last_seq, dtype=np.int64)[key]

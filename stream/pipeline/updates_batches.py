@@ -157,15 +157,10 @@ async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> Correcti
     update = PlayerUpdate.from_json(raw)
     await ctx.store.release_queued(update.ladder, update.players, update.seq)
     await ctx.store.fail_pending_round(update.ladder, update.round_id, seq=update.seq, reason=why)
-    repair = repair_of(update, why)
+    repair = Correction(VOID, update.ladder, update.round_id, f"repair/{update.seq}/{update.round_id}"[:200],
+                        reason=f"phase two gave up: {why}"[:500])  # the same id whichever section failed
     await ledger.hold(ctx.store, update.ladder, repair.correction_id, now=time.time())
     return repair
-
-
-def repair_of(update: PlayerUpdate, why: str) -> Correction:
-    """The void of the round phase two gave up on (the same id whichever section failed)."""
-    return Correction(VOID, update.ladder, update.round_id, f"repair/{update.seq}/{update.round_id}"[:200],
-                      reason=f"phase two gave up: {why}"[:500])
 
 
 async def handle_one_by_one(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming],
