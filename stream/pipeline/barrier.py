@@ -68,8 +68,9 @@ async def wait_for_priors(store: Store, settings: Settings, ladder: str, players
             next_redrive = now + redrive_period
         await asyncio.sleep(delay)
         delay = min(delay * 2.0, settings.barrier_max_poll_s)
-        if rounds and time.monotonic() < next_full_check and not await _all_rated(store, ladder, rounds):
-            continue  # many players held: re-read them only once the rounds they wait on are rated
+        if rounds and time.monotonic() < next_full_check and \
+                any(status != STATUS_RATED for status in await store.round_statuses(ladder, rounds)):
+            continue  # many players held: re-read them only once the rounds they wait on are rated (all applied)
         held = np.asarray([position[player] for player in blocked], dtype=np.int64)
         check = await store.load_priors(ladder, blocked, seqs[held], states=states)  # re-check the blocked ones only
         if check.overtaken:  # another attempt rated the round meanwhile, and phase two applied it
@@ -96,8 +97,3 @@ async def _rounds_to_watch(store: Store, settings: Settings, ladder: str, priors
     if len(priors.blocked) <= settings.barrier_direct_players:
         return []
     return await store.round_ids(ladder, priors.waiting_on)
-
-
-async def _all_rated(store: Store, ladder: str, round_ids: list[str]) -> bool:
-    """Whether every round is ``rated`` (each of its players' updates applied)."""
-    return all(status == STATUS_RATED for status in await store.round_statuses(ladder, round_ids))

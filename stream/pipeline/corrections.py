@@ -94,7 +94,8 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     await _hold(ctx, correction)
-    await _drain(ctx, ladder)
+    while await ledger.in_flight(store, ladder):  # the rounds registered before the hold: done first
+        await asyncio.sleep(ctx.settings.hold_poll_s)
     seconds["hold"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -183,12 +184,6 @@ async def _hold(ctx: PipelineContext, correction: Correction) -> None:
             != correction.correction_id:
         log.info("ladder %s is held by correction %s; correction %s waits", log_safe(correction.ladder),
                  log_safe(holder), log_safe(correction.correction_id))
-        await asyncio.sleep(ctx.settings.hold_poll_s)
-
-
-async def _drain(ctx: PipelineContext, ladder: str) -> None:
-    """Wait until the ladder's rounds registered before the hold are done (events confirmed)."""
-    while await ledger.in_flight(ctx.store, ladder):
         await asyncio.sleep(ctx.settings.hold_poll_s)
 
 
@@ -458,20 +453,15 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         last_time=number_texts("last_time", batch.last_time), display_rating=shown,
         tier=tier_names(rated.final_tier[rows], cfg), state=pack_batch(batch)))
     await writer.remove_players(ladder, removed)
-    # every round voided: no last rated round
-    await writer.ladder_fields(ladder, _ladder_fields(rated), drop=() if rated.rounds else ("last_rated_seq", "last_round"))
+    fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
+    if rated.rounds:  # the last in rating order (on a ladder rated by occurred_at, not always the largest seq)
+        fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
+    # every round voided: no last rated round; ``players`` is recounted after the write
+    await writer.ladder_fields(ladder, fields, drop=() if rated.rounds else ("last_rated_seq", "last_round"))
     await writer.close()
     await ledger.recount_players(ctx.store, ladder)
     occurred_at = float(target.record.get("occurred_at", 0.0))
     return _events(ctx, correction, rated, before, kept, rows, last, mu, sigma, shown, removed, occurred_at)
-
-
-def _ladder_fields(rated: Rerated) -> dict[str, Any]:
-    """The ladder hash's counters after the correction (``players``: recounted after the write)."""
-    fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
-    if rated.rounds:  # the last in rating order (on a ladder rated by occurred_at, not always the largest seq)
-        fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
-    return fields
 
 
 def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before: dict[str, list[str]],

@@ -19,12 +19,6 @@ _KNOWN: dict[int, dict[str, int]] = {}
 """Per partition count, the partition of each key seen (cleared past CACHED_KEYS)."""
 
 
-def _hashed(key: str, partitions: int) -> int:
-    """``toPositive(murmur2(key)) % partitions``, the Java client's default for a keyed record."""
-    hashed: int = murmur2(key.encode("utf-8"))  # kafka-python ships no type hints
-    return (hashed & POSITIVE_MASK) % partitions
-
-
 def partition_for(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner puts ``key`` on (memoised)."""
     known = _KNOWN.get(partitions)
@@ -43,6 +37,7 @@ def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
             known.clear()
         for i, key in enumerate(keys):
             if out[i] is None:
-                out[i] = known[key] = _hashed(key, partitions)
+                # toPositive(murmur2(key)) % partitions, the Java client's default for a keyed record
+                out[i] = known[key] = (murmur2(key.encode("utf-8")) & POSITIVE_MASK) % partitions
     return out  # type: ignore[return-value]  # every None replaced
 

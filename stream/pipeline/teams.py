@@ -36,11 +36,9 @@ def round_spec(round_: RoundResult, rows: np.ndarray) -> engine.RoundSpec | Team
 
 
 def rate_ladder_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], members: Sequence[np.ndarray],
-                       params: engine.Params, *, plain: bool | None = None) -> engine.RoundsUpdate:
+                       params: engine.Params, *, plain: bool) -> engine.RoundsUpdate:
     """Phase one's engine call for a ladder's rounds of a batch, in seq order (``members[k]``: round
-    k's rows in ``prior``); ``plain``: whether no round has teams or partial play (None: checked here)."""
-    if plain is None:
-        plain = not any(is_team_round(round_) for round_ in rounds)
+    k's rows in ``prior``); ``plain``: no round has teams or partial play."""
     if plain:
         return rate_plain_rounds(prior, rounds, members, params)
     specs = [round_spec(round_, rows) for round_, rows in zip(rounds, members)]
