@@ -12,8 +12,7 @@ from stream.pipeline.partitioner import partitions_of
 @dataclass(slots=True)
 class FanOutMessage:
     """One PlayerUpdate for ``player-updates``: explicit partition, key = first entry's player.
-    Not frozen: phase one builds one per round and partition (a frozen dataclass's ``__init__``
-    costs a ``object.__setattr__`` per field)."""
+    Not frozen: one is built per round and partition (a frozen ``__init__`` costs a setattr per field)."""
 
     partition: int
     key: bytes
@@ -70,9 +69,8 @@ def join_sections(sections: Sequence[bytes], limit: int) -> list[bytes]:
 
 
 def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMessage]:
-    """One-section fan-out messages (several rounds', in seq order per ladder) joined per
-    partition into as few messages as fit ``limit`` (:func:`join_sections`), partitions in
-    ascending order; each message keyed by its first section's key."""
+    """One-section fan-out messages joined per partition (ascending) into as few as fit ``limit``
+    (:func:`join_sections`), each keyed by its first section's key."""
     by_partition: dict[int, list[FanOutMessage]] = {}
     for message in messages:
         by_partition.setdefault(message.partition, []).append(message)

@@ -27,9 +27,8 @@ def partition_for(key: str, partitions: int) -> int:
 
 
 def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
-    """``[partition_for(k, partitions) for k in keys]``, looked up in one ``map`` over a plain
-    dict (a batch's players are mostly known: no call per key); an unknown key is hashed by
-    murmur2 and remembered."""
+    """``[partition_for(k, partitions) for k in keys]`` in one ``map`` over the memo (a batch's players
+    are mostly known); an unknown key is hashed and remembered."""
     known = _KNOWN.setdefault(partitions, {})
     out: list[int | None] = list(map(known.get, keys))
     if None in out:

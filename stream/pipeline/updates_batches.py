@@ -32,9 +32,7 @@ log = logging.getLogger(__name__)
 
 
 async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming], send: Send) -> None:
-    """Phase two of a batch of ``player-updates`` messages: apply (retried; section by section if
-    it keeps raising), send the events and dead letters, confirm the emitted events (the
-    sweeper's ledger)."""
+    """Phase two of a batch of ``player-updates`` messages: :func:`apply_updates`, then :func:`emit_applied`."""
     await emit_applied(ctx, names, await apply_updates(ctx, names, events), send)
 
 
