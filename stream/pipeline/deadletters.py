@@ -1,10 +1,7 @@
 """Reading ``rounds-dlq`` back: each dead letter as a :class:`Rejection` (for ``stream rejected``,
-``stream publish --wait`` and the read API's rejected view).
-
-Records are read defensively: a dead letter's ``original`` may be the whole message (base64) or a
-cut prefix with its full length and hash, fields may be missing or of another type, and reason
-codes are shown as written (new codes appear without a change here). A record that is not JSON at
-all is still listed, with reason ``unreadable``.
+``stream publish --wait`` and the read API's rejected view). Records are read defensively (a cut
+original, missing or mistyped fields, new reason codes shown as written); one that is not JSON at
+all is listed with reason ``unreadable``.
 """
 
 from __future__ import annotations
