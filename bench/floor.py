@@ -57,7 +57,7 @@ from workloads import default_rounds, make_rounds  # noqa: E402
 from stream.batch.replay import replay  # noqa: E402
 from stream.contracts import RatingChange, RoundResult  # noqa: E402
 from stream.engine import preset, warm_up  # noqa: E402
-from stream.pipeline.partitioner import group_by_partition  # noqa: E402
+from stream.pipeline.partitioner import partitions_of  # noqa: E402
 from stream.pipeline.runtime.producer import ACKS, BATCH_BYTES  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -138,7 +138,10 @@ def encode(rounds: list[RoundResult]) -> Messages:
         out.rounds.append((r.ladder.encode(), r.to_json().encode()))
         players = [s.player for s in r.standings]
         ranks = [s.rank for s in r.standings]
-        for partition, rows in group_by_partition(players, PARTITIONS).items():
+        groups: dict[int, list[int]] = {}
+        for index, partition in enumerate(partitions_of(players, PARTITIONS)):
+            groups.setdefault(partition, []).append(index)
+        for partition, rows in groups.items():
             body = {"round_id": r.round_id, "ladder": r.ladder, "seq": 1, "occurred_at": r.occurred_at,
                     "field_size": r.field_size, "partition": partition,
                     "players": [players[i] for i in rows], "ranks": [ranks[i] for i in rows],

@@ -44,6 +44,7 @@ Prints Markdown tables (BENCHMARKS.md, pipeline section).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -71,7 +72,6 @@ from workloads import LADDERS, default_rounds, ladder_names, make_rounds, pool  
 from stream.contracts import RoundResult  # noqa: E402
 from stream.pipeline.health import FLUSH_S as HEALTH_FLUSH_S  # noqa: E402
 from stream.pipeline.partitioner import partition_for  # noqa: E402
-from stream.pipeline import timings  # noqa: E402
 from stream.pipeline.topics import ensure  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -459,8 +459,8 @@ def batch_rows(results: list[Latency], lines: list[dict[str, object]]) -> list[s
 
 def read_batch_lines(directory: Path) -> list[dict[str, object]]:
     """The workers' batch lines (stream/pipeline/timings.py), each with its worker's file name."""
-    return [{**line, "worker": path.stem} for path in sorted(directory.glob("*.jsonl"))
-            for line in timings.read_lines(path)]
+    return [{**json.loads(line), "worker": path.stem} for path in sorted(directory.glob("*.jsonl"))
+            for line in path.read_text().splitlines() if line.strip()]
 
 
 def parse_list(text: str) -> list[str]:

@@ -1,23 +1,12 @@
 """Backfill: rate a history of rounds in process and write into Redis what the stream would have.
 
-``stream backfill`` loads years of history at replay speed, without Kafka. Rounds go through
-the stream's acceptance (``parse_round``, by the input readers) and registration rule
-(``first_copies``: a re-published round is a no-op, an id re-used with other content is a
-``conflict``); each ladder's rounds are then rated in order with the replay's engine path
-(``rate_round`` on a :class:`LadderTable`, the reference the stream equals; ``rate_team_round``
-for a round with teams or partial play) and written with
-:class:`stream.store.bulk.LadderWriter`: the same keys, fields and bytes as phase one and phase two
-(round record ``rated`` with its events marked emitted, results, stored fan-out, history,
-player hash with ``last_seq = queued_seq`` = the player's last round, leaderboard, ladder
-counters and ``seq``), so the stream continues the ladder's sequence exactly.
-
-Every ladder's model is the stream's (``LADDERS``): an Elo-MMR preset's rounds are rated as
-above, a rating-only model's (glicko, trueskill, ...) by the stream's own calls for them
-(``rating_models.rate_one`` as phase one, ``rating_models.apply`` as phase two, the fan-out
-carrying the new ratings); a round the ladder's model cannot rate (teams on a ladder whose model
-has no team call) is refused. A ladder that already has rounds is refused unless ``append``;
-appending needs a ladder with no round in flight (no worker rating it) and continues from its
-stored states, seq and tiers.
+``stream backfill`` (docs/history.md "Backfill") loads history at replay speed, without Kafka:
+rounds go through the stream's acceptance and registration rule (``first_copies``), each
+ladder's rounds are rated in order by the replay's engine path (``rate_round``,
+``rate_team_round``; a rating-only model's through ``rating_models.rate_one`` and ``apply``) and
+written with :class:`stream.store.bulk.LadderWriter`: the same keys, fields and bytes as phase
+one and phase two, so the stream continues the ladder's sequence exactly. A ladder with rounds is
+refused unless ``append`` (no round in flight; continues from its stored states, seq and tiers).
 """
 
 from __future__ import annotations
@@ -76,8 +65,7 @@ class BackfillSummary:
 @dataclass
 class _PlayerColumns:
     """Per table row: the seq and index of the player's last round in the backfill (0 / -1: none),
-    display rating and tier index after it, and the seq of the player's last round stored before
-    the backfill (0: none; an appending backfill) (grown with the table)."""
+    display rating and tier after it, and the seq of his last round stored before (an append)."""
 
     last_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     stored_seq: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -90,11 +78,9 @@ class _PlayerColumns:
         if n <= size:
             return
         grow = max(n, 2 * size) - size
-        self.last_seq = np.concatenate([self.last_seq, np.zeros(grow, dtype=np.int64)])
-        self.stored_seq = np.concatenate([self.stored_seq, np.zeros(grow, dtype=np.int64)])
-        self.last_round = np.concatenate([self.last_round, np.full(grow, -1, dtype=np.int64)])
-        self.shown = np.concatenate([self.shown, np.zeros(grow)])
-        self.tier = np.concatenate([self.tier, np.full(grow, UNPLACED, dtype=np.int64)])
+        for name, fill in (("last_seq", 0), ("stored_seq", 0), ("last_round", -1), ("shown", 0.0), ("tier", UNPLACED)):
+            column = getattr(self, name)
+            setattr(self, name, np.concatenate([column, np.full(grow, fill, dtype=column.dtype)]))
 
 
 @dataclass
@@ -105,7 +91,6 @@ class _LadderRun:
     table: LadderTable
     seq: int
     partitions: int
-    """How many partitions the fan-out spreads over (``Outbox.partition_count``)."""
     stored_fields: dict[str, str]
     """The ladder hash before the backfill."""
     columns: _PlayerColumns = field(default_factory=lambda: _PlayerColumns())
@@ -122,9 +107,8 @@ class _LadderRun:
 
 
 async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: bool) -> tuple[list[RoundResult], int]:
-    """The rounds to write (first copies, without those already stored) and how many were duplicates;
-    raises :class:`BackfillRefused` for a ladder with rounds (without ``append``), a ladder with rounds
-    in flight, or a round id the ladder already holds with other content."""
+    """The rounds to write (first copies, not already stored) and how many were duplicates; raises
+    :class:`BackfillRefused` for what the stream would refuse or a ladder it cannot write into."""
     by_time = ctx.ladder_order.by_time
     deduplicated = first_copies(rounds, by_time)
     if deduplicated.conflicts:

@@ -1,19 +1,10 @@
 """Phase two's chain rule: which (player, round) rows of a batch to apply, in which wave.
 
-Phase one rates a batch of rounds at once, so one ``player-updates`` batch may hold several
-rounds of one player, each entry naming the round whose posterior was its prior
-(``previous_seq``). Per row, against the player's stored ``last_seq`` (docs/contracts.md,
-"Chains"):
-
-* ``last_seq >= seq``: already applied (:data:`DONE`: its stored result is re-emitted);
-* no ``previous_seq``: applied (:data:`APPLY`) as long as ``last_seq < seq``;
-* the player's state (stored, or moved by the batch's earlier rows of that player) has not
-  reached ``previous_seq``: a :data:`GAP` (an earlier round's section is still on its way):
-  not applied, never on stale state;
-* otherwise :data:`APPLY`.
-
-A player's rows are applied in seq order: wave k holds every player's k-th row, and each wave
-reads the posterior the previous one left (one engine call per wave).
+Per row, against the player's ``last_seq`` (docs/contracts.md, "Chains"): :data:`DONE` when
+``last_seq >= seq`` (its stored result is re-emitted); a :data:`GAP` when the player's state
+(stored, or moved by the batch's earlier rows) has not reached the row's ``previous_seq`` (never
+applied on stale state); else :data:`APPLY`. Wave k holds every player's k-th row to apply (one
+engine call per wave, each reading the posteriors the previous one left).
 """
 
 from __future__ import annotations
@@ -46,12 +37,9 @@ class ChainPlan:
 
 
 def plan_chains(key: np.ndarray, seq: np.ndarray, previous: np.ndarray, last_seq: np.ndarray) -> ChainPlan:
-    """The chain rule (module docstring) for rows of players ``key`` (indices into ``last_seq``,
-    the players' stored ``last_seq``) in rounds ``seq``, with ``previous`` their ``previous_seq``
-    (:data:`NO_PREVIOUS` where absent). A player has at most one row per round.
-
-    Vectorised per occurrence: the k-th rows (by seq) of every player are decided together,
-    each player's cursor (the seq its state has reached) moved by its applied rows."""
+    """The chain rule (module docstring) for rows of players ``key`` (indices into their stored
+    ``last_seq``) in rounds ``seq`` with ``previous_seq`` ``previous``, at most one row per player
+    and round; the k-th rows (by seq) of every player decided together, each player's cursor moved."""
     n = len(key)
     if not n or np.bincount(key).max() == 1:  # every player once (a batch of small rounds, usually): one wave
         reached = np.asarray(last_seq, dtype=np.int64)[key]

@@ -35,8 +35,7 @@ class PipelineContext:
     """Each ladder's model, parameters and display (``LADDERS``, with its shorthands)."""
     limits: Limits
     outbox: Outbox
-    """Where the handlers send re-driven fan-outs and dead letters found outside an input's own
-    handling, and the ``player-updates`` partition count (``outbox.py``)."""
+    """What the handlers send outside an input's own handling (``outbox.py``)."""
     ladder_order: LadderOrder = field(default_factory=LadderOrder)
     """Which ladders are rated in occurred_at order (``LADDER_ORDER``)."""
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -44,18 +43,15 @@ class PipelineContext:
     model_conflicts: set[tuple[str, str]] = field(default_factory=set)
     """(ladder, stored model) pairs whose model-change rejection was logged (logged once each)."""
     posteriors: PosteriorCache = field(default_factory=lambda: PosteriorCache(0))
-    """Phase one's posteriors kept across batches (``posteriors.py``; sized by
-    PHASE_ONE_CACHE_PLAYERS in :meth:`from_settings`, off when built directly)."""
+    """Phase one's posteriors kept across batches (``posteriors.py``; off when built directly)."""
     queues: dict[str, QueueConfig] = field(default_factory=dict)
     """The matchmaking queues (``QUEUES``, checked by :func:`load_queues`)."""
     health: RatingHealth = field(default_factory=lambda: RatingHealth(0))
     """Rating health per ladder (``health.py``; HEALTH_WINDOW in :meth:`from_settings`, off when built directly)."""
     lease_owner: str = field(default_factory=lambda: uuid.uuid4().hex)
-    """This worker's owner id for its batches' ladder leases (``lease.py``; its sweeper's is this
-    with ``:sweeper``): unique per worker, so another worker, a zombie included, is another owner."""
+    """This worker's owner id for its ladder leases (``lease.py``), unique per worker (a zombie included)."""
     seasons: SeasonRecord | None = None
-    """The configured ladders and the seasons started since (``season_schedules``; None: built
-    from :attr:`ladders`, SEASON_REFRESH_S); :meth:`refresh_seasons` keeps :attr:`ladders` current."""
+    """The seasons started since (``season_schedules``; None: built from :attr:`ladders`)."""
 
     def __post_init__(self) -> None:
         if self.seasons is None:
@@ -67,24 +63,21 @@ class PipelineContext:
         super().__setattr__(name, value)
 
     async def refresh_seasons(self, *, force: bool = False) -> None:
-        """Take up the seasons started since (``stream season start``): read at most every
-        SEASON_REFRESH_S (``force``: now), before a batch is rated."""
+        """Take up the seasons started since, read at most every SEASON_REFRESH_S (``force``: now)."""
         assert self.seasons is not None
         ladders = await self.seasons.read(self.store.client, force=force)
         if ladders is not None:
             self.ladders = ladders
 
     def schedule_version(self, ladder: str) -> int:
-        """The ladder's schedule version this worker rates by (registered with each round:
-        register_round.lua refuses a round at or after a start it has not read)."""
+        """The ladder's schedule version this worker rates by (register_round.lua checks it)."""
         assert self.seasons is not None
         return self.seasons.version(ladder)
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store | None = None,
                       outbox: Outbox | None = None) -> "PipelineContext":
-        """The context of ``settings``; ``outbox``: the worker's, else a :class:`ListOutbox`
-        (of PARTITIONS partitions) recording what the handlers send."""
+        """The context of ``settings``; ``outbox``: the worker's, else a :class:`ListOutbox`."""
         return cls(
             settings=settings,
             store=store or Store(redis_client(settings), history_length=settings.history_length),
@@ -117,9 +110,8 @@ class PipelineContext:
 
 
 def load_ladders(settings: Settings) -> Ladders:
-    """``LADDERS`` with its shorthands ``ENGINE_PRESET`` and ``DISPLAY_CONFIG``, resolved, and
-    ``LADDER_ORDER`` checked (``LaddersError`` naming the bad setting and key: the worker and
-    ``stream backfill`` refuse to start)."""
+    """``LADDERS`` (with ``ENGINE_PRESET``, ``DISPLAY_CONFIG``) resolved and ``LADDER_ORDER`` checked
+    (``LaddersError`` naming the bad setting and key)."""
     try:
         LadderOrder.parse(settings.ladder_order)
     except ValueError as exc:
@@ -128,9 +120,8 @@ def load_ladders(settings: Settings) -> Ladders:
 
 
 def load_queues(settings: Settings, ladders: Ladders) -> dict[str, QueueConfig]:
-    """``QUEUES`` parsed and checked against the ladders: a queue of teams of several players needs
-    a ladder whose model rates teams in the stream (``rating_models.support``). Raises
-    :class:`SettingsError` naming the key (the worker exits 2 before connecting anything)."""
+    """``QUEUES`` parsed and checked against the ladders (teams of several need a model that rates
+    teams); :class:`SettingsError` names the bad key."""
     from stream.pipeline.rating_models import support
 
     try:

@@ -1,40 +1,11 @@
 """Corrections: void a round, amend its standings or insert a late one, and re-rate the ladder from there.
 
-An ``insert`` is what phase one publishes for a late round of a ladder rated by occurred_at
-(``LADDER_ORDER``): register_round.lua registered it ``late`` and held the ladder for it; the
-insert rates every ``late`` round of the ladder in its place. On such a ladder every re-rate
-orders the history by (occurred_at, seq), the replay's order (``stream.contracts.ordering``).
-
 Plain async functions (no Kafka): the ``corrections`` agent calls :func:`handle_correction` per
-message, sends its dead letter or its events, then calls :func:`finish_correction`. Steps:
-
-1. ``parse_correction``; a bad message is dead-lettered. A correction id already in the ladder's
-   ledger (``ems:corrections:{L}``) is a no-op with the same content, a ``conflict`` otherwise.
-2. Hold the ladder (``hold_ladder.lua``: the ladder hash's ``hold`` = the correction id). Phase one
-   then registers none of the ladder's rounds (``phase_one.handle_one`` waits); the correction waits until the rounds
-   registered before are done (none ``registered``, none in the sweeper's ledger), so nothing is
-   rated on the state being replaced and the re-rate sees every round.
-3. Read the ladder's stored rounds (records and fan-outs: ``stream.store.corrections``) and build
-   the corrected history: the voided round left out, the amended one's standings in its place,
-   earlier corrections kept (a voided round stays out, an amended one keeps its amendment).
-   A round whose fan-out retention dropped makes the correction ``history_trimmed``.
-4. Re-rate the whole history in process (``rerate.py``: the replay's engine path; a ladder of a
-   rating-only model: ``rerate_model``, phase one's ``rate_one`` and phase two's ``apply`` per
-   round); the states just before the corrected round are not stored, so the prefix is rated
-   again but not written. A TrueSkill ladder whose stored fan-outs lose what its ratings depend
-   on (the standings' order within a tie split across messages) is ``not_correctable`` where
-   that matters (:func:`_unreproduced`, ``HistoryRound.ordered``).
-5. Record the ratings of the players it touches (those of the corrected round and every later
-   one, before and after the correction) in the correction's plan, and the correction's trail on
-   the round record; then write what changed, as the stream would have written it for the
-   corrected history: the results and fan-outs of the corrected round and every later one, the
-   touched players' states, histories and leaderboard entries (players left without a round are
-   removed), the ladder's counters.
-6. The caller sends a ``RatingChange`` (kind ``correction``) for every touched player whose
-   rating moved, then :func:`finish_correction` records the correction in the ledger and releases
-   the hold (one script). A worker killed anywhere in between leaves the hold naming the
-   correction; its redelivery resumes it: the stored standings do not change under a re-rate and
-   the plan keeps the ratings from before, so it writes and sends the same again.
+message, sends its dead letter or its events, then calls :func:`finish_correction`. The steps
+(validate, hold the ladder, read the stored rounds, re-rate in process with ``rerate.py``, write
+what changed, emit ``correction`` RatingChanges, release) are docs/history.md "Corrections"; an
+``insert`` is phase one's for a ``late`` round ("Late rounds"), rated in its place. A worker
+killed in between leaves the hold naming the correction: its redelivery resumes it from its plan.
 """
 
 from __future__ import annotations
@@ -63,9 +34,7 @@ from stream.logsafe import log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.context import PipelineContext
 from stream.contracts.encoding import number_texts
-from stream.pipeline.messages import RatingChangeMessage
-from stream.pipeline.messages import Origin
-from stream.pipeline.phase_one import build_fanout
+from stream.pipeline.messages import Origin, RatingChangeMessage
 from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate, rerate_model
 from stream.store import corrections as ledger
 from stream.store.bulk import LadderWriter
@@ -124,7 +93,8 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     await _hold(ctx, correction)
-    await _drain(ctx, ladder)
+    while await ledger.in_flight(store, ladder):  # the rounds registered before the hold: done first
+        await asyncio.sleep(ctx.settings.hold_poll_s)
     seconds["hold"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -185,8 +155,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
 
 
 async def finish_correction(ctx: PipelineContext, result: CorrectionResult) -> None:
-    """Once the result's events are sent: record the correction in the ledger and release the hold,
-    or, for a correction dead-lettered, record why (``stream void/amend --wait`` reports it)."""
+    """Once the events are sent: record the correction and release the hold (or record why it was dead-lettered)."""
     if result.dead_letter is not None and result.ladder is not None and result.correction_id is not None:
         await ledger.record_rejection(ctx.store, result.ladder, result.correction_id, result.dead_letter.reason,
                                       result.dead_letter.message)
@@ -195,8 +164,7 @@ async def finish_correction(ctx: PipelineContext, result: CorrectionResult) -> N
 
 
 async def fail_correction(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseException) -> CorrectionResult:
-    """Set aside a correction whose handling kept raising: an ``internal_error`` dead letter, and
-    its hold released (the ladder's rounds must not wait for ever)."""
+    """Set aside a correction whose handling kept raising: ``internal_error``, its hold released."""
     text = f"{type(error).__name__}: {error}"
     result = _rejected(RoundRejected(INTERNAL_ERROR, f"handling the correction kept raising {text[:500]}"), raw, origin)
     try:
@@ -215,12 +183,6 @@ async def _hold(ctx: PipelineContext, correction: Correction) -> None:
             != correction.correction_id:
         log.info("ladder %s is held by correction %s; correction %s waits", log_safe(correction.ladder),
                  log_safe(holder), log_safe(correction.correction_id))
-        await asyncio.sleep(ctx.settings.hold_poll_s)
-
-
-async def _drain(ctx: PipelineContext, ladder: str) -> None:
-    """Wait until the ladder's rounds registered before the hold are done (events confirmed)."""
-    while await ledger.in_flight(ctx.store, ladder):
         await asyncio.sleep(ctx.settings.hold_poll_s)
 
 
@@ -254,15 +216,14 @@ def _check(correction: Correction, target: StoredRound | None, stored: list[Stor
 
 
 def _stored_round(seq: int, stored: StoredRound, draws_rate: bool) -> HistoryRound | None:
-    """The standings a stored round is rated with now (None: it rates nobody): its amendment, or
-    its fan-out's entries (players in rank order; ties in fan-out order). ``draws_rate``: the
-    ladder's model rates a draw (``LadderConfig.draws_rate``)."""
+    """The standings a stored round is rated with now (None: it rates nobody): its amendment (or a
+    late round's body), or its fan-out's entries (players in rank order; ties in fan-out order)."""
     status = stored.status
     if status == STATUS_VOIDED:
         return None
     record = stored.record
-    if "amended" in record:
-        amended = _amended(record["amended"])
+    if "amended" in record or status == STATUS_LATE:  # a late round: the body its registration kept
+        amended = _amended(record["amended"] if "amended" in record else record["body"])
         return None if amended.is_outcome_free(draws_rate) else HistoryRound.of(amended, seq)
     if status != STATUS_RATED:
         return None
@@ -278,9 +239,7 @@ def _stored_round(seq: int, stored: StoredRound, draws_rate: bool) -> HistoryRou
 
 
 def _ties_in_one_message(stored: StoredRound) -> bool:
-    """Whether the fan-out keeps the standings' order within every tie: no rank shared by several
-    entries (teams; individuals as teams of one) is split across messages (each message keeps
-    the standings' order of its own players only)."""
+    """Whether the fan-out keeps the standings' order within every tie (none split across messages)."""
     if len(stored.fanout) <= 1:
         return True
     messages: dict[int, set[int]] = {}
@@ -293,11 +252,8 @@ def _ties_in_one_message(stored: StoredRound) -> bool:
 
 
 def _fanout_entries(stored: StoredRound) -> tuple[dict[str, Any], list[tuple[int, str, str | None, float | None]]]:
-    """A round's stored fan-out parsed: its first message (the round's ``occurred_at`` and
-    ``weight``, as every message of it) and every entry as (rank, player, team, share played;
-    None where absent), in fan-out order.
-    Read with orjson, not ``PlayerUpdate.from_json``: the service wrote these messages itself
-    (phase one), and a re-rate reads every round of the ladder."""
+    """A round's stored fan-out parsed (orjson: phase one wrote it): its first message and every
+    entry as (rank, player, team, share played), in fan-out order."""
     updates = [orjson.loads(m) for m in stored.fanout]
     return (updates[0] if updates else {}), [(e["rank"], e["player"], e.get("team"), e.get("weight"))
                                              for u in updates for e in u["entries"]]
@@ -311,36 +267,22 @@ def _amended(body: str) -> RoundResult:
         return rejection.round
 
 
-def _late_round(stored: StoredRound, draws_rate: bool) -> HistoryRound | None:
-    """A ``late`` round's standings, from the body its registration kept."""
-    round_ = _amended(stored.record["body"])
-    return None if round_.is_outcome_free(draws_rate) else HistoryRound.of(round_, stored.seq)
-
-
 def _inserted(correction: Correction, stored: list[StoredRound]) -> list[StoredRound]:
-    """The rounds an insert rates in their place: the ladder's ``late`` rounds, and those it
-    already marked (a redelivered insert resumes). Empty for a void or an amend."""
+    """The rounds an insert rates in their place: the ``late`` ones and those it already marked."""
     if correction.kind != INSERT:
         return []
     return [r for r in stored if r.status == STATUS_LATE or correction.correction_id in _trail_ids(r)]
 
 
 REPRODUCED = 1e-9
-"""How far a stored rating-only round's new ratings may be from the same round re-rated as its
-fan-out reads before :func:`_unreproduced` refuses the ladder (they are bit-equal)."""
+"""Tolerance of :func:`_unreproduced` on a stored round's ratings against its re-rate (they are bit-equal)."""
 
 
 def _unreproduced(correction: Correction, cfg: LadderConfig, stored: list[StoredRound],
                   by_time: bool) -> RoundRejected | None:
-    """Why a ladder whose model has a team call (TrueSkill) cannot be re-rated (None: it can).
-
-    A stored fan-out keeps each player's rank, team and share of the match, but the standings'
-    order within a tie only where the tie lies in one message (each partition's message keeps its
-    own players' order; ``HistoryRound.ordered``), and TrueSkill's ratings depend on that order.
-    So the ladder's current history re-rated as its fan-outs read must reproduce the stored
-    ``mu_after``/``sigma_after`` of every round read out of order (else the re-rated prefix would
-    not be the stream's), and the rounds the correction re-rates must keep their order within
-    ties (checked by the caller). Else ``not_correctable``."""
+    """Why a ladder whose model has a team call (TrueSkill) cannot be re-rated (None: it can): its
+    history re-rated as the fan-outs read must reproduce the stored ratings of every round with a
+    tie split across messages (docs/history.md "Corrections")."""
     model = cfg.rating_model
     if model is None or model.teams is None:
         return None  # the other models' ratings do not depend on the order within a tie
@@ -375,22 +317,20 @@ def _tie_rejection(correction: Correction, cfg: LadderConfig, round_id: str) -> 
 
 
 def sort_key(h: HistoryRound, by_time: bool) -> tuple[float, int]:
-    """A round's place in its ladder's rating order: (occurred_at, seq) on a ladder rated by
-    occurred_at, else seq (``stream.contracts.ordering``: the replay's order, seq = publish order)."""
+    """A round's place in its ladder's rating order (``stream.contracts.ordering``)."""
     return (h.occurred_at, h.seq) if by_time else (0.0, h.seq)
 
 
 def _histories(correction: Correction, target: StoredRound, stored: list[StoredRound], inserted: list[StoredRound],
                by_time: bool, draws_rate: bool) -> tuple[list[HistoryRound], set[str], tuple[float, int]]:
-    """The corrected history in rating order, the players of the corrected rounds (the target
-    before and after the correction; an insert's rounds), and where in that order the correction
-    starts to change anything (the smallest :func:`sort_key` of the corrected rounds, before and after)."""
+    """The corrected history in rating order, the players of the corrected rounds (before and
+    after), and where in that order the correction starts to change anything."""
     history: list[HistoryRound] = []
     target_players: set[str] = set()
     starts: list[tuple[float, int]] = []
     late = {r.round_id for r in inserted}
     for r in stored:
-        current = _late_round(r, draws_rate) if r.status == STATUS_LATE else _stored_round(r.seq, r, draws_rate)
+        current = _stored_round(r.seq, r, draws_rate)
         if r.round_id in late:
             if current is not None:
                 target_players.update(current.players)
@@ -415,9 +355,7 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
 def _affected(rated: Rerated, start: tuple[float, int], targets: set[str], target_players: set[str],
               by_time: bool) -> tuple[list[int], set[str]]:
     """The rounds the correction changes (indices into ``rated.rounds``) and the players whose
-    state it changes: those of the corrected rounds, then of every later round (in rating order,
-    from ``start`` on) holding one of them. Any other round's inputs, hence results, are exactly
-    what the stream stored: left as they are."""
+    state it changes: the corrected rounds', then those of every later round holding one of them."""
     dirty = set(target_players)
     affected: list[int] = []
     players = rated.players
@@ -432,8 +370,7 @@ def _affected(rated: Rerated, start: tuple[float, int], targets: set[str], targe
 
 
 async def _record_trail(ctx: PipelineContext, correction: Correction, target: StoredRound) -> None:
-    """The correction on the round record, before anything it re-rates is written: the round's
-    new status (``voided``) or standings (``amended``), and its trail (``corrections``, JSON)."""
+    """The correction on the round record (status or standings, and its trail), before the re-rate's writes."""
     trail = json.loads(target.record.get("corrections", "[]"))
     if correction.correction_id not in [step["id"] for step in trail]:
         trail.append({"id": correction.correction_id, "kind": correction.kind, "at": time.time(),
@@ -475,8 +412,7 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
     is_touched = np.zeros(table.size, dtype=bool)
     is_touched[touched_rows[present]] = True
     count = np.bincount(rated.rows, minlength=table.size)
-    seen = _running_count(rated.rows, table.size)
-    keep = is_touched[rated.rows] & (count[rated.rows] - seen < ctx.store.history_length)
+    keep = is_touched[rated.rows] & (count[rated.rows] - occurrence(rated.rows) <= ctx.store.history_length)
     keep |= is_affected[round_of]
     at = np.flatnonzero(keep)
     changes = encode_changes(rated, ladder, at, Texts.of(rated, cfg, at), cfg)
@@ -489,18 +425,10 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         if k in results:
             results[k][player] = change
 
-    def split(h: HistoryRound, performance: np.ndarray) -> list[tuple[int, bytes]]:
-        return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round(ladder), h.seq, performance, partitions)]
-
-    split_at: set[int] = set()
-    if rated.previous is None:
-        fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes, split, split_at)
-    else:
-        fanouts = _model_fanouts(ctx, rated, ladder, affected, partitions, split_at)
+    fanouts = encode_fanouts(rated, ladder, affected, partitions, ctx.settings.max_message_bytes)
     await rewrite_rounds(ctx.store, ladder, correction.correction_id, [  # fields: partition, or partition.k if split
         RoundRewrite(rated.rounds[k].round_id, results[k] if rated.rounds[k].seq > results_trimmed else {},
-                     dict(fanout_fields(fanout)) if j in split_at else dict(fanout))
-        for j, (k, fanout) in enumerate(zip(affected, fanouts))])
+                     dict(fanout_fields(fanout))) for k, fanout in zip(affected, fanouts)])
     written = {h.round_id for h in rated.rounds}
     for r in stored:  # rounds of the suffix that rate nobody now (voided, amended to no outcome)
         if r.seq >= s and r.round_id not in written:
@@ -524,61 +452,22 @@ async def _write(ctx: PipelineContext, correction: Correction, target: StoredRou
         last_time=number_texts("last_time", batch.last_time), display_rating=shown,
         tier=tier_names(rated.final_tier[rows], cfg), state=pack_batch(batch)))
     await writer.remove_players(ladder, removed)
-    # every round voided: no last rated round
-    await writer.ladder_fields(ladder, _ladder_fields(rated), drop=() if rated.rounds else ("last_rated_seq", "last_round"))
+    fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
+    if rated.rounds:  # the last in rating order (on a ladder rated by occurred_at, not always the largest seq)
+        fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
+    # every round voided: no last rated round; ``players`` is recounted after the write
+    await writer.ladder_fields(ladder, fields, drop=() if rated.rounds else ("last_rated_seq", "last_round"))
     await writer.close()
     await ledger.recount_players(ctx.store, ladder)
     occurred_at = float(target.record.get("occurred_at", 0.0))
     return _events(ctx, correction, rated, before, kept, rows, last, mu, sigma, shown, removed, occurred_at)
 
 
-def _model_fanouts(ctx: PipelineContext, rated: Rerated, ladder: str, ks: list[int], partitions: int,
-                   split_at: set[int]) -> list[list[tuple[int, bytes]]]:
-    """The stored fan-out of each round ``ks`` of a rating-only ladder: phase one's ``build_fanout``
-    with each entry's ``previous_seq`` (0: a newcomer) and new rating (``mu_after``, ``sigma_after``);
-    ``split_at`` receives the positions in ``ks`` of rounds whose message for a partition was split."""
-    assert rated.previous is not None
-    out: list[list[tuple[int, bytes]]] = []
-    seq_of = np.fromiter((h.seq for h in rated.rounds), dtype=np.int64, count=len(rated.rounds))
-    round_of = rated.round_of()
-    for j, k in enumerate(ks):
-        lo, hi = int(rated.offsets[k]), int(rated.offsets[k + 1])
-        previous = rated.previous[lo:hi]
-        seqs = np.where(previous >= 0, seq_of[round_of[np.maximum(previous, 0)]], 0).tolist()
-        ratings = number_texts("mu_after", rated.mu_after[lo:hi]), number_texts("sigma_after", rated.sigma_after[lo:hi])
-        messages = build_fanout(ctx, rated.rounds[k].to_round(ladder), rated.rounds[k].seq,
-                                rated.performance[lo:hi], partitions, seqs, ratings)
-        if len({m.partition for m in messages}) < len(messages):
-            split_at.add(j)
-        out.append([(m.partition, m.value) for m in messages])
-    return out
-
-
-def _running_count(rows: np.ndarray, size: int) -> np.ndarray:
-    """Per participation, how many participations of the same row come before it, plus one."""
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    starts = np.searchsorted(sorted_rows, sorted_rows, side="left")
-    out = np.empty(rows.shape[0], dtype=np.int64)
-    out[order] = np.arange(rows.shape[0]) - starts + 1
-    return out
-
-
-def _ladder_fields(rated: Rerated) -> dict[str, Any]:
-    """The ladder hash's counters after the correction: rated rounds, last rated round (``players``
-    is set from the leaderboard's size once the players are written)."""
-    fields: dict[str, Any] = {"rounds_rated": len(rated.rounds), "updated_at": encode_float(time.time())}
-    if rated.rounds:  # the last in rating order (on a ladder rated by occurred_at, not always the largest seq)
-        fields |= {"last_rated_seq": rated.rounds[-1].seq, "last_round": rated.rounds[-1].round_id}
-    return fields
-
-
 def _events(ctx: PipelineContext, correction: Correction, rated: Rerated, before: dict[str, list[str]],
             kept: list[str], rows: np.ndarray, last: np.ndarray, mu: list[str], sigma: list[str], shown: list[str],
             removed: list[str], occurred_at: float) -> list[RatingChangeMessage]:
-    """A RatingChange (kind ``correction``) for every touched player whose rating moved (a player
-    left without a round: rating back to the newcomer prior, ``rounds_played`` 0, the corrected
-    round's ``occurred_at``)."""
+    """A RatingChange (kind ``correction``) for every touched player whose rating moved (one left
+    without a round: back to the newcomer prior)."""
     ladder, cfg = correction.ladder, ctx.display(correction.ladder)
     newcomer = PlayerState.new(ctx.ladder(correction.ladder).newcomer)
     prior_mu, prior_sigma = encode_float(newcomer.mu), encode_float(newcomer.sigma)

@@ -1,10 +1,7 @@
 """Reading ``rounds-dlq`` back: each dead letter as a :class:`Rejection` (for ``stream rejected``,
-``stream publish --wait`` and the read API's rejected view).
-
-Records are read defensively: a dead letter's ``original`` may be the whole message (base64) or a
-cut prefix with its full length and hash, fields may be missing or of another type, and reason
-codes are shown as written (new codes appear without a change here). A record that is not JSON at
-all is still listed, with reason ``unreadable``.
+``stream publish --wait`` and the read API's rejected view). Records are read defensively (a cut
+original, missing or mistyped fields, new reason codes shown as written); one that is not JSON at
+all is listed with reason ``unreadable``.
 """
 
 from __future__ import annotations
@@ -202,13 +199,11 @@ class DeadLetterReader:
                 raise TimeoutError(f"{self.topic} not read to its end within {timeout_s:.0f} s")
 
 
-def _newest_first(found: list[Rejection]) -> list[Rejection]:
-    return sorted(found, key=lambda r: (r.rejected_at or 0.0, r.dlq_partition, r.dlq_offset), reverse=True)
-
-
-def _window(limit: int, ladder: str | None) -> int:
-    """Records read back per partition to find the ``limit`` most recent (of ``ladder``)."""
-    return limit if ladder is None else max(limit, LADDER_SCAN)
+def _backlog(reader: DeadLetterReader, limit: int, ladder: str | None) -> list[Rejection]:
+    """The ``limit`` most recent dead letters (of ``ladder`` if given) up to now, newest first."""
+    reader.seek(back=limit if ladder is None else max(limit, LADDER_SCAN))  # records read back per partition
+    found = [r for r in reader.drain() if ladder is None or r.ladder == ladder]
+    return sorted(found, key=lambda r: (r.rejected_at or 0.0, r.dlq_partition, r.dlq_offset), reverse=True)[:limit]
 
 
 def recent(settings: Settings, *, limit: int, ladder: str | None = None) -> list[Rejection]:
@@ -216,8 +211,7 @@ def recent(settings: Settings, *, limit: int, ladder: str | None = None) -> list
     with DeadLetterReader(settings) as reader:
         if not reader.assign():
             return []
-        reader.seek(back=_window(limit, ladder))
-        return _newest_first([r for r in reader.drain() if ladder is None or r.ladder == ladder])[:limit]
+        return _backlog(reader, limit, ladder)
 
 
 def follow(settings: Settings, *, ladder: str | None = None, deadline: float | None = None,
@@ -229,9 +223,7 @@ def follow(settings: Settings, *, ladder: str | None = None, deadline: float | N
             if deadline is not None and time.monotonic() > deadline:
                 return
             time.sleep(POLL_MS / 1000)
-        reader.seek(back=_window(last, ladder))
-        backlog = _newest_first([r for r in reader.drain() if ladder is None or r.ladder == ladder])[:last]
-        yield from reversed(backlog)
+        yield from reversed(_backlog(reader, last, ladder))
         while deadline is None or time.monotonic() < deadline:
             for rejection in reader.poll():
                 if ladder is None or rejection.ladder == ladder:

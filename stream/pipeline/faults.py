@@ -1,16 +1,11 @@
 """The fault seam: the named places in the handlers where a test injects a failure, and the one
 hook that does it.
 
-A handler calls :func:`at` at each place (``await faults.at(POINT, **context)``). With no hook
-installed (production) it returns False at once. A test installs one (:func:`install`; the fault
-suite's, tests/faults/injection.py, runs the worker under ``python -m tests.faults.injection``)
-that may, at the place it was told: end the process as ``kill -9`` does, raise
-:class:`InjectedFault` (what a bug or a race does), do what a half-finished step leaves (the
-batch's store cut in the middle), stop the consumer fetching a partition (the watchdog must
-notice, watchdog.py), or return True: the caller then loses what the place names (the ``drop_*``
-places). ``context`` is what the place hands the hook (the round ids at the raise places, the
-store and the batch's rounds at IN_BATCH_STORE, the app and its observed partitions at the stall
-place). The places' names are the tests' FAULT_POINT values.
+A handler calls ``await faults.at(POINT, **context)``; with no hook installed (production) it
+returns False at once. The fault suite's hook (:func:`install`, tests/faults/injection.py) may
+kill the process, raise :class:`InjectedFault`, cut the batch's store, stall a partition, or
+return True: the caller then loses what the place names (the ``drop_*`` places). The places'
+names are the tests' FAULT_POINT values.
 """
 
 from __future__ import annotations
@@ -29,14 +24,10 @@ AFTER_FANOUT_SENT_BEFORE_ACK = "after_fanout_sent_before_ack"
 PHASE_TWO_AFTER_REDIS_BEFORE_EMIT = "phase_two_after_redis_before_emit"
 PHASE_TWO_AFTER_EMIT_BEFORE_ACK = "phase_two_after_emit_before_ack"
 CORRECTION_MID_RERATE = "correction_mid_rerate"
-"""A correction holds its ladder, its plan and trail are stored, half of its re-rate's writes are
-sent (``corrections._write``: every re-rated round's results and fan-out, no player yet), no
-event: the redelivered correction must finish it. Not in CRASH_POINTS (those a stream of rounds
-meets): tests/faults/test_corrections_kill.py."""
+"""Half of a correction's writes sent (rounds, no player yet), no event: its redelivery must finish
+it (tests/faults/test_corrections_kill.py; not in CRASH_POINTS, those a stream of rounds meets)."""
 IN_BATCH_STORE = "in_batch_store"
-"""Phase one of a batch with several rounds to rate dies while its store is half written (the
-store is one pipeline, not a transaction): the first half of the rounds' queued marks and
-fan-outs stored, the next round's queued marks only (tests/faults/injection.py)."""
+"""Phase one of a batch dies with its store (a pipeline, not a transaction) half written."""
 BATCH_CRASH_POINTS = (IN_BATCH_STORE,)
 
 #: Crash points of a matchmaking tick (stream/pipeline/matchmaking.py), in the order a tick meets them.
@@ -78,9 +69,8 @@ RAISE_ALWAYS_POINTS = (RAISE_ALWAYS_IN_PHASE_ONE, RAISE_ALWAYS_IN_PHASE_TWO)
 
 #: Stall points (stream/pipeline/runtime/watchdog.py): the worker's consumer stops fetching one partition.
 STALL_ROUNDS_PARTITION = "stall_rounds_partition"
-"""The lowest ``rounds`` partition with a committed offset, in the first worker to have one, is
-paused in aiokafka without Faust knowing (what faust-streaming's rebalance bug looks like): it
-is never fetched again, with no error. The watchdog's self-heal (seek + resume) clears it."""
+"""A ``rounds`` partition paused in aiokafka without Faust knowing (faust-streaming's rebalance
+bug): the watchdog's self-heal (seek + resume) clears it."""
 STALL_ROUNDS_PARTITION_FOREVER = "stall_rounds_partition_forever"
 """As STALL_ROUNDS_PARTITION, and resuming it does nothing while the assignment lasts: only the
 watchdog's exit (STALL_EXIT) and a restart clear it."""

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stream.contracts.encoding import join_entries
+from stream.pipeline.partitioner import partitions_of
+
 
 @dataclass(slots=True)
 class FanOutMessage:
     """One PlayerUpdate for ``player-updates``: explicit partition, key = first entry's player.
-    Not frozen: phase one builds one per round and partition (a frozen dataclass's ``__init__``
-    costs a ``object.__setattr__`` per field)."""
+    Not frozen: one is built per round and partition (a frozen ``__init__`` costs a setattr per field)."""
 
     partition: int
     key: bytes
@@ -67,9 +69,8 @@ def join_sections(sections: Sequence[bytes], limit: int) -> list[bytes]:
 
 
 def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMessage]:
-    """One-section fan-out messages (several rounds', in seq order per ladder) joined per
-    partition into as few messages as fit ``limit`` (:func:`join_sections`), partitions in
-    ascending order; each message keyed by its first section's key."""
+    """One-section fan-out messages joined per partition (ascending) into as few as fit ``limit``
+    (:func:`join_sections`), each keyed by its first section's key."""
     by_partition: dict[int, list[FanOutMessage]] = {}
     for message in messages:
         by_partition.setdefault(message.partition, []).append(message)
@@ -80,6 +81,46 @@ def join_fanout(messages: Sequence[FanOutMessage], limit: int) -> list[FanOutMes
             out.append(FanOutMessage(partition, group[first].key, value))
             first += value.count(SECTION_SEPARATOR) + 1
     return out
+
+
+def partition_messages(heads: Sequence[str], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
+                    partitions: int, limit: int) -> list[list[FanOutMessage]]:
+    """Each round's fan-out messages (round k: its ``update_head`` ``heads[k]``, its entries' texts
+    and players ``bounds[k]:bounds[k + 1]`` of ``entries`` and ``flat``): per partition, ascending,
+    split in halves while over ``limit``, keyed by the first player (phase one and the re-rate)."""
+    out: list[list[FanOutMessage]] = []
+    partition_of = partitions_of(flat, partitions)
+    for head, a, b in zip(heads, bounds[:-1], bounds[1:]):
+        groups: dict[int, list[int]] = {}
+        for i in range(a, b):
+            group = groups.get(partition_of[i])
+            if group is None:
+                groups[partition_of[i]] = [i]
+            else:
+                group.append(i)
+        messages: list[FanOutMessage] = []
+        for partition in sorted(groups):
+            index = groups[partition]
+            # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
+            value = join_entries(head, [entries[i] for i in index])
+            if len(value) > limit and len(index) > 1:  # rare: joined again, in parts
+                _split(messages, partition, head, entries, flat, index, limit)
+            else:
+                messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+        out.append(messages)
+    return out
+
+
+def _split(out: list[FanOutMessage], partition: int, head: str, entries: Sequence[str], flat: Sequence[str],
+           index: list[int], limit: int) -> None:
+    """Append the message of the entries ``index`` of one partition, in halves while over ``limit``."""
+    value = join_entries(head, [entries[i] for i in index])
+    if len(value) <= limit or len(index) == 1:
+        out.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+        return
+    half = len(index) // 2
+    _split(out, partition, head, entries, flat, index[:half], limit)
+    _split(out, partition, head, entries, flat, index[half:], limit)
 
 
 @dataclass(frozen=True)
@@ -107,9 +148,6 @@ FORWARDED = "forwarded"
 
 
 def misrouted(event: Incoming, ladder: str) -> bool:
-    """Whether a round read from a partition was published under another key than its ladder
-    (or none). A ladder's rounds are rated in their order on ONE partition, the one its key
-    picks, by the one actor reading it: a round elsewhere would be rated concurrently with its
-    ladder's others, in no defined order. So it is not rated where it is read but forwarded to
-    its topic keyed by its ladder (``rounds_batches``), and rated when it arrives there."""
+    """Whether a round read from a partition was published under another key than its ladder: a
+    ladder's rounds are rated in order on the one partition its key picks, so it is forwarded there."""
     return event.origin.topic is not None and event.origin.partition is not None and event.key != ladder.encode()

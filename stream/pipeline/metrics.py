@@ -5,16 +5,14 @@ application prefix :data:`PREFIX` (``ems_``) on every name, base units in the na
 (``_seconds``, ``_bytes``), ``_total`` on counters (and on nothing else). The standard process
 metrics come under the prefix too (``ems_process_cpu_seconds_total``, ...: prometheus_client's
 default ``process_*``, ``python_gc_*`` and ``python_info`` collectors are replaced); Faust's own
-sensors are not exported (``compat.QuietMonitor``). :func:`convention_problems` checks a scrape
-(tests/stream/test_ops_metrics.py scrapes a running worker with it, and checks that every
-metric deploy/grafana and deploy/prometheus name exists).
+sensors are not exported (``compat.QuietMonitor``). tests/faults/test_ops_metrics.py checks a
+running worker's scrape against these conventions and deploy/grafana and deploy/prometheus.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client import (GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, REGISTRY, Counter, Gauge,
@@ -30,8 +28,7 @@ disable_created_metrics()  # type: ignore[no-untyped-call]  # no ``*_created`` s
 
 
 def _own_process_metrics() -> None:
-    """Replace prometheus_client's default collectors (``process_*``, ``python_gc_*``,
-    ``python_info``: no application prefix) by the process collector under :data:`PREFIX`."""
+    """Replace prometheus_client's default collectors (no prefix) by the process collector under :data:`PREFIX`."""
     for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
         try:
             REGISTRY.unregister(collector)
@@ -100,11 +97,8 @@ API_REQUESTS = Counter("ems_api_requests_total", "Read API requests by route and
 
 
 class ConsumerLag(Collector):
-    """``ems_consumer_lag_messages{topic,partition}`` and ``ems_consumer_lag_seconds{topic,partition}``
-    of the worker group (``APP_ID``): messages between the group's committed offset and the end of
-    each partition, and the age of the oldest of them (now minus its Kafka timestamp; 0 when there
-    is none). Set whole by the Kafka probe (``stream.api.health``) after each check; a partition
-    whose oldest record could not be read has no seconds sample."""
+    """The worker group's lag per topic and partition, in messages and in seconds (the oldest
+    uncommitted record's age), set whole by the Kafka probe (``stream.api.health``) after each check."""
 
     def __init__(self) -> None:
         self._rows: dict[tuple[str, int], tuple[int, float | None]] = {}
@@ -134,48 +128,34 @@ class ConsumerLag(Collector):
 CONSUMER_LAG = ConsumerLag()
 REGISTRY.register(CONSUMER_LAG)
 
-#: Unit words that are not base units (Prometheus: seconds, bytes, ratios 0-1, ...).
-NON_BASE_UNITS = re.compile(r"_(ms|millis|milliseconds|us|microseconds|ns|minutes|hours|days|kb|mb|gb|kib|mib|"
-                            r"kilobytes|megabytes|percent|pct)(_|$)")
 
-
-def convention_problems(families: Iterable[Metric]) -> list[str]:
-    """What breaks the naming conventions in parsed metric families (e.g. from
-    ``prometheus_client.parser.text_string_to_metric_families`` of a scrape): a name without the
-    ``ems_`` prefix, a counter whose samples do not end in ``_total``, ``_total`` on anything but a
-    counter, a unit that is not a base unit. Empty: all good."""
-    problems: list[str] = []
-    for family in families:
-        name = family.name
-        if not name.startswith(PREFIX + "_"):
-            problems.append(f"{name}: no {PREFIX}_ prefix")
-        if NON_BASE_UNITS.search(name):
-            problems.append(f"{name}: not a base unit (use _seconds, _bytes, or a 0-1 ratio)")
-        for sample in family.samples:
-            if family.type == "counter" and not sample.name.endswith("_total"):
-                problems.append(f"{sample.name}: a counter without _total")
-            if family.type != "counter" and sample.name.endswith("_total") and family.type not in ("unknown",):
-                problems.append(f"{sample.name}: _total on a {family.type}")
-            if isinstance(sample.value, float) and math.isnan(sample.value) and family.type == "counter":
-                problems.append(f"{sample.name}: NaN counter")
-    return problems
+_LADDER_HEALTH = (  # name (``_total``: a counter), help, labels
+    ("ems_ladder_scored_rounds_total", "Rounds scored before their update", "ladder"),
+    ("ems_ladder_rapid_climbers_total", "Rapid-climber events", "ladder"),
+    ("ems_ladder_pair_accuracy_ratio", "Share of pairs the ratings before the round ordered right (the paper's pair "
+     "metric / 100)", "ladder subset window"),
+    ("ems_ladder_rank_deviation_ratio", "The paper's rank deviation / 100", "ladder subset window"),
+    ("ems_ladder_pair_log_loss", "Mean log-loss (nats) of the pairwise win probabilities", "ladder window"),
+    ("ems_ladder_calibration_error", "Expected calibration error of the pairwise win probabilities (sum over bins "
+     "|wins - predicted| / pairs)", "ladder window"),
+    ("ems_ladder_calibration_observed_ratio", "Share of pairs the favourite won, per bin of its predicted probability",
+     "ladder bin window"),
+    ("ems_ladder_calibration_predicted_ratio", "Mean predicted probability of the favourite, per bin",
+     "ladder bin window"),
+    ("ems_ladder_calibration_pairs_total", "Pairs scored, per bin of the favourite's predicted probability",
+     "ladder bin"),
+    ("ems_ladder_mean_mu", "Mean mu: pool (every player ever rated) or participants (rolling window)",
+     "ladder population"),
+    ("ems_ladder_median_mu", "Median over the rolling window of each round's median mu before it", "ladder"),
+    ("ems_ladder_provisional_ratio", "Share of participations by provisional players (fewer than 5 earlier rounds)",
+     "ladder window"),
+)
 
 
 class LadderHealthMetrics(Collector):
     """Each ladder's rating health (``store.health.ladder_health``, refreshed from Redis by the API's
-    loop every ``HEALTH_EXPORT_S``: every worker exports the same figures, take ``max by (ladder)``):
-
-    * ``ems_ladder_scored_rounds_total{ladder}``, ``ems_ladder_rapid_climbers_total{ladder}``;
-    * ``ems_ladder_pair_accuracy_ratio`` / ``ems_ladder_rank_deviation_ratio{ladder,subset,window}``
-      (the paper's figures as 0-1 ratios; subset ``all`` / ``experienced``, window ``cumulative`` /
-      ``rolling``), ``ems_ladder_pair_log_loss{ladder,window}``, ``ems_ladder_calibration_error{ladder,window}``;
-    * the reliability diagram: ``ems_ladder_calibration_observed_ratio`` and
-      ``ems_ladder_calibration_predicted_ratio{ladder,bin,window}`` (per bin of the favourite's
-      predicted probability, ``bin`` its lower edge), ``ems_ladder_calibration_pairs_total{ladder,bin}``;
-    * drift: ``ems_ladder_mean_mu{ladder,population}`` (``pool``: every player ever rated;
-      ``participants``: the rolling window's participations), ``ems_ladder_median_mu{ladder}``,
-      ``ems_ladder_provisional_ratio{ladder,window}``.
-    """
+    loop every ``HEALTH_EXPORT_S``: every worker exports the same figures, take ``max by (ladder)``);
+    the paper's pair and rank figures as 0-1 ratios, calibration per bin (``bin``: its lower edge)."""
 
     def __init__(self) -> None:
         self._ladders: dict[str, dict[str, Any]] = {}
@@ -186,30 +166,9 @@ class LadderHealthMetrics(Collector):
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily
 
-        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
-            return GaugeMetricFamily(name, doc, labels=labels)
-
-        scored = CounterMetricFamily("ems_ladder_scored_rounds", "Rounds scored before their update", labels=["ladder"])
-        climbers = CounterMetricFamily("ems_ladder_rapid_climbers", "Rapid-climber events", labels=["ladder"])
-        pair = gauge("ems_ladder_pair_accuracy_ratio", "Share of pairs the ratings before the round ordered right "
-                     "(the paper's pair metric / 100)", ["ladder", "subset", "window"])
-        rank = gauge("ems_ladder_rank_deviation_ratio", "The paper's rank deviation / 100", ["ladder", "subset", "window"])
-        loss = gauge("ems_ladder_pair_log_loss", "Mean log-loss (nats) of the pairwise win probabilities",
-                     ["ladder", "window"])
-        ece = gauge("ems_ladder_calibration_error", "Expected calibration error of the pairwise win probabilities "
-                    "(sum over bins |wins - predicted| / pairs)", ["ladder", "window"])
-        observed = gauge("ems_ladder_calibration_observed_ratio", "Share of pairs the favourite won, per bin of its "
-                         "predicted probability", ["ladder", "bin", "window"])
-        predicted = gauge("ems_ladder_calibration_predicted_ratio", "Mean predicted probability of the favourite, per bin",
-                          ["ladder", "bin", "window"])
-        pairs = CounterMetricFamily("ems_ladder_calibration_pairs", "Pairs scored, per bin of the favourite's predicted "
-                                    "probability", labels=["ladder", "bin"])
-        mean_mu = gauge("ems_ladder_mean_mu", "Mean mu: pool (every player ever rated) or participants (rolling window)",
-                        ["ladder", "population"])
-        median_mu = gauge("ems_ladder_median_mu", "Median over the rolling window of each round's median mu before it",
-                          ["ladder"])
-        provisional = gauge("ems_ladder_provisional_ratio", "Share of participations by provisional players "
-                            "(fewer than 5 earlier rounds)", ["ladder", "window"])
+        families = [(CounterMetricFamily if name.endswith("_total") else GaugeMetricFamily)(
+            name.removesuffix("_total"), doc, labels=labels.split()) for name, doc, labels in _LADDER_HEALTH]
+        scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional = families
 
         def number(value: object) -> float:
             return math.nan if value is None else float(value)  # type: ignore[arg-type]
@@ -236,7 +195,7 @@ class LadderHealthMetrics(Collector):
             mean_mu.add_metric([ladder, "pool"], number(health["pool"]["mean_mu"]))
             mean_mu.add_metric([ladder, "participants"], number(health["rolling"]["mean_mu"]))
             median_mu.add_metric([ladder], number(health["median_mu"]))
-        yield from (scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional)
+        yield from families
 
     def describe(self) -> Iterator[Metric]:
         return iter(())

@@ -1,9 +1,6 @@
-"""What the workers send, as plain records: fan-outs, rating changes and dead letters; and the
-handlers' :class:`Outbox`, for what they send outside an input's own handling.
-
-Built from plain values (topic names as strings, input messages as :class:`Incoming`), so the
-handlers that build them run and are tested without Faust; the agents hand the records to the
-producer.
+"""What the workers send, as plain records built from plain values (testable without Faust):
+fan-outs, rating changes and dead letters; and the handlers' :class:`Outbox`, for what they
+send outside an input's own handling.
 """
 
 from __future__ import annotations
@@ -49,14 +46,12 @@ Send = Callable[[list[Outgoing], str], Awaitable[None]]
 
 
 class Outbox(Protocol):
-    """What the handlers send outside an input's own handling, each send done (acknowledged) when
-    it returns, and the partition count the fan-out spreads over. Given to the context at
-    construction: the worker's goes through its producer (``runtime.producer.WorkerOutbox``), the
-    tests' and in-process tools' is a :class:`ListOutbox`; the handlers' path is the same."""
+    """What the handlers send outside an input's own handling (acknowledged when a send returns),
+    and the fan-out's partition count: the worker's ``runtime.producer.WorkerOutbox``, else a
+    :class:`ListOutbox`."""
 
     async def resend(self, messages: list[FanOutMessage]) -> None:
-        """Send re-driven fan-out messages (stored fan-outs: a redelivered round's, a completed
-        registered round's, those the sweeper or a barrier re-drives)."""
+        """Send re-driven (stored) fan-out messages."""
 
     async def reject(self, letter: DeadLetter) -> None:
         """Send a dead letter found outside an input's own handling (a stored round set aside)."""
@@ -67,8 +62,7 @@ class Outbox(Protocol):
 
 @dataclass
 class ListOutbox:
-    """An :class:`Outbox` that records what is sent (tests, ``stream backfill``, benchmarks);
-    ``partitions``: its partition count (PARTITIONS)."""
+    """An :class:`Outbox` that records what is sent (tests, ``stream backfill``, benchmarks)."""
 
     partitions: int
     resent: list[FanOutMessage] = field(default_factory=list)
@@ -118,9 +112,8 @@ def change_messages(names: TopicNames, events: Sequence[RatingChangeMessage]) ->
 
 
 async def settle(acks: Sequence[asyncio.Future[object]], sent: list[Outgoing], what: str, send: Send) -> None:
-    """Wait for the broker's acknowledgement of messages already in flight; if any failed
-    (broker unreachable, or any other error), send them all again through ``send``, which
-    retries until it works (every consumer is idempotent): the input is never acked past."""
+    """Wait for the acknowledgement of messages in flight; if any failed, send them all again
+    through ``send``, which retries until it works (consumers are idempotent)."""
     try:
         await asyncio.gather(*acks)
     except Exception as exc:

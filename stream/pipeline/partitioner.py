@@ -7,7 +7,6 @@ the same partition (and so the same phase-two consumer) whoever produced them.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 from kafka.partitioner.default import murmur2
@@ -20,12 +19,6 @@ _KNOWN: dict[int, dict[str, int]] = {}
 """Per partition count, the partition of each key seen (cleared past CACHED_KEYS)."""
 
 
-def _hashed(key: str, partitions: int) -> int:
-    """``toPositive(murmur2(key)) % partitions``, the Java client's default for a keyed record."""
-    hashed: int = murmur2(key.encode("utf-8"))  # kafka-python ships no type hints
-    return (hashed & POSITIVE_MASK) % partitions
-
-
 def partition_for(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner puts ``key`` on (memoised)."""
     known = _KNOWN.get(partitions)
@@ -34,9 +27,8 @@ def partition_for(key: str, partitions: int) -> int:
 
 
 def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
-    """``[partition_for(k, partitions) for k in keys]``, looked up in one ``map`` over a plain
-    dict (a batch's players are mostly known: no call per key); an unknown key is hashed by
-    murmur2 and remembered."""
+    """``[partition_for(k, partitions) for k in keys]`` in one ``map`` over the memo (a batch's players
+    are mostly known); an unknown key is hashed and remembered."""
     known = _KNOWN.setdefault(partitions, {})
     out: list[int | None] = list(map(known.get, keys))
     if None in out:
@@ -44,13 +36,7 @@ def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
             known.clear()
         for i, key in enumerate(keys):
             if out[i] is None:
-                out[i] = known[key] = _hashed(key, partitions)
+                # toPositive(murmur2(key)) % partitions, the Java client's default for a keyed record
+                out[i] = known[key] = (murmur2(key.encode("utf-8")) & POSITIVE_MASK) % partitions
     return out  # type: ignore[return-value]  # every None replaced
 
-
-def group_by_partition(players: Sequence[str], partitions: int) -> dict[int, list[int]]:
-    """Indices of ``players`` grouped by their partition (in input order within a group)."""
-    groups: dict[int, list[int]] = defaultdict(list)
-    for index, partition in enumerate(partitions_of(players, partitions)):
-        groups[partition].append(index)
-    return dict(groups)

@@ -1,46 +1,14 @@
 """Phase one: validate a round, assign its ladder sequence, rate performances, fan out.
 
-Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_rounds` for each
-batch of messages (rated as a unit: see its docstring and the end of this module), in publish
-order per ladder, and sends what it returns. One path: a message alone (the fallback when a
-batch keeps raising, a message a batch deferred) is a batch of one (:func:`handle_one`), and a
-round left ``registered`` is completed by the same machinery (:func:`complete_registered`).
-Steps of a round (paper Section 4, Algorithm 1, first half):
-
-1. ``parse_round``; a bad message becomes a dead letter, an outcome-free round (fewer than two
-   entries, or a draw on a ladder whose model does not rate draws: ``LadderConfig.draws_rate``)
-   is recorded with status ``no_outcome`` and rates nobody.  A round with teams or partial play is rated
-   when its ladder's model rates them (``rating_models.support``: Elo-MMR for teams on Elo-MMR
-   ladders, ``teams.py``; TrueSkill), else dead-lettered ``teams_unsupported`` or
-   ``mixed_standings`` (``check_supported``).
-2. Register the round id (Lua, once; while a correction holds the ladder, registration answers
-   ``held`` and the round waits, registered again every HOLD_POLL_S: :func:`handle_one`): a new id
-   gets the ladder's next ``seq``; the same id with the same content is a duplicate (its stored fan-out is re-sent if it is still
-   pending, since the first attempt may have crashed mid-send); different content is a
-   ``conflict`` dead letter, the first round stands. Registration also enters the round in
-   the sweeper's ledger (``sweeper.py``) with its canonical body, and reports the ladder's
-   earlier rounds still ``registered`` (their phase one crashed or was lost): those are
-   completed first, so a ``registered`` round's priors stay valid until it is completed.
-   On a ladder rated by occurred_at (``LADDER_ORDER``), a round older than the ladder's newest
-   one is registered ``late`` instead, holding the ladder at once: phase one publishes its
-   ``insert`` correction (``corrections.py`` rates it in its place and re-rates what follows).
-3. Per-player barrier (``barrier.py``), then priors: each player's stored state (the engine's
-   newcomer prior for an unseen player), or the posterior this worker computed for the round the
-   barrier waits on (``posteriors.py``).
-4. Per ladder one engine call over its rounds in seq order: every participant's performance
-   (drift applied inside); for a round with teams or partial play, each team's and then each
-   member's (``teams.rate_ladder_rounds``); a rating-only model's ratings (``rating_models``).
-5. Mark the participants ``queued_seq = seq``, store the fan-out (one PlayerUpdate per
-   partition of the ``player-updates`` topic, as its metadata counts them, by Kafka's murmur2
-   partition of each player id; split in parts of at most MAX_MESSAGE_BYTES) and mark the round
-   pending; then the caller sends exactly the stored messages.
-
-Steps 3 to 5 of a ladder's rounds run under the ladder's lease (``lease.py``: one rater per ladder
-at a time, a batch's or the sweeper's), the fan-out stored with its fencing token; a round whose
-ladder another attempt holds is ``fenced``, left registered to that one (or the sweeper).
-
-A message whose phase one keeps raising is set aside by :func:`fail` (the agent calls it once
-HANDLER_ATTEMPTS attempts failed): dead-lettered as ``internal_error``, its round ``failed``.
+Plain async functions (no Kafka): the ``rounds`` agent calls :func:`handle_rounds` per batch of
+messages and sends what it returns. One path: a message alone is a batch of one
+(:func:`handle_one`), and a round left ``registered`` is completed by the same machinery
+(:func:`complete_registered`). The steps (paper Section 4, Algorithm 1, first half) are
+docs/design.md steps 2-4 and 8: parse and check support (a bad message is a dead letter, an
+outcome-free round ``no_outcome``), register (Lua: seq, duplicate, ``conflict``, ``held`` by a
+correction, ``late`` on a ladder rated by occurred_at), barrier and priors, one engine call per
+ladder, then the stored fan-out, under the ladder's lease (``lease.py``). A message whose phase
+one keeps raising is set aside by :func:`fail` (``internal_error``, its round ``failed``).
 """
 
 from __future__ import annotations
@@ -61,13 +29,12 @@ from stream.logsafe import log_ids, log_safe
 from stream.pipeline import faults, rating_models
 from stream.pipeline.barrier import RoundOvertaken, wait_for_priors
 from stream.pipeline.context import PipelineContext
-from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
+from stream.contracts.encoding import entry_texts, number_texts, update_head
 from stream.pipeline.lease import Leases
-from stream.pipeline.messages import FORWARDED, FanOutMessage, Incoming, Origin, misrouted, value_limit
-from stream.pipeline.partitioner import partitions_of
+from stream.pipeline.messages import (FORWARDED, FanOutMessage, Incoming, Origin, join_fanout, misrouted,
+                                      partition_messages, value_limit)
 from stream.pipeline.retry import TRANSIENT_ERRORS
 from stream.pipeline.teams import fanout_columns, is_team_round, rate_ladder_rounds
-from stream.pipeline.messages import join_fanout
 from stream.engine.state import pack_batch, unpack_batch
 from stream.contracts.correction import INSERT, Correction
 from stream.store.store import (NEVER_DUE, OUTCOME_CONFLICT, SAVE_FENCED, SAVE_REFUSED, SAVED_NOW, Lease, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED,
@@ -92,19 +59,9 @@ class PhaseOneResult:
     """For a ``late`` round: the insert correction to publish (the ladder is held for it)."""
 
 
-def insert_of(round_: RoundResult, registration: Registration) -> PhaseOneResult:
-    """A late round (a ladder rated by occurred_at; register_round.lua registered it ``late`` and
-    held the ladder for the correction ``registration.status``): its insert correction, which the
-    ``corrections`` agent applies (the round rated in its place, the rounds after it re-rated)."""
-    insert = Correction(INSERT, round_.ladder, round_.round_id, registration.status)
-    return PhaseOneResult("late", round_.ladder, round_.round_id, registration.seq, insert=insert)
-
-
 async def handle_one(ctx: PipelineContext, event: Incoming) -> PhaseOneResult:
-    """Phase one of one message: :func:`handle_rounds` of a batch of one, again while that batch
-    defers it (every HOLD_POLL_S while a correction holds its ladder; at once, up to
-    ORDER_ATTEMPTS times, after its schedule was read again or another attempt stored a round of
-    its ladder first). Its ``updates``: every message the batch leaves to send."""
+    """:func:`handle_rounds` of a batch of one, again while it defers the message (every
+    HOLD_POLL_S while its ladder is held; else up to ORDER_ATTEMPTS times)."""
     lost, waiting = 0, False
     while True:
         batch = await handle_rounds(ctx, [event])
@@ -124,26 +81,13 @@ async def handle_one(ctx: PipelineContext, event: Incoming) -> PhaseOneResult:
 
 
 ORDER_ATTEMPTS = 3
-"""How many times a round is rated again after its attempt lost (save_fanout.lua refused it: an
-earlier round of the ladder registered, or the round before it in the chain stored by another
-attempt) before the attempt raises (the caller's retries go on)."""
+"""How many times a round is rated again after save_fanout.lua refused it before the attempt raises."""
 
 
 async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int, leases: Leases) -> list[FanOutMessage]:
-    """Phase one proper of a registered round, as a batch of one (:func:`_rate_and_store`):
-    barrier, priors, performances, stored fan-out, under ``leases`` (the caller's lease of the
-    ladder, ``lease.py``: its fencing token goes with the store).
-
-    Returns the messages to send: this attempt's, or those another attempt stored first (a
-    redelivery, the sweeper or a batch racing it). Seq order per ladder, for every attempt: the
-    ladder's earlier rounds still ``registered`` are completed first (a round's priors are final
-    only once every earlier round is stored, its players marked queued), and save_fanout.lua
-    refuses a fan-out while an earlier round is registered (then this attempt starts again). If
-    the barrier finds the round already applied to a player (``RoundOvertaken``: another attempt
-    stored it), nothing is computed from that state: the stored fan-out is returned. Fenced (the
-    caller no longer holds the ladder's lease, or its token is stale): nothing is stored or
-    returned, the round stays registered for the holder (or the sweeper).
-    """
+    """Phase one of a registered round as a batch of one (:func:`_rate_and_store`) under the
+    caller's ``leases``, after the ladder's earlier ``registered`` rounds. Returns the messages to
+    send: this attempt's or those another attempt stored first; none if fenced."""
     ladder, round_id = round_.ladder, round_.round_id
     item = _ToRate(-1, round_, seq, round_.players())
     for _ in range(ORDER_ATTEMPTS):
@@ -164,27 +108,15 @@ async def _complete(ctx: PipelineContext, round_: RoundResult, seq: int, leases:
 
 
 async def complete_before(ctx: PipelineContext, ladder: str, seq: int, leases: Leases) -> None:
-    """Complete the ladder's rounds still ``registered`` below ``seq``, in seq order (each one
-    first completes those below it), under ``leases`` (:func:`_complete`): whoever rates round
-    ``seq`` (a batch, a redelivery, the sweeper, which claims rounds by due time, not by seq)
-    does so only after every earlier round of the ladder is stored."""
+    """Complete the ladder's rounds still ``registered`` below ``seq``, in seq order, under ``leases``."""
     for round_id in await ctx.store.registered_before(ladder, seq):
         await complete_registered(ctx, ladder, round_id, leases)
 
 
 async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str, leases: Leases) -> list[FanOutMessage]:
-    """Finish the phase one of a round left ``registered`` (its input was lost or acked early)
-    from the body stored at registration, and send its fan-out (``ctx.outbox``) right away:
-    later rounds' barriers wait for it. Returns the messages; nothing if it is past registered.
-
-    The body is re-read under the contract's fixed rules only (``STORED``): limits tightened
-    since it was accepted do not apply to it. If completing it raises unexpectedly a
-    HANDLER_ATTEMPTS-th time in this worker, the round is failed and dead-lettered
-    (``internal_error``, :func:`fail`) instead: it must not stall the ladder's later rounds. A
-    round registered before ``LADDERS`` changed the ladder's model is failed and dead-lettered
-    ``model_changed`` (it was accepted under the recorded model, which the stream no longer runs).
-    ``leases``: the caller's (a batch's or the sweeper's), holding the ladder's lease: the round
-    is stored with its fencing token (:func:`_complete`)."""
+    """Finish a round left ``registered`` from its stored body (read under ``STORED`` limits) and
+    send its fan-out at once (later rounds' barriers wait for it). A round that keeps raising is
+    failed (:func:`fail`); one whose ladder's model changed is failed ``model_changed``."""
     body = await ctx.store.round_body(ladder, round_id)
     if body is None:
         return []
@@ -214,14 +146,10 @@ async def complete_registered(ctx: PipelineContext, ladder: str, round_id: str, 
 
 async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseException) -> PhaseOneResult:
     """Set aside a message whose phase one kept raising ``error``: an ``internal_error`` dead
-    letter naming the exception, and, if it is a round still ``registered``, the round marked
-    ``failed`` (it rates nobody; the players it marked queued are released: store.fail_round)."""
-    now = time.time()
+    letter, and its round, if still ``registered``, marked ``failed`` (store.fail_round)."""
     text = f"{type(error).__name__}: {error}"
     rejection = RoundRejected(INTERNAL_ERROR, f"handling the message kept raising {text[:500]}")
-    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
-                                       partition=origin.partition, offset=origin.offset)
-    result = PhaseOneResult("failed", dead_letter=letter)
+    result = _rejected(rejection, raw, time.time(), origin, outcome="failed")
     try:
         try:
             round_ = parse_round(raw, limits=STORED)
@@ -242,108 +170,45 @@ async def fail(ctx: PipelineContext, raw: bytes, origin: Origin, error: BaseExce
 def build_fanout(ctx: PipelineContext, round_: RoundResult, seq: int, performance: np.ndarray | list[str],
                  partitions: int, previous_seqs: list[int] | None = None,
                  ratings: tuple[list[str], list[str]] | None = None) -> list[FanOutMessage]:
-    """PlayerUpdates holding all of the round's players that map to each partition: one per
-    partition, or several where one would exceed MAX_MESSAGE_BYTES (a huge round whose players
-    hash to one partition), each then holding a contiguous part of that partition's players.
-    ``performance``: the values, or their texts (:func:`number_texts`, rendered once for a batch);
-    ``previous_seqs``: per player, the seq of the round whose posterior was its prior (written
-    as each entry's ``previous_seq``; None: left out, as a re-rate does); ``ratings``: the texts
-    of each player's new (mu, sigma), for a rating-only model's round (``rating_models``)."""
+    """A round's PlayerUpdates, one per partition (in parts where one would exceed MAX_MESSAGE_BYTES).
+    ``performance``: values or their texts; ``previous_seqs``: each entry's (None: left out);
+    ``ratings``: the (mu, sigma) texts of a rating-only model's round."""
     texts = performance if isinstance(performance, list) else number_texts("performance", performance)
     players = round_.players()
     entries = round_entries(round_, texts, previous_seqs, ratings)
-    return _ladder_messages([_ToRate(-1, round_, seq, players)], entries, players, [0, len(players)], partitions,
-                            value_limit(ctx.settings.max_message_bytes))[0]
+    head = update_head(round_.ladder, round_.round_id, seq, round_.occurred_at, round_.weight, len(players))
+    return partition_messages([head], entries, players, [0, len(players)], partitions,
+                           value_limit(ctx.settings.max_message_bytes))[0]
 
 
 def round_entries(round_: RoundResult, texts: Sequence[str], previous_seqs: Sequence[int] | None,
                   ratings: tuple[Sequence[str], Sequence[str]] | None) -> list[str]:
-    """The JSON text of each of the round's fan-out entries, in standings order (arguments as
-    :func:`build_fanout`, the performances as their texts)."""
+    """The JSON text of each of the round's fan-out entries, in standings order (as :func:`build_fanout`)."""
     teams, weights = fanout_columns(round_)  # None, None for a plain round
     weight_texts = None if weights is None else number_texts("weight", np.asarray(weights))
     return entry_texts(round_.players(), [s.rank for s in round_.standings], texts, previous_seqs, ratings, teams,
                        weight_texts)
 
 
-def _ladder_messages(rounds: Sequence[_ToRate], entries: Sequence[str], flat: Sequence[str], bounds: Sequence[int],
-                     partitions: int, limit: int) -> list[list[FanOutMessage]]:
-    """Each of a ladder's rounds' fan-out messages (round k: the texts of its entries, as
-    :func:`round_entries` writes them, and its players are ``bounds[k]:bounds[k + 1]`` of
-    ``entries`` and ``flat``), in one pass: per partition, ascending, its players' entries joined,
-    split in halves while a part exceeds ``limit`` (:func:`_split`), each message keyed by its
-    first player."""
-    out: list[list[FanOutMessage]] = []
-    partition_of = partitions_of(flat, partitions)
-    for item, a, b in zip(rounds, bounds[:-1], bounds[1:]):
-        round_ = item.round_
-        groups: dict[int, list[int]] = {}
-        for i in range(a, b):
-            group = groups.get(partition_of[i])
-            if group is None:
-                groups[partition_of[i]] = [i]
-            else:
-                group.append(i)
-        head = update_head(round_.ladder, round_.round_id, item.seq, round_.occurred_at, round_.weight, b - a)
-        messages: list[FanOutMessage] = []
-        for partition in sorted(groups):
-            index = groups[partition]
-            # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
-            value = join_entries(head, [entries[i] for i in index])
-            if len(value) > limit and len(index) > 1:  # rare: joined again, in parts
-                _split(messages, partition, head, entries, flat, index, limit)
-            else:
-                messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
-        out.append(messages)
-    return out
-
-
-def _split(out: list[FanOutMessage], partition: int, head: str, entries: Sequence[str], flat: Sequence[str],
-           index: list[int], limit: int) -> None:
-    """Append the message of the entries ``index`` of one partition, or, while it would exceed
-    ``limit``, those of its halves (a huge round whose players hash to one partition)."""
-    value = join_entries(head, [entries[i] for i in index])
-    if len(value) <= limit or len(index) == 1:
-        out.append(FanOutMessage(partition, flat[index[0]].encode(), value))
-        return
-    half = len(index) // 2
-    _split(out, partition, head, entries, flat, index[:half], limit)
-    _split(out, partition, head, entries, flat, index[half:], limit)
-
-
-def _first_player(value: bytes) -> bytes:
-    """The key of a stored fan-out message: its first entry's player id."""
-    return PlayerUpdate.from_json(value).players[0].encode()
-
-
 async def stored_fanout(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:
     """The fan-out stored for a round, as messages to (re-)send."""
     stored = await ctx.store.load_fanout(ladder, round_id)
-    return [FanOutMessage(partition, _first_player(value), value) for partition, value in stored]
-
-
-async def redrive_rounds(ctx: PipelineContext, ladder: str, blocked_players: list[str]) -> None:
-    """Re-send the stored fan-outs of the rounds the barrier waits on."""
-    await ctx.outbox.resend([m for round_id in await ctx.store.queued_rounds(ladder, blocked_players)
-                             for m in await stored_fanout(ctx, ladder, round_id)])
+    return [FanOutMessage(partition, PlayerUpdate.from_json(value).players[0].encode(), value)  # key: first player
+            for partition, value in stored]
 
 
 def _model_changed(ctx: PipelineContext, round_: RoundResult, raw: bytes, now: float, origin: Origin,
                    stored: str) -> PhaseOneResult:
-    """The dead letter of a round of a ladder whose recorded model is not the configured one
-    (logged once per ladder and stored model in this worker)."""
+    """The ``model_changed`` dead letter of a round (logged once per ladder and stored model)."""
     rejection = model_changed(round_, stored, ctx.ladder(round_.ladder).model)
     if (round_.ladder, stored) not in ctx.model_conflicts:
         ctx.model_conflicts.add((round_.ladder, stored))
         log.error("%s: its rounds are dead-lettered (reason %s)", rejection.message, rejection.reason)
-    letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
-                                       partition=origin.partition, offset=origin.offset)
-    return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
+    return _rejected(rejection, raw, now, origin, round_)
 
 
 async def _fail_model_changed(ctx: PipelineContext, round_: RoundResult, body: bytes, stored: str) -> None:
-    """Set aside a round left ``registered`` whose ladder's configured model is no longer the
-    recorded one: ``failed`` (rates nobody) and dead-lettered ``model_changed``."""
+    """Fail a round left ``registered`` whose ladder's model changed, dead-lettered ``model_changed``."""
     result = _model_changed(ctx, round_, body, time.time(), Origin(), stored)
     assert result.dead_letter is not None
     await ctx.store.fail_round(round_.ladder, round_.round_id, content_hash=round_.content_hash(),
@@ -351,11 +216,14 @@ async def _fail_model_changed(ctx: PipelineContext, round_: RoundResult, body: b
     await ctx.outbox.reject(result.dead_letter)
 
 
-def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first_seq: int) -> PhaseOneResult:
-    rejection = conflict(round_, first_seq)
+def _rejected(rejection: RoundRejected, raw: bytes, now: float, origin: Origin, round_: RoundResult | None = None,
+              outcome: str = "rejected") -> PhaseOneResult:
+    """The dead letter of the message ``raw`` read at ``origin``, as its result."""
     letter = DeadLetter.from_rejection(rejection, raw, rejected_at=now, topic=origin.topic,
                                        partition=origin.partition, offset=origin.offset)
-    return PhaseOneResult("rejected", round_.ladder, round_.round_id, dead_letter=letter)
+    if round_ is None:
+        return PhaseOneResult(outcome, dead_letter=letter)
+    return PhaseOneResult(outcome, round_.ladder, round_.round_id, dead_letter=letter)
 
 
 
@@ -364,13 +232,8 @@ def _conflict(round_: RoundResult, raw: bytes, now: float, origin: Origin, first
 
 @dataclass
 class BatchResult:
-    """Phase one of a batch of ``rounds`` messages.
-
-    ``results``: per message what happened (None for a deferred one); ``messages``: the batch's
-    fan-out, its sections joined per partition (``messages.join_fanout``), to send once;
-    ``deferred``: indices of messages to handle again, each as a batch of one (:func:`handle_one`),
-    AFTER the messages are sent (see :func:`_plan` and :func:`_rate_and_store`); ``on_hold``: the
-    ladders a correction holds (their messages are among the deferred)."""
+    """Phase one of a batch: per message its result (None: deferred), the fan-out joined per
+    partition, the messages to handle again as batches of one after it is sent, the held ladders."""
 
     results: list[PhaseOneResult | None]
     messages: list[FanOutMessage] = field(default_factory=list)
@@ -380,9 +243,7 @@ class BatchResult:
 
 @dataclass(slots=True)
 class _ToRate:
-    """A registered round to rate: its message's index in the batch (-1: a round completed from
-    its stored body, :func:`_complete`), the round, its seq, and its players (``round_.players()``,
-    listed once)."""
+    """A registered round to rate: its message's index (-1: completed from its stored body), seq, players."""
 
     index: int
     round_: RoundResult
@@ -392,8 +253,7 @@ class _ToRate:
 
 @dataclass
 class _Plan:
-    """What registration decided for a batch: the rounds to rate per ladder, stored fan-outs to
-    re-send, earlier rounds left ``registered`` to complete first, messages deferred."""
+    """What registration decided for a batch."""
 
     to_rate: dict[str, list[_ToRate]] = field(default_factory=dict)
     resend: list[tuple[str, str]] = field(default_factory=list)
@@ -412,37 +272,12 @@ Columns = dict[str, np.ndarray | list[bytes | None]]
 
 async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> BatchResult:
     """Phase one of a batch of ``rounds`` messages as a unit (paper Algorithm 1, first half, for
-    many rounds): per message its outcome (the module docstring's steps), with
-
-    1. ONE Redis round trip registering every round (register_round.lua, one call per run of
-       rounds of a ladder, in order) and reading every participant's stored state
-       (``Store.register_batch``);
-    2. earlier rounds left ``registered`` completed first; the per-player barrier for each
-       ladder's players at their first round of the batch, a player it holds going through with
-       the posterior this worker computed in an earlier batch for the round it waits for
-       (``posteriors.py``: kept across batches, checked by sequence number);
-    3. per ladder ONE ``engine.rate_rounds`` call over its rounds in seq order (waves of
-       player-disjoint rounds: a later round of the batch uses the posteriors of the earlier
-       ones, as phase two will store them; a round with teams or partial play is rated alone in
-       its place, ``teams.rate_ladder_rounds``); each entry's ``previous_seq`` names its prior;
-    4. ONE round trip storing every round's queued marks, fan-out and pending mark
-       (``Store.queue_batch``); then the batch's posteriors are kept for the next batches; the
-       fan-out sections joined per partition.
-
-    Crashes and races (another attempt, e.g. the sweeper completing a round a crashed worker
-    left, rating the same round): a stored fan-out is never derived from a computation that
-    lost. Each round of a ladder is stored with this attempt's token and only if the ladder's
-    previous round of the batch was stored by this attempt and no earlier round of the ladder is
-    still registered (save_fanout.lua, atomically with the store): once a round was stored by
-    someone else, the batch's later rounds of that ladder are not stored (``SAVE_REFUSED``) but
-    deferred, each handled again as a batch of one, as is a ladder whose barrier found a round
-    already applied (``RoundOvertaken``): :func:`_rate_and_store`. One rater per ladder at a time
-    (``lease.py``): the batch rates a ladder only under its lease, taken with the registrations
-    (waiting up to the lease time for another holder to let go; a ladder taken only after that
-    wait has its players' state read again) and given up with the store, and stores with the
-    lease's fencing token; a ladder whose lease another attempt holds, or whose store was refused
-    as fenced (the lease lapsed and was taken), is not rated here: its rounds are ``fenced``, left
-    registered to the holder (or the sweeper).
+    many rounds; docs/design.md steps 3-4): ONE round trip registers every round and reads every
+    participant's state (``Store.register_batch``, with the ladders' leases); earlier rounds left
+    ``registered`` are completed first; per ladder the barrier, then ONE engine call over its
+    rounds in seq order; ONE round trip stores every fan-out (``Store.queue_batch``). A round
+    whose chain lost to another attempt (``SAVE_REFUSED``, ``RoundOvertaken``) is deferred, one
+    whose ladder another attempt holds (or whose lease lapsed: ``SAVE_FENCED``) is ``fenced``.
     """
     await ctx.refresh_seasons()  # the seasons started since (SEASON_REFRESH_S)
     now = time.time()
@@ -459,7 +294,8 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     participants = list(dict.fromkeys((r.ladder, p) for _, r, status in accepted if status == STATUS_REGISTERED
                                       for p in r.players()))
     due_at = now + ctx.settings.sweep_timeout_s
-    ladders = {ladder: (*_model_of(ctx, ladder), ctx.ladder_order.by_time(ladder), ctx.schedule_version(ladder))
+    ladders = {ladder: (ctx.ladder(ladder).model, ctx.ladder(ladder).digest, ctx.ladder_order.by_time(ladder),
+                        ctx.schedule_version(ladder))
                for ladder in {r.ladder for _, r, _ in accepted}}
     leases = Leases(ctx.lease_owner, ctx.settings.phase_one_lease_ms)
     registrations, columns = await ctx.store.register_batch(
@@ -480,29 +316,35 @@ async def handle_rounds(ctx: PipelineContext, events: Sequence[Incoming]) -> Bat
     stale = await _complete_earlier(ctx, plan.earlier, leases) | late  # late: the holder may have stored since
     stored = await _rate_and_store(ctx, plan.to_rate, columns, {key: i for i, key in enumerate(participants)}, stale,
                                    leases, release=True)
-    _keep(ctx, stored.posteriors, stored.unsaved)
-    _fenced(results, [item.index for item in stored.fenced])
+    for after in stored.posteriors:  # kept once stored; a ladder another attempt stored a round of keeps none
+        if after.ladder in stored.unsaved:
+            ctx.posteriors.drop(after.ladder)
+        elif after.states:
+            ctx.posteriors.keep(after.ladder, after.players, after.last, after.states)
+    if stored.fenced:  # another attempt holds their ladder's lease: its rounds, nothing sent here
+        log.warning("%d round(s) of the batch not rated here: another attempt holds their ladder's lease",
+                    len(stored.fenced))
+    for item in stored.fenced:
+        if (fenced := results[item.index]) is not None:
+            fenced.outcome, fenced.updates = "fenced", []
     sections: list[FanOutMessage] = []
-    lost: list[int] = []
     for item, messages in zip(stored.items, stored.messages):
-        if messages is None:  # not stored from this attempt's chain: handled again as a batch of one
-            lost.append(item.index)
+        if messages is None:  # not stored from this attempt's chain: handled again as a batch of one (handle_one)
+            results[item.index] = None
+            plan.deferred.append(item.index)
             continue
         result = results[item.index]
         if result is not None:
             result.updates = messages
         sections += messages
-    _defer(results, plan, lost)
     return BatchResult(results, join_fanout(sections, value_limit(ctx.settings.max_message_bytes)),
                        sorted(plan.deferred), plan.on_hold)
 
 
 @dataclass
 class _Stored:
-    """What :func:`_rate_and_store` did: per round rated (``items``, each ladder's in seq order)
-    the messages to send, or None where this attempt's chain lost it; the rounds ``fenced`` (not
-    rated or not stored: another attempt holds their ladder's lease); the posteriors of the
-    ladders rated, and the ladders not wholly stored by this attempt (they keep none)."""
+    """What :func:`_rate_and_store` did: per round rated its messages (None: its chain lost), the
+    rounds ``fenced``, the ladders' posteriors and the ladders not wholly stored here."""
 
     items: list[_ToRate] = field(default_factory=list)
     messages: list[list[FanOutMessage] | None] = field(default_factory=list)
@@ -514,23 +356,11 @@ class _Stored:
 async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]], columns: Columns | None,
                           row: dict[tuple[str, str], int], stale: set[str], leases: Leases, *,
                           release: bool = False) -> _Stored:
-    """Rate each ladder's registered rounds (``_rate_ladder``: barrier, one engine call, fan-out)
-    and store them all in ONE round trip (``Store.queue_batch``): the batch machinery, for a
-    batch's rounds and for a round completed alone (:func:`_complete`).
-
-    ``columns``, ``row``: the players' state read with the registration (None, or a ladder in
-    ``stale``: read again). Each round of a ladder is stored with this attempt's token and only
-    if the ladder's previous round here was stored by this attempt and no earlier round of the
-    ladder is still registered (save_fanout.lua, atomically with the store): a round whose chain
-    lost (``SAVE_REFUSED``), and every round of a ladder whose barrier found a round already
-    applied (``RoundOvertaken``), gets None; a round another attempt stored first (a redelivery,
-    the sweeper) gets the stored fan-out.
-
-    ``leases``: the attempt's ladder leases (``lease.py``: a batch's, or the sweeper's), renewed
-    once half their time has passed; a ladder is rated only while its lease is held, and stored
-    with its fencing token: a ladder not held, or a round save_fanout.lua refuses as fenced
-    (``SAVE_FENCED``), is ``fenced``. ``release``: give the leases up in the store's round trip
-    (a batch's, done with them; the sweeper gives its own up once it has completed its rounds)."""
+    """Rate each ladder's rounds (:func:`_rate_ladder`) under ``leases`` and store them all in ONE
+    round trip (``Store.queue_batch``, save_fanout.lua: a round is stored only if the one before
+    it in the chain was stored by this attempt). ``columns``, ``row``: the players' state read
+    with the registration (None, or a ladder in ``stale``: read again). ``release``: give the
+    leases up in the store's round trip."""
     out = _Stored()
     queued: list[QueuedRound] = []
     rated: list[tuple[_ToRate, list[FanOutMessage]]] = []
@@ -588,35 +418,8 @@ async def _rate_and_store(ctx: PipelineContext, to_rate: dict[str, list[_ToRate]
     return out
 
 
-def _defer(results: list[PhaseOneResult | None], plan: _Plan, indices: list[int]) -> None:
-    """Hand the messages ``indices`` to handling as batches of one after the batch
-    (:func:`handle_one`, which registers them again: a round another attempt stored is re-sent,
-    one still registered is rated from fresh priors, after the ladder's earlier rounds)."""
-    for i in indices:
-        results[i] = None
-        plan.deferred.append(i)
-
-
-def _fenced(results: list[PhaseOneResult | None], indices: list[int]) -> None:
-    """The rounds ``indices`` are another attempt's to rate (it holds their ladder's lease): outcome
-    ``fenced``, nothing sent; they stay registered until it (or the sweeper) completes them."""
-    if indices:
-        log.warning("%d round(s) of the batch not rated here: another attempt holds their ladder's lease", len(indices))
-    for i in indices:
-        result = results[i]
-        if result is not None:
-            result.outcome, result.updates = "fenced", []
-
-
-def _model_of(ctx: PipelineContext, ladder: str) -> tuple[str, str]:
-    """The ladder's configured model and its parameters' digest (recorded and checked at registration)."""
-    cfg = ctx.ladder(ladder)
-    return cfg.model, cfg.digest
-
-
 def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult | tuple[RoundResult, str]:
-    """Parse and accept one message: a dead-letter result, or the round with the status to
-    register it with (``registered`` to rate, ``no_outcome``)."""
+    """A dead-letter result, or the round with the status to register it with."""
     origin = event.origin
     try:
         round_ = parse_round(event.value, limits=ctx.limits)
@@ -624,9 +427,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return rejection.round, STATUS_NO_OUTCOME
-        letter = DeadLetter.from_rejection(rejection, event.value, rejected_at=now, topic=origin.topic,
-                                           partition=origin.partition, offset=origin.offset)
-        return PhaseOneResult("rejected", dead_letter=letter)
+        return _rejected(rejection, event.value, now, origin)
     # parse_round rejects a round of fewer than two entries (``no_outcome``, above); a draw is
     # outcome-free where the ladder's model does not rate draws
     if round_.is_outcome_free(ctx.ladder(round_.ladder).draws_rate):
@@ -636,16 +437,9 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
 
 async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list[tuple[int, RoundResult, str]],
           registrations: list[Registration], results: list[PhaseOneResult | None]) -> _Plan:
-    """Each registered message's outcome and the batch's plan.
-
-    A round twice in the batch is rated once (its later copy is ``resent``: the same sections go
-    out with the batch). The first round to rate may be dropped by the test fault
-    DROP_ROUND_AFTER_REGISTER; its ladder's later rounds are then deferred (each a batch of one),
-    which completes the dropped round first, as the ladder's next round does today. The rounds of
-    a ladder a correction holds (``held``: nothing registered) are deferred the same way, as are
-    those after a ``late`` round (its registration held the ladder for its insert correction) and a
-    ladder's rounds from one refused ``stale_schedule`` on (a season started after the schedule this
-    worker holds: nothing registered; registered again once the schedule is read again)."""
+    """Each registered message's outcome and the batch's plan. A round twice in the batch is rated
+    once (the later copy ``resent``). A ladder's rounds from a ``held``, ``late``, ``stale_schedule``
+    or dropped (test fault DROP_ROUND_AFTER_REGISTER) one on are deferred, each a batch of one."""
     plan = _Plan()
     rating: set[tuple[str, str]] = set()
     earlier: dict[str, tuple[str, ...]] = {}  # per ladder the longest ``earlier`` of its rounds to rate
@@ -664,13 +458,14 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
             plan.deferred.append(i)
             continue
         if reg.outcome == OUTCOME_CONFLICT:
-            results[i] = _conflict(round_, event.value, time.time(), event.origin, reg.seq)
+            results[i] = _rejected(conflict(round_, reg.seq), event.value, time.time(), event.origin, round_)
             continue
         if reg.outcome == OUTCOME_MODEL_CHANGED:
             results[i] = _model_changed(ctx, round_, event.value, time.time(), event.origin, reg.status)
             continue
         if reg.outcome == OUTCOME_LATE:  # the ladder is held for its insert from now on
-            results[i] = insert_of(round_, reg)
+            insert = Correction(INSERT, round_.ladder, round_.round_id, reg.status)  # corrections.py rates it
+            results[i] = PhaseOneResult("late", round_.ladder, round_.round_id, reg.seq, insert=insert)
             held.add(round_.ladder)
             continue
         if status == STATUS_NO_OUTCOME:
@@ -704,10 +499,8 @@ async def _plan(ctx: PipelineContext, events: Sequence[Incoming], accepted: list
 
 
 async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, None]], leases: Leases) -> set[str]:
-    """Complete the ladders' rounds left ``registered`` before the batch (in seq order); their
-    messages are sent at once (:func:`complete_registered`). Returns the ladders whose
-    players' state read with the registration is stale now (their barrier reads it again). A
-    ladder whose lease the batch does not hold is left to the holder."""
+    """Complete the ladders' rounds left ``registered`` before the batch (held ladders only);
+    returns the ladders whose state read with the registration is stale now."""
     stale: set[str] = set()
     for ladder, round_ids in earlier.items():
         for round_id in round_ids if leases.token(ladder) else ():
@@ -716,18 +509,9 @@ async def _complete_earlier(ctx: PipelineContext, earlier: dict[str, dict[str, N
     return stale
 
 
-def _take_columns(columns: Columns, rows: list[int]) -> Columns:
-    """The rows ``rows`` of load_players columns (see ``store._columns``)."""
-    index = np.asarray(rows, dtype=np.int64)
-    return {name: column[index] if isinstance(column, np.ndarray) else [column[i] for i in rows]
-            for name, column in columns.items()}
-
-
 @dataclass(frozen=True)
 class _Posteriors:
-    """A ladder's players after its rounds of the batch: each one's packed state after its last
-    round of the batch (``states``, empty when not kept: ``PosteriorCache.worth_keeping``) and
-    that round's seq."""
+    """A ladder's players after the batch: each one's last seq and packed state (empty: not kept)."""
 
     ladder: str
     players: list[str]
@@ -737,8 +521,7 @@ class _Posteriors:
 
 def _observe(ctx: PipelineContext, accepted: list[tuple[int, RoundResult, str]], registrations: list[Registration],
              held: set[str]) -> None:
-    """Tell the posterior cache what the registration saw of each ladder (``posteriors.py``:
-    a hold, a moved corrections counter or a seq handed out again drop the ladder's entries)."""
+    """Tell the posterior cache what the registration saw of each ladder (``posteriors.py``)."""
     ladders: dict[str, list[int]] = {}
     counters: dict[str, int] = {}
     for (_, round_, _), reg in zip(accepted, registrations):
@@ -754,25 +537,12 @@ def _observe(ctx: PipelineContext, accepted: list[tuple[int, RoundResult, str]],
             ctx.posteriors.observe(ladder, corrections=counters[ladder], new_seqs=new)
 
 
-def _keep(ctx: PipelineContext, posteriors: list[_Posteriors], unsaved: set[str]) -> None:
-    """Keep the batch's posteriors for the next batches (``posteriors.py``), once its fan-out is
-    stored. A ladder with a round whose fan-out another attempt stored first (a redelivery, the
-    sweeper) keeps nothing: its entries are dropped."""
-    for after in posteriors:
-        if after.ladder in unsaved:
-            ctx.posteriors.drop(after.ladder)
-        elif after.states:
-            ctx.posteriors.keep(after.ladder, after.players, after.last, after.states)
-
-
 async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate], columns: Columns | None,
                        row: dict[tuple[str, str], int], partitions: int,
                        ) -> tuple[list[list[FanOutMessage]], _Posteriors]:
-    """Barrier, then ONE ``engine.rate_rounds`` call over a ladder's rounds of the batch (in seq
-    order); per round its fan-out sections, each entry with its ``previous_seq``, and the
-    players' posteriors (for the cache: ``posteriors.py``). ``columns``: the players' state read
-    with the registration (None: read it again). A player the barrier holds goes through with
-    its cached posterior when that is of the round it waits for."""
+    """Barrier, then ONE engine call over a ladder's rounds of the batch (in seq order): per round
+    its fan-out, and the players' posteriors. ``columns``: the state read with the registration
+    (None: read again)."""
     flat = [p for item in rounds for p in item.players]  # every participation, round by round
     position = {p: i for i, p in enumerate(dict.fromkeys(flat))}
     players = list(position)
@@ -791,11 +561,15 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
     if columns is None:
         first = await ctx.store.load_priors(ladder, players, first_seq, states=True)
     else:
-        first = Store.priors(players, _take_columns(columns, [row[(ladder, p)] for p in players]), first_seq)
+        rows = [row[(ladder, p)] for p in players]  # the players' rows of the registration's read
+        index = np.asarray(rows, dtype=np.int64)
+        first = Store.priors(players, {name: column[index] if isinstance(column, np.ndarray) else
+                                       [column[i] for i in rows] for name, column in columns.items()}, first_seq)
     ctx.posteriors.fill(ladder, players, first)
 
-    async def redrive(blocked: list[str]) -> None:
-        await redrive_rounds(ctx, ladder, blocked)
+    async def redrive(blocked: list[str]) -> None:  # re-send the stored fan-outs of the rounds the barrier waits on
+        await ctx.outbox.resend([m for round_id in await ctx.store.queued_rounds(ladder, blocked)
+                                 for m in await stored_fanout(ctx, ladder, round_id)])
 
     priors = await wait_for_priors(ctx.store, ctx.settings, ladder, players, first_seq, rounds[0].round_.round_id,
                                    redrive=redrive, first=first, states=True)
@@ -823,7 +597,9 @@ async def _rate_ladder(ctx: PipelineContext, ladder: str, rounds: list[_ToRate],
         entries = [entry for item, a, b in zip(rounds, bounds[:-1], bounds[1:])
                    for entry in round_entries(item.round_, texts[a:b], previous[a:b],
                                               None if ratings is None else (ratings[0][a:b], ratings[1][a:b]))]
-    fanouts = _ladder_messages(rounds, entries, flat, bounds, partitions, value_limit(ctx.settings.max_message_bytes))
+    heads = [update_head(r.round_.ladder, r.round_.round_id, r.seq, r.round_.occurred_at, r.round_.weight,
+                         len(r.players)) for r in rounds]
+    fanouts = partition_messages(heads, entries, flat, bounds, partitions, value_limit(ctx.settings.max_message_bytes))
     last = np.zeros(len(players), dtype=np.int64)
     np.maximum.at(last, all_rows, seqs)  # each player's last round of the batch
     # Elo-MMR ladders keep their posteriors (the states phase two will store); a rating-only

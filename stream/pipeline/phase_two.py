@@ -1,31 +1,13 @@
 """Phase two: apply a batch of ``player-updates`` messages to the players' stored beliefs, then emit events.
 
-Plain async function (no Kafka): the ``player-updates`` agent hands it a batch of messages. A
-message is one or more *sections* (``messages.split_sections``), each one PlayerUpdate: one
-round's players on the partition. Every player's stored state is read ONCE for the whole batch
-(one Redis round trip, with the fan-out check); the rows (player, round) to apply follow the
-chain rule (``chains.py``): a player with several rounds in the batch is rated in seq order,
-one ``engine.phase_two`` call per wave over every round's rows (paper Algorithm 2 diffusion +
-Algorithm 3 update, Eq. 8 sigma; per-row weight and time), each wave reading the posteriors
-the previous one left; then the whole batch is written in two round trips (``Store.apply_batch``:
-rounds in seq order per ladder, so a player's writes land in order; then the applied rows' results) and its events encoded in
-bulk, one call per ladder of the batch (a batch of duels holds tens of rounds).
-
-Trust: ``player-updates`` is an internal topic, but whoever can write to it could forge an
-update (any seq, performance or player). Every section must be byte for byte one of the
-sections phase one stored for its round (``Store.load_states`` checks their SHA-1 digests in
-the same round trip that reads the players); any other is not applied and comes back in
-``PhaseTwoResult.unverified`` (the agent dead-letters that section alone, reason
-``unverified_player_update``).
-
-Idempotency: a row whose player's stored ``last_seq`` already reached the round's ``seq`` is
-not recomputed; the script re-checks atomically. Such rows' events are re-emitted from the
-round's stored results, so a redelivered task re-sends the SAME RatingChange (same
-``event_id`` and content) and consumers can deduplicate; unless a correction re-rated the round
-since (its results changed, the correction sent its own events): then nothing is re-emitted.
-A row whose player has not reached
-its ``previous_seq`` (a gap: an earlier round's section not applied yet) is neither applied
-nor confirmed: its round stays pending and the sweeper re-sends it.
+Plain async function (no Kafka), docs/design.md step 5: every section (one PlayerUpdate) must be
+byte for byte one phase one stored (else ``PhaseTwoResult.unverified``, dead-lettered); the
+players' states are read ONCE per batch; the rows (player, round) follow the chain rule
+(``chains.py``), one ``engine.phase_two`` call per wave (paper Algorithm 2 diffusion + Algorithm
+3 update, Eq. 8 sigma; per-row weight and time); two round trips write the batch
+(``Store.apply_batch``). A row already applied is not recomputed: its event is re-emitted from
+the stored results (same ``event_id``), unless a correction re-rated the round since. A gap row
+(its ``previous_seq`` not reached) is left pending for the sweeper.
 """
 
 from __future__ import annotations
@@ -63,12 +45,8 @@ _T = TypeVar("_T")
 
 
 class _Round:
-    """One round met in a batch: the entries of its verified sections, each player once, in
-    order, as ``parts`` (each one a section's update, or what is left of it once players already
-    met are dropped); :class:`_Rows` reads the batch's columns from the parts in one pass.
-
-    A plain class with slots, not a dataclass: one is built per round of every batch (the
-    dataclass's per-field default factories cost more than the rest of a duel's grouping)."""
+    """One round met in a batch: its verified sections' entries, each player once, as ``parts``.
+    A slotted class, not a dataclass: one is built per round (default factories cost more)."""
 
     __slots__ = ("update", "parts", "seen")
 
@@ -117,8 +95,7 @@ class PhaseTwoResult:
     emitted: list[tuple[str, str, list[str]]] = field(default_factory=list)
     """(ladder, round_id, players) whose events are in ``events``, per round of the batch."""
     unverified: list[tuple[int, str]] = field(default_factory=list)
-    """(index in the batch of its message, why) of every section that is not in its round's
-    stored fan-out (nothing of it was applied), in batch order."""
+    """(message index, why) of every section not in its round's stored fan-out (not applied)."""
     unverified_sections: list[bytes] = field(default_factory=list)
     """The bytes of each ``unverified`` section (aligned): what its dead letter holds."""
     gaps: int = 0
@@ -140,17 +117,11 @@ def group_updates(updates: Sequence[PlayerUpdate]) -> list[_Round]:
 
 
 def fanout_checks(updates: Sequence[PlayerUpdate], raws: Sequence[bytes]) -> tuple[list[FanOutCheck], list[list[int]]]:
-    """One check per round of the batch, and the indices (in ``raws``) of each check's sections:
-    a small round's sections as they are (verify_updates.lua compares them with the stored ones,
-    nothing hashed: :data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
+    """One check per round of the batch, and each check's section indices: a small round's sections
+    as they are (:data:`VERIFY_RAW_MAX`), a bigger round's by SHA-1 digest."""
     by_round: dict[tuple[str, str], list[int]] = {}
     for i, update in enumerate(updates):
-        key = (update.ladder, update.round_id)
-        index = by_round.get(key)
-        if index is None:
-            by_round[key] = [i]
-        else:
-            index.append(i)
+        by_round.setdefault((update.ladder, update.round_id), []).append(i)
     checks = [FanOutCheck(ladder, round_id, [raws[i] for i in index], True)
               if all([updates[i].field_size <= VERIFY_RAW_MAX for i in index]) else
               FanOutCheck(ladder, round_id, [hashlib.sha1(raws[i]).hexdigest() for i in index])
@@ -198,8 +169,7 @@ class _Rows:
     sigma_after: np.ndarray
     """A rating-only model's new rating carried by the fan-out (NaN for Elo-MMR rows)."""
     weight: np.ndarray
-    """The weight of the row's update: its round's weight times the player's share of the match
-    played (Elo-MMR for teams, ``stream.engine.teams``: the round's weight for a plain round)."""
+    """The round's weight times the player's share of the match played (``stream.engine.teams``)."""
     time: np.ndarray
     players: list[str]
     ranks: list[int]
@@ -246,8 +216,7 @@ def _or_none(values: Sequence[_T] | None, entries: int) -> Sequence[_T | None]:
 
 
 def _floats(parts: Sequence[PlayerUpdate], n: int, name: str) -> np.ndarray:
-    """The column ``name`` (``mu_after`` or ``sigma_after``) of the parts' entries, NaN where a
-    part has none (an Elo-MMR round's)."""
+    """The column ``name`` (``mu_after`` or ``sigma_after``) of the parts' entries, NaN where absent."""
     columns = [getattr(u, name) for u in parts]
     if all(column is None for column in columns):
         return np.full(n, np.nan)
@@ -257,8 +226,8 @@ def _floats(parts: Sequence[PlayerUpdate], n: int, name: str) -> np.ndarray:
 
 async def _load(ctx: PipelineContext, messages: Sequence[bytes],
                 verify: bool) -> tuple[_Rows, StoredStates, _Sections, list[int]]:
-    """The batch's verified rounds as rows, the stored state of every player it names (one
-    round trip, with the fan-out check), its sections and the unverified ones."""
+    """The batch's verified rounds as rows, its players' stored states (one round trip, with the
+    fan-out check), its sections and the unverified ones."""
     sections = _Sections.parse(messages)
     key_of: dict[tuple[str, str], int] = {}
     for update in sections.updates:
@@ -326,8 +295,8 @@ def _collect_applied(result: PhaseTwoResult, rows: _Rows, plan: ChainPlan, write
 
 async def _re_emit(ctx: PipelineContext, result: PhaseTwoResult, missing: list[tuple[str, str, list[str]]],
                    now: float) -> None:
-    """Re-emit the stored results of rows already applied (one round trip for the batch); a
-    result lost by a crash mid-pipeline is recovered from the player's history."""
+    """Re-emit the stored results of rows already applied (one round trip); a result lost by a
+    crash is recovered from the player's history."""
     if not any(players for _, _, players in missing):
         return
     for (ladder, round_id, players), changes, emitted in zip(
@@ -347,9 +316,7 @@ async def _re_emit(ctx: PipelineContext, result: PhaseTwoResult, missing: list[t
 
 @dataclass
 class _Rated:
-    """The applied rows' new states as columns, aligned with ``rows`` (the applied row indices,
-    ascending: each round's applied rows are one slice); floats kept as arrays and rendered to
-    their text once (:class:`_Texts`) for the events and for Redis."""
+    """The applied rows' new states as columns, aligned with ``rows`` (applied row indices, ascending)."""
 
     rows: np.ndarray
     mu_before: np.ndarray
@@ -377,16 +344,14 @@ class _Rated:
 
 
 def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStates) -> BatchWrites:
-    """New states of every row to apply, one engine call per wave (a player's k-th row of the
-    batch in wave k, reading the posterior its (k-1)-th left), as the batch's writes: every
-    round, in order (one with no row to apply too: its bookkeeping still runs), its applied
-    rows' columns built once for the batch."""
+    """New states of every row to apply, one engine call per wave (a player's k-th row in wave k),
+    as the batch's writes: every round in order (one with no row applied too)."""
     waves = plan.waves()
     rated = _Rated.empty(np.flatnonzero(plan.status == APPLY))
     if len(rated.rows):
         # per player (a newcomer: his ladder model's prior); each wave moves its rows' players
-        current = unpack_batch(stored.states, _newcomer_params(ctx, rows, len(stored.states)))
-        _newcomers(ctx, rows, stored.states, current)
+        current = unpack_batch(stored.states, ctx.ladder(rows.ladders[0]).newcomer)
+        _newcomers(ctx, rows, stored.states, current)  # the other ladders' newcomers
         tiers = np.array(stored.tiers, dtype=object)
         fresh = np.fromiter((state is None for state in stored.states), dtype=bool, count=len(stored.states))
         for k, wave in enumerate(waves):
@@ -404,10 +369,8 @@ def _rate(ctx: PipelineContext, rows: _Rows, plan: ChainPlan, stored: StoredStat
 
 def _rate_wave(ctx: PipelineContext, rows: _Rows, wave: np.ndarray, at: np.ndarray, current: engine.PlayerBatch,
                tiers: np.ndarray, fresh: np.ndarray, rated: _Rated, *, last: bool) -> None:
-    """Rate the rows ``wave`` (positions ``at`` in ``rated``) from their players' current states,
-    one engine call per ladder model in the wave (a rating-only model's rows take the rating
-    their fan-out carries: ``rating_models.apply``), and move those players' states (unless it is the ``last`` wave),
-    tiers and newcomer flags on."""
+    """Rate the rows ``wave`` (positions ``at`` in ``rated``), one engine call per ladder model (a
+    rating-only model's rows take the rating their fan-out carries), and move the players on."""
     ladder = rows.ladder[wave]
     last_time = current.last_time[rows.key[wave]]  # before this wave: whose round starts a new season
     for config, group in _by_model(ctx, rows, ladder):  # one call per model (and parameters) in the wave
@@ -455,12 +418,6 @@ def _by_model(ctx: PipelineContext, rows: _Rows, ladder: np.ndarray) -> list[tup
     return [(cfg, np.sort(np.concatenate(parts))) for cfg, parts in groups.values()]
 
 
-def _newcomer_params(ctx: PipelineContext, rows: _Rows, n: int) -> engine.Params:
-    """The newcomer prior to unpack the batch's states with: the first ladder's model's (other
-    ladders' newcomers are reset to their own by :func:`_newcomers`)."""
-    return ctx.ladder(rows.ladders[0]).newcomer if rows.ladders else engine.preset(engine.DEFAULT_PRESET)
-
-
 def _newcomers(ctx: PipelineContext, rows: _Rows, states: Sequence[bytes | None], current: engine.PlayerBatch) -> None:
     """Give every newcomer of a ladder whose model's prior differs from the first ladder's that prior."""
     if len(rows.ladders) < 2:
@@ -476,18 +433,9 @@ def _newcomers(ctx: PipelineContext, rows: _Rows, states: Sequence[bytes | None]
             current.put(keys, unpack_batch([None] * len(keys), prior))
 
 
-def _null_performances(texts: list[str], missing: np.ndarray) -> list[str]:
-    """The performances' texts (rendered with 0.0 where ``missing``), ``null`` for rows whose
-    model has no performance."""
-    for i in np.flatnonzero(missing).tolist():
-        texts[i] = "null"
-    return texts
-
-
 @dataclass(frozen=True)
 class _Texts:
-    """The applied rows' floats as the exact text stored and emitted (:func:`number_texts`),
-    their players and ranks: one list per column, aligned with ``_Rated.rows``."""
+    """The applied rows' columns as the exact text stored and emitted, aligned with ``_Rated.rows``."""
 
     players: list[str]
     ranks: list[int]
@@ -526,20 +474,19 @@ class _Texts:
         perf, mu_before, sigma_before, mu, sigma, shown = columns_texts((
             ("performance", performance), ("mu_before", rated.mu_before), ("sigma_before", rated.sigma_before),
             ("mu_after", rated.mu), ("sigma_after", rated.sigma), ("display_rating", rated.shown)))
+        for i in np.flatnonzero(rated.no_performance).tolist() if missing else ():  # a model without one: null
+            perf[i] = "null"
         return cls(
             teams=teams, weights=weights, players=players, ranks=ranks,
-            performance=_null_performances(perf, rated.no_performance) if missing else perf,
+            performance=perf,
             mu_before=mu_before, sigma_before=sigma_before, mu=mu, sigma=sigma,
             rounds=rated.rounds.tolist(), shown=shown, states=rated.states.tolist(), tiers=rated.tiers.tolist(),
             provisional=rated.provisional.tolist())
 
 
 def _changes(ctx: PipelineContext, rounds: Sequence[_Round], texts: _Texts, cuts: Sequence[int]) -> list[bytes]:
-    """The RatingChange JSON of every applied row (aligned with ``texts``; round ``i``'s rows are
-    ``cuts[i]:cuts[i + 1]``), encoded in one call per ladder of the batch (its rounds are
-    contiguous: ``group_updates`` orders them by ladder), not one per round: the same bytes
-    as :func:`encode_changes` per round (a plain round's rows have no weight text, so no
-    ``team``/``weight`` either way)."""
+    """The RatingChange JSON of every applied row (round ``i``'s: ``cuts[i]:cuts[i + 1]``), one
+    encoder call per ladder of the batch (its rounds are contiguous: ``group_updates``)."""
     out: list[bytes] = []
     first = 0
     while first < len(rounds):

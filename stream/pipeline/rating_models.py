@@ -1,22 +1,13 @@
 """Ladders rated by a rating-only model (``LADDERS``: glicko, codeforces, topcoder, bar,
 elo-multiplayer, trueskill) through the same pipeline as Elo-MMR ladders.
 
-Such a model's round call maps the participants' prior ratings to their new ones in one step
-(:mod:`stream.engine.models`), so phase one rates the round completely: after the same
-registration and per-player barrier as an Elo-MMR round, it calls the model on the priors (a
-later round of the batch from the ratings the earlier ones left, as phase two will store them)
-and every fan-out entry carries the player's new rating (``mu_after``, ``sigma_after``) beside
-the round's performance (the new mu when the model has none). Phase two then applies the
-carried rating as the new state without an engine call (:func:`apply`), writes and emits as for
-Elo-MMR, so rounds keep their publish order and barrier exactly as Elo-MMR rounds do. A model
-with a team call (TrueSkill) rates team rounds and partial play this way too (:func:`support`):
-each member's entry carries his team's rank and his own new rating.
-
-The player's packed ``state`` keeps the engine's layout (``stream.engine.state``) with no
-logistic factor: Gaussian term (mu, sigma^-2), published (mu, sigma), rounds played, time of
-the last round; the newcomer is the model's prior (mu_noob, sig_noob). ``stream replay
---ladders`` (``stream.batch.models.replay_model``) applies the same calls to the same floats, so
-Redis equals it; ``stream backfill`` rates through :func:`rate_one` and :func:`apply` too.
+Such a model maps the priors to the new ratings in one step (:mod:`stream.engine.models`), so
+phase one rates the round completely and every fan-out entry carries the new rating
+(``mu_after``, ``sigma_after``) beside the performance (the new mu when the model has none);
+phase two stores the carried rating without an engine call (:func:`apply`). A model with a team
+call (TrueSkill) rates team rounds and partial play too (:func:`support`). The packed ``state``
+keeps the engine's layout without a logistic factor; ``stream replay --ladders`` and ``stream
+backfill`` apply the same calls, so Redis equals them.
 """
 
 from __future__ import annotations
@@ -31,25 +22,18 @@ from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import ModelRound, Ratings
 from stream.engine.state import PlayerBatch, unpack_batch
-from stream.pipeline import teams
-
-
 
 
 def support(cfg: LadderConfig) -> Support:
-    """What the stream rates on a ladder beyond individual full-time rounds: team rounds and
-    partial play on an Elo-MMR ladder (Elo-MMR for teams, ``teams.support``) or where the
-    ladder's model has a team call (``Model.teams``), else nothing."""
+    """What the stream rates on a ladder beyond individual full-time rounds: teams and partial play
+    on an Elo-MMR ladder (``engine.teams``) or where the ladder's model has a team call."""
     model = cfg.rating_model
-    if model is None:
-        return teams.support(cfg.elo_mmr)
-    return TEAMS if model.teams is not None else INDIVIDUALS_ONLY
+    return TEAMS if model is None or model.teams is not None else INDIVIDUALS_ONLY
 
 
 @dataclass(frozen=True)
 class ModelRated:
-    """A ladder's rounds of a batch rated by its model: one row per (round, player), rounds
-    concatenated in the order given, players in each round's order."""
+    """A ladder's rounds of a batch rated by its model: one row per (round, player), in order."""
 
     performance: np.ndarray
     """The model's performance, or the new mu where it has none (RatingChange then says null)."""
@@ -62,9 +46,8 @@ class ModelRated:
 
 
 def rate_one(cfg: LadderConfig, before: Ratings, round_: RoundResult) -> ModelRound:
-    """One round by the ladder's model from its players' priors ``before`` (in the standings'
-    order): the team call for team rounds and partial play where the model has one (as
-    ``replay_model``), else the round call.  The one engine path of phase one and backfill."""
+    """One round by the ladder's model from its players' priors ``before`` (standings order): the
+    team call for teams and partial play where the model has one, else the round call."""
     model = cfg.rating_model
     if model is None:
         raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
@@ -103,8 +86,7 @@ def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequ
 
 
 def apply(before: PlayerBatch, mu: np.ndarray, sigma: np.ndarray, time: np.ndarray) -> PlayerBatch:
-    """Phase two of rows of a rating-only ladder: the state holding the rating phase one carried
-    (module docstring), one more round played, ``time`` its last round."""
+    """Phase two of rows of a rating-only ladder: the state holding the rating phase one carried."""
     n = len(before)
     return PlayerBatch(mu=mu.copy(), sigma=sigma.copy(), mu0=mu.copy(), w0=sigma**-2.0,
                        p=np.zeros((n, 0)), w_arg=np.zeros((n, 0)), w_out=np.zeros((n, 0)),

@@ -1,45 +1,34 @@
 """Re-rate a ladder's whole history in process, keeping what every participation produced.
 
-A correction (``corrections.py``) replaces part of a ladder's history; the players' states just
-before the corrected round are not stored, so the ladder is rated again from its first round
-with the replay's engine path (:func:`stream.engine.rate_rounds` on a :class:`LadderTable`, in
-the chunks of :mod:`stream.batch.replay`, the reference the stream equals; called as
-:func:`stream.engine.rate_flat` on the history's arrays, without a spec per round), keeping per
-participation what the stream writes: performance, rating before and after, rounds played,
-display rating and tier (the tier's hysteresis follows each player's rounds in order). The caller
-then writes only the part of it that the correction changed.
-
-A ladder rated by a rating-only model (``LADDERS``: glicko, trueskill, ...) is re-rated by
-:func:`rerate_model`: one round at a time, with phase one's call
-(:func:`stream.pipeline.rating_models.rate_one`) and phase two's state
-(:func:`~stream.pipeline.rating_models.apply`), as ``stream backfill`` rates, so the packed
-states are the stream's; it keeps the same per participation, the performance being the new mu
-where the model has none (the fan-out's value; ``RatingChange`` says null).
+A correction (``corrections.py``) cannot start from stored states before the corrected round, so
+the ladder is rated again from its first round with the replay's engine path (``rate_flat`` on a
+:class:`LadderTable`, in the chunks of :mod:`stream.batch.replay`), keeping per participation what
+the stream writes (performance, rating before and after, rounds played, display rating, tier).
+A rating-only model's ladder is re-rated by :func:`rerate_model`, one round at a time with phase
+one's and phase two's calls (``rating_models.rate_one``, ``apply``), as ``stream backfill`` rates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
-from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS, occurrence as occurrence_of
+from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS, occurrence, round_spec
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
-from stream.engine import Params, RoundSpec, rate_flat
-from stream.engine.teams import TeamRoundSpec, rate_rounds_with_teams
+from stream.engine import Params, rate_flat
+from stream.engine.teams import rate_rounds_with_teams
 from stream.engine.display import UNPLACED, DisplayConfig, display_rating, is_provisional, league_division, next_tier, tier_names
 from stream.engine.season_schedule import entering
 from stream.engine.seasons import season_next_tier
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.pipeline import rating_models
-from stream.contracts.encoding import (ChangeColumns, encode_changes_of_rounds, entry_texts, join_entries, number_texts,
-                                       update_head)
-from stream.pipeline.messages import value_limit
-from stream.pipeline.partitioner import partition_for
+from stream.contracts.encoding import ChangeColumns, encode_changes_of_rounds, entry_texts, number_texts, update_head
+from stream.pipeline.messages import partition_messages, value_limit
 from stream.pipeline.teams import fanout_columns
 
 
@@ -57,12 +46,10 @@ class HistoryRound:
     ranks: list[int]
     teams: list[str | None] | None = None
     shares: list[float] | None = None
-    """A round with teams or partial play: each player's team (None: an individual entry) and
-    share of the match played; None, None for a plain round."""
+    """Each player's team and share of the match played (None, None: a plain round)."""
     ordered: bool = True
-    """False when the players' order within a tie may differ from the round's standings (read from
-    a fan-out whose messages split a tie: each partition's message keeps its own order only). The
-    Elo-MMR and most models' ratings do not depend on it; TrueSkill's do (``corrections.py``)."""
+    """False when the order within a tie may differ from the standings (a tie split across fan-out
+    messages): TrueSkill's ratings depend on it (``corrections.py``)."""
 
     @classmethod
     def of(cls, round_: RoundResult, seq: int) -> "HistoryRound":
@@ -77,14 +64,6 @@ class HistoryRound:
                            standings=[Standing(p, r, t, w) for p, r, t, w in zip(self.players, self.ranks, teams, shares)],
                            weight=self.weight, perf_ceiling=self.perf_ceiling)
 
-    def spec(self, rows: np.ndarray) -> RoundSpec | TeamRoundSpec:
-        """The engine's spec of the round, its players at ``rows`` of the prior batch."""
-        ranks = np.asarray(self.ranks, dtype=np.int64)
-        if self.shares is None:
-            return RoundSpec(rows, ranks, time=self.occurred_at, weight=self.weight, perf_ceiling=self.perf_ceiling)
-        entry, entry_ranks = self.to_round("-").entries()
-        return TeamRoundSpec(rows, ranks, entry, entry_ranks, np.asarray(self.shares, dtype=np.float64),
-                             self.occurred_at, self.weight, self.perf_ceiling)
 
 
 @dataclass
@@ -110,8 +89,7 @@ class Rerated:
     last: np.ndarray
     """Per table row: index of the player's last participation."""
     no_performance: bool = False
-    """A rating-only model without a performance: ``performance`` holds the new mu (the fan-out's
-    value) and the RatingChange texts say null."""
+    """A rating-only model without a performance: ``performance`` holds the new mu, events say null."""
     previous: np.ndarray | None = None
     """Rating-only models: per participation, the player's previous participation (-1: none)."""
 
@@ -120,29 +98,35 @@ class Rerated:
         return np.repeat(np.arange(len(self.rounds)), np.diff(self.offsets))
 
 
-def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) -> Rerated:
-    """Rate ``history`` (rounds with an outcome, in order) from newcomers; see the module docstring."""
+def _blank(history: Sequence[HistoryRound], newcomer: Params) -> Rerated:
+    """The history's participations on a table of newcomers, their columns to fill (``shown`` last)."""
     sizes = np.fromiter((len(h.players) for h in history), dtype=np.int64, count=len(history))
-    offsets = np.zeros(len(history) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
     players = [p for h in history for p in h.players]
     ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
+    table, n = LadderTable(newcomer), len(players)
+    return Rerated(table=table, rounds=history, offsets=np.concatenate(([0], np.cumsum(sizes))), players=players,
+                   rows=table.rows(players), ranks=ranks, performance=np.empty(n), mu_before=np.empty(n),
+                   sigma_before=np.empty(n), mu_after=np.empty(n), sigma_after=np.empty(n),
+                   rounds_played=np.empty(n, dtype=np.int64), shown=np.empty(0), tier=np.empty(n, dtype=np.int64),
+                   final_tier=np.full(table.size, UNPLACED, dtype=np.int64),
+                   last=np.full(table.size, -1, dtype=np.int64))
+
+
+def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) -> Rerated:
+    """Rate ``history`` (rounds with an outcome, in order) from newcomers; see the module docstring."""
+    r = _blank(history, params)
+    table, offsets, rows, ranks, tier, row_tier = r.table, r.offsets, r.rows, r.ranks, r.tier, r.final_tier
+    sizes = np.diff(offsets)
     times = np.fromiter((h.occurred_at for h in history), dtype=float, count=len(history))
     weights = np.fromiter((h.weight for h in history), dtype=float, count=len(history))
     ceilings = np.fromiter((h.perf_ceiling for h in history), dtype=float, count=len(history))
-    table = LadderTable(params)
-    rows = table.rows(players)
-    n = len(players)
-    performance, mu_b, sigma_b, mu_a, sigma_a = (np.empty(n) for _ in range(5))
-    played = np.empty(n, dtype=np.int64)
-    tier = np.empty(n, dtype=np.int64)
-    row_tier = np.full(table.size, UNPLACED, dtype=np.int64)
     for a, b in _chunks(sizes):
         lo, hi = int(offsets[a]), int(offsets[b])
         touched, local = np.unique(rows[lo:hi], return_inverse=True)
         prior = table.gather(touched)
         if any(history[k].shares is not None for k in range(a, b)):  # teams or partial play in the chunk
-            specs = [history[k].spec(local[offsets[k] - lo:offsets[k + 1] - lo]) for k in range(a, b)]
+            specs = [round_spec(history[k].to_round("-"), local[offsets[k] - lo:offsets[k + 1] - lo])
+                     for k in range(a, b)]
             update = rate_rounds_with_teams(prior, specs, params)
         else:
             update = rate_flat(prior, local.astype(np.int64, copy=False), ranks[lo:hi], offsets[a:b + 1] - lo,
@@ -150,32 +134,28 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         table.scatter(touched, update.after)
         prev = update.previous
         has_prev = prev >= 0
-        performance[lo:hi] = update.performance
-        mu_a[lo:hi], sigma_a[lo:hi] = update.mu, update.sigma
-        mu_b[lo:hi] = np.where(has_prev, update.mu[np.maximum(prev, 0)], prior.mu[local])
-        sigma_b[lo:hi] = np.where(has_prev, update.sigma[np.maximum(prev, 0)], prior.sigma[local])
-        occurrence = occurrence_of(local)
-        played[lo:hi] = prior.rounds[local] + occurrence + 1
+        r.performance[lo:hi] = update.performance
+        r.mu_after[lo:hi], r.sigma_after[lo:hi] = update.mu, update.sigma
+        r.mu_before[lo:hi] = np.where(has_prev, update.mu[np.maximum(prev, 0)], prior.mu[local])
+        r.sigma_before[lo:hi] = np.where(has_prev, update.sigma[np.maximum(prev, 0)], prior.sigma[local])
+        seen = occurrence(local)
+        r.rounds_played[lo:hi] = prior.rounds[local] + seen + 1
         chunk_rows = rows[lo:hi]
         starting = _starting(params, times[a:b], sizes[a:b], prev, prior.last_time[local])
-        for k in range(int(occurrence.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
-            at = np.flatnonzero(occurrence == k)
+        for k in range(int(seen.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
+            at = np.flatnonzero(seen == k)
             moved = season_next_tier(row_tier[chunk_rows[at]], starting[at], update.mu[at], update.sigma[at], cfg,
                                      params.season)
             tier[lo + at] = moved
             row_tier[chunk_rows[at]] = moved
-    last = np.full(table.size, -1, dtype=np.int64)
-    last[rows] = np.arange(n)  # the last assignment of a repeated index wins: the latest participation
-    return Rerated(table=table, rounds=history, offsets=offsets, players=players, rows=rows, ranks=ranks,
-                   performance=performance, mu_before=mu_b, sigma_before=sigma_b, mu_after=mu_a, sigma_after=sigma_a,
-                   rounds_played=played, shown=display_rating(mu_a, sigma_a, cfg), tier=tier, final_tier=row_tier,
-                   last=last)
+    r.last[rows] = np.arange(len(rows))  # the last assignment of a repeated index wins: the latest participation
+    r.shown = display_rating(r.mu_after, r.sigma_after, cfg)
+    return r
 
 
 def _starting(params: Params, times: np.ndarray, sizes: np.ndarray, previous: np.ndarray,
               prior_time: np.ndarray) -> np.ndarray:
-    """Per participation of a chunk: whether its round starts a new season for the player (his
-    previous round, in the chunk or before it, in an earlier season: ``season_schedule.entering``)."""
+    """Per participation of a chunk: whether its round starts a new season for the player."""
     if params.season is None:
         return np.zeros(previous.shape[0], dtype=bool)
     at = np.repeat(times, sizes)
@@ -184,25 +164,13 @@ def _starting(params: Params, times: np.ndarray, sizes: np.ndarray, previous: np
 
 
 def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: DisplayConfig) -> Rerated:
-    """Rate ``history`` from newcomers with the ladder's rating-only model, one round at a time
-    (module docstring): what phase one and phase two of the stream compute for each round."""
+    """Rate ``history`` from newcomers with the ladder's rating-only model, one round at a time."""
     model = cfg.rating_model
     if model is None:
         raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
-    sizes = np.fromiter((len(h.players) for h in history), dtype=np.int64, count=len(history))
-    offsets = np.zeros(len(history) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    players = [p for h in history for p in h.players]
-    ranks = np.fromiter((r for h in history for r in h.ranks), dtype=np.int64, count=len(players))
-    table = LadderTable(cfg.newcomer)
-    rows = table.rows(players)
-    n = len(players)
-    performance, mu_b, sigma_b, mu_a, sigma_a = (np.empty(n) for _ in range(5))
-    played = np.empty(n, dtype=np.int64)
-    tier = np.empty(n, dtype=np.int64)
-    previous = np.empty(n, dtype=np.int64)
-    row_tier = np.full(table.size, UNPLACED, dtype=np.int64)
-    last = np.full(table.size, -1, dtype=np.int64)
+    r = _blank(history, cfg.newcomer)
+    r.no_performance, r.previous = not model.performs, np.empty(len(r.players), dtype=np.int64)
+    table, offsets, rows, last = r.table, r.offsets, r.rows, r.last
     for k, h in enumerate(history):
         lo, hi = int(offsets[k]), int(offsets[k + 1])
         at = rows[lo:hi]
@@ -210,19 +178,17 @@ def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: Di
         update = rating_models.rate_one(cfg, Ratings(before.mu, before.sigma, before.rounds), h.to_round(""))
         after = rating_models.apply(before, update.after.mu, update.after.sigma, np.full(hi - lo, h.occurred_at))
         table.scatter(at, after)
-        mu_b[lo:hi], sigma_b[lo:hi] = before.mu, before.sigma
-        mu_a[lo:hi], sigma_a[lo:hi] = after.mu, after.sigma
-        performance[lo:hi] = after.mu if update.performance is None else update.performance
-        played[lo:hi] = after.rounds
-        moved = next_tier(row_tier[at], after.mu, after.sigma, display)
-        tier[lo:hi] = moved
-        row_tier[at] = moved
-        previous[lo:hi] = last[at]
+        r.mu_before[lo:hi], r.sigma_before[lo:hi] = before.mu, before.sigma
+        r.mu_after[lo:hi], r.sigma_after[lo:hi] = after.mu, after.sigma
+        r.performance[lo:hi] = after.mu if update.performance is None else update.performance
+        r.rounds_played[lo:hi] = after.rounds
+        moved = next_tier(r.final_tier[at], after.mu, after.sigma, display)
+        r.tier[lo:hi] = moved
+        r.final_tier[at] = moved
+        r.previous[lo:hi] = last[at]
         last[at] = np.arange(lo, hi)
-    return Rerated(table=table, rounds=history, offsets=offsets, players=players, rows=rows, ranks=ranks,
-                   performance=performance, mu_before=mu_b, sigma_before=sigma_b, mu_after=mu_a, sigma_after=sigma_a,
-                   rounds_played=played, shown=display_rating(mu_a, sigma_a, display), tier=tier,
-                   final_tier=row_tier, last=last, no_performance=not model.performs, previous=previous)
+    r.shown = display_rating(r.mu_after, r.sigma_after, display)
+    return r
 
 
 def _chunks(sizes: np.ndarray) -> list[tuple[int, int]]:
@@ -264,9 +230,8 @@ class Texts:
 
 def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                    display: DisplayConfig | None = None) -> list[bytes]:
-    """The RatingChange JSON of the participations ``at`` (in round order; ``texts`` aligned with
-    them), byte for byte what phase two writes for them (``display``: the ladder's, for each
-    change's league and division and its provisional status; None: neither written)."""
+    """The RatingChange JSON of the participations ``at`` (in round order), byte for byte phase
+    two's (``display``: for league, division and provisional; None: neither written)."""
     round_of = r.round_of()[at]
     ks = np.unique(round_of)
     local = np.searchsorted(ks, round_of).tolist()
@@ -294,40 +259,32 @@ def encode_changes(r: Rerated, ladder: str, at: np.ndarray, texts: Texts,
                       is_provisional(r.sigma_after[at], r.rounds_played[at], display).tolist()))
 
 
-Split = Callable[[HistoryRound, np.ndarray], list[tuple[int, bytes]]]
-"""Phase one's fan-out of one round whose message for a partition exceeds MAX_MESSAGE_BYTES
-(``build_fanout``: it splits such messages)."""
-
-
-def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int, max_message_bytes: int,
-                   split: Split, split_at: set[int] | None = None) -> list[list[tuple[int, bytes]]]:
-    """The stored fan-out of each round ``ks`` ((partition, PlayerUpdate JSON) pairs: the bytes of
-    phase one's ``build_fanout``, ``PlayerUpdate.to_json()``, tested equal), each player's partition
-    computed once for the ladder and the messages written without a call per message. A round's
-    messages are in partition order, one per partition, unless the round was split (a message over
-    the limit): ``split_at`` (if given) receives the positions in ``ks`` of such rounds."""
-    partition_of = [partition_for(name, partitions) for name in r.table.names]
-    limit = value_limit(max_message_bytes)
+def encode_fanouts(r: Rerated, ladder: str, ks: Sequence[int], partitions: int,
+                   max_message_bytes: int) -> list[list[tuple[int, bytes]]]:
+    """The stored fan-out of each round ``ks`` as (partition, PlayerUpdate JSON) pairs, phase one's
+    bytes (``messages.partition_messages``). A rating-only model's entries name their prior's round
+    (``previous_seq``, 0: a newcomer) and the new rating."""
     bounds = [(int(r.offsets[k]), int(r.offsets[k + 1])) for k in ks]
     at = np.concatenate([np.arange(lo, hi) for lo, hi in bounds]) if bounds else np.zeros(0, dtype=np.int64)
     texts = number_texts("performance", r.performance[at])
-    rows = r.rows.tolist()
-    out: list[list[tuple[int, bytes]]] = []
-    first = 0
+    previous: list[int] | None = None
+    ratings: tuple[list[str], list[str]] | None = None
+    if r.previous is not None:
+        seq_of = np.fromiter((h.seq for h in r.rounds), dtype=np.int64, count=len(r.rounds))
+        before = r.previous[at]
+        previous = np.where(before >= 0, seq_of[r.round_of()[np.maximum(before, 0)]], 0).tolist()
+        ratings = number_texts("mu_after", r.mu_after[at]), number_texts("sigma_after", r.sigma_after[at])
+    heads: list[str] = []
+    entries: list[str] = []
+    flat: list[str] = []
     for k, (lo, hi) in zip(ks, bounds):
         h = r.rounds[k]
-        head = update_head(ladder, h.round_id, h.seq, h.occurred_at, h.weight, hi - lo)
-        entries = entry_texts([r.table.names[row] for row in rows[lo:hi]], h.ranks, texts[first:first + hi - lo], None,
-                              teams=h.teams, weight_texts=None if h.shares is None else
-                              number_texts("weight", np.asarray(h.shares)))
-        groups: dict[int, list[str]] = {}
-        for row, entry in zip(rows[lo:hi], entries):
-            groups.setdefault(partition_of[row], []).append(entry)
-        messages = [(partition, join_entries(head, group)) for partition, group in sorted(groups.items())]
-        if any(len(value) > limit for _, value in messages) and hi - lo > 1:  # a huge round: phase one splits it
-            messages = split(h, r.performance[lo:hi])
-            if split_at is not None:
-                split_at.add(len(out))
-        out.append(messages)
-        first += hi - lo
-    return out
+        heads.append(update_head(ladder, h.round_id, h.seq, h.occurred_at, h.weight, hi - lo))
+        s, e = len(flat), len(flat) + hi - lo
+        entries += entry_texts(h.players, h.ranks, texts[s:e], None if previous is None else previous[s:e],
+                               None if ratings is None else (ratings[0][s:e], ratings[1][s:e]), teams=h.teams,
+                               weight_texts=None if h.shares is None else number_texts("weight", np.asarray(h.shares)))
+        flat += h.players
+    cuts = np.cumsum([0, *(hi - lo for lo, hi in bounds)]).tolist()
+    out = partition_messages(heads, entries, flat, cuts, partitions, value_limit(max_message_bytes))
+    return [[(m.partition, m.value) for m in messages] for messages in out]

@@ -1,39 +1,16 @@
 """Retry a handler call: forever while Redis or Kafka is unreachable, a few times otherwise.
 
-An agent whose handler raised stops taking its input (``compat.take_batches`` does not ack the
-batch: its partition's commits stop there until a rebalance or restart delivers it again), so a
-handler must not raise for one bad message. The agents therefore run each handler call and each
-send through :func:`retrying`, with a bounded exponential backoff:
-
-* ``transient`` failures (:data:`TRANSIENT_ERRORS`: Redis or Kafka unreachable) are logged as
-  warnings and retried forever; they end when the service comes back;
-* ``unexpected`` ones (anything else: a message the handler cannot digest, a bug, a race) are
-  logged at ERROR with their traceback and retried; with ``attempts`` (the handlers' calls:
-  HANDLER_ATTEMPTS) the call gives up after that many unexpected failures and raises
-  :class:`GaveUp`, and the agent dead-letters the message (``internal_error``, the exception
-  type in the letter's message) and moves on: one bad message never stalls its partition.
-
-Both are rate-limited (one line per :data:`WARN_EVERY_S` per call), counted in
-``ems_handler_failures_total{handler,kind}``, and while a call keeps failing
-``ems_handler_stuck_seconds{handler}`` reports how long it has been failing (0 when healthy),
-for an alert. ``ems_handler_running_seconds{handler}`` is the age of the oldest call not yet
-returned, failing or not: a call hung on a Redis that stopped answering shows there at once
-(until ``REDIS_SOCKET_TIMEOUT_S`` makes it fail and be retried). ``asyncio.CancelledError`` (shutdown, partition rebalance) is a
-``BaseException`` and propagates at once, as do ``KeyboardInterrupt`` and ``SystemExit``.
-
-Retrying is safe because every handler is idempotent, including after a half-done attempt:
-
-* ``phase_one.handle_rounds``: registration is once per ``round_id`` (a retry finds the round
-  ``registered`` and redoes its phase one from the same priors: its own ``queued_seq`` mark
-  does not hold its barrier, ``mark_queued`` never lowers it, ``save_fanout`` stores once and
-  a retry then sends the stored messages) or ``pending``/``rated`` (the stored fan-out is
-  re-sent, or nothing happens);
-* ``phase_two.handle_updates``: a player whose ``last_seq`` reached the round is not applied
-  again (checked atomically in the Lua script); its event is re-emitted from the stored
-  results (same content and ``event_id``), recovered from its history if the round's
-  bookkeeping never ran;
-* sends are re-sent whole (consumers are idempotent), ``confirm_emitted`` adds to a set, and a
-  sweep only re-drives what is still incomplete.
+A handler that raised stops its agent's partition (the batch is not acked), so the agents run
+each handler call and send through :func:`retrying`, with a bounded exponential backoff:
+``transient`` failures (:data:`TRANSIENT_ERRORS`) are warned about and retried forever;
+``unexpected`` ones are logged at ERROR with their traceback and, with ``attempts``
+(HANDLER_ATTEMPTS), end in :class:`GaveUp`: the agent dead-letters the message
+(``internal_error``) and moves on. Logs are rate-limited (:data:`WARN_EVERY_S`); failures are
+counted in ``ems_handler_failures_total``, and ``ems_handler_stuck_seconds`` /
+``ems_handler_running_seconds`` give the age of the oldest failing / unreturned call.
+``CancelledError`` propagates at once. Retrying is safe because every handler is idempotent,
+even after a half-done attempt (registration once per round id, a stored fan-out re-sent, a
+player's ``last_seq`` checked atomically, events re-emitted from stored results).
 """
 
 from __future__ import annotations
@@ -93,13 +70,8 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 
 
 class CallAges:
-    """When each current call of a handler started (running, or failing), exported as the age
-    of the oldest one: ``ems_handler_running_seconds`` (:data:`RUNNING`) and
-    ``ems_handler_stuck_seconds`` (:data:`FAILING`).
-
-    The gauge is computed at scrape time (``set_function``), so it keeps growing while a call
-    hangs or the retry loop sleeps; with several calls (one phase-one actor per partition) it
-    shows the oldest."""
+    """When each current call of a handler started, exported as the age of the oldest one
+    (computed at scrape time: it grows while a call hangs or the retry loop sleeps)."""
 
     def __init__(self, gauge: Gauge) -> None:
         self._gauge = gauge
@@ -147,10 +119,7 @@ def failure_kind(exc: BaseException) -> str:
 async def retrying(attempt: Callable[[], Awaitable[T]], what: str, *, max_delay_s: float,
                    handler: str = OTHER, attempts: int | None = None) -> T:
     """``await attempt()`` until it returns; back off from FIRST_DELAY_S up to ``max_delay_s``.
-
-    ``what`` names the call in the logs; ``handler`` is the metrics label. Transient failures
-    are retried forever; unexpected ones too without ``attempts``, else :class:`GaveUp` is
-    raised at the ``attempts``-th (see the module docstring). ``CancelledError`` propagates."""
+    ``what`` names the call in the logs, ``handler`` in the metrics (module docstring)."""
     delay = FIRST_DELAY_S
     call = next(_CALLS)
     FAILING.watch(handler)  # exported (0) from a handler's first call

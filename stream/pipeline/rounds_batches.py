@@ -1,18 +1,10 @@
 """The ``rounds`` agent's work on one batch of messages, without Faust: phase one of the batch
 as a unit (``phase_one.handle_rounds``), its fallbacks, dead letters and metrics.
 
-* The batch is handled whole, retried (``retry.retrying``) up to HANDLER_ATTEMPTS times on an
-  unexpected error (forever while Redis is unreachable). If it keeps raising, its messages are
-  handled one by one, each as a batch of one (``phase_one.handle_one``, HANDLER_ATTEMPTS each),
-  so a message that cannot be digested fails alone: it is set aside (``phase_one.fail``: dead
-  letter ``internal_error``, its round ``failed``) and the others are rated.
-* The batch's records (dead letters, the fan-out joined per partition, the insert corrections of
-  late rounds to ``corrections``) go to ``enqueue`` at once; the messages the batch deferred
-  (``BatchResult.deferred``) follow, each a batch of one, each one's records enqueued before the
-  next is handled (its barrier may wait on them).
-* A round published under another key than its ladder (``messages.misrouted``) is not rated
-  here: it is forwarded, unchanged, to its topic keyed by its ladder, with the batch's records
-  (acknowledged before the input is), and rated when it arrives on its ladder's partition.
+The batch is retried up to HANDLER_ATTEMPTS times, then handled one message at a time (a message
+that still raises is set aside: ``phase_one.fail``). Its records (dead letters, fan-out, insert
+corrections, misrouted rounds forwarded keyed by their ladder) go to ``enqueue`` at once; the
+deferred messages follow, each a batch of one, each one's records enqueued before the next.
 """
 
 from __future__ import annotations

@@ -1,44 +1,21 @@
 """The sweeper: re-drive rounds that stay incomplete, whatever was lost on the way.
 
-Every round to rate enters a ledger at registration (``ems:incomplete:{L}``, score = the time
-the sweeper may touch it: registration or last re-drive + SWEEP_TIMEOUT_S) and leaves it only
-when every participant's RatingChange was acknowledged by the broker (``confirm_emitted``):
-``rated`` is not enough, since a batch applied in Redis can still lose its events (a crash
-before the send, or faust-streaming acking buffered events of a stale generation during a
-rebalance without handing them to the agent, seen in tests/faults/test_takeover.py). Each worker runs :func:`sweep` every
-SWEEP_INTERVAL_S (a Faust timer); rounds past their due time are claimed atomically (one
-worker re-drives a round once per period) and re-driven idempotently. The period is SWEEP_TIMEOUT_S
-after registration and after the first re-drive, then doubles with each re-drive of the round (up to
-2^SWEEP_BACKOFF_DOUBLINGS times): a round late only because the service is saturated, its messages
-still queued behind a backlog, is re-sent a few times rather than every period, so re-drives do not
-pile work onto an overloaded service, while a lost message is still re-driven after SWEEP_TIMEOUT_S:
+Every round to rate enters a ledger at registration (``ems:incomplete:{L}``, scored by when the
+sweeper may touch it) and leaves it only once every participant's RatingChange was acknowledged
+(``confirm_emitted``: ``rated`` is not enough, a batch can lose its events, e.g. a rebalance of
+faust-streaming, tests/faults/test_takeover.py). :func:`sweep` runs every SWEEP_INTERVAL_S and
+claims rounds past due atomically; the period is SWEEP_TIMEOUT_S, then doubles per re-drive (up
+to 2^SWEEP_BACKOFF_DOUBLINGS) so a saturated service is not given more work:
 
-* ``pending`` or ``rated`` with unconfirmed events: its stored fan-out is re-sent; phase two
-  applies the players still missing and re-emits the others' events from the stored results.
-* ``registered`` (phase one never finished: the input crashed and was not redelivered, or
-  was acked by the framework without being handled): phase one is completed from the body
-  stored at registration, by phase one's batch machinery, the round a batch of one
-  (``phase_one.complete_registered``). Claims come by due time, not by
-  seq (each round's due time moves with its own re-drives), so completing a round first
-  completes the ladder's earlier rounds still registered, in seq order
-  (``phase_one.complete_before``), and save_fanout.lua refuses a fan-out while an earlier round
-  is registered: its priors are the right ones. The sweeper completes a ladder's rounds under the
-  ladder's phase-one lease (``lease.py``: one rater per ladder at a time), as an owner of its own;
-  while another attempt (a batch of this worker or another) holds it, the rounds are left to that
-  one (and to the next sweep). Should both rate a round anyway (a lease lapsed), the loser loses
-  cleanly: whichever stores first wins, the other sends the stored fan-out, and a batch never
-  stores its later rounds of the ladder from a chain that lost (``phase_one.handle_rounds``).
+* ``pending`` or ``rated`` with unconfirmed events: the stored fan-out is re-sent (not while its
+  pending count still falls: a slow big round is not doubled);
+* ``registered``: phase one is completed from the stored body (``phase_one.complete_registered``,
+  the ladder's earlier registered rounds first) under the ladder's lease as an owner of its own;
+  a ladder another attempt holds is left to it.
 
-Without the sweeper a stuck round was re-driven only when a later round's barrier waited on
-it; a lost player update of a ladder's last round stayed lost (seen with faust-streaming
-0.15.3: a partition's committed offset stalled after the group leader left, issue #596).
-
-A sweep works ladder by ladder, the ladders concurrently, each within SWEEP_TIMEOUT_S (a
-ladder whose earlier round waits at the barrier must not stop the sweep of the others) and on
-its own (one ladder's failure is logged and counted, the others are still re-driven). A
-``pending`` round whose players are being applied (fewer pending than at its previous claim)
-is not re-sent: re-sending the whole fan-out of a big round that is merely slow would double
-its work; it is re-sent once a claim finds it stuck.
+Ladders are swept concurrently, each within SWEEP_TIMEOUT_S and on its own (a failure is logged
+and counted). Without the sweeper a lost update of a ladder's last round stayed lost
+(faust-streaming 0.15.3, issue #596).
 """
 
 from __future__ import annotations
@@ -90,9 +67,8 @@ async def sweep(ctx: PipelineContext) -> SweepReport:
 
 
 async def _sweep_ladder_within(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
-    """:func:`sweep_ladder` within SWEEP_TIMEOUT_S; a failure or timeout is logged and counted
-    (``ems_handler_failures_total{handler="sweep"}``), never raised: the other ladders go on.
-    The rounds not re-driven stay claimed until their next due time."""
+    """:func:`sweep_ladder` within SWEEP_TIMEOUT_S; a failure or timeout is logged and counted,
+    never raised (the other ladders go on; its rounds wait for their next due time)."""
     try:
         return await _within(sweep_ladder(ctx, ladder, rounds), ctx.settings.sweep_timeout_s)
     except asyncio.CancelledError:
@@ -108,8 +84,7 @@ async def _sweep_ladder_within(ctx: PipelineContext, ladder: str, rounds: list[D
 
 async def _within(work: Coroutine[Any, Any, SweepReport], timeout_s: float) -> SweepReport:
     """``work``'s result if it ends within ``timeout_s``, else TimeoutError at once: the task is
-    cancelled but not waited for (``asyncio.wait_for`` waits until a cancelled Redis call has
-    unwound, which held the whole sweep for as long as that took)."""
+    cancelled but not waited for (``asyncio.wait_for`` would wait for a cancelled Redis call)."""
     task = asyncio.ensure_future(work)
     task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no "never retrieved" log
     try:
@@ -124,9 +99,8 @@ async def _within(work: Coroutine[Any, Any, SweepReport], timeout_s: float) -> S
 
 
 async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
-    """Re-drive one ladder's claimed rounds: first complete the registered ones, in seq order (each
-    after the ladder's earlier registered rounds, claimed or not: ``phase_one.complete_before``),
-    under the ladder's lease (:func:`_complete_leased`), then re-send the others' fan-outs."""
+    """Re-drive one ladder's claimed rounds: complete the registered ones (:func:`_complete_leased`),
+    then re-send the others' fan-outs."""
     resent: list[tuple[str, str]] = []
     completed = await _complete_leased(ctx, ladder, [r.round_id for r in rounds if r.status == STATUS_REGISTERED])
     messages: list[FanOutMessage] = []
@@ -145,11 +119,8 @@ async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]
 
 
 async def _complete_leased(ctx: PipelineContext, ladder: str, round_ids: list[str]) -> list[tuple[str, str]]:
-    """Complete the ladder's claimed registered rounds, in seq order, under the ladder's lease
-    (the sweeper's owner: ``PipelineContext.lease_owner`` + ``:sweeper``), each by phase one's
-    batch machinery with the lease's fencing token (``phase_one.complete_registered``); none
-    while another attempt holds it (it rates them: the rounds are re-driven at their next due
-    time if not)."""
+    """Complete the ladder's claimed registered rounds in seq order under the sweeper's own lease
+    of the ladder (``phase_one.complete_registered``); none while another attempt holds it."""
     if not round_ids:
         return []
     done: list[tuple[str, str]] = []

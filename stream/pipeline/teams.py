@@ -2,18 +2,11 @@
 engine call for a ladder's rounds (:func:`rate_ladder_rounds`) or one round
 (:func:`round_performances`), teams included.
 
-Elo-MMR for teams (``stream.engine.teams``, the maths in its docstring) rates a round of teams
-or partial play: phase one estimates each team's performance from its members' weighted-average
-belief and credits every member the team's surprise (``member_performances``); the fan-out then
-carries, per player, his performance, his team and his share of the match played (PlayerUpdate
-v2 ``team``/``weight``), and phase two applies each row's update with the weight of a round of
-weight ``round weight x share`` (``engine.phase_two`` takes per-row weights).  A round of
-individuals at full time keeps the individual path to the bit (``engine.rate_rounds``; a team
-round inside a batch is rated alone in its place: ``engine.teams.rate_rounds_with_teams``).
-
-Every function takes the ladder's engine ``Params``: a per-ladder model dispatch picks the
-rater here (:func:`support`: what the ladder's model rates; a model that cannot rate teams
-dead-letters their rounds ``teams_unsupported``).
+Elo-MMR for teams (``stream.engine.teams``, the maths in its docstring): each member is credited
+his team's performance, and the fan-out carries his team and share of the match played
+(PlayerUpdate v2 ``team``/``weight``: phase two's row weight is ``round weight x share``). A round
+of individuals at full time keeps the individual path to the bit. :func:`support` says what a
+ladder's model rates (else ``teams_unsupported``).
 """
 
 from __future__ import annotations
@@ -25,31 +18,19 @@ import numpy as np
 from stream import engine
 from stream.batch.replay import round_spec
 from stream.contracts import RoundResult
-from stream.contracts.round import TEAMS, Support
 from stream.engine.seasons import seasoned_view
 from stream.engine.teams import member_performances, rate_rounds_with_teams
 
 
-def support(params: engine.Params) -> Support:
-    """What a ladder rated with ``params`` can rate beyond individual full-time rounds: every
-    Elo-MMR preset rates teams, teams beside individuals and partial play (``engine.teams``)."""
-    return TEAMS
-
-
 def is_team_round(round_: RoundResult) -> bool:
-    """True when the round has teams or partial play: rated by Elo-MMR for teams, and its
-    fan-out entries carry ``team`` and ``weight``."""
+    """True when the round has teams or partial play (its fan-out entries carry ``team`` and ``weight``)."""
     return round_.has_teams() or round_.is_partial()
 
 
 def rate_ladder_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], members: Sequence[np.ndarray],
-                       params: engine.Params, *, plain: bool | None = None) -> engine.RoundsUpdate:
-    """Phase one's engine call for a ladder's rounds of a batch, in seq order (``members[k]``:
-    the rows of round k's players in ``prior``): ``engine.rate_rounds`` over runs of individual
-    rounds, a team round alone in its place, each from the posteriors the earlier ones left.
-    ``plain``: the caller knows whether no round has teams or partial play (None: checked here)."""
-    if plain is None:
-        plain = not any(is_team_round(round_) for round_ in rounds)
+                       params: engine.Params, *, plain: bool) -> engine.RoundsUpdate:
+    """Phase one's engine call for a ladder's rounds of a batch, in seq order (``members[k]``: round
+    k's rows in ``prior``); ``plain``: no round has teams or partial play."""
     if plain:
         return rate_plain_rounds(prior, rounds, members, params)
     specs = [round_spec(round_, rows) for round_, rows in zip(rounds, members)]
@@ -58,9 +39,8 @@ def rate_ladder_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult],
 
 def rate_plain_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], members: Sequence[np.ndarray],
                       params: engine.Params) -> engine.RoundsUpdate:
-    """:func:`rate_ladder_rounds` of rounds without teams or partial play: ``engine.rate_rounds``
-    given the flat arrays it would build from a ``RoundSpec`` per round (``engine.rate_flat``),
-    gathered in one pass over the batch (a duel's spec and its arrays cost more than its solve)."""
+    """:func:`rate_ladder_rounds` of plain rounds: ``engine.rate_flat`` on arrays gathered in one pass
+    (a duel's ``RoundSpec`` costs more than its solve)."""
     n = len(rounds)
     sizes = np.fromiter((round_.field_size for round_ in rounds), dtype=np.int64, count=n)
     offsets = np.zeros(n + 1, dtype=np.int64)
@@ -76,10 +56,8 @@ def rate_plain_rounds(prior: engine.PlayerBatch, rounds: Sequence[RoundResult], 
 
 def round_performances(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray, round_: RoundResult,
                        params: engine.Params) -> np.ndarray:
-    """Phase one of one round from the players' stored ``mu``, ``sigma`` and ``last_time``
-    (standings order): a new season's soft reset (``engine.seasons.seasoned_view``), then
-    ``engine.phase_one`` over the days since each one's last round, or for a round with teams or
-    partial play each member's performance of Elo-MMR for teams."""
+    """Phase one of one round from the players' stored ``mu``, ``sigma`` and ``last_time`` (standings
+    order): a new season's soft reset, then ``engine.phase_one`` (members' performances for teams)."""
     days = engine.elapsed_days(last_time, round_.occurred_at)
     mu, sigma = seasoned_view(mu, sigma, last_time, round_.occurred_at, params)
     if not is_team_round(round_):
@@ -91,8 +69,7 @@ def round_performances(mu: np.ndarray, sigma: np.ndarray, last_time: np.ndarray,
 
 
 def fanout_columns(round_: RoundResult) -> tuple[list[str | None] | None, list[float] | None]:
-    """Each player's team and share played, as the fan-out writes them: both None for a plain
-    round (v1 entries), else the teams (None for an individual entry) and every weight."""
+    """Each player's team and share played as the fan-out writes them (None, None: a plain round)."""
     if not is_team_round(round_):
         return None, None
     return [s.team for s in round_.standings], [s.weight for s in round_.standings]

@@ -1,18 +1,9 @@
 """Where each phase-one and phase-two batch's time went, one JSON line per batch (BATCH_TIMINGS_DIR).
 
 Off unless the setting names a directory: then each worker appends to ``<dir>/<pid>.jsonl`` one
-line per batch, ``{"phase": 1 or 2, "partitions": [...], "size": messages, "at": epoch seconds
-the batch was taken, "queued": seconds since its oldest record was produced (the Kafka hop and
-the wait in the stream's buffer), then the seconds of each step}``:
-
-* phase one: ``handle`` (registration, barrier, engine, stored fan-out, records handed to the
-  producer: ``rounds_batches.phase_one_batch``), ``acks`` (waiting for the broker's
-  acknowledgement of the fan-out);
-* phase two: ``apply`` (states read, rated, written to Redis: ``updates_batches.apply_updates``),
-  ``emit`` (events sent until acknowledged, then confirmed in Redis: ``emit_applied``).
-
-One ``json.dumps`` and one buffered line write per batch (tens of microseconds): cheap enough
-for a bench run (bench/pipeline.py ``--breakdown`` reads the files), not meant for production.
+line per batch: phase, partitions, size, ``at`` (when taken), ``queued`` (seconds since its oldest
+record was produced), then the seconds of each step (phase one: ``handle``, ``acks``; phase two:
+``apply``, ``emit``). A bench aid (bench/pipeline.py ``--breakdown``), not meant for production.
 """
 
 from __future__ import annotations
@@ -56,8 +47,3 @@ class BatchTimings:
         except (OSError, ValueError) as exc:  # a bench aid never fails a batch: turned off instead
             log.warning("BATCH_TIMINGS_DIR %r cannot be written (%s): batch timings off", self.directory, exc)
             self.directory = ""
-
-
-def read_lines(path: Path) -> list[dict[str, object]]:
-    """The batch lines of one worker's file (bench/pipeline.py reads them)."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

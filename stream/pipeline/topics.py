@@ -45,12 +45,8 @@ def ensure(settings: Settings) -> dict[str, int]:
 
 def ensure_topics(bootstrap: str, topics: Mapping[str, int], *, replication: int = DEFAULT_REPLICATION,
                   timeout_s: float = METADATA_TIMEOUT_S, **client_config: Any) -> dict[str, int]:
-    """Create every topic of ``topics`` (name → partitions) that does not exist yet.
-
-    Already-existing topics are left alone (their partition count is not changed). Returns
-    name → partition count as the broker reports it, once every topic is in its metadata.
-    ``client_config`` goes to ``KafkaAdminClient`` (security_protocol, sasl_* …).
-    """
+    """Create every topic of ``topics`` (name → partitions) that does not exist yet (existing ones are
+    left alone); name → partitions as the broker reports them, once all are in its metadata."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="ems-topic-admin", **client_config)

@@ -1,19 +1,11 @@
 """The ``player-updates`` agent's work on one batch of messages, without Faust: phase two
 (``phase_two.handle_updates``), its fallbacks, dead letters, events and confirmations.
 
-* A message holds one or more sections (``messages.split_sections``), each one PlayerUpdate.
-  The whole batch goes to ``handle_updates`` at once: it applies a player's rows of several
-  rounds in seq order (the chain rule, ``chains.py``) in one round trip for the reads and one
-  for the writes; then the batch's events are sent and confirmed.
-* A message with a section that is not a PlayerUpdate (only a rogue producer or a bug makes one)
-  goes whole, as read, to ``rounds-dlq`` (reason ``bad_player_update``) as soon as its batch
-  raises, the rest of the batch being handled; a well-formed section that is not exactly one of
-  its round's stored fan-out (forged) is not applied and goes there alone
-  (``unverified_player_update``).
-* A batch that still gives up after HANDLER_ATTEMPTS is handled section by section, in order; a
-  section that keeps raising is dead-lettered alone (``internal_error``), its players are
-  released from its round, and the round is voided by a correction the worker publishes (later
-  rounds phase one rated from its posteriors are re-rated without it: :func:`release_update`).
+A message with a section that is not a PlayerUpdate goes whole to ``rounds-dlq``
+(``bad_player_update``) once its batch raises; a forged section is dead-lettered alone
+(``unverified_player_update``). A batch that still gives up after HANDLER_ATTEMPTS is handled
+section by section; a section that keeps raising is dead-lettered (``internal_error``), its
+players released and its round voided by a correction (:func:`release_update`).
 """
 
 from __future__ import annotations
@@ -40,9 +32,7 @@ log = logging.getLogger(__name__)
 
 
 async def phase_two_batch(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming], send: Send) -> None:
-    """Phase two of a batch of ``player-updates`` messages: apply (retried; section by section if
-    it keeps raising), send the events and dead letters, confirm the emitted events (the
-    sweeper's ledger)."""
+    """Phase two of a batch of ``player-updates`` messages: :func:`apply_updates`, then :func:`emit_applied`."""
     await emit_applied(ctx, names, await apply_updates(ctx, names, events), send)
 
 
@@ -57,8 +47,7 @@ class Applied:
 
 
 async def apply_updates(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming]) -> Applied:
-    """The first half of :func:`phase_two_batch`: apply the batch (retried; section by section if
-    it keeps raising); what :func:`emit_applied` then sends (the agent times the halves apart)."""
+    """Apply the batch (retried; section by section if it keeps raising) for :func:`emit_applied`."""
     settings = ctx.settings
     started = time.perf_counter()
     rejected: list[Outgoing] = []
@@ -73,8 +62,7 @@ async def apply_updates(ctx: PipelineContext, names: TopicNames, events: Sequenc
 
 
 async def emit_applied(ctx: PipelineContext, names: TopicNames, applied: Applied, send: Send) -> None:
-    """The second half of :func:`phase_two_batch`: send the applied batch's events and dead
-    letters (until acknowledged), confirm the emitted events (the sweeper's ledger), metrics."""
+    """Send the applied batch's events and dead letters (until acknowledged), then confirm them."""
     settings = ctx.settings
     result, rejected = applied.result, applied.rejected
     handled = time.perf_counter()
@@ -111,8 +99,7 @@ def _log_rejected(rejected: Sequence[Outgoing]) -> None:
 
 
 def malformed_update(raw: bytes) -> str | None:
-    """Why the message ``raw`` is not one or more PlayerUpdate sections (each JSON + schema
-    ``player-update``), or None if it is."""
+    """Why the message ``raw`` is not one or more PlayerUpdate sections, or None if it is."""
     sections = split_sections(raw)
     for k, section in enumerate(sections):
         try:
@@ -125,8 +112,7 @@ def malformed_update(raw: bytes) -> str | None:
 
 def dead_letters(names: TopicNames, events: Sequence[Incoming], max_bytes: int,
                  values: Sequence[bytes] | None = None) -> dict[int, Outgoing]:
-    """Index in ``events`` → dead letter of every message that is not PlayerUpdate sections: a
-    message with any malformed section is not phase one's and is dead-lettered whole, as read.
+    """Index in ``events`` → dead letter (whole, as read) of every message with a malformed section.
     ``values``: what was handled of each event (default: its value)."""
     out: dict[int, Outgoing] = {}
     for i, event in enumerate(events):
@@ -139,11 +125,8 @@ def dead_letters(names: TopicNames, events: Sequence[Incoming], max_bytes: int,
 
 async def handle_player_updates(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming],
                                 rejected: list[Outgoing], values: Sequence[bytes] | None = None) -> PhaseTwoResult:
-    """``handle_updates`` of a phase-two batch. Only if it raises (other than a transient error)
-    are the messages parsed again, to find malformed ones: those are put in ``rejected`` (dead
-    letters, replacing its content) and the rest is handled; no malformed one: re-raise (the
-    caller retries). So the normal path parses each message once. ``values``: what to handle of
-    each event (default: its value; one section of it when handled section by section)."""
+    """``handle_updates`` of a batch; only if it raises are the messages checked for malformed ones
+    (put in ``rejected``, the rest handled; none: re-raised). ``values``: what to handle of each event."""
     raws = [event.value for event in events] if values is None else list(values)
     handled = list(events)
     rejected.clear()  # this attempt's dead letters only
@@ -166,36 +149,22 @@ async def handle_player_updates(ctx: PipelineContext, names: TopicNames, events:
 
 
 async def release_update(ctx: PipelineContext, raw: bytes, why: str) -> Correction:
-    """The players of a dead-lettered PlayerUpdate section skip its round (state unchanged, their
-    ``last_seq`` moved up to it), so the ladder's later rounds go on for them (barrier, chain
-    rule); the round is marked ``failed`` (the sweeper no longer re-sends it).
-
-    Phase one may already have rated the ladder's later rounds from this round's posteriors (a
-    batch's rounds are rated as a chain), so the failed round is also voided: the returned
-    correction (to publish) re-rates the ladder without it, as if it had never been published.
-    The ladder is held for it at once (its new rounds wait; nothing is rated on the state the
-    repair replaces), and stays held until the correction is handled."""
+    """The players of a dead-lettered section skip its round (``last_seq`` moved up to it), the round
+    is ``failed``, and voided by the returned correction (later rounds phase one rated from its
+    posteriors are re-rated without it); the ladder is held for it at once."""
     update = PlayerUpdate.from_json(raw)
     await ctx.store.release_queued(update.ladder, update.players, update.seq)
     await ctx.store.fail_pending_round(update.ladder, update.round_id, seq=update.seq, reason=why)
-    repair = repair_of(update, why)
+    repair = Correction(VOID, update.ladder, update.round_id, f"repair/{update.seq}/{update.round_id}"[:200],
+                        reason=f"phase two gave up: {why}"[:500])  # the same id whichever section failed
     await ledger.hold(ctx.store, update.ladder, repair.correction_id, now=time.time())
     return repair
 
 
-def repair_of(update: PlayerUpdate, why: str) -> Correction:
-    """The void of the round of ``update`` that phase two gave up on (its id names the round and
-    its seq: the same repair whichever section of the round failed)."""
-    return Correction(VOID, update.ladder, update.round_id, f"repair/{update.seq}/{update.round_id}"[:200],
-                      reason=f"phase two gave up: {why}"[:500])
-
-
 async def handle_one_by_one(ctx: PipelineContext, names: TopicNames, events: Sequence[Incoming],
                             rejected: list[Outgoing], error: Exception) -> PhaseTwoResult:
-    """A phase-two batch that gave up: each message handled alone, section by section, in order
-    (HANDLER_ATTEMPTS attempts each); a message with a malformed section is dead-lettered whole
-    (``bad_player_update``), a section that still raises alone (``internal_error``, the letter
-    holds that section) and its players released."""
+    """A batch that gave up, handled section by section: a malformed message is dead-lettered whole,
+    a section that still raises alone (``internal_error``) and its players released."""
     settings = ctx.settings
     merged = PhaseTwoResult([], 0, 0)
     rejected.clear()

@@ -1,10 +1,8 @@
 """What the worker's probes need to know of its pipeline, shared with the read API's thread.
 
-The pipeline's event loop writes a :class:`WorkerStatus` (``app.py`` ticks it every
-:data:`TICK_S` from a Faust timer: the loop's heartbeat, the consumer's assignment, whether a
-rebalance is under way, whether a SIGTERM drain has begun); the API thread reads it for
-``/live`` and ``/ready`` (``stream.api.probes``). Plain attributes replaced whole: a reader sees
-one tick or the next, never a torn value.
+The event loop ticks a :class:`WorkerStatus` every :data:`TICK_S` (heartbeat, assignment,
+rebalance, drain); the API thread reads it for ``/live`` and ``/ready``. Attributes are replaced
+whole: a reader sees one tick or the next.
 """
 
 from __future__ import annotations

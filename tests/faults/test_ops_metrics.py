@@ -3,7 +3,7 @@
 * every metric the Grafana dashboards (deploy/grafana) and the alert rules (deploy/prometheus)
   name is exported;
 * every exported name follows the Prometheus conventions (``ems_`` prefix, base units, ``_total``
-  on counters and only there: ``metrics.convention_problems``);
+  on counters and only there: :func:`convention_problems`);
 * consumer lag comes per topic and partition in messages and in seconds, and each ladder's rating
   health is exported (and served by ``/api/ladders/{ladder}/health``).
 """
@@ -11,18 +11,21 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Iterable
 import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 import fault_harness as faults_h
 import pipeline_harness as harness
 from stream.api.health_export import HEALTH_EXPORT_S
-from stream.pipeline.metrics import convention_problems
+from stream.pipeline.metrics import PREFIX
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.stack.ports import free_port
@@ -32,6 +35,30 @@ pytestmark = pytest.mark.integration
 
 DEPLOY = harness.REPO / "deploy"
 METRIC_NAME = re.compile(r"\bems_[a-z0-9_]+")
+NON_BASE_UNITS = re.compile(r"_(ms|millis|milliseconds|us|microseconds|ns|minutes|hours|days|kb|mb|gb|kib|mib|"
+                            r"kilobytes|megabytes|percent|pct)(_|$)")
+"""Unit words that are not base units (Prometheus: seconds, bytes, ratios 0-1, ...)."""
+
+
+def convention_problems(families: Iterable[Metric]) -> list[str]:
+    """What breaks the naming conventions in parsed metric families: a name without the ``ems_``
+    prefix, a counter whose samples do not end in ``_total``, ``_total`` on anything but a
+    counter, a unit that is not a base unit. Empty: all good."""
+    problems: list[str] = []
+    for family in families:
+        name = family.name
+        if not name.startswith(PREFIX + "_"):
+            problems.append(f"{name}: no {PREFIX}_ prefix")
+        if NON_BASE_UNITS.search(name):
+            problems.append(f"{name}: not a base unit (use _seconds, _bytes, or a 0-1 ratio)")
+        for sample in family.samples:
+            if family.type == "counter" and not sample.name.endswith("_total"):
+                problems.append(f"{sample.name}: a counter without _total")
+            if family.type != "counter" and sample.name.endswith("_total") and family.type not in ("unknown",):
+                problems.append(f"{sample.name}: _total on a {family.type}")
+            if isinstance(sample.value, float) and math.isnan(sample.value) and family.type == "counter":
+                problems.append(f"{sample.name}: NaN counter")
+    return problems
 
 
 def named_in_deploy() -> set[str]:

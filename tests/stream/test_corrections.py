@@ -368,11 +368,7 @@ def test_bulk_encoding_equals_the_handlers(seed: int, partitions: int, limit: in
     cfg = ctx.display("lädder")
     rated = rerate(history, ctx.ladders.fallback.elo_mmr, cfg)
     ks = list(range(len(history)))
-
-    def split(h: HistoryRound, performance: Any) -> list[tuple[int, bytes]]:
-        return [(m.partition, m.value) for m in build_fanout(ctx, h.to_round("lädder"), h.seq, performance, partitions)]
-
-    bulk = encode_fanouts(rated, "lädder", ks, partitions, limit, split)
+    bulk = encode_fanouts(rated, "lädder", ks, partitions, limit)
     for k, messages in zip(ks, bulk):
         lo, hi = int(rated.offsets[k]), int(rated.offsets[k + 1])
         one = build_fanout(ctx, history[k].to_round("lädder"), history[k].seq, rated.performance[lo:hi], partitions)

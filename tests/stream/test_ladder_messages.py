@@ -9,11 +9,19 @@ from hypothesis import strategies as st
 
 from stream.contracts import RoundResult, Standing
 from stream.contracts.encoding import entry_texts, join_entries, number_texts, update_head
-from stream.pipeline.messages import FanOutMessage
-from stream.pipeline.partitioner import group_by_partition
-from stream.pipeline.phase_one import _ladder_messages, _ToRate
+from stream.pipeline.messages import FanOutMessage, partition_messages
+from stream.pipeline.partitioner import partitions_of
+from stream.pipeline.phase_one import _ToRate
 
 import numpy as np
+
+
+def group_by_partition(players: list[str], partitions: int) -> dict[int, list[int]]:
+    """Indices of ``players`` grouped by their partition (in input order within a group)."""
+    groups: dict[int, list[int]] = {}
+    for index, partition in enumerate(partitions_of(players, partitions)):
+        groups.setdefault(partition, []).append(index)
+    return groups
 
 
 def round_messages(round_: RoundResult, seq: int, entries: list[str], partitions: int, limit: int) -> list[FanOutMessage]:
@@ -60,7 +68,9 @@ def test_ladder_messages_equal_round_messages_one_by_one(rounds: list[RoundResul
                           previous)
     one_by_one = [round_messages(item.round_, item.seq, entries[a:b], partitions, limit)
                   for item, a, b in zip(items, bounds[:-1], bounds[1:])]
-    assert _ladder_messages(items, entries, flat, bounds, partitions, limit) == one_by_one
+    heads = [update_head(i.round_.ladder, i.round_.round_id, i.seq, i.round_.occurred_at, i.round_.weight,
+                         len(i.players)) for i in items]
+    assert partition_messages(heads, entries, flat, bounds, partitions, limit) == one_by_one
 
 
 @settings(max_examples=100, deadline=None)

@@ -217,7 +217,9 @@ def test_fill_uses_an_entry_only_while_it_is_valid(event: str) -> None:
     cache.keep("A", ["a"], np.array([5]), [blob])
     if event == "evicted":
         cache.keep("B", ["z"], np.array([1]), [blob])
-    changes = {"counter": dict(corrections=1), "held": dict(corrections=0, held=True),
+    if event == "held":  # phase one drops a held ladder's entries (phase_one._observe)
+        cache.drop("A")
+    changes = {"counter": dict(corrections=1), "held": dict(corrections=0),
                "seq_again": dict(corrections=0, new_seqs=[5])}
     cache.observe("A", **changes.get(event, dict(corrections=0, new_seqs=[6])))  # type: ignore[arg-type]
     priors = _priors(["a", "x"], [7 if event == "other_seq" else 5, 3], ["a", "x"])
@@ -300,7 +302,10 @@ def test_a_repair_after_the_cache_was_used_holds_and_drops_the_ladder(redis_url:
 
 
 def _live(ctx: PipelineContext, ladder: str, player: str) -> bool:
-    return ctx.posteriors.entry(ladder, player) is not None
+    """Whether the cache holds a live entry of the player (an entry of the ladder's generation)."""
+    cache = ctx.posteriors
+    state, entry = cache._ladders.get(ladder), cache._entries.get((ladder, player))
+    return state is not None and entry is not None and entry[0] == state.generation
 
 
 async def _stored_batch(ctx: PipelineContext, ladder: str, round_id: str) -> list[FanOutMessage]:

@@ -1,13 +1,14 @@
 """``timings.BatchTimings``: off without a directory; with one, one JSON line per batch with the
-time its oldest record waited and each step, which ``read_lines`` gives back (bench/pipeline.py)."""
+time its oldest record waited and each step (bench/pipeline.py reads them back)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from stream.pipeline.messages import Incoming, Origin
-from stream.pipeline.timings import BatchTimings, read_lines
+from stream.pipeline.timings import BatchTimings
 
 
 def events() -> list[Incoming]:
@@ -30,7 +31,7 @@ def test_each_batch_is_one_line_with_its_wait_and_steps(tmp_path: Path) -> None:
     timings.record(2, events()[2:], 101.0, {"apply": 0.004, "emit": 0.003})
     [path] = (tmp_path / "batches").iterdir()
     assert path.name == f"{os.getpid()}.jsonl"
-    first, second = read_lines(path)
+    first, second = [json.loads(line) for line in path.read_text().splitlines()]
     assert first == {"phase": 1, "partitions": [0, 2], "size": 3, "at": 100.25, "queued": 0.75, "handle": 0.01,
                      "acks": 0.002}
     assert second == {"phase": 2, "partitions": [2], "size": 1, "at": 101.0, "queued": None, "apply": 0.004,

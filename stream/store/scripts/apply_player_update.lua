@@ -14,7 +14,7 @@
 -- apart in Lua cost more than the rest of the script, measured 4 of 12.6 µs per player):
 --   mu, sigma, rounds, display_rating   numbers as text (floats as repr, stored verbatim)
 --   tier                            tier name ("" = unplaced)
---   state                           packed engine state (PlayerState.to_bytes())
+--   state                           packed engine state (engine.state.pack_batch)
 --   change                          RatingChange JSON (appended to the history)
 -- A player may appear several times (rounds in seq order): each sees the one before.
 -- Returns per player (KEYS order) 1 if applied now, 0 if this or a later round was already applied.
