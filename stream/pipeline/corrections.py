@@ -27,6 +27,7 @@ from stream.contracts.events import CORRECTION_CHANGE
 from stream.contracts.round import (CONFLICT, HISTORY_TRIMMED, INTERNAL_ERROR, NOT_CORRECTABLE, STORED, UNKNOWN_ROUND,
                                     check_supported)
 from stream.engine import PlayerState
+from stream.batch.replay import occurrence
 from stream.engine.ladders import LadderConfig
 from stream.engine.display import DisplayConfig, display_rating, is_provisional, league_division, tier_names
 from stream.engine.state import pack_batch
