@@ -256,7 +256,7 @@ def test_random_corrections_on_rating_only_ladders(redis_server: RedisServer, op
 
     async def body() -> None:
         ctx = ctx_of(url, history_length=4)
-        for op, n in ops:
+        for step, (op, n) in enumerate(ops):
             if op == "round":
                 batch, pool[:n] = pool[:n], []
                 history.rounds += batch
@@ -276,6 +276,9 @@ def test_random_corrections_on_rating_only_ladders(redis_server: RedisServer, op
                 if rng.random() < 0.3 and not any(s["player"].startswith("new") for s in standings):
                     standings.append({"player": f"new{n}", "rank": len(standings) + 1})
                 correction = history.amend(target["ladder"], target["round_id"], standings)
+            # distinct corrections carry distinct ids: without one, an amend identical to an earlier
+            # one gets its derived id and is a duplicate (docs/history.md, step 1)
+            correction["correction_id"] = f"c{step}"
             result = await correct(ctx, correction)
             assert result.outcome == "applied", result.dead_letter
             for event in result.events:
