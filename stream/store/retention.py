@@ -16,7 +16,6 @@ from typing import cast
 from stream.contracts import PlayerUpdate
 from stream.settings import Settings
 from stream.store import keys
-from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import as_text
 from stream.store.store import Store, encode_float
 
@@ -120,10 +119,5 @@ async def _trim_histories(store: Store, ladder: str, round_ids: list[str], cutof
         else:
             players.update(p for raw in fanouts for p in PlayerUpdate.from_json(raw).players)
     history_keys = [keys.history(ladder, p) for p in sorted(players)]
-
-    def build(pipe: Pipeline) -> None:
-        for chunk in store._chunks(len(history_keys)):
-            store._eval(pipe, "trim_history", [history_keys[i] for i in chunk], [encode_float(cutoff)])
-
     if history_keys:
-        await store._run(build)
+        await store._run(lambda pipe: store._per_player(pipe, "trim_history", history_keys, [encode_float(cutoff)]))

@@ -451,7 +451,7 @@ class Store:
             return self.client.pipeline(transaction=False)
         return LeanPipeline(cast(aioredis.Redis, self.client), self._lean)
 
-    def _eval(self, pipe: Pipeline, name: str, keys_: list[str], args: list[Any]) -> None:
+    def _eval(self, pipe: Pipeline, name: str, keys_: Sequence[str], args: list[Any]) -> None:
         # execute_command, not pipe.evalsha: redis-py's cluster pipeline refuses the evalsha method,
         # while the raw command is routed to the slot of its keys (one slot per call by design)
         pipe.execute_command("EVALSHA", self._sha[name], len(keys_), *keys_, *args)
@@ -461,10 +461,16 @@ class Store:
         step = self.players_per_call
         return [range(i, min(i + step, n)) for i in range(0, n, step)]
 
+    def _per_player(self, pipe: Pipeline, script: str, player_keys: Sequence[str], args: list[Any]) -> int:
+        """Queue ``script`` over the keys, ``players_per_call`` keys a call, each with ``args``; returns how many calls."""
+        chunks = self._chunks(len(player_keys))
+        for chunk in chunks:
+            self._eval(pipe, script, player_keys[chunk.start:chunk.stop], args)
+        return len(chunks)
+
     def _read_players_into(self, pipe: Pipeline, player_keys: Sequence[str], fields: Sequence[str]) -> None:
         """Queue load_players.lua calls reading ``fields`` of the player hashes (see _columns)."""
-        for chunk in self._chunks(len(player_keys)):
-            self._eval(pipe, "load_players", [player_keys[i] for i in chunk], list(fields))
+        self._per_player(pipe, "load_players", player_keys, list(fields))
 
     async def _read_players(self, player_keys: Sequence[str],
                             fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
@@ -613,13 +619,11 @@ class Store:
     async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
         """Let the ladder go on past round ``seq``, which it will not rate, for ``players`` it marked
         queued: their ``last_seq`` moves up to it, state unchanged (release_queued.lua). Returns how many."""
-        player_keys = [keys.player(ladder, p) for p in players]
-
-        def release(pipe: Pipeline) -> None:
-            for chunk in self._chunks(len(player_keys)):
-                self._eval(pipe, "release_queued", [player_keys[i] for i in chunk], [seq])
-
-        return sum(int(n) for n in await self._run(release)) if player_keys else 0
+        player_keys = keys.players(ladder, players)
+        if not player_keys:
+            return 0
+        released = await self._run(lambda pipe: self._per_player(pipe, "release_queued", player_keys, [seq]))
+        return sum(int(n) for n in released)
 
     async def round_record(self, ladder: str, round_id: str) -> dict[str, str]:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
@@ -801,11 +805,7 @@ class Store:
 
     def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> int:
         """Queue mark_queued.lua for the players (in chunks); returns how many calls."""
-        player_keys = keys.players(ladder, players)
-        chunks = self._chunks(len(player_keys))
-        for chunk in chunks:
-            self._eval(pipe, "mark_queued", player_keys[chunk.start:chunk.stop], [seq])
-        return len(chunks)
+        return self._per_player(pipe, "mark_queued", keys.players(ladder, players), [seq])
 
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""
