@@ -292,14 +292,14 @@ async def get_distribution(request: web.Request, ladder: str) -> dict[str, Any]:
     cfg = _display(request, ladder)
     starts = display_rating([threshold for _, threshold in cfg.tiers], 0.0, cfg).tolist()
     tiers = [{"tier": name, "from": None if i == 0 else starts[i]} for i, (name, _) in enumerate(cfg.tiers)]
-    return {**dist.to_dict(), "tiers": tiers}
+    return {**dist, "tiers": tiers}
 
 
 @cached_by_ladder
 async def get_activity(request: web.Request, ladder: str) -> dict[str, Any]:
     """How the ladder's rounds accumulated over time: evenly spaced samples of its rounds index."""
     points = inputs.int_query(request, "points", DEFAULT_ACTIVITY_POINTS, low=1, high=MAX_ACTIVITY_POINTS)
-    return (await queries.rounds_over_time(_redis(request), ladder, points)).to_dict()
+    return await queries.rounds_over_time(_redis(request), ladder, points)
 
 
 @cached_by_ladder
@@ -325,7 +325,7 @@ async def get_player_ranks(request: web.Request, ladder: str) -> dict[str, Any]:
     timeline = await queries.rank_timeline(_redis(request), ladder, player, history_limit=history)
     if timeline is None:
         raise await _unknown_player(request, ladder, player)
-    out = {**timeline.to_dict(), "tiers": list(_display(request, ladder).tier_names)}
+    out = {**timeline, "tiers": list(_display(request, ladder).tier_names)}
     rating_status.add_intervals(out["points"], _display(request, ladder).interval_z, mu="mu", sigma="sigma")
     return out
 
@@ -335,7 +335,7 @@ async def list_rounds(request: web.Request, ladder: str) -> dict[str, Any]:
     offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
     limit = inputs.int_query(request, "limit", DEFAULT_ROUNDS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
     rounds = await queries.recent_rounds(_redis(request), ladder, offset=offset, limit=limit)
-    return {"ladder": ladder, "offset": offset, "limit": limit, "rounds": [s.to_dict() for s in rounds]}
+    return {"ladder": ladder, "offset": offset, "limit": limit, "rounds": rounds}
 
 
 @cached_by_ladder

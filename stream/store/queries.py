@@ -2,8 +2,8 @@
 
 Only reads, only the keys of docs/contracts.md. User input (ids, search prefixes) is only used inside
 key NAMES (opaque bytes to Redis) and in ZSCAN's MATCH after :func:`escape_glob`, never as a command
-name. Works with or without ``decode_responses``. Each function returns a dataclass with ``to_dict()``
-(JSON-ready), or None when the ladder / player / round does not exist.
+name. Works with or without ``decode_responses``. Each function returns a JSON-ready dict, or a dataclass
+with ``to_dict()`` where the CLI reads its fields, or None when the ladder / player / round does not exist.
 """
 
 from __future__ import annotations
@@ -138,16 +138,6 @@ class RoundView(View):
 
 
 @dataclass
-class RoundSummary(View):
-    round_id: str
-    seq: int
-    status: str | None
-    field_size: int | None
-    occurred_at: float | None
-    rated_at: float | None
-
-
-@dataclass
 class LaddersPage(View):
     total: int
     ladders: list[LadderSummary]
@@ -221,18 +211,14 @@ async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> L
     return LaddersPage(total=len(names), ladders=[s for s in summaries if s is not None])
 
 
-@dataclass
-class Distribution(View):
-    ladder: str
-    total: int
-    low: float | None  # lowest and highest display rating on the leaderboard
-    high: float | None
-    counts: list[int]  # players per bin, equal-width bins from low to high (the last one closed)
+async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> dict[str, Any]:
+    """How many players fall in each of ``bins`` equal slices of the display ratings (``counts``, from ``low``
+    to ``high``, the lowest and highest display rating, the last bin closed): ZCOUNT per bin in one pipeline
+    (O(bins * log N), never the whole leaderboard)."""
+    def answer(total: int, low: float | None, high: float | None, counts: list[int]) -> dict[str, Any]:
+        return {"ladder": ladder, "total": total, "low": low, "high": high, "counts": counts}
 
 
-async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribution:
-    """How many players fall in each of ``bins`` equal slices of the display ratings: ZCOUNT per bin
-    in one pipeline (O(bins * log N), never the whole leaderboard)."""
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
     pipe.zcard(lb)
@@ -240,16 +226,16 @@ async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribu
     pipe.zrevrange(lb, 0, 0, withscores=True)
     total, lowest, highest = await pipe.execute()
     if not lowest:
-        return Distribution(ladder, 0, None, None, [0] * bins)
+        return answer(0, None, None, [0] * bins)
     low, high = float(lowest[0][1]), float(highest[0][1])
     width = (high - low) / bins
     if width == 0:  # everyone has the same rating
-        return Distribution(ladder, int(total), low, high, [int(total)] + [0] * (bins - 1))
+        return answer(int(total), low, high, [int(total)] + [0] * (bins - 1))
     pipe = r.pipeline(transaction=False)
     for i in range(bins):  # [start, end) and the last one [start, high]
         start = low + i * width
         pipe.zcount(lb, start, high if i == bins - 1 else f"({low + (i + 1) * width!r}")
-    return Distribution(ladder, int(total), low, high, [int(n) for n in await pipe.execute()])
+    return answer(int(total), low, high, [int(n) for n in await pipe.execute()])
 
 
 async def ladder_updated_at(r: AsyncRedis, ladder: str) -> float | None:
@@ -407,16 +393,16 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
                      complete=n_results <= MAX_ROUND_RESULTS)
 
 
-async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[RoundSummary]:
-    """The ladder's rounds, newest (highest sequence number) first."""
+async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[dict[str, Any]]:
+    """The ladder's rounds, newest (highest sequence number) first: id, seq, status, size and times."""
     ids = cast("list[tuple[bytes, float]]",
                await r.zrevrange(keys.rounds(ladder), offset, offset + limit - 1, withscores=True))
     pipe = r.pipeline(transaction=False)
     for round_id, _ in ids:
         pipe.hmget(keys.round_record(ladder, _text(round_id) or ""), ("status", "field_size", "occurred_at", "rated_at"))
     records = await pipe.execute() if ids else []
-    return [RoundSummary(round_id=_text(rid) or "", seq=int(seq), status=_text(status), field_size=_int(size),
-                         occurred_at=_float(occurred), rated_at=_float(rated))
+    return [{"round_id": _text(rid) or "", "seq": int(seq), "status": _text(status), "field_size": _int(size),
+             "occurred_at": _float(occurred), "rated_at": _float(rated)}
             for (rid, seq), (status, size, occurred, rated) in zip(ids, records)]
 
 
@@ -434,14 +420,6 @@ async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
     return tuple(_text(f) or "" for f in fields)
 
 
-@dataclass
-class RoundsOverTime(View):
-    ladder: str
-    rounds: int  # rounds in the ladder's index (any status)
-    rounds_rated: int
-    points: list[dict[str, Any]]  # {"rounds", "round_id", "seq", "status", "occurred_at", "rated_at"}, by seq
-
-
 def _spread(n: int, points: int) -> list[int]:
     """``points`` indices spread evenly over 0..n-1, first and last included (fewer when n < points)."""
     if points <= 1 or n <= 1:
@@ -449,7 +427,7 @@ def _spread(n: int, points: int) -> list[int]:
     return sorted({round(i * (n - 1) / (points - 1)) for i in range(points)})
 
 
-async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOverTime:
+async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> dict[str, Any]:
     """How the ladder's rounds accumulated: ``points`` rounds spread evenly over its index (by seq),
     each with its place in it (``rounds``: registered up to it, any status) and its times. Three round
     trips whatever the ladder's size (retention keeps the index and the records)."""
@@ -459,7 +437,7 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOve
     total, rated = await pipe.execute()
     total = int(total)
     if total == 0:
-        return RoundsOverTime(ladder, 0, _int(rated) or 0, [])
+        return {"ladder": ladder, "rounds": 0, "rounds_rated": _int(rated) or 0, "points": []}
     where = _spread(total, points)
     pipe = r.pipeline(transaction=False)
     for i in where:
@@ -469,22 +447,14 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOve
     for _, round_id, _ in found:
         pipe.hmget(keys.round_record(ladder, round_id), ("status", "occurred_at", "rated_at"))
     records = await pipe.execute() if found else []
-    return RoundsOverTime(ladder, total, _int(rated) or 0, [
+    return {"ladder": ladder, "rounds": total, "rounds_rated": _int(rated) or 0, "points": [
         {"rounds": i + 1, "round_id": round_id, "seq": seq, "status": _text(status),
          "occurred_at": _float(occurred), "rated_at": _float(rated_at)}
-        for (i, round_id, seq), (status, occurred, rated_at) in zip(found, records)])
+        for (i, round_id, seq), (status, occurred, rated_at) in zip(found, records)]}
 
 
-@dataclass
-class RankTimeline(View):
-    ladder: str
-    player: str
-    position: int | None  # the player's place on today's leaderboard
-    leaderboard_size: int
-    points: list[dict[str, Any]]  # per rated round, oldest first (see rank_timeline)
-
-
-async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> RankTimeline | None:
+async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *,
+                        history_limit: int = 100) -> dict[str, Any] | None:
     """A player's tier and leaderboard place after each of the last ``history_limit`` rated rounds, from
     the history entries: two round trips. The place is the one the rating of then holds on today's
     leaderboard (no past one is kept): exact for the newest entry, an estimate for older ones."""
@@ -508,8 +478,8 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_l
                "mu": e["mu_after"], "sigma": e["sigma_after"], "tier": e.get("tier") or None, "rank": e["rank"], "field_size": e["field_size"],
                "position": int(n) + 1 - (1 if now is not None and now > float(e["display_rating"]) else 0)}
               for e, n in zip(entries, above)]
-    return RankTimeline(ladder=ladder, player=player_id, position=None if rank is None else int(rank) + 1,
-                        leaderboard_size=int(lb_size), points=points)
+    return {"ladder": ladder, "player": player_id, "position": None if rank is None else int(rank) + 1,
+            "leaderboard_size": int(lb_size), "points": points}
 
 
 def round_states(r: Any, rounds: Sequence[tuple[str, str]]) -> list[tuple[bytes | None, bytes | None]]:

@@ -100,7 +100,7 @@ def test_round_view_and_recent_rounds(redis_url: str, seeded: Seeded) -> None:
     assert view.complete
     assert run(redis_url, lambda r: queries.round_view(r, LADDER, "r99")) is None
     recent = run(redis_url, lambda r: queries.recent_rounds(r, LADDER, limit=3))
-    assert [s.round_id for s in recent] == ["r5", "r4", "r3"] and recent[0].seq == 5
+    assert [s["round_id"] for s in recent] == ["r5", "r4", "r3"] and recent[0]["seq"] == 5
 
 
 def test_round_view_caps_huge_rounds(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,13 +173,13 @@ def test_ladders_page_reads_only_its_page(redis_url: str) -> None:
 def test_rating_distribution_counts_every_player_once(redis_url: str, seeded: Seeded) -> None:
     dist = run(redis_url, lambda r: queries.rating_distribution(r, LADDER, 5))
     shown = sorted(seeded.display.values())
-    assert (dist.total, dist.low, dist.high) == (len(shown), shown[0], shown[-1])
+    assert (dist["total"], dist["low"], dist["high"]) == (len(shown), shown[0], shown[-1])
     width = (shown[-1] - shown[0]) / 5
     expected = [sum(shown[0] + i * width <= x < shown[0] + (i + 1) * width for x in shown) for i in range(5)]
     expected[-1] += sum(x == shown[-1] for x in shown)  # the last bin is closed
-    assert dist.counts == expected and sum(dist.counts) == len(shown)
+    assert dist["counts"] == expected and sum(dist["counts"]) == len(shown)
     empty = run(redis_url, lambda r: queries.rating_distribution(r, "nope", 3))
-    assert (empty.total, empty.counts) == (0, [0, 0, 0])
+    assert (empty["total"], empty["counts"]) == (0, [0, 0, 0])
 
 
 def test_ladder_version(redis_url: str, seeded: Seeded) -> None:
