@@ -1,8 +1,8 @@
 """Bulk writes of a ladder's rated history (``stream backfill``, a correction's re-rate, ``stream import``).
 
 The same keys and contents as the stream's scripts write, as chunked pipelines of plain commands:
-:class:`LadderWriter` names every key for the pipeline, :class:`BulkWriter` is its command queue
-(and the snapshot import's). Not atomic: the caller checks first that no worker touches the ladder.
+:class:`BulkWriter` queues the commands (the snapshot import's); :class:`LadderWriter`, one of
+them, names every key. Not atomic: the caller checks first that no worker touches the ladder.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class BulkWriter:
             self.pipe.hset(key, mapping=dict(mapping))
             await self._count(2 * len(mapping))
 
-    async def push_history(self, histories: Mapping[str, Sequence[bytes]], history_length: int) -> None:
+    async def push_histories(self, histories: Mapping[str, Sequence[bytes]], history_length: int) -> None:
         """Append entries to history lists (key -> entries, oldest first), each list kept to its last
         ``history_length`` entries (push_history.lua)."""
         await self._per_key("push_history", list(histories), [history_length],
@@ -143,70 +143,61 @@ class BulkWriter:
         await self._count(1)
 
 
-class LadderWriter:
+class LadderWriter(BulkWriter):
     """A ladder's rated history written as the stream writes it (same keys, fields and bytes), queued
-    on one :class:`BulkWriter`: what a backfill and a correction's re-rate write. ``close`` sends the rest."""
-
-    def __init__(self, store: Store) -> None:
-        self.bulk = BulkWriter(store)
-        self.history_length = store.history_length
+    in bounded pipelines: what a backfill and a correction's re-rate write. ``close`` sends the rest."""
 
     async def add_ladder(self, ladder: str) -> None:
         """The ladder in the set of ladders."""
-        await self.bulk.sadd(keys.ladders(), ladder)
+        await self.sadd(keys.ladders(), ladder)
 
     async def round(self, ladder: str, round_id: str, seq: int, record: Mapping[Any, Any], *,
                     results: Mapping[str, bytes] | None = None, fanout: Mapping[Any, bytes] | None = None) -> None:
         """A round's record and its place in the ladder's index; with ``results`` its events (player
         -> RatingChange JSON) and ``fanout`` its stored fan-out (field -> message)."""
-        await self.bulk.hset(keys.round_record(ladder, round_id), record)
-        await self.bulk.zadd(keys.rounds(ladder), {round_id: seq})
+        await self.hset(keys.round_record(ladder, round_id), record)
+        await self.zadd(keys.rounds(ladder), {round_id: seq})
         if results is not None:
-            await self.bulk.hset(keys.round_results(ladder, round_id), results)
+            await self.hset(keys.round_results(ladder, round_id), results)
         if fanout is not None:
-            await self.bulk.hset(keys.round_perf(ladder, round_id), fanout)
+            await self.hset(keys.round_perf(ladder, round_id), fanout)
 
     async def drop_round_outputs(self, ladder: str, round_id: str) -> None:
         """Forget what a round's rating left beside its record (:data:`ROUND_OUTPUTS`)."""
-        await self.bulk.delete(*(key(ladder, round_id) for key in ROUND_OUTPUTS))
+        await self.delete(*(key(ladder, round_id) for key in ROUND_OUTPUTS))
 
     async def clear_history(self, ladder: str, players: Sequence[str]) -> None:
         """Empty the history lists of ``players``."""
         for player in players:
-            await self.bulk.delete(keys.history(ladder, player))
+            await self.delete(keys.history(ladder, player))
 
     async def push_history(self, ladder: str, entries: Mapping[str, Sequence[bytes]]) -> None:
         """Append each player's history entries (oldest first), each list kept to the store's length."""
-        await self.bulk.push_history({keys.history(ladder, p): e for p, e in entries.items() if e}, self.history_length)
+        histories = {keys.history(ladder, p): e for p, e in entries.items() if e}
+        await self.push_histories(histories, self.store.history_length)
 
     async def players(self, ladder: str, names: Sequence[str], rows: PlayerRows) -> None:
         """Each player's hash (``rows``: a column per field), leaderboard score (its display rating)
         and name index entry."""
         if not names:
             return
-        await self.bulk.hset_many([keys.player(ladder, p) for p in names], player_hash.WRITE_FIELDS, rows.rows())
-        await self.bulk.zadd(keys.leaderboard(ladder), dict(zip(names, rows.display_rating)))
-        await self.bulk.zadd(keys.player_names(ladder), dict.fromkeys(names, 0))
+        await self.hset_many([keys.player(ladder, p) for p in names], player_hash.WRITE_FIELDS, rows.rows())
+        await self.zadd(keys.leaderboard(ladder), dict(zip(names, rows.display_rating)))
+        await self.zadd(keys.player_names(ladder), dict.fromkeys(names, 0))
 
     async def remove_players(self, ladder: str, names: Sequence[str]) -> None:
         """Forget players: their hash, history, leaderboard score and name index entry."""
         for player in names:
-            await self.bulk.delete(keys.player(ladder, player), keys.history(ladder, player))
+            await self.delete(keys.player(ladder, player), keys.history(ladder, player))
         if names:
-            await self.bulk.zrem(keys.leaderboard(ladder), names)
-            await self.bulk.zrem(keys.player_names(ladder), names)
+            await self.zrem(keys.leaderboard(ladder), names)
+            await self.zrem(keys.player_names(ladder), names)
 
     async def ladder_fields(self, ladder: str, fields: Mapping[Any, Any], *, drop: Sequence[str] = ()) -> None:
         """Set fields of the ladder's hash (counters, ``seq``, last round) and delete ``drop``."""
-        await self.bulk.hset(keys.ladder(ladder), fields)
+        await self.hset(keys.ladder(ladder), fields)
         if drop:
-            await self.bulk.hdel(keys.ladder(ladder), *drop)
-
-    async def flush(self) -> None:
-        """Send what is queued (``close``: the rest)."""
-        await self.bulk.flush()
-
-    close = flush
+            await self.hdel(keys.ladder(ladder), *drop)
 
 
 async def members(store: Store, key: str) -> list[str]:

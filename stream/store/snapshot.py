@@ -205,7 +205,7 @@ async def import_ladder(store: Store, records: Iterable[Record]) -> tuple[str, i
     for key, fields in plan.hashes:
         await writer.hset(key, fields)
     for key, entries in plan.histories.items():
-        await writer.push_history({key: entries}, max(len(entries), 1))
+        await writer.push_histories({key: entries}, max(len(entries), 1))
     await writer.zadd(keys.leaderboard(ladder), plan.scores)
     await writer.zadd(keys.player_names(ladder), dict.fromkeys(plan.scores, 0))
     await writer.zadd(keys.rounds(ladder), plan.seqs)
