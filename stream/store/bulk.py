@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import as_bytes, as_text
+from stream.store.client import as_bytes, as_text, read_each
 from stream.store.player_hash import PlayerRows
 from stream.store.store import Store
 
@@ -218,13 +218,10 @@ async def ladder_info(store: Store, ladder: str) -> LadderInfo:
 
 async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
     """The stored ``content_hash`` of each round id (None where the ladder has no such round)."""
-    out: list[str | None] = []
-    for lo in range(0, len(round_ids), FLUSH_COMMANDS):
-        pipe = store.client.pipeline(transaction=False)
-        for round_id in round_ids[lo:lo + FLUSH_COMMANDS]:
-            pipe.hget(keys.round_record(ladder, round_id), "content_hash")
-        out += [None if raw is None else as_text(raw) for raw in await pipe.execute()]
-    return out
+    def reads(pipe: Pipeline, round_id: str) -> None:
+        pipe.hget(keys.round_record(ladder, round_id), "content_hash")
+
+    return [None if raw is None else as_text(raw) async for _, (raw,) in read_each(store.client, round_ids, reads)]
 
 
 async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:

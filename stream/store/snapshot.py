@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from stream.store import keys, player_hash, seasons
-from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
-from stream.store.client import as_bytes, as_text
+from stream.store.bulk import BulkWriter, ladder_info, members
+from stream.store.client import as_bytes, as_text, read_each
 from stream.store.store import Store
 
 VERSION = "1"
@@ -72,14 +72,16 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
         raise SnapshotError(why)
     if info.in_flight:
         raise SnapshotError(f"ladder {ladder!r} has {info.in_flight} rounds in flight: export it once they are rated")
+    client = store.client
     yield Record("snapshot", ladder, {"version": VERSION, "exported_at": repr(now)})
-    yield Record("ladder", "", _text_fields(await store.client.hgetall(keys.ladder(ladder))))
+    yield Record("ladder", "", _text_fields(await client.hgetall(keys.ladder(ladder))))
+
     def player_reads(pipe: Any, player: str) -> None:
         pipe.hgetall(keys.player(ladder, player))
         pipe.lrange(keys.history(ladder, player), 0, -1)
 
-    async for player, (state, history) in _read_each(store, await members(store, keys.leaderboard(ladder)),
-                                                     player_reads, 2):
+    async for player, (state, history) in read_each(client, await members(store, keys.leaderboard(ladder)),
+                                                    player_reads):
         yield Record("player", player, _text_fields(state, BINARY_FIELDS))
         if history:
             yield Record("history", player, {str(j): as_text(e) for j, e in enumerate(history)})
@@ -88,11 +90,10 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
         for kind in ("round", "results", "fanout"):
             pipe.hgetall(HASHES[kind](ladder, round_id))
 
-    async for round_id, replies in _read_each(store, await members(store, keys.rounds(ladder)), round_reads, 3):
+    async for round_id, replies in read_each(client, await members(store, keys.rounds(ladder)), round_reads):
         for kind, raw in zip(("round", "results", "fanout"), replies):
             if raw or kind == "round":
                 yield Record(kind, round_id, _text_fields(raw))
-    client = store.client  # the season archives, league threshold sets and seasons of record
     for season in sorted(as_text(s) for s in await client.smembers(keys.season_archives(ladder))):
         yield Record("season", season, _text_fields(await client.hgetall(keys.season_standings(ladder, season))))
         board = cast("list[tuple[bytes, float]]",
@@ -103,19 +104,6 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
     for kind, entries in cast("tuple[tuple[str, list[bytes]], ...]", lists):
         if entries:
             yield Record(kind, "", {str(j): as_text(e) for j, e in enumerate(entries)})
-
-
-async def _read_each(store: Store, names: list[str], reads: Callable[[Any, str], None],
-                     width: int) -> AsyncIterator[tuple[str, list[Any]]]:
-    """(name, its ``width`` replies) for each name: ``reads`` queues them, FLUSH_COMMANDS names per pipeline."""
-    for lo in range(0, len(names), FLUSH_COMMANDS):
-        chunk = names[lo:lo + FLUSH_COMMANDS]
-        pipe = store.client.pipeline(transaction=False)
-        for name in chunk:
-            reads(pipe, name)
-        replies = await pipe.execute()
-        for i, name in enumerate(chunk):
-            yield name, replies[width * i:width * (i + 1)]
 
 
 @dataclass
