@@ -302,13 +302,19 @@ async def get_activity(request: web.Request, ladder: str) -> dict[str, Any]:
     return await queries.rounds_over_time(_redis(request), ladder, points)
 
 
-@cached_by_ladder
-async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
+async def _of_player(request: web.Request, ladder: str, read: Callable[..., Awaitable[Any]]) -> Any:
+    """``read(redis, ladder, player, history_limit=...)`` of the path's player (404 when it finds none)."""
     player = _item_id(request, "player", "player")
     history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
-    view = await queries.player(_redis(request), ladder, player, history_limit=history)
-    if view is None:
+    found = await read(_redis(request), ladder, player, history_limit=history)
+    if found is None:
         raise await _unknown_player(request, ladder, player)
+    return found
+
+
+@cached_by_ladder
+async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
+    view = await _of_player(request, ladder, queries.player)
     league, division = league_division(view.tier, _display(request, ladder))
     out = {**view.to_dict(), "league": league, "division": division}
     _with_status(request, ladder, [out])
@@ -320,12 +326,7 @@ async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
 async def get_player_ranks(request: web.Request, ladder: str) -> dict[str, Any]:
     """A player's leaderboard place and tier after each rated round (the place measured against
     today's leaderboard: see :func:`stream.store.queries.rank_timeline`), and the ladder's tiers."""
-    player = _item_id(request, "player", "player")
-    history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
-    timeline = await queries.rank_timeline(_redis(request), ladder, player, history_limit=history)
-    if timeline is None:
-        raise await _unknown_player(request, ladder, player)
-    out = {**timeline, "tiers": list(_display(request, ladder).tier_names)}
+    out = {**await _of_player(request, ladder, queries.rank_timeline), "tiers": list(_display(request, ladder).tier_names)}
     rating_status.add_intervals(out["points"], _display(request, ladder).interval_z, mu="mu", sigma="sigma")
     return out
 
@@ -368,7 +369,8 @@ async def predict(request: web.Request) -> web.Response:
     teams = None if raw_teams is None else inputs.team_list(raw_teams, _max_id(request))  # teams=a,b;c,d
     players = inputs.player_list(raw_players, _max_id(request)) if teams is None else teams[0]
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
-    margin = _draw_margin(raw_margin)
+    margin = 0.0 if raw_margin in (None, "", 0, "0") else inputs.float_query(  # rating points, default 0
+        raw_margin, "draw_margin", 0.0, low=0.0, high=inputs.MAX_DRAW_MARGIN)
     cfg = request.app[LADDERS_KEY].of(ladder)
     if teams is not None:  # cached as a lobby's, under the players' states, their teams and shares too
         if cfg.rating_model is not None:
@@ -385,12 +387,6 @@ async def predict(request: web.Request) -> web.Response:
                           "probabilities are pairwise_tie", code="bad_request")
     return await _cached_prediction(request, ladder, (ladder, tuple(players), weight, margin), players,
                                     lambda states: _prediction(cfg, ladder, players, states, weight, margin))
-
-
-def _draw_margin(raw: object) -> float:
-    """The ``draw_margin`` query or body value (rating points, default 0)."""
-    return 0.0 if raw in (None, "", 0, "0") else inputs.float_query(raw, "draw_margin", 0.0, low=0.0,
-                                                                    high=inputs.MAX_DRAW_MARGIN)
 
 
 States = list[tuple[float, float] | None]
