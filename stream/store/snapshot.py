@@ -1,26 +1,7 @@
 """A ladder's stored state as records, and back (``stream export`` / ``stream import``).
 
-A snapshot is a sequence of :class:`Record` ``(kind, id, fields)``, every value text, which
-together rebuild each of the ladder's keys exactly (key schema: docs/contracts.md):
-
-=============  ==========  =====================================================================
-kind           id          fields
-=============  ==========  =====================================================================
-``snapshot``   ladder      ``version``, ``exported_at`` (the first record)
-``ladder``     ""          the ladder hash (``seq``, ``rounds_rated``, ``players``, ...)
-``player``     P           the player hash; ``state`` (packed engine state) in base64
-``history``    P           ``"0"``, ``"1"``, ...: the rating-history entries, oldest first
-``round``      R           the round record (``seq``, ``status``, ``content_hash``, times, ...)
-``results``    R           player → RatingChange JSON of the round
-``fanout``     R           partition → the stored fan-out (PlayerUpdate JSON)
-``season``     S           player → his archived final standing in season S (JSON)
-``season_lb``  S           player → his score on season S's archived board
-``shares``     ""          ``"0"``, ``"1"``, ...: the league threshold sets (JSON with ``at``), oldest first
-``schedule``   ""          ``"0"``, ``"1"``, ...: the seasons of record (``stream season start``), in order
-=============  ==========  =====================================================================
-
-The leaderboard is rebuilt from the players' ``display_rating`` (and the name index from the players) (the score the stream gave
-each player at their last round). Only a ladder with no round in flight is exported (complete, standing still).
+A snapshot is a sequence of :class:`Record` ``(kind, id, fields)``, every value text, which together
+rebuild each of the ladder's keys exactly; the kinds and their fields: docs/history.md, Snapshots.
 """
 
 from __future__ import annotations
@@ -52,7 +33,7 @@ class SnapshotError(ValueError):
 
 @dataclass(frozen=True)
 class Record:
-    """One record of a snapshot: ``kind`` (see the module docstring), ``id``, text ``fields``."""
+    """One record of a snapshot: ``kind`` (docs/history.md, Snapshots), ``id``, text ``fields``."""
 
     kind: str
     id: str
@@ -65,8 +46,7 @@ def _text_fields(raw: dict[bytes | str, bytes | str], binary: frozenset[str] = f
 
 
 async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterator[Record]:
-    """The records of ``ladder`` (see the module docstring); raises :class:`SnapshotError` for an
-    unknown ladder or one with rounds in flight."""
+    """The records of ``ladder``; :class:`SnapshotError` for an unknown ladder or one with rounds in flight."""
     info = await ladder_info(store, ladder)
     if (why := info.refusal(ladder, "export it once it is done")) is not None:
         raise SnapshotError(why)

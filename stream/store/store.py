@@ -39,7 +39,6 @@ STATUS_FAILED = "failed"
 """A round whose phase one kept raising: dead-lettered as ``internal_error``, rates nobody."""
 
 OUTCOME_NEW = "new"
-OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 OUTCOME_HELD = "held"
 """A correction holds the ladder: nothing was registered (``status`` = its id); register again later."""
@@ -373,15 +372,12 @@ def _interleave(*columns: Sequence[Any]) -> list[Any]:
     return [value for row in zip(*columns) for value in row]
 
 
-_partition_of = itemgetter(0)
-
-
 def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str, bytes]]:
     """The stored fan-out's hash fields: ``partition`` for a partition's message, ``partition.k``
     for the k-th further part of a split one (in partition order)."""
     out: list[tuple[int | str, bytes]] = []
     previous, n = -1, 0
-    for partition, message in sorted(messages, key=_partition_of):  # stable: a split message's parts in order
+    for partition, message in sorted(messages, key=itemgetter(0)):  # stable: a split message's parts in order
         n = n + 1 if partition == previous else 0
         out.append((partition if n == 0 else f"{partition}.{n}", message))
         previous = partition
