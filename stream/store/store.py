@@ -254,10 +254,6 @@ class Priors:
     """Players whose stored state already holds this round or a later one (``last_seq >= seq``):
     no prior of it, the attempt stops (``barrier.RoundOvertaken``)."""
 
-    @property
-    def ready(self) -> bool:
-        return not self.blocked
-
 
 @dataclass(frozen=True)
 class StoredStates:
@@ -271,11 +267,6 @@ class StoredStates:
     """Per :class:`FanOutCheck`, whether each of its messages is one of the round's stored fan-out."""
     queued_seq: np.ndarray | None = None
     """Each player's ``queued_seq`` (0: none), where read (:meth:`Store.read_states`)."""
-
-    def take(self, rows: Sequence[int]) -> "StoredStates":
-        """These rows only, in this order (``verified`` is left out)."""
-        return StoredStates(self.last_seq[np.asarray(rows, dtype=np.int64)], [self.states[i] for i in rows],
-                            [self.tiers[i] for i in rows])
 
 
 VERIFY_RAW_MAX = 10
