@@ -739,22 +739,15 @@ class Store:
         """The stored RatingChange JSON of each (ladder, round_id, players) (None where absent), one round
         trip; None for a round re-rated since (``rerated_by``, set by rewrite_rounds.lua with the new
         results, read after them): re-emitting would give an ``event_id`` a second content."""
-        asked = [(ladder, round_id, list(players)) for ladder, round_id, players in rounds if players]
-        if not asked:
-            return [[] for _ in rounds]
         pipe = self._pipeline()
-        for ladder, round_id, players in asked:
-            pipe.hmget(keys.round_results(ladder, round_id), players)
-            pipe.hexists(keys.round_record(ladder, round_id), "rerated_by")
-        replies = iter(await pipe.execute())
-        out: list[list[bytes | None] | None] = []
-        for _, _, wanted in rounds:
-            if not wanted:
-                out.append([])
-                continue
-            stored, rerated = next(replies), next(replies)
-            out.append(None if rerated else [None if value is None else as_bytes(value) for value in stored])
-        return out
+        for ladder, round_id, players in rounds:
+            if players:
+                pipe.hmget(keys.round_results(ladder, round_id), list(players))
+                pipe.hexists(keys.round_record(ladder, round_id), "rerated_by")
+        replies = await pipe.execute()
+        found = iter([None if rerated else [None if value is None else as_bytes(value) for value in stored]
+                      for stored, rerated in zip(replies[::2], replies[1::2])])
+        return [next(found) if players else [] for _, _, players in rounds]
 
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int | np.ndarray, *,
