@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import as_bytes, as_text, read_each
+from stream.store.client import as_bytes, as_text, pipelined
 from stream.store.player_hash import PlayerRows
 from stream.store.store import Store
 
@@ -218,10 +218,9 @@ async def ladder_info(store: Store, ladder: str) -> LadderInfo:
 
 async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
     """The stored ``content_hash`` of each round id (None where the ladder has no such round)."""
-    def reads(pipe: Pipeline, round_id: str) -> None:
-        pipe.hget(keys.round_record(ladder, round_id), "content_hash")
-
-    return [None if raw is None else as_text(raw) async for _, (raw,) in read_each(store.client, round_ids, reads)]
+    hashes = await pipelined(store.client, round_ids,
+                             lambda pipe, round_id: pipe.hget(keys.round_record(ladder, round_id), "content_hash"))
+    return [None if raw is None else as_text(raw) for raw in hashes]
 
 
 async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stream.store import keys
-from stream.store.client import AsyncRedis, read_each
+from stream.store.client import AsyncRedis, pipelined
 
 MU = "mu"
 SIGMA = "sigma"
@@ -104,11 +104,8 @@ class PlayerRows:
 
 async def read(r: AsyncRedis, ladder: str, players: Sequence[str], fields: Sequence[str]) -> list[list[Any]]:
     """HMGET ``fields`` of each player's hash, the replies as they are (None where missing): chunked
-    pipelines (:func:`~stream.store.client.read_each`)."""
-    def reads(pipe: Any, player: str) -> None:
-        pipe.hmget(keys.player(ladder, player), fields)
-
-    return [row async for _, (row,) in read_each(r, players, reads)]
+    pipelines (:func:`~stream.store.client.pipelined`)."""
+    return await pipelined(r, players, lambda pipe, player: pipe.hmget(keys.player(ladder, player), fields))
 
 
 def known(fields: Sequence[str]) -> list[str]:

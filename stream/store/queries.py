@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from stream.store import keys, player_hash
-from stream.store.client import AsyncRedis
+from stream.store.client import AsyncRedis, pipelined
 
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
 #: A corrected round's marks (stream/pipeline/corrections.py writes them): the correction trail
@@ -202,10 +202,7 @@ async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> L
     (the names, then every summary in one pipeline)."""
     names = await ladders(r)
     page = names[offset:offset + limit]
-    pipe = r.pipeline(transaction=False)
-    for name in page:
-        _queue_summary(pipe, name)
-    replies = await pipe.execute() if page else []
+    replies = await pipelined(r, page, _queue_summary)
     width = 4  # replies per summary (_queue_summary)
     summaries = [_summary(name, replies[i * width:(i + 1) * width]) for i, name in enumerate(page)]
     return LaddersPage(total=len(names), ladders=[s for s in summaries if s is not None])
@@ -231,11 +228,9 @@ async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> dict[str
     width = (high - low) / bins
     if width == 0:  # everyone has the same rating
         return answer(int(total), low, high, [int(total)] + [0] * (bins - 1))
-    pipe = r.pipeline(transaction=False)
-    for i in range(bins):  # [start, end) and the last one [start, high]
-        start = low + i * width
-        pipe.zcount(lb, start, high if i == bins - 1 else f"({low + (i + 1) * width!r}")
-    return answer(int(total), low, high, [int(n) for n in await pipe.execute()])
+    counts = await pipelined(r, range(bins), lambda pipe, i: pipe.zcount(  # [start, end), the last one [start, high]
+        lb, low + i * width, high if i == bins - 1 else f"({low + (i + 1) * width!r}"))
+    return answer(int(total), low, high, [int(n) for n in counts])
 
 
 async def ladder_updated_at(r: AsyncRedis, ladder: str) -> float | None:
@@ -291,10 +286,7 @@ async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset:
         matches, truncated = await _scan_search(r, lb, prefix)
     matches.sort(key=lambda ms: (-ms[1], ms[0]))
     page = matches[offset:offset + limit]
-    pipe = r.pipeline(transaction=False)
-    for player, _ in page:
-        pipe.zrevrank(lb, player)
-    ranks = await pipe.execute() if page else []
+    ranks = await pipelined(r, page, lambda pipe, match: pipe.zrevrank(lb, match[0]))
     members = [(player, score, int(rank) + 1) for (player, score), rank in zip(page, ranks) if rank is not None]
     return LeaderboardPage(ladder=ladder, total=len(matches), offset=offset, limit=limit,
                            rows=await _rows(r, ladder, members), search=prefix, truncated=truncated)
@@ -397,10 +389,8 @@ async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: i
     """The ladder's rounds, newest (highest sequence number) first: id, seq, status, size and times."""
     ids = cast("list[tuple[bytes, float]]",
                await r.zrevrange(keys.rounds(ladder), offset, offset + limit - 1, withscores=True))
-    pipe = r.pipeline(transaction=False)
-    for round_id, _ in ids:
-        pipe.hmget(keys.round_record(ladder, _text(round_id) or ""), ("status", "field_size", "occurred_at", "rated_at"))
-    records = await pipe.execute() if ids else []
+    records = await pipelined(r, ids, lambda pipe, item: pipe.hmget(
+        keys.round_record(ladder, _text(item[0]) or ""), ("status", "field_size", "occurred_at", "rated_at")))
     return [{"round_id": _text(rid) or "", "seq": int(seq), "status": _text(status), "field_size": _int(size),
              "occurred_at": _float(occurred), "rated_at": _float(rated)}
             for (rid, seq), (status, size, occurred, rated) in zip(ids, records)]
@@ -439,14 +429,10 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> dict[str,
     if total == 0:
         return {"ladder": ladder, "rounds": 0, "rounds_rated": _int(rated) or 0, "points": []}
     where = _spread(total, points)
-    pipe = r.pipeline(transaction=False)
-    for i in where:
-        pipe.zrange(keys.rounds(ladder), i, i, withscores=True)
-    found = [(i, _text(hit[0][0]) or "", int(hit[0][1])) for i, hit in zip(where, await pipe.execute()) if hit]
-    pipe = r.pipeline(transaction=False)
-    for _, round_id, _ in found:
-        pipe.hmget(keys.round_record(ladder, round_id), ("status", "occurred_at", "rated_at"))
-    records = await pipe.execute() if found else []
+    hits = await pipelined(r, where, lambda pipe, i: pipe.zrange(keys.rounds(ladder), i, i, withscores=True))
+    found = [(i, _text(hit[0][0]) or "", int(hit[0][1])) for i, hit in zip(where, hits) if hit]
+    records = await pipelined(r, found, lambda pipe, item: pipe.hmget(
+        keys.round_record(ladder, item[1]), ("status", "occurred_at", "rated_at")))
     return {"ladder": ladder, "rounds": total, "rounds_rated": _int(rated) or 0, "points": [
         {"rounds": i + 1, "round_id": round_id, "seq": seq, "status": _text(status),
          "occurred_at": _float(occurred), "rated_at": _float(rated_at)}
@@ -469,10 +455,8 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *,
     if mu is None:
         return None
     entries = [_json(h) for h in history] if isinstance(history, list) else []
-    pipe = r.pipeline(transaction=False)
-    for entry in entries:
-        pipe.zcount(lb, f"({float(entry['display_rating'])!r}", "+inf")
-    above = await pipe.execute() if entries else []
+    above = await pipelined(r, entries,
+                            lambda pipe, entry: pipe.zcount(lb, f"({float(entry['display_rating'])!r}", "+inf"))
     now = None if score is None else float(score)
     points = [{"round_id": e["round_id"], "occurred_at": e["occurred_at"], "display_rating": e["display_rating"],
                "mu": e["mu_after"], "sigma": e["sigma_after"], "tier": e.get("tier") or None, "rank": e["rank"], "field_size": e["field_size"],

@@ -16,7 +16,7 @@ from typing import cast
 from stream.contracts import PlayerUpdate
 from stream.settings import Settings
 from stream.store import keys
-from stream.store.client import as_text
+from stream.store.client import as_text, pipelined
 from stream.store.store import Store, encode_float
 
 DAY_S = 86_400.0
@@ -75,11 +75,8 @@ async def _trim_ladder(store: Store, ladder: str, rule: Retention, *, now: float
         keys.rounds(ladder), f"({mark}", horizon, start=0, num=limit, withscores=True))
     if not candidates:
         return 0
-    pipe = store.client.pipeline(transaction=False)
-    for round_id, _ in candidates:
-        pipe.hget(keys.round_record(ladder, as_text(round_id)), "occurred_at")
-        pipe.zscore(keys.incomplete_rounds(ladder), round_id)
-    replies = await pipe.execute()
+    replies = await pipelined(store.client, candidates, lambda pipe, c: pipe.hget(  # occurred_at, in the ledger
+        keys.round_record(ladder, as_text(c[0])), "occurred_at").zscore(keys.incomplete_rounds(ladder), c[0]))
     cutoff = now - rule.days * DAY_S if rule.days > 0 else None
     doomed: list[str] = []
     new_mark = mark
@@ -107,11 +104,8 @@ async def _trim_ladder(store: Store, ladder: str, rule: Retention, *, now: float
 async def _trim_histories(store: Store, ladder: str, round_ids: list[str], cutoff: float) -> None:
     """Drop the history entries older than ``cutoff`` of every player of ``round_ids`` (players
     read from the rounds' results, else their fan-outs; rounds with neither are skipped)."""
-    pipe = store.client.pipeline(transaction=False)
-    for round_id in round_ids:
-        pipe.hkeys(keys.round_results(ladder, round_id))
-        pipe.hvals(keys.round_perf(ladder, round_id))
-    replies = await pipe.execute()
+    replies = await pipelined(store.client, round_ids, lambda pipe, round_id: pipe.hkeys(
+        keys.round_results(ladder, round_id)).hvals(keys.round_perf(ladder, round_id)))
     players: set[str] = set()
     for results, fanouts in zip(replies[::2], replies[1::2]):
         if results:
