@@ -11,11 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import numpy as np
+
 from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
 from stream.store.client import as_bytes, as_text, pipelined
 from stream.store.player_hash import PlayerRows
-from stream.store.store import Store
+from stream.store.store import Store, StoredStates
 
 FLUSH_COMMANDS = 2_000
 """Queued commands per pipeline round trip."""
@@ -49,16 +51,6 @@ class LadderInfo:
     def refusal(self, ladder: str, then: str) -> str | None:
         """:meth:`held`, or that there is no such ladder."""
         return f"no ladder {ladder!r}" if not self.fields else self.held(ladder, then)
-
-
-@dataclass(frozen=True)
-class StoredPlayers:
-    """Stored fields of some players of a ladder (aligned with the names asked for; None where absent)."""
-
-    states: list[bytes | None]
-    tiers: list[bytes | None]
-    last_seqs: list[int]
-    """The seq of each player's last applied round (0: none)."""
 
 
 @dataclass
@@ -223,11 +215,11 @@ async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) ->
     return [None if raw is None else as_text(raw) for raw in hashes]
 
 
-async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:
-    """Packed state, tier and last applied seq of ``players`` (None / 0 for players the ladder
-    has not rated)."""
-    rows = await player_hash.read(store.client, ladder, players, (player_hash.STATE, player_hash.TIER,
-                                                                   player_hash.LAST_SEQ))
-    return StoredPlayers([None if state is None else as_bytes(state) for state, _, _ in rows],
-                         [None if tier is None else as_bytes(tier) for _, tier, _ in rows],
-                         [0 if last_seq is None else int(last_seq) for _, _, last_seq in rows])
+async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredStates:
+    """Last applied seq, packed state and tier of ``players`` (0 / None for players the ladder has not
+    rated), in chunked pipelines (a backfill's players may be millions)."""
+    rows = await player_hash.read(store.client, ladder, players, (player_hash.LAST_SEQ, player_hash.STATE,
+                                                                   player_hash.TIER))
+    return StoredStates(np.array([int(seq or 0) for seq, _, _ in rows], dtype=np.int64),
+                        [None if state is None else as_bytes(state) for _, state, _ in rows],
+                        [None if tier is None else as_bytes(tier) for _, _, tier in rows])
