@@ -11,7 +11,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,21 +23,17 @@ from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from stream.api import inputs, queues, seasons
+from stream.api import eligibility, health_export, inputs, probes, queues, seasons, whatif as whatif_api
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
-from stream.api import health_export, probes
 from stream.api.health import KafkaProbe
-from stream.api import eligibility, whatif as whatif_api
 from stream.contracts.round import Limits
 from stream.engine.display import DisplayConfig, display_rating, league_division
-from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
-from stream.engine.params import Params, preset
+from stream.engine.ladders import LadderConfig, parse_ladders
+from stream.engine.params import Params
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
 from stream.engine.seasons import next_round_view
-from stream.pipeline import deadletters, explain
-from stream.pipeline import status as rating_status
-from stream.pipeline import metrics as metrics_
+from stream.pipeline import deadletters, explain, metrics as metrics_, status as rating_status
 from stream.pipeline.context import load_queues
 from stream.pipeline.season_schedules import SeasonRecord
 from stream.pipeline.worker_status import WorkerStatus

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from stream.contracts import PlayerUpdate, RatingChange
 from stream.store import keys, player_hash, seasons
 from stream.store.bulk import FLUSH_COMMANDS, members, ladder_info
-from stream.store.client import as_bytes, as_text
+from stream.store.client import as_bytes
 from stream.store.store import Store, encode_float
 
 PSEUDONYM_PREFIX = "erased:"
