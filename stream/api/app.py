@@ -242,9 +242,8 @@ async def list_ladders(request: web.Request) -> web.Response:
     limit = inputs.int_query(request, "limit", DEFAULT_LADDERS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
 
     async def compute() -> bytes:
-        page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
-        return orjson.dumps({"total": page.total, "offset": offset, "limit": limit,
-                             "ladders": [s.to_dict() for s in page.ladders]})
+        total, page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
+        return orjson.dumps({"total": total, "offset": offset, "limit": limit, "ladders": [s.to_dict() for s in page]})
 
     return _json_body(await request.app[CACHE_KEY].get(("ladders", offset, limit), None, compute))
 
@@ -322,7 +321,8 @@ async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
 async def get_player_ranks(request: web.Request, ladder: str) -> dict[str, Any]:
     """A player's leaderboard place and tier after each rated round (the place measured against
     today's leaderboard: see :func:`stream.store.queries.rank_timeline`), and the ladder's tiers."""
-    out = {**await _of_player(request, ladder, queries.rank_timeline), "tiers": list(_display(request, ladder).tier_names)}
+    timeline = await _of_player(request, ladder, queries.rank_timeline)
+    out = {**timeline, "tiers": list(_display(request, ladder).tier_names)}
     rating_status.add_intervals(out["points"], _display(request, ladder).interval_z, mu="mu", sigma="sigma")
     return out
 

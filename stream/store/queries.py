@@ -137,12 +137,6 @@ class RoundView(View):
     complete: bool  # False when the round has more results than MAX_ROUND_RESULTS
 
 
-@dataclass
-class LaddersPage(View):
-    total: int
-    ladders: list[LadderSummary]
-
-
 async def ladders(r: AsyncRedis) -> list[str]:
     """Every ladder name, sorted."""
     return sorted(_text(m) or "" for m in await r.smembers(keys.ladders()))
@@ -197,15 +191,15 @@ async def ladder_summary(r: AsyncRedis, ladder: str) -> LadderSummary | None:
     return _summary(ladder, await pipe.execute())
 
 
-async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> LaddersPage:
-    """A page of the ladders by name, with their summaries: two round trips whatever the page size
-    (the names, then every summary in one pipeline)."""
+async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> tuple[int, list[LadderSummary]]:
+    """How many ladders, and a page of them by name with their summaries: two round trips whatever the
+    page size (the names, then every summary in one pipeline)."""
     names = await ladders(r)
     page = names[offset:offset + limit]
     replies = await pipelined(r, page, _queue_summary)
     width = 4  # replies per summary (_queue_summary)
     summaries = [_summary(name, replies[i * width:(i + 1) * width]) for i, name in enumerate(page)]
-    return LaddersPage(total=len(names), ladders=[s for s in summaries if s is not None])
+    return len(names), [s for s in summaries if s is not None]
 
 
 async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> dict[str, Any]:

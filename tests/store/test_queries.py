@@ -164,8 +164,8 @@ def test_ladders_page_reads_only_its_page(redis_url: str) -> None:
     names = [f"l{i:03d}" for i in range(120)]
     client.sadd(keys.ladders(), *names)
     client.config_resetstat()
-    page = run(redis_url, lambda r: queries.ladders_page(r, offset=100, limit=50))
-    assert page.total == 120 and [s.ladder for s in page.ladders] == names[100:]
+    total, page = run(redis_url, lambda r: queries.ladders_page(r, offset=100, limit=50))
+    assert total == 120 and [s.ladder for s in page] == names[100:]
     assert _command_calls(client, "smembers") == 1 and _command_calls(client, "hmget") == 20
     client.close()
 
