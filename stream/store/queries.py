@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from stream.store import keys, player_hash
-from stream.store.client import AsyncRedis, pipelined
+from stream.store.client import AsyncRedis, as_text, pipelined
 
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
 #: A corrected round's marks (stream/pipeline/corrections.py writes them): the correction trail
@@ -35,9 +35,7 @@ GLOB_SPECIALS = "\\*?[]^-"
 
 
 def _text(raw: Any) -> str | None:
-    if raw is None:
-        return None
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
+    return None if raw is None else as_text(raw)
 
 
 def _float(raw: Any) -> float | None:
@@ -48,10 +46,6 @@ def _float(raw: Any) -> float | None:
 def _int(raw: Any) -> int | None:
     text = _text(raw)
     return None if text is None or text == "" else int(float(text))
-
-
-def _json(raw: Any) -> dict[str, Any]:
-    return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
 
 
 ROUND_FIELDS: dict[str, Callable[[Any], Any]] = {
@@ -334,7 +328,7 @@ async def player(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: i
                       rounds=_int(rounds) or 0, last_round=_text(last_round), last_time=_float(last_time),
                       display_rating=_float(display), tier=_text(tier) or None,
                       position=None if rank is None else int(rank) + 1, leaderboard_size=int(lb_size),
-                      history=[_json(h) for h in history] if isinstance(history, list) else [])
+                      history=[json.loads(h) for h in history] if isinstance(history, list) else [])
 
 
 async def lobby_state(r: AsyncRedis, ladder: str,
@@ -370,7 +364,7 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
             values.append(value)
             if len(values) >= MAX_ROUND_RESULTS:
                 break
-    results = sorted((_json(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
+    results = sorted((json.loads(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
     record = {name: read(value) for (name, read), value in zip(ROUND_FIELDS.items(), raw_record)}
     trail = _text(raw_marks[0])
     record["corrections"] = json.loads(trail) if trail else []  # the trail: each correction's id, kind, at, reason
@@ -448,7 +442,7 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *,
     mu, score, rank, lb_size, history = await pipe.execute()
     if mu is None:
         return None
-    entries = [_json(h) for h in history] if isinstance(history, list) else []
+    entries = [json.loads(h) for h in history] if isinstance(history, list) else []
     above = await pipelined(r, entries,
                             lambda pipe, entry: pipe.zcount(lb, f"({float(entry['display_rating'])!r}", "+inf"))
     now = None if score is None else float(score)
