@@ -33,9 +33,6 @@ class ResponseCache:
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()
         self._running: dict[tuple[Hashable, Hashable], asyncio.Task[bytes]] = {}
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def fresh(self, key: Hashable) -> bytes | None:
         """The answer for ``key`` if it is younger than ``fresh_s`` (no version needed), else None."""
         entry = self._entries.get(key)
