@@ -116,23 +116,16 @@ class BulkWriter:
             self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # str scores are sent as they are
             await self._count(2 * min(ZADD_MEMBERS, len(items) - lo))
 
-    async def delete(self, *names: str) -> None:
-        self.pipe.delete(*names)
-        await self._count(len(names))
-
-    async def hdel(self, key: str, *fields: str) -> None:
-        self.pipe.hdel(key, *fields)
-        await self._count(len(fields))
+    async def command(self, *args: str) -> None:
+        """Queue one command as it is (``"DEL", key, ...``)."""
+        self.pipe.execute_command(*args)
+        await self._count(len(args))
 
     async def zrem(self, key: str, members: Sequence[str]) -> None:
         """ZREM in chunks of :data:`ZADD_MEMBERS` members."""
         for lo in range(0, len(members), ZADD_MEMBERS):
             self.pipe.zrem(key, *members[lo:lo + ZADD_MEMBERS])
             await self._count(min(ZADD_MEMBERS, len(members) - lo))
-
-    async def sadd(self, key: str, member: str) -> None:
-        self.pipe.sadd(key, member)
-        await self._count(1)
 
 
 class LadderWriter(BulkWriter):
@@ -141,7 +134,7 @@ class LadderWriter(BulkWriter):
 
     async def add_ladder(self, ladder: str) -> None:
         """The ladder in the set of ladders."""
-        await self.sadd(keys.ladders(), ladder)
+        await self.command("SADD", keys.ladders(), ladder)
 
     async def round(self, ladder: str, round_id: str, seq: int, record: Mapping[Any, Any], *,
                     results: Mapping[str, bytes] | None = None, fanout: Mapping[Any, bytes] | None = None) -> None:
@@ -156,12 +149,12 @@ class LadderWriter(BulkWriter):
 
     async def drop_round_outputs(self, ladder: str, round_id: str) -> None:
         """Forget what a round's rating left beside its record (:data:`ROUND_OUTPUTS`)."""
-        await self.delete(*(key(ladder, round_id) for key in ROUND_OUTPUTS))
+        await self.command("DEL", *(key(ladder, round_id) for key in ROUND_OUTPUTS))
 
     async def clear_history(self, ladder: str, players: Sequence[str]) -> None:
         """Empty the history lists of ``players``."""
         for player in players:
-            await self.delete(keys.history(ladder, player))
+            await self.command("DEL", keys.history(ladder, player))
 
     async def push_history(self, ladder: str, entries: Mapping[str, Sequence[bytes]]) -> None:
         """Append each player's history entries (oldest first), each list kept to the store's length."""
@@ -180,7 +173,7 @@ class LadderWriter(BulkWriter):
     async def remove_players(self, ladder: str, names: Sequence[str]) -> None:
         """Forget players: their hash, history, leaderboard score and name index entry."""
         for player in names:
-            await self.delete(keys.player(ladder, player), keys.history(ladder, player))
+            await self.command("DEL", keys.player(ladder, player), keys.history(ladder, player))
         if names:
             await self.zrem(keys.leaderboard(ladder), names)
             await self.zrem(keys.player_names(ladder), names)
@@ -189,7 +182,7 @@ class LadderWriter(BulkWriter):
         """Set fields of the ladder's hash (counters, ``seq``, last round) and delete ``drop``."""
         await self.hset(keys.ladder(ladder), fields)
         if drop:
-            await self.hdel(keys.ladder(ladder), *drop)
+            await self.command("HDEL", keys.ladder(ladder), *drop)
 
 
 async def members(store: Store, key: str) -> list[str]:

@@ -169,7 +169,7 @@ async def import_ladder(store: Store, records: Iterable[Record]) -> tuple[str, i
     if info.fields or info.rounds or await store.client.zcard(keys.leaderboard(ladder)):
         raise SnapshotError(f"ladder {ladder!r} already has state in Redis: import restores a ladder into an empty one")
     writer = BulkWriter(store)
-    await writer.sadd(keys.ladders(), ladder)
+    await writer.command("SADD", keys.ladders(), ladder)
     for key, fields in plan.hashes:
         await writer.hset(key, fields)
     for key, entries in plan.histories.items():
@@ -178,7 +178,7 @@ async def import_ladder(store: Store, records: Iterable[Record]) -> tuple[str, i
     await writer.zadd(keys.player_names(ladder), dict.fromkeys(plan.scores, 0))
     await writer.zadd(keys.rounds(ladder), plan.seqs)
     for season, board in plan.boards.items():
-        await writer.sadd(keys.season_archives(ladder), season)
+        await writer.command("SADD", keys.season_archives(ladder), season)
         await writer.zadd(keys.season_archive(ladder, season), board)
     if plan.shares:
         await writer.zadd(keys.league_shares(ladder), plan.shares)
