@@ -116,7 +116,7 @@ class BulkWriter:
             self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # str scores are sent as they are
             await self._count(2 * min(ZADD_MEMBERS, len(items) - lo))
 
-    async def command(self, *args: str) -> None:
+    async def command(self, *args: str | bytes) -> None:
         """Queue one command as it is (``"DEL", key, ...``)."""
         self.pipe.execute_command(*args)
         await self._count(len(args))
