@@ -576,11 +576,8 @@ class Store:
                            [keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r) for r in ids)],
                            [encode_float(now), encode_float(period), max_doublings, *ids])
 
-        due: list[DueRound] = []
-        for (ladder, _), flat in zip(candidates, await self._run(build)):
-            for i in range(0, len(flat), 4):
-                due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2]),
-                                    bool(int(flat[i + 3]))))
+        due = [DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2]), bool(int(flat[i + 3])))
+               for (ladder, _), flat in zip(candidates, await self._run(build)) for i in range(0, len(flat), 4)]
         return sorted(due, key=lambda d: (d.ladder, d.seq))
 
     async def fail_round(self, ladder: str, round_id: str, *, content_hash: str, reason: str,
