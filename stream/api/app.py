@@ -243,7 +243,7 @@ async def list_ladders(request: web.Request) -> web.Response:
 
     async def compute() -> bytes:
         total, page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
-        return orjson.dumps({"total": total, "offset": offset, "limit": limit, "ladders": [s.to_dict() for s in page]})
+        return orjson.dumps({"total": total, "offset": offset, "limit": limit, "ladders": page})
 
     return _json_body(await request.app[CACHE_KEY].get(("ladders", offset, limit), None, compute))
 
@@ -254,7 +254,7 @@ async def get_ladder(request: web.Request, ladder: str) -> dict[str, Any]:
     if summary is None:
         raise await _unknown_ladder(request, ladder)
     cfg = request.app[LADDERS_KEY].of(ladder)
-    return {**summary.to_dict(), "display": cfg.display.to_dict(),
+    return {**summary, "display": cfg.display.to_dict(),
             "model": {"name": cfg.model, "params": dataclasses.asdict(cfg.params)}}
 
 

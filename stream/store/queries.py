@@ -69,18 +69,6 @@ def escape_glob(text: str) -> str:
 
 
 @dataclass
-class LadderSummary(View):
-    ladder: str
-    seq: int
-    rounds_rated: int
-    players: int
-    last_round: str | None
-    updated_at: float | None
-    leaderboard_size: int
-    rounds: int
-
-
-@dataclass
 class LeaderboardRow(View):
     position: int  # 1-based place on the leaderboard (by display rating)
     player: str
@@ -169,23 +157,24 @@ def _queue_summary(pipe: Any, ladder: str) -> None:
     pipe.zcard(keys.rounds(ladder))
 
 
-def _summary(ladder: str, replies: list[Any]) -> LadderSummary | None:
+def _summary(ladder: str, replies: list[Any]) -> dict[str, Any] | None:
+    """The ladder's counters (its hash's :data:`LADDER_FIELDS`, the leaderboard's and the rounds index's sizes)."""
     exists, (seq, rated, players, last_round, updated_at), lb_size, n_rounds = replies
     if not exists:
         return None
-    return LadderSummary(ladder=ladder, seq=_int(seq) or 0, rounds_rated=_int(rated) or 0,
-                         players=_int(players) or 0, last_round=_text(last_round),
-                         updated_at=_float(updated_at), leaderboard_size=int(lb_size), rounds=int(n_rounds))
+    return {"ladder": ladder, "seq": _int(seq) or 0, "rounds_rated": _int(rated) or 0, "players": _int(players) or 0,
+            "last_round": _text(last_round), "updated_at": _float(updated_at), "leaderboard_size": int(lb_size),
+            "rounds": int(n_rounds)}
 
 
-async def ladder_summary(r: AsyncRedis, ladder: str) -> LadderSummary | None:
+async def ladder_summary(r: AsyncRedis, ladder: str) -> dict[str, Any] | None:
     """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
     pipe = r.pipeline(transaction=False)
     _queue_summary(pipe, ladder)
     return _summary(ladder, await pipe.execute())
 
 
-async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> tuple[int, list[LadderSummary]]:
+async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
     """How many ladders, and a page of them by name with their summaries: two round trips whatever the
     page size (the names, then every summary in one pipeline)."""
     names = await ladders(r)

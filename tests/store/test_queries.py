@@ -40,8 +40,8 @@ def test_ladders_and_summary(redis_url: str, seeded: Seeded) -> None:
     seed(redis_url, ladder="duo", players=["a", "b"], rounds=1)
     assert run(redis_url, queries.ladders) == ["blitz", "duo"]
     summary = run(redis_url, lambda r: queries.ladder_summary(r, LADDER))
-    assert summary.seq == 5 and summary.rounds_rated == 5 and summary.rounds == 5
-    assert summary.leaderboard_size == len(seeded.display) and summary.last_round == "r5"
+    assert summary["seq"] == 5 and summary["rounds_rated"] == 5 and summary["rounds"] == 5
+    assert summary["leaderboard_size"] == len(seeded.display) and summary["last_round"] == "r5"
     assert run(redis_url, lambda r: queries.ladder_summary(r, "nope")) is None
 
 
@@ -165,7 +165,7 @@ def test_ladders_page_reads_only_its_page(redis_url: str) -> None:
     client.sadd(keys.ladders(), *names)
     client.config_resetstat()
     total, page = run(redis_url, lambda r: queries.ladders_page(r, offset=100, limit=50))
-    assert total == 120 and [s.ladder for s in page] == names[100:]
+    assert total == 120 and [s["ladder"] for s in page] == names[100:]
     assert _command_calls(client, "smembers") == 1 and _command_calls(client, "hmget") == 20
     client.close()
 
