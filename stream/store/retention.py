@@ -33,10 +33,6 @@ class Retention:
     keep: int
     days: float
 
-    @property
-    def active(self) -> bool:
-        return self.keep > 0 or self.days > 0
-
     def watermark_field(self) -> str:
         return f"{self.kind}_trimmed_seq"
 
@@ -50,7 +46,7 @@ def policies(settings: Settings) -> list[Retention]:
     out = [Retention(HISTORY, 0, settings.retain_history_days),  # first: it reads the players from results / fan-outs
            Retention("results", settings.retain_round_results, settings.retain_round_results_days),
            Retention("fanouts", settings.retain_fanouts, settings.retain_fanouts_days)]
-    return [p for p in out if p.active]
+    return [p for p in out if p.keep > 0 or p.days > 0]
 
 
 async def trim(store: Store, rules: list[Retention], *, now: float, limit: int = ROUNDS_PER_CALL) -> dict[str, int]:
