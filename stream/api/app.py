@@ -170,10 +170,7 @@ def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]])
 async def health(request: web.Request) -> web.Response:
     """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag): 503 only
     when Redis fails; Kafka down is ``degraded`` with 200 (``kafka`` null where nothing checks it)."""
-    try:
-        redis_ok = bool(await _redis(request).ping())
-    except Exception:  # noqa: BLE001 - any failure means "not healthy"
-        redis_ok = False
+    redis_ok, _ = await probes.redis_answers(_redis(request))
     probe = request.app[PROBE_KEY]
     kafka = probe.health() if probe is not None else None
     healthy = redis_ok and (kafka is None or kafka.ok is not False)
