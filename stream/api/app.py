@@ -351,7 +351,7 @@ async def predict(request: web.Request) -> web.Response:
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise bad_request("body must be a JSON object", code="not_json") from None
+            body = None
         if not isinstance(body, dict):
             raise bad_request("body must be a JSON object", code="not_json")
         raw_players, raw_weight = body.get("players"), body.get("weight")
