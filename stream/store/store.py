@@ -449,7 +449,7 @@ class Store:
         return [range(i, min(i + step, n)) for i in range(0, n, step)]
 
     def _per_player(self, pipe: Pipeline, script: str, player_keys: Sequence[str], args: list[Any]) -> int:
-        """Queue ``script`` over the keys, ``players_per_call`` keys a call, each with ``args``; returns how many calls."""
+        """Queue ``script`` over the keys, ``players_per_call`` a call, each call with ``args``; how many calls."""
         chunks = self._chunks(len(player_keys))
         for chunk in chunks:
             self._eval(pipe, script, player_keys[chunk.start:chunk.stop], args)
