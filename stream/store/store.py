@@ -375,13 +375,19 @@ def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str
     return out
 
 
-def _fanout_keys(ladder: str, round_id: str, after: str | None = None) -> list[str]:
+def _fanout_keys(r: QueuedRound) -> list[str]:
     """save_fanout.lua's KEYS (the sixth: the chain's previous round, ``QueuedRound.after``)."""
-    out = [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id), keys.registered_rounds(ladder),
-           keys.incomplete_rounds(ladder), keys.fence(ladder)]
-    if after is not None:
-        out.append(keys.round_record(ladder, after))
+    out = [keys.round_record(r.ladder, r.round_id), keys.round_perf(r.ladder, r.round_id),
+           keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder), keys.fence(r.ladder)]
+    if r.after is not None:
+        out.append(keys.round_record(r.ladder, r.after))
     return out
+
+
+def _fanout_args(r: QueuedRound, due: Callable[[float], str] = encode_due) -> list[Any]:
+    """save_fanout.lua's ARGV: pending, due time, token, fence ("": none), then each field and message."""
+    return [r.pending, due(r.due_at), r.token, r.fence or "",
+            *(value for pair in fanout_fields(r.messages) for value in pair)]
 
 
 class Store:
@@ -613,14 +619,9 @@ class Store:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {as_text(k): as_text(v) for k, v in raw.items()}
 
-    def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float, token: str = "",
-                          after: str | None = None, fence: int = 0) -> None:
-        """Queue save_fanout.lua for a round (``token``, ``after``, ``fence``: see :class:`QueuedRound`)."""
-        args: list[Any] = [pending, encode_due(due_at), token, fence or ""]
-        for name, message in fanout_fields(messages):
-            args += [name, message]
-        self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id, after), args)
+    def _save_fanout_into(self, pipe: Pipeline, r: QueuedRound) -> None:
+        """Queue save_fanout.lua for a round (its fan-out only: the marks are the caller's)."""
+        self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
 
     async def queue_batch(self, rounds: Sequence[QueuedRound], release: tuple[str, Sequence[str]] | None = None,
                           ) -> list[int]:
@@ -645,8 +646,7 @@ class Store:
 
             def fanouts(pipe: Pipeline) -> None:
                 for r in rounds:
-                    self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token,
-                                           r.after, r.fence)
+                    self._save_fanout_into(pipe, r)
                 release_into(pipe)
 
             await self._run(marks)
@@ -682,16 +682,14 @@ class Store:
             if len(r.players) > self.players_per_call:
                 flush()
                 calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token, r.after,
-                                       r.fence)
+                self._save_fanout_into(pipe, r)
                 where.append((calls, None))
                 calls += 1
                 continue
             if players + len(r.players) > self.players_per_call:
                 flush()
-            fanout = [r.pending, due(r.due_at), r.token, r.fence or "",
-                      *(value for pair in fanout_fields(r.messages) for value in pair)]
-            fanout_keys = _fanout_keys(r.ladder, r.round_id, r.after)
+            fanout = _fanout_args(r, due)
+            fanout_keys = _fanout_keys(r)
             where.append((calls, queued))
             keys_ += [*keys.players(r.ladder, r.players), *fanout_keys]
             args += [len(r.players), len(fanout_keys), len(fanout), r.seq, *fanout]
