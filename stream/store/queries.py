@@ -18,9 +18,6 @@ from stream.store import keys, player_hash
 from stream.store.client import AsyncRedis, as_text, pipelined
 
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
-#: A corrected round's marks (stream/pipeline/corrections.py writes them): the correction trail
-#: (JSON: id, kind, at, reason of each) and the correction that voided, amended or inserted it.
-ROUND_CORRECTION_FIELDS = ("corrections", "voided_by", "amended_by", "inserted_by")
 
 SCAN_COUNT = 1000
 """ZSCAN/HSCAN batch hint: large enough for few round trips, small enough not to stall Redis."""
@@ -50,8 +47,12 @@ def _int(raw: Any) -> int | None:
 
 ROUND_FIELDS: dict[str, Callable[[Any], Any]] = {
     "round_id": _text, "seq": _int, "status": _text, "field_size": _int, "occurred_at": _float,
-    "received_at": _float, "rated_at": _float, "content_hash": _text, "pending": _int}
-"""The round record fields a round page shows, each with its reader."""
+    "received_at": _float, "rated_at": _float, "content_hash": _text, "pending": _int,
+    "corrections": lambda raw: json.loads(raw) if raw else [], "voided_by": _text, "amended_by": _text,
+    "inserted_by": _text}
+"""The round record fields a round page shows, each with its reader; the last: a corrected round's marks
+(stream/pipeline/corrections.py), its trail (JSON: id, kind, at, reason of each) and the correction that
+voided, amended or inserted it."""
 
 
 class View:
@@ -338,10 +339,9 @@ async def lobby_state(r: AsyncRedis, ladder: str,
 async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | None:
     """A round's record and every player's rating change, ordered by rank."""
     pipe = r.pipeline(transaction=False)
-    pipe.hmget(keys.round_record(ladder, round_id), [*ROUND_FIELDS, *ROUND_CORRECTION_FIELDS])
+    pipe.hmget(keys.round_record(ladder, round_id), list(ROUND_FIELDS))
     pipe.hlen(keys.round_results(ladder, round_id))
-    raw_all, n_results = await pipe.execute()
-    raw_record, raw_marks = raw_all[:len(ROUND_FIELDS)], raw_all[len(ROUND_FIELDS):]
+    raw_record, n_results = await pipe.execute()
     if all(v is None for v in raw_record):
         return None
     results_key = keys.round_results(ladder, round_id)
@@ -355,9 +355,6 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
                 break
     results = sorted((json.loads(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
     record = {name: read(value) for (name, read), value in zip(ROUND_FIELDS.items(), raw_record)}
-    trail = _text(raw_marks[0])
-    record["corrections"] = json.loads(trail) if trail else []  # the trail: each correction's id, kind, at, reason
-    record.update({name: _text(value) for name, value in zip(ROUND_CORRECTION_FIELDS[1:], raw_marks[1:])})
     return RoundView(ladder=ladder, round_id=round_id, record=record, results=results,
                      complete=n_results <= MAX_ROUND_RESULTS)
 
