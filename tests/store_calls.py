@@ -13,7 +13,7 @@ from stream.store import keys, player_hash
 from stream.store.client import as_bytes
 from stream.store.store import (
     NEVER_DUE, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED, OUTCOME_STALE_SCHEDULE, SAVED_NOW,
-    STATUS_REGISTERED, BatchWrites, NewRound, Priors, Registration, Store, encode_float,
+    STATUS_REGISTERED, BatchWrites, NewRound, Priors, QueuedRound, Registration, Store, encode_float,
 )
 
 
@@ -45,7 +45,8 @@ class Registered(Registration):
 async def save_fanout(store: Store, ladder: str, round_id: str, *, pending: int,
                       messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
     """Store a round's fan-out and mark it pending (save_fanout.lua); whether it was stored now."""
-    (done,) = await store._run(lambda pipe: store._save_fanout_into(pipe, ladder, round_id, pending, messages, due_at))
+    round_ = QueuedRound(ladder, round_id, (), 0, pending, messages, due_at)
+    (done,) = await store._run(lambda pipe: store._save_fanout_into(pipe, round_))
     return int(done) == SAVED_NOW
 
 

@@ -11,7 +11,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,21 +23,17 @@ from aiohttp.client_exceptions import ClientConnectionResetError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from stream.api import inputs, queues, seasons
+from stream.api import eligibility, health_export, inputs, probes, queues, seasons, whatif as whatif_api
 from stream.api.cache import ResponseCache
 from stream.api.errors import ApiError, bad_request, json_errors, not_found
-from stream.api import health_export, probes
 from stream.api.health import KafkaProbe
-from stream.api import eligibility, whatif as whatif_api
 from stream.contracts.round import Limits
 from stream.engine.display import DisplayConfig, display_rating, league_division
-from stream.engine.ladders import LadderConfig, Ladders, parse_ladders
-from stream.engine.params import Params, preset
+from stream.engine.ladders import LadderConfig, parse_ladders
+from stream.engine.params import Params
 from stream.engine.predict import PerformanceModel, outcome_model, predict_lobby, predict_teams
 from stream.engine.seasons import next_round_view
-from stream.pipeline import deadletters, explain
-from stream.pipeline import status as rating_status
-from stream.pipeline import metrics as metrics_
+from stream.pipeline import deadletters, explain, metrics as metrics_, status as rating_status
 from stream.pipeline.context import load_queues
 from stream.pipeline.season_schedules import SeasonRecord
 from stream.pipeline.worker_status import WorkerStatus
@@ -174,10 +170,7 @@ def _with_status(request: web.Request, ladder: str, items: list[dict[str, Any]])
 async def health(request: web.Request) -> web.Response:
     """Redis (pinged now) and Kafka (the background check's last result, with the workers' lag): 503 only
     when Redis fails; Kafka down is ``degraded`` with 200 (``kafka`` null where nothing checks it)."""
-    try:
-        redis_ok = bool(await _redis(request).ping())
-    except Exception:  # noqa: BLE001 - any failure means "not healthy"
-        redis_ok = False
+    redis_ok, _ = await probes.redis_answers(_redis(request))
     probe = request.app[PROBE_KEY]
     kafka = probe.health() if probe is not None else None
     healthy = redis_ok and (kafka is None or kafka.ok is not False)
@@ -246,9 +239,8 @@ async def list_ladders(request: web.Request) -> web.Response:
     limit = inputs.int_query(request, "limit", DEFAULT_LADDERS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
 
     async def compute() -> bytes:
-        page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
-        return orjson.dumps({"total": page.total, "offset": offset, "limit": limit,
-                             "ladders": [s.to_dict() for s in page.ladders]})
+        total, page = await queries.ladders_page(_redis(request), offset=offset, limit=limit)
+        return orjson.dumps({"total": total, "offset": offset, "limit": limit, "ladders": page})
 
     return _json_body(await request.app[CACHE_KEY].get(("ladders", offset, limit), None, compute))
 
@@ -259,7 +251,7 @@ async def get_ladder(request: web.Request, ladder: str) -> dict[str, Any]:
     if summary is None:
         raise await _unknown_ladder(request, ladder)
     cfg = request.app[LADDERS_KEY].of(ladder)
-    return {**summary.to_dict(), "display": cfg.display.to_dict(),
+    return {**summary, "display": cfg.display.to_dict(),
             "model": {"name": cfg.model, "params": dataclasses.asdict(cfg.params)}}
 
 
@@ -292,23 +284,29 @@ async def get_distribution(request: web.Request, ladder: str) -> dict[str, Any]:
     cfg = _display(request, ladder)
     starts = display_rating([threshold for _, threshold in cfg.tiers], 0.0, cfg).tolist()
     tiers = [{"tier": name, "from": None if i == 0 else starts[i]} for i, (name, _) in enumerate(cfg.tiers)]
-    return {**dist.to_dict(), "tiers": tiers}
+    return {**dist, "tiers": tiers}
 
 
 @cached_by_ladder
 async def get_activity(request: web.Request, ladder: str) -> dict[str, Any]:
     """How the ladder's rounds accumulated over time: evenly spaced samples of its rounds index."""
     points = inputs.int_query(request, "points", DEFAULT_ACTIVITY_POINTS, low=1, high=MAX_ACTIVITY_POINTS)
-    return (await queries.rounds_over_time(_redis(request), ladder, points)).to_dict()
+    return await queries.rounds_over_time(_redis(request), ladder, points)
+
+
+async def _of_player(request: web.Request, ladder: str, read: Callable[..., Awaitable[Any]]) -> Any:
+    """``read(redis, ladder, player, history_limit=...)`` of the path's player (404 when it finds none)."""
+    player = _item_id(request, "player", "player")
+    history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
+    found = await read(_redis(request), ladder, player, history_limit=history)
+    if found is None:
+        raise await _unknown_player(request, ladder, player)
+    return found
 
 
 @cached_by_ladder
 async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
-    player = _item_id(request, "player", "player")
-    history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
-    view = await queries.player(_redis(request), ladder, player, history_limit=history)
-    if view is None:
-        raise await _unknown_player(request, ladder, player)
+    view = await _of_player(request, ladder, queries.player)
     league, division = league_division(view.tier, _display(request, ladder))
     out = {**view.to_dict(), "league": league, "division": division}
     _with_status(request, ladder, [out])
@@ -320,12 +318,8 @@ async def get_player(request: web.Request, ladder: str) -> dict[str, Any]:
 async def get_player_ranks(request: web.Request, ladder: str) -> dict[str, Any]:
     """A player's leaderboard place and tier after each rated round (the place measured against
     today's leaderboard: see :func:`stream.store.queries.rank_timeline`), and the ladder's tiers."""
-    player = _item_id(request, "player", "player")
-    history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
-    timeline = await queries.rank_timeline(_redis(request), ladder, player, history_limit=history)
-    if timeline is None:
-        raise await _unknown_player(request, ladder, player)
-    out = {**timeline.to_dict(), "tiers": list(_display(request, ladder).tier_names)}
+    timeline = await _of_player(request, ladder, queries.rank_timeline)
+    out = {**timeline, "tiers": list(_display(request, ladder).tier_names)}
     rating_status.add_intervals(out["points"], _display(request, ladder).interval_z, mu="mu", sigma="sigma")
     return out
 
@@ -335,7 +329,7 @@ async def list_rounds(request: web.Request, ladder: str) -> dict[str, Any]:
     offset = inputs.int_query(request, "offset", 0, low=0, high=inputs.MAX_OFFSET)
     limit = inputs.int_query(request, "limit", DEFAULT_ROUNDS_PAGE, low=1, high=inputs.MAX_PAGE_LIMIT)
     rounds = await queries.recent_rounds(_redis(request), ladder, offset=offset, limit=limit)
-    return {"ladder": ladder, "offset": offset, "limit": limit, "rounds": [s.to_dict() for s in rounds]}
+    return {"ladder": ladder, "offset": offset, "limit": limit, "rounds": rounds}
 
 
 @cached_by_ladder
@@ -357,7 +351,7 @@ async def predict(request: web.Request) -> web.Response:
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise bad_request("body must be a JSON object", code="not_json") from None
+            body = None
         if not isinstance(body, dict):
             raise bad_request("body must be a JSON object", code="not_json")
         raw_players, raw_weight = body.get("players"), body.get("weight")
@@ -368,7 +362,8 @@ async def predict(request: web.Request) -> web.Response:
     teams = None if raw_teams is None else inputs.team_list(raw_teams, _max_id(request))  # teams=a,b;c,d
     players = inputs.player_list(raw_players, _max_id(request)) if teams is None else teams[0]
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
-    margin = _draw_margin(raw_margin)
+    margin = 0.0 if raw_margin in (None, "", 0, "0") else inputs.float_query(  # rating points, default 0
+        raw_margin, "draw_margin", 0.0, low=0.0, high=inputs.MAX_DRAW_MARGIN)
     cfg = request.app[LADDERS_KEY].of(ladder)
     if teams is not None:  # cached as a lobby's, under the players' states, their teams and shares too
         if cfg.rating_model is not None:
@@ -385,12 +380,6 @@ async def predict(request: web.Request) -> web.Response:
                           "probabilities are pairwise_tie", code="bad_request")
     return await _cached_prediction(request, ladder, (ladder, tuple(players), weight, margin), players,
                                     lambda states: _prediction(cfg, ladder, players, states, weight, margin))
-
-
-def _draw_margin(raw: object) -> float:
-    """The ``draw_margin`` query or body value (rating points, default 0)."""
-    return 0.0 if raw in (None, "", 0, "0") else inputs.float_query(raw, "draw_margin", 0.0, low=0.0,
-                                                                    high=inputs.MAX_DRAW_MARGIN)
 
 
 States = list[tuple[float, float] | None]

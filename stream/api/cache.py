@@ -33,9 +33,6 @@ class ResponseCache:
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()
         self._running: dict[tuple[Hashable, Hashable], asyncio.Task[bytes]] = {}
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def fresh(self, key: Hashable) -> bytes | None:
         """The answer for ``key`` if it is younger than ``fresh_s`` (no version needed), else None."""
         entry = self._entries.get(key)
@@ -68,17 +65,13 @@ class ResponseCache:
     async def _compute(self, key: Hashable, version: Hashable, started: float,
                        compute: Callable[[], Awaitable[bytes]]) -> bytes:
         body = await compute()
-        self._put(key, Entry(version, body, started))
-        return body
-
-    def _put(self, key: Hashable, entry: Entry) -> None:
         old = self._entries.pop(key, None)
         if old is not None:
             self.size -= len(old.body)
-        if len(entry.body) > self.max_entry_bytes:
-            return
-        self._entries[key] = entry
-        self.size += len(entry.body)
+        if len(body) <= self.max_entry_bytes:
+            self._entries[key] = Entry(version, body, started)
+            self.size += len(body)
         while self.size > self.max_bytes:
             _, dropped = self._entries.popitem(last=False)
             self.size -= len(dropped.body)
+        return body

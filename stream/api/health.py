@@ -89,7 +89,9 @@ class KafkaProbe:
         from kafka import TopicPartition
 
         try:
-            consumer = self._client()
+            if self._consumer is None:  # in the workers' group, never joining it: reads its committed offsets
+                self._consumer = self._kafka_consumer(group_id=self.settings.app_id, client_id="ems-health")
+            consumer = self._consumer
             consumer.topics()  # refresh metadata
             lag: dict[str, int] = {}
             rows: dict[TopicPartition_, tuple[int, float | None]] = {}
@@ -124,7 +126,11 @@ class KafkaProbe:
         the first after it), read within :data:`AGE_TIMEOUT_S`; partitions not read are left out."""
         if not first:
             return {}
-        reader = self._age_reader()
+        if self._reader is None:  # outside any group (assign + seek only), a few KiB per lagging partition
+            self._reader = self._kafka_consumer(group_id=None, client_id="ems-health-age", fetch_max_wait_ms=100,
+                                                max_partition_fetch_bytes=AGE_FETCH_BYTES,
+                                                fetch_max_bytes=AGE_FETCH_BYTES * 8)
+        reader = self._reader
         reader.assign(list(first))
         for tp, offset in first.items():
             reader.seek(tp, offset)
@@ -138,28 +144,11 @@ class KafkaProbe:
         reader.resume(*reader.paused())
         return found
 
-    def _age_reader(self) -> Any:
-        """A consumer outside any group (assign + seek only) reading a few KiB per lagging partition."""
+    def _kafka_consumer(self, **config: Any) -> Any:
         from kafka import KafkaConsumer
 
-        if self._reader is None:
-            self._reader = KafkaConsumer(group_id=None, client_id="ems-health-age", enable_auto_commit=False,
-                                         max_partition_fetch_bytes=AGE_FETCH_BYTES, fetch_max_bytes=AGE_FETCH_BYTES * 8,
-                                         fetch_max_wait_ms=100, bootstrap_timeout_ms=int(CHECK_TIMEOUT_S * 1000),
-                                         **kafka_python_config(self.settings))
-        return self._reader
-
-    def _client(self) -> Any:
-        """A consumer in the workers' group that never joins it (no subscribe, no poll): it only
-        reads the group's committed offsets."""
-        from kafka import KafkaConsumer
-
-        if self._consumer is None:
-            self._consumer = KafkaConsumer(group_id=self.settings.app_id, client_id="ems-health",
-                                           enable_auto_commit=False,
-                                           bootstrap_timeout_ms=int(CHECK_TIMEOUT_S * 1000),
-                                           **kafka_python_config(self.settings))
-        return self._consumer
+        return KafkaConsumer(enable_auto_commit=False, bootstrap_timeout_ms=int(CHECK_TIMEOUT_S * 1000), **config,
+                             **kafka_python_config(self.settings))
 
     def _close(self) -> None:
         for client in (self._consumer, self._reader):

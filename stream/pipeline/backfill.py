@@ -204,7 +204,7 @@ async def _start(ctx: PipelineContext, ladder: str, ladder_rounds: list[RoundRes
         run.table.scatter(rows, unpack_batch([stored.states[i] for i in present], run.table.params))
         run.columns.reserve(run.table.size)
         run.columns.tier[rows] = tier_indices([stored.tiers[i] for i in present], ctx.display(ladder))
-        run.columns.stored_seq[rows] = [stored.last_seqs[i] for i in present]
+        run.columns.stored_seq[rows] = [stored.last_seq[i] for i in present]
     return run
 
 

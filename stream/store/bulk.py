@@ -1,8 +1,8 @@
 """Bulk writes of a ladder's rated history (``stream backfill``, a correction's re-rate, ``stream import``).
 
 The same keys and contents as the stream's scripts write, as chunked pipelines of plain commands:
-:class:`LadderWriter` names every key for the pipeline, :class:`BulkWriter` is its command queue
-(and the snapshot import's). Not atomic: the caller checks first that no worker touches the ladder.
+:class:`BulkWriter` queues the commands (the snapshot import's); :class:`LadderWriter`, one of
+them, names every key. Not atomic: the caller checks first that no worker touches the ladder.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import numpy as np
+
 from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import as_bytes, as_text
+from stream.store.client import as_bytes, as_text, pipelined
 from stream.store.player_hash import PlayerRows
-from stream.store.store import Store
+from stream.store.store import Store, StoredStates
 
 FLUSH_COMMANDS = 2_000
 """Queued commands per pipeline round trip."""
@@ -49,16 +51,6 @@ class LadderInfo:
     def refusal(self, ladder: str, then: str) -> str | None:
         """:meth:`held`, or that there is no such ladder."""
         return f"no ladder {ladder!r}" if not self.fields else self.held(ladder, then)
-
-
-@dataclass(frozen=True)
-class StoredPlayers:
-    """Stored fields of some players of a ladder (aligned with the names asked for; None where absent)."""
-
-    states: list[bytes | None]
-    tiers: list[bytes | None]
-    last_seqs: list[int]
-    """The seq of each player's last applied round (0: none)."""
 
 
 @dataclass
@@ -96,7 +88,7 @@ class BulkWriter:
             self.pipe.hset(key, mapping=dict(mapping))
             await self._count(2 * len(mapping))
 
-    async def push_history(self, histories: Mapping[str, Sequence[bytes]], history_length: int) -> None:
+    async def push_histories(self, histories: Mapping[str, Sequence[bytes]], history_length: int) -> None:
         """Append entries to history lists (key -> entries, oldest first), each list kept to its last
         ``history_length`` entries (push_history.lua)."""
         await self._per_key("push_history", list(histories), [history_length],
@@ -124,13 +116,10 @@ class BulkWriter:
             self.pipe.zadd(key, dict(items[lo:lo + ZADD_MEMBERS]))  # str scores are sent as they are
             await self._count(2 * min(ZADD_MEMBERS, len(items) - lo))
 
-    async def delete(self, *names: str) -> None:
-        self.pipe.delete(*names)
-        await self._count(len(names))
-
-    async def hdel(self, key: str, *fields: str) -> None:
-        self.pipe.hdel(key, *fields)
-        await self._count(len(fields))
+    async def command(self, *args: str | bytes) -> None:
+        """Queue one command as it is (``"DEL", key, ...``)."""
+        self.pipe.execute_command(*args)
+        await self._count(len(args))
 
     async def zrem(self, key: str, members: Sequence[str]) -> None:
         """ZREM in chunks of :data:`ZADD_MEMBERS` members."""
@@ -138,75 +127,62 @@ class BulkWriter:
             self.pipe.zrem(key, *members[lo:lo + ZADD_MEMBERS])
             await self._count(min(ZADD_MEMBERS, len(members) - lo))
 
-    async def sadd(self, key: str, member: str) -> None:
-        self.pipe.sadd(key, member)
-        await self._count(1)
 
-
-class LadderWriter:
+class LadderWriter(BulkWriter):
     """A ladder's rated history written as the stream writes it (same keys, fields and bytes), queued
-    on one :class:`BulkWriter`: what a backfill and a correction's re-rate write. ``close`` sends the rest."""
-
-    def __init__(self, store: Store) -> None:
-        self.bulk = BulkWriter(store)
-        self.history_length = store.history_length
+    in bounded pipelines: what a backfill and a correction's re-rate write. ``close`` sends the rest."""
 
     async def add_ladder(self, ladder: str) -> None:
         """The ladder in the set of ladders."""
-        await self.bulk.sadd(keys.ladders(), ladder)
+        await self.command("SADD", keys.ladders(), ladder)
 
     async def round(self, ladder: str, round_id: str, seq: int, record: Mapping[Any, Any], *,
                     results: Mapping[str, bytes] | None = None, fanout: Mapping[Any, bytes] | None = None) -> None:
         """A round's record and its place in the ladder's index; with ``results`` its events (player
         -> RatingChange JSON) and ``fanout`` its stored fan-out (field -> message)."""
-        await self.bulk.hset(keys.round_record(ladder, round_id), record)
-        await self.bulk.zadd(keys.rounds(ladder), {round_id: seq})
+        await self.hset(keys.round_record(ladder, round_id), record)
+        await self.zadd(keys.rounds(ladder), {round_id: seq})
         if results is not None:
-            await self.bulk.hset(keys.round_results(ladder, round_id), results)
+            await self.hset(keys.round_results(ladder, round_id), results)
         if fanout is not None:
-            await self.bulk.hset(keys.round_perf(ladder, round_id), fanout)
+            await self.hset(keys.round_perf(ladder, round_id), fanout)
 
     async def drop_round_outputs(self, ladder: str, round_id: str) -> None:
         """Forget what a round's rating left beside its record (:data:`ROUND_OUTPUTS`)."""
-        await self.bulk.delete(*(key(ladder, round_id) for key in ROUND_OUTPUTS))
+        await self.command("DEL", *(key(ladder, round_id) for key in ROUND_OUTPUTS))
 
     async def clear_history(self, ladder: str, players: Sequence[str]) -> None:
         """Empty the history lists of ``players``."""
         for player in players:
-            await self.bulk.delete(keys.history(ladder, player))
+            await self.command("DEL", keys.history(ladder, player))
 
     async def push_history(self, ladder: str, entries: Mapping[str, Sequence[bytes]]) -> None:
         """Append each player's history entries (oldest first), each list kept to the store's length."""
-        await self.bulk.push_history({keys.history(ladder, p): e for p, e in entries.items() if e}, self.history_length)
+        histories = {keys.history(ladder, p): e for p, e in entries.items() if e}
+        await self.push_histories(histories, self.store.history_length)
 
     async def players(self, ladder: str, names: Sequence[str], rows: PlayerRows) -> None:
         """Each player's hash (``rows``: a column per field), leaderboard score (its display rating)
         and name index entry."""
         if not names:
             return
-        await self.bulk.hset_many([keys.player(ladder, p) for p in names], player_hash.WRITE_FIELDS, rows.rows())
-        await self.bulk.zadd(keys.leaderboard(ladder), dict(zip(names, rows.display_rating)))
-        await self.bulk.zadd(keys.player_names(ladder), dict.fromkeys(names, 0))
+        await self.hset_many([keys.player(ladder, p) for p in names], player_hash.WRITE_FIELDS, rows.rows())
+        await self.zadd(keys.leaderboard(ladder), dict(zip(names, rows.display_rating)))
+        await self.zadd(keys.player_names(ladder), dict.fromkeys(names, 0))
 
     async def remove_players(self, ladder: str, names: Sequence[str]) -> None:
         """Forget players: their hash, history, leaderboard score and name index entry."""
         for player in names:
-            await self.bulk.delete(keys.player(ladder, player), keys.history(ladder, player))
+            await self.command("DEL", keys.player(ladder, player), keys.history(ladder, player))
         if names:
-            await self.bulk.zrem(keys.leaderboard(ladder), names)
-            await self.bulk.zrem(keys.player_names(ladder), names)
+            await self.zrem(keys.leaderboard(ladder), names)
+            await self.zrem(keys.player_names(ladder), names)
 
     async def ladder_fields(self, ladder: str, fields: Mapping[Any, Any], *, drop: Sequence[str] = ()) -> None:
         """Set fields of the ladder's hash (counters, ``seq``, last round) and delete ``drop``."""
-        await self.bulk.hset(keys.ladder(ladder), fields)
+        await self.hset(keys.ladder(ladder), fields)
         if drop:
-            await self.bulk.hdel(keys.ladder(ladder), *drop)
-
-    async def flush(self) -> None:
-        """Send what is queued (``close``: the rest)."""
-        await self.bulk.flush()
-
-    close = flush
+            await self.command("HDEL", keys.ladder(ladder), *drop)
 
 
 async def members(store: Store, key: str) -> list[str]:
@@ -227,20 +203,16 @@ async def ladder_info(store: Store, ladder: str) -> LadderInfo:
 
 async def content_hashes(store: Store, ladder: str, round_ids: Sequence[str]) -> list[str | None]:
     """The stored ``content_hash`` of each round id (None where the ladder has no such round)."""
-    out: list[str | None] = []
-    for lo in range(0, len(round_ids), FLUSH_COMMANDS):
-        pipe = store.client.pipeline(transaction=False)
-        for round_id in round_ids[lo:lo + FLUSH_COMMANDS]:
-            pipe.hget(keys.round_record(ladder, round_id), "content_hash")
-        out += [None if raw is None else as_text(raw) for raw in await pipe.execute()]
-    return out
+    hashes = await pipelined(store.client, round_ids,
+                             lambda pipe, round_id: pipe.hget(keys.round_record(ladder, round_id), "content_hash"))
+    return [None if raw is None else as_text(raw) for raw in hashes]
 
 
-async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredPlayers:
-    """Packed state, tier and last applied seq of ``players`` (None / 0 for players the ladder
-    has not rated)."""
-    rows = await player_hash.read(store.client, ladder, players, (player_hash.STATE, player_hash.TIER,
-                                                                   player_hash.LAST_SEQ))
-    return StoredPlayers([None if state is None else as_bytes(state) for state, _, _ in rows],
-                         [None if tier is None else as_bytes(tier) for _, tier, _ in rows],
-                         [0 if last_seq is None else int(last_seq) for _, _, last_seq in rows])
+async def stored_players(store: Store, ladder: str, players: Sequence[str]) -> StoredStates:
+    """Last applied seq, packed state and tier of ``players`` (0 / None for players the ladder has not
+    rated), in chunked pipelines (a backfill's players may be millions)."""
+    rows = await player_hash.read(store.client, ladder, players, (player_hash.LAST_SEQ, player_hash.STATE,
+                                                                   player_hash.TIER))
+    return StoredStates(np.array([int(seq or 0) for seq, _, _ in rows], dtype=np.int64),
+                        [None if state is None else as_bytes(state) for _, state, _ in rows],
+                        [None if tier is None else as_bytes(tier) for _, _, tier in rows])

@@ -11,10 +11,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, cast
+from typing import Any
 
 from stream.store import keys, player_hash
-from stream.store.bulk import ladder_info
+from stream.store.bulk import ladder_info, members
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
@@ -44,7 +44,7 @@ ROUNDS_PER_READ = 500
 async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
     """Every round of the ladder in seq order, with its record fields and stored fan-out
     (read_rounds.lua, ROUNDS_PER_READ rounds a call; the next pipelines in Redis while one is decoded)."""
-    ids = [as_text(member) for member in cast("list[bytes]", await store.client.zrange(keys.rounds(ladder), 0, -1))]
+    ids = await members(store, keys.rounds(ladder))
     chunks = [ids[lo:lo + ROUNDS_PER_READ] for lo in range(0, len(ids), ROUNDS_PER_READ)]
     fields = [*RECORD_FIELDS, "seq"]
     width = len(fields)

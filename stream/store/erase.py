@@ -12,11 +12,12 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from stream.contracts import PlayerUpdate, RatingChange
 from stream.store import keys, player_hash, seasons
-from stream.store.bulk import FLUSH_COMMANDS, members, ladder_info
-from stream.store.client import as_bytes, as_text
+from stream.store.bulk import BulkWriter, members, ladder_info
+from stream.store.client import as_bytes, read_each
 from stream.store.store import Store, encode_float
 
 PSEUDONYM_PREFIX = "erased:"
@@ -78,36 +79,32 @@ async def erase_player(store: Store, ladder: str, player: str, *, secret: str, n
     if await store.client.exists(keys.player(ladder, alias)):
         raise ErasureRefused(f"the pseudonym {alias!r} is a player of the ladder")
 
+    def reads(pipe: Any, round_id: str) -> None:  # his result, the fan-out, whether his event was emitted
+        pipe.hget(keys.round_results(ladder, round_id), player)
+        pipe.hgetall(keys.round_perf(ladder, round_id))
+        pipe.sismember(keys.round_emitted(ladder, round_id), player)
+
     rounds = await members(store, keys.rounds(ladder))
     touched = 0
-    for lo in range(0, len(rounds), FLUSH_COMMANDS):
-        chunk = rounds[lo:lo + FLUSH_COMMANDS]
-        pipe = store.client.pipeline(transaction=False)
-        for round_id in chunk:
-            pipe.hget(keys.round_results(ladder, round_id), player)
-            pipe.hgetall(keys.round_perf(ladder, round_id))
-            pipe.sismember(keys.round_emitted(ladder, round_id), player)
-        replies = await pipe.execute()
-        writes = store.client.pipeline(transaction=False)
-        for i, round_id in enumerate(chunk):
-            result, fanout, emitted = replies[3 * i:3 * i + 3]
-            renamed = {field: new for field, value in fanout.items()
-                       if (new := _renamed_fanout(as_bytes(value), player, alias)) is not None}
-            if result is None and not renamed and not emitted:
-                continue
-            touched += 1
-            if result is not None:
-                change = RatingChange.from_json(as_bytes(result))
-                change.player = alias
-                writes.hset(keys.round_results(ladder, round_id), alias, change.to_json().encode())
-                writes.hdel(keys.round_results(ladder, round_id), player)
-            if renamed:
-                writes.hset(keys.round_perf(ladder, round_id), mapping=renamed)
-                writes.delete(keys.round_digests(ladder, round_id))  # rebuilt from the renamed fan-out on use
-            if emitted:
-                writes.sadd(keys.round_emitted(ladder, round_id), alias)
-                writes.srem(keys.round_emitted(ladder, round_id), player)
-        await writes.execute()
+    writes = BulkWriter(store)
+    async for round_id, (result, fanout, emitted) in read_each(store.client, rounds, reads):
+        renamed = {field: new for field, value in fanout.items()
+                   if (new := _renamed_fanout(as_bytes(value), player, alias)) is not None}
+        if result is None and not renamed and not emitted:
+            continue
+        touched += 1
+        if result is not None:
+            change = RatingChange.from_json(as_bytes(result))
+            change.player = alias
+            await writes.command("HSET", keys.round_results(ladder, round_id), alias, change.to_json().encode())
+            await writes.command("HDEL", keys.round_results(ladder, round_id), player)
+        if renamed:
+            await writes.hset(keys.round_perf(ladder, round_id), renamed)
+            await writes.command("DEL", keys.round_digests(ladder, round_id))  # rebuilt from the renamed fan-out on use
+        if emitted:
+            await writes.command("SADD", keys.round_emitted(ladder, round_id), alias)
+            await writes.command("SREM", keys.round_emitted(ladder, round_id), player)
+    await writes.close()
     # the player's own keys last: until they are gone a re-run finds him and completes the erasure
     await store.client.hset(keys.erased(ladder), alias, encode_float(now))
     if await store.client.zrem(keys.leaderboard(ladder), player):  # counted out once, also on a re-run

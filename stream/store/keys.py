@@ -15,35 +15,23 @@ PLAYER_TAG_SEPARATOR = "|"
 
 
 def _of_ladder(kind: str) -> Callable[[str], str]:
-    """The builder of a ladder's ``ems:KIND:{L}``."""
-    def key(ladder_name: str) -> str:
-        return f"{PREFIX}{kind}:{{{ladder_name}}}"
-
-    return key
+    """The builder of a ladder's ``ems:KIND:{L}`` (a str.format: ``{{`` and ``}}`` are the braces themselves)."""
+    return (PREFIX + kind + ":{{{}}}").format
 
 
 def _in_ladder(kind: str) -> Callable[[str, str], str]:
     """The builder of ``ems:KIND:{L}:ID``: one of a ladder's rounds (seasons, corrections), in its slot."""
-    def key(ladder_name: str, item: str) -> str:
-        return f"{PREFIX}{kind}:{{{ladder_name}}}:{item}"
-
-    return key
+    return (PREFIX + kind + ":{{{}}}:{}").format
 
 
 def _of_player(kind: str) -> Callable[[str, str], str]:
     """The builder of a player's ``ems:KIND:{L|P}``."""
-    def key(ladder_name: str, player_id: str) -> str:
-        return f"{PREFIX}{kind}:{{{ladder_name}{PLAYER_TAG_SEPARATOR}{player_id}}}"
-
-    return key
+    return (PREFIX + kind + ":{{{}" + PLAYER_TAG_SEPARATOR + "{}}}").format
 
 
 def _of_queue(kind: str) -> Callable[[str], str]:
     """The builder of a matchmaking queue's ``ems:mm:KIND:{q:QUEUE}`` (a queue's keys share its slot)."""
-    def key(queue: str) -> str:
-        return f"{PREFIX}mm:{kind}:{{q:{queue}}}"
-
-    return key
+    return (PREFIX + "mm:" + kind + ":{{q:{}}}").format
 
 
 def ladders() -> str:

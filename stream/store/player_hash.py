@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stream.store import keys
-from stream.store.client import AsyncRedis
+from stream.store.client import AsyncRedis, pipelined
 
 MU = "mu"
 SIGMA = "sigma"
@@ -102,20 +102,10 @@ class PlayerRows:
         return list(zip(*(columns[name] for name in WRITE_FIELDS)))
 
 
-READ_CHUNK = 2_000
-"""Players per pipeline of :func:`read` (bounds the client's buffer and one pipeline's work in Redis)."""
-
-
 async def read(r: AsyncRedis, ladder: str, players: Sequence[str], fields: Sequence[str]) -> list[list[Any]]:
-    """HMGET ``fields`` of each player's hash, the replies as they are (None where missing):
-    :data:`READ_CHUNK` players a round trip."""
-    rows: list[list[Any]] = []
-    for lo in range(0, len(players), READ_CHUNK):
-        pipe = r.pipeline(transaction=False)
-        for player in players[lo:lo + READ_CHUNK]:
-            pipe.hmget(keys.player(ladder, player), fields)
-        rows += await pipe.execute()
-    return rows
+    """HMGET ``fields`` of each player's hash, the replies as they are (None where missing): chunked
+    pipelines (:func:`~stream.store.client.pipelined`)."""
+    return await pipelined(r, players, lambda pipe, player: pipe.hmget(keys.player(ladder, player), fields))
 
 
 def known(fields: Sequence[str]) -> list[str]:

@@ -2,8 +2,8 @@
 
 Only reads, only the keys of docs/contracts.md. User input (ids, search prefixes) is only used inside
 key NAMES (opaque bytes to Redis) and in ZSCAN's MATCH after :func:`escape_glob`, never as a command
-name. Works with or without ``decode_responses``. Each function returns a dataclass with ``to_dict()``
-(JSON-ready), or None when the ladder / player / round does not exist.
+name. Works with or without ``decode_responses``. Each function returns a JSON-ready dict, or a dataclass
+with ``to_dict()`` where the CLI reads its fields, or None when the ladder / player / round does not exist.
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from stream.store import keys, player_hash
-from stream.store.client import AsyncRedis
+from stream.store.client import AsyncRedis, as_text, pipelined
 
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
-#: A corrected round's marks (stream/pipeline/corrections.py writes them): the correction trail
-#: (JSON: id, kind, at, reason of each) and the correction that voided, amended or inserted it.
-ROUND_CORRECTION_FIELDS = ("corrections", "voided_by", "amended_by", "inserted_by")
 
 SCAN_COUNT = 1000
 """ZSCAN/HSCAN batch hint: large enough for few round trips, small enough not to stall Redis."""
@@ -35,9 +32,7 @@ GLOB_SPECIALS = "\\*?[]^-"
 
 
 def _text(raw: Any) -> str | None:
-    if raw is None:
-        return None
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
+    return None if raw is None else as_text(raw)
 
 
 def _float(raw: Any) -> float | None:
@@ -50,14 +45,14 @@ def _int(raw: Any) -> int | None:
     return None if text is None or text == "" else int(float(text))
 
 
-def _json(raw: Any) -> dict[str, Any]:
-    return json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # type: ignore[no-any-return]
-
-
 ROUND_FIELDS: dict[str, Callable[[Any], Any]] = {
     "round_id": _text, "seq": _int, "status": _text, "field_size": _int, "occurred_at": _float,
-    "received_at": _float, "rated_at": _float, "content_hash": _text, "pending": _int}
-"""The round record fields a round page shows, each with its reader."""
+    "received_at": _float, "rated_at": _float, "content_hash": _text, "pending": _int,
+    "corrections": lambda raw: json.loads(raw) if raw else [], "voided_by": _text, "amended_by": _text,
+    "inserted_by": _text}
+"""The round record fields a round page shows, each with its reader; the last: a corrected round's marks
+(stream/pipeline/corrections.py), its trail (JSON: id, kind, at, reason of each) and the correction that
+voided, amended or inserted it."""
 
 
 class View:
@@ -72,18 +67,6 @@ class View:
 def escape_glob(text: str) -> str:
     """Escape Redis glob metacharacters so ``text`` matches only itself in SCAN MATCH."""
     return "".join("\\" + c if c in GLOB_SPECIALS else c for c in text)
-
-
-@dataclass
-class LadderSummary(View):
-    ladder: str
-    seq: int
-    rounds_rated: int
-    players: int
-    last_round: str | None
-    updated_at: float | None
-    leaderboard_size: int
-    rounds: int
 
 
 @dataclass
@@ -137,22 +120,6 @@ class RoundView(View):
     complete: bool  # False when the round has more results than MAX_ROUND_RESULTS
 
 
-@dataclass
-class RoundSummary(View):
-    round_id: str
-    seq: int
-    status: str | None
-    field_size: int | None
-    occurred_at: float | None
-    rated_at: float | None
-
-
-@dataclass
-class LaddersPage(View):
-    total: int
-    ladders: list[LadderSummary]
-
-
 async def ladders(r: AsyncRedis) -> list[str]:
     """Every ladder name, sorted."""
     return sorted(_text(m) or "" for m in await r.smembers(keys.ladders()))
@@ -191,48 +158,42 @@ def _queue_summary(pipe: Any, ladder: str) -> None:
     pipe.zcard(keys.rounds(ladder))
 
 
-def _summary(ladder: str, replies: list[Any]) -> LadderSummary | None:
+def _summary(ladder: str, replies: list[Any]) -> dict[str, Any] | None:
+    """The ladder's counters (its hash's :data:`LADDER_FIELDS`, the leaderboard's and the rounds index's sizes)."""
     exists, (seq, rated, players, last_round, updated_at), lb_size, n_rounds = replies
     if not exists:
         return None
-    return LadderSummary(ladder=ladder, seq=_int(seq) or 0, rounds_rated=_int(rated) or 0,
-                         players=_int(players) or 0, last_round=_text(last_round),
-                         updated_at=_float(updated_at), leaderboard_size=int(lb_size), rounds=int(n_rounds))
+    return {"ladder": ladder, "seq": _int(seq) or 0, "rounds_rated": _int(rated) or 0, "players": _int(players) or 0,
+            "last_round": _text(last_round), "updated_at": _float(updated_at), "leaderboard_size": int(lb_size),
+            "rounds": int(n_rounds)}
 
 
-async def ladder_summary(r: AsyncRedis, ladder: str) -> LadderSummary | None:
+async def ladder_summary(r: AsyncRedis, ladder: str) -> dict[str, Any] | None:
     """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
     pipe = r.pipeline(transaction=False)
     _queue_summary(pipe, ladder)
     return _summary(ladder, await pipe.execute())
 
 
-async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> LaddersPage:
-    """A page of the ladders by name, with their summaries: two round trips whatever the page size
-    (the names, then every summary in one pipeline)."""
+async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
+    """How many ladders, and a page of them by name with their summaries: two round trips whatever the
+    page size (the names, then every summary in one pipeline)."""
     names = await ladders(r)
     page = names[offset:offset + limit]
-    pipe = r.pipeline(transaction=False)
-    for name in page:
-        _queue_summary(pipe, name)
-    replies = await pipe.execute() if page else []
+    replies = await pipelined(r, page, _queue_summary)
     width = 4  # replies per summary (_queue_summary)
     summaries = [_summary(name, replies[i * width:(i + 1) * width]) for i, name in enumerate(page)]
-    return LaddersPage(total=len(names), ladders=[s for s in summaries if s is not None])
+    return len(names), [s for s in summaries if s is not None]
 
 
-@dataclass
-class Distribution(View):
-    ladder: str
-    total: int
-    low: float | None  # lowest and highest display rating on the leaderboard
-    high: float | None
-    counts: list[int]  # players per bin, equal-width bins from low to high (the last one closed)
+async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> dict[str, Any]:
+    """How many players fall in each of ``bins`` equal slices of the display ratings (``counts``, from ``low``
+    to ``high``, the lowest and highest display rating, the last bin closed): ZCOUNT per bin in one pipeline
+    (O(bins * log N), never the whole leaderboard)."""
+    def answer(total: int, low: float | None, high: float | None, counts: list[int]) -> dict[str, Any]:
+        return {"ladder": ladder, "total": total, "low": low, "high": high, "counts": counts}
 
 
-async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribution:
-    """How many players fall in each of ``bins`` equal slices of the display ratings: ZCOUNT per bin
-    in one pipeline (O(bins * log N), never the whole leaderboard)."""
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
     pipe.zcard(lb)
@@ -240,16 +201,14 @@ async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> Distribu
     pipe.zrevrange(lb, 0, 0, withscores=True)
     total, lowest, highest = await pipe.execute()
     if not lowest:
-        return Distribution(ladder, 0, None, None, [0] * bins)
+        return answer(0, None, None, [0] * bins)
     low, high = float(lowest[0][1]), float(highest[0][1])
     width = (high - low) / bins
     if width == 0:  # everyone has the same rating
-        return Distribution(ladder, int(total), low, high, [int(total)] + [0] * (bins - 1))
-    pipe = r.pipeline(transaction=False)
-    for i in range(bins):  # [start, end) and the last one [start, high]
-        start = low + i * width
-        pipe.zcount(lb, start, high if i == bins - 1 else f"({low + (i + 1) * width!r}")
-    return Distribution(ladder, int(total), low, high, [int(n) for n in await pipe.execute()])
+        return answer(int(total), low, high, [int(total)] + [0] * (bins - 1))
+    counts = await pipelined(r, range(bins), lambda pipe, i: pipe.zcount(  # [start, end), the last one [start, high]
+        lb, low + i * width, high if i == bins - 1 else f"({low + (i + 1) * width!r}"))
+    return answer(int(total), low, high, [int(n) for n in counts])
 
 
 async def ladder_updated_at(r: AsyncRedis, ladder: str) -> float | None:
@@ -305,10 +264,7 @@ async def search_leaderboard(r: AsyncRedis, ladder: str, prefix: str, *, offset:
         matches, truncated = await _scan_search(r, lb, prefix)
     matches.sort(key=lambda ms: (-ms[1], ms[0]))
     page = matches[offset:offset + limit]
-    pipe = r.pipeline(transaction=False)
-    for player, _ in page:
-        pipe.zrevrank(lb, player)
-    ranks = await pipe.execute() if page else []
+    ranks = await pipelined(r, page, lambda pipe, match: pipe.zrevrank(lb, match[0]))
     members = [(player, score, int(rank) + 1) for (player, score), rank in zip(page, ranks) if rank is not None]
     return LeaderboardPage(ladder=ladder, total=len(matches), offset=offset, limit=limit,
                            rows=await _rows(r, ladder, members), search=prefix, truncated=truncated)
@@ -362,7 +318,7 @@ async def player(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: i
                       rounds=_int(rounds) or 0, last_round=_text(last_round), last_time=_float(last_time),
                       display_rating=_float(display), tier=_text(tier) or None,
                       position=None if rank is None else int(rank) + 1, leaderboard_size=int(lb_size),
-                      history=[_json(h) for h in history] if isinstance(history, list) else [])
+                      history=[json.loads(h) for h in history] if isinstance(history, list) else [])
 
 
 async def lobby_state(r: AsyncRedis, ladder: str,
@@ -383,10 +339,9 @@ async def lobby_state(r: AsyncRedis, ladder: str,
 async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | None:
     """A round's record and every player's rating change, ordered by rank."""
     pipe = r.pipeline(transaction=False)
-    pipe.hmget(keys.round_record(ladder, round_id), [*ROUND_FIELDS, *ROUND_CORRECTION_FIELDS])
+    pipe.hmget(keys.round_record(ladder, round_id), list(ROUND_FIELDS))
     pipe.hlen(keys.round_results(ladder, round_id))
-    raw_all, n_results = await pipe.execute()
-    raw_record, raw_marks = raw_all[:len(ROUND_FIELDS)], raw_all[len(ROUND_FIELDS):]
+    raw_record, n_results = await pipe.execute()
     if all(v is None for v in raw_record):
         return None
     results_key = keys.round_results(ladder, round_id)
@@ -398,25 +353,20 @@ async def round_view(r: AsyncRedis, ladder: str, round_id: str) -> RoundView | N
             values.append(value)
             if len(values) >= MAX_ROUND_RESULTS:
                 break
-    results = sorted((_json(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
+    results = sorted((json.loads(v) for v in values), key=lambda c: (c.get("rank", 0), str(c.get("player", ""))))
     record = {name: read(value) for (name, read), value in zip(ROUND_FIELDS.items(), raw_record)}
-    trail = _text(raw_marks[0])
-    record["corrections"] = json.loads(trail) if trail else []  # the trail: each correction's id, kind, at, reason
-    record.update({name: _text(value) for name, value in zip(ROUND_CORRECTION_FIELDS[1:], raw_marks[1:])})
     return RoundView(ladder=ladder, round_id=round_id, record=record, results=results,
                      complete=n_results <= MAX_ROUND_RESULTS)
 
 
-async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[RoundSummary]:
-    """The ladder's rounds, newest (highest sequence number) first."""
+async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: int = 20) -> list[dict[str, Any]]:
+    """The ladder's rounds, newest (highest sequence number) first: id, seq, status, size and times."""
     ids = cast("list[tuple[bytes, float]]",
                await r.zrevrange(keys.rounds(ladder), offset, offset + limit - 1, withscores=True))
-    pipe = r.pipeline(transaction=False)
-    for round_id, _ in ids:
-        pipe.hmget(keys.round_record(ladder, _text(round_id) or ""), ("status", "field_size", "occurred_at", "rated_at"))
-    records = await pipe.execute() if ids else []
-    return [RoundSummary(round_id=_text(rid) or "", seq=int(seq), status=_text(status), field_size=_int(size),
-                         occurred_at=_float(occurred), rated_at=_float(rated))
+    records = await pipelined(r, ids, lambda pipe, item: pipe.hmget(
+        keys.round_record(ladder, _text(item[0]) or ""), ("status", "field_size", "occurred_at", "rated_at")))
+    return [{"round_id": _text(rid) or "", "seq": int(seq), "status": _text(status), "field_size": _int(size),
+             "occurred_at": _float(occurred), "rated_at": _float(rated)}
             for (rid, seq), (status, size, occurred, rated) in zip(ids, records)]
 
 
@@ -434,14 +384,6 @@ async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
     return tuple(_text(f) or "" for f in fields)
 
 
-@dataclass
-class RoundsOverTime(View):
-    ladder: str
-    rounds: int  # rounds in the ladder's index (any status)
-    rounds_rated: int
-    points: list[dict[str, Any]]  # {"rounds", "round_id", "seq", "status", "occurred_at", "rated_at"}, by seq
-
-
 def _spread(n: int, points: int) -> list[int]:
     """``points`` indices spread evenly over 0..n-1, first and last included (fewer when n < points)."""
     if points <= 1 or n <= 1:
@@ -449,7 +391,7 @@ def _spread(n: int, points: int) -> list[int]:
     return sorted({round(i * (n - 1) / (points - 1)) for i in range(points)})
 
 
-async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOverTime:
+async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> dict[str, Any]:
     """How the ladder's rounds accumulated: ``points`` rounds spread evenly over its index (by seq),
     each with its place in it (``rounds``: registered up to it, any status) and its times. Three round
     trips whatever the ladder's size (retention keeps the index and the records)."""
@@ -459,32 +401,20 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> RoundsOve
     total, rated = await pipe.execute()
     total = int(total)
     if total == 0:
-        return RoundsOverTime(ladder, 0, _int(rated) or 0, [])
+        return {"ladder": ladder, "rounds": 0, "rounds_rated": _int(rated) or 0, "points": []}
     where = _spread(total, points)
-    pipe = r.pipeline(transaction=False)
-    for i in where:
-        pipe.zrange(keys.rounds(ladder), i, i, withscores=True)
-    found = [(i, _text(hit[0][0]) or "", int(hit[0][1])) for i, hit in zip(where, await pipe.execute()) if hit]
-    pipe = r.pipeline(transaction=False)
-    for _, round_id, _ in found:
-        pipe.hmget(keys.round_record(ladder, round_id), ("status", "occurred_at", "rated_at"))
-    records = await pipe.execute() if found else []
-    return RoundsOverTime(ladder, total, _int(rated) or 0, [
+    hits = await pipelined(r, where, lambda pipe, i: pipe.zrange(keys.rounds(ladder), i, i, withscores=True))
+    found = [(i, _text(hit[0][0]) or "", int(hit[0][1])) for i, hit in zip(where, hits) if hit]
+    records = await pipelined(r, found, lambda pipe, item: pipe.hmget(
+        keys.round_record(ladder, item[1]), ("status", "occurred_at", "rated_at")))
+    return {"ladder": ladder, "rounds": total, "rounds_rated": _int(rated) or 0, "points": [
         {"rounds": i + 1, "round_id": round_id, "seq": seq, "status": _text(status),
          "occurred_at": _float(occurred), "rated_at": _float(rated_at)}
-        for (i, round_id, seq), (status, occurred, rated_at) in zip(found, records)])
+        for (i, round_id, seq), (status, occurred, rated_at) in zip(found, records)]}
 
 
-@dataclass
-class RankTimeline(View):
-    ladder: str
-    player: str
-    position: int | None  # the player's place on today's leaderboard
-    leaderboard_size: int
-    points: list[dict[str, Any]]  # per rated round, oldest first (see rank_timeline)
-
-
-async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_limit: int = 100) -> RankTimeline | None:
+async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *,
+                        history_limit: int = 100) -> dict[str, Any] | None:
     """A player's tier and leaderboard place after each of the last ``history_limit`` rated rounds, from
     the history entries: two round trips. The place is the one the rating of then holds on today's
     leaderboard (no past one is kept): exact for the newest entry, an estimate for older ones."""
@@ -498,18 +428,16 @@ async def rank_timeline(r: AsyncRedis, ladder: str, player_id: str, *, history_l
     mu, score, rank, lb_size, history = await pipe.execute()
     if mu is None:
         return None
-    entries = [_json(h) for h in history] if isinstance(history, list) else []
-    pipe = r.pipeline(transaction=False)
-    for entry in entries:
-        pipe.zcount(lb, f"({float(entry['display_rating'])!r}", "+inf")
-    above = await pipe.execute() if entries else []
+    entries = [json.loads(h) for h in history] if isinstance(history, list) else []
+    above = await pipelined(r, entries,
+                            lambda pipe, entry: pipe.zcount(lb, f"({float(entry['display_rating'])!r}", "+inf"))
     now = None if score is None else float(score)
     points = [{"round_id": e["round_id"], "occurred_at": e["occurred_at"], "display_rating": e["display_rating"],
                "mu": e["mu_after"], "sigma": e["sigma_after"], "tier": e.get("tier") or None, "rank": e["rank"], "field_size": e["field_size"],
                "position": int(n) + 1 - (1 if now is not None and now > float(e["display_rating"]) else 0)}
               for e, n in zip(entries, above)]
-    return RankTimeline(ladder=ladder, player=player_id, position=None if rank is None else int(rank) + 1,
-                        leaderboard_size=int(lb_size), points=points)
+    return {"ladder": ladder, "player": player_id, "position": None if rank is None else int(rank) + 1,
+            "leaderboard_size": int(lb_size), "points": points}
 
 
 def round_states(r: Any, rounds: Sequence[tuple[str, str]]) -> list[tuple[bytes | None, bytes | None]]:

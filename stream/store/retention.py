@@ -16,8 +16,7 @@ from typing import cast
 from stream.contracts import PlayerUpdate
 from stream.settings import Settings
 from stream.store import keys
-from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import as_text
+from stream.store.client import as_text, pipelined
 from stream.store.store import Store, encode_float
 
 DAY_S = 86_400.0
@@ -34,10 +33,6 @@ class Retention:
     keep: int
     days: float
 
-    @property
-    def active(self) -> bool:
-        return self.keep > 0 or self.days > 0
-
     def watermark_field(self) -> str:
         return f"{self.kind}_trimmed_seq"
 
@@ -51,7 +46,7 @@ def policies(settings: Settings) -> list[Retention]:
     out = [Retention(HISTORY, 0, settings.retain_history_days),  # first: it reads the players from results / fan-outs
            Retention("results", settings.retain_round_results, settings.retain_round_results_days),
            Retention("fanouts", settings.retain_fanouts, settings.retain_fanouts_days)]
-    return [p for p in out if p.active]
+    return [p for p in out if p.keep > 0 or p.days > 0]
 
 
 async def trim(store: Store, rules: list[Retention], *, now: float, limit: int = ROUNDS_PER_CALL) -> dict[str, int]:
@@ -76,11 +71,8 @@ async def _trim_ladder(store: Store, ladder: str, rule: Retention, *, now: float
         keys.rounds(ladder), f"({mark}", horizon, start=0, num=limit, withscores=True))
     if not candidates:
         return 0
-    pipe = store.client.pipeline(transaction=False)
-    for round_id, _ in candidates:
-        pipe.hget(keys.round_record(ladder, as_text(round_id)), "occurred_at")
-        pipe.zscore(keys.incomplete_rounds(ladder), round_id)
-    replies = await pipe.execute()
+    replies = await pipelined(store.client, candidates, lambda pipe, c: pipe.hget(  # occurred_at, in the ledger
+        keys.round_record(ladder, as_text(c[0])), "occurred_at").zscore(keys.incomplete_rounds(ladder), c[0]))
     cutoff = now - rule.days * DAY_S if rule.days > 0 else None
     doomed: list[str] = []
     new_mark = mark
@@ -108,11 +100,8 @@ async def _trim_ladder(store: Store, ladder: str, rule: Retention, *, now: float
 async def _trim_histories(store: Store, ladder: str, round_ids: list[str], cutoff: float) -> None:
     """Drop the history entries older than ``cutoff`` of every player of ``round_ids`` (players
     read from the rounds' results, else their fan-outs; rounds with neither are skipped)."""
-    pipe = store.client.pipeline(transaction=False)
-    for round_id in round_ids:
-        pipe.hkeys(keys.round_results(ladder, round_id))
-        pipe.hvals(keys.round_perf(ladder, round_id))
-    replies = await pipe.execute()
+    replies = await pipelined(store.client, round_ids, lambda pipe, round_id: pipe.hkeys(
+        keys.round_results(ladder, round_id)).hvals(keys.round_perf(ladder, round_id)))
     players: set[str] = set()
     for results, fanouts in zip(replies[::2], replies[1::2]):
         if results:
@@ -120,10 +109,5 @@ async def _trim_histories(store: Store, ladder: str, round_ids: list[str], cutof
         else:
             players.update(p for raw in fanouts for p in PlayerUpdate.from_json(raw).players)
     history_keys = [keys.history(ladder, p) for p in sorted(players)]
-
-    def build(pipe: Pipeline) -> None:
-        for chunk in store._chunks(len(history_keys)):
-            store._eval(pipe, "trim_history", [history_keys[i] for i in chunk], [encode_float(cutoff)])
-
     if history_keys:
-        await store._run(build)
+        await store._run(lambda pipe: store._per_player(pipe, "trim_history", history_keys, [encode_float(cutoff)]))

@@ -1,39 +1,20 @@
 """A ladder's stored state as records, and back (``stream export`` / ``stream import``).
 
-A snapshot is a sequence of :class:`Record` ``(kind, id, fields)``, every value text, which
-together rebuild each of the ladder's keys exactly (key schema: docs/contracts.md):
-
-=============  ==========  =====================================================================
-kind           id          fields
-=============  ==========  =====================================================================
-``snapshot``   ladder      ``version``, ``exported_at`` (the first record)
-``ladder``     ""          the ladder hash (``seq``, ``rounds_rated``, ``players``, ...)
-``player``     P           the player hash; ``state`` (packed engine state) in base64
-``history``    P           ``"0"``, ``"1"``, ...: the rating-history entries, oldest first
-``round``      R           the round record (``seq``, ``status``, ``content_hash``, times, ...)
-``results``    R           player → RatingChange JSON of the round
-``fanout``     R           partition → the stored fan-out (PlayerUpdate JSON)
-``season``     S           player → his archived final standing in season S (JSON)
-``season_lb``  S           player → his score on season S's archived board
-``shares``     ""          ``"0"``, ``"1"``, ...: the league threshold sets (JSON with ``at``), oldest first
-``schedule``   ""          ``"0"``, ``"1"``, ...: the seasons of record (``stream season start``), in order
-=============  ==========  =====================================================================
-
-The leaderboard is rebuilt from the players' ``display_rating`` (and the name index from the players) (the score the stream gave
-each player at their last round). Only a ladder with no round in flight is exported (complete, standing still).
+A snapshot is a sequence of :class:`Record` ``(kind, id, fields)``, every value text, which together
+rebuild each of the ladder's keys exactly; the kinds and their fields: docs/history.md, Snapshots.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from stream.store import keys, player_hash, seasons
-from stream.store.bulk import FLUSH_COMMANDS, BulkWriter, ladder_info, members
-from stream.store.client import as_bytes, as_text
+from stream.store.bulk import BulkWriter, ladder_info, members
+from stream.store.client import as_bytes, as_text, read_each
 from stream.store.store import Store
 
 VERSION = "1"
@@ -52,7 +33,7 @@ class SnapshotError(ValueError):
 
 @dataclass(frozen=True)
 class Record:
-    """One record of a snapshot: ``kind`` (see the module docstring), ``id``, text ``fields``."""
+    """One record of a snapshot: ``kind`` (docs/history.md, Snapshots), ``id``, text ``fields``."""
 
     kind: str
     id: str
@@ -65,21 +46,22 @@ def _text_fields(raw: dict[bytes | str, bytes | str], binary: frozenset[str] = f
 
 
 async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterator[Record]:
-    """The records of ``ladder`` (see the module docstring); raises :class:`SnapshotError` for an
-    unknown ladder or one with rounds in flight."""
+    """The records of ``ladder``; :class:`SnapshotError` for an unknown ladder or one with rounds in flight."""
     info = await ladder_info(store, ladder)
     if (why := info.refusal(ladder, "export it once it is done")) is not None:
         raise SnapshotError(why)
     if info.in_flight:
         raise SnapshotError(f"ladder {ladder!r} has {info.in_flight} rounds in flight: export it once they are rated")
+    client = store.client
     yield Record("snapshot", ladder, {"version": VERSION, "exported_at": repr(now)})
-    yield Record("ladder", "", _text_fields(await store.client.hgetall(keys.ladder(ladder))))
+    yield Record("ladder", "", _text_fields(await client.hgetall(keys.ladder(ladder))))
+
     def player_reads(pipe: Any, player: str) -> None:
         pipe.hgetall(keys.player(ladder, player))
         pipe.lrange(keys.history(ladder, player), 0, -1)
 
-    async for player, (state, history) in _read_each(store, await members(store, keys.leaderboard(ladder)),
-                                                     player_reads, 2):
+    async for player, (state, history) in read_each(client, await members(store, keys.leaderboard(ladder)),
+                                                    player_reads):
         yield Record("player", player, _text_fields(state, BINARY_FIELDS))
         if history:
             yield Record("history", player, {str(j): as_text(e) for j, e in enumerate(history)})
@@ -88,11 +70,10 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
         for kind in ("round", "results", "fanout"):
             pipe.hgetall(HASHES[kind](ladder, round_id))
 
-    async for round_id, replies in _read_each(store, await members(store, keys.rounds(ladder)), round_reads, 3):
+    async for round_id, replies in read_each(client, await members(store, keys.rounds(ladder)), round_reads):
         for kind, raw in zip(("round", "results", "fanout"), replies):
             if raw or kind == "round":
                 yield Record(kind, round_id, _text_fields(raw))
-    client = store.client  # the season archives, league threshold sets and seasons of record
     for season in sorted(as_text(s) for s in await client.smembers(keys.season_archives(ladder))):
         yield Record("season", season, _text_fields(await client.hgetall(keys.season_standings(ladder, season))))
         board = cast("list[tuple[bytes, float]]",
@@ -103,19 +84,6 @@ async def export_ladder(store: Store, ladder: str, *, now: float) -> AsyncIterat
     for kind, entries in cast("tuple[tuple[str, list[bytes]], ...]", lists):
         if entries:
             yield Record(kind, "", {str(j): as_text(e) for j, e in enumerate(entries)})
-
-
-async def _read_each(store: Store, names: list[str], reads: Callable[[Any, str], None],
-                     width: int) -> AsyncIterator[tuple[str, list[Any]]]:
-    """(name, its ``width`` replies) for each name: ``reads`` queues them, FLUSH_COMMANDS names per pipeline."""
-    for lo in range(0, len(names), FLUSH_COMMANDS):
-        chunk = names[lo:lo + FLUSH_COMMANDS]
-        pipe = store.client.pipeline(transaction=False)
-        for name in chunk:
-            reads(pipe, name)
-        replies = await pipe.execute()
-        for i, name in enumerate(chunk):
-            yield name, replies[width * i:width * (i + 1)]
 
 
 @dataclass
@@ -201,16 +169,16 @@ async def import_ladder(store: Store, records: Iterable[Record]) -> tuple[str, i
     if info.fields or info.rounds or await store.client.zcard(keys.leaderboard(ladder)):
         raise SnapshotError(f"ladder {ladder!r} already has state in Redis: import restores a ladder into an empty one")
     writer = BulkWriter(store)
-    await writer.sadd(keys.ladders(), ladder)
+    await writer.command("SADD", keys.ladders(), ladder)
     for key, fields in plan.hashes:
         await writer.hset(key, fields)
     for key, entries in plan.histories.items():
-        await writer.push_history({key: entries}, max(len(entries), 1))
+        await writer.push_histories({key: entries}, max(len(entries), 1))
     await writer.zadd(keys.leaderboard(ladder), plan.scores)
     await writer.zadd(keys.player_names(ladder), dict.fromkeys(plan.scores, 0))
     await writer.zadd(keys.rounds(ladder), plan.seqs)
     for season, board in plan.boards.items():
-        await writer.sadd(keys.season_archives(ladder), season)
+        await writer.command("SADD", keys.season_archives(ladder), season)
         await writer.zadd(keys.season_archive(ladder, season), board)
     if plan.shares:
         await writer.zadd(keys.league_shares(ladder), plan.shares)

@@ -39,7 +39,6 @@ STATUS_FAILED = "failed"
 """A round whose phase one kept raising: dead-lettered as ``internal_error``, rates nobody."""
 
 OUTCOME_NEW = "new"
-OUTCOME_EXISTING = "existing"
 OUTCOME_CONFLICT = "conflict"
 OUTCOME_HELD = "held"
 """A correction holds the ladder: nothing was registered (``status`` = its id); register again later."""
@@ -255,10 +254,6 @@ class Priors:
     """Players whose stored state already holds this round or a later one (``last_seq >= seq``):
     no prior of it, the attempt stops (``barrier.RoundOvertaken``)."""
 
-    @property
-    def ready(self) -> bool:
-        return not self.blocked
-
 
 @dataclass(frozen=True)
 class StoredStates:
@@ -272,11 +267,6 @@ class StoredStates:
     """Per :class:`FanOutCheck`, whether each of its messages is one of the round's stored fan-out."""
     queued_seq: np.ndarray | None = None
     """Each player's ``queued_seq`` (0: none), where read (:meth:`Store.read_states`)."""
-
-    def take(self, rows: Sequence[int]) -> "StoredStates":
-        """These rows only, in this order (``verified`` is left out)."""
-        return StoredStates(self.last_seq[np.asarray(rows, dtype=np.int64)], [self.states[i] for i in rows],
-                            [self.tiers[i] for i in rows])
 
 
 VERIFY_RAW_MAX = 10
@@ -373,28 +363,31 @@ def _interleave(*columns: Sequence[Any]) -> list[Any]:
     return [value for row in zip(*columns) for value in row]
 
 
-_partition_of = itemgetter(0)
-
-
 def fanout_fields(messages: Sequence[tuple[int, bytes]]) -> list[tuple[int | str, bytes]]:
     """The stored fan-out's hash fields: ``partition`` for a partition's message, ``partition.k``
     for the k-th further part of a split one (in partition order)."""
     out: list[tuple[int | str, bytes]] = []
     previous, n = -1, 0
-    for partition, message in sorted(messages, key=_partition_of):  # stable: a split message's parts in order
+    for partition, message in sorted(messages, key=itemgetter(0)):  # stable: a split message's parts in order
         n = n + 1 if partition == previous else 0
         out.append((partition if n == 0 else f"{partition}.{n}", message))
         previous = partition
     return out
 
 
-def _fanout_keys(ladder: str, round_id: str, after: str | None = None) -> list[str]:
+def _fanout_keys(r: QueuedRound) -> list[str]:
     """save_fanout.lua's KEYS (the sixth: the chain's previous round, ``QueuedRound.after``)."""
-    out = [keys.round_record(ladder, round_id), keys.round_perf(ladder, round_id), keys.registered_rounds(ladder),
-           keys.incomplete_rounds(ladder), keys.fence(ladder)]
-    if after is not None:
-        out.append(keys.round_record(ladder, after))
+    out = [keys.round_record(r.ladder, r.round_id), keys.round_perf(r.ladder, r.round_id),
+           keys.registered_rounds(r.ladder), keys.incomplete_rounds(r.ladder), keys.fence(r.ladder)]
+    if r.after is not None:
+        out.append(keys.round_record(r.ladder, r.after))
     return out
+
+
+def _fanout_args(r: QueuedRound, due: Callable[[float], str] = encode_due) -> list[Any]:
+    """save_fanout.lua's ARGV: pending, due time, token, fence ("": none), then each field and message."""
+    return [r.pending, due(r.due_at), r.token, r.fence or "",
+            *(value for pair in fanout_fields(r.messages) for value in pair)]
 
 
 class Store:
@@ -451,7 +444,7 @@ class Store:
             return self.client.pipeline(transaction=False)
         return LeanPipeline(cast(aioredis.Redis, self.client), self._lean)
 
-    def _eval(self, pipe: Pipeline, name: str, keys_: list[str], args: list[Any]) -> None:
+    def _eval(self, pipe: Pipeline, name: str, keys_: Sequence[str], args: list[Any]) -> None:
         # execute_command, not pipe.evalsha: redis-py's cluster pipeline refuses the evalsha method,
         # while the raw command is routed to the slot of its keys (one slot per call by design)
         pipe.execute_command("EVALSHA", self._sha[name], len(keys_), *keys_, *args)
@@ -461,10 +454,16 @@ class Store:
         step = self.players_per_call
         return [range(i, min(i + step, n)) for i in range(0, n, step)]
 
+    def _per_player(self, pipe: Pipeline, script: str, player_keys: Sequence[str], args: list[Any]) -> int:
+        """Queue ``script`` over the keys, ``players_per_call`` a call, each call with ``args``; how many calls."""
+        chunks = self._chunks(len(player_keys))
+        for chunk in chunks:
+            self._eval(pipe, script, player_keys[chunk.start:chunk.stop], args)
+        return len(chunks)
+
     def _read_players_into(self, pipe: Pipeline, player_keys: Sequence[str], fields: Sequence[str]) -> None:
         """Queue load_players.lua calls reading ``fields`` of the player hashes (see _columns)."""
-        for chunk in self._chunks(len(player_keys)):
-            self._eval(pipe, "load_players", [player_keys[i] for i in chunk], list(fields))
+        self._per_player(pipe, "load_players", player_keys, list(fields))
 
     async def _read_players(self, player_keys: Sequence[str],
                             fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
@@ -583,11 +582,8 @@ class Store:
                            [keys.incomplete_rounds(ladder), *(keys.round_record(ladder, r) for r in ids)],
                            [encode_float(now), encode_float(period), max_doublings, *ids])
 
-        due: list[DueRound] = []
-        for (ladder, _), flat in zip(candidates, await self._run(build)):
-            for i in range(0, len(flat), 4):
-                due.append(DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2]),
-                                    bool(int(flat[i + 3]))))
+        due = [DueRound(ladder, flat[i].decode(), flat[i + 1].decode(), int(flat[i + 2]), bool(int(flat[i + 3])))
+               for (ladder, _), flat in zip(candidates, await self._run(build)) for i in range(0, len(flat), 4)]
         return sorted(due, key=lambda d: (d.ladder, d.seq))
 
     async def fail_round(self, ladder: str, round_id: str, *, content_hash: str, reason: str,
@@ -613,26 +609,19 @@ class Store:
     async def release_queued(self, ladder: str, players: Sequence[str], seq: int) -> int:
         """Let the ladder go on past round ``seq``, which it will not rate, for ``players`` it marked
         queued: their ``last_seq`` moves up to it, state unchanged (release_queued.lua). Returns how many."""
-        player_keys = [keys.player(ladder, p) for p in players]
-
-        def release(pipe: Pipeline) -> None:
-            for chunk in self._chunks(len(player_keys)):
-                self._eval(pipe, "release_queued", [player_keys[i] for i in chunk], [seq])
-
-        return sum(int(n) for n in await self._run(release)) if player_keys else 0
+        player_keys = keys.players(ladder, players)
+        if not player_keys:
+            return 0
+        released = await self._run(lambda pipe: self._per_player(pipe, "release_queued", player_keys, [seq]))
+        return sum(int(n) for n in released)
 
     async def round_record(self, ladder: str, round_id: str) -> dict[str, str]:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {as_text(k): as_text(v) for k, v in raw.items()}
 
-    def _save_fanout_into(self, pipe: Pipeline, ladder: str, round_id: str, pending: int,
-                          messages: Sequence[tuple[int, bytes]], due_at: float, token: str = "",
-                          after: str | None = None, fence: int = 0) -> None:
-        """Queue save_fanout.lua for a round (``token``, ``after``, ``fence``: see :class:`QueuedRound`)."""
-        args: list[Any] = [pending, encode_due(due_at), token, fence or ""]
-        for name, message in fanout_fields(messages):
-            args += [name, message]
-        self._eval(pipe, "save_fanout", _fanout_keys(ladder, round_id, after), args)
+    def _save_fanout_into(self, pipe: Pipeline, r: QueuedRound) -> None:
+        """Queue save_fanout.lua for a round (its fan-out only: the marks are the caller's)."""
+        self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
 
     async def queue_batch(self, rounds: Sequence[QueuedRound], release: tuple[str, Sequence[str]] | None = None,
                           ) -> list[int]:
@@ -657,8 +646,7 @@ class Store:
 
             def fanouts(pipe: Pipeline) -> None:
                 for r in rounds:
-                    self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token,
-                                           r.after, r.fence)
+                    self._save_fanout_into(pipe, r)
                 release_into(pipe)
 
             await self._run(marks)
@@ -694,16 +682,14 @@ class Store:
             if len(r.players) > self.players_per_call:
                 flush()
                 calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                self._save_fanout_into(pipe, r.ladder, r.round_id, r.pending, r.messages, r.due_at, r.token, r.after,
-                                       r.fence)
+                self._save_fanout_into(pipe, r)
                 where.append((calls, None))
                 calls += 1
                 continue
             if players + len(r.players) > self.players_per_call:
                 flush()
-            fanout = [r.pending, due(r.due_at), r.token, r.fence or "",
-                      *(value for pair in fanout_fields(r.messages) for value in pair)]
-            fanout_keys = _fanout_keys(r.ladder, r.round_id, r.after)
+            fanout = _fanout_args(r, due)
+            fanout_keys = _fanout_keys(r)
             where.append((calls, queued))
             keys_ += [*keys.players(r.ladder, r.players), *fanout_keys]
             args += [len(r.players), len(fanout_keys), len(fanout), r.seq, *fanout]
@@ -748,22 +734,15 @@ class Store:
         """The stored RatingChange JSON of each (ladder, round_id, players) (None where absent), one round
         trip; None for a round re-rated since (``rerated_by``, set by rewrite_rounds.lua with the new
         results, read after them): re-emitting would give an ``event_id`` a second content."""
-        asked = [(ladder, round_id, list(players)) for ladder, round_id, players in rounds if players]
-        if not asked:
-            return [[] for _ in rounds]
         pipe = self._pipeline()
-        for ladder, round_id, players in asked:
-            pipe.hmget(keys.round_results(ladder, round_id), players)
-            pipe.hexists(keys.round_record(ladder, round_id), "rerated_by")
-        replies = iter(await pipe.execute())
-        out: list[list[bytes | None] | None] = []
-        for _, _, wanted in rounds:
-            if not wanted:
-                out.append([])
-                continue
-            stored, rerated = next(replies), next(replies)
-            out.append(None if rerated else [None if value is None else as_bytes(value) for value in stored])
-        return out
+        for ladder, round_id, players in rounds:
+            if players:
+                pipe.hmget(keys.round_results(ladder, round_id), list(players))
+                pipe.hexists(keys.round_record(ladder, round_id), "rerated_by")
+        replies = await pipe.execute()
+        found = iter([None if rerated else [None if value is None else as_bytes(value) for value in stored]
+                      for stored, rerated in zip(replies[::2], replies[1::2])])
+        return [next(found) if players else [] for _, _, players in rounds]
 
     # ---- phase one ----------------------------------------------------------------------
     async def load_priors(self, ladder: str, players: Sequence[str], seq: int | np.ndarray, *,
@@ -801,11 +780,7 @@ class Store:
 
     def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> int:
         """Queue mark_queued.lua for the players (in chunks); returns how many calls."""
-        player_keys = keys.players(ladder, players)
-        chunks = self._chunks(len(player_keys))
-        for chunk in chunks:
-            self._eval(pipe, "mark_queued", player_keys[chunk.start:chunk.stop], [seq])
-        return len(chunks)
+        return self._per_player(pipe, "mark_queued", keys.players(ladder, players), [seq])
 
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""

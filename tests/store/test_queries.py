@@ -40,8 +40,8 @@ def test_ladders_and_summary(redis_url: str, seeded: Seeded) -> None:
     seed(redis_url, ladder="duo", players=["a", "b"], rounds=1)
     assert run(redis_url, queries.ladders) == ["blitz", "duo"]
     summary = run(redis_url, lambda r: queries.ladder_summary(r, LADDER))
-    assert summary.seq == 5 and summary.rounds_rated == 5 and summary.rounds == 5
-    assert summary.leaderboard_size == len(seeded.display) and summary.last_round == "r5"
+    assert summary["seq"] == 5 and summary["rounds_rated"] == 5 and summary["rounds"] == 5
+    assert summary["leaderboard_size"] == len(seeded.display) and summary["last_round"] == "r5"
     assert run(redis_url, lambda r: queries.ladder_summary(r, "nope")) is None
 
 
@@ -100,7 +100,7 @@ def test_round_view_and_recent_rounds(redis_url: str, seeded: Seeded) -> None:
     assert view.complete
     assert run(redis_url, lambda r: queries.round_view(r, LADDER, "r99")) is None
     recent = run(redis_url, lambda r: queries.recent_rounds(r, LADDER, limit=3))
-    assert [s.round_id for s in recent] == ["r5", "r4", "r3"] and recent[0].seq == 5
+    assert [s["round_id"] for s in recent] == ["r5", "r4", "r3"] and recent[0]["seq"] == 5
 
 
 def test_round_view_caps_huge_rounds(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,8 +164,8 @@ def test_ladders_page_reads_only_its_page(redis_url: str) -> None:
     names = [f"l{i:03d}" for i in range(120)]
     client.sadd(keys.ladders(), *names)
     client.config_resetstat()
-    page = run(redis_url, lambda r: queries.ladders_page(r, offset=100, limit=50))
-    assert page.total == 120 and [s.ladder for s in page.ladders] == names[100:]
+    total, page = run(redis_url, lambda r: queries.ladders_page(r, offset=100, limit=50))
+    assert total == 120 and [s["ladder"] for s in page] == names[100:]
     assert _command_calls(client, "smembers") == 1 and _command_calls(client, "hmget") == 20
     client.close()
 
@@ -173,13 +173,13 @@ def test_ladders_page_reads_only_its_page(redis_url: str) -> None:
 def test_rating_distribution_counts_every_player_once(redis_url: str, seeded: Seeded) -> None:
     dist = run(redis_url, lambda r: queries.rating_distribution(r, LADDER, 5))
     shown = sorted(seeded.display.values())
-    assert (dist.total, dist.low, dist.high) == (len(shown), shown[0], shown[-1])
+    assert (dist["total"], dist["low"], dist["high"]) == (len(shown), shown[0], shown[-1])
     width = (shown[-1] - shown[0]) / 5
     expected = [sum(shown[0] + i * width <= x < shown[0] + (i + 1) * width for x in shown) for i in range(5)]
     expected[-1] += sum(x == shown[-1] for x in shown)  # the last bin is closed
-    assert dist.counts == expected and sum(dist.counts) == len(shown)
+    assert dist["counts"] == expected and sum(dist["counts"]) == len(shown)
     empty = run(redis_url, lambda r: queries.rating_distribution(r, "nope", 3))
-    assert (empty.total, empty.counts) == (0, [0, 0, 0])
+    assert (empty["total"], empty["counts"]) == (0, [0, 0, 0])
 
 
 def test_ladder_version(redis_url: str, seeded: Seeded) -> None:

@@ -144,11 +144,11 @@ def test_priors_round_trip_floats_exactly_and_hold_the_barrier(target: Target) -
         priors = await store.load_priors("L", ["a", "new", "ghost"], seq=3)
         assert priors.mu[0] == mu and priors.sigma[0] == w.sigma and priors.last_time[0] == w.last_time
         assert list(priors.known) == [True, False, False] and math.isnan(priors.mu[1])
-        assert priors.blocked == ["a", "new"] and not priors.ready
+        assert priors.blocked == ["a", "new"]
         # the round that queued them sees them as ready (a retried phase one after a crash)
-        assert (await store.load_priors("L", ["a", "new"], seq=2)).ready
+        assert (await store.load_priors("L", ["a", "new"], seq=2)).blocked == []
         await apply_one(store, "r2", [write("a", 2, mu, round_id="r2"), write("new", 2, mu, round_id="r2")], now=0.0)
-        assert (await store.load_priors("L", ["a", "new"], seq=3)).ready
+        assert (await store.load_priors("L", ["a", "new"], seq=3)).blocked == []
 
     run(target, body)
 
@@ -354,7 +354,7 @@ def test_a_failed_round_leaves_the_ledger_and_releases_its_queued_players(target
         again = await store.fail_round("L", "r1", content_hash="h1", reason="x", players=["a", "b", "c"])
         later = await register_round(store, "L", "r2", content_hash="h2", occurred_at=0.0, received_at=0.0,
                                            field_size=2, prefetch=["a", "b"])
-        assert later.earlier == () and later.priors is not None and later.priors.ready
+        assert later.earlier == () and later.priors is not None and later.priors.blocked == []
         duplicate = await register_round(store, "L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0,
                                                field_size=3)
         assert (duplicate.outcome, duplicate.status) == ("existing", "failed")
