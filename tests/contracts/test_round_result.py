@@ -10,7 +10,7 @@ import pytest
 
 from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, Standing, parse_round, validate
 from tests.contracts.wire_oracle import letter_from_json, truncated
-from tests.contracts.verdicts import with_and_without
+from tests.contracts.verdicts import schema_and_reader
 
 LIMITS = Limits()
 
@@ -291,12 +291,11 @@ def _top_level_cases() -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("data", _top_level_cases())
 @pytest.mark.parametrize("strict", [False, True])
-def test_top_level_fast_path_gives_the_validators_verdict(data: dict[str, object], strict: bool) -> None:
-    """Plain rounds whose top-level fields are of exact types skip the compiled validator
-    (``_plain_top_level``): the same round, or the same reason, field and message, as with the
-    validator run on every round."""
-    fast, slow = with_and_without("_plain_top_level", json.dumps(data, allow_nan=True), Limits(strict=strict))
-    assert fast == slow
+def test_top_level_rules_are_the_schemas(data: dict[str, object], strict: bool) -> None:
+    """``parse_round`` refuses a round by the schema's rules exactly when ``schemas/round-result.v2.json``
+    refuses it, whatever each top-level field holds."""
+    refuses, reader_refuses = schema_and_reader(json.dumps(data, allow_nan=True), Limits(strict=strict))
+    assert refuses == reader_refuses
 
 
 @pytest.mark.parametrize("round_", [
