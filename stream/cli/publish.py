@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -25,6 +25,9 @@ from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
 from stream.contracts.round import CONFLICT, NO_OUTCOME, UNKNOWN_FIELD
 from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
+
+if TYPE_CHECKING:
+    from stream.contracts.correction import Correction
 
 #: Exit codes: bad input (nothing published) and a failed produce.
 EXIT_INVALID = 2
@@ -194,17 +197,18 @@ def ladder_outcomes(rounds: list[tuple[RoundResult, bool]], settings: Settings) 
 
 
 class RoundProducer:
-    """kafka-python producer of RoundResults to ``rounds``: key = ladder, acks=all (``with closing(...)``)."""
+    """kafka-python producer of RoundResults to ``rounds`` (or of corrections to ``topic``): key = ladder,
+    acks=all (``with closing(...)``)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, topic: str = ROUNDS) -> None:
         from kafka import KafkaProducer
 
-        self.topic = settings.topic(ROUNDS)
+        self.topic = settings.topic(topic)
         self._producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes,
                                        **kafka_python_config(settings))
 
-    def send(self, round_: RoundResult) -> Any:
-        """Queue one round; returns the future of its RecordMetadata."""
+    def send(self, round_: RoundResult | Correction) -> Any:
+        """Queue one message; returns the future of its RecordMetadata."""
         return self._producer.send(self.topic, key=round_.ladder.encode(), value=round_.to_json().encode())
 
     def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
@@ -339,20 +343,12 @@ def warn_ignored(ignored: list[InvalidInput]) -> None:
 def note_new_ladders(settings: Settings, ladders: list[str]) -> None:
     """One ``note:`` line when the file's rounds name ladders the service has not rated yet, with the
     known ladders that look like them (publishing them creates those ladders)."""
-    import asyncio
     import difflib
 
-    from stream.connections import redis_client
+    from stream.cli.store_command import run_on_redis
     from stream.store import queries
 
-    async def known() -> list[str]:
-        client = redis_client(settings)
-        try:
-            return await queries.ladders(client)
-        finally:
-            await client.aclose()
-
-    existing = asyncio.run(known())
+    existing = run_on_redis(settings, queries.ladders)
     new = [name for name in ladders if name not in existing]
     if not new or not existing:
         return
