@@ -14,9 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.cli.publish import (EXIT_INVALID, EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, RoundProducer,
-                                ensure_topic)
-from stream.cli.store_command import fail, run_with_store
+from stream.cli.publish import EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, RoundProducer, ensure_topic
+from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID, fail, run_with_store
 from stream.contracts import Limits, RoundRejected
 from stream.contracts.round import CONFLICT
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from stream.cli.store_command import fail
+from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID, EXIT_UNREACHABLE as EXIT_UNREACHABLE, fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
 from stream.contracts.round import CONFLICT, NO_OUTCOME, UNKNOWN_FIELD
@@ -29,10 +29,8 @@ from stream.settings import Settings
 if TYPE_CHECKING:
     from stream.contracts.correction import Correction
 
-#: Exit codes: bad input (nothing published) and a failed produce.
-EXIT_INVALID = 2
+#: Exit code of a failed produce (bad input, nothing published: EXIT_INVALID).
 EXIT_PRODUCE_FAILED = 3
-EXIT_UNREACHABLE = 4
 #: ``--wait``: a round was rejected by the service (dead-lettered), or the wait ended first.
 EXIT_REJECTED = 5
 EXIT_TIMEOUT = 1

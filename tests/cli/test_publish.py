@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stream.cli.main import app
-from stream.cli.publish import EXIT_INVALID
+from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID
 from tests.cli.kafka_helpers import read_topic, topic_exists
 
 pytestmark = pytest.mark.integration
