@@ -228,31 +228,23 @@ class RoundResult:
         return self.entry_count() < 2 or (not draws_rate and self.is_draw())
 
     def to_dict(self) -> dict[str, Any]:
-        """The canonical JSON form: explicit ``{player, rank}`` standings, ceiling only if set."""
-        out: dict[str, Any] = {
-            "round_id": self.round_id,
-            "ladder": self.ladder,
-            "occurred_at": self.occurred_at,
-            "standings": self._standings_dicts(),
-            "weight": self.weight,
-        }
-        if math.isfinite(self.perf_ceiling):
-            out["perf_ceiling"] = self.perf_ceiling
-        return out
-
-    def _standings_dicts(self) -> list[dict[str, Any]]:
-        """Canonical standings: ``{player, rank[, weight]}`` and ``{team, players, rank}`` entries."""
-        out: list[dict[str, Any]] = []
+        """The canonical JSON form: ``{player, rank[, weight]}`` and ``{team, players, rank}`` standings,
+        ceiling only if set."""
+        standings: list[dict[str, Any]] = []
         teams: dict[str, list[Any]] = {}
         for s in self.standings:
             member: Any = s.player if s.weight == 1.0 else {"player": s.player, "weight": s.weight}
             if s.team is None:
-                out.append({"player": s.player, "rank": s.rank} if s.weight == 1.0 else {**member, "rank": s.rank})
+                standings.append({"player": s.player, "rank": s.rank} if s.weight == 1.0 else member | {"rank": s.rank})
             elif s.team in teams:
                 teams[s.team].append(member)
             else:
                 teams[s.team] = [member]
-                out.append({"team": s.team, "players": teams[s.team], "rank": s.rank})
+                standings.append({"team": s.team, "players": teams[s.team], "rank": s.rank})
+        out = {"round_id": self.round_id, "ladder": self.ladder, "occurred_at": self.occurred_at,
+               "standings": standings, "weight": self.weight}
+        if math.isfinite(self.perf_ceiling):
+            out["perf_ceiling"] = self.perf_ceiling
         return out
 
     def to_json(self) -> str:
@@ -260,20 +252,17 @@ class RoundResult:
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
 
     def content_hash(self) -> str:
-        """sha256 (hex) of the canonical content, to detect a round_id reused for another round."""
+        """sha256 (hex) of the canonical content (a JSON array of it), to detect a round_id reused for another round."""
         if self._hash is None:
-            self._hash = hashlib.sha256(self._canonical_text().encode("utf-8")).hexdigest()
+            canonical = [
+                self.ladder, self.round_id, self.occurred_at,
+                [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
+                 for s in self.standings],
+                self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
+            ]
+            text = json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
+            self._hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return self._hash
-
-    def _canonical_text(self) -> str:
-        """The JSON text :meth:`content_hash` hashes."""
-        canonical = [
-            self.ladder, self.round_id, self.occurred_at,
-            [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
-             for s in self.standings],
-            self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
-        ]
-        return json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
 
 
 def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
