@@ -513,12 +513,18 @@ def _individual_problem(item: dict[str, Any], where: str) -> RoundRejected | Non
     """Why an individual entry is not ``{player, rank[, weight]}``, or None."""
     if not isinstance(item.get("player"), str) or not item.get("player"):
         return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.player")
+    if "rank" in item and "weight" in item and not _good_weight(item["weight"]):
+        return _weight_rejection(item["weight"], f"{where}.weight")
+    # an entry that is both an individual and a team fits two of the schema's forms: refused
+    return _rank_problem(item, where, "team" in item and _team_problem(item, where) is None)
+
+
+def _rank_problem(item: dict[str, Any], where: str, refused: bool = False) -> RoundRejected | None:
+    """Why an entry's rank is not a positive integer (or the entry is ``refused``), or None."""
     if "rank" not in item:
         return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
-    if "weight" in item and not _good_weight(item["weight"]):
-        return _weight_rejection(item["weight"], f"{where}.weight")
-    if _good_rank(item["rank"]) and ("team" not in item or _team_problem(item, where) is not None):
-        return None  # (an entry that is both an individual and a team fits two of the schema's forms: refused)
+    if _good_rank(item["rank"]) and not refused:
+        return None
     return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
 
 
@@ -542,11 +548,7 @@ def _team_problem(item: dict[str, Any], where: str) -> RoundRejected | None:
                 return _weight_rejection(member["weight"], f"{at}.weight")
         elif not isinstance(member, str) or not member:
             return RoundRejected(SCHEMA, "a team member is a player id or {player, weight}", at)
-    if "rank" not in item:
-        return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
-    if _good_rank(item["rank"]):
-        return None
-    return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
+    return _rank_problem(item, where)
 
 
 def decode_object(raw: bytes | str | dict[str, Any], limits: Limits, schema: str, *, what: str,
