@@ -92,23 +92,10 @@ class PublishSummary:
 # ---------------------------------------------------------------- reading + validation
 
 
-def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] | None = None) -> tuple[RoundResult, bool]:
-    """parse_round with the rejection turned into :class:`InvalidInput`; returns (round, outcome_free)
-    (outcome-free for every model: fewer than two entries; :func:`ladder_outcomes` adds the draws)."""
-    try:
-        return parse_round(raw, limits=limits), False
-    except RoundRejected as exc:
-        if exc.reason == NO_OUTCOME and exc.round is not None:
-            return exc.round, True
-        where = location
-        if field_lines and exc.field:
-            where = next((line for prefix, line in field_lines.items() if exc.field.startswith(prefix)), location)
-        raise InvalidInput(where, exc.field, exc.message, exc.reason) from exc
-
-
 def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
     """Rows grouped into rounds (:func:`stream.batch.sources.csv_rounds`, the one CSV reader), in order
-    of first appearance; a bad row goes to ``errors`` (its round is then not checked further)."""
+    of first appearance, with whether each is outcome-free for every model (fewer than two entries;
+    :func:`ladder_outcomes` adds the draws); a bad row goes to ``errors`` (its round is then not checked further)."""
     from stream.batch.sources import csv_rounds
 
     for entry in csv_rounds(path, now):
@@ -121,9 +108,14 @@ def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput])
         # Longest prefixes first, so standings[12] is not matched by standings[1].
         lines = dict(sorted(entry.lines.items(), key=lambda item: -len(item[0])))
         try:
-            yield _parse(entry.raw, limits, entry.first, lines)
-        except InvalidInput as exc:
-            errors.append(exc)
+            yield parse_round(entry.raw, limits=limits), False
+        except RoundRejected as exc:
+            if exc.reason == NO_OUTCOME and exc.round is not None:
+                yield exc.round, True
+                continue
+            where = next((line for prefix, line in lines.items() if exc.field and exc.field.startswith(prefix)),
+                         entry.first)
+            errors.append(InvalidInput(where, exc.field, exc.message, exc.reason))
 
 
 def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
