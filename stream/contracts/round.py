@@ -375,10 +375,8 @@ def _too_deep(value: Any, depth: int) -> bool:
 
 
 class _Standings:
-    """One walk of a round's standings, in any of their forms: each player's rank, team and weight, whether
-    something nests too deep, and the first rejection of each kind (``invalid``: what the schema refuses,
-    ``unknown``: a field strict mode refuses, ``mixed`` forms, a ``duplicate`` team), which
-    :func:`_validate` raises in the contract's order."""
+    """One walk of a round's standings (any form): each player's rank, team and weight, whether something nests
+    too deep, and the first rejection of each kind, which :func:`_validate` raises in the contract's order."""
 
     def __init__(self, items: list[Any], strict: bool) -> None:
         self.players: list[str] = []

@@ -274,6 +274,21 @@ def test_nesting_is_bounded_whoever_parses() -> None:
         assert rejection(with_extra(depth)).reason == "not_json"
 
 
+def test_nesting_inside_an_entry_is_bounded_whatever_the_entry() -> None:
+    """An unknown field of a standings entry nests at most MAX_NESTING levels too (the round is at level 1,
+    the standings 2, the entry 3), whether or not the entry is of the common exact form."""
+    from stream.contracts.round import MAX_NESTING
+
+    for rank in ("1", "1.0"):
+        def entry(depth: int) -> str:
+            deep = "[" * (depth - 3) + "]" * (depth - 3)
+            return ('{"round_id": "r1", "occurred_at": 1, "standings": [{"player": "a", "rank": %s, "x": %s}, '
+                    '{"player": "b", "rank": 2}]}' % (rank, deep))
+
+        assert parse_round(entry(MAX_NESTING), limits=LIMITS).round_id == "r1"
+        assert rejection(entry(MAX_NESTING + 1)).reason == "not_json"
+
+
 _TOP_VALUES = [None, True, False, 0, 1, -1, 2.5, 0.0, -0.0, 1e308, 10**400, float("nan"), float("inf"), "", "r1",
                "blitz", "bad ladder", "a\n", "2024-05-01T12:00:00Z", "yesterday", [], {}, [1], {"a": 1}]
 
