@@ -1,5 +1,6 @@
 """The JSON Schemas of the events (``schemas/<name>.<version>.json``), compiled once with fastjsonschema
-(:func:`validator`: ``parse_round``'s; :func:`validate`: the tests')."""
+(:func:`validator`: the correction and ticket readers'; :func:`validate`: the tests' and phase two's check of an
+update); ``parse_round`` states the round rules itself (the tests check it against ``round-result``)."""
 
 from __future__ import annotations
 
