@@ -36,7 +36,7 @@ def backfill_command(
     settings = Settings.from_env()
     started = time.perf_counter()
     try:
-        rounds = [round_ for round_, _ in read_rounds(file, Limits.from_settings(settings))]
+        rounds = read_rounds(file, Limits.from_settings(settings))
     except InvalidInput as exc:
         fail(f"bad input: {exc}", EXIT_BAD_INPUT)
     except InvalidFile as exc:

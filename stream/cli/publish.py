@@ -92,10 +92,9 @@ class PublishSummary:
 # ---------------------------------------------------------------- reading + validation
 
 
-def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[RoundResult]:
     """Rows grouped into rounds (:func:`stream.batch.sources.csv_rounds`, the one CSV reader), in order
-    of first appearance, with whether each is outcome-free for every model (fewer than two entries;
-    :func:`ladder_outcomes` adds the draws); a bad row goes to ``errors`` (its round is then not checked further)."""
+    of first appearance; a bad row goes to ``errors`` (its round is then not checked further)."""
     from stream.batch.sources import csv_rounds
 
     for entry in csv_rounds(path, now):
@@ -108,10 +107,10 @@ def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput])
         # Longest prefixes first, so standings[12] is not matched by standings[1].
         lines = dict(sorted(entry.lines.items(), key=lambda item: -len(item[0])))
         try:
-            yield parse_round(entry.raw, limits=limits), False
+            yield parse_round(entry.raw, limits=limits)
         except RoundRejected as exc:
-            if exc.reason == NO_OUTCOME and exc.round is not None:
-                yield exc.round, True
+            if exc.reason == NO_OUTCOME and exc.round is not None:  # valid: published, recorded
+                yield exc.round
                 continue
             where = next((line for prefix, line in lines.items() if exc.field and exc.field.startswith(prefix)),
                          entry.first)
@@ -119,7 +118,7 @@ def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput])
 
 
 def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
-                      ignored: list[InvalidInput] | None = None) -> Iterator[tuple[RoundResult, bool]]:
+                      ignored: list[InvalidInput] | None = None) -> list[RoundResult]:
     """JSONL files and contest directories, through stream.batch.sources (validated completely; the
     bad lines or files go to ``errors``, fields the service would ignore to ``ignored``)."""
     from stream.batch.sources import SourceError, read_rounds as read_source
@@ -136,12 +135,11 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
         errors.append(InvalidInput(error.where, error.field, message, error.reason))
     if ignored is not None:
         ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
-    for round_ in rounds:
-        yield round_, round_.is_outcome_free(draws_rate=True)
+    return rounds
 
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None,
-                ignored: list[InvalidInput] | None = None) -> list[tuple[RoundResult, bool]]:
+                ignored: list[InvalidInput] | None = None) -> list[RoundResult]:
     """Every round of ``path``, validated (a round_id reused for other content is a ``conflict``); raises
     :class:`InvalidFile` listing every bad row or round (:class:`InvalidInput`: the file is unusable);
     ``ignored`` lists what the service would accept but ignore (STRICT_SCHEMA off)."""
@@ -149,7 +147,7 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
 
     now = time.time() if now is None else now
     errors: list[InvalidInput] = []
-    items: Iterable[tuple[RoundResult, bool]]
+    items: Iterable[RoundResult]
     if path.suffix.lower() == ".csv":
         unknown = unknown_csv_columns(path) if ignored is not None else []
         if unknown and ignored is not None:
@@ -160,27 +158,28 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
         items = read_with_sources(path, limits, errors, ignored)
     else:
         raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
-    out: list[tuple[RoundResult, bool]] = []
+    out: list[RoundResult] = []
     seen: dict[tuple[str, str], str] = {}
-    for round_, outcome_free in items:
+    for round_ in items:
         key = (round_.ladder, round_.round_id)
         digest = round_.content_hash()
         if seen.setdefault(key, digest) != digest:
             errors.append(InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
                                        "appears twice with different content", CONFLICT))
-        out.append((round_, outcome_free))
+        out.append(round_)
     if errors:
         raise InvalidFile(errors)
     return out
 
 
-def ladder_outcomes(rounds: list[tuple[RoundResult, bool]], settings: Settings) -> list[tuple[RoundResult, bool]]:
-    """Each round's outcome-free flag as the stream decides it: also a draw on a ladder whose model
-    does not rate draws (``LADDERS`` with ``ENGINE_PRESET``; a bad one raises ``LaddersError``, exit 2)."""
+def ladder_outcomes(rounds: list[RoundResult], settings: Settings) -> list[tuple[RoundResult, bool]]:
+    """Each round with whether it is outcome-free as the stream decides it: fewer than two entries, or a draw
+    on a ladder whose model does not rate draws (``LADDERS`` with ``ENGINE_PRESET``; a bad one raises
+    ``LaddersError``, exit 2)."""
     from stream.engine.ladders import parse_ladders
 
     ladders = parse_ladders(settings.ladders, engine_preset=settings.engine_preset)
-    return [(r, free or r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r, free in rounds]
+    return [(r, r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r in rounds]
 
 
 # ---------------------------------------------------------------- producing
