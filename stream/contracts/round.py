@@ -425,6 +425,19 @@ class _Standings:
 
     def _entry(self, item: dict[str, Any], i: int, strict: bool) -> None:
         """Read an explicit entry: an individual (a ``player`` field) or a team."""
+        if self.teams is None:  # from now on each player's team and weight are kept
+            self.teams = [None] * len(self.players)
+            self.weights = [1.0] * len(self.players)
+        players, ranks, teams, weights = self.players, self.ranks, self.teams, self.weights
+        if "team" not in item:  # an individual of exact types first
+            player, rank, weight = item.get("player"), item.get("rank"), item.get("weight", 1.0)
+            if (type(player) is str and player and type(rank) is int and 1 <= rank <= MAX_RANK
+                    and type(weight) is float and 0 < weight <= 1 and STANDING_FIELDS.issuperset(item)):
+                players.append(player)
+                ranks.append(rank)
+                teams.append(None)
+                weights.append(weight)
+                return
         where = f"standings[{i}]"
         individual = "player" in item or "team" not in item  # as the schema's error tells the two apart
         problem = _individual_problem(item, where) if individual else _team_problem(item, where)
@@ -432,12 +445,9 @@ class _Standings:
             self.deep = self.deep or _too_deep(item, 3)
             self.invalid = self.invalid or problem
             return
-        if self.teams is None:  # from now on each player's team and weight are kept
-            self.teams = [None] * len(self.players)
-            self.weights = [1.0] * len(self.players)
-        players, ranks, teams, weights = self.players, self.ranks, self.teams, self.weights
         rank = int(item["rank"])
-        self._known(item, STANDING_FIELDS if individual else TEAM_FIELDS, where, 3, strict)
+        if not (STANDING_FIELDS if individual else TEAM_FIELDS).issuperset(item):
+            self._known(item, STANDING_FIELDS if individual else TEAM_FIELDS, where, 3, strict)
         if individual:
             players.append(item["player"])
             ranks.append(rank)
@@ -448,21 +458,17 @@ class _Standings:
         if self.duplicate is None and team in self.named:
             self.duplicate = RoundRejected(DUPLICATE_TEAM, f"team {team!r} appears twice", f"{where}.team")
         self.named.add(team)
-        for j, member in enumerate(item["players"]):
-            if type(member) is str:
-                players.append(member)
-                weights.append(1.0)
-            else:
+        members = item["players"]
+        players += [m if type(m) is str else m["player"] for m in members]
+        weights += [1.0 if type(m) is str else float(m.get("weight", 1.0)) for m in members]
+        ranks += [rank] * len(members)
+        teams += [team] * len(members)
+        for j, member in enumerate(members):  # a member's fields beyond {player, weight}
+            if type(member) is dict and not MEMBER_FIELDS.issuperset(member):
                 self._known(member, MEMBER_FIELDS, f"{where}.players[{j}]", 5, strict)
-                players.append(member["player"])
-                weights.append(float(member.get("weight", 1.0)))
-            ranks.append(rank)
-            teams.append(team)
 
     def _known(self, item: dict[str, Any], known: frozenset[str], where: str, depth: int, strict: bool) -> None:
         """The fields of a valid entry or member beyond ``known``: refused in strict mode, nesting checked."""
-        if known.issuperset(item):
-            return
         extra = sorted(set(item) - known)
         self.deep = self.deep or any(_too_deep(item[k], depth + 1) for k in extra)
         if strict and self.unknown is None:
@@ -504,7 +510,9 @@ def _is_number(value: Any) -> bool:
 
 def _good_rank(value: Any) -> bool:
     """A rank is an integer (2.0 is one) in [1, MAX_RANK]."""
-    return _is_number(value) and (isinstance(value, int) or value.is_integer()) and 1 <= value <= MAX_RANK
+    if type(value) is int:
+        return 1 <= value <= MAX_RANK
+    return type(value) is float and value.is_integer() and 1 <= value <= MAX_RANK
 
 
 def _individual_problem(item: dict[str, Any], where: str) -> RoundRejected | None:
@@ -528,24 +536,23 @@ def _rank_problem(item: dict[str, Any], where: str, refused: bool = False) -> Ro
 
 def _team_problem(item: dict[str, Any], where: str) -> RoundRejected | None:
     """Why a team entry is not ``{team, players, rank}`` (members: ids or ``{player, weight}``), or None."""
-    if not isinstance(item.get("team"), str) or not item.get("team"):
+    team, members = item.get("team"), item.get("players")
+    if not isinstance(team, str) or not team:
         return RoundRejected(SCHEMA, "team must be a non-empty string", f"{where}.team")
-    members = item.get("players")
     if not isinstance(members, list):
         return RoundRejected(SCHEMA, "a team's players must be an array", f"{where}.players")
     if not members:
-        return RoundRejected(EMPTY_TEAM, f"team {item['team']!r} has no players", f"{where}.players")
+        return RoundRejected(EMPTY_TEAM, f"team {team!r} has no players", f"{where}.players")
     for j, member in enumerate(members):
         if type(member) is str and member:
             continue
-        at = f"{where}.players[{j}]"
-        if isinstance(member, dict):
-            if not isinstance(member.get("player"), str) or not member.get("player"):
-                return RoundRejected(SCHEMA, "player must be a non-empty string", f"{at}.player")
-            if "weight" in member and not _good_weight(member["weight"]):
-                return _weight_rejection(member["weight"], f"{at}.weight")
-        elif not isinstance(member, str) or not member:
-            return RoundRejected(SCHEMA, "a team member is a player id or {player, weight}", at)
+        if not isinstance(member, dict):
+            return RoundRejected(SCHEMA, "a team member is a player id or {player, weight}", f"{where}.players[{j}]")
+        player = member.get("player")
+        if not isinstance(player, str) or not player:
+            return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.players[{j}].player")
+        if "weight" in member and not _good_weight(member["weight"]):
+            return _weight_rejection(member["weight"], f"{where}.players[{j}].weight")
     return _rank_problem(item, where)
 
 
