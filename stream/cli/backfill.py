@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from stream.cli.publish import MAX_REPORTED_ERRORS, InvalidFile, InvalidInput, read_rounds
-from stream.cli.replay import _progress
+from stream.cli.replay import progress
 from stream.cli.store_command import EXIT_BAD_INPUT, fail, run_with_store
 from stream.contracts import Limits
 from stream.pipeline.backfill import BackfillRefused, backfill
@@ -36,28 +36,23 @@ def backfill_command(
     settings = Settings.from_env()
     started = time.perf_counter()
     try:
-        rounds = [round_ for round_, _ in read_rounds(file, Limits.from_settings(settings))]
+        rounds = read_rounds(file, Limits.from_settings(settings))
     except InvalidInput as exc:
         fail(f"bad input: {exc}", EXIT_BAD_INPUT)
     except InvalidFile as exc:
         shown = "\n".join(f"  {e}" for e in exc.errors[:MAX_REPORTED_ERRORS])
         fail(f"{len(exc.errors)} bad row(s) or round(s) in {file}; nothing written:\n{shown}", EXIT_BAD_INPUT)
     loaded = time.perf_counter()
-    bar = _progress(len(rounds))
 
     async def go(store: Store) -> dict[str, Any]:
-        ctx = PipelineContext.from_settings(settings, store)
-        summary = await backfill(ctx, rounds, append=append,
-                                 on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+        summary = await backfill(PipelineContext.from_settings(settings, store), rounds, append=append, on_round=tick)
         return asdict(summary)
 
     try:
-        summary = run_with_store(settings, go, write=True)
+        with progress(len(rounds)) as tick:
+            summary = run_with_store(settings, go, write=True)
     except BackfillRefused as exc:
         fail(f"refused: {exc}", EXIT_BAD_INPUT)
-    finally:
-        if bar is not None:
-            bar.close()
     summary.update({"input": str(file), "load_s": round(loaded - started, 3),
                     "write_s": round(time.perf_counter() - loaded, 3)})
     typer.echo(json.dumps(summary) if as_json else " ".join(f"{k}={v}" for k, v in summary.items()))

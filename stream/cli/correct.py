@@ -8,18 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from stream.cli.publish import EXIT_INVALID, EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, ensure_topic
-from stream.cli.store_command import fail, run_with_store
+from stream.cli.publish import EXIT_PRODUCE_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, RoundProducer, ensure_topic
+from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID, fail, run_with_store
 from stream.contracts import Limits, RoundRejected
 from stream.contracts.round import CONFLICT
 from stream.contracts.correction import AMEND, VOID, Correction, parse_correction
 from stream.pipeline.topics import CORRECTIONS
-from stream.connections import kafka_python_config
 from stream.settings import Settings
 from stream.store import corrections as ledger
 from stream.store.store import Store
@@ -100,15 +100,9 @@ def _publish(message: dict[str, Any], reason: str, correction_id: str, wait: boo
 
 
 def _produce(settings: Settings, correction: Correction) -> None:
-    from kafka import KafkaProducer
-
     ensure_topic(settings, CORRECTIONS)
-    producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes, **kafka_python_config(settings))
-    try:
-        producer.send(settings.topic(CORRECTIONS), key=correction.ladder.encode(),
-                      value=correction.to_json().encode()).get(timeout=60)
-    finally:
-        producer.close(timeout=60)
+    with closing(RoundProducer(settings, CORRECTIONS)) as producer:
+        producer.send(correction).get(timeout=60)
 
 
 async def _wait(store: Store, correction: Correction, timeout_s: float) -> dict[str, Any]:

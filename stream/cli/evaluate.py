@@ -14,7 +14,7 @@ import typer
 from stream.batch.evaluate import Evaluation, ModelFailed, evaluate
 from stream.batch.models import model_names
 from stream.cli.output import table
-from stream.cli.replay import _progress, load_accepted
+from stream.cli.replay import load_accepted, progress
 from stream.cli.store_command import bad_input
 from stream.settings import Settings
 
@@ -44,14 +44,11 @@ def evaluate_command(
     if len(set(names)) != len(names):
         bad_input("a model is listed twice")
     rounds = load_accepted(input, Settings.from_env(connect=False), None, names).rounds
-    bar = _progress(len(rounds) * len(names))
     try:
-        found = evaluate(rounds, names, on_round=(lambda _r: bar.update(1)) if bar is not None else None,
-                         start=score_from)
+        with progress(len(rounds) * len(names)) as tick:
+            found = evaluate(rounds, names, on_round=tick, start=score_from)
     except ModelFailed as exc:
         bad_input(f"{exc}; leave it out of --models")
-    if bar is not None:
-        bar.close()
     if as_json:
         rows = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in dataclasses.asdict(row).items()}
                 for row in found]  # nan (nobody scored, e.g. no experienced players yet) -> null

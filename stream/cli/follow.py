@@ -12,8 +12,7 @@ from typing import Any
 
 import typer
 
-from stream.cli.publish import EXIT_UNREACHABLE
-from stream.cli.store_command import fail
+from stream.cli.store_command import EXIT_UNREACHABLE, fail
 from stream.connections import kafka_python_config
 from stream.settings import Settings
 

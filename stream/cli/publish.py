@@ -15,21 +15,22 @@ from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from stream.cli.store_command import fail
+from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID, EXIT_UNREACHABLE as EXIT_UNREACHABLE, fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
 from stream.contracts.round import CONFLICT, NO_OUTCOME, UNKNOWN_FIELD
 from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
 
-#: Exit codes: bad input (nothing published) and a failed produce.
-EXIT_INVALID = 2
+if TYPE_CHECKING:
+    from stream.contracts.correction import Correction
+
+#: Exit code of a failed produce (bad input, nothing published: EXIT_INVALID).
 EXIT_PRODUCE_FAILED = 3
-EXIT_UNREACHABLE = 4
 #: ``--wait``: a round was rejected by the service (dead-lettered), or the wait ended first.
 EXIT_REJECTED = 5
 EXIT_TIMEOUT = 1
@@ -91,21 +92,7 @@ class PublishSummary:
 # ---------------------------------------------------------------- reading + validation
 
 
-def _parse(raw: Any, limits: Limits, location: str, field_lines: dict[str, str] | None = None) -> tuple[RoundResult, bool]:
-    """parse_round with the rejection turned into :class:`InvalidInput`; returns (round, outcome_free)
-    (outcome-free for every model: fewer than two entries; :func:`ladder_outcomes` adds the draws)."""
-    try:
-        return parse_round(raw, limits=limits), False
-    except RoundRejected as exc:
-        if exc.reason == NO_OUTCOME and exc.round is not None:
-            return exc.round, True
-        where = location
-        if field_lines and exc.field:
-            where = next((line for prefix, line in field_lines.items() if exc.field.startswith(prefix)), location)
-        raise InvalidInput(where, exc.field, exc.message, exc.reason) from exc
-
-
-def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[tuple[RoundResult, bool]]:
+def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[RoundResult]:
     """Rows grouped into rounds (:func:`stream.batch.sources.csv_rounds`, the one CSV reader), in order
     of first appearance; a bad row goes to ``errors`` (its round is then not checked further)."""
     from stream.batch.sources import csv_rounds
@@ -120,13 +107,18 @@ def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput])
         # Longest prefixes first, so standings[12] is not matched by standings[1].
         lines = dict(sorted(entry.lines.items(), key=lambda item: -len(item[0])))
         try:
-            yield _parse(entry.raw, limits, entry.first, lines)
-        except InvalidInput as exc:
-            errors.append(exc)
+            yield parse_round(entry.raw, limits=limits)
+        except RoundRejected as exc:
+            if exc.reason == NO_OUTCOME and exc.round is not None:  # valid: published, recorded
+                yield exc.round
+                continue
+            where = next((line for prefix, line in lines.items() if exc.field and exc.field.startswith(prefix)),
+                         entry.first)
+            errors.append(InvalidInput(where, exc.field, exc.message, exc.reason))
 
 
 def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
-                      ignored: list[InvalidInput] | None = None) -> Iterator[tuple[RoundResult, bool]]:
+                      ignored: list[InvalidInput] | None = None) -> list[RoundResult]:
     """JSONL files and contest directories, through stream.batch.sources (validated completely; the
     bad lines or files go to ``errors``, fields the service would ignore to ``ignored``)."""
     from stream.batch.sources import SourceError, read_rounds as read_source
@@ -143,12 +135,11 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
         errors.append(InvalidInput(error.where, error.field, message, error.reason))
     if ignored is not None:
         ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
-    for round_ in rounds:
-        yield round_, round_.is_outcome_free(draws_rate=True)
+    return rounds
 
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None,
-                ignored: list[InvalidInput] | None = None) -> list[tuple[RoundResult, bool]]:
+                ignored: list[InvalidInput] | None = None) -> list[RoundResult]:
     """Every round of ``path``, validated (a round_id reused for other content is a ``conflict``); raises
     :class:`InvalidFile` listing every bad row or round (:class:`InvalidInput`: the file is unusable);
     ``ignored`` lists what the service would accept but ignore (STRICT_SCHEMA off)."""
@@ -156,7 +147,7 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
 
     now = time.time() if now is None else now
     errors: list[InvalidInput] = []
-    items: Iterable[tuple[RoundResult, bool]]
+    items: Iterable[RoundResult]
     if path.suffix.lower() == ".csv":
         unknown = unknown_csv_columns(path) if ignored is not None else []
         if unknown and ignored is not None:
@@ -167,44 +158,46 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
         items = read_with_sources(path, limits, errors, ignored)
     else:
         raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
-    out: list[tuple[RoundResult, bool]] = []
+    out: list[RoundResult] = []
     seen: dict[tuple[str, str], str] = {}
-    for round_, outcome_free in items:
+    for round_ in items:
         key = (round_.ladder, round_.round_id)
         digest = round_.content_hash()
         if seen.setdefault(key, digest) != digest:
             errors.append(InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
                                        "appears twice with different content", CONFLICT))
-        out.append((round_, outcome_free))
+        out.append(round_)
     if errors:
         raise InvalidFile(errors)
     return out
 
 
-def ladder_outcomes(rounds: list[tuple[RoundResult, bool]], settings: Settings) -> list[tuple[RoundResult, bool]]:
-    """Each round's outcome-free flag as the stream decides it: also a draw on a ladder whose model
-    does not rate draws (``LADDERS`` with ``ENGINE_PRESET``; a bad one raises ``LaddersError``, exit 2)."""
+def ladder_outcomes(rounds: list[RoundResult], settings: Settings) -> list[tuple[RoundResult, bool]]:
+    """Each round with whether it is outcome-free as the stream decides it: fewer than two entries, or a draw
+    on a ladder whose model does not rate draws (``LADDERS`` with ``ENGINE_PRESET``; a bad one raises
+    ``LaddersError``, exit 2)."""
     from stream.engine.ladders import parse_ladders
 
     ladders = parse_ladders(settings.ladders, engine_preset=settings.engine_preset)
-    return [(r, free or r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r, free in rounds]
+    return [(r, r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r in rounds]
 
 
 # ---------------------------------------------------------------- producing
 
 
 class RoundProducer:
-    """kafka-python producer of RoundResults to ``rounds``: key = ladder, acks=all (``with closing(...)``)."""
+    """kafka-python producer of RoundResults to ``rounds`` (or of corrections to ``topic``): key = ladder,
+    acks=all (``with closing(...)``)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, topic: str = ROUNDS) -> None:
         from kafka import KafkaProducer
 
-        self.topic = settings.topic(ROUNDS)
+        self.topic = settings.topic(topic)
         self._producer = KafkaProducer(acks="all", max_request_size=settings.max_message_bytes,
                                        **kafka_python_config(settings))
 
-    def send(self, round_: RoundResult) -> Any:
-        """Queue one round; returns the future of its RecordMetadata."""
+    def send(self, round_: RoundResult | Correction) -> Any:
+        """Queue one message; returns the future of its RecordMetadata."""
         return self._producer.send(self.topic, key=round_.ladder.encode(), value=round_.to_json().encode())
 
     def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
@@ -339,20 +332,12 @@ def warn_ignored(ignored: list[InvalidInput]) -> None:
 def note_new_ladders(settings: Settings, ladders: list[str]) -> None:
     """One ``note:`` line when the file's rounds name ladders the service has not rated yet, with the
     known ladders that look like them (publishing them creates those ladders)."""
-    import asyncio
     import difflib
 
-    from stream.connections import redis_client
+    from stream.cli.store_command import run_on_redis
     from stream.store import queries
 
-    async def known() -> list[str]:
-        client = redis_client(settings)
-        try:
-            return await queries.ladders(client)
-        finally:
-            await client.aclose()
-
-    existing = asyncio.run(known())
+    existing = run_on_redis(settings, queries.ladders)
     new = [name for name in ladders if name not in existing]
     if not new or not existing:
         return

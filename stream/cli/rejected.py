@@ -9,9 +9,8 @@ import time
 
 import typer
 
-from stream.cli.publish import EXIT_UNREACHABLE
 from stream.cli.output import table, when
-from stream.cli.store_command import fail
+from stream.cli.store_command import EXIT_UNREACHABLE, fail
 from stream.pipeline.deadletters import Rejection, follow, recent
 from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings

@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -69,12 +69,9 @@ def replay_command(
     rounds = unique.rounds
     loaded = time.perf_counter()
     tracker = Metrics(len(rounds)) if metrics else None
-    bar = _progress(len(rounds))
-    tick = (lambda _r: bar.update(1)) if bar is not None else None
-    result: Replayed = replay_named(rounds, name, metrics=tracker, on_round=tick) if ladders is None \
-        else replay_ladders(rounds, ladders, on_round=tick)
-    if bar is not None:
-        bar.close()
+    with progress(len(rounds)) as tick:
+        result: Replayed = replay_named(rounds, name, metrics=tracker, on_round=tick) if ladders is None \
+            else replay_ladders(rounds, ladders, on_round=tick)
     rated = time.perf_counter()
     players = _write_csv(result, output)
     skipped = set(result.skipped)  # the model's own answer: fewer than two entries, or a draw it does not rate
@@ -190,13 +187,16 @@ def generate_synthetic_command(
     typer.echo(f"wrote {count} rounds to {output}")
 
 
-def _progress(total: int, unit: str = "round") -> Any:
-    """A tqdm bar on stderr when it is a terminal, else None."""
+@contextmanager
+def progress(total: int, unit: str = "round") -> Iterator[Callable[..., None] | None]:
+    """A tqdm bar on stderr when it is a terminal, closed after the block: its step (any arguments), else None."""
     if not sys.stderr.isatty():
-        return None
+        yield None
+        return
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, file=sys.stderr)
+    with tqdm(total=total, unit=unit, file=sys.stderr) as bar:
+        yield lambda *_: bar.update(1)
 
 
 @contextmanager

@@ -28,8 +28,8 @@ def api_command(
     from stream.cli.reach import require_port, serve_or_exit, warn_unreachable_redis
 
     where = "--host/--port" if host or port else "WEB_HOST:WEB_PORT"
-    require_port(host or settings.web_host, port or settings.web_port, where)
+    host, port = host or settings.web_host, port or settings.web_port
+    require_port(host, port, where)
     warn_unreachable_redis(settings)  # it still starts: /health answers 503 until Redis does
     app = build_app(settings, api_redis_client(settings), KafkaProbe(settings).start())
-    serve_or_exit(lambda: web.run_app(app, host=host or settings.web_host, port=port or settings.web_port,
-                                      print=typer.echo), host or settings.web_host, port or settings.web_port, where)
+    serve_or_exit(lambda: web.run_app(app, host=host, port=port, print=typer.echo), host, port, where)

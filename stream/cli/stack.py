@@ -78,23 +78,6 @@ def start_child(args: list[str], env: dict[str, str], log_path: str) -> subproce
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def publish_paced(settings: Settings, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> int:
-    """Produce ``rounds`` to the ``rounds`` topic at ``per_second`` (0: as fast as the producer
-    takes them), until exhausted or ``stop`` is set; closing the producer waits for the last ones."""
-    from stream.cli.publish import RoundProducer
-
-    sent = 0
-    with closing(RoundProducer(settings)) as producer:
-        for round_ in rounds:
-            if stop.is_set():
-                break
-            producer.send(round_)
-            sent += 1
-            if per_second and stop.wait(1.0 / per_second):
-                break
-    return sent
-
-
 @dataclass
 class DemoProgress:
     """The demo stream's publisher and what ``stream stack`` says about it: when every round is
@@ -105,7 +88,20 @@ class DemoProgress:
     said: set[str] = field(default_factory=set)
 
     def publish(self, rounds: Iterator[RoundResult], per_second: float, stop: threading.Event) -> None:
-        self.sent = publish_paced(self.settings, rounds, per_second, stop)
+        """Produce ``rounds`` to the ``rounds`` topic at ``per_second`` (0: as fast as the producer
+        takes them), until exhausted or ``stop`` is set; closing the producer waits for the last ones."""
+        from stream.cli.publish import RoundProducer
+
+        sent = 0
+        with closing(RoundProducer(self.settings)) as producer:
+            for round_ in rounds:
+                if stop.is_set():
+                    break
+                producer.send(round_)
+                sent += 1
+                if per_second and stop.wait(1.0 / per_second):
+                    break
+        self.sent = sent
 
     def news(self) -> list[str]:
         """Lines to print now (each once)."""

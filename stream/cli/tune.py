@@ -14,7 +14,7 @@ from stream.batch import SourceError, read_rounds
 from stream.batch.models import model_names
 from stream.batch.tune import SPACES, Candidate, Scored, compare_held_out, held_out, split_index, tune
 from stream.cli.output import table
-from stream.cli.replay import _progress
+from stream.cli.replay import progress
 from stream.cli.store_command import bad_input
 from stream.contracts import Limits
 from stream.settings import Settings
@@ -60,15 +60,11 @@ def tune_command(
         split_index(len(rounds), holdout)
     except ValueError as exc:
         bad_input(str(exc))
-    bar = _progress(budget + 1, unit="candidate")
     try:
-        result = tune(rounds, model, budget=budget, holdout=holdout, seed=seed, jobs=jobs,
-                      on_candidate=(lambda: bar.update(1)) if bar is not None else None)
+        with progress(budget + 1, unit="candidate") as tick:
+            result = tune(rounds, model, budget=budget, holdout=holdout, seed=seed, jobs=jobs, on_candidate=tick)
     except ValueError as exc:
         bad_input(str(exc))
-    finally:
-        if bar is not None:
-            bar.close()
     rows: list[tuple[str, str, Candidate | None, float]] = [
         ("defaults", model, result.candidates[0], result.objectives[0]),
         ("tuned", model, result.best_params, result.objectives[result.best]),

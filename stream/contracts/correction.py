@@ -1,13 +1,6 @@
-"""``Correction``: a void or an amendment of a rated round (topic ``corrections``), and
-:func:`parse_correction`, its validator (schema ``schemas/correction.v1.json``)::
-
-    {"kind": "void", "ladder": "blitz", "round_id": "r-17", "reason": "cheater"}
-    {"kind": "amend", "round": {"round_id": "r-17", "ladder": "blitz", "occurred_at": ..., "standings": [...]}}
-    {"kind": "insert", "ladder": "blitz", "round_id": "r-12", "correction_id": "late/18/r-12"}
-
-An amended round is read by :func:`parse_round` (its rejections keep their reason, the field under
-``round.``) and may be outcome-free. ``correction_id``, the idempotency key, defaults to one derived
-from the content.
+"""``Correction``: a void, an amendment or a late insert of a round (topic ``corrections``; messages in
+docs/history.md), and :func:`parse_correction`, its validator (schema ``schemas/correction.v1.json``).
+``correction_id``, the idempotency key, defaults to one derived from the content.
 """
 
 from __future__ import annotations

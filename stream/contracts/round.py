@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from stream.contracts.schemas import ROUND_RESULT, SchemaError, validator
+from stream.contracts.schemas import DATE_TIME, SchemaError, validator
 from stream.settings import Settings
 
 NOT_UTF8 = "not_utf8"
@@ -228,31 +228,23 @@ class RoundResult:
         return self.entry_count() < 2 or (not draws_rate and self.is_draw())
 
     def to_dict(self) -> dict[str, Any]:
-        """The canonical JSON form: explicit ``{player, rank}`` standings, ceiling only if set."""
-        out: dict[str, Any] = {
-            "round_id": self.round_id,
-            "ladder": self.ladder,
-            "occurred_at": self.occurred_at,
-            "standings": self._standings_dicts(),
-            "weight": self.weight,
-        }
-        if math.isfinite(self.perf_ceiling):
-            out["perf_ceiling"] = self.perf_ceiling
-        return out
-
-    def _standings_dicts(self) -> list[dict[str, Any]]:
-        """Canonical standings: ``{player, rank[, weight]}`` and ``{team, players, rank}`` entries."""
-        out: list[dict[str, Any]] = []
+        """The canonical JSON form: ``{player, rank[, weight]}`` and ``{team, players, rank}`` standings,
+        ceiling only if set."""
+        standings: list[dict[str, Any]] = []
         teams: dict[str, list[Any]] = {}
         for s in self.standings:
             member: Any = s.player if s.weight == 1.0 else {"player": s.player, "weight": s.weight}
             if s.team is None:
-                out.append({"player": s.player, "rank": s.rank} if s.weight == 1.0 else {**member, "rank": s.rank})
+                standings.append({"player": s.player, "rank": s.rank} if s.weight == 1.0 else member | {"rank": s.rank})
             elif s.team in teams:
                 teams[s.team].append(member)
             else:
                 teams[s.team] = [member]
-                out.append({"team": s.team, "players": teams[s.team], "rank": s.rank})
+                standings.append({"team": s.team, "players": teams[s.team], "rank": s.rank})
+        out = {"round_id": self.round_id, "ladder": self.ladder, "occurred_at": self.occurred_at,
+               "standings": standings, "weight": self.weight}
+        if math.isfinite(self.perf_ceiling):
+            out["perf_ceiling"] = self.perf_ceiling
         return out
 
     def to_json(self) -> str:
@@ -260,20 +252,17 @@ class RoundResult:
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
 
     def content_hash(self) -> str:
-        """sha256 (hex) of the canonical content, to detect a round_id reused for another round."""
+        """sha256 (hex) of the canonical content (a JSON array of it), to detect a round_id reused for another round."""
         if self._hash is None:
-            self._hash = hashlib.sha256(self._canonical_text().encode("utf-8")).hexdigest()
+            canonical = [
+                self.ladder, self.round_id, self.occurred_at,
+                [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
+                 for s in self.standings],
+                self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
+            ]
+            text = json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
+            self._hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return self._hash
-
-    def _canonical_text(self) -> str:
-        """The JSON text :meth:`content_hash` hashes."""
-        canonical = [
-            self.ladder, self.round_id, self.occurred_at,
-            [[s.player, s.rank] if s.team is None and s.weight == 1.0 else [s.player, s.rank, s.team, s.weight]
-             for s in self.standings],
-            self.weight, self.perf_ceiling if math.isfinite(self.perf_ceiling) else None,
-        ]
-        return json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
 
 
 def conflict(round_: RoundResult, first_seq: int) -> RoundRejected:
@@ -299,43 +288,61 @@ def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundRe
 
 
 def _validate(data: Any, limits: Limits) -> RoundResult:
-    """:func:`parse_round` of the decoded JSON value ``data``."""
+    """:func:`parse_round` of the decoded JSON value ``data``: the rules of ``schemas/round-result.v2.json``
+    (the tests check the two agree), in the schema's order of fields, then the contract's own."""
     if not isinstance(data, dict):
         raise RoundRejected(SCHEMA, "a round must be a JSON object", None)
-    standings_raw = data.get("standings")
-    if isinstance(standings_raw, list) and len(standings_raw) > limits.max_round_size:
-        raise RoundRejected(
-            ROUND_TOO_LARGE,
-            f"{len(standings_raw)} players, more than MAX_ROUND_SIZE={limits.max_round_size}",
-            "standings",
-        )
     items = data.get("standings")
-    individuals = _individuals(items)
-    plain = individuals is not None or (isinstance(items, list) and _plain_standings(items))
-    _check_nesting(data, plain)
-    _check_schema(data, plain)
-    if limits.strict:
-        _check_known_fields(data, standings_known=individuals is not None)
+    if isinstance(items, list) and len(items) > limits.max_round_size:
+        raise RoundRejected(
+            ROUND_TOO_LARGE, f"{len(items)} players, more than MAX_ROUND_SIZE={limits.max_round_size}", "standings"
+        )
+    read = _Standings(items, limits.strict) if isinstance(items, list) else None
+    if read is not None and read.deep or any(isinstance(v, (list, dict)) and _too_deep(v, 2)
+                                             for k, v in data.items() if k != "standings"):
+        raise RoundRejected(NOT_JSON, f"nested more than MAX_NESTING={MAX_NESTING} levels deep", None)
+    missing = next((f for f in ("round_id", "occurred_at", "standings") if f not in data), None)
+    if missing is not None:
+        raise RoundRejected(SCHEMA, f"required field {missing!r} is missing", missing)
+    round_id, ladder, when = data["round_id"], data.get("ladder", DEFAULT_LADDER), data["occurred_at"]
+    if not isinstance(round_id, str) or not round_id:
+        raise RoundRejected(SCHEMA, "round_id must be " + ("string" if not isinstance(round_id, str) else
+                                                          "longer than or equal to 1 characters"), "round_id")
+    if not isinstance(ladder, str):
+        raise RoundRejected(SCHEMA, "ladder must be string", "ladder")
+    if not LADDER_PATTERN.fullmatch(ladder):
+        raise RoundRejected(BAD_LADDER, f"ladder name must match {LADDER_PATTERN.pattern}", "ladder")
+    if not (_is_number(when) or isinstance(when, str) and DATE_TIME.match(when)):
+        raise RoundRejected(SCHEMA, "occurred_at must be an RFC 3339 date-time with offset or epoch seconds",
+                            "occurred_at")
+    if read is None:
+        raise RoundRejected(SCHEMA, "standings must be array", "standings")
+    if read.invalid is not None:
+        raise read.invalid
+    if not _is_number(data.get("weight", 1.0)) or data.get("weight", 1.0) <= 0:
+        raise RoundRejected(BAD_WEIGHT, f"weight must be a number > 0, got {_show(data.get('weight'))}", "weight")
+    ceiling = data.get("perf_ceiling")
+    if ceiling is not None and not _is_number(ceiling):
+        raise RoundRejected(SCHEMA, "perf_ceiling must be number or null", "perf_ceiling")
+    unknown = sorted(set(data) - TOP_LEVEL_FIELDS) if limits.strict else []
+    if unknown:
+        raise RoundRejected(UNKNOWN_FIELD, f"unknown field {unknown[0]!r}", unknown[0])
+    if read.unknown is not None:
+        raise read.unknown
 
-    round_id: str = data["round_id"]
     _check_length(round_id, "round_id", limits)
-    ladder: str = data.get("ladder", DEFAULT_LADDER)
     _check_length(ladder, "ladder", limits)
-    if not LADDER_PATTERN.match(ladder):
-        raise RoundRejected(BAD_LADDER, f"ladder name {ladder!r} must match {LADDER_PATTERN.pattern}", "ladder")
     weight = _float(data.get("weight", 1.0))
     if not (0 < weight and limits.min_weight <= weight <= limits.max_weight):  # NaN fails too
         raise RoundRejected(BAD_WEIGHT, f"weight must be a number in [MIN_WEIGHT={limits.min_weight:g}, "
                             f"MAX_WEIGHT={limits.max_weight:g}], got {_show(data.get('weight'))}", "weight")
-    ceiling = data.get("perf_ceiling")
     perf_ceiling = math.inf if ceiling is None else _float(ceiling)
     if ceiling is not None and not math.isfinite(perf_ceiling):
         raise RoundRejected(BAD_NUMBER, f"perf_ceiling must be a finite number or null, got {_show(ceiling)}",
                             "perf_ceiling")
-    occurred_at = _parse_time(data["occurred_at"])
+    occurred_at = _parse_time(when)
     _check_text(round_id, "round_id")
-
-    standings = _standings(standings_raw, limits, individuals)  # type: ignore[arg-type]
+    standings = read.standings(items, limits)  # type: ignore[arg-type]
     result = RoundResult(
         round_id=round_id, ladder=ladder, occurred_at=occurred_at, standings=standings,
         weight=weight, perf_ceiling=perf_ceiling,
@@ -351,105 +358,202 @@ def _validate(data: Any, limits: Limits) -> RoundResult:
 MAX_NESTING = 100
 """Deepest nesting accepted (``not_json`` beyond): the decoder's own limit depends on the caller's
 stack depth, so the verdict would depend on who parses it."""
-
-
-def _check_nesting(data: dict[str, Any], plain: bool) -> None:
-    """Reject nesting deeper than MAX_NESTING; plain standings (``plain``: 3 levels) are not walked."""
-    todo: list[tuple[Any, int]] = [(v, 2) for k, v in data.items()
-                                   if isinstance(v, (list, dict)) and not (plain and k == "standings")]
-    while todo:
-        value, depth = todo.pop()
-        if isinstance(value, (list, dict)):
-            if depth > MAX_NESTING:
-                raise RoundRejected(NOT_JSON, f"nested more than MAX_NESTING={MAX_NESTING} levels deep", None)
-            todo.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
-
-
-def _check_schema(data: dict[str, Any], plain: bool) -> None:
-    """Validate against the compiled schema; ``plain`` standings (:func:`_plain_standings`: same rules,
-    ~50x faster on a million players) are left out of it, anything else goes through it for a precise diagnosis."""
-    if plain and _plain_top_level(data):
-        return  # what the compiled validator accepts of it, checked directly
-    target = {**data, "standings": []} if plain else data
-    try:
-        validator(ROUND_RESULT)(target)
-    except SchemaError as exc:
-        raise _schema_rejection(exc, data) from None
-
-
-def _plain_top_level(data: dict[str, Any]) -> bool:
-    """True if the compiled validator surely accepts the round's fields besides its standings (exact
-    types; a date-time string, a ladder ending in a newline, anything else go through the validator)."""
-    round_id, when = data.get("round_id"), data.get("occurred_at")
-    if not (type(round_id) is str and round_id and (type(when) is float or type(when) is int)
-            and "standings" in data):
-        return False
-    ladder = data.get("ladder", DEFAULT_LADDER)
-    if not (type(ladder) is str and LADDER_PATTERN.fullmatch(ladder)):
-        return False
-    weight = data.get("weight", 1.0)
-    if not ((type(weight) is float or type(weight) is int) and weight > 0):
-        return False
-    ceiling = data.get("perf_ceiling")
-    return ceiling is None or type(ceiling) is float or type(ceiling) is int
-
-
 MAX_RANK = 2**53 - 1
 """The schema's largest rank (exactly representable as a float everywhere)."""
 
 
-def _individuals(items: Any) -> tuple[list[str], list[int]] | None:
-    """The players and ranks of standings of exactly ``{player: non-empty str, rank: int in range}``
-    objects (the common form, read in one pass); None for any other (or empty) standings."""
-    if type(items) is not list or not items:
+def _too_deep(value: Any, depth: int) -> bool:
+    """True if ``value``, ``depth`` levels down the round, holds a list or object deeper than MAX_NESTING."""
+    todo = [(value, depth)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, (list, dict)):
+            if depth > MAX_NESTING:
+                return True
+            todo.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+class _Standings:
+    """One walk of a round's standings (any form): each player's rank, team and weight, whether something nests
+    too deep, and the first rejection of each kind, which :func:`_validate` raises in the contract's order."""
+
+    def __init__(self, items: list[Any], strict: bool) -> None:
+        self.players: list[str] = []
+        self.ranks: list[int] = []
+        self.teams: list[str | None] | None = None  # None while every entry is an individual playing in full
+        self.weights: list[float] = []
+        self.deep = False
+        self.named: set[str] = set()
+        self.invalid: RoundRejected | None = None
+        self.unknown: RoundRejected | None = None
+        self.mixed: RoundRejected | None = None
+        self.duplicate: RoundRejected | None = None
+        explicit = bool(items) and isinstance(items[0], dict)
+        players, ranks = self.players, self.ranks
+        place = 1
+        for i, item in enumerate(items):
+            if type(item) is dict and explicit:  # the common form first: {player: non-empty str, rank: int}
+                player, rank = item.get("player"), item.get("rank")
+                if (type(player) is str and player and type(rank) is int and 1 <= rank <= MAX_RANK and len(item) == 2
+                        and self.teams is None):
+                    players.append(player)
+                    ranks.append(rank)
+                    continue
+            elif type(item) is str and item and not explicit:
+                players.append(item)
+                ranks.append(place)
+                place += 1
+                continue
+            if self.mixed is None and isinstance(item, dict) != explicit:
+                self.mixed = RoundRejected(
+                    SCHEMA, "explicit {player, rank} standings cannot be mixed with finishing order", f"standings[{i}]"
+                )
+            if isinstance(item, dict):
+                self._entry(item, i, strict)
+                continue
+            group = [item] if isinstance(item, str) else item  # finishing order (in a mixed round: refused later)
+            if isinstance(group, list) and group and all(isinstance(p, str) and p for p in group):
+                players.extend(group)
+                ranks.extend([place] * len(group))
+                place += len(group)
+                continue
+            self.deep = self.deep or _too_deep(item, 3)
+            self.invalid = self.invalid or RoundRejected(
+                SCHEMA, "a standing is {player, rank}, a player id, or an array of tied player ids", f"standings[{i}]"
+            )
+
+    def _entry(self, item: dict[str, Any], i: int, strict: bool) -> None:
+        """Read an explicit entry: an individual (a ``player`` field) or a team."""
+        if self.teams is None:  # from now on each player's team and weight are kept
+            self.teams = [None] * len(self.players)
+            self.weights = [1.0] * len(self.players)
+        players, ranks, teams, weights = self.players, self.ranks, self.teams, self.weights
+        if "team" not in item:  # an individual of exact types first
+            player, rank, weight = item.get("player"), item.get("rank"), item.get("weight", 1.0)
+            if (type(player) is str and player and type(rank) is int and 1 <= rank <= MAX_RANK
+                    and type(weight) is float and 0 < weight <= 1 and STANDING_FIELDS.issuperset(item)):
+                players.append(player)
+                ranks.append(rank)
+                teams.append(None)
+                weights.append(weight)
+                return
+        where = f"standings[{i}]"
+        individual = "player" in item or "team" not in item  # as the schema's error tells the two apart
+        problem = _individual_problem(item, where) if individual else _team_problem(item, where)
+        if problem is not None:
+            self.deep = self.deep or _too_deep(item, 3)
+            self.invalid = self.invalid or problem
+            return
+        rank = int(item["rank"])
+        if not (STANDING_FIELDS if individual else TEAM_FIELDS).issuperset(item):
+            self._known(item, STANDING_FIELDS if individual else TEAM_FIELDS, where, 3, strict)
+        if individual:
+            players.append(item["player"])
+            ranks.append(rank)
+            teams.append(None)
+            weights.append(float(item.get("weight", 1.0)))
+            return
+        team = item["team"]
+        if self.duplicate is None and team in self.named:
+            self.duplicate = RoundRejected(DUPLICATE_TEAM, f"team {team!r} appears twice", f"{where}.team")
+        self.named.add(team)
+        members = item["players"]
+        players += [m if type(m) is str else m["player"] for m in members]
+        weights += [1.0 if type(m) is str else float(m.get("weight", 1.0)) for m in members]
+        ranks += [rank] * len(members)
+        teams += [team] * len(members)
+        for j, member in enumerate(members):  # a member's fields beyond {player, weight}
+            if type(member) is dict and not MEMBER_FIELDS.issuperset(member):
+                self._known(member, MEMBER_FIELDS, f"{where}.players[{j}]", 5, strict)
+
+    def _known(self, item: dict[str, Any], known: frozenset[str], where: str, depth: int, strict: bool) -> None:
+        """The fields of a valid entry or member beyond ``known``: refused in strict mode, nesting checked."""
+        extra = sorted(set(item) - known)
+        self.deep = self.deep or any(_too_deep(item[k], depth + 1) for k in extra)
+        if strict and self.unknown is None:
+            self.unknown = RoundRejected(UNKNOWN_FIELD, f"unknown field {extra[0]!r}", f"{where}.{extra[0]}")
+
+    def standings(self, items: list[Any], limits: Limits) -> list[Standing]:
+        """The :class:`Standing` list, after the checks across entries: forms, teams, size, ids, duplicates."""
+        for later in (self.mixed, self.duplicate):
+            if later is not None:
+                raise later
+        players, max_len = self.players, limits.max_id_length
+        if len(players) > limits.max_round_size:
+            raise RoundRejected(ROUND_TOO_LARGE, f"{len(players)} players, more than MAX_ROUND_SIZE="
+                                f"{limits.max_round_size}", "standings")
+        if max(map(len, players), default=0) > max_len:
+            i = next(i for i, p in enumerate(players) if len(p) > max_len)
+            raise RoundRejected(ID_TOO_LONG, f"player id of {len(players[i])} characters, more than MAX_ID_LENGTH="
+                                f"{max_len}", _player_path(items, i))
+        try:
+            "".join(players).encode("utf-8")
+        except UnicodeEncodeError:
+            i = next(i for i, p in enumerate(players) if re.search("[\ud800-\udfff]", p))  # a lone surrogate
+            _check_text(players[i], _player_path(items, i))
+        if len(set(players)) != len(players):
+            seen: set[str] = set()
+            for i, p in enumerate(players):
+                if p in seen:
+                    raise RoundRejected(DUPLICATE_PLAYER, f"player {p!r} appears twice", _player_path(items, i))
+                seen.add(p)
+        if self.teams is None:
+            return list(map(Standing, players, self.ranks))
+        return list(map(Standing, players, self.ranks, self.teams, self.weights))
+
+
+def _is_number(value: Any) -> bool:
+    """A JSON number (a bool is not one)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _good_rank(value: Any) -> bool:
+    """A rank is an integer (2.0 is one) in [1, MAX_RANK]."""
+    if type(value) is int:
+        return 1 <= value <= MAX_RANK
+    return type(value) is float and value.is_integer() and 1 <= value <= MAX_RANK
+
+
+def _individual_problem(item: dict[str, Any], where: str) -> RoundRejected | None:
+    """Why an individual entry is not ``{player, rank[, weight]}``, or None."""
+    if not isinstance(item.get("player"), str) or not item.get("player"):
+        return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.player")
+    if "rank" in item and "weight" in item and not _good_weight(item["weight"]):
+        return _weight_rejection(item["weight"], f"{where}.weight")
+    # an entry that is both an individual and a team fits two of the schema's forms: refused
+    return _rank_problem(item, where, "team" in item and _team_problem(item, where) is None)
+
+
+def _rank_problem(item: dict[str, Any], where: str, refused: bool = False) -> RoundRejected | None:
+    """Why an entry's rank is not a positive integer (or the entry is ``refused``), or None."""
+    if "rank" not in item:
+        return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
+    if _good_rank(item["rank"]) and not refused:
         return None
-    players: list[str] = []
-    ranks: list[int] = []
-    for item in items:
-        if type(item) is not dict or len(item) != 2:
-            return None
-        player, rank = item.get("player"), item.get("rank")
-        if not (type(player) is str and player and type(rank) is int and 1 <= rank <= MAX_RANK):
-            return None
-        players.append(player)
-        ranks.append(rank)
-    return players, ranks
+    return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
 
 
-def _plain_standings(items: list[Any]) -> bool:
-    """True if every item matches the schema's standing definitions with exact types: individual
-    and team entries (:func:`_plain_standing`, :func:`_plain_team`), or player ids / arrays."""
-    if items and type(items[0]) is dict:  # the common {player, rank} form is :func:`_individuals`'
-        return all(type(d) is dict and (_plain_standing(d) if "player" in d else _plain_team(d)) for d in items)
-    return all(
-        (type(x) is str and x) or (type(x) is list and x and all(type(p) is str and p for p in x))
-        for x in items
-    )
-
-
-def _plain_standing(item: dict[str, Any]) -> bool:
-    """An individual entry ``{player, rank}`` of exact types beside team entries (its ``weight`` is
-    checked by ``_entries``; one with team fields too goes through the validator)."""
-    player, rank = item.get("player"), item.get("rank")
-    return (type(player) is str and bool(player) and type(rank) is int and 1 <= rank <= MAX_RANK
-            and "team" not in item and "players" not in item)
-
-
-def _plain_team(item: dict[str, Any]) -> bool:
-    """A team entry ``{team, players, rank}`` the schema accepts, with exact types (anything else, an
-    empty team, a bad member or weight, goes through the validator for its precise reason)."""
-    team, members, rank = item.get("team"), item.get("players"), item.get("rank")
-    if not (type(team) is str and team and type(members) is list and members and type(rank) is int
-            and 1 <= rank <= MAX_RANK):
-        return False
-    for member in members:
-        if type(member) is dict:
-            player = member.get("player")
-            if not (type(player) is str and player) or ("weight" in member and not _good_weight(member["weight"])):
-                return False
-        elif not (type(member) is str and member):
-            return False
-    return True
+def _team_problem(item: dict[str, Any], where: str) -> RoundRejected | None:
+    """Why a team entry is not ``{team, players, rank}`` (members: ids or ``{player, weight}``), or None."""
+    team, members = item.get("team"), item.get("players")
+    if not isinstance(team, str) or not team:
+        return RoundRejected(SCHEMA, "team must be a non-empty string", f"{where}.team")
+    if not isinstance(members, list):
+        return RoundRejected(SCHEMA, "a team's players must be an array", f"{where}.players")
+    if not members:
+        return RoundRejected(EMPTY_TEAM, f"team {team!r} has no players", f"{where}.players")
+    for j, member in enumerate(members):
+        if type(member) is str and member:
+            continue
+        if not isinstance(member, dict):
+            return RoundRejected(SCHEMA, "a team member is a player id or {player, weight}", f"{where}.players[{j}]")
+        player = member.get("player")
+        if not isinstance(player, str) or not player:
+            return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.players[{j}].player")
+        if "weight" in member and not _good_weight(member["weight"]):
+            return _weight_rejection(member["weight"], f"{where}.players[{j}].weight")
+    return _rank_problem(item, where)
 
 
 def decode_object(raw: bytes | str | dict[str, Any], limits: Limits, schema: str, *, what: str,
@@ -514,54 +618,6 @@ def _check_text(value: str, where: str) -> None:
                             "cannot be encoded as UTF-8", where) from None
 
 
-def _path(parts: list[Any]) -> str:
-    """fastjsonschema's ``['data', 'standings', 3, 'rank']`` as ``standings[3].rank``."""
-    out = ""
-    for part in parts[1:]:
-        index = isinstance(part, int) or (isinstance(part, str) and part.isdigit())
-        out += f"[{part}]" if index else (f".{part}" if out else str(part))
-    return out
-
-
-def _schema_rejection(exc: SchemaError, data: dict[str, Any]) -> RoundRejected:
-    """Map a schema violation to the most specific reason code and field."""
-    parts = list(exc.path)
-    where = _path(parts)
-    top = parts[1] if len(parts) > 1 else None
-    if top == "ladder" and exc.rule == "pattern":
-        return RoundRejected(BAD_LADDER, f"ladder name must match {LADDER_PATTERN.pattern}", "ladder")
-    if top == "weight":
-        return RoundRejected(BAD_WEIGHT, f"weight must be a number > 0, got {_show(data.get('weight'))}", "weight")
-    if exc.rule == "required" and len(parts) == 1:
-        missing = next((f for f in ("round_id", "occurred_at", "standings") if f not in data), None)
-        return RoundRejected(SCHEMA, f"required field {missing!r} is missing", missing)
-    if top == "occurred_at":
-        return RoundRejected(SCHEMA, "occurred_at must be an RFC 3339 date-time with offset or epoch seconds", "occurred_at")
-    if top == "standings" and len(parts) > 2:
-        index = int(parts[2])
-        return _standing_rejection(data["standings"][index], index)
-    message = exc.message.replace("data.", "", 1).replace("data ", "round ", 1)
-    return RoundRejected(SCHEMA, message, where or None)
-
-
-def _standing_rejection(item: Any, index: int) -> RoundRejected:
-    """Explain why standings item ``index`` fits none of the three accepted forms."""
-    where = f"standings[{index}]"
-    if isinstance(item, dict) and "team" in item and "player" not in item:
-        return _team_rejection(item, where)
-    if isinstance(item, dict):
-        if not isinstance(item.get("player"), str) or not item.get("player"):
-            return RoundRejected(SCHEMA, "player must be a non-empty string", f"{where}.player")
-        if "rank" not in item:
-            return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
-        if "weight" in item and not _good_weight(item["weight"]):
-            return _weight_rejection(item["weight"], f"{where}.weight")
-        return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
-    return RoundRejected(
-        SCHEMA, "a standing is {player, rank}, a player id, or an array of tied player ids", where
-    )
-
-
 def _good_weight(value: Any) -> bool:
     """A player weight is a JSON number in (0, 1] (NaN fails)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
@@ -570,51 +626,6 @@ def _good_weight(value: Any) -> bool:
 def _weight_rejection(value: Any, where: str) -> RoundRejected:
     return RoundRejected(BAD_PLAYER_WEIGHT, f"a player's weight (share of the match played) must be a number "
                          f"in (0, 1], got {_show(value)}", where)
-
-
-def _team_rejection(item: dict[str, Any], where: str) -> RoundRejected:
-    """Explain why team entry ``item`` is not ``{team, players, rank}``."""
-    if not isinstance(item.get("team"), str) or not item.get("team"):
-        return RoundRejected(SCHEMA, "team must be a non-empty string", f"{where}.team")
-    members = item.get("players")
-    if not isinstance(members, list):
-        return RoundRejected(SCHEMA, "a team's players must be an array", f"{where}.players")
-    if not members:
-        return RoundRejected(EMPTY_TEAM, f"team {item['team']!r} has no players", f"{where}.players")
-    for j, member in enumerate(members):
-        at = f"{where}.players[{j}]"
-        if isinstance(member, dict):
-            if not isinstance(member.get("player"), str) or not member.get("player"):
-                return RoundRejected(SCHEMA, "player must be a non-empty string", f"{at}.player")
-            if "weight" in member and not _good_weight(member["weight"]):
-                return _weight_rejection(member["weight"], f"{at}.weight")
-        elif not isinstance(member, str) or not member:
-            return RoundRejected(SCHEMA, "a team member is a player id or {player, weight}", at)
-    if "rank" not in item:
-        return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
-    return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
-
-
-def _check_known_fields(data: dict[str, Any], standings_known: bool = False) -> None:
-    """Strict mode: reject fields the schema does not define (``standings_known``: the standings
-    items are ``{player, rank}`` objects without other fields, :func:`_individuals`)."""
-    unknown = sorted(set(data) - TOP_LEVEL_FIELDS)
-    if unknown:
-        raise RoundRejected(UNKNOWN_FIELD, f"unknown field {unknown[0]!r}", unknown[0])
-    if standings_known:
-        return
-    for i, item in enumerate(data["standings"]):
-        if not isinstance(item, dict):
-            continue
-        team = "player" not in item  # as the schema tells the two apart
-        known = TEAM_FIELDS if team else STANDING_FIELDS
-        if not known.issuperset(item):
-            extra = sorted(set(item) - known)[0]
-            raise RoundRejected(UNKNOWN_FIELD, f"unknown field {extra!r}", f"standings[{i}].{extra}")
-        for j, member in enumerate(item["players"] if team else ()):
-            if isinstance(member, dict) and not MEMBER_FIELDS.issuperset(member):
-                extra = sorted(set(member) - MEMBER_FIELDS)[0]
-                raise RoundRejected(UNKNOWN_FIELD, f"unknown field {extra!r}", f"standings[{i}].players[{j}].{extra}")
 
 
 def _check_length(value: str, where: str, limits: Limits) -> None:
@@ -639,92 +650,6 @@ def _parse_time(value: str | float) -> float:
         raise RoundRejected(BAD_NUMBER, f"occurred_at must be epoch seconds within years 1 to 9999 "
                             f"[{MIN_TIME:.0f}, {MAX_TIME:.0f}], got {_show(value)}", "occurred_at")
     return seconds
-
-
-def _standings(items: list[Any], limits: Limits,
-               individuals: tuple[list[str], list[int]] | None = None) -> list[Standing]:
-    """Schema-valid standings items → :class:`Standing` list; duplicate and length checks.
-    ``individuals``: the items' players and ranks when :func:`_individuals` read them."""
-    max_len = limits.max_id_length
-    explicit = bool(items) and isinstance(items[0], dict)
-    if individuals is None:
-        for i, item in enumerate(items):
-            if isinstance(item, dict) != explicit:
-                raise RoundRejected(
-                    SCHEMA, "explicit {player, rank} standings cannot be mixed with finishing order", f"standings[{i}]"
-                )
-    teams: list[str | None] | None = None
-    weights: list[float] | None = None
-    if individuals is not None:
-        players, ranks = individuals
-    elif explicit:
-        players, ranks, teams, weights = _entries(items)
-    else:
-        players, ranks = [], []
-        place = 1
-        for item in items:
-            group = [item] if isinstance(item, str) else item
-            players.extend(group)
-            ranks.extend([place] * len(group))
-            place += len(group)
-    if len(players) > limits.max_round_size:
-        raise RoundRejected(
-            ROUND_TOO_LARGE, f"{len(players)} players, more than MAX_ROUND_SIZE={limits.max_round_size}", "standings"
-        )
-    if max(map(len, players), default=0) > max_len:
-        i = next(i for i, p in enumerate(players) if len(p) > max_len)
-        raise RoundRejected(ID_TOO_LONG, f"player id of {len(players[i])} characters, more than MAX_ID_LENGTH={max_len}",
-                            _player_path(items, i))
-    try:
-        "".join(players).encode("utf-8")
-    except UnicodeEncodeError:
-        i = next(i for i, p in enumerate(players) if re.search("[\ud800-\udfff]", p))  # a lone surrogate
-        _check_text(players[i], _player_path(items, i))
-    if len(set(players)) != len(players):
-        seen: set[str] = set()
-        for i, p in enumerate(players):
-            if p in seen:
-                raise RoundRejected(DUPLICATE_PLAYER, f"player {p!r} appears twice", _player_path(items, i))
-            seen.add(p)
-    if teams is None or weights is None:
-        return list(map(Standing, players, ranks))
-    return list(map(Standing, players, ranks, teams, weights))
-
-
-def _entries(items: list[dict[str, Any]]) -> tuple[list[str], list[int], list[str | None], list[float]]:
-    """Schema-valid explicit entries, one row per player (ranks as ints: the schema passes 2.0); rejects an
-    empty team, a team named twice, a player weight outside (0, 1] (plain entries skip the validator)."""
-    players: list[str] = []
-    ranks: list[int] = []
-    teams: list[str | None] = []
-    weights: list[float] = []
-    named: set[str] = set()
-    for i, item in enumerate(items):
-        rank = int(item["rank"])
-        if "player" in item:  # an individual (the schema's ``standing``; a ``players`` field is ignored)
-            weight = item.get("weight", 1.0)
-            if not _good_weight(weight):
-                raise _weight_rejection(weight, f"standings[{i}].weight")
-            players.append(item["player"])
-            ranks.append(rank)
-            teams.append(None)
-            weights.append(float(weight))
-            continue
-        team = item["team"]
-        if not item["players"]:
-            raise RoundRejected(EMPTY_TEAM, f"team {team!r} has no players", f"standings[{i}].players")
-        if team in named:
-            raise RoundRejected(DUPLICATE_TEAM, f"team {team!r} appears twice", f"standings[{i}].team")
-        named.add(team)
-        for j, member in enumerate(item["players"]):
-            weight = member.get("weight", 1.0) if isinstance(member, dict) else 1.0
-            if not _good_weight(weight):
-                raise _weight_rejection(weight, f"standings[{i}].players[{j}].weight")
-            players.append(member["player"] if isinstance(member, dict) else member)
-            ranks.append(rank)
-            teams.append(team)
-            weights.append(float(weight))
-    return players, ranks, teams, weights
 
 
 def _player_path(items: list[Any], flat_index: int) -> str:

@@ -1,14 +1,17 @@
 """The JSON Schemas of the events (``schemas/<name>.<version>.json``), compiled once with fastjsonschema
-(:func:`validator`: ``parse_round``'s; :func:`validate`: the tests')."""
+(:func:`validator`: the correction and ticket readers'; :func:`validate`: the tests' and phase two's check of an
+update); ``parse_round`` states the round rules itself (the tests check it against ``round-result``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
 import fastjsonschema
+import fastjsonschema.draft04
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 """Where the schema files live: ``schemas/`` at the top of the repository."""
@@ -27,6 +30,9 @@ SCHEMA_VERSION = "v1"
 SCHEMA_VERSIONS = {ROUND_RESULT: "v2", RATING_CHANGE: "v5", PLAYER_UPDATE: "v2"}
 """Current versions that are not v1; each version accepts every message of the one before (the older
 files stay in ``schemas/``). What each adds: docs/contracts.md."""
+
+DATE_TIME = re.compile(fastjsonschema.draft04.CodeGeneratorDraft04.FORMAT_REGEXS["date-time"])
+"""The schemas' ``date-time`` format, as their validator reads it (``parse_round`` checks ``occurred_at`` by it)."""
 
 SchemaError = fastjsonschema.JsonSchemaValueException
 """Raised by :func:`validate`; ``.path`` names the offending field, ``.message`` says why."""

@@ -143,7 +143,7 @@ def test_a_csv_gives_the_rounds_publish_reads_from_it(tmp_path: Path) -> None:
     path.write_text(CSV_TEXT)
     rounds = read_rounds(path)
     assert [(r.ladder, r.round_id) for r in rounds] == [("l", "r1"), ("l", "r2")]
-    assert rounds == [r for r, _ in publish_rounds(path, Limits())]
+    assert rounds == publish_rounds(path, Limits())
     assert rounds[1].ranks().tolist() == [1, 1, 2] and rounds[1].field_size == 3  # the red team: b and c
 
 

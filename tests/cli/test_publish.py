@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stream.cli.main import app
-from stream.cli.publish import EXIT_INVALID
+from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID
 from tests.cli.kafka_helpers import read_topic, topic_exists
 
 pytestmark = pytest.mark.integration
@@ -209,8 +209,8 @@ def test_csv_team_column_builds_team_entries(tmp_path: Path) -> None:
         "r1,default,dee,2,blue,,1700000000\n"
         "r1,default,eve,3,,0.25,1700000000\n"
     )
-    [(round_, outcome_free)] = read_rounds(source, Limits(), now=0.0)
-    assert not outcome_free and round_.has_teams()
+    [round_] = read_rounds(source, Limits(), now=0.0)
+    assert not round_.is_outcome_free(draws_rate=True) and round_.has_teams()
     assert round_.to_dict()["standings"] == [
         {"team": "red", "players": ["ann", {"player": "bob", "weight": 0.5}], "rank": 1},
         {"team": "blue", "players": ["cy", "dee"], "rank": 2},
@@ -238,6 +238,6 @@ def test_jsonl_team_rounds_are_read_as_published(tmp_path: Path) -> None:
                  {"team": "blue", "players": ["cy", "dee"], "rank": 2}, {"player": "eve", "weight": 0.25, "rank": 3}]
     source = tmp_path / "teams.jsonl"
     source.write_text(json.dumps({"round_id": "r1", "occurred_at": 1.7e9, "standings": standings}) + "\n")
-    [(round_, outcome_free)] = read_rounds(source, Limits(), now=0.0)
-    assert not outcome_free and round_.has_teams() and round_.is_partial()
+    [round_] = read_rounds(source, Limits(), now=0.0)
+    assert not round_.is_outcome_free(draws_rate=True) and round_.has_teams() and round_.is_partial()
     assert round_.to_dict()["standings"] == standings

@@ -10,7 +10,7 @@ import pytest
 
 from stream.contracts import REASONS, Limits, RoundRejected, RoundResult, Standing, parse_round, validate
 from tests.contracts.wire_oracle import letter_from_json, truncated
-from tests.contracts.verdicts import with_and_without
+from tests.contracts.verdicts import schema_and_reader
 
 LIMITS = Limits()
 
@@ -274,6 +274,21 @@ def test_nesting_is_bounded_whoever_parses() -> None:
         assert rejection(with_extra(depth)).reason == "not_json"
 
 
+def test_nesting_inside_an_entry_is_bounded_whatever_the_entry() -> None:
+    """An unknown field of a standings entry nests at most MAX_NESTING levels too (the round is at level 1,
+    the standings 2, the entry 3), whether or not the entry is of the common exact form."""
+    from stream.contracts.round import MAX_NESTING
+
+    for rank in ("1", "1.0"):
+        def entry(depth: int) -> str:
+            deep = "[" * (depth - 3) + "]" * (depth - 3)
+            return ('{"round_id": "r1", "occurred_at": 1, "standings": [{"player": "a", "rank": %s, "x": %s}, '
+                    '{"player": "b", "rank": 2}]}' % (rank, deep))
+
+        assert parse_round(entry(MAX_NESTING), limits=LIMITS).round_id == "r1"
+        assert rejection(entry(MAX_NESTING + 1)).reason == "not_json"
+
+
 _TOP_VALUES = [None, True, False, 0, 1, -1, 2.5, 0.0, -0.0, 1e308, 10**400, float("nan"), float("inf"), "", "r1",
                "blitz", "bad ladder", "a\n", "2024-05-01T12:00:00Z", "yesterday", [], {}, [1], {"a": 1}]
 
@@ -291,12 +306,11 @@ def _top_level_cases() -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("data", _top_level_cases())
 @pytest.mark.parametrize("strict", [False, True])
-def test_top_level_fast_path_gives_the_validators_verdict(data: dict[str, object], strict: bool) -> None:
-    """Plain rounds whose top-level fields are of exact types skip the compiled validator
-    (``_plain_top_level``): the same round, or the same reason, field and message, as with the
-    validator run on every round."""
-    fast, slow = with_and_without("_plain_top_level", json.dumps(data, allow_nan=True), Limits(strict=strict))
-    assert fast == slow
+def test_top_level_rules_are_the_schemas(data: dict[str, object], strict: bool) -> None:
+    """``parse_round`` refuses a round by the schema's rules exactly when ``schemas/round-result.v2.json``
+    refuses it, whatever each top-level field holds."""
+    refuses, reader_refuses = schema_and_reader(json.dumps(data, allow_nan=True), Limits(strict=strict))
+    assert refuses == reader_refuses
 
 
 @pytest.mark.parametrize("round_", [

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from stream.contracts import REASONS, Limits, RoundRejected, load_schema, parse_round, validate
 from stream.contracts.round import INDIVIDUALS_ONLY, Support, check_supported
 from stream.contracts.schemas import SCHEMA_DIR
-from tests.contracts.verdicts import with_and_without
+from tests.contracts.verdicts import schema_and_reader
 
 LIMITS = Limits()
 TEAMS = [
@@ -171,9 +171,8 @@ _entries = st.one_of(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_entries, min_size=1, max_size=4))
-def test_team_fast_path_gives_the_validators_verdict(entries: list[object]) -> None:
-    """Standings of teams of exact types skip the compiled validator (``_plain_team``): on any
-    mix of entries, good and bad, parsing gives the same round or the same reason and field as
-    with every standings list validated by the schema."""
-    fast, slow = with_and_without("_plain_standings", raw(entries), LIMITS)
-    assert fast == slow
+def test_team_rules_are_the_schemas(entries: list[object]) -> None:
+    """On any mix of entries, good and bad, ``parse_round`` refuses the standings by the schema's rules
+    exactly when ``schemas/round-result.v2.json`` refuses them."""
+    refuses, reader_refuses = schema_and_reader(raw(entries), LIMITS)
+    assert refuses == reader_refuses

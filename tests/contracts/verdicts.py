@@ -1,28 +1,32 @@
-"""Parse a round with and without one of ``parse_round``'s fast paths, for the parity tests."""
+"""Parse a round with ``parse_round`` and with the JSON Schema, for the parity tests: the reader states
+the rules of ``schemas/round-result.v2.json`` itself, and these tests check the two agree."""
 
 from __future__ import annotations
 
-import stream.contracts.round as round_module
 from stream.contracts import Limits, RoundRejected, parse_round
+from stream.contracts.round import (BAD_LADDER, BAD_PLAYER_WEIGHT, BAD_RANK, BAD_WEIGHT, EMPTY_TEAM, NOT_JSON,
+                                    ROUND_TOO_LARGE, SCHEMA)
+from stream.contracts.schemas import ROUND_RESULT, SchemaError, validate
+
+SCHEMA_RULES = (SCHEMA, BAD_LADDER, BAD_WEIGHT, BAD_RANK, EMPTY_TEAM, BAD_PLAYER_WEIGHT)
+"""The reasons of the rules the schema states too."""
+CODE_RULES = ("cannot be mixed", "is not an RFC 3339", "MIN_WEIGHT", "got nan")
+"""Messages of rejections under those reasons that are the contract's own (docs/contracts.md): mixed
+standings forms, an offset without a colon, the weight limits, a NaN player weight."""
 
 
-def verdict(raw: str, limits: Limits) -> object:
-    """What parsing ``raw`` gives: the round as a dict, or the rejection's reason, field, message
-    and round."""
+def schema_and_reader(raw: str, limits: Limits) -> tuple[bool, bool]:
+    """Whether the schema refuses ``raw``, and whether ``parse_round`` refuses it by one of the schema's
+    rules (a round it refuses before them, too large or nested too deep, counts as the schema's verdict)."""
     try:
-        return parse_round(raw, limits=limits).to_dict()
+        validate(ROUND_RESULT, raw)
+        schema_refuses = False
+    except SchemaError:
+        schema_refuses = True
+    try:
+        parse_round(raw, limits=limits)
     except RoundRejected as rejected:
-        return rejected.reason, rejected.field, rejected.message, None if rejected.round is None else rejected.round.to_dict()
-
-
-def with_and_without(fast_path: str, raw: str, limits: Limits) -> tuple[str, str]:
-    """The verdicts (as reprs, so that NaN compares equal) with the module-level predicate
-    ``fast_path`` as it is, and with it always saying no (every round through the validator)."""
-    fast = verdict(raw, limits)
-    original = getattr(round_module, fast_path)
-    setattr(round_module, fast_path, lambda *args: False)
-    try:
-        slow = verdict(raw, limits)
-    finally:
-        setattr(round_module, fast_path, original)
-    return repr(fast), repr(slow)
+        if rejected.reason in (ROUND_TOO_LARGE, NOT_JSON):
+            return schema_refuses, schema_refuses
+        return schema_refuses, rejected.reason in SCHEMA_RULES and not any(m in rejected.message for m in CODE_RULES)
+    return schema_refuses, False
