@@ -122,7 +122,8 @@ def test_dashboard_pages(redis_url: str, browser: webdriver.Chrome) -> None:
 
         # round page, reached by clicking a round of the player's history
         browser.find_element(By.CSS_SELECTOR, "tr.history-row a").click()
-        wait.until(ec.presence_of_element_located((By.ID, "round-results")))
+        # the view's nodes are drawn before its data: the name is set with the rows, when the round arrives
+        wait.until(lambda d: d.find_element(By.ID, "round-name").text.strip())
         round_id = browser.find_element(By.ID, "round-name").text.split()[-1]
         assert len(browser.find_elements(By.CSS_SELECTOR, "tr.round-row")) == seeded.field_sizes[round_id]
         browser.save_screenshot(str(OUTPUT / "dashboard-round.png"))
