@@ -11,7 +11,7 @@ bilinear interpolation, |error| < 1e-3 (tests/matchmaking/test_odds.py), exact
 ``predict.win_probability`` beyond the table (y > 8). Gaussian Elo-MMchi is closed form already.
 
 Quality is the model's own (TrueSkill's on a trueskill ladder), else the mean pairwise entropy
-of "who finishes ahead" (``predict.match_quality``).
+of "who finishes ahead" (``predict.binary_entropy``).
 """
 
 from __future__ import annotations
