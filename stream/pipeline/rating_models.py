@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stream.batch.models import rate_one
 from stream.contracts import RoundResult
 from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine.ladders import LadderConfig
-from stream.engine.ratings import ModelRound, Ratings
+from stream.engine.ratings import Ratings
 from stream.engine.state import PlayerBatch, unpack_batch
 
 
@@ -45,19 +46,6 @@ class ModelRated:
     """Row offset of each round (and the total at the end)."""
 
 
-def rate_one(cfg: LadderConfig, before: Ratings, round_: RoundResult) -> ModelRound:
-    """One round by the ladder's model from its players' priors ``before`` (standings order): the
-    team call for teams and partial play where the model has one, else the round call."""
-    model = cfg.rating_model
-    if model is None:
-        raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
-    if model.teams is not None and (round_.has_teams() or round_.is_partial()):
-        entry, entry_ranks = round_.entries()
-        return model.rate_teams(before, entry, entry_ranks, round_.player_weights(), cfg.model_params)
-    return model.rate_round(before, round_.ranks(), cfg.model_params, weight=round_.weight,
-                            perf_ceiling=round_.perf_ceiling)
-
-
 def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequence[np.ndarray],
                 rounds: Sequence[RoundResult]) -> ModelRated:
     """Rate ``rounds`` in order with the ladder's model from the players' packed ``states``
@@ -75,7 +63,7 @@ def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequ
     previous = np.empty(total, dtype=np.int64)
     for k, (rows, round_) in enumerate(zip(members, rounds)):
         lo, hi = int(offsets[k]), int(offsets[k + 1])
-        update = rate_one(cfg, Ratings(mu[rows], sigma[rows], played[rows]), round_)
+        update = rate_one(model, cfg.model_params, Ratings(mu[rows], sigma[rows], played[rows]), round_)
         after = update.after
         mu[rows], sigma[rows], played[rows] = after.mu, after.sigma, after.rounds
         new_mu[lo:hi], new_sigma[lo:hi] = after.mu, after.sigma
