@@ -1,5 +1,5 @@
 """BAR, the Bayesian Approximation Ranking (Weng & Lin, JMLR 2011, Algorithm 1 "BT-Full") as the
-authors run it (EbTech/Elo-MMR ``systems/bar.rs``); ``s2 = beta^2 / weight``:
+authors run it (EbTech/Elo-MMR ``systems/bar.rs``, f6f83bb); ``s2 = beta^2 / weight``:
 
 * drift: sigma <- sqrt(sigma^2 + sig_drift^2);
 * c_ij = sqrt(sigma_i^2 + sigma_j^2 + 2 s2), P_ij = logistic((mu_i - mu_j) / c_ij),
@@ -20,8 +20,6 @@ from stream.engine.ratings import (
     DEFAULT_BETA, ModelParams, ModelRound, PairOdds, Ratings, by_rows, logistic_odds, noisy_skills, tie_spans,
 )
 from stream.engine.state import TANH_MULTIPLIER
-
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/bar.rs (f6f83bb); Weng & Lin, JMLR 12 (2011), Algorithm 1"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The Codeforces system (Mike Mirzayanov's, https://codeforces.com/blog/entry/20762) as the
-authors model it (EbTech/Elo-MMR ``systems/codeforces_sys.rs``).
+authors model it (EbTech/Elo-MMR ``systems/codeforces_sys.rs``, f6f83bb).
 
 Every participant counts as a logistic opponent N(mu_j, sig_perf), ``sig_perf = beta/sqrt(weight)``;
 with ``c = (pi/sqrt 3) / (2 sig_perf)`` and F(x) = sum_j tanh(c (x - mu_j)) over everyone:
@@ -28,8 +28,6 @@ from stream.engine.ratings import (
     DEFAULT_BETA, ModelParams, ModelRound, PairOdds, Ratings, by_rows, logistic_odds, noisy_skills, tie_spans,
 )
 from stream.engine.state import TANH_MULTIPLIER
-
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/codeforces_sys.rs (f6f83bb); codeforces.com/blog/entry/20762"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,6 @@ from scipy.special import expit
 
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, noisy_skills, tie_spans
 
-SOURCE = "seed 002: Kreimeier, 'Rising from the Ranks: Rating for Multiplayer Games' (Gamasutra, 2000)"
-
 
 @dataclass(frozen=True, slots=True)
 class EloMultiplayerParams(ModelParams):

@@ -1,4 +1,4 @@
-"""Glicko as the authors run it on multiplayer rounds (EbTech/Elo-MMR ``systems/glicko.rs``);
+"""Glicko as the authors run it on multiplayer rounds (EbTech/Elo-MMR ``systems/glicko.rs``, f6f83bb);
 ``sig_perf = beta / sqrt(weight)``, ``q = (pi/sqrt 3) / sig_perf``:
 
 * drift: sigma <- sqrt(sigma^2 + sig_drift^2);
@@ -22,8 +22,6 @@ from stream.engine.ratings import (
     tie_spans,
 )
 from stream.engine.state import TANH_MULTIPLIER
-
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/glicko.rs (f6f83bb); Glickman's Glicko"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The Topcoder system (https://www.topcoder.com/community/competitive-programming/how-to-compete/ratings)
-as the authors implement it (EbTech/Elo-MMR ``systems/topcoder_sys.rs``); sigma is the volatility.
+as the authors implement it (EbTech/Elo-MMR ``systems/topcoder_sys.rs``, f6f83bb); sigma is the volatility.
 
 Per round of n players, W = the round's weight:
 
@@ -23,8 +23,6 @@ import numpy as np
 from scipy.special import erfc, erfcinv
 
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans
-
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/topcoder_sys.rs (f6f83bb); Topcoder's published algorithm"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,6 @@ from scipy.special import ndtr
 
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
-SOURCE = "Herbrich, Minka & Graepel, TrueSkill (NIPS 2006); the `trueskill` PyPI package's factor graph and schedule"
 MU = 25.0
 SIGMA = MU / 3
 MIN_DELTA = 1e-4
