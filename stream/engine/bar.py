@@ -31,9 +31,8 @@ class BarParams(ModelParams):
     kappa: float = 1e-4
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.sig_drift >= 0 and 0 < self.kappa <= 1):
-            raise ValueError("beta must be positive, sig_drift >= 0 and 0 < kappa <= 1")
+        self._require(self.beta > 0 and self.sig_drift >= 0 and 0 < self.kappa <= 1,
+                      "beta must be positive, sig_drift >= 0 and 0 < kappa <= 1")
 
 
 def rate_round(before: Ratings, ranks: np.ndarray, params: BarParams, *, weight: float = 1.0,

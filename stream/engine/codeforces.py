@@ -38,9 +38,7 @@ class CodeforcesParams(ModelParams):
     weight: float = 1.0
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.weight > 0):
-            raise ValueError("beta and weight must be positive")
+        self._require(self.beta > 0 and self.weight > 0, "beta and weight must be positive")
 
 
 def tanh_sum(x: np.ndarray, centres: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:

@@ -32,9 +32,7 @@ class GlickoParams(ModelParams):
     sig_drift: float = 35.0
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.sig_drift >= 0):
-            raise ValueError("beta must be positive and sig_drift >= 0")
+        self._require(self.beta > 0 and self.sig_drift >= 0, "beta must be positive and sig_drift >= 0")
 
 
 def rate_round(before: Ratings, ranks: np.ndarray, params: GlickoParams, *, weight: float = 1.0,

@@ -33,9 +33,8 @@ class TopcoderParams(ModelParams):
     weight_limit: float = 0.18
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (0 < self.weight_noob < 1 and 0 < self.weight_limit < 1):
-            raise ValueError("weight_noob and weight_limit must be in (0, 1)")
+        self._require(0 < self.weight_noob < 1 and 0 < self.weight_limit < 1,
+                      "weight_noob and weight_limit must be in (0, 1)")
 
 
 def rate_round(before: Ratings, ranks: np.ndarray, params: TopcoderParams, *, weight: float = 1.0,

@@ -43,9 +43,8 @@ class TrueSkillParams(ModelParams):
     draw_probability: float = 0.10
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.tau >= 0 and 0 <= self.draw_probability < 1):
-            raise ValueError("need beta > 0, tau >= 0 and 0 <= draw_probability < 1")
+        self._require(self.beta > 0 and self.tau >= 0 and 0 <= self.draw_probability < 1,
+                      "need beta > 0, tau >= 0 and 0 <= draw_probability < 1")
 
 
 def draw_margin(params: TrueSkillParams, size: int) -> float:
