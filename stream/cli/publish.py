@@ -22,7 +22,7 @@ import typer
 from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID, EXIT_UNREACHABLE as EXIT_UNREACHABLE, fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import CONFLICT, NO_OUTCOME, UNKNOWN_FIELD
+from stream.contracts.round import CONFLICT, NO_OUTCOME
 from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
 
@@ -149,10 +149,8 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
     errors: list[InvalidInput] = []
     items: Iterable[RoundResult]
     if path.suffix.lower() == ".csv":
-        unknown = unknown_csv_columns(path) if ignored is not None else []
-        if unknown and ignored is not None:
-            ignored.append(InvalidInput(f"{path}:1", unknown[0], f"unknown column(s) ignored: {', '.join(unknown)}",
-                                        UNKNOWN_FIELD))
+        if ignored is not None:
+            ignored += [InvalidInput(e.where, e.field, e.message, e.reason) for e in unknown_csv_columns(path)]
         items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
         items = read_with_sources(path, limits, errors, ignored)
