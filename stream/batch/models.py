@@ -34,7 +34,8 @@ def model_names() -> list[str]:
 
 
 def support(name: str) -> Support:
-    """What ``--model name`` rates beyond individual full-time rounds: teams if it has a team call."""
+    """What the named model (``--model``, a ladder's) rates beyond individual full-time rounds: teams and
+    partial play for an Elo-MMR preset (``engine.teams``) or a model with a team call."""
     model = MODELS.get(name)
     return TEAMS if name in PRESETS or (model is not None and model.teams is not None) else INDIVIDUALS_ONLY
 

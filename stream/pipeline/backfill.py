@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 
 from stream.batch.dedup import first_copies
-from stream.batch.models import rate_one
+from stream.batch.models import rate_one, support as model_support
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
 from stream.contracts.round import RoundRejected, check_supported
@@ -122,7 +122,7 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
     for ladder, ladder_rounds in by_ladder.items():
         info = await ladder_info(ctx.store, ladder)
         cfg = ctx.ladder(ladder)
-        support = rating_models.support(cfg)
+        support = model_support(cfg.model)
         for round_ in ladder_rounds:  # what the stream would dead-letter (teams_unsupported) is refused
             try:
                 check_supported(round_, support, f"model {cfg.model!r} of ladder {ladder!r}")

@@ -5,7 +5,7 @@ Such a model maps the priors to the new ratings in one step (:mod:`stream.engine
 phase one rates the round completely and every fan-out entry carries the new rating
 (``mu_after``, ``sigma_after``) beside the performance (the new mu when the model has none);
 phase two stores the carried rating without an engine call (:func:`apply`). A model with a team
-call (TrueSkill) rates team rounds and partial play too (:func:`support`). The packed ``state``
+call (TrueSkill) rates team rounds and partial play too (``batch.models.support``). The packed ``state``
 keeps the engine's layout without a logistic factor; ``stream replay --ladders`` and ``stream
 backfill`` apply the same calls, so Redis equals them.
 """
@@ -19,17 +19,9 @@ import numpy as np
 
 from stream.batch.models import rate_one
 from stream.contracts import RoundResult
-from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine.ladders import LadderConfig
 from stream.engine.ratings import Ratings
 from stream.engine.state import PlayerBatch, unpack_batch
-
-
-def support(cfg: LadderConfig) -> Support:
-    """What the stream rates on a ladder beyond individual full-time rounds: teams and partial play
-    on an Elo-MMR ladder (``engine.teams``) or where the ladder's model has a team call."""
-    model = cfg.rating_model
-    return TEAMS if model is None or model.teams is not None else INDIVIDUALS_ONLY
 
 
 @dataclass(frozen=True)
