@@ -57,11 +57,3 @@ MODELS: dict[str, Model] = {m.name: m for m in (
     Model("trueskill", trueskill.TrueSkillParams(), trueskill.rate_round, trueskill.pair_odds,
           trueskill.sample_performances, teams=trueskill.rate_teams, quality=trueskill.quality),
 )}
-
-
-def model(name: str) -> Model:
-    """The named model (KeyError lists the known names)."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown model {name!r}; known: {sorted(MODELS)}") from None
