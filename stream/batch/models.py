@@ -97,7 +97,7 @@ def rate_one(model: Model, params: ModelParams, before: Ratings, rnd: RoundResul
     team call for teams and partial play where the model has one, else the round call."""
     if model.teams is not None and (rnd.has_teams() or rnd.is_partial()):
         entry, entry_ranks = rnd.entries()
-        return model.rate_teams(before, entry, entry_ranks, rnd.player_weights(), params)
+        return model.teams(before, entry, entry_ranks, rnd.player_weights(), params)
     return model.rate_round(before, rnd.ranks(), params, weight=rnd.weight, perf_ceiling=rnd.perf_ceiling)
 
 

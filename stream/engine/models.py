@@ -36,14 +36,6 @@ class Model:
         chosen: Any = self.params if params is None else params
         return self.rate(before, ranks, chosen, weight=weight, perf_ceiling=perf_ceiling)
 
-    def rate_teams(self, before: Ratings, entry: np.ndarray, entry_ranks: np.ndarray, weights: np.ndarray,
-                   params: ModelParams | None = None) -> ModelRound:
-        """One team round (see :attr:`teams`); ValueError if the model has no team call."""
-        if self.teams is None:
-            raise ValueError(f"model {self.name!r} does not rate team rounds")
-        chosen: Any = self.params if params is None else params
-        return self.teams(before, entry, entry_ranks, weights, chosen)
-
 
 MODELS: dict[str, Model] = {m.name: m for m in (
     Model("glicko", glicko.GlickoParams(), glicko.rate_round, glicko.pair_odds, glicko.sample_performances, "glicko"),
