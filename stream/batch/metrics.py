@@ -51,13 +51,6 @@ def count_inversions(values: np.ndarray) -> int:
     return total
 
 
-def renormalised_ranks(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(order, lo, hi)``: the stable order by rank, and each sorted member's tie group span."""
-    order = np.argsort(ranks, kind="stable")
-    lo, hi = tie_spans(ranks)
-    return order, lo[order], hi[order]
-
-
 def pair_metric(mu: np.ndarray, ranks: np.ndarray) -> tuple[float, int]:
     """(value, weight) of the pair-inversion metric for one round's subset."""
     n = int(mu.shape[0])
@@ -76,7 +69,8 @@ def rank_deviation(mu: np.ndarray, ranks: np.ndarray) -> tuple[float, int]:
     n = int(mu.shape[0])
     if n < 2 or np.all(ranks == ranks[0]):
         return 0.0, 0
-    order, lo, hi = renormalised_ranks(ranks)
+    order = np.argsort(ranks, kind="stable")  # the stable order by rank, each member's tie group span
+    lo, hi = (span[order] for span in tie_spans(ranks))
     by_rating = np.argsort(-mu[order], kind="stable")
     position = np.empty(n, dtype=np.int64)
     position[by_rating] = np.arange(n)

@@ -17,7 +17,7 @@ from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine import PRESETS, Params
 from stream.engine.ladders import Ladders
 from stream.engine.models import MODELS, Model
-from stream.engine.ratings import ModelParams, Ratings
+from stream.engine.ratings import ModelParams, ModelRound, Ratings
 
 
 class Replayed(Protocol):
@@ -34,7 +34,8 @@ def model_names() -> list[str]:
 
 
 def support(name: str) -> Support:
-    """What ``--model name`` rates beyond individual full-time rounds: teams if it has a team call."""
+    """What the named model (``--model``, a ladder's) rates beyond individual full-time rounds: teams and
+    partial play for an Elo-MMR preset (``engine.teams``) or a model with a team call."""
     model = MODELS.get(name)
     return TEAMS if name in PRESETS or (model is not None and model.teams is not None) else INDIVIDUALS_ONLY
 
@@ -84,18 +85,20 @@ def _rate_one(result: ModelReplay, index: int, rnd: RoundResult) -> None:
         newcomer = Params(name=result.model.name, mu_noob=result.params.mu_noob, sig_noob=result.params.sig_noob)
         table = result.ladders[rnd.ladder] = LadderTable(newcomer)
     players = rnd.players()
-    ranks = rnd.ranks()
     if result.metrics is not None:
-        result.metrics.observe_rows(index, table.lookup(players), table.mu, table.rounds, ranks)
+        result.metrics.observe_rows(index, table.lookup(players), table.mu, table.rounds, rnd.ranks())
     rows = table.rows(players)
-    before = Ratings(table.mu[rows], table.sigma[rows], table.rounds[rows])
-    if result.model.teams is not None and (rnd.has_teams() or rnd.is_partial()):
-        entry, entry_ranks = rnd.entries()
-        update = result.model.rate_teams(before, entry, entry_ranks, rnd.player_weights(), result.params)
-    else:
-        update = result.model.rate_round(before, ranks, result.params, weight=rnd.weight,
-                                         perf_ceiling=rnd.perf_ceiling)
+    update = rate_one(result.model, result.params, Ratings(table.mu[rows], table.sigma[rows], table.rounds[rows]), rnd)
     table.mu[rows], table.sigma[rows], table.rounds[rows] = update.after.mu, update.after.sigma, update.after.rounds
+
+
+def rate_one(model: Model, params: ModelParams, before: Ratings, rnd: RoundResult) -> ModelRound:
+    """One round by a rating-only model from its players' priors ``before`` (standings order): the
+    team call for teams and partial play where the model has one, else the round call."""
+    if model.teams is not None and (rnd.has_teams() or rnd.is_partial()):
+        entry, entry_ranks = rnd.entries()
+        return model.teams(before, entry, entry_ranks, rnd.player_weights(), params)
+    return model.rate_round(before, rnd.ranks(), params, weight=rnd.weight, perf_ceiling=rnd.perf_ceiling)
 
 
 def replay_named(

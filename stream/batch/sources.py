@@ -150,24 +150,25 @@ def _add_standing(standings: list[dict[str, Any]], lines: dict[str, str], row: d
     return None
 
 
-def unknown_csv_columns(path: Path) -> list[str]:
-    """The header's columns no CSV reader uses (ignored: a typo such as ``occured_at`` is silent)."""
+def unknown_csv_columns(path: Path) -> list[SourceError]:
+    """The header's columns no CSV reader uses, as one ``unknown_field`` problem (ignored: a typo such
+    as ``occured_at`` is silent)."""
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             header = next(csv.reader(handle), [])
     except (OSError, UnicodeDecodeError, csv.Error):
         return []
-    return [c for c in header if c not in CSV_REQUIRED + CSV_OPTIONAL + CSV_PER_PLAYER]
+    unknown = [c for c in header if c not in CSV_REQUIRED + CSV_OPTIONAL + CSV_PER_PLAYER]
+    return [SourceError(f"{path}:1", f"unknown column(s) ignored: {', '.join(unknown)}", unknown[0],
+                        UNKNOWN_FIELD)] if unknown else []
 
 
 def read_csv(path: Path, *, limits: Limits, rejected: list[SourceError] | None = None,
              ignored: list[SourceError] | None = None) -> list[RoundResult]:
     """Rounds of a CSV file (:func:`csv_rounds`), each accepted as a ``rounds`` message would be."""
     rounds: list[RoundResult] = []
-    unknown = unknown_csv_columns(path) if ignored is not None else []
-    if unknown and ignored is not None:
-        ignored.append(SourceError(f"{path}:1", f"unknown column(s) ignored: {', '.join(unknown)}", unknown[0],
-                                   UNKNOWN_FIELD))
+    if ignored is not None:
+        ignored += unknown_csv_columns(path)
     for entry in csv_rounds(path):
         if entry.errors:
             if rejected is None or not entry.raw:

@@ -7,7 +7,6 @@ message [reason]``, exit 2, and nothing is published. Outcome-free rounds are va
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import time
@@ -22,7 +21,7 @@ import typer
 from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID, EXIT_UNREACHABLE as EXIT_UNREACHABLE, fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
-from stream.contracts.round import CONFLICT, NO_OUTCOME, UNKNOWN_FIELD
+from stream.contracts.round import CONFLICT, NO_OUTCOME
 from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
 
@@ -149,10 +148,8 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
     errors: list[InvalidInput] = []
     items: Iterable[RoundResult]
     if path.suffix.lower() == ".csv":
-        unknown = unknown_csv_columns(path) if ignored is not None else []
-        if unknown and ignored is not None:
-            ignored.append(InvalidInput(f"{path}:1", unknown[0], f"unknown column(s) ignored: {', '.join(unknown)}",
-                                        UNKNOWN_FIELD))
+        if ignored is not None:
+            ignored += [InvalidInput(e.where, e.field, e.message, e.reason) for e in unknown_csv_columns(path)]
         items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
         items = read_with_sources(path, limits, errors, ignored)
@@ -170,16 +167,6 @@ def read_rounds(path: Path, limits: Limits, now: float | None = None,
     if errors:
         raise InvalidFile(errors)
     return out
-
-
-def ladder_outcomes(rounds: list[RoundResult], settings: Settings) -> list[tuple[RoundResult, bool]]:
-    """Each round with whether it is outcome-free as the stream decides it: fewer than two entries, or a draw
-    on a ladder whose model does not rate draws (``LADDERS`` with ``ENGINE_PRESET``; a bad one raises
-    ``LaddersError``, exit 2)."""
-    from stream.engine.ladders import parse_ladders
-
-    ladders = parse_ladders(settings.ladders, engine_preset=settings.engine_preset)
-    return [(r, r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r in rounds]
 
 
 # ---------------------------------------------------------------- producing
@@ -258,11 +245,16 @@ def publish(
     settings = Settings.from_env(connect=not dry_run)  # --dry-run is offline: any number of stacks may run
     ignored: list[InvalidInput] = []
     try:
-        rounds = ladder_outcomes(read_rounds(file, Limits.from_settings(settings), ignored=ignored), settings)
+        found = read_rounds(file, Limits.from_settings(settings), ignored=ignored)
     except InvalidInput as exc:
         _report_invalid(file, [exc], json_output)
     except InvalidFile as exc:
         _report_invalid(file, exc.errors, json_output)
+    from stream.engine.ladders import parse_ladders
+
+    # outcome-free as the stream decides it, by the ladder's model (LADDERS: a bad one raises LaddersError, exit 2)
+    ladders = parse_ladders(settings.ladders, engine_preset=settings.engine_preset)
+    rounds = [(r, r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r in found]
     warn_ignored(ignored)
     waited = None
     if dry_run:
@@ -294,7 +286,10 @@ def publish(
         except redis_connection_errors() as exc:  # --wait reads the outcomes from Redis
             fail(redis_error_message(settings, exc), EXIT_UNREACHABLE)
     if json_output:
-        typer.echo(json.dumps(summary.to_dict() | (_outcomes_dict(waited) if waited is not None else {})))
+        from stream.cli.outcomes import counts
+
+        extra = {} if waited is None else {"outcomes": counts(waited), "rounds_outcome": [asdict(o) for o in waited]}
+        typer.echo(json.dumps(summary.to_dict() | extra))
     else:
         n = summary.rounds
         typer.echo(f"{'validated' if dry_run else 'published'} {n} round{'' if n == 1 else 's'} "
@@ -359,12 +354,6 @@ def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -
     if len(errors) > len(shown):
         typer.echo(f"  … and {len(errors) - len(shown)} more", err=True)
     raise typer.Exit(EXIT_INVALID)
-
-
-def _outcomes_dict(outcomes: list[Any]) -> dict[str, Any]:
-    from stream.cli.outcomes import counts
-
-    return {"outcomes": counts(outcomes), "rounds_outcome": [asdict(o) for o in outcomes]}
 
 
 def _echo_outcomes(outcomes: list[Any]) -> None:

@@ -30,7 +30,6 @@ from stream.contracts import Limits, RoundRejected, RoundResult
 from stream.contracts.round import check_supported
 from stream.engine import DEFAULT_PRESET, PRESETS
 from stream.engine.ladders import Ladders, LaddersError, parse_ladders
-from stream.pipeline.rating_models import support as ladder_support
 from stream.cli.store_command import bad_input, json_option
 from stream.settings import Settings
 
@@ -124,7 +123,7 @@ def load_accepted(input: Path, settings: Settings, rejected: list[SourceError] |
     for position, round_ in enumerate(unique.rounds):
         try:
             if isinstance(models, Ladders):
-                check_supported(round_, ladder_support(models.of(round_.ladder)), "the stream")
+                check_supported(round_, support(models.of(round_.ladder).model), "the stream")
             for name in models if isinstance(models, list) else []:
                 check_supported(round_, support(name), f"model {name!r}")
             kept.append(round_)

@@ -1,5 +1,5 @@
 """BAR, the Bayesian Approximation Ranking (Weng & Lin, JMLR 2011, Algorithm 1 "BT-Full") as the
-authors run it (EbTech/Elo-MMR ``systems/bar.rs``); ``s2 = beta^2 / weight``:
+authors run it (EbTech/Elo-MMR ``systems/bar.rs``, f6f83bb); ``s2 = beta^2 / weight``:
 
 * drift: sigma <- sqrt(sigma^2 + sig_drift^2);
 * c_ij = sqrt(sigma_i^2 + sigma_j^2 + 2 s2), P_ij = logistic((mu_i - mu_j) / c_ij),
@@ -21,8 +21,6 @@ from stream.engine.ratings import (
 )
 from stream.engine.state import TANH_MULTIPLIER
 
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/bar.rs (f6f83bb); Weng & Lin, JMLR 12 (2011), Algorithm 1"
-
 
 @dataclass(frozen=True, slots=True)
 class BarParams(ModelParams):
@@ -33,9 +31,8 @@ class BarParams(ModelParams):
     kappa: float = 1e-4
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.sig_drift >= 0 and 0 < self.kappa <= 1):
-            raise ValueError("beta must be positive, sig_drift >= 0 and 0 < kappa <= 1")
+        self._require(self.beta > 0 and self.sig_drift >= 0 and 0 < self.kappa <= 1,
+                      "beta must be positive, sig_drift >= 0 and 0 < kappa <= 1")
 
 
 def rate_round(before: Ratings, ranks: np.ndarray, params: BarParams, *, weight: float = 1.0,

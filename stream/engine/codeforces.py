@@ -1,5 +1,5 @@
 """The Codeforces system (Mike Mirzayanov's, https://codeforces.com/blog/entry/20762) as the
-authors model it (EbTech/Elo-MMR ``systems/codeforces_sys.rs``).
+authors model it (EbTech/Elo-MMR ``systems/codeforces_sys.rs``, f6f83bb).
 
 Every participant counts as a logistic opponent N(mu_j, sig_perf), ``sig_perf = beta/sqrt(weight)``;
 with ``c = (pi/sqrt 3) / (2 sig_perf)`` and F(x) = sum_j tanh(c (x - mu_j)) over everyone:
@@ -29,8 +29,6 @@ from stream.engine.ratings import (
 )
 from stream.engine.state import TANH_MULTIPLIER
 
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/codeforces_sys.rs (f6f83bb); codeforces.com/blog/entry/20762"
-
 
 @dataclass(frozen=True, slots=True)
 class CodeforcesParams(ModelParams):
@@ -40,9 +38,7 @@ class CodeforcesParams(ModelParams):
     weight: float = 1.0
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.weight > 0):
-            raise ValueError("beta and weight must be positive")
+        self._require(self.beta > 0 and self.weight > 0, "beta and weight must be positive")
 
 
 def tanh_sum(x: np.ndarray, centres: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:

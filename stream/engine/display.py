@@ -274,21 +274,15 @@ def tier_indices(names: Sequence[str | bytes | None], cfg: DisplayConfig) -> NDA
                 out[i] = UNPLACED - max(int(name[len(PLACEMENT_PREFIX):]), 0)
                 continue
             if lowest is None:  # a label stored before ``divisions`` changed: its league's lowest step
-                lowest = _lowest_step_of_league(cfg)
+                lowest = {}
+                for at, step in enumerate(cfg.placements):
+                    lowest.setdefault(cfg.tiers[step.league][0], at)
             out[i] = lowest[name] if name in lowest else lowest.get(name.rsplit(" ", 1)[0], UNPLACED)
     return out
 
 
 _UNKNOWN = -(1 << 40)
 """:func:`tier_indices`' marker of a name that is no label of the config (never an index)."""
-
-
-def _lowest_step_of_league(cfg: DisplayConfig) -> dict[str, int]:
-    """League name -> index of its lowest placement step."""
-    out: dict[str, int] = {}
-    for index, step in enumerate(cfg.placements):
-        out.setdefault(cfg.tiers[step.league][0], index)
-    return out
 
 
 def league_division(label: str | None, cfg: DisplayConfig) -> tuple[str | None, int | None]:

@@ -19,8 +19,6 @@ from scipy.special import expit
 
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, noisy_skills, tie_spans
 
-SOURCE = "seed 002: Kreimeier, 'Rising from the Ranks: Rating for Multiplayer Games' (Gamasutra, 2000)"
-
 
 @dataclass(frozen=True, slots=True)
 class EloMultiplayerParams(ModelParams):
@@ -30,9 +28,7 @@ class EloMultiplayerParams(ModelParams):
     max_gain: float = 32.0
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.temperature > 0 and self.max_gain > 0):
-            raise ValueError("temperature and max_gain must be positive")
+        self._require(self.temperature > 0 and self.max_gain > 0, "temperature and max_gain must be positive")
 
 
 def expectancy(delta: np.ndarray, temperature: float) -> np.ndarray:

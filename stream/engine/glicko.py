@@ -1,4 +1,4 @@
-"""Glicko as the authors run it on multiplayer rounds (EbTech/Elo-MMR ``systems/glicko.rs``);
+"""Glicko as the authors run it on multiplayer rounds (EbTech/Elo-MMR ``systems/glicko.rs``, f6f83bb);
 ``sig_perf = beta / sqrt(weight)``, ``q = (pi/sqrt 3) / sig_perf``:
 
 * drift: sigma <- sqrt(sigma^2 + sig_drift^2);
@@ -23,8 +23,6 @@ from stream.engine.ratings import (
 )
 from stream.engine.state import TANH_MULTIPLIER
 
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/glicko.rs (f6f83bb); Glickman's Glicko"
-
 
 @dataclass(frozen=True, slots=True)
 class GlickoParams(ModelParams):
@@ -34,9 +32,7 @@ class GlickoParams(ModelParams):
     sig_drift: float = 35.0
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.sig_drift >= 0):
-            raise ValueError("beta must be positive and sig_drift >= 0")
+        self._require(self.beta > 0 and self.sig_drift >= 0, "beta must be positive and sig_drift >= 0")
 
 
 def rate_round(before: Ratings, ranks: np.ndarray, params: GlickoParams, *, weight: float = 1.0,

@@ -83,15 +83,12 @@ class RatedModel:
     weight: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.model.odds is None or self.model.sample is None:
-            raise ValueError(f"model {self.model.name!r} has no predictions")
         if not (self.weight > 0 and math.isfinite(self.weight)):
             raise ValueError(f"weight must be finite and > 0, got {self.weight}")
 
     def odds(self, mu_a: ArrayLike, sigma_a: ArrayLike, mu_b: ArrayLike,
              sigma_b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(P(a ahead of b), P(tie)) by the model's own ``pair_odds``, clipped to [0, 1]."""
-        assert self.model.odds is not None
         arrays = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (mu_a, sigma_a, mu_b, sigma_b)))
         ahead, tie = self.model.odds(*arrays, self.params, weight=self.weight)
         return np.clip(ahead, 0.0, 1.0), np.clip(tie, 0.0, 1.0)
@@ -205,7 +202,6 @@ def rank_distribution(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel, *,
     samples = max(1, min(samples, MAX_SAMPLE_CELLS // max(n, 1)))
     rng = np.random.default_rng(seed)
     if isinstance(model, RatedModel):
-        assert model.model.sample is not None
         performance = model.model.sample(mu, sigma, model.params, weight=model.weight, rng=rng, samples=samples)
     else:
         skill = mu + np.sqrt(sigma**2 + model.gamma**2) * rng.standard_normal((samples, n))

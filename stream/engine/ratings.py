@@ -39,6 +39,12 @@ class ModelParams:
         if not (math.isfinite(self.mu_noob) and self.sig_noob > 0):
             raise ValueError("mu_noob must be finite and sig_noob positive")
 
+    def _require(self, ok: bool, message: str) -> None:
+        """A subclass's ``__post_init__``: these checks, then its own ``ok`` (else ValueError ``message``)."""
+        ModelParams.__post_init__(self)
+        if not ok:
+            raise ValueError(message)
+
 
 @dataclass(slots=True)
 class Ratings:

@@ -1,5 +1,5 @@
 """The Topcoder system (https://www.topcoder.com/community/competitive-programming/how-to-compete/ratings)
-as the authors implement it (EbTech/Elo-MMR ``systems/topcoder_sys.rs``); sigma is the volatility.
+as the authors implement it (EbTech/Elo-MMR ``systems/topcoder_sys.rs``, f6f83bb); sigma is the volatility.
 
 Per round of n players, W = the round's weight:
 
@@ -24,8 +24,6 @@ from scipy.special import erfc, erfcinv
 
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings, by_rows, tie_spans
 
-SOURCE = "EbTech/Elo-MMR multi-skill/src/systems/topcoder_sys.rs (f6f83bb); Topcoder's published algorithm"
-
 
 @dataclass(frozen=True, slots=True)
 class TopcoderParams(ModelParams):
@@ -35,9 +33,8 @@ class TopcoderParams(ModelParams):
     weight_limit: float = 0.18
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (0 < self.weight_noob < 1 and 0 < self.weight_limit < 1):
-            raise ValueError("weight_noob and weight_limit must be in (0, 1)")
+        self._require(0 < self.weight_noob < 1 and 0 < self.weight_limit < 1,
+                      "weight_noob and weight_limit must be in (0, 1)")
 
 
 def rate_round(before: Ratings, ranks: np.ndarray, params: TopcoderParams, *, weight: float = 1.0,

@@ -21,7 +21,6 @@ from scipy.special import ndtr
 
 from stream.engine.ratings import ModelParams, ModelRound, PairOdds, Ratings
 
-SOURCE = "Herbrich, Minka & Graepel, TrueSkill (NIPS 2006); the `trueskill` PyPI package's factor graph and schedule"
 MU = 25.0
 SIGMA = MU / 3
 MIN_DELTA = 1e-4
@@ -44,9 +43,8 @@ class TrueSkillParams(ModelParams):
     draw_probability: float = 0.10
 
     def __post_init__(self) -> None:
-        ModelParams.__post_init__(self)
-        if not (self.beta > 0 and self.tau >= 0 and 0 <= self.draw_probability < 1):
-            raise ValueError("need beta > 0, tau >= 0 and 0 <= draw_probability < 1")
+        self._require(self.beta > 0 and self.tau >= 0 and 0 <= self.draw_probability < 1,
+                      "need beta > 0, tau >= 0 and 0 <= draw_probability < 1")
 
 
 def draw_margin(params: TrueSkillParams, size: int) -> float:

@@ -16,23 +16,6 @@ from .params import Params
 from .state import TANH_MULTIPLIER, PlayerBatch
 
 
-def append_factor(batch: PlayerBatch, performance: np.ndarray, beta: float | np.ndarray) -> PlayerBatch:
-    """Append TanhTerm(p, beta) (w_out = (pi/sqrt 3)/beta, w_arg = w_out/2) after each player's
-    last factor, widening the padded arrays if needed (in place; returns it). ``beta``: one
-    for all rows, or per row."""
-    n = len(batch)
-    need = int(batch.n_factors.max(initial=0)) + 1
-    if batch.p.shape[1] < need:
-        batch.widen(need)
-    rows = np.arange(n)
-    w = TANH_MULTIPLIER / beta
-    batch.p[rows, batch.n_factors] = performance
-    batch.w_arg[rows, batch.n_factors] = 0.5 * w
-    batch.w_out[rows, batch.n_factors] = w
-    batch.n_factors += 1
-    return batch
-
-
 def robust_average(batch: PlayerBatch) -> np.ndarray:
     """Every player's zero of L'(x) = -mu0 w0 + w0 x + sum_k w_out_k tanh((x - p_k) w_arg_k)
     (Algorithm 3's second zero), compiled, from the prior ``mu`` (the new one is close)."""
@@ -54,7 +37,16 @@ def update_beliefs(
         out.w0 = out.w0 + wp
         out.mu = out.mu0.copy()
     else:
-        append_factor(out, performance, beta)
+        # append TanhTerm(p, beta) (w_out = (pi/sqrt 3)/beta, w_arg = w_out/2) after each player's last factor
+        need = int(out.n_factors.max(initial=0)) + 1
+        if out.p.shape[1] < need:
+            out.widen(need)
+        rows = np.arange(len(out))
+        w = TANH_MULTIPLIER / beta
+        out.p[rows, out.n_factors] = performance
+        out.w_arg[rows, out.n_factors] = 0.5 * w
+        out.w_out[rows, out.n_factors] = w
+        out.n_factors += 1
         out.mu = robust_average(out)
     out.sigma = (diffused.sigma**-2 + beta**-2) ** -0.5
     return out

@@ -3,7 +3,7 @@
 ``stream backfill`` (docs/history.md "Backfill") loads history at replay speed, without Kafka:
 rounds go through the stream's acceptance and registration rule (``first_copies``), each
 ladder's rounds are rated in order by the replay's engine path (``rate_round``,
-``rate_team_round``; a rating-only model's through ``rating_models.rate_one`` and ``apply``) and
+``rate_team_round``; a rating-only model's through ``batch.models.rate_one`` and ``rating_models.apply``) and
 written with :class:`stream.store.bulk.LadderWriter`: the same keys, fields and bytes as phase
 one and phase two, so the stream continues the ladder's sequence exactly. A ladder with rounds is
 refused unless ``append`` (no round in flight; continues from its stored states, seq and tiers).
@@ -21,6 +21,7 @@ from functools import partial
 import numpy as np
 
 from stream.batch.dedup import first_copies
+from stream.batch.models import rate_one, support as model_support
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
 from stream.contracts.round import RoundRejected, check_supported
@@ -121,7 +122,7 @@ async def plan(ctx: PipelineContext, rounds: Sequence[RoundResult], *, append: b
     for ladder, ladder_rounds in by_ladder.items():
         info = await ladder_info(ctx.store, ladder)
         cfg = ctx.ladder(ladder)
-        support = rating_models.support(cfg)
+        support = model_support(cfg.model)
         for round_ in ladder_rounds:  # what the stream would dead-letter (teams_unsupported) is refused
             try:
                 check_supported(round_, support, f"model {cfg.model!r} of ladder {ladder!r}")
@@ -244,7 +245,8 @@ async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, rou
         after, performance = update.after, update.performance
         performance_texts = number_texts("performance", performance)
     else:  # phase one's call and phase two's state (rating_models), as the stream rates the round
-        modelled = rating_models.rate_one(rating, Ratings(before.mu, before.sigma, before.rounds), round_)
+        modelled = rate_one(rating.rating_model, rating.model_params,
+                            Ratings(before.mu, before.sigma, before.rounds), round_)
         after = rating_models.apply(before, modelled.after.mu, modelled.after.sigma,
                                     np.full(len(players), round_.occurred_at))
         performance = after.mu if modelled.performance is None else modelled.performance

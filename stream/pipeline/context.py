@@ -122,7 +122,7 @@ def load_ladders(settings: Settings) -> Ladders:
 def load_queues(settings: Settings, ladders: Ladders) -> dict[str, QueueConfig]:
     """``QUEUES`` parsed and checked against the ladders (teams of several need a model that rates
     teams); :class:`SettingsError` names the bad key."""
-    from stream.pipeline.rating_models import support
+    from stream.batch.models import support
 
     try:
         queues = parse_queues(settings.queues)
@@ -130,7 +130,7 @@ def load_queues(settings: Settings, ladders: Ladders) -> dict[str, QueueConfig]:
         raise SettingsError(str(exc)) from None
     for name, queue in queues.items():
         cfg = ladders.of(queue.ladder)
-        if queue.teams > 1 and queue.team_size > 1 and not support(cfg).teams:
+        if queue.teams > 1 and queue.team_size > 1 and not support(cfg.model).teams:
             raise SettingsError(f"QUEUES[{name!r}].team_size: teams of {queue.team_size} need a ladder whose model "
                                 f"rates teams; ladder {queue.ladder!r} is rated by {cfg.model!r}")
     return queues

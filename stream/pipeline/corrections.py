@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from stream.batch.models import support
 from stream.contracts import DeadLetter, RatingChange, RoundRejected, RoundResult, parse_round
 from stream.contracts.correction import AMEND, INSERT, VOID, Correction, parse_correction
 from stream.contracts.events import CORRECTION_CHANGE
@@ -79,7 +80,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     try:
         correction = parse_correction(raw, limits=ctx.limits)
         if correction.round is not None:
-            check_supported(correction.round, rating_models.support(ctx.ladder(correction.ladder)), "the stream")
+            check_supported(correction.round, support(ctx.ladder(correction.ladder).model), "the stream")
     except RoundRejected as rejection:
         return _rejected(rejection, raw, origin)
     store, ladder, cid = ctx.store, correction.ladder, correction.correction_id

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stream.batch.models import support
 from stream.contracts import DeadLetter, PlayerUpdate, RoundRejected, RoundResult, parse_round
 from stream.contracts.round import (INTERNAL_ERROR, NO_OUTCOME, STORED, check_supported, conflict,
                                     model_changed)
@@ -423,7 +424,7 @@ def _accept(ctx: PipelineContext, event: Incoming, now: float) -> PhaseOneResult
     origin = event.origin
     try:
         round_ = parse_round(event.value, limits=ctx.limits)
-        check_supported(round_, rating_models.support(ctx.ladder(round_.ladder)), "the stream")
+        check_supported(round_, support(ctx.ladder(round_.ladder).model), "the stream")
     except RoundRejected as rejection:
         if rejection.reason == NO_OUTCOME and rejection.round is not None:
             return rejection.round, STATUS_NO_OUTCOME

@@ -5,7 +5,7 @@ Such a model maps the priors to the new ratings in one step (:mod:`stream.engine
 phase one rates the round completely and every fan-out entry carries the new rating
 (``mu_after``, ``sigma_after``) beside the performance (the new mu when the model has none);
 phase two stores the carried rating without an engine call (:func:`apply`). A model with a team
-call (TrueSkill) rates team rounds and partial play too (:func:`support`). The packed ``state``
+call (TrueSkill) rates team rounds and partial play too (``batch.models.support``). The packed ``state``
 keeps the engine's layout without a logistic factor; ``stream replay --ladders`` and ``stream
 backfill`` apply the same calls, so Redis equals them.
 """
@@ -17,18 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stream.batch.models import rate_one
 from stream.contracts import RoundResult
-from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
 from stream.engine.ladders import LadderConfig
-from stream.engine.ratings import ModelRound, Ratings
+from stream.engine.ratings import Ratings
 from stream.engine.state import PlayerBatch, unpack_batch
-
-
-def support(cfg: LadderConfig) -> Support:
-    """What the stream rates on a ladder beyond individual full-time rounds: teams and partial play
-    on an Elo-MMR ladder (``engine.teams``) or where the ladder's model has a team call."""
-    model = cfg.rating_model
-    return TEAMS if model is None or model.teams is not None else INDIVIDUALS_ONLY
 
 
 @dataclass(frozen=True)
@@ -43,19 +36,6 @@ class ModelRated:
     """Row of the player's previous round in these rows (-1: his prior is the stored state)."""
     offsets: np.ndarray
     """Row offset of each round (and the total at the end)."""
-
-
-def rate_one(cfg: LadderConfig, before: Ratings, round_: RoundResult) -> ModelRound:
-    """One round by the ladder's model from its players' priors ``before`` (standings order): the
-    team call for teams and partial play where the model has one, else the round call."""
-    model = cfg.rating_model
-    if model is None:
-        raise TypeError(f"ladder model {cfg.model!r} is an Elo-MMR preset, not a rating-only model")
-    if model.teams is not None and (round_.has_teams() or round_.is_partial()):
-        entry, entry_ranks = round_.entries()
-        return model.rate_teams(before, entry, entry_ranks, round_.player_weights(), cfg.model_params)
-    return model.rate_round(before, round_.ranks(), cfg.model_params, weight=round_.weight,
-                            perf_ceiling=round_.perf_ceiling)
 
 
 def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequence[np.ndarray],
@@ -75,7 +55,7 @@ def rate_rounds(cfg: LadderConfig, states: Sequence[bytes | None], members: Sequ
     previous = np.empty(total, dtype=np.int64)
     for k, (rows, round_) in enumerate(zip(members, rounds)):
         lo, hi = int(offsets[k]), int(offsets[k + 1])
-        update = rate_one(cfg, Ratings(mu[rows], sigma[rows], played[rows]), round_)
+        update = rate_one(model, cfg.model_params, Ratings(mu[rows], sigma[rows], played[rows]), round_)
         after = update.after
         mu[rows], sigma[rows], played[rows] = after.mu, after.sigma, after.rounds
         new_mu[lo:hi], new_sigma[lo:hi] = after.mu, after.sigma

@@ -5,7 +5,7 @@ the ladder is rated again from its first round with the replay's engine path (``
 :class:`LadderTable`, in the chunks of :mod:`stream.batch.replay`), keeping per participation what
 the stream writes (performance, rating before and after, rounds played, display rating, tier).
 A rating-only model's ladder is re-rated by :func:`rerate_model`, one round at a time with phase
-one's and phase two's calls (``rating_models.rate_one``, ``apply``), as ``stream backfill`` rates.
+one's and phase two's calls (``batch.models.rate_one``, ``rating_models.apply``), as ``stream backfill`` rates.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from functools import partial
 
 import numpy as np
 
+from stream.batch.models import rate_one
 from stream.batch.replay import CHUNK_PARTICIPATIONS, CHUNK_ROUNDS, occurrence, round_spec
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult, Standing
@@ -175,7 +176,7 @@ def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: Di
         lo, hi = int(offsets[k]), int(offsets[k + 1])
         at = rows[lo:hi]
         before = table.gather(at)
-        update = rating_models.rate_one(cfg, Ratings(before.mu, before.sigma, before.rounds), h.to_round(""))
+        update = rate_one(model, cfg.model_params, Ratings(before.mu, before.sigma, before.rounds), h.to_round(""))
         after = rating_models.apply(before, update.after.mu, update.after.sigma, np.full(hi - lo, h.occurred_at))
         table.scatter(at, after)
         r.mu_before[lo:hi], r.sigma_before[lo:hi] = before.mu, before.sigma

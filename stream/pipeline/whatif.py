@@ -2,7 +2,7 @@
 
 A contest's live scoreboard (partial or hypothetical) is rated exactly as the stream would rate
 it as the ladder's next round: the same parse and support check as phase one
-(``contracts.parse_round``, ``rating_models.support``), the players' stored packed states read in
+(``contracts.parse_round``, ``batch.models.support``), the players' stored packed states read in
 one round trip (``Store.read_states``: HMGETs, read-only commands, the fields phase two reads;
 newcomers get the ladder model's prior),
 then phase one's engine call (:func:`stream.pipeline.teams.round_performances` for Elo-MMR
@@ -47,6 +47,7 @@ import numpy as np
 import orjson
 
 from stream import engine
+from stream.batch.models import support
 from stream.contracts import RoundResult
 from stream.contracts.round import NO_OUTCOME, Limits, RoundRejected, check_supported, parse_round
 from stream.engine.display import UNPLACED, display_rating, is_provisional, tier_indices, tier_names
@@ -125,7 +126,7 @@ class TierTarget:
 
 def check_round(round_: RoundResult, cfg: LadderConfig) -> None:
     """Phase one's support check (``check_supported``): RoundRejected as the stream would dead-letter it."""
-    check_supported(round_, rating_models.support(cfg), "the stream")
+    check_supported(round_, support(cfg.model), "the stream")
 
 
 async def load(r: AsyncRedis, ladder: str, players: Sequence[str]) -> StoredStates:

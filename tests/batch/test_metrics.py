@@ -8,7 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from stream.batch.metrics import Metrics, count_inversions, pair_metric, rank_deviation, renormalised_ranks
+from stream.batch.metrics import Metrics, count_inversions, pair_metric, rank_deviation
+from stream.engine.ratings import tie_spans
 
 
 def brute_inversions(values: list[float]) -> int:
@@ -63,7 +64,9 @@ def test_unsorted_input_and_sparse_ranks() -> None:
 
 
 def test_renormalised_ranks() -> None:
-    order, lo, hi = renormalised_ranks(np.array([4, 1, 4, 2, 4]))
+    ranks = np.array([4, 1, 4, 2, 4])  # rank_deviation's renormalisation: stable order, tie spans in it
+    order = np.argsort(ranks, kind="stable")
+    lo, hi = (span[order] for span in tie_spans(ranks))
     assert order.tolist() == [1, 3, 0, 2, 4]
     assert lo.tolist() == [0, 1, 2, 2, 2] and hi.tolist() == [0, 1, 4, 4, 4]
 

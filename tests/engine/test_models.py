@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stream.batch.models import replay_named
 from stream.engine import ratings as ratings_module
 from stream.engine.bar import BarParams
 from stream.engine.codeforces import CodeforcesParams
 from stream.engine.glicko import GlickoParams
-from stream.engine.models import MODELS, model
+from stream.engine.models import MODELS
 from stream.engine.ratings import Ratings, tie_spans
 from stream.engine.topcoder import TopcoderParams
 
@@ -115,4 +116,4 @@ def test_bad_parameters_and_names_are_refused() -> None:
         with pytest.raises(ValueError):
             bad()
     with pytest.raises(KeyError, match="known"):
-        model("elo")
+        replay_named([], "elo")
