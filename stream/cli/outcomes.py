@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from stream.contracts import RoundResult
-from stream.pipeline.deadletters import DeadLetterReader
+from stream.pipeline.deadletters import TopicReader
 from stream.settings import Settings
 from stream.store.queries import round_states
 
@@ -42,7 +42,7 @@ class OutcomeWatcher:
         self.settings = settings
         self.rounds = rounds
         self.redis = redis_client(settings, asyncio=False)
-        self.reader = DeadLetterReader(settings)
+        self.reader = TopicReader(settings)
         self._positioned = False
         self._position(at_end=True)
         self.before = self._records()
