@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from stream.connections import kafka_python_config
-from stream.pipeline.topics import ROUNDS, ROUNDS_DLQ
+from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 
 #: Reason shown for a record of the dead-letter topic that is not a DeadLetter document.
@@ -128,7 +128,6 @@ class TopicReader:
         from kafka import KafkaConsumer
 
         self.names = {settings.topic(topic): topic for topic in topics}  # full name -> name before the prefix
-        self.rounds_topic = settings.topic(ROUNDS)
         timeout_ms = int(CONNECT_TIMEOUT_S * 1000)
         self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
                                        bootstrap_timeout_ms=timeout_ms, **kafka_python_config(settings))
