@@ -27,18 +27,14 @@ PREFIX = "ems"
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no ``*_created`` series beside each counter and histogram
 
 
-def _own_process_metrics() -> None:
-    """Replace prometheus_client's default collectors (no prefix) by the process collector under :data:`PREFIX`."""
-    for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
-        try:
-            REGISTRY.unregister(collector)
-        except KeyError:  # already done (a re-import)
-            pass
-    if "ems_process_cpu_seconds_total" not in getattr(REGISTRY, "_names_to_collectors", {}):
-        ProcessCollector(namespace=PREFIX)
-
-
-_own_process_metrics()
+# prometheus_client's default collectors (no prefix) replaced by the process collector under PREFIX
+for _default in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    try:
+        REGISTRY.unregister(_default)
+    except KeyError:  # already done (a re-import)
+        pass
+if "ems_process_cpu_seconds_total" not in getattr(REGISTRY, "_names_to_collectors", {}):
+    ProcessCollector(namespace=PREFIX)
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
