@@ -1,7 +1,5 @@
-"""Follow topics from the CLI (``stream tail``, ``stream queue watch``): a group-less consumer assigned
-every partition (starts at once, leaves nothing behind), from the beginning or the end, and the print
-loop with ``--max-events`` / ``--timeout``.
-"""
+"""Follow topics from the CLI (``stream tail``, ``stream queue watch``) with a
+:class:`~stream.pipeline.deadletters.TopicReader`, and the print loop with ``--max-events`` / ``--timeout``."""
 
 from __future__ import annotations
 
@@ -13,49 +11,25 @@ from typing import Any
 import typer
 
 from stream.cli.store_command import EXIT_UNREACHABLE, fail
-from stream.connections import kafka_python_config
+from stream.pipeline.deadletters import TopicReader
 from stream.settings import Settings
-
-#: Milliseconds one poll waits for records.
-POLL_MS = 500
-#: Seconds between two looks for the topics while none exists yet.
-TOPIC_WAIT_S = 0.5
 
 
 def follow_records(settings: Settings, topics: Sequence[str], *, from_beginning: bool,
                    deadline: float | None) -> Iterator[tuple[str, bytes | None, Any]]:
     """(topic name before the prefix, record key, decoded JSON value) of every record of ``topics``
     until ``deadline`` (monotonic) if given; a value that is not JSON is skipped."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    names = {settings.topic(topic): topic for topic in topics}
-    consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
-                             **kafka_python_config(settings))
-    try:
-        parts: list[Any] = []
-        while True:
-            consumer.topics()  # refresh metadata
-            parts = [TopicPartition(t, p) for t in names for p in sorted(consumer.partitions_for_topic(t) or ())]
-            if parts:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                return  # the worker has not created them yet
-            time.sleep(TOPIC_WAIT_S)
-        consumer.assign(parts)
-        if from_beginning:
-            consumer.seek_to_beginning(*parts)
-        else:
-            consumer.seek_to_end(*parts)
+    with TopicReader(settings, topics) as reader:
+        if not reader.wait(deadline):
+            return  # the worker has not created them yet
+        reader.seek({} if from_beginning else None)
         while deadline is None or time.monotonic() < deadline:
-            for tp, records in consumer.poll(timeout_ms=POLL_MS).items():
-                for record in records:
-                    try:
-                        value = json.loads(record.value)
-                    except (ValueError, TypeError):
-                        continue  # not an event: nothing to show
-                    yield names[tp.topic], record.key, value
-    finally:
-        consumer.close()
+            for record in reader.records():
+                try:
+                    value = json.loads(record.value)
+                except (ValueError, TypeError):
+                    continue  # not an event: nothing to show
+                yield reader.names[record.topic], record.key, value
 
 
 def print_lines(settings: Settings, lines: Iterable[str], *, max_events: int, timeout_exit: int) -> None:

@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass
 
 from stream.contracts import RoundResult
-from stream.pipeline.deadletters import DeadLetterReader
+from stream.pipeline.deadletters import TopicReader
+from stream.pipeline.topics import ROUNDS
 from stream.settings import Settings
 from stream.store.queries import round_states
 
@@ -42,7 +43,7 @@ class OutcomeWatcher:
         self.settings = settings
         self.rounds = rounds
         self.redis = redis_client(settings, asyncio=False)
-        self.reader = DeadLetterReader(settings)
+        self.reader = TopicReader(settings)
         self._positioned = False
         self._position(at_end=True)
         self.before = self._records()
@@ -60,7 +61,7 @@ class OutcomeWatcher:
     def wait(self, sent: list[tuple[int, int] | None], timeout_s: float) -> list[Outcome]:
         """The outcome of each round (``sent``: the partition and offset it was written at, None if
         the send failed), waiting up to ``timeout_s`` for those not decided yet."""
-        rounds_topic = self.reader.rounds_topic
+        rounds_topic = self.settings.topic(ROUNDS)
         where = {at: i for i, at in enumerate(sent) if at is not None}
         first_of: dict[tuple[str, str], int] = {}
         for i, round_ in enumerate(self.rounds):

@@ -232,7 +232,6 @@ async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, rou
     run.columns.reserve(run.table.size)
     before = run.table.gather(rows)
     rating = ctx.ladder(run.name)
-    ratings: tuple[list[str], list[str]] | None = None
     teams, shares = fanout_columns(round_)  # None, None for a plain round
     if rating.rating_model is None:
         if shares is None:
@@ -250,7 +249,6 @@ async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, rou
         after = rating_models.apply(before, modelled.after.mu, modelled.after.sigma,
                                     np.full(len(players), round_.occurred_at))
         performance = after.mu if modelled.performance is None else modelled.performance
-        ratings = number_texts("mu_after", after.mu), number_texts("sigma_after", after.sigma)
         performance_texts = number_texts("performance", performance) if rating.rating_model.performs \
             else ["null"] * len(players)
     run.table.scatter(rows, after)
@@ -272,7 +270,8 @@ async def _rate(ctx: PipelineContext, writer: LadderWriter, run: _LadderRun, rou
         provisional=is_provisional(after.sigma, after.rounds, cfg).tolist()))
     last = run.columns.last_seq[rows]
     previous = np.where(last > 0, last, run.columns.stored_seq[rows]).tolist()  # entries' previous_seq, as the stream
-    fanout = build_fanout(ctx, round_, run.seq, performance, run.partitions, previous, ratings)
+    fanout = build_fanout(ctx, round_, run.seq, performance, run.partitions, previous,
+                          None if rating.rating_model is None else (mu, sigma))  # a model's entries carry the rating
 
     await writer.round(run.name, round_.round_id, run.seq, _record(round_, run.seq, STATUS_RATED, now),
                        results=dict(zip(players, changes)),

@@ -229,36 +229,29 @@ def _stored_round(seq: int, stored: StoredRound, draws_rate: bool) -> HistoryRou
         return None if amended.is_outcome_free(draws_rate) else HistoryRound.of(amended, seq)
     if status != STATUS_RATED:
         return None
-    first, entries = _fanout_entries(stored)
-    entries.sort(key=lambda e: e[0])  # stable: ties stay in fan-out order
+    updates = [orjson.loads(m) for m in stored.fanout]  # its fan-out, as phase one wrote it
+    entries = sorted([(e["rank"], e["player"], e.get("team"), e.get("weight")) for u in updates for e in u["entries"]],
+                     key=lambda e: e[0])  # (rank, player, team, share played); stable: ties stay in fan-out order
     ceiling = record.get("perf_ceiling")
     teamed = any(e[3] is not None for e in entries)  # a round with teams or partial play
-    return HistoryRound(stored.round_id, seq, first["occurred_at"], first["weight"],
+    return HistoryRound(stored.round_id, seq, updates[0]["occurred_at"], updates[0]["weight"],
                         float(ceiling) if ceiling else math.inf, [e[1] for e in entries], [e[0] for e in entries],
                         [e[2] for e in entries] if teamed else None,
                         [1.0 if e[3] is None else e[3] for e in entries] if teamed else None,
-                        ordered=_ties_in_one_message(stored))
+                        ordered=_ties_in_one_message(updates))
 
 
-def _ties_in_one_message(stored: StoredRound) -> bool:
-    """Whether the fan-out keeps the standings' order within every tie (none split across messages)."""
-    if len(stored.fanout) <= 1:
+def _ties_in_one_message(updates: list[dict[str, Any]]) -> bool:
+    """Whether the fan-out ``updates`` keep the standings' order within every tie (none split across messages)."""
+    if len(updates) <= 1:
         return True
     messages: dict[int, set[int]] = {}
     entries: dict[int, set[str]] = {}
-    for k, m in enumerate(stored.fanout):
-        for e in orjson.loads(m)["entries"]:
+    for k, update in enumerate(updates):
+        for e in update["entries"]:
             messages.setdefault(e["rank"], set()).add(k)
             entries.setdefault(e["rank"], set()).add(e["player"] if e.get("team") is None else "\0" + e["team"])
     return all(len(messages[rank]) <= 1 or len(entries[rank]) <= 1 for rank in messages)
-
-
-def _fanout_entries(stored: StoredRound) -> tuple[dict[str, Any], list[tuple[int, str, str | None, float | None]]]:
-    """A round's stored fan-out parsed (orjson: phase one wrote it): its first message and every
-    entry as (rank, player, team, share played), in fan-out order."""
-    updates = [orjson.loads(m) for m in stored.fanout]
-    return (updates[0] if updates else {}), [(e["rank"], e["player"], e.get("team"), e.get("weight"))
-                                             for u in updates for e in u["entries"]]
 
 
 def _amended(body: str) -> RoundResult:
@@ -339,7 +332,8 @@ def _histories(correction: Correction, target: StoredRound, stored: list[StoredR
                 starts.append(sort_key(current, by_time))
         elif r is target and correction.kind != INSERT:
             # a round phase two gave up on still has its fan-out: its repair re-rates the rounds sharing its players
-            target_players.update(current.players if current is not None else [e[1] for e in _fanout_entries(r)[1]])
+            target_players.update(current.players if current is not None else
+                                  [e["player"] for m in r.fanout for e in orjson.loads(m)["entries"]])
             starts.append((float(r.record.get("occurred_at", 0.0)) if by_time else 0.0, r.seq))
             amended = None if correction.kind == VOID else correction.round
             target_players.update(amended.players() if amended is not None else ())

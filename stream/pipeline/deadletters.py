@@ -11,12 +11,12 @@ import binascii
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from stream.connections import kafka_python_config
-from stream.pipeline.topics import ROUNDS, ROUNDS_DLQ
+from stream.pipeline.topics import ROUNDS_DLQ
 from stream.settings import Settings
 
 #: Reason shown for a record of the dead-letter topic that is not a DeadLetter document.
@@ -120,20 +120,20 @@ def parse_record(key: bytes | None, value: bytes | None, dlq_partition: int, dlq
                      original_bytes=length, truncated=truncated, dlq_partition=dlq_partition, dlq_offset=dlq_offset)
 
 
-class DeadLetterReader:
-    """A group-less kafka-python consumer of every ``rounds-dlq`` partition; a context manager."""
+class TopicReader:
+    """A group-less kafka-python consumer assigned every partition of ``topics`` (by default
+    ``rounds-dlq``): starts at once, leaves nothing behind; a context manager."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, topics: Sequence[str] = (ROUNDS_DLQ,)) -> None:
         from kafka import KafkaConsumer
 
-        self.topic = settings.topic(ROUNDS_DLQ)
-        self.rounds_topic = settings.topic(ROUNDS)
+        self.names = {settings.topic(topic): topic for topic in topics}  # full name -> name before the prefix
         timeout_ms = int(CONNECT_TIMEOUT_S * 1000)
         self._consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False,
                                        bootstrap_timeout_ms=timeout_ms, **kafka_python_config(settings))
         self._partitions: list[Any] = []
 
-    def __enter__(self) -> "DeadLetterReader":
+    def __enter__(self) -> "TopicReader":
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -143,45 +143,52 @@ class DeadLetterReader:
         self._consumer.close()
 
     def assign(self) -> bool:
-        """Assign every partition of the topic; False while the topic does not exist."""
+        """Assign every partition of the topics; False while none exists."""
         from kafka import TopicPartition
 
         if self._partitions:
             return True
         self._consumer.topics()  # refresh metadata
-        found = self._consumer.partitions_for_topic(self.topic)
-        if not found:
-            return False
-        self._partitions = [TopicPartition(self.topic, p) for p in sorted(found)]
+        self._partitions = [TopicPartition(t, p) for t in self.names
+                            for p in sorted(self._consumer.partitions_for_topic(t) or ())]
         self._consumer.assign(self._partitions)
+        return bool(self._partitions)
+
+    def wait(self, deadline: float | None) -> bool:
+        """:meth:`assign` once the topics exist; False if ``deadline`` (monotonic) passes first."""
+        while not self.assign():
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_MS / 1000)
         return True
 
-    def end_offsets(self) -> dict[int, int]:
-        """Partition → end offset now (empty while the topic does not exist)."""
+    def end_offsets(self) -> dict[Any, int]:
+        """Partition → end offset now (empty while the topics do not exist)."""
         if not self.assign():
             return {}
-        return {tp.partition: int(n) for tp, n in self._consumer.end_offsets(self._partitions).items()}
+        return {tp: int(n) for tp, n in self._consumer.end_offsets(self._partitions).items()}
 
-    def seek(self, offsets: dict[int, int] | None = None, *, back: int | None = None) -> None:
+    def seek(self, offsets: dict[Any, int] | None = None, *, back: int | None = None) -> None:
         """Position every partition: at ``offsets`` (missing partitions: the beginning), or ``back``
         records before the end, or (neither) at the end."""
         ends = self.end_offsets()
-        begins = {tp.partition: int(n) for tp, n in self._consumer.beginning_offsets(self._partitions).items()}
+        begins = {tp: int(n) for tp, n in self._consumer.beginning_offsets(self._partitions).items()}
         for tp in self._partitions:
             if offsets is not None:
-                target = offsets.get(tp.partition, begins[tp.partition])
+                target = offsets.get(tp, begins[tp])
             elif back is not None:
-                target = max(begins[tp.partition], ends[tp.partition] - back)
+                target = max(begins[tp], ends[tp] - back)
             else:
-                target = ends[tp.partition]
+                target = ends[tp]
             self._consumer.seek(tp, target)
 
-    def poll(self, timeout_ms: int = POLL_MS) -> list[Rejection]:
+    def records(self, timeout_ms: int = POLL_MS) -> list[Any]:
         """The records fetched by one poll, in partition/offset order."""
-        out = []
-        for records in self._consumer.poll(timeout_ms=timeout_ms).values():
-            out += [parse_record(r.key, r.value, r.partition, r.offset) for r in records]
-        return out
+        return [r for records in self._consumer.poll(timeout_ms=timeout_ms).values() for r in records]
+
+    def poll(self, timeout_ms: int = POLL_MS) -> list[Rejection]:
+        """:meth:`records` as dead letters."""
+        return [parse_record(r.key, r.value, r.partition, r.offset) for r in self.records(timeout_ms)]
 
     def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> list[Rejection]:
         """Everything from the current positions to the end (the end as of now, plus one empty poll);
@@ -192,14 +199,14 @@ class DeadLetterReader:
         while True:
             batch = self.poll()
             out += batch
-            at_end = all(self._consumer.position(tp) >= ends.get(tp.partition, 0) for tp in self._partitions)
+            at_end = all(self._consumer.position(tp) >= ends.get(tp, 0) for tp in self._partitions)
             if not batch and at_end:
                 return out
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.topic} not read to its end within {timeout_s:.0f} s")
+                raise TimeoutError(f"{', '.join(self.names)} not read to its end within {timeout_s:.0f} s")
 
 
-def _backlog(reader: DeadLetterReader, limit: int, ladder: str | None) -> list[Rejection]:
+def _backlog(reader: TopicReader, limit: int, ladder: str | None) -> list[Rejection]:
     """The ``limit`` most recent dead letters (of ``ladder`` if given) up to now, newest first."""
     reader.seek(back=limit if ladder is None else max(limit, LADDER_SCAN))  # records read back per partition
     found = [r for r in reader.drain() if ladder is None or r.ladder == ladder]
@@ -208,7 +215,7 @@ def _backlog(reader: DeadLetterReader, limit: int, ladder: str | None) -> list[R
 
 def recent(settings: Settings, *, limit: int, ladder: str | None = None) -> list[Rejection]:
     """The ``limit`` most recent dead letters (of ``ladder`` if given), newest first."""
-    with DeadLetterReader(settings) as reader:
+    with TopicReader(settings) as reader:
         if not reader.assign():
             return []
         return _backlog(reader, limit, ladder)
@@ -218,11 +225,9 @@ def follow(settings: Settings, *, ladder: str | None = None, deadline: float | N
            last: int = 0) -> Iterator[Rejection]:
     """The ``last`` most recent dead letters (oldest of them first), then each new one as it arrives,
     until ``deadline`` (monotonic); one reader throughout, so none falls between the two."""
-    with DeadLetterReader(settings) as reader:
-        while not reader.assign():
-            if deadline is not None and time.monotonic() > deadline:
-                return
-            time.sleep(POLL_MS / 1000)
+    with TopicReader(settings) as reader:
+        if not reader.wait(deadline):
+            return
         yield from reversed(_backlog(reader, last, ladder))
         while deadline is None or time.monotonic() < deadline:
             for rejection in reader.poll():

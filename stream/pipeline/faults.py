@@ -5,7 +5,7 @@ A handler calls ``await faults.at(POINT, **context)``; with no hook installed (p
 returns False at once. The fault suite's hook (:func:`install`, tests/faults/injection.py) may
 kill the process, raise :class:`InjectedFault`, cut the batch's store, stall a partition, or
 return True: the caller then loses what the place names (the ``drop_*`` places). The places'
-names are the tests' FAULT_POINT values.
+names are the tests' FAULT_POINT values (grouped by kind in tests/faults/injection.py).
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ PHASE_TWO_AFTER_REDIS_BEFORE_EMIT = "phase_two_after_redis_before_emit"
 PHASE_TWO_AFTER_EMIT_BEFORE_ACK = "phase_two_after_emit_before_ack"
 CORRECTION_MID_RERATE = "correction_mid_rerate"
 """Half of a correction's writes sent (rounds, no player yet), no event: its redelivery must finish
-it (tests/faults/test_corrections_kill.py; not in CRASH_POINTS, those a stream of rounds meets)."""
+it (tests/faults/test_corrections_kill.py; not among the points a stream of rounds meets)."""
 IN_BATCH_STORE = "in_batch_store"
 """Phase one of a batch dies with its store (a pipeline, not a transaction) half written."""
-BATCH_CRASH_POINTS = (IN_BATCH_STORE,)
 
 #: Crash points of a matchmaking tick (stream/pipeline/matchmaking.py), in the order a tick meets them.
 MM_AFTER_JOIN_BEFORE_ACK = "mm_after_join_before_ack"
@@ -39,17 +38,12 @@ MM_AFTER_COMMIT_BEFORE_SEND = "mm_after_commit_before_send"
 """A tick's matches are committed (tickets out of the pool, players in match, records in the outbox), nothing sent."""
 MM_AFTER_SEND_BEFORE_MARK = "mm_after_send_before_mark"
 """A tick's records are acknowledged by the broker, the outbox not cleared: they are sent again."""
-MM_CRASH_POINTS = (MM_AFTER_JOIN_BEFORE_ACK, MM_AFTER_FORM_BEFORE_COMMIT, MM_AFTER_COMMIT_BEFORE_SEND,
-                   MM_AFTER_SEND_BEFORE_MARK)
-CRASH_POINTS = (AFTER_REGISTER_BEFORE_FANOUT, AFTER_PRIORS_BEFORE_FANOUT_STORED, AFTER_FANOUT_STORED_BEFORE_SEND,
-                AFTER_FANOUT_SENT_BEFORE_ACK, PHASE_TWO_AFTER_REDIS_BEFORE_EMIT, PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
 
 #: Loss points: the worker goes on, but one thing is lost (what a framework bug could do).
 DROP_ONE_FANOUT_MESSAGE = "drop_one_fanout_message"
 """The first fan-out message phase one sends is silently not sent (the round stays pending)."""
 DROP_ROUND_AFTER_REGISTER = "drop_round_after_register"
 """The first round registered is abandoned and its input acked (the round stays registered)."""
-DROP_POINTS = (DROP_ONE_FANOUT_MESSAGE, DROP_ROUND_AFTER_REGISTER)
 
 #: Raise points: the handler raises InjectedFault a few times in a row, then works again.
 RAISE_IN_PHASE_ONE = "raise_in_phase_one"
@@ -57,7 +51,6 @@ RAISE_IN_PHASE_ONE = "raise_in_phase_one"
 priors read and performances computed, nothing of its fan-out stored)."""
 RAISE_IN_PHASE_TWO = "raise_in_phase_two"
 """Phase two's handler raises after it stored a batch's effects, before its events are sent."""
-RAISE_POINTS = (RAISE_IN_PHASE_ONE, RAISE_IN_PHASE_TWO)
 
 #: Poison points: the handler raises InjectedFault EVERY time it meets the first round that got there
 #: (what a message the code cannot digest does): the worker must dead-letter it and move on.
@@ -65,7 +58,6 @@ RAISE_ALWAYS_IN_PHASE_ONE = "raise_always_in_phase_one"
 """Phase one raises for one round where RAISE_IN_PHASE_ONE does, every attempt."""
 RAISE_ALWAYS_IN_PHASE_TWO = "raise_always_in_phase_two"
 """Phase two raises for every batch holding an update of one round, every attempt."""
-RAISE_ALWAYS_POINTS = (RAISE_ALWAYS_IN_PHASE_ONE, RAISE_ALWAYS_IN_PHASE_TWO)
 
 #: Stall points (stream/pipeline/runtime/watchdog.py): the worker's consumer stops fetching one partition.
 STALL_ROUNDS_PARTITION = "stall_rounds_partition"
@@ -74,8 +66,6 @@ bug): the watchdog's self-heal (seek + resume) clears it."""
 STALL_ROUNDS_PARTITION_FOREVER = "stall_rounds_partition_forever"
 """As STALL_ROUNDS_PARTITION, and resuming it does nothing while the assignment lasts: only the
 watchdog's exit (STALL_EXIT) and a restart clear it."""
-STALL_POINTS = (STALL_ROUNDS_PARTITION, STALL_ROUNDS_PARTITION_FOREVER)
-"""Both stall where the watchdog has observed the partitions (the place STALL_ROUNDS_PARTITION)."""
 
 
 class InjectedFault(RuntimeError):

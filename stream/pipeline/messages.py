@@ -100,21 +100,15 @@ def partition_messages(heads: Sequence[str], entries: Sequence[str], flat: Seque
                 group.append(i)
         messages: list[FanOutMessage] = []
         for partition in sorted(groups):
-            index = groups[partition]
-            # = PlayerUpdate(...).to_json().encode() of these entries (tested byte-equal)
-            value = join_entries(head, [entries[i] for i in index])
-            if len(value) > limit and len(index) > 1:  # rare: joined again, in parts
-                _split(messages, partition, head, entries, flat, index, limit)
-            else:
-                messages.append(FanOutMessage(partition, flat[index[0]].encode(), value))
+            _split(messages, partition, head, entries, flat, groups[partition], limit)
         out.append(messages)
     return out
 
 
 def _split(out: list[FanOutMessage], partition: int, head: str, entries: Sequence[str], flat: Sequence[str],
            index: list[int], limit: int) -> None:
-    """Append the message of the entries ``index`` of one partition, in halves while over ``limit``."""
-    value = join_entries(head, [entries[i] for i in index])
+    """Append the message of the entries ``index`` of one partition, in halves (rare) while over ``limit``."""
+    value = join_entries(head, [entries[i] for i in index])  # = PlayerUpdate(...).to_json().encode() (tested)
     if len(value) <= limit or len(index) == 1:
         out.append(FanOutMessage(partition, flat[index[0]].encode(), value))
         return

@@ -12,7 +12,7 @@ running worker's scrape against these conventions and deploy/grafana and deploy/
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import (GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, REGISTRY, Counter, Gauge,
@@ -27,18 +27,14 @@ PREFIX = "ems"
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no ``*_created`` series beside each counter and histogram
 
 
-def _own_process_metrics() -> None:
-    """Replace prometheus_client's default collectors (no prefix) by the process collector under :data:`PREFIX`."""
-    for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
-        try:
-            REGISTRY.unregister(collector)
-        except KeyError:  # already done (a re-import)
-            pass
-    if "ems_process_cpu_seconds_total" not in getattr(REGISTRY, "_names_to_collectors", {}):
-        ProcessCollector(namespace=PREFIX)
-
-
-_own_process_metrics()
+# prometheus_client's default collectors (no prefix) replaced by the process collector under PREFIX
+for _default in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    try:
+        REGISTRY.unregister(_default)
+    except KeyError:  # already done (a re-import)
+        pass
+if "ems_process_cpu_seconds_total" not in getattr(REGISTRY, "_names_to_collectors", {}):
+    ProcessCollector(namespace=PREFIX)
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -96,36 +92,40 @@ HEALTH_CPU_SECONDS = Counter("ems_rating_health_cpu_seconds_total", "CPU time of
 API_REQUESTS = Counter("ems_api_requests_total", "Read API requests by route and status", ["route", "status"])
 
 
-class ConsumerLag(Collector):
-    """The worker group's lag per topic and partition, in messages and in seconds (the oldest
-    uncommitted record's age), set whole by the Kafka probe (``stream.api.health``) after each check."""
+class Snapshot(Collector):
+    """Figures replaced whole by :meth:`update` (a scrape sees one update or the next), rendered by ``families``."""
 
-    def __init__(self) -> None:
-        self._rows: dict[tuple[str, int], tuple[int, float | None]] = {}
+    def __init__(self, families: Callable[[dict[Any, Any]], Iterator[Metric]]) -> None:
+        self._families = families
+        self._rows: dict[Any, Any] = {}
 
-    def update(self, rows: Mapping[tuple[str, int], tuple[int, float | None]]) -> None:
-        self._rows = dict(rows)  # replaced whole: a scrape sees one check or the next
+    def update(self, rows: Mapping[Any, Any]) -> None:
+        self._rows = dict(rows)
 
     def collect(self) -> Iterator[Metric]:
-        rows = self._rows
-        messages = GaugeMetricFamily("ems_consumer_lag_messages", "Records of the partition not committed yet by "
-                                     "the worker group (end offset - committed offset)", labels=["topic", "partition"])
-        seconds = GaugeMetricFamily("ems_consumer_lag_seconds", "Age of the oldest record of the partition not "
-                                    "committed yet by the worker group (now - its Kafka timestamp); 0 when caught up",
-                                    labels=["topic", "partition"])
-        for (topic, partition), (count, age) in sorted(rows.items()):
-            messages.add_metric([topic, str(partition)], float(count))
-            if age is not None:
-                seconds.add_metric([topic, str(partition)], age)
-        yield messages
-        yield seconds
+        return self._families(self._rows)
 
     def describe(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily("ems_consumer_lag_messages", "", labels=["topic", "partition"])
-        yield GaugeMetricFamily("ems_consumer_lag_seconds", "", labels=["topic", "partition"])
+        return iter(())
 
 
-CONSUMER_LAG = ConsumerLag()
+def _consumer_lag(rows: dict[tuple[str, int], tuple[int, float | None]]) -> Iterator[Metric]:
+    """The worker group's lag per topic and partition, in messages and in seconds (the oldest
+    uncommitted record's age), set whole by the Kafka probe (``stream.api.health``) after each check."""
+    messages = GaugeMetricFamily("ems_consumer_lag_messages", "Records of the partition not committed yet by "
+                                 "the worker group (end offset - committed offset)", labels=["topic", "partition"])
+    seconds = GaugeMetricFamily("ems_consumer_lag_seconds", "Age of the oldest record of the partition not "
+                                "committed yet by the worker group (now - its Kafka timestamp); 0 when caught up",
+                                labels=["topic", "partition"])
+    for (topic, partition), (count, age) in sorted(rows.items()):
+        messages.add_metric([topic, str(partition)], float(count))
+        if age is not None:
+            seconds.add_metric([topic, str(partition)], age)
+    yield messages
+    yield seconds
+
+
+CONSUMER_LAG = Snapshot(_consumer_lag)
 REGISTRY.register(CONSUMER_LAG)
 
 
@@ -152,54 +152,43 @@ _LADDER_HEALTH = (  # name (``_total``: a counter), help, labels
 )
 
 
-class LadderHealthMetrics(Collector):
+def _ladder_health(ladders: dict[str, dict[str, Any]]) -> Iterator[Metric]:
     """Each ladder's rating health (``store.health.ladder_health``, refreshed from Redis by the API's
     loop every ``HEALTH_EXPORT_S``: every worker exports the same figures, take ``max by (ladder)``);
     the paper's pair and rank figures as 0-1 ratios, calibration per bin (``bin``: its lower edge)."""
+    from prometheus_client.core import CounterMetricFamily
 
-    def __init__(self) -> None:
-        self._ladders: dict[str, dict[str, Any]] = {}
+    families = [(CounterMetricFamily if name.endswith("_total") else GaugeMetricFamily)(
+        name.removesuffix("_total"), doc, labels=labels.split()) for name, doc, labels in _LADDER_HEALTH]
+    scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional = families
 
-    def update(self, ladders: Mapping[str, dict[str, Any]]) -> None:
-        self._ladders = dict(ladders)
+    def number(value: object) -> float:
+        return math.nan if value is None else float(value)  # type: ignore[arg-type]
 
-    def collect(self) -> Iterator[Metric]:
-        from prometheus_client.core import CounterMetricFamily
-
-        families = [(CounterMetricFamily if name.endswith("_total") else GaugeMetricFamily)(
-            name.removesuffix("_total"), doc, labels=labels.split()) for name, doc, labels in _LADDER_HEALTH]
-        scored, climbers, pair, rank, loss, ece, observed, predicted, pairs, mean_mu, median_mu, provisional = families
-
-        def number(value: object) -> float:
-            return math.nan if value is None else float(value)  # type: ignore[arg-type]
-
-        for ladder, health in sorted(self._ladders.items()):
-            cumulative = health["cumulative"]
-            scored.add_metric([ladder], float(cumulative["rounds"]))
-            climbers.add_metric([ladder], float(cumulative["climbers"]))
-            for window in ("cumulative", "rolling"):
-                figures = health[window]
-                for subset, key in (("all", "all"), ("experienced", "exp")):
-                    pair.add_metric([ladder, subset, window], number(figures[f"pair_{key}"]) / 100.0)
-                    rank.add_metric([ladder, subset, window], number(figures[f"rank_{key}"]) / 100.0)
-                loss.add_metric([ladder, window], number(figures["log_loss"]))
-                ece.add_metric([ladder, window], number(figures["calibration_error"]))
-                provisional.add_metric([ladder, window], number(figures["provisional_share"]))
-                for b in figures["calibration"]:
-                    edge = f"{b['from']:.2f}"
-                    n = b["pairs"]
-                    observed.add_metric([ladder, edge, window], b["wins"] / n if n else math.nan)
-                    predicted.add_metric([ladder, edge, window], b["predicted"] / n if n else math.nan)
-                    if window == "cumulative":
-                        pairs.add_metric([ladder, edge], float(n))
-            mean_mu.add_metric([ladder, "pool"], number(health["pool"]["mean_mu"]))
-            mean_mu.add_metric([ladder, "participants"], number(health["rolling"]["mean_mu"]))
-            median_mu.add_metric([ladder], number(health["median_mu"]))
-        yield from families
-
-    def describe(self) -> Iterator[Metric]:
-        return iter(())
+    for ladder, health in sorted(ladders.items()):
+        cumulative = health["cumulative"]
+        scored.add_metric([ladder], float(cumulative["rounds"]))
+        climbers.add_metric([ladder], float(cumulative["climbers"]))
+        for window in ("cumulative", "rolling"):
+            figures = health[window]
+            for subset, key in (("all", "all"), ("experienced", "exp")):
+                pair.add_metric([ladder, subset, window], number(figures[f"pair_{key}"]) / 100.0)
+                rank.add_metric([ladder, subset, window], number(figures[f"rank_{key}"]) / 100.0)
+            loss.add_metric([ladder, window], number(figures["log_loss"]))
+            ece.add_metric([ladder, window], number(figures["calibration_error"]))
+            provisional.add_metric([ladder, window], number(figures["provisional_share"]))
+            for b in figures["calibration"]:
+                edge = f"{b['from']:.2f}"
+                n = b["pairs"]
+                observed.add_metric([ladder, edge, window], b["wins"] / n if n else math.nan)
+                predicted.add_metric([ladder, edge, window], b["predicted"] / n if n else math.nan)
+                if window == "cumulative":
+                    pairs.add_metric([ladder, edge], float(n))
+        mean_mu.add_metric([ladder, "pool"], number(health["pool"]["mean_mu"]))
+        mean_mu.add_metric([ladder, "participants"], number(health["rolling"]["mean_mu"]))
+        median_mu.add_metric([ladder], number(health["median_mu"]))
+    yield from families
 
 
-LADDER_HEALTH = LadderHealthMetrics()
+LADDER_HEALTH = Snapshot(_ladder_health)
 REGISTRY.register(LADDER_HEALTH)

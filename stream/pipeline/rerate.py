@@ -142,7 +142,11 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
         seen = occurrence(local)
         r.rounds_played[lo:hi] = prior.rounds[local] + seen + 1
         chunk_rows = rows[lo:hi]
-        starting = _starting(params, times[a:b], sizes[a:b], prev, prior.last_time[local])
+        starting = np.zeros(hi - lo, dtype=bool)  # whether the round starts a new season for the player
+        if params.season is not None:
+            when = np.repeat(times[a:b], sizes[a:b])
+            starting = entering(np.where(has_prev, when[np.maximum(prev, 0)], prior.last_time[local]), when,
+                                params.season)
         for k in range(int(seen.max(initial=-1)) + 1):  # each player's rounds in order (hysteresis)
             at = np.flatnonzero(seen == k)
             moved = season_next_tier(row_tier[chunk_rows[at]], starting[at], update.mu[at], update.sigma[at], cfg,
@@ -152,16 +156,6 @@ def rerate(history: Sequence[HistoryRound], params: Params, cfg: DisplayConfig) 
     r.last[rows] = np.arange(len(rows))  # the last assignment of a repeated index wins: the latest participation
     r.shown = display_rating(r.mu_after, r.sigma_after, cfg)
     return r
-
-
-def _starting(params: Params, times: np.ndarray, sizes: np.ndarray, previous: np.ndarray,
-              prior_time: np.ndarray) -> np.ndarray:
-    """Per participation of a chunk: whether its round starts a new season for the player."""
-    if params.season is None:
-        return np.zeros(previous.shape[0], dtype=bool)
-    at = np.repeat(times, sizes)
-    last = np.where(previous >= 0, at[np.maximum(previous, 0)], prior_time)
-    return entering(last, at, params.season)
 
 
 def rerate_model(history: Sequence[HistoryRound], cfg: LadderConfig, display: DisplayConfig) -> Rerated:

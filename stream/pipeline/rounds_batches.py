@@ -44,8 +44,7 @@ async def phase_one_batch(ctx: PipelineContext, names: TopicNames, events: Seque
         log.error("phase one of a batch of %d message(s) kept raising %s: handling them one by one", len(events),
                   type(gave_up.error).__name__)
         batch = BatchResult([None] * len(events), deferred=list(range(len(events))))
-    records = _records(names, settings.max_message_bytes, events, batch.results)
-    await enqueue(records + fanout_messages(names, await _maybe_drop(batch.messages)) + _inserts(names, batch.results))
+    await enqueue(await _records(names, settings.max_message_bytes, events, batch.results, batch.messages))
     done = [result for result in batch.results if result is not None]
     _count(done, (time.perf_counter() - started) / max(1, len(done)))
     for i in batch.deferred:
@@ -66,24 +65,23 @@ async def one_round(ctx: PipelineContext, names: TopicNames, event: Incoming, en
         error = gave_up.error
         result = await retrying(lambda: fail(ctx, event.value, event.origin, error), f"setting aside {what}",
                                 max_delay_s=settings.retry_max_delay_s, handler=retry.PHASE_ONE)
-    records = _records(names, settings.max_message_bytes, [event], [result])
-    await enqueue(records + fanout_messages(names, await _maybe_drop(result.updates)) + _inserts(names, [result]))
+    await enqueue(await _records(names, settings.max_message_bytes, [event], [result], result.updates))
     _count([result], time.perf_counter() - started)
     return result
 
 
-def _records(names: TopicNames, max_message_bytes: int, events: Sequence[Incoming],
-             results: Sequence[PhaseOneResult | None]) -> list[Outgoing]:
-    """The dead letters of the rejected messages, then the misrouted rounds forwarded."""
-    out = [_letter(names, max_message_bytes, event, result) for event, result in zip(events, results)
-           if result is not None and result.dead_letter is not None]
-    return out + [_forward(event, result) for event, result in zip(events, results)
-                  if result is not None and result.outcome == FORWARDED]
-
-
-def _inserts(names: TopicNames, results: Sequence[PhaseOneResult | None]) -> list[Outgoing]:
-    """The insert corrections of late rounds, to ``corrections``."""
-    return repair_messages(names, [result.insert for result in results if result is not None and result.insert is not None])
+async def _records(names: TopicNames, max_message_bytes: int, events: Sequence[Incoming],
+                   results: Sequence[PhaseOneResult | None], messages: list[FanOutMessage]) -> list[Outgoing]:
+    """The dead letters of the rejected messages, the misrouted rounds forwarded, the fan-out
+    ``messages`` (less the first one when the fault seam DROP_ONE_FANOUT_MESSAGE drops it), then the
+    insert corrections of late rounds."""
+    done = [(event, result) for event, result in zip(events, results) if result is not None]
+    out = [_letter(names, max_message_bytes, event, result) for event, result in done if result.dead_letter is not None]
+    out += [_forward(event, result) for event, result in done if result.outcome == FORWARDED]
+    if messages and await faults.at(faults.DROP_ONE_FANOUT_MESSAGE):
+        messages = messages[1:]
+    return out + fanout_messages(names, messages) + repair_messages(names, [result.insert for _, result in done
+                                                                           if result.insert is not None])
 
 
 def _letter(names: TopicNames, max_message_bytes: int, event: Incoming, result: PhaseOneResult) -> Outgoing:
@@ -100,13 +98,6 @@ def _forward(event: Incoming, result: PhaseOneResult) -> Outgoing:
     log.info("round %s/%s was published under another key than its ladder: forwarded to its ladder's partition",
              log_safe(result.ladder), log_safe(result.round_id))
     return Outgoing(event.origin.topic, result.ladder.encode(), event.value)
-
-
-async def _maybe_drop(messages: list[FanOutMessage]) -> list[FanOutMessage]:
-    """The messages, less the first one when the fault seam drops it (DROP_ONE_FANOUT_MESSAGE)."""
-    if messages and await faults.at(faults.DROP_ONE_FANOUT_MESSAGE):
-        return messages[1:]
-    return messages
 
 
 def _count(results: Sequence[PhaseOneResult], seconds_each: float) -> None:

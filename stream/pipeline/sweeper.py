@@ -23,9 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any
 
 from stream.pipeline import metrics, retry
 from stream.logsafe import log_ids
@@ -67,11 +65,20 @@ async def sweep(ctx: PipelineContext) -> SweepReport:
 
 
 async def _sweep_ladder_within(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:
-    """:func:`sweep_ladder` within SWEEP_TIMEOUT_S; a failure or timeout is logged and counted,
-    never raised (the other ladders go on; its rounds wait for their next due time)."""
+    """:func:`sweep_ladder` within SWEEP_TIMEOUT_S, then cancelled but not waited for (``asyncio.wait_for``
+    would wait for a cancelled Redis call); a failure or timeout is logged and counted, never raised (the
+    other ladders go on; its rounds wait for their next due time)."""
+    timeout_s = ctx.settings.sweep_timeout_s
+    task = asyncio.ensure_future(sweep_ladder(ctx, ladder, rounds))
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no "never retrieved" log
     try:
-        return await _within(sweep_ladder(ctx, ladder, rounds), ctx.settings.sweep_timeout_s)
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+        if not done:
+            task.cancel()
+            raise TimeoutError(f"not done within {timeout_s:g}s")
+        return task.result()
     except asyncio.CancelledError:
+        task.cancel()
         raise
     except Exception as exc:  # noqa: BLE001 - one ladder's failure must not drop the rest of the sweep
         kind = retry.failure_kind(exc)
@@ -80,22 +87,6 @@ async def _sweep_ladder_within(ctx: PipelineContext, ladder: str, rounds: list[D
                 "sweeping ladder %r failed (%s: %s); its rounds are re-driven at their next due time", ladder,
                 type(exc).__name__, exc)
         return SweepReport([], [])
-
-
-async def _within(work: Coroutine[Any, Any, SweepReport], timeout_s: float) -> SweepReport:
-    """``work``'s result if it ends within ``timeout_s``, else TimeoutError at once: the task is
-    cancelled but not waited for (``asyncio.wait_for`` would wait for a cancelled Redis call)."""
-    task = asyncio.ensure_future(work)
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no "never retrieved" log
-    try:
-        done, _ = await asyncio.wait({task}, timeout=timeout_s)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if not done:
-        task.cancel()
-        raise TimeoutError(f"not done within {timeout_s:g}s")
-    return task.result()
 
 
 async def sweep_ladder(ctx: PipelineContext, ladder: str, rounds: list[DueRound]) -> SweepReport:

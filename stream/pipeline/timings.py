@@ -27,10 +27,6 @@ class BatchTimings:
         self.directory = directory
         self._file: IO[str] | None = None
 
-    @property
-    def on(self) -> bool:
-        return bool(self.directory)
-
     def record(self, phase: int, events: Sequence[Incoming], taken_at: float, steps: dict[str, float]) -> None:
         """Write the line of a batch of ``events`` taken at ``taken_at`` (epoch seconds) whose steps
         took ``steps`` (name -> seconds)."""

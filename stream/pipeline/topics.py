@@ -54,21 +54,17 @@ def ensure_topics(bootstrap: str, topics: Mapping[str, int], *, replication: int
         existing = set(admin.list_topics())
         missing = [NewTopic(name, partitions, replication) for name, partitions in topics.items() if name not in existing]
         if missing:
-            # raise_errors=False: a concurrent creator (TopicAlreadyExists) is not an error here.
-            admin.create_topics(missing, raise_errors=False)
-        return _await_partitions(admin, list(topics), timeout_s)
+            admin.create_topics(missing, raise_errors=False)  # a concurrent creator's TopicAlreadyExists is fine
+        deadline = time.monotonic() + timeout_s
+        while True:  # until every topic is in the broker's metadata with its partitions
+            found = {d["name"]: len(d["partitions"]) for d in admin.describe_topics(list(topics))
+                     if d.get("error_code", 0) == 0 and d.get("partitions")}
+            if all(name in found for name in topics):
+                return found
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topics not in broker metadata after {timeout_s:.0f} s: "
+                                   f"{sorted(set(topics) - set(found))}")
+            time.sleep(POLL_INTERVAL_S)
     finally:
         admin.close()
 
-
-def _await_partitions(admin: Any, names: list[str], timeout_s: float) -> dict[str, int]:
-    """Poll metadata until every topic in ``names`` is described with its partitions."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = {d["name"]: len(d["partitions"]) for d in admin.describe_topics(names)
-                 if d.get("error_code", 0) == 0 and d.get("partitions")}
-        if all(name in found for name in names):
-            return found
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topics not in broker metadata after {timeout_s:.0f} s: {sorted(set(names) - set(found))}")
-        time.sleep(POLL_INTERVAL_S)

@@ -16,8 +16,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 import pipeline_harness as harness
-from stream.pipeline.faults import BATCH_CRASH_POINTS, CRASH_POINTS
-from tests.faults.injection import CRASH_EXIT_CODE
+from tests.faults.injection import (  # noqa: F401 - the suites' groups of fault points
+    BATCH_CRASH_POINTS, CRASH_EXIT_CODE, CRASH_POINTS, DROP_POINTS, MM_CRASH_POINTS, RAISE_ALWAYS_POINTS, RAISE_POINTS)
 from stream.stack.redis_server import RedisServer
 from stream.store import keys
 

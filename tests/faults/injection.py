@@ -36,7 +36,20 @@ RAISE_TIMES = 3
 """How many times in a row a raise point raises: the first time this process meets it (and the
 marker did not exist) and the next RAISE_TIMES - 1 times (in practice the retries of the same
 input: a phase-one actor retries its round before anything else)."""
-KILL_POINTS = (*faults.CRASH_POINTS, *faults.MM_CRASH_POINTS, faults.CORRECTION_MID_RERATE)
+CRASH_POINTS = (faults.AFTER_REGISTER_BEFORE_FANOUT, faults.AFTER_PRIORS_BEFORE_FANOUT_STORED,
+                faults.AFTER_FANOUT_STORED_BEFORE_SEND, faults.AFTER_FANOUT_SENT_BEFORE_ACK,
+                faults.PHASE_TWO_AFTER_REDIS_BEFORE_EMIT, faults.PHASE_TWO_AFTER_EMIT_BEFORE_ACK)
+"""Crash points, in the order a round meets them."""
+BATCH_CRASH_POINTS = (faults.IN_BATCH_STORE,)
+MM_CRASH_POINTS = (faults.MM_AFTER_JOIN_BEFORE_ACK, faults.MM_AFTER_FORM_BEFORE_COMMIT,
+                   faults.MM_AFTER_COMMIT_BEFORE_SEND, faults.MM_AFTER_SEND_BEFORE_MARK)
+"""Crash points of a matchmaking tick, in the order a tick meets them."""
+DROP_POINTS = (faults.DROP_ONE_FANOUT_MESSAGE, faults.DROP_ROUND_AFTER_REGISTER)
+RAISE_POINTS = (faults.RAISE_IN_PHASE_ONE, faults.RAISE_IN_PHASE_TWO)
+RAISE_ALWAYS_POINTS = (faults.RAISE_ALWAYS_IN_PHASE_ONE, faults.RAISE_ALWAYS_IN_PHASE_TWO)
+STALL_POINTS = (faults.STALL_ROUNDS_PARTITION, faults.STALL_ROUNDS_PARTITION_FOREVER)
+"""Both stall where the watchdog has observed the partitions (the place STALL_ROUNDS_PARTITION)."""
+KILL_POINTS = (*CRASH_POINTS, *MM_CRASH_POINTS, faults.CORRECTION_MID_RERATE)
 RAISE_AT = {faults.RAISE_IN_PHASE_ONE: faults.AFTER_PRIORS_BEFORE_FANOUT_STORED,
             faults.RAISE_IN_PHASE_TWO: faults.RAISE_IN_PHASE_TWO}
 """Where each raise point raises (phase one's where AFTER_PRIORS_BEFORE_FANOUT_STORED is)."""
@@ -79,11 +92,11 @@ class Injector:
         if RAISE_ALWAYS_AT.get(point) == place:
             for round_id in context.get("rounds", ()):
                 self.raise_for_one_round(round_id)
-        if place == point and point in faults.DROP_POINTS:
+        if place == point and point in DROP_POINTS:
             return self.fires()
         if place == faults.IN_BATCH_STORE == point:
             return self.kill_in_batch_store(context["store"], context["queued"])
-        if place == faults.STALL_ROUNDS_PARTITION and point in faults.STALL_POINTS:
+        if place == faults.STALL_ROUNDS_PARTITION and point in STALL_POINTS:
             return self.stall(context["app"], context["observed"], context["rounds"])
         return False
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 ROUNDS = 40
 
 
-@pytest.mark.parametrize("point", faults.CRASH_POINTS)
+@pytest.mark.parametrize("point", faults_h.CRASH_POINTS)
 def test_crash_at_fault_point_then_restart(point: str, local_stack, stack_redis_url: str, fresh_prefix: str,
                                            tmp_path: Path) -> None:
     rounds = harness.synthetic_rounds(seed=len(point), count=ROUNDS, ladders=("alpha", "beta"), pool=16)

@@ -52,7 +52,7 @@ def assert_histories_in_publish_order(redis_url: str, rounds: list[dict]) -> Non
         client.close()
 
 
-@pytest.mark.parametrize("point", faults.RAISE_POINTS)
+@pytest.mark.parametrize("point", faults_h.RAISE_POINTS)
 def test_handler_raising_is_retried_and_the_stream_stays_in_order(point: str, local_stack, stack_redis_url: str,
                                                                   fresh_prefix: str, tmp_path: Path) -> None:
     rounds = harness.synthetic_rounds(seed=11, count=ROUNDS, ladders=("alpha", "beta"), pool=16, min_size=6)

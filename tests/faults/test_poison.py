@@ -26,7 +26,6 @@ import fault_harness as faults_h
 import pipeline_harness as harness
 from stream import engine
 from stream.contracts import validate
-from stream.pipeline import faults
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.store import keys
@@ -129,7 +128,7 @@ def poisoned_round(marker: Path) -> str:
     return lines[0].removeprefix("raise always ") if lines else ""
 
 
-@pytest.mark.parametrize("point", faults.RAISE_ALWAYS_POINTS)
+@pytest.mark.parametrize("point", faults_h.RAISE_ALWAYS_POINTS)
 def test_a_message_that_always_raises_is_dead_lettered_and_the_stream_moves_on(
         point: str, local_stack, stack_redis_url: str, fresh_prefix: str, tmp_path: Path) -> None:
     rounds = harness.synthetic_rounds(seed=22, count=30, ladders=("alpha", "beta"), pool=12, min_size=6)

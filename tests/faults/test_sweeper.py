@@ -32,7 +32,7 @@ ROUNDS = 30
 STUCK_STATUS = {faults.DROP_ONE_FANOUT_MESSAGE: b"pending", faults.DROP_ROUND_AFTER_REGISTER: b"registered"}
 
 
-@pytest.mark.parametrize("point", faults.DROP_POINTS)
+@pytest.mark.parametrize("point", faults_h.DROP_POINTS)
 def test_sweeper_completes_a_round_whose_message_was_lost(point: str, local_stack, stack_redis_url: str,
                                                           fresh_prefix: str, tmp_path: Path) -> None:
     rounds = harness.synthetic_rounds(seed=5, count=ROUNDS, ladders=("alpha", "beta"), pool=16, min_size=8)

@@ -13,7 +13,6 @@ import redis
 import fault_harness as faults_h
 import mm_harness as mm
 import pipeline_harness as harness
-from stream.pipeline import faults
 from stream.pipeline.topics import ensure
 from stream.settings import Settings
 from stream.store import keys
@@ -35,7 +34,7 @@ def supervise(workers: list[harness.Worker], condition, what: str, timeout_s: fl
     return crashes
 
 
-@pytest.mark.parametrize("point", faults.MM_CRASH_POINTS)
+@pytest.mark.parametrize("point", faults_h.MM_CRASH_POINTS)
 def test_crash_at_each_step_of_a_tick(point: str, local_stack, stack_redis_url: str, fresh_prefix: str,
                                       tmp_path: Path) -> None:
     env = mm.env(local_stack.bootstrap, stack_redis_url, fresh_prefix, tmp_path, point,

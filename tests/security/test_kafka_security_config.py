@@ -17,7 +17,7 @@ from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 from pki import Pki
 from stream.connections import ConnectionConfigError, aiokafka_config, kafka_python_config, kafka_python_security
 from stream.pipeline.runtime.app import create_app
-from stream.pipeline.runtime.credentials import faust_broker, faust_credentials
+from stream.pipeline.runtime.app import faust_broker, faust_credentials
 from stream.settings import Settings
 
 SASL = {"kafka_sasl_mechanism": "SCRAM-SHA-512", "kafka_sasl_username": "ems", "kafka_sasl_password": "k-Secret-1"}

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from stream.connections import kafka_python_security
-from stream.pipeline.runtime.credentials import faust_credentials
+from stream.pipeline.runtime.app import faust_credentials
 from stream.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

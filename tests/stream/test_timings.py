@@ -19,14 +19,14 @@ def events() -> list[Incoming]:
 
 def test_without_a_directory_nothing_is_written() -> None:
     timings = BatchTimings("")
-    assert not timings.on
+    assert not timings.directory  # off
     timings.record(1, events(), 100.25, {"handle": 0.01, "acks": 0.002})
     assert timings._file is None
 
 
 def test_each_batch_is_one_line_with_its_wait_and_steps(tmp_path: Path) -> None:
     timings = BatchTimings(str(tmp_path / "batches"))
-    assert timings.on
+    assert timings.directory  # on
     timings.record(1, events(), 100.25, {"handle": 0.01, "acks": 0.002})
     timings.record(2, events()[2:], 101.0, {"apply": 0.004, "emit": 0.003})
     [path] = (tmp_path / "batches").iterdir()
@@ -45,4 +45,4 @@ def test_an_unwritable_directory_turns_timings_off_without_failing_the_batch(tmp
     blocker.write_text("x")
     timings = BatchTimings(str(blocker / "sub"))
     timings.record(1, [], 0.0, {"handle": 0.1})
-    assert not timings.on
+    assert not timings.directory  # off

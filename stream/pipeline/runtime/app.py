@@ -10,13 +10,14 @@ import tempfile
 from dataclasses import dataclass
 
 import faust
+import faust.types.auth
 
 from stream import dependencies
+from stream.connections import kafka_bootstrap, kafka_protocol, kafka_ssl_context
 from stream.engine import warm_up
 from stream.pipeline.runtime import agents, watchdog
 from stream.pipeline.runtime.compat import (PromptTableManager, QuietMonitor, cap_fetch_wait, deliver_without_blocking,
                                             direct_delivery, idle_fetch_wait, leave_group_on_stop)
-from stream.pipeline.runtime.credentials import faust_broker, faust_credentials
 from stream.pipeline.runtime.producer import BATCH_BYTES, BatchProducer, WorkerOutbox
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
@@ -27,6 +28,7 @@ from stream.settings import Settings
 
 
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class Pipeline:
@@ -39,6 +41,25 @@ class Pipeline:
     """Heartbeat, assignment, drain: what /live and /ready read (``status.py``)."""
     drain: Drain
     """SIGTERM's drain (``shutdown.py``)."""
+
+
+def faust_broker(settings: Settings) -> list[str]:
+    """Faust's ``broker`` argument: one ``kafka://host:port`` URL per bootstrap server."""
+    return [f"kafka://{host}" for host in kafka_bootstrap(settings)]
+
+
+def faust_credentials(settings: Settings) -> faust.types.auth.CredentialsT | None:
+    """Faust's ``broker_credentials`` (handed to aiokafka), the TLS and SASL options of
+    :func:`stream.connections.aiokafka_config` in Faust's spelling (docs/security.md); None for PLAINTEXT.
+    ``faust.SASLCredentials`` reports SASL_PLAINTEXT when given no ``ssl_context``."""
+    protocol = kafka_protocol(settings)
+    if protocol == "PLAINTEXT":
+        return None
+    context = kafka_ssl_context(settings)
+    if protocol.startswith("SASL"):
+        return faust.SASLCredentials(username=settings.kafka_sasl_username, password=settings.kafka_sasl_password,
+                                     mechanism=settings.kafka_sasl_mechanism.upper(), ssl_context=context)
+    return faust.SSLCredentials(context)
 
 
 async def freeze_heap() -> None:
