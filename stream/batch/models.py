@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from stream.batch.metrics import Metrics
-from stream.batch.replay import replay
+from stream.batch.replay import Rated, replay
 from stream.batch.table import LadderTable
 from stream.contracts import RoundResult
 from stream.contracts.round import INDIVIDUALS_ONLY, TEAMS, Support
@@ -41,7 +41,7 @@ def support(name: str) -> Support:
 
 
 @dataclass
-class ModelReplay:
+class ModelReplay(Rated):
     """Final ratings per ladder of one model's replay, and the skipped rounds."""
 
     model: Model
@@ -50,13 +50,6 @@ class ModelReplay:
     """Per ladder its players (the table's mu, sigma and rounds columns: a rating-only model's state)."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
     metrics: Metrics | None = None
-
-    def ratings(self) -> Iterator[tuple[str, str, float, float, int]]:
-        """(ladder, player, mu, sigma, rounds) for every player, ladders in first-seen order."""
-        for name, table in self.ladders.items():
-            n = table.size
-            yield from zip([name] * n, table.names, table.mu[:n].tolist(), table.sigma[:n].tolist(),
-                           table.rounds[:n].tolist())
 
 
 def replay_model(

@@ -29,8 +29,21 @@ class RatedRound:
     performance: np.ndarray
 
 
+class Rated:
+    """A replay's final ratings, from its ``ladders`` (Elo-MMR's and the rating-only models' replays)."""
+
+    ladders: dict[str, LadderTable]
+
+    def ratings(self) -> Iterator[tuple[str, str, float, float, int]]:
+        """(ladder, player, mu, sigma, rounds) for every player, ladders in first-seen order."""
+        for name, table in self.ladders.items():
+            n = table.size
+            yield from zip([name] * n, table.names, table.mu[:n].tolist(), table.sigma[:n].tolist(),
+                           table.rounds[:n].tolist())
+
+
 @dataclass
-class ReplayResult:
+class ReplayResult(Rated):
     """Final states per (ladder, player), the rated rounds in order, the skipped ones."""
 
     params: Params
@@ -49,16 +62,6 @@ class ReplayResult:
             out.update(zip(((name, p) for p in table.names), table.gather(rows).to_states()))
         return out
 
-    def ratings(self) -> Iterator[tuple[str, str, float, float, int]]:
-        """(ladder, player, mu, sigma, rounds) for every player, ladders in first-seen order."""
-        for name, table in self.ladders.items():
-            n = table.size
-            yield from zip([name] * n, table.names, table.mu[:n].tolist(), table.sigma[:n].tolist(),
-                           table.rounds[:n].tolist())
-
-    @property
-    def participations(self) -> int:
-        return sum(len(r.players) for r in self.rounds)
 
 
 CHUNK_ROUNDS = 8192
