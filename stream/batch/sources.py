@@ -39,6 +39,13 @@ class SourceError(ValueError):
         self.field = field
         self.reason = reason
 
+    def report(self) -> str:
+        """``where: field: message [reason]``: how ``stream publish`` and ``backfill`` list a bad row."""
+        return f"{self.where}: {self.field + ': ' if self.field else ''}{self.message} [{self.reason}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.reason, "location": self.where, "field": self.field, "message": self.message}
+
 
 def read_rounds(path: Path, *, limits: Limits | None = None, rejected: list[SourceError] | None = None,
                 ignored: list[SourceError] | None = None) -> list[RoundResult]:

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.cli.publish import MAX_REPORTED_ERRORS, InvalidFile, InvalidInput, read_rounds
+from stream.batch.sources import SourceError
+from stream.cli.publish import MAX_REPORTED_ERRORS, InvalidFile, read_rounds
 from stream.cli.replay import progress
 from stream.cli.store_command import EXIT_BAD_INPUT, fail, run_with_store
 from stream.contracts import Limits
@@ -37,10 +38,10 @@ def backfill_command(
     started = time.perf_counter()
     try:
         rounds = read_rounds(file, Limits.from_settings(settings))
-    except InvalidInput as exc:
-        fail(f"bad input: {exc}", EXIT_BAD_INPUT)
+    except SourceError as exc:
+        fail(f"bad input: {exc.report()}", EXIT_BAD_INPUT)
     except InvalidFile as exc:
-        shown = "\n".join(f"  {e}" for e in exc.errors[:MAX_REPORTED_ERRORS])
+        shown = "\n".join(f"  {e.report()}" for e in exc.errors[:MAX_REPORTED_ERRORS])
         fail(f"{len(exc.errors)} bad row(s) or round(s) in {file}; nothing written:\n{shown}", EXIT_BAD_INPUT)
     loaded = time.perf_counter()
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from stream.batch.sources import SourceError
 from stream.cli.store_command import EXIT_BAD_INPUT as EXIT_INVALID, EXIT_UNREACHABLE as EXIT_UNREACHABLE, fail
 from stream.connections import ConnectionConfigError, kafka_python_config
 from stream.contracts import Limits, RoundRejected, RoundResult, parse_round
@@ -46,24 +47,10 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
 FLUSH_TIMEOUT_S = 120.0
 
 
-class InvalidInput(ValueError):
-    """A row that cannot be published: where (``file:line``), which field, why."""
-
-    def __init__(self, location: str, field: str | None, message: str, reason: str = "invalid") -> None:
-        super().__init__(f"{location}: {field + ': ' if field else ''}{message} [{reason}]")
-        self.location = location
-        self.field = field
-        self.message = message
-        self.reason = reason
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"error": self.reason, "location": self.location, "field": self.field, "message": self.message}
-
-
 class InvalidFile(ValueError):
     """Every bad row or round of a file (``errors``, in file order); nothing of it may be published."""
 
-    def __init__(self, errors: list[InvalidInput]) -> None:
+    def __init__(self, errors: list[SourceError]) -> None:
         super().__init__(f"{len(errors)} bad row(s) or round(s)")
         self.errors = errors
 
@@ -91,13 +78,13 @@ class PublishSummary:
 # ---------------------------------------------------------------- reading + validation
 
 
-def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput]) -> Iterator[RoundResult]:
+def read_csv(path: Path, limits: Limits, now: float, errors: list[SourceError]) -> Iterator[RoundResult]:
     """Rows grouped into rounds (:func:`stream.batch.sources.csv_rounds`, the one CSV reader), in order
     of first appearance; a bad row goes to ``errors`` (its round is then not checked further)."""
     from stream.batch.sources import csv_rounds
 
     for entry in csv_rounds(path, now):
-        found = [InvalidInput(e.where, e.field, e.message, e.reason) for e in entry.errors]
+        found = entry.errors
         if found and not entry.raw:  # the header, or an unreadable file: unusable as a whole
             raise found[0]
         if found:
@@ -113,14 +100,14 @@ def read_csv(path: Path, limits: Limits, now: float, errors: list[InvalidInput])
                 continue
             where = next((line for prefix, line in lines.items() if exc.field and exc.field.startswith(prefix)),
                          entry.first)
-            errors.append(InvalidInput(where, exc.field, exc.message, exc.reason))
+            errors.append(SourceError(where, exc.message, exc.field, exc.reason))
 
 
-def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
-                      ignored: list[InvalidInput] | None = None) -> list[RoundResult]:
+def read_with_sources(path: Path, limits: Limits, errors: list[SourceError],
+                      ignored: list[SourceError] | None = None) -> list[RoundResult]:
     """JSONL files and contest directories, through stream.batch.sources (validated completely; the
     bad lines or files go to ``errors``, fields the service would ignore to ``ignored``)."""
-    from stream.batch.sources import SourceError, read_rounds as read_source
+    from stream.batch.sources import read_rounds as read_source
 
     found: list[SourceError] = []
     unused: list[SourceError] | None = [] if ignored is not None else None
@@ -130,39 +117,40 @@ def read_with_sources(path: Path, limits: Limits, errors: list[InvalidInput],
         found.append(exc)
         rounds = []
     for error in found:
-        message = JSON_LINE_ONE.sub(r"at column \1", error.message.removeprefix(f"{error.reason}: "))
-        errors.append(InvalidInput(error.where, error.field, message, error.reason))
+        error.message = JSON_LINE_ONE.sub(r"at column \1", error.message.removeprefix(f"{error.reason}: "))
+    errors += found
     if ignored is not None:
-        ignored += [InvalidInput(exc.where, exc.field, exc.message, exc.reason) for exc in unused or []]
+        ignored += unused or []
     return rounds
 
 
 def read_rounds(path: Path, limits: Limits, now: float | None = None,
-                ignored: list[InvalidInput] | None = None) -> list[RoundResult]:
+                ignored: list[SourceError] | None = None) -> list[RoundResult]:
     """Every round of ``path``, validated (a round_id reused for other content is a ``conflict``); raises
-    :class:`InvalidFile` listing every bad row or round (:class:`InvalidInput`: the file is unusable);
+    :class:`InvalidFile` listing every bad row or round (:class:`SourceError`: the file is unusable);
     ``ignored`` lists what the service would accept but ignore (STRICT_SCHEMA off)."""
     from stream.batch.sources import unknown_csv_columns
 
     now = time.time() if now is None else now
-    errors: list[InvalidInput] = []
+    errors: list[SourceError] = []
     items: Iterable[RoundResult]
     if path.suffix.lower() == ".csv":
         if ignored is not None:
-            ignored += [InvalidInput(e.where, e.field, e.message, e.reason) for e in unknown_csv_columns(path)]
+            ignored += unknown_csv_columns(path)
         items = read_csv(path, limits, now, errors)
     elif path.is_dir() or path.suffix.lower() in JSONL_SUFFIXES:
         items = read_with_sources(path, limits, errors, ignored)
     else:
-        raise InvalidInput(str(path), None, "unknown input kind: expected .jsonl, .csv or a directory of contest files")
+        raise SourceError(str(path), "unknown input kind: expected .jsonl, .csv or a directory of contest files",
+                          None, "invalid")
     out: list[RoundResult] = []
     seen: dict[tuple[str, str], str] = {}
     for round_ in items:
         key = (round_.ladder, round_.round_id)
         digest = round_.content_hash()
         if seen.setdefault(key, digest) != digest:
-            errors.append(InvalidInput(f"{path}", "round_id", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
-                                       "appears twice with different content", CONFLICT))
+            errors.append(SourceError(f"{path}", f"round {round_.round_id!r} of ladder {round_.ladder!r} "
+                                      "appears twice with different content", "round_id", CONFLICT))
         out.append(round_)
     if errors:
         raise InvalidFile(errors)
@@ -243,10 +231,10 @@ def publish(
 ) -> None:
     """Validate every round of FILE, then publish them to the `rounds` topic (keyed by ladder)."""
     settings = Settings.from_env(connect=not dry_run)  # --dry-run is offline: any number of stacks may run
-    ignored: list[InvalidInput] = []
+    ignored: list[SourceError] = []
     try:
         found = read_rounds(file, Limits.from_settings(settings), ignored=ignored)
-    except InvalidInput as exc:
+    except SourceError as exc:
         _report_invalid(file, [exc], json_output)
     except InvalidFile as exc:
         _report_invalid(file, exc.errors, json_output)
@@ -312,14 +300,14 @@ def publish(
 MAX_REPORTED_WARNINGS = 5
 
 
-def warn_ignored(ignored: list[InvalidInput]) -> None:
+def warn_ignored(ignored: list[SourceError]) -> None:
     """Say (stderr) what the service will ignore: an unknown field is often a typo (``occured_at``)."""
     if not ignored:
         return
     typer.echo(f"warning: {len(ignored)} round(s) or header(s) carry what the service ignores "
                "(STRICT_SCHEMA=true would reject it):", err=True)
     for item in ignored[:MAX_REPORTED_WARNINGS]:
-        typer.echo(f"  {item.location}: {item.message}", err=True)
+        typer.echo(f"  {item.where}: {item.message}", err=True)
     if len(ignored) > MAX_REPORTED_WARNINGS:
         typer.echo(f"  … and {len(ignored) - MAX_REPORTED_WARNINGS} more", err=True)
 
@@ -342,7 +330,7 @@ def note_new_ladders(settings: Settings, ladders: list[str]) -> None:
                f"known: {', '.join(existing[:20])}", err=True)
 
 
-def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -> NoReturn:
+def _report_invalid(file: Path, errors: list[SourceError], json_output: bool) -> NoReturn:
     """Every bad row (up to MAX_REPORTED_ERRORS, all counted), then exit: nothing was published."""
     shown = errors[:MAX_REPORTED_ERRORS]
     if json_output:  # the first error's fields at the top, every listed one under "errors"
@@ -350,7 +338,7 @@ def _report_invalid(file: Path, errors: list[InvalidInput], json_output: bool) -
     what = "bad row or round" if len(errors) == 1 else "bad rows or rounds"
     typer.echo(f"error: {len(errors)} {what} in {file}; nothing published:", err=True)
     for e in shown:
-        typer.echo(f"  {e}", err=True)
+        typer.echo(f"  {e.report()}", err=True)
     if len(errors) > len(shown):
         typer.echo(f"  … and {len(errors) - len(shown)} more", err=True)
     raise typer.Exit(EXIT_INVALID)

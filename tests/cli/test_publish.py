@@ -225,7 +225,7 @@ def test_csv_team_column_builds_team_entries(tmp_path: Path) -> None:
     with pytest.raises(InvalidFile) as info:
         read_rounds(source, Limits(), now=0.0)
     [error] = info.value.errors
-    assert (error.reason, error.location) == ("bad_player_weight", f"{source}:3")
+    assert (error.reason, error.where) == ("bad_player_weight", f"{source}:3")
 
 
 def test_jsonl_team_rounds_are_read_as_published(tmp_path: Path) -> None:
