@@ -48,22 +48,6 @@ WATCH_INTERVAL_S = 0.5
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-@dataclass
-class StackRun:
-    """The processes of one ``stream stack`` invocation; ``close()`` stops them all, children first."""
-
-    stack: LocalStack
-    children: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    stop_event: threading.Event = field(default_factory=threading.Event)
-
-    def close(self) -> None:
-        self.stop_event.set()
-        for child in reversed(self.children):
-            stop_child(child)
-        self.children.clear()
-        self.stack.close()
-
-
 def stop_child(child: subprocess.Popen[bytes]) -> None:
     """SIGTERM a child, SIGKILL it if it does not exit in time."""
     if child.poll() is None:
@@ -175,9 +159,11 @@ def stack(
     running = running_stacks()
     if name in running or (os.environ.get("STACK_STATE_FILE") and running):
         bad_input(f"a stack is already running with the state file {state_file} (stop it, or choose another --name)")
-    run = StackRun(LocalStack.on_ports(kafka_port, redis_port, detached=True))
+    local = LocalStack.on_ports(kafka_port, redis_port, detached=True)
+    children: list[subprocess.Popen[bytes]] = []  # stopped last first, then the stack
+    stop_event = threading.Event()
     logs = state_file.parent / f"{state_file.stem}-logs"  # kept after exit, for post-mortems
-    run.stack.broker.workdir = logs
+    local.broker.workdir = logs
     # A plain list, not a threading.Event: a handler that takes a lock can deadlock when the signal
     # lands while the main thread holds that same lock inside Event.wait.
     signals: list[int] = []
@@ -187,11 +173,11 @@ def stack(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        run.stack.start()
-        env = run.stack.env()
+        local.start()
+        env = local.env()
         settings = Settings.from_env(environ={**os.environ, **env})
         # Created up front so the partition counts are deliberate (see stream/stack/README.md).
-        ensure_topics(run.stack.bootstrap, partition_counts(settings))
+        ensure_topics(local.bootstrap, partition_counts(settings))
         write_state(state_file, env, name=name, web_port=web_port or None, logs=str(logs))
         progress: DemoProgress | None = None
         shown_port: int | None = None
@@ -202,23 +188,23 @@ def stack(
                                       else free_port())
             worker_env = {**env, "WEB_PORT": str(shown_port)}
             # One worker rates and serves the read API, the dashboard and /metrics.
-            run.children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
+            children.append(start_child(["worker"], worker_env, str(logs / "worker.log")))
             write_state(state_file, env, name=name, web_port=shown_port, logs=str(logs))
             from stream.batch.synthetic import synthetic_rounds  # paper §6.1: drifting skills, noisy performances
 
             rounds = synthetic_rounds(demo_players, demo_rounds_total, DEMO_FIELD, ladder=DEMO_LADDER,
                                       id_prefix=DEMO_ID_PREFIX)
             progress = DemoProgress(settings)
-            threading.Thread(target=progress.publish, args=(rounds, demo_rate, run.stop_event),
+            threading.Thread(target=progress.publish, args=(rounds, demo_rate, stop_event),
                              name="demo-publisher", daemon=True).start()
-        typer.echo(_banner(run.stack, name, str(state_file), shown_port))
+        typer.echo(_banner(local, name, str(state_file), shown_port))
         typer.echo(f"logs: {logs}")
         while not signals:
             time.sleep(WATCH_INTERVAL_S)
-            if not run.stack.broker.alive():
+            if not local.broker.alive():
                 typer.echo("the broker exited; stopping", err=True)
                 raise typer.Exit(1)
-            for child in run.children:
+            for child in children:
                 if child.poll() is not None:
                     typer.echo(f"`{' '.join(cast('list[str]', child.args)[2:])}` exited with code {child.returncode} "
                                f"(logs: {logs}); stopping", err=True)
@@ -228,7 +214,10 @@ def stack(
                     typer.echo(line)
         typer.echo("stopping…")
     finally:
-        run.close()
+        stop_event.set()
+        for child in reversed(children):
+            stop_child(child)
+        local.close()
         remove_state(state_file)
         typer.echo(f"stopped: the embedded broker and Redis kept their data in memory and a temporary folder "
                    f"(removed): ratings and topics are gone; kept: the logs in {logs}")
