@@ -54,10 +54,6 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_NOT_FOUND)
 
 
-def _echo_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2))
-
-
 def _status(ratings: list[tuple[float | None, float | None, int | None, float | None]], ladder: str) -> list[dict[str, Any]]:
     """Each (mu, sigma, rounds, last_time)'s interval, provisional status and eligibility now
     (``stream.pipeline.status``, the ladder's display entry), as the API shows them."""
@@ -87,7 +83,7 @@ def leaderboard_command(
     if page is None:
         raise _fail(_run(lambda r: _missing(r, ladder)))
     if as_json:
-        _echo_json(page.to_dict())
+        typer.echo(json.dumps(page.to_dict(), indent=2))
         return
     marks = _status([(row.mu, row.sigma, row.rounds, row.last_time) for row in page.rows], ladder)
     rows = [[str(row.position), row.player, num(row.display_rating) + ("?" if m["provisional"] else ""), num(row.mu),
@@ -107,7 +103,7 @@ def _season_leaderboard(ladder: str, season: str, top: int, as_json: bool) -> No
     if not total:
         raise _fail(f"no archive of season {season!r} on ladder {ladder!r} (`stream season archive {ladder} {season}`)")
     if as_json:
-        _echo_json({"ladder": ladder, "season": season, "total": total, "rows": rows})
+        typer.echo(json.dumps({"ladder": ladder, "season": season, "total": total, "rows": rows}, indent=2))
         return
     cells = [[str(row["rank"]), row["player"], num(row["display_rating"]), num(row["mu"]), num(row["sigma"]),
               row["league"] or "-", "-" if row["division"] is None else str(row["division"])] for row in rows]
@@ -125,7 +121,7 @@ def player_command(
     if view is None:
         raise _fail(_run(lambda r: _missing(r, ladder, player=player)))
     if as_json:
-        _echo_json(view.to_dict())
+        typer.echo(json.dumps(view.to_dict(), indent=2))
         return
     position = f"{view.position} of {view.leaderboard_size}" if view.position else "-"
     (m,) = _status([(view.mu, view.sigma, view.rounds, view.last_time)], ladder)
@@ -151,7 +147,7 @@ def round_command(
     if view is None:
         raise _fail(_run(lambda r: _missing(r, ladder, f"unknown round {round_id!r} in ladder {ladder!r}")))
     if as_json:
-        _echo_json(view.to_dict())
+        typer.echo(json.dumps(view.to_dict(), indent=2))
         return
     rec = view.record
     typer.echo(f"round {view.round_id} ({view.ladder}): {rec['status']}, {rec['field_size']} players, "
