@@ -182,11 +182,9 @@ def pair_matrices(mu: ArrayLike, sigma: ArrayLike, model: OutcomeModel,
     if not (draw_margin >= 0 and math.isfinite(draw_margin)):
         raise ValueError(f"draw_margin must be finite and >= 0, got {draw_margin}")
     if isinstance(model, RatedModel):
-        ahead, tie = model.odds(mu[:, None], sigma[:, None], mu[None, :], sigma[None, :])
-        ahead, tie = ahead.copy(), tie.copy()
+        ahead, tie = model.odds(mu[:, None], sigma[:, None], mu[None, :], sigma[None, :])  # fresh (np.clip)
     else:
         ahead = win_probability(mu[:, None] - draw_margin, sigma[:, None], mu[None, :], sigma[None, :], model)
-        np.fill_diagonal(ahead, 0.0)
         tie = np.clip(1.0 - ahead - ahead.T, 0.0, 1.0) if draw_margin > 0 else np.zeros_like(ahead)
     np.fill_diagonal(tie, 0.0)
     np.fill_diagonal(ahead, 0.0)
