@@ -82,27 +82,20 @@ def _publish(message: dict[str, Any], reason: str, correction_id: str, wait: boo
 
     require(settings, kafka=True, redis=wait, write=True)
     try:
-        _produce(settings, correction)
+        ensure_topic(settings, CORRECTIONS)
+        with closing(RoundProducer(settings, CORRECTIONS)) as producer:
+            producer.send(correction).get(timeout=60)
     except Exception as exc:  # noqa: BLE001 - any producer failure: say so, nothing else to do
         fail(f"could not publish the correction to {settings.topic(CORRECTIONS)}: {exc}", EXIT_PRODUCE_FAILED)
     outcome: dict[str, Any] = {"correction_id": correction.correction_id, "ladder": correction.ladder,
                                "round_id": correction.round_id, "outcome": "published"}
     if wait:
         outcome |= run_with_store(settings, lambda store: _wait(store, correction, wait_timeout))
-    if as_json:
-        typer.echo(json.dumps(outcome))
-    else:
-        typer.echo(" ".join(f"{k}={v}" for k, v in outcome.items()))
+    typer.echo(json.dumps(outcome) if as_json else " ".join(f"{k}={v}" for k, v in outcome.items()))
     if outcome["outcome"] == "rejected":
         raise typer.Exit(EXIT_REJECTED)
     if outcome["outcome"] == "pending":
         raise typer.Exit(EXIT_TIMEOUT)
-
-
-def _produce(settings: Settings, correction: Correction) -> None:
-    ensure_topic(settings, CORRECTIONS)
-    with closing(RoundProducer(settings, CORRECTIONS)) as producer:
-        producer.send(correction).get(timeout=60)
 
 
 async def _wait(store: Store, correction: Correction, timeout_s: float) -> dict[str, Any]:

@@ -32,7 +32,5 @@ def erase_command(
                               write=True)
     except ErasureRefused as exc:
         fail(str(exc), EXIT_BAD_INPUT)
-    if as_json:
-        typer.echo(json.dumps(asdict(done)))
-    else:
-        typer.echo(f"erased a player of ladder {ladder!r}: now {done.pseudonym} in {done.rounds} stored rounds")
+    typer.echo(json.dumps(asdict(done)) if as_json else
+               f"erased a player of ladder {ladder!r}: now {done.pseudonym} in {done.rounds} stored rounds")
