@@ -33,11 +33,6 @@ def format_change(change: dict[str, Any]) -> str:
     return f"{line}  team {change.get('team') or '-'}  weight {change['weight']:g}"
 
 
-def matches(change: dict[str, Any], ladders: list[str], players: list[str]) -> bool:
-    """Whether a change passes the --ladder / --player filters (empty filter: everything)."""
-    return (not ladders or change.get("ladder") in ladders) and (not players or change.get("player") in players)
-
-
 def tail(
     ladder: list[str] = typer.Option([], "--ladder", help="only these ladders (repeatable)"),
     player: list[str] = typer.Option([], "--player", help="only these players (repeatable)"),
@@ -53,7 +48,8 @@ def tail(
     require(settings, kafka=True)
     deadline = time.monotonic() + timeout if timeout > 0 else None
     changes = (change for _, _, change in follow_records(settings, [RATING_CHANGES], from_beginning=from_beginning,
-                                                         deadline=deadline) if matches(change, ladder, player))
+                                                         deadline=deadline)
+               if (not ladder or change.get("ladder") in ladder) and (not player or change.get("player") in player))
     print_lines(settings, (json.dumps(change, separators=(",", ":")) if json_output else format_change(change)
                            for change in changes), max_events=max_events, timeout_exit=EXIT_TIMEOUT)
 
