@@ -174,12 +174,8 @@ class Metrics:
     rank_exp: WeightedMean = field(default_factory=WeightedMean)
     scored_rounds: int = 0
 
-    def observe(self, round_index: int, mu: np.ndarray, ranks: np.ndarray, earlier_rounds: np.ndarray) -> None:
-        """Score one round before its update (``earlier_rounds == 0``: never rated before)."""
-        self.observe_many([(round_index, mu, ranks, earlier_rounds)])
-
     def observe_many(self, rounds: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        """:meth:`observe` of several rounds, (index, mu, ranks, earlier rounds) each, in index order."""
+        """Score rounds before their update: (index, mu, ranks, earlier rounds) each, in index order."""
         first = self.n_rounds // SKIPPED_FRACTION_DENOMINATOR if self.start is None else self.start
         rounds = [r for r in rounds if r[0] >= first]
         if not rounds:
@@ -195,10 +191,10 @@ class Metrics:
 
     def observe_rows(self, round_index: int, rows: np.ndarray, mu: np.ndarray, rounds: np.ndarray,
                      ranks: np.ndarray) -> None:
-        """:meth:`observe` of participants at table ``rows`` (-1: never rated) of ``mu`` and ``rounds``."""
+        """One round's :meth:`observe_many`, its players at table ``rows`` (-1: never rated) of ``mu``, ``rounds``."""
         seen = rows >= 0
         at = np.where(seen, rows, 0)
-        self.observe(round_index, np.where(seen, mu[at], 0.0), ranks, np.where(seen, rounds[at], 0))
+        self.observe_many([(round_index, np.where(seen, mu[at], 0.0), ranks, np.where(seen, rounds[at], 0))])
 
     def summary(self) -> dict[str, float | int]:
         return {

@@ -81,14 +81,14 @@ def test_outcome_free_subsets_weigh_nothing(ranks: list[int]) -> None:
 def test_metrics_skip_first_tenth_and_filter_subsets() -> None:
     m = Metrics(n_rounds=20)  # rounds 0 and 1 are not scored
     mu, ranks = a(1, 2, 3), np.array([1, 2, 3])
-    m.observe(1, mu, ranks, np.array([9, 9, 9]))
+    m.observe_many([(1, mu, ranks, np.array([9, 9, 9]))])
     assert m.scored_rounds == 0 and m.pair_all.weight == 0
     # first-timer (0 earlier rounds) excluded everywhere; only two players have >= 5 rounds
-    m.observe(2, a(1, 2, 3, 9), np.array([1, 2, 3, 4]), np.array([1, 5, 7, 0]))
+    m.observe_many([(2, a(1, 2, 3, 9), np.array([1, 2, 3, 4]), np.array([1, 5, 7, 0]))])
     assert m.scored_rounds == 1
     assert (m.pair_all.weight, m.pair_exp.weight) == (3, 2)
     assert m.pair_all.mean == 0.0 and m.pair_exp.mean == 0.0
-    m.observe(3, a(3, 2), np.array([1, 2]), np.array([6, 6]))
+    m.observe_many([(3, a(3, 2), np.array([1, 2]), np.array([6, 6]))])
     assert m.pair_exp.mean == pytest.approx(100 * 2 / 4)  # weighted: (0*2 + 100*2) / 4
     assert m.summary()["participations_all"] == 5
 
