@@ -194,18 +194,15 @@ def ensure_topic(settings: Settings, topic: str) -> None:
         typer.echo(f"warning: could not ensure topic {settings.topic(topic)}: {exc}", err=True)
 
 
-def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: str, progress: bool) -> PublishSummary:
-    """Send every round, wait for all acknowledgements, and summarise."""
+def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], summary: PublishSummary,
+            progress: bool) -> None:
+    """Send every round, wait for all acknowledgements, and add to ``summary`` (ladders, partitions, failures)."""
     from tqdm import tqdm
 
-    summary = PublishSummary(source=source, topic=settings.topic(ROUNDS))
     with closing(RoundProducer(settings)) as producer:
         futures = []
-        for round_, outcome_free in tqdm(rounds, desc="publishing", unit="round", disable=not progress):
+        for round_, _ in tqdm(rounds, desc="publishing", unit="round", disable=not progress):
             futures.append(producer.send(round_))
-            summary.rounds += 1
-            summary.no_outcome += outcome_free
-            summary.standings += round_.field_size
             summary.ladders[round_.ladder] = summary.ladders.get(round_.ladder, 0) + 1
         producer.flush()
         for future in futures:
@@ -216,7 +213,6 @@ def produce(settings: Settings, rounds: list[tuple[RoundResult, bool]], source: 
             except Exception:  # the broker refused or timed out: counted, reported, non-zero exit
                 summary.failed += 1
                 summary.sent.append(None)
-    return summary
 
 
 def publish(
@@ -245,11 +241,9 @@ def publish(
     rounds = [(r, r.is_outcome_free(ladders.of(r.ladder).draws_rate)) for r in found]
     warn_ignored(ignored)
     waited = None
-    if dry_run:
-        summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS), rounds=len(rounds),
-                                 no_outcome=sum(free for _, free in rounds),
-                                 standings=sum(r.field_size for r, _ in rounds))
-    else:
+    summary = PublishSummary(source=str(file), topic=settings.topic(ROUNDS), rounds=len(rounds),
+                             no_outcome=sum(free for _, free in rounds), standings=sum(r.field_size for r, _ in rounds))
+    if not dry_run:
         from stream.cli.reach import require
 
         require(settings, kafka=True, redis=wait, write=True)
@@ -265,10 +259,10 @@ def publish(
                 from stream.cli.outcomes import OutcomeWatcher
 
                 with closing(OutcomeWatcher(settings, [r for r, _ in rounds])) as watcher:  # before anything is sent
-                    summary = produce(settings, rounds, str(file), progress)
+                    produce(settings, rounds, summary, progress)
                     waited = watcher.wait(summary.sent, wait_timeout)
             else:
-                summary = produce(settings, rounds, str(file), progress)
+                produce(settings, rounds, summary, progress)
         except (KafkaError, ConnectionConfigError) as exc:
             fail(f"cannot reach Kafka at {settings.kafka_bootstrap}: {exc}", EXIT_UNREACHABLE)
         except redis_connection_errors() as exc:  # --wait reads the outcomes from Redis
