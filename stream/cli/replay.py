@@ -214,11 +214,7 @@ def replaced(path: Path) -> Iterator[Path]:
 
 def _write_csv(result: Replayed, output: Path) -> int:
     """Write ladder,player,mu,sigma,rounds (repr floats: full precision) atomically."""
-    count = 0
+    rows = list(result.ratings())
     with replaced(output) as tmp, tmp.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(CSV_HEADER)
-        for row in result.ratings():
-            writer.writerow(row)
-            count += 1
-    return count
+        csv.writer(fh).writerows([CSV_HEADER, *rows])
+    return len(rows)
