@@ -67,10 +67,8 @@ class LadderTable:
         rows[new] = list(map(get, map(players.__getitem__, new.tolist())))
         self.names.extend(new_names)
         prior = PlayerState.new(self.params)
-        self.mu[start:stop] = prior.mu
-        self.sigma[start:stop] = prior.sigma
-        self.mu0[start:stop] = prior.mu0
-        self.w0[start:stop] = prior.w0
+        for name in ("mu", "sigma", "mu0", "w0"):
+            getattr(self, name)[start:stop] = getattr(prior, name)
         return rows
 
     def gather(self, rows: np.ndarray) -> PlayerBatch:

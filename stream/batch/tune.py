@@ -78,10 +78,8 @@ def round_sig(value: float, digits: int = 3) -> float:
 
 def candidates(name: str, budget: int, seed: int) -> list[Candidate]:
     """The defaults (the searched fields' default values), then ``budget`` draws."""
-    sampler = SPACES[name]
     rng = np.random.default_rng(seed)
-    draws = [{k: round_sig(v) for k, v in sampler(rng).items()} for _ in range(budget)]
-    return [defaults(name), *draws]
+    return [defaults(name), *({k: round_sig(v) for k, v in SPACES[name](rng).items()} for _ in range(budget))]
 
 
 def refinements(name: str, around: Candidate, count: int, seed: int) -> list[Candidate]:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from stream.batch.evaluate import Evaluation, ModelFailed, evaluate
+from stream.batch.evaluate import ModelFailed, evaluate
 from stream.batch.models import model_names
 from stream.cli.output import table
 from stream.cli.replay import load_accepted, progress
@@ -56,10 +56,6 @@ def evaluate_command(
         return
     typer.echo(f"{input}: {len(rounds)} rounds; pair: % of pairs ordered right (higher is better), "
                "rank: rank deviation (lower is better); exp = players with >= 5 earlier rounds")
-    typer.echo(_format(found))
-
-
-def _format(rows: list[Evaluation]) -> str:
-    return table(list(COLUMNS), [[row.model, f"{row.pair_all:.2f}", f"{row.pair_exp:.2f}", f"{row.rank_all:.3f}",
-                                  f"{row.rank_exp:.3f}", f"{row.rounds_per_s:.1f}", f"{row.seconds:.2f}"]
-                                 for row in rows], right_from=1)
+    typer.echo(table(list(COLUMNS), [[row.model, f"{row.pair_all:.2f}", f"{row.pair_exp:.2f}", f"{row.rank_all:.3f}",
+                                       f"{row.rank_exp:.3f}", f"{row.rounds_per_s:.1f}", f"{row.seconds:.2f}"]
+                                      for row in found], right_from=1))
