@@ -12,7 +12,7 @@ import typer
 
 from stream.batch import SourceError, read_rounds
 from stream.batch.models import model_names
-from stream.batch.tune import SPACES, Candidate, Scored, compare_held_out, held_out, split_index, tune
+from stream.batch.tune import SPACES, Candidate, compare_held_out, held_out, split_index, tune
 from stream.cli.output import table
 from stream.cli.replay import progress
 from stream.cli.store_command import bad_input
@@ -95,7 +95,11 @@ def tune_command(
                f"({budget + 1} parameter sets, objective: pair inversion of players with >= 5 earlier rounds), "
                f"held out the last {len(rounds) - result.split}; pair: % of pairs ordered right (higher is "
                "better), rank: rank deviation (lower is better)")
-    typer.echo(_format(rows, scored))
+    cells = [[label, " ".join(f"{k}={v:g}" for k, v in params.items()) if params is not None else "(its defaults)",
+              "-" if math.isnan(obj) else f"{obj:.2f}",
+              *(f"{getattr(s, c):.2f}" if c.startswith("pair") else f"{getattr(s, c):.3f}" for c in METRIC_COLUMNS)]
+             for (label, _name, params, obj), s in zip(rows, scored)]
+    typer.echo(table(["", "params", "tune pair_exp", *(f"held-out {c}" for c in METRIC_COLUMNS)], cells, right_from=2))
     if not better:  # nothing to paste: the defaults are what the ladder already gets
         how = "beat the tuned parameters on every held-out metric" if worse and len(worse) == len(
             [c for c in METRIC_COLUMNS if not math.isnan(getattr(scored[0], c))]) else "do as well as the tuned parameters"
@@ -111,11 +115,3 @@ def tune_command(
 def _num(value: float) -> float | None:
     """NaN (nobody scored) as JSON null."""
     return None if math.isnan(value) else value
-
-
-def _format(rows: list[tuple[str, str, Candidate | None, float]], scored: list[Scored]) -> str:
-    cells = [[label, " ".join(f"{k}={v:g}" for k, v in params.items()) if params is not None else "(its defaults)",
-              "-" if math.isnan(obj) else f"{obj:.2f}",
-              *(f"{getattr(s, c):.2f}" if c.startswith("pair") else f"{getattr(s, c):.3f}" for c in METRIC_COLUMNS)]
-             for (label, _name, params, obj), s in zip(rows, scored)]
-    return table(["", "params", "tune pair_exp", *(f"held-out {c}" for c in METRIC_COLUMNS)], cells, right_from=2)
