@@ -27,10 +27,9 @@ import typer
 from stream.cli.store_command import bad_input
 from stream.contracts import RoundResult
 from stream.settings import Settings, remove_state, running_stacks, stack_state_path, write_state
-from stream.pipeline.topics import partition_counts
+from stream.pipeline.topics import ensure_topics, partition_counts
 from stream.stack.local import LocalStack
 from stream.stack.ports import free_port, stop_process
-from stream.pipeline.topics import ensure_topics
 
 #: Demo defaults: synthetic players, rounds, field size and publishing pace.
 DEMO_PLAYERS = 200
