@@ -127,12 +127,6 @@ class Scored:
     rank_exp: float
     scored_rounds: int
 
-    @classmethod
-    def of(cls, metrics: Metrics) -> Scored:
-        s = metrics.summary()
-        return cls(float(s["pair_all"]), float(s["pair_exp"]), float(s["rank_all"]), float(s["rank_exp"]),
-                   int(s["scored_rounds"]))
-
 
 def objective(rounds: Sequence[RoundResult], name: str, params: Candidate) -> float:
     """Pair inversion of the experienced players over ``rounds`` with ``params`` (NaN: nobody scored)."""
@@ -143,7 +137,9 @@ def held_out(rounds: Sequence[RoundResult], split: int | None, name: str, params
     """Replay every round with ``params``, scoring rounds ``split`` onwards only (None: the first 10 % not)."""
     metrics = Metrics(len(rounds), start=split)
     replay_named(rounds, name, overrides=params, metrics=metrics)
-    return Scored.of(metrics)
+    s = metrics.summary()
+    return Scored(float(s["pair_all"]), float(s["pair_exp"]), float(s["rank_all"]), float(s["rank_exp"]),
+                  int(s["scored_rounds"]))
 
 
 #: Held-out metrics and whether higher is better (pair: % of pairs ordered right; rank: rank deviation).
