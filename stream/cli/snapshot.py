@@ -40,18 +40,6 @@ def _open(path: Path, mode: str) -> IO[Any]:
     return open(path, mode, encoding="utf-8", newline="")
 
 
-def write_records(records: list[Record], handle: IO[Any], as_csv: bool) -> None:
-    if as_csv:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_HEADER)
-        for record in records:
-            writer.writerows((record.kind, record.id, name, value) for name, value in record.fields.items())
-    else:
-        for record in records:
-            handle.write(json.dumps({"kind": record.kind, "id": record.id, "fields": record.fields},
-                                    ensure_ascii=False) + "\n")
-
-
 def read_records(path: Path) -> Iterator[Record]:
     """The records of a snapshot file; :class:`SnapshotError` naming the line of a malformed one."""
     with _open(path, "r") as handle:
@@ -104,7 +92,15 @@ def export_command(
     except SnapshotError as exc:
         fail(str(exc), EXIT_NOT_FOUND)
     with replaced(output) as tmp, _open(tmp, "w") as handle:
-        write_records(records, handle, _is_csv(output))
+        if _is_csv(output):
+            writer = csv.writer(handle)
+            writer.writerow(CSV_HEADER)
+            for record in records:
+                writer.writerows((record.kind, record.id, name, value) for name, value in record.fields.items())
+        else:
+            for record in records:
+                handle.write(json.dumps({"kind": record.kind, "id": record.id, "fields": record.fields},
+                                        ensure_ascii=False) + "\n")
     counts = {kind: sum(r.kind == kind for r in records) for kind in ("player", "round")}
     typer.echo(f"exported ladder {ladder!r}: {counts['player']} players, {counts['round']} rounds to {output}")
 
