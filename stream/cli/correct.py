@@ -23,6 +23,7 @@ from stream.pipeline.topics import CORRECTIONS
 from stream.settings import Settings
 from stream.store import corrections as ledger
 from stream.store.store import Store
+from stream.cli.output import Ladder
 
 WAIT_TIMEOUT_S = 300.0
 """``--wait``: default seconds to wait for the outcome (a re-rate of a long history takes a while)."""
@@ -45,7 +46,7 @@ TimeoutOption = Annotated[float, typer.Option("--wait-timeout", help=f"--wait: s
 JsonOption = Annotated[bool, typer.Option("--json", help="print the outcome as JSON")]
 
 
-def void_command(ladder: Annotated[str, typer.Argument(help="ladder name")],
+def void_command(ladder: Ladder,
                  round_id: Annotated[str, typer.Argument(help="the round to void")],
                  reason: ReasonOption = "", correction_id: IdOption = "", wait: WaitOption = False,
                  wait_timeout: TimeoutOption = WAIT_TIMEOUT_S, as_json: JsonOption = False) -> None:

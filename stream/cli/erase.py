@@ -12,6 +12,7 @@ import typer
 from stream.cli.store_command import EXIT_BAD_INPUT, fail, run_with_store
 from stream.settings import Settings
 from stream.store.erase import ErasureRefused, erase_player
+from stream.cli.output import Ladder
 
 
 def register(app: typer.Typer) -> None:
@@ -20,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
 
 def erase_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     player: Annotated[str, typer.Argument(help="the player id to erase")],
     as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
 ) -> None:

@@ -1,8 +1,15 @@
-"""How the commands print: aligned tables, numbers and UTC times (``-`` where there is none)."""
+"""How the commands print: aligned tables, numbers and UTC times (``-`` where there is none); the
+arguments the per-ladder commands share."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Annotated
+
+import typer
+
+Ladder = Annotated[str, typer.Argument(help="ladder name")]
+AsJson = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 
 def num(value: float | None, digits: int = 1) -> str:

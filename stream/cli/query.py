@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from stream.cli.output import num, table, when
+from stream.cli.output import AsJson, Ladder, num, table, when
 from stream.cli.store_command import EXIT_NOT_FOUND, run_on_redis
 from stream.pipeline.context import load_ladders
 from stream.pipeline.status import status_fields
@@ -63,9 +63,9 @@ def _status(ratings: list[tuple[float | None, float | None, int | None, float | 
 
 
 def leaderboard_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     top: Annotated[int, typer.Option("--top", "-n", min=1, max=10_000, help="number of players")] = DEFAULT_TOP,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: AsJson = False,
     season: Annotated[str | None, typer.Option("--season", help="a past season's archived final standings "
                                                                 "(`stream season archive`)")] = None,
 ) -> None:
@@ -112,9 +112,9 @@ def _season_leaderboard(ladder: str, season: str, top: int, as_json: bool) -> No
 
 
 def player_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     player: Annotated[str, typer.Argument(help="player id")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """A player's current rating, tier, position and recent history."""
     view = _run(lambda r: queries.player(r, ladder, player, history_limit=RECENT_HISTORY))
@@ -138,9 +138,9 @@ def player_command(
 
 
 def round_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     round_id: Annotated[str, typer.Argument(help="round id")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """A round's status and every player's rating change."""
     view = _run(lambda r: queries.round_view(r, ladder, round_id))

@@ -33,6 +33,7 @@ from stream.engine.ladders import LADDER_NAME, LaddersError, parse_ladders
 from stream.engine.season_schedule import Seasons, iso_time, parse_time, season_of, with_started
 from stream.cli.store_command import bad_input, json_option, run_on_redis
 from stream.settings import Settings
+from stream.cli.output import AsJson, Ladder
 
 T = TypeVar("T")
 
@@ -58,7 +59,7 @@ LaddersOption = Annotated[str | None, typer.Option(
 
 
 def start_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     at: Annotated[str | None, typer.Option("--at", help="start time, ISO 8601 with its zone or epoch seconds "
                                                         "(default: now + SEASON_NOTICE_S)")] = None,
     name: Annotated[str | None, typer.Option("--name", help="the season's name (default: S<number>)")] = None,
@@ -167,9 +168,9 @@ def _schedule(ladder: str, name: str, start: float, centre: float | None) -> Non
 
 
 def list_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     ladders: LaddersOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: AsJson = False,
     config_only: Annotated[bool, typer.Option("--config-only", help="the LADDERS configuration's schedule only, "
                                                                     "without the seasons started in Redis")] = False,
 ) -> None:
@@ -194,8 +195,8 @@ def list_command(
 
 
 def shares_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    ladder: Ladder,
+    as_json: AsJson = False,
 ) -> None:
     """Recompute a ladder's league thresholds from its target shares and the live leaderboard, and
     keep them from now on."""
@@ -211,9 +212,9 @@ def shares_command(
 
 
 def archive_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     season: Annotated[str, typer.Argument(help="season name")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Archive a season's final standings (rating, league, division, rank) of every player who played in it."""
     from stream.pipeline.seasons import archive_season

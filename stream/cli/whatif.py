@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stream.cli.output import num, table
+from stream.cli.output import Ladder, num, table
 from stream.cli.store_command import EXIT_BAD_INPUT, EXIT_NOT_FOUND, fail, run_on_redis
 from stream.contracts.round import Limits
 from stream.pipeline import explain, whatif
@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
 
 
 def what_if_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     file: Annotated[str, typer.Argument(help="a RoundResult-shaped JSON file (its standings; - for stdin)")],
     explain: Annotated[list[str] | None, typer.Option("--explain", "-e",
                                                       help="a player whose tier targets to print (repeatable)")] = None,
@@ -101,7 +101,7 @@ def _rank(rank: int, tied: bool) -> str:
 
 
 def explain_command(
-    ladder: Annotated[str, typer.Argument(help="ladder name")],
+    ladder: Ladder,
     player: Annotated[str, typer.Argument(help="player id")],
     round_id: Annotated[str, typer.Argument(help="round id")],
     as_json: Annotated[bool, typer.Option("--json", help="print the API's JSON answer")] = False,
