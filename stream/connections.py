@@ -112,35 +112,20 @@ def aiokafka_config(settings: Settings) -> dict[str, Any]:
 # ---------------------------------------------------------------- Redis
 
 
-#: Unanswered keepalive probes after which the kernel drops a Redis connection.
-REDIS_KEEPALIVE_PROBES = 3
-
-
-def redis_keepalive_options(idle_s: int) -> dict[int, int]:
-    """``socket_keepalive_options``: first probe after ``idle_s`` idle seconds, then every third of it,
-    :data:`REDIS_KEEPALIVE_PROBES` probes (options the platform lacks are left at the system default)."""
-    wanted = {"TCP_KEEPIDLE": idle_s, "TCP_KEEPINTVL": max(1, idle_s // 3), "TCP_KEEPCNT": REDIS_KEEPALIVE_PROBES}
-    return {getattr(socket, name): value for name, value in wanted.items() if hasattr(socket, name)}
-
-
-def redis_timeouts(settings: Settings) -> dict[str, Any]:
-    """redis-py options bounding a call (reply and connect timeouts, None for 0: no limit; TCP keepalive), so a
-    hung or silently dead Redis makes a call fail and be retried instead of waiting for ever."""
-    options: dict[str, Any] = {"socket_timeout": settings.redis_socket_timeout_s or None,
-                               "socket_connect_timeout": settings.redis_connect_timeout_s or None}
-    tcp = urlsplit(settings.redis_url).scheme.lower() in ("redis", REDIS_TLS_SCHEME)  # unix:// has no keepalive
-    if settings.redis_keepalive_s > 0 and tcp:
-        options |= {"socket_keepalive": True,
-                    "socket_keepalive_options": redis_keepalive_options(settings.redis_keepalive_s)}
-    return options
-
-
 def redis_options(settings: Settings) -> dict[str, Any]:
-    """redis-py ``from_url`` options beyond the URL: :func:`redis_timeouts`, ACL user/password overrides and TLS
-    files; ``rediss://`` verifies the certificate and host name (redis-py leaves the latter off by default), and
+    """redis-py ``from_url`` options beyond the URL: reply and connect timeouts (None for 0: no limit) and TCP
+    keepalive (first probe after REDIS_KEEPALIVE_S idle seconds, then every third of it, 3 probes), so a hung or
+    silently dead Redis makes a call fail and be retried; ACL user/password overrides and TLS files;
+    ``rediss://`` verifies the certificate and host name (redis-py leaves the latter off by default), and
     ``REDIS_TLS_*`` with ``redis://`` is an error rather than a silent plaintext connection."""
     scheme = urlsplit(settings.redis_url).scheme.lower()
-    options = redis_timeouts(settings)
+    idle = settings.redis_keepalive_s
+    options: dict[str, Any] = {"socket_timeout": settings.redis_socket_timeout_s or None,
+                               "socket_connect_timeout": settings.redis_connect_timeout_s or None}
+    if idle > 0 and scheme in ("redis", REDIS_TLS_SCHEME):  # unix:// has no keepalive
+        keepalive = {"TCP_KEEPIDLE": idle, "TCP_KEEPINTVL": max(1, idle // 3), "TCP_KEEPCNT": 3}  # lacking: default
+        options |= {"socket_keepalive": True, "socket_keepalive_options": {
+            getattr(socket, name): value for name, value in keepalive.items() if hasattr(socket, name)}}
     if settings.redis_username:
         options["username"] = settings.redis_username
     if settings.redis_password:
