@@ -214,10 +214,6 @@ def accepted(f: Field[Any]) -> str:
     return " ".join([noun, " and ".join(bounds)]).strip()
 
 
-#: Redis URL schemes redis-py takes: TCP, TCP with TLS, a unix socket.
-REDIS_SCHEMES = ("redis", "rediss", "unix")
-
-
 def _whole(low: int) -> Callable[[str], bool]:
     """The check of a whole number >= ``low``."""
     return lambda text: text.isdigit() and int(text) >= low
@@ -251,7 +247,7 @@ def check_redis_url(raw: str) -> None:
     """ValueError unless ``raw`` is a Redis URL redis-py can open (what :data:`CHECKS` says it accepts)."""
     parts = urlsplit(raw.strip())
     scheme = parts.scheme.lower()
-    if scheme not in REDIS_SCHEMES:
+    if scheme not in ("redis", "rediss", "unix"):  # redis-py's: TCP, TCP with TLS, a unix socket
         raise ValueError(raw)
     allowed = {**REDIS_URL_PARAMETERS, **(REDIS_TLS_URL_PARAMETERS if scheme == "rediss" else {})}
     query = parse_qs(parts.query, keep_blank_values=True)
