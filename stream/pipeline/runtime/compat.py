@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 import time
 
 import faust
+from aiokafka import TopicPartition
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust.sensors.monitor import Monitor
@@ -267,8 +268,6 @@ class Refetch:
 async def seek_partitions(consumer: Any, offsets: Mapping[tuple[str, int], int | None], resume: bool = False) -> None:
     """In the consumer thread: seek each still-assigned (topic, partition) to its offset (None: keep the
     position), and with ``resume`` resume it in aiokafka (its fetcher skips a paused partition)."""
-    from aiokafka import TopicPartition
-
     assigned = set(consumer.assignment())
     for (topic, partition), offset in offsets.items():
         tp = TopicPartition(topic, partition)
@@ -507,9 +506,8 @@ def graceful_worker(app: faust.App, loglevel: str, on_sigterm: Callable[[], Awai
     """A Faust worker whose SIGTERM first awaits ``on_sigterm`` (``shutdown.Drain.run``: finish the
     batches in hand, commit), then stops as Faust does (mode's ``Worker._on_sigterm``, a private
     method overridden here). A second SIGTERM while draining is ignored; SIGINT stops at once."""
-    from faust import Worker
 
-    class GracefulWorker(Worker):
+    class GracefulWorker(faust.Worker):
         _draining = False
 
         def _on_sigterm(self) -> None:
