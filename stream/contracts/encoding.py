@@ -6,10 +6,9 @@ byte), one f-string a row (a dataclass and ``json.dumps`` per player cost ~40 µ
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import accumulate
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # C-accelerated, as json.dumps
 
@@ -61,12 +60,8 @@ def columns_texts(columns: Sequence[tuple[str, np.ndarray]]) -> list[list[str]]:
     if not _positional(joined):  # NaN and infinities fail the test too
         return [number_texts(name, values) for name, values in columns]
     texts = _orjson_texts(joined)
-    out = []
-    start = 0
-    for values in arrays:
-        out.append(texts[start:start + len(values)])
-        start += len(values)
-    return out
+    bounds = list(accumulate(map(len, arrays), initial=0))
+    return [texts[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
 @dataclass(frozen=True)
