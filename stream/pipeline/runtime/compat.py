@@ -232,7 +232,7 @@ class Refetch:
     fetch the missing records again instead of Faust's acknowledging it. The embedded broker makes such gaps
     with two producers on a partition (a few per 20,000 records, bench/fetch_skips.py); Kafka never does."""
 
-    def __init__(self, attempts: int = REFETCH_ATTEMPTS) -> None:
+    def __init__(self, attempts: int) -> None:
         self._attempts = attempts
         """Fetch loops that may skip the same hole before it is taken as real (0: at once)."""
         self._holes: dict[Any, tuple[int, int, int]] = {}
