@@ -144,11 +144,9 @@ class Settings:
 
     def redacted(self) -> dict[str, object]:
         """Settings as a dict with secrets masked, safe to log."""
-        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        for f in fields(self):
-            if f.metadata.get("secret") and out[f.name]:
-                out[f.name] = _redact(str(out[f.name]))
-        return out
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: _redact(str(values[f.name])) if f.metadata.get("secret") and values[f.name] else values[f.name]
+                for f in fields(self)}
 
 
 #: Environment variables a running ``stream stack`` provides to other commands.
