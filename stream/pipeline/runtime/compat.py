@@ -97,13 +97,6 @@ ConductorHandler: Any = getattr(faust_conductor, "ConductorHandler", None)
 """Faust's compiled per-partition delivery handler (None without its Cython extension)."""
 
 
-def _raw_bytes(channel: Any) -> bool:
-    """Whether ``channel`` (a topic) takes raw bytes keys and values, unchanged: its events need no decode."""
-    schema = getattr(channel, "schema", None)
-    return (type(schema) is faust.Schema and schema.key_type is bytes and schema.value_type is bytes
-            and schema.key_serializer == "raw" and schema.value_serializer == "raw")
-
-
 class _DirectDelivery:
     """``ConductorHandler.__call__`` of a record, done in place when it would not wait (:func:`direct_delivery`)."""
 
@@ -137,8 +130,10 @@ class _DirectDelivery:
         channels = handler.channels
         if not channels:
             return False
-        for channel in channels:
-            if not _raw_bytes(channel) or channel.queue.full():
+        for channel in channels:  # each a topic of raw bytes keys and values (its events need no decode), not full
+            schema = getattr(channel, "schema", None)
+            if not (type(schema) is faust.Schema and schema.key_type is bytes and schema.value_type is bytes
+                    and schema.key_serializer == "raw" and schema.value_serializer == "raw") or channel.queue.full():
                 return False
         message.refcount += len(channels)
         key, value, headers = message.key, message.value, message.headers
