@@ -432,8 +432,7 @@ async def _until_ready(queue: ThrowableQueue[Any], loop: asyncio.AbstractEventLo
     getters = cast(Any, queue)._getters
     getter = loop.create_future()
     getters.append(getter)
-    # at the deadline, the getter resolved unless something woke it first
-    timer = loop.call_later(timeout, lambda: getter.done() or getter.set_result(None)) if timeout is not None else None
+    timer = loop.call_later(timeout, _resolve, getter) if timeout is not None else None
     try:
         await getter
     except BaseException:
@@ -448,6 +447,12 @@ async def _until_ready(queue: ThrowableQueue[Any], loop: asyncio.AbstractEventLo
             getters.remove(getter)
         except ValueError:
             pass
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    """Wake ``future``'s waiter at its deadline (unless something woke it first)."""
+    if not future.done():
+        future.set_result(None)
 
 
 def incoming(event: faust.EventT[bytes]) -> Incoming:
