@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 #: URL scheme of a Redis server over TCP with TLS.
 REDIS_TLS_SCHEME = "rediss"
+#: Kafka security protocols that encrypt the connection.
+KAFKA_TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 
 class ConnectionConfigError(ValueError):
@@ -45,15 +47,10 @@ def kafka_protocol(settings: Settings) -> str:
             raise ConnectionConfigError(f"KAFKA_SECURITY_PROTOCOL={protocol} needs KAFKA_SASL_USERNAME (and KAFKA_SASL_PASSWORD)")
     if bool(settings.kafka_ssl_certfile) != bool(settings.kafka_ssl_keyfile):
         raise ConnectionConfigError("KAFKA_SSL_CERTFILE and KAFKA_SSL_KEYFILE go together (client certificate and its key)")
-    if not kafka_uses_tls(protocol) and (settings.kafka_ssl_cafile or settings.kafka_ssl_certfile):
+    if protocol not in KAFKA_TLS_PROTOCOLS and (settings.kafka_ssl_cafile or settings.kafka_ssl_certfile):
         raise ConnectionConfigError(f"KAFKA_SSL_* is set but KAFKA_SECURITY_PROTOCOL={protocol} does not use TLS "
                                     "(use SSL or SASL_SSL)")
     return protocol
-
-
-def kafka_uses_tls(protocol: str) -> bool:
-    """Whether a Kafka security protocol encrypts the connection."""
-    return protocol in ("SSL", "SASL_SSL")
 
 
 def kafka_bootstrap(settings: Settings) -> list[str]:
@@ -64,7 +61,7 @@ def kafka_bootstrap(settings: Settings) -> list[str]:
 def kafka_ssl_context(settings: Settings) -> ssl.SSLContext | None:
     """The TLS context of aiokafka / Faust (None without TLS): verifies the broker's certificate and host
     name against ``KAFKA_SSL_CAFILE`` (or the system CAs), and presents the client certificate if set."""
-    if not kafka_uses_tls(kafka_protocol(settings)):
+    if kafka_protocol(settings) not in KAFKA_TLS_PROTOCOLS:
         return None
     context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
     if settings.kafka_ssl_certfile:
@@ -86,7 +83,7 @@ def _kafka_auth(settings: Settings) -> tuple[str, dict[str, Any]]:
 def kafka_python_security(settings: Settings) -> dict[str, Any]:
     """kafka-python's security options (``KafkaProducer``/``KafkaConsumer``/``KafkaAdminClient`` kwargs)."""
     protocol, config = _kafka_auth(settings)
-    if kafka_uses_tls(protocol):
+    if protocol in KAFKA_TLS_PROTOCOLS:
         config |= {"ssl_check_hostname": True}
         if settings.kafka_ssl_cafile:
             config["ssl_cafile"] = settings.kafka_ssl_cafile
