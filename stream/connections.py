@@ -166,8 +166,7 @@ def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: 
         from redis.cluster import RedisCluster
         kind = AsyncCluster if asyncio else RedisCluster
     else:
-        import redis
-        import redis.asyncio
+        import redis.asyncio  # binds redis too
         kind = redis.asyncio.Redis if asyncio else redis.Redis
     client = kind.from_url(settings.redis_url, decode_responses=decode_responses, **options)
     if asyncio:
