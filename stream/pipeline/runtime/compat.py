@@ -7,10 +7,9 @@ is named for what it fixes, and every private attribute the watchdog reaches is 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
-
-import time
 
 import faust
 from aiokafka import TopicPartition
