@@ -24,7 +24,7 @@ from stream.pipeline.corrections_batches import correction_message
 from stream.pipeline.matchmaking import MatchTopicNames, Matchmaker, dead_letter, handle_tickets, tick_queue
 from stream.pipeline.partitioner import partition_for
 from stream.pipeline.messages import Incoming
-from stream.pipeline.outbox import Outgoing, Send, TopicNames, settle
+from stream.pipeline.outbox import Outgoing, Send, settle
 from stream.pipeline.runtime.producer import BatchProducer, WorkerOutbox
 from stream.pipeline.rounds_batches import phase_one_batch
 from stream.pipeline.shutdown import CORRECTIONS, PHASE_ONE, PHASE_TWO, Drain
@@ -35,11 +35,6 @@ from stream.pipeline.timings import BatchTimings
 from stream.pipeline.updates_batches import apply_updates, emit_applied
 
 log = logging.getLogger(__name__)
-
-
-def topic_names(topics: Topics) -> TopicNames:
-    return TopicNames(*(topic.get_topic_name() for topic in (topics.player_updates, topics.rating_changes,
-                                                             topics.rounds_dlq, topics.corrections)))
 
 
 def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox, drain: Drain) -> None:

@@ -21,6 +21,7 @@ from stream.pipeline.runtime.compat import (PromptTableManager, QuietMonitor, ca
 from stream.pipeline.runtime.producer import BATCH_BYTES, BatchProducer, WorkerOutbox
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
+from stream.pipeline.outbox import TopicNames
 from stream.pipeline.shutdown import Drain
 from stream.pipeline.worker_status import TICK_S, WorkerStatus
 from stream.pipeline.runtime.topics import Topics, declare
@@ -108,7 +109,8 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     )
     deliver_without_blocking(app)  # a full stream buffer never blocks another stream's input (compat.py)
     topics = declare(app, settings)
-    outbox = WorkerOutbox(BatchProducer(settings), agents.topic_names(topics))
+    outbox = WorkerOutbox(BatchProducer(settings), TopicNames(*(topic.get_topic_name() for topic in (
+        topics.player_updates, topics.rating_changes, topics.rounds_dlq, topics.corrections))))
     ctx = PipelineContext.from_settings(settings, outbox=outbox)
     if ctx.queues:  # the matchmaker's odds table built now, not by the first tick
         from stream.matchmaking.odds import warm_up as warm_up_matchmaking
