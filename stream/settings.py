@@ -127,8 +127,11 @@ class Settings:
                 continue
             try:
                 values[f.name] = _parse(f, raw)
-            except ValueError:
-                problems.append(f"{f.metadata['env']}={_shown(f, raw)!r}: expected {accepted(f)}")
+            except ValueError:  # the value shown: a secret masked, but not a REDIS_URL without credentials (notaurl)
+                plain = (f.metadata.get("check") == "redis_url" and "@" not in raw
+                         and not re.search(r"(?i)pass|pwd", raw))
+                shown = _redact(raw) if f.metadata.get("secret") and not plain else raw
+                problems.append(f"{f.metadata['env']}={shown!r}: expected {accepted(f)}")
         if problems:
             raise SettingsError(*problems)
         values.update(overrides)
@@ -290,12 +293,6 @@ CHECKS = {
     "kafka_bootstrap": (check_kafka_bootstrap, "host:port[,host:port...] with ports from 1 to 65535 "
                                                "([address]:port for IPv6)"),
 }
-
-
-def _shown(f: Field[Any], raw: str) -> str:
-    """``raw`` as a problem shows it: a secret masked, but not a REDIS_URL without credentials (``notaurl``)."""
-    plain = f.metadata.get("check") == "redis_url" and "@" not in raw and not re.search(r"(?i)pass|pwd", raw)
-    return _redact(raw) if f.metadata.get("secret") and not plain else raw
 
 
 class StackChoiceError(SettingsError):
