@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 #: URL scheme of a Redis server over TCP with TLS.
 REDIS_TLS_SCHEME = "rediss"
+#: Kafka security protocols that encrypt the connection.
+KAFKA_TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 
 class ConnectionConfigError(ValueError):
@@ -45,15 +47,10 @@ def kafka_protocol(settings: Settings) -> str:
             raise ConnectionConfigError(f"KAFKA_SECURITY_PROTOCOL={protocol} needs KAFKA_SASL_USERNAME (and KAFKA_SASL_PASSWORD)")
     if bool(settings.kafka_ssl_certfile) != bool(settings.kafka_ssl_keyfile):
         raise ConnectionConfigError("KAFKA_SSL_CERTFILE and KAFKA_SSL_KEYFILE go together (client certificate and its key)")
-    if not kafka_uses_tls(protocol) and (settings.kafka_ssl_cafile or settings.kafka_ssl_certfile):
+    if protocol not in KAFKA_TLS_PROTOCOLS and (settings.kafka_ssl_cafile or settings.kafka_ssl_certfile):
         raise ConnectionConfigError(f"KAFKA_SSL_* is set but KAFKA_SECURITY_PROTOCOL={protocol} does not use TLS "
                                     "(use SSL or SASL_SSL)")
     return protocol
-
-
-def kafka_uses_tls(protocol: str) -> bool:
-    """Whether a Kafka security protocol encrypts the connection."""
-    return protocol in ("SSL", "SASL_SSL")
 
 
 def kafka_bootstrap(settings: Settings) -> list[str]:
@@ -64,7 +61,7 @@ def kafka_bootstrap(settings: Settings) -> list[str]:
 def kafka_ssl_context(settings: Settings) -> ssl.SSLContext | None:
     """The TLS context of aiokafka / Faust (None without TLS): verifies the broker's certificate and host
     name against ``KAFKA_SSL_CAFILE`` (or the system CAs), and presents the client certificate if set."""
-    if not kafka_uses_tls(kafka_protocol(settings)):
+    if kafka_protocol(settings) not in KAFKA_TLS_PROTOCOLS:
         return None
     context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
     if settings.kafka_ssl_certfile:
@@ -86,7 +83,7 @@ def _kafka_auth(settings: Settings) -> tuple[str, dict[str, Any]]:
 def kafka_python_security(settings: Settings) -> dict[str, Any]:
     """kafka-python's security options (``KafkaProducer``/``KafkaConsumer``/``KafkaAdminClient`` kwargs)."""
     protocol, config = _kafka_auth(settings)
-    if kafka_uses_tls(protocol):
+    if protocol in KAFKA_TLS_PROTOCOLS:
         config |= {"ssl_check_hostname": True}
         if settings.kafka_ssl_cafile:
             config["ssl_cafile"] = settings.kafka_ssl_cafile
@@ -112,35 +109,20 @@ def aiokafka_config(settings: Settings) -> dict[str, Any]:
 # ---------------------------------------------------------------- Redis
 
 
-#: Unanswered keepalive probes after which the kernel drops a Redis connection.
-REDIS_KEEPALIVE_PROBES = 3
-
-
-def redis_keepalive_options(idle_s: int) -> dict[int, int]:
-    """``socket_keepalive_options``: first probe after ``idle_s`` idle seconds, then every third of it,
-    :data:`REDIS_KEEPALIVE_PROBES` probes (options the platform lacks are left at the system default)."""
-    wanted = {"TCP_KEEPIDLE": idle_s, "TCP_KEEPINTVL": max(1, idle_s // 3), "TCP_KEEPCNT": REDIS_KEEPALIVE_PROBES}
-    return {getattr(socket, name): value for name, value in wanted.items() if hasattr(socket, name)}
-
-
-def redis_timeouts(settings: Settings) -> dict[str, Any]:
-    """redis-py options bounding a call (reply and connect timeouts, None for 0: no limit; TCP keepalive), so a
-    hung or silently dead Redis makes a call fail and be retried instead of waiting for ever."""
-    options: dict[str, Any] = {"socket_timeout": settings.redis_socket_timeout_s or None,
-                               "socket_connect_timeout": settings.redis_connect_timeout_s or None}
-    tcp = urlsplit(settings.redis_url).scheme.lower() in ("redis", REDIS_TLS_SCHEME)  # unix:// has no keepalive
-    if settings.redis_keepalive_s > 0 and tcp:
-        options |= {"socket_keepalive": True,
-                    "socket_keepalive_options": redis_keepalive_options(settings.redis_keepalive_s)}
-    return options
-
-
 def redis_options(settings: Settings) -> dict[str, Any]:
-    """redis-py ``from_url`` options beyond the URL: :func:`redis_timeouts`, ACL user/password overrides and TLS
-    files; ``rediss://`` verifies the certificate and host name (redis-py leaves the latter off by default), and
+    """redis-py ``from_url`` options beyond the URL: reply and connect timeouts (None for 0: no limit) and TCP
+    keepalive (first probe after REDIS_KEEPALIVE_S idle seconds, then every third of it, 3 probes), so a hung or
+    silently dead Redis makes a call fail and be retried; ACL user/password overrides and TLS files;
+    ``rediss://`` verifies the certificate and host name (redis-py leaves the latter off by default), and
     ``REDIS_TLS_*`` with ``redis://`` is an error rather than a silent plaintext connection."""
     scheme = urlsplit(settings.redis_url).scheme.lower()
-    options = redis_timeouts(settings)
+    idle = settings.redis_keepalive_s
+    options: dict[str, Any] = {"socket_timeout": settings.redis_socket_timeout_s or None,
+                               "socket_connect_timeout": settings.redis_connect_timeout_s or None}
+    if idle > 0 and scheme in ("redis", REDIS_TLS_SCHEME):  # unix:// has no keepalive
+        keepalive = {"TCP_KEEPIDLE": idle, "TCP_KEEPINTVL": max(1, idle // 3), "TCP_KEEPCNT": 3}  # lacking: default
+        options |= {"socket_keepalive": True, "socket_keepalive_options": {
+            getattr(socket, name): value for name, value in keepalive.items() if hasattr(socket, name)}}
     if settings.redis_username:
         options["username"] = settings.redis_username
     if settings.redis_password:
@@ -184,8 +166,7 @@ def redis_client(settings: Settings, *, asyncio: bool = True, decode_responses: 
         from redis.cluster import RedisCluster
         kind = AsyncCluster if asyncio else RedisCluster
     else:
-        import redis
-        import redis.asyncio
+        import redis.asyncio  # binds redis too
         kind = redis.asyncio.Redis if asyncio else redis.Redis
     client = kind.from_url(settings.redis_url, decode_responses=decode_responses, **options)
     if asyncio:

@@ -127,8 +127,11 @@ class Settings:
                 continue
             try:
                 values[f.name] = _parse(f, raw)
-            except ValueError:
-                problems.append(f"{f.metadata['env']}={_shown(f, raw)!r}: expected {accepted(f)}")
+            except ValueError:  # the value shown: a secret masked, but not a REDIS_URL without credentials (notaurl)
+                plain = (f.metadata.get("check") == "redis_url" and "@" not in raw
+                         and not re.search(r"(?i)pass|pwd", raw))
+                shown = _redact(raw) if f.metadata.get("secret") and not plain else raw
+                problems.append(f"{f.metadata['env']}={shown!r}: expected {accepted(f)}")
         if problems:
             raise SettingsError(*problems)
         values.update(overrides)
@@ -144,11 +147,9 @@ class Settings:
 
     def redacted(self) -> dict[str, object]:
         """Settings as a dict with secrets masked, safe to log."""
-        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        for f in fields(self):
-            if f.metadata.get("secret") and out[f.name]:
-                out[f.name] = _redact(str(out[f.name]))
-        return out
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: _redact(str(values[f.name])) if f.metadata.get("secret") and values[f.name] else values[f.name]
+                for f in fields(self)}
 
 
 #: Environment variables a running ``stream stack`` provides to other commands.
@@ -214,10 +215,6 @@ def accepted(f: Field[Any]) -> str:
     return " ".join([noun, " and ".join(bounds)]).strip()
 
 
-#: Redis URL schemes redis-py takes: TCP, TCP with TLS, a unix socket.
-REDIS_SCHEMES = ("redis", "rediss", "unix")
-
-
 def _whole(low: int) -> Callable[[str], bool]:
     """The check of a whole number >= ``low``."""
     return lambda text: text.isdigit() and int(text) >= low
@@ -251,7 +248,7 @@ def check_redis_url(raw: str) -> None:
     """ValueError unless ``raw`` is a Redis URL redis-py can open (what :data:`CHECKS` says it accepts)."""
     parts = urlsplit(raw.strip())
     scheme = parts.scheme.lower()
-    if scheme not in REDIS_SCHEMES:
+    if scheme not in ("redis", "rediss", "unix"):  # redis-py's: TCP, TCP with TLS, a unix socket
         raise ValueError(raw)
     allowed = {**REDIS_URL_PARAMETERS, **(REDIS_TLS_URL_PARAMETERS if scheme == "rediss" else {})}
     query = parse_qs(parts.query, keep_blank_values=True)
@@ -296,12 +293,6 @@ CHECKS = {
     "kafka_bootstrap": (check_kafka_bootstrap, "host:port[,host:port...] with ports from 1 to 65535 "
                                                "([address]:port for IPv6)"),
 }
-
-
-def _shown(f: Field[Any], raw: str) -> str:
-    """``raw`` as a problem shows it: a secret masked, but not a REDIS_URL without credentials (``notaurl``)."""
-    plain = f.metadata.get("check") == "redis_url" and "@" not in raw and not re.search(r"(?i)pass|pwd", raw)
-    return _redact(raw) if f.metadata.get("secret") and not plain else raw
 
 
 class StackChoiceError(SettingsError):

@@ -6,10 +6,9 @@ byte), one f-string a row (a dataclass and ``json.dumps`` per player cost ~40 µ
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import accumulate
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # C-accelerated, as json.dumps
 
@@ -61,12 +60,8 @@ def columns_texts(columns: Sequence[tuple[str, np.ndarray]]) -> list[list[str]]:
     if not _positional(joined):  # NaN and infinities fail the test too
         return [number_texts(name, values) for name, values in columns]
     texts = _orjson_texts(joined)
-    out = []
-    start = 0
-    for values in arrays:
-        out.append(texts[start:start + len(values)])
-        start += len(values)
-    return out
+    bounds = list(accumulate(map(len, arrays), initial=0))
+    return [texts[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
 @dataclass(frozen=True)
@@ -109,16 +104,6 @@ Placement = Callable[[str | None], tuple[str | None, int | None]]
 """A tier label's (league, division)."""
 
 
-def placement_json(tiers: Sequence[str], placement: Placement | None) -> dict[str, str]:
-    """``,"league":L,"division":D`` of each distinct tier label (RatingChange v3)."""
-    out = {}
-    for tier in set(tiers):
-        league, division = placement(tier or None) if placement is not None else (None, None)
-        out[tier] = (f',"league":{NULL if league is None else encode_basestring(league)},'
-                     f'"division":{NULL if division is None else repr(int(division))}')
-    return out
-
-
 def encode_changes(c: ChangeColumns) -> list[bytes]:
     """``RatingChange(...).to_json().encode()`` for every row of ``c`` (tested byte-equal)."""
     return encode_changes_of_rounds(c.ladder, [c.round_id], [c.field_size], [c.occurred_at], [0] * len(c.players), c)
@@ -137,7 +122,11 @@ def encode_changes_of_rounds(ladder: str, round_ids: Sequence[str], field_sizes:
     tails = [f',"occurred_at":{json_number(t)}' for t in occurred_at]  # = json.dumps(t, allow_nan=False)
     sizes = [NULL if n is None else repr(int(n)) for n in field_sizes]
     tier_json = {t: encode_basestring(t) if t else NULL for t in set(c.tiers)}
-    placed = placement_json(c.tiers, c.placement)
+    placed: dict[str, str] = {}  # ``,"league":L,"division":D`` of each distinct tier label (RatingChange v3)
+    for tier in set(c.tiers):
+        league, division = c.placement(tier or None) if c.placement is not None else (None, None)
+        placed[tier] = (f',"league":{NULL if league is None else encode_basestring(league)},'
+                        f'"division":{NULL if division is None else repr(int(division))}')
     extras = [""] * len(c.players)
     if c.weights is not None:  # rounds with teams or partial play: "team" and "weight" last (RatingChange v4)
         teams = c.teams if c.teams is not None else [None] * len(c.weights)

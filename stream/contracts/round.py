@@ -283,13 +283,9 @@ def model_changed(round_: RoundResult, stored: str, configured: str) -> RoundRej
 
 def parse_round(raw: bytes | str | dict[str, Any], *, limits: Limits) -> RoundResult:
     """Validate one ``RoundResult`` message and return it; raise :class:`RoundRejected` (checks in order:
-    size, UTF-8, JSON, nesting, schema, strict fields, ids, ladder, numbers, duplicates, two entries)."""
-    return _validate(_decode(raw, limits), limits)
-
-
-def _validate(data: Any, limits: Limits) -> RoundResult:
-    """:func:`parse_round` of the decoded JSON value ``data``: the rules of ``schemas/round-result.v2.json``
-    (the tests check the two agree), in the schema's order of fields, then the contract's own."""
+    size, UTF-8, JSON, nesting, schema, strict fields, ids, ladder, numbers, duplicates, two entries): the rules
+    of ``schemas/round-result.v2.json`` (the tests check the two agree) in its order of fields, then the contract's."""
+    data = _decode(raw, limits)
     if not isinstance(data, dict):
         raise RoundRejected(SCHEMA, "a round must be a JSON object", None)
     items = data.get("standings")
@@ -376,7 +372,7 @@ def _too_deep(value: Any, depth: int) -> bool:
 
 class _Standings:
     """One walk of a round's standings (any form): each player's rank, team and weight, whether something nests
-    too deep, and the first rejection of each kind, which :func:`_validate` raises in the contract's order."""
+    too deep, and the first rejection of each kind, which :func:`parse_round` raises in the contract's order."""
 
     def __init__(self, items: list[Any], strict: bool) -> None:
         self.players: list[str] = []
@@ -508,13 +504,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _good_rank(value: Any) -> bool:
-    """A rank is an integer (2.0 is one) in [1, MAX_RANK]."""
-    if type(value) is int:
-        return 1 <= value <= MAX_RANK
-    return type(value) is float and value.is_integer() and 1 <= value <= MAX_RANK
-
-
 def _individual_problem(item: dict[str, Any], where: str) -> RoundRejected | None:
     """Why an individual entry is not ``{player, rank[, weight]}``, or None."""
     if not isinstance(item.get("player"), str) or not item.get("player"):
@@ -529,7 +518,8 @@ def _rank_problem(item: dict[str, Any], where: str, refused: bool = False) -> Ro
     """Why an entry's rank is not a positive integer (or the entry is ``refused``), or None."""
     if "rank" not in item:
         return RoundRejected(SCHEMA, "rank is required", f"{where}.rank")
-    if _good_rank(item["rank"]) and not refused:
+    rank = item["rank"]  # an integer (2.0 is one) in [1, MAX_RANK]
+    if (type(rank) is int or type(rank) is float and rank.is_integer()) and 1 <= rank <= MAX_RANK and not refused:
         return None
     return RoundRejected(BAD_RANK, f"rank must be a positive integer, got {_show(item['rank'])}", f"{where}.rank")
 

@@ -23,11 +23,9 @@ from stream.pipeline.context import PipelineContext
 from stream.pipeline.corrections_batches import correction_message
 from stream.pipeline.matchmaking import MatchTopicNames, Matchmaker, dead_letter, handle_tickets, tick_queue
 from stream.pipeline.partitioner import partition_for
-from stream.pipeline.retry import GaveUp
 from stream.pipeline.messages import Incoming
-from stream.pipeline.outbox import Outgoing, Send, TopicNames, settle
+from stream.pipeline.outbox import Outgoing, Send, settle
 from stream.pipeline.runtime.producer import BatchProducer, WorkerOutbox
-from stream.pipeline.retry import retrying
 from stream.pipeline.rounds_batches import phase_one_batch
 from stream.pipeline.shutdown import CORRECTIONS, PHASE_ONE, PHASE_TWO, Drain
 from stream.pipeline.sweeper import sweep
@@ -37,11 +35,6 @@ from stream.pipeline.timings import BatchTimings
 from stream.pipeline.updates_batches import apply_updates, emit_applied
 
 log = logging.getLogger(__name__)
-
-
-def topic_names(topics: Topics) -> TopicNames:
-    return TopicNames(*(topic.get_topic_name() for topic in (topics.player_updates, topics.rating_changes,
-                                                             topics.rounds_dlq, topics.corrections)))
 
 
 def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: WorkerOutbox, drain: Drain) -> None:
@@ -98,8 +91,8 @@ def register(app: faust.App, topics: Topics, ctx: PipelineContext, outbox: Worke
 
     @app.timer(interval=settings.sweep_interval_s, name="sweeper")  # type: ignore[untyped-decorator]  # faust: untyped
     async def sweeper() -> None:
-        # retrying() retries every error (logged, counted), so a failing sweep never stops the timer
-        await retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s, handler=retry.SWEEP)
+        # retry.retrying() retries every error (logged, counted), so a failing sweep never stops the timer
+        await retry.retrying(lambda: sweep(ctx), "sweep", max_delay_s=settings.retry_max_delay_s, handler=retry.SWEEP)
 
     if topics.match_tickets is not None:
         register_matchmaking(app, topics.match_tickets, ctx, producer, send)
@@ -119,10 +112,10 @@ def register_matchmaking(app: faust.App, match_tickets: faust.TopicT, ctx: Pipel
 
     async def tickets_of(inputs: list[Incoming]) -> list[Outgoing]:
         try:
-            return await retrying(lambda: handle_tickets(mm, inputs), "matchmaking tickets",
-                                  max_delay_s=settings.retry_max_delay_s, handler=retry.MATCHMAKING,
-                                  attempts=settings.handler_attempts)
-        except GaveUp:
+            return await retry.retrying(lambda: handle_tickets(mm, inputs), "matchmaking tickets",
+                                        max_delay_s=settings.retry_max_delay_s, handler=retry.MATCHMAKING,
+                                        attempts=settings.handler_attempts)
+        except retry.GaveUp:
             if len(inputs) == 1:
                 return [dead_letter(mm, inputs[0], INTERNAL_ERROR, "handling the ticket kept raising")]
             return [out for one in inputs for out in await tickets_of([one])]

@@ -21,6 +21,7 @@ from stream.pipeline.runtime.compat import (PromptTableManager, QuietMonitor, ca
 from stream.pipeline.runtime.producer import BATCH_BYTES, BatchProducer, WorkerOutbox
 from stream.pipeline.context import PipelineContext
 from stream.pipeline.health import FLUSH_S
+from stream.pipeline.outbox import TopicNames
 from stream.pipeline.shutdown import Drain
 from stream.pipeline.worker_status import TICK_S, WorkerStatus
 from stream.pipeline.runtime.topics import Topics, declare
@@ -108,7 +109,8 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     )
     deliver_without_blocking(app)  # a full stream buffer never blocks another stream's input (compat.py)
     topics = declare(app, settings)
-    outbox = WorkerOutbox(BatchProducer(settings), agents.topic_names(topics))
+    outbox = WorkerOutbox(BatchProducer(settings), TopicNames(*(topic.get_topic_name() for topic in (
+        topics.player_updates, topics.rating_changes, topics.rounds_dlq, topics.corrections))))
     ctx = PipelineContext.from_settings(settings, outbox=outbox)
     if ctx.queues:  # the matchmaker's odds table built now, not by the first tick
         from stream.matchmaking.odds import warm_up as warm_up_matchmaking
@@ -119,16 +121,20 @@ def create_app(settings: Settings, *, datadir: str | None = None) -> Pipeline:
     agents.register(app, topics, ctx, outbox, drain)
     app.task(freeze_heap)
     watchdog.register(app, settings)  # stalled-partition detection (watchdog.py)
-    register_heartbeat(app, status)
-    register_health_flush(app, ctx)
-    return Pipeline(app, topics, ctx, status, drain)
 
-
-def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
-    """Score and record the rounds rating health keeps once FLUSH_S old, also when no phase-one batch comes."""
+    @app.timer(interval=TICK_S, name="heartbeat")  # type: ignore[untyped-decorator]  # faust: untyped
+    async def heartbeat() -> None:
+        """Tick ``status`` from the pipeline's loop: the heartbeat, assignment and rebalancing state."""
+        rebalancing = bool(app.rebalancing) or app.rebalancing_count == 0
+        try:
+            assigned = frozenset((tp.topic, tp.partition) for tp in app.consumer.assignment())
+        except Exception:  # noqa: BLE001 - the consumer is not started yet
+            assigned = None
+        status.tick(rebalancing=rebalancing, assigned=assigned)
 
     @app.timer(interval=FLUSH_S, name="rating-health")  # type: ignore[untyped-decorator]  # faust: untyped
     async def rating_health() -> None:
+        """Score and record the rounds rating health keeps once FLUSH_S old, also when no phase-one batch comes."""
         if not ctx.health.calls and not ctx.health.pending:
             return
         try:
@@ -136,15 +142,5 @@ def register_health_flush(app: faust.App, ctx: PipelineContext) -> None:
         except Exception as exc:  # noqa: BLE001 - Redis down: kept for the next flush
             log.warning("rating health not recorded (%s: %s): kept for the next try", type(exc).__name__, exc)
 
+    return Pipeline(app, topics, ctx, status, drain)
 
-def register_heartbeat(app: faust.App, status: WorkerStatus) -> None:
-    """Tick ``status`` every TICK_S from the pipeline's loop: the heartbeat, assignment and rebalancing state."""
-
-    @app.timer(interval=TICK_S, name="heartbeat")  # type: ignore[untyped-decorator]  # faust: untyped
-    async def heartbeat() -> None:
-        rebalancing = bool(app.rebalancing) or app.rebalancing_count == 0
-        try:
-            assigned = frozenset((tp.topic, tp.partition) for tp in app.consumer.assignment())
-        except Exception:  # noqa: BLE001 - the consumer is not started yet
-            assigned = None
-        status.tick(rebalancing=rebalancing, assigned=assigned)

@@ -7,12 +7,12 @@ is named for what it fixes, and every private attribute the watchdog reaches is 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-import time
-
 import faust
+from aiokafka import TopicPartition
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust.sensors.monitor import Monitor
@@ -96,13 +96,6 @@ ConductorHandler: Any = getattr(faust_conductor, "ConductorHandler", None)
 """Faust's compiled per-partition delivery handler (None without its Cython extension)."""
 
 
-def _raw_bytes(channel: Any) -> bool:
-    """Whether ``channel`` (a topic) takes raw bytes keys and values, unchanged: its events need no decode."""
-    schema = getattr(channel, "schema", None)
-    return (type(schema) is faust.Schema and schema.key_type is bytes and schema.value_type is bytes
-            and schema.key_serializer == "raw" and schema.value_serializer == "raw")
-
-
 class _DirectDelivery:
     """``ConductorHandler.__call__`` of a record, done in place when it would not wait (:func:`direct_delivery`)."""
 
@@ -136,8 +129,10 @@ class _DirectDelivery:
         channels = handler.channels
         if not channels:
             return False
-        for channel in channels:
-            if not _raw_bytes(channel) or channel.queue.full():
+        for channel in channels:  # each a topic of raw bytes keys and values (its events need no decode), not full
+            schema = getattr(channel, "schema", None)
+            if not (type(schema) is faust.Schema and schema.key_type is bytes and schema.value_type is bytes
+                    and schema.key_serializer == "raw" and schema.value_serializer == "raw") or channel.queue.full():
                 return False
         message.refcount += len(channels)
         key, value, headers = message.key, message.value, message.headers
@@ -231,7 +226,7 @@ class Refetch:
     fetch the missing records again instead of Faust's acknowledging it. The embedded broker makes such gaps
     with two producers on a partition (a few per 20,000 records, bench/fetch_skips.py); Kafka never does."""
 
-    def __init__(self, attempts: int = REFETCH_ATTEMPTS) -> None:
+    def __init__(self, attempts: int) -> None:
         self._attempts = attempts
         """Fetch loops that may skip the same hole before it is taken as real (0: at once)."""
         self._holes: dict[Any, tuple[int, int, int]] = {}
@@ -267,8 +262,6 @@ class Refetch:
 async def seek_partitions(consumer: Any, offsets: Mapping[tuple[str, int], int | None], resume: bool = False) -> None:
     """In the consumer thread: seek each still-assigned (topic, partition) to its offset (None: keep the
     position), and with ``resume`` resume it in aiokafka (its fetcher skips a paused partition)."""
-    from aiokafka import TopicPartition
-
     assigned = set(consumer.assignment())
     for (topic, partition), offset in offsets.items():
         tp = TopicPartition(topic, partition)
@@ -512,9 +505,8 @@ def graceful_worker(app: faust.App, loglevel: str, on_sigterm: Callable[[], Awai
     """A Faust worker whose SIGTERM first awaits ``on_sigterm`` (``shutdown.Drain.run``: finish the
     batches in hand, commit), then stops as Faust does (mode's ``Worker._on_sigterm``, a private
     method overridden here). A second SIGTERM while draining is ignored; SIGINT stops at once."""
-    from faust import Worker
 
-    class GracefulWorker(Worker):
+    class GracefulWorker(faust.Worker):
         _draining = False
 
         def _on_sigterm(self) -> None:

@@ -237,8 +237,13 @@ class Watchdog:
         self.report(stalled, observed, now)
         decision = decide(stalled, self.healed_at, now, self.settings.stall_timeout_s, self.settings.stall_exit)
         self.healed_at = decision.healed_at
-        if decision.exit:
-            self.exit(decision.hopeless, observed)
+        if decision.exit:  # no cleanup: nothing uncommitted is acknowledged
+            log.critical("partition(s) %s still stalled %.0fs after the self-heal: exiting with status %d so the "
+                         "supervisor restarts this worker (uncommitted input is redelivered)",
+                         describe(decision.hopeless, observed), self.settings.stall_timeout_s, STALL_EXIT_CODE)
+            for handler in logging.getLogger().handlers + log.handlers:
+                handler.flush()
+            os._exit(STALL_EXIT_CODE)
         if decision.heal:
             log.error("healing stalled partition(s) %s: seek to the committed offset and resume",
                       describe(decision.heal, observed))
@@ -246,15 +251,6 @@ class Watchdog:
             for tp in decision.heal:
                 metrics.STALL_HEALS.labels(tp[0]).inc()
         return decision
-
-    def exit(self, tps: Collection[TP], observed: Mapping[TP, Observation]) -> None:
-        """Exit the process with STALL_EXIT_CODE (no cleanup: nothing uncommitted is acknowledged)."""
-        log.critical("partition(s) %s still stalled %.0fs after the self-heal: exiting with status %d so the "
-                     "supervisor restarts this worker (uncommitted input is redelivered)",
-                     describe(tps, observed), self.settings.stall_timeout_s, STALL_EXIT_CODE)
-        for handler in logging.getLogger().handlers + log.handlers:
-            handler.flush()
-        os._exit(STALL_EXIT_CODE)
 
 
 def register(app: faust.App, settings: Settings) -> Watchdog:
