@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stream.store import keys, player_hash
-from stream.store.client import as_bytes
+from stream.store.client import as_bytes, as_text
 from stream.store.store import (
     NEVER_DUE, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED, OUTCOME_STALE_SCHEDULE, SAVED_NOW,
     STATUS_REGISTERED, BatchWrites, NewRound, Priors, QueuedRound, Registration, Store, encode_float,
@@ -116,3 +116,9 @@ async def apply(store: Store, rounds: Sequence[RoundWrites], *, now: float) -> l
     batch = batch_writes(rounds)
     applied = (await store.apply_batch(batch, now=now)).tolist()
     return [applied[lo:hi] for lo, hi in zip(batch.starts[:-1], batch.starts[1:])]
+
+
+async def stored_player(store: Store, ladder: str, player: str) -> dict[str, bytes]:
+    """A player's hash (field names as text, values as bytes)."""
+    raw = await store.client.hgetall(keys.player(ladder, player))
+    return {as_text(k): as_bytes(v) for k, v in raw.items()}

@@ -461,15 +461,12 @@ class Store:
             self._eval(pipe, script, player_keys[chunk.start:chunk.stop], args)
         return len(chunks)
 
-    def _read_players_into(self, pipe: Pipeline, player_keys: Sequence[str], fields: Sequence[str]) -> None:
-        """Queue load_players.lua calls reading ``fields`` of the player hashes (see _columns)."""
-        self._per_player(pipe, "load_players", player_keys, list(fields))
-
     async def _read_players(self, player_keys: Sequence[str],
                             fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
         """HMGET ``fields`` of many player hashes (load_players.lua, one round trip): one column
         per field, aligned with ``player_keys`` (see :func:`_columns`)."""
-        return _columns(await self._run(lambda pipe: self._read_players_into(pipe, player_keys, fields)), fields)
+        replies = await self._run(lambda pipe: self._per_player(pipe, "load_players", player_keys, list(fields)))
+        return _columns(replies, fields)
 
     # ---- rounds -------------------------------------------------------------------------
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
@@ -497,7 +494,7 @@ class Store:
                 pipe.execute_command("ZRANGE", keys.registered_rounds(ladder), 0, -1, "WITHSCORES")
             for ladder in ladders:
                 pipe.hget(keys.ladder(ladder), "corrections")
-            self._read_players_into(pipe, player_keys, fields)
+            self._per_player(pipe, "load_players", player_keys, list(fields))
 
         index = _by_ladder(rounds)
         calls = [[rounds[i] for i in call] for call in index]
@@ -848,7 +845,7 @@ class Store:
         calls = _by_ladder(verify)
 
         def build(pipe: Pipeline) -> None:
-            self._read_players_into(pipe, player_keys, player_hash.STATES)
+            self._per_player(pipe, "load_players", player_keys, list(player_hash.STATES))
             for call in calls:
                 keys_: list[str] = []
                 args: list[Any] = []
@@ -946,8 +943,3 @@ class Store:
             lo, hi = call[0][1], call[-1][2]  # a call's segments are consecutive rows
             args += _interleave(results.players[lo:hi], results.changes[lo:hi], results.shown[lo:hi])
             self._eval(pipe, "record_round_results", keys_, args)
-
-    async def player(self, ladder: str, player: str) -> dict[str, bytes]:
-        """A player's hash (tests and tools)."""
-        raw = await self.client.hgetall(keys.player(ladder, player))
-        return {as_text(k): as_bytes(v) for k, v in raw.items()}

@@ -20,7 +20,9 @@ from redis.asyncio.cluster import RedisCluster
 from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
 from stream.store.store import SAVE_REFUSED, SAVED_NOW, QueuedRound, Store
-from tests.store_calls import PlayerWrite, RoundWrites, apply, load_results, mark_queued, register_round, save_fanout
+from tests.store_calls import (
+    PlayerWrite, RoundWrites, apply, load_results, mark_queued, register_round, save_fanout, stored_player,
+)
 
 T = TypeVar("T")
 HISTORY = 3
@@ -107,7 +109,7 @@ def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
         assert (await store.round_record("L", "r1"))["pending"] == "1"
         again = await apply_one(store, "r1", [write("a", 1, 9999.0), write("b", 1, 1400.0)], now=6.0)
         assert again == [False, True]
-        player = await store.player("L", "a")
+        player = await stored_player(store, "L", "a")
         assert float(player["mu"]) == 1600.0 and player["last_seq"] == b"1"
         assert await store.client.llen(keys.history("L", "a")) == 1
         record = await store.round_record("L", "r1")
@@ -247,7 +249,7 @@ def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
         status = (await store.round_record("L", "r1"))["status"]
         fanout = await store.load_fanout("L", "r1")
         assert (await store.queue_batch([QueuedRound("L", "r1", players, 1, len(players), [(0, b"m")])])) == [SAVED_NOW]
-        marks = [(await store.player("L", p)).get("queued_seq") for p in players]
+        marks = [(await stored_player(store, "L", p)).get("queued_seq") for p in players]
         return status, fanout, (await store.round_record("L", "r1"))["status"], marks
 
     try:
@@ -359,7 +361,7 @@ def test_a_failed_round_leaves_the_ledger_and_releases_its_queued_players(target
                                                field_size=3)
         assert (duplicate.outcome, duplicate.status) == ("existing", "failed")
         record = await store.round_record("L", "r1")
-        last_seq = [float((await store.player("L", p)).get("last_seq", b"0")) for p in ("a", "b", "c")]
+        last_seq = [float((await stored_player(store, "L", p)).get("last_seq", b"0")) for p in ("a", "b", "c")]
         return (failed, again, record, last_seq, await store.client.zscore(keys.registered_rounds("L"), "r1"),
                 await store.client.zscore(keys.incomplete_rounds("L"), "r1"))
 
