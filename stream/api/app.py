@@ -129,12 +129,6 @@ async def _unknown_ladder(request: web.Request, ladder: str) -> ApiError:
                      code="unknown_ladder")
 
 
-async def _unknown_player(request: web.Request, ladder: str, player: str) -> ApiError:
-    """404 ``unknown_player`` whose message names the rated players whose ids look like it."""
-    similar = await queries.similar_players(_redis(request), ladder, player)
-    return not_found(queries.unknown_player_message(ladder, player, similar), code="unknown_player")
-
-
 async def _ladder(request: web.Request) -> str:
     """The path's ladder, which must exist (404 otherwise)."""
     ladder = _ladder_name(request)
@@ -295,12 +289,14 @@ async def get_activity(request: web.Request, ladder: str) -> dict[str, Any]:
 
 
 async def _of_player(request: web.Request, ladder: str, read: Callable[..., Awaitable[Any]]) -> Any:
-    """``read(redis, ladder, player, history_limit=...)`` of the path's player (404 when it finds none)."""
+    """``read(redis, ladder, player, history_limit=...)`` of the path's player (404 when it finds none, naming
+    the rated players whose ids look like it)."""
     player = _item_id(request, "player", "player")
     history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
     found = await read(_redis(request), ladder, player, history_limit=history)
     if found is None:
-        raise await _unknown_player(request, ladder, player)
+        similar = await queries.similar_players(_redis(request), ladder, player)
+        raise not_found(queries.unknown_player_message(ladder, player, similar), code="unknown_player")
     return found
 
 
