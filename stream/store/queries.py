@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from stream.store import keys, player_hash
-from stream.store.client import AsyncRedis, as_text, pipelined
+from stream.store.client import AsyncRedis, as_text, pipelined, read_each
 
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
 
@@ -170,9 +170,7 @@ def _summary(ladder: str, replies: list[Any]) -> dict[str, Any] | None:
 
 async def ladder_summary(r: AsyncRedis, ladder: str) -> dict[str, Any] | None:
     """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
-    pipe = r.pipeline(transaction=False)
-    _queue_summary(pipe, ladder)
-    return _summary(ladder, await pipe.execute())
+    return _summary(ladder, await pipelined(r, [ladder], _queue_summary))
 
 
 async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
@@ -180,9 +178,7 @@ async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> t
     page size (the names, then every summary in one pipeline)."""
     names = await ladders(r)
     page = names[offset:offset + limit]
-    replies = await pipelined(r, page, _queue_summary)
-    width = 4  # replies per summary (_queue_summary)
-    summaries = [_summary(name, replies[i * width:(i + 1) * width]) for i, name in enumerate(page)]
+    summaries = [_summary(name, replies) async for name, replies in read_each(r, page, _queue_summary)]
     return len(names), [s for s in summaries if s is not None]
 
 
@@ -192,7 +188,6 @@ async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> dict[str
     (O(bins * log N), never the whole leaderboard)."""
     def answer(total: int, low: float | None, high: float | None, counts: list[int]) -> dict[str, Any]:
         return {"ladder": ladder, "total": total, "low": low, "high": high, "counts": counts}
-
 
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
