@@ -616,10 +616,6 @@ class Store:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {as_text(k): as_text(v) for k, v in raw.items()}
 
-    def _save_fanout_into(self, pipe: Pipeline, r: QueuedRound) -> None:
-        """Queue save_fanout.lua for a round (its fan-out only: the marks are the caller's)."""
-        self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
-
     async def queue_batch(self, rounds: Sequence[QueuedRound], release: tuple[str, Sequence[str]] | None = None,
                           ) -> list[int]:
         """Phase one's last write of its rounds, in order, in ONE round trip: per round its players'
@@ -639,11 +635,11 @@ class Store:
         if self.cluster and rounds:
             def marks(pipe: Pipeline) -> None:
                 for r in rounds:
-                    self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
+                    self._per_player(pipe, "mark_queued", keys.players(r.ladder, r.players), [r.seq])
 
             def fanouts(pipe: Pipeline) -> None:
                 for r in rounds:
-                    self._save_fanout_into(pipe, r)
+                    self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
                 release_into(pipe)
 
             await self._run(marks)
@@ -678,8 +674,8 @@ class Store:
         for r in rounds:
             if len(r.players) > self.players_per_call:
                 flush()
-                calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                self._save_fanout_into(pipe, r)
+                calls += self._per_player(pipe, "mark_queued", keys.players(r.ladder, r.players), [r.seq])
+                self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
                 where.append((calls, None))
                 calls += 1
                 continue
@@ -774,10 +770,6 @@ class Store:
         return Priors(mu=mu, sigma=sigma, last_time=last_time, known=known, blocked=blocked,
                       waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,
                       waits_for=waits_for, states=states, overtaken=overtaken)
-
-    def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> int:
-        """Queue mark_queued.lua for the players (in chunks); returns how many calls."""
-        return self._per_player(pipe, "mark_queued", keys.players(ladder, players), [seq])
 
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""
