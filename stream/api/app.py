@@ -343,18 +343,15 @@ async def predict(request: web.Request) -> web.Response:
     """Win probabilities, expected order, rank distribution and match quality for a lobby, by the ladder's
     model (unrated players: its newcomer prior, ``known: false``); cached under the players' states."""
     ladder = _ladder_name(request)
+    args: Any = {"players": "", **request.query}  # a POST's: its body's
     if request.method == "POST":
         try:
-            body = await request.json()
+            args = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
-        if not isinstance(body, dict):
+            args = None
+        if not isinstance(args, dict):
             raise bad_request("body must be a JSON object", code="not_json")
-        raw_players, raw_weight = body.get("players"), body.get("weight")
-        raw_teams, raw_margin = body.get("teams"), body.get("draw_margin")
-    else:
-        raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
-        raw_teams, raw_margin = request.query.get("teams"), request.query.get("draw_margin")
+    raw_players, raw_weight, raw_teams, raw_margin = map(args.get, ("players", "weight", "teams", "draw_margin"))
     teams = None if raw_teams is None else inputs.team_list(raw_teams, _max_id(request))  # teams=a,b;c,d
     players = inputs.player_list(raw_players, _max_id(request)) if teams is None else teams[0]
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
