@@ -25,7 +25,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from stream import dependencies
 from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import AsyncRedis, as_bytes, as_text
+from stream.store.client import AsyncRedis, as_bytes, as_text, read_each
 from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
 from stream.store.cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
@@ -897,15 +897,11 @@ class Store:
         """Record the round results of players applied without them (a worker killed between
         :meth:`apply_batch`'s two round trips), taken from their history, at their current display
         rating; returns those changes (None where not found)."""
-        pipe = self._pipeline()
-        for player in players:
-            pipe.lrange(keys.history(ladder, player), 0, -1)
-            pipe.hget(keys.player(ladder, player), player_hash.DISPLAY_RATING)
-        replies = await pipe.execute()
         found: list[bytes | None] = []
         rows: list[tuple[str, bytes, str, str]] = []  # player, change, display rating, newcomer flag
-        for i, player in enumerate(players):
-            history, shown = replies[2 * i], replies[2 * i + 1]
+        async for player, (history, shown) in read_each(self.client, players, lambda pipe, player: (
+                pipe.lrange(keys.history(ladder, player), 0, -1),
+                pipe.hget(keys.player(ladder, player), player_hash.DISPLAY_RATING))):
             change = next((entry for entry in reversed(history)
                            if (data := json.loads(entry)).get("round_id") == round_id and data.get("ladder") == ladder),
                           None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -220,6 +220,27 @@ def test_a_skipped_write_records_no_result(target: Target) -> None:
     skipped, results, score = run(target, body)
     assert skipped == [False] and results == [None]
     assert score == 1600.0  # r2's display rating (mu - 100), not r1's
+
+
+def test_a_lost_result_is_recovered_from_the_history(target: Target) -> None:
+    """recover_results: the results of players applied without them (a crash between apply_batch's two
+    round trips) are taken from their history and recorded again; None for a player without one."""
+    def change(player: str) -> bytes:
+        return f'{{"player":"{player}","ladder":"L","round_id":"r1","rounds_played":1}}'.encode()
+
+    async def body(store: Store) -> tuple[list[bytes | None], ...]:
+        await register_round(store, "L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=2)
+        await save_fanout(store, "L", "r1", pending=2, messages=[(0, b"m")])
+        await apply_one(store, "r1", [replace(write(p, 1, 1600.0), change=change(p)) for p in "ab"],
+                        now=1.0)
+        before = await load_results(store, "L", "r1", ["a", "b"])
+        await store.client.delete(keys.round_results("L", "r1"))
+        recovered = await store.recover_results("L", "r1", ["a", "b", "ghost"], now=2.0)
+        return before, recovered, await load_results(store, "L", "r1", ["a", "b"])
+
+    before, recovered, after = run(target, body)
+    assert before == [change("a"), change("b")]
+    assert recovered == [*before, None] and after == before
 
 
 def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
