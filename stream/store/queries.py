@@ -366,24 +366,14 @@ async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: i
 
 
 # ---- the ladder's version, and pictures over time -----------------------------------------------
-LADDER_VERSION_FIELDS = ("seq", "rounds_rated", "updated_at")
-
-
 async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
     """What changes whenever a round is registered or rated (the ladder hash's ``seq``, ``rounds_rated``,
     ``updated_at``; None: unknown ladder): the read API's cache key, so one command (the ladder set is
     asked only when the hash has none of them)."""
-    fields = await r.hmget(keys.ladder(ladder), LADDER_VERSION_FIELDS)
+    fields = await r.hmget(keys.ladder(ladder), ("seq", "rounds_rated", "updated_at"))
     if all(f is None for f in fields) and not await ladder_exists(r, ladder):
         return None
     return tuple(_text(f) or "" for f in fields)
-
-
-def _spread(n: int, points: int) -> list[int]:
-    """``points`` indices spread evenly over 0..n-1, first and last included (fewer when n < points)."""
-    if points <= 1 or n <= 1:
-        return [n - 1]
-    return sorted({round(i * (n - 1) / (points - 1)) for i in range(points)})
 
 
 async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> dict[str, Any]:
@@ -397,7 +387,8 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> dict[str,
     total = int(total)
     if total == 0:
         return {"ladder": ladder, "rounds": 0, "rounds_rated": _int(rated) or 0, "points": []}
-    where = _spread(total, points)
+    where = ([total - 1] if points <= 1 or total <= 1  # evenly spread, the first and last included
+             else sorted({round(i * (total - 1) / (points - 1)) for i in range(points)}))
     hits = await pipelined(r, where, lambda pipe, i: pipe.zrange(keys.rounds(ladder), i, i, withscores=True))
     found = [(i, _text(hit[0][0]) or "", int(hit[0][1])) for i, hit in zip(where, hits) if hit]
     records = await pipelined(r, found, lambda pipe, item: pipe.hmget(
