@@ -541,13 +541,10 @@ class Store:
         return int(token)
 
     async def release_leases(self, ladders: Sequence[str], owner: str) -> None:
-        """Give up ``owner``'s phase-one lease of each ladder (release_lease.lua): one round trip."""
+        """Give up ``owner``'s phase-one lease of each ladder (release_lease.lua): one round trip
+        (:meth:`queue_batch`'s ``release`` alone)."""
         if ladders:
-            await self._run(lambda pipe: self._release_into(pipe, ladders, owner))
-
-    def _release_into(self, pipe: Pipeline, ladders: Sequence[str], owner: str) -> None:
-        for ladder in ladders:  # a lease another owner took after ours lapsed is left alone
-            self._eval(pipe, "release_lease", [keys.lease(ladder)], [owner])
+            await self.queue_batch([], (owner, ladders))
 
     async def ladder_model(self, ladder: str) -> str | None:
         """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
@@ -628,9 +625,11 @@ class Store:
         On Redis Cluster in TWO round trips, every mark first: per-node pipelines fail independently,
         and a fan-out stored without a player's mark would let a later round read his prior without
         this one (a fenced writer's marks are written there, as a crashed attempt leaves them)."""
+        owner, releasing = release if release is not None else ("", ())
+
         def release_into(pipe: Pipeline) -> None:
-            if release is not None:
-                self._release_into(pipe, release[1], release[0])
+            for ladder in releasing:  # a lease another owner took after ours lapsed is left alone
+                self._eval(pipe, "release_lease", [keys.lease(ladder)], [owner])
 
         if self.cluster and rounds:
             def marks(pipe: Pipeline) -> None:
