@@ -14,7 +14,7 @@ from itertools import chain
 from typing import Any
 
 from stream.store import keys, player_hash
-from stream.store.bulk import ladder_info, members
+from stream.store.bulk import members
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
@@ -144,11 +144,6 @@ async def results_trimmed_seq(store: Store, ladder: str) -> int:
 async def recount_players(store: Store, ladder: str) -> None:
     """Set the ladder's ``players`` counter to its leaderboard's size (every writer keeps both)."""
     await store.client.hset(keys.ladder(ladder), "players", await store.client.zcard(keys.leaderboard(ladder)))
-
-
-async def in_flight(store: Store, ladder: str) -> int:
-    """The ladder's rounds not yet done: registered, or in the sweeper's ledger (events unconfirmed)."""
-    return (await ladder_info(store, ladder)).in_flight
 
 
 async def ledger_entry(store: Store, ladder: str, correction_id: str) -> dict[str, Any] | None:
