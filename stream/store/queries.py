@@ -8,6 +8,7 @@ with ``to_dict()`` where the CLI reads its fields, or None when the ladder / pla
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -132,8 +133,6 @@ KNOWN_LADDERS_SHOWN = 20
 def unknown_ladder_message(ladder: str, known: list[str]) -> str:
     """``unknown ladder 'x'``, the closest known names ("did you mean"), and the known ones (the
     first :data:`KNOWN_LADDERS_SHOWN`): what the CLI and the read API answer for a ladder that has none."""
-    import difflib
-
     close = difflib.get_close_matches(ladder, known, n=3, cutoff=0.6)
     listed = ", ".join(known[:KNOWN_LADDERS_SHOWN]) + (f", ... ({len(known)} in all)" if len(known) > KNOWN_LADDERS_SHOWN
                                                         else "")
@@ -273,8 +272,6 @@ async def similar_players(r: AsyncRedis, ladder: str, player_id: str, *, limit: 
     """Rated players of ``ladder`` whose id looks like ``player_id`` (a typo): those sharing its
     longest prefix found in the name index (the id less its last character, then less one more,
     down to half of it), most similar first (difflib's ratio). A few ZRANGEBYLEX lookups."""
-    import difflib
-
     names = keys.player_names(ladder)
     for cut in range(len(player_id) - 1, max(0, len(player_id) // 2 - 1), -1):
         low, high = _prefix_range(player_id[:cut])
