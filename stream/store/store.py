@@ -418,8 +418,7 @@ class Store:
     async def load_scripts(self) -> None:
         """SCRIPT LOAD every script once (batches are then plain EVALSHA pipelines); the table is
         swapped in whole, so a concurrent coroutine never EVALSHAs a script not in it yet."""
-        loaded = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
-        self._sha = loaded
+        self._sha = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
 
     async def _run(self, build: Callable[[Pipeline], object]) -> list[Any]:
         """Build and execute one pipeline (:meth:`_pipeline`): one round trip. If Redis lost its
