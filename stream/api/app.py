@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import orjson
@@ -107,8 +107,7 @@ async def current_seasons(request: web.Request, handler: Any) -> web.StreamRespo
             await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
         except (RedisError, OSError) as exc:
             log.warning("seasons of record not read (%s: %s): the schedule last read serves", type(exc).__name__, exc)
-    response: web.StreamResponse = await handler(request)
-    return response
+    return cast(web.StreamResponse, await handler(request))
 
 
 def _redis(request: web.Request) -> AsyncRedis:
