@@ -612,6 +612,3 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_routes(queues.routes(_redis))
     app.router.add_routes(seasons.routes(_redis, lambda request: request.app[LADDERS_KEY]))
     return app
-
-
-__all__ = ["create_app", "ApiError"]
