@@ -72,9 +72,8 @@ async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
                 for round_id in chunk:  # per round: its fields (the last one its seq), the fan-out's size, messages
                     values = flat[at:at + width]
                     parts = int(flat[at + width])
-                    record = _record(values)
                     fanout = flat[at + width + 1:at + width + 1 + parts]
-                    out.append(StoredRound(round_id, int(values[-1]), record,
+                    out.append(StoredRound(round_id, int(values[-1]), _record(values),
                                            fanout if not fanout or isinstance(fanout[0], bytes) else
                                            [as_bytes(m) for m in fanout]))
                     at += width + 1 + parts
