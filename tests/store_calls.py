@@ -10,10 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from stream.store import keys, player_hash
-from stream.store.client import as_bytes
+from stream.store.client import as_bytes, as_text
 from stream.store.store import (
     NEVER_DUE, OUTCOME_HELD, OUTCOME_LATE, OUTCOME_MODEL_CHANGED, OUTCOME_STALE_SCHEDULE, SAVED_NOW,
-    STATUS_REGISTERED, BatchWrites, NewRound, Priors, QueuedRound, Registration, Store, encode_float,
+    STATUS_REGISTERED, BatchWrites, NewRound, Priors, QueuedRound, Registration, Store, _fanout_args, _fanout_keys,
+    encode_float,
 )
 
 
@@ -46,13 +47,14 @@ async def save_fanout(store: Store, ladder: str, round_id: str, *, pending: int,
                       messages: Sequence[tuple[int, bytes]], due_at: float = NEVER_DUE) -> bool:
     """Store a round's fan-out and mark it pending (save_fanout.lua); whether it was stored now."""
     round_ = QueuedRound(ladder, round_id, (), 0, pending, messages, due_at)
-    (done,) = await store._run(lambda pipe: store._save_fanout_into(pipe, round_))
+    (done,) = await store._run(
+        lambda pipe: store._eval(pipe, "save_fanout", _fanout_keys(round_), _fanout_args(round_)))
     return int(done) == SAVED_NOW
 
 
 async def mark_queued(store: Store, ladder: str, players: Sequence[str], seq: int) -> None:
     """Record that round ``seq`` is queued for each player (mark_queued.lua)."""
-    await store._run(lambda pipe: store._mark_queued_into(pipe, ladder, players, seq))
+    await store._run(lambda pipe: store._per_player(pipe, "mark_queued", keys.players(ladder, players), [seq]))
 
 
 async def load_results(store: Store, ladder: str, round_id: str, players: Sequence[str]) -> list[bytes | None]:
@@ -116,3 +118,9 @@ async def apply(store: Store, rounds: Sequence[RoundWrites], *, now: float) -> l
     batch = batch_writes(rounds)
     applied = (await store.apply_batch(batch, now=now)).tolist()
     return [applied[lo:hi] for lo, hi in zip(batch.starts[:-1], batch.starts[1:])]
+
+
+async def stored_player(store: Store, ladder: str, player: str) -> dict[str, bytes]:
+    """A player's hash (field names as text, values as bytes)."""
+    raw = await store.client.hgetall(keys.player(ladder, player))
+    return {as_text(k): as_bytes(v) for k, v in raw.items()}

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import orjson
@@ -107,8 +107,7 @@ async def current_seasons(request: web.Request, handler: Any) -> web.StreamRespo
             await request.app[LADDERS_KEY].read(request.app[REDIS_KEY])
         except (RedisError, OSError) as exc:
             log.warning("seasons of record not read (%s: %s): the schedule last read serves", type(exc).__name__, exc)
-    response: web.StreamResponse = await handler(request)
-    return response
+    return cast(web.StreamResponse, await handler(request))
 
 
 def _redis(request: web.Request) -> AsyncRedis:
@@ -127,12 +126,6 @@ async def _unknown_ladder(request: web.Request, ladder: str) -> ApiError:
     """404 ``unknown_ladder`` whose message names the closest known ladders and lists the known ones."""
     return not_found(queries.unknown_ladder_message(ladder, await queries.ladders(_redis(request))),
                      code="unknown_ladder")
-
-
-async def _unknown_player(request: web.Request, ladder: str, player: str) -> ApiError:
-    """404 ``unknown_player`` whose message names the rated players whose ids look like it."""
-    similar = await queries.similar_players(_redis(request), ladder, player)
-    return not_found(queries.unknown_player_message(ladder, player, similar), code="unknown_player")
 
 
 async def _ladder(request: web.Request) -> str:
@@ -295,12 +288,14 @@ async def get_activity(request: web.Request, ladder: str) -> dict[str, Any]:
 
 
 async def _of_player(request: web.Request, ladder: str, read: Callable[..., Awaitable[Any]]) -> Any:
-    """``read(redis, ladder, player, history_limit=...)`` of the path's player (404 when it finds none)."""
+    """``read(redis, ladder, player, history_limit=...)`` of the path's player (404 when it finds none, naming
+    the rated players whose ids look like it)."""
     player = _item_id(request, "player", "player")
     history = inputs.int_query(request, "history", DEFAULT_HISTORY, low=0, high=inputs.MAX_HISTORY)
     found = await read(_redis(request), ladder, player, history_limit=history)
     if found is None:
-        raise await _unknown_player(request, ladder, player)
+        similar = await queries.similar_players(_redis(request), ladder, player)
+        raise not_found(queries.unknown_player_message(ladder, player, similar), code="unknown_player")
     return found
 
 
@@ -347,18 +342,15 @@ async def predict(request: web.Request) -> web.Response:
     """Win probabilities, expected order, rank distribution and match quality for a lobby, by the ladder's
     model (unrated players: its newcomer prior, ``known: false``); cached under the players' states."""
     ladder = _ladder_name(request)
+    args: Any = {"players": "", **request.query}  # a POST's: its body's
     if request.method == "POST":
         try:
-            body = await request.json()
+            args = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
-        if not isinstance(body, dict):
+            args = None
+        if not isinstance(args, dict):
             raise bad_request("body must be a JSON object", code="not_json")
-        raw_players, raw_weight = body.get("players"), body.get("weight")
-        raw_teams, raw_margin = body.get("teams"), body.get("draw_margin")
-    else:
-        raw_players, raw_weight = request.query.get("players", ""), request.query.get("weight")
-        raw_teams, raw_margin = request.query.get("teams"), request.query.get("draw_margin")
+    raw_players, raw_weight, raw_teams, raw_margin = map(args.get, ("players", "weight", "teams", "draw_margin"))
     teams = None if raw_teams is None else inputs.team_list(raw_teams, _max_id(request))  # teams=a,b;c,d
     players = inputs.player_list(raw_players, _max_id(request)) if teams is None else teams[0]
     weight = inputs.float_query(raw_weight, "weight", 1.0, low=0.0, high=inputs.MAX_WEIGHT)
@@ -620,6 +612,3 @@ def create_app(redis_client: AsyncRedis, settings: Settings, *, probe: KafkaProb
     app.router.add_routes(queues.routes(_redis))
     app.router.add_routes(seasons.routes(_redis, lambda request: request.app[LADDERS_KEY]))
     return app
-
-
-__all__ = ["create_app", "ApiError"]

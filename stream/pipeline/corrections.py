@@ -39,7 +39,7 @@ from stream.contracts.encoding import number_texts
 from stream.pipeline.messages import Origin, RatingChangeMessage
 from stream.pipeline.rerate import HistoryRound, Rerated, Texts, encode_changes, encode_fanouts, rerate, rerate_model
 from stream.store import corrections as ledger
-from stream.store.bulk import LadderWriter
+from stream.store.bulk import LadderWriter, ladder_info
 from stream.store.player_hash import PlayerRows
 from stream.store.corrections import RoundRewrite, StoredRound, rewrite_rounds
 from stream.store.store import (STATUS_FAILED, STATUS_LATE, STATUS_NO_OUTCOME, STATUS_RATED, STATUS_VOIDED,
@@ -95,7 +95,7 @@ async def handle_correction(ctx: PipelineContext, raw: bytes, origin: Origin = O
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     await _hold(ctx, correction)
-    while await ledger.in_flight(store, ladder):  # the rounds registered before the hold: done first
+    while (await ladder_info(store, ladder)).in_flight:  # the rounds registered before the hold: done first
         await asyncio.sleep(ctx.settings.hold_poll_s)
     seconds["hold"] = time.perf_counter() - started
 

@@ -14,7 +14,7 @@ from itertools import chain
 from typing import Any
 
 from stream.store import keys, player_hash
-from stream.store.bulk import ladder_info, members
+from stream.store.bulk import members
 from stream.store.client import as_bytes, as_text
 from stream.store.store import Store
 
@@ -72,9 +72,8 @@ async def ladder_rounds(store: Store, ladder: str) -> list[StoredRound]:
                 for round_id in chunk:  # per round: its fields (the last one its seq), the fan-out's size, messages
                     values = flat[at:at + width]
                     parts = int(flat[at + width])
-                    record = _record(values)
                     fanout = flat[at + width + 1:at + width + 1 + parts]
-                    out.append(StoredRound(round_id, int(values[-1]), record,
+                    out.append(StoredRound(round_id, int(values[-1]), _record(values),
                                            fanout if not fanout or isinstance(fanout[0], bytes) else
                                            [as_bytes(m) for m in fanout]))
                     at += width + 1 + parts
@@ -144,11 +143,6 @@ async def results_trimmed_seq(store: Store, ladder: str) -> int:
 async def recount_players(store: Store, ladder: str) -> None:
     """Set the ladder's ``players`` counter to its leaderboard's size (every writer keeps both)."""
     await store.client.hset(keys.ladder(ladder), "players", await store.client.zcard(keys.leaderboard(ladder)))
-
-
-async def in_flight(store: Store, ladder: str) -> int:
-    """The ladder's rounds not yet done: registered, or in the sweeper's ledger (events unconfirmed)."""
-    return (await ladder_info(store, ladder)).in_flight
 
 
 async def ledger_entry(store: Store, ladder: str, correction_id: str) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ with ``to_dict()`` where the CLI reads its fields, or None when the ladder / pla
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from stream.store import keys, player_hash
-from stream.store.client import AsyncRedis, as_text, pipelined
+from stream.store.client import AsyncRedis, as_text, pipelined, read_each
 
 LADDER_FIELDS = ("seq", "rounds_rated", "players", "last_round", "updated_at")
 
@@ -132,8 +133,6 @@ KNOWN_LADDERS_SHOWN = 20
 def unknown_ladder_message(ladder: str, known: list[str]) -> str:
     """``unknown ladder 'x'``, the closest known names ("did you mean"), and the known ones (the
     first :data:`KNOWN_LADDERS_SHOWN`): what the CLI and the read API answer for a ladder that has none."""
-    import difflib
-
     close = difflib.get_close_matches(ladder, known, n=3, cutoff=0.6)
     listed = ", ".join(known[:KNOWN_LADDERS_SHOWN]) + (f", ... ({len(known)} in all)" if len(known) > KNOWN_LADDERS_SHOWN
                                                         else "")
@@ -170,9 +169,7 @@ def _summary(ladder: str, replies: list[Any]) -> dict[str, Any] | None:
 
 async def ladder_summary(r: AsyncRedis, ladder: str) -> dict[str, Any] | None:
     """Counters of one ladder (ladder hash + leaderboard and rounds sizes)."""
-    pipe = r.pipeline(transaction=False)
-    _queue_summary(pipe, ladder)
-    return _summary(ladder, await pipe.execute())
+    return _summary(ladder, await pipelined(r, [ladder], _queue_summary))
 
 
 async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> tuple[int, list[dict[str, Any]]]:
@@ -180,9 +177,7 @@ async def ladders_page(r: AsyncRedis, *, offset: int = 0, limit: int = 100) -> t
     page size (the names, then every summary in one pipeline)."""
     names = await ladders(r)
     page = names[offset:offset + limit]
-    replies = await pipelined(r, page, _queue_summary)
-    width = 4  # replies per summary (_queue_summary)
-    summaries = [_summary(name, replies[i * width:(i + 1) * width]) for i, name in enumerate(page)]
+    summaries = [_summary(name, replies) async for name, replies in read_each(r, page, _queue_summary)]
     return len(names), [s for s in summaries if s is not None]
 
 
@@ -192,7 +187,6 @@ async def rating_distribution(r: AsyncRedis, ladder: str, bins: int) -> dict[str
     (O(bins * log N), never the whole leaderboard)."""
     def answer(total: int, low: float | None, high: float | None, counts: list[int]) -> dict[str, Any]:
         return {"ladder": ladder, "total": total, "low": low, "high": high, "counts": counts}
-
 
     lb = keys.leaderboard(ladder)
     pipe = r.pipeline(transaction=False)
@@ -278,8 +272,6 @@ async def similar_players(r: AsyncRedis, ladder: str, player_id: str, *, limit: 
     """Rated players of ``ladder`` whose id looks like ``player_id`` (a typo): those sharing its
     longest prefix found in the name index (the id less its last character, then less one more,
     down to half of it), most similar first (difflib's ratio). A few ZRANGEBYLEX lookups."""
-    import difflib
-
     names = keys.player_names(ladder)
     for cut in range(len(player_id) - 1, max(0, len(player_id) // 2 - 1), -1):
         low, high = _prefix_range(player_id[:cut])
@@ -371,24 +363,14 @@ async def recent_rounds(r: AsyncRedis, ladder: str, *, offset: int = 0, limit: i
 
 
 # ---- the ladder's version, and pictures over time -----------------------------------------------
-LADDER_VERSION_FIELDS = ("seq", "rounds_rated", "updated_at")
-
-
 async def ladder_version(r: AsyncRedis, ladder: str) -> tuple[str, ...] | None:
     """What changes whenever a round is registered or rated (the ladder hash's ``seq``, ``rounds_rated``,
     ``updated_at``; None: unknown ladder): the read API's cache key, so one command (the ladder set is
     asked only when the hash has none of them)."""
-    fields = await r.hmget(keys.ladder(ladder), LADDER_VERSION_FIELDS)
+    fields = await r.hmget(keys.ladder(ladder), ("seq", "rounds_rated", "updated_at"))
     if all(f is None for f in fields) and not await ladder_exists(r, ladder):
         return None
     return tuple(_text(f) or "" for f in fields)
-
-
-def _spread(n: int, points: int) -> list[int]:
-    """``points`` indices spread evenly over 0..n-1, first and last included (fewer when n < points)."""
-    if points <= 1 or n <= 1:
-        return [n - 1]
-    return sorted({round(i * (n - 1) / (points - 1)) for i in range(points)})
 
 
 async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> dict[str, Any]:
@@ -402,7 +384,8 @@ async def rounds_over_time(r: AsyncRedis, ladder: str, points: int) -> dict[str,
     total = int(total)
     if total == 0:
         return {"ladder": ladder, "rounds": 0, "rounds_rated": _int(rated) or 0, "points": []}
-    where = _spread(total, points)
+    where = ([total - 1] if points <= 1 or total <= 1  # evenly spread, the first and last included
+             else sorted({round(i * (total - 1) / (points - 1)) for i in range(points)}))
     hits = await pipelined(r, where, lambda pipe, i: pipe.zrange(keys.rounds(ladder), i, i, withscores=True))
     found = [(i, _text(hit[0][0]) or "", int(hit[0][1])) for i, hit in zip(where, hits) if hit]
     records = await pipelined(r, found, lambda pipe, item: pipe.hmget(

@@ -25,7 +25,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from stream import dependencies
 from stream.store import keys, player_hash
 from stream.store.client import AsyncPipeline as Pipeline
-from stream.store.client import AsyncRedis, as_bytes, as_text
+from stream.store.client import AsyncRedis, as_bytes, as_text, read_each
 from stream.store.lean import LeanPipeline, lean_capable, response_callbacks
 from stream.store.cancel import make_cancel_safe
 from stream.store.packing import use_hiredis_packing
@@ -418,8 +418,7 @@ class Store:
     async def load_scripts(self) -> None:
         """SCRIPT LOAD every script once (batches are then plain EVALSHA pipelines); the table is
         swapped in whole, so a concurrent coroutine never EVALSHAs a script not in it yet."""
-        loaded = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
-        self._sha = loaded
+        self._sha = {name: await self.client.script_load(source(name)) for name in SCRIPT_NAMES}
 
     async def _run(self, build: Callable[[Pipeline], object]) -> list[Any]:
         """Build and execute one pipeline (:meth:`_pipeline`): one round trip. If Redis lost its
@@ -461,15 +460,12 @@ class Store:
             self._eval(pipe, script, player_keys[chunk.start:chunk.stop], args)
         return len(chunks)
 
-    def _read_players_into(self, pipe: Pipeline, player_keys: Sequence[str], fields: Sequence[str]) -> None:
-        """Queue load_players.lua calls reading ``fields`` of the player hashes (see _columns)."""
-        self._per_player(pipe, "load_players", player_keys, list(fields))
-
     async def _read_players(self, player_keys: Sequence[str],
                             fields: Sequence[str]) -> dict[str, np.ndarray | list[bytes | None]]:
         """HMGET ``fields`` of many player hashes (load_players.lua, one round trip): one column
         per field, aligned with ``player_keys`` (see :func:`_columns`)."""
-        return _columns(await self._run(lambda pipe: self._read_players_into(pipe, player_keys, fields)), fields)
+        replies = await self._run(lambda pipe: self._per_player(pipe, "load_players", player_keys, list(fields)))
+        return _columns(replies, fields)
 
     # ---- rounds -------------------------------------------------------------------------
     async def register_batch(self, rounds: Sequence[NewRound], players: Sequence[tuple[str, str]],
@@ -497,7 +493,7 @@ class Store:
                 pipe.execute_command("ZRANGE", keys.registered_rounds(ladder), 0, -1, "WITHSCORES")
             for ladder in ladders:
                 pipe.hget(keys.ladder(ladder), "corrections")
-            self._read_players_into(pipe, player_keys, fields)
+            self._per_player(pipe, "load_players", player_keys, list(fields))
 
         index = _by_ladder(rounds)
         calls = [[rounds[i] for i in call] for call in index]
@@ -544,13 +540,10 @@ class Store:
         return int(token)
 
     async def release_leases(self, ladders: Sequence[str], owner: str) -> None:
-        """Give up ``owner``'s phase-one lease of each ladder (release_lease.lua): one round trip."""
+        """Give up ``owner``'s phase-one lease of each ladder (release_lease.lua): one round trip
+        (:meth:`queue_batch`'s ``release`` alone)."""
         if ladders:
-            await self._run(lambda pipe: self._release_into(pipe, ladders, owner))
-
-    def _release_into(self, pipe: Pipeline, ladders: Sequence[str], owner: str) -> None:
-        for ladder in ladders:  # a lease another owner took after ours lapsed is left alone
-            self._eval(pipe, "release_lease", [keys.lease(ladder)], [owner])
+            await self.queue_batch([], (owner, ladders))
 
     async def ladder_model(self, ladder: str) -> str | None:
         """The model the ladder rates with (recorded by its first round to rate; None: none yet)."""
@@ -619,10 +612,6 @@ class Store:
         raw = await self.client.hgetall(keys.round_record(ladder, round_id))
         return {as_text(k): as_text(v) for k, v in raw.items()}
 
-    def _save_fanout_into(self, pipe: Pipeline, r: QueuedRound) -> None:
-        """Queue save_fanout.lua for a round (its fan-out only: the marks are the caller's)."""
-        self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
-
     async def queue_batch(self, rounds: Sequence[QueuedRound], release: tuple[str, Sequence[str]] | None = None,
                           ) -> list[int]:
         """Phase one's last write of its rounds, in order, in ONE round trip: per round its players'
@@ -635,18 +624,20 @@ class Store:
         On Redis Cluster in TWO round trips, every mark first: per-node pipelines fail independently,
         and a fan-out stored without a player's mark would let a later round read his prior without
         this one (a fenced writer's marks are written there, as a crashed attempt leaves them)."""
+        owner, releasing = release if release is not None else ("", ())
+
         def release_into(pipe: Pipeline) -> None:
-            if release is not None:
-                self._release_into(pipe, release[1], release[0])
+            for ladder in releasing:  # a lease another owner took after ours lapsed is left alone
+                self._eval(pipe, "release_lease", [keys.lease(ladder)], [owner])
 
         if self.cluster and rounds:
             def marks(pipe: Pipeline) -> None:
                 for r in rounds:
-                    self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
+                    self._per_player(pipe, "mark_queued", keys.players(r.ladder, r.players), [r.seq])
 
             def fanouts(pipe: Pipeline) -> None:
                 for r in rounds:
-                    self._save_fanout_into(pipe, r)
+                    self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
                 release_into(pipe)
 
             await self._run(marks)
@@ -681,8 +672,8 @@ class Store:
         for r in rounds:
             if len(r.players) > self.players_per_call:
                 flush()
-                calls += self._mark_queued_into(pipe, r.ladder, r.players, r.seq)
-                self._save_fanout_into(pipe, r)
+                calls += self._per_player(pipe, "mark_queued", keys.players(r.ladder, r.players), [r.seq])
+                self._eval(pipe, "save_fanout", _fanout_keys(r), _fanout_args(r))
                 where.append((calls, None))
                 calls += 1
                 continue
@@ -778,10 +769,6 @@ class Store:
                       waiting_on=np.unique(waits_for[held]).tolist() if blocked else [], last_seq=last,
                       waits_for=waits_for, states=states, overtaken=overtaken)
 
-    def _mark_queued_into(self, pipe: Pipeline, ladder: str, players: Sequence[str], seq: int) -> int:
-        """Queue mark_queued.lua for the players (in chunks); returns how many calls."""
-        return self._per_player(pipe, "mark_queued", keys.players(ladder, players), [seq])
-
     async def queued_rounds(self, ladder: str, players: Sequence[str]) -> list[str]:
         """Round ids of the rounds queued for ``players`` (their ``queued_seq``), distinct."""
         pipe = self._pipeline()
@@ -848,7 +835,7 @@ class Store:
         calls = _by_ladder(verify)
 
         def build(pipe: Pipeline) -> None:
-            self._read_players_into(pipe, player_keys, player_hash.STATES)
+            self._per_player(pipe, "load_players", player_keys, list(player_hash.STATES))
             for call in calls:
                 keys_: list[str] = []
                 args: list[Any] = []
@@ -908,15 +895,11 @@ class Store:
         """Record the round results of players applied without them (a worker killed between
         :meth:`apply_batch`'s two round trips), taken from their history, at their current display
         rating; returns those changes (None where not found)."""
-        pipe = self._pipeline()
-        for player in players:
-            pipe.lrange(keys.history(ladder, player), 0, -1)
-            pipe.hget(keys.player(ladder, player), player_hash.DISPLAY_RATING)
-        replies = await pipe.execute()
         found: list[bytes | None] = []
         rows: list[tuple[str, bytes, str, str]] = []  # player, change, display rating, newcomer flag
-        for i, player in enumerate(players):
-            history, shown = replies[2 * i], replies[2 * i + 1]
+        async for player, (history, shown) in read_each(self.client, players, lambda pipe, player: (
+                pipe.lrange(keys.history(ladder, player), 0, -1),
+                pipe.hget(keys.player(ladder, player), player_hash.DISPLAY_RATING))):
             change = next((entry for entry in reversed(history)
                            if (data := json.loads(entry)).get("round_id") == round_id and data.get("ladder") == ladder),
                           None)
@@ -946,8 +929,3 @@ class Store:
             lo, hi = call[0][1], call[-1][2]  # a call's segments are consecutive rows
             args += _interleave(results.players[lo:hi], results.changes[lo:hi], results.shown[lo:hi])
             self._eval(pipe, "record_round_results", keys_, args)
-
-    async def player(self, ladder: str, player: str) -> dict[str, bytes]:
-        """A player's hash (tests and tools)."""
-        raw = await self.client.hgetall(keys.player(ladder, player))
-        return {as_text(k): as_bytes(v) for k, v in raw.items()}

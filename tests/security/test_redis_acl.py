@@ -22,7 +22,7 @@ from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store import queries
 from stream.store.store import Store
-from tests.store_calls import PlayerWrite, RoundWrites, apply, register_round
+from tests.store_calls import PlayerWrite, RoundWrites, apply, register_round, stored_player
 
 #: Seconds a CLI subprocess may take.
 CLI_TIMEOUT_S = 60
@@ -102,7 +102,7 @@ def test_worker_user_runs_the_stores_scripts(acl_redis: RedisServer) -> None:
             write = PlayerWrite(player="p", seq=1, mu=1600.0, sigma=90.0, rounds=1, last_round="r1", last_time=1.0,
                                 display_rating=1420.0, tier="", state=b"\x01", change=b'{"player":"p"}', newcomer=True)
             applied = await apply(store, [RoundWrites("acl", "r1", [write])], now=3.0)
-            return applied, await store.player("acl", "p")  # keys decoded, values bytes
+            return applied, await stored_player(store, "acl", "p")  # keys decoded, values bytes
         finally:
             await store.close()
 

@@ -14,6 +14,7 @@ from stream.store import keys, player_hash
 from stream.store.store import SAVE_FENCED, SAVED_NOW, Lease, NewRound, QueuedRound, Store
 
 from test_store import Target, run, target  # noqa: F401 - the fixture
+from tests.store_calls import stored_player
 
 TTL_MS = 60_000
 
@@ -58,7 +59,7 @@ def test_expiry_lets_the_next_owner_in_and_fences_the_zombie_s_write(target: Tar
         assert refused == [SAVE_FENCED, SAVE_FENCED]
         assert [(await store.round_record("L", r))["status"] for r in ("r1", "r2")] == ["registered"] * 2
         assert [await store.load_fanout("L", r) for r in ("r1", "r2")] == [[], []]
-        marks = [(await store.player("L", p)).get(player_hash.QUEUED_SEQ) for p in ("a", "b")]
+        marks = [(await stored_player(store, "L", p)).get(player_hash.QUEUED_SEQ) for p in ("a", "b")]
         if not store.cluster:  # queue_rounds.lua: a fenced round marks nobody (on a Cluster marks go first)
             assert marks == [None, None]
         assert await store.queue_batch([queued("r1", 1, zombie)]) == [SAVE_FENCED], "a round alone too"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -20,7 +20,9 @@ from redis.asyncio.cluster import RedisCluster
 from stream.stack.redis_cluster import RedisCluster as RedisClusterStack
 from stream.store import keys
 from stream.store.store import SAVE_REFUSED, SAVED_NOW, QueuedRound, Store
-from tests.store_calls import PlayerWrite, RoundWrites, apply, load_results, mark_queued, register_round, save_fanout
+from tests.store_calls import (
+    PlayerWrite, RoundWrites, apply, load_results, mark_queued, register_round, save_fanout, stored_player,
+)
 
 T = TypeVar("T")
 HISTORY = 3
@@ -107,7 +109,7 @@ def test_apply_is_idempotent_and_completes_the_round(target: Target) -> None:
         assert (await store.round_record("L", "r1"))["pending"] == "1"
         again = await apply_one(store, "r1", [write("a", 1, 9999.0), write("b", 1, 1400.0)], now=6.0)
         assert again == [False, True]
-        player = await store.player("L", "a")
+        player = await stored_player(store, "L", "a")
         assert float(player["mu"]) == 1600.0 and player["last_seq"] == b"1"
         assert await store.client.llen(keys.history("L", "a")) == 1
         record = await store.round_record("L", "r1")
@@ -220,6 +222,27 @@ def test_a_skipped_write_records_no_result(target: Target) -> None:
     assert score == 1600.0  # r2's display rating (mu - 100), not r1's
 
 
+def test_a_lost_result_is_recovered_from_the_history(target: Target) -> None:
+    """recover_results: the results of players applied without them (a crash between apply_batch's two
+    round trips) are taken from their history and recorded again; None for a player without one."""
+    def change(player: str) -> bytes:
+        return f'{{"player":"{player}","ladder":"L","round_id":"r1","rounds_played":1}}'.encode()
+
+    async def body(store: Store) -> tuple[list[bytes | None], ...]:
+        await register_round(store, "L", "r1", content_hash="h1", occurred_at=0.0, received_at=0.0, field_size=2)
+        await save_fanout(store, "L", "r1", pending=2, messages=[(0, b"m")])
+        await apply_one(store, "r1", [replace(write(p, 1, 1600.0), change=change(p)) for p in "ab"],
+                        now=1.0)
+        before = await load_results(store, "L", "r1", ["a", "b"])
+        await store.client.delete(keys.round_results("L", "r1"))
+        recovered = await store.recover_results("L", "r1", ["a", "b", "ghost"], now=2.0)
+        return before, recovered, await load_results(store, "L", "r1", ["a", "b"])
+
+    before, recovered, after = run(target, body)
+    assert before == [change("a"), change("b")]
+    assert recovered == [*before, None] and after == before
+
+
 def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
         redis_cluster_url: str, redis_cluster: RedisClusterStack) -> None:
     """A node refusing writes (out of memory) while phase one queues a round: the round stays
@@ -247,7 +270,7 @@ def test_on_a_cluster_the_fan_out_is_stored_only_once_every_queued_mark_is(
         status = (await store.round_record("L", "r1"))["status"]
         fanout = await store.load_fanout("L", "r1")
         assert (await store.queue_batch([QueuedRound("L", "r1", players, 1, len(players), [(0, b"m")])])) == [SAVED_NOW]
-        marks = [(await store.player("L", p)).get("queued_seq") for p in players]
+        marks = [(await stored_player(store, "L", p)).get("queued_seq") for p in players]
         return status, fanout, (await store.round_record("L", "r1"))["status"], marks
 
     try:
@@ -359,7 +382,7 @@ def test_a_failed_round_leaves_the_ledger_and_releases_its_queued_players(target
                                                field_size=3)
         assert (duplicate.outcome, duplicate.status) == ("existing", "failed")
         record = await store.round_record("L", "r1")
-        last_seq = [float((await store.player("L", p)).get("last_seq", b"0")) for p in ("a", "b", "c")]
+        last_seq = [float((await stored_player(store, "L", p)).get("last_seq", b"0")) for p in ("a", "b", "c")]
         return (failed, again, record, last_seq, await store.client.zscore(keys.registered_rounds("L"), "r1"),
                 await store.client.zscore(keys.incomplete_rounds("L"), "r1"))
 

@@ -24,6 +24,7 @@ from tests.stream.test_backfill import stream_rounds
 from tests.stream.test_corrections import History, assert_same_ladders, context, correct, other_db
 from tests.stream.test_corrections_models import assert_equals_replay
 from tests.stream.test_phase_one_batch import apply
+from tests.store_calls import stored_player
 
 LADDERS = json.dumps({"m": {"model": "mmr"}, "b": {"model": "mmr-bounded"}, "x": {"model": "mmx"},
                       "g": {"model": "glicko"}, "t": {"model": "trueskill"}, "k": {"model": "topcoder"},
@@ -89,7 +90,7 @@ def test_a_drawn_trueskill_team_round_moves_all_six(redis_url: str) -> None:
         await stream_rounds(ctx, [first])
         before = {}
         for p in ("p1", "p2", "p3", "p4", "p5", "p6"):
-            row = await ctx.store.player("t", p)
+            row = await stored_player(ctx.store, "t", p)
             before[p] = (float(row["mu"]), float(row["sigma"]))
         await stream_rounds(ctx, [drawn])
         await ctx.store.close()

@@ -27,7 +27,7 @@ from stream.settings import Settings
 from stream.store.store import QueuedRound
 from tests.contracts.wire_oracle import entries as update_entries, reference_json
 from tests.faults.injection import Injector
-from tests.store_calls import mark_queued, register_round
+from tests.store_calls import mark_queued, register_round, stored_player
 from tests.engine.oracles import final_state
 
 PARTITIONS = 4
@@ -120,7 +120,7 @@ def test_barrier_holds_a_round_until_shared_players_are_applied(redis_url: str, 
             for message in result.updates:
                 update = PlayerUpdate.from_json(message.value)
                 perf.update({f"{update.round_id}/{p}": x for p, x in zip(update.players, update.performances)})
-        mu = {p: float((await ctx.store.player("L", p))["mu"]) for p in "abcde"}
+        mu = {p: float((await stored_player(ctx.store, "L", p))["mu"]) for p in "abcde"}
         await ctx.store.close()
         return perf | mu
 
@@ -269,7 +269,7 @@ def test_round_left_queued_without_its_fanout_is_completed_by_its_next_attempt(r
         assert two.outcome == "rated" and len(two.updates) > 0
         await handle_updates(ctx, [m.value for m in two.updates])
         assert (await store.round_record("L", "r2"))["status"] == "rated"
-        mu = {p: float((await store.player("L", p))["mu"]) for p in "abcd"}
+        mu = {p: float((await stored_player(store, "L", p))["mu"]) for p in "abcd"}
         await store.close()
         return mu
 
@@ -300,7 +300,7 @@ def test_one_batch_of_several_rounds_ladders_and_weights_equals_replay(redis_url
         out = {}
         for ladder, players in (("A", "abcde"), ("B", "abc")):
             for p in players:
-                stored = await ctx.store.player(ladder, p)
+                stored = await stored_player(ctx.store, ladder, p)
                 out[(ladder, p)] = (float(stored["mu"]), float(stored["sigma"]))
         await ctx.store.close()
         return out
@@ -374,7 +374,7 @@ def test_a_fanout_larger_than_max_message_bytes_is_split_and_rated_whole(redis_u
         assert (await ctx.store.round_record("L", "big"))["status"] == "rated"
         expected = replay([r], preset("mmr")).states()
         for p in players[:5] + players[-5:]:
-            assert float((await ctx.store.player("L", p))["mu"]) == expected[("L", p)].mu
+            assert float((await stored_player(ctx.store, "L", p))["mu"]) == expected[("L", p)].mu
         await ctx.store.close()
 
     asyncio.run(body())

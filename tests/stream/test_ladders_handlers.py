@@ -26,7 +26,7 @@ from stream.pipeline.phase_one import BatchResult, handle_one, handle_rounds
 from stream.store import keys
 from stream.settings import Settings
 from test_phase_one_batch import apply
-from tests.store_calls import register_round
+from tests.store_calls import register_round, stored_player
 
 PARTITIONS = 4
 TOLERANCE = 1e-9
@@ -60,7 +60,7 @@ def mixed_rounds(seed: int, count: int, ladders: Sequence[str] = ("a", "b", "c",
 async def stored(ctx: PipelineContext, rounds: Sequence[RoundResult]) -> dict[tuple[str, str], tuple[float, float, int, bytes]]:
     out = {}
     for ladder, player in sorted({(r.ladder, p) for r in rounds for p in r.players()}):
-        row = await ctx.store.player(ladder, player)
+        row = await stored_player(ctx.store, ladder, player)
         out[(ladder, player)] = (float(row["mu"]), float(row["sigma"]), int(row["rounds"]), row["state"])
     return out
 
@@ -286,7 +286,7 @@ def test_a_round_left_registered_across_a_model_change_is_set_aside(redis_url: s
         assert await complete_as_sweeper(changed, "b", "r1") == []
         assert (await ctx.store.round_record("b", "r1"))["status"] == "failed"
         assert [letter.reason for letter in outbox.rejected] == [MODEL_CHANGED]
-        assert await ctx.store.player("b", "x") == {}  # nobody rated
+        assert await stored_player(ctx.store, "b", "x") == {}  # nobody rated
         # the unchanged configuration would have completed it
         again = RoundResult(round_id="r2", ladder="b", occurred_at=1.7e9, standings=round_.standings)
         batch = await handle_rounds(ctx, [Incoming(again.to_json().encode())])

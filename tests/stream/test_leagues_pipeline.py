@@ -21,6 +21,7 @@ from stream.pipeline.phase_one import handle_one
 from stream.pipeline.messages import Incoming
 from stream.pipeline.phase_two import handle_updates
 from tests.stream.test_handlers import context, make_round
+from tests.store_calls import stored_player
 
 DISPLAY = json.dumps({"*": {"mode": "mu", "k": 0, "divisions": 2, "demotion_margin": 100,
                             "tiers": [["Low", None], ["Mid", 1400], ["High", 1650]]}})
@@ -39,7 +40,7 @@ def test_phase_two_stores_and_emits_division_labels(redis_url: str) -> None:
             for event in result.events:
                 validate("rating-change", event.value)  # still the v1 schema
             rounds.append(sorted((RatingChange.from_json(e.value) for e in result.events), key=lambda c: c.player))
-        stored = {p: (await ctx.store.player("L", p))["tier"].decode() for p in "abcde"}
+        stored = {p: (await stored_player(ctx.store, "L", p))["tier"].decode() for p in "abcde"}
         await ctx.store.close()
         return rounds, stored
 

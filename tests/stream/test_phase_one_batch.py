@@ -24,7 +24,7 @@ from stream.pipeline.phase_two import handle_updates
 from stream.pipeline.messages import split_sections
 from stream.pipeline.updates_batches import phase_two_batch
 from stream.settings import Settings
-from tests.store_calls import mark_queued
+from tests.store_calls import mark_queued, stored_player
 from tests.engine.oracles import final_state
 
 PARTITIONS = 4
@@ -86,7 +86,7 @@ async def stored_states(ctx: PipelineContext, players: dict[str, set[str]]) -> d
     out = {}
     for ladder, names in players.items():
         for p in names:
-            stored = await ctx.store.player(ladder, p)
+            stored = await stored_player(ctx.store, ladder, p)
             out[(ladder, p)] = (float(stored["mu"]), float(stored["sigma"]))
     return out
 

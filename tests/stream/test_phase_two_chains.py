@@ -27,6 +27,7 @@ from stream.settings import Settings
 from stream.stack.redis_server import RedisServer
 from stream.store.store import StoredStates
 from tests.contracts.wire_oracle import entries as update_entries, reference_json
+from tests.store_calls import stored_player
 
 TOLERANCE = 1e-9
 PARAMS = preset("mmr")
@@ -223,7 +224,7 @@ def test_a_gap_is_not_applied_until_the_earlier_round_arrives(redis_url: str) ->
         early = await handle_updates(ctx, later)
         assert early.gaps == 3 and early.applied == 1 and [e.key for e in early.events] == [b"c"]
         assert [(r, p) for _, r, p in early.emitted if p] == [("r2", ["c"])]  # only c's row is confirmed
-        assert "mu" not in await ctx.store.player("C", "a") and "mu" not in await ctx.store.player("C", "b")
+        assert "mu" not in await stored_player(ctx.store, "C", "a") and "mu" not in await stored_player(ctx.store, "C", "b")
         assert (await ctx.store.round_record("C", "r2"))["status"] == "pending"
         first = await handle_updates(ctx, [m.value for m in one])
         assert first.applied == 2 and first.gaps == 0
@@ -252,13 +253,13 @@ def test_a_forged_section_among_good_ones_is_set_aside_alone(redis_url: str) -> 
         data["entries"][0]["performance"] = 9_999.0
         fake = json.dumps(data, separators=(",", ":")).encode()
         message = b"\n".join([one[0].value, fake, three[0].value])
-        c_before = await ctx.store.player("C", "c")
+        c_before = await stored_player(ctx.store, "C", "c")
         result = await handle_updates(ctx, [message])
         assert [i for i, _ in result.unverified] == [0] and result.unverified_sections == [fake]
         assert "not applied" in result.unverified[0][1]
         assert result.applied == 3 and result.gaps == 1  # a, b of r1 and a of r3; c of r3 waits for r2
-        assert await ctx.store.player("C", "c") == c_before and "mu" not in c_before
-        assert "mu" not in await ctx.store.player("C", "d")
+        assert await stored_player(ctx.store, "C", "c") == c_before and "mu" not in c_before
+        assert "mu" not in await stored_player(ctx.store, "C", "d")
         done = await handle_updates(ctx, [real, three[0].value])
         assert done.unverified == [] and done.applied == 3 and done.gaps == 0
         await ctx.store.close()
@@ -303,15 +304,15 @@ def test_a_player_released_from_a_failed_round_goes_on_with_the_next(redis_url: 
         ctx = context(redis_url)
         one, two, three = await phase_one(ctx, rounds)
         await handle_updates(ctx, [m.value for m in one])
-        state = await ctx.store.player("C", "a")
+        state = await stored_player(ctx.store, "C", "a")
         assert state["queued_seq"] == b"3" and state["last_seq"] == b"1"
         assert await ctx.store.release_queued("C", ["a", "b"], 2) == 2
-        released = await ctx.store.player("C", "a")
+        released = await stored_player(ctx.store, "C", "a")
         assert released == {**state, "last_seq": b"2"}
         assert await ctx.store.release_queued("C", ["a", "b"], 2) == 0  # once
         result = await handle_updates(ctx, [m.value for m in three])
         assert result.applied == 2 and result.gaps == 0
-        after = await ctx.store.player("C", "a")
+        after = await stored_player(ctx.store, "C", "a")
         assert after["last_seq"] == b"3" and after["rounds"] == b"2" and after["mu"] != state["mu"]
         await ctx.store.close()
 

@@ -22,6 +22,7 @@ from stream.pipeline.phase_one import handle_rounds
 from stream.pipeline.outbox import Outgoing, TopicNames
 from stream.pipeline.updates_batches import handle_one_by_one
 from stream.settings import Settings
+from tests.store_calls import stored_player
 
 
 def game(round_id: str, players: str, day: int) -> RoundResult:
@@ -55,7 +56,7 @@ def test_a_section_that_keeps_raising_is_dead_lettered_alone_and_the_rest_applie
         assert (await ctx.store.round_record("S", "s1"))["status"] == "failed"
         for r in ("s2", "s3"):
             assert (await ctx.store.round_record("S", r))["status"] == "rated"
-        a = await ctx.store.player("S", "a")
+        a = await stored_player(ctx.store, "S", "a")
         assert a["last_seq"] == b"3" and a["rounds"] == b"2"
         await ctx.store.close()
 

@@ -21,6 +21,7 @@ from stream.engine.display import tier_names
 from stream.pipeline.rerate import HistoryRound, rerate
 from test_ladders_handlers import assert_equals_replay, context, mixed_rounds, stored
 from test_phase_one_batch import apply
+from tests.store_calls import stored_player
 
 T0 = 1.7e9  # mixed_rounds: round k at T0 + 30,000 k seconds
 SEASONS = {"schedule": [{"name": "S1", "start": iso_time(T0 + 30_000.0 * 15.5)},
@@ -76,7 +77,7 @@ async def assert_tiers_equal_rerate(ctx, rounds: list) -> None:  # type: ignore[
         redone = rerate(history, cfg.elo_mmr, ctx.display(ladder))
         names = tier_names(redone.final_tier, ctx.display(ladder))
         for player, row in zip(redone.table.names, range(redone.table.size)):
-            got = (await ctx.store.player(ladder, player))["tier"]
+            got = (await stored_player(ctx.store, ladder, player))["tier"]
             got = got.decode() if isinstance(got, bytes) else got
             assert got == names[row], (ladder, player, got, names[row])
         # the history had placement rounds (newcomers' and returning players')
@@ -105,7 +106,7 @@ def test_what_if_with_seasons_equals_what_the_stream_then_stores(redis_url: str)
             result = await handle_one(ctx, Incoming(round_.to_json().encode()))
             await apply(ctx, BatchResult([result], result.updates))
             for k, player in enumerate(rows.players):
-                row = await ctx.store.player(round_.ladder, player)
+                row = await stored_player(ctx.store, round_.ladder, player)
                 tier = row["tier"].decode() if isinstance(row["tier"], bytes) else row["tier"]
                 assert abs(float(row["mu"]) - rows.mu_after[k]) <= 1e-9, (round_.round_id, player)
                 assert abs(float(row["sigma"]) - rows.sigma_after[k]) <= 1e-9, (round_.round_id, player)

@@ -19,7 +19,7 @@ from stream.pipeline.messages import Incoming
 from stream.pipeline.outbox import ListOutbox
 from stream.pipeline.phase_two import handle_updates
 from stream.settings import Settings
-from tests.store_calls import register_round
+from tests.store_calls import register_round, stored_player
 from tests.engine.oracles import final_state
 
 TOLERANCE = 1e-9
@@ -92,7 +92,7 @@ def test_forged_updates_change_nothing_and_real_ones_rate_as_replay(redis_url: s
         mixed = await handle_updates(ctx, fakes[:3] + [real] + fakes[3:])
         assert sorted(i for i, _ in mixed.unverified) == [0, 1, 2, 4, 5, 6, 7]
         assert mixed.applied == 4 and {e.key for e in mixed.events} == {b"b", b"c", b"d", b"e"}
-        assert (await ctx.store.player("V", "mallory")) == {}
+        assert (await stored_player(ctx.store, "V", "mallory")) == {}
 
         # a redelivered real message (round rated) still verifies: its events are re-emitted
         again = await handle_updates(ctx, [real])
@@ -100,7 +100,7 @@ def test_forged_updates_change_nothing_and_real_ones_rate_as_replay(redis_url: s
 
         three = await handle_one(ctx, Incoming(rounds[2].to_json().encode()))
         assert (await handle_updates(ctx, [m.value for m in three.updates])).applied == 3
-        mu = {p: float((await ctx.store.player("V", p))["mu"]) for p in "abcde"}
+        mu = {p: float((await stored_player(ctx.store, "V", p))["mu"]) for p in "abcde"}
         await ctx.store.close()
         return mu
 
@@ -117,7 +117,7 @@ def test_verification_off_applies_a_forged_seq(redis_url: str) -> None:
         ctx = PipelineContext.from_settings(Settings(redis_url=redis_url, partitions=1))
         one = await handle_one(ctx, Incoming(make_round("u1", "xy", 0).to_json().encode()))
         result = await handle_updates(ctx, [forged(one.updates[0].value, seq=2 ** 53)], verify=False)
-        stored = int((await ctx.store.player("V", "x"))["last_seq"])
+        stored = int((await stored_player(ctx.store, "V", "x"))["last_seq"])
         await ctx.store.close()
         assert result.applied == 2
         return stored
