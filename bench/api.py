@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from stream.batch.synthetic import synthetic_rounds  # noqa: E402
 from stream.contracts import RoundResult  # noqa: E402
-from stream.cli.stack import publish_paced  # noqa: E402
+from stream.cli.stack import DemoProgress  # noqa: E402
 from stream.pipeline.topics import partition_counts  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.local import LocalStack  # noqa: E402
@@ -154,7 +154,7 @@ def feed(settings: Settings, rounds: list[RoundResult], per_second: float, stop:
     """The busy phase's publisher (a process of its own; ``stop``: a multiprocessing Event), at
     CPU niceness ``nice``."""
     os.nice(nice)
-    publish_paced(settings, iter(rounds), per_second, stop)
+    DemoProgress(settings).publish(iter(rounds), per_second, stop)
 
 
 def renice(pid: int, nice: int) -> None:
@@ -203,7 +203,7 @@ def main() -> None:
         r = redis.Redis.from_url(stack.redis_url)
         try:
             wait_for_port(port, timeout_s=60)
-            publish_paced(settings, iter(warm), 0.0, threading.Event())
+            DemoProgress(settings).publish(iter(warm), 0.0, threading.Event())
             wait_rated(r, len(warm))
             players = sorted(m.decode() for m in r.zrevrange(keys.leaderboard(LADDER), 0, 2))
             paths = endpoints(players, warm[-1].round_id)

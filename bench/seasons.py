@@ -49,7 +49,8 @@ from stream.pipeline.updates_batches import phase_two_batch  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.stack.redis_server import RedisServer  # noqa: E402
 from stream.store import keys  # noqa: E402
-from stream.store.bulk import PLAYER_FIELDS, LadderWriter  # noqa: E402
+from stream.store.bulk import LadderWriter  # noqa: E402
+from stream.store.player_hash import WRITE_FIELDS, PlayerRows  # noqa: E402
 from stream.store.store import Store  # noqa: E402
 
 LADDER = "big"
@@ -81,7 +82,7 @@ def template_rows() -> list[list[object]]:
 
 async def write_ladder(url: str, players: int, rows: list[list[object]]) -> float:
     """Bulk-write the ladder's players (each a copy of a template row); returns process CPU seconds."""
-    assert PLAYER_FIELDS == ("last_seq", "queued_seq", "mu", "sigma", "rounds", "last_round", "last_time",
+    assert WRITE_FIELDS == ("last_seq", "queued_seq", "mu", "sigma", "rounds", "last_round", "last_time",
                              "display_rating", "tier", "state")
     store = Store.from_url(url, history_length=Settings().history_length)
     cpu = time.process_time()
@@ -90,7 +91,10 @@ async def write_ladder(url: str, players: int, rows: list[list[object]]) -> floa
     chunk = 50_000
     for lo in range(0, players, chunk):
         names = [f"p{i:07d}" for i in range(lo, min(players, lo + chunk))]
-        await writer.players(LADDER, names, [rows[i % TEMPLATES] for i in range(lo, lo + len(names))])
+        cols = list(zip(*(rows[i % TEMPLATES] for i in range(lo, lo + len(names)))))  # WRITE_FIELDS order
+        await writer.players(LADDER, names, PlayerRows(seq=cols[0], mu=cols[2], sigma=cols[3], rounds=cols[4],
+                                                       last_round=cols[5], last_time=cols[6], display_rating=cols[7],
+                                                       tier=cols[8], state=cols[9]))
     await writer.close()
     spent = time.process_time() - cpu
     await store.close()
@@ -105,7 +109,7 @@ def season_start(path: Path) -> tuple[float, dict[str, object]]:
 
     runner = CliRunner()
     cpu = time.process_time()
-    result = runner.invoke(app, ["season", "start", LADDER, "--at", iso_time(START), "--backdate", "--ladders",
+    result = runner.invoke(app, ["season", "start", LADDER, "--at", iso_time(START), "--backdate", "--config-only", "--ladders",
                                  str(path)])
     spent = time.process_time() - cpu
     assert result.exit_code == 0, result.output
