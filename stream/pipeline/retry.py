@@ -40,15 +40,8 @@ UNEXPECTED = "unexpected"
 KINDS = (TRANSIENT, UNEXPECTED)
 
 #: Handler labels of the agents' calls (others may be used; these show 0 from the start).
-PHASE_ONE = "phase_one"
-PHASE_TWO = "phase_two"
-SEND = "send"
-CONFIRM = "confirm_emitted"
-SWEEP = "sweep"
-CORRECTION = "correction"
-MATCHMAKING = "matchmaking"
-OTHER = "other"
-HANDLERS = (PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, CORRECTION, MATCHMAKING, OTHER)
+HANDLERS = PHASE_ONE, PHASE_TWO, SEND, CONFIRM, SWEEP, CORRECTION, MATCHMAKING, OTHER = (
+    "phase_one", "phase_two", "send", "confirm_emitted", "sweep", "correction", "matchmaking", "other")
 
 
 class GaveUp(Exception):
